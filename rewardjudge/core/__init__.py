@@ -1,0 +1,1 @@
+"""Core helpers shared by graders: structured output parsing."""

@@ -1,0 +1,110 @@
+"""The main job: grade bundled structured completions on the embedded judge.
+
+``python -m rewardjudge demo`` spawns SmolLM2-135M-Instruct under
+llama-cpp-python's server, grades good, poor and malformed structured
+answers with a grader written the way the seed cookbook writes one, and
+prints each grade with its status and reasoning. (A 135M judge's verdicts
+are noise; the demo shows the pipeline, not judge quality. Point
+``--judge-url`` at a real server for real verdicts.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .core.structured_output import render_schema
+from .grade import Grade
+from .graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
+from .models.base import InferenceModel
+from .thread import StringThread
+
+
+class AnalysisOutput(BaseModel):
+    """The policy's structured answer."""
+
+    answer: str = Field(description="The model's answer to the question")
+    confidence: Literal["high", "medium", "low"] = Field(description="Model's confidence in the answer")
+
+
+JUDGE_SYSTEM_PROMPT = """You are an expert evaluator assessing the quality of model responses.
+
+Evaluate based on these criteria:
+1. Correctness: is the answer factually accurate?
+2. Completeness: does it fully address the question?
+3. Clarity: is it clear and well-articulated?
+
+Reply with one JSON object of this shape:
+{{output_schema}}
+Use "PASS" if the answer meets all criteria, "FAIL" otherwise."""
+
+JUDGE_USER_TEMPLATE = """Question:
+{{last_user_turn_content}}
+
+Model answer:
+{{answer}}
+
+Confidence: {{confidence}}
+
+Is this answer correct, complete, and well-articulated?"""
+
+
+def demo_grader(judge: InferenceModel) -> TemplatedPromptJudgeGrader:
+    """The cookbook's AnalysisGrader, with malformed answers penalized by the
+    built-in ``completion_model`` check (no judge call for them)."""
+    return TemplatedPromptJudgeGrader(
+        grader_key="analysis-grader", model=judge, system_template=JUDGE_SYSTEM_PROMPT,
+        user_template=JUDGE_USER_TEMPLATE, output_model=BinaryJudgeOutput, temperature=0.0,
+        completion_model=AnalysisOutput, max_tokens=200)
+
+
+def demo_threads(eval_mode: bool = False) -> list[StringThread]:
+    """The bundled completions as threads (system instructions, question, answer)."""
+    instructions = f"Answer the question. Output must be valid JSON:\n{render_schema(AnalysisOutput)}"
+    rows = resources.files("rewardjudge").joinpath("data/demo_completions.jsonl").read_text().splitlines()
+    threads = []
+    for line in rows:
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        threads.append(StringThread(
+            [("system", instructions), ("user", row["question"]), ("assistant", row["completion"])],
+            metadata={"eval": eval_mode, "id": row["id"], "expected": row["expected"]}))
+    return threads
+
+
+def format_grade(thread: StringThread, grade: Grade) -> str:
+    value = "None" if grade.value is None else f"{grade.value:+.2f}"
+    why = grade.reasoning if grade.status == "scored" else grade.error
+    return (f"{thread.metadata['id']:<22} {grade.status:<10} value={value:<6} "
+            f"attempts={grade.attempts} tokens={grade.usage.get('total_tokens', 0):<4} "
+            f"reason: {(why or '').strip()[:160]}")
+
+
+async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
+                   eval_mode: bool = False) -> list[Grade]:
+    from .models import OpenAIModel, spawn_judge
+
+    threads = demo_threads(eval_mode)
+    if judge_url:
+        judge = OpenAIModel(judge_url, judge_model or "judge")
+        async with judge:
+            grades = await demo_grader(judge).grade_batch(threads)
+    else:
+        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...")
+        async with spawn_judge() as judge:
+            grades = await demo_grader(judge).grade_batch(threads)
+    print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
+    for t, g in zip(threads, grades):
+        print(format_grade(t, g))
+    counts = {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")}
+    print("\ncounts:", counts)
+    return grades
+
+
+def main(judge_url: str | None = None, judge_model: str | None = None, eval_mode: bool = False) -> None:
+    asyncio.run(run_demo(judge_url, judge_model, eval_mode))

@@ -1,0 +1,73 @@
+"""Grade: what a grader returns for one sample, and why."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+Status = Literal["scored", "penalized", "unscored"]
+STATUSES: tuple[str, ...] = ("scored", "penalized", "unscored")
+
+
+@dataclass
+class Grade:
+    """One grade, with the reason it is what it is.
+
+    * ``scored``: the judge gave a valid verdict; ``value`` is its score.
+    * ``penalized``: the policy's output was malformed; ``value`` is the
+      training or evaluation penalty.
+    * ``unscored``: the judge side failed; ``value`` is None (never a fake 0).
+
+    ``status`` may be omitted: it is then ``"scored"`` when ``value`` is a
+    number and ``"unscored"`` when it is None (this keeps
+    ``Grade(value=..., grader_key=..., reasoning=...)`` working).
+
+    >>> Grade(value=1.0, grader_key="g").status
+    'scored'
+    >>> Grade(value=None, grader_key="g", error="judge HTTP 503").status
+    'unscored'
+    """
+
+    value: float | None
+    grader_key: str
+    reasoning: str | None = None
+    status: Status | None = None
+    error: str | None = None
+    raw_reply: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+    latency_s: float | None = None
+    grader_version: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status is None:
+            self.status = "unscored" if self.value is None else "scored"
+        if self.status not in STATUSES:
+            raise ConfigError(f"Grade.status must be one of {STATUSES}, got {self.status!r}")
+        if self.status == "unscored":
+            if self.value is not None:
+                raise ConfigError("an unscored Grade has value None")
+        else:
+            if self.value is None or isinstance(self.value, bool):
+                raise ConfigError(f"a {self.status} Grade needs a numeric value, got {self.value!r}")
+            self.value = float(self.value)
+            if math.isnan(self.value):
+                raise ConfigError("Grade.value must not be NaN; use status='unscored'")
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The judge-side details: raw reply, usage, attempts, error, latency, extras."""
+        return {"raw_reply": self.raw_reply, "usage": dict(self.usage), "attempts": self.attempts,
+                "error": self.error, "latency_s": self.latency_s, **self.extra}
+
+    @property
+    def reward(self) -> float:
+        """The value as a float for a trainer: NaN when unscored."""
+        return math.nan if self.value is None else self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,8 @@
+"""Graders: turn a sample into a Grade."""
+
+from .base import Grader
+from .outputs import BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput
+from .templated_prompt_judge import TemplatedPromptJudgeGrader
+
+__all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "Grader", "JudgeOutput",
+           "TemplatedPromptJudgeGrader"]

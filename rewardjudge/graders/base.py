@@ -1,0 +1,126 @@
+"""Grader: the async base every grader builds on."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import hashlib
+import json
+import logging
+from typing import Any, Iterable, Literal, Sequence
+
+from ..errors import ConfigError, JudgeError
+from ..grade import Grade
+from ..thread import StringThread
+
+log = logging.getLogger("rewardjudge")
+
+Mode = Literal["train", "eval"]
+
+
+def config_hash(config: Any) -> str:
+    """SHA-256 hex of ``config`` as canonical JSON (sorted keys, no spaces)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Grader(abc.ABC):
+    """Base of all graders: ``grade`` one sample, ``grade_batch`` many.
+
+    Penalty modes: a malformed *policy* output is ``penalized`` with
+    ``train_penalty`` (default -1.0) in training or ``eval_penalty`` (default
+    0.0) in evaluation. The mode is ``mode`` when set on the grader (it wins),
+    else the sample's ``metadata["eval"]`` (truthy means evaluation), else
+    training. Judge-side failures are ``unscored`` (value None), never a
+    penalty.
+
+    Contract of ``grade_batch``: one Grade per sample, in order. A judge
+    failure or an unexpected exception in one sample's grading becomes that
+    sample's unscored Grade (with the reason); only usage errors
+    (``ConfigError``: a broken template, a bad sample type) are raised, after
+    every other sample has finished.
+    """
+
+    def __init__(self, grader_key: str, *, mode: Mode | None = None, train_penalty: float = -1.0,
+                 eval_penalty: float = 0.0):
+        if not isinstance(grader_key, str) or not grader_key:
+            raise ConfigError("grader_key must be a non-empty str")
+        if mode not in (None, "train", "eval"):
+            raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
+        for name, v in (("train_penalty", train_penalty), ("eval_penalty", eval_penalty)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+                raise ConfigError(f"{name} must be a number, got {v!r}")
+        self.grader_key = grader_key
+        self.mode = mode
+        self.train_penalty = float(train_penalty)
+        self.eval_penalty = float(eval_penalty)
+
+    # -- to implement -------------------------------------------------------
+    @abc.abstractmethod
+    async def grade(self, sample: StringThread) -> Grade:
+        """Grade one sample."""
+
+    def config(self) -> dict[str, Any]:
+        """What defines this grader's behaviour; its hash is ``version``."""
+        return {"class": type(self).__name__, "train_penalty": self.train_penalty,
+                "eval_penalty": self.eval_penalty}
+
+    @property
+    def version(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical ``config()``."""
+        return config_hash(self.config())[:16]
+
+    # -- helpers for subclasses -------------------------------------------
+    def is_eval(self, sample: StringThread) -> bool:
+        if self.mode is not None:
+            return self.mode == "eval"
+        return bool(sample.metadata.get("eval", False))
+
+    def penalized(self, sample: StringThread, reason: str, **fields: Any) -> Grade:
+        value = self.eval_penalty if self.is_eval(sample) else self.train_penalty
+        return Grade(value=value, grader_key=self.grader_key, reasoning=reason, status="penalized",
+                     error=reason, grader_version=self.version, **fields)
+
+    def unscored(self, reason: str, **fields: Any) -> Grade:
+        return Grade(value=None, grader_key=self.grader_key, reasoning=None, status="unscored",
+                     error=reason, grader_version=self.version, **fields)
+
+    @staticmethod
+    def check_sample(sample: Any) -> StringThread:
+        if not isinstance(sample, StringThread):
+            raise ConfigError(f"a sample must be a StringThread, got {type(sample).__name__}")
+        return sample
+
+    # -- batch ------------------------------------------------------------
+    async def _grade_guarded(self, sample: StringThread) -> Grade:
+        try:
+            return await self.grade(sample)
+        except ConfigError:
+            raise
+        except JudgeError as exc:
+            return self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # keep a training loop alive; say what happened
+            log.warning("grader %s raised %r; grade left unscored", self.grader_key, exc)
+            return self.unscored(f"grader error: {type(exc).__name__}: {exc}")
+
+    async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
+        """Grade ``samples`` concurrently; one Grade per sample, in order.
+
+        Concurrency is bounded by the judge model (its ``max_concurrency``).
+        """
+        items = [self.check_sample(s) for s in samples]
+        results = await asyncio.gather(*(self._grade_guarded(s) for s in items),
+                                       return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)  # type: ignore[arg-type]
+
+    def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:
+        """``grade_batch`` from synchronous code, even inside a running loop
+        (a notebook cell): it then runs on a private loop in a worker thread."""
+        from .._sync import run_sync
+
+        return run_sync(self.grade_batch(samples))

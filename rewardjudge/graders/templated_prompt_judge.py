@@ -1,0 +1,196 @@
+"""TemplatedPromptJudgeGrader: render Handlebars judge prompts, parse a verdict.
+
+Flow of ``grade(sample)``:
+
+1. If ``completion_model`` is set, the completion is parsed into it; a
+   malformed completion is *penalized* without calling the judge.
+2. ``extract_template_context`` builds the template context (override it to
+   add fields; call ``super()`` first).
+3. The system and user templates render (compiled and checked at
+   construction; strict about missing variables by default).
+4. The judge is asked, with the output model's JSON schema as response
+   format where the server supports it; the reply is parsed into
+   ``output_model``. An unreadable or ambiguous reply is re-asked
+   ``reply_retries`` times, then the grade is *unscored*.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from pydantic import BaseModel
+
+from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
+from ..errors import ConfigError, JudgeError
+from ..grade import Grade
+from ..models.base import Completion, GenerationParams, InferenceModel
+from ..templates import Template
+from ..thread import StringThread, format_turns
+from .base import Grader, Mode, config_hash
+from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
+                      output_value, parse_judge_reply)
+
+__all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
+
+
+def _turn_dicts(turns) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c in turns]
+
+
+class TemplatedPromptJudgeGrader(Grader):
+    """A judge grader driven by two Handlebars templates and an output model.
+
+    >>> grader = TemplatedPromptJudgeGrader(  # doctest: +SKIP
+    ...     grader_key="answer-judge", model=judge,
+    ...     system_template="You grade answers. Reply as JSON: {{output_schema}}",
+    ...     user_template="Question: {{last_user_turn_content}}\\nAnswer: {{completion}}",
+    ...     output_model=BinaryJudgeOutput, temperature=0.0)
+    >>> grade = await grader.grade(thread)  # doctest: +SKIP
+
+    Arguments beyond the seed API: ``completion_model`` (parse the completion
+    into this model first; its fields join the context, also under
+    ``parsed``), ``template_variables`` (constants added to every context),
+    ``max_tokens``, ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
+    unreadable verdict), ``strict_templates`` (fail on missing variables),
+    ``structured`` (ask for the output model's JSON schema), and the penalty
+    settings of ``Grader``.
+    """
+
+    def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
+                 user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
+                 temperature: float = 0.0, *, completion_model: type[BaseModel] | None = None,
+                 template_variables: Mapping[str, Any] | None = None, max_tokens: int | None = 512,
+                 top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
+                 strict_templates: bool = True, structured: bool = True, mode: Mode | None = None,
+                 train_penalty: float = -1.0, eval_penalty: float = 0.0):
+        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
+        if not isinstance(model, InferenceModel):
+            raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
+                              f"got {type(model).__name__}")
+        self.model = model
+        self.output_model = check_output_model(output_model)
+        if completion_model is not None and not (isinstance(completion_model, type)
+                                                 and issubclass(completion_model, BaseModel)):
+            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, got {completion_model!r}")
+        self.completion_model = completion_model
+        if temperature is not None and not (0.0 <= float(temperature) <= 2.0):
+            raise ConfigError(f"temperature must be in [0, 2], got {temperature!r}")
+        if reply_retries < 0:
+            raise ConfigError("reply_retries must be >= 0")
+        self.system_template = Template(system_template or "", name="system_template",
+                                        strict=strict_templates)
+        self.user_template = Template(user_template, name="user_template", strict=strict_templates)
+        self.template_variables = dict(template_variables or {})
+        self.params = GenerationParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                       seed=seed)
+        self.reply_retries = reply_retries
+        self.structured = structured
+        self._schema = self.output_model.model_json_schema() if structured else None
+
+    # -- the seed API -----------------------------------------------------
+    @classmethod
+    def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
+                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The default template context of ``thread``.
+
+        Keys: ``output_schema`` (``render_schema(output_model)``, "" without
+        one), ``turns`` (every turn as ``{role, content}``), ``metadata``,
+        ``context_turns`` / ``context_str`` (the turns before the completion),
+        ``context_turns_without_last_user`` / ``context_str_without_last_user``
+        (the same without the last user turn), ``last_user_turn_content``,
+        ``completion`` (the final assistant turn, "" if none), plus
+        ``template_variables``. Override to add fields; call ``super()``.
+        """
+        context_turns = thread.context_turns()
+        last_user = max((i for i, (r, _) in enumerate(context_turns) if r == "user"), default=None)
+        without_last_user = [t for i, t in enumerate(context_turns) if i != last_user]
+        ctx: dict[str, Any] = {
+            "output_schema": render_schema(output_model) if output_model is not None else "",
+            "turns": _turn_dicts(thread.turns),
+            "metadata": dict(thread.metadata),
+            "context_turns": _turn_dicts(context_turns),
+            "context_str": format_turns(context_turns),
+            "context_turns_without_last_user": _turn_dicts(without_last_user),
+            "context_str_without_last_user": format_turns(without_last_user),
+            "last_user_turn_content": thread.last_user_content(),
+            "completion": thread.completion(),
+        }
+        ctx.update(template_variables or {})
+        return ctx
+
+    async def grade(self, sample: StringThread) -> Grade:
+        sample = self.check_sample(sample)
+        parsed_fields: dict[str, Any] | None = None
+        if self.completion_model is not None:
+            try:
+                parsed = pydantic_parse(sample.completion(), self.completion_model)
+            except OutputParserException as exc:
+                return self.penalized(sample, f"malformed completion: {exc.reason}")
+            parsed_fields = parsed.model_dump(mode="json")
+        context = self.extract_template_context(sample, self.output_model, self.template_variables)
+        if parsed_fields is not None:
+            for k, v in parsed_fields.items():
+                context.setdefault(k, v)
+            context.setdefault("parsed", parsed_fields)
+        messages = self.build_messages(context)
+        return await self.ask_judge(messages)
+
+    # -- pieces, reusable by subclasses -----------------------------------
+    def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
+        system = self.system_template.render(context)
+        user = self.user_template.render(context)
+        messages = []
+        if system.strip():
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": user})
+        return messages
+
+    async def ask_judge(self, messages: list[dict[str, str]]) -> Grade:
+        """Ask the judge, re-asking after unreadable verdicts; never raises
+        for judge-side failures."""
+        usage: dict[str, int] = {}
+        attempts = 0
+        started = time.perf_counter()
+        last_reply: str | None = None
+        last_problem = ""
+        for _ in range(self.reply_retries + 1):
+            try:
+                completion: Completion = await self.model.chat(messages, self.params,
+                                                               json_schema=self._schema)
+            except JudgeError as exc:
+                attempts += exc.attempts
+                return self.unscored(f"{type(exc).__name__}: {exc}", attempts=attempts, usage=usage,
+                                     raw_reply=last_reply,
+                                     latency_s=time.perf_counter() - started)
+            attempts += completion.attempts
+            for k, v in completion.usage.items():
+                usage[k] = usage.get(k, 0) + v
+            last_reply = completion.text
+            try:
+                verdict = parse_judge_reply(completion.text, self.output_model)
+                value = output_value(verdict)
+            except (OutputParserException, ValueError, TypeError) as exc:
+                last_problem = getattr(exc, "reason", str(exc))
+                continue
+            reasoning = verdict.reasoning_text() if isinstance(verdict, JudgeOutput) else getattr(
+                verdict, "reasoning", None)
+            return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
+                         raw_reply=completion.text, usage=usage, attempts=attempts,
+                         latency_s=time.perf_counter() - started, grader_version=self.version,
+                         extra={"verdict": verdict.model_dump(mode="json")})
+        return self.unscored(f"invalid judge reply after {self.reply_retries + 1} tries: {last_problem}",
+                             attempts=attempts, usage=usage, raw_reply=last_reply,
+                             latency_s=time.perf_counter() - started)
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "system_template": self.system_template.source,
+                "user_template": self.user_template.source,
+                "output_model": self.output_model.model_json_schema(),
+                "completion_model": (self.completion_model.model_json_schema()
+                                     if self.completion_model else None),
+                "template_variables": self.template_variables, "params": self.params.as_dict(),
+                "model": getattr(self.model, "name", type(self.model).__name__),
+                "structured": self.structured}
+
+

