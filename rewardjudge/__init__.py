@@ -7,6 +7,7 @@ from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPErr
                      JudgeResponseError, JudgeStartupError, JudgeTimeoutError, RewardJudgeError,
                      TemplateContextError, TemplateError, TemplateVariableError)
 from .grade import Grade
+from .scales import Scale
 from .thread import StringThread
 
 __version__ = "0.1.0"
@@ -14,5 +15,5 @@ __version__ = "0.1.0"
 __all__ = sorted([
     "ConfigError", "Grade", "JudgeConnectionError", "JudgeError", "JudgeHTTPError",
     "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError", "RewardJudgeError",
-    "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
+    "Scale", "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
 ])

@@ -1,26 +1,26 @@
-"""The ``rewardjudge`` command."""
+"""The ``rewardjudge`` command.
+
+Each subcommand lives beside what it drives and registers itself through an
+``add_parser(subparsers)`` function listed in ``_COMMAND_MODULES``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-
-def _demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
-
-    demo_main(args.judge_url, args.judge_model, args.eval)
-    return 0
+# modules that define add_parser(subparsers); each parser sets func=callable(args) -> exit code
+_COMMAND_MODULES = [
+    "rewardjudge.demo",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rewardjudge", description="LLM-as-judge reward graders.")
     sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="grade bundled structured completions on the embedded judge")
-    d.add_argument("--judge-url", help="an OpenAI-compatible server (…/v1) instead of the embedded judge")
-    d.add_argument("--judge-model", help="the model name on that server")
-    d.add_argument("--eval", action="store_true", help="evaluation penalties (0.0) instead of training (-1.0)")
-    d.set_defaults(func=_demo)
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
     return p
 
 
@@ -39,4 +39,4 @@ def main(argv: list[str] | None = None) -> None:
             code = 2
         else:
             raise
-    sys.exit(code)
+    sys.exit(code or 0)

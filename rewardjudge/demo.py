@@ -108,3 +108,12 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
 
 def main(judge_url: str | None = None, judge_model: str | None = None, eval_mode: bool = False) -> None:
     asyncio.run(run_demo(judge_url, judge_model, eval_mode))
+
+
+def add_parser(sub) -> None:
+    """The ``rewardjudge demo`` subcommand."""
+    d = sub.add_parser("demo", help="grade bundled structured completions on the embedded judge")
+    d.add_argument("--judge-url", help="an OpenAI-compatible server (.../v1) instead of the embedded judge")
+    d.add_argument("--judge-model", help="the model name on that server")
+    d.add_argument("--eval", action="store_true", help="evaluation penalties (0.0) instead of training (-1.0)")
+    d.set_defaults(func=lambda a: main(a.judge_url, a.judge_model, a.eval) or 0)
