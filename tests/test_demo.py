@@ -1,0 +1,31 @@
+"""The README's main job, against the fake server and the embedded judge."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rewardjudge.demo import demo_threads
+from rewardjudge.testing import FakeJudgeServer
+
+
+def test_demo_cli_against_a_judge_url():
+    with FakeJudgeServer() as server:
+        out = subprocess.run([sys.executable, "-m", "rewardjudge", "demo", "--judge-url", server.url,
+                              "--judge-model", "fake"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for t in demo_threads():
+        assert t.metadata["id"] in out.stdout
+    assert "counts: {'scored': 4, 'penalized': 2, 'unscored': 0}" in out.stdout
+    assert server.request_count == 4  # malformed answers never reach the judge
+
+
+@pytest.mark.judge
+def test_demo_on_embedded_judge():
+    out = subprocess.run([sys.executable, "-m", "rewardjudge", "demo"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "'penalized': 2" in out.stdout
+    assert out.stdout.count(" scored ") + out.stdout.count(" unscored ") == 4

@@ -1,0 +1,130 @@
+"""The Handlebars layer: one test per pybars3 trap in NOTES.md, plus helpers."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
+from rewardjudge.templates import Template, template_variables
+from rewardjudge.templates.handlebars import compile_template
+
+
+def test_no_html_escaping():
+    # pybars3 escapes & < > " ' ` in {{x}}; prompts are not HTML
+    text = """a & b < c > d "e" 'f' `g`"""
+    assert Template("{{x}}").render({"x": text}) == text
+
+
+def test_values_are_not_rendered_twice():
+    # one pass: policy text that looks like a template stays literal
+    out = Template("A: {{answer}}").render({"answer": "{{secret}} {{#if x}}y{{/if}}", "secret": "LEAK"})
+    assert out == "A: {{secret}} {{#if x}}y{{/if}}"
+
+
+@pytest.mark.parametrize("source, line, column, fragment", [
+    # unclosed block: pybars3 silently drops everything after it
+    ("Intro\n{{#if x}}\nbody", 2, 1, "unclosed block"),
+    # unclosed mustache at the end of a line
+    ("one\ntwo {{name\nthree", 2, 5, "unclosed mustache"),
+    # unclosed mustache followed by another tag
+    ("{{a {{b}}", 1, 1, "unclosed mustache"),
+    # mismatched close: the position of the bad close tag, naming the open one
+    ("{{#each xs}}\n  {{/if}}", 2, 3, "does not match"),
+    # close without open
+    ("text {{/each}}", 1, 6, "never opened"),
+    # else outside a block
+    ("x\n{{else}}", 2, 1, "outside any block"),
+    # else if is unsupported by pybars3
+    ("{{#if a}}1{{else if b}}2{{/if}}", 1, 11, "not supported"),
+    # a comment containing }} leaks its tail in pybars3
+    ("{{!-- a }} b --}}", 1, 1, "must not contain"),
+    # unclosed long comment
+    ("a\n  {{!-- note", 2, 3, "unclosed comment"),
+    # a triple stash missing one brace
+    ("{{{raw}}", 1, 1, "unclosed mustache"),
+    # partials are refused (nothing registers them)
+    ("{{> header}}", 1, 1, "partials"),
+    # a tag pybars3 cannot parse: the real line (pybars3 reports the last line)
+    ("l1\nl2 {{foo bar=}}\nl3\nl4", 2, 4, "invalid tag"),
+    ("a\n{{#if (eq x}}y{{/if}}\nb\nc", 2, 1, "invalid tag"),
+])
+def test_invalid_templates_report_real_position(source, line, column, fragment):
+    with pytest.raises(TemplateError) as info:
+        Template(source)
+    assert info.value.line == line and info.value.column == column
+    assert fragment in str(info.value)
+
+
+def test_unless_else_is_honoured():
+    # pybars3's own unless drops the else branch
+    t = Template("{{#unless ok}}no{{else}}yes{{/unless}}")
+    assert t.render({"ok": True}) == "yes"
+    assert t.render({"ok": False}) == "no"
+
+
+def test_strict_names_missing_and_available():
+    t = Template("{{question}} {{meta.ref}} {{#each items}}{{this.name}}{{/each}}")
+    with pytest.raises(TemplateVariableError) as info:
+        t.render({"question": "q", "meta": {}, "items": []})
+    assert info.value.missing == ["meta.ref"]
+    assert info.value.available == ["items", "meta", "question"]
+    assert "meta.ref" in str(info.value) and "question" in str(info.value)
+
+
+def test_non_strict_renders_missing_as_empty():
+    assert Template("[{{x}}]", strict=False).render({}) == "[]"
+    assert Template("[{{x}}]").render({}, strict=False) == "[]"
+
+
+def test_callables_in_context_are_refused():
+    # pybars3 calls functions found in the context
+    with pytest.raises(TemplateContextError):
+        Template("{{f}}").render({"f": lambda *a: "called"})
+
+
+def test_variables_listing():
+    src = ("{{#if (eq scale \"detailed\")}}{{a}}{{/if}}{{#each candidates}}{{this.id}} {{../scale_min}}"
+           "{{@index}}{{/each}}{{json meta.k}} {{join tags \", \"}} {{#with obj}}{{inner}}{{/with}}")
+    assert template_variables(src) == ["scale", "a", "candidates", "scale_min", "meta.k", "tags", "obj"]
+
+
+def test_helpers():
+    t = Template('{{#if (and (gt n 2) (lt n 5) (not off))}}mid{{/if}}|{{#if (or a b)}}any{{/if}}|'
+                 '{{#if (eq s "x")}}eq{{/if}}{{#if (ne s "y")}}ne{{/if}}|{{json obj}}|{{join xs "/"}}')
+    out = t.render({"n": 3, "off": False, "a": "", "b": 1, "s": "x", "obj": {"k": "<v>"}, "xs": [1, "b"]})
+    assert out == 'mid|any|eqne|{"k": "<v>"}|1/b'
+
+
+def test_compile_cache_and_no_module_leak():
+    src = "cache probe {{x}} " + "z" * 7
+    before = {m for m in sys.modules if m.startswith("pybars._templates")}
+    fn1, _ = compile_template(src)
+    fn2, _ = compile_template(src)
+    assert fn1 is fn2
+    after = {m for m in sys.modules if m.startswith("pybars._templates")}
+    assert after == before
+
+
+def test_concurrent_compiles_are_correct():
+    # compiling from several threads at once corrupts pybars3's output without the lock
+    sources = [f"T{i} {{{{#each xs}}}}{{{{this}}}}-{i} {{{{/each}}}}{{{{#if y}}}}y{i}{{{{/if}}}}" for i in range(24)]
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = Template(sources[i]).render({"xs": [1, 2], "y": True})
+        except BaseException as exc:  # pragma: no cover - the failure being tested against
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(24):
+        assert results[i] == f"T{i} 1-{i} 2-{i} y{i}"
