@@ -13,6 +13,10 @@ import sys
 # modules that define add_parser(subparsers); each parser sets func=callable(args) -> exit code
 _COMMAND_MODULES = [
     "rewardjudge.demo",
+    "rewardjudge.evaluate.cli",
+    "rewardjudge.templates.cli",
+    "rewardjudge.scorers.cli",
+    "rewardjudge.catalog",
 ]
 
 

@@ -150,6 +150,21 @@ def _chat_body(content: str, model: str, prompt_tokens: int, logprobs=None) -> b
                                  "total_tokens": prompt_tokens + max(1, len(content.split()))}}).encode()
 
 
+def _text_completion_body(text: str, model: str, prompt_tokens: int, logprobs=None) -> bytes:
+    """A legacy ``/v1/completions`` body (logprobs as ``{token: logprob}`` per position)."""
+    choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": "length", "logprobs": None}
+    if logprobs is not None:
+        choice["logprobs"] = {
+            "tokens": [max(alts, key=alts.get) if alts else "" for alts in logprobs],
+            "token_logprobs": [max(alts.values()) if alts else 0.0 for alts in logprobs],
+            "top_logprobs": [dict(alts) for alts in logprobs], "text_offset": [0] * len(logprobs)}
+    n = max(1, len(text.split()))
+    return json.dumps({"id": "fake", "object": "text_completion", "created": int(time.time()),
+                       "model": model, "choices": [choice],
+                       "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
+                                 "total_tokens": prompt_tokens + n}}).encode()
+
+
 class _Conn(asyncio.Protocol):
     def __init__(self, server: "FakeJudgeServer"):
         self.server = server
@@ -205,6 +220,8 @@ class FakeJudgeServer:
     a PASS verdict). ``enqueue(*faults)`` makes the next requests, in order,
     get those faults before the responder is consulted again. ``latency`` is
     added to every answer. ``requests`` records every chat request body.
+    ``/v1/completions`` is served too: a request body holding ``prompt`` gets
+    a text-completion reply (``Fault.reply(text, logprobs=...)`` works there).
 
     >>> with FakeJudgeServer(latency=0.01) as server:   # doctest: +SKIP
     ...     model = OpenAIModel(server.url, "fake")
@@ -242,7 +259,8 @@ class FakeJudgeServer:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             conn._send(200, json.dumps({"object": "list", "data": [{"id": self.model}]}).encode())
             return
-        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+        # /v1/chat/completions, and /v1/completions (a request with "prompt")
+        if method != "POST" or not path.rstrip("/").endswith("/completions"):
             conn._send(404, b'{"error": "not found"}')
             return
         try:
@@ -269,7 +287,11 @@ class FakeJudgeServer:
         t = conn.transport
         if t is None or t.is_closing():
             return
-        if fault.kind == "reply":
+        if fault.kind == "reply" and "prompt" in req:
+            words = len(str(req.get("prompt", "")).split())
+            conn._send(200, _text_completion_body(fault.content, req.get("model", self.model), words,
+                                                  fault.logprobs))
+        elif fault.kind == "reply":
             words = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
             conn._send(200, _chat_body(fault.content, req.get("model", self.model), words, fault.logprobs))
         elif fault.kind == "status":

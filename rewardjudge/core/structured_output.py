@@ -8,6 +8,7 @@ validate against the model, extra keys included if the model forbids them.
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -127,9 +128,21 @@ def render_schema(model: type[BaseModel], *, with_field_descriptions: bool = Tru
           "confidence": "high" | "medium" | "low"
         }
     """
-    schema = model.model_json_schema()
-    defs = schema.get("$defs", {})
-    return _render_object(schema, defs, 0, with_field_descriptions)
+    # Cached per class: graders render it into every prompt, and building a
+    # JSON schema costs ~100 us; weak keys let dynamic models be collected.
+    per_model = _SCHEMA_TEXT.get(model)
+    if per_model is None:
+        per_model = _SCHEMA_TEXT.setdefault(model, {})
+    text = per_model.get(with_field_descriptions)
+    if text is None:
+        schema = model.model_json_schema()
+        defs = schema.get("$defs", {})
+        text = _render_object(schema, defs, 0, with_field_descriptions)
+        per_model[with_field_descriptions] = text
+    return text
+
+
+_SCHEMA_TEXT: "weakref.WeakKeyDictionary[type, dict[bool, str]]" = weakref.WeakKeyDictionary()
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

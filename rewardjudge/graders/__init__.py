@@ -1,8 +1,9 @@
 """Graders: turn a sample into a Grade."""
 
 from .base import Grader
+from .candidate_judge import CandidateJudgeGrader
 from .outputs import BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput
 from .templated_prompt_judge import TemplatedPromptJudgeGrader
 
-__all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "Grader", "JudgeOutput",
+__all__ = ["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader", "JudgeOutput",
            "TemplatedPromptJudgeGrader"]

@@ -67,8 +67,27 @@ class Grader(abc.ABC):
 
     @property
     def version(self) -> str:
-        """First 16 hex digits of the SHA-256 of the canonical ``config()``."""
-        return config_hash(self.config())[:16]
+        """First 16 hex digits of the SHA-256 of the canonical ``config()``.
+
+        Computed once and cached: every Grade carries it, and ``config()``
+        can be costly (an output model's JSON schema). Setting any attribute
+        of the grader drops the cache; after mutating an attribute *in place*
+        (``grader.template_variables["x"] = ...``) call ``invalidate_version()``.
+        """
+        cached = self.__dict__.get("_version_cache")
+        if cached is None:
+            cached = config_hash(self.config())[:16]
+            self.__dict__["_version_cache"] = cached
+        return cached
+
+    def invalidate_version(self) -> None:
+        """Forget the cached ``version`` (it is recomputed on next use)."""
+        self.__dict__.pop("_version_cache", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a new attribute value may change config(): recompute version lazily
+        self.__dict__.pop("_version_cache", None)
+        object.__setattr__(self, name, value)
 
     # -- helpers for subclasses -------------------------------------------
     def is_eval(self, sample: StringThread) -> bool:
@@ -105,14 +124,43 @@ class Grader(abc.ABC):
             log.warning("grader %s raised %r; grade left unscored", self.grader_key, exc)
             return self.unscored(f"grader error: {type(exc).__name__}: {exc}")
 
+    def batch_concurrency(self) -> int | None:
+        """How many samples ``grade_batch`` works on at once (None: all).
+
+        Defaults to the judge model's ``max_concurrency`` when the grader has
+        a ``model`` that declares one, so prompts are rendered just before a
+        request slot frees up rather than all at the start of a large batch
+        (which would leave the judge idle while the client renders). The
+        model's own limit still bounds requests when graders share a model.
+        """
+        limit = getattr(getattr(self, "model", None), "max_concurrency", None)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            return limit
+        return None
+
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
         """Grade ``samples`` concurrently; one Grade per sample, in order.
 
-        Concurrency is bounded by the judge model (its ``max_concurrency``).
+        At most ``batch_concurrency()`` samples are in progress at once, and
+        the judge model bounds its requests (its ``max_concurrency``).
         """
         items = [self.check_sample(s) for s in samples]
-        results = await asyncio.gather(*(self._grade_guarded(s) for s in items),
-                                       return_exceptions=True)
+        limit = self.batch_concurrency()
+        if limit is None or limit >= len(items):
+            results = await asyncio.gather(*(self._grade_guarded(s) for s in items),
+                                           return_exceptions=True)
+        else:
+            results = [None] * len(items)
+            indexes = iter(range(len(items)))
+
+            async def worker() -> None:
+                for i in indexes:  # shared iterator: each index is taken once
+                    try:
+                        results[i] = await self._grade_guarded(items[i])
+                    except Exception as exc:  # a usage error: raised after the rest
+                        results[i] = exc
+
+            await asyncio.gather(*(worker() for _ in range(limit)))
         for r in results:
             if isinstance(r, BaseException):
                 raise r

@@ -28,6 +28,7 @@ from ..models.base import Completion, GenerationParams, InferenceModel
 from ..templates import Template
 from ..thread import StringThread, format_turns
 from .base import Grader, Mode, config_hash
+from .distribution import apply_expected_value, score_choices
 from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       output_value, parse_judge_reply)
 
@@ -53,16 +54,23 @@ class TemplatedPromptJudgeGrader(Grader):
     ``parsed``), ``template_variables`` (constants added to every context),
     ``max_tokens``, ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
     unreadable verdict), ``strict_templates`` (fail on missing variables),
-    ``structured`` (ask for the output model's JSON schema), and the penalty
-    settings of ``Grader``.
+    ``structured`` (ask for the output model's JSON schema),
+    ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
+    read the probability of every score at the position the judge wrote its
+    score and use the expected value; see ``distribution.apply_expected_value``;
+    floor ``expected_value_floor``), and the penalty settings of ``Grader``.
     """
+
+    #: the least probability on valid scores for the expected-value option to apply
+    expected_value_floor: float = 0.5
 
     def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
                  user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
                  temperature: float = 0.0, *, completion_model: type[BaseModel] | None = None,
                  template_variables: Mapping[str, Any] | None = None, max_tokens: int | None = 512,
                  top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
-                 strict_templates: bool = True, structured: bool = True, mode: Mode | None = None,
+                 strict_templates: bool = True, structured: bool = True, expected_value: bool = False,
+                 mode: Mode | None = None,
                  train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
         if not isinstance(model, InferenceModel):
@@ -87,6 +95,11 @@ class TemplatedPromptJudgeGrader(Grader):
         self.reply_retries = reply_retries
         self.structured = structured
         self._schema = self.output_model.model_json_schema() if structured else None
+        self.expected_value = bool(expected_value)
+        if self.expected_value and score_choices(self.output_model) is None:
+            raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
+                              f"one-token values (a Literal/enum, or an int bounded in 0..9); "
+                              f"{self.output_model.__name__}.score is not")
 
     # -- the seed API -----------------------------------------------------
     @classmethod
@@ -175,10 +188,13 @@ class TemplatedPromptJudgeGrader(Grader):
                 continue
             reasoning = verdict.reasoning_text() if isinstance(verdict, JudgeOutput) else getattr(
                 verdict, "reasoning", None)
-            return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
-                         raw_reply=completion.text, usage=usage, attempts=attempts,
-                         latency_s=time.perf_counter() - started, grader_version=self.version,
-                         extra={"verdict": verdict.model_dump(mode="json")})
+            grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
+                          raw_reply=completion.text, usage=usage, attempts=attempts,
+                          latency_s=time.perf_counter() - started, grader_version=self.version,
+                          extra={"verdict": verdict.model_dump(mode="json")})
+            if self.expected_value:
+                grade = await apply_expected_value(self, messages, completion.text, verdict, grade)
+            return grade
         return self.unscored(f"invalid judge reply after {self.reply_retries + 1} tries: {last_problem}",
                              attempts=attempts, usage=usage, raw_reply=last_reply,
                              latency_s=time.perf_counter() - started)
@@ -191,6 +207,7 @@ class TemplatedPromptJudgeGrader(Grader):
                                      if self.completion_model else None),
                 "template_variables": self.template_variables, "params": self.params.as_dict(),
                 "model": getattr(self.model, "name", type(self.model).__name__),
-                "structured": self.structured}
+                "structured": self.structured,
+                **({"expected_value": True} if self.expected_value else {})}
 
 

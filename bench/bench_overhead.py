@@ -1,0 +1,174 @@
+"""CPU the grader adds per grade, judge excluded.
+
+Stages of one grade, each timed on its own (CPU time of this process, best
+of 3 rounds), for a typical judge prompt with 1 candidate
+(``TemplatedPromptJudgeGrader``) and for 8 candidates rendered through one
+``Template`` with an ``{{#each}}`` block and answered with 8 verdicts:
+
+* context: the template context built from the sample
+* render: the system and user prompts rendered (plain-data conversion included)
+* request: the chat-completions JSON body built and encoded
+* reply: the HTTP body parsed into a ``Completion``
+* verdict: the judge's JSON verdict parsed and validated into the output model
+* grade: the ``Grade`` built (``version`` cached; the uncached hash is shown apart)
+* whole grade: ``grader.grade(sample)`` end to end over a ``ScriptedModel``
+  (an in-process judge that answers at once), event-loop work included.
+
+Figures are printed as microseconds measured in this run and as a share of a
+100 ms judge call: the ratio is the claim, the microseconds are context.
+
+Run: ``python -m bench.bench_overhead``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .common import (CRITERIA, MULTI_TEMPLATE, SYSTEM_TEMPLATE, USER_TEMPLATE, cpu_per_call, emit,
+                     print_table, sample_thread)
+
+JUDGE_LATENCY_S = 0.1
+
+
+class CandidateVerdict(BaseModel):
+    id: str = Field(description="The candidate's id, as given")
+    reasoning: str = Field(description="One sentence of reasoning")
+    score: int = Field(ge=1, le=5, description="1 (very poor) to 5 (excellent)")
+
+
+class MultiVerdict(BaseModel):
+    grades: list[CandidateVerdict]
+
+    def to_value(self) -> float:
+        return sum(g.score for g in self.grades) / len(self.grades)
+
+
+def _chat_reply(content: str) -> bytes:
+    from rewardjudge.testing import _chat_body
+
+    return _chat_body(content, "fake-judge", 400)
+
+
+def _payload(messages, params, schema) -> bytes:
+    # the body OpenAIModel sends: model, messages, sampling params, response_format
+    payload = {"model": "fake-judge", "messages": messages, **params.as_dict(),
+               "response_format": {"type": "json_schema",
+                                   "json_schema": {"name": "reply", "schema": schema, "strict": True}}}
+    return json.dumps(payload).encode()
+
+
+def stages_one() -> dict[str, float]:
+    from rewardjudge.core.structured_output import render_schema  # noqa: F401 (warm import)
+    from rewardjudge.grade import Grade
+    from rewardjudge.graders.base import config_hash
+    from rewardjudge.graders.outputs import output_value, parse_judge_reply
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.models.openai_compat import _parse_chat_body
+    from rewardjudge.testing import DEFAULT_REPLY, ScriptedModel
+
+    model = ScriptedModel(default=DEFAULT_REPLY)
+    grader = TemplatedPromptJudgeGrader("bench", model, SYSTEM_TEMPLATE, USER_TEMPLATE,
+                                        template_variables={"criteria": CRITERIA})
+    sample = sample_thread(7)
+    ctx = grader.extract_template_context(sample, grader.output_model, grader.template_variables)
+    messages = grader.build_messages(ctx)
+    reply = _chat_reply(DEFAULT_REPLY)
+    verdict = parse_judge_reply(DEFAULT_REPLY, grader.output_model)
+
+    def make_grade():
+        return Grade(value=output_value(verdict), grader_key=grader.grader_key,
+                     reasoning=verdict.reasoning, status="scored", raw_reply=DEFAULT_REPLY,
+                     usage={"prompt_tokens": 400}, attempts=1, latency_s=0.1,
+                     grader_version=grader.version, extra={"verdict": verdict.model_dump(mode="json")})
+
+    loop = asyncio.new_event_loop()
+
+    def whole():
+        model.calls.clear()
+        loop.run_until_complete(grader.grade(sample))
+
+    try:
+        return {
+            "context": cpu_per_call(lambda: grader.extract_template_context(
+                sample, grader.output_model, grader.template_variables)),
+            "render": cpu_per_call(lambda: grader.build_messages(ctx)),
+            "request": cpu_per_call(lambda: _payload(messages, grader.params, grader._schema)),
+            "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
+            "verdict": cpu_per_call(lambda: output_value(parse_judge_reply(DEFAULT_REPLY,
+                                                                            grader.output_model))),
+            "grade": cpu_per_call(make_grade),
+            "whole grade": cpu_per_call(whole),
+            "version (uncached)": cpu_per_call(lambda: config_hash(grader.config())[:16]),
+        }
+    finally:
+        loop.close()
+
+
+def stages_eight() -> dict[str, float]:
+    from rewardjudge.core.structured_output import render_schema
+    from rewardjudge.graders.outputs import output_value, parse_judge_reply
+    from rewardjudge.models.base import GenerationParams
+    from rewardjudge.models.openai_compat import _parse_chat_body
+    from rewardjudge.templates import Template
+
+    template = Template(MULTI_TEMPLATE, name="multi")
+    question = sample_thread(3).last_user_content()
+    answers = [sample_thread(i).completion() for i in range(8)]
+    ids = [f"c{i:02d}x" for i in range(8)]
+    verdict_text = json.dumps({"grades": [
+        {"id": cid, "reasoning": "Correct and complete, with a brief explanation.", "score": 4}
+        for cid in ids]})
+    reply = _chat_reply(verdict_text)
+    params = GenerationParams(temperature=0.0, max_tokens=512)
+    schema = MultiVerdict.model_json_schema()
+
+    def context():
+        return {"n": 8, "question": question, "output_schema": render_schema(MultiVerdict),
+                "candidates": [{"id": cid, "text": a} for cid, a in zip(ids, answers)]}
+
+    ctx = context()
+    messages = [{"role": "user", "content": template.render(ctx)}]
+    return {
+        "context": cpu_per_call(context),
+        "render": cpu_per_call(lambda: template.render(ctx)),
+        "request": cpu_per_call(lambda: _payload(messages, params, schema)),
+        "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
+        "verdict": cpu_per_call(lambda: output_value(parse_judge_reply(verdict_text, MultiVerdict))),
+    }
+
+
+def _pct(seconds: float) -> str:
+    return f"{100 * seconds / JUDGE_LATENCY_S:.3f}%"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    one = stages_one()
+    eight = stages_eight()
+    per_grade_1 = sum(v for k, v in one.items() if k not in ("whole grade", "version (uncached)"))
+    per_grade_8 = sum(eight.values())
+    rows = []
+    for stage in one:
+        e = eight.get(stage)
+        rows.append([stage, one[stage] * 1e6, None if e is None else e * 1e6,
+                     _pct(one[stage]), None if e is None else _pct(e)])
+    rows.append(["sum of stages", per_grade_1 * 1e6, per_grade_8 * 1e6,
+                 _pct(per_grade_1), _pct(per_grade_8)])
+    print_table("Grader CPU per grade, judge excluded (us measured in this run, and as a "
+                "percentage of one 100 ms judge call)",
+                ["stage", "1 cand. us", "8 cand. us", "1 cand. % of 100 ms", "8 cand. % of 100 ms"], rows)
+    out = {"us_1_candidate": {k: round(v * 1e6, 2) for k, v in one.items()},
+           "us_8_candidates": {k: round(v * 1e6, 2) for k, v in eight.items()},
+           "share_of_100ms_1": per_grade_1 / JUDGE_LATENCY_S,
+           "share_of_100ms_8": per_grade_8 / JUDGE_LATENCY_S,
+           "whole_grade_share_of_100ms": one["whole grade"] / JUDGE_LATENCY_S,
+           "version_cache_speedup": one["version (uncached)"] / max(one["grade"], 1e-12)}
+    emit("overhead", out)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Throughput against a fake judge with fixed latency, next to other clients.
+
+The fake server (``python -m rewardjudge.testing --latency L``) runs in its own
+process on loopback. At each concurrency ``c`` the ceiling is ``c / L``
+requests per second; every client's figure is its fraction of that ceiling:
+
+* ``rewardjudge``: ``TemplatedPromptJudgeGrader(...).grade_batch(samples)`` over
+  ``OpenAIModel(max_concurrency=c)``: render, request, parse, Grade.
+* ``aiohttp``: ``c`` workers sending the very same requests with a bare
+  ``aiohttp.ClientSession`` (serialize the payload, post, read, ``json.loads``
+  the reply), no grading: the floor a Python client on aiohttp pays.
+* ``AsyncOpenAI``: the ``openai`` package's async client (its defaults), ``c``
+  workers sending the same messages, no grading.
+* ``sequential``: a naive loop, one request after another with the ``openai``
+  package's sync client (the same at every concurrency, so measured once).
+
+The server's own CPU per request is printed beside the clients': it must be
+well below theirs or the benchmark would measure the server.
+
+Run: ``python -m bench.bench_throughput [--latency 0.1] [--conc 1,8,64,512]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import time
+from typing import Any, Awaitable, Callable
+
+from .common import (CRITERIA, SYSTEM_TEMPLATE, USER_TEMPLATE, ServerProcess, emit, print_table,
+                     sample_thread)
+
+DEFAULT_CONC = (1, 4, 16, 64, 128, 256, 512)
+
+
+def _grader(url: str, conc: int):
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.models import OpenAIModel
+
+    model = OpenAIModel(url, "fake-judge", api_key="bench", max_concurrency=conc, timeout=60.0,
+                        max_retries=0)
+    return TemplatedPromptJudgeGrader("bench", model, SYSTEM_TEMPLATE, USER_TEMPLATE,
+                                      template_variables={"criteria": CRITERIA}, temperature=0.0,
+                                      max_tokens=256)
+
+
+async def _workers(conc: int, n: int, one: Callable[[int], Awaitable[Any]]) -> None:
+    """``conc`` workers share ``n`` request indexes."""
+    it = iter(range(n))
+
+    async def worker() -> None:
+        for i in it:
+            await one(i)
+
+    await asyncio.gather(*(worker() for _ in range(conc)))
+
+
+async def _timed(run: Callable[[int], Awaitable[None]], n: int, server: ServerProcess) -> dict:
+    gc.collect()
+    s0, c0, t0 = server.cpu_s(), time.process_time(), time.perf_counter()
+    await run(n)
+    wall = time.perf_counter() - t0
+    return {"rps": n / wall, "client_cpu_ms": 1000 * (time.process_time() - c0) / n,
+            "server_cpu_ms": 1000 * (server.cpu_s() - s0) / n}
+
+
+async def run_rewardjudge(url: str, conc: int, n: int, server: ServerProcess) -> dict:
+    grader = _grader(url, conc)
+    samples = [sample_thread(i) for i in range(n)]
+    async with grader.model:
+        await grader.grade_batch(samples[:conc])  # open the connections
+
+        async def run(k: int) -> None:
+            grades = await grader.grade_batch(samples[:k])
+            bad = [g for g in grades if g.status != "scored"]
+            if bad:
+                raise RuntimeError(f"{len(bad)} grades not scored, e.g. {bad[0].error}")
+
+        return await _timed(run, n, server)
+
+
+def _bodies(url: str, n: int) -> list[tuple[list[dict], bytes]]:
+    """The messages and exact request bodies rewardjudge sends for samples 0..n-1."""
+    grader = _grader(url, 1)
+    out = []
+    for i in range(n):
+        ctx = grader.extract_template_context(sample_thread(i), grader.output_model,
+                                              grader.template_variables)
+        messages = grader.build_messages(ctx)
+        payload = {"model": "fake-judge", "messages": messages, **grader.params.as_dict(),
+                   "response_format": grader.model._response_format(grader._schema, "json_schema")}
+        out.append((messages, json.dumps(payload).encode()))
+    return out
+
+
+async def run_aiohttp(url: str, conc: int, n: int, server: ServerProcess, bodies) -> dict:
+    import aiohttp
+
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+    payloads = [json.loads(body) for _, body in bodies]
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc),
+                                     headers=headers) as session:
+        endpoint = url + "/chat/completions"
+
+        async def one(i: int) -> None:
+            # what a bare client does per request: serialize, post, read, decode
+            async with session.post(endpoint, data=json.dumps(payloads[i % len(payloads)]).encode()) as r:
+                data = json.loads(await r.read())
+                if r.status != 200 or not data["choices"][0]["message"]["content"]:
+                    raise RuntimeError(f"bad reply {r.status}")
+
+        await _workers(conc, conc, one)
+        return await _timed(lambda k: _workers(conc, k, one), n, server)
+
+
+async def run_openai(url: str, conc: int, n: int, server: ServerProcess, bodies) -> dict:
+    import openai
+
+    grader = _grader(url, 1)
+    rf = grader.model._response_format(grader._schema, "json_schema")
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+    try:
+        async def one(i: int) -> None:
+            r = await client.chat.completions.create(
+                model="fake-judge", messages=bodies[i % len(bodies)][0], temperature=0.0,
+                max_tokens=256, response_format=rf)
+            if not r.choices[0].message.content:
+                raise RuntimeError("empty reply")
+
+        await _workers(conc, conc, one)
+        return await _timed(lambda k: _workers(conc, k, one), n, server)
+    finally:
+        await client.close()
+
+
+def run_sequential(url: str, n: int, bodies) -> float:
+    """Requests per second of a plain loop with the sync openai client."""
+    import openai
+
+    grader = _grader(url, 1)
+    rf = grader.model._response_format(grader._schema, "json_schema")
+    with openai.OpenAI(base_url=url, api_key="bench", max_retries=0) as client:
+        t0 = time.perf_counter()
+        for i in range(n):
+            client.chat.completions.create(model="fake-judge", messages=bodies[i % len(bodies)][0],
+                                           temperature=0.0, max_tokens=256, response_format=rf)
+        return n / (time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(prog="python -m bench.bench_throughput")
+    p.add_argument("--latency", type=float, default=0.1, help="fake judge latency, seconds")
+    p.add_argument("--conc", default=",".join(map(str, DEFAULT_CONC)),
+                   help="comma-separated concurrencies")
+    p.add_argument("--rounds", type=int, default=8, help="requests per client = rounds x concurrency")
+    p.add_argument("--repeats", type=int, default=2,
+                   help="runs of rewardjudge and aiohttp per concurrency, interleaved; best kept")
+    p.add_argument("--no-openai", action="store_true", help="skip the openai package's clients")
+    args = p.parse_args(argv)
+    concs = [int(c) for c in args.conc.split(",") if c.strip()]
+    lat = args.latency
+    rows, results = [], {}
+    with ServerProcess(lat) as server:
+        bodies = _bodies(server.url, 64)
+        seq = None if args.no_openai else run_sequential(server.url, max(5, int(1 / lat)), bodies)
+        for conc in concs:
+            n = max(conc * args.rounds, 8)
+            limit = conc / lat
+            best: dict[str, dict] = {}
+            for _ in range(args.repeats):
+                # interleaved so a noisy moment on the shared machine hits both
+                for name, fn in (("aiohttp", run_aiohttp), ("rewardjudge", None)):
+                    r = (asyncio.run(run_rewardjudge(server.url, conc, n, server)) if fn is None
+                         else asyncio.run(fn(server.url, conc, n, server, bodies)))
+                    if name not in best or r["rps"] > best[name]["rps"]:
+                        best[name] = r
+            if not args.no_openai:
+                best["openai"] = asyncio.run(run_openai(server.url, conc, n, server, bodies))
+            rj, raw = best["rewardjudge"], best["aiohttp"]
+            oa = best.get("openai")
+            row = {
+                "concurrency": conc, "requests": n,
+                "rewardjudge": rj["rps"] / limit, "aiohttp": raw["rps"] / limit,
+                "openai": oa["rps"] / limit if oa else None,
+                "sequential": seq / limit if seq else None,
+                "rj_vs_aiohttp": rj["rps"] / raw["rps"],
+                "rj_vs_openai": rj["rps"] / oa["rps"] if oa else None,
+                "rj_cpu_ms": rj["client_cpu_ms"], "aiohttp_cpu_ms": raw["client_cpu_ms"],
+                "openai_cpu_ms": oa["client_cpu_ms"] if oa else None,
+                "server_cpu_ms": raw["server_cpu_ms"],
+            }
+            results[str(conc)] = row
+            rows.append(list(row.values()))
+            print(f"  concurrency {conc}: rewardjudge {row['rewardjudge']:.3f} of the limit, "
+                  f"{row['rj_vs_aiohttp']:.2f}x aiohttp", flush=True)
+    print_table(f"Throughput as a fraction of concurrency/latency (latency {lat * 1000:.0f} ms, "
+                f"fake server in its own process; cpu = ms of CPU per request)",
+                list(rows and results[str(concs[0])].keys()), rows)
+    out = {"latency_s": lat, "by_concurrency": results}
+    emit("throughput", out)
+    return out
+
+
+if __name__ == "__main__":
+    main()

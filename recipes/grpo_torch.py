@@ -1,0 +1,386 @@
+"""GRPO in plain torch: a small policy writes structured JSON, an LLM judge grades it.
+
+The policy answers questions as ``{"answer": ..., "confidence": ...}`` (the
+seed cookbook's ``AnalysisOutput``); a ``TemplatedPromptJudgeGrader`` parses
+that JSON, puts the answer, the confidence and the dataset's reference answer
+into its judge prompt, and asks the judge for PASS/FAIL. Each step samples
+``--group-size`` completions per prompt, grades them in one concurrent batch,
+turns the grades into rewards and a mask (``rewards_tensor``), computes GRPO
+advantages that ignore unscored completions (``group_normalize``), takes one
+policy-gradient step, and prints the judge-health metrics (``judge_health``)
+as one JSON line.
+
+Decoding (``--decoding``):
+
+* ``constrained`` (default): the JSON scaffold is fixed; the policy writes
+  the answer text (tokens that cannot break the JSON string) and picks the
+  confidence among the schema's values. Every completion parses, so the
+  judge sees every one: the mode for a tiny or untrained policy.
+* ``free``: the policy writes the whole completion; malformed JSON is
+  penalized without asking the judge (the cookbook's -1 training penalty).
+
+Launch commands:
+
+    # CPU, the embedded judge (SmolLM2-135M on llama.cpp's server), a tiny random policy
+    python recipes/grpo_torch.py --steps 4
+    # CPU, the scripted judge (no server; PASS when the reference is in the answer), 10% judge failures
+    python recipes/grpo_torch.py --judge scripted --judge-fail-rate 0.1 --steps 4
+    # CPU, SmolLM2-135M-Instruct itself as the policy, writing free-form JSON
+    python recipes/grpo_torch.py --policy smollm2 --decoding free --steps 2
+    # GPU, a real judge server (vLLM, SGLang, OpenAI...) and a real policy checkpoint
+    python recipes/grpo_torch.py --device cuda --policy /models/Qwen2.5-0.5B-Instruct \\
+        --judge-url http://judge:8000/v1 --judge-model Qwen/Qwen2.5-7B-Instruct \\
+        --steps 200 --prompts-per-step 16 --group-size 8 --max-new-tokens 64 --lr 1e-6
+
+``--log-jsonl FILE`` also writes each step's metrics to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rewardjudge import JudgeHTTPError, StringThread
+from rewardjudge.core.structured_output import render_schema
+from rewardjudge.demo import JUDGE_SYSTEM_PROMPT, AnalysisOutput
+from rewardjudge.graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
+from rewardjudge.rl import group_normalize, judge_health, rewards_tensor
+
+QUESTIONS = [
+    ("What is the capital of France?", "Paris"),
+    ("What is 2 + 2?", "4"),
+    ("Which planet is known as the red planet?", "Mars"),
+    ("What is the chemical symbol for gold?", "Au"),
+    ("How many legs does a spider have?", "8"),
+    ("What is the largest ocean on Earth?", "Pacific"),
+    ("Who wrote Romeo and Juliet?", "Shakespeare"),
+    ("What gas do plants absorb from the air?", "carbon dioxide"),
+]
+
+INSTRUCTIONS = f"Answer the question. Output must be valid JSON:\n{render_schema(AnalysisOutput)}"
+
+JUDGE_USER_TEMPLATE = """Question:
+{{last_user_turn_content}}
+
+Reference answer:
+{{metadata.reference}}
+
+Model answer:
+{{answer}}
+
+Confidence: {{confidence}}
+
+Is this answer correct, complete, and well-articulated?"""
+
+CONFIDENCES = ("high", "medium", "low")
+
+
+def make_grader(judge) -> TemplatedPromptJudgeGrader:
+    """The cookbook's structured-output grader, with the reference answer from metadata."""
+    return TemplatedPromptJudgeGrader(
+        grader_key="analysis-grader", model=judge, system_template=JUDGE_SYSTEM_PROMPT,
+        user_template=JUDGE_USER_TEMPLATE, output_model=BinaryJudgeOutput, temperature=0.0,
+        completion_model=AnalysisOutput, max_tokens=200)
+
+
+def scripted_judge(fail_rate: float, seed: int):
+    """A judge without a model: PASS when the reference appears in the answer;
+    ``fail_rate`` of the requests fail with HTTP 503 (unscored grades)."""
+    from rewardjudge.testing import ScriptedModel
+
+    rng = random.Random(seed)
+
+    def reply(messages, params, schema):
+        if rng.random() < fail_rate:
+            return JudgeHTTPError(503, "scripted outage")
+        text = messages[-1]["content"]
+        reference = text.split("Reference answer:\n", 1)[1].split("\n", 1)[0]
+        answer = text.split("Model answer:\n", 1)[1].split("\n\nConfidence:", 1)[0]
+        ok = reference.lower() in answer.lower()
+        return json.dumps({"reasoning": "reference found" if ok else "reference missing",
+                           "score": "PASS" if ok else "FAIL"})
+
+    return ScriptedModel(reply, name="scripted-judge")
+
+
+# --------------------------------------------------------------------------
+# policy and sampling
+# --------------------------------------------------------------------------
+def load_policy(name: str, device: str, dtype: torch.dtype):
+    from rewardjudge.rl.policies import smollm2_policy, smollm2_tokenizer, tiny_llama
+
+    if name == "tiny":
+        tok = smollm2_tokenizer()
+        model = tiny_llama(tok, hidden_size=64, layers=2)
+    elif name == "smollm2":
+        tok, model = smollm2_tokenizer(), smollm2_policy()
+    else:  # a local checkpoint directory (or a hub name where the hub is reachable)
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForCausalLM.from_pretrained(name)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+    return model.to(device=device, dtype=dtype), tok
+
+
+@dataclass
+class Segment:
+    """A run of completion positions: ``forced`` token ids, or ``slots``
+    sampled tokens from ``allowed`` (a vocab mask) that may end early with
+    ``stop`` (then the remaining slots are filled with ``pad``)."""
+
+    forced: list[int] | None = None
+    slots: int = 0
+    allowed: torch.Tensor | None = None
+    stop: int | None = None
+    pad: int | None = None
+
+
+class Sampler:
+    """Samples completions token by token with a KV cache, and recomputes
+    their log-probabilities under the same constraints for the update."""
+
+    def __init__(self, model, tok, decoding: str, max_new_tokens: int, temperature: float):
+        self.model, self.tok, self.decoding = model, tok, decoding
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        vocab = model.get_input_embeddings().weight.shape[0]
+        device = model.device
+        self.eos = tok.eos_token_id
+        # transformers >= 5.2x names the KV cache argument `cache`; older ones `past_key_values`
+        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters \
+            else "past_key_values"
+        if decoding == "constrained":
+            # answer tokens may not close or escape the JSON string
+            texts = tok.batch_decode([[i] for i in range(len(tok))])
+            special = set(tok.all_special_ids)
+            ok = [i not in special and not any(c in '"\\' or ord(c) < 32 for c in t)
+                  for i, t in enumerate(texts)]
+            ok += [False] * (vocab - len(ok))
+            answer = torch.tensor(ok, device=device)
+            answer[self.eos] = True  # ends the answer early
+            firsts = [tok.encode(c, add_special_tokens=False) for c in CONFIDENCES]
+            if len({f[0] for f in firsts}) != len(firsts):
+                raise SystemExit("the confidence values must start with distinct tokens")
+            self.choice_rest = {f[0]: f[1:] for f in firsts}
+            choice = torch.zeros(vocab, dtype=torch.bool, device=device)
+            choice[[f[0] for f in firsts]] = True
+            enc = lambda s: tok.encode(s, add_special_tokens=False)  # noqa: E731
+            self.segments = [Segment(forced=enc('{"answer": "')),
+                             Segment(slots=max_new_tokens, allowed=answer, stop=self.eos, pad=self.eos),
+                             Segment(forced=enc('", "confidence": "')),
+                             Segment(slots=1, allowed=choice)]
+        else:
+            self.segments = [Segment(slots=max_new_tokens, allowed=None, stop=self.eos, pad=self.eos)]
+
+    @staticmethod
+    def _cache(output):
+        cache = getattr(output, "cache", None)
+        return output.past_key_values if cache is None else cache
+
+    def prompt_ids(self, question: str) -> list[int]:
+        messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": question}]
+        ids = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+
+    def _masked_logits(self, logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        logits = logits.float() / self.temperature
+        return logits if allowed is None else logits.masked_fill(~allowed, float("-inf"))
+
+    @torch.no_grad()
+    def sample(self, prompt: list[int], n: int, gen: torch.Generator):
+        """``n`` completions of ``prompt``: (token ids [n, T], kind [n, T]) where
+        kind is -1 for forced/padding tokens, else the index of the segment
+        whose mask the token was sampled from."""
+        device = self.model.device
+        ids = torch.tensor([prompt] * n, device=device)
+        out = self.model(input_ids=ids, use_cache=True)
+        past, logits = self._cache(out), out.logits[:, -1]
+        tokens, kinds = [], []
+        done = torch.zeros(n, dtype=torch.bool, device=device)
+
+        def feed(nxt: torch.Tensor, kind: torch.Tensor):
+            nonlocal past, logits
+            tokens.append(nxt)
+            kinds.append(kind)
+            o = self.model(input_ids=nxt[:, None], use_cache=True, **{self._cache_arg: past})
+            past, logits = self._cache(o), o.logits[:, -1]
+
+        for s, seg in enumerate(self.segments):
+            if seg.forced is not None:
+                for t in seg.forced:
+                    feed(torch.full((n,), t, device=device), torch.full((n,), -1, device=device))
+                continue
+            done[:] = False
+            for _ in range(seg.slots):
+                probs = torch.softmax(self._masked_logits(logits, seg.allowed), -1)
+                nxt = torch.multinomial(probs, 1, generator=gen).squeeze(1)
+                kind = torch.full((n,), s, device=device)
+                if seg.pad is not None:
+                    nxt = torch.where(done, torch.full_like(nxt, seg.pad), nxt)
+                    kind = torch.where(done, torch.full_like(kind, -1), kind)
+                feed(nxt, kind)
+                if seg.stop is not None:
+                    done |= nxt == seg.stop
+                    if bool(done.all()):
+                        break
+        if self.decoding == "constrained":  # the chosen confidence's remaining tokens, then '"}'
+            rests = [self.choice_rest[int(t)] for t in tokens[-1]]
+            tail = [r + self.tok.encode('"}', add_special_tokens=False) for r in rests]
+            width = max(map(len, tail))
+            for j in range(width):
+                col = [t[j] if j < len(t) else self.eos for t in tail]
+                tokens.append(torch.tensor(col, device=device))
+                kinds.append(torch.full((n,), -1, device=device))
+        return torch.stack(tokens, 1), torch.stack(kinds, 1)
+
+    def text(self, completion: torch.Tensor) -> str:
+        ids = [int(t) for t in completion]
+        if self.decoding == "free" and self.eos in ids:
+            ids = ids[:ids.index(self.eos)]
+        return self.tok.decode([i for i in ids if i != self.eos], skip_special_tokens=True)
+
+    def logprobs(self, prompt: list[int], completions: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities [n, T] of the sampled tokens (0 where forced)."""
+        n = completions.shape[0]
+        p = torch.tensor([prompt] * n, device=completions.device)
+        full = torch.cat([p, completions], 1)
+        logits = self.model(input_ids=full).logits[:, p.shape[1] - 1:-1]
+        out = torch.zeros(completions.shape, device=completions.device)
+        for s, seg in enumerate(self.segments):
+            sel = kinds == s
+            if seg.forced is not None or not bool(sel.any()):
+                continue
+            lp = torch.log_softmax(self._masked_logits(logits, seg.allowed), -1)
+            picked = lp.gather(-1, completions[..., None]).squeeze(-1)
+            out = torch.where(sel, picked, out)
+        return out
+
+
+# --------------------------------------------------------------------------
+# the loop
+# --------------------------------------------------------------------------
+async def train(args: argparse.Namespace, judge) -> list[dict[str, Any]]:
+    torch.manual_seed(args.seed)
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+    model, tok = load_policy(args.policy, device, dtype)
+    sampler = Sampler(model, tok, args.decoding, args.max_new_tokens, args.temperature)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    grader = make_grader(judge)
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    order = list(range(len(QUESTIONS)))
+    history: list[dict[str, Any]] = []
+    out = open(args.log_jsonl, "a") if args.log_jsonl else None
+
+    def rollout(batch):
+        model.eval()
+        rolls = []
+        for q, ref in batch:
+            prompt = sampler.prompt_ids(q)
+            comp, kinds = sampler.sample(prompt, args.group_size, gen)
+            rolls.append((q, ref, prompt, comp, kinds))
+        return rolls
+
+    def update(rolls, advantages: torch.Tensor) -> float:
+        model.train()
+        optimizer.zero_grad()
+        total_tokens = sum(int((k >= 0).sum()) for *_, k in rolls)
+        loss_value = 0.0
+        for g, (_, _, prompt, comp, kinds) in enumerate(rolls):
+            adv = advantages[g * args.group_size:(g + 1) * args.group_size].to(device)
+            lp = sampler.logprobs(prompt, comp, kinds)
+            # on-policy, one update per batch: the PPO ratio is 1, so the clipped
+            # objective reduces to the policy gradient, token-averaged over the batch
+            loss = -(adv[:, None] * lp * (kinds >= 0)).sum() / max(total_tokens, 1)
+            loss.backward()
+            loss_value += loss.item()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss_value
+
+    try:
+        for step in range(args.steps):
+            started = time.perf_counter()
+            start = step * args.prompts_per_step
+            batch = [QUESTIONS[order[(start + i) % len(order)]] for i in range(args.prompts_per_step)]
+            # torch work stays off the event loop: the judge client lives on it
+            rolls = await asyncio.to_thread(rollout, batch)
+            threads = [StringThread([("system", INSTRUCTIONS), ("user", q), ("assistant", sampler.text(c))],
+                                    metadata={"reference": ref, "eval": False})
+                       for q, ref, _, comp, _ in rolls for c in comp]
+            grades = await grader.grade_batch(threads)
+            rewards, mask = rewards_tensor(grades)
+            advantages = group_normalize(rewards, mask, group_size=args.group_size)
+            loss = await asyncio.to_thread(update, rolls, advantages)
+            record = {"step": step, "loss": loss, "step_s": time.perf_counter() - started,
+                      **judge_health(grades)}
+            history.append(record)
+            line = json.dumps(record, allow_nan=True)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+            if args.show:
+                for t, g in list(zip(threads, grades))[:args.show]:
+                    print(f"  {g.status:<9} {g.value!s:<5} {t.completion()[:100]!r}", flush=True)
+    finally:
+        if out:
+            out.close()
+    return history
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--policy", default="tiny",
+                   help="tiny (random 2-layer Llama, SmolLM2 tokenizer), smollm2 (SmolLM2-135M-Instruct "
+                        "from the embedded GGUF) or a checkpoint directory")
+    p.add_argument("--judge", choices=["embedded", "scripted"], default="embedded",
+                   help="the spawned SmolLM2 judge or a scripted one (ignored with --judge-url)")
+    p.add_argument("--judge-url", help="an OpenAI-compatible judge server, .../v1")
+    p.add_argument("--judge-model", default="judge", help="the model name on --judge-url")
+    p.add_argument("--judge-fail-rate", type=float, default=0.0, help="scripted judge: share of 503s")
+    p.add_argument("--decoding", choices=["constrained", "free"], default="constrained")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 or auto")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--prompts-per-step", type=int, default=2)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--max-new-tokens", type=int, default=16)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log-jsonl", help="append each step's metrics to this file")
+    p.add_argument("--show", type=int, default=0, help="print this many graded completions per step")
+    return p.parse_args(argv)
+
+
+async def amain(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    args = parse_args(argv)
+    if args.judge_url:
+        from rewardjudge.models import OpenAIModel
+
+        async with OpenAIModel(args.judge_url, args.judge_model) as judge:
+            return await train(args, judge)
+    if args.judge == "scripted":
+        return await train(args, scripted_judge(args.judge_fail_rate, args.seed))
+    from rewardjudge.models import spawn_judge
+
+    async with spawn_judge() as judge:
+        return await train(args, judge)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    return asyncio.run(amain(argv))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

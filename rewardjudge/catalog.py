@@ -1,0 +1,233 @@
+"""Built-in judge criteria, each usable as a grader in one line.
+
+A criterion is a key, a display name, a description (what it checks) and
+the criterion text (the rubric the judge reads). The text is wrapped by one
+default system prompt template (``default_system_prompt_template()``, whose
+one criterion-specific variable is ``{{criterion}}``); the user message shows
+the conversation, the reference or context when the criterion needs one, and
+the response. Criterion texts and both templates live in the prompt bundles,
+so they follow ``REWARDJUDGE_LANGUAGE`` / ``language=``.
+
+>>> from rewardjudge import catalog
+>>> [c.key for c in catalog.list()][:3]
+['completeness', 'correctness', 'faithfulness']
+>>> grader = catalog.grader("correctness", judge)                 # doctest: +SKIP
+>>> grade = await grader.grade(thread.with_metadata(reference="Paris"))  # doctest: +SKIP
+
+Inputs a criterion needs come from the sample's metadata: ``reference``
+(for ``correctness``) and ``context`` (for ``faithfulness``), or the keys
+given as ``reference_key`` / ``context_key``. A sample lacking a required
+input is a usage error (``ConfigError``), not a grade. When a sample has them,
+other criteria show them to the judge too.
+
+Outputs: ``output="binary"`` (default: PASS -> 1.0, FAIL -> 0.0, as
+``BinaryJudgeOutput``), ``output="graded"`` (1-5 mapped to [0, 1], as
+``GradedJudgeOutput``) or any judge output model class.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pydantic import BaseModel
+
+from .errors import ConfigError
+from .graders.outputs import BinaryJudgeOutput, GradedJudgeOutput
+from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from .models.base import InferenceModel
+from .templates.prompts import prompt_source
+from .thread import StringThread
+
+__all__ = ["CriterionJudgeGrader", "Criterion", "OUTPUTS", "default_system_prompt_template",
+           "get", "grader", "keys", "list"]
+
+OUTPUTS: dict[str, type[BaseModel]] = {"binary": BinaryJudgeOutput, "graded": GradedJudgeOutput}
+
+# key, name, description, required inputs (metadata the sample must carry)
+_ENTRIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("completeness", "Completeness", "Checks that the response addresses every part of the request.", ()),
+    ("correctness", "Correctness (against a reference)",
+     "Checks that the response's answer agrees with a reference answer.", ("reference",)),
+    ("faithfulness", "Faithfulness to context",
+     "Checks that every claim in the response is supported by the given context.", ("context",)),
+    ("instruction_following", "Instruction following",
+     "Checks that the response obeys every explicit instruction it was given.", ()),
+    ("helpfulness", "Helpfulness", "Checks that the response actually helps the user progress.", ()),
+    ("harmlessness", "Harmlessness", "Checks that the response does not help cause harm.", ()),
+    ("format_adherence", "Format adherence",
+     "Checks that the response has exactly the output format that was asked for.", ()),
+    ("relevance", "Relevance", "Checks that the response stays on the user's question.", ()),
+    ("conciseness", "Conciseness", "Checks that the response has no filler or repetition.", ()),
+)
+
+_TAGS = re.compile(r"<(\s*/?\s*)(response|conversation|reference|context|criterion)\b", re.IGNORECASE)
+
+
+def _neutralise(text: str) -> str:
+    """Defuse the prompt's own delimiter tags inside untrusted text (``</response>`` -> ``‹/response>``)."""
+    return _TAGS.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One built-in criterion. ``requires`` names the metadata inputs it needs."""
+
+    key: str
+    name: str
+    description: str
+    criterion: str
+    requires: tuple[str, ...] = ()
+    language: str = "en"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "name": self.name, "description": self.description,
+                "criterion": self.criterion, "requires": builtins.list(self.requires)}
+
+
+def keys() -> builtins.list[str]:
+    """The criterion keys, in catalog order."""
+    return [e[0] for e in _ENTRIES]
+
+
+def get(key: str, language: str | None = None) -> Criterion:
+    """One criterion by key, its text in ``language`` (see ``templates.prompts``)."""
+    for k, name, description, requires in _ENTRIES:
+        if k == key:
+            from .templates.prompts import resolve_language
+
+            text = prompt_source("CriterionJudgeGrader", f"criterion_{k}", language).strip()
+            return Criterion(k, name, description, text, requires, resolve_language(language))
+    raise ConfigError(f"unknown criterion {key!r}; built-in criteria: {', '.join(keys())}")
+
+
+def list_criteria(language: str | None = None) -> builtins.list[Criterion]:
+    """Every built-in criterion, in catalog order."""
+    return [get(k, language) for k in keys()]
+
+
+def default_system_prompt_template(language: str | None = None) -> str:
+    """The Handlebars template wrapped around every criterion (variables: ``criterion``,
+    ``output_schema``)."""
+    return prompt_source("CriterionJudgeGrader", "system", language)
+
+
+class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
+    """A ``TemplatedPromptJudgeGrader`` judging one criterion with the default templates.
+
+    ``criterion`` is a ``Criterion`` or free criterion text (a custom rubric
+    wrapped the same way). The completion and every input are shown inside
+    delimiter tags; the same tags written inside them are defused, so a
+    policy cannot close its ``<response>`` early and talk to the judge.
+    """
+
+    def __init__(self, criterion: Criterion | str, model: InferenceModel, *,
+                 output: str | type[BaseModel] = "binary", grader_key: str | None = None,
+                 language: str | None = None, reference_key: str = "reference",
+                 context_key: str = "context", system_template: str | None = None,
+                 user_template: str | None = None, **kwargs: Any):
+        if isinstance(criterion, str):
+            if not criterion.strip():
+                raise ConfigError("criterion text must not be empty")
+            criterion = Criterion("custom", "Custom criterion", "A user-written criterion",
+                                  criterion.strip())
+        if not isinstance(criterion, Criterion):
+            raise ConfigError(f"criterion must be a Criterion or a str, got {type(criterion).__name__}")
+        if isinstance(output, str):
+            if output not in OUTPUTS:
+                raise ConfigError(f"output must be one of {sorted(OUTPUTS)} or a judge output model, "
+                                  f"got {output!r}")
+            output_model = OUTPUTS[output]
+        else:
+            output_model = output
+        for name in ("template_variables", "output_model"):
+            if name in kwargs:
+                raise ConfigError(f"{name} is set by the catalog grader; use output=... or a "
+                                  f"TemplatedPromptJudgeGrader for full control")
+        self.criterion = criterion
+        self.reference_key = reference_key
+        self.context_key = context_key
+        super().__init__(
+            grader_key or f"catalog-{criterion.key}", model,
+            system_template if system_template is not None else default_system_prompt_template(language),
+            user_template if user_template is not None else prompt_source("CriterionJudgeGrader", "user",
+                                                                          language),
+            output_model, template_variables={"criterion": criterion.criterion}, **kwargs)
+
+    def extract_template_context(self, thread: StringThread, output_model: type[BaseModel] | None = None,
+                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        ctx = super().extract_template_context(thread, output_model, template_variables)
+        inputs = {"reference": self.reference_key, "context": self.context_key}
+        for need in self.criterion.requires:
+            value = thread.metadata.get(inputs.get(need, need))
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise ConfigError(f"criterion {self.criterion.key!r} needs metadata "
+                                  f"{inputs.get(need, need)!r} on every sample (the {need}); "
+                                  f"this sample has keys {sorted(thread.metadata)}")
+
+        def text(value: Any) -> str:
+            if value is None:
+                return ""
+            return _neutralise(value if isinstance(value, str) else str(value))
+
+        ctx.update(conversation=text(ctx["context_str"]), completion=text(ctx["completion"]),
+                   reference=text(thread.metadata.get(self.reference_key)),
+                   source_context=text(thread.metadata.get(self.context_key)))
+        return ctx
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "criterion": self.criterion.key,
+                "inputs": {"reference": self.reference_key, "context": self.context_key}}
+
+
+def grader(key: str, model: InferenceModel, *, language: str | None = None,
+           **kwargs: Any) -> CriterionJudgeGrader:
+    """A grader for the built-in criterion ``key`` on ``model``, in one line.
+
+    Keyword arguments go to ``CriterionJudgeGrader`` (``output``,
+    ``grader_key``, ``reference_key``, ``context_key``) and on to
+    ``TemplatedPromptJudgeGrader`` (``temperature``, ``max_tokens``, ``mode``,
+    penalties...).
+    """
+    return CriterionJudgeGrader(get(key, language), model, language=language, **kwargs)
+
+
+def _cli(args) -> int:
+    import json
+
+    if args.key:
+        c = get(args.key, args.language)
+        if args.json:
+            print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            print(f"{c.key}: {c.name}\n  {c.description}\n  requires: "
+                  f"{', '.join(c.requires) or '(nothing beyond the conversation)'}\n\n{c.criterion}")
+            if args.prompt:
+                print("\n--- default system prompt template ---\n"
+                      + default_system_prompt_template(args.language))
+        return 0
+    items = list_criteria(args.language)
+    if args.json:
+        print(json.dumps({"default_system_prompt_template": default_system_prompt_template(args.language),
+                          "templates": [c.to_dict() for c in items]}, indent=2, ensure_ascii=False))
+        return 0
+    for c in items:
+        needs = f" (needs {', '.join(c.requires)})" if c.requires else ""
+        print(f"{c.key:<22} {c.name}{needs}\n{'':<22} {c.description}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """The ``rewardjudge catalog`` command."""
+    p = sub.add_parser("catalog", help="list the built-in judge criteria (or show one)")
+    p.add_argument("key", nargs="?", help="show this criterion")
+    p.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--prompt", action="store_true", help="with KEY: also print the system prompt template")
+    p.set_defaults(func=_cli)
+
+
+# ``catalog.list()`` reads well; the builtin stays reachable as ``builtins.list``
+list = list_criteria  # noqa: A001

@@ -1,0 +1,173 @@
+"""``rewardjudge eval`` and ``rewardjudge compare``.
+
+    rewardjudge eval answers.jsonl --judge http://127.0.0.1:8000/v1 --judge-model judge \\
+        --grader demo --output runs/v1
+    rewardjudge eval answers.jsonl --judge embedded --grader my_graders.py:make --output runs/v1
+    rewardjudge compare runs/v1 runs/v2
+
+Running the same ``eval`` command again resumes: finished rows are read from
+``runs/v1/journal.jsonl`` and only the rest are sent to the judge. Exit
+codes: 0 done, 2 usage error, 3 done but every row unscored (the judge was
+unreachable or never answered usably), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import urllib.request
+from typing import Any
+
+from ..errors import ConfigError
+
+JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
+              "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
+              "pipeline) or 'torch' (the in-process transformers judge)")
+
+
+def add_parser(sub) -> None:
+    """Register ``eval`` and ``compare``."""
+    p = sub.add_parser("eval", help="grade every row of a dataset (resumable)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, "
+                                "or a hub dataset name")
+    p.add_argument("--grader", required=True,
+                   help="'demo', module:attribute, path/to/file.py:attribute (a Grader, or a "
+                        "function taking the judge model and returning one), a catalog key or a scorer")
+    p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
+    p.add_argument("--judge", help=JUDGE_HELP)
+    p.add_argument("--judge-model", help="the model name on the server (default: the server's only "
+                                         "model, from GET /v1/models)")
+    p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,"
+                                     "reference=gold,metadata=id (roles: prompt, messages, completion, "
+                                     "reference, system, metadata); default: common names")
+    p.add_argument("--split", help="the split to grade when the data has several")
+    p.add_argument("--mode", choices=("eval", "train"), default="eval",
+                   help="penalty for malformed answers: evaluation (0.0, default) or training (-1.0)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="judge requests in flight (default 64; 4 for the embedded judge)")
+    p.add_argument("--cache", help="SQLite file caching judge replies (shared across runs and processes)")
+    p.add_argument("--retry-unscored", action="store_true",
+                   help="grade again the rows left unscored (judge failures) by earlier runs")
+    p.add_argument("--overwrite", action="store_true", help="discard earlier results in --output")
+    p.add_argument("--limit", type=int, help="grade only the first N rows")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
+    p.add_argument("--max-retries", type=int, default=3, help="retries per judge request")
+    p.add_argument("--structured-output", choices=("json_schema", "json_object", "none"),
+                   default="json_schema", help="how the reply schema is requested from a URL judge")
+    p.add_argument("--formats", default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_eval_command)
+
+    c = sub.add_parser("compare", help="paired difference between two evaluation outputs (b - a)")
+    c.add_argument("a", help="an evaluation output folder (or its results.jsonl)")
+    c.add_argument("b", help="another one over the same rows")
+    c.add_argument("--confidence", type=float, default=0.95)
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=_compare_command)
+
+
+def _server_model_name(url: str, timeout: float) -> str:
+    """The only model a server lists, or a ConfigError saying to pick one."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=min(timeout, 10.0)) as r:
+            names = [m.get("id") for m in json.load(r).get("data", []) if isinstance(m, dict)]
+    except Exception as exc:
+        raise ConfigError(f"--judge-model not given and {url}/models could not be read ({exc}); "
+                          f"pass --judge-model NAME") from None
+    names = [n for n in names if n]
+    if len(names) != 1:
+        raise ConfigError(f"--judge-model not given and the server lists {names or 'no models'}; "
+                          f"pass --judge-model NAME")
+    return names[0]
+
+
+@contextlib.asynccontextmanager
+async def _judge(args: argparse.Namespace):
+    judge = args.judge
+    conc = args.concurrency
+    if judge == "embedded":
+        from ..models import spawn_judge
+
+        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...",
+              file=sys.stderr)
+        kwargs = {"max_concurrency": conc} if conc else {}
+        async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
+            yield model
+    elif judge == "torch":
+        from .. import models
+
+        torch_model = getattr(models, "TorchModel", None)
+        if torch_model is None:
+            raise ConfigError("--judge torch needs rewardjudge.models.TorchModel, which this install lacks")
+        model = torch_model(args.judge_model) if args.judge_model else torch_model()
+        try:
+            yield model
+        finally:
+            await model.aclose()
+    elif judge.startswith(("http://", "https://")):
+        from ..models import OpenAIModel
+
+        name = args.judge_model or _server_model_name(judge, args.timeout)
+        model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
+                            max_retries=args.max_retries, structured_output=args.structured_output)
+        async with model:
+            yield model
+    else:
+        raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
+
+
+async def _run_eval(args: argparse.Namespace):
+    from ..graders.base import Grader
+    from .runner import aevaluate_dataset
+    from .spec import _import_attribute, resolve_grader
+
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
+                                  retry_unscored=args.retry_unscored, overwrite=args.overwrite,
+                                  progress=not args.no_progress, concurrency=args.concurrency,
+                                  split=args.split, formats=formats, limit=args.limit)
+    if args.judge is None:
+        # only a grader that brings its own judge model can run without --judge
+        obj = _import_attribute(args.grader) if ":" in args.grader else None
+        if not isinstance(obj, Grader):
+            raise ConfigError(f"--judge is required: {JUDGE_HELP}")
+        return await aevaluate_dataset(args.data, obj, **common)
+    async with _judge(args) as model:
+        if args.cache:
+            from ..models.cache import CachedModel
+
+            model = CachedModel(model, cache=args.cache)
+        grader = resolve_grader(args.grader, model)
+        try:
+            return await aevaluate_dataset(args.data, grader, **common)
+        finally:
+            if args.cache:
+                await model.aclose()
+
+
+def _eval_command(args: argparse.Namespace) -> int:
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ConfigError("--concurrency must be >= 1")
+    result = asyncio.run(_run_eval(args))
+    s = result.summary
+    print(f"graded now: {result.graded_now}  already done: {result.resumed}")
+    print(s)
+    for kind, path in sorted(result.files.items()):
+        print(f"{kind}: {path}")
+    unscored = s.counts.get("unscored", 0)
+    if unscored:
+        print(f"{unscored} row(s) unscored (judge failures): fix the judge, then rerun with "
+              f"--retry-unscored to grade only those", file=sys.stderr)
+    return 3 if s.n and unscored == s.n else 0
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from .report import compare
+
+    comparison = compare(args.a, args.b, confidence=args.confidence)
+    print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison)
+    return 0

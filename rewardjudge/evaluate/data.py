@@ -1,0 +1,285 @@
+"""Datasets in, threads out: loading data and mapping columns to StringThreads.
+
+``load_data`` accepts a ``datasets.Dataset`` (or a one-split ``DatasetDict``),
+a list of row dicts, a pandas DataFrame, a local ``.jsonl`` / ``.json`` /
+``.parquet`` / ``.arrow`` / ``.csv`` file, a folder written by
+``Dataset.save_to_disk``, or a hub name (only where the network allows).
+
+``Columns`` says which columns make a thread. Left empty, each role is looked
+up among common names (``prompt``/``question``/``input``/``instruction``,
+``completion``/``response``/``output``, ``messages``/``conversation``,
+``reference``/``expected``/``ground_truth``/``target``/``gold``).
+
+>>> cols = Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic")
+>>> cols.prompt, cols.completion, cols.metadata
+('question', 'answer', ('id', 'topic'))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..thread import StringThread
+
+__all__ = ["Columns", "load_data", "row_to_thread", "thread_digest"]
+
+_CANDIDATES = {
+    "messages": ("messages", "conversation", "chat"),
+    "prompt": ("prompt", "question", "input", "instruction", "query"),
+    "completion": ("completion", "response", "output", "generation"),
+    "reference": ("reference", "expected", "ground_truth", "target", "gold", "reference_answer"),
+}
+_ROLES = ("prompt", "messages", "completion", "reference", "system", "metadata")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which dataset columns make a thread.
+
+    * ``prompt``: a str (one user turn) or a list of ``{role, content}``
+      messages (the conversational format TRL uses).
+    * ``messages``: a list of ``{role, content}`` messages; used instead of
+      ``prompt``.
+    * ``completion``: a str (one assistant turn) or a list of messages. With
+      no completion column, the thread's last assistant message is graded.
+    * ``reference``: copied to ``metadata["reference"]`` (templates read it
+      as ``{{metadata.reference}}``).
+    * ``system``: a str, prepended as a system turn.
+    * ``metadata``: column names copied into ``metadata`` under their own
+      names; a column holding a dict is merged in.
+    """
+
+    prompt: str | None = None
+    messages: str | None = None
+    completion: str | None = None
+    reference: str | None = None
+    system: str | None = None
+    metadata: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def parse(cls, spec: "str | Mapping[str, Any] | Columns | None") -> "Columns":
+        """From ``"role=column,..."`` (``metadata`` may repeat), a JSON object
+        string, a mapping, or a ``Columns``."""
+        if spec is None:
+            return cls()
+        if isinstance(spec, Columns):
+            return spec
+        if isinstance(spec, str):
+            text = spec.strip()
+            if text.startswith("{"):
+                try:
+                    spec = json.loads(text)
+                except ValueError as exc:
+                    raise ConfigError(f"--columns is not valid JSON: {exc}") from None
+            else:
+                pairs: dict[str, Any] = {}
+                for part in filter(None, (p.strip() for p in text.split(","))):
+                    role, eq, col = part.partition("=")
+                    if not eq or not col.strip():
+                        raise ConfigError(f"column mapping {part!r} must look like role=column "
+                                          f"(roles: {', '.join(_ROLES)})")
+                    role, col = role.strip(), col.strip()
+                    if role == "metadata":
+                        pairs.setdefault("metadata", []).append(col)
+                    elif role in pairs:
+                        raise ConfigError(f"column role {role!r} given twice")
+                    else:
+                        pairs[role] = col
+                spec = pairs
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"columns must be a mapping of role -> column, got {type(spec).__name__}")
+        unknown = sorted(set(spec) - set(_ROLES))
+        if unknown:
+            raise ConfigError(f"unknown column role(s) {unknown}; roles are {', '.join(_ROLES)}")
+        meta = spec.get("metadata") or ()
+        if isinstance(meta, str):
+            meta = (meta,)
+        values = {k: spec.get(k) for k in _ROLES if k != "metadata"}
+        for k, v in values.items():
+            if v is not None and not isinstance(v, str):
+                raise ConfigError(f"column for {k!r} must be a column name, got {v!r}")
+        return cls(metadata=tuple(meta), **values)
+
+    def resolve(self, column_names: Sequence[str]) -> "Columns":
+        """Fill unset roles from common names and check every column exists."""
+        names = list(column_names)
+        found = {}
+        if self.prompt is None and self.messages is None:
+            for role in ("messages", "prompt"):
+                hit = next((c for c in _CANDIDATES[role] if c in names), None)
+                if hit:
+                    found[role] = hit
+                    break
+        for role in ("completion", "reference"):
+            if getattr(self, role) is None:
+                hit = next((c for c in _CANDIDATES[role] if c in names), None)
+                if hit and hit not in found.values():
+                    found[role] = hit
+        cols = replace(self, **found)
+        if cols.prompt is None and cols.messages is None:
+            raise ConfigError(f"no prompt or messages column found among {names}; name one, e.g. "
+                              f"--columns prompt=<column>,completion=<column>")
+        if cols.prompt is not None and cols.messages is not None:
+            raise ConfigError("give either a prompt column or a messages column, not both")
+        for role in ("prompt", "messages", "completion", "reference", "system", *cols.metadata):
+            col = role if role in cols.metadata else getattr(cols, role)
+            if col is not None and col not in names:
+                raise ConfigError(f"column {col!r} (for {role if role not in cols.metadata else 'metadata'}) "
+                                  f"is not in the data; columns are {names}")
+        return cols
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "messages": self.messages, "completion": self.completion,
+                "reference": self.reference, "system": self.system, "metadata": list(self.metadata)}
+
+
+def _messages(value: Any, what: str) -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got a str")
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got {type(value).__name__}")
+    turns = []
+    for i, m in enumerate(value):
+        if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
+            raise ConfigError(f"{what}[{i}] must be a mapping with 'role' and 'content', got {m!r:.80}")
+        content = m["content"]
+        turns.append((m["role"], "" if content is None else content))
+    return turns
+
+
+def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = None,
+                  eval_mode: bool | None = True) -> StringThread:
+    """One dataset row as a StringThread (``cols`` already resolved).
+
+    ``metadata`` gets ``row`` (the index), ``eval`` (unless ``eval_mode`` is
+    None), ``reference`` and the metadata columns.
+    """
+    where = f"row {index}" if index is not None else "row"
+    turns: list[tuple[str, str]] = []
+    if cols.system is not None and row.get(cols.system):
+        turns.append(("system", str(row[cols.system])))
+    if cols.messages is not None:
+        turns += _messages(row[cols.messages], f"{where}: column {cols.messages!r}")
+    else:
+        prompt = row[cols.prompt]
+        if isinstance(prompt, str):
+            turns.append(("user", prompt))
+        elif prompt is None:
+            raise ConfigError(f"{where}: prompt column {cols.prompt!r} is empty")
+        else:
+            turns += _messages(prompt, f"{where}: column {cols.prompt!r}")
+    if cols.completion is not None:
+        completion = row[cols.completion]
+        if completion is None:
+            completion = ""  # an empty answer is graded (and judged) as empty, not skipped
+        if isinstance(completion, str):
+            turns.append(("assistant", completion))
+        else:
+            turns += _messages(completion, f"{where}: column {cols.completion!r}")
+    metadata: dict[str, Any] = {}
+    for col in cols.metadata:
+        value = row[col]
+        if isinstance(value, Mapping):
+            metadata.update(value)
+        else:
+            metadata[col] = value
+    if cols.reference is not None:
+        metadata["reference"] = row[cols.reference]
+    if index is not None:
+        metadata["row"] = index
+    if eval_mode is not None:
+        metadata["eval"] = bool(eval_mode)
+    try:
+        return StringThread(turns, metadata)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def thread_digest(thread: StringThread) -> str:
+    """First 16 hex digits of the SHA-256 of a thread's turns and metadata:
+    a resumed run checks that each finished row still holds the same input."""
+    blob = json.dumps({"turns": thread.turns, "metadata": thread.metadata}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def iter_rows(ds: Any, indices: Sequence[int] | None = None, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
+    """``(index, row dict)`` for ``indices`` (default: all), read a chunk at a time."""
+    n = len(ds)
+    wanted = range(n) if indices is None else indices
+    todo = sorted(set(wanted))
+    pos = 0
+    while pos < len(todo):
+        start = todo[pos]
+        end = min(start + chunk, n)
+        block = ds[start:end]  # column -> list
+        keys = list(block)
+        while pos < len(todo) and todo[pos] < end:
+            i = todo[pos]
+            yield i, {k: block[k][i - start] for k in keys}
+            pos += 1
+
+
+def load_data(data: Any, *, split: str | None = None):
+    """A ``datasets.Dataset`` from any of the accepted inputs (see module doc)."""
+    import datasets
+
+    if isinstance(data, datasets.Dataset):
+        return data
+    if isinstance(data, datasets.DatasetDict):
+        return _pick_split(data, split)
+    if isinstance(data, list):
+        if not all(isinstance(r, Mapping) for r in data):
+            raise ConfigError("a list of rows must hold dicts (column -> value)")
+        return datasets.Dataset.from_list([dict(r) for r in data])
+    if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
+        return datasets.Dataset.from_pandas(data, preserve_index=False)
+    if not isinstance(data, (str, os.PathLike)):
+        raise ConfigError(f"data must be a Dataset, a list of dicts, a DataFrame or a path, "
+                          f"got {type(data).__name__}")
+    path = Path(data).expanduser()
+    if path.is_dir():
+        if (path / "state.json").exists() or (path / "dataset_dict.json").exists():
+            loaded = datasets.load_from_disk(str(path))
+            return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
+        raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
+                          f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
+    if path.is_file():
+        suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+        loaders = {".jsonl": datasets.Dataset.from_json, ".json": datasets.Dataset.from_json,
+                   ".jsonl.gz": datasets.Dataset.from_json, ".json.gz": datasets.Dataset.from_json,
+                   ".parquet": datasets.Dataset.from_parquet, ".arrow": datasets.Dataset.from_file,
+                   ".csv": datasets.Dataset.from_csv}
+        loader = loaders.get(suffix.lower())
+        if loader is None:
+            raise ConfigError(f"cannot read {path}: unknown file type {suffix!r}; "
+                              f"expected one of {', '.join(sorted(loaders))}")
+        try:
+            return loader(str(path))
+        except Exception as exc:  # datasets raises many kinds; say which file and why
+            raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+    text = str(data)
+    if text.count("/") <= 1 and not text.startswith((".", "/", "~")) and not Path(text).suffix:
+        try:
+            loaded = datasets.load_dataset(text, split=split or "train")
+        except Exception as exc:
+            raise ConfigError(f"{text!r} is not a local file, and loading it from the Hugging Face "
+                              f"hub failed ({type(exc).__name__}: {exc})") from exc
+        return loaded
+    raise ConfigError(f"no such file: {path}")
+
+
+def _pick_split(dd, split: str | None):
+    if split is not None:
+        if split not in dd:
+            raise ConfigError(f"split {split!r} not found; splits are {sorted(dd)}")
+        return dd[split]
+    if len(dd) == 1:
+        return next(iter(dd.values()))
+    raise ConfigError(f"the data has several splits {sorted(dd)}; choose one (split=... / --split)")

@@ -1,0 +1,469 @@
+"""CandidateJudgeGrader: judge several completions of one prompt in one request.
+
+An RL step produces G completions per prompt. Judging them one request each
+repeats the query and rubric G times and grades each without the others in
+view. This grader puts up to ``batch_size`` completions of the same prompt
+in one judge prompt and reads one ``<candidate id="…">`` block per
+candidate back (see ``candidate_protocol``), strictly: a missing or mangled
+block leaves only that candidate unjudged, never shifts a grade.
+
+Flow of ``grade_batch(samples)``:
+
+1. Each sample becomes a candidate: its completion (or, with
+   ``completion_model``, the completion's parsed fields) gives the
+   candidate's ``title`` and ``fields``. A malformed completion (empty, or
+   not parsing into ``completion_model``) is *penalized* and never sent.
+2. Samples sharing a prompt (the same context turns and the same
+   ``metadata["query"]``) form a group; a group is split into balanced
+   chunks of at most ``batch_size``.
+3. Each request shuffles its candidates (seeded; the seed, the order and
+   the ids are recorded on every Grade), gives them fresh opaque ids,
+   neutralises their text, renders the templates once for the whole chunk
+   and asks the judge.
+4. Judged candidates are *scored*: ``value = scale.to_reward(grade)``, the
+   raw grade in ``extra["grade"]``, the reasoning on the Grade. Candidates
+   the reply failed are re-asked in batches half the size of the request
+   they failed in, up to ``max_rounds`` requests in all; then *unscored*
+   with every reason. A judge-side error (after the model's own retries)
+   leaves the request's candidates unscored at once, except an HTTP 400/413
+   (a prompt too long for the judge), which is re-asked in smaller batches.
+
+``grade(sample)`` judges one sample alone through the same path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from ..core.structured_output import OutputParserException, pydantic_parse
+from ..errors import ConfigError, JudgeError, JudgeHTTPError
+from ..grade import Grade
+from ..models.base import GenerationParams, InferenceModel
+from ..scales import Scale
+from ..templates import Template
+from ..templates.prompts import prompt_source
+from ..thread import StringThread, format_turns
+from .base import Grader, Mode, log
+from .candidate_protocol import (PROTOCOL_TAGS, neutralize_value, new_candidate_ids,
+                                 parse_candidate_reply, template_tag_names)
+
+__all__ = ["CandidateJudgeGrader"]
+
+# what a template may read from the default context (besides template_variables)
+_CONTEXT_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "scale_max",
+                 "scale_labels", "evaluation_name", "evaluation_description", "context_turns",
+                 "context_str", "last_user_turn_content")
+
+
+@dataclass
+class _Candidate:
+    """One sample on its way through the judge, with what it has cost so far."""
+
+    index: int                      # position in the grade_batch input
+    sample: StringThread
+    data: dict[str, Any]            # title, fields, image (not yet neutralised)
+    usage: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+    rounds: int = 0
+    failures: list[str] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    last_reply: str | None = None
+    grade: Grade | None = None
+
+
+def _balanced_chunks(items: list, size: int) -> list[list]:
+    """Split ``items`` into ceil(n/size) chunks whose sizes differ by at most one
+    (9 items at size 8 -> 5 + 4, not 8 + 1: no candidate is judged alone by accident)."""
+    if not items:
+        return []
+    n_chunks = -(-len(items) // size)
+    base, extra = divmod(len(items), n_chunks)
+    out, start = [], 0
+    for k in range(n_chunks):
+        end = start + base + (1 if k < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
+def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
+    """Share one request's token counts among its ``n`` candidates exactly
+    (the shares of each counter sum to the request's count)."""
+    shares: list[dict[str, int]] = [{} for _ in range(n)]
+    for key, total in usage.items():
+        base, rem = divmod(int(total), n)
+        for i in range(n):
+            shares[i][key] = base + (1 if i < rem else 0)
+    return shares
+
+
+def _splittable(exc: JudgeError) -> bool:
+    # a request the judge refuses for its size may pass in smaller pieces
+    return isinstance(exc, JudgeHTTPError) and exc.status in (400, 413)
+
+
+class CandidateJudgeGrader(Grader):
+    """Grade completions by judging up to ``batch_size`` of one prompt together.
+
+    >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded",  # doctest: +SKIP
+    ...                               batch_size=8, evaluation_name="Helpfulness")
+    >>> grades = await grader.grade_batch(group_of_8_threads)  # doctest: +SKIP
+    >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
+    (0.75, 3, 'Correct, but skips the second part of the question.')
+
+    Arguments:
+
+    * ``scale``: ``"binary"`` (0-1), ``"graded"`` (0-4), ``"detailed"``
+      (0-9) or a ``Scale``.
+    * ``batch_size``: most candidates in one prompt.
+    * ``template`` / ``system_template``: Handlebars sources for the user and
+      system messages (default: the built-in ``CandidateJudgeGrader/user.txt``
+      and ``system.txt``; ``system_template=""`` sends no system message).
+      They see ``query`` (a string, or the object in ``metadata["query"]``),
+      ``query_text`` (the query as text, objects as JSON), ``candidates``
+      (each ``{id, title, fields, image?}``), ``scale``, ``scale_min``,
+      ``scale_max``, ``scale_labels`` (``{grade, label}``),
+      ``evaluation_name``, ``evaluation_description``, ``context_turns``,
+      ``context_str``, ``last_user_turn_content`` and ``template_variables``.
+      A template must show every ``candidates[].id``. Compiled and checked
+      at construction.
+    * ``completion_model``: parse each completion into this pydantic model;
+      its fields become the candidate's ``fields`` (``title_field`` and
+      ``image_field`` name the ones used as title and image). Without it the
+      title is the completion text and ``fields`` is empty.
+    * ``max_rounds``: requests a candidate may take part in (1: no re-asks).
+    * ``shuffle`` / ``seed``: shuffle each request's candidates; ``seed``
+      makes the shuffles reproducible and is sent to the judge as its
+      sampling seed.
+    * ``temperature``, ``top_p``, ``max_tokens_per_candidate`` (the reply
+      budget is this times the candidates in the request).
+    * ``protected_tags``: tag names, beyond the protocol's and the
+      templates' own, that candidate text may not open or close.
+    * ``mode``, ``train_penalty``, ``eval_penalty``: as for every ``Grader``.
+    """
+
+    def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
+                 batch_size: int = 8, template: str | None = None, system_template: str | None = None,
+                 completion_model: type[BaseModel] | None = None, title_field: str | None = None,
+                 image_field: str | None = None, evaluation_name: str = "",
+                 evaluation_description: str = "", max_rounds: int = 3, shuffle: bool = True,
+                 seed: int | None = None, temperature: float | None = 0.0, top_p: float | None = None,
+                 max_tokens_per_candidate: int | None = 256,
+                 template_variables: Mapping[str, Any] | None = None,
+                 protected_tags: Sequence[str] = (), strict_templates: bool = True,
+                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
+        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
+        if not isinstance(model, InferenceModel):
+            raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
+                              f"got {type(model).__name__}")
+        self.model = model
+        self.scale = Scale.get(scale)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        self.batch_size = batch_size
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+            raise ConfigError(f"max_rounds must be an int >= 1 (1 = no re-asks), got {max_rounds!r}")
+        self.max_rounds = max_rounds
+        if completion_model is not None and not (isinstance(completion_model, type)
+                                                 and issubclass(completion_model, BaseModel)):
+            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, "
+                              f"got {completion_model!r}")
+        for name, value in (("title_field", title_field), ("image_field", image_field)):
+            if value is None:
+                continue
+            if completion_model is None:
+                raise ConfigError(f"{name} names a field of completion_model; pass completion_model")
+            if value not in completion_model.model_fields:
+                raise ConfigError(f"{name}={value!r} is not a field of {completion_model.__name__}; "
+                                  f"fields: {sorted(completion_model.model_fields)}")
+        self.completion_model = completion_model
+        self.title_field = title_field
+        self.image_field = image_field
+        if temperature is not None and not (0.0 <= float(temperature) <= 2.0):
+            raise ConfigError(f"temperature must be in [0, 2], got {temperature!r}")
+        if max_tokens_per_candidate is not None and max_tokens_per_candidate < 1:
+            raise ConfigError("max_tokens_per_candidate must be >= 1 or None")
+        self.temperature = temperature
+        self.top_p = top_p
+        self.max_tokens_per_candidate = max_tokens_per_candidate
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        # a seeded grader draws every request's shuffle seed from one stream
+        self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
+        self.evaluation_name = str(evaluation_name or "")
+        self.evaluation_description = str(evaluation_description or "")
+        self.template_variables = dict(template_variables or {})
+        user_src = prompt_source("CandidateJudgeGrader", "user") if template is None else template
+        system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
+                      else system_template)
+        self.user_template = Template(user_src, name="template", strict=strict_templates)
+        self.system_template = Template(system_src or "", name="system_template",
+                                        strict=strict_templates)
+        # candidate text may not open or close the templates' own delimiters either
+        self.protected_tags = tuple(dict.fromkeys(
+            [t.casefold() for t in protected_tags]
+            + [t for t in template_tag_names(user_src, system_src or "") if t not in PROTOCOL_TAGS]))
+        self._check_templates()
+
+    # -- construction checks ----------------------------------------------
+    def _check_templates(self) -> None:
+        """Fail at construction, not at the first judge call, when a template
+        reads a variable the context will not hold or never shows the ids."""
+        overridden = type(self).extract_template_context is not CandidateJudgeGrader.extract_template_context
+        known = set(_CONTEXT_KEYS) | set(self.template_variables)
+        if not overridden:
+            for tmpl in (self.system_template, self.user_template):
+                unknown = sorted({v.split(".")[0] for v in tmpl.variables} - known)
+                if unknown and tmpl.strict:
+                    raise ConfigError(f"{tmpl.name} reads {', '.join(map(repr, unknown))}, which the "
+                                      f"context does not hold; available: {', '.join(sorted(known))} "
+                                      f"(add constants through template_variables)")
+        probe_ids = ["zqprobeaa", "zqprobebb"]
+        probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
+        candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
+        ctx = CandidateJudgeGrader.extract_template_context(self, probe_thread, candidates)
+        rendered = (self.system_template.render(ctx, strict=False) + "\n"
+                    + self.user_template.render(ctx, strict=False))
+        missing = [i for i in probe_ids if i not in rendered]
+        if missing:
+            raise ConfigError("the templates never show candidates[].id, so the judge cannot name "
+                              "the candidate it grades; render {{this.id}} inside {{#each candidates}}")
+
+    # -- hooks --------------------------------------------------------------
+    def extract_candidate(self, sample: StringThread, parsed: BaseModel | None) -> dict[str, Any]:
+        """The candidate a sample contributes: ``{"title", "fields", "image"?}``.
+
+        With a parsed completion, ``fields`` holds its fields except the ones
+        named by ``title_field`` / ``image_field``; without, the title is the
+        completion text. Override to map fields differently. The values are
+        neutralised later; do not pre-escape them.
+        """
+        if parsed is None:
+            return {"title": sample.completion(), "fields": {}}
+        fields = parsed.model_dump(mode="json")
+        out: dict[str, Any] = {"title": "", "fields": fields}
+        if self.title_field is not None:
+            title = fields.pop(self.title_field, None)
+            out["title"] = "" if title is None else title if isinstance(title, str) else json.dumps(title)
+        if self.image_field is not None:
+            image = fields.pop(self.image_field, None)
+            if image:
+                out["image"] = image if isinstance(image, str) else json.dumps(image)
+        return out
+
+    def extract_template_context(self, thread: StringThread,
+                                 candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        """The template context of one request.
+
+        ``thread`` is a sample of the group (its context turns are the
+        group's); ``candidates`` are the request's candidates with their
+        ids, already neutralised and in the order shown. Override to add
+        keys (call ``super()`` first). Text from the sample is neutralised
+        here, the grader's own settings are not.
+        """
+        tags = self.protected_tags
+        query = thread.metadata.get("query")
+        if query is None:
+            query = thread.last_user_content()
+        query = neutralize_value(query, tags)
+        query_text = query if isinstance(query, str) else json.dumps(query, ensure_ascii=False,
+                                                                     indent=2, default=str)
+        turns = [{"role": r, "content": neutralize_value(c, tags)} for r, c in thread.context_turns()]
+        ctx: dict[str, Any] = dict(self.template_variables)
+        ctx.update({
+            "query": query,
+            "query_text": query_text,
+            "candidates": candidates,
+            **self.scale.template_vars(),
+            "evaluation_name": self.evaluation_name,
+            "evaluation_description": self.evaluation_description,
+            "context_turns": turns,
+            "context_str": format_turns((t["role"], t["content"]) for t in turns),
+            "last_user_turn_content": neutralize_value(thread.last_user_content(), tags),
+        })
+        return ctx
+
+    # -- grading ------------------------------------------------------------
+    async def grade(self, sample: StringThread) -> Grade:
+        """Judge one sample alone (a group of one)."""
+        return (await self.grade_batch([sample]))[0]
+
+    async def grade_batch(self, samples) -> list[Grade]:
+        """One Grade per sample, in order; samples sharing a prompt are judged together.
+
+        Usage errors (``ConfigError``: a template reading a missing variable)
+        are raised after every other request has finished.
+        """
+        items = [self.check_sample(s) for s in samples]
+        grades: list[Grade | None] = [None] * len(items)
+        groups: dict[str, list[_Candidate]] = {}
+        for i, sample in enumerate(items):
+            made = self._make_candidate(i, sample)
+            if isinstance(made, Grade):
+                grades[i] = made
+                continue
+            groups.setdefault(self._group_key(sample), []).append(made)
+        chunks: list[list[_Candidate]] = []
+        for members in groups.values():
+            if self.shuffle and len(members) > self.batch_size:
+                members = list(members)
+                random.Random(self._rng.getrandbits(32)).shuffle(members)   # who shares a chunk
+            chunks.extend(_balanced_chunks(members, self.batch_size))
+        started = time.perf_counter()
+        usage_error = await self._run(chunks, 1)
+        for members in groups.values():
+            for cand in members:
+                grades[cand.index] = cand.grade or self._final_unscored(cand, started)
+        if usage_error is not None:
+            raise usage_error
+        return grades  # type: ignore[return-value]
+
+    async def _run(self, chunks: list[list[_Candidate]], round_no: int) -> ConfigError | None:
+        """Judge ``chunks`` concurrently. An unexpected exception leaves its
+        chunk's candidates with the reason; the first usage error is returned
+        (to be raised once everything else has finished)."""
+        results = await asyncio.gather(*(self._judge(c, round_no) for c in chunks),
+                                       return_exceptions=True)
+        usage_error: ConfigError | None = None
+        for chunk, result in zip(chunks, results):
+            if isinstance(result, ConfigError):
+                usage_error = usage_error or result
+            elif isinstance(result, asyncio.CancelledError):
+                raise result
+            elif isinstance(result, BaseException):
+                log.warning("grader %s raised %r; its candidates are unscored", self.grader_key, result)
+                for cand in chunk:
+                    if cand.grade is None:
+                        cand.failures.append(f"grader error: {type(result).__name__}: {result}")
+            elif result is not None:
+                usage_error = usage_error or result
+        return usage_error
+
+    def _group_key(self, sample: StringThread) -> str:
+        return json.dumps([sample.context_turns(), sample.metadata.get("query")], sort_keys=True,
+                          default=str)
+
+    def _make_candidate(self, index: int, sample: StringThread) -> _Candidate | Grade:
+        completion = sample.completion()
+        if not completion.strip():
+            return self.penalized(sample, "malformed completion: empty (no final assistant turn "
+                                          "or only whitespace)")
+        parsed = None
+        if self.completion_model is not None:
+            try:
+                parsed = pydantic_parse(completion, self.completion_model)
+            except OutputParserException as exc:
+                return self.penalized(sample, f"malformed completion: {exc.reason}")
+        data = self.extract_candidate(sample, parsed)
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")
+        return _Candidate(index, sample, dict(data))
+
+    async def _judge(self, members: list[_Candidate], round_no: int) -> ConfigError | None:
+        """Ask about ``members`` in one request; re-ask the failures in smaller batches.
+        Returns the first usage error met in a re-ask (raised by the caller later)."""
+        request_seed = self._rng.getrandbits(32) if self.shuffle else None
+        # sorted first, so the recorded seed alone replays the order:
+        # random.Random(seed).shuffle(sorted(order)) == order
+        order = sorted(members, key=lambda c: c.index)
+        if request_seed is not None:
+            random.Random(request_seed).shuffle(order)
+        tags = self.protected_tags
+        shown = [neutralize_value(c.data, tags) for c in order]
+        ids = new_candidate_ids(len(order), avoid=[json.dumps(s, ensure_ascii=False) for s in shown])
+        candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
+        record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
+                  "ids": ids}
+        context = self.extract_template_context(order[0].sample, candidates)
+        messages = self._messages(context)
+        params = GenerationParams(
+            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
+            max_tokens=None if self.max_tokens_per_candidate is None
+            else self.max_tokens_per_candidate * len(order))
+        for cand in order:
+            cand.rounds = round_no
+            cand.requests.append(record)
+        try:
+            completion = await self.model.chat(messages, params)
+        except JudgeError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            for cand in order:
+                cand.attempts += exc.attempts
+                cand.failures.append(reason)
+            if _splittable(exc) and len(order) > 1 and round_no < self.max_rounds:
+                return await self._run(_balanced_chunks(order, len(order) // 2), round_no + 1)
+            return None
+        parse = parse_candidate_reply(completion.text, ids, self.scale)
+        truncated = completion.finish_reason == "length"
+        failed: list[_Candidate] = []
+        for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
+            for k, v in share.items():
+                cand.usage[k] = cand.usage.get(k, 0) + v
+            cand.attempts += completion.attempts
+            cand.last_reply = completion.text
+            verdict = parse.verdicts.get(cid)
+            if verdict is None:
+                reason = parse.failures[cid]
+                if truncated:
+                    reason += " (the reply hit max_tokens)"
+                cand.failures.append(f"round {round_no}: {reason}")
+                failed.append(cand)
+                continue
+            cand.grade = Grade(
+                value=self.scale.to_reward(verdict.grade), grader_key=self.grader_key,
+                reasoning=verdict.reasoning, status="scored", raw_reply=completion.text,
+                usage=dict(cand.usage), attempts=cand.attempts, latency_s=completion.latency_s,
+                grader_version=self.version, extra=self._extra(cand, cid, verdict.grade))
+        if failed and round_no < self.max_rounds:
+            # smaller batches than the request they failed in: a reply that ran
+            # out of tokens or lost track of ids gets an easier task
+            return await self._run(_balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
+        return None
+
+    def _messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
+        # stripped: a template's optional header lines ({{#if ...}}) leave blank lines
+        system = self.system_template.render(context).strip()
+        user = self.user_template.render(context).strip()
+        messages = [{"role": "system", "content": system}] if system.strip() else []
+        messages.append({"role": "user", "content": user})
+        return messages
+
+    def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
+        extra: dict[str, Any] = {"scale": self.scale.name, "rounds": cand.rounds,
+                                 "requests": list(cand.requests), "failures": list(cand.failures)}
+        if grade is not None:
+            last = cand.requests[-1]
+            extra.update(grade=grade, candidate_id=cid, position=last["order"].index(cand.index),
+                         order=list(last["order"]), shuffle_seed=last["seed"])
+        return extra
+
+    def _final_unscored(self, cand: _Candidate, started: float) -> Grade:
+        last = cand.failures[-1] if cand.failures else "no judge request was made"
+        reason = (f"not judged after {cand.rounds} round(s): {last}"
+                  if cand.rounds else last)
+        return self.unscored(reason, attempts=cand.attempts, usage=dict(cand.usage),
+                             raw_reply=cand.last_reply, latency_s=time.perf_counter() - started,
+                             extra=self._extra(cand, None, None))
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "scale": self.scale.name, "scale_bounds": [self.scale.min, self.scale.max],
+                "batch_size": self.batch_size, "template": self.user_template.source,
+                "system_template": self.system_template.source,
+                "completion_model": (self.completion_model.model_json_schema()
+                                     if self.completion_model else None),
+                "title_field": self.title_field, "image_field": self.image_field,
+                "evaluation_name": self.evaluation_name,
+                "evaluation_description": self.evaluation_description,
+                "max_rounds": self.max_rounds, "shuffle": self.shuffle, "seed": self.seed,
+                "temperature": self.temperature, "top_p": self.top_p,
+                "max_tokens_per_candidate": self.max_tokens_per_candidate,
+                "template_variables": self.template_variables,
+                "protected_tags": list(self.protected_tags),
+                "model": getattr(self.model, "name", type(self.model).__name__)}

@@ -1,0 +1,228 @@
+"""ProbabilityJudgeGrader: a distribution over grades from one judge step.
+
+Instead of sampling a verdict, the judge is asked for the grade as one token
+and the probability of every grade is read at that position (one prefill,
+no generated essay). The Grade carries the whole distribution, the expected
+grade and a confidence, which makes a smoother, better-calibrated reward
+than one sampled grade.
+
+Flow of ``grade(sample)``:
+
+1. If ``completion_model`` is set, the completion is parsed into it; a
+   malformed completion is *penalized* without calling the judge.
+2. The content being judged is the JSON object ``{"conversation": [turns
+   before the completion], "completion": the completion (or its parsed
+   fields)}``: policy text stays inside JSON strings, escaped.
+3. The prompt is built from the typed question (rendered once, at
+   construction, for this grader's scale; see ``typed_question.py``), the
+   system and user templates, and the content.
+4. ``model.grade_distribution(messages, ["0", "1", ...])`` gives the
+   probability of each grade token. Below ``min_valid_mass`` of mass on
+   valid grades the grade is *unscored* (the judge did not answer with a
+   grade; its distribution says nothing reliable). Judge failures are
+   *unscored* too.
+5. Otherwise the distribution is renormalised over the grades; the value
+   is ``scale.to_reward(expected grade)`` (``value="expected"``, default) or
+   ``scale.to_reward(most likely grade)`` (``value="most_likely"``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel
+
+from ..core.structured_output import OutputParserException, pydantic_parse
+from ..errors import ConfigError, JudgeError
+from ..grade import Grade
+from ..models.base import GenerationParams, InferenceModel, TokenDistribution
+from ..scales import SCALES, Scale
+from ..templates import Template
+from ..templates.prompts import prompt_source
+from ..thread import StringThread
+from .base import Grader, Mode
+from .distribution import distribution_text, summarize
+from .typed_question import Question, TypedQuestionTemplate
+
+__all__ = ["ProbabilityJudgeGrader"]
+
+ValueMode = Literal["expected", "most_likely"]
+
+#: the reply prefix ``answer_prefix="auto"`` uses where the model can continue one. The
+#: trailing space is deliberate: common tokenizers (Llama 2/3, Qwen2, Mistral, SmolLM2) write
+#: a digit after a space as two tokens, so the digit is the token right after "Grade: ".
+AUTO_PREFIX = "Grade: "
+
+
+class ProbabilityJudgeGrader(Grader):
+    """Grades from the judge's probability of each grade token.
+
+    >>> grader = ProbabilityJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
+    >>> g = await grader.grade(thread)                                      # doctest: +SKIP
+    >>> g.value, g.extra["probabilities"], g.extra["confidence"]            # doctest: +SKIP
+    (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
+
+    Arguments: ``scale`` (``"binary"``, ``"graded"``, ``"detailed"`` or a
+    ``Scale`` whose grades are single digits), ``question_template`` (a
+    typed-question template source; default: the built-in
+    ``ProbabilityJudgeGrader/question``), ``evaluation_name`` /
+    ``evaluation_description`` (what the question template sees),
+    ``template_variables`` (constants for every template),
+    ``system_template`` / ``user_template`` (the prompt around the question;
+    the user template sees ``question``, ``criteria`` (``grade``, ``text``),
+    ``content``, the scale variables and the evaluation), ``answer_prefix``
+    (text the judge's reply is made to start with; the grade is read right
+    after it. ``"auto"``, the default, uses ``"Grade: "`` where the model
+    can continue a prefix (``model.continues_prefix``: a ``TorchModel``, or an
+    ``OpenAIModel`` with a chat template for the completions endpoint, as
+    ``spawn_judge`` sets up) and otherwise reads the first token of a
+    normal chat reply; None forces the latter), ``value`` (``"expected"`` or
+    ``"most_likely"``), ``min_valid_mass`` (the floor of probability on valid
+    grades below which the result is unscored), ``completion_model``,
+    ``seed`` and the penalty settings of ``Grader``.
+
+    ``extra`` of a scored Grade: ``probabilities`` ({grade: p}, summing to 1
+    over the valid grades), ``expected_grade``, ``most_likely_grade``,
+    ``confidence`` (``1 - H(p)/ln(n)``), ``valid_mass``, ``outside_mass``
+    (probability that fell outside the grades, before renormalising),
+    ``top_k`` (alternatives the server showed; None when exact), ``scale``.
+    """
+
+    def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
+                 question_template: str | None = None, evaluation_name: str = "",
+                 evaluation_description: str = "",
+                 template_variables: Mapping[str, Any] | None = None,
+                 system_template: str | None = None, user_template: str | None = None,
+                 answer_prefix: str | None = "auto", value: ValueMode = "expected",
+                 min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
+                 seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
+                 eval_penalty: float = 0.0):
+        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
+        if not isinstance(model, InferenceModel):
+            raise ConfigError(f"model must be an InferenceModel, got {type(model).__name__}")
+        self.model = model
+        self.scale = Scale.get(scale)
+        if self.scale.min < 0 or self.scale.max > 9:
+            raise ConfigError(f"scale {self.scale.name!r} has grades {self.scale.min}-{self.scale.max}: "
+                              f"a probability judge reads each grade as one token, so grades must "
+                              f"be single digits (0-9)")
+        if value not in ("expected", "most_likely"):
+            raise ConfigError(f"value must be 'expected' or 'most_likely', got {value!r}")
+        if isinstance(min_valid_mass, bool) or not isinstance(min_valid_mass, (int, float)) \
+                or not 0.0 <= min_valid_mass <= 1.0:
+            raise ConfigError(f"min_valid_mass must be a number in [0, 1], got {min_valid_mass!r}")
+        if completion_model is not None and not (isinstance(completion_model, type)
+                                                 and issubclass(completion_model, BaseModel)):
+            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, "
+                              f"got {completion_model!r}")
+        if answer_prefix is not None and (not isinstance(answer_prefix, str) or not answer_prefix):
+            raise ConfigError("answer_prefix must be 'auto', a non-empty string or None")
+        if answer_prefix == "auto":
+            answer_prefix = AUTO_PREFIX if model.continues_prefix else None
+        self.value_mode = value
+        self.min_valid_mass = float(min_valid_mass)
+        self.completion_model = completion_model
+        self.answer_prefix = answer_prefix
+        self.template_variables = dict(template_variables or {})
+        self.evaluation_name = evaluation_name or ""
+        self.evaluation_description = evaluation_description or ""
+        scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
+        self.question_template = TypedQuestionTemplate(
+            question_template if question_template is not None
+            else prompt_source("ProbabilityJudgeGrader", "question"),
+            name="question_template", scales=scales, evaluation_name=self.evaluation_name,
+            evaluation_description=self.evaluation_description, variables=self.template_variables)
+        #: the question of this run, rendered once
+        self.question: Question = self.question_template.render(self.scale)
+        self.system_template = Template(system_template if system_template is not None
+                                        else prompt_source("ProbabilityJudgeGrader", "system"),
+                                        name="system_template")
+        self.user_template = Template(user_template if user_template is not None
+                                      else prompt_source("ProbabilityJudgeGrader", "user"),
+                                      name="user_template")
+        self.choices = [str(g) for g in self.scale.grades]
+        self.params = GenerationParams(seed=seed)
+        self._base_context = {
+            **self.template_variables, **self.scale.template_vars(),
+            "evaluation_name": self.evaluation_name,
+            "evaluation_description": self.evaluation_description,
+            "question": self.question.instructions_text(),
+            "criteria": [{"grade": g, "text": self.question.criterion_text(g)}
+                         for g in self.scale.grades],
+        }
+        # fail at construction, not at the first judge call, on a template that
+        # needs a variable it will never get
+        self.build_messages({"conversation": [], "completion": ""})
+
+    # -- pieces -------------------------------------------------------------
+    def content_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The content being judged: the turns before the completion and the completion."""
+        return {"conversation": [{"role": r, "content": c} for r, c in sample.context_turns()],
+                "completion": parsed if parsed is not None else sample.completion()}
+
+    def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, str]]:
+        context = {**self._base_context,
+                   "content": json.dumps(content, ensure_ascii=False, indent=2)}
+        messages = []
+        system = self.system_template.render(context)
+        if system.strip():
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": self.user_template.render(context)})
+        if self.answer_prefix is not None:
+            messages.append({"role": "assistant", "content": self.answer_prefix})
+        return messages
+
+    # -- grading ------------------------------------------------------------
+    async def grade(self, sample: StringThread) -> Grade:
+        sample = self.check_sample(sample)
+        parsed = None
+        if self.completion_model is not None:
+            try:
+                parsed = pydantic_parse(sample.completion(), self.completion_model).model_dump(mode="json")
+            except OutputParserException as exc:
+                return self.penalized(sample, f"malformed completion: {exc.reason}")
+        messages = self.build_messages(self.content_of(sample, parsed))
+        started = time.perf_counter()
+        try:
+            dist = await self.model.grade_distribution(messages, self.choices, self.params)
+        except JudgeError as exc:
+            return self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts,
+                                 latency_s=time.perf_counter() - started)
+        return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
+
+    def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
+        """The Grade a distribution over this grader's choices gives."""
+        raw = distribution_text(dist.probs, dist.outside)
+        common = {"raw_reply": raw, "usage": dict(dist.usage), "attempts": dist.attempts,
+                  "latency_s": latency_s}
+        if dist.valid_mass < self.min_valid_mass or dist.valid_mass <= 0.0:
+            return self.unscored(
+                f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
+                f"{self.scale.min}-{self.scale.max} (floor {self.min_valid_mass:.0%}): it did not "
+                f"answer with a grade" + ("" if self.answer_prefix is not None else
+                                          "; a reply prefix helps small judges (answer_prefix="
+                                          "'Grade: ', which needs model.continues_prefix)"),
+                **common,
+                extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
+                       "raw_probabilities": dict(dist.probs), "top_k": dist.top_k,
+                       "scale": self.scale.name})
+        s = summarize(dist, self.scale.grades)
+        grade = s.expected if self.value_mode == "expected" else s.most_likely
+        reasoning = (f"expected grade {s.expected:.2f} on {self.scale.min}-{self.scale.max}; most "
+                     f"likely {s.most_likely} ({s.probabilities[s.most_likely]:.0%}); confidence "
+                     f"{s.confidence:.2f}; {s.outside_mass:.0%} of the probability outside the grades")
+        return Grade(value=self.scale.to_reward(grade), grader_key=self.grader_key, reasoning=reasoning,
+                     status="scored", grader_version=self.version,
+                     extra={**s.as_extra(), "top_k": dist.top_k, "scale": self.scale.name}, **common)
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],
+                "question": self.question.text, "system_template": self.system_template.source,
+                "user_template": self.user_template.source, "answer_prefix": self.answer_prefix,
+                "value": self.value_mode, "min_valid_mass": self.min_valid_mass,
+                "completion_model": (self.completion_model.model_json_schema()
+                                     if self.completion_model else None),
+                "params": self.params.as_dict(),
+                "model": getattr(self.model, "name", type(self.model).__name__)}

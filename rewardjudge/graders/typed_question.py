@@ -1,0 +1,291 @@
+"""Typed-question templates: what a probability judge is asked, once per run.
+
+A typed-question template is a Handlebars template whose output is one JSON
+object with exactly two properties:
+
+* ``instructions``: the question, as a string, or as an object (or array)
+  when it carries context; refer to the content being judged by path in
+  backticks (`` `completion` ``, `` `conversation` ``).
+* ``criteria``: one description per grade, lowest grade first; each a
+  string, or an object (``{"description": ..., "examples": [...]}``; other
+  fields are shown to the judge as written).
+
+It renders once per run and sees the scale and the evaluation, never the
+result being judged: ``scale`` (``binary``/``graded``/``detailed``),
+``scale_min``, ``scale_max``, ``scale_labels`` (``grade``, ``label``),
+``evaluation_name``, ``evaluation_description`` and any constant
+``variables``. Since the run picks the scale, a template must describe every
+scale: 2 criteria for binary, 5 for graded, 10 for detailed (branch with
+``{{#if (eq scale "graded")}}``). Construction renders it for every scale
+and raises one ``TypedQuestionError`` listing every scale whose output is
+not valid JSON or has the wrong shape.
+
+Interpolated values are JSON-escaped: ``"{{evaluation_description}}"`` is a
+valid JSON string whatever the description holds (quotes, backslashes,
+newlines, ``{{...}}``). ``{{json value}}`` inserts a value as JSON;
+``{{{value}}}`` inserts it raw (for trusted JSON fragments only). Never put
+``{`` directly before ``{{`` (Handlebars reads ``{{{``): leave a space.
+
+>>> q = TypedQuestionTemplate('''{"instructions": "Is `completion` about {{evaluation_name}}?",
+...  "criteria": [{{#each scale_labels}}"{{label}}"{{#unless @last}}, {{/unless}}{{/each}}]}''',
+...  evaluation_name='cats "and" dogs')
+>>> q.render("binary").instructions
+'Is `completion` about cats "and" dogs?'
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from pybars import strlist
+
+from ..errors import ConfigError
+from ..scales import SCALES, Scale
+from ..templates import HELPERS, Template, compile_template
+from ..templates.handlebars import to_plain
+
+__all__ = ["Question", "TypedQuestionError", "TypedQuestionTemplate"]
+
+
+class TypedQuestionError(ConfigError):
+    """A typed-question template that does not give a valid question for
+    every scale. ``problems`` maps each failing scale's name to what is wrong
+    with it; the message lists them all."""
+
+    def __init__(self, name: str, problems: Mapping[str, list[str]]):
+        self.problems = {k: list(v) for k, v in problems.items()}
+        lines = [f"{name}: the typed question is invalid for {len(self.problems)} scale(s):"]
+        for scale, items in self.problems.items():
+            for item in items:
+                lines.append(f"  - {scale}: {item}")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Question:
+    """A rendered typed question for one scale."""
+
+    scale: Scale
+    instructions: str | dict[str, Any] | list[Any]
+    criteria: tuple[str | dict[str, Any], ...]
+    text: str  # the template's JSON output
+
+    def instructions_text(self) -> str:
+        """The instructions for a prompt: a string as is, an object as JSON."""
+        if isinstance(self.instructions, str):
+            return self.instructions
+        return json.dumps(self.instructions, ensure_ascii=False, indent=2)
+
+    def criterion_text(self, grade: int) -> str:
+        """The criterion of ``grade`` as prompt text (objects flattened)."""
+        c = self.criteria[grade - self.scale.min]
+        if isinstance(c, str):
+            return c
+        parts = []
+        description = c.get("description")
+        if isinstance(description, str):
+            parts.append(description)
+        for key, value in c.items():
+            if key == "description":
+                continue
+            if key == "examples" and isinstance(value, list):
+                parts.append("Examples: " + "; ".join(str(v) if isinstance(v, str)
+                                                      else json.dumps(v, ensure_ascii=False)
+                                                      for v in value))
+            else:
+                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                parts.append(f"{key}: {shown}")
+        return " ".join(parts)
+
+
+# --------------------------------------------------------------------------
+# rendering with JSON escaping
+# --------------------------------------------------------------------------
+def _json_escape(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _json_prepare(value: Any, should_escape: bool) -> Any:
+    """pybars3's ``prepare`` with JSON-string escaping instead of HTML escaping."""
+    if value is None:
+        return ""
+    if type(value) is strlist:  # block output and helpers that return JSON: already final
+        return value
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = str(value)
+    return _json_escape(text) if should_escape else text
+
+
+def _json_helper(this, value, *args, **kwargs):
+    return strlist([json.dumps(value, ensure_ascii=False)])
+
+
+_HELPERS = {**HELPERS, "json": _json_helper}
+
+
+def _with_prepare(fn: types.FunctionType, prepare) -> types.FunctionType:
+    """A copy of a compiled pybars3 template whose functions use ``prepare``.
+
+    The compiled template's functions (``render`` and one per block) share
+    one module namespace and look ``prepare`` up there; the cached original
+    must keep its own, so the functions are rebuilt over a copied namespace.
+    """
+    original = fn.__globals__
+    namespace = dict(original)
+    for key, value in original.items():
+        if isinstance(value, types.FunctionType) and value.__globals__ is original:
+            namespace[key] = types.FunctionType(value.__code__, namespace, value.__name__,
+                                                value.__defaults__, value.__closure__)
+    namespace["prepare"] = prepare
+    return namespace[fn.__name__]
+
+
+# --------------------------------------------------------------------------
+# the template
+# --------------------------------------------------------------------------
+class TypedQuestionTemplate:
+    """A typed-question template, checked for every scale at construction.
+
+    ``scales`` are the scales it must serve (default: binary, graded,
+    detailed). ``evaluation_name``, ``evaluation_description`` and
+    ``variables`` are the run's values (the check renders with them, so what
+    was checked is what runs). Raises ``TemplateError`` for a template that
+    does not compile and ``TypedQuestionError`` (listing every bad scale)
+    for one whose output is wrong.
+    """
+
+    def __init__(self, source: str, *, name: str = "question_template",
+                 scales: Sequence[Scale | str] = SCALES, evaluation_name: str = "",
+                 evaluation_description: str = "", variables: Mapping[str, Any] | None = None):
+        self.name = name
+        self.template = Template(source, name=name, strict=True)
+        self._render_fn = _with_prepare(compile_template(source)[0], _json_prepare)
+        self.scales = tuple(Scale.get(s) for s in scales)
+        if not self.scales:
+            raise ConfigError("a typed question must serve at least one scale")
+        self.evaluation_name = "" if evaluation_name is None else str(evaluation_name)
+        self.evaluation_description = ("" if evaluation_description is None
+                                       else str(evaluation_description))
+        self.variables = dict(variables or {})
+        self.questions: dict[str, Question] = {}
+        problems: dict[str, list[str]] = {}
+        for scale in self.scales:
+            try:
+                self.questions[scale.name] = self._render(scale)
+            except _Invalid as bad:
+                problems[scale.name] = bad.problems
+        if problems:
+            raise TypedQuestionError(name, problems)
+
+    @property
+    def source(self) -> str:
+        return self.template.source
+
+    def context(self, scale: Scale) -> dict[str, Any]:
+        """What the template sees for ``scale``."""
+        return {**self.variables, **scale.template_vars(), "evaluation_name": self.evaluation_name,
+                "evaluation_description": self.evaluation_description}
+
+    def render_text(self, scale: Scale | str) -> str:
+        """The template's raw output for ``scale`` (not checked)."""
+        scale = Scale.get(scale)
+        ctx = to_plain(self.context(scale))
+        missing = self.template.missing(ctx)
+        if missing:
+            raise _Invalid([f"template variable(s) {', '.join(map(repr, missing))} missing; "
+                            f"available: {', '.join(sorted(ctx))}"])
+        try:
+            return str(self._render_fn(ctx, helpers=_HELPERS))
+        except Exception as exc:
+            raise _Invalid([f"render failed: {type(exc).__name__}: {exc}"]) from None
+
+    def render(self, scale: Scale | str) -> Question:
+        """The question for ``scale`` (rendered once, then cached)."""
+        scale = Scale.get(scale)
+        hit = self.questions.get(scale.name)
+        if hit is not None and hit.scale == scale:
+            return hit
+        try:
+            question = self._render(scale)
+        except _Invalid as bad:
+            raise TypedQuestionError(self.name, {scale.name: bad.problems}) from None
+        self.questions[scale.name] = question
+        return question
+
+    def _render(self, scale: Scale) -> Question:
+        text = self.render_text(scale)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            lineno, colno = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+            where = ""
+            if lineno is not None:
+                lines = text.splitlines() or [""]
+                shown = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+                where = f" at output line {lineno}, column {colno}: {shown[:80]!r}"
+            raise _Invalid([f"output is not valid JSON ({getattr(exc, 'msg', exc)}){where}"]) from None
+        return _check(scale, data, text)
+
+    def __repr__(self) -> str:
+        return f"TypedQuestionTemplate(name={self.name!r}, scales={[s.name for s in self.scales]})"
+
+
+class _Invalid(Exception):
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _check(scale: Scale, data: Any, text: str) -> Question:
+    """Check a rendered question's shape; raise ``_Invalid`` with every problem."""
+    if not isinstance(data, dict):
+        raise _Invalid([f"output must be a JSON object with 'instructions' and 'criteria', "
+                        f"got {type(data).__name__}"])
+    problems: list[str] = []
+    extra = sorted(set(data) - {"instructions", "criteria"})
+    if extra:
+        problems.append(f"unexpected key(s) {extra}: the object holds only 'instructions' and "
+                        f"'criteria'")
+    instructions = data.get("instructions")
+    if instructions is None:
+        problems.append("'instructions' is missing")
+    elif isinstance(instructions, str):
+        if not instructions.strip():
+            problems.append("'instructions' is empty")
+    elif not isinstance(instructions, (dict, list)) or not instructions:
+        problems.append(f"'instructions' must be a non-empty string, object or array, got "
+                        f"{json.dumps(instructions)[:60]}")
+    criteria = data.get("criteria")
+    if not isinstance(criteria, list):
+        problems.append("'criteria' must be an array with one description per grade"
+                        + (" (it is missing)" if criteria is None else ""))
+        criteria = []
+    elif len(criteria) != scale.size:
+        problems.append(f"{len(criteria)} criteria, expected {scale.size} (one per grade "
+                        f"{scale.min}-{scale.max}, lowest first)")
+    for i, c in enumerate(criteria):
+        if isinstance(c, str):
+            if not c.strip():
+                problems.append(f"criteria[{i}] is an empty string")
+        elif isinstance(c, dict):
+            if not c:
+                problems.append(f"criteria[{i}] is an empty object")
+            d = c.get("description")
+            if "description" in c and not (isinstance(d, str) and d.strip()):
+                problems.append(f"criteria[{i}].description must be a non-empty string")
+            ex = c.get("examples")
+            if "examples" in c and not isinstance(ex, list):
+                problems.append(f"criteria[{i}].examples must be an array")
+        else:
+            problems.append(f"criteria[{i}] must be a string or an object, got "
+                            f"{json.dumps(c)[:60]}")
+    if problems:
+        raise _Invalid(problems)
+    return Question(scale, instructions, tuple(criteria), text)

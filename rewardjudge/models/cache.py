@@ -1,0 +1,240 @@
+"""CachedModel: answer repeated judge requests from a cache.
+
+A judge call is identified by the SHA-256 of the canonical JSON of (model
+name, generation params, JSON schema, rendered messages). ``CachedModel``
+keeps replies in memory and, when given a path, in an SQLite file (WAL
+journal, so several processes can share one cache file), and sends identical
+requests that are in flight at the same time only once.
+
+Only successful replies are cached: a ``JudgeError`` reaches every caller
+waiting on that request and is forgotten, so the next call asks the judge
+again.
+
+A reply served from the cache comes back with ``attempts == 0`` (no request
+was made) and ``latency_s == 0.0``; its text, usage, logprobs and finish
+reason are those of the original reply. The server's raw JSON body
+(``Completion.raw``) is not kept on disk.
+
+>>> judge = CachedModel(OpenAIModel(url, "judge"), cache="judge-cache.sqlite")  # doctest: +SKIP
+>>> grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)               # doctest: +SKIP
+>>> judge.stats                                                                  # doctest: +SKIP
+{'hits': 0, 'misses': 0, 'deduplicated': 0}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import ConfigError
+from .base import Completion, GenerationParams, InferenceModel, Message
+
+__all__ = ["CachedModel", "SQLiteCache", "request_key"]
+
+
+def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
+                json_schema: dict[str, Any] | None) -> str:
+    """SHA-256 hex of a judge request's canonical JSON.
+
+    Every field of ``GenerationParams`` takes part (not only those sent), so
+    changing any of them is a different request.
+    """
+    p = dataclasses.asdict(params or GenerationParams())
+    if p.get("stop") is not None:
+        p["stop"] = list(p["stop"])
+    blob = json.dumps({"model": model_name, "params": p, "json_schema": json_schema,
+                       "messages": [dict(m) for m in messages]},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _to_record(c: Completion) -> str:
+    d = dataclasses.asdict(c)
+    d.pop("raw", None)
+    return json.dumps(d, ensure_ascii=False)
+
+
+def _from_record(text: str) -> Completion:
+    d = json.loads(text)
+    fields = {f.name for f in dataclasses.fields(Completion)}
+    return Completion(**{k: v for k, v in d.items() if k in fields})
+
+
+def _as_hit(c: Completion) -> Completion:
+    # a fresh object per caller: graders may mutate what they get back
+    return dataclasses.replace(c, attempts=0, latency_s=0.0, usage=dict(c.usage),
+                               top_logprobs=[dict(t) for t in c.top_logprobs], tokens=list(c.tokens))
+
+
+class SQLiteCache:
+    """A key -> completion table in one SQLite file, safe across processes.
+
+    WAL journal mode lets readers run beside a writer; ``busy_timeout`` makes
+    concurrent writers wait for each other instead of failing. One connection
+    per instance, guarded by a lock (calls are short: a primary-key lookup or
+    one insert).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS completions ("
+                               "key TEXT PRIMARY KEY, model TEXT, reply TEXT NOT NULL, created REAL)")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"cannot use {self.path} as a judge cache: {exc}") from exc
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._conn.execute("SELECT reply FROM completions WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _from_record(row[0])
+
+    def put(self, key: str, model_name: str, completion: Completion) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO completions (key, model, reply, created) "
+                               "VALUES (?, ?, ?, ?)", (key, model_name, _to_record(completion), time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class CachedModel(InferenceModel):
+    """An ``InferenceModel`` that caches ``chat`` replies of ``inner``.
+
+    ``cache``: None (memory only), a path (memory + that SQLite file) or an
+    ``SQLiteCache``. ``max_memory_entries`` bounds the memory layer (oldest
+    entries dropped first; the SQLite layer is unbounded). Any other
+    attribute or method (``max_concurrency``, ``base_url``, probability
+    methods...) is the inner model's. ``aclose`` closes the inner model and
+    the SQLite file.
+
+    ``stats`` counts ``hits`` (answered from memory or disk), ``misses``
+    (sent to the judge) and ``deduplicated`` (waited for an identical request
+    already in flight).
+    """
+
+    def __init__(self, inner: InferenceModel, cache: str | os.PathLike | SQLiteCache | None = None, *,
+                 max_memory_entries: int | None = 100_000):
+        if not isinstance(inner, InferenceModel):
+            raise ConfigError(f"CachedModel wraps an InferenceModel, got {type(inner).__name__}")
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+        if cache is None or isinstance(cache, SQLiteCache):
+            self.disk = cache
+        else:
+            self.disk = SQLiteCache(cache)
+        self.max_memory_entries = max_memory_entries
+        self._memory: dict[str, Completion] = {}
+        # in-flight requests per event loop: a future cannot be awaited from another loop
+        self._inflight: dict[tuple[int, str], asyncio.Future] = {}
+        self.stats = {"hits": 0, "misses": 0, "deduplicated": 0}
+
+    def __getattr__(self, attr: str) -> Any:
+        # only reached for attributes this wrapper does not have
+        if attr.startswith("__") or attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def __repr__(self) -> str:
+        where = f", cache={str(self.disk.path)!r}" if self.disk is not None else ""
+        return f"CachedModel({self.inner!r}{where})"
+
+    def key(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
+            json_schema: dict[str, Any] | None = None) -> str:
+        """The cache key of a request."""
+        return request_key(self.name, messages, params, json_schema)
+
+    def _remember(self, key: str, completion: Completion) -> None:
+        self._memory[key] = completion
+        if self.max_memory_entries is not None and len(self._memory) > self.max_memory_entries:
+            self._memory.pop(next(iter(self._memory)))
+
+    async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
+                   json_schema: dict[str, Any] | None = None) -> Completion:
+        key = self.key(messages, params, json_schema=json_schema)
+        hit = self._memory.get(key)
+        if hit is None and self.disk is not None:
+            hit = self.disk.get(key)
+            if hit is not None:
+                self._remember(key, hit)
+        if hit is not None:
+            self.stats["hits"] += 1
+            return _as_hit(hit)
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), key)
+        while (pending := self._inflight.get(slot)) is not None:
+            self.stats["deduplicated"] += 1
+            try:
+                return _as_hit(await asyncio.shield(pending))
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this caller was cancelled
+                # the caller that sent the request was cancelled, not us: ask again
+                self.stats["deduplicated"] -= 1
+        future: asyncio.Future = loop.create_future()
+        self._inflight[slot] = future
+        self.stats["misses"] += 1
+        try:
+            completion = await self.inner.chat(messages, params, json_schema=json_schema)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            # failures are not cached: waiters get this one, later callers ask again
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        else:
+            self._remember(key, completion)
+            if self.disk is not None:
+                self.disk.put(key, self.name, completion)
+            future.set_result(completion)
+            return completion
+        finally:
+            self._inflight.pop(slot, None)
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            if self.disk is not None:
+                self.disk.close()
+
+
+# Methods the InferenceModel base may define beyond chat (e.g. probability
+# grading): the wrapper must answer them with the inner model's, not the
+# base's default, and __getattr__ is never reached for names the base has.
+def _delegate(name: str):
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.inner, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"The inner model's ``{name}``."
+    return method
+
+
+for _name, _value in list(vars(InferenceModel).items()):
+    if (not _name.startswith("_") and callable(_value) and _name not in vars(CachedModel)
+            and _name not in ("chat", "aclose")):
+        setattr(CachedModel, _name, _delegate(_name))
+del _name, _value

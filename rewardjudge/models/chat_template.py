@@ -1,0 +1,151 @@
+"""Chat templates outside a server: render messages into one prompt string.
+
+Needed where a chat endpoint cannot do the job: llama.cpp's server starts a
+new assistant turn after a trailing assistant message instead of continuing
+it, so reading a grade token's probabilities right after a fixed prefix
+("Grade: ") goes through ``/v1/completions`` with the prompt rendered here.
+
+* ``ChatTemplate(source)`` renders a Hugging Face-style Jinja chat template
+  (sandboxed, as transformers does) with ``messages``,
+  ``add_generation_prompt`` and the special tokens.
+* ``ChatTemplate.from_gguf(path)`` reads the template and special tokens
+  from a GGUF file's metadata (``tokenizer.chat_template``), lazily: the
+  file is only opened at the first render.
+
+A trailing assistant message is a prefix to continue: the messages before
+it are rendered with the generation prompt and its content is appended
+verbatim (no end-of-turn).
+
+>>> t = ChatTemplate("{% for m in messages %}<{{m.role}}>{{m.content}}</s>{% endfor %}"
+...                  "{% if add_generation_prompt %}<assistant>{% endif %}")
+>>> t([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Grade: "}])
+'<user>hi</s><assistant>Grade: '
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import ConfigError
+
+__all__ = ["ChatTemplate"]
+
+
+class ChatTemplate:
+    """A Jinja chat template, callable as ``template(messages) -> prompt``.
+
+    ``bos_token`` / ``eos_token`` are what the template sees for those
+    names. Give ``bos_token=""`` when the server adds the BOS token to every
+    prompt itself (else it would appear twice).
+    """
+
+    def __init__(self, source: str | None = None, *, bos_token: str = "", eos_token: str = "",
+                 gguf_path: str | os.PathLike | None = None):
+        if source is None and gguf_path is None:
+            raise ConfigError("ChatTemplate needs a Jinja source or a GGUF path")
+        if source is not None and not isinstance(source, str):
+            raise ConfigError(f"a chat template source must be a str, got {type(source).__name__}")
+        self._source = source
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.gguf_path = None if gguf_path is None else Path(gguf_path)
+        self._compiled: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike) -> "ChatTemplate":
+        """The chat template stored in a GGUF file (read at first use)."""
+        return cls(None, gguf_path=path)
+
+    @property
+    def source(self) -> str:
+        self._load()
+        assert self._source is not None
+        return self._source
+
+    def _load(self) -> None:
+        if self._source is not None or self.gguf_path is None:
+            return
+        with self._lock:
+            if self._source is None:
+                self._source, self.bos_token, self.eos_token = _read_gguf_template(self.gguf_path)
+
+    def _template(self):
+        if self._compiled is None:
+            self._load()
+            try:
+                from jinja2 import TemplateError as JinjaError
+                from jinja2.sandbox import ImmutableSandboxedEnvironment
+            except ImportError:  # pragma: no cover - jinja2 comes with transformers and llama-cpp
+                raise ConfigError("rendering a chat template needs jinja2: pip install jinja2") from None
+
+            def raise_exception(message: str) -> None:
+                raise ConfigError(f"chat template refused the messages: {message}")
+
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env.globals["raise_exception"] = raise_exception
+            try:
+                self._compiled = env.from_string(self._source)
+            except JinjaError as exc:
+                raise ConfigError(f"invalid chat template: {exc}") from exc
+        return self._compiled
+
+    def render(self, messages: Sequence[dict[str, Any]], *, add_generation_prompt: bool = True) -> str:
+        """The prompt for ``messages`` (a trailing assistant message is continued)."""
+        msgs = [dict(m) for m in messages]
+        if not msgs:
+            raise ConfigError("a chat prompt needs at least one message")
+        prefix = None
+        if msgs[-1].get("role") == "assistant":
+            prefix = str(msgs.pop().get("content") or "")
+            add_generation_prompt = True
+            if not msgs:
+                raise ConfigError("a trailing assistant prefix needs a message before it")
+        text = self._template().render(messages=msgs, add_generation_prompt=add_generation_prompt,
+                                       bos_token=self.bos_token, eos_token=self.eos_token)
+        return text + prefix if prefix is not None else text
+
+    __call__ = render
+
+    def __repr__(self) -> str:
+        where = f"gguf={str(self.gguf_path)!r}" if self.gguf_path else f"{len(self._source or '')} chars"
+        return f"ChatTemplate({where})"
+
+
+def _read_gguf_template(path: Path) -> tuple[str, str, str]:
+    """``(chat template, bos text, eos text)`` from a GGUF's metadata.
+
+    The BOS text is "" when the GGUF says the tokenizer adds BOS itself.
+    """
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise ConfigError("reading a GGUF's chat template needs the gguf package: "
+                          "pip install gguf") from None
+    reader = GGUFReader(str(path))
+
+    def field(name: str) -> Any:
+        f = reader.fields.get(name)
+        if f is None or not f.data:
+            return None
+        part = f.parts[f.data[0]]
+        return part.tobytes().decode("utf-8") if f.types and f.types[0].name == "STRING" else part[0]
+
+    source = field("tokenizer.chat_template")
+    if not source:
+        raise ConfigError(f"{path} holds no chat template (tokenizer.chat_template); pass one as "
+                          f"chat_template=")
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+
+    def token_text(id_field: str) -> str:
+        idx = field(id_field)
+        if idx is None or tokens is None:
+            return ""
+        return tokens.parts[tokens.data[int(idx)]].tobytes().decode("utf-8", "replace")
+
+    add_bos = field("tokenizer.ggml.add_bos_token")
+    bos = "" if add_bos is None or bool(add_bos) else token_text("tokenizer.ggml.bos_token_id")
+    return str(source), bos, token_text("tokenizer.ggml.eos_token_id")

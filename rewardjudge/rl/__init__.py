@@ -1,0 +1,20 @@
+"""Plug graders into RL training loops.
+
+* ``trl_reward_func(grader)``: an async reward function for TRL's GRPOTrainer.
+* ``verl_compute_score(grader)``: a verl ``compute_score`` function (sync,
+  async, batch forms).
+* ``rewards_tensor(grades)``: rewards and the mask of unscored entries.
+* ``group_normalize(rewards, mask, group_size=...)``: GRPO advantages that
+  ignore masked entries.
+* ``judge_health(grades)``: flat judge-health metrics for a logger.
+
+Importing this package needs torch, not trl or verl.
+"""
+
+from .health import judge_health
+from .tensors import RewardTensors, group_normalize, rewards_tensor
+from .trl_adapter import TRLRewardFunc, trl_reward_func
+from .verl_adapter import verl_compute_score
+
+__all__ = sorted(["RewardTensors", "TRLRewardFunc", "group_normalize", "judge_health",
+                  "rewards_tensor", "trl_reward_func", "verl_compute_score"])

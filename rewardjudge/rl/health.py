@@ -1,0 +1,164 @@
+"""judge_health: a batch of Grades summarised as flat metrics for a logger.
+
+A reward that silently degrades (the judge times out, its replies stop
+parsing, the policy stops emitting valid JSON) looks like a learning problem
+unless someone watches the judge. ``judge_health`` gives a trainer's logger
+the numbers to watch, every step.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import statistics
+from typing import Sequence
+
+from ..errors import ConfigError
+from ..grade import Grade
+
+__all__ = ["judge_health", "unscored_kind"]
+
+# Unscored grades carry their reason in ``error``: the judge error's class name
+# (Grader._grade_guarded, TemplatedPromptJudgeGrader.ask_judge) or the
+# "invalid judge reply" sentence. The kinds a dashboard tells apart:
+_KIND_PATTERNS = (
+    ("timeout", re.compile(r"^JudgeTimeoutError\b")),
+    ("http", re.compile(r"^JudgeHTTPError\b")),
+    ("connection", re.compile(r"^Judge(Connection|Startup)Error\b")),
+    ("invalid_reply", re.compile(r"^(JudgeResponseError\b|invalid judge reply)")),
+)
+UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "other")
+
+
+def unscored_kind(grade: Grade) -> str:
+    """Why an unscored grade is unscored: one of ``UNSCORED_KINDS``."""
+    text = (grade.error or "").strip()
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default) of sorted values."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _label(value: float) -> str:
+    return f"{value:g}"
+
+
+DEFAULT_SCORE_BINS = tuple(i / 10 for i in range(11))
+
+
+def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
+                 score_bins: Sequence[float] = DEFAULT_SCORE_BINS) -> dict[str, float]:
+    """Flat ``{name: float}`` metrics for one batch of grades.
+
+    Keys (each behind ``prefix``):
+
+    * ``count``, ``scored``, ``penalized``, ``unscored`` (counts) and
+      ``scored_rate``, ``penalized_rate``, ``unscored_rate`` (fractions).
+    * ``unscored/<kind>`` counts for kind in timeout, http, connection,
+      invalid_reply, other (see ``unscored_kind``).
+    * ``policy_parse_failure_rate``: penalized / count (the policy's output did
+      not parse). ``judge_parse_failure_rate``: unscored for an unreadable
+      judge reply / grades that asked the judge.
+    * ``judged``: grades that asked the judge (``attempts`` > 0);
+      ``retry_rate``: share of those that needed more than one request;
+      ``attempts_mean``: requests per judged grade.
+    * ``latency_p50``, ``latency_p90``, ``latency_p99``, ``latency_mean``
+      (seconds, over grades that report a latency; NaN when none do).
+    * ``tokens_prompt``, ``tokens_completion``, ``tokens_total`` (sums) and
+      ``tokens_per_judged`` (mean total per judged grade).
+    * ``reward_mean``: mean over scored and penalized grades (what the
+      trainer optimises); ``score_mean``, ``score_std``, ``score_min``,
+      ``score_max`` over scored grades only (NaN when there are none).
+    * ``score_frac/<lo>-<hi>``: the distribution of scored values, as
+      fractions of the scored grades, over the bins between consecutive
+      ``score_bins`` edges (the last bin includes its upper edge), plus
+      ``score_frac/below`` and ``score_frac/above`` for values outside them.
+      The default edges 0, 0.1, ..., 1 suit the built-in outputs (PASS/FAIL
+      lands in the first and last bins, a 1-5 grade in five of them).
+
+    Every key is always present (undefined statistics are NaN): a logger
+    that averages a metric over steps, as TRL's ``log_metric`` does, must
+    not see a key vanish when a batch happens to lack a value.
+
+    >>> from rewardjudge import Grade
+    >>> h = judge_health([Grade(1.0, "g", attempts=1, latency_s=0.2), Grade(None, "g", error="JudgeTimeoutError: x")])
+    >>> h["judge/unscored"], h["judge/unscored/timeout"], h["judge/score_frac/0.9-1"]
+    (1.0, 1.0, 1.0)
+    """
+    grades = list(grades)
+    for i, g in enumerate(grades):
+        if not isinstance(g, Grade):
+            raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
+    if not isinstance(prefix, str):
+        raise ConfigError("prefix must be a str")
+    n = len(grades)
+    scored = [g for g in grades if g.status == "scored"]
+    penalized = [g for g in grades if g.status == "penalized"]
+    unscored = [g for g in grades if g.status == "unscored"]
+    judged = [g for g in grades if g.attempts > 0]
+    rate = (lambda k, d: k / d if d else math.nan)
+
+    out: dict[str, float] = {
+        "count": float(n), "scored": float(len(scored)), "penalized": float(len(penalized)),
+        "unscored": float(len(unscored)), "scored_rate": rate(len(scored), n),
+        "penalized_rate": rate(len(penalized), n), "unscored_rate": rate(len(unscored), n),
+    }
+    kinds = [unscored_kind(g) for g in unscored]
+    for kind in UNSCORED_KINDS:
+        out[f"unscored/{kind}"] = float(kinds.count(kind))
+    out["policy_parse_failure_rate"] = rate(len(penalized), n)
+    out["judge_parse_failure_rate"] = rate(kinds.count("invalid_reply"), len(judged))
+    out["judged"] = float(len(judged))
+    out["retry_rate"] = rate(sum(g.attempts > 1 for g in judged), len(judged))
+    out["attempts_mean"] = rate(sum(g.attempts for g in judged), len(judged))
+
+    latencies = sorted(g.latency_s for g in grades if g.latency_s is not None)
+    out["latency_p50"] = _percentile(latencies, 0.50)
+    out["latency_p90"] = _percentile(latencies, 0.90)
+    out["latency_p99"] = _percentile(latencies, 0.99)
+    out["latency_mean"] = statistics.fmean(latencies) if latencies else math.nan
+
+    prompt_tokens = sum(int(g.usage.get("prompt_tokens", 0)) for g in grades)
+    completion_tokens = sum(int(g.usage.get("completion_tokens", 0)) for g in grades)
+    total_tokens = sum(int(g.usage.get("total_tokens", g.usage.get("prompt_tokens", 0)
+                                       + g.usage.get("completion_tokens", 0))) for g in grades)
+    out["tokens_prompt"] = float(prompt_tokens)
+    out["tokens_completion"] = float(completion_tokens)
+    out["tokens_total"] = float(total_tokens)
+    out["tokens_per_judged"] = rate(total_tokens, len(judged))
+
+    used = [g.value for g in grades if g.status != "unscored"]
+    out["reward_mean"] = statistics.fmean(used) if used else math.nan
+    values = [float(g.value) for g in scored]  # type: ignore[arg-type]
+    out["score_mean"] = statistics.fmean(values) if values else math.nan
+    out["score_std"] = statistics.pstdev(values) if values else math.nan
+    out["score_min"] = min(values) if values else math.nan
+    out["score_max"] = max(values) if values else math.nan
+    edges = [float(e) for e in score_bins]
+    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ConfigError(f"score_bins must be at least two increasing edges, got {list(score_bins)!r}")
+    counts = [0] * (len(edges) - 1)
+    below = above = 0
+    for v in values:
+        if v < edges[0]:
+            below += 1
+        elif v > edges[-1]:
+            above += 1
+        else:
+            counts[min(bisect.bisect_right(edges, v) - 1, len(counts) - 1)] += 1
+    for (lo, hi), c in zip(zip(edges, edges[1:]), counts):
+        out[f"score_frac/{_label(lo)}-{_label(hi)}"] = rate(c, len(values))
+    out["score_frac/below"] = rate(below, len(values))
+    out["score_frac/above"] = rate(above, len(values))
+    return {prefix + k: v for k, v in out.items()}

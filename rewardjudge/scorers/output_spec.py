@@ -1,0 +1,285 @@
+"""Output specs: what a scorer's judge must answer, as a strict JSON schema.
+
+Three kinds, each a reply object with a short ``reason`` first (it becomes
+``Grade.reasoning``) and the verdict second:
+
+======================================  ==================================  =====================
+spec                                    reply                               Grade
+======================================  ==================================  =====================
+``{"type": "boolean"}``                 ``{"reason": str, "verdict": bool}``  value 1.0 / 0.0,
+                                                                            label "true"/"false"
+``{"type": "categorical",               ``{"reason": str, "label": str}``   value from ``values``,
+"labels": [...], "values": {...}}``     (one of the labels)                 label kept
+``{"type": "numeric", "min": a,         ``{"reason": str, "score": number}``  value = the score
+"max": b}``                             (a <= score <= b)
+======================================  ==================================  =====================
+
+Categorical ``values`` (label -> reward) is optional; without it the labels
+are taken as listed **worst to best** and spread evenly over [0, 1]
+(``["bad", "ok", "good"]`` -> 0.0, 0.5, 1.0; a single label -> 1.0).
+
+Parsing is strict about *what* a reply holds (the schema: required keys, no
+extra keys, types, enum, range) and lenient only about *where* the object
+sits (prose or a code fence around it, for servers that cannot constrain
+replies). A reply holding several valid verdicts that disagree is refused
+(a judge echoing a candidate's forged verdict must not win by position).
+
+>>> spec = output_spec_from_dict({"type": "numeric", "min": 1, "max": 5})
+>>> spec.parse('{"reason": "clear and correct", "score": 4}').value
+4.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..core.structured_output import OutputParserException, find_json_objects
+from ..errors import ConfigError
+
+__all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
+           "output_spec_from_dict"]
+
+_REASON = {"type": "string",
+           "description": "One or two sentences: why this verdict (shown next to the score)"}
+MAX_LABELS = 50
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parsed judge reply: the reward ``value``, the ``label`` (None for numeric),
+    the judge's ``reason`` and the raw ``score`` field."""
+
+    value: float
+    label: str | None
+    reason: str
+    score: Any
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class OutputSpec:
+    """Base of the three specs: ``to_dict``, ``json_schema``, ``parse``, ``describe``."""
+
+    type: str = ""
+    field: str = ""
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _field_schema(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _read(self, value: Any) -> tuple[float, str | None]:  # pragma: no cover - overridden
+        """(reward, label) for a field value; ValueError saying why it is invalid."""
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def json_schema(self) -> dict[str, Any]:
+        """The strict JSON schema of a reply (reason first, then the verdict)."""
+        return {"title": f"{self.type.capitalize()}Verdict", "type": "object",
+                "properties": {"reason": dict(_REASON), self.field: self._field_schema()},
+                "required": ["reason", self.field], "additionalProperties": False}
+
+    def check(self, data: Any) -> Verdict:
+        """Validate one decoded reply object; ValueError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("the reply is not a JSON object")
+        extra = sorted(set(data) - {"reason", self.field})
+        missing = [k for k in ("reason", self.field) if k not in data]
+        if missing:
+            raise ValueError(f"missing key(s) {missing}")
+        if extra:
+            raise ValueError(f"unexpected key(s) {extra}; only 'reason' and {self.field!r} are allowed")
+        if not isinstance(data["reason"], str):
+            raise ValueError("'reason' must be a string")
+        value, label = self._read(data[self.field])
+        return Verdict(value=value, label=label, reason=data["reason"].strip(), score=data[self.field])
+
+    def parse(self, text: str) -> Verdict:
+        """Parse a judge reply; ``OutputParserException`` saying why when it is unusable."""
+        if not isinstance(text, str):
+            raise OutputParserException("judge reply is not text", repr(text))
+        stripped = text.strip()
+        spans = find_json_objects(text)
+        if stripped.startswith("{") and stripped.endswith("}") and stripped not in spans:
+            spans.insert(0, stripped)
+        if not spans:
+            why = ("no complete JSON object (a truncated reply? raise max_tokens)" if "{" in text
+                   else "no JSON object found")
+            raise OutputParserException(why, text)
+        found: list[Verdict] = []
+        problem = ""
+        for span in spans:
+            try:
+                data = json.loads(span)
+            except ValueError as exc:
+                problem = f"invalid JSON: {exc}"
+                continue
+            try:
+                found.append(self.check(data))
+            except ValueError as exc:
+                problem = str(exc)
+        if not found:
+            raise OutputParserException(problem, text)
+        if len({(v.value, v.label) for v in found}) > 1:
+            raise OutputParserException(f"ambiguous reply: {len(found)} verdicts that disagree", text)
+        return found[-1]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_dict()!r})"
+
+
+class BooleanSpec(OutputSpec):
+    """A yes/no verdict: ``true`` -> 1.0, ``false`` -> 0.0; label ``"true"``/``"false"``."""
+
+    type = "boolean"
+    field = "verdict"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+    def _field_schema(self) -> dict[str, Any]:
+        return {"type": "boolean", "description": "true if the criterion is met, else false"}
+
+    def _read(self, value: Any) -> tuple[float, str | None]:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            value = value.strip().lower() == "true"  # a server that cannot constrain may quote it
+        if not isinstance(value, bool):
+            raise ValueError(f"'verdict' must be true or false, got {value!r:.60}")
+        return (1.0 if value else 0.0), ("true" if value else "false")
+
+    def describe(self) -> str:
+        return "boolean (true -> 1.0, false -> 0.0)"
+
+
+class CategoricalSpec(OutputSpec):
+    """One label out of ``labels``; its reward comes from ``values`` (see the module doc)."""
+
+    type = "categorical"
+    field = "label"
+
+    def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
+        if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not labels:
+            raise ConfigError("output_spec.labels must be a non-empty list of strings")
+        if len(labels) > MAX_LABELS:
+            raise ConfigError(f"output_spec.labels: at most {MAX_LABELS} labels, got {len(labels)}")
+        for i, lab in enumerate(labels):
+            if not isinstance(lab, str) or not lab.strip():
+                raise ConfigError(f"output_spec.labels[{i}] must be a non-empty string, got {lab!r}")
+        if len(set(labels)) != len(labels):
+            dup = sorted({lab for lab in labels if labels.count(lab) > 1})
+            raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
+        self.labels = tuple(labels)
+        self.explicit_values = values is not None
+        if values is None:
+            n = len(labels)
+            self.values = {lab: (i / (n - 1) if n > 1 else 1.0) for i, lab in enumerate(labels)}
+        else:
+            if not isinstance(values, Mapping):
+                raise ConfigError("output_spec.values must map each label to a number")
+            unknown = sorted(set(values) - set(labels))
+            lacking = [lab for lab in labels if lab not in values]
+            if unknown or lacking:
+                raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
+                                  f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
+            for lab, v in values.items():
+                if not _is_number(v):
+                    raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
+            self.values = {lab: float(values[lab]) for lab in labels}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "categorical", "labels": list(self.labels)}
+        if self.explicit_values:
+            out["values"] = dict(self.values)
+        return out
+
+    def _field_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.labels), "description": "exactly one of the labels"}
+
+    def _read(self, value: Any) -> tuple[float, str | None]:
+        if not isinstance(value, str):
+            raise ValueError(f"'label' must be a string, got {value!r:.60}")
+        if value not in self.values:
+            folded = [lab for lab in self.labels if lab.strip().lower() == value.strip().lower()]
+            if len(folded) != 1:
+                raise ValueError(f"'label' must be one of {list(self.labels)}, got {value!r:.60}")
+            value = folded[0]
+        return self.values[value], value
+
+    def describe(self) -> str:
+        return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
+
+
+class NumericSpec(OutputSpec):
+    """A number in ``[min, max]``; the Grade's value is that number."""
+
+    type = "numeric"
+    field = "score"
+
+    def __init__(self, min: float, max: float):
+        for name, v in (("min", min), ("max", max)):
+            if not _is_number(v):
+                raise ConfigError(f"output_spec.{name} must be a finite number, got {v!r}")
+        if min > max:
+            raise ConfigError(f"output_spec.min ({min}) must be <= output_spec.max ({max})")
+        self.min = float(min)
+        self.max = float(max)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "numeric", "min": self.min, "max": self.max}
+
+    def _field_schema(self) -> dict[str, Any]:
+        return {"type": "number", "minimum": self.min, "maximum": self.max,
+                "description": f"a number from {self.min:g} to {self.max:g}"}
+
+    def _read(self, value: Any) -> tuple[float, str | None]:
+        if not _is_number(value):
+            raise ValueError(f"'score' must be a number, got {value!r:.60}")
+        if not self.min <= value <= self.max:
+            raise ValueError(f"'score' must be within [{self.min:g}, {self.max:g}], got {value}")
+        return float(value), None
+
+    def describe(self) -> str:
+        return f"numeric {self.min:g}..{self.max:g} (the score is the value)"
+
+
+_KEYS = {"boolean": {"type"}, "categorical": {"type", "labels", "values"},
+         "numeric": {"type", "min", "max"}}
+
+
+def output_spec_from_dict(data: Any) -> OutputSpec:
+    """Build and validate an output spec from its JSON form (or pass a spec through)."""
+    if isinstance(data, OutputSpec):
+        return data
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"output_spec must be an object like {{\"type\": \"boolean\"}}, got {data!r:.80}")
+    kind = data.get("type")
+    if kind not in _KEYS:
+        raise ConfigError(f"output_spec.type must be one of {sorted(_KEYS)}, got {kind!r}")
+    unknown = sorted(set(data) - _KEYS[kind])
+    if unknown:
+        raise ConfigError(f"output_spec of type {kind!r} takes only {sorted(_KEYS[kind])}; "
+                          f"unknown: {unknown}")
+    if kind == "boolean":
+        return BooleanSpec()
+    if kind == "categorical":
+        if "labels" not in data:
+            raise ConfigError("a categorical output_spec needs 'labels'")
+        return CategoricalSpec(data["labels"], data.get("values"))
+    for key in ("min", "max"):
+        if key not in data:
+            raise ConfigError(f"a numeric output_spec needs {key!r}")
+    return NumericSpec(data["min"], data["max"])

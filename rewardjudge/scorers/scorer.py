@@ -1,0 +1,169 @@
+"""Scorer: a named, described judge definition (a config) with its version history.
+
+A scorer says *how* to judge (model, template, output spec, params), not
+*what*: a binding (``scorer.bind({...})``) says where each variable comes
+from, and pins the version it was made from.
+
+>>> s = Scorer("Helpfulness", {"model": "judge", "output_spec": {"type": "numeric", "min": 1, "max": 5},
+...            "prompt_template": "Question: {{question}}\\nAnswer: {{completion}}\\n"
+...                               "Score 1 (useless) to 5 (fully resolves it)."})
+>>> s.variables
+['question']
+>>> grader = s.grader(judge, {"question": "turn:user"})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from .binding import ScorerBinding
+from .config import ScorerConfig
+
+__all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2000
+KIND = "llm_judge"
+# keys of Scorer.to_dict(); the registry-side ones are accepted and ignored on input
+_SCORER_KEYS = {"name", "description", "kind", "config", "slug", "version", "version_number",
+                "variables", "created_at", "updated_at"}
+
+
+def slugify(name: str) -> str:
+    """Lowercase ASCII words joined by ``-`` (at most 60 characters; ``"scorer"`` if none).
+
+    >>> slugify("Réponse  utile? (v2)")
+    'reponse-utile-v2'
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
+    return slug or "scorer"
+
+
+def make_slug(name: str) -> str:
+    """``slugify(name)`` plus ``-`` and 8 random hex digits (creating twice makes two scorers)."""
+    return f"{slugify(name)}-{secrets.token_hex(4)}"
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("a scorer name must be a non-empty string")
+    if len(name) > MAX_NAME_CHARS:
+        raise ConfigError(f"a scorer name is at most {MAX_NAME_CHARS} characters, got {len(name)}")
+    return name
+
+
+def check_description(description: Any) -> str:
+    if description is None:
+        return ""
+    if not isinstance(description, str):
+        raise ConfigError(f"a scorer description must be a string, got {type(description).__name__}")
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise ConfigError(f"a scorer description is at most {MAX_DESCRIPTION_CHARS} characters, "
+                          f"got {len(description)}")
+    return description
+
+
+@dataclass(frozen=True)
+class ScorerVersion:
+    """One version of a scorer: ``id`` (SHA-256 of the canonical config), its
+    1-based ``number``, when it was made and its config."""
+
+    id: str
+    number: int
+    created_at: str
+    config: ScorerConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "number": self.number, "created_at": self.created_at,
+                "config": self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ScorerVersion":
+        config = ScorerConfig.from_dict(data["config"])
+        if config.version_id != data["id"]:
+            raise ConfigError(f"version {data.get('number')} claims id {str(data['id'])[:12]} but its "
+                              f"config hashes to {config.version_id[:12]}: the file was edited by hand")
+        return cls(data["id"], int(data["number"]), str(data.get("created_at", "")), config)
+
+
+class Scorer:
+    """A judge definition: ``name``, ``description``, ``config`` (a ``ScorerConfig``
+    or its JSON form), and, when it comes from a registry, ``slug`` and ``history``.
+
+    ``version`` is the current config's id. ``variables`` are the declared
+    variables (read by the template, not built-in). ``bind(mapping)`` pins the
+    current version; ``grader(model, mapping)`` makes the Grader in one step.
+    """
+
+    kind = KIND
+
+    def __init__(self, name: str, config: ScorerConfig | Mapping[str, Any], description: str = "", *,
+                 slug: str | None = None, history: list[ScorerVersion] | None = None,
+                 created_at: str | None = None, updated_at: str | None = None):
+        self.name = check_name(name)
+        self.description = check_description(description)
+        self.config = ScorerConfig.from_dict(config)
+        self.slug = slug
+        self.history = list(history or [])
+        self.created_at = created_at
+        self.updated_at = updated_at
+
+    @property
+    def version(self) -> str:
+        return self.config.version_id
+
+    @property
+    def version_number(self) -> int | None:
+        """The current version's number in ``history`` (None outside a registry).
+
+        The newest version with the current id: reverting to an older config
+        makes a new number that shares the older id."""
+        return next((v.number for v in reversed(self.history) if v.id == self.version), None)
+
+    @property
+    def variables(self) -> list[str]:
+        return self.config.variables
+
+    def bind(self, mapping: Mapping[str, str] | None = None) -> ScorerBinding:
+        """Pin the current version with a variable -> source mapping (see ``binding.py``)."""
+        return ScorerBinding(self.config, mapping, scorer_name=self.name, scorer_slug=self.slug)
+
+    def grader(self, model, mapping: Mapping[str, str] | None = None, **kwargs: Any):
+        """A ``ScorerGrader`` for the current version on ``model`` (an ``InferenceModel``)."""
+        return self.bind(mapping).grader(model, **kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: name, description, kind, config, and the registry fields when set."""
+        out: dict[str, Any] = {"name": self.name, "description": self.description, "kind": self.kind,
+                               "config": self.config.to_dict()}
+        if self.slug:
+            out = {"slug": self.slug, **out, "version": self.version,
+                   "version_number": self.version_number, "variables": self.variables,
+                   "created_at": self.created_at, "updated_at": self.updated_at}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Scorer":
+        """Build from ``{"name", "description"?, "kind"?, "config"}`` (the seed's anatomy)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a scorer must be an object, got {type(data).__name__}")
+        kind = data.get("kind", KIND)
+        if kind != KIND:
+            raise ConfigError(f"scorer kind must be {KIND!r}, got {kind!r}")
+        for key in ("name", "config"):
+            if key not in data:
+                raise ConfigError(f"a scorer needs {key!r}")
+        unknown = sorted(set(data) - _SCORER_KEYS)
+        if unknown:
+            raise ConfigError(f"scorer: unknown key(s) {unknown}; expected name, description, kind, "
+                              f"config")
+        return cls(data["name"], data["config"], data.get("description", ""))
+
+    def __repr__(self) -> str:
+        return f"Scorer({self.name!r}, slug={self.slug!r}, version={self.version[:12]})"

@@ -1,0 +1,151 @@
+"""Jinja2 templates in a restricted sandbox, the alternative to Handlebars.
+
+Only these statements are allowed: ``if``, ``for``, ``set``, ``with``,
+``filter``, ``raw`` and ``autoescape``. ``include``, ``import``, ``from``,
+``extends``, ``block``, ``macro``, ``call`` and any extension tag are refused
+when the template is constructed (that is, when a scorer is saved), with the
+line of the offending tag. Rendering runs in Jinja2's ``SandboxedEnvironment``
+(no access to private attributes or unsafe methods), without HTML escaping
+(prompts are not HTML).
+
+**Undefined variables render empty**, as do attributes of undefined values
+(``{{ missing.field }}`` renders ``""``), so a prompt with an optional field
+stays clean with ``{% if field %}...{% endif %}``. ``JinjaTemplate.missing``
+lists what a context lacks when a caller wants to know.
+
+Rendering is one pass: values are never re-read as template text, so policy
+output containing ``{{ ... }}`` or ``{% ... %}`` stays literal.
+
+>>> JinjaTemplate("Q: {{ q }}{% if note %} ({{ note }}){% endif %}").render({"q": "2+2?"})
+'Q: 2+2?'
+>>> JinjaTemplate("{% include 'x' %}")
+Traceback (most recent call last):
+...
+rewardjudge.errors.TemplateError: template: '{% include %}' is not allowed; allowed statements: if, for, set, with, filter, raw, autoescape (line 1, column 1)
+    {% include 'x' %}
+    ^
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping
+
+from ..errors import TemplateError
+
+__all__ = ["ALLOWED_STATEMENTS", "JinjaTemplate"]
+
+ALLOWED_STATEMENTS = ("if", "for", "set", "with", "filter", "raw", "autoescape")
+
+_ENV = None
+_ENV_LOCK = threading.Lock()
+
+
+def _env():
+    """One shared sandboxed environment (Jinja environments are thread-safe for rendering)."""
+    global _ENV
+    if _ENV is None:
+        with _ENV_LOCK:
+            if _ENV is None:
+                from jinja2 import ChainableUndefined
+                from jinja2.sandbox import SandboxedEnvironment
+
+                env = SandboxedEnvironment(autoescape=False, undefined=ChainableUndefined,
+                                           keep_trailing_newline=True)
+                for name in ("lipsum", "cycler", "joiner"):
+                    env.globals.pop(name, None)
+                _ENV = env
+    return _ENV
+
+
+
+def _refuse_tags(source: str) -> None:
+    """Refuse every statement tag not in ``ALLOWED_STATEMENTS`` (an allowlist: ``print``,
+    ``include``, ``macro``... and tags of extensions we never load all fail here, by name)."""
+    from jinja2 import lexer as jl
+
+    env = _env()
+    try:
+        tokens = list(env.lex(source))
+    except Exception as exc:  # the lexer raises TemplateSyntaxError with a line number
+        raise TemplateError(f"template: {getattr(exc, 'message', exc)}",
+                            line=getattr(exc, "lineno", None), column=1, source=source) from None
+    for i, (lineno, kind, value) in enumerate(tokens):
+        if kind != jl.TOKEN_BLOCK_BEGIN:
+            continue
+        nxt = next(((ln, k, v) for ln, k, v in tokens[i + 1:] if k != jl.TOKEN_WHITESPACE), None)
+        if nxt is None or nxt[1] != jl.TOKEN_NAME:
+            continue
+        tag = nxt[2]
+        if tag.startswith("end") or tag in ("else", "elif"):
+            continue
+        if tag not in ALLOWED_STATEMENTS:
+            line_text = source.splitlines()[lineno - 1] if source.splitlines() else ""
+            column = line_text.find("{%") + 1 or 1
+            raise TemplateError(f"template: '{{% {tag} %}}' is not allowed; allowed statements: "
+                                f"{', '.join(ALLOWED_STATEMENTS)}", line=lineno, column=column,
+                                source=source)
+
+
+def _first_use_order(source: str, names: set[str]) -> list[str]:
+    from jinja2 import lexer as jl
+
+    seen: dict[str, None] = {}
+    for _, kind, value in _env().lex(source):
+        if kind == jl.TOKEN_NAME and value in names:
+            seen.setdefault(value, None)
+    return [*seen, *sorted(names - set(seen))]
+
+
+class JinjaTemplate:
+    """A validated, sandboxed Jinja2 template with the ``Template`` interface.
+
+    ``variables`` lists the names the template reads that it does not set
+    itself, in first-use order. ``render(context)`` never raises for a
+    missing variable (it renders empty); it raises ``TemplateError`` when the
+    sandbox refuses an operation or a filter fails.
+    """
+
+    __slots__ = ("source", "name", "_template", "variables")
+
+    engine = "jinja2"
+
+    def __init__(self, source: str, *, name: str = "template"):
+        if not isinstance(source, str):
+            raise TemplateError(f"{name}: template source must be a str, got {type(source).__name__}")
+        from jinja2 import TemplateSyntaxError, meta
+
+        self.source = source
+        self.name = name
+        try:
+            _refuse_tags(source)
+            env = _env()
+            tree = env.parse(source)
+            self._template = env.from_string(tree)
+        except TemplateError as exc:
+            exc.args = (exc.args[0].replace("template:", f"{name}:", 1),)
+            raise
+        except TemplateSyntaxError as exc:
+            raise TemplateError(f"{name}: {exc.message}", line=exc.lineno, column=1,
+                                source=source) from None
+        self.variables: list[str] = _first_use_order(source, set(meta.find_undeclared_variables(tree)))
+
+    def missing(self, context: Mapping[str, Any]) -> list[str]:
+        """Variables the template reads that ``context`` does not hold."""
+        return [v for v in self.variables if v not in context]
+
+    def render(self, context: Mapping[str, Any]) -> str:
+        from jinja2.exceptions import SecurityError, TemplateError as JinjaError
+
+        from .handlebars import to_plain
+
+        plain = to_plain(dict(context))
+        try:
+            return self._template.render(plain)
+        except SecurityError as exc:
+            raise TemplateError(f"{self.name}: refused by the sandbox: {exc}") from None
+        except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
+            raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"JinjaTemplate(name={self.name!r}, variables={self.variables!r})"

@@ -1,0 +1,432 @@
+"""CandidateJudgeGrader: grading, group judging, re-asks, penalties, shuffles."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from pydantic import BaseModel
+
+from rewardjudge import Scale, StringThread
+from rewardjudge.errors import ConfigError, JudgeHTTPError
+from rewardjudge.graders import CandidateJudgeGrader
+from rewardjudge.testing import ScriptedModel
+
+SUBMISSION = re.compile(r'<submission id="([a-z0-9]+)">\n(.*?)</submission>', re.DOTALL)
+
+
+def submissions(messages) -> list[tuple[str, str]]:
+    """(id, text) of every candidate in a rendered default prompt, in prompt order."""
+    return [(cid, text.strip()) for cid, text in SUBMISSION.findall(messages[-1]["content"])]
+
+
+def reply_for(pairs, grade_of) -> str:
+    """An honest judge's reply: one block per (id, text), graded by ``grade_of(text)``."""
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>about {text[:20]}</reasoning>\n'
+                     f"<grade>{grade_of(text)}</grade>\n</candidate>" for cid, text in pairs)
+
+
+def digit_judge(messages, params, schema):
+    """Grades each candidate by the first digit in its text (0 if none)."""
+    return reply_for(submissions(messages), lambda t: next((c for c in t if c.isdigit()), "0"))
+
+
+def thread(question: str, answer: str, **metadata) -> StringThread:
+    return StringThread([("system", "Be brief."), ("user", question), ("assistant", answer)],
+                        metadata=metadata)
+
+
+def sizes(model: ScriptedModel) -> list[int]:
+    return sorted(len(submissions(c["messages"])) for c in model.calls)
+
+
+# --------------------------------------------------------------------------
+# grading
+# --------------------------------------------------------------------------
+async def test_a_group_is_judged_in_one_request():
+    model = ScriptedModel(digit_judge)
+    grader = CandidateJudgeGrader("g", model, scale="graded", seed=1)
+    samples = [thread("Rate?", f"answer {g}") for g in (4, 1, 3)]
+    grades = await grader.grade_batch(samples)
+    assert len(model.calls) == 1
+    assert [g.status for g in grades] == ["scored"] * 3
+    assert [g.extra["grade"] for g in grades] == [4, 1, 3]
+    assert [g.value for g in grades] == [1.0, 0.25, 0.75]
+    assert grades[0].reasoning == "about answer 4" and grades[0].grader_key == "g"
+    assert grades[0].raw_reply == grades[1].raw_reply and grades[0].grader_version == grader.version
+    # the request's usage is shared exactly among its candidates
+    req_prompt = sum(len(m["content"].split()) for m in model.calls[0]["messages"])
+    assert sum(g.usage["prompt_tokens"] for g in grades) == req_prompt
+    assert all(g.attempts == 1 and g.extra["rounds"] == 1 for g in grades)
+
+
+async def test_grade_alone_sends_one_candidate():
+    model = ScriptedModel(digit_judge)
+    grade = await CandidateJudgeGrader("g", model, scale="detailed").grade(thread("Q?", "9 of 9"))
+    assert (grade.status, grade.extra["grade"], grade.value, grade.extra["scale"]) == (
+        "scored", 9, 1.0, "detailed")
+    assert sizes(model) == [1]
+
+
+# (batch_size, requests, candidates per request) for 2 prompts x 6 completions
+GROUPING = [
+    (1, 12, [1] * 12),          # one request per completion
+    (4, 4, [3, 3, 3, 3]),       # 6 = 3 + 3 per prompt: balanced, not 4 + 2
+    (6, 2, [6, 6]),             # one request per prompt
+    (8, 2, [6, 6]),             # groups never mix prompts
+]
+
+
+@pytest.mark.parametrize("batch_size,requests,per_request", GROUPING)
+async def test_group_judging_request_counts(batch_size, requests, per_request):
+    model = ScriptedModel(digit_judge)
+    grader = CandidateJudgeGrader("g", model, batch_size=batch_size, seed=3)
+    samples = [thread(q, f"{q} answer {k % 5}") for k in range(6) for q in ("Alpha?", "Beta?")]
+    grades = await grader.grade_batch(samples)
+    assert len(model.calls) == requests and sizes(model) == per_request
+    assert [g.extra["grade"] for g in grades] == [k % 5 for k in range(6) for _ in range(2)]
+    for call in model.calls:
+        user = call["messages"][-1]["content"]
+        # the query and the rubric are sent once per request ...
+        assert user.count("<query>") == 1 and user.count("- 4: Excellent") == 1
+        # ... and a request holds candidates of its own prompt only
+        query = re.search(r"<query>\n(.*?)\n</query>", user).group(1)
+        assert all(text.startswith(query) for _, text in submissions(call["messages"]))
+
+
+async def test_chunks_are_balanced():
+    model = ScriptedModel(digit_judge)
+    await CandidateJudgeGrader("g", model, batch_size=8).grade_batch(
+        [thread("Q?", f"a{k % 5}") for k in range(9)])
+    assert sizes(model) == [4, 5]
+
+
+async def test_samples_with_different_structured_queries_are_separate_groups():
+    model = ScriptedModel(digit_judge)
+    samples = [thread("Find shoes", "1", query={"q": "shoes", "size": 42}),
+               thread("Find shoes", "2", query={"q": "shoes", "size": 43}),
+               thread("Find shoes", "3", query={"q": "shoes", "size": 42})]
+    grades = await CandidateJudgeGrader("g", model).grade_batch(samples)
+    assert sizes(model) == [1, 2] and [g.extra["grade"] for g in grades] == [1, 2, 3]
+    assert '"size": 43' in model.calls[0]["messages"][-1]["content"] + model.calls[1]["messages"][-1]["content"]
+
+
+# --------------------------------------------------------------------------
+# re-asks
+# --------------------------------------------------------------------------
+def dropping_judge(victim: str):
+    """Answers every candidate except those whose text contains ``victim``."""
+    def judge(messages, params, schema):
+        pairs = [(cid, t) for cid, t in submissions(messages) if victim not in t]
+        return reply_for(pairs, lambda t: "2")
+    return judge
+
+
+async def test_reasks_are_bounded_then_unscored_with_the_reason():
+    model = ScriptedModel(dropping_judge("victim"))
+    grader = CandidateJudgeGrader("g", model, max_rounds=3)
+    grades = await grader.grade_batch([thread("Q?", "fine"), thread("Q?", "victim"),
+                                       thread("Q?", "also fine")])
+    assert [g.status for g in grades] == ["scored", "unscored", "scored"]
+    bad = grades[1]
+    assert bad.value is None and bad.reward != bad.reward  # NaN for trainers
+    assert bad.error == "not judged after 3 round(s): round 3: empty reply"  # alone: nothing said
+    assert bad.extra["failures"][0].startswith("round 1: no <candidate id=")
+    assert len(bad.extra["failures"]) == 3 and bad.attempts == 3
+    assert sizes(model) == [1, 1, 3]  # asked with its group, then alone twice
+
+
+async def test_max_rounds_one_means_no_reask():
+    model = ScriptedModel(dropping_judge("victim"))
+    grades = await CandidateJudgeGrader("g", model, max_rounds=1).grade_batch(
+        [thread("Q?", "victim"), thread("Q?", "ok")])
+    assert len(model.calls) == 1 and grades[0].status == "unscored"
+    assert "not judged after 1 round(s)" in grades[0].error
+
+
+async def test_a_reask_that_succeeds_is_scored_with_its_history():
+    replies = []
+
+    def judge(messages, params, schema):
+        pairs = submissions(messages)
+        # first request: an out-of-range grade for the 'tricky' answer
+        grade_of = (lambda t: "7" if "tricky" in t else "3") if not replies else (lambda t: "1")
+        replies.append(reply_for(pairs, grade_of))
+        return replies[-1]
+
+    model = ScriptedModel(judge)
+    grades = await CandidateJudgeGrader("g", model).grade_batch(
+        [thread("Q?", "tricky"), thread("Q?", "plain")])
+    assert [g.extra["grade"] for g in grades] == [1, 3]
+    assert grades[0].extra["rounds"] == 2 and grades[0].attempts == 2
+    assert "grade 7 is outside the graded scale 0-4" in grades[0].extra["failures"][0]
+    assert grades[0].raw_reply == replies[1]
+
+
+async def test_failed_candidates_are_reasked_in_smaller_batches():
+    def first_two_only(messages, params, schema):  # a judge that gives up after two blocks
+        return reply_for(submissions(messages)[:2], lambda t: "4")
+
+    model = ScriptedModel(first_two_only)
+    grades = await CandidateJudgeGrader("g", model, batch_size=8, max_rounds=3).grade_batch(
+        [thread("Q?", f"answer {k}") for k in range(8)])
+    assert all(g.status == "scored" for g in grades)
+    assert sizes(model) == [1, 1, 3, 3, 8]  # 8 -> 6 failed as 3 + 3 -> 1 failed each, alone
+
+
+async def test_truncated_reply_is_noted():
+    from rewardjudge.models.base import Completion
+
+    def judge(messages, params, schema):
+        pairs = submissions(messages)
+        text = reply_for(pairs, lambda t: "2")
+        return Completion(text[: len(text) - 30], finish_reason="length")
+
+    grades = await CandidateJudgeGrader("g", ScriptedModel(judge), max_rounds=1).grade_batch(
+        [thread("Q?", "a"), thread("Q?", "b")])
+    statuses = sorted(g.status for g in grades)
+    assert statuses == ["scored", "unscored"]
+    failed = next(g for g in grades if g.status == "unscored")
+    assert "not closed (reply truncated?) (the reply hit max_tokens)" in failed.error
+
+
+async def test_judge_outage_is_unscored_without_reasks():
+    model = ScriptedModel([JudgeHTTPError(503, "down", attempts=4)])
+    grades = await CandidateJudgeGrader("g", model).grade_batch([thread("Q?", "a"), thread("Q?", "b")])
+    assert len(model.calls) == 1
+    assert all(g.status == "unscored" and g.value is None for g in grades)
+    assert all("JudgeHTTPError: judge HTTP 503" in g.error and g.attempts == 4 for g in grades)
+
+
+async def test_prompt_too_long_is_split():
+    def judge(messages, params, schema):
+        pairs = submissions(messages)
+        if len(pairs) > 2:
+            raise JudgeHTTPError(400, "context length exceeded")
+        return reply_for(pairs, lambda t: "3")
+
+    model = ScriptedModel(judge)
+    grades = await CandidateJudgeGrader("g", model).grade_batch([thread("Q?", f"x{k}") for k in range(4)])
+    assert all(g.status == "scored" for g in grades) and sizes(model) == [2, 2, 4]
+
+
+async def test_an_unexpected_error_leaves_only_its_request_unscored():
+    def judge(messages, params, schema):
+        if "Alpha" in messages[-1]["content"]:
+            raise RuntimeError("boom")
+        return digit_judge(messages, params, schema)
+
+    grades = await CandidateJudgeGrader("g", ScriptedModel(judge)).grade_batch(
+        [thread("Alpha?", "1"), thread("Beta?", "2")])
+    assert grades[0].status == "unscored" and "grader error: RuntimeError: boom" in grades[0].error
+    assert grades[1].status == "scored"
+
+
+async def test_usage_error_is_raised_after_the_rest():
+    class Picky(CandidateJudgeGrader):
+        def extract_template_context(self, thread, candidates):
+            if "Alpha" in thread.last_user_content():
+                raise ConfigError("no context for Alpha")
+            return super().extract_template_context(thread, candidates)
+
+    model = ScriptedModel(digit_judge)
+    with pytest.raises(ConfigError, match="no context for Alpha"):
+        await Picky("g", model).grade_batch([thread("Alpha?", "1"), thread("Beta?", "2")])
+    assert len(model.calls) == 1  # Beta was still judged
+
+
+# --------------------------------------------------------------------------
+# penalties
+# --------------------------------------------------------------------------
+class Answer(BaseModel):
+    answer: str
+    confidence: float
+
+
+MALFORMED = [
+    # (completion, reason fragment)
+    ('{"answer": "x"}', "does not match Answer"),        # a field missing
+    ("Paris, I think", "no JSON object found"),           # not JSON at all
+    ("   ", "empty"),                                     # nothing written
+]
+
+
+@pytest.mark.parametrize("completion,reason", MALFORMED)
+async def test_malformed_completions_are_penalized_and_never_sent(completion, reason):
+    model = ScriptedModel(digit_judge)
+    grader = CandidateJudgeGrader("g", model, completion_model=Answer, title_field="answer")
+    good = '{"answer": "Paris 4", "confidence": 0.9}'
+    train, evaluation, ok = await grader.grade_batch(
+        [thread("Q?", completion), thread("Q?", completion, eval=True), thread("Q?", good)])
+    assert (train.status, train.value) == ("penalized", -1.0) and reason in train.error
+    assert (evaluation.status, evaluation.value) == ("penalized", 0.0)
+    assert ok.status == "scored" and ok.extra["grade"] == 4
+    assert sizes(model) == [1]  # only the good one reached the judge
+
+
+async def test_mode_overrides_the_sample_metadata():
+    grader = CandidateJudgeGrader("g", ScriptedModel(digit_judge), mode="eval", eval_penalty=0.1)
+    assert (await grader.grade(thread("Q?", "", eval=False))).value == 0.1
+
+
+async def test_all_penalized_makes_no_request():
+    model = ScriptedModel([])
+    grades = await CandidateJudgeGrader("g", model).grade_batch([thread("Q?", ""), thread("Q?", " ")])
+    assert [g.status for g in grades] == ["penalized"] * 2 and model.calls == []
+
+
+# --------------------------------------------------------------------------
+# shuffling
+# --------------------------------------------------------------------------
+async def test_shuffle_is_recorded_and_replayable():
+    model = ScriptedModel(digit_judge)
+    grader = CandidateJudgeGrader("g", model, seed=11)
+    samples = [thread("Q?", f"answer {k}") for k in range(5)]
+    grades = await grader.grade_batch(samples)
+    order = grades[0].extra["order"]
+    assert sorted(order) == [0, 1, 2, 3, 4] and all(g.extra["order"] == order for g in grades)
+    # the prompt showed the candidates in the recorded order, under the recorded ids
+    shown = submissions(model.calls[0]["messages"])
+    assert [t for _, t in shown] == [f"answer {k}" for k in order]
+    assert [cid for cid, _ in shown] == grades[0].extra["requests"][0]["ids"]
+    for k, g in enumerate(grades):
+        assert order[g.extra["position"]] == k and g.extra["candidate_id"] == shown[g.extra["position"]][0]
+    # the seed alone replays the order
+    replay = sorted(order)
+    random.Random(grades[0].extra["shuffle_seed"]).shuffle(replay)
+    assert replay == order
+
+
+async def test_seeded_graders_shuffle_alike_and_orders_vary():
+    samples = [thread("Q?", f"answer {k}") for k in range(6)]
+    a = await CandidateJudgeGrader("g", ScriptedModel(digit_judge), seed=5).grade_batch(samples)
+    b = await CandidateJudgeGrader("g", ScriptedModel(digit_judge), seed=5).grade_batch(samples)
+    assert a[0].extra["order"] == b[0].extra["order"]
+    orders = set()
+    grader = CandidateJudgeGrader("g", ScriptedModel(digit_judge))
+    for _ in range(6):
+        orders.add(tuple((await grader.grade_batch(samples))[0].extra["order"]))
+    assert len(orders) > 1  # fresh per request
+
+
+async def test_no_shuffle_keeps_input_order():
+    model = ScriptedModel(digit_judge)
+    grades = await CandidateJudgeGrader("g", model, shuffle=False).grade_batch(
+        [thread("Q?", f"answer {k}") for k in range(4)])
+    assert grades[0].extra["order"] == [0, 1, 2, 3] and grades[0].extra["shuffle_seed"] is None
+
+
+# --------------------------------------------------------------------------
+# templates and context
+# --------------------------------------------------------------------------
+class Product(BaseModel):
+    name: str
+    price: float
+    photo: str | None = None
+
+
+async def test_custom_template_sees_the_documented_context():
+    template = """{{evaluation_name}} / {{evaluation_description}} / {{scale}} {{scale_min}}-{{scale_max}}
+query={{query.q}} size={{query.size}} labels={{#each scale_labels}}{{this.grade}}={{this.label}};{{/each}}
+{{#each candidates}}[{{this.id}}|{{this.title}}|{{this.fields.price}}|{{#if this.image}}{{this.image}}{{else}}none{{/if}}]
+{{/each}}{{shop}}"""
+    seen = []
+
+    def judge(messages, params, schema):
+        seen.append(messages)
+        ids = re.findall(r"\[([a-z0-9]{6})\|", messages[-1]["content"])
+        return reply_for([(i, "") for i in ids], lambda t: "1")
+
+    grader = CandidateJudgeGrader("g", ScriptedModel(judge), scale="binary", template=template,
+                                  system_template="", completion_model=Product, title_field="name",
+                                  image_field="photo", evaluation_name="Shop search",
+                                  evaluation_description="Grocery relevance",
+                                  template_variables={"shop": "ACME"}, shuffle=False)
+    grades = await grader.grade_batch([
+        thread("milk", '{"name": "Oat milk", "price": 1.5, "photo": "https://img/1.png"}',
+               query={"q": "milk", "size": 1}),
+        thread("milk", '{"name": "Cheese", "price": 4}', query={"q": "milk", "size": 1})])
+    assert all(g.extra["grade"] == 1 and g.value == 1.0 for g in grades)
+    assert len(seen[0]) == 1  # system_template="" sends no system message
+    text = seen[0][0]["content"]
+    assert text.startswith("Shop search / Grocery relevance / binary 0-1\nquery=milk size=1 "
+                           "labels=0=Fail;1=Pass;")
+    assert "|Oat milk|1.5|https://img/1.png]" in text and "|Cheese|4.0|none]" in text
+    assert text.endswith("ACME")
+
+
+async def test_default_template_renders_fields_and_structured_query():
+    model = ScriptedModel(digit_judge)
+    grader = CandidateJudgeGrader("g", model, completion_model=Product, title_field="name",
+                                  evaluation_name="Relevance")
+    await grader.grade(thread("x", '{"name": "Oat milk 3", "price": 1.5}', query={"q": "milk"}))
+    user = model.calls[0]["messages"][-1]["content"]
+    assert user.startswith("Evaluation: Relevance")
+    assert '"q": "milk"' in user and "Oat milk 3\nprice: 1.5\nphoto: null" in user
+    assert model.calls[0]["messages"][0]["role"] == "system"
+
+
+# (template, error fragment)
+BAD_TEMPLATES = [
+    ("{{#each candidates}}{{this.title}}{{/each}}", "never show candidates[].id"),  # no ids
+    ("{{#each candidates}}{{this.id}}{{/each}} {{rubric}}", "reads 'rubric'"),      # unknown variable
+    ("{{#each candidates}}{{this.id}}", "unclosed block"),                          # broken syntax
+]
+
+
+@pytest.mark.parametrize("template,error", BAD_TEMPLATES)
+def test_bad_templates_fail_at_construction(template, error):
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        CandidateJudgeGrader("g", ScriptedModel([]), template=template)
+
+
+# (kwargs, error fragment)
+BAD_CONFIG = [
+    ({"batch_size": 0}, "batch_size"),
+    ({"max_rounds": 0}, "max_rounds"),
+    ({"scale": "stars"}, "unknown scale"),
+    ({"title_field": "name"}, "pass completion_model"),
+    ({"completion_model": Product, "title_field": "nom"}, "not a field of Product"),
+    ({"temperature": 3.0}, "temperature"),
+]
+
+
+@pytest.mark.parametrize("kwargs,error", BAD_CONFIG)
+def test_bad_config_is_refused(kwargs, error):
+    with pytest.raises(ConfigError, match=error):
+        CandidateJudgeGrader("g", ScriptedModel([]), **kwargs)
+
+
+def test_version_tracks_config():
+    a = CandidateJudgeGrader("g", ScriptedModel([]), scale=Scale.GRADED)
+    assert a.version == CandidateJudgeGrader("g", ScriptedModel([])).version
+    assert a.version != CandidateJudgeGrader("g", ScriptedModel([]), batch_size=4).version
+    assert a.version != CandidateJudgeGrader("g", ScriptedModel([]), scale="detailed").version
+
+
+# --------------------------------------------------------------------------
+# end to end on the spawned embedded judge
+# --------------------------------------------------------------------------
+@pytest.mark.judge
+async def test_group_judging_on_the_embedded_judge():
+    from rewardjudge.models import spawn_judge
+
+    samples = [thread("What is the capital of France?", a) for a in
+               ('{"answer": "Paris.", "confidence": 0.9}', '{"answer": "Lyon.", "confidence": 0.4}',
+                '{"answer": "Paris, on the Seine.", "confidence": 0.8}', "not json")]
+    samples += [thread("What is 2 + 2?", a) for a in
+                ('{"answer": "4", "confidence": 1.0}', '{"answer": "5", "confidence": 0.2}')]
+    async with spawn_judge() as judge:
+        grader = CandidateJudgeGrader("e2e", judge, completion_model=Answer, title_field="answer",
+                                      batch_size=3, max_rounds=2, max_tokens_per_candidate=48, seed=0)
+        grades = await grader.grade_batch(samples)
+    assert len(grades) == len(samples)
+    assert grades[3].status == "penalized"  # malformed: never sent
+    for g in grades[:3] + grades[4:]:
+        assert g.status in ("scored", "unscored") and g.attempts >= 1
+        assert g.usage["prompt_tokens"] > 0 and g.extra["requests"]  # real tokens were counted
+        if g.status == "scored":
+            assert Scale.GRADED.contains(g.extra["grade"]) and g.value == g.extra["grade"] / 4
+        else:
+            assert g.value is None and g.error.startswith("not judged after")

@@ -1,0 +1,131 @@
+"""``rewardjudge eval`` / ``compare`` as a user runs them: a subprocess per command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewardjudge.testing import Fault, FakeJudgeServer
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def run(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rewardjudge", *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def verdict_by_length(req):
+    # a deterministic verdict that differs between rows: odd-length prompts fail
+    return json.dumps({"reasoning": "looked at it",
+                       "score": "FAIL" if len(req["messages"][-1]["content"]) % 2 else "PASS"})
+
+
+@pytest.fixture
+def data_1000(tmp_path) -> Path:
+    path = tmp_path / "answers.jsonl"
+    with open(path, "w") as f:
+        for i in range(1000):
+            answer = json.dumps({"answer": "x" * (i % 5), "confidence": "low"}) if i % 50 else "oops"
+            f.write(json.dumps({"question": f"Question {i}?", "response": answer, "gold": "x", "id": i}) + "\n")
+    return path
+
+
+def test_eval_on_1000_rows_against_the_fake_server(tmp_path, data_1000):
+    out = tmp_path / "run"
+    with FakeJudgeServer(verdict_by_length) as server:
+        # --judge-model left out: the server's only model is used
+        r = run("eval", str(data_1000), "--judge", server.url, "--grader", "demo", "--output", str(out),
+                "--cache", str(tmp_path / "cache.sqlite"))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert server.request_count == 980  # 20 malformed answers never reach the judge
+        assert "rows: 1000  scored: 980  penalized: 20  unscored: 0" in r.stdout
+        assert "row/s" in r.stderr  # the progress bar, with its rate
+        rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        assert [row["id"] for row in rows] == list(range(1000))
+        assert {row["grade_status"] for row in rows[1:50]} == {"scored"}
+        assert rows[0]["grade_status"] == "penalized" and rows[0]["grade_value"] == 0.0
+        # the same command again resumes: nothing left to ask
+        again = run("eval", str(data_1000), "--judge", server.url, "--grader", "demo", "--output", str(out))
+        assert again.returncode == 0 and "graded now: 0  already done: 1000" in again.stdout
+        assert server.request_count == 980
+        # a fresh output folder with the same cache: every reply comes from the cache
+        cached = run("eval", str(data_1000), "--judge", server.url, "--grader", "demo", "--output",
+                     str(tmp_path / "run2"), "--cache", str(tmp_path / "cache.sqlite"), "--no-progress")
+        assert cached.returncode == 0, cached.stderr[-3000:]
+        assert server.request_count == 980
+    rows2 = [json.loads(x) for x in (tmp_path / "run2" / "results.jsonl").read_text().splitlines()]
+    assert [r["grade_value"] for r in rows2] == [r["grade_value"] for r in rows]
+    cmp = run("compare", str(out), str(tmp_path / "run2"))
+    assert cmp.returncode == 0 and "b - a: +0.0000" in cmp.stdout
+
+
+def main_in_process(capsys, *args: str) -> tuple[int, str, str]:
+    """The console script's entry point, run here (no interpreter start-up)."""
+    from rewardjudge.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exc.value.code, captured.out, captured.err
+
+
+def test_retry_unscored_after_an_outage(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"q{i}", "completion": json.dumps(
+        {"answer": "a", "confidence": "high"})}) + "\n" for i in range(6)))
+    out = tmp_path / "run"
+    args = ("eval", str(data), "--grader", "demo", "--output", str(out), "--judge-model", "fake",
+            "--max-retries", "0", "--no-progress")
+    with FakeJudgeServer() as server:
+        server.enqueue(*[Fault.http(503)] * 6)  # the judge is down for the whole first run
+        code, stdout, stderr = main_in_process(capsys, *args, "--judge", server.url, "--concurrency", "1")
+        assert code == 3, stderr  # every row unscored
+        assert "--retry-unscored" in stderr
+        code, stdout, _ = main_in_process(capsys, *args, "--judge", server.url)
+        assert "graded now: 0" in stdout and server.request_count == 6
+        code, stdout, _ = main_in_process(capsys, *args, "--judge", server.url, "--retry-unscored")
+        assert code == 0 and "graded now: 6" in stdout
+        assert "scored: 6  penalized: 0  unscored: 0" in stdout
+        assert server.request_count == 12
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--grader", "no_such_mod:x", "--judge", "http://127.0.0.1:9/v1", "--judge-model", "m"],
+     "cannot import"),                                                   # unknown grader module
+    (["--grader", "demo"], "--judge is required"),                       # no judge
+    (["--grader", "demo", "--judge", "carrier-pigeon"], "not understood"),  # bad judge
+    (["--grader", "demo", "--judge", "http://127.0.0.1:9/v1", "--judge-model", "m",
+      "--columns", "prompt=nope"], "'nope'"),                            # missing column
+])
+def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, args, message):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "completion": "a"}) + "\n")
+    code, _, err = main_in_process(capsys, "eval", str(data), "--output", str(tmp_path / "o"), *args)
+    assert code == 2 and message in err, err[-2000:]
+
+
+@pytest.mark.judge
+def test_eval_against_the_spawned_embedded_judge(tmp_path):
+    src = ROOT / "rewardjudge" / "data" / "demo_completions.jsonl"
+    out = tmp_path / "emb"
+    # 3 rows: two answers for the judge, one malformed (penalized without a call)
+    r = run("eval", str(src), "--judge", "embedded", "--grader", "demo", "--output", str(out),
+            "--limit", "3", "--columns", "metadata=id", "--no-progress", timeout=300)
+    assert r.returncode in (0, 3), r.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in rows] == ["good-paris", "poor-paris", "malformed-confidence"]
+    assert rows[2]["grade_status"] == "penalized" and rows[2]["grade_attempts"] == 0
+    for row in rows[:2]:
+        # a 135M judge's verdicts are noise: check the pipeline, not the verdict
+        assert row["grade_status"] in ("scored", "unscored")
+        assert row["grade_attempts"] >= 1 and row["grade_prompt_tokens"] > 0
+        if row["grade_status"] == "scored":
+            assert row["grade_value"] in (0.0, 1.0) and row["grade_raw_reply"]
+    assert (out / "histogram.png").exists()

@@ -1,0 +1,336 @@
+"""evaluate_dataset: loading, column mapping, outputs, resume, reports, grader specs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import datasets
+import pytest
+
+from rewardjudge.errors import ConfigError, JudgeHTTPError
+from rewardjudge.evaluate import (Columns, bootstrap_ci, compare, evaluate_dataset, load_data,
+                                  resolve_grader, summarize)
+from rewardjudge.evaluate.journal import Journal
+from rewardjudge.grade import Grade
+from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
+from rewardjudge.testing import ScriptedModel
+from rewardjudge.thread import StringThread
+
+USER = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\nReference: {{metadata.reference}}"
+
+
+def verdict(messages, params, schema):
+    """PASS when the answer equals the reference (read back from the prompt)."""
+    text = messages[-1]["content"]
+    answer = re.search(r"Answer: (.*)\n", text).group(1)
+    reference = re.search(r"Reference: (.*)$", text).group(1)
+    return json.dumps({"reasoning": f"{answer} vs {reference}",
+                       "score": "PASS" if answer == reference else "FAIL"})
+
+
+def make_grader(model=None, **kw):
+    return TemplatedPromptJudgeGrader("ref-judge", model or ScriptedModel(verdict), "Judge.", USER,
+                                      output_model=BinaryJudgeOutput, **kw)
+
+
+def rows(n=12):
+    # every third answer is wrong
+    return [{"question": f"{i}+0?", "answer": str(i if i % 3 else i + 1), "gold": str(i), "id": i}
+            for i in range(n)]
+
+
+COLS = "prompt=question,completion=answer,reference=gold,metadata=id"
+EXPECTED = [0.0 if i % 3 == 0 else 1.0 for i in range(12)]
+
+
+# -- loading and columns ------------------------------------------------------
+@pytest.mark.parametrize("kind", [
+    "list",      # a list of row dicts
+    "dataset",   # a datasets.Dataset
+    "jsonl",     # a local JSONL file
+    "json",      # a local JSON array file
+    "parquet",   # a local Parquet file
+    "arrow",     # a local Arrow file
+    "saved",     # a save_to_disk folder
+])
+def test_every_input_kind_gives_the_same_grades(kind, tmp_path):
+    data = rows()
+    ds = datasets.Dataset.from_list(data)
+    src = {"list": lambda: data, "dataset": lambda: ds}.get(kind)
+    if src is None:
+        if kind == "jsonl":
+            path = tmp_path / "d.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in data))
+        elif kind == "json":
+            path = tmp_path / "d.json"
+            path.write_text(json.dumps(data))
+        elif kind == "parquet":
+            path = tmp_path / "d.parquet"
+            ds.to_parquet(str(path))
+        elif kind == "arrow":
+            saved = tmp_path / "saved"
+            ds.save_to_disk(str(saved))
+            path = next(saved.glob("*.arrow"))
+        else:
+            path = tmp_path / "saved"
+            ds.save_to_disk(str(path))
+        src = lambda: str(path)  # noqa: E731
+    result = evaluate_dataset(src(), make_grader(), columns=COLS, progress=False)
+    assert result.dataset["grade_value"] == EXPECTED
+    assert result.dataset["id"] == list(range(12))  # inputs kept, in order
+
+
+def test_columns_are_found_by_common_names():
+    cols = Columns().resolve(["question", "response", "expected", "other"])
+    assert (cols.prompt, cols.completion, cols.reference) == ("question", "response", "expected")
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("prompt=q,answer=a", "unknown column role"),                 # a role that does not exist
+    ("prompt", "must look like role=column"),                     # no '='
+    ("prompt=q,prompt=r", "given twice"),                         # same role twice
+    ('{"prompt": 3}', "must be a column name"),                   # JSON with a non-string column
+    ("{bad json", "not valid JSON"),                              # broken JSON
+])
+def test_bad_column_specs_say_what_is_wrong(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        Columns.parse(spec)
+
+
+def test_a_missing_column_lists_the_available_ones():
+    with pytest.raises(ConfigError, match=r"'nope'.*columns are \['question', 'answer'"):
+        evaluate_dataset([{"question": "q", "answer": "a"}], make_grader(),
+                         columns="prompt=question,completion=nope", progress=False)
+    with pytest.raises(ConfigError, match="no prompt or messages column"):
+        evaluate_dataset([{"x": "q"}], make_grader(), progress=False)
+
+
+def test_messages_and_conversational_columns_become_threads():
+    model = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("g", model, "", "{{context_str}} => {{completion}}")
+    data = [
+        # a chat whose last assistant turn is the completion
+        {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": "hello"}]},
+    ]
+    evaluate_dataset(data, grader, progress=False)
+    assert model.calls[-1]["messages"][-1]["content"] == "[system]\nbe brief\n\n[user]\nhi => hello"
+    # TRL's conversational format: prompt and completion are lists of messages
+    conv = [{"prompt": [{"role": "user", "content": "2+2?"}],
+             "completion": [{"role": "assistant", "content": "4"}]}]
+    evaluate_dataset(conv, grader, progress=False)
+    assert model.calls[-1]["messages"][-1]["content"] == "[user]\n2+2? => 4"
+
+
+def test_hub_names_fail_clearly_offline():
+    with pytest.raises(ConfigError, match="hub"):
+        load_data("someone/no-such-dataset-here")
+    with pytest.raises(ConfigError, match="no such file"):
+        load_data("./missing.jsonl")
+
+
+# -- outputs -------------------------------------------------------------------
+def test_outputs_hold_inputs_and_grade_columns(tmp_path):
+    out = tmp_path / "run"
+    result = evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=out, progress=False,
+                              formats=("parquet", "jsonl", "arrow"))
+    for name in ("results.parquet", "results.jsonl", "summary.json", "histogram.png", "journal.jsonl",
+                 "manifest.json"):
+        assert (out / name).exists(), name
+    assert (out / "histogram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from_parquet = datasets.Dataset.from_parquet(str(out / "results.parquet"))
+    from_disk = datasets.load_from_disk(str(out / "dataset"))
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    for ds in (from_parquet, from_disk):
+        assert ds["grade_value"] == EXPECTED
+    assert [r["grade_value"] for r in lines] == EXPECTED
+    first = lines[0]
+    assert first["grade_status"] == "scored" and first["grade_reasoning"] == "1 vs 0"
+    assert first["grade_version"] == make_grader().version and first["grade_attempts"] == 1
+    assert first["grade_prompt_tokens"] > 0 and first["grade_latency_s"] >= 0
+    assert "grade_probabilities" not in first  # no grade carried a distribution
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"] == {"scored": 12, "penalized": 0, "unscored": 0}
+    assert [g.value for g in result.grades()] == EXPECTED
+
+
+class _ProbabilityGrader(Grader):
+    async def grade(self, sample):
+        return Grade(value=0.75, grader_key=self.grader_key, grader_version=self.version,
+                     extra={"probabilities": {"1": 0.25, "2": 0.75}})
+
+
+def test_probabilities_get_a_column_when_present():
+    result = evaluate_dataset(rows(2), _ProbabilityGrader("p"), columns=COLS, progress=False)
+    assert json.loads(result.dataset["grade_probabilities"][0]) == {"1": 0.25, "2": 0.75}
+
+
+def test_mode_chooses_the_penalty_for_malformed_answers():
+    from rewardjudge.demo import demo_grader
+
+    data = [{"prompt": "q", "completion": "not json"}]
+    model = ScriptedModel()  # never called: malformed answers are penalized before the judge
+    ev = evaluate_dataset(data, demo_grader(model), progress=False)
+    tr = evaluate_dataset(data, demo_grader(model), mode="train", progress=False)
+    assert (ev.dataset["grade_status"][0], ev.dataset["grade_value"][0]) == ("penalized", 0.0)
+    assert tr.dataset["grade_value"][0] == -1.0
+    assert model.calls == []
+
+
+def test_a_column_named_like_a_grade_column_is_refused():
+    with pytest.raises(ConfigError, match="grade_value"):
+        evaluate_dataset([{"prompt": "q", "completion": "a", "grade_value": 1}], make_grader(),
+                         progress=False)
+
+
+def test_a_usage_error_names_its_row(tmp_path):
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default="{}"), "", "{{metadata.needed}}")
+    with pytest.raises(ConfigError, match=r"row \d+: .*needed"):
+        evaluate_dataset(rows(3), grader, columns=COLS, output_dir=tmp_path / "x", progress=False)
+
+
+# -- resume ---------------------------------------------------------------------
+def test_rerun_resumes_without_asking_the_judge_again(tmp_path):
+    out = tmp_path / "run"
+    model = ScriptedModel(verdict)
+    evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False, limit=None)
+    assert len(model.calls) == 12
+    # keep only the first 5 finished rows, as if the run had died there
+    journal = out / "journal.jsonl"
+    kept = journal.read_text().splitlines()[:5]
+    journal.write_text("\n".join(kept) + "\n" + kept[5 - 1][:17])  # plus a torn line
+    model.calls.clear()
+    result = evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False)
+    assert len(model.calls) == 7 and result.resumed == 5 and result.graded_now == 7
+    assert result.dataset["grade_value"] == EXPECTED
+    assert len(Journal(journal).load()) == 12
+
+
+def test_retry_unscored_grades_only_the_failed_rows(tmp_path):
+    out = tmp_path / "run"
+
+    def flaky(messages, params, schema):
+        text = messages[-1]["content"]
+        if "Question: 4+0?" in text or "Question: 7+0?" in text:
+            return JudgeHTTPError(503, "overloaded")
+        return verdict(messages, params, schema)
+
+    first = evaluate_dataset(rows(), make_grader(ScriptedModel(flaky)), columns=COLS, output_dir=out,
+                             progress=False)
+    assert first.summary.counts == {"scored": 10, "penalized": 0, "unscored": 2}
+    assert first.dataset["grade_value"][4] is None  # never a fake 0
+    assert first.summary.mean == pytest.approx(sum(v for i, v in enumerate(EXPECTED) if i not in (4, 7)) / 10)
+    model = ScriptedModel(verdict)
+    plain = evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False)
+    assert model.calls == [] and plain.summary.counts["unscored"] == 2  # a plain rerun keeps them
+    again = evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False,
+                             retry_unscored=True)
+    assert len(model.calls) == 2 and again.graded_now == 2
+    assert again.dataset["grade_value"] == EXPECTED
+    assert again.summary.counts == {"scored": 12, "penalized": 0, "unscored": 0}
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(grader=make_grader(ScriptedModel(verdict), temperature=0.5)), "grader_version"),  # other grader
+    (dict(mode="train"), "mode"),                                                        # other mode
+    (dict(data=rows(13)), "num_rows"),                                                   # other row count
+    (dict(columns="prompt=question,completion=gold,reference=answer,metadata=id"), "columns"),  # remapped
+])
+def test_resume_refuses_other_settings(tmp_path, change, message):
+    out = tmp_path / "run"
+    evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=out, progress=False)
+    args = {**dict(data=rows(), grader=make_grader(), columns=COLS), **change}
+    data, grader = args.pop("data"), args.pop("grader")
+    with pytest.raises(ConfigError, match=message):
+        evaluate_dataset(data, grader, output_dir=out, progress=False, **args)
+    # overwrite starts over with the new settings
+    result = evaluate_dataset(data, grader, output_dir=out, progress=False, overwrite=True, **args)
+    assert result.resumed == 0 and result.graded_now == len(data)
+
+
+def test_resume_refuses_rows_whose_input_changed(tmp_path):
+    out = tmp_path / "run"
+    evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=out, progress=False)
+    edited = rows()
+    edited[3]["answer"] = "something else"
+    with pytest.raises(ConfigError, match=r"rows \[3\] changed"):
+        evaluate_dataset(edited, make_grader(), columns=COLS, output_dir=out, progress=False)
+
+
+# -- reports --------------------------------------------------------------------
+def test_summary_counts_and_interval():
+    grades = ([Grade(value=1.0, grader_key="g")] * 30 + [Grade(value=0.0, grader_key="g")] * 10
+              + [Grade(value=0.0, grader_key="g", status="penalized")] * 10
+              + [Grade(value=None, grader_key="g", error="JudgeTimeoutError: slow")] * 5)
+    s = summarize(grades)
+    assert s.counts == {"scored": 40, "penalized": 10, "unscored": 5}
+    assert s.mean == pytest.approx(30 / 50)       # penalties count, unscored do not
+    assert s.mean_scored == pytest.approx(30 / 40)
+    assert s.ci[0] < s.mean < s.ci[1]
+    assert s.errors == {"JudgeTimeoutError": 5}
+    assert "unscored: 5" in str(s)
+
+
+def test_bootstrap_interval_narrows_with_more_data():
+    small = bootstrap_ci([0, 1] * 10)
+    large = bootstrap_ci([0, 1] * 1000)
+    assert small[1] - small[0] > large[1] - large[0] > 0
+    assert all(math.isnan(x) for x in bootstrap_ci([]))
+    assert bootstrap_ci([0.3]) == (0.3, 0.3)
+
+
+def test_compare_gives_the_paired_difference(tmp_path):
+    a = [0.0] * 50 + [1.0] * 50
+    b = [1.0] * 80 + [0.0] * 20
+    c = compare(a, b)
+    assert c.n_pairs == 100 and c.mean_diff == pytest.approx(0.3)
+    assert c.ci[0] > 0 and "b is higher" in str(c)
+    # unscored rows in either run are excluded, not zeroed
+    c2 = compare([1.0, None, 0.0], [1.0, 1.0, None])
+    assert (c2.n_pairs, c2.n_excluded, c2.mean_diff) == (1, 2, 0.0)
+    # two output folders
+    evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=tmp_path / "a", progress=False)
+    better = rows()
+    for r in better:
+        r["answer"] = r["gold"]
+    evaluate_dataset(better, make_grader(), columns=COLS, output_dir=tmp_path / "b", progress=False)
+    c3 = compare(tmp_path / "a", tmp_path / "b")
+    assert c3.b_better == 4 and c3.a_better == 0 and c3.mean_diff == pytest.approx(4 / 12)
+
+
+# -- grader specs -------------------------------------------------------------------
+GRADER_OBJECT = make_grader()
+
+
+def grader_factory(model):
+    return make_grader(model)
+
+
+def not_a_factory(model):
+    return "nope"
+
+
+@pytest.mark.parametrize("spec,ok", [
+    ("demo", True),                                            # built-in
+    ("tests.test_evaluate:grader_factory", True),              # a factory taking the model
+    ("tests.test_evaluate:GRADER_OBJECT", True),               # a Grader instance
+    ("tests.test_evaluate:not_a_factory", "not a Grader"),     # a factory returning something else
+    ("tests.test_evaluate:nothing_here", "has no attribute"),  # missing attribute
+    ("no_such_module_xyz:thing", "cannot import"),             # missing module
+])
+def test_grader_specs(spec, ok):
+    model = ScriptedModel(verdict)
+    if ok is True:
+        assert isinstance(resolve_grader(spec, model), Grader)
+    else:
+        with pytest.raises(ConfigError, match=ok):
+            resolve_grader(spec, model)
+
+
+def test_grader_spec_from_a_file(tmp_path):
+    f = tmp_path / "my_graders.py"
+    f.write_text("from rewardjudge.demo import demo_grader\n\ndef make(model):\n    return demo_grader(model)\n")
+    grader = resolve_grader(f"{f}:make", ScriptedModel())
+    assert grader.grader_key == "analysis-grader"
