@@ -129,8 +129,9 @@ async def test_catalog_graders_run_on_the_spawned_judge():
     async with spawn_judge() as judge:
         for key in sorted(REQUIRED):
             grader = catalog.grader(key, judge, max_tokens=128, reply_retries=1)
-            grades = await grader.grade_batch(threads)
-            assert len(grades) == 2
+            batch = threads if key == "correctness" else threads[:1]  # few requests: 2 shared cores
+            grades = await grader.grade_batch(batch)
+            assert len(grades) == len(batch)
             for g in grades:
                 assert g.status in ("scored", "unscored") and g.grader_version == grader.version
                 assert g.attempts >= 1 and g.raw_reply

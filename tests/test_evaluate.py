@@ -334,3 +334,36 @@ def test_grader_spec_from_a_file(tmp_path):
     f.write_text("from rewardjudge.demo import demo_grader\n\ndef make(model):\n    return demo_grader(model)\n")
     grader = resolve_grader(f"{f}:make", ScriptedModel())
     assert grader.grader_key == "analysis-grader"
+
+
+def test_catalog_key_spec_grades_against_the_reference():
+    # the catalog's correctness criterion reads metadata.reference, which the reference column fills
+    model = ScriptedModel(default='{"reasoning": "matches", "score": "PASS"}')
+    result = evaluate_dataset(rows(3), resolve_grader("correctness", model), columns=COLS, progress=False)
+    assert result.dataset["grade_key"] == ["catalog-correctness"] * 3
+    assert "0" in model.calls[0]["messages"][-1]["content"]  # row 0's reference reached the prompt
+
+
+def test_scorer_file_spec(tmp_path):
+    scorer = tmp_path / "correct.json"
+    scorer.write_text(json.dumps({"name": "Correct?", "config": {
+        "model": "judge", "output_spec": {"type": "boolean"},
+        "prompt_template": "Reference: {{reference}}\nAnswer: {{completion}}\nIs it correct?"}}))
+
+    def judge(messages, params, schema):
+        text = messages[-1]["content"]
+        ref, ans = re.search(r"Reference: (.*)\nAnswer: (.*)\n", text).groups()
+        return json.dumps({"reason": "compared", "verdict": ref == ans})
+
+    grader = resolve_grader(str(scorer), ScriptedModel(judge))
+    result = evaluate_dataset(rows(), grader, columns=COLS, progress=False)
+    assert result.dataset["grade_value"] == EXPECTED
+    with pytest.raises(ConfigError, match="no such scorer file"):
+        resolve_grader(str(tmp_path / "missing.json"), ScriptedModel())
+    with pytest.raises(ConfigError, match="catalog keys: .*correctness"):
+        resolve_grader("no-such-grader", ScriptedModel())
+
+
+def test_compare_refuses_runs_of_different_lengths():
+    with pytest.raises(ConfigError, match="same rows"):
+        compare([1.0, 0.0], [1.0])

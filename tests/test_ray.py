@@ -28,6 +28,7 @@ def data():
             for i in range(N)]
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray's own DataContext deprecations
 def test_ray_grades_equal_single_process_grades_and_share_endpoints(tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")

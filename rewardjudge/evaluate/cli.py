@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
     p.add_argument("--judge", help=JUDGE_HELP)
     p.add_argument("--judge-model", help="the model name on the server (default: the server's only "
-                                         "model, from GET /v1/models)")
+                                         "model, from GET /v1/models); with --judge torch, a local "
+                                         "checkpoint folder or .gguf (default: the embedded model)")
     p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,"
                                      "reference=gold,metadata=id (roles: prompt, messages, completion, "
                                      "reference, system, metadata); default: common names")
@@ -100,14 +101,14 @@ async def _judge(args: argparse.Namespace):
     elif judge == "torch":
         from .. import models
 
-        torch_model = getattr(models, "TorchModel", None)
-        if torch_model is None:
+        if not hasattr(models, "TorchModel"):
             raise ConfigError("--judge torch needs rewardjudge.models.TorchModel, which this install lacks")
-        model = torch_model(args.judge_model) if args.judge_model else torch_model()
-        try:
+        from ..models import spawn_judge
+
+        # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
+        print("loading the in-process torch judge...", file=sys.stderr)
+        async with spawn_judge("torch", args.judge_model) as model:
             yield model
-        finally:
-            await model.aclose()
     elif judge.startswith(("http://", "https://")):
         from ..models import OpenAIModel
 

@@ -3,7 +3,9 @@
 ``load_data`` accepts a ``datasets.Dataset`` (or a one-split ``DatasetDict``),
 a list of row dicts, a pandas DataFrame, a local ``.jsonl`` / ``.json`` /
 ``.parquet`` / ``.arrow`` / ``.csv`` file, a folder written by
-``Dataset.save_to_disk``, or a hub name (only where the network allows).
+``Dataset.save_to_disk``, or a hub name (``owner/name`` or
+``owner/name:config``, split ``train`` unless told; only where the network
+allows).
 
 ``Columns`` says which columns make a thread. Left empty, each role is looked
 up among common names (``prompt``/``question``/``input``/``instruction``,
@@ -266,8 +268,9 @@ def load_data(data: Any, *, split: str | None = None):
             raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
     text = str(data)
     if text.count("/") <= 1 and not text.startswith((".", "/", "~")) and not Path(text).suffix:
+        name, _, config = text.partition(":")  # "owner/name:config" picks a configuration
         try:
-            loaded = datasets.load_dataset(text, split=split or "train")
+            loaded = datasets.load_dataset(name, config or None, split=split or "train")
         except Exception as exc:
             raise ConfigError(f"{text!r} is not a local file, and loading it from the Hugging Face "
                               f"hub failed ({type(exc).__name__}: {exc})") from exc

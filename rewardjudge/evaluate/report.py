@@ -215,7 +215,7 @@ class Comparison:
                 f"per row: b higher {self.b_better}, a higher {self.a_better}, ties {self.ties}")
 
 
-def _values_by_row(run: Any) -> dict[Any, float | None]:
+def _values_by_row(run: Any) -> dict[int, float | None]:
     """Row key -> value of a run: an EvalResult, a Dataset / list of row
     dicts with grade columns, an output folder, or a list of Grades/values."""
     if hasattr(run, "dataset") and hasattr(run, "summary"):
@@ -230,14 +230,14 @@ def _values_by_row(run: Any) -> dict[Any, float | None]:
             run = [json.loads(line) for line in f if line.strip()]
     if hasattr(run, "column_names") and hasattr(run, "to_list"):
         run = run.to_list()
-    out: dict[Any, float | None] = {}
+    out: dict[int, float | None] = {}
     for i, item in enumerate(run):
         if isinstance(item, Grade):
             out[i] = item.value
         elif isinstance(item, Mapping):
             if "grade_value" not in item:
                 raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
-            out[item.get("grade_row", i)] = item["grade_value"]
+            out[i] = item["grade_value"]
         elif item is None or isinstance(item, (int, float)):
             out[i] = None if item is None or (isinstance(item, float) and math.isnan(item)) else float(item)
         else:
@@ -253,7 +253,10 @@ def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, see
     excluded (and counted).
     """
     va, vb = _values_by_row(a), _values_by_row(b)
-    keys = sorted(set(va) | set(vb), key=lambda k: (str(type(k)), k))
+    if len(va) != len(vb):
+        raise ConfigError(f"the runs have {len(va)} and {len(vb)} rows: a paired comparison needs the "
+                          f"same rows in the same order")
+    keys = sorted(va)
     pairs = [(va[k], vb[k]) for k in keys
              if va.get(k) is not None and vb.get(k) is not None]
     excluded = len(keys) - len(pairs)

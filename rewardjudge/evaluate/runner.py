@@ -380,7 +380,11 @@ def _finish(ds: Any, done: dict[int, dict], out: Path | None, *, formats, histog
         files["summary"] = out / "summary.json"
         _write_json(files["summary"], summary.to_dict())
         if histogram:
-            files["histogram"] = save_histogram(grades, out / "histogram.png")
+            try:
+                files["histogram"] = save_histogram(grades, out / "histogram.png")
+            except ImportError:  # matplotlib is an extra: the results matter more than the picture
+                log.warning("no histogram.png: matplotlib is not installed "
+                            "(pip install 'rewardjudge[eval]')")
     return EvalResult(dataset=result_ds, summary=summary, output_dir=out, files=files,
                       graded_now=graded_now, resumed=resumed)
 

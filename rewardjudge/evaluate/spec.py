@@ -8,9 +8,12 @@
   that is a ``Grader`` (used as is: it keeps its own judge model), or a
   callable taking the judge model and returning a ``Grader`` (a Grader
   subclass whose constructor takes the model as first argument counts);
-* a catalog key (``rewardjudge.catalog.grader(key, model)``) or a scorer
-  (``rewardjudge.scorers``: a registry slug, or a scorer JSON file), where
-  those modules are installed.
+* ``"path/to/scorer.json"``: a scorer (``rewardjudge.scorers``), its
+  declared variables read from ``metadata`` (map columns there);
+* a catalog key (``rewardjudge.catalog.grader(key, model)``: ``correctness``,
+  ``helpfulness``...);
+* a scorer slug in the registry folder ``$REWARDJUDGE_SCORERS`` (default
+  ``./scorers``).
 
 >>> grader = resolve_grader("demo", judge)                       # doctest: +SKIP
 >>> grader = resolve_grader("my_graders:make_grader", judge)     # doctest: +SKIP
@@ -114,62 +117,54 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
     spec = spec.strip()
     if spec in BUILTIN_GRADERS:
         return BUILTIN_GRADERS[spec](model)
-    if ":" in spec and not spec.endswith(":"):
+    if spec.endswith(".json"):
+        return _scorer_file_grader(spec, model)
+    if ":" in spec:
         return _from_object(_import_attribute(spec), model, spec)
-    tried = [f"built-in ({', '.join(sorted(BUILTIN_GRADERS))})", "module:attribute"]
-    scorers = _optional("rewardjudge.scorers")
-    if scorers is not None:
-        tried.append("scorer")
-        grader = _scorer_grader(scorers, spec, model)
-        if grader is not None:
-            return grader
+    tried = [f"built-in ({', '.join(sorted(BUILTIN_GRADERS))})", "module:attribute", "scorer .json file"]
     catalog = _optional("rewardjudge.catalog")
     if catalog is not None:
         tried.append("catalog key")
-        try:
+        if spec in catalog.keys():
             return catalog.grader(spec, model)
-        except (KeyError, LookupError) as exc:
-            last = exc
-        except ConfigError as exc:
-            last = exc
-        else:  # pragma: no cover
-            last = None
-        hint = ""
-        lister = getattr(catalog, "keys", None) or getattr(catalog, "list_criteria", None)
-        if callable(lister):
+    scorers = _optional("rewardjudge.scorers")
+    if scorers is not None:
+        folder = Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
+        tried.append(f"scorer slug in {folder}/")
+        if folder.is_dir():
+            registry = scorers.ScorerRegistry(folder)
             try:
-                hint = f"; catalog keys: {', '.join(sorted(map(str, lister())))}"
-            except Exception:  # listing is a hint only
-                hint = ""
-        raise ConfigError(f"unknown grader spec {spec!r} (tried {', '.join(tried)}): {last}{hint}")
-    raise ConfigError(f"unknown grader spec {spec!r}; tried {', '.join(tried)}")
+                scorer = registry.get(spec)
+            except scorers.ScorerNotFound:
+                pass
+            else:
+                return scorer.grader(model)
+    hint = f"; catalog keys: {', '.join(catalog.keys())}" if catalog is not None else ""
+    raise ConfigError(f"unknown grader spec {spec!r} (tried {', '.join(tried)}){hint}")
 
 
-def _scorer_grader(scorers: Any, spec: str, model: Any) -> Grader | None:
-    """A scorer's grader from a scorer JSON file or a registry slug, if the
-    scorers module offers a way to build one; None when ``spec`` is not one."""
+#: the scorer registry folder a bare slug is looked up in (default ./scorers)
+SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
+
+
+def _scorer_file_grader(spec: str, model: Any) -> Grader:
+    """A scorer's grader from a JSON file: a scorer definition
+    (``{"name", "config", ...}``) or a scorer file of a registry folder.
+    Its declared variables read ``metadata.<name>`` (map dataset columns
+    there with ``metadata=column``)."""
+    import json
+
+    scorers = _optional("rewardjudge.scorers")
+    if scorers is None:
+        raise ConfigError(f"grader spec {spec!r} looks like a scorer file, but rewardjudge.scorers "
+                          f"is not available")
     path = Path(spec).expanduser()
-    if path.suffix == ".json" and path.is_file():
-        load = getattr(getattr(scorers, "Scorer", None), "from_file", None) or getattr(scorers, "load_scorer", None)
-        if load is None:
-            raise ConfigError(f"{spec}: this rewardjudge.scorers has no Scorer.from_file to read it")
-        return _scorer_to_grader(load(path), model, spec)
-    registry_cls = getattr(scorers, "ScorerRegistry", None)
-    if registry_cls is None:
-        return None
+    if not path.is_file():
+        raise ConfigError(f"grader spec {spec!r}: no such scorer file")
     try:
-        registry = registry_cls()
-        scorer = registry.get(spec)
-    except Exception:  # not a slug in the default registry: let the catalog try
-        return None
-    return _scorer_to_grader(scorer, model, spec)
-
-
-def _scorer_to_grader(scorer: Any, model: Any, spec: str) -> Grader:
-    if isinstance(scorer, Grader):
-        return scorer
-    for name in ("grader", "as_grader", "to_grader"):
-        fn = getattr(scorer, name, None)
-        if callable(fn):
-            return _from_object(lambda m: fn(m), model, spec)
-    raise ConfigError(f"scorer {spec!r} cannot be turned into a grader (no .grader(model) method)")
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and "slug" in data:  # a registry's own file
+        return scorers.ScorerRegistry(path.parent).get(data["slug"]).grader(model)
+    return scorers.Scorer.from_dict(data).grader(model)

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 from typing import Any, Iterable, Literal, Sequence
 
 from ..errors import ConfigError, JudgeError
@@ -48,8 +49,8 @@ class Grader(abc.ABC):
         if mode not in (None, "train", "eval"):
             raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
         for name, v in (("train_penalty", train_penalty), ("eval_penalty", eval_penalty)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-                raise ConfigError(f"{name} must be a number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError(f"{name} must be a finite number (a reward), got {v!r}")
         self.grader_key = grader_key
         self.mode = mode
         self.train_penalty = float(train_penalty)
@@ -70,8 +71,9 @@ class Grader(abc.ABC):
         """First 16 hex digits of the SHA-256 of the canonical ``config()``.
 
         Computed once and cached: every Grade carries it, and ``config()``
-        can be costly (an output model's JSON schema). Setting any attribute
-        of the grader drops the cache; after mutating an attribute *in place*
+        can be costly (an output model's JSON schema). Setting a public
+        attribute of the grader drops the cache (private ``_names`` are
+        runtime state, not config); after mutating an attribute *in place*
         (``grader.template_variables["x"] = ...``) call ``invalidate_version()``.
         """
         cached = self.__dict__.get("_version_cache")
@@ -85,8 +87,9 @@ class Grader(abc.ABC):
         self.__dict__.pop("_version_cache", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # a new attribute value may change config(): recompute version lazily
-        self.__dict__.pop("_version_cache", None)
+        # a new public attribute value may change config(): recompute lazily
+        if not name.startswith("_"):
+            self.__dict__.pop("_version_cache", None)
         object.__setattr__(self, name, value)
 
     # -- helpers for subclasses -------------------------------------------

@@ -147,6 +147,17 @@ class CandidateJudgeGrader(Grader):
     * ``protected_tags``: tag names, beyond the protocol's and the
       templates' own, that candidate text may not open or close.
     * ``mode``, ``train_penalty``, ``eval_penalty``: as for every ``Grader``.
+
+    What a Grade carries beyond ``value``/``reasoning``/``raw_reply``:
+    ``usage`` is the candidate's share of its requests' token counts (the
+    shares of a request sum to its usage), ``attempts`` the HTTP attempts of
+    those requests, and ``extra`` holds ``scale``, ``rounds``, ``failures``
+    (the reason of every failed round) and ``requests`` (per request:
+    ``round``, ``seed``, ``order`` = input positions in the order shown,
+    ``ids``). A scored Grade adds ``grade`` (the raw integer),
+    ``candidate_id``, ``position``, ``order`` and ``shuffle_seed`` of the
+    request that judged it; ``random.Random(seed).shuffle(sorted(order))``
+    reproduces ``order``.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",

@@ -77,7 +77,7 @@ def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSum
     (1.375, 2, 0.2)
     """
     norm = dist.normalized()
-    probabilities = {g: norm[str(g)] for g in grades}
+    probabilities = {g: norm.get(str(g), 0.0) for g in grades}
     expected = sum(g * p for g, p in probabilities.items())
     top = max(probabilities.values())
     most_likely = min(g for g, p in probabilities.items() if p == top)  # ties: the lower grade
@@ -160,7 +160,7 @@ async def expected_verdict(model: InferenceModel, messages: Sequence[Message], r
     total = 0.0
     for v in values:
         candidate = output_model.model_validate({**raw, "score": v})
-        total += norm[str(v)] * output_value(candidate)
+        total += norm.get(str(v), 0.0) * output_value(candidate)
     info["expected_value"] = total
     return info
 

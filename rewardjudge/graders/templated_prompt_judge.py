@@ -82,8 +82,12 @@ class TemplatedPromptJudgeGrader(Grader):
                                                  and issubclass(completion_model, BaseModel)):
             raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, got {completion_model!r}")
         self.completion_model = completion_model
-        if temperature is not None and not (0.0 <= float(temperature) <= 2.0):
-            raise ConfigError(f"temperature must be in [0, 2], got {temperature!r}")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(
+                temperature, (int, float)) or not 0.0 <= temperature <= 2.0):
+            raise ConfigError(f"temperature must be a number in [0, 2] (or None), got {temperature!r}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < 1):
+            raise ConfigError(f"max_tokens must be an int >= 1 (or None), got {max_tokens!r}")
         if reply_retries < 0:
             raise ConfigError("reply_retries must be >= 0")
         self.system_template = Template(system_template or "", name="system_template",

@@ -97,10 +97,12 @@ class OpenAIModel(InferenceModel):
             raise ConfigError(f"base_url must be an http(s) URL ending in /v1, got {base_url!r}")
         if not model:
             raise ConfigError("model (the judge model's name on the server) is required")
-        if max_concurrency < 1:
-            raise ConfigError("max_concurrency must be >= 1")
-        if timeout <= 0:
-            raise ConfigError("timeout must be > 0")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
+                or max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be an int >= 1 (requests in flight), "
+                              f"got {max_concurrency!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         if structured_output not in ("json_schema", "json_object", "none"):
             raise ConfigError(f"structured_output must be json_schema, json_object or none, "
                               f"got {structured_output!r}")

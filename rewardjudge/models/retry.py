@@ -29,10 +29,13 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ConfigError("max_retries must be >= 0")
-        if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
-            raise ConfigError("retry delays must be >= 0")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
+                or self.max_retries < 0:
+            raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        for name in ("base_delay", "max_delay", "max_retry_after"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise ConfigError(f"{name} must be a number of seconds >= 0, got {v!r}")
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         if retry_after is not None and retry_after >= 0:
