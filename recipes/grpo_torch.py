@@ -25,8 +25,10 @@ Launch commands:
     python recipes/grpo_torch.py --steps 4
     # CPU, the scripted judge (no server; PASS when the reference is in the answer), 10% judge failures
     python recipes/grpo_torch.py --judge scripted --judge-fail-rate 0.1 --steps 4
-    # CPU, SmolLM2-135M-Instruct itself as the policy, writing free-form JSON
-    python recipes/grpo_torch.py --policy smollm2 --decoding free --steps 2
+    # CPU, free-form JSON from the tiny policy after a supervised warm-up on gold answers
+    python recipes/grpo_torch.py --judge scripted --decoding free --sft-steps 60 --steps 4
+    # CPU, SmolLM2-135M-Instruct itself as the policy
+    python recipes/grpo_torch.py --policy smollm2 --steps 2
     # GPU, a real judge server (vLLM, SGLang, OpenAI...) and a real policy checkpoint
     python recipes/grpo_torch.py --device cuda --policy /models/Qwen2.5-0.5B-Instruct \\
         --judge-url http://judge:8000/v1 --judge-model Qwen/Qwen2.5-7B-Instruct \\

@@ -14,8 +14,9 @@ Launch commands:
 
     # CPU, the embedded judge (SmolLM2-135M on llama.cpp's server), a tiny random policy
     python recipes/trl_grpo.py --steps 2
-    # CPU, the scripted judge (no server), 10% judge failures
-    python recipes/trl_grpo.py --judge scripted --judge-fail-rate 0.1 --steps 2
+    # CPU, the scripted judge (no server), 10% judge failures, after a JSON warm-up so that
+    # the tiny policy writes some valid JSON (without it every completion is penalized)
+    python recipes/trl_grpo.py --judge scripted --judge-fail-rate 0.1 --sft-steps 60 --steps 2
     # CPU, SmolLM2-135M-Instruct as the policy (~8 s a step)
     python recipes/trl_grpo.py --policy smollm2 --judge scripted --steps 2
     # GPU, a real judge server and a real policy checkpoint
@@ -35,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from grpo_torch import INSTRUCTIONS, QUESTIONS, load_policy, make_grader, scripted_judge  # noqa: E402
+from grpo_torch import (INSTRUCTIONS, QUESTIONS, load_policy, make_grader, scripted_judge,  # noqa: E402
+                        warmup_sft)
 
 from rewardjudge.rl import trl_reward_func  # noqa: E402
 
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace, judge) -> dict[str, Any]:
 
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     model, tok = load_policy(args.policy, "cpu", torch.float32)  # the trainer places it
+    if args.sft_steps:
+        print({"sft_steps": args.sft_steps, "sft_loss": warmup_sft(model, tok, args.sft_steps)}, flush=True)
     on_gpu = device.startswith("cuda")
     with contextlib.ExitStack() as stack:
         out_dir = args.output_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="trl-grpo-"))
@@ -83,6 +87,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--judge-model", default="judge")
     p.add_argument("--judge-fail-rate", type=float, default=0.0, help="scripted judge: share of 503s")
     p.add_argument("--device", default="auto", help="cpu, cuda or auto")
+    p.add_argument("--sft-steps", type=int, default=0,
+                   help="supervised warm-up steps on gold JSON answers first (a tiny random policy "
+                        "never writes valid JSON: without ~40-60 of these every completion is penalized "
+                        "and the judge is never asked)")
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=8, help="completions per device per step")
     p.add_argument("--num-generations", type=int, default=4)

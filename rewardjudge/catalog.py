@@ -41,8 +41,8 @@ from .models.base import InferenceModel
 from .templates.prompts import prompt_source
 from .thread import StringThread
 
-__all__ = ["CriterionJudgeGrader", "Criterion", "OUTPUTS", "default_system_prompt_template",
-           "get", "grader", "keys", "list"]
+__all__ = ["Criterion", "CriterionJudgeGrader", "OUTPUTS", "default_system_prompt_template", "get",
+           "grader", "keys", "list", "list_criteria"]
 
 OUTPUTS: dict[str, type[BaseModel]] = {"binary": BinaryJudgeOutput, "graded": GradedJudgeOutput}
 

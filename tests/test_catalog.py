@@ -128,7 +128,7 @@ async def test_catalog_graders_run_on_the_spawned_judge():
                                       "eval": True})]
     async with spawn_judge() as judge:
         for key in sorted(REQUIRED):
-            grader = catalog.grader(key, judge, max_tokens=128, reply_retries=1)
+            grader = catalog.grader(key, judge, max_tokens=96, reply_retries=1)
             batch = threads if key == "correctness" else threads[:1]  # few requests: 2 shared cores
             grades = await grader.grade_batch(batch)
             assert len(grades) == len(batch)

@@ -16,7 +16,6 @@ from rewardjudge.evaluate.journal import Journal
 from rewardjudge.grade import Grade
 from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
 from rewardjudge.testing import ScriptedModel
-from rewardjudge.thread import StringThread
 
 USER = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\nReference: {{metadata.reference}}"
 
@@ -235,7 +234,6 @@ def test_retry_unscored_grades_only_the_failed_rows(tmp_path):
 @pytest.mark.parametrize("change,message", [
     (dict(grader=make_grader(ScriptedModel(verdict), temperature=0.5)), "grader_version"),  # other grader
     (dict(mode="train"), "mode"),                                                        # other mode
-    (dict(data=rows(13)), "num_rows"),                                                   # other row count
     (dict(columns="prompt=question,completion=gold,reference=answer,metadata=id"), "columns"),  # remapped
 ])
 def test_resume_refuses_other_settings(tmp_path, change, message):
@@ -248,6 +246,17 @@ def test_resume_refuses_other_settings(tmp_path, change, message):
     # overwrite starts over with the new settings
     result = evaluate_dataset(data, grader, output_dir=out, progress=False, overwrite=True, **args)
     assert result.resumed == 0 and result.graded_now == len(data)
+
+
+def test_a_trial_run_with_limit_is_resumed_by_the_full_run(tmp_path):
+    out = tmp_path / "run"
+    model = ScriptedModel(verdict)
+    trial = evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False,
+                             limit=5)
+    assert len(trial.dataset) == 5 and len(model.calls) == 5
+    full = evaluate_dataset(rows(), make_grader(model), columns=COLS, output_dir=out, progress=False)
+    assert (full.resumed, full.graded_now, len(model.calls)) == (5, 7, 12)
+    assert full.dataset["grade_value"] == EXPECTED
 
 
 def test_resume_refuses_rows_whose_input_changed(tmp_path):

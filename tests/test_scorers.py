@@ -351,13 +351,14 @@ async def test_scorers_run_on_the_spawned_judge():
     specs = [BOOL, CAT, NUM]
     async with spawn_judge() as judge:
         for spec in specs:
-            scorer = Scorer("Spawned", cfg(output_spec=spec, params={"temperature": 0, "max_tokens": 96},
+            scorer = Scorer("Spawned", cfg(output_spec=spec, params={"temperature": 0, "max_tokens": 64},
                                            prompt_template="Question: {{question}}\nAnswer: {{answer}}\n"
                                                            "Judge the answer.\n{{output_instructions}}"))
             grader = scorer.grader(judge, {"question": "turn:user", "answer": "completion:answer"},
-                                   reply_retries=2)
-            grades = await grader.grade_batch([thread('{"answer": "4"}'), thread('{"answer": "5"}')])
-            assert len(grades) == 2
+                                   reply_retries=1)
+            grades = await grader.grade_batch([thread('{"answer": "4"}'), thread("not json")])
+            assert [g.status for g in grades][1] == "penalized"  # no judge call for it
+            grades = grades[:1]
             for g in grades:
                 assert g.status in ("scored", "unscored") and g.grader_version == scorer.version
                 assert g.attempts >= 1 and g.usage.get("prompt_tokens", 0) > 0

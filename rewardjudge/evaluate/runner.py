@@ -3,7 +3,8 @@
 A run writes into ``output_dir``:
 
 * ``manifest.json``: grader key and version, mode, column mapping, row count
-  (a rerun checks it matches before resuming);
+  (a rerun checks grader version, mode and columns match before resuming; the
+  row count may grow, e.g. a ``limit`` trial first, then the full run);
 * ``journal.jsonl``: one line per finished row, written as it finishes (see
   ``journal.py``): the checkpoint. A rerun with the same arguments grades
   only the rows missing from it, so a run killed at any moment (SIGKILL
@@ -96,8 +97,9 @@ def _manifest(grader: Grader, cols: Columns, mode: str, n_rows: int, data_desc: 
 
 
 def _check_manifest(old: dict[str, Any], new: dict[str, Any], out: Path) -> None:
-    differ = [k for k in ("grader_version", "mode", "columns", "num_rows")
-              if old.get(k) != new.get(k)]
+    # the row count may change (a --limit trial run, then the full run): rows
+    # already done are checked one by one against their input digest instead
+    differ = [k for k in ("grader_version", "mode", "columns") if old.get(k) != new.get(k)]
     if differ:
         detail = "; ".join(f"{k}: was {old.get(k)!r}, now {new.get(k)!r}" for k in differ)
         raise ConfigError(f"{out} holds a run with different settings ({detail}). Resume with the same "
@@ -232,15 +234,17 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
         if out is not None:
             mpath = out / "manifest.json"
             if overwrite or not resume:
-                for name in ("journal.jsonl", "manifest.json", "summary.json"):
+                for name in ("journal.jsonl", "manifest.json", "summary.json", "results.parquet",
+                             "results.jsonl", "histogram.png"):
                     (out / name).unlink(missing_ok=True)
+                shutil.rmtree(out / "dataset", ignore_errors=True)
             elif mpath.exists():
                 _check_manifest(json.loads(mpath.read_text()), manifest, out)
-                done = journal.load()
-                stray = [i for i in done if not 0 <= i < n]
-                if stray:
-                    raise ConfigError(f"{out}/journal.jsonl names rows {stray[:5]} outside the data's "
-                                      f"{n} rows; use another output folder or --overwrite")
+                loaded = journal.load()
+                done = {i: rec for i, rec in loaded.items() if 0 <= i < n}
+                if len(done) < len(loaded):  # a longer earlier run: its extra rows stay in the journal
+                    log.warning("%s: %d journaled rows lie beyond this run's %d rows and are left out",
+                                out, len(loaded) - len(done), n)
                 _check_digests(ds, cols, done, eval_mode)
             elif (out / "journal.jsonl").exists():
                 raise ConfigError(f"{out} has a journal but no manifest; use another folder or --overwrite")
