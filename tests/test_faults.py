@@ -310,3 +310,15 @@ async def test_two_hundred_samples_with_twenty_percent_faults(transport, loop_er
     assert unscored == [7, 77]
     assert server.request_count == 200 + 40 + 2 * FAST_RETRY.max_retries
     assert all(n <= FAST_RETRY.max_retries + 1 for n in judge.counts.values())
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_model_across_event_loops(transport):
+    # a notebook or a trainer's background loop: each asyncio.run is a new loop
+    with FakeJudgeServer(Judge()) as server:
+        grader = make_grader(server.url, transport)
+        first = asyncio.run(grader.grade_batch([sample(i) for i in range(3)]))
+        second = asyncio.run(grader.grade_batch([sample(i) for i in range(3, 6)]))
+        asyncio.run(grader.model.aclose())
+    check_grades(first + second, range(6))
+    assert [g.status for g in first + second] == ["scored"] * 6

@@ -126,6 +126,7 @@ class OpenAIModel(InferenceModel):
                           ) if transport == "auto" else transport
         self._session = None
         self._pool: HTTP1Pool | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sem: asyncio.Semaphore | None = None
         self._headers = {"Content-Type": "application/json"}
@@ -160,8 +161,14 @@ class OpenAIModel(InferenceModel):
         return self._session
 
     def _http1_pool(self) -> HTTP1Pool:
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._pool_loop is not loop:
+            self._pool.close()  # made on another event loop: its connections are unusable here
+            self._pool = None
         if self._pool is None:
             from urllib.parse import urlsplit
+
+            self._pool_loop = loop
 
             parts = urlsplit(self.base_url)
             self._path_prefix = (parts.path or "").rstrip("/")
