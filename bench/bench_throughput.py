@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--conc", default=",".join(map(str, DEFAULT_CONC)),
                    help="comma-separated concurrencies")
     p.add_argument("--rounds", type=int, default=8, help="requests per client = rounds x concurrency")
-    p.add_argument("--repeats", type=int, default=2,
+    p.add_argument("--repeats", type=int, default=3,
                    help="runs of rewardjudge and aiohttp per concurrency, interleaved; best kept")
     p.add_argument("--no-openai", action="store_true", help="skip the openai package's clients")
     args = p.parse_args(argv)
@@ -198,7 +198,14 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(f"Throughput as a fraction of concurrency/latency (latency {lat * 1000:.0f} ms, "
                 f"fake server in its own process; cpu = ms of CPU per request)",
                 list(rows and results[str(concs[0])].keys()), rows)
-    out = {"latency_s": lat, "by_concurrency": results}
+    # the fake server must cost less than the clients it serves, or this would
+    # measure the server (/proc counts 10 ms ticks: meaningless below ~100 requests)
+    sized = [r for r in results.values() if r["requests"] >= 500]
+    server_ok = all(r["server_cpu_ms"] < min(r["rj_cpu_ms"], r["aiohttp_cpu_ms"]) for r in sized)
+    print(f"\nfake server CPU per request below every client's: {'yes' if server_ok else 'NO'}"
+          + (f"; bare aiohttp at concurrency 64 reaches {results['64']['aiohttp']:.2f} of the limit"
+             if "64" in results else ""))
+    out = {"latency_s": lat, "by_concurrency": results, "server_cheaper_than_clients": server_ok}
     emit("throughput", out)
     return out
 

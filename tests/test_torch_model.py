@@ -105,6 +105,7 @@ async def test_batches_respect_the_size_and_token_limits(tiny):
     await asyncio.gather(*(judge.grade_distribution(ask(i), DIGITS) for i in range(10)))
     assert judge.batches["dist"] == 3  # 4 + 4 + 2
     small = TorchModel(model, tok, max_batch_tokens=60)  # ~25-35 tokens each: two per batch
+    assert judge.max_batch_tokens == 2048  # the CPU default: batching pays only for short prompts
     await asyncio.gather(*(small.grade_distribution(ask(i), DIGITS) for i in range(4)))
     assert small.batches["dist"] == 2
     await judge.aclose()
@@ -193,7 +194,7 @@ async def test_errors(tiny):
 
 async def test_probability_grader_on_a_torch_model(tiny):
     model, tok = tiny
-    judge = TorchModel(model, tok)
+    judge = TorchModel(model, tok, max_batch_tokens=1 << 16)
     grader = ProbabilityJudgeGrader("p", judge, scale="graded", min_valid_mass=0.0)
     grades = await grader.grade_batch([StringThread([("user", "q?"), ("assistant", a)])
                                        for a in ("yes", "no", "maybe")])

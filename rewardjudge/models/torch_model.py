@@ -22,7 +22,8 @@
   ``grade_batch``) and requests that arrive while the worker is busy are run
   together: distributions as padded prefill batches (sorted by length, at
   most ``max_batch_size`` prompts and ``max_batch_tokens`` padded tokens
-  each), generations batched per identical sampling settings.
+  each: by default 2048 on CPU, where batching pays only for short prompts,
+  65536 on a GPU), generations batched per identical sampling settings.
 
 >>> async with TorchModel.load() as judge:            # doctest: +SKIP
 ...     dist = await judge.grade_distribution(messages, ["0", "1", "2", "3", "4"])
@@ -50,6 +51,13 @@ from .base import (Completion, GenerationParams, InferenceModel, Message, TokenD
 __all__ = ["TorchModel", "default_cache_dir"]
 
 CACHE_ENV = "REWARDJUDGE_CACHE"
+
+# Padded tokens per forward pass when ``max_batch_tokens`` is not given. On CPU
+# a batch only pays for short prompts (measured on 2 cores, SmolLM2-135M bf16: 8
+# prompts of 60 tokens 1.9x faster per prompt batched; 8 of 436 tokens no faster,
+# 1.2x slower), so CPU batches stay small; a GPU needs large ones to fill up.
+CPU_BATCH_TOKENS = 2048
+GPU_BATCH_TOKENS = 65536
 
 
 def default_cache_dir() -> Path:
@@ -168,10 +176,14 @@ class TorchModel(InferenceModel):
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None,
                  chat_template: str | Callable[[list[Message]], str] | None = None,
-                 max_batch_size: int = 16, max_batch_tokens: int = 16384, max_new_tokens: int = 256):
-        if max_batch_size < 1 or max_batch_tokens < 1:
+                 max_batch_size: int = 16, max_batch_tokens: int | None = None,
+                 max_new_tokens: int = 256):
+        if max_batch_size < 1 or (max_batch_tokens is not None and max_batch_tokens < 1):
             raise ConfigError("max_batch_size and max_batch_tokens must be >= 1")
         self.model = model.eval()
+        if max_batch_tokens is None:
+            on_cpu = next(model.parameters()).device.type == "cpu"
+            max_batch_tokens = CPU_BATCH_TOKENS if on_cpu else GPU_BATCH_TOKENS
         self.tokenizer = tokenizer
         self.name = name or f"torch:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
         self.max_batch_size = max_batch_size
