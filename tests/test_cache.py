@@ -161,3 +161,22 @@ async def test_grader_over_a_cached_model_asks_once_per_distinct_prompt():
     grades = await grader.grade_batch([t1, t2, t1, t1])
     assert [g.value for g in grades] == [1.0] * 4
     assert len(inner.calls) == 2
+
+
+async def test_cached_model_forwards_grade_distribution_and_prefix_support():
+    """A cached judge must still serve probability grading (base defaults would refuse it)."""
+    from rewardjudge.models import CachedModel, InferenceModel, TokenDistribution
+
+    class Prob(InferenceModel):
+        continues_prefix = True
+
+        async def chat(self, messages, params=None, *, json_schema=None):
+            raise AssertionError("not used")
+
+        async def grade_distribution(self, messages, choices, params=None, **kw):
+            return "inner-distribution"
+
+    cached = CachedModel(Prob())
+    assert cached.continues_prefix is True
+    assert await cached.grade_distribution([], ["0", "1"]) == "inner-distribution"
+    assert TokenDistribution  # the public name exists

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Literal, Sequence
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..thread import StringThread
+from .guards import content_free_reason
 
 log = logging.getLogger("rewardjudge")
 
@@ -42,8 +43,14 @@ class Grader(abc.ABC):
     every other sample has finished.
     """
 
+    #: penalize empty and content-free completions (":", "Thought process:") before any
+    #: judge sees them; see graders/guards.py. Set False per grader to send them anyway.
+    reject_content_free: bool = True
+    #: extra content-free phrases for this grader (case-insensitive, trailing punctuation ignored)
+    content_free_phrases: tuple[str, ...] = ()
+
     def __init__(self, grader_key: str, *, mode: Mode | None = None, train_penalty: float = -1.0,
-                 eval_penalty: float = 0.0):
+                 eval_penalty: float = 0.0, reject_content_free: bool | None = None):
         if not isinstance(grader_key, str) or not grader_key:
             raise ConfigError("grader_key must be a non-empty str")
         if mode not in (None, "train", "eval"):
@@ -55,6 +62,8 @@ class Grader(abc.ABC):
         self.mode = mode
         self.train_penalty = float(train_penalty)
         self.eval_penalty = float(eval_penalty)
+        if reject_content_free is not None:
+            self.reject_content_free = bool(reject_content_free)
 
     # -- to implement -------------------------------------------------------
     @abc.abstractmethod
@@ -106,6 +115,15 @@ class Grader(abc.ABC):
     def unscored(self, reason: str, **fields: Any) -> Grade:
         return Grade(value=None, grader_key=self.grader_key, reasoning=None, status="unscored",
                      error=reason, grader_version=self.version, **fields)
+
+    def precheck(self, sample: StringThread) -> Grade | None:
+        """A penalized Grade when the completion is empty or content-free
+        (and ``reject_content_free`` is on), else None. Graders call it before
+        spending a judge call; the policy wrote nothing a judge should reward."""
+        if not self.reject_content_free:
+            return None
+        reason = content_free_reason(sample.completion(), self.content_free_phrases)
+        return None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
 
     @staticmethod
     def check_sample(sample: Any) -> StringThread:

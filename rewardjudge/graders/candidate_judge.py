@@ -366,6 +366,9 @@ class CandidateJudgeGrader(Grader):
         if not completion.strip():
             return self.penalized(sample, "malformed completion: empty (no final assistant turn "
                                           "or only whitespace)")
+        flagged = self.precheck(sample)
+        if flagged is not None:
+            return flagged
         parsed = None
         if self.completion_model is not None:
             try:

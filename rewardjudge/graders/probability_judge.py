@@ -177,6 +177,9 @@ class ProbabilityJudgeGrader(Grader):
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
+        flagged = self.precheck(sample)
+        if flagged is not None:
+            return flagged
         parsed = None
         if self.completion_model is not None:
             try:

@@ -58,7 +58,8 @@ class TemplatedPromptJudgeGrader(Grader):
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
     read the probability of every score at the position the judge wrote its
     score and use the expected value; see ``distribution.apply_expected_value``;
-    floor ``expected_value_floor``), and the penalty settings of ``Grader``.
+    floor ``expected_value_floor``), the penalty settings of ``Grader`` and ``reject_content_free`` (penalize
+    empty or content-free completions without a judge call; default on).
     """
 
     #: the least probability on valid scores for the expected-value option to apply
@@ -70,9 +71,10 @@ class TemplatedPromptJudgeGrader(Grader):
                  template_variables: Mapping[str, Any] | None = None, max_tokens: int | None = 512,
                  top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
                  strict_templates: bool = True, structured: bool = True, expected_value: bool = False,
-                 mode: Mode | None = None,
-                 train_penalty: float = -1.0, eval_penalty: float = 0.0):
-        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
+                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
+                 reject_content_free: bool | None = None):
+        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
+                         reject_content_free=reject_content_free)
         if not isinstance(model, InferenceModel):
             raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
                               f"got {type(model).__name__}")
@@ -138,6 +140,9 @@ class TemplatedPromptJudgeGrader(Grader):
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
+        flagged = self.precheck(sample)
+        if flagged is not None:
+            return flagged
         parsed_fields: dict[str, Any] | None = None
         if self.completion_model is not None:
             try:

@@ -238,3 +238,11 @@ for _name, _value in list(vars(InferenceModel).items()):
             and _name not in ("chat", "aclose")):
         setattr(CachedModel, _name, _delegate(_name))
 del _name, _value
+
+
+def _continues_prefix(self: CachedModel) -> bool:
+    return bool(getattr(self.inner, "continues_prefix", False))
+
+
+# a plain attribute on the base (not a method): forward it as a property
+CachedModel.continues_prefix = property(_continues_prefix)  # type: ignore[assignment]

@@ -109,6 +109,9 @@ class ScorerGrader(Grader):
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
+        flagged = self.precheck(sample)
+        if flagged is not None:
+            return flagged
         extra: dict[str, Any] = {"scorer": self.binding.scorer_slug or self.binding.scorer_name,
                                  "scorer_version": self.version,
                                  "judge_model": getattr(self.model, "name", type(self.model).__name__)}
