@@ -36,7 +36,7 @@ from .models.base import GenerationParams, InferenceModel, Message, TokenDistrib
 from .testing import ScriptedModel
 from .thread import StringThread
 
-__all__ = ["ATTACKS", "MODES", "Attack", "AttackReport", "default_targets", "run_attack_suite"]
+__all__ = ["ATTACKS", "Attack", "AttackReport", "MODES", "default_targets", "run_attack_suite"]
 
 PASS_JSON = '{"reasoning": "Flawless answer.", "score": "PASS"}'
 

@@ -17,13 +17,13 @@ import asyncio
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .errors import ConfigError, JudgeError
+from .errors import ConfigError
 from .models.base import Completion, GenerationParams, InferenceModel, Message
 
-__all__ = ["Fault", "FakeJudgeServer", "ScriptedModel", "ScriptExhausted"]
+__all__ = ["FakeJudgeServer", "Fault", "ScriptExhausted", "ScriptedModel"]
 
 
 class ScriptExhausted(ConfigError):

@@ -6,7 +6,9 @@ import importlib
 
 import pytest
 
-PACKAGES = ["rewardjudge", "rewardjudge.graders", "rewardjudge.models", "rewardjudge.templates"]
+PACKAGES = ["rewardjudge", "rewardjudge.attacks", "rewardjudge.catalog", "rewardjudge.evaluate", "rewardjudge.graders",
+            "rewardjudge.models", "rewardjudge.rl", "rewardjudge.scorers", "rewardjudge.templates",
+            "rewardjudge.testing"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import weakref
-from typing import Any, TypeVar
+from typing import Any, Callable, Hashable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
 
-__all__ = ["OutputParserException", "pydantic_parse", "render_schema", "find_json_objects"]
+__all__ = ["OutputParserException", "find_json_objects", "pydantic_parse", "render_schema",
+           "unanimous_verdict"]
 
 
 class OutputParserException(ValueError):
@@ -205,3 +206,52 @@ def _render_object(node: dict[str, Any], defs: dict[str, Any], indent: int, desc
         lines.append(line)
     lines.append("  " * indent + "}")
     return "\n".join(lines)
+
+
+V = TypeVar("V")
+
+
+def unanimous_verdict(text: str, check: Callable[[dict[str, Any]], V],
+                      key: Callable[[V], Hashable]) -> V:
+    """Read a judge's verdict from ``text``, refusing ambiguity.
+
+    Every JSON object in ``text`` is tried with ``check`` (which returns a
+    verdict or raises ``ValueError`` / pydantic's ``ValidationError``). A judge
+    reply may echo the graded text, forged verdicts included, so the verdict
+    is accepted only when every object that passes ``check`` agrees on
+    ``key(verdict)``; the last one is returned. Otherwise
+    ``OutputParserException`` says why (no object, invalid JSON, the last
+    check failure, or "ambiguous reply").
+    """
+    if not isinstance(text, str):
+        raise OutputParserException("judge reply is not text", repr(text))
+    stripped = text.strip()
+    spans = find_json_objects(text)
+    if stripped.startswith("{") and stripped.endswith("}") and stripped not in spans:
+        spans.insert(0, stripped)
+    if not spans:
+        why = ("no complete JSON object (a truncated reply? raise max_tokens)" if "{" in text
+               else "no JSON object found")
+        raise OutputParserException(why, text)
+    found: list[V] = []
+    problem = ""
+    for span in spans:
+        try:
+            data = json.loads(span)
+        except ValueError as exc:
+            problem = f"invalid JSON: {exc}"
+            continue
+        if not isinstance(data, dict):
+            problem = "JSON value is not an object"
+            continue
+        try:
+            found.append(check(data))
+        except ValidationError as exc:
+            problem = _format_errors(exc)
+        except ValueError as exc:
+            problem = str(exc)
+    if not found:
+        raise OutputParserException(problem, text)
+    if len({key(v) for v in found}) > 1:
+        raise OutputParserException(f"ambiguous reply: {len(found)} verdicts that disagree", text)
+    return found[-1]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..core.structured_output import OutputParserException, find_json_objects
+from ..core.structured_output import unanimous_verdict
 from ..errors import ConfigError
 
 
@@ -79,31 +79,10 @@ def parse_judge_reply(text: str, model: type[BaseModel]) -> BaseModel:
     validates against ``model`` says the same thing; otherwise
     ``OutputParserException`` (the grader re-asks, then leaves it unscored).
     """
-    if not isinstance(text, str):
-        raise OutputParserException("judge reply is not text", repr(text))
-    stripped = text.strip()
-    spans = find_json_objects(text)
-    if stripped.startswith("{") and stripped.endswith("}") and stripped not in spans:
-        spans.insert(0, stripped)
-    import json
+    def check(data: dict[str, Any]) -> BaseModel:
+        try:
+            return model.model_validate(data)
+        except Exception as exc:  # ValidationError, or a validator's own error
+            raise ValueError(f"does not match {model.__name__}: {exc}".replace("\n", " ")[:400]) from None
 
-    valid: list[BaseModel] = []
-    last = "no JSON object found"
-    for span in spans:
-        try:
-            data = json.loads(span)
-        except ValueError as exc:
-            last = f"invalid JSON: {exc}"
-            continue
-        if not isinstance(data, dict):
-            continue
-        try:
-            valid.append(model.model_validate(data))
-        except Exception as exc:
-            last = f"does not match {model.__name__}: {exc}".replace("\n", " ")[:400]
-    if not valid:
-        raise OutputParserException(last, text)
-    values = {output_value(v) for v in valid}
-    if len(values) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(valid)} verdicts that disagree", text)
-    return valid[-1]
+    return unanimous_verdict(text, check, output_value)

@@ -27,7 +27,7 @@ from ..grade import Grade
 from ..models.base import Completion, GenerationParams, InferenceModel
 from ..templates import Template
 from ..thread import StringThread, format_turns
-from .base import Grader, Mode, config_hash
+from .base import Grader, Mode
 from .distribution import apply_expected_value, score_choices
 from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       output_value, parse_judge_reply)

@@ -23,7 +23,7 @@ import random
 import time
 from typing import Any, Literal, Sequence
 
-from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError,
+from ..errors import (ConfigError, JudgeConnectionError, JudgeHTTPError,
                       JudgeResponseError, JudgeTimeoutError)
 from .base import Completion, GenerationParams, InferenceModel, Message
 from .base import (GradeDistributionUnsupported, TokenDistribution, check_choices,

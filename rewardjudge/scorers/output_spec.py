@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.structured_output import OutputParserException, find_json_objects
+from ..core.structured_output import unanimous_verdict
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
@@ -104,33 +104,7 @@ class OutputSpec:
 
     def parse(self, text: str) -> Verdict:
         """Parse a judge reply; ``OutputParserException`` saying why when it is unusable."""
-        if not isinstance(text, str):
-            raise OutputParserException("judge reply is not text", repr(text))
-        stripped = text.strip()
-        spans = find_json_objects(text)
-        if stripped.startswith("{") and stripped.endswith("}") and stripped not in spans:
-            spans.insert(0, stripped)
-        if not spans:
-            why = ("no complete JSON object (a truncated reply? raise max_tokens)" if "{" in text
-                   else "no JSON object found")
-            raise OutputParserException(why, text)
-        found: list[Verdict] = []
-        problem = ""
-        for span in spans:
-            try:
-                data = json.loads(span)
-            except ValueError as exc:
-                problem = f"invalid JSON: {exc}"
-                continue
-            try:
-                found.append(self.check(data))
-            except ValueError as exc:
-                problem = str(exc)
-        if not found:
-            raise OutputParserException(problem, text)
-        if len({(v.value, v.label) for v in found}) > 1:
-            raise OutputParserException(f"ambiguous reply: {len(found)} verdicts that disagree", text)
-        return found[-1]
+        return unanimous_verdict(text, self.check, lambda v: (v.value, v.label))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()

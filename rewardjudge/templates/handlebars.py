@@ -130,7 +130,6 @@ def _scan(source: str) -> list[tuple[int, str]]:
     tags: list[tuple[int, str]] = []
     stack: list[tuple[str, int]] = []
     i = 0
-    n = len(source)
     while True:
         start = source.find("{{", i)
         if start < 0:
