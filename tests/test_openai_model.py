@@ -147,3 +147,15 @@ async def test_logprobs_are_read(fake_server):
         c = await m.chat(MSG, GenerationParams(logprobs=True, top_logprobs=2, max_tokens=1))
     assert c.tokens == ["4"] and c.top_logprobs == [{"4": -0.1, "3": -2.5}]
     assert fake_server.requests[0]["top_logprobs"] == 2
+
+
+async def test_404_without_v1_hints_at_the_base_url():
+    # real servers serve the API under /v1 only
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, content=b'{"detail": "Not Found"}')
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        m = OpenAIModel("http://judge.test:8000", "judge", http_client=client, retry_policy=FAST)
+        with pytest.raises(JudgeHTTPError) as info:
+            await m.chat(MSG)
+    assert info.value.status == 404 and "ends in /v1" in str(info.value) and info.value.attempts == 1

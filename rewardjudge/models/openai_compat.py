@@ -235,6 +235,9 @@ class OpenAIModel(InferenceModel):
                     w in text.lower() for w in _SCHEMA_WORDS):
                 raise _SchemaRejected(text)
             retry_after = parse_retry_after(headers.get("Retry-After") or headers.get("retry-after"))
+            if status == 404 and not self.base_url.endswith("/v1"):
+                # the commonest set-up mistake: the server's root instead of its /v1 API
+                text = f"{text} (hint: base_url usually ends in /v1, got {self.base_url!r})"
             raise JudgeHTTPError(status, text, retry_after=retry_after)
         return _parse_chat_body(raw, latency, structured=style not in (None, "none"))
 
