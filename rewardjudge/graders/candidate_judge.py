@@ -29,6 +29,11 @@ Flow of ``grade_batch(samples)``:
    (a prompt too long for the judge), which is re-asked in smaller batches.
 
 ``grade(sample)`` judges one sample alone through the same path.
+
+With ``expected_value=True`` a judged candidate's value is the expected
+grade under the judge's own probabilities at the position where it wrote
+that candidate's grade (one extra single-token read per judged candidate,
+through the same model), instead of the sampled grade.
 """
 
 from __future__ import annotations
@@ -45,14 +50,15 @@ from pydantic import BaseModel
 from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
-from ..models.base import GenerationParams, InferenceModel
+from ..models.base import GenerationParams, GradeDistributionUnsupported, InferenceModel
 from ..scales import Scale
 from ..templates import Template
 from ..templates.prompts import prompt_source
 from ..thread import StringThread, format_turns
 from .base import Grader, Mode, log
-from .candidate_protocol import (PROTOCOL_TAGS, neutralize_value, new_candidate_ids,
-                                 parse_candidate_reply, template_tag_names)
+from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value,
+                                 new_candidate_ids, parse_candidate_reply, template_tag_names)
+from .distribution import EXPECTED_VALUE_FLOOR, summarize
 
 __all__ = ["CandidateJudgeGrader"]
 
@@ -146,6 +152,8 @@ class CandidateJudgeGrader(Grader):
       budget is this times the candidates in the request).
     * ``protected_tags``: tag names, beyond the protocol's and the
       templates' own, that candidate text may not open or close.
+    * ``expected_value`` / ``expected_value_floor``: score each judged
+      candidate by its expected grade (see below) instead of the sampled one.
     * ``mode``, ``train_penalty``, ``eval_penalty``: as for every ``Grader``.
 
     What a Grade carries beyond ``value``/``reasoning``/``raw_reply``:
@@ -158,6 +166,31 @@ class CandidateJudgeGrader(Grader):
     ``candidate_id``, ``position``, ``order`` and ``shuffle_seed`` of the
     request that judged it; ``random.Random(seed).shuffle(sorted(order))``
     reproduces ``order``.
+
+    Expected value (``expected_value=True``; the scale's grades must be the
+    single digits 0-9, as the built-in scales are). For every candidate a
+    reply judged, the reply is cut right after that candidate's ``<grade>``
+    (and any whitespace the judge wrote before the digit) and given back as
+    an assistant prefix to ``model.grade_distribution`` with the scale's
+    digits as choices: one single-token read per candidate, through the same
+    model and its concurrency limit. The value becomes
+    ``scale.to_reward(expected grade)``; ``extra["grade"]`` keeps the sampled
+    grade and ``extra`` adds ``sampled_value``, ``expected_value``,
+    ``probabilities`` (grade -> probability over valid grades),
+    ``expected_grade``, ``most_likely_grade``, ``confidence``,
+    ``valid_mass``, ``outside_mass`` and ``top_k``. The sampled grade stays
+    the value, with ``extra["expected_value"] = None`` and the reason in
+    ``extra["distribution_error"]``, when the model cannot read probabilities
+    after a prefix (``continues_prefix`` False, or
+    ``GradeDistributionUnsupported``), when less than
+    ``expected_value_floor`` (default 0.5) of the probability fell on valid
+    grades, or when the read failed (a ``JudgeError``). The read's usage and
+    attempts are added to the candidate's. The option enters ``config()``
+    (and so the version) only when on::
+
+        grader = CandidateJudgeGrader("rel", judge, scale="graded", expected_value=True)
+        g = (await grader.grade_batch(group))[0]
+        g.value, g.extra["grade"], g.extra["expected_grade"]   # 0.6875, 3, 2.75
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
@@ -169,6 +202,7 @@ class CandidateJudgeGrader(Grader):
                  max_tokens_per_candidate: int | None = 256,
                  template_variables: Mapping[str, Any] | None = None,
                  protected_tags: Sequence[str] = (), strict_templates: bool = True,
+                 expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
         if not isinstance(model, InferenceModel):
@@ -176,6 +210,17 @@ class CandidateJudgeGrader(Grader):
                               f"got {type(model).__name__}")
         self.model = model
         self.scale = Scale.get(scale)
+        self.expected_value = bool(expected_value)
+        if self.expected_value and not (0 <= self.scale.min and self.scale.max <= 9):
+            raise ConfigError(f"expected_value reads each grade as one digit token, but the "
+                              f"{self.scale.name!r} scale runs {self.scale.min}-{self.scale.max}; "
+                              f"use a scale within 0-9")
+        if isinstance(expected_value_floor, bool) or not isinstance(expected_value_floor, (int, float)) \
+                or not 0.0 <= expected_value_floor <= 1.0:
+            raise ConfigError(f"expected_value_floor must be a probability in [0, 1], "
+                              f"got {expected_value_floor!r}")
+        self.expected_value_floor = float(expected_value_floor)
+        self._warned_no_distribution = False
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
         self.batch_size = batch_size
@@ -417,6 +462,7 @@ class CandidateJudgeGrader(Grader):
         parse = parse_candidate_reply(completion.text, ids, self.scale)
         truncated = completion.finish_reason == "length"
         failed: list[_Candidate] = []
+        judged: list[tuple[_Candidate, CandidateVerdict]] = []
         for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
             for k, v in share.items():
                 cand.usage[k] = cand.usage.get(k, 0) + v
@@ -435,11 +481,93 @@ class CandidateJudgeGrader(Grader):
                 reasoning=verdict.reasoning, status="scored", raw_reply=completion.text,
                 usage=dict(cand.usage), attempts=cand.attempts, latency_s=completion.latency_s,
                 grader_version=self.version, extra=self._extra(cand, cid, verdict.grade))
+            judged.append((cand, verdict))
+        if self.expected_value and judged:
+            await self._expected_grades(messages, completion.text, judged, params)
         if failed and round_no < self.max_rounds:
             # smaller batches than the request they failed in: a reply that ran
             # out of tokens or lost track of ids gets an easier task
             return await self._run(_balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
         return None
+
+    # -- expected value -------------------------------------------------------
+    async def _expected_grades(self, messages: list[dict[str, str]], reply: str,
+                               judged: list[tuple[_Candidate, CandidateVerdict]],
+                               params: GenerationParams) -> None:
+        """Re-value each judged candidate by its expected grade (see the class
+        docstring). A usage error (other than an unsupported model) is raised
+        once every read has finished."""
+        if not getattr(self.model, "continues_prefix", False):
+            self._no_distribution(judged, f"{getattr(self.model, 'name', type(self.model).__name__)!r} "
+                                          f"cannot read probabilities after a reply prefix "
+                                          f"(continues_prefix is False)")
+            return
+        results = await asyncio.gather(*(self._expected_grade(messages, reply, cand, verdict, params)
+                                         for cand, verdict in judged), return_exceptions=True)
+        unsupported = [(pair, r) for pair, r in zip(judged, results)
+                       if isinstance(r, GradeDistributionUnsupported)]
+        if unsupported:
+            self._no_distribution([pair for pair, _ in unsupported],
+                                  f"GradeDistributionUnsupported: {unsupported[0][1]}")
+        for r in results:
+            if isinstance(r, asyncio.CancelledError):
+                raise r
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, GradeDistributionUnsupported):
+                raise r
+
+    async def _expected_grade(self, messages: list[dict[str, str]], reply: str, cand: _Candidate,
+                              verdict: CandidateVerdict, params: GenerationParams) -> None:
+        grade = cand.grade
+        assert grade is not None
+        grade.extra["sampled_value"] = grade.value
+        grade.extra["expected_value"] = None
+        if verdict.grade_at is None:
+            grade.extra["distribution_error"] = ("the grade's position in the reply is not right "
+                                                 "after its <grade> tag")
+            return
+        prefix = {"role": "assistant", "content": reply[:verdict.grade_at]}
+        grades = self.scale.grades
+        try:
+            dist = await self.model.grade_distribution([*messages, prefix], [str(g) for g in grades],
+                                                       params)
+        except JudgeError as exc:
+            grade.attempts += exc.attempts
+            grade.extra["distribution_error"] = f"{type(exc).__name__}: {exc}"
+            return
+        except ConfigError:   # GradeDistributionUnsupported included: the caller falls back
+            raise
+        except Exception as exc:   # a broken model must not cost the sampled grade
+            log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
+                        self.grader_key, exc)
+            grade.extra["distribution_error"] = f"{type(exc).__name__}: {exc}"
+            return
+        grade.attempts += dist.attempts
+        for k, v in dist.usage.items():
+            grade.usage[k] = grade.usage.get(k, 0) + v
+        if grade.latency_s is not None:
+            grade.latency_s += dist.latency_s
+        grade.extra.update(valid_mass=dist.valid_mass, outside_mass=dist.outside, top_k=dist.top_k)
+        if dist.valid_mass <= 0.0 or dist.valid_mass < self.expected_value_floor:
+            grade.extra["distribution_error"] = (
+                f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
+                f"{self.scale.min}-{self.scale.max} (expected_value_floor {self.expected_value_floor:.0%})")
+            return
+        summary = summarize(dist, grades)
+        grade.extra.update(summary.as_extra())
+        grade.value = self.scale.to_reward(summary.expected)
+        grade.extra["expected_value"] = grade.value
+
+    def _no_distribution(self, judged: list[tuple[_Candidate, CandidateVerdict]], reason: str) -> None:
+        """Keep the sampled grades, saying why (and warn once per grader)."""
+        if not self._warned_no_distribution:
+            self._warned_no_distribution = True
+            log.warning("grader %s: expected_value is on but %s; sampled grades are used",
+                        self.grader_key, reason)
+        for cand, _ in judged:
+            assert cand.grade is not None
+            cand.grade.extra.update(sampled_value=cand.grade.value, expected_value=None,
+                                    distribution_error=reason)
 
     def _messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
         # stripped: a template's optional header lines ({{#if ...}}) leave blank lines
@@ -480,4 +608,6 @@ class CandidateJudgeGrader(Grader):
                 "max_tokens_per_candidate": self.max_tokens_per_candidate,
                 "template_variables": self.template_variables,
                 "protected_tags": list(self.protected_tags),
-                "model": getattr(self.model, "name", type(self.model).__name__)}
+                "model": getattr(self.model, "name", type(self.model).__name__),
+                **({"expected_value": True, "expected_value_floor": self.expected_value_floor}
+                   if self.expected_value else {})}

@@ -255,11 +255,18 @@ def template_tag_names(*sources: str) -> list[str]:
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CandidateVerdict:
-    """One judged candidate: its id, integer grade and reasoning (None if absent)."""
+    """One judged candidate: its id, integer grade and reasoning (None if absent).
+
+    ``grade_at`` is the offset in the reply where the grade's text starts
+    (after ``<grade>`` and any whitespace), so ``reply[:grade_at]`` is the
+    prefix after which the judge wrote the grade; None when the grade's
+    element was split by a ``<reasoning>`` span (no such single prefix).
+    """
 
     id: str
     grade: int
     reasoning: str | None = None
+    grade_at: int | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -295,20 +302,24 @@ def _block_id(attrs: str) -> str | None:
     return next(g for g in m.groups() if g is not None).strip()
 
 
-def _judge_block(cid: str, body: str, scale: Scale) -> CandidateVerdict | str:
-    """The verdict of one complete block, or why there is none."""
+def _judge_block(cid: str, body: str, scale: Scale, base: int = 0) -> CandidateVerdict | str:
+    """The verdict of one complete block (``body`` starts at offset ``base`` of
+    the reply), or why there is none."""
     reasonings: list[str] = []
     rest: list[str] = []
+    starts: list[int] = []          # body offset of each piece of ``rest``
     pos = 0
     while True:
         m = _REASON_OPEN.search(body, pos)
         if m is None:
             rest.append(body[pos:])
+            starts.append(pos)
             break
         close = _REASON_CLOSE.search(body, m.end())
         if close is None:
             return "unclosed <reasoning> (no </reasoning> before </candidate>)"
         rest.append(body[pos:m.start()])
+        starts.append(pos)
         reasonings.append(body[m.end():close.start()].strip())
         pos = close.end()
     outside = "".join(rest)
@@ -327,7 +338,25 @@ def _judge_block(cid: str, body: str, scale: Scale) -> CandidateVerdict | str:
     if not scale.contains(grade):
         return f"grade {grade} is outside the {scale.name} scale {scale.min}-{scale.max}"
     reasoning = "\n\n".join(r for r in reasonings if r) or None
-    return CandidateVerdict(cid, grade, reasoning)
+    between = outside[opens[0].end():close.start()]
+    at = _body_offset(rest, starts, opens[0].end() + len(between) - len(between.lstrip()))
+    # the prefix must end in the grade's own opening tag (plus whitespace);
+    # a <reasoning> span inside the grade element leaves no such prefix
+    if at is not None and not _GRADE_TAIL.search(body, 0, at):
+        at = None
+    return CandidateVerdict(cid, grade, reasoning, None if at is None else base + at)
+
+
+_GRADE_TAIL = re.compile(r"<grade(?=[\s>])[^<>]*>\s*\Z", re.IGNORECASE)
+
+
+def _body_offset(pieces: list[str], starts: list[int], index: int) -> int | None:
+    """Map an offset in ``"".join(pieces)`` back to the block body."""
+    for piece, start in zip(pieces, starts):
+        if index < len(piece):
+            return start + index
+        index -= len(piece)
+    return None
 
 
 def parse_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> ReplyParse:
@@ -358,7 +387,7 @@ def parse_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | s
                 "its block is not closed before the next <candidate> block"
                 if k + 1 < len(opens) else "its block is not closed (reply truncated?)")
         else:
-            outcome = _judge_block(cid or "", text[m.end():close.start()], scale)
+            outcome = _judge_block(cid or "", text[m.end():close.start()], scale, m.end())
         if cid is None:
             result.anonymous_blocks += 1
             continue
