@@ -182,3 +182,14 @@ def test_version_changes_with_config():
 def test_sync_batch_api():
     g = grader(ScriptedModel([PASS, FAIL]))
     assert [x.value for x in g.grade_batch_sync([thread(), thread()])] == [1.0, 0.0]
+
+
+async def test_custom_output_model_numeric_score_and_reasoning_field():
+    # a user's own verdict model: a numeric score is the value; "explanation" is read as reasoning
+    class Rating(BaseModel):
+        explanation: str
+        score: float
+
+    g = grader(ScriptedModel([json.dumps({"explanation": "close enough", "score": 7.5})]), output_model=Rating)
+    grade = await g.grade(thread())
+    assert (grade.status, grade.value, grade.reasoning) == ("scored", 7.5, "close enough")

@@ -20,7 +20,7 @@ class JudgeOutput(BaseModel):
         raise NotImplementedError
 
     def reasoning_text(self) -> str | None:
-        return getattr(self, "reasoning", None)
+        return verdict_reasoning(self)
 
 
 class BinaryJudgeOutput(JudgeOutput):
@@ -46,6 +46,20 @@ class GradedJudgeOutput(JudgeOutput):
 
     def to_value(self) -> float:
         return (self.score - 1) / 4.0
+
+
+#: field names read as the judge's reasoning, first match wins
+REASONING_FIELDS = ("reasoning", "reason", "explanation", "rationale", "justification", "analysis",
+                    "critique", "feedback")
+
+
+def verdict_reasoning(verdict: BaseModel) -> str | None:
+    """The reasoning a verdict carries: the first str field named in ``REASONING_FIELDS``."""
+    for name in REASONING_FIELDS:
+        value = getattr(verdict, name, None)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def check_output_model(model: Any) -> type[BaseModel]:

@@ -30,7 +30,7 @@ from ..thread import StringThread, format_turns
 from .base import Grader, Mode
 from .distribution import apply_expected_value, score_choices
 from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
-                      output_value, parse_judge_reply)
+                      output_value, parse_judge_reply, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
 
@@ -195,8 +195,8 @@ class TemplatedPromptJudgeGrader(Grader):
             except (OutputParserException, ValueError, TypeError) as exc:
                 last_problem = getattr(exc, "reason", str(exc))
                 continue
-            reasoning = verdict.reasoning_text() if isinstance(verdict, JudgeOutput) else getattr(
-                verdict, "reasoning", None)
+            reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
+                         else verdict_reasoning(verdict))
             grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
                           raw_reply=completion.text, usage=usage, attempts=attempts,
                           latency_s=time.perf_counter() - started, grader_version=self.version,
