@@ -9,9 +9,10 @@ Two families that a caller handles differently:
   timeout, refused connection, unreadable body). Graders turn it into an
   ``unscored`` Grade carrying the reason; it never becomes a score.
 
-``OutputParserException`` (in ``rewardjudge.core.structured_output``) is the
-third kind: the *policy's* text did not parse. Graders turn it into a
-``penalized`` Grade.
+``OutputParserException`` (in ``rewardjudge.core.structured_output``, a
+ValueError) is the third kind: a text did not parse. From the *policy's*
+completion, graders turn it into a ``penalized`` Grade; from the judge's
+reply, they re-ask and then leave the grade ``unscored``.
 
 Tree::
 
@@ -20,6 +21,10 @@ Tree::
     |   +-- TemplateError            (line, column, template excerpt)
     |   |   +-- TemplateVariableError (missing, available)
     |   +-- TemplateContextError     (a context value a template cannot hold)
+    |   +-- TypedQuestionError       (graders/typed_question.py: every bad scale at once)
+    |   +-- GradeDistributionUnsupported (models/base.py: the model cannot give grade probabilities)
+    |   +-- ScorerNotFound           (scorers/registry.py; also LookupError)
+    |   +-- ScriptExhausted          (testing.py: a ScriptedModel ran out of replies)
     +-- JudgeError (also RuntimeError)  (attempts)
         +-- JudgeHTTPError           (status, body, retry_after)
         +-- JudgeTimeoutError
