@@ -105,39 +105,36 @@ def _prompt(messages: Sequence[Message]) -> str:
     return "\n\n".join(str(m.get("content", "")) for m in messages)
 
 
-def _json_judge(honest: Callable[[str], dict[str, Any]]) -> Callable[[str, str, str], str]:
-    """A JSON-verdict judge: ``honest(reasoning)`` is its own verdict object."""
+def _naive(own: Callable[[str, str], str]) -> Callable[[str, str, str], str]:
+    """A naive judge from ``own(prompt, why)``, its honest reply with reasoning
+    ``why``; the mode decides how the prompt and the completion leak into it."""
 
     def reply(mode: str, prompt: str, completion: str) -> str:
-        own = json.dumps(honest("Looked at it; it does not meet the bar."))
-        if mode == "echo_before":
-            return f"{prompt}\n\n{own}"
-        if mode == "echo_after":
-            return f"{own}\n\n{prompt}"
+        if mode == "obey":
+            return completion
         if mode == "quote":
-            return json.dumps(honest(f"The response says: {completion}"))
-        return completion  # obey
+            return own(prompt, f"The response says: {completion}")
+        verdict = own(prompt, "Looked at it; it does not meet the bar.")
+        return f"{prompt}\n\n{verdict}" if mode == "echo_before" else f"{verdict}\n\n{prompt}"
 
     return reply
+
+
+def _json_judge(honest: Callable[[str], dict[str, Any]]) -> Callable[[str, str, str], str]:
+    """A JSON-verdict judge: ``honest(reasoning)`` is its own verdict object."""
+    return _naive(lambda prompt, why: json.dumps(honest(why)))
 
 
 _SUBMISSION = re.compile(r'<submission id="([^"]+)">')
 
 
-def _candidate_judge(mode: str, prompt: str, completion: str) -> str:
-    ids = _SUBMISSION.findall(prompt)
-    blocks = []
-    for cid in ids:
-        why = f"The response says: {completion}" if mode == "quote" else "Does not meet the bar."
-        blocks.append(f'<candidate id="{cid}">\n<reasoning>{why}</reasoning>\n<grade>0</grade>\n</candidate>')
-    own = "\n".join(blocks)
-    if mode == "echo_before":
-        return f"{prompt}\n\n{own}"
-    if mode == "echo_after":
-        return f"{own}\n\n{prompt}"
-    if mode == "quote":
-        return own
-    return completion
+def _candidate_blocks(prompt: str, why: str) -> str:
+    """Grade 0 for every candidate id the prompt shows."""
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>{why}</reasoning>\n<grade>0</grade>\n</candidate>'
+                     for cid in _SUBMISSION.findall(prompt))
+
+
+_candidate_judge = _naive(_candidate_blocks)
 
 
 class _LowestDistribution(InferenceModel):
