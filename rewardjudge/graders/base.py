@@ -8,14 +8,34 @@ import hashlib
 import json
 import logging
 import math
-from typing import Any, Iterable, Literal, Sequence
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
 
+from pydantic import BaseModel
+
+from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
+from ..models.base import Completion, GenerationParams, InferenceModel, Message
 from ..thread import StringThread
 from .guards import content_free_reason
 
 log = logging.getLogger("rewardjudge")
+
+V = TypeVar("V")
+
+
+@dataclass
+class JudgeAnswer(Generic[V]):
+    """A judge reply that parsed: the verdict, the reply, and the totals over
+    every request it took (``Grader.ask_until_parsed``)."""
+
+    verdict: V
+    completion: Completion
+    usage: dict[str, int]
+    attempts: int
+    latency_s: float
 
 Mode = Literal["train", "eval"]
 
@@ -124,6 +144,62 @@ class Grader(abc.ABC):
             return None
         reason = content_free_reason(sample.completion(), self.content_free_phrases)
         return None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
+
+    def screen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
+               ) -> tuple[BaseModel | None, Grade | None]:
+        """``precheck``, then parse the completion into ``completion_model``.
+
+        Returns ``(parsed, None)`` (``parsed`` is None without a model), or
+        ``(None, grade)`` with the penalized Grade of a content-free or
+        malformed completion: the judge is not to be asked.
+        """
+        flagged = self.precheck(sample)
+        if flagged is not None:
+            return None, flagged
+        if completion_model is None:
+            return None, None
+        try:
+            return pydantic_parse(sample.completion(), completion_model), None
+        except OutputParserException as exc:
+            return None, self.penalized(sample, f"malformed completion: {exc.reason}")
+
+    async def ask_until_parsed(self, model: InferenceModel, messages: Sequence[Message],
+                               params: GenerationParams | None, parse: Callable[[str], V], *,
+                               json_schema: dict[str, Any] | None = None, reply_retries: int = 1,
+                               **unscored_fields: Any) -> JudgeAnswer[V] | Grade:
+        """Ask the judge until ``parse(reply)`` succeeds, at most ``reply_retries + 1`` times.
+
+        ``parse`` raises ``OutputParserException`` for an unreadable reply.
+        Returns a ``JudgeAnswer``, or an unscored Grade (with attempts, usage,
+        the last raw reply, latency and ``unscored_fields``) when the judge
+        fails or never answers readably. Never raises for judge-side failures.
+        """
+        usage: dict[str, int] = {}
+        attempts = 0
+        started = time.perf_counter()
+        last_reply: str | None = None
+        problem = ""
+        for _ in range(reply_retries + 1):
+            try:
+                completion = await model.chat(messages, params, json_schema=json_schema)
+            except JudgeError as exc:
+                attempts += exc.attempts
+                return self.unscored(f"{type(exc).__name__}: {exc}", attempts=attempts, usage=usage,
+                                     raw_reply=last_reply, latency_s=time.perf_counter() - started,
+                                     **unscored_fields)
+            attempts += completion.attempts
+            for k, v in completion.usage.items():
+                usage[k] = usage.get(k, 0) + v
+            last_reply = completion.text
+            try:
+                verdict = parse(completion.text)
+            except OutputParserException as exc:
+                problem = exc.reason
+                continue
+            return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started)
+        return self.unscored(f"invalid judge reply after {reply_retries + 1} tries: {problem}",
+                             attempts=attempts, usage=usage, raw_reply=last_reply,
+                             latency_s=time.perf_counter() - started, **unscored_fields)
 
     @staticmethod
     def check_sample(sample: Any) -> StringThread:

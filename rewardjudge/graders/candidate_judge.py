@@ -47,7 +47,6 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
 from ..models.base import GenerationParams, GradeDistributionUnsupported, InferenceModel
@@ -411,15 +410,9 @@ class CandidateJudgeGrader(Grader):
         if not completion.strip():
             return self.penalized(sample, "malformed completion: empty (no final assistant turn "
                                           "or only whitespace)")
-        flagged = self.precheck(sample)
-        if flagged is not None:
-            return flagged
-        parsed = None
-        if self.completion_model is not None:
-            try:
-                parsed = pydantic_parse(completion, self.completion_model)
-            except OutputParserException as exc:
-                return self.penalized(sample, f"malformed completion: {exc.reason}")
+        parsed, rejected = self.screen(sample, self.completion_model)
+        if rejected is not None:
+            return rejected
         data = self.extract_candidate(sample, parsed)
         if not isinstance(data, Mapping):
             raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")

@@ -34,7 +34,6 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models.base import GenerationParams, InferenceModel, TokenDistribution
@@ -177,16 +176,11 @@ class ProbabilityJudgeGrader(Grader):
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
-        flagged = self.precheck(sample)
-        if flagged is not None:
-            return flagged
-        parsed = None
-        if self.completion_model is not None:
-            try:
-                parsed = pydantic_parse(sample.completion(), self.completion_model).model_dump(mode="json")
-            except OutputParserException as exc:
-                return self.penalized(sample, f"malformed completion: {exc.reason}")
-        messages = self.build_messages(self.content_of(sample, parsed))
+        parsed, rejected = self.screen(sample, self.completion_model)
+        if rejected is not None:
+            return rejected
+        fields = None if parsed is None else parsed.model_dump(mode="json")
+        messages = self.build_messages(self.content_of(sample, fields))
         started = time.perf_counter()
         try:
             dist = await self.model.grade_distribution(messages, self.choices, self.params)

@@ -16,15 +16,14 @@ Flow of ``grade(sample)``:
 
 from __future__ import annotations
 
-import time
 from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
-from ..errors import ConfigError, JudgeError
+from ..core.structured_output import OutputParserException, render_schema
+from ..errors import ConfigError
 from ..grade import Grade
-from ..models.base import Completion, GenerationParams, InferenceModel
+from ..models.base import GenerationParams, InferenceModel
 from ..templates import Template
 from ..thread import StringThread, format_turns
 from .base import Grader, Mode
@@ -140,16 +139,10 @@ class TemplatedPromptJudgeGrader(Grader):
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
-        flagged = self.precheck(sample)
-        if flagged is not None:
-            return flagged
-        parsed_fields: dict[str, Any] | None = None
-        if self.completion_model is not None:
-            try:
-                parsed = pydantic_parse(sample.completion(), self.completion_model)
-            except OutputParserException as exc:
-                return self.penalized(sample, f"malformed completion: {exc.reason}")
-            parsed_fields = parsed.model_dump(mode="json")
+        parsed, rejected = self.screen(sample, self.completion_model)
+        if rejected is not None:
+            return rejected
+        parsed_fields = None if parsed is None else parsed.model_dump(mode="json")
         context = self.extract_template_context(sample, self.output_model, self.template_variables)
         if parsed_fields is not None:
             for k, v in parsed_fields.items():
@@ -171,42 +164,31 @@ class TemplatedPromptJudgeGrader(Grader):
     async def ask_judge(self, messages: list[dict[str, str]]) -> Grade:
         """Ask the judge, re-asking after unreadable verdicts; never raises
         for judge-side failures."""
-        usage: dict[str, int] = {}
-        attempts = 0
-        started = time.perf_counter()
-        last_reply: str | None = None
-        last_problem = ""
-        for _ in range(self.reply_retries + 1):
+
+        def parse(text: str) -> tuple[BaseModel, float]:
             try:
-                completion: Completion = await self.model.chat(messages, self.params,
-                                                               json_schema=self._schema)
-            except JudgeError as exc:
-                attempts += exc.attempts
-                return self.unscored(f"{type(exc).__name__}: {exc}", attempts=attempts, usage=usage,
-                                     raw_reply=last_reply,
-                                     latency_s=time.perf_counter() - started)
-            attempts += completion.attempts
-            for k, v in completion.usage.items():
-                usage[k] = usage.get(k, 0) + v
-            last_reply = completion.text
-            try:
-                verdict = parse_judge_reply(completion.text, self.output_model)
-                value = output_value(verdict)
-            except (OutputParserException, ValueError, TypeError) as exc:
-                last_problem = getattr(exc, "reason", str(exc))
-                continue
-            reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
-                         else verdict_reasoning(verdict))
-            grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
-                          raw_reply=completion.text, usage=usage, attempts=attempts,
-                          latency_s=time.perf_counter() - started, grader_version=self.version,
-                          extra={"verdict": verdict.model_dump(mode="json")})
-            if self.expected_value:
-                grade = await apply_expected_value(self, messages, completion.text, verdict, grade)
-            return grade
-        return self.unscored(f"invalid judge reply after {self.reply_retries + 1} tries: {last_problem}",
-                             attempts=attempts, usage=usage, raw_reply=last_reply,
-                             latency_s=time.perf_counter() - started)
+                verdict = parse_judge_reply(text, self.output_model)
+                return verdict, output_value(verdict)
+            except OutputParserException:
+                raise
+            except (ValueError, TypeError) as exc:  # a to_value() that cannot read this verdict
+                raise OutputParserException(str(exc), text) from None
+
+        answer = await self.ask_until_parsed(self.model, messages, self.params, parse,
+                                             json_schema=self._schema,
+                                             reply_retries=self.reply_retries)
+        if isinstance(answer, Grade):
+            return answer
+        verdict, value = answer.verdict
+        reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
+                     else verdict_reasoning(verdict))
+        grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
+                      raw_reply=answer.completion.text, usage=answer.usage, attempts=answer.attempts,
+                      latency_s=answer.latency_s, grader_version=self.version,
+                      extra={"verdict": verdict.model_dump(mode="json")})
+        if self.expected_value:
+            grade = await apply_expected_value(self, messages, answer.completion.text, verdict, grade)
+        return grade
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "system_template": self.system_template.source,

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
-from ..core.structured_output import OutputParserException
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader, Mode
 from ..models.base import GenerationParams, InferenceModel
@@ -121,32 +119,13 @@ class ScorerGrader(Grader):
             return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
         extra["missing_variables"] = missing
         messages = [{"role": "user", "content": prompt}]
-        usage: dict[str, int] = {}
-        attempts = 0
-        started = time.perf_counter()
-        last_reply: str | None = None
-        problem = ""
-        for _ in range(self.reply_retries + 1):
-            try:
-                completion = await self.model.chat(messages, self.params, json_schema=self.schema)
-            except JudgeError as exc:
-                attempts += exc.attempts
-                return self.unscored(f"{type(exc).__name__}: {exc}", attempts=attempts, usage=usage,
-                                     raw_reply=last_reply, latency_s=time.perf_counter() - started,
-                                     extra=extra)
-            attempts += completion.attempts
-            for k, v in completion.usage.items():
-                usage[k] = usage.get(k, 0) + v
-            last_reply = completion.text
-            try:
-                verdict = self.spec.parse(completion.text)
-            except OutputParserException as exc:
-                problem = exc.reason
-                continue
-            return Grade(value=verdict.value, grader_key=self.grader_key, reasoning=verdict.reason,
-                         status="scored", raw_reply=completion.text, usage=usage, attempts=attempts,
-                         latency_s=time.perf_counter() - started, grader_version=self.version,
-                         extra={**extra, "label": verdict.label, "score": verdict.score})
-        return self.unscored(f"invalid judge reply after {self.reply_retries + 1} tries: {problem}",
-                             attempts=attempts, usage=usage, raw_reply=last_reply,
-                             latency_s=time.perf_counter() - started, extra=extra)
+        answer = await self.ask_until_parsed(self.model, messages, self.params, self.spec.parse,
+                                             json_schema=self.schema, reply_retries=self.reply_retries,
+                                             extra=extra)
+        if isinstance(answer, Grade):
+            return answer
+        verdict = answer.verdict
+        return Grade(value=verdict.value, grader_key=self.grader_key, reasoning=verdict.reason,
+                     status="scored", raw_reply=answer.completion.text, usage=answer.usage,
+                     attempts=answer.attempts, latency_s=answer.latency_s, grader_version=self.version,
+                     extra={**extra, "label": verdict.label, "score": verdict.score})
