@@ -7,7 +7,8 @@
 * ``tiny_llama(tokenizer)``: a randomly initialised Llama of a few layers
   built from a config around that tokenizer: fast enough for CI.
 * ``smollm2_policy()``: SmolLM2-135M-Instruct itself, dequantised from the
-  GGUF once (~25 s) and cached as safetensors (~0.5 s to load afterwards).
+  GGUF once (~25 s) and cached as safetensors (~0.5 s to load afterwards),
+  by the same conversion and in the same folder as ``TorchModel``.
 
 The cache lives in ``$REWARDJUDGE_CACHE_DIR`` or ``~/.cache/rewardjudge``
 (never in the repository). Conversions write to a temporary directory and
@@ -96,20 +97,13 @@ def tiny_llama(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, heads:
 
 
 def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
-    """SmolLM2-135M-Instruct as a trainable transformers model (cached
-    dequantised conversion from the embedded GGUF)."""
+    """SmolLM2-135M-Instruct as a trainable transformers model: the embedded
+    GGUF dequantised once, in the same cache folder ``TorchModel`` uses
+    (``<root>/torch``), so the judge and the policy share one conversion."""
     from transformers import AutoModelForCausalLM
 
-    def build(out: Path) -> None:
-        gguf = _gguf()
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        # saving a dequantised GGUF model keeps its quantizer unless told otherwise
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(out)
-        smollm2_tokenizer(root).save_pretrained(out)
+    from ..models.torch_model import converted_gguf_dir
 
-    path = _cached("smollm2-135m-instruct", build, root)
+    path = converted_gguf_dir(_gguf(), (root or cache_dir()) / "torch")
     kwargs = {} if dtype is None else {"dtype": dtype}
     return AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
