@@ -37,25 +37,38 @@ def test_values_are_not_rendered_twice():
     ("text {{/each}}", 1, 6, "never opened"),
     # else outside a block
     ("x\n{{else}}", 2, 1, "outside any block"),
-    # else if is unsupported by pybars3
-    ("{{#if a}}1{{else if b}}2{{/if}}", 1, 11, "not supported"),
-    # a comment containing }} leaks its tail in pybars3
-    ("{{!-- a }} b --}}", 1, 1, "must not contain"),
     # unclosed long comment
     ("a\n  {{!-- note", 2, 3, "unclosed comment"),
     # a triple stash missing one brace
     ("{{{raw}}", 1, 1, "unclosed mustache"),
-    # partials are refused (nothing registers them)
-    ("{{> header}}", 1, 1, "partials"),
     # a tag pybars3 cannot parse: the real line (pybars3 reports the last line)
     ("l1\nl2 {{foo bar=}}\nl3\nl4", 2, 4, "invalid tag"),
     ("a\n{{#if (eq x}}y{{/if}}\nb\nc", 2, 1, "invalid tag"),
+    # a dotted section is fine, but a section over a value takes no arguments
+    ("ok\n {{#a.b extra}}x{{/a.b}}", 2, 2, "not a helper"),
+    # dynamic partials and partial blocks are outside what a prompt needs
+    ("{{> (lookup . 'p')}}", 1, 1, "dynamic partials"),
+    ("x {{#> layout}}y{{/layout}}", 1, 3, "partial blocks"),
+    # an else chain outside any block
+    ("{{else if x}}", 1, 1, "outside any block"),
 ])
 def test_invalid_templates_report_real_position(source, line, column, fragment):
     with pytest.raises(TemplateError) as info:
         Template(source)
     assert info.value.line == line and info.value.column == column
     assert fragment in str(info.value)
+
+
+def test_comment_holding_closing_braces_does_not_leak():
+    # pybars3 ends {{!-- a }} b --}} at the first }} and prints " b --}}"
+    assert Template("x{{!-- a }} b --}}y").render({}) == "xy"
+
+
+def test_else_if_chains():
+    # pybars3 has no {{else if}}; the front end nests the blocks
+    t = Template("{{#if a}}A{{else if b}}B{{else if (eq c 1)}}C{{else}}D{{/if}}")
+    assert [t.render({"a": a, "b": b, "c": c}) for a, b, c in
+            [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)]] == ["A", "B", "C", "D"]
 
 
 def test_unless_else_is_honoured():

@@ -1,25 +1,50 @@
-"""Handlebars templates on pybars3, made safe for judge prompts.
+"""Handlebars templates on pybars3, rendered as handlebars.js renders them.
 
-pybars3 0.9.7 has traps that this module closes (see the tests for each):
+pybars3 0.9.7 stays the engine (its parser and code generator); this module
+puts a front end before it and patches the compiled module after it.
 
-* ``{{x}}`` HTML-escapes; prompts are not HTML, so every template renders
-  without escaping (``prepare`` is replaced in the compiled module).
-* An unclosed block or mustache silently drops the rest of the template, and
-  its error positions are wrong: ``_scan`` validates the source first and
-  reports the real line and column.
-* ``{{else if}}`` is unsupported, ``{{!-- a }} b --}}`` leaks, partials and
-  raw blocks are outside what a prompt needs: all are refused up front.
-* ``{{#unless}}...{{else}}`` drops the else: ``unless`` is re-registered.
-* Missing variables render empty: ``strict=True`` fails and names both the
-  missing variables and those available.
-* Functions in the context are called: contexts are turned into plain data
-  first, and a callable is refused.
-* Compiling is slow, leaks a module per compile and is not thread-safe:
-  compiled functions are cached by source under one lock, and the module is
-  removed from ``sys.modules`` (the function keeps its globals alive).
+**Front end** (``_scan`` + ``_rewrite``): the source is tokenised here, with
+real line and column numbers, and rewritten into a canonical form pybars3
+parses exactly:
+
+* standalone lines, as the Handlebars and Mustache specifications define
+  them: a line holding only a block tag (``{{#x}}``, ``{{^x}}``, ``{{/x}}``,
+  ``{{else}}``), a comment or a partial, plus spaces or tabs, is removed with
+  its line ending; every other newline is kept (pybars3's own regexes drop
+  the newline before a final ``{{/each}}`` and keep most standalone lines);
+* ``{{~`` / ``~}}`` whitespace control;
+* padded tags (``{{# boolean }}``, ``{{/ boolean }}``), dotted and implicit
+  section names (``{{#a.b.c}}``, ``{{^a.b.c}}``, ``{{#.}}``): a section over a
+  value is rewritten to an internal ``_section`` / ``_inverted`` helper with
+  handlebars.js's ``blockHelperMissing`` semantics;
+* ``{{else if ...}}`` chains (unsupported by pybars3) become nested blocks;
+* comments are removed here, so ``{{!-- a }} b --}}`` no longer leaks;
+* partials (``{{> name}}``, ``{{> name ctx key=value}}``) are resolved at
+  render time from the template's ``partials``; a standalone partial is
+  indented like its line, as handlebars.js does.
+
+**Back end**: each compiled module gets its own ``prepare`` (no HTML
+escaping: prompts are not HTML, our one deliberate deviation from
+handlebars.js), a ``resolve`` with mustache-style lookup into enclosing
+contexts (handlebars.js's ``compat`` mode: ``{{name}}`` inside a section or
+``{{#each}}`` falls back to the enclosing contexts; ``this.name``,
+``./name`` and ``../name`` do not) and helpers that keep the context chain.
+
+The pybars3 traps stay closed (see the tests for each): an unclosed block or
+mustache is an error with its real position (pybars3 silently drops the
+rest, and reports the last line); ``{{#unless}}...{{else}}`` honours the else;
+missing variables fail under ``strict=True`` naming both the missing and the
+available ones; callables in the context are refused; compiles run one at a
+time under a lock (pybars3 corrupts concurrent compiles), are cached by
+source, and leave no module in ``sys.modules``.
 
 Rendering is one pass: values are never re-read as template text, so policy
 output containing ``{{...}}`` stays literal.
+
+Truthiness: ``{{#if}}`` / ``{{#unless}}`` use Python's (``{}`` and ``0`` are
+false); sections follow handlebars.js (``{{#x}}`` renders for ``""`` and
+``0``, not for ``False``, ``None`` or ``[]``; ``{{^x}}`` is its exact
+complement). Numbers print as Python prints them.
 """
 
 from __future__ import annotations
@@ -101,13 +126,182 @@ HELPERS: dict[str, Callable[..., Any]] = {
 
 _BUILTIN_BLOCKS = {"if", "unless", "each", "with"}
 _SCOPED_BLOCKS = {"each", "with"}
-_KNOWN_HELPERS = set(HELPERS) | _BUILTIN_BLOCKS | {"lookup", "log"}
+_BUILTIN_HELPERS = _BUILTIN_BLOCKS | {"lookup", "log"}
+
+
+def _known_helpers() -> set[str]:
+    return set(HELPERS) | _BUILTIN_HELPERS
 
 
 # --------------------------------------------------------------------------
-# validation
+# runtime: context chain, sections, partials (installed in each compiled module)
 # --------------------------------------------------------------------------
-_TAG_NAME = re.compile(r"\s*([#^/]?)\s*([^\s}()]*)")
+_Scope = _pyb.Scope
+_DATA_NAMES = ("@root", "@_parent", "@index", "@key", "@first", "@last")
+
+
+def _step(value: Any, seg: str) -> Any:
+    """One path step over plain data: keys and list indices, never attributes
+    (pybars3 reads attributes, so ``{{items}}`` could find ``dict.items``)."""
+    if type(value) is _Scope:
+        if seg[0] == "@":
+            return value.get(seg) if seg in _DATA_NAMES else None
+        if seg == "this":
+            return value.context
+        if value.overrides and seg in value.overrides:
+            return value.overrides[seg]
+        value = value.context
+    if isinstance(value, dict):
+        return value.get(seg)
+    if isinstance(value, (list, tuple, str)):
+        if seg == "length":
+            return len(value)
+        if isinstance(value, str) or not seg.isdigit():
+            return None
+        i = int(seg)
+        return value[i] if i < len(value) else None
+    return None
+
+
+def _resolve_path(context: Any, segments: tuple[str, ...]) -> Any:
+    carry = False
+    for seg in segments:
+        if carry:  # pybars3 spells @../index as "@@_parent", "index"
+            carry, seg = False, "@" + seg
+        if seg[:2] == "@@":
+            seg, carry = seg[1:], True
+        if context is None:
+            return None
+        if seg:  # "" is this / .
+            context = _step(context, seg)
+    return context.context if type(context) is _Scope else context
+
+
+def _compat_resolve(context, *segments):
+    """pybars3's ``resolve``, with mustache-style lookup of the first segment.
+
+    A plain name (``name``, ``a.b``) is looked up in the current context,
+    then in each enclosing one, and the first context where it is not null
+    answers (handlebars.js ``compat`` mode). ``this.x`` / ``./x`` (first
+    segment ``""``), ``../x`` and ``@data`` names stay explicit.
+    """
+    first = segments[0] if segments else ""
+    if not first or first[0] == "@" or first == "this" or type(context) is not _Scope:
+        return _resolve_path(context, segments)
+    scope = context
+    while True:
+        if _step(scope, first) is not None:
+            return _resolve_path(scope, segments)
+        parent = scope.parent if type(scope) is _Scope else None
+        if parent is None or parent is scope or parent is getattr(scope, "context", None):
+            return None
+        scope = parent
+
+
+def _lookup_helper(this, value, key, *args):
+    return None if value is None else _step(value, str(key))
+
+
+def _child(value, this, options):
+    return _Scope(value, this, options["root"])
+
+
+def _section(this, options, value):
+    """``{{#name}}`` over a value: handlebars.js ``blockHelperMissing``."""
+    if value is True:
+        return options["fn"](this)
+    if value is False or value is None:
+        return options["inverse"](this)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return options["inverse"](this)
+        return _pyb._each(this, options, value)
+    return options["fn"](_child(value, this, options))
+
+
+def _inverted(this, options, value):
+    """``{{^name}}``: the exact complement of ``_section``."""
+    if value is False or value is None or (isinstance(value, (list, tuple)) and not value):
+        return options["fn"](this)
+    return options["inverse"](this)
+
+
+def _with(this, options, value):
+    if value is None or value is False or value == "" or (isinstance(value, (list, tuple))
+                                                          and not value):
+        return options["inverse"](this)
+    return options["fn"](_child(value, this, options))
+
+
+def _partial(this, options, name, *args, **hash_):
+    partials = options.get("partials") or {}
+    fn = partials.get(name)
+    if fn is None:
+        raise TemplateError(f"partial {name!r} is not defined; defined: "
+                            f"{', '.join(sorted(partials)) or '(none)'}")
+    indent = hash_.pop("__indent", "")
+    if args or hash_:
+        context = args[0] if args else this
+        if type(context) is _Scope:
+            context = context.context
+        this = _Scope(context, this, options["root"], overrides=hash_ or None)
+    out = str(fn(this, helpers=options["helpers"], partials=partials, root=options["root"]))
+    if indent:
+        lines = out.split("\n")
+        out = "\n".join(indent + line if (line or i + 1 < len(lines)) else line
+                        for i, line in enumerate(lines))
+    return _pyb.strlist([out])
+
+
+def _no_escape_prepare(value, should_escape, _prepare=_pyb.prepare):
+    return _prepare(value, False)
+
+
+_RUNTIME_HELPERS = {
+    **_pyb._pybars_["helpers"],
+    "with": _with,
+    "unless": _unless,
+    "blockHelperMissing": _section,
+    "_section": _section,
+    "_inverted": _inverted,
+    "_partial": _partial,
+    "lookup": _lookup_helper,
+    "_lb": lambda this, *a, **k: "{",
+}
+_RUNTIME = {"helpers": _RUNTIME_HELPERS}
+
+
+def _install_runtime(fn) -> None:
+    g = fn.__globals__
+    g["prepare"] = _no_escape_prepare
+    g["resolve"] = _compat_resolve
+    g["_pybars_"] = _RUNTIME
+
+
+# --------------------------------------------------------------------------
+# front end: scan (validate) and rewrite
+# --------------------------------------------------------------------------
+_NAME_RE = re.compile(r"\s*(\S+?)(?=\s|$)(.*)", re.S)
+_PARTIAL_NAME = re.compile(r"""\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_][A-Za-z0-9_.\-/]*))(.*)""", re.S)
+_JINJA_STATEMENT = re.compile(r"\{%[-+]?\s*([A-Za-z_]\w*)")
+_STANDALONE_KINDS = {"comment", "open", "inverse", "close", "else", "chain", "partial"}
+
+
+@dataclasses.dataclass
+class _Tag:
+    start: int                 # span in the source
+    end: int
+    kind: str                  # comment open inverse close else chain partial expr amp triple
+    name: str = ""             # block / partial name
+    rest: str = ""             # the arguments after the name
+    inner: str = ""            # the tag's text inside its delimiters, trimmed
+    strip_before: bool = False  # {{~
+    strip_after: bool = False   # ~}}
+    standalone: bool = False
+    indent: str = ""           # a standalone partial's line indentation
+    emit_name: str = ""        # the block name pybars3 sees (open / inverse / chain)
+    chain: list = dataclasses.field(default_factory=list)  # closers owed by {{else x}} (open tags)
+    section: bool = False      # a section over a value, not a helper call
 
 
 def _line_col(source: str, pos: int) -> tuple[int, int]:
@@ -121,14 +315,25 @@ def _error(msg: str, source: str, pos: int) -> TemplateError:
     return TemplateError(msg, line=line, column=col, source=source)
 
 
-def _scan(source: str) -> list[tuple[int, str]]:
-    """Check the tag structure of ``source``; return ``(position, tag)`` pairs.
+def _refuse_jinja(source: str) -> None:
+    m = _JINJA_STATEMENT.search(source)
+    if m:
+        raise _error(f"'{{% {m.group(1)} %}}' is Jinja2 syntax, and this template is Handlebars "
+                     f"(write {{{{#if x}}}}...{{{{/if}}}}, {{{{#each xs}}}}...{{{{/each}}}}, or use "
+                     f"engine='jinja2')", source, m.start())
 
-    Raises ``TemplateError`` at the first unclosed mustache, unclosed,
-    unopened or mismatched block, misplaced ``{{else}}`` or unsupported form.
+
+def _scan(source: str) -> list[_Tag]:
+    """Tokenise and check ``source``; return its tags in order.
+
+    Raises ``TemplateError`` at the first unclosed mustache or comment,
+    unclosed, unopened or mismatched block, misplaced ``{{else}}``, Jinja2
+    statement or unsupported form, with the real line and column.
     """
-    tags: list[tuple[int, str]] = []
-    stack: list[tuple[str, int]] = []
+    _refuse_jinja(source)
+    tags: list[_Tag] = []
+    stack: list[_Tag] = []
+    known = _known_helpers()
     i = 0
     while True:
         start = source.find("{{", i)
@@ -136,123 +341,255 @@ def _scan(source: str) -> list[tuple[int, str]]:
             break
         if source.startswith("{{{{", start):
             raise _error("raw blocks ({{{{...}}}}) are not supported", source, start)
-        if source.startswith("{{!--", start):
-            end = source.find("--}}", start + 5)
-            if end < 0:
+        p = start + 2
+        strip_before = source.startswith("~", p)
+        if strip_before:
+            p += 1
+        if source.startswith("!--", p):
+            m = re.compile(r"--(~?)\}\}").search(source, p + 3)
+            if not m:
                 raise _error("unclosed comment: '{{!--' has no matching '--}}'", source, start)
-            if "}}" in source[start + 5:end]:
-                raise _error("a comment must not contain '}}' (pybars3 would end it there)", source, start)
-            i = end + 4
-            tags.append((start, source[start:i]))
+            i = m.end()
+            tags.append(_Tag(start, i, "comment", strip_before=strip_before,
+                             strip_after=bool(m.group(1))))
             continue
-        if source.startswith("{{!", start):
-            end = source.find("}}", start + 3)
+        if source.startswith("!", p):
+            end = source.find("}}", p + 1)
             if end < 0:
                 raise _error("unclosed comment: '{{!' has no matching '}}'", source, start)
             i = end + 2
-            tags.append((start, source[start:i]))
+            tags.append(_Tag(start, i, "comment", strip_before=strip_before,
+                             strip_after=source[end - 1] == "~" and end - 1 > p))
             continue
-        triple = source.startswith("{{{", start)
+        triple = source.startswith("{", p)
         close = "}}}" if triple else "}}"
-        body_start = start + (3 if triple else 2)
+        body_start = p + 1 if triple else p
         end = source.find(close, body_start)
         nxt = source.find("{{", body_start)
         if end < 0 or (0 <= nxt < end):
             what = "'{{{' has no matching '}}}'" if triple else "'{{' has no matching '}}'"
             raise _error(f"unclosed mustache: {what}", source, start)
-        inner = source[body_start:end].strip().strip("~").strip()
         i = end + len(close)
-        tags.append((start, source[start:i]))
+        inner = source[body_start:end]
+        strip_after = inner.endswith("~")
+        if strip_after:
+            inner = inner[:-1]
+        inner = inner.strip()
+        tag = _Tag(start, i, "triple" if triple else "expr", inner=inner,
+                   strip_before=strip_before, strip_after=strip_after)
+        tags.append(tag)
         if not inner:
             raise _error("empty mustache '{{}}'", source, start)
         if triple:
             continue
-        kind, name = _TAG_NAME.match(inner).groups()
-        if kind in ("#", "^") and name:
-            if name in ("*", ">") or not name:
-                raise _error(f"unsupported block '{inner}'", source, start)
-            stack.append((name, start))
-        elif kind == "/":
+        lead = inner[0]
+        if lead in "#^" and inner != "^":
+            body = inner[1:]
+            if body[:1] in ("*", ">"):
+                raise _error(f"unsupported block '{{{{{inner}}}}}' (decorators and partial "
+                             f"blocks are not supported)", source, start)
+            m = _NAME_RE.match(body)
+            if not m:
+                raise _error(f"block tag '{{{{{inner}}}}}' has no name", source, start)
+            tag.kind = "open" if lead == "#" else "inverse"
+            tag.name, tag.rest = m.group(1), m.group(2).strip()
+            tag.section = tag.name not in known
+            if tag.section and tag.rest:
+                raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper, and a section "
+                             f"over a value takes no arguments (helpers: "
+                             f"{', '.join(sorted(known))})", source, start)
+            tag.emit_name = ("_section" if lead == "#" else "_inverted") if tag.section else tag.name
+            stack.append(tag)
+        elif lead == "/":
+            tag.kind = "close"
+            tag.name = inner[1:].strip()
             if not stack:
-                raise _error(f"'{{{{/{name}}}}}' closes a block that was never opened", source, start)
-            open_name, open_pos = stack.pop()
-            if open_name != name:
-                ol, oc = _line_col(source, open_pos)
-                raise _error(f"'{{{{/{name}}}}}' does not match the open block '{{{{#{open_name}}}}}' "
-                             f"from line {ol}, column {oc}", source, start)
-        elif inner == "else" or inner == "^":
+                raise _error(f"'{{{{/{tag.name}}}}}' closes a block that was never opened",
+                             source, start)
+            opened = stack.pop()
+            if opened.name != tag.name:
+                ol, oc = _line_col(source, opened.start)
+                raise _error(f"'{{{{/{tag.name}}}}}' does not match the open block "
+                             f"'{{{{#{opened.name}}}}}' from line {ol}, column {oc}", source, start)
+            tag.emit_name = opened.emit_name
+            tag.chain = opened.chain
+        elif inner in ("else", "^"):
+            tag.kind = "else"
             if not stack:
                 raise _error("'{{else}}' outside any block", source, start)
-        elif inner.startswith("else ") or inner.startswith("else\t"):
-            raise _error("'{{else if ...}}' is not supported by pybars3; nest an {{#if}} inside {{else}}",
-                         source, start)
-        elif inner.startswith(">"):
-            raise _error("partials ('{{> name}}') are not supported", source, start)
+        elif re.match(r"else\s", inner):
+            if not stack:
+                raise _error("'{{else ...}}' outside any block", source, start)
+            m = _NAME_RE.match(inner[4:])
+            tag.kind = "chain"
+            tag.name, tag.rest = m.group(1), m.group(2).strip()
+            tag.section = tag.name not in known
+            if tag.section and tag.rest:
+                raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, start)
+            tag.emit_name = "_section" if tag.section else tag.name
+            stack[-1].chain.append(tag.emit_name)
+        elif lead == ">":
+            tag.kind = "partial"
+            m = _PARTIAL_NAME.match(inner[1:])
+            if not m or (m.group(4) and not m.group(4)[:1].isspace()):
+                raise _error(f"partial '{{{{{inner}}}}}': give the partial's name, e.g. "
+                             f"'{{{{> header}}}}' (dynamic partials are not supported)", source, start)
+            tag.name = m.group(1) or m.group(2) or m.group(3)
+            tag.rest = m.group(4).strip()
+        elif lead == "&":
+            tag.kind = "amp"
+            tag.rest = inner[1:].strip()
+            if not tag.rest:
+                raise _error("empty mustache '{{&}}'", source, start)
     if stack:
-        name, pos = stack[-1]
-        raise _error(f"unclosed block '{{{{#{name}}}}}': no matching '{{{{/{name}}}}}'", source, pos)
+        opened = stack[-1]
+        raise _error(f"unclosed block '{{{{#{opened.name}}}}}': no matching "
+                     f"'{{{{/{opened.name}}}}}'", source, opened.start)
+    _mark_standalone(source, tags)
     return tags
+
+
+def _mark_standalone(source: str, tags: list[_Tag]) -> None:
+    """Flag tags alone on their line (spaces and tabs aside), as the specs define it."""
+    for tag in tags:
+        if tag.kind not in _STANDALONE_KINDS:
+            continue
+        line_start = source.rfind("\n", 0, tag.start) + 1
+        prefix = source[line_start:tag.start]
+        if prefix.strip(" \t"):
+            continue
+        line_end = source.find("\n", tag.end)
+        suffix = source[tag.end:len(source) if line_end < 0 else line_end]
+        if suffix.rstrip("\r").strip(" \t"):
+            continue
+        tag.standalone = True
+        tag.indent = prefix
+
+
+def _emit_tag(tag: _Tag) -> str:
+    k = tag.kind
+    if k == "comment":
+        return ""
+    if k == "expr":
+        return "{{" + tag.inner + "}}"
+    if k == "amp":
+        return "{{&" + tag.rest + "}}"
+    if k == "triple":
+        return "{{{" + tag.inner + "}}}"
+    if k in ("open", "inverse", "chain"):
+        prefix = "{{else}}" if k == "chain" else ""
+        if tag.section:
+            return prefix + "{{#" + tag.emit_name + " " + tag.name + "}}"
+        mark = "^" if k == "inverse" else "#"
+        return prefix + "{{" + mark + tag.name + (" " + tag.rest if tag.rest else "") + "}}"
+    if k == "close":
+        return "".join("{{/" + n + "}}" for n in reversed(tag.chain)) + "{{/" + tag.emit_name + "}}"
+    if k == "else":
+        return "{{else}}"
+    if k == "partial":
+        args = " " + json.dumps(tag.name)
+        if tag.rest:
+            args += " " + tag.rest
+        if tag.standalone and tag.indent:
+            args += " __indent=" + json.dumps(tag.indent)
+        return "{{#_partial" + args + "}}{{/_partial}}"
+    raise AssertionError(k)  # pragma: no cover
+
+
+def _rewrite(source: str, tags: list[_Tag]) -> str:
+    """The canonical source pybars3 compiles (see the module doc)."""
+    out: list[str] = []
+    pos = 0
+    prev: _Tag | None = None
+    for tag in tags + [None]:
+        lo = pos
+        if prev is not None and prev.standalone:
+            line_end = source.find("\n", prev.end)
+            lo = len(source) if line_end < 0 else line_end + 1
+        hi = len(source) if tag is None else tag.start
+        if tag is not None and tag.standalone:
+            hi = source.rfind("\n", 0, tag.start) + 1
+        text = source[lo:hi] if hi > lo else ""
+        if prev is not None and prev.strip_after:
+            text = text.lstrip()
+        if tag is not None and tag.strip_before:
+            text = text.rstrip()
+        if tag is not None and text.endswith("{"):
+            # a brace right before a tag would turn it into a triple stash
+            bare = text.rstrip("{")
+            text = bare + "{{_lb}}" * (len(text) - len(bare))
+        out.append(text)
+        if tag is None:
+            break
+        out.append(_emit_tag(tag))
+        pos = tag.end
+        prev = tag
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------
 # compile cache
 # --------------------------------------------------------------------------
+class _Compiler(Compiler):
+    # the front end has done standalone lines and ~ already; pybars3's own
+    # regexes would remove the wrong newlines
+    def whitespace_control(self, source):
+        return source
+
+
 _COMPILE_LOCK = threading.Lock()
-_CACHE: dict[str, tuple[Callable[..., Any], tuple]] = {}
+_CACHE: dict[str, tuple[Callable[..., Any], tuple, tuple[_Tag, ...]]] = {}
 _CACHE_MAX = 512
-_PARSER = Compiler()
+_PARSER = _Compiler()
+_JINJA_HINT = re.compile(r"\||\w\(|\s[-+*/%]\s|==|!=|\bis\s+defined\b")
 
 
-def _no_escape_prepare(value, should_escape, _prepare=_pyb.prepare):
-    return _prepare(value, False)
-
-
-def _parse(source: str):
-    tree, (pos, _) = _PARSER._handlebars(_PARSER.whitespace_control(source)).apply("template")
+def _parse(canonical: str):
+    tree, (pos, _) = _PARSER._handlebars(canonical).apply("template")
     return tree, pos
 
 
-def _locate_parse_error(source: str, tags: list[tuple[int, str]]) -> TemplateError:
+def _locate_parse_error(source: str, tags: list[_Tag]) -> TemplateError:
     """pybars3 reports the wrong line: parse tag by tag to find the culprit."""
-    for pos, tag in tags:
-        probe = tag
-        inner = tag[2:-2].strip()
-        if inner.startswith("#") or inner.startswith("^"):
-            name = _TAG_NAME.match(inner).group(2)
-            probe = f"{tag}{{{{/{name}}}}}"
-        elif inner.startswith("/") or inner in ("else", "^"):
+    for tag in tags:
+        if tag.kind in ("close", "else", "comment"):
             continue
+        probe = _emit_tag(tag)
+        if tag.kind == "chain":
+            probe = probe[len("{{else}}"):]
+        if tag.kind in ("open", "inverse", "chain"):
+            probe += "{{/" + tag.emit_name + "}}"
         try:
             _, end = _parse(probe)
         except Exception:
             end = -1
         if end < len(probe):
-            return _error(f"invalid tag {tag!r}", source, pos)
+            text = source[tag.start:tag.end]
+            hint = (" (filters, calls and operators are Jinja2 syntax; this template is "
+                    "Handlebars: use helpers such as (eq a b), or engine='jinja2')"
+                    if _JINJA_HINT.search(tag.inner) else "")
+            return _error(f"invalid tag {text!r}{hint}", source, tag.start)
     return TemplateError("template could not be parsed")
 
 
-def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
-    """Validate and compile ``source`` once; return ``(render_fn, parse_tree)``.
-
-    Thread-safe: compiles run one at a time (pybars3 corrupts concurrent
-    compiles) and each source is compiled once per process.
-    """
+def _compile(source: str) -> tuple[Callable[..., Any], tuple, tuple[_Tag, ...]]:
     if not isinstance(source, str):
         raise TemplateError(f"template source must be a str, got {type(source).__name__}")
     hit = _CACHE.get(source)
     if hit is not None:
         return hit
     tags = _scan(source)
+    canonical = _rewrite(source, tags)
     with _COMPILE_LOCK:
         hit = _CACHE.get(source)
         if hit is not None:
             return hit
         before = set(sys.modules)
         try:
-            tree, pos = _parse(source)
-            if pos < len(_PARSER.whitespace_control(source)):
+            tree, pos = _parse(canonical)
+            if pos < len(canonical):
                 raise _locate_parse_error(source, tags)
-            fn = Compiler().compile(source)
+            fn = _PARSER.compile(canonical)
         except TemplateError:
             raise
         except PybarsError as exc:
@@ -263,11 +600,31 @@ def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
             for name in set(sys.modules) - before:
                 if name.startswith("pybars._templates."):
                     del sys.modules[name]
-        fn.__globals__["prepare"] = _no_escape_prepare
+        _install_runtime(fn)
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[source] = (fn, tuple(tree))
-        return fn, tuple(tree)
+        entry = (fn, tuple(tree), tuple(tags))
+        _CACHE[source] = entry
+        return entry
+
+
+def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
+    """Validate and compile ``source`` once; return ``(render_fn, parse_tree)``.
+
+    ``render_fn(context, helpers=..., partials=...)`` renders as
+    handlebars.js does (see the module doc), without HTML escaping;
+    ``partials`` maps names to other compiled functions. Thread-safe:
+    compiles run one at a time (pybars3 corrupts concurrent compiles) and each
+    source is compiled once per process.
+    """
+    fn, tree, _ = _compile(source)
+    return fn, tree
+
+
+def partial_names(source: str) -> list[str]:
+    """The partials ``source`` uses (``{{> name}}``), in first-use order."""
+    _, _, tags = _compile(source)
+    return list(dict.fromkeys(t.name for t in tags if t.kind == "partial"))
 
 
 # --------------------------------------------------------------------------
@@ -290,59 +647,85 @@ def _path_of(segments: list[str], depth: int) -> str | None:
     return ".".join(segs)
 
 
-def _walk(nodes, depth: int, out: dict[str, None]) -> None:
-    for node in nodes:
-        if not isinstance(node, tuple) or not node:
-            continue
-        kind = node[0]
-        if kind in ("expand", "escapedexpand"):
-            path, args = node[1], node[2]
-            segs = path[1]
-            is_helper = len(segs) == 1 and segs[0] in _KNOWN_HELPERS and (args or segs[0] in HELPERS)
-            if not is_helper:
-                p = _path_of(segs, depth)
-                if p:
-                    out[p] = None
-            _walk_args(args, depth, out)
-        elif kind in ("block", "invertedblock"):
-            name, args, body, alt = node[1], node[2], node[3], node[4]
-            if name in _KNOWN_HELPERS:
-                _walk_args(args, depth, out)
-                inner = depth + 1 if name in _SCOPED_BLOCKS else depth
-            else:
-                p = _path_of([name], depth)
-                if p:
-                    out[p] = None
-                inner = depth + 1
-            _walk(body[1:] if body else [], inner, out)
-            _walk(alt[1:] if alt else [], depth if name not in _SCOPED_BLOCKS else depth, out)
+class _Walk:
+    def __init__(self, partials: Mapping[str, str] | None):
+        self.partials = partials or {}
+        self.out: dict[str, None] = {}
+        self.helpers = _known_helpers()
+        self.seen: set[str] = set()
+
+    def nodes(self, nodes, depth: int) -> None:
+        for node in nodes:
+            if not isinstance(node, tuple) or not node:
+                continue
+            kind = node[0]
+            if kind in ("expand", "escapedexpand"):
+                path, args = node[1], node[2]
+                segs = path[1]
+                is_helper = len(segs) == 1 and segs[0] in self.helpers and (
+                    args or segs[0] in HELPERS)
+                if not is_helper:
+                    self.path(segs, depth)
+                self.args(args, depth)
+            elif kind in ("block", "invertedblock"):
+                self.block(kind, node[1], node[2], node[3], node[4], depth)
+
+    def block(self, kind, name, args, body, alt, depth: int) -> None:
+        body = body[1:] if body else []
+        alt = alt[1:] if alt else []
+        if name == "_partial":
+            pname = args[0][1][1:-1] if args and args[0][0] == "literalparam" else None
+            rest = [a for a in args[1:] if a[0] != "kwparam"]
+            self.args(args[1:], depth)
+            src = self.partials.get(pname) if pname else None
+            if src is not None and not rest and pname not in self.seen:
+                self.seen.add(pname)
+                _, tree, _ = _compile(src)
+                self.nodes(tree[1:], depth)
+                self.seen.discard(pname)
+            return
+        if name in ("_section", "_inverted"):
+            self.args(args, depth)
+            self.nodes(body, depth + 1 if name == "_section" else depth)
+            self.nodes(alt, depth)
+            return
+        if name in self.helpers:
+            self.args(args, depth)
+            inner = depth + 1 if name in _SCOPED_BLOCKS and kind == "block" else depth
+            self.nodes(body, inner)
+            self.nodes(alt, depth)
+            return
+        self.path([name], depth)  # pragma: no cover - sections are rewritten to _section
+
+    def path(self, segs, depth: int) -> None:
+        p = _path_of(segs, depth)
+        if p:
+            self.out[p] = None
+
+    def args(self, args, depth: int) -> None:
+        for arg in args:
+            if arg[0] == "path":
+                self.path(arg[1], depth)
+            elif arg[0] == "subexpr":
+                self.args(arg[2], depth)
+            elif arg[0] == "kwparam":
+                self.args([arg[2]], depth)
 
 
-def _walk_args(args, depth: int, out: dict[str, None]) -> None:
-    for arg in args:
-        if arg[0] == "path":
-            p = _path_of(arg[1], depth)
-            if p:
-                out[p] = None
-        elif arg[0] == "subexpr":
-            _walk_args(arg[2], depth, out)
-        elif arg[0] == "kwparam":
-            _walk_args([arg[2]], depth, out)
-
-
-def template_variables(source: str) -> list[str]:
+def template_variables(source: str, partials: Mapping[str, str] | None = None) -> list[str]:
     """The top-level variable paths ``source`` reads, in first-use order.
 
-    Paths inside ``{{#each}}``/``{{#with}}`` that refer to the item are not
-    listed; ``../x`` and ``@root.x`` inside them are.
+    Paths inside ``{{#each}}``/``{{#with}}``/sections that refer to the item
+    are not listed; ``../x`` and ``@root.x`` inside them are. The variables
+    of partials used at the top level are listed when their sources are given.
 
     >>> template_variables("{{#each items}}{{this.name}} {{../sep}}{{/each}}{{json meta.k}}")
     ['items', 'sep', 'meta.k']
     """
     _, tree = compile_template(source)
-    out: dict[str, None] = {}
-    _walk(tree[1:], 0, out)
-    return list(out)
+    walk = _Walk(partials)
+    walk.nodes(tree[1:], 0)
+    return list(walk.out)
 
 
 # --------------------------------------------------------------------------
@@ -422,20 +805,38 @@ def _lookup(ctx: Any, path: str) -> Any:
     return cur
 
 
+def _as_template(name: str, value: Any, strict: bool) -> "Template":
+    if isinstance(value, Template):
+        return value
+    if isinstance(value, str):
+        return Template(value, name=f"partial {name!r}", strict=strict)
+    raise TemplateError(f"partial {name!r} must be a template source (str) or a Template, "
+                        f"got {type(value).__name__}")
+
+
 class Template:
     """A validated, compiled Handlebars template.
 
     Construction validates and compiles (errors carry the real line and
     column); ``render`` never HTML-escapes. With ``strict=True`` a variable the
     template reads but the context lacks raises ``TemplateVariableError``.
+    ``partials`` (name -> source or ``Template``) are what ``{{> name}}``
+    renders; given at construction, every partial the template uses (and
+    theirs) must be among them, and their top-level variables join
+    ``variables``.
 
     >>> Template("Q: {{q}} <{{a}}>").render({"q": "1 < 2?", "a": "yes & no"})
     'Q: 1 < 2? <yes & no>'
+    >>> Template("{{#each steps}}- {{this}}\\n{{/each}}").render({"steps": ["a", "b"]})
+    '- a\\n- b\\n'
     """
 
-    __slots__ = ("source", "name", "strict", "_fn", "variables")
+    __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns")
 
-    def __init__(self, source: str, *, name: str = "template", strict: bool = True):
+    engine = "handlebars"
+
+    def __init__(self, source: str, *, name: str = "template", strict: bool = True,
+                 partials: Mapping[str, Any] | None = None):
         self.source = source
         self.name = name
         self.strict = strict
@@ -444,22 +845,48 @@ class Template:
         except TemplateError as exc:
             exc.args = (f"{name}: {exc.args[0]}",)
             raise
-        self.variables: list[str] = template_variables(source)
+        self.partials: dict[str, Template] = {
+            str(k): _as_template(str(k), v, strict) for k, v in (partials or {}).items()}
+        if partials is not None:
+            self._check_partials()
+        self._partial_fns = {k: t._fn for k, t in self.partials.items()}
+        self.variables: list[str] = template_variables(
+            source, {k: t.source for k, t in self.partials.items()})
+
+    def _check_partials(self) -> None:
+        todo, seen = [(self.name, self.source)], set()
+        while todo:
+            where, src = todo.pop()
+            for used in partial_names(src):
+                if used not in self.partials:
+                    raise TemplateError(f"{where}: uses partial {used!r}, which is not defined "
+                                        f"(defined: {', '.join(sorted(self.partials)) or '(none)'})")
+                if used not in seen:
+                    seen.add(used)
+                    todo.append((f"partial {used!r}", self.partials[used].source))
 
     def missing(self, context: Mapping[str, Any]) -> list[str]:
         """Variables the template reads that ``context`` does not hold."""
         return [p for p in self.variables if _lookup(context, p) is _MISSING]
 
-    def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
+    def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
+               partials: Mapping[str, Any] | None = None) -> str:
+        """Render ``context``; ``partials`` add to (or replace) the template's own."""
         plain = to_plain(dict(context))
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
                 raise TemplateVariableError(missing, list(plain))
+        fns = self._partial_fns
+        if partials:
+            fns = {**fns, **{str(k): _as_template(str(k), v, self.strict)._fn
+                             for k, v in partials.items()}}
         try:
-            return str(self._fn(plain, helpers=HELPERS))
-        except TemplateError:
-            raise
+            return str(self._fn(plain, helpers=HELPERS, partials=fns))
+        except TemplateError as exc:
+            raise TemplateError(f"{self.name}: {exc.args[0]}") from None
+        except RecursionError:
+            raise TemplateError(f"{self.name}: render failed: partials recurse without end") from None
         except Exception as exc:  # a helper met values it cannot handle
             raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from exc
 
