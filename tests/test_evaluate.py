@@ -10,8 +10,8 @@ import datasets
 import pytest
 
 from rewardjudge.errors import ConfigError, JudgeHTTPError
-from rewardjudge.evaluate import (Columns, bootstrap_ci, compare, evaluate_dataset, load_data,
-                                  resolve_grader, summarize)
+from rewardjudge.evaluate import (Columns, bootstrap_ci, compare, detect_columns, evaluate_dataset,
+                                  grade_label, load_data, resolve_grader, summarize)
 from rewardjudge.evaluate.journal import Journal
 from rewardjudge.grade import Grade
 from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
@@ -81,9 +81,25 @@ def test_every_input_kind_gives_the_same_grades(kind, tmp_path):
     assert result.dataset["id"] == list(range(12))  # inputs kept, in order
 
 
-def test_columns_are_found_by_common_names():
-    cols = Columns().resolve(["question", "response", "expected", "other"])
-    assert (cols.prompt, cols.completion, cols.reference) == ("question", "response", "expected")
+def test_columns_are_found_by_unambiguous_names_only():
+    # "expected" may be the reference or something else: pointed out, never mapped
+    cols, notes = detect_columns(None, ["question", "response", "expected", "other"])
+    assert (cols.prompt, cols.completion, cols.reference) == ("question", "response", None)
+    assert notes == ["prompt: 'question' (found by name)", "completion: 'response' (found by name)",
+                     "reference: not mapped; 'expected' might be it (map it with --columns reference=expected)"]
+    cols, notes = detect_columns("reference=expected", ["question", "response", "expected"])
+    assert cols.reference == "expected" and "reference: 'expected' (given)" in notes
+    assert Columns().resolve(["prompt", "completion", "ground_truth"]).reference == "ground_truth"
+
+
+@pytest.mark.parametrize("names,message", [
+    (["prompt", "question", "completion"], "'prompt' and 'question' could each be the prompt"),  # two prompts
+    (["prompt", "completion", "response"], "'completion' and 'response' could each be"),         # two answers
+    (["input", "output"], "'input' might be it, e.g. --columns prompt=input"),                   # only unsure names
+])
+def test_column_detection_refuses_to_guess(names, message):
+    with pytest.raises(ConfigError, match=message):
+        detect_columns(None, names)
 
 
 @pytest.mark.parametrize("spec,message", [
@@ -149,7 +165,8 @@ def test_outputs_hold_inputs_and_grade_columns(tmp_path):
     assert first["grade_status"] == "scored" and first["grade_reasoning"] == "1 vs 0"
     assert first["grade_version"] == make_grader().version and first["grade_attempts"] == 1
     assert first["grade_prompt_tokens"] > 0 and first["grade_latency_s"] >= 0
-    assert "grade_probabilities" not in first  # no grade carried a distribution
+    assert first["grade_probabilities"] is None  # no grade carried a distribution
+    assert first["grade_label"] == "FAIL" and lines[1]["grade_label"] == "PASS"  # the verdict's label
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"] == {"scored": 12, "penalized": 0, "unscored": 0}
     assert [g.value for g in result.grades()] == EXPECTED
@@ -310,26 +327,34 @@ def test_compare_gives_the_paired_difference(tmp_path):
 
 
 # -- grader specs -------------------------------------------------------------------
-GRADER_OBJECT = make_grader()
-
+SPEC_MODULE = """
+from rewardjudge.graders import TemplatedPromptJudgeGrader
+from rewardjudge.testing import ScriptedModel
 
 def grader_factory(model):
-    return make_grader(model)
+    return TemplatedPromptJudgeGrader("g", model, "Judge.", "{{completion}}")
 
+GRADER_OBJECT = grader_factory(ScriptedModel())
 
 def not_a_factory(model):
     return "nope"
+"""
 
 
 @pytest.mark.parametrize("spec,ok", [
-    ("demo", True),                                            # built-in
-    ("tests.test_evaluate:grader_factory", True),              # a factory taking the model
-    ("tests.test_evaluate:GRADER_OBJECT", True),               # a Grader instance
-    ("tests.test_evaluate:not_a_factory", "not a Grader"),     # a factory returning something else
-    ("tests.test_evaluate:nothing_here", "has no attribute"),  # missing attribute
-    ("no_such_module_xyz:thing", "cannot import"),             # missing module
+    ("demo", True),                                               # built-in
+    ("rj_spec_graders:grader_factory", True),                     # a factory taking the model
+    ("rj_spec_graders:GRADER_OBJECT", True),                      # a Grader instance
+    ("rj_spec_graders:not_a_factory", "not a Grader"),            # a factory returning something else
+    ("rj_spec_graders:nothing_here", "has no attribute"),         # missing attribute
+    ("no_such_module_xyz:thing", "cannot import"),                # missing module
 ])
-def test_grader_specs(spec, ok):
+def test_grader_specs(spec, ok, tmp_path, monkeypatch):
+    # a module of its own: a top-level "tests" package installed by another project
+    # (verl ships one) would shadow "tests.test_evaluate"
+    (tmp_path / "rj_spec_graders.py").write_text(SPEC_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "rj_spec_graders", raising=False)
     model = ScriptedModel(verdict)
     if ok is True:
         assert isinstance(resolve_grader(spec, model), Grader)
@@ -364,7 +389,7 @@ def test_scorer_file_spec(tmp_path):
         ref, ans = re.search(r"Reference: (.*)\nAnswer: (.*)\n", text).groups()
         return json.dumps({"reason": "compared", "verdict": ref == ans})
 
-    grader = resolve_grader(str(scorer), ScriptedModel(judge))
+    grader = resolve_grader(str(scorer), ScriptedModel(judge, name="judge"))  # the scorer names model "judge"
     result = evaluate_dataset(rows(), grader, columns=COLS, progress=False)
     assert result.dataset["grade_value"] == EXPECTED
     with pytest.raises(ConfigError, match="no such scorer file"):

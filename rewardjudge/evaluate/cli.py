@@ -6,9 +6,25 @@
     rewardjudge compare runs/v1 runs/v2
 
 Running the same ``eval`` command again resumes: finished rows are read from
-``runs/v1/journal.jsonl`` and only the rest are sent to the judge. Exit
-codes: 0 done, 2 usage error, 3 done but every row unscored (the judge was
-unreachable or never answered usably), 130 interrupted.
+``runs/v1/journal.jsonl`` and only the rest are sent to the judge.
+
+Columns: a role you do not give with --columns is mapped only from a name
+that leaves no doubt (prompt/question, completion/response, messages,
+reference/ground_truth); the mapping is printed before grading, with any
+column that might be meant but was left alone (expected, gold, target,
+answer, input, output...).
+
+Rows that share a prompt go to the grader together (see
+rewardjudge.evaluate.evaluate_dataset): a candidate grader judges them in
+one request.
+
+Exit codes:
+  0    done (rows may be unscored, unless --fail-on-unscored)
+  2    usage error (bad option, column, grader or data)
+  3    done, but every row is unscored (the judge was unreachable or never
+       answered usably)
+  4    done, some rows unscored, and --fail-on-unscored was given
+  130  interrupted (rerun the same command to resume)
 """
 
 from __future__ import annotations
@@ -61,9 +77,14 @@ def add_parser(sub) -> None:
                    default="json_schema", help="how the reply schema is requested from a URL judge")
     p.add_argument("--formats", default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--fail-on-unscored", action="store_true",
+                   help="exit 4 when any row is unscored (a judge failure or unreadable input), so CI "
+                        "sees a partial outage; without it only an all-unscored run fails (exit 3)")
     p.set_defaults(func=_eval_command)
 
-    c = sub.add_parser("compare", help="paired difference between two evaluation outputs (b - a)")
+    c = sub.add_parser("compare", help="paired difference between two evaluation outputs (b - a)",
+                       description="Each run's mean, median (p50), bootstrap interval and label counts, "
+                                   "and the paired difference b - a over rows valued in both.")
     c.add_argument("a", help="an evaluation output folder (or its results.jsonl)")
     c.add_argument("b", help="another one over the same rows")
     c.add_argument("--confidence", type=float, default=0.95)
@@ -130,7 +151,8 @@ async def _run_eval(args: argparse.Namespace):
     common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
                                   retry_unscored=args.retry_unscored, overwrite=args.overwrite,
                                   progress=not args.no_progress, concurrency=args.concurrency,
-                                  split=args.split, formats=formats, limit=args.limit)
+                                  split=args.split, formats=formats, limit=args.limit,
+                                  _on_columns=_print_columns)
     if args.judge is None:
         # only a grader that brings its own judge model can run without --judge
         obj = _import_attribute(args.grader) if ":" in args.grader else None
@@ -150,6 +172,12 @@ async def _run_eval(args: argparse.Namespace):
                 await model.aclose()
 
 
+def _print_columns(notes: list[str]) -> None:
+    print("columns:", file=sys.stderr)
+    for note in notes:
+        print(f"  {note}", file=sys.stderr)
+
+
 def _eval_command(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
@@ -161,9 +189,14 @@ def _eval_command(args: argparse.Namespace) -> int:
         print(f"{kind}: {path}")
     unscored = s.counts.get("unscored", 0)
     if unscored:
-        print(f"{unscored} row(s) unscored (judge failures): fix the judge, then rerun with "
-              f"--retry-unscored to grade only those", file=sys.stderr)
-    return 3 if s.n and unscored == s.n else 0
+        print(f"{unscored} row(s) unscored (judge failures or unreadable input, see grade_error): fix "
+              f"the cause, then rerun with --retry-unscored to grade only those", file=sys.stderr)
+    if s.n and unscored == s.n:
+        return 3
+    if unscored and args.fail_on_unscored:
+        print(f"--fail-on-unscored: {unscored} of {s.n} row(s) unscored; exit 4", file=sys.stderr)
+        return 4
+    return 0
 
 
 def _compare_command(args: argparse.Namespace) -> int:

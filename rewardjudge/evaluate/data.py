@@ -7,10 +7,14 @@ a list of row dicts, a pandas DataFrame, a local ``.jsonl`` / ``.json`` /
 ``owner/name:config``, split ``train`` unless told; only where the network
 allows).
 
-``Columns`` says which columns make a thread. Left empty, each role is looked
-up among common names (``prompt``/``question``/``input``/``instruction``,
-``completion``/``response``/``output``, ``messages``/``conversation``,
-``reference``/``expected``/``ground_truth``/``target``/``gold``).
+``Columns`` says which columns make a thread. A role left unset is mapped
+only to a column whose name leaves no doubt: ``messages``; ``prompt`` or
+``question``; ``completion`` or ``response``; ``reference``,
+``ground_truth`` or ``reference_answer``. Two such candidates for one role
+are an error (name one). Names that could mean a role or something else
+(``input``, ``output``, ``answer``, ``expected``, ``target``, ``gold``,
+``label``...) are never mapped: ``detect_columns`` says what it mapped and
+which columns it left alone that you may want to map.
 
 >>> cols = Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic")
 >>> cols.prompt, cols.completion, cols.metadata
@@ -29,13 +33,21 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..errors import ConfigError
 from ..thread import StringThread
 
-__all__ = ["Columns", "load_data", "row_to_thread", "thread_digest"]
+__all__ = ["Columns", "detect_columns", "load_data", "row_to_thread", "thread_digest"]
 
-_CANDIDATES = {
-    "messages": ("messages", "conversation", "chat"),
-    "prompt": ("prompt", "question", "input", "instruction", "query"),
-    "completion": ("completion", "response", "output", "generation"),
-    "reference": ("reference", "expected", "ground_truth", "target", "gold", "reference_answer"),
+#: names mapped to a role without being asked: each is that role in every common dataset format
+_SURE = {
+    "messages": ("messages",),
+    "prompt": ("prompt", "question"),
+    "completion": ("completion", "response"),
+    "reference": ("reference", "ground_truth", "reference_answer"),
+}
+#: names that may be the role and may be something else: never mapped, only pointed out
+_MAYBE = {
+    "messages": ("conversation", "conversations", "chat", "dialogue"),
+    "prompt": ("input", "instruction", "query", "problem"),
+    "completion": ("output", "generation", "prediction", "answer"),
+    "reference": ("expected", "expected_output", "target", "gold", "label", "solution", "answer"),
 }
 _ROLES = ("prompt", "messages", "completion", "reference", "system", "metadata")
 
@@ -109,36 +121,91 @@ class Columns:
         return cls(metadata=tuple(meta), **values)
 
     def resolve(self, column_names: Sequence[str]) -> "Columns":
-        """Fill unset roles from common names and check every column exists."""
-        names = list(column_names)
-        found = {}
-        if self.prompt is None and self.messages is None:
-            for role in ("messages", "prompt"):
-                hit = next((c for c in _CANDIDATES[role] if c in names), None)
-                if hit:
-                    found[role] = hit
-                    break
-        for role in ("completion", "reference"):
-            if getattr(self, role) is None:
-                hit = next((c for c in _CANDIDATES[role] if c in names), None)
-                if hit and hit not in found.values():
-                    found[role] = hit
-        cols = replace(self, **found)
-        if cols.prompt is None and cols.messages is None:
-            raise ConfigError(f"no prompt or messages column found among {names}; name one, e.g. "
-                              f"--columns prompt=<column>,completion=<column>")
-        if cols.prompt is not None and cols.messages is not None:
-            raise ConfigError("give either a prompt column or a messages column, not both")
-        for role in ("prompt", "messages", "completion", "reference", "system", *cols.metadata):
-            col = role if role in cols.metadata else getattr(cols, role)
-            if col is not None and col not in names:
-                raise ConfigError(f"column {col!r} (for {role if role not in cols.metadata else 'metadata'}) "
-                                  f"is not in the data; columns are {names}")
-        return cols
+        """Fill unset roles from unambiguous names and check every column
+        exists (``detect_columns`` also says what it did)."""
+        return detect_columns(self, column_names)[0]
 
     def as_dict(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "messages": self.messages, "completion": self.completion,
                 "reference": self.reference, "system": self.system, "metadata": list(self.metadata)}
+
+
+def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
+                   column_names: Sequence[str]) -> tuple[Columns, list[str]]:
+    """The column mapping for ``column_names``, and what was done, one line
+    per role: given, found by an unambiguous name, or not mapped (with the
+    columns that might be meant and the ``--columns`` to map them).
+
+    >>> cols, notes = detect_columns(None, ["question", "response", "expected"])
+    >>> cols.prompt, cols.completion, cols.reference
+    ('question', 'response', None)
+    >>> notes[-1]
+    "reference: not mapped; 'expected' might be it (map it with --columns reference=expected)"
+    """
+    given = Columns.parse(spec)
+    names = list(column_names)
+    taken = {c for c in (given.prompt, given.messages, given.completion, given.reference, given.system,
+                         *given.metadata) if c is not None}
+    found: dict[str, str] = {}
+    notes: list[str] = []
+
+    def sure(roles: tuple[str, ...], what: str) -> str | None:
+        hits = [(r, c) for r in roles for c in _SURE[r] if c in names and c not in taken]
+        if len(hits) > 1:
+            listed = " and ".join(repr(c) for _, c in hits)
+            raise ConfigError(f"columns {listed} could each be the {what}; say which with --columns "
+                              f"{hits[0][0]}=<column> (columns=...)")
+        if hits:
+            role, col = hits[0]
+            found[role] = col
+            taken.add(col)
+            return role
+        return None
+
+    def maybe(roles: tuple[str, ...]) -> list[tuple[str, str]]:
+        return [(r, c) for r in roles for c in _MAYBE[r] if c in names and c not in taken]
+
+    def unmapped(role: str, roles: tuple[str, ...]) -> str:
+        hints = maybe(roles)
+        if not hints:
+            return f"{role}: not mapped (no column named like it)"
+        listed = ", ".join(repr(c) for _, c in hints)
+        return (f"{role}: not mapped; {listed} might be it (map it with --columns "
+                f"{hints[0][0]}={hints[0][1]})")
+
+    if given.prompt is None and given.messages is None:
+        role = sure(("messages", "prompt"), "prompt")
+        if role is None:
+            hints = maybe(("messages", "prompt"))
+            hint = (f"; {', '.join(repr(c) for _, c in hints)} might be it, e.g. --columns "
+                    f"{hints[0][0]}={hints[0][1]}" if hints else
+                    "; name one, e.g. --columns prompt=<column>,completion=<column>")
+            raise ConfigError(f"no prompt or messages column found among {names}{hint}")
+    for role in ("completion", "reference"):
+        if getattr(given, role) is None:
+            sure((role,), role)
+    cols = replace(given, **found)
+    if cols.prompt is not None and cols.messages is not None:
+        raise ConfigError("give either a prompt column or a messages column, not both")
+    for role in ("prompt", "messages", "completion", "reference", "system", *cols.metadata):
+        col = role if role in cols.metadata else getattr(cols, role)
+        if col is not None and col not in names:
+            raise ConfigError(f"column {col!r} (for {role if role not in cols.metadata else 'metadata'}) "
+                              f"is not in the data; columns are {names}")
+    for role in ("messages", "prompt", "completion", "reference", "system"):
+        col = getattr(cols, role)
+        if col is not None:
+            how = "given" if getattr(given, role) is not None else "found by name"
+            notes.append(f"{role}: {col!r} ({how})")
+        elif role == "completion" and cols.messages is None:
+            notes.append(unmapped(role, (role,)))
+        elif role == "completion":
+            notes.append("completion: the last assistant message of each conversation")
+        elif role == "reference":
+            notes.append(unmapped(role, (role,)))
+    if cols.metadata:
+        notes.append(f"metadata: {', '.join(repr(c) for c in cols.metadata)} (given)")
+    return cols, notes
 
 
 def _messages(value: Any, what: str) -> list[tuple[str, str]]:
@@ -228,6 +295,114 @@ def iter_rows(ds: Any, indices: Sequence[int] | None = None, chunk: int = 1024) 
             pos += 1
 
 
+def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
+    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in
+    order, reading ``chunk`` rows at a time (memory bounded by the chunk)."""
+    import numpy as np
+
+    for start in range(0, n, chunk):
+        end = min(start + chunk, n)
+        hits = np.flatnonzero(mask[start:end])
+        if hits.size == 0:
+            continue
+        block = ds[start:end]
+        keys = list(block)
+        for j in hits.tolist():
+            yield start + j, {k: block[k][j] for k in keys}
+
+
+class ArrowSlices:
+    """Consecutive row ranges of a dataset as pyarrow Tables, read forward in
+    chunks: ``take(a, b)`` for ``a`` never going back."""
+
+    def __init__(self, ds: Any, n: int, chunk: int = 4096):
+        self.ds = ds.with_format("arrow")
+        self.n = n
+        self.chunk = chunk
+        self._start = 0
+        self._table = None
+
+    def take(self, a: int, b: int):
+        import pyarrow as pa
+
+        parts = []
+        while a < b:
+            if self._table is None or not (self._start <= a < self._start + self._table.num_rows):
+                self._start = a
+                self._table = self.ds[a:min(self.n, max(b, a + self.chunk))]
+            stop = min(b, self._start + self._table.num_rows)
+            parts.append(self._table.slice(a - self._start, stop - a))
+            a = stop
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def _normalize_content_parts(value: Any) -> Any:
+    """A list of messages with every content as a list of parts (a str
+    becomes one text part), so that rows mixing both forms share one type."""
+    if isinstance(value, list) and value and all(isinstance(m, Mapping) and "content" in m for m in value):
+        out = []
+        for m in value:
+            content = m["content"]
+            if content is None:
+                content = []
+            elif isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            elif isinstance(content, Mapping):
+                content = [dict(content)]
+            out.append({**m, "content": content})
+        return out
+    return value
+
+
+def _uses_content_parts(rows: Iterator[Mapping[str, Any]]) -> bool:
+    for row in rows:
+        for v in row.values():
+            if isinstance(v, list) and any(isinstance(m, Mapping) and isinstance(m.get("content"), list)
+                                           for m in v):
+                return True
+    return False
+
+
+def _json_rows(path: Path) -> Iterator[dict]:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        head = f.read(1)
+        while head and head.isspace():
+            head = f.read(1)
+        if head == "[":  # a JSON array file
+            for row in json.loads(head + f.read()):
+                yield row
+            return
+        first = head + f.readline()
+        if first.strip():
+            yield json.loads(first)
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _load_json_with_parts(path: Path):
+    """Load JSON(L) whose messages mix str and content-part contents (which
+    Arrow cannot type as one column): rewrite them with every content as a
+    list of parts into a temporary JSONL, a row at a time, and load that."""
+    import tempfile
+
+    import datasets
+
+    with tempfile.TemporaryDirectory(prefix="rewardjudge-parts-") as tmp:
+        fixed = Path(tmp) / "rows.jsonl"
+        with open(fixed, "w", encoding="utf-8") as out:
+            for row in _json_rows(path):
+                if not isinstance(row, Mapping):
+                    raise ConfigError(f"{path}: every row must be a JSON object")
+                out.write(json.dumps({k: _normalize_content_parts(v) for k, v in row.items()},
+                                     ensure_ascii=False) + "\n")
+        ds = datasets.Dataset.from_json(str(fixed))
+        return ds.flatten_indices() if ds._indices is not None else ds
+
+
 def load_data(data: Any, *, split: str | None = None):
     """A ``datasets.Dataset`` from any of the accepted inputs (see module doc)."""
     import datasets
@@ -239,7 +414,13 @@ def load_data(data: Any, *, split: str | None = None):
     if isinstance(data, list):
         if not all(isinstance(r, Mapping) for r in data):
             raise ConfigError("a list of rows must hold dicts (column -> value)")
-        return datasets.Dataset.from_list([dict(r) for r in data])
+        try:
+            return datasets.Dataset.from_list([dict(r) for r in data])
+        except Exception:  # e.g. messages mixing str and content-part contents
+            if not _uses_content_parts(iter(data)):
+                raise
+            return datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()}
+                                               for r in data])
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
         return datasets.Dataset.from_pandas(data, preserve_index=False)
     if not isinstance(data, (str, os.PathLike)):
@@ -265,6 +446,14 @@ def load_data(data: Any, *, split: str | None = None):
         try:
             return loader(str(path))
         except Exception as exc:  # datasets raises many kinds; say which file and why
+            if loader is datasets.Dataset.from_json:
+                try:
+                    if _uses_content_parts(_json_rows(path)):
+                        return _load_json_with_parts(path)
+                except ConfigError:
+                    raise
+                except Exception:
+                    pass
             raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
     text = str(data)
     if text.count("/") <= 1 and not text.startswith((".", "/", "~")) and not Path(text).suffix:

@@ -12,6 +12,11 @@ the last full line.
 A row may appear more than once (``retry_unscored`` appends a new record):
 the last record wins.
 
+A resumed run of any size holds no records in memory: ``scan`` reads the
+file a line at a time and keeps, per row, where its last record starts, its
+input digest and its status (``JournalIndex``, 17 bytes a row); ``Reader``
+reads a record back from its offset when the results are written.
+
 >>> j = Journal("out/journal.jsonl")            # doctest: +SKIP
 >>> done = j.load()                             # {row: record}
 >>> j.append({"row": 3, "input": "ab12", "grade": {...}})  # doctest: +SKIP
@@ -26,9 +31,41 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..grade import STATUSES
+
 log = logging.getLogger("rewardjudge")
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "JournalIndex"]
+
+STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
+
+
+class JournalIndex:
+    """Per row ``0..n-1``: the byte offset of its last journal record (-1:
+    none), that record's input digest (64 bits) and grade status code."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.offset = np.full(n, -1, dtype=np.int64)
+        self.digest = np.zeros(n, dtype=np.uint64)
+        self.status = np.full(n, -1, dtype=np.int8)
+
+    def set(self, row: int, offset: int, digest: str | None, status: str) -> None:
+        self.offset[row] = offset
+        try:
+            self.digest[row] = int(digest or "0", 16) & 0xFFFFFFFFFFFFFFFF
+        except ValueError:
+            self.digest[row] = 0
+        self.status[row] = STATUS_CODES.get(status, -1)
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.offset >= 0
+
+    def count(self) -> int:
+        return int(np.count_nonzero(self.offset >= 0))
 
 
 class Journal:
@@ -40,6 +77,7 @@ class Journal:
         self._fd: int | None = None
         self._last_sync = 0.0
         self._dirty = False
+        self._size = 0
 
     def load(self) -> dict[int, dict[str, Any]]:
         """Every row's last record. Drops (and truncates away) a torn last line."""
@@ -69,27 +107,68 @@ class Journal:
             done[row] = rec
         return done
 
+    def scan(self, n: int) -> tuple[JournalIndex, int]:
+        """Index the last record of rows ``0..n-1``, reading a line at a time;
+        also the number of rows journaled at or beyond ``n`` (a longer
+        earlier run). Drops (and truncates away) a torn last line."""
+        index = JournalIndex(n)
+        beyond: set[int] = set()
+        if self.path is None or not self.path.exists():
+            return index, 0
+        offset = 0
+        with open(self.path, "rb") as f:
+            for lineno, line in enumerate(f, 1):
+                start, offset = offset, offset + len(line)
+                if not line.endswith(b"\n"):
+                    log.warning("journal %s: dropping a torn last line (%d bytes); that row is graded "
+                                "again", self.path, len(line))
+                    with open(self.path, "r+b") as w:
+                        w.truncate(start)
+                        w.flush()
+                        os.fsync(w.fileno())
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                    row = int(rec["row"])
+                    status = rec["grade"]["status"]
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.warning("journal %s line %d is unreadable (%s); that row is graded again",
+                                self.path, lineno, exc)
+                    continue
+                if 0 <= row < n:
+                    index.set(row, start, rec.get("input"), status)
+                elif row >= n and len(beyond) < 10_000_000:
+                    beyond.add(row)
+        return index, len(beyond)
+
     def _open(self) -> int:
         if self._fd is None:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._size = os.fstat(self._fd).st_size  # one writer (the run holds a lock)
         return self._fd
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line, now."""
+    def append(self, record: dict[str, Any]) -> int:
+        """Write one record as one line, now; return the offset it starts at
+        (-1 for an in-memory journal)."""
         if self.path is None:
-            return
+            return -1
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
         fd = self._open()
+        start = self._size
         view = memoryview(line)
         while view:  # a regular file takes it in one write; loop in case it does not
             written = os.write(fd, view)
             view = view[written:]
+        self._size += len(line)
         self._dirty = True
         now = time.monotonic()
         if now - self._last_sync >= self.sync_interval:
             self.sync()
+        return start
 
     def sync(self) -> None:
         if self._fd is not None and self._dirty:
@@ -102,3 +181,17 @@ class Journal:
             self.sync()
             os.close(self._fd)
             self._fd = None
+
+
+class Reader:
+    """Reads journal records back by offset (buffered, for mostly-forward reads)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self._f = open(path, "rb")
+
+    def read(self, offset: int) -> dict[str, Any]:
+        self._f.seek(offset)
+        return json.loads(self._f.readline())
+
+    def close(self) -> None:
+        self._f.close()

@@ -5,11 +5,19 @@
 hands the grading to a Ray Data pipeline: ``map_batches`` over an actor pool
 of graders. Each actor builds its own graders (graders hold connections and
 compiled templates, so they are built where they run, from a SPEC string or
-a picklable factory ``f(model) -> Grader``), one per judge endpoint; row
+a picklable factory ``f(model) -> Grader``), one per judge endpoint.
+
+The unit of work is a group, as in ``evaluate_dataset``: rows sharing a
+prompt (within ``group_window`` consecutive rows, at most ``max_group`` a
+piece) travel together, and the actor hands the whole group to one
+``grade_batch`` call, so ``CandidateJudgeGrader(batch_size=8)`` costs one
+request per eight rows of a prompt here too. The group whose first row is
 ``i`` goes to endpoint ``i % len(judge_urls)``, so several judge servers
-share the load evenly and the assignment is reproducible. Finished rows
-stream back to the driver, which journals them as they arrive: a killed
-driver resumes like a single-process run.
+share the load evenly and the assignment is reproducible (with one row per
+prompt: row ``i`` to endpoint ``i % len(judge_urls)``). Finished rows
+stream back to the driver in order, which journals and writes them as they
+arrive: a killed driver resumes like a single-process run. The driver holds
+the pending rows' threads (as JSON) while Ray runs.
 
 Local use::
 
@@ -74,40 +82,50 @@ class _GraderActor:
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         from ..thread import StringThread
 
-        rows = [int(r) for r in batch["row"]]
-        threads = []
-        for text in batch["thread"]:
-            d = json.loads(text)
-            threads.append(StringThread([tuple(t) for t in d["turns"]], d["metadata"]))
         n = len(self.graders)
 
-        async def one(row: int, thread: StringThread) -> str:
-            (grade,) = await self.graders[row % n].grade_batch([thread])
-            return json.dumps(grade.to_dict(), default=str, ensure_ascii=False)
+        async def one(text: str) -> tuple[list[int], list[str], str]:
+            group = json.loads(text)
+            rows = [int(r) for r in group["rows"]]
+            threads = [StringThread([tuple(t) for t in d["turns"]], d["metadata"]) for d in group["threads"]]
+            grades = await self.graders[rows[0] % n].grade_batch(threads)
+            return rows, [json.dumps(g.to_dict(), default=str, ensure_ascii=False) for g in grades], \
+                self.urls[rows[0] % n]
 
         try:
-            grades = await asyncio.gather(*(one(r, t) for r, t in zip(rows, threads)))
+            done = await asyncio.gather(*(one(text) for text in batch["group"]))
         finally:
             # Ray Data gives an actor no async teardown: close connections after each
             # batch (the next batch reopens them) rather than leak them at exit
             await asyncio.gather(*(c.aclose() for c in self.clients))
-        return {"row": rows, "grade": list(grades), "endpoint": [self.urls[r % n] for r in rows]}
+        rows, grades, endpoints = [], [], []
+        for r, g, url in done:
+            rows += r
+            grades += g
+            endpoints += [url] * len(r)
+        return {"row": rows, "grade": grades, "endpoint": endpoints}
 
 
 def _ray_runner(grader_spec: Any, judge_urls: list[str], judge_model: str, *, num_actors: int,
                 batch_size: int, concurrency: int, cache: str | None, model_kwargs: dict[str, Any],
                 expected_version: str) -> Callable:
-    async def run(_driver_grader: Grader, pending: Iterator[tuple[int, Any, str]],
+    async def run(_driver_grader: Grader, groups: Iterator[list[tuple[int, Any, str]]],
                   on_done: Callable[[int, str, Grade], None]) -> None:
         import ray
 
         items, digests = [], {}
-        for i, thread, digest in pending:
-            digests[i] = digest
-            items.append({"row": i, "thread": json.dumps({"turns": thread.turns, "metadata": thread.metadata},
-                                                         default=str, ensure_ascii=False)})
+        for group in groups:
+            for i, _, digest in group:
+                digests[i] = digest
+            items.append({"group": json.dumps(
+                {"rows": [i for i, _, _ in group],
+                 "threads": [{"turns": t.turns, "metadata": t.metadata} for _, t, _ in group]},
+                default=str, ensure_ascii=False)})
+        if not items:
+            return
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the driver's bar counts journaled rows
+        ctx.execution_options.preserve_order = True  # rows reach the ordered writer in order
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items) // batch_size + 1,
                                                                          num_actors * 4)))
         graded = ds.map_batches(
@@ -180,8 +198,9 @@ def evaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[str], j
 
     ``grader``: a SPEC string (see ``resolve_grader``) or a picklable
     factory ``f(model) -> Grader``. ``judge_urls``: OpenAI-compatible
-    endpoints; row ``i`` goes to ``judge_urls[i % len(judge_urls)]``.
-    ``num_actors`` actors grade ``batch_size`` rows per call with up to
+    endpoints; the group (rows sharing a prompt, see the module doc) whose
+    first row is ``i`` goes to ``judge_urls[i % len(judge_urls)]``, whole.
+    ``num_actors`` actors grade ``batch_size`` groups per call with up to
     ``concurrency`` requests in flight per endpoint per actor. ``cache``: an
     SQLite judge cache per node. ``model_kwargs`` go to each ``OpenAIModel``
     (timeout, structured_output...). ``ray_init``: arguments for

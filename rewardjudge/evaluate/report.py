@@ -1,9 +1,13 @@
 """Reports on a finished evaluation: summary, histogram, paired comparison.
 
-The mean is taken over rows with a value (``scored`` and ``penalized``: an
-evaluation penalty is part of the metric); ``unscored`` rows (judge failures)
-are counted, never averaged in. Intervals are percentile bootstrap intervals
-(``n_boot`` resamples, fixed seed, so a report is reproducible).
+The mean, median (p50) and interval are taken over rows with a value
+(``scored`` and ``penalized``: an evaluation penalty is part of the metric);
+``unscored`` rows (judge failures) are counted, never averaged in. Rows whose
+verdict is a label (PASS/FAIL, a scorer's category) are also counted per
+label (``grade_label``). Intervals are percentile bootstrap intervals
+(``n_boot`` resamples, fixed seed, so a report is reproducible). Everything
+is computed in one pass over the grades (``SummaryBuilder``), keeping 12
+bytes a row.
 
 >>> summary = summarize(grades)                       # doctest: +SKIP
 >>> print(summary)                                    # doctest: +SKIP
@@ -25,25 +29,51 @@ import numpy as np
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
 
-__all__ = ["Comparison", "Summary", "bootstrap_ci", "compare", "save_histogram", "summarize"]
+__all__ = ["Comparison", "RunStats", "Summary", "SummaryBuilder", "bootstrap_ci", "compare", "grade_label",
+           "save_histogram", "summarize"]
 
 
-def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, n_boot: int = 2000,
+#: more distinct values than this are resampled as this many equal-count quantile bins
+BOOTSTRAP_SUPPORT = 2048
+
+
+def _support(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, counts) of ``x``; past ``BOOTSTRAP_SUPPORT`` distinct
+    values, the means and sizes of that many equal-count bins of sorted ``x``."""
+    uniq, counts = np.unique(x, return_counts=True)
+    if uniq.size <= BOOTSTRAP_SUPPORT:
+        return uniq, counts
+    xs = np.sort(x)
+    edges = np.linspace(0, xs.size, BOOTSTRAP_SUPPORT + 1).astype(np.int64)
+    sizes = np.diff(edges)
+    sums = np.add.reduceat(xs, edges[:-1])
+    return sums / sizes, sizes
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, n_boot: int = 2000,
                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; (nan, nan) for no values."""
-    x = np.asarray(values, dtype=float)
+    """Percentile bootstrap interval of the mean; (nan, nan) for no values.
+
+    Resampling ``n`` values with replacement is drawing how many times each
+    distinct value comes up, a multinomial over the distinct values, so the
+    cost is ``n_boot`` x (distinct values), not ``n_boot`` x ``n``: a million
+    binary or 1-5 grades take milliseconds. Past ``BOOTSTRAP_SUPPORT``
+    distinct values (continuous scores) the values are grouped into that many
+    equal-count quantile bins, each resampled at its mean.
+    """
+    x = np.asarray(values, dtype=float).ravel()
     if x.size == 0:
         return (math.nan, math.nan)
     if x.size == 1:
         return (float(x[0]), float(x[0]))
+    support, counts = _support(x)
     rng = np.random.default_rng(seed)
     means = np.empty(n_boot)
-    # resample in blocks to bound memory on large runs
-    block = max(1, min(n_boot, 2_000_000 // x.size))
+    block = max(1, min(n_boot, 1_000_000 // support.size))  # bound the draws held at once
     for start in range(0, n_boot, block):
         stop = min(n_boot, start + block)
-        idx = rng.integers(0, x.size, size=(stop - start, x.size))
-        means[start:stop] = x[idx].mean(axis=1)
+        draws = rng.multinomial(x.size, counts / x.size, size=stop - start)
+        means[start:stop] = draws @ support / x.size
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
@@ -53,9 +83,62 @@ def _grade_dict(g: Grade | Mapping[str, Any]) -> Mapping[str, Any]:
     return g.to_dict() if isinstance(g, Grade) else g
 
 
+#: verdict fields read as a label, first match wins (see ``grade_label``)
+LABEL_FIELDS = ("label", "verdict", "score", "grade", "decision")
+
+
+def _as_label(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str) and v.strip():
+        return v.strip()
+    return None
+
+
+def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
+    """The label of a label-valued verdict, or None.
+
+    Only scored grades have one. Read, first match wins, from the grade's
+    ``extra``: ``label`` (scorers: the categorical label, or ``"true"`` /
+    ``"false"`` for boolean specs), then ``verdict`` when it is a string or
+    a boolean, then the first string or boolean among the verdict object's
+    fields ``label``, ``verdict``, ``score``, ``grade``, ``decision`` (the
+    templated graders keep the judge's verdict there, e.g. ``"PASS"``).
+    Numeric verdicts (a 1-5 grade) have no label: their value says it.
+
+    >>> grade_label(Grade(value=1.0, grader_key="g", extra={"verdict": {"reasoning": "ok", "score": "PASS"}}))
+    'PASS'
+    >>> grade_label(Grade(value=0.6, grader_key="g", extra={"verdict": {"reasoning": "ok", "score": 4}})) is None
+    True
+    """
+    g = _grade_dict(grade)
+    if g.get("status", "scored" if g.get("value") is not None else "unscored") != "scored":
+        return None
+    extra = g.get("extra") or {}
+    if not isinstance(extra, Mapping):
+        return None
+    found = _as_label(extra.get("label"))
+    if found is not None:
+        return found
+    verdict = extra.get("verdict")
+    if isinstance(verdict, Mapping):
+        for key in LABEL_FIELDS:
+            found = _as_label(verdict.get(key))
+            if found is not None:
+                return found
+        return None
+    return _as_label(verdict)
+
+
+def _quantile(x: np.ndarray, q: float) -> float | None:
+    return float(np.quantile(x, q)) if x.size else None
+
+
 @dataclass
 class Summary:
-    """What a run produced. ``mean`` is over valued rows (scored + penalized)."""
+    """What a run produced. ``mean``, ``p50`` and ``ci`` are over valued rows
+    (scored + penalized); ``labels`` counts the label of each scored row
+    whose verdict is a label (see ``grade_label``), most frequent first."""
 
     n: int
     counts: dict[str, int]
@@ -69,6 +152,8 @@ class Summary:
     grader_key: str | None = None
     grader_version: str | None = None
     errors: dict[str, int] = field(default_factory=dict)
+    p50: float | None = None
+    labels: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,10 +163,13 @@ class Summary:
         if self.mean is not None:
             ci = f" [{self.ci[0]:.4f}, {self.ci[1]:.4f}] ({self.confidence:.0%} bootstrap CI)" if self.ci else ""
             lines.append(f"mean value: {self.mean:.4f}{ci} over {self.n - self.counts.get('unscored', 0)} valued rows")
+            lines.append(f"median (p50) value: {self.p50:.4f}")
         else:
             lines.append("mean value: n/a (no valued rows)")
         if self.mean_scored is not None:
             lines.append(f"mean of scored rows only: {self.mean_scored:.4f}")
+        if self.labels:
+            lines.append("labels: " + "  ".join(f"{lab}: {k}" for lab, k in self.labels.items()))
         if self.latency_s:
             lat = self.latency_s
             lines.append(f"judge latency per row: mean {lat['mean']:.3f}s  p50 {lat['p50']:.3f}s  "
@@ -96,52 +184,119 @@ class Summary:
         return "\n".join(lines)
 
 
-def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
-              n_boot: int = 2000, seed: int = 0) -> Summary:
-    """Summary of Grades (or their ``to_dict()`` forms)."""
-    rows = [_grade_dict(g) for g in grades]
-    counts = {s: 0 for s in STATUSES}
-    values, scored, latencies = [], [], []
-    tokens: dict[str, int] = {}
-    attempts = 0
-    errors: dict[str, int] = {}
-    keys, versions = set(), set()
-    for g in rows:
+_STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
+_MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under "other"
+
+
+class SummaryBuilder:
+    """A ``Summary`` built in one pass, a grade at a time, in bounded memory.
+
+    Holds counters, and per row only its value (float64) and latency
+    (float32), for the median, the bootstrap and the histogram: 12 bytes a
+    row. ``capacity`` preallocates them (the row count, when known).
+
+    >>> b = SummaryBuilder()
+    >>> for g in grades: b.add(g)                        # doctest: +SKIP
+    >>> summary = b.summary()                            # doctest: +SKIP
+    """
+
+    def __init__(self, capacity: int = 1024):
+        self.n = 0
+        self.counts = {s: 0 for s in STATUSES}
+        self.labels: dict[str, int] = {}
+        self.tokens: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+        self.attempts = 0
+        self.keys: set[Any] = set()
+        self.versions: set[Any] = set()
+        self._values = np.empty(max(1, capacity))
+        self._status = np.empty(max(1, capacity), dtype=np.int8)
+        self._nv = 0
+        self._lat = np.empty(max(1, capacity), dtype=np.float32)
+        self._nl = 0
+
+    def _grow(self, name: str, used: int) -> np.ndarray:
+        arr = getattr(self, name)
+        if used == arr.size:
+            arr = np.resize(arr, arr.size * 2)
+            setattr(self, name, arr)
+        return arr
+
+    def add(self, grade: Grade | Mapping[str, Any], label: str | None = None) -> None:
+        """Count one grade (a Grade or its ``to_dict()``); ``label`` if
+        already read (else ``grade_label`` reads it)."""
+        g = _grade_dict(grade)
+        self.n += 1
         status = g.get("status")
-        counts[status] = counts.get(status, 0) + 1
-        if g.get("value") is not None:
-            values.append(float(g["value"]))
-            if status == "scored":
-                scored.append(float(g["value"]))
+        self.counts[status] = self.counts.get(status, 0) + 1
+        value = g.get("value")
+        if value is not None:
+            self._grow("_values", self._nv)[self._nv] = float(value)
+            self._grow("_status", self._nv)[self._nv] = _STATUS_CODE.get(status, 0)
+            self._nv += 1
+        if label is None:
+            label = grade_label(g)
+        if label is not None:
+            self.labels[label] = self.labels.get(label, 0) + 1
         if status == "unscored":
             reason = (g.get("error") or "unknown").split(":")[0][:80]
-            errors[reason] = errors.get(reason, 0) + 1
-        if g.get("latency_s") is not None:
-            latencies.append(float(g["latency_s"]))
+            if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
+                reason = "other"
+            self.errors[reason] = self.errors.get(reason, 0) + 1
+        latency = g.get("latency_s")
+        if latency is not None:
+            self._grow("_lat", self._nl)[self._nl] = float(latency)
+            self._nl += 1
         for k, v in (g.get("usage") or {}).items():
-            if isinstance(v, (int, float)):
-                tokens[k] = tokens.get(k, 0) + int(v)
-        attempts += int(g.get("attempts") or 0)
-        keys.add(g.get("grader_key"))
-        versions.add(g.get("grader_version"))
-    lat: dict[str, float] = {}
-    if latencies:
-        a = np.asarray(latencies)
-        lat = {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)),
-               "p95": float(np.quantile(a, 0.95)), "max": float(a.max())}
-    return Summary(
-        n=len(rows), counts=counts, mean=float(np.mean(values)) if values else None,
-        ci=bootstrap_ci(values, confidence=confidence, n_boot=n_boot, seed=seed) if values else None,
-        confidence=confidence, mean_scored=float(np.mean(scored)) if scored else None,
-        latency_s=lat, tokens=tokens, attempts=attempts,
-        grader_key=next(iter(keys)) if len(keys) == 1 else None,
-        grader_version=next(iter(versions)) if len(versions) == 1 else None, errors=errors)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.tokens[k] = self.tokens.get(k, 0) + int(v)
+        self.attempts += int(g.get("attempts") or 0)
+        if len(self.keys) < 2:
+            self.keys.add(g.get("grader_key"))
+        if len(self.versions) < 2:
+            self.versions.add(g.get("grader_version"))
+
+    @property
+    def values(self) -> np.ndarray:
+        """Values of valued rows (scored and penalized), in the order added."""
+        return self._values[:self._nv]
+
+    def values_of(self, status: str) -> np.ndarray:
+        return self.values[self._status[:self._nv] == _STATUS_CODE[status]]
+
+    def summary(self, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Summary:
+        values = self.values
+        scored = self.values_of("scored")
+        lat: dict[str, float] = {}
+        if self._nl:
+            a = self._lat[:self._nl].astype(np.float64)
+            lat = {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)),
+                   "p95": float(np.quantile(a, 0.95)), "max": float(a.max())}
+        return Summary(
+            n=self.n, counts=dict(self.counts), mean=float(values.mean()) if values.size else None,
+            ci=bootstrap_ci(values, confidence=confidence, n_boot=n_boot, seed=seed) if values.size else None,
+            confidence=confidence, mean_scored=float(scored.mean()) if scored.size else None,
+            latency_s=lat, tokens=dict(self.tokens), attempts=self.attempts,
+            grader_key=next(iter(self.keys)) if len(self.keys) == 1 else None,
+            grader_version=next(iter(self.versions)) if len(self.versions) == 1 else None,
+            errors=dict(self.errors), p50=_quantile(values, 0.5),
+            labels=dict(sorted(self.labels.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
-def save_histogram(grades: Iterable[Grade | Mapping[str, Any]], path: str | os.PathLike, *,
+def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
+              n_boot: int = 2000, seed: int = 0) -> Summary:
+    """Summary of Grades (or their ``to_dict()`` forms), in one pass."""
+    builder = SummaryBuilder()
+    for g in grades:
+        builder.add(g)
+    return builder.summary(confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder", path: str | os.PathLike, *,
                    title: str | None = None) -> Path:
     """A PNG histogram of values, scored and penalized rows stacked apart.
 
+    ``grades``: Grades (or their dicts), or the ``SummaryBuilder`` of a run.
     Few distinct values (binary or 1-5 verdicts) get one bar each; otherwise
     20 bins. Uses matplotlib's Agg backend (no display needed).
     """
@@ -150,18 +305,22 @@ def save_histogram(grades: Iterable[Grade | Mapping[str, Any]], path: str | os.P
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    rows = [_grade_dict(g) for g in grades]
-    by = {s: [float(g["value"]) for g in rows if g.get("status") == s and g.get("value") is not None]
-          for s in ("scored", "penalized")}
-    unscored = sum(1 for g in rows if g.get("status") == "unscored")
-    distinct = sorted(set(by["scored"]) | set(by["penalized"]))
+    if isinstance(grades, SummaryBuilder):
+        builder = grades
+    else:
+        builder = SummaryBuilder()
+        for g in grades:
+            builder.add(g)
+    by = {s: builder.values_of(s) for s in ("scored", "penalized")}
+    unscored = builder.counts.get("unscored", 0)
+    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
     try:
         if distinct and len(distinct) <= 12:
             width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
             bottom = np.zeros(len(distinct))
             for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
-                heights = np.array([by[status].count(v) for v in distinct], dtype=float)
+                heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
                 if heights.any():
                     ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
                     bottom += heights
@@ -171,7 +330,7 @@ def save_histogram(grades: Iterable[Grade | Mapping[str, Any]], path: str | os.P
                     color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
         ax.set_xlabel("grade value")
         ax.set_ylabel("rows")
-        ax.set_title(title or f"grades (n={len(rows)}, unscored={unscored})")
+        ax.set_title(title or f"grades (n={builder.n}, unscored={unscored})")
         if distinct:
             ax.legend()
         else:
@@ -186,8 +345,31 @@ def save_histogram(grades: Iterable[Grade | Mapping[str, Any]], path: str | os.P
 
 
 @dataclass
+class RunStats:
+    """One side of a comparison: its valued rows' mean, median and interval,
+    and its label counts."""
+
+    n_valued: int
+    mean: float | None
+    p50: float | None
+    ci: tuple[float, float] | None
+    labels: dict[str, int] = field(default_factory=dict)
+
+    def line(self, name: str) -> str:
+        if self.mean is None:
+            text = f"{name}: no valued rows"
+        else:
+            text = (f"{name}: mean {self.mean:.4f} [{self.ci[0]:.4f}, {self.ci[1]:.4f}]  "
+                    f"p50 {self.p50:.4f}  over {self.n_valued} valued rows")
+        if self.labels:
+            text += "  labels: " + "  ".join(f"{lab}: {k}" for lab, k in self.labels.items())
+        return text
+
+
+@dataclass
 class Comparison:
-    """Paired difference ``b - a`` over rows valued in both runs."""
+    """Paired difference ``b - a`` over rows valued in both runs; ``a`` and
+    ``b`` describe each run on its own (all its valued rows)."""
 
     n_pairs: int
     n_excluded: int
@@ -199,74 +381,137 @@ class Comparison:
     b_better: int
     a_better: int
     ties: int
+    a: RunStats | None = None
+    b: RunStats | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def __str__(self) -> str:
+        sides = [s.line(name) for name, s in (("a", self.a), ("b", self.b)) if s is not None]
         if self.mean_diff is None:
-            return f"no row is valued in both runs ({self.n_excluded} rows excluded)"
+            return "\n".join([*sides, f"no row is valued in both runs ({self.n_excluded} rows excluded)"])
         lo, hi = self.ci
         verdict = ("b is higher" if lo > 0 else "a is higher" if hi < 0 else "no clear difference")
-        return (f"paired rows: {self.n_pairs} (excluded {self.n_excluded}: unscored or missing in one run)\n"
-                f"mean a: {self.mean_a:.4f}  mean b: {self.mean_b:.4f}\n"
-                f"b - a: {self.mean_diff:+.4f} [{lo:+.4f}, {hi:+.4f}] ({self.confidence:.0%} bootstrap CI): "
-                f"{verdict}\n"
-                f"per row: b higher {self.b_better}, a higher {self.a_better}, ties {self.ties}")
+        return "\n".join([
+            *sides,
+            f"paired rows: {self.n_pairs} (excluded {self.n_excluded}: unscored or missing in one run)",
+            f"mean a: {self.mean_a:.4f}  mean b: {self.mean_b:.4f}",
+            f"b - a: {self.mean_diff:+.4f} [{lo:+.4f}, {hi:+.4f}] ({self.confidence:.0%} bootstrap CI): {verdict}",
+            f"per row: b higher {self.b_better}, a higher {self.a_better}, ties {self.ties}"])
 
 
-def _values_by_row(run: Any) -> dict[int, float | None]:
-    """Row key -> value of a run: an EvalResult, a Dataset / list of row
-    dicts with grade columns, an output folder, or a list of Grades/values."""
-    if hasattr(run, "dataset") and hasattr(run, "summary"):
+def _results_path(run: str | os.PathLike) -> Path:
+    path = Path(run)
+    if path.is_dir():
+        for name in ("results.parquet", "results.jsonl"):
+            if (path / name).exists():
+                return path / name
+        path = path / "results.jsonl"
+    if not path.exists():
+        raise ConfigError(f"no results at {path}: pass an evaluation output folder, its results.parquet "
+                          f"or its results.jsonl")
+    return path
+
+
+def _read_run(run: Any) -> tuple[np.ndarray, list[str | None]]:
+    """A run's values (NaN where unscored) and labels, in row order: an
+    EvalResult, an output folder or its results file (read a column at a
+    time, not a row dict at a time), a Dataset / list of row dicts with
+    grade columns, or a list of Grades / values."""
+    if hasattr(run, "output_dir") and hasattr(run, "summary") and getattr(run, "output_dir", None) \
+            and "parquet" in getattr(run, "files", {}):
+        run = run.files["parquet"]
+    elif hasattr(run, "dataset") and hasattr(run, "summary"):
         run = run.dataset
     if isinstance(run, (str, os.PathLike)):
-        path = Path(run)
-        if path.is_dir():
-            path = path / "results.jsonl"
-        if not path.exists():
-            raise ConfigError(f"no results at {path}: pass an evaluation output folder or its results.jsonl")
+        path = _results_path(run)
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            names = set(pq.ParquetFile(path).schema_arrow.names)
+            if "grade_value" not in names:
+                raise ConfigError(f"{path} has no 'grade_value' column (not an evaluate_dataset output)")
+            table = pq.read_table(path, columns=[c for c in ("grade_value", "grade_label") if c in names])
+            values = table.column("grade_value").to_numpy(zero_copy_only=False).astype(float)
+            labels = (table.column("grade_label").to_pylist() if "grade_label" in names
+                      else [None] * len(values))
+            return values, labels
+        vals: list[float] = []
+        labels = []
         with open(path, encoding="utf-8") as f:
-            run = [json.loads(line) for line in f if line.strip()]
+            for line in f:
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if "grade_value" not in row:
+                    raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
+                v = row["grade_value"]
+                vals.append(math.nan if v is None else float(v))
+                labels.append(row.get("grade_label"))
+        return np.asarray(vals, dtype=float), labels
     if hasattr(run, "column_names") and hasattr(run, "to_list"):
-        run = run.to_list()
-    out: dict[int, float | None] = {}
-    for i, item in enumerate(run):
+        if "grade_value" not in run.column_names:
+            raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
+        values = np.asarray([math.nan if v is None else v for v in run["grade_value"]], dtype=float)
+        labels = run["grade_label"] if "grade_label" in run.column_names else [None] * len(values)
+        return values, list(labels)
+    vals, labels = [], []
+    for item in run:
         if isinstance(item, Grade):
-            out[i] = item.value
+            vals.append(math.nan if item.value is None else item.value)
+            labels.append(grade_label(item))
         elif isinstance(item, Mapping):
             if "grade_value" not in item:
                 raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
-            out[i] = item["grade_value"]
+            v = item["grade_value"]
+            vals.append(math.nan if v is None else float(v))
+            labels.append(item.get("grade_label"))
         elif item is None or isinstance(item, (int, float)):
-            out[i] = None if item is None or (isinstance(item, float) and math.isnan(item)) else float(item)
+            vals.append(math.nan if item is None else float(item))
+            labels.append(None)
         else:
             raise ConfigError(f"cannot read a grade value from {type(item).__name__}")
-    return out
+    return np.asarray(vals, dtype=float), labels
+
+
+def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: float, n_boot: int,
+               seed: int) -> RunStats:
+    valued = values[~np.isnan(values)]
+    counts: dict[str, int] = {}
+    for lab in labels:
+        if lab is not None:
+            counts[lab] = counts.get(lab, 0) + 1
+    return RunStats(n_valued=int(valued.size), mean=float(valued.mean()) if valued.size else None,
+                    p50=_quantile(valued, 0.5),
+                    ci=bootstrap_ci(valued, confidence=confidence, n_boot=n_boot, seed=seed)
+                    if valued.size else None,
+                    labels=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
 def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
     """Paired comparison of two runs over the same rows (``b - a``).
 
-    Each run is an ``EvalResult``, an output folder, a results Dataset, or a
-    list of Grades / values in row order. Rows unscored in either run are
-    excluded (and counted).
+    Each run is an ``EvalResult``, an output folder (or its results file), a
+    results Dataset, or a list of Grades / values in row order. Rows
+    unscored in either run are excluded from the paired difference (and
+    counted). ``a`` and ``b`` on the result give each run's own mean, p50,
+    bootstrap interval and label counts.
     """
-    va, vb = _values_by_row(a), _values_by_row(b)
-    if len(va) != len(vb):
-        raise ConfigError(f"the runs have {len(va)} and {len(vb)} rows: a paired comparison needs the "
+    va, la = _read_run(a)
+    vb, lb = _read_run(b)
+    if va.size != vb.size:
+        raise ConfigError(f"the runs have {va.size} and {vb.size} rows: a paired comparison needs the "
                           f"same rows in the same order")
-    keys = sorted(va)
-    pairs = [(va[k], vb[k]) for k in keys
-             if va.get(k) is not None and vb.get(k) is not None]
-    excluded = len(keys) - len(pairs)
-    if not pairs:
-        return Comparison(0, excluded, None, None, None, None, confidence, 0, 0, 0)
-    xa = np.array([p[0] for p in pairs])
-    xb = np.array([p[1] for p in pairs])
+    kw = dict(confidence=confidence, n_boot=n_boot, seed=seed)
+    stats_a, stats_b = _run_stats(va, la, **kw), _run_stats(vb, lb, **kw)
+    both = ~np.isnan(va) & ~np.isnan(vb)
+    excluded = int(va.size - both.sum())
+    if not both.any():
+        return Comparison(0, excluded, None, None, None, None, confidence, 0, 0, 0, stats_a, stats_b)
+    xa, xb = va[both], vb[both]
     d = xb - xa
-    return Comparison(n_pairs=len(pairs), n_excluded=excluded, mean_a=float(xa.mean()),
+    return Comparison(n_pairs=int(both.sum()), n_excluded=excluded, mean_a=float(xa.mean()),
                       mean_b=float(xb.mean()), mean_diff=float(d.mean()),
-                      ci=bootstrap_ci(d, confidence=confidence, n_boot=n_boot, seed=seed),
-                      confidence=confidence, b_better=int((d > 0).sum()), a_better=int((d < 0).sum()),
-                      ties=int((d == 0).sum()))
+                      ci=bootstrap_ci(d, **kw), confidence=confidence, b_better=int((d > 0).sum()),
+                      a_better=int((d < 0).sum()), ties=int((d == 0).sum()), a=stats_a, b=stats_b)
