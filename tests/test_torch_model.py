@@ -205,6 +205,106 @@ async def test_probability_grader_on_a_torch_model(tiny):
     await judge.aclose()
 
 
+RUBRIC = ("You are a judge. Grade the answer to the question. " * 8).strip()
+
+
+def shared(i: int) -> list[dict[str, str]]:
+    # one long system prompt shared by every prompt, then a question of its own
+    return [{"role": "system", "content": RUBRIC},
+            {"role": "user", "content": "question " * (i % 5) + f"answer {i}?"},
+            {"role": "assistant", "content": "Grade: "}]
+
+
+async def test_prefix_sharing_gives_the_same_probabilities(tiny):
+    model, tok = tiny
+    plain = TorchModel(model, tok, share_prefix=False)
+    sharing = TorchModel(model, tok, max_batch_size=4)
+    assert sharing.share_prefix and not plain.share_prefix
+    want = await asyncio.gather(*(plain.grade_distribution(shared(i), DIGITS) for i in range(10)))
+    got = await asyncio.gather(*(sharing.grade_distribution(shared(i), DIGITS) for i in range(10)))
+    # the rubric's keys/values were computed once and reused by the three batches
+    assert sharing.batches["dist"] == 3
+    assert sharing.prefix_stats == {"computed": 1, "reused": 2}
+    assert all(g.raw["prefix_tokens"] >= 32 for g in got) and want[0].raw["prefix_tokens"] == 0
+    for a, b in zip(want, got):
+        assert [b.probs[d] for d in DIGITS] == pytest.approx([a.probs[d] for d in DIGITS], abs=1e-3)
+        assert b.usage == a.usage  # the prompt is still counted whole
+    # a later request alone reuses the cached prefix too, and still matches
+    late = await sharing.grade_distribution(shared(3), DIGITS)
+    assert sharing.prefix_stats["reused"] == 3 and late.raw["prefix_tokens"] >= 32
+    assert [late.probs[d] for d in DIGITS] == pytest.approx([want[3].probs[d] for d in DIGITS], abs=1e-3)
+    await plain.aclose()
+    await sharing.aclose()
+
+
+async def test_prompts_without_a_long_common_prefix_run_whole(tiny):
+    model, tok = tiny
+    judge = TorchModel(model, tok)
+    dists = await asyncio.gather(*(judge.grade_distribution(ask(i), DIGITS) for i in range(4)))
+    assert judge.prefix_stats["computed"] == 0 and {d.raw["prefix_tokens"] for d in dists} == {0}
+    await judge.aclose()
+
+
+def test_prefix_sharing_is_off_for_sliding_window_models():
+    from types import SimpleNamespace
+
+    from rewardjudge.models.torch_model import _full_attention_only
+
+    assert _full_attention_only(SimpleNamespace(sliding_window=None))
+    assert not _full_attention_only(SimpleNamespace(sliding_window=4096))
+    assert not _full_attention_only(SimpleNamespace(layer_types=["full_attention", "sliding_attention"]))
+
+
+async def test_the_next_batch_is_prepared_while_the_current_one_runs(tiny):
+    model, tok = tiny
+    events: list[tuple[str, int]] = []
+    loop_thread = threading.get_ident()
+    render_threads = set()
+    first_forward_started, second_batch_rendered = threading.Event(), threading.Event()
+
+    def template(messages):
+        # A chat template given as a function: it records when each prompt is rendered.
+        # The second batch's prompts wait (bounded) for the first forward to start, and the
+        # first forward waits (bounded) for them: with preparation running beside the
+        # forward, both waits end at once; prepared before any forward, both time out.
+        render_threads.add(threading.get_ident())
+        i = int(messages[0]["content"].split()[-1])
+        if i >= 2:
+            first_forward_started.wait(10)
+        events.append(("render", i))
+        if i >= 2:
+            second_batch_rendered.set()
+        return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    class Recording(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner, self.config, self.calls = inner, inner.config, 0
+
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, use_cache=None,
+                    logits_to_keep=0):
+            self.calls += 1
+            events.append(("forward start", self.calls))
+            first_forward_started.set()
+            if self.calls == 1:
+                second_batch_rendered.wait(10)
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                             position_ids=position_ids, use_cache=use_cache,
+                             logits_to_keep=logits_to_keep)
+            events.append(("forward end", self.calls))
+            return out
+
+    judge = TorchModel(Recording(model), tok, chat_template=template, max_batch_size=2)
+    msgs = [[{"role": "user", "content": f"question {i}"}] for i in range(4)]
+    await asyncio.gather(*(judge.grade_distribution(m, DIGITS) for m in msgs))
+    assert judge.batches["dist"] == 2
+    # rendering never ran on the event loop, and batch 2 was rendered during forward 1
+    assert loop_thread not in render_threads
+    first_end = events.index(("forward end", 1))
+    assert events.index(("forward start", 1)) < events.index(("render", 2)) < first_end
+    await judge.aclose()
+
+
 def test_load_a_checkpoint_folder_and_refuse_what_is_not_one(tiny, tmp_path):
     model, tok = tiny
     model.save_pretrained(tmp_path / "ckpt")
@@ -260,6 +360,23 @@ async def test_embedded_model_loads_from_its_cache_and_judges(embedded):
     # after "Grade: " nearly all of this model's mass is on digits (measured ~0.99 on detailed)
     assert all(g.status == "scored" and g.extra["valid_mass"] > 0.9 for g in grades)
     assert reply.text.strip() and reply.usage["completion_tokens"] <= 8
+
+
+async def test_prefix_sharing_on_the_embedded_judge_matches_full_prompts(embedded):
+    plain = TorchModel(embedded.model, embedded.tokenizer, share_prefix=False)
+    sharing = TorchModel(embedded.model, embedded.tokenizer)
+    threads = [StringThread([("user", q), ("assistant", a)]) for q, a in ITEMS]
+    want = await ProbabilityJudgeGrader("p", plain, scale="detailed").grade_batch(threads)
+    got = await ProbabilityJudgeGrader("p", sharing, scale="detailed").grade_batch(threads)
+    # the grader's instructions and grade descriptions are the shared prefix
+    assert sharing.prefix_stats["computed"] == 1
+    for a, b in zip(want, got):
+        assert a.status == b.status == "scored"
+        pa, pb = a.extra["probabilities"], b.extra["probabilities"]
+        assert max(abs(pa[g] - pb[g]) for g in pa) < 1e-3
+        assert b.value == pytest.approx(a.value, abs=1e-3)
+    await plain.aclose()
+    await sharing.aclose()
 
 
 @pytest.mark.judge

@@ -1,4 +1,4 @@
-"""TorchModel: an in-process judge over transformers, batched on one worker thread.
+"""TorchModel: an in-process judge over transformers, pipelined on two worker threads.
 
 * ``TorchModel.load(source)`` loads a local checkpoint folder, a ``.gguf``
   file or (``source=None``) the embedded SmolLM2 GGUF. A GGUF is converted
@@ -13,17 +13,33 @@
   within 1.1e-3 of fp32.
 * ``grade_distribution``: one prefill of the prompt (no generation); the
   softmax is exact over the whole vocabulary (no top-k cap), computed in
-  float32 from the last position's logits.
+  float32 on the device from the last position's logits; only the
+  probabilities of the choice tokens are copied back.
 * ``chat``: greedy or sampled generation (``GenerationParams``);
   ``json_schema`` cannot be enforced here and is ignored
   (``Completion.structured`` is False).
-* Heavy work never runs on the event loop: requests are queued to one worker
-  thread. Requests submitted in the same event-loop iteration (a
-  ``grade_batch``) and requests that arrive while the worker is busy are run
-  together: distributions as padded prefill batches (sorted by length, at
-  most ``max_batch_size`` prompts and ``max_batch_tokens`` padded tokens
-  each: by default 2048 on CPU, where batching pays only for short prompts,
-  65536 on a GPU), generations batched per identical sampling settings.
+* Nothing heavy runs on the event loop. Two threads form a pipeline:
+
+  - the *preparation* thread renders the chat template, tokenises, sorts
+    by length, cuts batches (at most ``max_batch_size`` prompts and
+    ``max_batch_tokens`` padded tokens: by default 2048 on CPU, where
+    batching pays only for short prompts, 65536 on a GPU) and builds their
+    padded tensors, up to ``prefetch`` batches ahead of the forward thread;
+  - the *forward* thread runs the model. On CUDA it launches the next batch
+    before it waits for the previous one's results, so the GPU never idles
+    on a copy back.
+
+  Requests submitted in the same event-loop iteration (a ``grade_batch``)
+  and requests that arrive while the threads are busy are batched together;
+  a full batch is handed over at once, without waiting for the rest.
+* Prefix sharing (``share_prefix=True``): the prompts of one grader repeat
+  the same system prompt and rubric. The longest common token prefix of the
+  prompts being prepared is computed once (keys and values, ``past_key_values``)
+  and reused by every batch whose prompts start with it, so each prompt costs
+  only its own suffix. The last ``prefix_cache_size`` prefixes are kept.
+  Used only for models whose every layer has full attention (no sliding
+  window) and only for prefixes of at least ``min_prefix_tokens`` tokens;
+  results match the unshared forward to float rounding (a test checks 1e-3).
 
 >>> async with TorchModel.load() as judge:            # doctest: +SKIP
 ...     dist = await judge.grade_distribution(messages, ["0", "1", "2", "3", "4"])
@@ -40,6 +56,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -146,13 +163,37 @@ def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
 @dataclass(eq=False)
 class _Job:
     kind: str  # "dist" | "gen"
-    ids: list[int]
+    messages: list[Message]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     choice_ids: list[list[int]] = field(default_factory=list)
     choices: list[str] = field(default_factory=list)
     gen_key: tuple = ()
     submitted: float = 0.0
+    ids: list[int] = field(default_factory=list)  # set by the preparation thread
+
+
+@dataclass(eq=False)
+class _Batch:
+    """One forward pass, prepared: the jobs and their padded tensors (on the CPU)."""
+
+    kind: str
+    jobs: list[_Job]
+    ids: Any                     # (batch, width) suffix ids after ``prefix``, left-padded
+    mask: Any                    # (batch, width) 1 on real tokens
+    prefix: tuple[int, ...] = ()  # the shared prefix whose keys/values come from the cache
+    columns: Any = None          # token ids to read the probability of (dist)
+    picks: list[list[list[int]]] = field(default_factory=list)  # per job, per choice: columns
+
+
+@dataclass(eq=False)
+class _InFlight:
+    """A launched distribution batch whose results are not yet read."""
+
+    batch: _Batch
+    probs: Any          # (batch, columns) probabilities; on the CPU once ``event`` is done
+    event: Any          # a CUDA event, or None when the results are ready
+    started: float
 
 
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -164,22 +205,78 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
         fut.set_result(result)
 
 
+def _reply(job: _Job, result: Any, error: BaseException | None) -> None:
+    try:
+        job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+    except RuntimeError:
+        pass  # that event loop is closed: nobody is waiting
+
+
+def _as_judge_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, (JudgeError, ConfigError)):
+        return exc
+    # out of memory, a broken model: a judge-side failure
+    return JudgeError(f"torch judge failed: {type(exc).__name__}: {exc}")
+
+
+def _common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    for s in seqs[1:]:
+        i = 0
+        while i < n and s[i] == first[i]:
+            i += 1
+        n = i
+        if n == 0:
+            break
+    return n
+
+
+def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
+    """Per layer ``(keys, values)`` of a transformers cache (any of its layouts)."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:  # transformers >= 4.56: DynamicCache.layers[i].keys / .values
+        return [(layer.keys, layer.values) for layer in layers]
+    if hasattr(cache, "key_cache"):
+        return list(zip(cache.key_cache, cache.value_cache))
+    return [(k, v) for k, v in cache]  # the legacy tuple of tuples
+
+
+def _full_attention_only(config: Any) -> bool:
+    """True when a prefix's keys/values can be reused as they are (no sliding windows)."""
+    cfgs = [config] + [getattr(config, n) for n in ("text_config",) if getattr(config, n, None)]
+    for cfg in cfgs:
+        if getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True):
+            return False
+        types = getattr(cfg, "layer_types", None)
+        if types and any(t != "full_attention" for t in types):
+            return False
+    return True
+
+
 class TorchModel(InferenceModel):
     """A transformers causal LM as a judge, in this process.
 
     Build one with ``TorchModel.load(path)`` or wrap a model and tokenizer
     you already hold: ``TorchModel(model, tokenizer)`` (the tokenizer needs a
     chat template, or pass ``chat_template=``). ``max_batch_size`` and
-    ``max_batch_tokens`` bound one forward pass; ``max_new_tokens`` is the
-    generation length when ``GenerationParams.max_tokens`` is unset.
+    ``max_batch_tokens`` bound one forward pass (padded tokens of the whole
+    prompts, shared prefix included: its keys and values are held per prompt
+    during the pass); ``max_new_tokens`` is the generation length when
+    ``GenerationParams.max_tokens`` is unset. ``share_prefix``,
+    ``min_prefix_tokens`` and ``prefix_cache_size`` control prefix sharing;
+    ``prefetch`` is how many prepared batches may wait for the forward thread.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None,
                  chat_template: str | Callable[[list[Message]], str] | None = None,
                  max_batch_size: int = 16, max_batch_tokens: int | None = None,
-                 max_new_tokens: int = 256):
+                 max_new_tokens: int = 256, share_prefix: bool = True, min_prefix_tokens: int = 32,
+                 prefix_cache_size: int = 4, prefetch: int = 2):
         if max_batch_size < 1 or (max_batch_tokens is not None and max_batch_tokens < 1):
             raise ConfigError("max_batch_size and max_batch_tokens must be >= 1")
+        if min_prefix_tokens < 1 or prefix_cache_size < 1 or prefetch < 1:
+            raise ConfigError("min_prefix_tokens, prefix_cache_size and prefetch must be >= 1")
         self.model = model.eval()
         if max_batch_tokens is None:
             on_cpu = next(model.parameters()).device.type == "cpu"
@@ -204,14 +301,28 @@ class TorchModel(InferenceModel):
         self._eos_id = tokenizer.eos_token_id
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._choice_cache: dict[str, list[int]] = {}
-        self._keep_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self._queue: queue.Queue = queue.Queue()
+        params = inspect.signature(model.forward).parameters
+        self._keep_logits = "logits_to_keep" in params
+        # transformers 5.x renames ``past_key_values`` to ``cache`` (the old name is deprecated)
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        #: prefix sharing is on (asked for, and the model takes a cache, with full attention only)
+        self.share_prefix = bool(share_prefix) and self._cache_arg in params \
+            and _full_attention_only(model.config)
+        self.min_prefix_tokens = min_prefix_tokens
+        self.prefix_cache_size = prefix_cache_size
+        self.prefetch = prefetch
+        self._prefixes: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
+        self._recent_prefixes: list[tuple[int, ...]] = []  # the preparation thread's view
+        self._queue: queue.Queue = queue.Queue()   # lists of jobs, or None to stop
+        self._ready: queue.Queue = queue.Queue(maxsize=prefetch)  # prepared _Batch, or None
         self._pending: list[_Job] = []
         self._pending_lock = threading.Lock()
-        self._worker: threading.Thread | None = None
+        self._threads: tuple[threading.Thread, threading.Thread] | None = None
         self._worker_lock = threading.Lock()
         #: forward passes run so far, by kind (``"dist"``, ``"gen"``): batching shows here
         self.batches: dict[str, int] = {"dist": 0, "gen": 0}
+        #: prefixes whose keys/values were computed, and batches that reused a cached one
+        self.prefix_stats: dict[str, int] = {"computed": 0, "reused": 0}
 
     continues_prefix = True
 
@@ -313,38 +424,47 @@ class TorchModel(InferenceModel):
         """
         choices = check_choices(choices)
         choice_ids = [self.choice_token_ids(c) for c in choices]
-        ids = self.encode_prompt(messages)
-        job = await self._submit("dist", ids, choice_ids=choice_ids, choices=choices)
-        return job
+        return await self._submit("dist", messages, choice_ids=choice_ids, choices=choices)
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None) -> Completion:
         p = params or GenerationParams()
-        ids = self.encode_prompt(messages)
         max_new = p.max_tokens or self.max_new_tokens
         temperature = 0.0 if p.temperature is None else float(p.temperature)
         key = (max_new, temperature, p.top_p if temperature > 0 else None, p.seed, p.stop or ())
-        return await self._submit("gen", ids, gen_key=key)
+        return await self._submit("gen", messages, gen_key=key)
 
     async def aclose(self) -> None:
-        """Stop the worker thread (the weights stay loaded; later calls restart it)."""
+        """Stop the worker threads (the weights stay loaded; later calls restart them)."""
         with self._worker_lock:
-            worker, self._worker = self._worker, None
-        if worker is not None:
+            threads, self._threads = self._threads, None
+        if threads is not None:
             self._queue.put(None)
-            await asyncio.get_running_loop().run_in_executor(None, worker.join)
+            loop = asyncio.get_running_loop()
+            for t in threads:
+                await loop.run_in_executor(None, t.join)
 
     # -- event-loop side ----------------------------------------------------
-    async def _submit(self, kind: str, ids: list[int], **fields: Any) -> Any:
+    async def _submit(self, kind: str, messages: Sequence[Message], **fields: Any) -> Any:
+        msgs = [dict(m) for m in messages]
+        if not msgs:
+            raise ConfigError("messages must not be empty")
         loop = asyncio.get_running_loop()
-        job = _Job(kind, ids, loop, loop.create_future(), submitted=time.perf_counter(), **fields)
+        job = _Job(kind, msgs, loop, loop.create_future(), submitted=time.perf_counter(), **fields)
         self._ensure_worker()
+        full: list[_Job] | None = None
         with self._pending_lock:
-            first = not self._pending
             self._pending.append(job)
-        if first:
+            first = len(self._pending) == 1
+            if len(self._pending) >= self.max_batch_size:
+                # a full batch goes now: the threads start on it while the loop
+                # builds the rest of a large grade_batch
+                full, self._pending = self._pending, []
+        if full is not None:
+            self._queue.put(full)
+        elif first:
             # Flush on the next loop iteration: every request submitted in this
-            # iteration (a gather over a batch) reaches the worker as one group.
+            # iteration (a gather over a batch) reaches the threads as one group.
             loop.call_soon(self._flush)
         return await job.future
 
@@ -356,52 +476,106 @@ class TorchModel(InferenceModel):
 
     def _ensure_worker(self) -> None:
         with self._worker_lock:
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(target=self._work, name=f"TorchModel[{self.name}]",
-                                                daemon=True)
-                self._worker.start()
+            if self._threads is None or not all(t.is_alive() for t in self._threads):
+                # a fresh pair with fresh queues: a half-dead pair cannot be restarted safely
+                self._queue, self._ready = queue.Queue(), queue.Queue(maxsize=self.prefetch)
+                prep = threading.Thread(target=self._prepare_loop, args=(self._queue, self._ready),
+                                        name=f"TorchModel[{self.name}].prepare", daemon=True)
+                fwd = threading.Thread(target=self._forward_loop, args=(self._ready,),
+                                       name=f"TorchModel[{self.name}].forward", daemon=True)
+                self._threads = (prep, fwd)
+                prep.start()
+                fwd.start()
 
-    # -- worker thread ------------------------------------------------------
-    def _work(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            jobs = list(first)
-            stop = False
-            while True:  # take everything that queued up while the last batch ran
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                jobs.extend(more)
-            self._run(jobs)
-            if stop:
-                return
-
-    def _run(self, jobs: list[_Job]) -> None:
-        groups: dict[tuple, list[_Job]] = {}
-        for job in jobs:
-            groups.setdefault((job.kind, job.gen_key), []).append(job)
-        for (kind, _), group in groups.items():
-            group.sort(key=lambda j: len(j.ids))
-            for chunk in self._chunks(group):
-                try:
-                    results = self._prefill(chunk) if kind == "dist" else self._generate(chunk)
-                    errors: list[BaseException | None] = [None] * len(chunk)
-                except JudgeError as exc:
-                    results, errors = [None] * len(chunk), [exc] * len(chunk)
-                except Exception as exc:  # out of memory, a broken model: a judge-side failure
-                    err = JudgeError(f"torch judge failed: {type(exc).__name__}: {exc}")
-                    results, errors = [None] * len(chunk), [err] * len(chunk)
-                for job, res, err in zip(chunk, results, errors):
+    # -- preparation thread ---------------------------------------------------
+    def _prepare_loop(self, inbox: queue.Queue, ready: queue.Queue) -> None:
+        first_window = True
+        try:
+            while True:
+                item = inbox.get()
+                if item is None:
+                    return
+                jobs, stop = list(item), False
+                # The first window is one batch, so the forward thread starts at once; later
+                # windows are larger (sorted by length, they pad less) and are prepared while
+                # the forward thread is busy.
+                window = self.max_batch_size if first_window else 8 * self.max_batch_size
+                while len(jobs) < window:  # take what queued up meanwhile
                     try:
-                        job.loop.call_soon_threadsafe(_settle, job.future, res, err)
-                    except RuntimeError:
-                        pass  # that event loop is closed: nobody is waiting
+                        more = inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        stop = True
+                        break
+                    jobs.extend(more)
+                while jobs:
+                    self._prepare_window(jobs[:window], ready)
+                    jobs = jobs[window:]
+                    first_window = False
+                    window = 8 * self.max_batch_size
+                if stop:
+                    return
+        finally:
+            ready.put(None)
+
+    def _prepare_window(self, jobs: list[_Job], ready: queue.Queue) -> None:
+        live = [j for j in jobs if not j.future.done()]  # skip requests already cancelled
+        try:
+            texts = []
+            for job in list(live):
+                try:
+                    texts.append(self.render_prompt(job.messages))
+                except Exception as exc:
+                    live.remove(job)
+                    _reply(job, None, _as_judge_error(exc))
+            # the template already holds any BOS text: adding special tokens would double it
+            encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+            ok = []
+            for job, ids in zip(live, encoded):
+                if self.context_length and len(ids) >= self.context_length:
+                    _reply(job, None, JudgeError(
+                        f"prompt of {len(ids)} tokens does not fit the judge's context of "
+                        f"{self.context_length} tokens"))
+                else:
+                    job.ids = list(ids)
+                    ok.append(job)
+            groups: dict[tuple, list[_Job]] = {}
+            for job in ok:
+                groups.setdefault((job.kind, job.gen_key), []).append(job)
+            for (kind, _), group in groups.items():
+                group.sort(key=lambda j: len(j.ids))
+                prefix = self._choose_prefix([j.ids for j in group]) if kind == "dist" else ()
+                for chunk in self._chunks(group):
+                    ready.put(self._batch(kind, chunk, prefix))
+        except Exception as exc:  # a bug or a broken tokenizer: fail these requests, not the thread
+            err = _as_judge_error(exc)
+            for job in live:
+                _reply(job, None, err)
+
+    def _choose_prefix(self, seqs: list[list[int]]) -> tuple[int, ...]:
+        """The prefix whose cached keys/values the prompts ``seqs`` will start from (or ())."""
+        if not self.share_prefix:
+            return ()
+        # at least one token of every prompt is run: its logits are the answer
+        limit = min(len(s) for s in seqs) - 1
+        common = min(_common_prefix_len(seqs), limit) if len(seqs) > 1 else limit
+        # Reuse a recent prefix that every prompt starts with, unless this group shares
+        # much more than it (then computing the longer one once pays for itself).
+        slack = max(self.min_prefix_tokens, common // 8)
+        for key in self._recent_prefixes:
+            n = len(key)
+            if n <= limit and all(tuple(s[:n]) == key for s in seqs) and \
+                    (len(seqs) == 1 or n >= common - slack):
+                self._recent_prefixes.remove(key)
+                self._recent_prefixes.insert(0, key)
+                return key
+        if len(seqs) < 2 or common < self.min_prefix_tokens:
+            return ()  # one prompt alone says nothing about what others share
+        key = tuple(seqs[0][:common])
+        self._recent_prefixes.insert(0, key)
+        del self._recent_prefixes[self.prefix_cache_size:]
+        return key
 
     def _chunks(self, group: list[_Job]):
         chunk: list[_Job] = []
@@ -415,51 +589,157 @@ class TorchModel(InferenceModel):
         if chunk:
             yield chunk
 
-    def _batch_tensors(self, chunk: list[_Job]):
+    def _batch(self, kind: str, chunk: list[_Job], prefix: tuple[int, ...]) -> _Batch:
         import torch
 
-        width = max(len(j.ids) for j in chunk)
-        # left padding: every prompt ends at the last column, where the next token is read
+        skip = len(prefix)
+        width = max(len(j.ids) for j in chunk) - skip
+        # left padding: every prompt ends at the last column, where the next token is read;
+        # with a shared prefix, the padding sits between the prefix and each suffix
         ids = torch.full((len(chunk), width), self._pad_id, dtype=torch.long)
         mask = torch.zeros((len(chunk), width), dtype=torch.long)
         for i, job in enumerate(chunk):
-            ids[i, width - len(job.ids):] = torch.tensor(job.ids, dtype=torch.long)
-            mask[i, width - len(job.ids):] = 1
-        dev = self.device
-        return ids.to(dev), mask.to(dev)
+            n = len(job.ids) - skip
+            ids[i, width - n:] = torch.tensor(job.ids[skip:], dtype=torch.long)
+            mask[i, width - n:] = 1
+        batch = _Batch(kind, chunk, ids, mask, prefix)
+        if kind == "dist":
+            columns: dict[int, int] = {}
+            for job in chunk:
+                batch.picks.append([[columns.setdefault(t, len(columns)) for t in tids]
+                                    for tids in job.choice_ids])
+            batch.columns = torch.tensor(list(columns), dtype=torch.long)
+        if self.device.type == "cuda":  # pinned: the copy to the device does not block
+            batch.ids, batch.mask = batch.ids.pin_memory(), batch.mask.pin_memory()
+        return batch
 
-    def _prefill(self, chunk: list[_Job]) -> list[TokenDistribution]:
+    # -- forward thread -------------------------------------------------------
+    def _forward_loop(self, ready: queue.Queue) -> None:
+        in_flight: _InFlight | None = None
+        while True:
+            if in_flight is not None:
+                try:
+                    batch = ready.get_nowait()
+                except queue.Empty:  # nothing to launch meanwhile: read the results now
+                    self._finish(in_flight)
+                    in_flight = None
+                    continue
+            else:
+                batch = ready.get()
+            if batch is None:
+                if in_flight is not None:
+                    self._finish(in_flight)
+                return
+            launched = None
+            try:
+                if batch.kind == "dist":
+                    launched = self._launch(batch)
+                else:
+                    results = self._generate(batch)
+                    for job, res in zip(batch.jobs, results):
+                        _reply(job, res, None)
+            except Exception as exc:
+                err = _as_judge_error(exc)
+                for job in batch.jobs:
+                    _reply(job, None, err)
+            # the next batch is queued on the device before the last one's results are read
+            if in_flight is not None:
+                self._finish(in_flight)
+            in_flight = launched
+            if in_flight is not None and in_flight.event is None:
+                self._finish(in_flight)
+                in_flight = None
+
+    def _prefix_cache(self, prefix: tuple[int, ...], batch_size: int) -> Any:
+        """A fresh cache holding ``prefix``'s keys/values for each of ``batch_size`` rows."""
+        import torch
+        from transformers import DynamicCache
+
+        layers = self._prefixes.get(prefix)
+        if layers is None:
+            ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+            kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True}
+            if self._keep_logits:
+                kwargs["logits_to_keep"] = 1
+            out = self.model(**kwargs)
+            layers = [(k.detach(), v.detach()) for k, v in _cache_tensors(_output_cache(out))]
+            self._prefixes[prefix] = layers
+            while len(self._prefixes) > self.prefix_cache_size:
+                self._prefixes.popitem(last=False)
+            self.prefix_stats["computed"] += 1
+        else:
+            self._prefixes.move_to_end(prefix)
+            self.prefix_stats["reused"] += 1
+        cache = _new_dynamic_cache(DynamicCache, self.model.config)
+        for i, (k, v) in enumerate(layers):
+            # expand is a view: the cache copies it once when it appends the suffix
+            cache.update(k.expand(batch_size, -1, -1, -1), v.expand(batch_size, -1, -1, -1), i)
+        return cache
+
+    def _launch(self, batch: _Batch) -> _InFlight:
         import torch
 
         started = time.perf_counter()
-        ids, mask = self._batch_tensors(chunk)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "position_ids": positions,
-                                  "use_cache": False}
-        if self._keep_logits:
-            kwargs["logits_to_keep"] = 1  # only the last position: the full logits are huge
+        dev = self.device
+        cuda = dev.type == "cuda"
         with torch.inference_mode():
-            logits = self.model(**kwargs).logits[:, -1, :]
-            logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
+            ids = batch.ids.to(dev, non_blocking=True)
+            mask = batch.mask.to(dev, non_blocking=True)
+            columns = batch.columns.to(dev, non_blocking=True)
+            skip = len(batch.prefix)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0) + skip
+            kwargs: dict[str, Any] = {"input_ids": ids, "position_ids": positions}
+            if skip:
+                kwargs[self._cache_arg] = self._prefix_cache(batch.prefix, len(batch.jobs))
+                kwargs["attention_mask"] = torch.cat(
+                    [torch.ones((len(batch.jobs), skip), dtype=mask.dtype, device=dev), mask], 1)
+                kwargs["use_cache"] = True
+            else:
+                kwargs["attention_mask"] = mask
+                kwargs["use_cache"] = False
+            if self._keep_logits:
+                kwargs["logits_to_keep"] = 1  # only the last position: the full logits are huge
+            logits = self.model(**kwargs).logits[:, -1, :].float()
+            # the exact softmax over the whole vocabulary, read at the choice tokens only
+            probs = (logits.index_select(1, columns) - torch.logsumexp(logits, -1, keepdim=True)).exp()
+            event = None
+            if cuda:
+                probs = probs.to("cpu", non_blocking=True)
+                event = torch.cuda.Event()
+                event.record()
         self.batches["dist"] += 1
-        elapsed = time.perf_counter() - started
-        out = []
-        for i, job in enumerate(chunk):
-            row = logprobs[i]
-            probs = {c: float(row[tids].exp().sum()) for c, tids in zip(job.choices, job.choice_ids)}
-            out.append(TokenDistribution(probs, top_k=None, unseen_max=None,
-                                         usage={"prompt_tokens": len(job.ids), "completion_tokens": 0,
-                                                "total_tokens": len(job.ids)},
-                                         latency_s=time.perf_counter() - job.submitted,
-                                         raw={"batch_size": len(chunk), "forward_s": elapsed}))
-        return out
+        return _InFlight(batch, probs, event, started)
 
-    def _generate(self, chunk: list[_Job]) -> list[Completion]:
+    def _finish(self, flight: _InFlight) -> None:
+        try:
+            if flight.event is not None:
+                flight.event.synchronize()
+            rows = flight.probs.tolist()
+        except Exception as exc:
+            err = _as_judge_error(exc)
+            for job in flight.batch.jobs:
+                _reply(job, None, err)
+            return
+        batch = flight.batch
+        elapsed = time.perf_counter() - flight.started
+        for job, row, picks in zip(batch.jobs, rows, batch.picks):
+            probs = {c: sum(row[k] for k in cols) for c, cols in zip(job.choices, picks)}
+            _reply(job, TokenDistribution(
+                probs, top_k=None, unseen_max=None,
+                usage={"prompt_tokens": len(job.ids), "completion_tokens": 0,
+                       "total_tokens": len(job.ids)},
+                latency_s=time.perf_counter() - job.submitted,
+                raw={"batch_size": len(batch.jobs), "forward_s": elapsed,
+                     "prefix_tokens": len(batch.prefix)}), None)
+
+    def _generate(self, batch: _Batch) -> list[Completion]:
         import torch
         from transformers import GenerationConfig
 
+        chunk = batch.jobs
         max_new, temperature, top_p, seed, stop = chunk[0].gen_key
-        ids, mask = self._batch_tensors(chunk)
+        dev = self.device
+        ids, mask = batch.ids.to(dev), batch.mask.to(dev)
         sample = temperature > 0
         config = GenerationConfig(max_new_tokens=max_new, do_sample=sample,
                                   temperature=temperature if sample else None,
@@ -492,3 +772,17 @@ class TorchModel(InferenceModel):
 
     def __repr__(self) -> str:
         return f"TorchModel({self.name!r}, device={self.device}, dtype={self.model.dtype})"
+
+
+def _output_cache(out: Any) -> Any:
+    """The cache a forward returned (``cache`` in transformers >= 5.2x, else ``past_key_values``)."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    return cache if cache is not None else out.past_key_values
+
+
+def _new_dynamic_cache(cls: Any, config: Any) -> Any:
+    # transformers 5 builds its layers from the config; 4.x takes no argument
+    try:
+        return cls(config=config)
+    except TypeError:
+        return cls()
