@@ -662,8 +662,8 @@ class _Walk:
             if kind in ("expand", "escapedexpand"):
                 path, args = node[1], node[2]
                 segs = path[1]
-                is_helper = len(segs) == 1 and segs[0] in self.helpers and (
-                    args or segs[0] in HELPERS)
+                is_helper = len(segs) == 1 and (segs[0] == "_lb" or segs[0] in self.helpers and (
+                    args or segs[0] in HELPERS))
                 if not is_helper:
                     self.path(segs, depth)
                 self.args(args, depth)
