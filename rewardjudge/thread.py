@@ -1,4 +1,12 @@
-"""StringThread: a conversation as (role, content) turns plus metadata."""
+"""StringThread: a conversation as (role, content) turns plus metadata.
+
+A turn's content is a string, or a list of content parts as OpenAI's and
+TRL's conversational formats write them (``[{"type": "text", "text": ...},
+{"type": "image_url", "image_url": {...}}]``). Text parts are joined with a
+newline. Image parts are refused with an error naming the turn, unless the
+thread is built with ``images=True`` (for graders that read images): then they
+are kept, in order, in ``thread.images`` as ``(turn index, part)`` pairs.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,55 @@ from typing import Any, Iterable, Mapping
 from .errors import ConfigError
 
 ROLES = ("system", "user", "assistant", "tool")
+#: content part types that carry text
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+#: content part types that carry an image
+IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+
+
+def content_text(content: Any, where: str = "content", *, images: list | None = None,
+                 turn: int = 0) -> str:
+    """A message content as text: a str as is, None as "", content parts
+    joined with a newline.
+
+    Image parts are appended to ``images`` as ``(turn, part)`` when a list is
+    given, else refused with a ConfigError naming ``where`` (a grader that
+    reads text must not silently grade a question whose picture it never saw).
+
+    >>> content_text([{"type": "text", "text": "What is"}, {"type": "text", "text": "2+2?"}])
+    'What is\n2+2?'
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):  # a single part on its own
+        content = [content]
+    if not isinstance(content, (list, tuple)):
+        raise ConfigError(f"{where} must be a str or a list of content parts, got {type(content).__name__}")
+    pieces: list[str] = []
+    for j, part in enumerate(content):
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        if not isinstance(part, Mapping):
+            raise ConfigError(f"{where} part {j} must be a mapping like {{'type': 'text', 'text': ...}}, "
+                              f"got {type(part).__name__}")
+        kind = part.get("type", "text" if "text" in part else None)
+        if kind in TEXT_PART_TYPES:
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise ConfigError(f"{where} part {j} is a text part without a str 'text'")
+            pieces.append(text)
+        elif kind in IMAGE_PART_TYPES:
+            if images is None:
+                raise ConfigError(f"{where} part {j} is an image ({kind!r}) and this grader reads text "
+                                  f"only; drop the image, or use a grader that reads images")
+            images.append((turn, dict(part)))
+        else:
+            raise ConfigError(f"{where} part {j} has type {kind!r}; expected one of "
+                              f"{sorted(TEXT_PART_TYPES | IMAGE_PART_TYPES)}")
+    return "\n".join(pieces)
 
 
 class StringThread:
@@ -21,11 +78,15 @@ class StringThread:
     ('4', '2+2?')
     """
 
-    __slots__ = ("_turns", "metadata")
+    __slots__ = ("_turns", "metadata", "images")
 
-    def __init__(self, turns: Iterable[tuple[str, str]] | None = None,
-                 metadata: Mapping[str, Any] | None = None):
+    def __init__(self, turns: Iterable[tuple[str, Any]] | None = None,
+                 metadata: Mapping[str, Any] | None = None, *, images: bool = False):
+        """``turns``: ``(role, content)`` pairs; content is a str or a list
+        of content parts (see the module doc). ``images=True`` keeps image
+        parts in ``self.images`` instead of refusing them."""
         checked: list[tuple[str, str]] = []
+        kept: list[tuple[int, dict]] | None = [] if images else None
         for i, turn in enumerate(turns or []):
             try:
                 role, content = turn
@@ -34,25 +95,36 @@ class StringThread:
             if role not in ROLES:
                 raise ConfigError(f"turn {i} has role {role!r}; expected one of {ROLES}")
             if not isinstance(content, str):
-                raise ConfigError(f"turn {i} content must be a str, got {type(content).__name__}")
+                if content is None or not isinstance(content, (list, tuple, Mapping)):
+                    raise ConfigError(f"turn {i} content must be a str or a list of content parts, got "
+                                      f"{type(content).__name__}")
+                content = content_text(content, f"turn {i} ({role}) content", images=kept, turn=i)
             checked.append((role, content))
         self._turns = checked
         self.metadata: dict[str, Any] = dict(metadata or {})
+        #: image parts kept with ``images=True``: ``(turn index, part)`` pairs
+        self.images: list[tuple[int, dict]] = kept or []
+
+    def _derived(self, turns: list[tuple[str, str]], metadata: Mapping[str, Any]) -> "StringThread":
+        new = StringThread(turns, metadata)
+        new.images = list(self.images)
+        return new
 
     # -- construction -----------------------------------------------------
     @classmethod
     def from_messages(cls, messages: Iterable[Mapping[str, Any]],
-                      metadata: Mapping[str, Any] | None = None) -> "StringThread":
-        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts."""
+                      metadata: Mapping[str, Any] | None = None, *, images: bool = False) -> "StringThread":
+        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts
+        (content a str, None or a list of content parts)."""
         turns = []
         for i, m in enumerate(messages):
             if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
                 raise ConfigError(f"message {i} must be a mapping with 'role' and 'content'")
-            turns.append((m["role"], m["content"]))
-        return cls(turns, metadata)
+            turns.append((m["role"], "" if m["content"] is None else m["content"]))
+        return cls(turns, metadata, images=images)
 
     def with_turn(self, role: str, content: str) -> "StringThread":
-        return StringThread([*self._turns, (role, content)], self.metadata)
+        return self._derived([*self._turns, (role, content)], self.metadata)
 
     def system(self, content: str) -> "StringThread":
         return self.with_turn("system", content)
@@ -64,7 +136,7 @@ class StringThread:
         return self.with_turn("assistant", content)
 
     def with_metadata(self, **metadata: Any) -> "StringThread":
-        return StringThread(self._turns, {**self.metadata, **metadata})
+        return self._derived(self._turns, {**self.metadata, **metadata})
 
     # -- reading ----------------------------------------------------------
     @property
@@ -105,7 +177,7 @@ class StringThread:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, StringThread) and self._turns == other._turns
-                and self.metadata == other.metadata)
+                and self.metadata == other.metadata and self.images == other.images)
 
     def __repr__(self) -> str:
         return f"StringThread({self._turns!r}, metadata={self.metadata!r})"

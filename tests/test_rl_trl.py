@@ -8,7 +8,7 @@ import pytest
 
 from rewardjudge import ConfigError, JudgeHTTPError, StringThread
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from rewardjudge.rl import trl_reward_func
+from rewardjudge.rl import trl_reward_func, trl_reward_funcs
 from rewardjudge.testing import ScriptedModel
 
 PASS = '{"reasoning": "ok", "score": "PASS"}'
@@ -55,10 +55,10 @@ async def test_standard_format_columns_reach_the_template_and_failures_are_none(
     ([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
      [{"role": "assistant", "content": "hello"}],
      [("system", "be brief"), ("user", "hi"), ("assistant", "hello")]),
-    # content parts: text joined, an image part kept as a placeholder
-    ([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "what is it?"}]}],
+    # content parts: text parts joined with a newline
+    ([{"role": "user", "content": [{"type": "text", "text": "look:"}, {"type": "text", "text": "what is it?"}]}],
      [{"role": "assistant", "content": [{"type": "text", "text": "a cat"}]}],
-     [("user", "[image]what is it?"), ("assistant", "a cat")]),
+     [("user", "look:\nwhat is it?"), ("assistant", "a cat")]),
     # developer role is read as system; a tool call is shown to the judge
     ([{"role": "developer", "content": "rules"}, {"role": "user", "content": "q"}],
      [{"role": "assistant", "content": None, "tool_calls": [{"name": "f"}]},
@@ -207,3 +207,96 @@ def test_grpo_trainer_steps_with_the_adapter_and_masks_judge_failures(tiny_polic
     assert metrics["eval_rewards/structure/mean"] == 0.0  # evaluation penalty: the phase followed the trainer
     # health logged per reward call (2 eval batches of 4); TRL averages the calls
     assert metrics["eval_judge/answer-judge/count"] == 4.0
+
+
+def test_an_image_part_names_the_row_unless_the_grader_reads_images():
+    reward = trl_reward_func(grader_for(ScriptedModel()))
+    prompt = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x.png"}},
+                                           {"type": "text", "text": "what is it?"}]}]
+    with pytest.raises(ConfigError, match=r"row 1: prompts\[1\]\[0\] content part 0 is an image"):
+        reward.threads(["q", prompt], ["a", "b"])
+    grader = grader_for(ScriptedModel())
+    grader.reads_images = True
+    [thread] = trl_reward_func(grader).threads([prompt], ["a cat"])
+    assert thread.turns == [("user", "what is it?"), ("assistant", "a cat")]
+    assert thread.images == [(0, {"type": "image_url", "image_url": {"url": "x.png"}})]
+
+
+def _grpo_step(tiny_policy, tmp_path, reward_funcs, weights, seed=0):
+    """One real GRPOTrainer step; returns TRL's own advantages for it."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    model, tok = tiny_policy
+    recorded = []
+
+    class Recording(GRPOTrainer):  # observe TRL's own output, change nothing
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            recorded.append(out["advantages"].detach().clone())
+            return out
+
+    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": f"What is {i}+{i}?"}],
+                             "reference": str(2 * i)} for i in range(4)])
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, activation_checkpointing=False,
+                      per_device_train_batch_size=16, num_generations=4, max_completion_length=10,
+                      max_steps=1, logging_steps=1, save_strategy="no", report_to="none",
+                      learning_rate=1e-3, seed=seed, disable_tqdm=True, reward_weights=weights)
+    trainer = Recording(model=model, reward_funcs=reward_funcs, args=args, train_dataset=ds,
+                        processing_class=tok)
+    trainer.train()
+    return recorded[0]
+
+
+def test_judge_failures_leave_the_baseline_with_several_reward_functions(tiny_policy, tmp_path):
+    """The judge plus a plain Python reward with reward_weights, ~30% judge failures:
+    TRL's own advantages give failed rows 0 and the others those of their group
+    without the failed rows."""
+    import torch
+
+    def judge(messages, params, schema):
+        answer = user_text(messages).split("Answer:", 1)[1]
+        if sum(map(ord, answer)) % 10 < 3:  # ~30% of completions: the judge is down for them
+            return JudgeHTTPError(503, "overloaded")
+        return PASS if len(answer) % 2 else FAIL
+
+    seen = []
+
+    def length_reward(prompts, completions, **kw):
+        out = [min(len(c[0]["content"]), 40) / 40 for c in completions]
+        seen.append(out)
+        return out
+
+    reward = trl_reward_func(grader_for(ScriptedModel(judge)))
+    funcs = trl_reward_funcs(reward, [length_reward])
+    assert [f.__name__ for f in funcs] == ["answer-judge", "length_reward"]
+    adv = _grpo_step(tiny_policy, tmp_path, funcs, [1.0, 0.5])
+    grades = reward.last_grades
+    failed = torch.tensor([g.status == "unscored" for g in grades])
+    assert 0 < int(failed.sum()) < len(grades)  # failures happened, and not everywhere
+    assert torch.all(adv[failed] == 0)  # a failed row contributes nothing
+    combined = torch.tensor([(g.value if g.value is not None else math.nan) + 0.5 * o
+                             for g, o in zip(grades, seen[-1])])
+    expected = torch.zeros_like(combined)
+    for start in range(0, len(combined), 4):  # groups of num_generations, failed rows removed
+        idx = [i for i in range(start, start + 4) if not failed[i]]
+        if len(idx) > 1:
+            r = combined[idx]
+            expected[idx] = (r - r.mean()) / (r.std() + 1e-4)
+    assert torch.allclose(adv[~failed], expected[~failed], atol=1e-4)
+
+    # without the gate, TRL adds the other reward to a 0 judge reward: failed rows move the policy
+    plain = trl_reward_func(grader_for(ScriptedModel(judge)))
+    adv_plain = _grpo_step(tiny_policy, tmp_path, [plain, length_reward], [1.0, 0.5])
+    failed_plain = torch.tensor([g.status == "unscored" for g in plain.last_grades])
+    assert bool((adv_plain[failed_plain] != 0).any())
+
+
+async def test_gated_functions_grade_each_batch_once():
+    model = ScriptedModel(default=PASS)
+    funcs = trl_reward_funcs(grader_for(model), [lambda prompts, completions, **kw: [0.5] * len(prompts)])
+    kw = dict(prompts=["q", "q"], completions=["a", "b"], reference=["r", "r"])
+    import asyncio
+    outs = await asyncio.gather(*(f(**kw) for f in funcs))
+    assert outs == [[1.0, 1.0], [0.5, 0.5]]
+    assert len(model.calls) == 2  # one judge request per completion, shared by both functions

@@ -1,6 +1,8 @@
 """Plug graders into RL training loops.
 
 * ``trl_reward_func(grader)``: an async reward function for TRL's GRPOTrainer.
+* ``trl_reward_funcs(grader, [other, ...])``: the judge plus other reward
+  functions gated on its outcome (a judge failure masks the whole row).
 * ``verl_compute_score(grader)``: a verl ``compute_score`` function (sync,
   async, batch forms).
 * ``rewards_tensor(grades)``: rewards and the mask of unscored entries.
@@ -13,8 +15,9 @@ Importing this package needs torch, not trl or verl.
 
 from .health import judge_health
 from .tensors import RewardTensors, group_normalize, rewards_tensor
-from .trl_adapter import TRLRewardFunc, trl_reward_func
+from .trl_adapter import JudgeGatedReward, TRLRewardFunc, trl_reward_func, trl_reward_funcs
 from .verl_adapter import verl_compute_score
 
-__all__ = sorted(["RewardTensors", "TRLRewardFunc", "group_normalize", "judge_health",
-                  "rewards_tensor", "trl_reward_func", "verl_compute_score"])
+__all__ = sorted(["JudgeGatedReward", "RewardTensors", "TRLRewardFunc", "group_normalize",
+                  "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
+                  "verl_compute_score"])

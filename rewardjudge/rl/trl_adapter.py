@@ -16,6 +16,9 @@ during ``train()`` and the evaluation penalty during ``evaluate()``.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import inspect
 import json
 import math
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -23,10 +26,10 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader
-from ..thread import StringThread
+from ..thread import StringThread, content_text
 from .health import judge_health
 
-__all__ = ["TRLRewardFunc", "completion_threads", "trl_reward_func"]
+__all__ = ["JudgeGatedReward", "TRLRewardFunc", "completion_threads", "trl_reward_func", "trl_reward_funcs"]
 
 # keyword arguments TRL passes that are not dataset columns
 _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environments",
@@ -34,39 +37,29 @@ _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environm
 _ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
 
 
-def _content_text(message: Mapping[str, Any], where: str) -> str:
-    """A chat message's content as text: string content as is, content parts
-    joined (non-text parts as a ``[type]`` placeholder), tool calls appended
-    as JSON so the judge sees what the policy did."""
-    content = message.get("content")
-    if content is None:
-        text = ""
-    elif isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part, str):
-                pieces.append(part)
-            elif isinstance(part, Mapping) and part.get("type", "text") == "text":
-                pieces.append(str(part.get("text", "")))
-            elif isinstance(part, Mapping):
-                pieces.append(f"[{part.get('type')}]")
-            else:
-                raise ConfigError(f"{where}: content part {part!r:.60} is neither text nor a mapping")
-        text = "".join(pieces)
-    else:
-        raise ConfigError(f"{where}: content must be a str or a list of parts, got "
-                          f"{type(content).__name__}")
+def _content_text(message: Mapping[str, Any], where: str, images: list | None = None,
+                  turn: int = 0) -> str:
+    """A chat message's content as text (``thread.content_text``: text parts
+    joined, image parts kept in ``images`` or refused naming ``where``), tool
+    calls appended as JSON so the judge sees what the policy did."""
+    text = content_text(message.get("content"), f"{where} content", images=images, turn=turn)
     if message.get("tool_calls"):
         calls = json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
         text = f"{text}\n[tool_calls] {calls}" if text else f"[tool_calls] {calls}"
     return text
 
 
-def _turns(value: Any, default_role: str, where: str) -> list[tuple[str, str]]:
+def reads_images(grader: Any) -> bool:
+    """Whether ``grader`` asks for image content parts (a true ``reads_images``
+    attribute); other graders get an error naming the row for an image part."""
+    return bool(getattr(grader, "reads_images", False))
+
+
+def _turns(value: Any, default_role: str, where: str, images: list | None = None,
+           first_turn: int = 0) -> list[tuple[str, str]]:
     """Turns of a prompt or completion in TRL's standard (str) or
-    conversational (list of messages) format."""
+    conversational (list of messages) format. ``first_turn``: the index the
+    first of them will have in the thread (for ``images``)."""
     if isinstance(value, str):
         return [(default_role, value)]
     if isinstance(value, Mapping):  # one message on its own
@@ -83,17 +76,20 @@ def _turns(value: Any, default_role: str, where: str) -> list[tuple[str, str]]:
         if role not in ("system", "user", "assistant", "tool"):
             raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, "
                               f"assistant or tool (developer is read as system)")
-        turns.append((role, _content_text(m, f"{where}[{j}]")))
+        turns.append((role, _content_text(m, f"{where}[{j}]", images, first_turn + j)))
     return turns
 
 
 def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
-                       metadata: Sequence[Mapping[str, Any]] | None = None) -> list[StringThread]:
+                       metadata: Sequence[Mapping[str, Any]] | None = None, *,
+                       images: bool = False) -> list[StringThread]:
     """One StringThread per completion: the prompt's turns, then the completion's.
 
     A standard-format prompt is a user turn and a standard completion an
     assistant turn; conversational ones keep their roles. ``metadata[i]``
     becomes thread ``i``'s metadata (templates read it as ``{{metadata.x}}``).
+    Content parts are accepted: text joined; image parts kept in
+    ``thread.images`` with ``images=True``, else a ConfigError naming the row.
 
     >>> completion_threads(["2+2?"], ["4"], [{"answer": "4"}])[0]
     StringThread([('user', '2+2?'), ('assistant', '4')], metadata={'answer': '4'})
@@ -104,8 +100,12 @@ def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
         raise ConfigError(f"{len(metadata)} metadata rows for {len(prompts)} completions")
     threads = []
     for i, (p, c) in enumerate(zip(prompts, completions)):
-        turns = _turns(p, "user", f"prompts[{i}]") + _turns(c, "assistant", f"completions[{i}]")
-        threads.append(StringThread(turns, metadata[i] if metadata is not None else None))
+        kept: list | None = [] if images else None
+        head = _turns(p, "user", f"row {i}: prompts[{i}]", kept)
+        turns = head + _turns(c, "assistant", f"row {i}: completions[{i}]", kept, len(head))
+        thread = StringThread(turns, metadata[i] if metadata is not None else None)
+        thread.images = kept or []
+        threads.append(thread)
     return threads
 
 
@@ -135,6 +135,9 @@ class TRLRewardFunc:
         self.log_completions = log_completions
         self.last_grades: list[Grade] = []
         self._trainer: Any = None
+        # set by trl_reward_funcs: how many gated reward functions read each batch's grades
+        self._sharers = 0
+        self._shared: dict[str, list] = {}
 
     def attach(self, trainer: Any) -> "TRLRewardFunc":
         """Follow ``trainer``'s phase: evaluation penalties while its model is
@@ -178,16 +181,14 @@ class TRLRewardFunc:
             if phase is not None:
                 row["eval"] = phase == "eval"
             metadata.append(row)
-        return completion_threads(prompts, completions, metadata)
+        return completion_threads(prompts, completions, metadata, images=reads_images(self.grader))
 
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
                        completion_ids: Any = None, *, trainer_state: Any = None,
                        log_metric: Callable[[str, float], None] | None = None,
                        log_extra: Callable[[str, list], None] | None = None,
                        **columns: Any) -> list[float | None]:
-        columns.pop("environments", None)
-        threads = self.threads(prompts, completions, **columns)
-        grades = await self.grader.grade_batch(threads)
+        grades = await self.grades_for(prompts, completions, **columns)
         self.last_grades = grades
         if self.log_health and log_metric is not None:
             for name, value in judge_health(grades, prefix=self.health_prefix).items():
@@ -199,6 +200,24 @@ class TRLRewardFunc:
             log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or ""
                                      for g in grades])
         return [g.value for g in grades]
+
+    async def grades_for(self, prompts: Sequence[Any], completions: Sequence[Any],
+                         **columns: Any) -> list[Grade]:
+        """The Grades of one batch. With gated reward functions
+        (``trl_reward_funcs``) the batch is graded once and every function
+        of the set, TRL calling them together, reads the same Grades."""
+        columns = {k: v for k, v in columns.items() if k not in _TRL_RESERVED}
+        if not self._sharers:
+            return await self.grader.grade_batch(self.threads(prompts, completions, **columns))
+        key = hashlib.sha256(repr((list(prompts), list(completions))).encode()).hexdigest()
+        entry = self._shared.get(key)
+        if entry is None:
+            task = asyncio.ensure_future(self.grader.grade_batch(self.threads(prompts, completions, **columns)))
+            entry = self._shared[key] = [task, self._sharers + 1]
+        entry[1] -= 1
+        if entry[1] <= 0:  # every function of the set has read this batch
+            self._shared.pop(key, None)
+        return list(await asyncio.shield(entry[0]))
 
     def __repr__(self) -> str:
         return f"trl_reward_func({type(self.grader).__name__}({self.grader.grader_key!r}), phase={self.phase()})"
@@ -231,3 +250,70 @@ def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = N
     """
     return TRLRewardFunc(grader, mode=mode, columns=columns, log_health=log_health,
                          health_prefix=health_prefix, log_completions=log_completions)
+
+
+class JudgeGatedReward:
+    """Another reward function, gated by the judge: ``None`` wherever the
+    judge's grade for the same completion is unscored, its own value
+    elsewhere. Build the set with ``trl_reward_funcs``.
+
+    TRL sums reward functions with ``nansum`` and leaves a completion out of
+    its group baseline only when *every* function returned None; gating the
+    other functions on the judge's outcome makes a judge failure exactly
+    that, instead of a 0 judge reward plus the other rewards.
+    """
+
+    def __init__(self, func: Callable[..., Any], judge: TRLRewardFunc):
+        if not callable(func):
+            raise ConfigError(f"reward functions must be callable, got {type(func).__name__}")
+        self.func = func
+        self.judge = judge
+        inner = func
+        while hasattr(inner, "func") and not hasattr(inner, "__name__"):  # functools.partial
+            inner = inner.func
+        self.__name__ = getattr(inner, "__name__", type(func).__name__)
+        self.__qualname__ = self.__name__
+
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
+                      **kwargs: Any) -> list[float | None]:
+        grades = await self.judge.grades_for(prompts, completions, **kwargs)
+        out = self.func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+        if inspect.isawaitable(out):
+            out = await out
+        out = list(out)
+        if len(out) != len(grades):
+            raise ConfigError(f"reward function {self.__name__!r} returned {len(out)} rewards for "
+                              f"{len(grades)} completions")
+        return [None if g.status == "unscored" else v for g, v in zip(grades, out)]
+
+    def __repr__(self) -> str:
+        return f"JudgeGatedReward({self.__name__!r}, judge={self.judge.__name__!r})"
+
+
+def trl_reward_funcs(judge: Grader | TRLRewardFunc, others: Sequence[Callable[..., Any]] = (),
+                     **judge_options: Any) -> list[Any]:
+    """The judge and other reward functions as one set for ``GRPOTrainer``,
+    sharing the judge's outcome: ``[judge, *gated others]``, in that order
+    (give ``reward_weights`` in the same order).
+
+    Each batch is graded once; where the judge could not score a completion
+    (unscored) *every* function of the set returns None, so TRL leaves the
+    completion out of its group's baseline and gives it advantage 0 (its
+    "unscorable" rows), while the other completions' advantages are those of
+    the group without it. Scored and penalized completions get every
+    function's own reward. ``judge`` is a Grader (``judge_options`` go to
+    ``trl_reward_func``) or a ``trl_reward_func`` already built.
+
+    >>> funcs = trl_reward_funcs(grader, [format_reward])  # doctest: +SKIP
+    >>> GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=[1.0, 0.5], ...))  # doctest: +SKIP
+    """
+    if isinstance(judge, TRLRewardFunc):
+        if judge_options:
+            raise ConfigError("judge options apply when judge is a Grader, not an already built reward function")
+        reward = judge
+    else:
+        reward = trl_reward_func(judge, **judge_options)
+    others = list(others)
+    gated = [JudgeGatedReward(f, reward) for f in others]
+    reward._sharers = len(gated)
+    return [reward, *gated]
