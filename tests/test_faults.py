@@ -9,17 +9,20 @@ Every test checks the same three promises under a different fault:
   so a scored grade must carry exactly what the judge said for *its* sample;
 * retries stay within bounds, counted at the server.
 
-Each fault runs over both HTTP transports (the lean HTTP/1.1 client used for
-``http://`` and aiohttp used for ``https://``).
+Each fault runs over both ways OpenAIModel can send a request: its own
+aiohttp session (the default, for http:// and https://) and a user's
+``httpx.AsyncClient`` passed as ``http_client``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
 
+import httpx
 import pytest
 
 from rewardjudge import StringThread
@@ -27,7 +30,7 @@ from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrade
 from rewardjudge.models import OpenAIModel, RetryPolicy
 from rewardjudge.testing import Fault, FakeJudgeServer
 
-TRANSPORTS = ["http1", "aiohttp"]
+TRANSPORTS = ["aiohttp", "httpx"]
 SYSTEM = "Grade the answer. Reply as JSON: {{output_schema}}"
 USER = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}"
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05, max_retry_after=1.0)
@@ -69,11 +72,22 @@ class Judge:
         return fault if fault is not None else verdict(i)
 
 
-def make_grader(url: str, transport: str, *, retry=FAST_RETRY, timeout: float = 5.0,
-                concurrency: int = 8, reply_retries: int = 1, **model_kw) -> TemplatedPromptJudgeGrader:
+def make_grader(url: str, *, retry=FAST_RETRY, timeout: float = 5.0, concurrency: int = 8,
+                reply_retries: int = 1, **model_kw) -> TemplatedPromptJudgeGrader:
     model = OpenAIModel(url, "fake-judge", api_key="test", max_concurrency=concurrency,
-                        timeout=timeout, retry_policy=retry, transport=transport, **model_kw)
+                        timeout=timeout, retry_policy=retry, **model_kw)
     return TemplatedPromptJudgeGrader("faults", model, SYSTEM, USER, reply_retries=reply_retries)
+
+
+@contextlib.asynccontextmanager
+async def client_for(transport: str):
+    """The ``http_client`` argument for a transport: None (aiohttp) or a user's httpx client,
+    closed here, by its owner."""
+    if transport == "aiohttp":
+        yield {}
+    else:
+        async with httpx.AsyncClient() as client:
+            yield {"http_client": client}
 
 
 def check_grades(grades, indexes) -> None:
@@ -101,8 +115,8 @@ async def loop_errors():
 
 
 async def run_batch(judge, transport, indexes, *, latency=0.0, **kw):
-    async with FakeJudgeServer(judge, latency=latency) as server:
-        grader = make_grader(server.url, transport, **kw)
+    async with FakeJudgeServer(judge, latency=latency) as server, client_for(transport) as client:
+        grader = make_grader(server.url, **client, **kw)
         async with grader.model:
             grades = await grader.grade_batch([sample(i) for i in indexes])
         return grades, server
@@ -189,7 +203,7 @@ async def test_retry_after_is_honoured_over_a_long_backoff(loop_errors):
     slow_backoff = RetryPolicy(max_retries=2, base_delay=60.0, max_delay=60.0)
     judge = Judge(lambda i, n: Fault.http(429, retry_after=0.02) if n == 1 else None)
     grades, _ = await asyncio.wait_for(
-        run_batch(judge, "http1", range(4), retry=slow_backoff), timeout=20)
+        run_batch(judge, "aiohttp", range(4), retry=slow_backoff), timeout=20)
     assert [g.status for g in grades] == ["scored"] * 4
     check_grades(grades, range(4))
 
@@ -198,7 +212,7 @@ async def test_a_429_burst_then_service(loop_errors):
     # the first 12 requests, whatever their sample, are refused with Retry-After
     with FakeJudgeServer(Judge()) as server:
         server.enqueue(*[Fault.http(429, retry_after=0.02) for _ in range(12)])
-        grader = make_grader(server.url, "http1", retry=RetryPolicy(max_retries=4, base_delay=0.01,
+        grader = make_grader(server.url, retry=RetryPolicy(max_retries=4, base_delay=0.01,
                                                                      max_delay=0.05))
         async with grader.model:
             grades = await grader.grade_batch([sample(i) for i in range(8)])
@@ -217,13 +231,14 @@ async def test_schema_rejection_500_is_a_fallback_not_an_outage(loop_errors):
         return verdict(sample_of(req))
 
     async with FakeJudgeServer(responder) as server:
-        grader = make_grader(server.url, "http1", retry=RetryPolicy(max_retries=0))
+        grader = make_grader(server.url, retry=RetryPolicy(max_retries=0))
         async with grader.model:
             grades = await grader.grade_batch([sample(i) for i in range(3)])
     check_grades(grades, range(3))
     assert [g.status for g in grades] == ["scored"] * 3  # no retry budget was needed
     assert grader.model.structured_output == "json_object"
     assert (server.requests[-1].get("response_format") or {}).get("type") == "json_object"
+    grader.model.reset_structured_output()  # learned per server URL: forget it for later tests
 
 
 @pytest.mark.parametrize("reply", [
@@ -233,7 +248,7 @@ async def test_schema_rejection_500_is_a_fallback_not_an_outage(loop_errors):
 ])
 async def test_unreadable_verdict_is_reasked_then_unscored_never_zero(reply, loop_errors):
     async with FakeJudgeServer(lambda req: reply) as server:
-        grader = make_grader(server.url, "http1", reply_retries=1)
+        grader = make_grader(server.url, reply_retries=1)
         async with grader.model:
             grades = await grader.grade_batch([sample(i) for i in range(2)])
     assert [g.status for g in grades] == ["unscored"] * 2
@@ -247,8 +262,6 @@ async def test_server_killed_and_restarted_mid_run(transport, loop_errors):
     judge = Judge()
     first = FakeJudgeServer(judge, latency=0.02).start()
     port = first.port
-    grader = make_grader(first.url, transport, concurrency=4,
-                         retry=RetryPolicy(max_retries=8, base_delay=0.05, max_delay=0.2))
     second: list[FakeJudgeServer] = []
 
     async def outage() -> None:
@@ -260,10 +273,13 @@ async def test_server_killed_and_restarted_mid_run(transport, loop_errors):
         second.append(FakeJudgeServer(judge, latency=0.02, port=port).start())
 
     try:
-        async with grader.model:
-            killer = asyncio.create_task(outage())
-            grades = await grader.grade_batch([sample(i) for i in range(40)])
-            await killer
+        async with client_for(transport) as client:
+            grader = make_grader(first.url, concurrency=4, **client,
+                                 retry=RetryPolicy(max_retries=8, base_delay=0.05, max_delay=0.2))
+            async with grader.model:
+                killer = asyncio.create_task(outage())
+                grades = await grader.grade_batch([sample(i) for i in range(40)])
+                await killer
     finally:
         first.stop()
         for s in second:
@@ -281,7 +297,7 @@ async def test_restart_too_late_leaves_unscored_not_zero(loop_errors):
     server = FakeJudgeServer(Judge()).start()
     url = server.url
     server.stop()  # nothing listens any more
-    grader = make_grader(url, "http1", retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.02))
+    grader = make_grader(url, retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.02))
     async with grader.model:
         grades = await grader.grade_batch([sample(i) for i in range(5)])
     assert [g.status for g in grades] == ["unscored"] * 5
@@ -312,11 +328,10 @@ async def test_two_hundred_samples_with_twenty_percent_faults(transport, loop_er
     assert all(n <= FAST_RETRY.max_retries + 1 for n in judge.counts.values())
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_one_model_across_event_loops(transport):
+def test_one_model_across_event_loops():
     # a notebook or a trainer's background loop: each asyncio.run is a new loop
     with FakeJudgeServer(Judge()) as server:
-        grader = make_grader(server.url, transport)
+        grader = make_grader(server.url)
         first = asyncio.run(grader.grade_batch([sample(i) for i in range(3)]))
         second = asyncio.run(grader.grade_batch([sample(i) for i in range(3, 6)]))
         asyncio.run(grader.model.aclose())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import httpx
 import pytest
@@ -90,16 +91,163 @@ async def test_connection_refused():
     assert info.value.attempts == 3
 
 
+SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}}
+
+
+def refusing(*styles: str, status: int = 500, body: str | None = None):
+    """A responder refusing requests whose response_format type is in ``styles``."""
+    def responder(req):
+        kind = (req.get("response_format") or {}).get("type", "none")
+        if kind in styles:
+            return Fault.http(status, body=body or json.dumps(
+                {"error": f"response_format {kind} is not supported"}))
+        return '{"score": 1}'
+    return responder
+
+
+def sent_styles(server: FakeJudgeServer) -> list[str]:
+    return [(r.get("response_format") or {}).get("type", "none") for r in server.requests]
+
+
+@pytest.fixture
+def schema_log(caplog):
+    caplog.set_level(logging.WARNING, logger="rewardjudge")
+    return lambda: [r.getMessage() for r in caplog.records if "refused response_format" in r.getMessage()]
+
+
 async def test_schema_rejection_falls_back_without_counting_as_outage(fake_server):
     # llama.cpp's server answers json_schema with a 500 naming the response_format
     fake_server.enqueue(Fault.http(500, body='{"error": "response_format json_schema not supported"}'))
-    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
     async with model_for(fake_server, retry_policy=RetryPolicy(max_retries=0)) as m:
-        c = await m.chat(MSG, json_schema=schema)
+        c = await m.chat(MSG, json_schema=SCHEMA)
         assert m.structured_output == "json_object"
+        m.reset_structured_output()
     assert fake_server.requests[0]["response_format"]["type"] == "json_schema"
-    assert fake_server.requests[1]["response_format"] == {"type": "json_object", "schema": schema}
-    assert c.structured
+    assert fake_server.requests[1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert c.structured and c.attempts == 1
+
+
+# Error replies that are about response_format itself: fall back.
+REFUSALS = [
+    # OpenAI's error shape names the parameter
+    (400, {"error": {"message": "Invalid value: 'json_schema'.", "type": "invalid_request_error",
+                     "param": "response_format.type", "code": None}}),
+    # FastAPI / pydantic validation (vLLM, llama-cpp-python): the field's location
+    (422, {"detail": [{"loc": ["body", "response_format", "type"], "msg": "Input should be "
+                       "'text' or 'json_object'", "input": "json_schema"}]}),
+    # a server that cannot build a grammar from the schema, in plain text
+    (500, "Internal error: failed to convert json_schema to grammar"),
+    # pydantic's text form: the field path outside the quoted input
+    (400, {"message": "1 validation error for ChatCompletionRequest\nresponse_format.type\n  Input "
+                      "should be 'text' [type=literal_error, input_value='json_schema']"}),
+]
+
+
+@pytest.mark.parametrize("status,body", REFUSALS)
+async def test_refusal_of_response_format_falls_back(status, body):
+    text = body if isinstance(body, str) else json.dumps(body)
+    with FakeJudgeServer(refusing("json_schema", status=status, body=text)) as server:
+        async with model_for(server, retry_policy=RetryPolicy(max_retries=0)) as m:
+            c = await m.chat(MSG, json_schema=SCHEMA)
+            assert c.structured and m.structured_output == "json_object"
+            m.reset_structured_output()
+    assert sent_styles(server) == ["json_schema", "json_object"]
+
+
+# Errors that only mention the schema, or echo the request (which holds a
+# response_format whatever went wrong): not a refusal of response_format.
+NOT_REFUSALS = [
+    # FastAPI's 422 for an unrelated max_tokens error, echoing the whole request body
+    (422, {"detail": [{"loc": ["body", "max_tokens"], "msg": "Input should be greater than 0",
+                       "input": {"model": "judge", "max_tokens": -1,
+                                 "response_format": {"type": "json_schema", "json_schema": {}}}}],
+           "body": {"response_format": {"type": "json_schema"}}}),
+    # the same in pydantic's text form: the echo sits inside the brackets
+    (400, {"message": "1 validation error for ChatCompletionRequest\nmax_tokens\n  Input should be "
+                      "greater than 0 [type=greater_than, input_value={'response_format': "
+                      "{'type': 'json_schema'}}, input_type=dict]"}),
+    # the word "schema" alone
+    (400, {"error": {"message": "messages: does not match the chat schema", "param": "messages"}}),
+    # a plain 500 that echoes the request it choked on
+    (500, "Traceback: KeyError 'content' while handling {\"response_format\": {\"type\": "
+          "\"json_schema\"}}"),
+]
+
+
+@pytest.mark.parametrize("status,body", NOT_REFUSALS)
+async def test_other_errors_do_not_downgrade(status, body, schema_log):
+    text = body if isinstance(body, str) else json.dumps(body)
+    with FakeJudgeServer(lambda req: Fault.http(status, body=text)) as server:
+        async with model_for(server, retry_policy=RetryPolicy(max_retries=1, base_delay=0.01)) as m:
+            with pytest.raises(JudgeHTTPError) as info:
+                await m.chat(MSG, json_schema=SCHEMA)
+            assert m.structured_output == "json_schema"
+    assert info.value.status == status
+    # a 4xx is not retried, a 500 is retried as an outage; json_schema every time
+    assert sent_styles(server) == ["json_schema"] * (2 if status == 500 else 1)
+    assert schema_log() == []
+
+
+async def test_fallback_goes_down_to_no_response_format():
+    with FakeJudgeServer(refusing("json_schema", "json_object", status=400)) as server:
+        async with model_for(server, retry_policy=RetryPolicy(max_retries=0)) as m:
+            c = await m.chat(MSG, json_schema=SCHEMA)
+            c2 = await m.chat(MSG, json_schema=SCHEMA)
+            assert m.structured_output == "none"
+            m.reset_structured_output()
+    assert sent_styles(server) == ["json_schema", "json_object", "none", "none"]
+    assert not c.structured and not c2.structured
+
+
+async def test_learned_per_server_and_logged_once(schema_log):
+    with FakeJudgeServer(refusing("json_schema")) as a, FakeJudgeServer() as b:
+        async with model_for(a) as m1, model_for(a) as m2, model_for(b) as other:
+            await asyncio.gather(*(m1.chat(MSG, json_schema=SCHEMA) for _ in range(6)))
+            # a second model on the same server starts from what was learned
+            await m2.chat(MSG, json_schema=SCHEMA)
+            assert m2.structured_output == "json_object"
+            # another server is not affected
+            await other.chat(MSG, json_schema=SCHEMA)
+            assert other.structured_output == "json_schema"
+            m1.reset_structured_output()
+    styles = sent_styles(a)
+    assert styles.count("json_object") == 7 and styles[-1] == "json_object"
+    assert sent_styles(b) == ["json_schema"]
+    assert len(schema_log()) == 1 and a.url in schema_log()[0]
+
+
+async def test_the_stronger_form_is_tried_again():
+    accept = {"json_schema": False}
+
+    def responder(req):
+        kind = (req.get("response_format") or {}).get("type")
+        if kind == "json_schema" and not accept["json_schema"]:
+            return Fault.http(400, body='{"error": {"message": "unsupported", "param": "response_format"}}')
+        return '{"score": 1}'
+
+    with FakeJudgeServer(responder) as server:
+        async with model_for(server, structured_output_reprobe=3) as m:
+            for _ in range(4):
+                await m.chat(MSG, json_schema=SCHEMA)
+            # after 3 requests in json_object, one probes json_schema: refused, silently back down
+            assert sent_styles(server) == ["json_schema", "json_object", "json_object",
+                                           "json_object", "json_schema", "json_object"]
+            accept["json_schema"] = True  # the server is upgraded
+            for _ in range(4):
+                await m.chat(MSG, json_schema=SCHEMA)
+            assert m.structured_output == "json_schema"
+    assert sent_styles(server)[6:] == ["json_object", "json_object", "json_schema", "json_schema"]
+
+
+async def test_reset_structured_output():
+    with FakeJudgeServer(refusing("json_schema")) as server:
+        async with model_for(server, structured_output_reprobe=None) as m:
+            await m.chat(MSG, json_schema=SCHEMA)
+            m.reset_structured_output()
+            assert m.structured_output == "json_schema"
+            await m.chat(MSG, json_schema=SCHEMA)
+            m.reset_structured_output()
+    assert sent_styles(server) == ["json_schema", "json_object"] * 2
 
 
 def test_retry_after_parsing():

@@ -1,41 +1,71 @@
 """OpenAIModel: an async client for OpenAI-compatible chat-completions servers.
 
-Transport, chosen with numbers (NOTES.md and ``bench/bench_throughput.py``,
-measured on a 2-core machine against a 100 ms fake server): httpx's default
-pool spends ~14 ms of CPU per request and reaches ~0.10 of the
-concurrency/latency limit at concurrency 64; aiohttp ~0.09 ms per request;
-the lean keep-alive HTTP/1.1 client in ``_http1.py`` ~0.02 ms, which keeps a
-grader (render, request, parse, Grade) near the limit at high concurrency.
-So ``transport="auto"`` (the default) uses the lean client for ``http://``
-judge servers and aiohttp for ``https://`` (TLS, remote APIs);
-``transport="aiohttp"`` forces aiohttp. An ``httpx.AsyncClient`` may be
-passed instead (proxies, custom TLS, ``httpx.MockTransport`` in tests); it is
-used as given and not closed.
+One HTTP transport: aiohttp, for ``http://`` and ``https://`` judges alike
+(measured in ``bench/bench_throughput.py``: grades/s within a few percent of
+a bare aiohttp client from concurrency 1 to 512). What it does on the wire:
+
+* proxies: ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured
+  (``trust_env``); a loopback judge behind a proxy variable needs NO_PROXY;
+* TLS: ``verify`` is True (system CAs), False (no check: a self-signed test
+  judge), a CA bundle path (file or directory: trust exactly those CAs) or
+  an ``ssl.SSLContext``;
+* replies: at most ``max_response_bytes`` are read (incrementally; a bigger
+  reply is a ``JudgeResponseError``, not a memory spike);
+* redirects are never followed, for http:// and https:// alike: a POST
+  that is redirected is a ``JudgeHTTPError`` naming the ``Location``, so a
+  misconfigured ``base_url`` is fixed instead of silently re-sent (as a
+  GET, by some clients);
+* the URL and every header value are checked when the model is built
+  (``ConfigError`` naming the argument; a CR/LF in a header is refused);
+* connections: one aiohttp session per event loop, closed when that loop
+  ends (``asyncio.run``, ``grade_batch_sync``, a test's loop) or when the
+  model is garbage-collected on a running loop (a notebook cell re-run), so
+  no ``Unclosed client session`` is left behind. Idle keep-alive
+  connections are dropped after 4 s, before the usual 5 s server timeout
+  (uvicorn, llama.cpp) could close one under a new request.
+
+An ``httpx.AsyncClient`` passed as ``http_client`` (custom transports,
+``httpx.MockTransport`` in tests) is used instead, as given, and never
+closed by the model; redirects are not followed there either.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import ipaddress
 import json
+import logging
 import os
 import random
+import re
+import ssl
+import threading
 import time
-from typing import Any, Literal, Sequence
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from ..errors import (ConfigError, JudgeConnectionError, JudgeHTTPError,
                       JudgeResponseError, JudgeTimeoutError)
 from .base import Completion, GenerationParams, InferenceModel, Message
 from .base import (GradeDistributionUnsupported, TokenDistribution, check_choices,
                    match_choices)
-from ._http1 import HTTP1Pool
 from .retry import RetryPolicy, retry_async
 
+log = logging.getLogger("rewardjudge")
+
 StructuredStyle = Literal["json_schema", "json_object", "none"]
-Transport = Literal["auto", "http1", "aiohttp"]
 LogprobsEndpoint = Literal["auto", "chat", "completions"]
-_STYLE_FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "none"}
-_SCHEMA_WORDS = ("response_format", "json_schema", "schema", "grammar")
+#: strongest first: each falls back to the next
+_STYLES = ("json_schema", "json_object", "none")
+_RANK = {s: i for i, s in enumerate(_STYLES)}
+
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+#: requests sent in a weaker structured-output form before the stronger one is tried again
+DEFAULT_REPROBE_AFTER = 1000
+_KEEPALIVE_S = 4.0
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -56,30 +86,340 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+# --------------------------------------------------------------------------
+# construction-time checks: URL, headers, TLS
+# --------------------------------------------------------------------------
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters but HTAB
+_HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+\Z")
+
+
+def _check_base_url(base_url: Any) -> str:
+    """``base_url`` without its trailing slash, or a ConfigError saying what is wrong."""
+    usage = f"base_url must be an http(s) URL ending in /v1, got {base_url!r}"
+    if not isinstance(base_url, str):
+        raise ConfigError(usage)
+    if any(c.isspace() or ord(c) < 0x20 or c == "\x7f" for c in base_url):
+        raise ConfigError(f"base_url must not contain spaces or control characters, got {base_url!r}")
+    try:
+        parts = urlsplit(base_url)
+    except ValueError as exc:  # e.g. a bracketed host that is not an IPv6 address
+        raise ConfigError(f"base_url is not a valid URL ({exc}), got {base_url!r}") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise ConfigError(usage)
+    if "@" in parts.netloc:
+        raise ConfigError("base_url must not carry credentials (user:password@): pass api_key= "
+                          "or headers= instead")
+    if parts.query or parts.fragment or base_url.endswith(("?", "#")):
+        raise ConfigError(f"base_url must not have a query or fragment (paths are appended to it), "
+                          f"got {base_url!r}")
+    try:
+        parts.port  # noqa: B018 (raises on a bad port)
+    except ValueError as exc:
+        raise ConfigError(f"base_url has an invalid port ({exc}); an IPv6 address goes in "
+                          f"brackets: http://[::1]:8000/v1, got {base_url!r}") from None
+    host = parts.hostname or ""
+    if not host:
+        raise ConfigError(f"base_url has no host, got {base_url!r}")
+    if "[" in parts.netloc:
+        try:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            raise ConfigError(f"base_url: {host!r} in brackets is not an IPv6 address") from None
+    elif not _HOST.match(host) and not host.isascii():
+        try:
+            host.encode("idna")
+        except UnicodeError:
+            raise ConfigError(f"base_url: {host!r} is not a valid host name") from None
+    elif not _HOST.match(host):
+        raise ConfigError(f"base_url: {host!r} is not a valid host name")
+    return base_url.rstrip("/")
+
+
+def _check_header(arg: str, name: Any, value: Any) -> None:
+    """Refuse what would corrupt the request or be altered on the wire (values are not echoed:
+    they are often secrets)."""
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        raise ConfigError(f"{arg}: {name!r} is not a valid HTTP header name")
+    if not isinstance(value, str):
+        raise ConfigError(f"{arg}: the value of header {name!r} must be a str, "
+                          f"got {type(value).__name__}")
+    if "\r" in value or "\n" in value:
+        raise ConfigError(f"{arg} must not contain a line break (CR or LF) -- it would end the "
+                          f"header and inject the rest into the request; a trailing newline read "
+                          f"from a file? (header {name!r})")
+    m = _CTL.search(value)
+    if m:
+        raise ConfigError(f"{arg} contains the control character {m.group()!r} at position "
+                          f"{m.start()} (header {name!r})")
+    if value != value.strip(" \t"):
+        raise ConfigError(f"{arg} has leading or trailing whitespace, which HTTP drops "
+                          f"(header {name!r})")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{arg} has characters outside Latin-1, which an HTTP header cannot "
+                          f"carry (header {name!r})") from None
+
+
+def _ssl_option(verify: Any) -> "bool | ssl.SSLContext":
+    if verify is True or verify is False:
+        return verify
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if isinstance(verify, (str, os.PathLike)):
+        path = os.fspath(verify)
+        try:
+            if os.path.isdir(path):
+                return ssl.create_default_context(capath=path)
+            if os.path.isfile(path):
+                return ssl.create_default_context(cafile=path)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise ConfigError(f"verify: cannot load the CA bundle {path!r}: {exc}") from None
+        raise ConfigError(f"verify: no CA bundle file or directory at {path!r}")
+    raise ConfigError(f"verify must be True, False, a CA bundle path or an ssl.SSLContext, "
+                      f"got {verify!r}")
+
+
+# --------------------------------------------------------------------------
+# structured output: which response_format each server takes
+# --------------------------------------------------------------------------
 class _SchemaRejected(Exception):
     """The server refused the request's response_format, not the request."""
+
+
+_RF_FIELD = re.compile(r"(response_format|json_schema|guided_(json|grammar|decoding)|"
+                       r"structured_outputs?|grammar)\b", re.I)
+_RF_TEXT = re.compile(r"response[_ ]?format|json[_ ]schema|structured[_ ]outputs?|"
+                      r"guided[_ ](json|grammar|decoding)|grammar", re.I)
+#: keys of an error body that say what went wrong; everything else (input, body, request,
+#: ctx...) may echo the request, which holds a response_format whatever the error
+_MESSAGE_KEYS = frozenset({"error", "errors", "message", "msg", "detail", "details",
+                           "description", "reason", "title"})
+_FIELD_KEYS = frozenset({"param", "loc", "field", "path", "parameter"})
+
+
+def _strip_echoes(text: str) -> str:
+    """``text`` without its bracketed spans: an error message names the field it is about
+    outside brackets, and quotes the request (``input_value={...}``) inside them."""
+    out: list[str] = []
+    depth = 0
+    start = 0
+    for i, c in enumerate(text):
+        if c in "{[":
+            if depth == 0:
+                out.append(text[start:i])
+            depth += 1
+        elif c in "}]" and depth:
+            depth -= 1
+            if depth == 0:
+                start = i + 1
+    if depth == 0:
+        out.append(text[start:])
+    return " ".join(out)
+
+
+def _error_parts(obj: Any, texts: list[str], fields: list[str], depth: int = 0) -> None:
+    if depth > 8:
+        return
+    if isinstance(obj, str):
+        texts.append(obj)
+    elif isinstance(obj, list):
+        for item in obj[:50]:
+            _error_parts(item, texts, fields, depth + 1)
+    elif isinstance(obj, dict):
+        for key, value in list(obj.items())[:50]:
+            k = str(key).lower()
+            if k in _FIELD_KEYS:
+                items = value if isinstance(value, list) else [value]
+                fields.extend(str(v) for v in items[:20] if isinstance(v, (str, int)))
+            elif k in _MESSAGE_KEYS:
+                _error_parts(value, texts, fields, depth + 1)
+
+
+def refuses_response_format(status: int, body: str) -> bool:
+    """True when an error reply is about the request's ``response_format`` itself.
+
+    The status must be one a server gives a request shape it cannot take
+    (400, 422, 500, 501) and the error must name the structured-output field:
+    in a field locator (OpenAI's ``param``, FastAPI's ``loc``) or in the
+    message, outside any quoted copy of the request. A validation error about
+    ``max_tokens`` that echoes the whole request (``response_format``
+    included) is not.
+
+    >>> refuses_response_format(500, '{"error": "response_format json_schema not supported"}')
+    True
+    >>> refuses_response_format(422, '{"detail": [{"loc": ["body", "max_tokens"], "msg": "bad",'
+    ...                         ' "input": {"response_format": {"type": "json_schema"}}}]}')
+    False
+    """
+    if status not in (400, 422, 500, 501):
+        return False
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return bool(_RF_TEXT.search(_strip_echoes(body)))
+    texts: list[str] = []
+    fields: list[str] = []
+    _error_parts(data, texts, fields)
+    if any(_RF_FIELD.match(f.strip()) for f in fields):
+        return True
+    return any(_RF_TEXT.search(_strip_echoes(t)) for t in texts)
+
+
+@dataclass
+class _Learned:
+    ceiling: str                 # the strongest style not known to be refused
+    since: int = 0               # requests sent below the requested style since the last probe
+    probing: bool = False        # a request is trying the stronger style again
+    logged: set[tuple[str, str]] = field(default_factory=set)
+
+
+class _ServerStyles:
+    """What each judge server (``base_url``) has refused, shared by every model in the process.
+
+    A refusal lowers the server's ceiling by one style and is logged once per
+    server and step. Every ``reprobe_after`` requests sent below the style a
+    model asks for, one request tries that style again: accepted, the
+    ceiling is lifted (a server upgraded in place, a load balancer that
+    briefly routed to an older replica); refused, it stays down, silently.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_url: dict[str, _Learned] = {}
+
+    def current(self, url: str, requested: str) -> str:
+        learned = self._by_url.get(url)
+        if learned is None or _RANK[requested] >= _RANK[learned.ceiling]:
+            return requested
+        return learned.ceiling
+
+    def choose(self, url: str, requested: str, reprobe_after: int | None) -> tuple[str, bool]:
+        """The style for the next request, and whether it is a probe."""
+        learned = self._by_url.get(url)
+        if learned is None or _RANK[requested] >= _RANK[learned.ceiling]:
+            return requested, False
+        with self._lock:
+            if reprobe_after and learned.since >= reprobe_after and not learned.probing:
+                learned.probing = True
+                learned.since = 0
+                return requested, True
+            learned.since += 1
+            return learned.ceiling, False
+
+    def refused(self, url: str, style: str, detail: str, reprobe_after: int | None) -> None:
+        weaker = _STYLES[_RANK[style] + 1]
+        with self._lock:
+            learned = self._by_url.setdefault(url, _Learned(ceiling=_STYLES[0]))
+            learned.probing = False
+            if _RANK[weaker] > _RANK[learned.ceiling]:
+                learned.ceiling = weaker
+                learned.since = 0
+            first = (style, weaker) not in learned.logged
+            learned.logged.add((style, weaker))
+        if first:
+            again = f"tried again after {reprobe_after} requests" if reprobe_after else "not retried"
+            log.warning("judge server %s refused response_format %r (%s); sending %r to it from "
+                        "now on (%s; OpenAIModel.reset_structured_output() forgets this)", url,
+                        style, " ".join(detail.split())[:200], weaker, again)
+
+    def probe_ended(self, url: str, style: str, accepted: bool) -> None:
+        with self._lock:
+            learned = self._by_url.get(url)
+            if learned is None:
+                return
+            learned.probing = False
+            if not accepted:
+                return
+            if _RANK[style] == 0:
+                del self._by_url[url]
+            elif _RANK[style] < _RANK[learned.ceiling]:
+                learned.ceiling = style
+        log.warning("judge server %s accepts response_format %r again", url, style)
+
+    def reset(self, url: str) -> None:
+        with self._lock:
+            self._by_url.pop(url, None)
+
+
+_SERVER_STYLES = _ServerStyles()
+
+
+# --------------------------------------------------------------------------
+# per-event-loop state: the concurrency limit and the aiohttp session
+# --------------------------------------------------------------------------
+class _LoopState:
+    __slots__ = ("sem", "session", "keeper", "urls")
+
+    def __init__(self, limit: int):
+        self.sem = asyncio.Semaphore(limit)
+        self.session: Any = None
+        self.keeper: Any = None
+        self.urls: dict[str, Any] = {}
+
+
+async def _close_when_loop_ends(session: Any):
+    """Closes ``session`` when the loop finalises its async generators.
+
+    Advanced once, this generator is registered with the running loop;
+    ``asyncio.run`` (and every ``asyncio.Runner``) calls
+    ``loop.shutdown_asyncgens()`` before closing the loop, which runs this
+    ``finally`` on that loop. If the model is garbage-collected first, the
+    loop's finaliser hook schedules the same on the running loop.
+    """
+    try:
+        yield
+    finally:
+        if not session.closed:
+            await session.close()
+
+
+_aiohttp: Any = None
+
+
+def _load_aiohttp() -> Any:
+    global _aiohttp
+    if _aiohttp is None:
+        import aiohttp
+
+        _aiohttp = aiohttp
+    return _aiohttp
+
+
+def _too_big(cap: int, what: str) -> JudgeResponseError:
+    err = JudgeResponseError(f"judge reply is larger than max_response_bytes={cap} ({what}); "
+                             f"raise max_response_bytes if replies this large are expected")
+    err.retryable = False  # the same request would get the same reply
+    return err
 
 
 class OpenAIModel(InferenceModel):
     """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     ``base_url`` ends in ``/v1`` as for the ``openai`` package. At most
-    ``max_concurrency`` requests are in flight per model. Each attempt has
-    ``timeout`` seconds; connection errors, timeouts, unreadable bodies, 408,
-    409, 429 and 5xx are retried up to ``max_retries`` times with exponential
-    backoff and jitter (Retry-After honoured); other 4xx are not retried.
+    ``max_concurrency`` requests are in flight per model and event loop. Each
+    attempt has ``timeout`` seconds; connection errors, timeouts, unreadable
+    bodies, 408, 409, 429 and 5xx are retried up to ``max_retries`` times with
+    exponential backoff and jitter (Retry-After honoured); other 4xx and 3xx
+    (redirects are not followed) are not retried.
 
     ``structured_output`` says how a JSON schema is requested:
     ``"json_schema"`` (OpenAI, vLLM), ``"json_object"`` (llama.cpp's server:
     ``{"type": "json_object", "schema": ...}``) or ``"none"``. When a server
-    rejects the request *because of* its response_format (its error body
-    names it), the model falls back to the next style and resends at once:
-    that is a request-shape problem, not an outage, and costs no retry.
+    refuses a request *because of* its response_format (status 400, 422, 500
+    or 501 and an error that names the field: see
+    ``refuses_response_format``), the request is re-sent at once in the next
+    weaker form, without counting as a retry; the weaker form is remembered
+    for that server (``base_url``, across models in the process) and logged
+    once on the ``"rewardjudge"`` logger. Every ``structured_output_reprobe``
+    requests one tries the stronger form again (None: never);
+    ``reset_structured_output()`` forgets what was learned.
 
-    ``transport``: ``"auto"`` (default: a lean keep-alive HTTP/1.1 client for
-    ``http://`` servers, aiohttp for ``https://``), ``"http1"`` or
-    ``"aiohttp"``; ignored when ``http_client`` (an ``httpx.AsyncClient``) is
-    given.
+    Transport options (see the module docstring): ``verify`` (True, False, a
+    CA bundle path or an ``ssl.SSLContext``), ``headers`` (extra request
+    headers), ``max_response_bytes`` (default 4 MiB), ``http_client`` (an
+    ``httpx.AsyncClient`` used as given instead of aiohttp).
 
     >>> model = OpenAIModel("http://127.0.0.1:8000/v1", "judge")  # doctest: +SKIP
     >>> async with model: reply = await model.chat([{"role": "user", "content": "hi"}])  # doctest: +SKIP
@@ -89,13 +429,15 @@ class OpenAIModel(InferenceModel):
                  max_concurrency: int = 64, timeout: float = 60.0, max_retries: int = 3,
                  retry_policy: RetryPolicy | None = None,
                  structured_output: StructuredStyle = "json_schema",
+                 structured_output_reprobe: int | None = DEFAULT_REPROBE_AFTER,
                  http_client: Any = None, extra_body: dict[str, Any] | None = None,
-                 seed_rng: random.Random | None = None, transport: Transport = "auto",
+                 headers: Mapping[str, str] | None = None, verify: Any = True,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 seed_rng: random.Random | None = None,
                  chat_template: Any = None, max_top_logprobs: int = 20,
                  logprobs_endpoint: LogprobsEndpoint = "auto"):
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must be an http(s) URL ending in /v1, got {base_url!r}")
-        if not model:
+        self.base_url = _check_base_url(base_url)
+        if not model or not isinstance(model, str):
             raise ConfigError("model (the judge model's name on the server) is required")
         if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
                 or max_concurrency < 1:
@@ -103,117 +445,71 @@ class OpenAIModel(InferenceModel):
                               f"got {max_concurrency!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-        if structured_output not in ("json_schema", "json_object", "none"):
+        if structured_output not in _RANK:
             raise ConfigError(f"structured_output must be json_schema, json_object or none, "
                               f"got {structured_output!r}")
-        self.base_url = base_url.rstrip("/")
+        if structured_output_reprobe is not None and (
+                isinstance(structured_output_reprobe, bool)
+                or not isinstance(structured_output_reprobe, int) or structured_output_reprobe < 1):
+            raise ConfigError(f"structured_output_reprobe must be an int >= 1 (requests) or None, "
+                              f"got {structured_output_reprobe!r}")
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) \
+                or max_response_bytes < 1024:
+            raise ConfigError(f"max_response_bytes must be an int >= 1024, got {max_response_bytes!r}")
+        if extra_body is not None and not isinstance(extra_body, Mapping):
+            raise ConfigError(f"extra_body must be a dict, got {type(extra_body).__name__}")
+        if headers is not None and not isinstance(headers, Mapping):
+            raise ConfigError(f"headers must be a mapping of header names to values, "
+                              f"got {type(headers).__name__}")
         self.model = model
         self.name = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        from_env = api_key is None
+        self.api_key = os.environ.get("OPENAI_API_KEY") if from_env else api_key
+        self._headers: dict[str, str] = {"Content-Type": "application/json",
+                                         "Accept": "application/json"}
+        if self.api_key:
+            _check_header("api_key (from OPENAI_API_KEY)" if from_env else "api_key",
+                          "Authorization", self.api_key)
+            self._headers["Authorization"] = f"Bearer {self.api_key}"
+        for name, value in (headers or {}).items():
+            _check_header(f"headers[{name!r}]", name, value)
+            self._headers[name] = value
+        self._ssl = _ssl_option(verify)
+        self.verify = verify
+        self.max_response_bytes = max_response_bytes
         self.max_concurrency = max_concurrency
         self.timeout = timeout
         self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
-        self.structured_output: str = structured_output
+        self._structured_output: str = structured_output
+        self.structured_output_reprobe = structured_output_reprobe
         self.extra_body = dict(extra_body or {})
         self._http_client = http_client
         self._rng = seed_rng or random.Random()
-        if transport not in ("auto", "http1", "aiohttp"):
-            raise ConfigError(f"transport must be 'auto', 'http1' or 'aiohttp', got {transport!r}")
-        if transport == "http1" and not self.base_url.startswith("http://"):
-            raise ConfigError("transport='http1' speaks plain http:// only; use 'aiohttp' or "
-                              "'auto' for https:// URLs")
-        self.transport = ("http1" if self.base_url.startswith("http://") else "aiohttp"
-                          ) if transport == "auto" else transport
-        self._session = None
-        self._pool: HTTP1Pool | None = None
-        self._pool_loop: asyncio.AbstractEventLoop | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            self._headers["Authorization"] = f"Bearer {self.api_key}"
+        self._states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = \
+            weakref.WeakKeyDictionary()
         self._init_logprobs(chat_template, max_top_logprobs, logprobs_endpoint)
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.base_url!r}, {self.model!r})"
 
-    # -- plumbing ---------------------------------------------------------
-    def _bind_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            # A model may be used from several event loops over its life (a
-            # notebook, a trainer's background loop): state is per loop.
-            self._loop = loop
-            self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._session = None
-            if self._pool is not None:
-                self._pool.close()  # its connections belong to the old loop
-                self._pool = None
+    # -- structured output ----------------------------------------------------
+    @property
+    def structured_output(self) -> str:
+        """The form the next schema request takes: the one asked for, or a weaker one this
+        server (``base_url``) has refused it for."""
+        return _SERVER_STYLES.current(self.base_url, self._structured_output)
 
-    def _aiohttp_session(self):
-        if self._session is None or self._session.closed:
-            import aiohttp
+    @structured_output.setter
+    def structured_output(self, style: str) -> None:
+        if style not in _RANK:
+            raise ConfigError(f"structured_output must be json_schema, json_object or none, "
+                              f"got {style!r}")
+        self._structured_output = style
 
-            connector = aiohttp.TCPConnector(limit=self.max_concurrency, ttl_dns_cache=300,
-                                             keepalive_timeout=30)
-            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers,
-                                                  json_serialize=json.dumps)
-        return self._session
-
-    def _http1_pool(self) -> HTTP1Pool:
-        loop = asyncio.get_running_loop()
-        if self._pool is not None and self._pool_loop is not loop:
-            self._pool.close()  # made on another event loop: its connections are unusable here
-            self._pool = None
-        if self._pool is None:
-            from urllib.parse import urlsplit
-
-            self._pool_loop = loop
-
-            parts = urlsplit(self.base_url)
-            self._path_prefix = (parts.path or "").rstrip("/")
-            headers = {**self._headers, "Accept": "application/json", "User-Agent": "rewardjudge"}
-            self._pool = HTTP1Pool(parts.hostname or "127.0.0.1", parts.port or 80,
-                                   limit=self.max_concurrency, headers=headers)
-        return self._pool
-
-    async def _post_http1(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        pool = self._http1_pool()
-        try:
-            return await pool.post((self._path_prefix + path).encode("latin-1"), body, self.timeout)
-        except asyncio.TimeoutError as exc:
-            raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
-        except OSError as exc:  # ConnectionError and the protocol errors derive from it
-            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
-
-    async def _post(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        url = self.base_url + path
-        if self._http_client is not None:
-            import httpx
-
-            try:
-                r = await self._http_client.post(url, content=body, headers=self._headers,
-                                                 timeout=self.timeout)
-                return r.status_code, dict(r.headers), r.content
-            except httpx.TimeoutException as exc:
-                raise JudgeTimeoutError(f"judge timed out after {self.timeout}s: {exc!r}") from exc
-            except httpx.TransportError as exc:
-                raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
-        if self.transport == "http1":
-            return await self._post_http1(path, body)
-        import aiohttp
-
-        session = self._aiohttp_session()
-        try:
-            async with session.post(url, data=body,
-                                    timeout=aiohttp.ClientTimeout(total=self.timeout)) as r:
-                return r.status, dict(r.headers), await r.read()
-        except asyncio.TimeoutError as exc:
-            raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
-        except aiohttp.ClientError as exc:
-            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
-        except OSError as exc:
-            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
+    def reset_structured_output(self) -> None:
+        """Forget which response_format forms this model's server refused (for every model
+        on the same ``base_url``): the next request uses ``structured_output`` as given."""
+        _SERVER_STYLES.reset(self.base_url)
 
     def _response_format(self, schema: dict[str, Any], style: str) -> dict[str, Any] | None:
         if style == "json_schema":
@@ -224,48 +520,172 @@ class OpenAIModel(InferenceModel):
             return {"type": "json_object", "schema": schema}
         return None
 
-    async def _attempt(self, payload: dict[str, Any], style: str | None) -> Completion:
-        body = json.dumps(payload).encode()
+    # -- transport ------------------------------------------------------------
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        try:
+            return self._states[loop]
+        except KeyError:
+            # a model may serve several event loops over its life (asyncio.run per call,
+            # a trainer's background loop): limits and connections are per loop
+            state = self._states[loop] = _LoopState(self.max_concurrency)
+            return state
+
+    async def _session(self, state: _LoopState) -> Any:
+        session = state.session
+        if session is None or session.closed:
+            aiohttp = _load_aiohttp()
+            connector = aiohttp.TCPConnector(limit=self.max_concurrency, ssl=self._ssl,
+                                             keepalive_timeout=_KEEPALIVE_S, ttl_dns_cache=300)
+            session = aiohttp.ClientSession(
+                connector=connector, headers=self._headers, trust_env=True,
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                cookie_jar=aiohttp.DummyCookieJar())
+            keeper = _close_when_loop_ends(session)
+            await keeper.__anext__()
+            state.session, state.keeper = session, keeper
+        return session
+
+    def _url(self, state: _LoopState, path: str) -> Any:
+        url = state.urls.get(path)
+        if url is None:
+            from yarl import URL
+
+            url = state.urls[path] = URL(self.base_url + path)
+        return url
+
+    async def _post(self, state: _LoopState, path: str, body: bytes) -> tuple[int, Any, bytes]:
+        """POST ``body``; ``(status, headers, body)`` or a retryable JudgeError."""
+        if self._http_client is not None:
+            return await self._post_httpx(path, body)
+        aiohttp = _load_aiohttp()
+        session = await self._session(state)
+        try:
+            async with session.post(self._url(state, path), data=body,
+                                    allow_redirects=False) as r:
+                return r.status, r.headers, await self._read(r, r.status == 200)
+        except asyncio.TimeoutError as exc:  # before OSError: TimeoutError is one since 3.11
+            raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
+        except aiohttp.ClientConnectorCertificateError as exc:
+            err = JudgeConnectionError(
+                f"judge TLS certificate not trusted ({exc.certificate_error}): pass verify= a CA "
+                f"bundle path or an ssl.SSLContext that trusts it (verify=False skips the check)")
+            err.retryable = False  # it will not be trusted on the next try either
+            raise err from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
+
+    async def _read(self, r: Any, whole: bool) -> bytes:
+        """The reply body, at most ``max_response_bytes`` of it: beyond that a
+        ``JudgeResponseError`` (``whole``) or the body cut there (error replies)."""
+        cap = self.max_response_bytes
+        length = r.content_length
+        if length is not None and "Content-Encoding" not in r.headers:
+            if length <= cap:
+                return await r.read()  # framed by Content-Length: never more than announced
+            if whole:
+                r.close()
+                raise _too_big(cap, f"Content-Length {length}")
+        buf = bytearray()
+        content = r.content
+        while True:
+            chunk = await content.readany()
+            if not chunk:
+                return bytes(buf)
+            buf += chunk
+            if len(buf) > cap:
+                r.close()  # the rest is never read; the connection is not reused
+                if whole:
+                    raise _too_big(cap, f"more than {len(buf)} bytes read")
+                return bytes(buf[:cap])
+
+    async def _post_httpx(self, path: str, body: bytes) -> tuple[int, Any, bytes]:
+        import httpx
+
+        cap = self.max_response_bytes
+        try:
+            async with self._http_client.stream(
+                    "POST", self.base_url + path, content=body, headers=self._headers,
+                    timeout=self.timeout, follow_redirects=False) as r:
+                whole = r.status_code == 200
+                length = r.headers.get("Content-Length", "")
+                if whole and length.isdigit() and int(length) > cap:
+                    raise _too_big(cap, f"Content-Length {length}")
+                buf = bytearray()
+                async for chunk in r.aiter_bytes():
+                    buf += chunk
+                    if len(buf) > cap:
+                        if whole:
+                            raise _too_big(cap, f"more than {len(buf)} bytes read")
+                        del buf[cap:]
+                        break
+                return r.status_code, r.headers, bytes(buf)
+        except httpx.TimeoutException as exc:
+            raise JudgeTimeoutError(f"judge timed out after {self.timeout}s: {exc!r}") from exc
+        except httpx.RequestError as exc:
+            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
+
+    def _http_error(self, status: int, headers: Any, text: str) -> JudgeHTTPError:
+        retry_after = parse_retry_after(headers.get("Retry-After"))
+        if status == 404 and not self.base_url.endswith("/v1"):
+            # the commonest set-up mistake: the server's root instead of its /v1 API
+            text = f"{text} (hint: base_url usually ends in /v1, got {self.base_url!r})"
+        elif 300 <= status < 400:
+            text = (f"{text} (the judge server redirects to {headers.get('Location')!r}; a POST "
+                    f"is not followed: set base_url to where the API is)")
+        return JudgeHTTPError(status, text, retry_after=retry_after)
+
+    async def _attempt(self, state: _LoopState, body: bytes, style: str | None) -> Completion:
         start = time.perf_counter()
-        status, headers, raw = await self._post("/chat/completions", body)
+        status, headers, raw = await self._post(state, "/chat/completions", body)
         latency = time.perf_counter() - start
         if status != 200:
             text = raw.decode("utf-8", "replace")
-            if style not in (None, "none") and status in (400, 422, 500, 501) and any(
-                    w in text.lower() for w in _SCHEMA_WORDS):
+            if style is not None and style != "none" and refuses_response_format(status, text):
                 raise _SchemaRejected(text)
-            retry_after = parse_retry_after(headers.get("Retry-After") or headers.get("retry-after"))
-            if status == 404 and not self.base_url.endswith("/v1"):
-                # the commonest set-up mistake: the server's root instead of its /v1 API
-                text = f"{text} (hint: base_url usually ends in /v1, got {self.base_url!r})"
-            raise JudgeHTTPError(status, text, retry_after=retry_after)
+            raise self._http_error(status, headers, text)
         return _parse_chat_body(raw, latency, structured=style not in (None, "none"))
 
     # -- API --------------------------------------------------------------
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None) -> Completion:
-        self._bind_loop()
+        state = self._loop_state()
         payload: dict[str, Any] = {"model": self.model, "messages": list(messages),
                                    **(params or GenerationParams()).as_dict(), **self.extra_body}
-        assert self._sem is not None
-        async with self._sem:
+        async with state.sem:
+            if json_schema is None:
+                body = json.dumps(payload).encode()
+                completion, attempts = await retry_async(
+                    lambda _n: self._attempt(state, body, None), self.retry_policy, self._rng)
+                completion.attempts = attempts
+                return completion
+            refused = -1  # the rank of the weakest style refused during this call
             while True:
-                style = self.structured_output if json_schema is not None else None
-                if style is not None:
-                    rf = self._response_format(json_schema, style)
-                    if rf is None:
-                        payload.pop("response_format", None)
-                    else:
-                        payload["response_format"] = rf
-
-                async def attempt(_n: int) -> Completion:
-                    return await self._attempt(payload, style)
-
+                style, probe = _SERVER_STYLES.choose(self.base_url, self._structured_output,
+                                                     self.structured_output_reprobe)
+                if _RANK[style] <= refused:
+                    style, probe = _STYLES[refused + 1], False
+                rf = self._response_format(json_schema, style)
+                if rf is None:
+                    payload.pop("response_format", None)
+                else:
+                    payload["response_format"] = rf
+                body = json.dumps(payload).encode()
                 try:
-                    completion, attempts = await retry_async(attempt, self.retry_policy, self._rng)
-                except _SchemaRejected:
-                    self.structured_output = _STYLE_FALLBACK.get(style or "none", "none")
+                    completion, attempts = await retry_async(
+                        lambda _n: self._attempt(state, body, style), self.retry_policy, self._rng)
+                except _SchemaRejected as exc:
+                    # a request-shape problem, not an outage: resend now, weaker, no retry spent
+                    _SERVER_STYLES.refused(self.base_url, style, str(exc),
+                                           self.structured_output_reprobe)
+                    refused = _RANK[style]
                     continue
+                except BaseException:
+                    if probe:
+                        _SERVER_STYLES.probe_ended(self.base_url, style, accepted=False)
+                    raise
+                if probe:
+                    _SERVER_STYLES.probe_ended(self.base_url, style, accepted=True)
                 completion.attempts = attempts
                 return completion
 
@@ -336,33 +756,45 @@ class OpenAIModel(InferenceModel):
             path = "/completions"
             payload.update(prompt=self.chat_template(msgs), logprobs=k)
         body = json.dumps(payload).encode()
-        self._bind_loop()
-        assert self._sem is not None
+        state = self._loop_state()
 
         async def attempt(_n: int) -> TokenDistribution:
             start = time.perf_counter()
-            status, headers, raw = await self._post(path, body)
+            status, headers, raw = await self._post(state, path, body)
             latency = time.perf_counter() - start
             if status != 200:
-                retry_after = parse_retry_after(headers.get("Retry-After") or headers.get("retry-after"))
-                raise JudgeHTTPError(status, raw.decode("utf-8", "replace"), retry_after=retry_after)
+                raise self._http_error(status, headers, raw.decode("utf-8", "replace"))
             return _parse_distribution(raw, endpoint, choices, latency)
 
-        async with self._sem:
+        async with state.sem:
             dist, attempts = await retry_async(attempt, self.retry_policy, self._rng)
         dist.attempts = attempts
         return dist
 
     async def aclose(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            try:
-                await session.close()
-            except RuntimeError:
-                pass  # its loop is gone; nothing left to release
+        """Close the HTTP session of the running loop (and ask other running loops to close
+        theirs). Safe to call twice; the model opens a new session if used again. Sessions
+        of loops that are not running close when their loop ends."""
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop, state in list(self._states.items()):
+            keeper = state.keeper
+            if keeper is None:
+                continue
+            if loop is current:
+                state.keeper = state.session = None
+                await keeper.aclose()
+            elif loop.is_running() and not loop.is_closed():
+                state.keeper = state.session = None
+                fut = asyncio.run_coroutine_threadsafe(keeper.aclose(), loop)
+                if current is not None:
+                    try:
+                        await asyncio.wait_for(asyncio.wrap_future(fut), 5.0)
+                    except Exception:  # that loop is busy or ending: it will close it itself
+                        pass
+            # a loop that is not running closes it in its shutdown_asyncgens()
 
 
 def _parse_distribution(raw: bytes, endpoint: str, choices: list[str],
@@ -372,7 +804,7 @@ def _parse_distribution(raw: bytes, endpoint: str, choices: list[str],
     try:
         data = json.loads(text)
         choice = data["choices"][0]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})",
                                  body=text[:2000]) from None
     lp = choice.get("logprobs") if isinstance(choice, dict) else None
@@ -409,7 +841,7 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
         choice = data["choices"][0]
         message = choice["message"]
         content = message.get("content")
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})",
                                  body=text[:2000]) from None
     if not isinstance(content, str):
