@@ -41,7 +41,8 @@ def test_key_order_and_json_whitespace_do_not_change_the_version():
     {"params": {"seed": 7, "temperature": 0.0}},                   # 0 vs 0.0, other key order
     {"params": {"temperature": 0, "random_seed": 7}},              # the seed doc's alias
     {"output_spec": {"max": 5.0, "type": "numeric", "min": 1.0}},  # floats and key order
-    {"template_engine": "handlebars"},                             # the default, written out
+    {"template_engine": "jinja2"},                                 # the default, written out
+    {"template_engine": "jinja"},                                  # an alias of the default
 ])
 def test_equivalent_configs_share_a_version(variant):
     assert cfg(**variant).version_id == cfg().version_id
@@ -123,6 +124,7 @@ def test_configs_are_validated(changes, message):
 
 @pytest.mark.parametrize("template,engine", [
     ("{{#if x}}unclosed", "handlebars"),          # Handlebars structure is checked at save time
+    ("{% macro m() %}{% endmacro %}", "jinja2"),  # the document: macro is not available
     ("{% include 'x' %}", "jinja2"),              # refused Jinja statement
     ("{% if x %}unclosed", "jinja2"),             # Jinja syntax error
 ])
@@ -148,7 +150,8 @@ def test_schemas_are_strict_with_the_reason_first():
 
 
 BOOL = {"type": "boolean"}
-CAT = {"type": "categorical", "labels": ["bad", "ok", "good"]}
+CAT = {"type": "categorical", "labels": ["bad", "ok", "good"], "values": {"bad": 0, "ok": 0.5, "good": 1}}
+CAT_LABELS_ONLY = {"type": "categorical", "labels": ["good", "bad"]}  # the scorer document's example
 CAT_VALUES = {"type": "categorical", "labels": ["good", "bad"], "values": {"good": 1, "bad": -1}}
 NUM = {"type": "numeric", "min": 1, "max": 5}
 
@@ -156,7 +159,8 @@ GOOD_REPLIES = [
     (BOOL, '{"reason": "right", "verdict": true}', 1.0, "true"),            # plain
     (BOOL, '{"reason": "wrong", "verdict": false}', 0.0, "false"),          # false
     (BOOL, '{"reason": "r", "verdict": "TRUE"}', 1.0, "true"),              # quoted by a free-form judge
-    (CAT, '{"reason": "meh", "label": "ok"}', 0.5, "ok"),                   # evenly spread, worst first
+    (CAT, '{"reason": "meh", "label": "ok"}', 0.5, "ok"),                   # explicit values
+    (CAT_LABELS_ONLY, '{"reason": "r", "label": "good"}', None, "good"),    # no values: the label only
     (CAT, 'Sure: ```json\n{"reason": "r", "label": "good"}\n```', 1.0, "good"),  # inside a fence
     (CAT, '{"reason": "r", "label": "Bad"}', 0.0, "bad"),                   # case folded to the label
     (CAT_VALUES, '{"reason": "r", "label": "bad"}', -1.0, "bad"),           # explicit values
@@ -184,7 +188,7 @@ BAD_REPLIES = [
     (NUM, '{"reason": "r", "score": true}', "must be a number"),             # a bool
     (NUM, '{"reason": 3, "score": 3}', "'reason' must be a string"),         # bad reason
     (NUM, '{"reason": "r", "score": 4', "truncated"),                        # cut off by max_tokens
-    (NUM, '{"reason": "r", "score": 4,}', "invalid JSON"),                   # not JSON
+    (NUM, '{"reason": "r", "score": 4,}', "JSON"),                           # not JSON (the message is the parser's)
     (NUM, '{"reason": "a", "score": 1} {"reason": "b", "score": 5}', "ambiguous"),  # disagreeing verdicts
 ]
 
@@ -198,7 +202,8 @@ def test_bad_replies_are_refused_with_the_reason(spec, reply, message):
 
 # -- variables and bindings ---------------------------------------------------------
 def test_declared_variables_exclude_builtins_for_both_engines():
-    hbs = cfg(prompt_template="{{transcript}} {{metadata.reference}} {{question}} {{#each steps}}{{this}}"
+    hbs = cfg(template_engine="handlebars",
+              prompt_template="{{transcript}} {{metadata.reference}} {{question}} {{#each steps}}{{this}}"
                               "{{/each}} {{completion}} {{output_instructions}}")
     jinja = cfg(template_engine="jinja2",
                 prompt_template="{{ transcript }}{% for s in steps %}{{ s }}{% endfor %}{{ question }}"
@@ -209,7 +214,7 @@ def test_declared_variables_exclude_builtins_for_both_engines():
 
 @pytest.mark.parametrize("mapping,message", [
     ({"questoin": "turn:user"}, "does not use 'questoin'"),              # a typo'd variable
-    ({"completion": "turn:user"}, "built-in variable"),                  # built-ins cannot be bound
+    ({"transcript": "turns:user"}, "unknown source"),                    # a mapped built-in is still checked
     ({"question": "turns:user"}, "unknown source"),                      # a typo'd source kind
     ({"question": "turn:moderator"}, "neither an index nor"),            # bad turn reference
     ({"question": "metadata"}, "needs a key"),                           # metadata without a key
@@ -237,7 +242,7 @@ def test_sources_resolve_from_completion_turns_metadata_and_literals():
 
 # -- the grader -------------------------------------------------------------------------
 def make_grader(replies, spec=None, template=None, mapping=None, **kwargs) -> tuple[ScorerGrader, ScriptedModel]:
-    model = ScriptedModel(replies)
+    model = ScriptedModel(replies, name=BASE["model"])
     changes = {}
     if spec is not None:
         changes["output_spec"] = spec
@@ -306,8 +311,8 @@ async def test_missing_metadata_renders_empty_and_is_reported():
 async def test_jinja_scorer_and_builtin_variables():
     template = ("{% if reference %}Reference: {{ reference }}\n{% endif %}{{ transcript }}\n"
                 "{{ output_instructions }}")
-    model = ScriptedModel(['{"reason": "r", "verdict": false}'])
-    scorer = Scorer("Correct?", cfg(template_engine="jinja2", prompt_template=template, output_spec=BOOL))
+    model = ScriptedModel(['{"reason": "r", "verdict": false}'], name=BASE["model"])
+    scorer = Scorer("Correct?", cfg(prompt_template=template, output_spec=BOOL))
     grade = await scorer.grader(model).grade(thread(reference="4"))
     prompt = model.calls[0]["messages"][0]["content"]
     assert prompt.startswith("Reference: 4\nsystem: Answer in JSON.\nuser: 2+2?\nassistant: ")
@@ -327,7 +332,8 @@ async def test_policy_text_cannot_inject_template_syntax_or_forge_a_verdict():
 
 async def test_grade_batch_keeps_order_and_names_the_version():
     replies = {"1": '{"reason": "a", "score": 1}', "2": '{"reason": "b", "score": 2}'}
-    model = ScriptedModel(lambda messages, params, schema: replies[messages[0]["content"][-1]])
+    model = ScriptedModel(lambda messages, params, schema: replies[messages[0]["content"][-1]],
+                          name=BASE["model"])
     grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
     grades = await grader.grade_batch([thread('{"answer": "2"}'), thread('{"answer": "1"}')])
     assert [g.value for g in grades] == [2.0, 1.0]
@@ -355,7 +361,7 @@ async def test_scorers_run_on_the_spawned_judge():
                                            prompt_template="Question: {{question}}\nAnswer: {{answer}}\n"
                                                            "Judge the answer.\n{{output_instructions}}"))
             grader = scorer.grader(judge, {"question": "turn:user", "answer": "completion:answer"},
-                                   reply_retries=1)
+                                   reply_retries=1, allow_model_override=True)
             grades = await grader.grade_batch([thread('{"answer": "4"}'), thread("not json")])
             assert [g.status for g in grades][1] == "penalized"  # no judge call for it
             grades = grades[:1]
@@ -369,3 +375,4 @@ async def test_scorers_run_on_the_spawned_judge():
                         assert 1.0 <= g.value <= 5.0
                     else:
                         assert g.extra["label"] in {"true", "false", "bad", "ok", "good"}
+                    assert g.extra["judge_model"] == judge.name != scorer.config.model

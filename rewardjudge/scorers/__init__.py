@@ -2,25 +2,34 @@
 
 * ``Scorer``: name, description, ``ScorerConfig``; ``scorer.grader(model, mapping)``.
 * ``ScorerConfig``: validated config; ``version_id`` = SHA-256 of its canonical JSON.
-* Output specs (``BooleanSpec``, ``CategoricalSpec``, ``NumericSpec``): strict reply schemas.
+  Templates are sandboxed Jinja2 by default (``template_engine="handlebars"`` on request).
+* Output specs (``BooleanSpec``, ``CategoricalSpec``, ``NumericSpec``): strict reply schemas;
+  categorical labels get numbers only from explicit ``values``.
+* Built-ins (``BUILTIN_VARIABLES``, ``BUILTIN_FUNCTIONS``): ``transcript``, ``attr("key")``,
+  ``format_input_transcript(...)``, ``format_output_transcript(...)`` and more.
 * ``ScorerBinding``: a pinned version + variable -> source mapping; ``binding.grader(model)``.
-* ``ScorerRegistry``: a folder of scorers with create, get, find, update and versions.
-* ``ScorerGrader``: the Grader a binding becomes; every Grade names the version.
+* ``ScorerRegistry``: a folder of scorers with create, get, find, update, delete and versions.
+* ``ScorerGrader``: the Grader a binding becomes; it asks ``config.model`` and every Grade
+  names the version and the model that answered.
 
 >>> from rewardjudge.scorers import Scorer
 >>> s = Scorer("Correct?", {"model": "judge", "output_spec": {"type": "boolean"},
-...            "prompt_template": "Reference: {{reference}}\\nAnswer: {{completion}}\\nIs it correct?"})
+...            "prompt_template": "{% if reference %}Reference: {{ reference }}\\n{% endif %}"
+...                               "Answer: {{ completion }}\\nIs it correct?"})
 >>> s.variables, len(s.version)
 (['reference'], 64)
 """
 
 from .binding import MalformedCompletion, ScorerBinding
-from .config import BUILTIN_VARIABLES, ScorerConfig, ScorerParams
+from .builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
+from .config import ScorerConfig, ScorerParams
 from .grader import ScorerGrader
 from .output_spec import BooleanSpec, CategoricalSpec, NumericSpec, OutputSpec, Verdict
 from .registry import ScorerNotFound, ScorerRegistry
 from .scorer import Scorer, ScorerVersion, slugify
+from .template import ScorerTemplate
 
-__all__ = ["BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "MalformedCompletion",
+__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "MalformedCompletion",
            "NumericSpec", "OutputSpec", "Scorer", "ScorerBinding", "ScorerConfig", "ScorerGrader",
-           "ScorerNotFound", "ScorerParams", "ScorerRegistry", "ScorerVersion", "Verdict", "slugify"]
+           "ScorerNotFound", "ScorerParams", "ScorerRegistry", "ScorerTemplate", "ScorerVersion", "Verdict",
+           "slugify"]

@@ -2,21 +2,31 @@
 
 A source is a short string:
 
-=========================  =====================================================
-source                     value
-=========================  =====================================================
-``completion``             the final assistant turn's text
-``completion:<path>``      a field of the completion parsed as a JSON object
-                           (dotted path, list indexes as numbers: ``steps.0``)
-``turn:<index>``           the content of turn ``index`` (negative counts from the end)
-``turn:<role>``            the content of the last ``user``/``assistant``/``system``/``tool`` turn
-``metadata:<path>``        a value from the sample's metadata (dotted path)
-``transcript``             every turn as ``role: text`` lines
-``context``                the turns before the completion as ``role: text`` lines
-``literal:<text>``         that text, as is
-=========================  =====================================================
+==============================  ==========================================================
+source                          value
+==============================  ==========================================================
+``completion``                  the final assistant turn's text
+``completion:<path>``           a field of the completion parsed as a JSON object
+                                (dotted path, list indexes as numbers: ``steps.0``)
+``turn:<index>``                the content of turn ``index`` (negative counts from the end)
+``turn:<role>``                 the content of the last ``user``/``assistant``/``system``/``tool`` turn
+``metadata:<key>``              a metadata value (the span attribute ``key``: a key holding
+                                dots is read as is, else as a dotted path)
+``transcript``                  every turn as ``role: text`` lines
+``input_messages``              the input messages (turns before the completion), ``role: text``
+``output_messages``             the output message (the completion), ``assistant: text``
+``input_messages:<key>``        the messages held by metadata attribute ``key``, formatted as
+``output_messages:<key>``       input / output messages (see ``builtins.py``)
+``context``                     the same as ``input_messages``
+``literal:<text>``              that text, as is
+==============================  ==========================================================
 
 A declared variable without a mapping reads ``metadata:<its name>``.
+
+Built-in names (``transcript``, ``attr``, ``completion``, ...; see
+``builtins.py``) may be mapped, as the scorer document allows, but the
+built-in takes precedence: the mapping is kept and listed in ``shadowed``,
+and the built-in value is rendered.
 
 What a missing value does depends on whose fault it is: a completion that is
 not JSON, or lacks a mapped field, is the *policy's* malformed output, so the
@@ -25,7 +35,7 @@ value renders empty (as undefined variables do) and the Grade lists it in
 ``extra["missing_variables"]``.
 
 >>> b = ScorerBinding(ScorerConfig.from_dict({"model": "m",
-...     "prompt_template": "Q: {{question}} A: {{answer}}", "output_spec": {"type": "boolean"}}),
+...     "prompt_template": "Q: {{ question }} A: {{ answer }}", "output_spec": {"type": "boolean"}}),
 ...     {"question": "turn:user", "answer": "completion:answer"})
 >>> b.variables, b.version == b.config.version_id
 (['question', 'answer'], True)
@@ -34,18 +44,24 @@ value renders empty (as undefined variables do) and the Grade lists it in
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..core.structured_output import find_json_objects
 from ..errors import ConfigError
 from ..thread import ROLES, StringThread
-from .config import BUILTIN_VARIABLES, ScorerConfig
+from .builtins import (BUILTIN_NAMES, MISSING, builtin_functions, format_messages, lookup_attribute,
+                       role_lines)
+from .config import ScorerConfig
 
-__all__ = ["MalformedCompletion", "ScorerBinding", "parse_source"]
+__all__ = ["MalformedCompletion", "ScorerBinding", "output_instructions", "parse_source"]
 
-_KINDS = ("completion", "turn", "metadata", "transcript", "context", "literal")
-_MISSING = object()
+log = logging.getLogger("rewardjudge")
+
+_KINDS = ("completion", "turn", "metadata", "transcript", "input_messages", "output_messages",
+          "context", "literal")
+_MISSING = MISSING
 
 
 class MalformedCompletion(Exception):
@@ -71,7 +87,8 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
     if kind not in _KINDS:
         raise ConfigError(f"binding for {variable!r}: unknown source {source!r}; expected one of "
                           f"completion, completion:<field>, turn:<index|role>, metadata:<key>, "
-                          f"transcript, context, literal:<text>")
+                          f"transcript, input_messages[:<key>], output_messages[:<key>], context, "
+                          f"literal:<text>")
     if kind == "literal":
         return _Source(kind, arg if sep else "")
     arg = arg.strip() if sep else None
@@ -89,7 +106,7 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
             except ValueError:
                 raise ConfigError(f"binding for {variable!r}: turn:{arg} is neither an index nor "
                                   f"one of the roles {ROLES}") from None
-    if kind == "completion" and arg == "":
+    if kind in ("completion", "input_messages", "output_messages") and arg == "":
         arg = None
     return _Source(kind, arg)
 
@@ -104,10 +121,6 @@ def _lookup(value: Any, path: str) -> Any:
         else:
             return _MISSING
     return cur
-
-
-def _lines(turns: list[tuple[str, str]]) -> str:
-    return "\n".join(f"{role}: {text}" for role, text in turns)
 
 
 def _parse_completion(text: str) -> dict[str, Any]:
@@ -127,10 +140,20 @@ def _parse_completion(text: str) -> dict[str, Any]:
 
 
 def builtin_context(sample: StringThread) -> dict[str, Any]:
-    """The values of the built-in variables that depend on the sample."""
-    return {"completion": sample.completion(), "transcript": _lines(sample.turns),
-            "context": _lines(sample.context_turns()),
+    """The values of the data built-ins that depend on the sample."""
+    return {"completion": sample.completion(), "transcript": role_lines(sample.turns),
+            "context": role_lines(sample.context_turns()),
             "last_user_message": sample.last_user_content(), "metadata": dict(sample.metadata)}
+
+
+def output_instructions(schema: dict[str, Any], language: str | None = None) -> str:
+    """The built-in sentence telling a judge how to reply (from the prompt bundle)."""
+    from ..templates import Template
+    from ..templates.prompts import prompt_source
+
+    source = prompt_source("ScorerGrader", "output_instructions", language)
+    return Template(source, name="ScorerGrader/output_instructions").render(
+        {"output_schema": json.dumps(schema, ensure_ascii=False)})
 
 
 class ScorerBinding:
@@ -139,12 +162,13 @@ class ScorerBinding:
     ``version`` is the config's SHA-256 id; ``config`` is that version's config
     (a copy: later edits to the scorer do not reach a binding). The mapping is
     checked at construction: every key must be a declared variable of the
-    template (a typo fails here, not as an empty prompt), and built-in names
-    cannot be bound. ``from_dict`` also checks the config still hashes to the
-    pinned version.
+    template (a typo fails here, not as an empty prompt) or a built-in name
+    (kept, listed in ``shadowed``: the built-in wins). ``from_dict`` also
+    checks the config still hashes to the pinned version.
     """
 
-    __slots__ = ("config", "mapping", "scorer_name", "scorer_slug", "version", "_sources")
+    __slots__ = ("config", "mapping", "scorer_name", "scorer_slug", "version", "shadowed", "_sources",
+                 "_instructions")
 
     def __init__(self, config: ScorerConfig, mapping: Mapping[str, str] | None = None, *,
                  scorer_name: str = "scorer", scorer_slug: str | None = None):
@@ -154,67 +178,108 @@ class ScorerBinding:
             raise ConfigError(f"a binding's mapping must map variable -> source, got {mapping!r:.80}")
         declared = config.variables
         sources: dict[str, _Source] = {}
+        shadowed: dict[str, _Source] = {}
         for var, src in dict(mapping or {}).items():
-            if var in BUILTIN_VARIABLES:
-                raise ConfigError(f"{var!r} is a built-in variable and cannot be bound; "
-                                  f"built-ins: {', '.join(BUILTIN_VARIABLES)}")
+            if var in BUILTIN_NAMES:
+                shadowed[var] = parse_source(src, var)  # checked, kept, not used: built-ins win
+                continue
             if var not in declared:
                 raise ConfigError(f"the template does not use {var!r}; its variables: "
                                   f"{', '.join(declared) or '(none)'}")
             sources[var] = parse_source(src, var)
         for var in declared:
             sources.setdefault(var, _Source("metadata", var))
+        if shadowed:
+            log.info("scorer %s: built-in name(s) %s take precedence over their mapping",
+                     scorer_slug or scorer_name, ", ".join(shadowed))
         self.config = config
         self._sources = {v: sources[v] for v in declared}
-        self.mapping = {v: s.text() for v, s in self._sources.items()}
+        #: mapped names that are built-ins: the built-in value is rendered instead
+        self.shadowed = list(shadowed)
+        self.mapping = {**{v: s.text() for v, s in self._sources.items()},
+                        **{v: s.text() for v, s in shadowed.items()}}
         self.scorer_name = scorer_name
         self.scorer_slug = scorer_slug
         self.version = config.version_id
+        self._instructions: dict[str | None, dict[str, str]] = {}
 
     @property
     def variables(self) -> list[str]:
-        return list(self.mapping)
+        """The declared variables (built-in names excluded), in first-use order."""
+        return list(self._sources)
+
+    def _value(self, var: str, src: _Source, sample: StringThread, parsed: list) -> Any:
+        if src.kind == "completion":
+            if src.arg is None:
+                return sample.completion()
+            if not parsed:
+                parsed.append(_parse_completion(sample.completion()))
+            value = _lookup(parsed[0], src.arg)
+            if value is _MISSING:
+                raise MalformedCompletion(f"the completion has no field {src.arg!r} (needed for {var!r})")
+            return value
+        if src.kind == "turn":
+            turns = sample.turns
+            if src.arg in ROLES:
+                return next((c for r, c in reversed(turns) if r == src.arg), _MISSING)
+            i = int(src.arg)
+            return turns[i][1] if -len(turns) <= i < len(turns) else _MISSING
+        if src.kind == "metadata":
+            return lookup_attribute(sample.metadata, src.arg)
+        if src.kind == "transcript":
+            return role_lines(sample.turns)
+        if src.kind in ("input_messages", "output_messages"):
+            if src.arg is not None:
+                held = lookup_attribute(sample.metadata, src.arg)
+                role = "user" if src.kind == "input_messages" else "assistant"
+                return _MISSING if held is _MISSING else role_lines(format_messages(held, role))
+            if src.kind == "input_messages":
+                return role_lines(sample.context_turns())
+            completion = sample.completion()
+            return role_lines([("assistant", completion)]) if completion else _MISSING
+        if src.kind == "context":
+            return role_lines(sample.context_turns())
+        return src.arg  # literal
 
     def context(self, sample: StringThread) -> tuple[dict[str, Any], list[str]]:
-        """The template context for ``sample`` and the variables that had no value.
+        """The template data for ``sample`` and the variables that had no value.
 
-        Raises ``MalformedCompletion`` when a ``completion:<field>`` source cannot be read.
+        Mapped values first, then the data built-ins over them (built-ins take
+        precedence). Raises ``MalformedCompletion`` when a
+        ``completion:<field>`` source cannot be read.
         """
-        ctx = builtin_context(sample)
+        ctx: dict[str, Any] = {}
         missing: list[str] = []
-        parsed: dict[str, Any] | None = None
+        parsed: list = []
         for var, src in self._sources.items():
-            value: Any = _MISSING
-            if src.kind == "completion":
-                if src.arg is None:
-                    value = sample.completion()
-                else:
-                    if parsed is None:
-                        parsed = _parse_completion(sample.completion())
-                    value = _lookup(parsed, src.arg)
-                    if value is _MISSING:
-                        raise MalformedCompletion(f"the completion has no field {src.arg!r} "
-                                                  f"(needed for {var!r})")
-            elif src.kind == "turn":
-                turns = sample.turns
-                if src.arg in ROLES:
-                    value = next((c for r, c in reversed(turns) if r == src.arg), _MISSING)
-                else:
-                    i = int(src.arg)
-                    value = turns[i][1] if -len(turns) <= i < len(turns) else _MISSING
-            elif src.kind == "metadata":
-                value = _lookup(sample.metadata, src.arg)
-            elif src.kind == "transcript":
-                value = ctx["transcript"]
-            elif src.kind == "context":
-                value = ctx["context"]
-            elif src.kind == "literal":
-                value = src.arg
+            value = self._value(var, src, sample, parsed)
             if value is _MISSING or value is None:
                 missing.append(var)
             else:
                 ctx[var] = value
+        ctx.update(builtin_context(sample))
         return ctx, missing
+
+    def constants(self, language: str | None = None) -> dict[str, str]:
+        """``output_schema`` and ``output_instructions`` (in ``language``) for this version."""
+        if language not in self._instructions:
+            schema = self.config.output_spec.json_schema()
+            self._instructions[language] = {
+                "output_schema": json.dumps(schema, ensure_ascii=False),
+                "output_instructions": output_instructions(schema, language)}
+        return self._instructions[language]
+
+    def render(self, sample: StringThread, *, language: str | None = None) -> tuple[str, list[str]]:
+        """The judge's user message for ``sample`` and the variables that had no value.
+
+        Raises ``MalformedCompletion`` when the completion lacks a bound field.
+        """
+        from ..templates.handlebars import to_plain
+
+        context, missing = self.context(sample)
+        context.update(self.constants(language))
+        functions = builtin_functions(to_plain(dict(sample.metadata)))
+        return self.config.template.render(context, functions), missing
 
     def to_dict(self) -> dict[str, Any]:
         return {"scorer_name": self.scorer_name, "scorer_slug": self.scorer_slug,

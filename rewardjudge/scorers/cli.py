@@ -1,13 +1,25 @@
-"""``rewardjudge scorers create|show|versions|update|list`` over a scorer registry folder.
+"""``rewardjudge scorers create|show|versions|update|list|test|delete`` over a registry folder.
 
-The registry folder is ``--registry DIR``, else ``$REWARDJUDGE_SCORERS``,
-else ``./scorers``. A scorer file for ``create``/``update`` is JSON in the
-shape ``{"name", "description"?, "config": {"model", "prompt_template",
-"output_spec", "params"?, "template_engine"?}}`` (``-`` reads stdin);
-``--template FILE`` replaces ``config.prompt_template`` with a file's text.
+The registry folder is ``--registry DIR`` (before or after the subcommand),
+else ``$REWARDJUDGE_SCORERS``, else ``./scorers``. A scorer file for
+``create``/``update`` is JSON in the shape ``{"name", "description"?,
+"config": {"model", "prompt_template", "output_spec", "params"?,
+"template_engine"?}}`` (``-`` reads stdin); ``--template FILE`` replaces
+``config.prompt_template`` with a file's text.
 
-Exit codes: 0 done; 2 an invalid scorer, config or file (the message says
-what to fix); 3 no such scorer or version.
+``scorers test SLUG --input FILE`` renders the judge prompt for each sample
+in FILE (a JSON object, a JSON list of them, or JSON lines), each
+``{"messages": [{"role", "content"}, ...], "metadata": {...}}`` (``attributes``
+is accepted for ``metadata``; ``prompt``/``completion`` strings add a user /
+assistant turn). ``--map VAR=SOURCE`` binds a variable (see
+``binding.py``); ``--version`` tries an older version. With ``--judge URL``
+(an OpenAI-compatible ``/v1`` server) each sample is also graded by one
+judge call, asking for the scorer's ``config.model`` (``--judge-model NAME``
+asks for another model, explicitly).
+
+Exit codes: 0 done; 1 ``test --judge`` left a sample unscored (the judge
+side failed); 2 an invalid scorer, config, file or mapping (the message
+says what to fix); 3 no such scorer or version.
 """
 
 from __future__ import annotations
@@ -162,14 +174,140 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_samples(path: str) -> list:
+    """Samples from a JSON object, a JSON list or JSON lines (see the module doc)."""
+    from ..thread import StringThread
+
+    text = sys.stdin.read() if path == "-" else _read_text(path)
+    try:
+        data = json.loads(text)
+        rows = data if isinstance(data, list) else [data]
+    except ValueError:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as exc:
+                    raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
+    if not rows:
+        raise ConfigError(f"{path} holds no sample")
+    samples = []
+    for i, row in enumerate(rows):
+        where = f"{path} sample {i + 1}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where} must be an object with 'messages' and/or 'metadata'")
+        unknown = sorted(set(row) - {"messages", "metadata", "attributes", "prompt", "completion"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}; expected messages, metadata "
+                              f"(or attributes), prompt, completion")
+        metadata = row.get("metadata", row.get("attributes")) or {}
+        if not isinstance(metadata, dict):
+            raise ConfigError(f"{where}: metadata must be an object")
+        try:
+            thread = StringThread.from_messages(row.get("messages") or [], {**metadata, "eval": True})
+            if isinstance(row.get("prompt"), str):
+                thread = thread.user(row["prompt"])
+            if isinstance(row.get("completion"), str):
+                thread = thread.assistant(row["completion"])
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        samples.append(thread)
+    return samples
+
+
+def _mapping(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        var, sep, source = pair.partition("=")
+        if not sep or not var.strip():
+            raise ConfigError(f"--map takes VAR=SOURCE (e.g. question=turn:user), got {pair!r}")
+        out[var.strip()] = source.strip()
+    return out
+
+
+async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
+    from ..models import OpenAIModel
+
+    asked = args.judge_model or binding.config.model
+    async with OpenAIModel(args.judge, asked, timeout=args.timeout, max_retries=0) as judge:
+        # --judge-model is the caller naming another model on purpose: the override is explicit
+        grader = binding.grader(judge, reply_retries=0, mode="eval", language=args.language,
+                                allow_model_override=asked != binding.config.model)
+        return await grader.grade_batch(samples)
+
+
+@_guard
+def _test(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .binding import MalformedCompletion
+
+    registry = _registry(args)
+    scorer = registry.get(args.slug)
+    binding = registry.bind(args.slug, _mapping(args.map), version=args.version)
+    samples = _read_samples(args.input)
+    rendered = []
+    for thread in samples:
+        try:
+            prompt, missing = binding.render(thread, language=args.language)
+            rendered.append({"prompt": prompt, "missing_variables": missing})
+        except MalformedCompletion as exc:
+            rendered.append({"prompt": None, "error": f"malformed completion: {exc}"})
+    grades = asyncio.run(_grade_samples(binding, samples, args)) if args.judge else None
+    results = []
+    for i, r in enumerate(rendered):
+        if grades is not None:
+            g = grades[i]
+            r["grade"] = {"status": g.status, "value": g.value, "label": g.extra.get("label"),
+                          "reason": g.reasoning, "error": g.error,
+                          "judge_model": g.extra.get("judge_model"), "raw_reply": g.raw_reply}
+        results.append(r)
+    if args.json:
+        print(json.dumps({"slug": scorer.slug, "version": binding.version, "model": binding.config.model,
+                          "mapping": binding.mapping, "samples": results}, indent=2, ensure_ascii=False))
+    else:
+        print(f"{scorer.slug}  version {binding.version[:12]}  model {binding.config.model}  "
+              f"engine {binding.config.template_engine}")
+        print("  mapping: " + (", ".join(f"{k} <- {v}" for k, v in binding.mapping.items()) or "(none)"))
+        for i, r in enumerate(results, 1):
+            print(f"--- sample {i} ---")
+            if r["prompt"] is None:
+                print(f"(not rendered: {r['error']}; a grade would be penalized)")
+            else:
+                print(r["prompt"])
+                if r["missing_variables"]:
+                    print(f"(no value, rendered empty: {', '.join(r['missing_variables'])})")
+            g = r.get("grade")
+            if g is not None:
+                shown = g["value"] if g["label"] is None else f"{g['value']} ({g['label']})"
+                print(f"=> {g['status']} {shown}  judge_model: {g['judge_model']}")
+                print(f"   {'reason: ' + g['reason'] if g['status'] == 'scored' else g['error']}")
+    return 1 if grades is not None and any(g.status == "unscored" for g in grades) else 0
+
+
+@_guard
+def _delete(args: argparse.Namespace) -> int:
+    registry = _registry(args)
+    scorer = registry.get(args.slug)
+    registry.delete(args.slug)
+    print(f"deleted {scorer.slug} ({scorer.name}, {len(scorer.history)} version(s))")
+    return 0
+
+
 def add_parser(sub) -> None:
     """The ``rewardjudge scorers`` command group."""
-    p = sub.add_parser("scorers", help="create, inspect and version scorers in a registry folder")
-    p.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
+    p = sub.add_parser("scorers", help="create, inspect, version, try and delete scorers in a "
+                                       "registry folder")
+    registry_help = f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"
+    p.add_argument("--registry", help=registry_help)
     ssub = p.add_subparsers(dest="scorers_command", required=True)
 
-    def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--json", action="store_true", help="print JSON")
+    def common(q: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
+        # also accepted after the subcommand; SUPPRESS keeps a value given before it
+        q.add_argument("--registry", default=argparse.SUPPRESS, help=registry_help)
+        if json_flag:
+            q.add_argument("--json", action="store_true", help="print JSON")
 
     c = ssub.add_parser("create", help="save a new scorer from a JSON file (a new slug every time)")
     c.add_argument("file", nargs="?", help="scorer JSON: {name, description?, config}; - for stdin")
@@ -204,3 +342,24 @@ def add_parser(sub) -> None:
     ls.add_argument("query", nargs="?")
     common(ls)
     ls.set_defaults(func=_list)
+
+    t = ssub.add_parser("test", help="render a scorer's prompt on sample inputs (and, with --judge, "
+                                     "grade them with one judge call each)")
+    t.add_argument("slug")
+    t.add_argument("--input", required=True, help="samples: a JSON object, a JSON list or JSON lines "
+                                                  "of {messages, metadata}; - for stdin")
+    t.add_argument("--map", action="append", metavar="VAR=SOURCE",
+                   help="bind a variable (e.g. question=turn:user); unmapped ones read metadata")
+    t.add_argument("--version", help="a version number, id or id prefix (default: current)")
+    t.add_argument("--judge", metavar="URL", help="an OpenAI-compatible server (.../v1): grade each sample")
+    t.add_argument("--judge-model", help="ask for this model instead of the scorer's config.model "
+                                         "(an explicit override; grades record it)")
+    t.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
+    t.add_argument("--language", help="language of the built-in output_instructions")
+    common(t)
+    t.set_defaults(func=_test)
+
+    d = ssub.add_parser("delete", help="delete a scorer and every version of it")
+    d.add_argument("slug")
+    common(d, json_flag=False)
+    d.set_defaults(func=_delete)

@@ -24,25 +24,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from .builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES, BUILTIN_VARIABLES
 from .output_spec import OutputSpec, output_spec_from_dict
+from .template import DEFAULT_ENGINE, ENGINES, ScorerTemplate
 
-__all__ = ["BUILTIN_VARIABLES", "ENGINES", "MAX_TEMPLATE_CHARS", "ScorerConfig", "ScorerParams",
-           "canonical_json", "make_template"]
+__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "DEFAULT_ENGINE", "ENGINES", "MAX_TEMPLATE_CHARS",
+           "ScorerConfig", "ScorerParams", "canonical_json", "make_template"]
 
-ENGINES = ("handlebars", "jinja2")
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
-
-BUILTIN_VARIABLES: dict[str, str] = {
-    "completion": "the final assistant turn (the text being graded)",
-    "transcript": "every turn, one per line, as 'role: text'",
-    "context": "the turns before the completion, as 'role: text' lines",
-    "last_user_message": "the last user turn",
-    "metadata": "the sample's metadata (e.g. {{metadata.reference}})",
-    "output_schema": "the reply's JSON schema, as JSON text",
-    "output_instructions": "a sentence telling the judge how to reply (built-in, translated)",
-}
-"""Names every scorer template can read without a binding (they cannot be bound)."""
 
 
 def canonical_json(data: Any) -> str:
@@ -51,21 +41,14 @@ def canonical_json(data: Any) -> str:
                       allow_nan=False)
 
 
-def make_template(source: str, engine: str = "handlebars", *, name: str = "prompt_template"):
-    """Compile ``source`` with ``engine``; both results have ``variables``, ``missing`` and ``render``.
+def make_template(source: str, engine: str = DEFAULT_ENGINE, *,
+                  name: str = "prompt_template") -> ScorerTemplate:
+    """Check and compile ``source`` with ``engine`` (see ``template.py``).
 
-    Handlebars templates are compiled non-strict: a variable with no value
-    renders empty, as in Jinja2 (the scorer reports which were missing).
+    A variable with no value renders empty in both engines (the grader
+    reports which were missing).
     """
-    if engine == "handlebars":
-        from ..templates.handlebars import Template
-
-        return Template(source, name=name, strict=False)
-    if engine == "jinja2":
-        from ..templates.jinja import JinjaTemplate
-
-        return JinjaTemplate(source, name=name)
-    raise ConfigError(f"template_engine must be one of {ENGINES}, got {engine!r}")
+    return ScorerTemplate(source, engine, name=name)
 
 
 def _number(name: str, value: Any, lo: float, hi: float | None, *, lo_open: bool = False) -> float:
@@ -135,17 +118,20 @@ class ScorerParams:
 class ScorerConfig:
     """What defines a scorer's behaviour; validated (template compiled) at construction.
 
-    ``model`` names the judge model (1-200 chars); ``prompt_template`` is a
-    Handlebars (default) or sandboxed Jinja2 template of at most 20 000
-    characters; ``output_spec`` is a spec or its JSON form; ``params`` a
-    ``ScorerParams`` or its JSON form.
+    ``model`` names the judge model (1-200 chars): the model name every
+    judge request carries (``ScorerGrader`` refuses a judge bound to another
+    name unless told otherwise); ``prompt_template`` is a sandboxed Jinja2
+    (default, as the scorer document specifies) or Handlebars
+    (``template_engine="handlebars"``) template of at most 20 000 characters;
+    ``output_spec`` is a spec or its JSON form; ``params`` a ``ScorerParams``
+    or its JSON form.
     """
 
     __slots__ = ("model", "prompt_template", "template_engine", "output_spec", "params", "template")
 
     def __init__(self, model: str, prompt_template: str, output_spec: OutputSpec | Mapping[str, Any],
                  params: ScorerParams | Mapping[str, Any] | None = None, *,
-                 template_engine: str = "handlebars"):
+                 template_engine: str = DEFAULT_ENGINE):
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("config.model must name the judge model (a non-empty string)")
         if len(model) > MAX_MODEL_CHARS:
@@ -155,15 +141,12 @@ class ScorerConfig:
         if len(prompt_template) > MAX_TEMPLATE_CHARS:
             raise ConfigError(f"config.prompt_template is at most {MAX_TEMPLATE_CHARS} characters, "
                               f"got {len(prompt_template)}")
-        engine = {"jinja": "jinja2", "hbs": "handlebars"}.get(template_engine, template_engine)
-        if engine not in ENGINES:
-            raise ConfigError(f"config.template_engine must be one of {ENGINES}, got {template_engine!r}")
         self.model = model
         self.prompt_template = prompt_template
-        self.template_engine = engine
         self.output_spec = output_spec_from_dict(output_spec)
         self.params = ScorerParams.from_dict(params)
-        self.template = make_template(prompt_template, engine)
+        self.template = make_template(prompt_template, template_engine)
+        self.template_engine = self.template.engine
 
     _KEYS = ("model", "prompt_template", "template_engine", "output_spec", "params")
 
@@ -181,7 +164,7 @@ class ScorerConfig:
             if key not in data:
                 raise ConfigError(f"config.{key} is required")
         return cls(data["model"], data["prompt_template"], data["output_spec"], data.get("params"),
-                   template_engine=data.get("template_engine", "handlebars"))
+                   template_engine=data.get("template_engine", DEFAULT_ENGINE))
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":
@@ -207,14 +190,10 @@ class ScorerConfig:
 
     @property
     def variables(self) -> list[str]:
-        """Declared variables: top-level names the template reads that are not built-in,
-        in first-use order. A binding says where each comes from."""
-        out: dict[str, None] = {}
-        for path in self.template.variables:
-            top = path.split(".", 1)[0]
-            if top not in BUILTIN_VARIABLES:
-                out.setdefault(top, None)
-        return list(out)
+        """Declared variables: top-level names the template reads, does not set itself
+        (loop variables, ``set`` locals) and that are not built-in, in first-use order.
+        A binding says where each comes from."""
+        return [v for v in self.template.variables if v not in BUILTIN_NAMES]
 
     def replace(self, **changes: Any) -> "ScorerConfig":
         """A copy with some fields changed (validated again)."""

@@ -2,65 +2,78 @@
 
 ``grade(sample)``:
 
-1. The binding builds the context (built-ins + bound variables). A
-   completion lacking a bound field is *penalized*, without a judge call.
+1. The binding builds the context (mapped variables, then the built-ins,
+   which take precedence). A completion lacking a bound field is
+   *penalized*, without a judge call.
 2. The template renders into **one user message**: the judge sees only what
    the template renders.
 3. The judge is asked with the output spec's strict JSON schema; the reply is
    parsed by the spec. An unusable reply is re-asked ``reply_retries`` times,
    then the grade is *unscored*; a judge failure is *unscored* at once.
-4. The Grade: ``value`` (numeric: the score; boolean/categorical: the label's
-   reward), ``reasoning`` = the judge's reason, ``grader_version`` = the
-   scorer version id (SHA-256 of its canonical config), and ``extra`` with
-   ``label``, ``scorer``, ``scorer_version``, ``judge_model`` and
-   ``missing_variables``.
+4. The Grade: ``value`` (numeric: the score; boolean: 1.0/0.0; categorical:
+   the label's value from ``output_spec.values``), ``reasoning`` = the
+   judge's reason, ``grader_version`` = the scorer version id (SHA-256 of its
+   canonical config), and ``extra`` with ``label`` (the categorical label or
+   "true"/"false"; None for numeric), ``score``, ``scorer``,
+   ``scorer_version``, ``scorer_model`` (``config.model``), ``judge_model``
+   (the model that answered: the name the server gave in its reply, else the
+   name asked) and ``missing_variables``.
+
+Two checks at construction:
+
+* the scorer's ``model`` is the model asked: a judge bound to another model
+  name (``model.name``) is refused unless ``allow_model_override=True``
+  (then the judge's own model answers, and the grades say so);
+* a categorical spec without ``values`` is refused: a grade is a number, and
+  labels have no order to take one from.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader, Mode
-from ..models.base import GenerationParams, InferenceModel
+from ..models.base import Completion, GenerationParams, InferenceModel
 from ..thread import StringThread
-from .binding import MalformedCompletion, ScorerBinding
+from .binding import MalformedCompletion, ScorerBinding, output_instructions
 
-__all__ = ["ScorerGrader"]
+__all__ = ["ScorerGrader", "output_instructions"]
 
 log = logging.getLogger("rewardjudge")
 
 
-def output_instructions(schema: dict[str, Any], language: str | None = None) -> str:
-    """The built-in sentence telling a judge how to reply (from the prompt bundle)."""
-    from ..templates import Template
-    from ..templates.prompts import prompt_source
-
-    source = prompt_source("ScorerGrader", "output_instructions", language)
-    return Template(source, name="ScorerGrader/output_instructions").render(
-        {"output_schema": json.dumps(schema, ensure_ascii=False)})
+def answering_model(completion: Completion, asked: str) -> str:
+    """The model that answered: the ``model`` of the server's reply when it gives one, else
+    the name asked (servers may resolve an alias such as ``mistral-small-latest``)."""
+    raw = completion.raw
+    reported = raw.get("model") if isinstance(raw, dict) else None
+    return reported if isinstance(reported, str) and reported else asked
 
 
 class ScorerGrader(Grader):
     """Runs one pinned scorer version (a ``ScorerBinding``) on ``model``.
 
+    >>> judge = OpenAIModel(url, scorer.config.model)                   # doctest: +SKIP
     >>> grader = scorer.grader(judge, {"answer": "completion:answer"})  # doctest: +SKIP
     >>> grade = await grader.grade(thread)                              # doctest: +SKIP
     >>> grade.grader_version == scorer.version, grade.extra["label"]    # doctest: +SKIP
     (True, 'true')
 
-    ``grader_key`` defaults to the scorer's slug (or name); ``language``
-    chooses the language of the built-in ``output_instructions``;
-    ``default_max_tokens`` applies when the params leave ``max_tokens`` unset
-    (a judge that never stops would otherwise run to the server's limit).
+    ``model.name`` must equal the scorer's ``config.model`` (the model the
+    version names), unless ``allow_model_override=True``. ``grader_key``
+    defaults to the scorer's slug (or name); ``language`` chooses the
+    language of the built-in ``output_instructions``; ``default_max_tokens``
+    applies when the params leave ``max_tokens`` unset (a judge that never
+    stops would otherwise run to the server's limit).
     """
 
     def __init__(self, binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
                  reply_retries: int = 1, language: str | None = None, default_max_tokens: int = 512,
-                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
+                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
+                 allow_model_override: bool = False):
         if not isinstance(binding, ScorerBinding):
             raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
         if not isinstance(model, InferenceModel):
@@ -70,23 +83,33 @@ class ScorerGrader(Grader):
             raise ConfigError(f"reply_retries must be an int >= 0, got {reply_retries!r}")
         from .scorer import slugify
 
-        super().__init__(grader_key or binding.scorer_slug or slugify(binding.scorer_name), mode=mode,
-                         train_penalty=train_penalty, eval_penalty=eval_penalty)
+        config = binding.config
+        key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
+        config.output_spec.require_values(f"scorer {key!r} (a grade is a number)")
+        asked = getattr(model, "name", None) or type(model).__name__
+        if asked != config.model and not allow_model_override:
+            raise ConfigError(
+                f"scorer {key!r} (version {binding.version[:12]}) names model {config.model!r}, but "
+                f"the judge given asks for {asked!r}: pass a judge for {config.model!r} (e.g. "
+                f"OpenAIModel(url, {config.model!r})), or allow_model_override=True to run this "
+                f"version on {asked!r} (its grades then record judge_model={asked!r})")
+        super().__init__(key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
         self.binding = binding
         self.model = model
+        self.model_name = asked
+        self.allow_model_override = bool(allow_model_override)
         self.reply_retries = reply_retries
-        config = binding.config
+        self.language = language
         self.spec = config.output_spec
         self.schema = self.spec.json_schema()
         p = config.params
         max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
         self.params = GenerationParams(temperature=p.temperature, top_p=p.top_p,
                                        max_tokens=max_tokens or None, seed=p.seed)
-        self._constants = {"output_schema": json.dumps(self.schema, ensure_ascii=False),
-                           "output_instructions": output_instructions(self.schema, language)}
-        used = getattr(model, "name", None)
-        if used and used != config.model:
-            log.info("scorer %s names judge %r but runs on model %r", self.grader_key, config.model, used)
+        binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
+        if asked != config.model:
+            log.info("scorer %s names judge %r; running on %r (allow_model_override)", key,
+                     config.model, asked)
 
     @property
     def version(self) -> str:
@@ -94,16 +117,14 @@ class ScorerGrader(Grader):
         return self.binding.version
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "scorer": self.binding.to_dict()}
+        return {**super().config(), "scorer": self.binding.to_dict(), "judge_model": self.model_name}
 
     def render(self, sample: StringThread) -> tuple[str, list[str]]:
         """The user message for ``sample`` and the variables that had no value.
 
         Raises ``MalformedCompletion`` when the completion lacks a bound field.
         """
-        context, missing = self.binding.context(sample)
-        context.update(self._constants)
-        return self.binding.config.template.render(context), missing
+        return self.binding.render(sample, language=self.language)
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
@@ -112,7 +133,8 @@ class ScorerGrader(Grader):
             return flagged
         extra: dict[str, Any] = {"scorer": self.binding.scorer_slug or self.binding.scorer_name,
                                  "scorer_version": self.version,
-                                 "judge_model": getattr(self.model, "name", type(self.model).__name__)}
+                                 "scorer_model": self.binding.config.model,
+                                 "judge_model": self.model_name}
         try:
             prompt, missing = self.render(sample)
         except MalformedCompletion as exc:
@@ -128,4 +150,5 @@ class ScorerGrader(Grader):
         return Grade(value=verdict.value, grader_key=self.grader_key, reasoning=verdict.reason,
                      status="scored", raw_reply=answer.completion.text, usage=answer.usage,
                      attempts=answer.attempts, latency_s=answer.latency_s, grader_version=self.version,
-                     extra={**extra, "label": verdict.label, "score": verdict.score})
+                     extra={**extra, "judge_model": answering_model(answer.completion, self.model_name),
+                            "label": verdict.label, "score": verdict.score})

@@ -8,15 +8,21 @@ spec                                    reply                               Grad
 ======================================  ==================================  =====================
 ``{"type": "boolean"}``                 ``{"reason": str, "verdict": bool}``  value 1.0 / 0.0,
                                                                             label "true"/"false"
-``{"type": "categorical",               ``{"reason": str, "label": str}``   value from ``values``,
-"labels": [...], "values": {...}}``     (one of the labels)                 label kept
+``{"type": "categorical",               ``{"reason": str, "label": str}``   value from ``values``
+"labels": [...], "values": {...}}``     (one of the labels)                 (required), label kept
 ``{"type": "numeric", "min": a,         ``{"reason": str, "score": number}``  value = the score
 "max": b}``                             (a <= score <= b)
 ======================================  ==================================  =====================
 
-Categorical ``values`` (label -> reward) is optional; without it the labels
-are taken as listed **worst to best** and spread evenly over [0, 1]
-(``["bad", "ok", "good"]`` -> 0.0, 0.5, 1.0; a single label -> 1.0).
+Categorical labels have no order and no number. A reward (training) or a
+mean (evaluation) needs ``values`` (label -> number) written in the spec::
+
+    {"type": "categorical", "labels": ["good", "bad"], "values": {"good": 1.0, "bad": 0.0}}
+
+Without ``values`` the spec is still a valid scorer definition (it can be
+saved, versioned, rendered and tried), its verdicts carry only the label
+(``Verdict.value`` is None), and ``ScorerGrader`` refuses it at construction
+(``require_values``): listing ``["good", "bad"]`` must never make "good" 0.0.
 
 Parsing is strict about *what* a reply holds (the schema: required keys, no
 extra keys, types, enum, range) and lenient only about *where* the object
@@ -49,10 +55,11 @@ MAX_LABELS = 50
 
 @dataclass(frozen=True)
 class Verdict:
-    """A parsed judge reply: the reward ``value``, the ``label`` (None for numeric),
-    the judge's ``reason`` and the raw ``score`` field."""
+    """A parsed judge reply: the reward ``value`` (None for a categorical spec
+    without ``values``), the ``label`` (None for numeric), the judge's
+    ``reason`` and the raw ``score`` field."""
 
-    value: float
+    value: float | None
     label: str | None
     reason: str
     score: Any
@@ -74,9 +81,17 @@ class OutputSpec:
     def _field_schema(self) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _read(self, value: Any) -> tuple[float, str | None]:  # pragma: no cover - overridden
+    def _read(self, value: Any) -> tuple[float | None, str | None]:  # pragma: no cover - overridden
         """(reward, label) for a field value; ValueError saying why it is invalid."""
         raise NotImplementedError
+
+    @property
+    def has_values(self) -> bool:
+        """True when every verdict maps to a number (numeric, boolean, valued categorical)."""
+        return True
+
+    def require_values(self, where: str = "a grader") -> None:
+        """``ConfigError`` (with an example) when verdicts have no number; see the module doc."""
 
     def describe(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -140,7 +155,8 @@ class BooleanSpec(OutputSpec):
 
 
 class CategoricalSpec(OutputSpec):
-    """One label out of ``labels``; its reward comes from ``values`` (see the module doc)."""
+    """One label out of ``labels``; its number, if any, comes from ``values`` (never from
+    the order of ``labels``; see the module doc)."""
 
     type = "categorical"
     field = "label"
@@ -157,13 +173,11 @@ class CategoricalSpec(OutputSpec):
             dup = sorted({lab for lab in labels if labels.count(lab) > 1})
             raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
         self.labels = tuple(labels)
-        self.explicit_values = values is not None
-        if values is None:
-            n = len(labels)
-            self.values = {lab: (i / (n - 1) if n > 1 else 1.0) for i, lab in enumerate(labels)}
-        else:
+        self.values: dict[str, float] | None = None
+        if values is not None:
             if not isinstance(values, Mapping):
-                raise ConfigError("output_spec.values must map each label to a number")
+                raise ConfigError("output_spec.values must map each label to a number, e.g. "
+                                  + json.dumps(self.example_values()))
             unknown = sorted(set(values) - set(labels))
             lacking = [lab for lab in labels if lab not in values]
             if unknown or lacking:
@@ -174,26 +188,50 @@ class CategoricalSpec(OutputSpec):
                     raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
             self.values = {lab: float(values[lab]) for lab in labels}
 
+    @property
+    def explicit_values(self) -> bool:
+        return self.values is not None
+
+    @property
+    def has_values(self) -> bool:
+        return self.values is not None
+
+    def example_values(self) -> dict[str, float]:
+        """A placeholder ``values`` for the error message: first label 1.0, the others 0.0.
+        Only an example to edit, never applied: which label is best is the author's call."""
+        return {lab: (1.0 if i == 0 else 0.0) for i, lab in enumerate(self.labels)}
+
+    def require_values(self, where: str = "a grader") -> None:
+        if self.values is None:
+            example = {"type": "categorical", "labels": list(self.labels),
+                       "values": self.example_values()}
+            raise ConfigError(
+                f"{where} needs a number for each categorical label, and labels have no order: "
+                f"add 'values' to the output_spec, e.g. {json.dumps(example, ensure_ascii=False)} "
+                f"(give each label the reward you mean)")
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "categorical", "labels": list(self.labels)}
-        if self.explicit_values:
+        if self.values is not None:
             out["values"] = dict(self.values)
         return out
 
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.labels), "description": "exactly one of the labels"}
 
-    def _read(self, value: Any) -> tuple[float, str | None]:
+    def _read(self, value: Any) -> tuple[float | None, str | None]:
         if not isinstance(value, str):
             raise ValueError(f"'label' must be a string, got {value!r:.60}")
-        if value not in self.values:
+        if value not in self.labels:
             folded = [lab for lab in self.labels if lab.strip().lower() == value.strip().lower()]
             if len(folded) != 1:
                 raise ValueError(f"'label' must be one of {list(self.labels)}, got {value!r:.60}")
             value = folded[0]
-        return self.values[value], value
+        return (None if self.values is None else self.values[value]), value
 
     def describe(self) -> str:
+        if self.values is None:
+            return "categorical: " + ", ".join(self.labels) + " (labels only: no values)"
         return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
 
 

@@ -1,0 +1,181 @@
+"""Names every scorer template can read without a mapping, and their values.
+
+Data built-ins (both engines):
+
+=======================  ============================================================
+name                     value
+=======================  ============================================================
+``transcript``           every turn (input and output messages), one per line, ``role: text``
+``completion``           the final assistant turn (the text being graded)
+``context``              the turns before the completion, ``role: text`` lines
+``last_user_message``    the last user turn
+``metadata``             the sample's metadata: the span's attributes
+``output_schema``        the reply's JSON schema, as JSON text
+``output_instructions``  a sentence telling the judge how to reply (built-in, translated)
+=======================  ============================================================
+
+Function built-ins (Jinja2, the document's engine):
+
+* ``attr("key")``: the value of the attribute ``key`` (a metadata key, which
+  may itself contain dots, as span attribute keys do; else a dotted path).
+  Undefined (renders empty) when absent.
+* ``format_input_transcript("key", ...)``: the messages held by each
+  attribute, formatted as input messages (``role: text`` lines; a message
+  without a role is the user's).
+* ``format_output_transcript("key", ...)``: the same as output messages (a
+  message without a role is the assistant's).
+
+A messages attribute may hold a list of ``{"role", "content"}`` messages
+(content a string or a list of parts), OpenTelemetry GenAI messages
+(``{"role", "parts": [{"type": "text", "content": ...}]}``), the JSON text of
+either, or a plain string (one message). Attributes that are absent are
+skipped.
+
+As the scorer document says, built-ins take precedence over a mapped value of
+the same name: a mapping may name them, and the built-in value is used.
+
+>>> f = builtin_functions({"gen_ai.input.messages": '[{"role": "user", "content": "Hi"}]'})
+>>> f["format_input_transcript"]("gen_ai.input.messages")
+'user: Hi'
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping
+
+__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
+           "format_messages", "lookup_attribute", "role_lines"]
+
+BUILTIN_VARIABLES: dict[str, str] = {
+    "completion": "the final assistant turn (the text being graded)",
+    "transcript": "every turn (input and output messages), one per line, as 'role: text'",
+    "context": "the turns before the completion, as 'role: text' lines",
+    "last_user_message": "the last user turn",
+    "metadata": "the sample's metadata, i.e. the span's attributes (e.g. {{ metadata.reference }})",
+    "output_schema": "the reply's JSON schema, as JSON text",
+    "output_instructions": "a sentence telling the judge how to reply (built-in, translated)",
+}
+"""Data names every scorer template can read without a mapping."""
+
+BUILTIN_FUNCTIONS: dict[str, str] = {
+    "attr": 'attr("key"): the value of the attribute (metadata key) "key"',
+    "format_input_transcript": 'format_input_transcript("key", ...): a messages attribute as '
+                               "input messages, 'role: text' lines",
+    "format_output_transcript": 'format_output_transcript("key", ...): a messages attribute as '
+                                "output messages, 'role: text' lines",
+}
+"""Functions every Jinja2 scorer template can call."""
+
+BUILTIN_NAMES = frozenset(BUILTIN_VARIABLES) | frozenset(BUILTIN_FUNCTIONS)
+
+MISSING = object()
+
+
+def lookup_attribute(attributes: Mapping[str, Any], key: str) -> Any:
+    """``attributes[key]`` when present (span keys contain dots), else the dotted path; ``MISSING``."""
+    if key in attributes:
+        return attributes[key]
+    cur: Any = attributes
+    for part in key.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return MISSING
+    return cur
+
+
+def role_lines(turns: list[tuple[str, str]]) -> str:
+    """``role: text`` lines, the transcript format of the scorer document."""
+    return "\n".join(f"{role}: {text}" for role, text in turns)
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        return "" if part is None else str(part)
+    kind = part.get("type", "text")
+    for key in ("text", "content"):
+        if isinstance(part.get(key), str) and kind in ("text", "input_text", "output_text", "reasoning"):
+            return part[key]
+    if kind in ("tool_call", "function_call"):
+        args = part.get("arguments")
+        args = json.dumps(args, ensure_ascii=False) if not isinstance(args, str) else args
+        return f"[tool call {part.get('name', '?')}({args or ''})]"
+    if kind == "tool_call_response":
+        resp = part.get("response")
+        return f"[tool result {resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)}]"
+    return f"[{kind}]"
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "\n".join(t for t in (_part_text(p) for p in content) if t)
+    return _part_text(content)
+
+
+def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
+    """``(role, text)`` pairs from a messages value (see the module doc)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("[", "{"):
+            try:
+                return format_messages(json.loads(text), default_role)
+            except ValueError:
+                pass
+        return [(default_role, value)]
+    if isinstance(value, Mapping):
+        if isinstance(value.get("messages"), (list, tuple)) and not ({"role", "content", "parts"} & set(value)):
+            return format_messages(value["messages"], default_role)
+        role = value.get("role") or default_role
+        body = value["content"] if "content" in value else value.get("parts")
+        return [(str(role), _content_text(body))]
+    if isinstance(value, (list, tuple)):
+        out: list[tuple[str, str]] = []
+        for item in value:
+            out += format_messages(item, default_role)
+        return out
+    return [(default_role, str(value))]
+
+
+def builtin_functions(attributes: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The function built-ins reading ``attributes`` (the sample's metadata, as plain data)."""
+
+    def attr(key: str) -> Any:
+        if not isinstance(key, str):
+            raise TypeError(f"attr() takes an attribute key string, got {key!r:.60}")
+        value = lookup_attribute(attributes, key)
+        if value is MISSING or value is None:
+            from jinja2 import ChainableUndefined
+
+            return ChainableUndefined(name=f"attr({key!r})")
+        return value
+
+    def transcript_of(default_role: str, name: str) -> Callable[..., str]:
+        def fmt(*keys: str) -> str:
+            if not keys:
+                raise TypeError(f"{name}() takes one or more attribute keys")
+            turns: list[tuple[str, str]] = []
+            for key in keys:
+                if not isinstance(key, str):
+                    raise TypeError(f"{name}() takes attribute key strings, got {key!r:.60}")
+                value = lookup_attribute(attributes, key)
+                if value is not MISSING:
+                    turns += format_messages(value, default_role)
+            return role_lines(turns)
+
+        fmt.__name__ = name
+        return fmt
+
+    return {"attr": attr,
+            "format_input_transcript": transcript_of("user", "format_input_transcript"),
+            "format_output_transcript": transcript_of("assistant", "format_output_transcript")}
