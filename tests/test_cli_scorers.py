@@ -69,7 +69,8 @@ def test_create_show_versions_update(capsys, reg, scorer_file, tmp_path):
 
 @pytest.mark.parametrize("change,message", [
     ({"config": {**SCORER["config"], "params": {"top_p": 0}}}, "params.top_p must be in (0, 1]"),  # bad param
-    ({"config": {**SCORER["config"], "prompt_template": "{{#if x}}"}}, "unclosed block"),        # bad template
+    ({"config": {**SCORER["config"], "prompt_template": "{% if x %}"}}, "endif"),                 # bad template
+    ({"config": {**SCORER["config"], "prompt_template": "{{#if x}}y{{/if}}"}}, "Handlebars syntax"),  # wrong engine
     ({"name": ""}, "non-empty string"),                                                          # no name
 ])
 def test_invalid_scorers_exit_2_with_the_reason(capsys, reg, tmp_path, change, message):
@@ -98,6 +99,94 @@ def test_registry_from_the_environment(capsys, reg, scorer_file, monkeypatch):
     monkeypatch.setenv("REWARDJUDGE_SCORERS", reg)
     slug = json.loads(run(capsys, "scorers", "create", str(scorer_file), "--json")[1])["slug"]
     assert (Path(reg) / f"{slug}.json").is_file()
+
+
+def test_registry_option_after_the_subcommand(capsys, reg, scorer_file):
+    code, out, _ = run(capsys, "scorers", "create", str(scorer_file), "--registry", reg, "--json")
+    assert code == 0 and (Path(reg) / f"{json.loads(out)['slug']}.json").is_file()
+
+
+# -- scorers test / delete (issue 14), with the scorer document's example -------------------------
+DOC_SCORER = {
+    "name": "Helpfulness", "description": "Rates how well the assistant answered.", "kind": "llm_judge",
+    "config": {"model": "mistral-small-latest",
+               "prompt_template": "You grade customer-support answers.\nScore 1 (useless) to 5 (fully "
+                                  "resolves the question).\n\nProduct: {{ product }}"
+                                  "{% if question %}\nQuestion: {{ question }}{% endif %}",
+               "output_spec": {"type": "numeric", "min": 1, "max": 5},
+               "params": {"temperature": 0, "random_seed": 42}}}
+SAMPLE = {"messages": [{"role": "user", "content": "My router blinks red."},
+                       {"role": "assistant", "content": "Restart it."}],
+          "metadata": {"product": "acme router"}}
+PROMPT = ("You grade customer-support answers.\nScore 1 (useless) to 5 (fully resolves the question)."
+          "\n\nProduct: acme router\nQuestion: My router blinks red.")
+
+
+@pytest.fixture
+def doc_slug(capsys, reg, tmp_path) -> str:
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(DOC_SCORER))
+    code, out, _ = run(capsys, "scorers", "--registry", reg, "create", str(path), "--json")
+    assert code == 0
+    return json.loads(out)["slug"]
+
+
+@pytest.fixture
+def sample_file(tmp_path) -> Path:
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(SAMPLE))
+    return path
+
+
+def test_scorers_test_renders_the_prompt(capsys, reg, doc_slug, sample_file):
+    code, out, _ = run(capsys, "scorers", "test", doc_slug, "--input", str(sample_file), "--registry", reg,
+                       "--map", "question=turn:user")
+    assert code == 0 and PROMPT in out and "question <- turn:user" in out
+    code, out, _ = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input", str(sample_file),
+                       "--json")
+    data = json.loads(out)["samples"][0]
+    assert data["missing_variables"] == ["question"] and "Question:" not in data["prompt"]
+
+
+def test_scorers_test_with_a_judge_makes_one_graded_call(capsys, reg, doc_slug, sample_file):
+    from rewardjudge.testing import FakeJudgeServer
+
+    with FakeJudgeServer(lambda req: '{"reason": "clear next step", "score": 4}') as server:
+        code, out, _ = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input",
+                           str(sample_file), "--map", "question=turn:user", "--judge", server.url, "--json")
+    assert code == 0 and len(server.requests) == 1
+    assert server.requests[0]["model"] == "mistral-small-latest"
+    assert server.requests[0]["messages"] == [{"role": "user", "content": PROMPT}]
+    grade = json.loads(out)["samples"][0]["grade"]
+    assert (grade["status"], grade["value"], grade["reason"], grade["judge_model"]) == (
+        "scored", 4.0, "clear next step", "mistral-small-latest")
+
+
+def test_scorers_test_exits_1_when_the_judge_fails(capsys, reg, doc_slug, sample_file):
+    from rewardjudge.testing import Fault, FakeJudgeServer
+
+    with FakeJudgeServer(lambda req: Fault.http(503)) as server:
+        code, out, _ = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input",
+                           str(sample_file), "--judge", server.url)
+    assert code == 1 and "unscored" in out
+
+
+def test_scorers_test_refuses_a_label_scorer_without_values(capsys, reg, tmp_path, sample_file):
+    path = tmp_path / "labels.json"
+    config = {**DOC_SCORER["config"], "output_spec": {"type": "categorical", "labels": ["good", "bad"]}}
+    path.write_text(json.dumps({**DOC_SCORER, "config": config}))
+    slug = json.loads(run(capsys, "scorers", "--registry", reg, "create", str(path), "--json")[1])["slug"]
+    assert run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file))[0] == 0
+    code, _, err = run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file),
+                       "--judge", "http://127.0.0.1:9/v1")
+    assert code == 2 and '"values": {"good": 1.0, "bad": 0.0}' in err
+
+
+def test_scorers_delete(capsys, reg, doc_slug):
+    code, out, _ = run(capsys, "scorers", "delete", doc_slug, "--registry", reg)
+    assert code == 0 and f"deleted {doc_slug}" in out
+    assert run(capsys, "scorers", "--registry", reg, "show", doc_slug)[0] == 3
+    assert run(capsys, "scorers", "--registry", reg, "delete", doc_slug)[0] == 3
 
 
 def test_catalog_lists_and_shows(capsys):

@@ -112,7 +112,7 @@ async def test_a_binding_pins_its_version_across_updates(registry):
     registry.update(s.slug, config={**CONFIG, "prompt_template": "Changed: {{question}}"})
     latest = registry.bind(s.slug, {"question": "turn:user"})
     assert pinned.version == s.version != latest.version
-    model = ScriptedModel(default='{"reason": "ok", "verdict": true}')
+    model = ScriptedModel(default='{"reason": "ok", "verdict": true}', name=CONFIG["model"])
     t = StringThread([("user", "2+2?"), ("assistant", "4")])
     old, new = await pinned.grader(model).grade(t), await latest.grader(model).grade(t)
     assert old.grader_version == s.version and new.grader_version == latest.version
@@ -139,6 +139,23 @@ def test_hand_edited_files_are_detected(registry):
     path.write_text(json.dumps(record))
     with pytest.raises(ConfigError, match="edited by hand"):
         registry.get(s.slug)
+
+
+def test_stored_handlebars_versions_keep_their_engine_and_id(registry):
+    # files written before Jinja2 became the default name their engine, so their hash holds
+    config = {**CONFIG, "template_engine": "handlebars",
+              "prompt_template": "{{#if question}}Q: {{question}}\n{{/if}}A: {{completion}}"}
+    s = registry.create("Legacy", config)
+    back = registry.get(s.slug)
+    assert back.config.template_engine == "handlebars" and back.version == s.version
+    assert back.variables == ["question"]
+    assert json.loads((registry.path / f"{s.slug}.json").read_text())["versions"][0]["config"][
+        "template_engine"] == "handlebars"
+
+
+def test_configs_without_an_engine_are_jinja2_as_the_document_says(registry):
+    s = registry.create("Doc", {**CONFIG, "prompt_template": "{% if question %}Q: {{ question }}{% endif %}"})
+    assert registry.get(s.slug).config.template_engine == "jinja2" and s.variables == ["question"]
 
 
 def test_delete(registry):

@@ -376,3 +376,195 @@ async def test_scorers_run_on_the_spawned_judge():
                     else:
                         assert g.extra["label"] in {"true", "false", "bad", "ok", "good"}
                     assert g.extra["judge_model"] == judge.name != scorer.config.model
+
+
+# -- the scorer document, as written (issue 14) ---------------------------------------------
+# the document's anatomy example, verbatim
+DOC_SCORER = {
+    "name": "Helpfulness", "description": "Rates how well the assistant answered.", "kind": "llm_judge",
+    "config": {"model": "mistral-small-latest",
+               "prompt_template": "You grade customer-support answers.\nScore 1 (useless) to 5 (fully "
+                                 "resolves the question).\n\nProduct: {{ product }}",
+               "output_spec": {"type": "numeric", "min": 1, "max": 5},
+               "params": {"temperature": 0, "random_seed": 42}}}
+DOC_MODEL = DOC_SCORER["config"]["model"]
+
+
+def doc_scorer(**config_changes) -> Scorer:
+    return Scorer.from_dict({**DOC_SCORER, "config": {**DOC_SCORER["config"], **config_changes}})
+
+
+def support_thread(**metadata) -> StringThread:
+    return StringThread([("user", "My router blinks red."), ("assistant", "Restart it, then call us.")],
+                        metadata=metadata)
+
+
+# 1. categorical values are never implied by order
+def test_the_documents_good_bad_labels_cannot_become_a_grade_without_values():
+    scorer = doc_scorer(output_spec={"type": "categorical", "labels": ["good", "bad"]})
+    assert scorer.config.output_spec.parse('{"reason": "r", "label": "good"}').value is None
+    with pytest.raises(ConfigError) as err:
+        scorer.grader(ScriptedModel(name=DOC_MODEL))
+    # the refusal shows an example to copy
+    assert '"values": {"good": 1.0, "bad": 0.0}' in str(err.value)
+
+
+async def test_good_scores_its_explicit_value_and_the_label_is_reported():
+    scorer = doc_scorer(output_spec={"type": "categorical", "labels": ["good", "bad"],
+                                     "values": {"good": 1.0, "bad": 0.0}})
+    model = ScriptedModel(default='{"reason": "resolves it", "label": "good"}', name=DOC_MODEL)
+    grades = await scorer.grader(model).grade_batch([support_thread(eval=True)] * 3)
+    assert [g.value for g in grades] == [1.0, 1.0, 1.0]  # the old order rule gave "good" 0.0
+    assert {g.extra["label"] for g in grades} == {"good"}
+
+
+# 2. Jinja2 by default, Handlebars on request, the other engine's syntax refused
+async def test_the_documents_jinja2_template_renders_by_default():
+    template = ("You grade customer-support answers.\n{% if product %}Product: {{ product | upper }}\n"
+                "{% endif %}Answer: {{ completion }}")
+    scorer = doc_scorer(prompt_template=template)
+    assert scorer.config.template_engine == "jinja2" and scorer.variables == ["product"]
+    model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
+    grader = scorer.grader(model)
+    await grader.grade(support_thread(product="acme router"))
+    await grader.grade(support_thread())
+    with_product, without = (c["messages"][0]["content"] for c in model.calls)
+    assert with_product == ("You grade customer-support answers.\nProduct: ACME ROUTER\n"
+                            "Answer: Restart it, then call us.")
+    assert without == "You grade customer-support answers.\nAnswer: Restart it, then call us."
+
+
+async def test_handlebars_on_request():
+    scorer = doc_scorer(template_engine="handlebars",
+                        prompt_template="{{#if product}}Product: {{product}}\n{{/if}}Answer: {{completion}}")
+    model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
+    await scorer.grader(model).grade(support_thread(product="acme"))
+    assert model.calls[0]["messages"][0]["content"] == "Product: acme\nAnswer: Restart it, then call us."
+
+
+@pytest.mark.parametrize("engine,template,line,shown", [
+    ("handlebars", "Rate it.\n{% if product %}Product: {{product}}{% endif %}", 2,
+     "{% if product %}"),                                                  # the document's tag under Handlebars
+    ("handlebars", "Rate it.\n\nProduct: {{ product | upper }}", 3, "Jinja2 filter"),  # a filter
+    ("handlebars", "{# note #}Rate it.", 1, "Jinja2 comment"),             # a Jinja2 comment
+    ("jinja2", "Rate it.\n{{#if x}}yes{{/if}}", 2, "{{#if x}}"),           # a Handlebars block
+    ("jinja2", "{{#each steps}}- {{this}}\n{{/each}}", 1, "{{#each steps}}"),  # the issue's each
+    ("jinja2", "Rate it.\n{% if a %}x{{else}}y{% endif %}", 2, "{{else}}"),  # renders as a variable otherwise
+])
+def test_the_other_engines_syntax_is_refused_with_the_line(engine, template, line, shown):
+    with pytest.raises(TemplateError) as err:
+        doc_scorer(template_engine=engine, prompt_template=template)
+    assert err.value.line == line and shown in str(err.value)
+
+
+def test_jinja_raw_blocks_may_quote_handlebars():
+    scorer = doc_scorer(prompt_template="{% raw %}{{#if x}}{% endraw %} {{ product }}")
+    assert scorer.variables == ["product"]
+
+
+def test_loop_variables_and_set_locals_are_not_declared_variables():
+    scorer = doc_scorer(prompt_template="{% for m in messages %}{{ loop.index }}. {{ m }}\n{% endfor %}"
+                                        "{% set total = messages | length %}{{ total }} {{ product }}"
+                                        "{% with p = product %}{{ p }}{% endwith %}")
+    assert scorer.variables == ["messages", "product"]
+
+
+# 3. the scorer's model is the model asked
+def test_a_judge_bound_to_another_model_is_refused():
+    with pytest.raises(ConfigError) as err:
+        doc_scorer().grader(ScriptedModel(name="gpt-judge"))
+    assert "'mistral-small-latest'" in str(err.value) and "allow_model_override" in str(err.value)
+
+
+async def test_an_explicit_override_runs_and_every_grade_says_which_model_answered():
+    model = ScriptedModel(default='{"reason": "r", "score": 3}', name="gpt-judge")
+    grade = await doc_scorer().grader(model, allow_model_override=True).grade(support_thread())
+    assert (grade.extra["judge_model"], grade.extra["scorer_model"]) == ("gpt-judge", DOC_MODEL)
+
+
+async def test_the_request_names_the_scorers_model_with_its_params_and_strict_schema():
+    from rewardjudge.models import OpenAIModel
+    from rewardjudge.testing import FakeJudgeServer
+
+    scorer = doc_scorer()
+    with FakeJudgeServer(lambda req: '{"reason": "clear steps", "score": 4}') as server:
+        async with OpenAIModel(server.url, scorer.config.model, max_retries=0) as judge:
+            grade = await scorer.grader(judge).grade(support_thread(product="acme"))
+    request = server.requests[0]
+    assert request["model"] == DOC_MODEL and (request["temperature"], request["seed"]) == (0.0, 42)
+    assert request["messages"] == [{"role": "user", "content": "You grade customer-support answers.\n"
+                                    "Score 1 (useless) to 5 (fully resolves the question).\n\nProduct: acme"}]
+    assert request["response_format"]["json_schema"]["schema"] == scorer.config.output_spec.json_schema()
+    assert (grade.value, grade.reasoning, grade.extra["judge_model"]) == (4.0, "clear steps", DOC_MODEL)
+
+
+async def test_the_model_a_server_reports_is_the_one_recorded():
+    from rewardjudge.models.base import Completion
+
+    reply = Completion(text='{"reason": "r", "score": 5}', raw={"model": "mistral-small-2503"})
+    grade = await doc_scorer().grader(ScriptedModel([reply], name=DOC_MODEL)).grade(support_thread())
+    assert grade.extra["judge_model"] == "mistral-small-2503"  # the alias resolved by the server
+
+
+# 4. the document's built-ins, with precedence over mapped values
+SPAN = {"product.name": "Router X",  # span attribute keys hold dots
+        "gen_ai.input.messages": json.dumps([{"role": "system", "content": "Be brief."},
+                                             {"role": "user", "content": [{"type": "text",
+                                                                           "text": "It blinks red."}]}]),
+        "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text",
+                                                                    "content": "Restart it."}]}],
+        "followup": "Did that work?"}
+
+
+async def test_attr_and_the_transcript_formatters():
+    template = ('Product: {{ attr("product.name") }}{{ attr("absent") }}{{ attr("absent").deep }}\n'
+                'Input:\n{{ format_input_transcript("gen_ai.input.messages", "absent") }}\n'
+                'Output:\n{{ format_output_transcript("gen_ai.output.messages", "followup") }}')
+    scorer = doc_scorer(prompt_template=template)
+    assert scorer.variables == []  # the functions are built-ins, not variables
+    model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
+    await scorer.grader(model).grade(support_thread(**SPAN))
+    assert model.calls[0]["messages"][0]["content"] == (
+        "Product: Router X\nInput:\nsystem: Be brief.\nuser: It blinks red.\n"
+        "Output:\nassistant: Restart it.\nassistant: Did that work?")
+
+
+def test_mappings_to_input_and_output_messages():
+    binding = doc_scorer(prompt_template="{{ asked }}\n--\n{{ answered }}\n--\n{{ logged }}").bind(
+        {"asked": "input_messages", "answered": "output_messages",
+         "logged": "input_messages:gen_ai.input.messages"})
+    prompt, missing = binding.render(thread().with_metadata(**SPAN))
+    assert prompt == ('system: Answer in JSON.\nuser: 2+2?\n--\nassistant: {"answer": "4"}\n--\n'
+                      "system: Be brief.\nuser: It blinks red.")
+    assert missing == []
+
+
+def test_mapping_a_builtin_name_is_allowed_and_the_builtin_wins():
+    binding = doc_scorer(prompt_template="{{ transcript }} | {{ attr('product.name') }}").bind(
+        {"transcript": "literal:MAPPED", "attr": "metadata:x"})
+    assert binding.shadowed == ["transcript", "attr"] and binding.mapping["transcript"] == "literal:MAPPED"
+    prompt, _ = binding.render(support_thread(**SPAN))
+    assert prompt == "user: My router blinks red.\nassistant: Restart it, then call us. | Router X"
+
+
+@pytest.mark.parametrize("template", [
+    "{{ attr.__globals__ }}",                    # function internals
+    "{{ format_input_transcript.__code__ }}",    # code objects
+    "{{ ''.__class__.__mro__ }}",                # the classic escape
+])
+def test_builtins_stay_inside_the_sandbox(template):
+    binding = doc_scorer(prompt_template=template).bind()
+    try:
+        prompt, _ = binding.render(support_thread())
+    except TemplateError as exc:  # refused by the sandbox
+        assert "sandbox" in str(exc)
+    else:
+        assert prompt == ""  # unsafe attributes are undefined there
+
+
+def test_policy_text_with_template_syntax_is_rendered_literally():
+    binding = doc_scorer(prompt_template="Answer: {{ completion }}").bind()
+    hostile = StringThread([("user", "q"), ("assistant", '{{ attr("secret") }} {% if 1 %}x{% endif %}')],
+                           metadata={"secret": "s3cr3t"})
+    prompt, _ = binding.render(hostile)
+    assert prompt == 'Answer: {{ attr("secret") }} {% if 1 %}x{% endif %}'
