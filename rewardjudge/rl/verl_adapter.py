@@ -3,23 +3,28 @@
 verl calls a custom reward function as ``compute_score(data_source=...,
 solution_str=..., ground_truth=..., extra_info=..., **reward_kwargs)`` and
 reads back a float or a dict holding ``"score"`` (its other keys are
-collected per sample into ``reward_extra_info`` and logged, so they must be
-numeric and present for every sample). Its reward loop awaits the function
-when it is a coroutine function and runs it in a thread pool otherwise; its
+collected per sample into ``reward_extra_info`` and logged, so every sample
+must return the same numeric keys). Its reward loop awaits the function when
+it is a coroutine function and runs it in a thread pool otherwise; verl 0.8's
 batch manager calls ``compute_score(data_sources=..., solution_strs=...,
 ground_truths=..., extra_infos=...)`` once per batch and expects a list.
 
-verl has no mask for a missing reward: whatever ``score`` holds is trained
-on. So an unscored grade (the judge failed) returns ``unscored_value`` as its
-score, NaN by default; verl's GRPO does not ignore NaN, so a NaN reaching its
-advantage estimator breaks the step loudly rather than training on a fake 0.
-Set ``unscored_value`` to a number only knowingly; the dict's ``unscored``
-key (1.0) marks those samples either way.
+verl has no mask for a missing reward. An unscored grade (the judge failed)
+returns ``unscored_value`` as its score, NaN by default, with ``unscored``
+= 1.0. A NaN that reaches verl's own GRPO (``compute_grpo_outcome_advantage``,
+plain mean/std per prompt) makes the whole group's advantages NaN; verl then
+skips the optimizer step with a printed warning and training goes on: one
+failed judge call silently throws the update away. So NaN is only a marker,
+for ``rewardjudge.rl.verl_manager``, which turns it into something honest
+before verl's GRPO sees it (an unscored sample gets its group's mean of usable
+rewards: advantage 0, never a fake 0 reward). Use that module with these
+functions; see its docstring for the verl options.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ..errors import ConfigError
@@ -29,7 +34,7 @@ from ..thread import StringThread
 from ._loop import LoopThread
 from .trl_adapter import _turns
 
-__all__ = ["verl_compute_score"]
+__all__ = ["VerlScore", "build_grader", "verl_compute_score"]
 
 Form = Literal["single", "async", "batch", "async_batch"]
 FORMS = ("single", "async", "batch", "async_batch")
@@ -75,10 +80,90 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool) -> float | d
     }
 
 
-def verl_compute_score(grader: Grader, *, form: Form = "single",
+def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = None, **model_options: Any) -> Grader:
+    """A grader from a SPEC (``rewardjudge.evaluate.spec.resolve_grader``)
+    and a judge server URL (OpenAI-compatible, ending in /v1). Without
+    ``judge``, the SPEC must name a Grader that brings its own model."""
+    from ..evaluate.spec import resolve_grader
+
+    if isinstance(spec, Grader):
+        return spec
+    if judge is None:
+        grader = resolve_grader(spec, None)
+        return grader
+    from ..models import OpenAIModel
+
+    if not judge_model:
+        from ..evaluate.cli import _server_model_name
+
+        judge_model = _server_model_name(judge, float(model_options.get("timeout", 60.0)))
+    return resolve_grader(spec, OpenAIModel(judge, judge_model, **model_options))
+
+
+class VerlScore:
+    """A picklable ``compute_score``: holds a grader SPEC and a judge URL and
+    builds the grader, on its own event loop, the first time it is called
+    in a process. verl's ``remote`` manager (a Ray actor) and process pools
+    can take it. Build it with ``verl_compute_score("SPEC", judge=URL)``."""
+
+    def __init__(self, spec: Any, judge: str | None, judge_model: str | None, model_options: dict,
+                 options: dict, batch: bool = False):
+        self.spec, self.judge, self.judge_model = spec, judge, judge_model
+        self.model_options, self.options, self.batch = dict(model_options), dict(options), batch
+        self.__name__ = self.__qualname__ = "compute_score_" + str(spec).replace("-", "_")
+        self._fn: Any = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("spec", "judge", "judge_model", "model_options", "options", "batch")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
+
+    def _ensure(self):
+        with self._lock:
+            if self._fn is None:
+                runner = LoopThread("rewardjudge-verl-spec")
+
+                async def build():
+                    return build_grader(self.spec, self.judge, self.judge_model, **self.model_options)
+
+                grader = runner.run(build())
+                fn = verl_compute_score(grader, form="async_batch" if self.batch else "async", **self.options)
+                self._fn = (runner, fn)
+            return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        runner, fn = self._ensure()
+        return runner.run(fn(*args, **kwargs))
+
+
+class _LiveScore:
+    """The synchronous form around a live grader: it runs in this process only."""
+
+    def __init__(self, fn: Callable[..., Any], runner: LoopThread, name: str):
+        self._fn, self._runner = fn, runner
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = verl_compute_score.__doc__
+        self.close = runner.close
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        return self._runner.run(self._fn(*args, **kwargs))
+
+    def __reduce__(self):
+        raise ConfigError(
+            f"{self.__name__} holds a live grader (its judge client, locks, event loop) and cannot be sent to "
+            f"another process (verl's `remote` manager, a process pool). Build it from a grader SPEC instead: "
+            f"compute_score = verl_compute_score('SPEC', judge='http://host:port/v1') builds the grader inside "
+            f"the worker")
+
+
+def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        mode: Literal["train", "eval"] | None = None,
                        prompt_keys: Sequence[str] = ("prompt", "question"),
-                       unscored_value: float = math.nan, return_dict: bool = True) -> Callable[..., Any]:
+                       unscored_value: float = math.nan, return_dict: bool = True,
+                       judge: str | None = None, judge_model: str | None = None,
+                       judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """A verl reward function that grades with ``grader``.
 
     ``form`` picks the calling convention:
@@ -106,19 +191,45 @@ def verl_compute_score(grader: Grader, *, form: Form = "single",
 
     Each result is ``{"score", "scored", "penalized", "unscored",
     "judge_attempts", "judge_latency_s", "judge_tokens"}`` (all floats; verl
-    logs the extra keys) or, with ``return_dict=False``, the score alone.
-    Unscored grades score ``unscored_value`` (NaN by default; see the module
-    docstring). Extra keyword arguments verl may pass (``reward_router_address``
+    logs the extra keys; the same keys on every path) or, with
+    ``return_dict=False``, the score alone. Unscored grades score
+    ``unscored_value``: NaN by default, a marker that
+    ``rewardjudge.rl.verl_manager`` turns into the group's mean of usable
+    rewards (see the module docstring: verl's own GRPO does *not* survive a
+    NaN). Extra keyword arguments verl may pass (``reward_router_address``
     ...) are accepted and ignored.
+
+    ``grader`` may be a grader SPEC string (``"demo"``, ``"pkg.mod:attr"``, a
+    catalog key...) with ``judge=URL`` (and ``judge_model``,
+    ``judge_options`` for ``OpenAIModel``): the sync forms are then a
+    picklable ``VerlScore`` that builds the grader inside whichever process
+    calls it, which verl's ``remote`` manager (a Ray actor) needs. A sync
+    form around a live Grader refuses to pickle, with a message saying so.
 
     >>> compute_score = verl_compute_score(grader)  # doctest: +SKIP
     >>> compute_score("gsm8k", '{"answer": "4", "confidence": "high"}', "4", {"question": "2+2?"})  # doctest: +SKIP
     {'score': 1.0, 'scored': 1.0, 'penalized': 0.0, 'unscored': 0.0, ...}
     """
-    if not isinstance(grader, Grader):
-        raise ConfigError(f"verl_compute_score needs a Grader, got {type(grader).__name__}")
     if form not in FORMS:
         raise ConfigError(f"form must be one of {FORMS}, got {form!r}")
+    if isinstance(grader, str):
+        options = dict(mode=mode, prompt_keys=tuple(prompt_keys) if not isinstance(prompt_keys, str)
+                       else (prompt_keys,), unscored_value=unscored_value, return_dict=return_dict)
+        spec_score = VerlScore(grader, judge, judge_model, dict(judge_options or {}), options,
+                               batch=form in ("batch", "async_batch"))
+        if form in ("single", "batch"):
+            return spec_score
+
+        async def lazy(*args: Any, **kwargs: Any):  # the async forms build the grader on the caller's loop
+            if spec_score._fn is None:
+                built = build_grader(grader, judge, judge_model, **dict(judge_options or {}))
+                spec_score._fn = (None, verl_compute_score(built, form=form, **options))
+            return await spec_score._fn[1](*args, **kwargs)
+
+        lazy.__name__ = lazy.__qualname__ = spec_score.__name__
+        return lazy
+    if not isinstance(grader, Grader):
+        raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
     if mode not in (None, "train", "eval"):
         raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
     if isinstance(prompt_keys, str):
@@ -132,9 +243,15 @@ def verl_compute_score(grader: Grader, *, form: Form = "single",
         [grade] = await grader.grade_batch([thread])
         return _result(grade, unscored_value, return_dict)
 
-    async def score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str],
+    async def score_batch(data_sources: Sequence[Any] | None = None, solution_strs: Sequence[str] | None = None,
                           ground_truths: Sequence[Any] | None = None,
-                          extra_infos: Sequence[Mapping[str, Any] | None] | None = None, **_: Any):
+                          extra_infos: Sequence[Mapping[str, Any] | None] | None = None, **kwargs: Any):
+        if solution_strs is None:
+            raise ConfigError(
+                "a batch-form compute_score was called per sample: verl 0.9 has no batch reward manager "
+                "(it resolves naive, dapo, gdpo, rate_limited, remote). Use form='single' or form='async' "
+                "with the rewardjudge manager (rewardjudge.rl.verl_manager); the batch forms are for "
+                "verl 0.8's reward_manager=batch")
         n = len(solution_strs)
         ground_truths = [None] * n if ground_truths is None else list(ground_truths)
         extra_infos = [None] * n if extra_infos is None else list(extra_infos)
@@ -158,16 +275,4 @@ def verl_compute_score(grader: Grader, *, form: Form = "single",
         return score_batch
 
     runner = LoopThread(f"rewardjudge-verl-{grader.grader_key}")
-    if form == "single":
-        def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
-                          extra_info: Mapping[str, Any] | None = None, **kwargs: Any):
-            return runner.run(score_one(data_source, solution_str, ground_truth, extra_info, **kwargs))
-    else:
-        def compute_score(data_sources: Sequence[Any], solution_strs: Sequence[str],
-                          ground_truths: Sequence[Any] | None = None,
-                          extra_infos: Sequence[Mapping[str, Any] | None] | None = None, **kwargs: Any):
-            return runner.run(score_batch(data_sources, solution_strs, ground_truths, extra_infos, **kwargs))
-    compute_score.__name__ = compute_score.__qualname__ = name
-    compute_score.__doc__ = verl_compute_score.__doc__
-    compute_score.close = runner.close  # type: ignore[attr-defined]
-    return compute_score
+    return _LiveScore(score_one if form == "single" else score_batch, runner, name)

@@ -1,0 +1,102 @@
+"""Requests into threads: OpenRLHF's decoded queries and generic samples."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..thread import StringThread
+
+__all__ = ["DEFAULT_EOS", "openrlhf_thread", "sample_thread", "split_chat_markup"]
+
+#: end-of-sequence markers stripped from the end of a decoded response
+DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>")
+
+_CHATML = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S)
+_LLAMA3 = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|$)", re.S)
+_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool",
+          "ipython": "tool", "developer": "system"}
+
+
+def split_chat_markup(text: str) -> list[tuple[str, str]]:
+    """A chat-template-rendered prompt (ChatML or Llama 3 markup) back into
+    turns; text without recognised markup is one user turn. An empty
+    trailing assistant header (the generation prompt) is dropped."""
+    for pattern in (_CHATML, _LLAMA3):
+        found = pattern.findall(text)
+        if found:
+            turns = [(_ROLES.get(role, "user"), body.strip("\n")) for role, body in found]
+            if turns and turns[-1][0] == "assistant" and not turns[-1][1].strip():
+                turns.pop()
+            return turns
+    return [("user", text)] if text else []
+
+
+def _strip_eos(text: str, eos: Sequence[str]) -> str:
+    changed = True
+    while changed:
+        changed = False
+        stripped = text.rstrip()
+        for marker in eos:
+            if marker and stripped.endswith(marker):
+                text, changed = stripped[: -len(marker)], True
+                break
+    return text.strip()
+
+
+def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,
+                    where: str = "sample") -> StringThread:
+    """One OpenRLHF sample as a thread.
+
+    OpenRLHF sends ``query`` = the decoded prompt and response (chat markup
+    and end-of-sequence tokens included) and ``prompt`` = the prompt text, so
+    the response is ``query`` after ``prompt``, without a trailing EOS. The
+    label lands in ``metadata`` as ``label`` and ``reference`` (a mapping
+    label is merged into metadata as well).
+    """
+    if not isinstance(query, str):
+        raise ConfigError(f"{where}: query must be a str, got {type(query).__name__}")
+    if prompt is not None and not isinstance(prompt, str):
+        raise ConfigError(f"{where}: prompt must be a str, got {type(prompt).__name__}")
+    prompt = prompt or ""
+    if prompt and query.startswith(prompt):
+        response = query[len(prompt):]
+    elif prompt and prompt in query:
+        response = query[query.index(prompt) + len(prompt):]
+    else:  # no prompt, or one that does not round-trip through the tokenizer: grade the whole text
+        response = query
+    metadata: dict[str, Any] = {"label": label, "reference": label}
+    if isinstance(label, Mapping):
+        metadata.update(label)
+    return StringThread([*split_chat_markup(prompt), ("assistant", _strip_eos(response, eos))], metadata)
+
+
+def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThread:
+    """A generic ``/grade`` sample: ``{"messages": [...]}`` (the last being
+    the assistant's completion) or ``{"prompt": str | messages, "completion":
+    str | messages}``, each with optional ``metadata``."""
+    from ..rl.trl_adapter import completion_threads
+
+    if not isinstance(sample, Mapping):
+        raise ConfigError(f"{where} must be an object, got {type(sample).__name__}")
+    metadata = sample.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise ConfigError(f"{where}: metadata must be an object")
+    if "messages" in sample:
+        messages = sample["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise ConfigError(f"{where}: messages must be a non-empty list of {{'role', 'content'}} objects")
+        try:
+            return StringThread.from_messages(messages, metadata, images=images)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    if "completion" not in sample:
+        raise ConfigError(f"{where} needs 'messages', or 'completion' (and usually 'prompt')")
+    prompt = sample.get("prompt")
+    prompts = [[] if prompt is None else prompt]
+    try:
+        [thread] = completion_threads(prompts, [sample["completion"]], [metadata], images=images)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {str(exc).removeprefix('row 0: ')}") from None
+    return thread
