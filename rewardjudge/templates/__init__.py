@@ -1,5 +1,14 @@
-"""Judge prompt templates: Handlebars on pybars3, made safe for prompts."""
+"""Judge prompt templates: one interface over Handlebars (pybars3) and sandboxed Jinja2.
 
+``PromptTemplate(source, engine="handlebars" | "jinja2", name=..., strict=...)``
+is the interface; ``Template`` is the Handlebars implementation (and
+``JinjaTemplate`` in ``rewardjudge.templates.jinja`` the Jinja2 one).
+``prompt_template`` loads a built-in prompt from the bundles.
+"""
+
+from ._prompt import ENGINES, PromptTemplate
 from .handlebars import HELPERS, Template, compile_template, template_variables
+from .prompts import prompt_source, prompt_template
 
-__all__ = ["HELPERS", "Template", "compile_template", "template_variables"]
+__all__ = ["ENGINES", "HELPERS", "PromptTemplate", "Template", "compile_template", "prompt_source",
+           "prompt_template", "template_variables"]

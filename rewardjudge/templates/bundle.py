@@ -2,36 +2,34 @@
 
 Sources are plain ``.txt`` files, easy to diff and edit::
 
-    rewardjudge/templates/prompts/<GraderClass>/<method>.txt      English (the reference)
-    rewardjudge/templates/prompts/_fragments/<name>.txt           shared English fragments
-    rewardjudge/templates/prompts.<lang>/<GraderClass>/<method>.txt   a translation
-    rewardjudge/templates/prompts.<lang>/_fragments/<name>.txt        its fragments
+    rewardjudge/templates/prompts/<GraderClass>/<method>.txt             English (the reference)
+    rewardjudge/templates/prompts/<GraderClass>/<method>.multimodal.txt  its variant for image input
+    rewardjudge/templates/prompts/_fragments/<name>.txt                  shared English fragments
+    rewardjudge/templates/prompts.<lang>/...                             a translation, same layout
 
+``<lang>`` is any lowercase slug (``fr``, ``pt_br``, ``hindi``); a
+``prompts.<x>`` folder whose name is not one is an error, never skipped.
 ``compile_bundles()`` (``rewardjudge templates compile``) writes
 ``bundle.en.json`` and one ``bundle.<lang>.json`` per translation beside this
-module; graders read only the bundles (``prompt_source`` in ``prompts.py``).
+module; graders read only the bundles (``prompts.py``).
 
-Fragments are inlined at compile time: a line or span ``[[> name]]`` is
-replaced by the fragment's text (without its final newline). The marker is
-neither Handlebars nor Jinja syntax on purpose: the Handlebars layer refuses
-partials, and a marker left unresolved would otherwise be silently dropped.
-Fragments may use other fragments; cycles and unknown names are errors. A
-translation's prompt uses the translation's fragment when there is one and
-the English fragment otherwise.
+**Fragments are Handlebars partials, resolved at render time**: a prompt
+writes ``{{> data_not_instructions}}`` and the renderer looks the fragment up
+in the fragments of the prompt's language (a user bundle's, then the
+shipped translation's, then English). So overriding one fragment changes
+every prompt that uses it. Fragments may use fragments; an unknown name or a
+cycle is an error when compiling.
 
-Bundle shape (``format`` 1)::
+Bundle shape (``format`` 2)::
 
-    {"format": 1, "language": "fr",
+    {"format": 2, "language": "fr",
      "fragments": {"name": "text", ...},
-     "prompts": {"GraderClass": {"method": "text with fragments inlined", ...}, ...}}
+     "prompts": {"GraderClass": {"method": "text", ...}, ...},
+     "multimodal": {"GraderClass": {"method": "text for image input", ...}, ...}}
 
-Order is stable: classes and methods already in the shipped bundle keep their
-place and new ones are appended, so a recompile's diff shows only what
-changed. Every prompt must compile as a Handlebars template.
-
->>> reports = compile_bundles(write=False)   # doctest: +SKIP
->>> [r.language for r in reports if r.stale]  # doctest: +SKIP
-[]
+Order is stable: keys already in the shipped bundle keep their place and new
+ones are appended, so a recompile's diff shows only what changed. Every
+prompt must compile as a Handlebars template with the fragments as partials.
 """
 
 from __future__ import annotations
@@ -40,48 +38,66 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
 
-__all__ = ["BUNDLE_FORMAT", "BundleReport", "FRAGMENT_MARKER", "TEMPLATES_DIR", "build_bundle",
-           "bundle_path", "check_bundles", "compile_bundles", "discover_languages",
-           "inline_fragments", "load_bundle", "read_sources", "render_bundle"]
+__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries",
+           "bundle_path", "check_bundles", "compile_bundles", "discover_languages", "fragment_cycle",
+           "inline_partials", "is_language_slug", "load_bundle", "read_sources", "render_bundle",
+           "source_dir"]
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
-BUNDLE_FORMAT = 1
+BUNDLE_FORMAT = 2
 FRAGMENTS_DIR = "_fragments"
-FRAGMENT_MARKER = re.compile(r"\[\[>\s*([A-Za-z0-9_.-]+)\s*\]\]")
+MULTIMODAL = "multimodal"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LANG = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z0-9]+)?$")
+_LANG = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
+SECTIONS = ("prompts", MULTIMODAL)
+
+
+def is_language_slug(text: str) -> bool:
+    """A language slug: lowercase letters and digits, parts joined by ``-`` or ``_``."""
+    return bool(_LANG.match(text))
 
 
 def source_dir(root: Path, language: str) -> Path:
     """Where a language's ``.txt`` sources live under ``root``."""
-    return root / ("prompts" if language == "en" else f"prompts.{language}")
+    return Path(root) / ("prompts" if language == "en" else f"prompts.{language}")
 
 
 def bundle_path(root: Path, language: str) -> Path:
     """Where a language's compiled bundle lives under ``root``."""
-    return root / f"bundle.{language}.json"
+    return Path(root) / f"bundle.{language}.json"
 
 
 def discover_languages(root: Path = TEMPLATES_DIR) -> list[str]:
-    """``["en", *translations]``: English first, then every ``prompts.<lang>/`` folder, sorted."""
-    langs = sorted(p.name.split(".", 1)[1] for p in root.glob("prompts.*") if p.is_dir()
-                   and _LANG.match(p.name.split(".", 1)[1]))
+    """``["en", *translations]``: English first, then every ``prompts.<lang>/`` folder, sorted.
+
+    A ``prompts.<x>/`` folder whose ``<x>`` is not a language slug is an error.
+    """
+    langs = []
+    for p in sorted(Path(root).glob("prompts.*")):
+        if not p.is_dir():
+            continue
+        slug = p.name.split(".", 1)[1]
+        if not is_language_slug(slug):
+            raise ConfigError(f"{p}: {slug!r} is not a language slug (lowercase letters and "
+                              f"digits, e.g. fr, pt_br, hindi); rename the folder")
+        langs.append(slug)
     return ["en", *[lang for lang in langs if lang != "en"]]
 
 
-def read_sources(folder: Path) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
+def read_sources(folder: Path) -> tuple[dict[tuple[str, str, str], str], dict[str, str]]:
     """Read ``folder``'s prompt sources and fragments (sorted by path).
 
-    Returns ``({(class, method): text}, {fragment: text})``. Names must be
-    identifiers; anything else under ``folder`` that is not a ``.txt`` source
-    two levels down is refused rather than skipped.
+    Returns ``({(section, class, method): text}, {fragment: text})`` where
+    section is ``"prompts"`` or ``"multimodal"``. Names must be identifiers;
+    anything else under ``folder`` is refused rather than skipped.
     """
-    prompts: dict[tuple[str, str], str] = {}
+    prompts: dict[tuple[str, str, str], str] = {}
     fragments: dict[str, str] = {}
+    folder = Path(folder)
     if not folder.is_dir():
         return prompts, fragments
     for path in sorted(folder.rglob("*")):
@@ -89,39 +105,73 @@ def read_sources(folder: Path) -> tuple[dict[tuple[str, str], str], dict[str, st
             continue
         rel = path.relative_to(folder)
         if path.suffix != ".txt" or len(rel.parts) != 2:
-            raise ConfigError(f"{path}: prompt sources are <GraderClass>/<method>.txt or "
+            raise ConfigError(f"{path}: prompt sources are <GraderClass>/<method>.txt, "
+                              f"<GraderClass>/<method>.multimodal.txt or "
                               f"{FRAGMENTS_DIR}/<name>.txt; move or remove this file")
         group, stem = rel.parts[0], path.stem
+        section = "prompts"
+        if stem.endswith("." + MULTIMODAL) and group != FRAGMENTS_DIR:
+            stem, section = stem[:-len(MULTIMODAL) - 1], MULTIMODAL
         if not _NAME.match(stem) or (group != FRAGMENTS_DIR and not _NAME.match(group)):
             raise ConfigError(f"{path}: class and method names must be identifiers")
         text = path.read_text(encoding="utf-8")
         if group == FRAGMENTS_DIR:
             fragments[stem] = text
         else:
-            prompts[(group, stem)] = text
+            prompts[(section, group, stem)] = text
     return prompts, fragments
 
 
-def inline_fragments(text: str, fragments: dict[str, str], where: str = "template",
-                     _stack: tuple[str, ...] = ()) -> str:
-    """Replace every ``[[> name]]`` in ``text`` by its fragment, recursively.
+def bundle_entries(bundle: dict[str, Any] | None) -> Iterator[tuple[str, str, str, str]]:
+    """``(section, class, method, text)`` for every prompt of a bundle."""
+    for section in SECTIONS:
+        for cls, methods in ((bundle or {}).get(section) or {}).items():
+            for method, text in methods.items():
+                yield section, cls, method, text
 
-    >>> inline_fragments("A\\n[[> rule]]\\nB", {"rule": "be fair\\n"})
-    'A\\nbe fair\\nB'
-    """
-    def expand(m: re.Match) -> str:
-        name = m.group(1)
-        if name not in fragments:
-            line = text.count("\n", 0, m.start()) + 1
-            raise ConfigError(f"{where}, line {line}: unknown fragment {name!r}; known: "
-                              f"{', '.join(sorted(fragments)) or '(none)'}")
-        if name in _stack:
-            raise ConfigError(f"{where}: fragment cycle {' -> '.join((*_stack, name))}")
-        body = fragments[name]
-        body = body[:-1] if body.endswith("\n") else body
-        return inline_fragments(body, fragments, f"fragment {name!r}", (*_stack, name))
 
-    return FRAGMENT_MARKER.sub(expand, text)
+def _partials_of(text: str) -> list[str]:
+    from .handlebars import partial_names
+
+    return partial_names(text)
+
+
+def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
+    """A cycle among fragments using each other (``["a", "b", "a"]``), or None."""
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        if name in path:
+            return [*path[path.index(name):], name]
+        if name in done:
+            return None
+        for used in _partials_of(fragments[name]):
+            if used in fragments:
+                found = visit(used, [*path, name])
+                if found:
+                    return found
+        done.add(name)
+        return None
+
+    for name in sorted(fragments):
+        found = visit(name, [])
+        if found:
+            return found
+    return None
+
+
+def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> None:
+    from .handlebars import Template
+
+    try:
+        Template(text, name=where, strict=False, partials=fragments)
+    except TemplateError as exc:
+        msg = str(exc)
+        if "not defined" in msg and "uses partial" in msg:
+            used = re.search(r"uses partial '([^']+)'", msg).group(1)
+            raise ConfigError(f"{where}: unknown fragment {used!r}; known: "
+                              f"{', '.join(sorted(fragments)) or '(none)'}") from None
+        raise ConfigError(f"{where}: not a valid Handlebars template: {exc}") from None
 
 
 def _ordered(new: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -132,40 +182,79 @@ def _ordered(new: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, 
     return out
 
 
+def check_fragments(fragments: dict[str, str], where: str = "fragments") -> None:
+    """Every fragment compiles, uses only known fragments, and none uses itself."""
+    cycle = fragment_cycle(fragments)
+    if cycle:
+        raise ConfigError(f"{where}: fragment cycle {' -> '.join(cycle)}")
+    for name, text in fragments.items():
+        _check_prompt(f"fragment {name!r}", text, fragments)
+
+
 def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
                  previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compile one language's sources into a bundle dict (nothing written).
 
     ``previous`` (the bundle now on disk) fixes the order of known keys.
-    Raises ``ConfigError`` for a bad source layout, an unknown fragment or a
-    prompt that is not a valid Handlebars template.
+    Raises ``ConfigError`` for a bad source layout, an unknown fragment, a
+    fragment cycle or a prompt that is not a valid Handlebars template.
+    A translation's prompts may use the English fragments.
     """
-    from .handlebars import compile_template
-
-    prompts, fragments = read_sources(source_dir(root, language))
+    folder = source_dir(root, language)
+    prompts, own = read_sources(folder)
+    fragments = dict(own)
     if language != "en":
-        _, en_fragments = read_sources(source_dir(root, "en"))
-        fragments = {**en_fragments, **fragments}
-        own = set(read_sources(source_dir(root, language))[1])
-    else:
-        own = set(fragments)
-    inlined_fragments = {name: inline_fragments(fragments[name], fragments, f"fragment {name!r}")
-                         for name in sorted(own)}
-    by_class: dict[str, dict[str, str]] = {}
-    for (cls, method), text in prompts.items():
-        where = f"{source_dir(root, language).name}/{cls}/{method}.txt"
-        body = inline_fragments(text, fragments, where)
-        try:
-            compile_template(body)
-        except TemplateError as exc:
-            raise ConfigError(f"{where}: not a valid Handlebars template: {exc}") from None
-        by_class.setdefault(cls, {})[method] = body
-    prev_prompts = (previous or {}).get("prompts") or {}
-    ordered = {cls: _ordered(methods, prev_prompts.get(cls))
-               for cls, methods in _ordered(by_class, prev_prompts).items()}
-    return {"format": BUNDLE_FORMAT, "language": language,
-            "fragments": _ordered(inlined_fragments, (previous or {}).get("fragments")),
-            "prompts": ordered}
+        fragments = {**read_sources(source_dir(root, "en"))[1], **own}
+    check_fragments(fragments, folder.name)
+    sections: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SECTIONS}
+    for (section, cls, method), text in prompts.items():
+        suffix = f".{MULTIMODAL}" if section == MULTIMODAL else ""
+        _check_prompt(f"{folder.name}/{cls}/{method}{suffix}.txt", text, fragments)
+        sections[section].setdefault(cls, {})[method] = text
+    prev = previous or {}
+    out: dict[str, Any] = {"format": BUNDLE_FORMAT, "language": language,
+                           "fragments": _ordered(dict(sorted(own.items())), prev.get("fragments"))}
+    for section in SECTIONS:
+        prev_sec = prev.get(section) or {}
+        out[section] = {cls: _ordered(methods, prev_sec.get(cls))
+                        for cls, methods in _ordered(sections[section], prev_sec).items()}
+    return out
+
+
+def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...] = ()) -> str:
+    """``text`` with every ``{{> name}}`` of a known fragment replaced by its text.
+
+    Gives the text that renders the same as the template with the fragments
+    as partials (a standalone partial's line is replaced by the fragment,
+    indented like the tag), for callers that need one self-contained source.
+
+    >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
+    'A\\n  be fair\\nB'
+    """
+    from .handlebars import _compile
+
+    _, _, tags = _compile(text)
+    out, pos = [], 0
+    for tag in tags:
+        if tag.kind != "partial" or tag.rest or tag.name not in fragments:
+            continue
+        if tag.name in _stack:
+            raise ConfigError(f"fragment cycle {' -> '.join((*_stack, tag.name))}")
+        body = inline_partials(fragments[tag.name], fragments, (*_stack, tag.name))
+        start, end = tag.start, tag.end
+        if tag.standalone:
+            start = text.rfind("\n", 0, tag.start) + 1
+            nl = text.find("\n", tag.end)
+            end = len(text) if nl < 0 else nl + 1
+            if tag.indent:
+                lines = body.split("\n")
+                body = "\n".join(tag.indent + ln if (ln or i + 1 < len(lines)) else ln
+                                 for i, ln in enumerate(lines))
+        out.append(text[pos:start])
+        out.append(body)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def render_bundle(bundle: dict[str, Any]) -> str:
@@ -182,16 +271,19 @@ def load_bundle(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise ConfigError(f"{path} is not valid JSON ({exc}); run `rewardjudge templates compile`") from None
     if not (isinstance(data, dict) and data.get("format") == BUNDLE_FORMAT
-            and isinstance(data.get("prompts"), dict) and isinstance(data.get("fragments"), dict)):
+            and isinstance(data.get("prompts"), dict) and isinstance(data.get("fragments"), dict)
+            and isinstance(data.get(MULTIMODAL, {}), dict)):
         raise ConfigError(f"{path} is not a format-{BUNDLE_FORMAT} prompt bundle; "
                           f"run `rewardjudge templates compile`")
+    data.setdefault(MULTIMODAL, {})
     return data
 
 
-def _keys(bundle: dict[str, Any] | None) -> set[str]:
-    if not bundle:
-        return set()
-    return {f"{c}/{m}" for c, ms in bundle.get("prompts", {}).items() for m in ms}
+def _keys(bundle: dict[str, Any] | None) -> dict[str, str]:
+    out = {}
+    for section, cls, method, text in bundle_entries(bundle):
+        out[f"{cls}/{method}" + (f".{MULTIMODAL}" if section == MULTIMODAL else "")] = text
+    return out
 
 
 @dataclass
@@ -234,21 +326,28 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
             previous = json.loads(old_text) if old_text else None
         except ValueError:
             previous = None
-        bundle = build_bundle(root, language, previous if isinstance(previous, dict) else None)
+        previous = previous if isinstance(previous, dict) else None
+        bundle = build_bundle(root, language, previous)
         text = render_bundle(bundle)
-        old_prompts = (previous or {}).get("prompts", {}) if isinstance(previous, dict) else {}
-        new_keys, old_keys = _keys(bundle), _keys(previous if isinstance(previous, dict) else None)
-        changed = sorted(k for k in new_keys & old_keys
-                         if bundle["prompts"][k.split("/")[0]][k.split("/")[1]]
-                         != old_prompts[k.split("/")[0]][k.split("/")[1]])
+        new_keys, old_keys = _keys(bundle), _keys(previous)
         report = BundleReport(language, path, len(new_keys), len(bundle["fragments"]),
-                              added=sorted(new_keys - old_keys), removed=sorted(old_keys - new_keys),
-                              changed=changed, stale=text != old_text)
+                              added=sorted(set(new_keys) - set(old_keys)),
+                              removed=sorted(set(old_keys) - set(new_keys)),
+                              changed=sorted(k for k in set(new_keys) & set(old_keys)
+                                             if new_keys[k] != old_keys[k]),
+                              stale=text != old_text)
         if write and report.stale:
             path.write_text(text, encoding="utf-8")
             report.written = True
         reports.append(report)
     return reports
+
+
+def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
+    """The variables a prompt reads, its fragments' included."""
+    from .handlebars import template_variables
+
+    return template_variables(text, fragments)
 
 
 def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
@@ -258,8 +357,6 @@ def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
     original, and a translation that reads a variable the English prompt does
     not (the grader would not provide it).
     """
-    from .handlebars import template_variables
-
     problems: list[str] = []
     root = Path(root)
     try:
@@ -271,16 +368,27 @@ def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
             problems.append(f"{r.path.name} is stale (added: {r.added or '-'}, removed: "
                             f"{r.removed or '-'}, changed: {r.changed or '-'}); "
                             f"run `rewardjudge templates compile`")
-    english = build_bundle(root, "en")["prompts"]
+    english = build_bundle(root, "en")
     for language in discover_languages(root)[1:]:
-        for cls, methods in build_bundle(root, language)["prompts"].items():
-            for method, text in methods.items():
-                key = f"{cls}/{method}"
-                if method not in english.get(cls, {}):
-                    problems.append(f"{language}: {key} has no English original")
-                    continue
-                extra = set(template_variables(text)) - set(template_variables(english[cls][method]))
-                if extra:
-                    problems.append(f"{language}: {key} reads {sorted(extra)}, which the English "
-                                    f"prompt does not use (the grader may not provide them)")
+        bundle = build_bundle(root, language)
+        problems.extend(compare_to_english(bundle, english))
+    return problems
+
+
+def compare_to_english(bundle: dict[str, Any], english: dict[str, Any]) -> list[str]:
+    """A translation's keys without an English original, and variables the English lacks."""
+    problems = []
+    language = bundle.get("language", "?")
+    en_fragments = english.get("fragments") or {}
+    fragments = {**en_fragments, **(bundle.get("fragments") or {})}
+    for section, cls, method, text in bundle_entries(bundle):
+        key = f"{cls}/{method}" + (f".{MULTIMODAL}" if section == MULTIMODAL else "")
+        original = ((english.get(section) or {}).get(cls) or {}).get(method)
+        if original is None:
+            problems.append(f"{language}: {key} has no English original")
+            continue
+        extra = set(prompt_variables(text, fragments)) - set(prompt_variables(original, en_fragments))
+        if extra:
+            problems.append(f"{language}: {key} reads {sorted(extra)}, which the English "
+                            f"prompt does not use (the grader may not provide them)")
     return problems

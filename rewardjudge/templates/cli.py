@@ -1,8 +1,15 @@
-"""``rewardjudge templates compile|check|list|show``: the built-in prompt bundles.
+"""``rewardjudge templates compile|check|list|show|translate``: the prompt bundles.
 
 Exit codes: 0 done / all good; 1 the check found problems (stale bundle,
-translation using variables its English prompt lacks); 2 a usage error
-(bad source layout, invalid template, unknown key).
+translation using variables its English prompt lacks), or ``translate``
+left keys out; 2 a usage error (bad source layout, invalid template,
+unknown key).
+
+``translate LANG --judge URL [--judge-model NAME] [--out DIR]`` drafts
+``bundle.<LANG>.json`` in a user bundle folder (default: the first folder of
+``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``), merged over a
+bundle already there; every key is checked to compile and keep its tags and
+variables (see ``translate.py``).
 """
 
 from __future__ import annotations
@@ -51,9 +58,10 @@ def _list(args: argparse.Namespace) -> int:
     from .prompts import default_library
 
     lib = default_library()
-    languages = lib.languages()
-    have = {lang: set(lib.keys(lang)) for lang in languages}
-    for cls, method in lib.keys("en"):
+    udir = args.prompts
+    languages = lib.languages(udir)
+    have = {lang: set(lib.keys(lang, udir)) for lang in languages}
+    for cls, method in lib.keys("en", udir):
         langs = " ".join(lang for lang in languages if (cls, method) in have[lang])
         print(f"{cls + '/' + method:<52} {langs}")
     print(f"{len(have['en'])} prompts; languages: {', '.join(languages)}")
@@ -66,8 +74,69 @@ def _show(args: argparse.Namespace) -> int:
     cls, sep, method = args.key.partition("/")
     if not sep or not cls or not method:
         raise ConfigError(f"give the prompt as GraderClass/method, got {args.key!r}")
-    sys.stdout.write(prompt_source(cls, method, args.language))
+    sys.stdout.write(prompt_source(cls, method, args.language, multimodal=args.multimodal,
+                                   user_dir=args.prompts))
     return 0
+
+
+def _judge_model_name(url: str) -> str:
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=10) as resp:
+            data = json.loads(resp.read().decode("utf-8"))
+        ids = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)]
+    except Exception as exc:
+        raise ConfigError(f"could not list the models at {url}/models ({exc}); "
+                          f"give --judge-model") from None
+    if len(ids) != 1:
+        raise ConfigError(f"{url} serves {len(ids)} models ({', '.join(map(str, ids))}); "
+                          f"give --judge-model")
+    return ids[0]
+
+
+def _translate(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from ..models import OpenAIModel
+    from .bundle import bundle_path, load_bundle, render_bundle
+    from .prompts import _slug, default_library, user_dirs
+    from .translate import translate_bundle
+
+    language = _slug(args.language)
+    out = Path(args.out) if args.out else (user_dirs() or [Path(".rewardjudge/prompts")])[0]
+    lib = default_library()
+    english: dict = {"fragments": lib.fragments("en"), "prompts": {}, "multimodal": {}}
+    for _, b in reversed(lib.chain("en")):
+        for section in ("prompts", "multimodal"):
+            for cls, methods in (b.get(section) or {}).items():
+                english[section].setdefault(cls, {}).update(methods)
+    model_name = args.judge_model or _judge_model_name(args.judge)
+
+    async def run():
+        async with OpenAIModel(args.judge, model_name, api_key=args.api_key,
+                               structured_output="none") as model:
+            return await translate_bundle(model, language, english, retries=args.retries,
+                                          keys=args.key or None)
+
+    bundle, report = asyncio.run(run())
+    out.mkdir(parents=True, exist_ok=True)
+    path = bundle_path(out, language)
+    if path.is_file():
+        old = load_bundle(path)
+        old["fragments"].update(bundle["fragments"])
+        for section in ("prompts", "multimodal"):
+            for cls, methods in bundle[section].items():
+                old.setdefault(section, {}).setdefault(cls, {}).update(methods)
+        bundle = old
+    path.write_text(render_bundle(bundle), encoding="utf-8")
+    print(report.summary())
+    print(f"wrote {path} (a draft: review it; use it with {json.dumps(str(out))} in "
+          f"$REWARDJUDGE_PROMPTS and REWARDJUDGE_LANGUAGE={language})")
+    return 1 if report.failed else 0
 
 
 def add_parser(sub) -> None:
@@ -83,8 +152,21 @@ def add_parser(sub) -> None:
     k.add_argument("--root", help="a templates folder (default: the package's own)")
     k.set_defaults(func=_check)
     ls = tsub.add_parser("list", help="list the built-in prompts and their languages")
+    ls.add_argument("--prompts", help="a user bundle folder (default: $REWARDJUDGE_PROMPTS)")
     ls.set_defaults(func=_list)
-    s = tsub.add_parser("show", help="print one built-in prompt")
+    s = tsub.add_parser("show", help="print one built-in prompt (fragments inlined)")
     s.add_argument("key", help="GraderClass/method, e.g. CriterionJudgeGrader/system")
     s.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")
+    s.add_argument("--multimodal", action="store_true", help="the variant for image input, if any")
+    s.add_argument("--prompts", help="a user bundle folder (default: $REWARDJUDGE_PROMPTS)")
     s.set_defaults(func=_show)
+    t = tsub.add_parser("translate", help="draft a translation bundle with a judge model")
+    t.add_argument("language", help="the target language slug, e.g. fr, hindi, pt_br")
+    t.add_argument("--judge", required=True, help="an OpenAI-compatible server URL ending in /v1")
+    t.add_argument("--judge-model", help="the model name (default: the server's only model)")
+    t.add_argument("--api-key", help="the server's API key (default: $OPENAI_API_KEY)")
+    t.add_argument("--out", help="the user bundle folder to write bundle.<LANG>.json into")
+    t.add_argument("--key", action="append", help="only this key (repeatable), e.g. "
+                   "CriterionJudgeGrader/system or _fragments/reply_as_json")
+    t.add_argument("--retries", type=int, default=1, help="re-asks per refused key (default 1)")
+    t.set_defaults(func=_translate)

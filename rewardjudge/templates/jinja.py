@@ -8,10 +8,18 @@ line of the offending tag. Rendering runs in Jinja2's ``SandboxedEnvironment``
 (no access to private attributes or unsafe methods), without HTML escaping
 (prompts are not HTML).
 
-**Undefined variables render empty**, as do attributes of undefined values
-(``{{ missing.field }}`` renders ``""``), so a prompt with an optional field
-stays clean with ``{% if field %}...{% endif %}``. ``JinjaTemplate.missing``
-lists what a context lacks when a caller wants to know.
+**Undefined variables render empty** by default (``strict=False``, Jinja2's
+own convention and the scorer document's), as do attributes of undefined
+values (``{{ missing.field }}`` renders ``""``), so a prompt with an optional
+field stays clean with ``{% if field %}...{% endif %}``. With ``strict=True``
+(the default of ``PromptTemplate``) a declared variable missing from the
+context raises ``TemplateVariableError``. ``JinjaTemplate.missing`` lists
+what a context lacks.
+
+Handlebars syntax (``{{#if x}}``, ``{{/if}}``, ``{{else}}``, ``{{> p}}``,
+``{{! note }}``, ``{{{x}}}``, ``{{@index}}``, ``{{../x}}``) is refused at
+construction with its line and column, instead of rendering literally or
+reading ``{{else}}`` as a variable named ``else``.
 
 Rendering is one pass: values are never re-read as template text, so policy
 output containing ``{{ ... }}`` or ``{% ... %}`` stays literal.
@@ -28,10 +36,11 @@ rewardjudge.errors.TemplateError: template: '{% include %}' is not allowed; allo
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Mapping
 
-from ..errors import TemplateError
+from ..errors import TemplateError, TemplateVariableError
 
 __all__ = ["ALLOWED_STATEMENTS", "JinjaTemplate"]
 
@@ -87,6 +96,40 @@ def _refuse_tags(source: str) -> None:
                                 source=source)
 
 
+_JINJA_OPEN = re.compile(r"\{\{|\{%|\{#")
+_RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
+_HANDLEBARS = re.compile(r"\{\{(?:\{|~|[-+]?\s*(?:[#/^>!&]|else\s*[-+]?\}\}|@\w|\.\./))")
+
+
+def _refuse_handlebars(source: str) -> None:
+    """Refuse Handlebars tags, outside ``{% raw %}`` blocks and ``{# comments #}``."""
+    i = 0
+    while True:
+        m = _JINJA_OPEN.search(source, i)
+        if m is None:
+            return
+        pos, opener = m.start(), m.group(0)
+        if opener == "{#":
+            end = source.find("#}", pos + 2)
+            i = len(source) if end < 0 else end + 2
+            continue
+        if opener == "{%":
+            raw = _RAW.match(source, pos)
+            i = raw.end() if raw else pos + 2
+            continue
+        hb = _HANDLEBARS.match(source, pos)
+        if hb:
+            line = source.count("\n", 0, pos) + 1
+            column = pos - (source.rfind("\n", 0, pos) + 1) + 1
+            end = source.find("}}", pos)
+            tag = source[pos:end + 2] if 0 <= end < pos + 80 else source[pos:pos + 20]
+            raise TemplateError(f"template: {tag!r} is Handlebars syntax, and this template is "
+                                f"Jinja2 (write {{% if x %}}...{{% endif %}}, {{% for x in xs %}}..."
+                                f"{{% endfor %}}, {{# a comment #}}, or use engine='handlebars')",
+                                line=line, column=column, source=source)
+        i = pos + 2
+
+
 def _first_use_order(source: str, names: set[str]) -> list[str]:
     from jinja2 import lexer as jl
 
@@ -100,24 +143,28 @@ def _first_use_order(source: str, names: set[str]) -> list[str]:
 class JinjaTemplate:
     """A validated, sandboxed Jinja2 template with the ``Template`` interface.
 
-    ``variables`` lists the names the template reads that it does not set
-    itself, in first-use order. ``render(context)`` never raises for a
-    missing variable (it renders empty); it raises ``TemplateError`` when the
-    sandbox refuses an operation or a filter fails.
+    ``variables`` lists the top-level names the template reads that it does
+    not set itself (``for`` targets, ``loop``, ``set`` and ``with`` names are
+    locals), in first-use order. ``render(context)`` raises
+    ``TemplateVariableError`` for a missing variable only when ``strict``
+    (otherwise it renders empty), and ``TemplateError`` when the sandbox
+    refuses an operation or a filter fails.
     """
 
-    __slots__ = ("source", "name", "_template", "variables")
+    __slots__ = ("source", "name", "strict", "_template", "variables")
 
     engine = "jinja2"
 
-    def __init__(self, source: str, *, name: str = "template"):
+    def __init__(self, source: str, *, name: str = "template", strict: bool = False):
         if not isinstance(source, str):
             raise TemplateError(f"{name}: template source must be a str, got {type(source).__name__}")
         from jinja2 import TemplateSyntaxError, meta
 
         self.source = source
         self.name = name
+        self.strict = strict
         try:
+            _refuse_handlebars(source)
             _refuse_tags(source)
             env = _env()
             tree = env.parse(source)
@@ -134,12 +181,16 @@ class JinjaTemplate:
         """Variables the template reads that ``context`` does not hold."""
         return [v for v in self.variables if v not in context]
 
-    def render(self, context: Mapping[str, Any]) -> str:
+    def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
         from jinja2.exceptions import SecurityError, TemplateError as JinjaError
 
         from .handlebars import to_plain
 
         plain = to_plain(dict(context))
+        if self.strict if strict is None else strict:
+            missing = self.missing(plain)
+            if missing:
+                raise TemplateVariableError(missing, list(plain))
         try:
             return self._template.render(plain)
         except SecurityError as exc:

@@ -1,0 +1,119 @@
+"""``PromptTemplate``: one prompt interface over Handlebars and sandboxed Jinja2."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+
+__all__ = ["ENGINES", "PromptTemplate", "normalize_engine"]
+
+ENGINES = ("handlebars", "jinja2")
+_ENGINE_ALIASES = {"handlebars": "handlebars", "hbs": "handlebars", "jinja2": "jinja2",
+                   "jinja": "jinja2"}
+
+
+def normalize_engine(engine: str) -> str:
+    """``"handlebars"`` or ``"jinja2"`` (``"hbs"`` and ``"jinja"`` accepted)."""
+    key = engine.strip().lower() if isinstance(engine, str) else engine
+    if key not in _ENGINE_ALIASES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return _ENGINE_ALIASES[key]
+
+
+class PromptTemplate:
+    """A judge prompt template, compiled and checked at construction.
+
+    ``engine`` is ``"handlebars"`` (pybars3, rendered as handlebars.js
+    renders it, see ``rewardjudge.templates.handlebars``) or ``"jinja2"``
+    (a sandbox allowing ``if for set with filter raw autoescape``, see
+    ``rewardjudge.templates.jinja``). Either way:
+
+    * a syntax error, or a tag of the *other* engine (``{% if %}`` in a
+      Handlebars template, ``{{#if}}`` in a Jinja2 one), raises
+      ``TemplateError`` with ``line`` and ``column``: nothing is ever
+      rendered literally;
+    * ``variables`` lists what the template reads from its context, in
+      first-use order (Handlebars: dotted paths such as ``meta.ref``;
+      Jinja2: top-level names, loop and ``set`` locals excluded);
+    * ``render(context)`` renders in one pass (values are never re-read as
+      template text) and never HTML-escapes; with ``strict`` (default) a
+      listed variable missing from the context raises
+      ``TemplateVariableError`` naming the missing and the available ones;
+    * callables in the context are refused (``TemplateContextError``).
+
+    ``partials`` (Handlebars only) maps names to the sources ``{{> name}}``
+    renders.
+
+    >>> PromptTemplate("Q: {{q}}").render({"q": "2+2?"})
+    'Q: 2+2?'
+    >>> PromptTemplate("{% for s in steps %}- {{ s }}\\n{% endfor %}", engine="jinja2").variables
+    ['steps']
+    """
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, source: str, engine: str = "handlebars", *, name: str = "template",
+                 strict: bool = True, partials: Mapping[str, Any] | None = None):
+        kind = normalize_engine(engine)
+        if kind == "handlebars":
+            from .handlebars import Template
+
+            self._impl: Any = Template(source, name=name, strict=strict, partials=partials)
+        else:
+            if partials:
+                raise ConfigError(f"{name}: partials are a Handlebars feature; a Jinja2 template "
+                                  f"takes its shared text as variables")
+            from .jinja import JinjaTemplate
+
+            self._impl = JinjaTemplate(source, name=name, strict=strict)
+
+    @classmethod
+    def wrap(cls, template: Any) -> "PromptTemplate":
+        """A ``PromptTemplate`` over an already built ``Template`` or ``JinjaTemplate``."""
+        if isinstance(template, PromptTemplate):
+            return template
+        if getattr(template, "engine", None) not in ENGINES:
+            raise ConfigError(f"not a Handlebars or Jinja2 template: {template!r}")
+        obj = cls.__new__(cls)
+        obj._impl = template
+        return obj
+
+    @property
+    def engine(self) -> str:
+        """``"handlebars"`` or ``"jinja2"``."""
+        return self._impl.engine
+
+    @property
+    def source(self) -> str:
+        return self._impl.source
+
+    @property
+    def name(self) -> str:
+        return self._impl.name
+
+    @property
+    def strict(self) -> bool:
+        return self._impl.strict
+
+    @property
+    def variables(self) -> list[str]:
+        """What the template reads from its context, in first-use order."""
+        return self._impl.variables
+
+    @property
+    def template(self) -> Any:
+        """The engine's own template object (``Template`` or ``JinjaTemplate``)."""
+        return self._impl
+
+    def missing(self, context: Mapping[str, Any]) -> list[str]:
+        """The listed variables ``context`` does not hold."""
+        return self._impl.missing(context)
+
+    def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
+        """The prompt text for ``context`` (see the class doc for errors)."""
+        return self._impl.render(context, strict=strict)
+
+    def __repr__(self) -> str:
+        return (f"PromptTemplate(engine={self.engine!r}, name={self.name!r}, "
+                f"variables={self.variables!r})")

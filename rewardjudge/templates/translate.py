@@ -1,0 +1,147 @@
+"""Draft a translation bundle with a judge model (``rewardjudge templates translate``).
+
+Every key of the English bundle (prompts, multimodal variants, fragments) is
+sent to the model with the ``TranslateCLI/user`` prompt. A reply is kept only
+when it **keeps the template**: the same Handlebars tags, each as often as in
+the English text (so the same variables, blocks and partials), and it
+compiles. A refused reply is asked again once per ``retries`` with the reason;
+a key that never passes is left out (graders then fall back to English) and
+reported. The result is a format-2 bundle for a user bundle folder
+(``REWARDJUDGE_PROMPTS``), to review before use: it is a draft.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TemplateError
+from .bundle import BUNDLE_FORMAT, MULTIMODAL, SECTIONS, is_language_slug
+
+__all__ = ["TranslationReport", "check_translation", "translate_bundle"]
+
+_SKIP_CLASSES = {"TranslateCLI"}
+_FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n?```\s*$", re.S)
+
+
+def _tags(text: str) -> Counter:
+    from .handlebars import _compile
+
+    _, _, tags = _compile(text)
+    return Counter(re.sub(r"\s+", " ", text[t.start:t.end]) for t in tags if t.kind != "comment")
+
+
+def check_translation(original: str, translated: str, fragments: dict[str, str]) -> str | None:
+    """Why ``translated`` does not keep ``original``'s template, or None when it does."""
+    from .handlebars import Template, template_variables
+
+    try:
+        Template(translated, strict=False, partials=fragments)
+    except TemplateError as exc:
+        return f"it is not a valid template: {exc}"
+    want, got = _tags(original), _tags(translated)
+    if want != got:
+        lost = sorted((want - got).elements())
+        added = sorted((got - want).elements())
+        parts = []
+        if lost:
+            parts.append(f"tags missing or changed: {', '.join(lost)}")
+        if added:
+            parts.append(f"tags added: {', '.join(added)}")
+        return "; ".join(parts)
+    if template_variables(original, fragments) != template_variables(translated, fragments):
+        return "its variables differ from the original's"  # pragma: no cover - implied by tags
+    return None
+
+
+@dataclass
+class TranslationReport:
+    """What a translation run did: keys kept, keys refused (with the last reason)."""
+
+    language: str
+    translated: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    requests: int = 0
+
+    def summary(self) -> str:
+        lines = [f"{self.language}: {len(self.translated)} keys translated, {len(self.failed)} "
+                 f"refused, {self.requests} requests"]
+        lines += [f"  refused {k}: {why}" for k, why in sorted(self.failed.items())]
+        return "\n".join(lines)
+
+
+def _clean(reply: str) -> str:
+    m = _FENCE.match(reply)
+    text = m.group(1) if m else reply
+    text = re.sub(r"^\s*<template>\n?", "", text)
+    text = re.sub(r"\n?</template>\s*$", "", text)
+    return text
+
+
+async def translate_bundle(model: Any, language: str, english: dict[str, Any], *,
+                           retries: int = 1, keys: list[str] | None = None,
+                           prompt: Any = None) -> tuple[dict[str, Any], TranslationReport]:
+    """Translate ``english`` (a format-2 bundle) into ``language`` with ``model``.
+
+    ``keys`` limits the run (``Class/method``, ``Class/method.multimodal`` or
+    ``_fragments/name``). Returns the draft bundle and a report.
+    """
+    from ..models.base import GenerationParams
+    from .prompts import prompt_template
+
+    if not is_language_slug(language) or language == "en":
+        raise TemplateError(f"give the target language as a slug other than 'en' (fr, hindi, "
+                            f"pt_br), got {language!r}")
+    prompt = prompt or prompt_template("TranslateCLI", "user", "en", strict=False)
+    fragments = dict(english.get("fragments") or {})
+    jobs: list[tuple[str, str, str, str]] = []  # (key, section, class-or-"", name)
+    for name in fragments:
+        jobs.append((f"_fragments/{name}", "fragments", "", name))
+    for section in SECTIONS:
+        for cls, methods in (english.get(section) or {}).items():
+            if cls in _SKIP_CLASSES:
+                continue
+            for method in methods:
+                suffix = f".{MULTIMODAL}" if section == MULTIMODAL else ""
+                jobs.append((f"{cls}/{method}{suffix}", section, cls, method))
+    if keys is not None:
+        wanted = set(keys)
+        unknown = wanted - {j[0] for j in jobs}
+        if unknown:
+            raise TemplateError(f"unknown keys {sorted(unknown)}; known: {sorted(j[0] for j in jobs)}")
+        jobs = [j for j in jobs if j[0] in wanted]
+    report = TranslationReport(language)
+    params = GenerationParams(temperature=0.0, max_tokens=4096)
+
+    async def one(job):
+        key, section, cls, name = job
+        original = fragments[name] if section == "fragments" else english[section][cls][name]
+        problem = ""
+        for _ in range(retries + 1):
+            text = prompt.render({"language": language, "text": original, "problem": problem})
+            report.requests += 1
+            reply = await model.chat([{"role": "user", "content": text}], params)
+            candidate = _clean(reply.text)
+            if original.endswith("\n") and not candidate.endswith("\n"):
+                candidate += "\n"
+            problem = check_translation(original, candidate, fragments) or ""
+            if not problem:
+                return job, candidate, None
+        return job, None, problem
+
+    results = await asyncio.gather(*(one(j) for j in jobs))
+    bundle: dict[str, Any] = {"format": BUNDLE_FORMAT, "language": language, "fragments": {},
+                              "prompts": {}, MULTIMODAL: {}}
+    for (key, section, cls, name), text, problem in results:
+        if text is None:
+            report.failed[key] = problem
+            continue
+        report.translated.append(key)
+        if section == "fragments":
+            bundle["fragments"][name] = text
+        else:
+            bundle[section].setdefault(cls, {})[name] = text
+    return bundle, report
