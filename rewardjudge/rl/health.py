@@ -70,6 +70,8 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
     * ``policy_parse_failure_rate``: penalized / count (the policy's output did
       not parse). ``judge_parse_failure_rate``: unscored for an unreadable
       judge reply / grades that asked the judge.
+    * ``forgeries``: grades whose ``extra["forgery"]`` is truthy (the
+      completion tried to forge a verdict); ``forgery_rate``: forgeries / count.
     * ``judged``: grades that asked the judge (``attempts`` > 0);
       ``retry_rate``: share of those that needed more than one request;
       ``attempts_mean``: requests per judged grade.
@@ -119,6 +121,9 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
         out[f"unscored/{kind}"] = float(kinds.count(kind))
     out["policy_parse_failure_rate"] = rate(len(penalized), n)
     out["judge_parse_failure_rate"] = rate(kinds.count("invalid_reply"), len(judged))
+    forgeries = sum(1 for g in grades if g.extra.get("forgery"))
+    out["forgeries"] = float(forgeries)
+    out["forgery_rate"] = rate(forgeries, n)
     out["judged"] = float(len(judged))
     out["retry_rate"] = rate(sum(g.attempts > 1 for g in judged), len(judged))
     out["attempts_mean"] = rate(sum(g.attempts for g in judged), len(judged))
