@@ -88,3 +88,37 @@ def test_callables_in_the_context_are_refused():
 
     with pytest.raises(TemplateContextError):
         JinjaTemplate("{{ f }}").render({"f": print})
+
+
+# -- Handlebars written in a Jinja2 template ----------------------------------------
+@pytest.mark.parametrize("source,line,column", [
+    ("Intro\n{{#if ok}}yes{{/if}}", 2, 1),      # a Handlebars block would be a Jinja2 syntax error
+    ("a {{/if}}", 1, 3),                         # a lone close tag
+    ("x\n\n  {{else}}", 3, 3),                   # would read as a variable named "else"
+    ("{{> header}}", 1, 1),                      # a partial
+    ("{{! note }}", 1, 1),                       # a Handlebars comment
+    ("{{{raw}}}", 1, 1),                         # a triple stash would render a set literal
+    ("{% for x in xs %}{{@index}}{% endfor %}", 1, 18),  # data variables
+    ("{{../up}}", 1, 1),                         # parent paths
+])
+def test_handlebars_syntax_is_refused_with_its_position(source, line, column):
+    with pytest.raises(TemplateError) as err:
+        JinjaTemplate(source, name="scorer")
+    assert (err.value.line, err.value.column) == (line, column)
+    assert "Handlebars syntax" in str(err.value) and "scorer" in str(err.value)
+
+
+def test_handlebars_look_alikes_inside_raw_and_comments_are_fine():
+    t = JinjaTemplate("{% raw %}{{#if x}}{% endraw %}{# {{/if}} #}{{ {'k': 1}['k'] }}")
+    assert t.render({}) == "{{#if x}}1"
+
+
+def test_strict_names_missing_variables_but_not_locals():
+    from rewardjudge.errors import TemplateVariableError
+
+    t = JinjaTemplate("{% for s in steps %}{{ loop.index }}{{ s }}{% endfor %}{{ ref }}", strict=True)
+    assert t.variables == ["steps", "ref"]
+    with pytest.raises(TemplateVariableError) as err:
+        t.render({"steps": [1]})
+    assert err.value.missing == ["ref"]
+    assert t.render({"steps": [1]}, strict=False) == "11"

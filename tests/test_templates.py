@@ -141,3 +141,50 @@ def test_concurrent_compiles_are_correct():
     assert not errors
     for i in range(24):
         assert results[i] == f"T{i} 1-{i} 2-{i} y{i}"
+
+
+# -- one prompt interface ---------------------------------------------------------
+def test_prompt_template_over_both_engines():
+    from rewardjudge.templates import PromptTemplate
+
+    hb = PromptTemplate("{{#each steps}}- {{this}}\n{{/each}}{{note}}", name="p")
+    j2 = PromptTemplate("{% for s in steps %}- {{ s }}\n{% endfor %}{{ note }}", engine="jinja2", name="p")
+    ctx = {"steps": ["a", "b"], "note": "<&>"}
+    assert hb.render(ctx) == j2.render(ctx) == "- a\n- b\n<&>"
+    assert (hb.engine, j2.engine) == ("handlebars", "jinja2")
+    assert hb.variables == j2.variables == ["steps", "note"]
+    assert hb.source.startswith("{{#each") and j2.source.startswith("{% for")
+    # strict by default, on both engines
+    for t in (hb, j2):
+        with pytest.raises(TemplateVariableError):
+            t.render({"steps": []})
+    assert PromptTemplate("[{{ x }}]", engine="jinja", strict=False).render({}) == "[]"
+
+
+@pytest.mark.parametrize("source, engine, line, column, fragment", [
+    # Jinja2 statements in a Handlebars template are refused, never rendered literally
+    ("Intro\n{% if product %}{{product}}{% endif %}", "handlebars", 2, 1, "Jinja2 syntax"),
+    # a Jinja2 filter in a Handlebars tag
+    ("a\n b {{ product | upper }}", "handlebars", 2, 4, "Jinja2 syntax"),
+    # Handlebars blocks in a Jinja2 template
+    ("Intro\n{{#if product}}x{{/if}}", "jinja2", 2, 1, "Handlebars syntax"),
+])
+def test_the_other_engines_syntax_is_refused_with_its_position(source, engine, line, column, fragment):
+    from rewardjudge.templates import PromptTemplate
+
+    with pytest.raises(TemplateError) as info:
+        PromptTemplate(source, engine=engine)
+    assert (info.value.line, info.value.column) == (line, column)
+    assert fragment in str(info.value)
+
+
+def test_prompt_template_rejects_unknown_engines_and_jinja_partials():
+    from rewardjudge.errors import ConfigError
+    from rewardjudge.templates import PromptTemplate
+
+    with pytest.raises(ConfigError, match="engine must be one of"):
+        PromptTemplate("x", engine="mustache")
+    with pytest.raises(ConfigError, match="partials are a Handlebars feature"):
+        PromptTemplate("x", engine="jinja2", partials={"p": "y"})
+    wrapped = PromptTemplate.wrap(Template("{{a}}"))
+    assert wrapped.render({"a": 1}) == "1" and wrapped.engine == "handlebars"
