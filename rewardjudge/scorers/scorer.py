@@ -5,11 +5,11 @@ A scorer says *how* to judge (model, template, output spec, params), not
 from, and pins the version it was made from.
 
 >>> s = Scorer("Helpfulness", {"model": "judge", "output_spec": {"type": "numeric", "min": 1, "max": 5},
-...            "prompt_template": "Question: {{question}}\\nAnswer: {{completion}}\\n"
+...            "prompt_template": "Question: {{ question }}\\nAnswer: {{ completion }}\\n"
 ...                               "Score 1 (useless) to 5 (fully resolves it)."})
 >>> s.variables
 ['question']
->>> grader = s.grader(judge, {"question": "turn:user"})  # doctest: +SKIP
+>>> grader = s.grader(OpenAIModel(url, "judge"), {"question": "turn:user"})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ class Scorer:
         return ScorerBinding(self.config, mapping, scorer_name=self.name, scorer_slug=self.slug)
 
     def grader(self, model, mapping: Mapping[str, str] | None = None, **kwargs: Any):
-        """A ``ScorerGrader`` for the current version on ``model`` (an ``InferenceModel``)."""
+        """A ``ScorerGrader`` for the current version on ``model`` (an ``InferenceModel`` whose
+        ``name`` is ``config.model``, unless ``allow_model_override=True``)."""
         return self.bind(mapping).grader(model, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
