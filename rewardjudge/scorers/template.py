@@ -1,37 +1,26 @@
 """A scorer's prompt template: sandboxed Jinja2 by default, Handlebars on request.
 
 The scorer document specifies Jinja2, so ``template_engine`` defaults to
-``"jinja2"``; ``"handlebars"`` is the alternative. A template written in the
-*other* engine's syntax is refused at construction, with its line, instead of
-being rendered literally into the judge prompt:
+``"jinja2"``; ``"handlebars"`` is the alternative. Checking is the engines'
+(``rewardjudge.templates``): a template written in the *other* engine's
+syntax (``{% if product %}`` under Handlebars, ``{{#if x}}`` or ``{{else}}``
+under Jinja2 outside ``{% raw %}``) is refused at construction with its
+line, never rendered literally; Jinja2 allows only the statements ``if for
+set with filter raw autoescape``; loop variables and ``set`` locals are not
+variables.
 
-* under Handlebars: ``{% ... %}`` statements, ``{# ... #}`` comments,
-  ``{{- x -}}``, filters (``{{ x | upper }}``) and calls (``{{ attr("k") }}``);
-* under Jinja2 (outside ``{% raw %}``): ``{{#block}}``, ``{{/block}}``,
-  ``{{^x}}``, ``{{else}}``, ``{{> partial}}``, ``{{! comment}}``,
-  ``{{{triple}}}``, ``{{@index}}``, ``{{this}}``, ``{{../x}}`` and ``{{~``.
-
-Checks and variable detection use the engines in ``rewardjudge.templates``
-(Jinja2: the statement allowlist ``if for set with filter raw autoescape``,
-loop variables and ``set`` locals are not variables). Jinja2 templates
-render in a sandbox with the function built-ins (``attr``,
+Jinja2 templates render in a sandbox with the function built-ins (``attr``,
 ``format_input_transcript``, ``format_output_transcript``; see
-``builtins.py``); Handlebars templates cannot call functions, so a Handlebars
-template naming one is refused (read ``{{metadata.key}}`` there).
+``builtins.py``) in their context. Handlebars templates cannot call
+functions, so one naming a function built-in is refused (read
+``{{metadata.key}}`` there).
 
 >>> ScorerTemplate("Product: {{ product }}{% for s in steps %} {{ s }}{% endfor %}").variables
 ['product', 'steps']
->>> ScorerTemplate("{{#if x}}yes{{/if}}")
-Traceback (most recent call last):
-...
-rewardjudge.errors.TemplateError: prompt_template: '{{#if x}}' is Handlebars syntax, but this template's engine is jinja2: write {% if x %}...{% endif %}, or set "template_engine": "handlebars" (line 1, column 1)
-    {{#if x}}yes{{/if}}
-    ^
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Any, Callable, Mapping
 
@@ -43,62 +32,6 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "ScorerTemplate"]
 ENGINES = ("jinja2", "handlebars")
 DEFAULT_ENGINE = "jinja2"
 _ALIASES = {"jinja": "jinja2", "hbs": "handlebars"}
-
-# -- the other engine's syntax ------------------------------------------------------------
-_JINJA_IN_HBS = [
-    (re.compile(r"\{%-?\s*([A-Za-z_]\w*)?.*?%\}", re.S),
-     lambda m: f"{m.group(0)[:60]!r} is a Jinja2 statement"),
-    (re.compile(r"\{#.*?#\}", re.S), lambda m: "'{# ... #}' is a Jinja2 comment"),
-    (re.compile(r"\{\{-|-\}\}"), lambda m: f"'{m.group(0)}' is Jinja2 whitespace control"),
-    (re.compile(r"\{\{(?![#/^>!{~])[^}]*?[^|]\|\s*[A-Za-z_]\w*[^}|]*\}\}"),
-     lambda m: f"'{m.group(0)}' uses a Jinja2 filter"),
-    (re.compile(r"\{\{(?![#/^>!{])\s*~?\s*[A-Za-z_][\w.]*\("),
-     lambda m: f"'{m.group(0)}...' is a Jinja2 function call"),
-]
-_HBS_IN_JINJA = re.compile(
-    r"\{\{~?\s*(?:[#/^>!{@~]|\.\./|else\s*~?\}\}|this\b)")
-_JINJA_RAW = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.S)
-_HBS_COMMENT = re.compile(r"\{\{!--.*?--\}\}|\{\{![^}]*\}\}", re.S)
-
-
-def _blank(match: re.Match) -> str:
-    # keep newlines so that positions (line, column) stay right
-    return re.sub(r"[^\n]", " ", match.group(0))
-
-
-def _position(source: str, pos: int) -> tuple[int, int]:
-    line = source.count("\n", 0, pos) + 1
-    return line, pos - (source.rfind("\n", 0, pos) + 1) + 1
-
-
-def _refuse_other_syntax(source: str, engine: str, name: str) -> None:
-    if engine == "handlebars":
-        scanned = _HBS_COMMENT.sub(_blank, source)
-        hits = [(m.start(), what(m)) for rx, what in _JINJA_IN_HBS for m in [rx.search(scanned)] if m]
-        if hits:
-            pos, what = min(hits)
-            line, col = _position(source, pos)
-            raise TemplateError(f"{name}: {what}, but this template's engine is handlebars: write "
-                                f"Handlebars ({{{{#if x}}}}...{{{{/if}}}}, {{{{x}}}}), or use Jinja2 "
-                                f"(\"template_engine\": \"jinja2\", the default)",
-                                line=line, column=col, source=source)
-        return
-    scanned = _JINJA_RAW.sub(_blank, source)
-    m = _HBS_IN_JINJA.search(scanned)
-    if m:
-        end = scanned.find("}}", m.start())
-        tag = source[m.start():end + 2] if end >= 0 else source[m.start():m.start() + 12]
-        hint = ""
-        block = re.match(r"\{\{~?\s*#\s*(\w+)\s*([^}]*)\}\}", tag)
-        if block and block.group(1) in ("if", "unless", "each", "with"):
-            kw = {"if": "if", "unless": "if not", "each": "for item in", "with": "with"}[block.group(1)]
-            end_kw = {"unless": "if", "each": "for"}.get(block.group(1), block.group(1))
-            hint = f"write {{% {kw} {block.group(2).strip()} %}}...{{% end{end_kw} %}}, or "
-        line, col = _position(source, m.start())
-        raise TemplateError(f"{name}: {tag!r} is Handlebars syntax, but this template's engine is "
-                            f"jinja2: {hint}set \"template_engine\": \"handlebars\"",
-                            line=line, column=col, source=source)
-
 
 # -- Jinja2 rendering with function built-ins ------------------------------------------------
 _ENV = None
@@ -144,7 +77,6 @@ class ScorerTemplate:
         self.source = source
         self.engine = engine
         self.name = name
-        _refuse_other_syntax(source, engine, name)
         if engine == "jinja2":
             from ..templates.jinja import JinjaTemplate
 
