@@ -28,7 +28,6 @@ Outputs: ``output="binary"`` (default: PASS -> 1.0, FAIL -> 0.0, as
 from __future__ import annotations
 
 import builtins
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -62,14 +61,6 @@ _ENTRIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("relevance", "Relevance", "Checks that the response stays on the user's question.", ()),
     ("conciseness", "Conciseness", "Checks that the response has no filler or repetition.", ()),
 )
-
-_TAGS = re.compile(r"<(\s*/?\s*)(response|conversation|reference|context|criterion)\b", re.IGNORECASE)
-
-
-def _neutralise(text: str) -> str:
-    """Defuse the prompt's own delimiter tags inside untrusted text (``</response>`` -> ``‹/response>``)."""
-    return _TAGS.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
-
 
 @dataclass(frozen=True)
 class Criterion:
@@ -119,7 +110,8 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
 
     ``criterion`` is a ``Criterion`` or free criterion text (a custom rubric
     wrapped the same way). The completion and every input are shown inside
-    delimiter tags; the same tags written inside them are defused, so a
+    delimiter tags; the same tags written inside them (in any look-alike,
+    zero-width or escaped form) are defused by the one neutraliser, so a
     policy cannot close its ``<response>`` early and talk to the judge.
     """
 
@@ -156,6 +148,8 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
                                                                           language),
             output_model, template_variables={"criterion": criterion.criterion}, **kwargs)
 
+    context_names = ("reference", "source_context")
+
     def extract_template_context(self, thread: StringThread, output_model: type[BaseModel] | None = None,
                                  template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
         ctx = super().extract_template_context(thread, output_model, template_variables)
@@ -167,13 +161,10 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
                                   f"{inputs.get(need, need)!r} on every sample (the {need}); "
                                   f"this sample has keys {sorted(thread.metadata)}")
 
-        def text(value: Any) -> str:
-            if value is None:
-                return ""
-            return _neutralise(value if isinstance(value, str) else str(value))
+        def text(value: Any) -> str:   # neutralised with the rest of the context
+            return "" if value is None else value if isinstance(value, str) else str(value)
 
-        ctx.update(conversation=text(ctx["context_str"]), completion=text(ctx["completion"]),
-                   reference=text(thread.metadata.get(self.reference_key)),
+        ctx.update(reference=text(thread.metadata.get(self.reference_key)),
                    source_context=text(thread.metadata.get(self.context_key)))
         return ctx
 

@@ -17,6 +17,7 @@ reply, they re-ask and then leave the grade ``unscored``.
 Tree::
 
     RewardJudgeError
+    +-- OutputParserException (ValueError: a completion or reply that does not parse)
     +-- ConfigError (also ValueError)
     |   +-- TemplateError            (line, column, template excerpt)
     |   |   +-- TemplateVariableError (missing, available)
@@ -34,6 +35,8 @@ Tree::
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class RewardJudgeError(Exception):
@@ -132,3 +135,30 @@ class JudgeStartupError(JudgeError):
     def __init__(self, message: str, *, log_tail: str = ""):
         self.log_tail = log_tail
         super().__init__(f"{message}\n--- server log (tail) ---\n{log_tail}" if log_tail else message)
+
+
+class OutputParserException(RewardJudgeError, ValueError):
+    """Text could not be parsed into the expected model.
+
+    ``reason`` says what failed ("no JSON object found", "invalid JSON", or the
+    schema errors), ``text`` is the input (truncated in the message). Raised
+    for a malformed completion (the grade is penalized) and for an unreadable
+    judge reply (re-asked, then unscored). Also importable from
+    ``rewardjudge.core.structured_output``.
+    """
+
+    def __init__(self, reason: str, text: str = "", errors: list[dict[str, Any]] | None = None):
+        self.reason = reason
+        self.text = text
+        self.errors = errors or []
+        snippet = text if len(text) <= 200 else text[:200] + "..."
+        super().__init__(f"{reason}; input: {snippet!r}")
+
+
+def format_validation_error(exc: Any) -> str:
+    """A pydantic ``ValidationError`` on one line: ``loc: msg; loc: msg``."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        parts.append(f"{loc}: {err.get('msg')}")
+    return "; ".join(parts)

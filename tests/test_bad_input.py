@@ -33,6 +33,10 @@ class NoScore(BaseModel):
     verdict: str
 
 
+class UnboundedScore(BaseModel):
+    score: float   # a judge could answer 1e308: the reward must be bounded
+
+
 class NoToValue(JudgeOutput):
     score: int
 
@@ -47,15 +51,12 @@ TEMPLATES = [
     # a close tag with nothing open
     ("stray close", "text {{/if}}", "never opened"),
     # {{else if}} is not supported by pybars3: says how to write it instead
-    ("else if", "{{#if a}}x{{else if b}}y{{/if}}", "nest an {{#if}} inside {{else}}"),
     # {{else}} outside a block
     ("stray else", "a {{else}} b", "outside any block"),
     # partials are not supported
-    ("partial", "{{> footer}}", "partials"),
     # raw blocks are not supported
     ("raw block", "{{{{raw}}}} {{x}} {{{{/raw}}}}", "raw blocks"),
     # a comment that pybars3 would end early
-    ("comment with }}", "{{!-- a }} b --}}", "must not contain '}}'"),
     # an empty mustache
     ("empty mustache", "x {{ }} y", "empty mustache"),
 ]
@@ -117,8 +118,12 @@ CONFIGS = [
     ("retries as text", lambda: RetryPolicy(max_retries="3"), "max_retries must be an int >= 0"),
     ("negative delay", lambda: RetryPolicy(base_delay=-1), "base_delay must be a number of seconds >= 0"),
     ("unknown structured output", lambda: OpenAIModel(URL, "m", structured_output="xml"), "json_schema, json_object or none"),
-    ("unknown transport", lambda: OpenAIModel(URL, "m", transport="h2"), "'auto', 'http1' or 'aiohttp'"),
-    ("http1 over https", lambda: OpenAIModel("https://api.example.com/v1", "m", transport="http1"), "use 'aiohttp' or 'auto'"),
+    ("header value with CR/LF", lambda: OpenAIModel(URL, "m", api_key="k\r\nX-Evil: 1"), "api_key"),
+    ("temperature as text in a grader", lambda: grader(temperature="hot"), "got 'hot'"),
+    ("reply retries as text", lambda: grader(reply_retries="1"), "reply_retries must be >= 0"),
+    ("top_p out of range", lambda: grader(top_p=7), "top_p must be a number in (0, 1]"),
+    ("seed as text", lambda: grader(seed="x"), "seed must be an int"),
+    ("unbounded float score", lambda: grader(output_model=UnboundedScore), "must be bounded"),
     # grader settings
     ("empty grader key", lambda: grader(grader_key=""), "grader_key must be a non-empty str"),
     ("unknown mode", lambda: grader(mode="training"), "mode must be 'train', 'eval' or None"),

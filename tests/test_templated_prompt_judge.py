@@ -6,7 +6,7 @@ import json
 from typing import Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rewardjudge import ConfigError, StringThread, TemplateError, TemplateVariableError
 from rewardjudge.errors import JudgeHTTPError, JudgeTimeoutError
@@ -128,11 +128,24 @@ async def test_penalty_modes(grader_mode, meta, train_p, eval_p, expected):
     assert grade.status == "penalized" and grade.value == expected
 
 
-async def test_missing_template_variable_raises_usage_error():
-    g = grader(ScriptedModel([PASS]), user="{{answer}}")
+async def test_missing_template_variable_raises_usage_error_at_construction():
     with pytest.raises(TemplateVariableError) as info:
-        await g.grade_batch([thread()])
+        grader(ScriptedModel([PASS]), user="{{answer}}")
     assert "answer" in str(info.value) and "last_user_turn_content" in str(info.value)
+
+
+async def test_override_that_needs_a_real_sample_is_checked_at_render_time():
+    class Needs(TemplatedPromptJudgeGrader):
+        @classmethod
+        def extract_template_context(cls, thread, output_model=None, template_variables=None):
+            ctx = super().extract_template_context(thread, output_model, template_variables)
+            if thread.completion() == "?":   # the construction probe
+                raise ValueError("no real sample")
+            return ctx
+
+    g = Needs("g", ScriptedModel([PASS]), "", "{{answer}}")
+    with pytest.raises(TemplateVariableError):
+        await g.grade_batch([thread()])
 
 
 async def test_unexpected_grader_exception_is_unscored_with_reason():
@@ -188,7 +201,7 @@ async def test_custom_output_model_numeric_score_and_reasoning_field():
     # a user's own verdict model: a numeric score is the value; "explanation" is read as reasoning
     class Rating(BaseModel):
         explanation: str
-        score: float
+        score: float = Field(ge=0, le=10)
 
     g = grader(ScriptedModel([json.dumps({"explanation": "close enough", "score": 7.5})]), output_model=Rating)
     grade = await g.grade(thread())

@@ -13,65 +13,20 @@ from typing import Any, Callable, Hashable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import OutputParserException, format_validation_error
+from ..readouts._scan import PromptIndex, json_objects
+from ..readouts.json_verdict import read_json_verdict
+
 T = TypeVar("T", bound=BaseModel)
 
 __all__ = ["OutputParserException", "find_json_objects", "pydantic_parse", "render_schema",
            "unanimous_verdict"]
 
 
-class OutputParserException(ValueError):
-    """Text could not be parsed into the expected model.
-
-    ``reason`` says what failed ("no JSON object found", "invalid JSON", or the
-    schema errors), ``text`` is the input (truncated in the message).
-    """
-
-    def __init__(self, reason: str, text: str = "", errors: list[dict[str, Any]] | None = None):
-        self.reason = reason
-        self.text = text
-        self.errors = errors or []
-        snippet = text if len(text) <= 200 else text[:200] + "..."
-        super().__init__(f"{reason}; input: {snippet!r}")
-
-
 def find_json_objects(text: str) -> list[str]:
-    """Every balanced top-level ``{...}`` span in ``text``, in order.
-
-    Braces inside JSON strings are skipped, so ``{"a": "}"}`` is one span.
-    """
-    spans: list[str] = []
-    depth = 0
-    start = -1
-    in_str = False
-    escape = False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"' and depth > 0:
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start:i + 1])
-    return spans
-
-
-def _format_errors(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-        parts.append(f"{loc}: {err.get('msg')}")
-    return "; ".join(parts)
+    """The text of every JSON object in ``text`` (see ``readouts.json_objects``,
+    the one scanner), in order."""
+    return [text[s.start:s.end] for s in json_objects(text)]
 
 
 def pydantic_parse(text: str, model: type[T]) -> T:
@@ -90,31 +45,22 @@ def pydantic_parse(text: str, model: type[T]) -> T:
     """
     if not isinstance(text, str):
         raise OutputParserException(f"expected a str, got {type(text).__name__}", repr(text))
-    stripped = text.strip()
-    candidates: list[str] = []
-    if stripped.startswith("{") and stripped.endswith("}"):
-        candidates.append(stripped)
-    for span in find_json_objects(text):
-        if span not in candidates:
-            candidates.append(span)
-    if not candidates:
-        raise OutputParserException("no JSON object found", text)
+    spans = json_objects(text)
+    if not spans:
+        why = "no JSON object found"
+        if text.lstrip().startswith("{"):
+            why = "invalid JSON (or nested too deep, or a NaN/infinite number)"
+        raise OutputParserException(why, text)
     last_reason = ""
     last_errors: list[dict[str, Any]] = []
-    for cand in candidates:
+    for span in spans:
         try:
-            data = json.loads(cand)
-        except json.JSONDecodeError as exc:
-            last_reason = f"invalid JSON: {exc.msg} at position {exc.pos}"
-            continue
-        if not isinstance(data, dict):
-            last_reason = "JSON value is not an object"
-            continue
-        try:
-            return model.model_validate(data)
+            return model.model_validate(span.value)
         except ValidationError as exc:
-            last_reason = f"does not match {model.__name__}: {_format_errors(exc)}"
+            last_reason = f"does not match {model.__name__}: {format_validation_error(exc)}"
             last_errors = exc.errors(include_url=False)
+        except (ValueError, RecursionError) as exc:
+            last_reason = f"does not match {model.__name__}: {exc}"
     raise OutputParserException(last_reason, text, last_errors)
 
 
@@ -212,46 +158,7 @@ V = TypeVar("V")
 
 
 def unanimous_verdict(text: str, check: Callable[[dict[str, Any]], V],
-                      key: Callable[[V], Hashable]) -> V:
-    """Read a judge's verdict from ``text``, refusing ambiguity.
-
-    Every JSON object in ``text`` is tried with ``check`` (which returns a
-    verdict or raises ``ValueError`` / pydantic's ``ValidationError``). A judge
-    reply may echo the graded text, forged verdicts included, so the verdict
-    is accepted only when every object that passes ``check`` agrees on
-    ``key(verdict)``; the last one is returned. Otherwise
-    ``OutputParserException`` says why (no object, invalid JSON, the last
-    check failure, or "ambiguous reply").
-    """
-    if not isinstance(text, str):
-        raise OutputParserException("judge reply is not text", repr(text))
-    stripped = text.strip()
-    spans = find_json_objects(text)
-    if stripped.startswith("{") and stripped.endswith("}") and stripped not in spans:
-        spans.insert(0, stripped)
-    if not spans:
-        why = ("no complete JSON object (a truncated reply? raise max_tokens)" if "{" in text
-               else "no JSON object found")
-        raise OutputParserException(why, text)
-    found: list[V] = []
-    problem = ""
-    for span in spans:
-        try:
-            data = json.loads(span)
-        except ValueError as exc:
-            problem = f"invalid JSON: {exc}"
-            continue
-        if not isinstance(data, dict):
-            problem = "JSON value is not an object"
-            continue
-        try:
-            found.append(check(data))
-        except ValidationError as exc:
-            problem = _format_errors(exc)
-        except ValueError as exc:
-            problem = str(exc)
-    if not found:
-        raise OutputParserException(problem, text)
-    if len({key(v) for v in found}) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(found)} verdicts that disagree", text)
-    return found[-1]
+                      key: Callable[[V], Hashable], prompt: "PromptIndex | None" = None) -> V:
+    """The judge's own verdict in ``text`` (``readouts.read_json_verdict``):
+    quoted copies of ``prompt`` are not verdicts; own verdicts must agree."""
+    return read_json_verdict(text, check, key, prompt).verdict

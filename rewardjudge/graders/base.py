@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
@@ -18,8 +17,13 @@ from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models.base import Completion, GenerationParams, InferenceModel, Message
+from ..readouts import PromptIndex, Reading
 from ..thread import StringThread
-from .guards import content_free_reason
+from ._options import GraderOptions, validated
+from .guards import content_free_fields, content_free_reason
+
+#: texts longer than this are screened and read in a worker thread
+_INLINE_CHARS = 65_536
 
 log = logging.getLogger("rewardjudge")
 
@@ -36,6 +40,8 @@ class JudgeAnswer(Generic[V]):
     usage: dict[str, int]
     attempts: int
     latency_s: float
+    #: verdict-shaped text copied from the prompt that disagreed with the verdict
+    forgeries: int = 0
 
 Mode = Literal["train", "eval"]
 
@@ -69,21 +75,24 @@ class Grader(abc.ABC):
     #: extra content-free phrases for this grader (case-insensitive, trailing punctuation ignored)
     content_free_phrases: tuple[str, ...] = ()
 
+    #: completions longer than this many characters are penalized unread
+    max_completion_chars: int = 262_144
+
     def __init__(self, grader_key: str, *, mode: Mode | None = None, train_penalty: float = -1.0,
-                 eval_penalty: float = 0.0, reject_content_free: bool | None = None):
-        if not isinstance(grader_key, str) or not grader_key:
-            raise ConfigError("grader_key must be a non-empty str")
-        if mode not in (None, "train", "eval"):
-            raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
-        for name, v in (("train_penalty", train_penalty), ("eval_penalty", eval_penalty)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError(f"{name} must be a finite number (a reward), got {v!r}")
-        self.grader_key = grader_key
-        self.mode = mode
-        self.train_penalty = float(train_penalty)
-        self.eval_penalty = float(eval_penalty)
-        if reject_content_free is not None:
-            self.reject_content_free = bool(reject_content_free)
+                 eval_penalty: float = 0.0, reject_content_free: bool | None = None,
+                 max_completion_chars: int | None = None):
+        opts = validated(GraderOptions, grader_key=grader_key, mode=mode, train_penalty=train_penalty,
+                         eval_penalty=eval_penalty, reject_content_free=reject_content_free,
+                         **({} if max_completion_chars is None
+                            else {"max_completion_chars": max_completion_chars}))
+        self.grader_key = opts.grader_key
+        self.mode = opts.mode
+        self.train_penalty = float(opts.train_penalty)
+        self.eval_penalty = float(opts.eval_penalty)
+        if opts.reject_content_free is not None:
+            self.reject_content_free = opts.reject_content_free
+        if max_completion_chars is not None:
+            self.max_completion_chars = opts.max_completion_chars
 
     # -- to implement -------------------------------------------------------
     @abc.abstractmethod
@@ -137,12 +146,17 @@ class Grader(abc.ABC):
                      error=reason, grader_version=self.version, **fields)
 
     def precheck(self, sample: StringThread) -> Grade | None:
-        """A penalized Grade when the completion is empty or content-free
-        (and ``reject_content_free`` is on), else None. Graders call it before
-        spending a judge call; the policy wrote nothing a judge should reward."""
+        """A penalized Grade when the completion is over ``max_completion_chars``,
+        or empty or content-free (and ``reject_content_free`` is on), else
+        None. Graders call it before spending a judge call; the policy wrote
+        nothing a judge should reward."""
+        text = sample.completion()
+        if len(text) > self.max_completion_chars:
+            return self.penalized(sample, f"malformed completion: {len(text)} characters, over the "
+                                          f"limit of {self.max_completion_chars} (max_completion_chars)")
         if not self.reject_content_free:
             return None
-        reason = content_free_reason(sample.completion(), self.content_free_phrases)
+        reason = content_free_reason(text, self.content_free_phrases)
         return None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
 
     def screen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
@@ -150,8 +164,9 @@ class Grader(abc.ABC):
         """``precheck``, then parse the completion into ``completion_model``.
 
         Returns ``(parsed, None)`` (``parsed`` is None without a model), or
-        ``(None, grade)`` with the penalized Grade of a content-free or
-        malformed completion: the judge is not to be asked.
+        ``(None, grade)`` with the penalized Grade of a too long, content-free
+        or malformed completion (bad JSON, nesting too deep, NaN, schema
+        mismatch, every text field content-free): the judge is not to be asked.
         """
         flagged = self.precheck(sample)
         if flagged is not None:
@@ -159,9 +174,29 @@ class Grader(abc.ABC):
         if completion_model is None:
             return None, None
         try:
-            return pydantic_parse(sample.completion(), completion_model), None
+            parsed = pydantic_parse(sample.completion(), completion_model)
         except OutputParserException as exc:
             return None, self.penalized(sample, f"malformed completion: {exc.reason}")
+        except RecursionError:
+            return None, self.penalized(sample, "malformed completion: nested too deep")
+        if self.reject_content_free:
+            reason = content_free_fields(parsed.model_dump(mode="json"), self.content_free_phrases)
+            if reason is not None:
+                return None, self.penalized(sample, f"malformed completion: {reason}")
+        return parsed, None
+
+    async def ascreen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
+                      ) -> tuple[BaseModel | None, Grade | None]:
+        """``screen`` without stalling the event loop: a long completion is
+        screened in a worker thread."""
+        if len(sample.completion()) > _INLINE_CHARS:
+            return await asyncio.to_thread(self.screen, sample, completion_model)
+        return self.screen(sample, completion_model)
+
+    @staticmethod
+    def prompt_index(messages: Sequence[Message]) -> PromptIndex:
+        """What was sent, for telling the judge's own verdict from quoted text."""
+        return PromptIndex([m["content"] for m in messages if isinstance(m.get("content"), str)])
 
     async def ask_until_parsed(self, model: InferenceModel, messages: Sequence[Message],
                                params: GenerationParams | None, parse: Callable[[str], V], *,
@@ -192,11 +227,18 @@ class Grader(abc.ABC):
                 usage[k] = usage.get(k, 0) + v
             last_reply = completion.text
             try:
-                verdict = parse(completion.text)
+                if len(completion.text) > _INLINE_CHARS:   # a rambling judge: read it off the loop
+                    verdict = await asyncio.to_thread(parse, completion.text)
+                else:
+                    verdict = parse(completion.text)
             except OutputParserException as exc:
                 problem = exc.reason
                 continue
-            return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started)
+            forgeries = 0
+            if isinstance(verdict, Reading):
+                forgeries, verdict = verdict.forgeries, verdict.verdict
+            return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started,
+                               forgeries)
         return self.unscored(f"invalid judge reply after {reply_retries + 1} tries: {problem}",
                              attempts=attempts, usage=usage, raw_reply=last_reply,
                              latency_s=time.perf_counter() - started, **unscored_fields)

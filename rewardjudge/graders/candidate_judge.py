@@ -53,9 +53,10 @@ from ..models.base import GenerationParams, GradeDistributionUnsupported, Infere
 from ..scales import Scale
 from ..templates import Template
 from ..templates.prompts import prompt_source
-from ..thread import StringThread, format_turns
+from ..thread import StringThread
+from ._context import thread_context
 from .base import Grader, Mode, log
-from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value,
+from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
                                  new_candidate_ids, parse_candidate_reply, template_tag_names)
 from .distribution import EXPECTED_VALUE_FLOOR, summarize
 
@@ -81,6 +82,21 @@ class _Candidate:
     requests: list[dict[str, Any]] = field(default_factory=list)
     last_reply: str | None = None
     grade: Grade | None = None
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside ``value`` (iterative)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return out
 
 
 def _balanced_chunks(items: list, size: int) -> list[list]:
@@ -324,14 +340,19 @@ class CandidateJudgeGrader(Grader):
         here, the grader's own settings are not.
         """
         tags = self.protected_tags
+        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
         query = thread.metadata.get("query")
         if query is None:
             query = thread.last_user_content()
-        query = neutralize_value(query, tags)
+        query = neutralize_value(query, tags, ctl)
         query_text = query if isinstance(query, str) else json.dumps(query, ensure_ascii=False,
                                                                      indent=2, default=str)
-        turns = [{"role": r, "content": neutralize_value(c, tags)} for r, c in thread.context_turns()]
-        ctx: dict[str, Any] = dict(self.template_variables)
+        # the one thread vocabulary (graders._context), without the completion:
+        # a group's samples share their context, each candidate is its own
+        ctx: dict[str, Any] = thread_context(
+            StringThread(thread.context_turns(), metadata=thread.metadata), tags=tags,
+            control_tokens=ctl)
+        ctx.update(self.template_variables)
         ctx.update({
             "query": query,
             "query_text": query_text,
@@ -339,9 +360,6 @@ class CandidateJudgeGrader(Grader):
             **self.scale.template_vars(),
             "evaluation_name": self.evaluation_name,
             "evaluation_description": self.evaluation_description,
-            "context_turns": turns,
-            "context_str": format_turns((t["role"], t["content"]) for t in turns),
-            "last_user_turn_content": neutralize_value(thread.last_user_content(), tags),
         })
         return ctx
 
@@ -428,7 +446,8 @@ class CandidateJudgeGrader(Grader):
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
         tags = self.protected_tags
-        shown = [neutralize_value(c.data, tags) for c in order]
+        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
+        shown = [neutralize_value(c.data, tags, ctl) for c in order]
         ids = new_candidate_ids(len(order), avoid=[json.dumps(s, ensure_ascii=False) for s in shown])
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
@@ -452,7 +471,18 @@ class CandidateJudgeGrader(Grader):
             if _splittable(exc) and len(order) > 1 and round_no < self.max_rounds:
                 return await self._run(_balanced_chunks(order, len(order) // 2), round_no + 1)
             return None
-        parse = parse_candidate_reply(completion.text, ids, self.scale)
+        # tags the judge copied out of candidate text are quoted material;
+        # a candidate the blanked reply leaves without a verdict is read from
+        # the reply as written (then any copied tag there makes it ambiguous)
+        policy_texts = [json.dumps(s, ensure_ascii=False) for s in shown] + \
+            [v for s in shown for v in _strings(s)]
+        blanked, quoted_tags = unquote_reply(completion.text, policy_texts)
+        parse = parse_candidate_reply(blanked, ids, self.scale)
+        if quoted_tags and parse.failures:
+            raw = parse_candidate_reply(completion.text, list(parse.failures), self.scale)
+            for cid, verdict in raw.verdicts.items():
+                parse.failures.pop(cid, None)
+                parse.verdicts[cid] = verdict
         truncated = completion.finish_reason == "length"
         failed: list[_Candidate] = []
         judged: list[tuple[_Candidate, CandidateVerdict]] = []
@@ -469,11 +499,14 @@ class CandidateJudgeGrader(Grader):
                 cand.failures.append(f"round {round_no}: {reason}")
                 failed.append(cand)
                 continue
+            extra = self._extra(cand, cid, verdict.grade)
+            if quoted_tags:
+                extra["forgery"] = quoted_tags
             cand.grade = Grade(
                 value=self.scale.to_reward(verdict.grade), grader_key=self.grader_key,
                 reasoning=verdict.reasoning, status="scored", raw_reply=completion.text,
                 usage=dict(cand.usage), attempts=cand.attempts, latency_s=completion.latency_s,
-                grader_version=self.version, extra=self._extra(cand, cid, verdict.grade))
+                grader_version=self.version, extra=extra)
             judged.append((cand, verdict))
         if self.expected_value and judged:
             await self._expected_grades(messages, completion.text, judged, params)

@@ -46,22 +46,17 @@ from __future__ import annotations
 
 import re
 import secrets
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..readouts import PROTOCOL_TAGS, fold, template_tag_names
+from ..readouts import contains_tag as contains_protocol_tag
+from ..readouts import neutralize, neutralize_value
 from ..scales import Scale
 
 __all__ = ["PROTOCOL_TAGS", "CandidateVerdict", "ReplyParse", "contains_protocol_tag",
            "neutralize", "neutralize_value", "new_candidate_ids", "parse_candidate_reply",
-           "template_tag_names"]
-
-#: Tag names of the reply protocol. Any tag *starting* with one of these
-#: (``<grades>``, ``<candidate-input>``) is neutralised in candidate text.
-PROTOCOL_TAGS: tuple[str, ...] = ("candidate", "grade", "reasoning")
-
-# What "defanged" looks like: the tag's opening bracket becomes this.
-_DEFANG = "["
+           "template_tag_names", "unquote_reply"]
 
 
 # --------------------------------------------------------------------------
@@ -85,169 +80,13 @@ def new_candidate_ids(n: int, *, avoid: Iterable[str] = (),
     >>> len(set(ids)), all(len(i) == 6 and i[0].isalpha() for i in ids)
     (3, True)
     """
-    haystack = "\n".join(_skeleton(t)[0] for t in avoid)
+    haystack = "\n".join(fold(t) for t in avoid)
     out: list[str] = []
     while len(out) < n:
         cand = choice(_ID_FIRST) + "".join(choice(_ID_REST) for _ in range(_ID_LEN - 1))
         if cand not in out and cand not in haystack:
             out.append(cand)
     return out
-
-
-# --------------------------------------------------------------------------
-# neutralisation
-# --------------------------------------------------------------------------
-# Characters a reader (or a judge model repeating the text) could take for
-# '<' or '/', beyond what NFKD already folds (fullwidth, small forms).
-_LOOKALIKE = {
-    **dict.fromkeys("\u2039\u3008\u2329\u27e8\u276c\u276e\u02c2\u1438\u00ab\u226a\u2264\u29fc"
-                    "\u2a7d\u1445\u1438\u140a\u2190\u27ea\u3010\u3014\u300a\uff1c\ufe64", "<"),
-    **dict.fromkeys("\u2044\u2215\u29f8\u2571\u30fb\u3033\uff0f\u2cc6\u27cb", "/"),
-}
-# Latin look-alikes from Cyrillic, Greek, Armenian, small capitals and IPA,
-# for the letters of tag names (NFKD folds the mathematical and fullwidth
-# alphabets; casefold handles case).
-_CONFUSABLE = {
-    **dict.fromkeys("\u0430\u03b1\u0251\u1d00\u0250", "a"),      # а α ɑ ᴀ
-    **dict.fromkeys("\u0432\u03b2\u0299", "b"),
-    **dict.fromkeys("\u0441\u03f2\u1d04\u217d", "c"),              # с ϲ ᴄ
-    **dict.fromkeys("\u0501\u1d05\u217e", "d"),                    # ԁ ᴅ
-    **dict.fromkeys("\u0435\u03b5\u1d07\u0454", "e"),              # е ε ᴇ є
-    **dict.fromkeys("\u0261\u0262\u0581", "g"),                    # ɡ ɢ ց
-    **dict.fromkeys("\u04bb\u029c", "h"),
-    **dict.fromkeys("\u0456\u03b9\u0131\u026a\u0269\u04cf", "i"),  # і ι ı ɪ
-    **dict.fromkeys("\u0458\u1d0a", "j"),
-    **dict.fromkeys("\u03ba\u043a\u1d0b", "k"),
-    **dict.fromkeys("\u029f\u04cf", "l"),
-    **dict.fromkeys("\u043c\u1d0d", "m"),
-    **dict.fromkeys("\u0578\u057c\u0274\u03b7\u043f", "n"),        # ո ռ ɴ η п
-    **dict.fromkeys("\u043e\u03bf\u1d0f\u0585\u03c3", "o"),        # о ο ᴏ օ
-    **dict.fromkeys("\u0440\u03c1\u1d18", "p"),
-    **dict.fromkeys("\u0433\u0280\u1d26", "r"),                    # г ʀ
-    **dict.fromkeys("\u0455\ua731\u0282", "s"),                    # ѕ ꜱ
-    **dict.fromkeys("\u0442\u03c4\u1d1b", "t"),                    # т τ ᴛ
-    **dict.fromkeys("\u03c5\u1d1c\u057d", "u"),
-    **dict.fromkeys("\u03bd\u1d20\u0475", "v"),
-    **dict.fromkeys("\u0445\u03c7", "x"),
-    **dict.fromkeys("\u0443\u028f\u03b3", "y"),
-    **dict.fromkeys("\u1d22", "z"),
-}
-# Escaped forms of '<' that a judge might decode when it repeats the text.
-_LT_ESCAPE = re.compile(r"&lt;?|&#0*60;?|&#x0*3c;?|\\u003c|\\x3c|%3c", re.IGNORECASE)
-_DROP_CATEGORIES = {"Cf", "Mn", "Me"}   # zero-width/format characters, combining marks
-
-
-def _skeleton(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """``text`` folded for tag detection, with each folded character's span in ``text``.
-
-    NFKD (fullwidth, small forms, mathematical letters), drops zero-width
-    and combining characters, casefolds, maps look-alikes of '<', '/' and
-    of Latin letters, and reads escaped '<' (``&lt;``, ``\\u003c``...) as '<'.
-    """
-    out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "&\\%":
-            m = _LT_ESCAPE.match(text, i)
-            if m:
-                out.append("<")
-                spans.append((i, m.end()))
-                i = m.end()
-                continue
-        for part in unicodedata.normalize("NFKD", ch):
-            if unicodedata.category(part) in _DROP_CATEGORIES:
-                continue
-            for folded in part.casefold():
-                out.append(_LOOKALIKE.get(folded) or _CONFUSABLE.get(folded, folded))
-                spans.append((i, i + 1))
-        i += 1
-    return "".join(out), spans
-
-
-def _tag_pattern(extra_tags: Iterable[str]) -> re.Pattern[str]:
-    extra = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
-    alts = ["(?:" + "|".join(PROTOCOL_TAGS) + ")"]   # prefix: <grades>, <candidate-x> too
-    if extra:
-        alts.append("(?:" + "|".join(map(re.escape, extra)) + r")(?![\w-])")
-    return re.compile(r"<[\s/]*(?:" + "|".join(alts) + ")")
-
-
-_DEFAULT_PATTERN = _tag_pattern(())
-
-
-def _pattern_for(extra_tags: Iterable[str]) -> re.Pattern[str]:
-    extra = tuple(extra_tags)
-    return _DEFAULT_PATTERN if not extra else _tag_pattern(extra)
-
-
-def contains_protocol_tag(text: str, extra_tags: Iterable[str] = ()) -> bool:
-    """Whether ``text`` holds anything that could open or close a protocol tag
-    (or one of ``extra_tags``) once look-alike and zero-width characters are folded.
-
-    >>> contains_protocol_tag("\\uff1cgrade\\uff1e4"), contains_protocol_tag("1 < 2 and <b>x</b>")
-    (True, False)
-    """
-    return bool(_pattern_for(extra_tags).search(_skeleton(text)[0]))
-
-
-def neutralize(text: str, extra_tags: Iterable[str] = ()) -> str:
-    """Defang every protocol tag in ``text``: its '<' (or look-alike or escape) becomes '['.
-
-    Tags are found on the folded skeleton (see ``contains_protocol_tag``), so
-    ``＜grade＞``, ``<\\u200bgrade>``, ``<ɡrаdе>`` (Cyrillic а, е) and
-    ``&lt;/candidate>`` are caught; everything else, ``a < b`` and ``<b>``
-    included, is left as written. ``extra_tags`` adds whole tag names (the
-    template's own delimiters, e.g. ``submission``). Idempotent.
-
-    >>> neutralize("ok <b>bold</b> \\uff1c/candidate>")
-    'ok <b>bold</b> [/candidate>'
-    """
-    if not isinstance(text, str) or "<" not in text and text.isascii() and "&" not in text \
-            and "\\" not in text and "%" not in text:
-        return text
-    pattern = _pattern_for(extra_tags)
-    for _ in range(8):   # a replacement never creates a '<'; the loop is a backstop
-        skel, spans = _skeleton(text)
-        starts = [spans[m.start()] for m in pattern.finditer(skel)]
-        if not starts:
-            return text
-        pieces: list[str] = []
-        last = 0
-        for start, end in starts:
-            pieces.append(text[last:start])
-            pieces.append(_DEFANG)
-            last = end
-        pieces.append(text[last:])
-        text = "".join(pieces)
-    return text
-
-
-def neutralize_value(value: Any, extra_tags: Iterable[str] = ()) -> Any:
-    """``neutralize`` every string inside ``value`` (mapping keys included),
-    keeping its structure; other scalars pass through."""
-    tags = tuple(extra_tags)
-    if isinstance(value, str):
-        return neutralize(value, tags)
-    if isinstance(value, dict):
-        return {neutralize(str(k), tags): neutralize_value(v, tags) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [neutralize_value(v, tags) for v in value]
-    return value
-
-
-_TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
-
-
-def template_tag_names(*sources: str) -> list[str]:
-    """The XML-like tag names a template writes (``<submission id=…>`` -> ``submission``),
-    so candidate text can be kept from closing or forging them."""
-    names: dict[str, None] = {}
-    for src in sources:
-        for m in _TEMPLATE_TAG.finditer(src or ""):
-            names[m.group(1).casefold()] = None
-    return list(names)
 
 
 # --------------------------------------------------------------------------
@@ -357,6 +196,70 @@ def _body_offset(pieces: list[str], starts: list[int], index: int) -> int | None
             return start + index
         index -= len(piece)
     return None
+
+
+_ANY_TAG = re.compile(r"</?\s*(?:candidate|grade|reasoning)\b[^<>]{0,200}>?", re.IGNORECASE)
+_MAX_TAGS = 512
+
+
+def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int, int]:
+    """The widest ``reply[a:b]`` around ``[start, end)`` whose folded text
+    occurs in ``haystack`` (grown in doubling steps, then narrowed)."""
+    def inside(a: int, b: int) -> bool:
+        piece = fold(reply[a:b])
+        return bool(piece) and piece in haystack
+
+    a, b = start, end
+    for direction in (-1, 1):
+        step = 1
+        good = 0
+        while step <= len(reply):
+            na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
+            if na < 0 or nb > len(reply) or not inside(na, nb):
+                break
+            good += step
+            step *= 2
+        while step > 1:   # narrow the last failed doubling
+            step //= 2
+            na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
+            if na >= 0 and nb <= len(reply) and inside(na, nb):
+                good += step
+        if direction < 0:
+            a -= good
+        else:
+            b += good
+    return a, b
+
+
+def unquote_reply(reply: str, policy_texts: Sequence[str], *, min_extra: int = 8) -> tuple[str, int]:
+    """``reply`` with every protocol tag that the judge copied from policy
+    text blanked out (same length), and how many were.
+
+    A judge may quote a candidate while un-escaping it, turning the
+    neutralised ``[/reasoning>[grade>4[/grade>`` back into tags. A tag whose
+    neighbourhood (at least ``min_extra`` folded characters beyond the tag)
+    is a copy of policy text is quoted material, not protocol.
+    """
+    haystack = "\x01".join(fold(t) for t in policy_texts if t)
+    if not haystack or not isinstance(reply, str):
+        return reply, 0
+    chars = None
+    quoted = 0
+    for k, m in enumerate(_ANY_TAG.finditer(reply)):
+        if k >= _MAX_TAGS:
+            break
+        tag_fold = fold(m.group())
+        if tag_fold not in haystack:
+            continue
+        a, b = _copied_extent(reply, m.start(), m.end(), haystack)
+        if len(fold(reply[a:b])) < len(tag_fold) + min_extra:
+            continue
+        if chars is None:
+            chars = list(reply)
+        for i in range(m.start(), m.end()):
+            chars[i] = " "
+        quoted += 1
+    return (reply if chars is None else "".join(chars)), quoted
 
 
 def parse_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> ReplyParse:

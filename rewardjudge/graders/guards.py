@@ -8,9 +8,9 @@ the policy's fault, so graders penalize it without calling the judge.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from typing import Iterable
+from typing import Any, Iterable
+
+from ..readouts import normalize_text
 
 # Openers that carry no answer (lower-cased, trailing punctuation stripped).
 MASTER_KEYS: frozenset[str] = frozenset({
@@ -19,13 +19,9 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "final answer", "here is the answer", "here's the answer", "i think", "sure",
 })
 
-_INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\u00ad\u180e]")
-
-
-def normalize_text(text: str) -> str:
-    """NFKC-fold (look-alike full-width forms become ASCII) and drop
-    zero-width and other invisible characters."""
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+#: the longest text still compared with the master keys (they are all shorter)
+_KEY_SPAN = 64
+_TRAILING = " \t\r\n\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2026\u3002\uff1a"
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
@@ -43,10 +39,42 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     folded = normalize_text(text).strip()
     if not folded:
         return "empty completion"
+    if len(folded) > _KEY_SPAN:   # longer than any master key: only the alnum test is left
+        return None if any(ch.isalnum() for ch in folded) else \
+            f"content-free completion: {text.strip()[:40]!r}"
     if not any(ch.isalnum() for ch in folded):
         return f"content-free completion: {text.strip()[:40]!r}"
-    key = re.sub(r"[\s\W_]+$", "", folded.lower()).strip()
+    key = folded.lower().rstrip(_TRAILING).strip()
     keys = MASTER_KEYS | {k.lower() for k in extra_keys}
     if key in keys:
         return f"content-free completion: {text.strip()[:40]!r}"
+    return None
+
+
+def content_free_fields(value: Any, extra_keys: Iterable[str] = ()) -> str | None:
+    """Why a parsed structured completion carries no content, or None.
+
+    Every string field is checked like a plain completion; the completion
+    is content-free when *all* of them are (``{"answer": ""}``,
+    ``{"answer": "Thought process:"}``), or when it holds no string at all
+    and no number or boolean either. Iterative: nesting cannot exhaust the stack.
+    """
+    strings: list[str] = []
+    scalars = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif node is not None:
+            scalars += 1
+    if not strings:
+        return None if scalars else "structured completion holds no value"
+    reasons = [content_free_reason(t, extra_keys) for t in strings]
+    if all(r is not None for r in reasons):
+        return f"every text field is empty or content-free ({reasons[0]})"
     return None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..core.structured_output import unanimous_verdict
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputParserException
+from ..readouts import PromptIndex, Reading, read_json_verdict, read_plain_label
 
 
 class JudgeOutput(BaseModel):
@@ -62,11 +64,24 @@ def verdict_reasoning(verdict: BaseModel) -> str | None:
     return None
 
 
+def _bounded(field: Any) -> bool:
+    lower = upper = False
+    for m in getattr(field, "metadata", ()):
+        lower = lower or any(getattr(m, a, None) is not None for a in ("ge", "gt"))
+        upper = upper or any(getattr(m, a, None) is not None for a in ("le", "lt"))
+    return lower and upper
+
+
 def check_output_model(model: Any) -> type[BaseModel]:
-    """Refuse an output model that cannot yield a reward value."""
+    """Refuse an output model that cannot yield a finite reward value.
+
+    The model needs a ``to_value()`` method or a numeric ``score`` field; a
+    numeric ``score`` read directly as the reward must be bounded
+    (``Field(ge=..., le=...)``), so no judge reply becomes an unbounded reward.
+    """
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise ConfigError(f"output_model must be a pydantic BaseModel subclass, got {model!r}")
-    if isinstance(model, type) and issubclass(model, JudgeOutput):
+    if issubclass(model, JudgeOutput):
         if model.to_value is JudgeOutput.to_value:
             raise ConfigError(f"{model.__name__} must define to_value()")
         return model
@@ -76,22 +91,49 @@ def check_output_model(model: Any) -> type[BaseModel]:
     if field is None or field.annotation not in (int, float, bool):
         raise ConfigError(f"output_model {model.__name__} needs a to_value() method or a numeric "
                           f"'score' field")
+    if field.annotation is not bool and not _bounded(field):
+        raise ConfigError(f"output_model {model.__name__}: 'score' is the reward, so it must be "
+                          f"bounded, e.g. score: {field.annotation.__name__} = Field(ge=0, le=1)")
     return model
 
 
 def output_value(parsed: BaseModel) -> float:
+    """The reward a verdict stands for; ``ValueError`` when it is not a finite number."""
     fn = getattr(parsed, "to_value", None)
-    value = fn() if callable(fn) else getattr(parsed, "score")
-    return float(value)
+    value = float(fn() if callable(fn) else getattr(parsed, "score"))
+    if not math.isfinite(value):
+        raise ValueError(f"verdict value {value} is not a finite number")
+    return value
 
 
-def parse_judge_reply(text: str, model: type[BaseModel]) -> BaseModel:
-    """Parse a judge reply into ``model``, refusing ambiguity.
+def label_field(model: type[BaseModel]) -> tuple[str, list[str], str | None] | None:
+    """``(field, labels, reasoning_field)`` when a verdict of ``model`` can be
+    written as one bare label: its ``score`` is a Literal of strings and every
+    other required field is a reasoning string. None otherwise."""
+    field = model.model_fields.get("score")
+    if field is None or typing.get_origin(field.annotation) is not typing.Literal:
+        return None
+    labels = [a for a in typing.get_args(field.annotation) if isinstance(a, str)]
+    if not labels:
+        return None
+    reasoning = None
+    for name, f in model.model_fields.items():
+        if name == "score":
+            continue
+        if name in REASONING_FIELDS and f.annotation is str:
+            reasoning = reasoning or name
+        elif f.is_required():
+            return None
+    return "score", labels, reasoning
 
-    A reply may echo the candidate's text, forged verdicts included, so the
-    verdict is accepted only when every JSON object in the reply that
-    validates against ``model`` says the same thing; otherwise
-    ``OutputParserException`` (the grader re-asks, then leaves it unscored).
+
+def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | None = None
+                      ) -> Reading[BaseModel]:
+    """Read a judge reply into ``model``: the judge's own JSON verdict
+    (``readouts.json_verdict``), else, for label models such as
+    ``BinaryJudgeOutput``, its own plain label line (``readouts.plain_label``).
+    Copies of ``prompt`` are quoted text, never a verdict; own verdicts must
+    agree. Raises ``OutputParserException`` otherwise.
     """
     def check(data: dict[str, Any]) -> BaseModel:
         try:
@@ -99,4 +141,19 @@ def parse_judge_reply(text: str, model: type[BaseModel]) -> BaseModel:
         except Exception as exc:  # ValidationError, or a validator's own error
             raise ValueError(f"does not match {model.__name__}: {exc}".replace("\n", " ")[:400]) from None
 
-    return unanimous_verdict(text, check, output_value)
+    try:
+        return read_json_verdict(text, check, output_value, prompt)
+    except OutputParserException as exc:
+        plain = label_field(model)
+        if plain is None:
+            raise
+        name, labels, reasoning_name = plain
+        try:
+            reading = read_plain_label(text, labels, prompt)
+        except OutputParserException as plain_exc:
+            raise OutputParserException(f"{exc.reason}; {plain_exc.reason}", text) from None
+        label, reasoning = reading.verdict
+        data: dict[str, Any] = {name: label}
+        if reasoning_name is not None:
+            data[reasoning_name] = reasoning
+        return Reading(check(data), reading.forgeries, reading.quoted)

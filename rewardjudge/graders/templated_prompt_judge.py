@@ -21,21 +21,20 @@ from typing import Any, Mapping
 from pydantic import BaseModel
 
 from ..core.structured_output import OutputParserException, render_schema
-from ..errors import ConfigError
+from ..errors import ConfigError, TemplateVariableError
 from ..grade import Grade
 from ..models.base import GenerationParams, InferenceModel
+from ..readouts import Reading, neutralize_value, template_tag_names
 from ..templates import Template
-from ..thread import StringThread, format_turns
+from ..thread import StringThread
+from ._context import THREAD_VARIABLES, thread_context
+from ._options import JudgeOptions, validated
 from .base import Grader, Mode
 from .distribution import apply_expected_value, score_choices
 from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       output_value, parse_judge_reply, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
-
-
-def _turn_dicts(turns) -> list[dict[str, str]]:
-    return [{"role": r, "content": c} for r, c in turns]
 
 
 class TemplatedPromptJudgeGrader(Grader):
@@ -71,9 +70,10 @@ class TemplatedPromptJudgeGrader(Grader):
                  top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
                  strict_templates: bool = True, structured: bool = True, expected_value: bool = False,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
-                 reject_content_free: bool | None = None):
+                 reject_content_free: bool | None = None, max_completion_chars: int | None = None):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
-                         reject_content_free=reject_content_free)
+                         reject_content_free=reject_content_free,
+                         max_completion_chars=max_completion_chars)
         if not isinstance(model, InferenceModel):
             raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
                               f"got {type(model).__name__}")
@@ -83,63 +83,76 @@ class TemplatedPromptJudgeGrader(Grader):
                                                  and issubclass(completion_model, BaseModel)):
             raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, got {completion_model!r}")
         self.completion_model = completion_model
-        if temperature is not None and (isinstance(temperature, bool) or not isinstance(
-                temperature, (int, float)) or not 0.0 <= temperature <= 2.0):
-            raise ConfigError(f"temperature must be a number in [0, 2] (or None), got {temperature!r}")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                       or max_tokens < 1):
-            raise ConfigError(f"max_tokens must be an int >= 1 (or None), got {max_tokens!r}")
-        if reply_retries < 0:
-            raise ConfigError("reply_retries must be >= 0")
+        opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                         seed=seed, reply_retries=reply_retries)
+        if template_variables is not None and not isinstance(template_variables, Mapping):
+            raise ConfigError(f"template_variables must be a mapping, got {type(template_variables).__name__}")
         self.system_template = Template(system_template or "", name="system_template",
                                         strict=strict_templates)
         self.user_template = Template(user_template, name="user_template", strict=strict_templates)
         self.template_variables = dict(template_variables or {})
-        self.params = GenerationParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                                       seed=seed)
-        self.reply_retries = reply_retries
-        self.structured = structured
+        self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
+                                       max_tokens=opts.max_tokens, seed=opts.seed)
+        self.reply_retries = opts.reply_retries
+        self.structured = bool(structured)
         self._schema = self.output_model.model_json_schema() if structured else None
+        self._tags = tuple(template_tag_names(self.system_template.source, self.user_template.source))
         self.expected_value = bool(expected_value)
         if self.expected_value and score_choices(self.output_model) is None:
             raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
                               f"one-token values (a Literal/enum, or an int bounded in 0..9); "
                               f"{self.output_model.__name__}.score is not")
+        if strict_templates:
+            self._check_variables()
+
+    #: the names a class's ``extract_template_context`` adds to the thread
+    #: vocabulary; a subclass that overrides the method without declaring
+    #: them has its templates checked at the first render instead
+    context_names: tuple[str, ...] = ()
+
+    def provided_variables(self) -> set[str] | None:
+        """The names a context of this grader holds, or None when they are
+        not known before a real sample (an override of ``extract_template_context``
+        that does not declare ``context_names``)."""
+        mro = type(self).__mro__
+        definer = next(c for c in mro if "extract_template_context" in c.__dict__)
+        declarer = next(c for c in mro if "context_names" in c.__dict__)
+        if definer is not declarer and issubclass(definer, declarer):
+            return None
+        names = set(THREAD_VARIABLES) | set(self.context_names) | set(self.template_variables)
+        if self.completion_model is not None:
+            names |= set(self.completion_model.model_fields) | {"parsed"}
+        return names
+
+    def _check_variables(self) -> None:
+        names = self.provided_variables()
+        if names is None:
+            return
+        for template in (self.system_template, self.user_template):
+            missing = sorted(v for v in template.variables if v.split(".")[0] not in names)
+            if missing:
+                raise TemplateVariableError(missing, sorted(names))
 
     # -- the seed API -----------------------------------------------------
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
                                  template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The default template context of ``thread``.
-
-        Keys: ``output_schema`` (``render_schema(output_model)``, "" without
-        one), ``turns`` (every turn as ``{role, content}``), ``metadata``,
-        ``context_turns`` / ``context_str`` (the turns before the completion),
-        ``context_turns_without_last_user`` / ``context_str_without_last_user``
-        (the same without the last user turn), ``last_user_turn_content``,
-        ``completion`` (the final assistant turn, "" if none), plus
-        ``template_variables``. Override to add fields; call ``super()``.
+        """The default template context of ``thread``: the one thread
+        vocabulary (``graders._context``: ``turns``, ``thread``,
+        ``context_turns``, ``context_str``, ``..._without_last_user``,
+        ``last_user_turn_content``, ``completion``, ``last_content``,
+        ``metadata``, ``output_schema``), plus ``template_variables``.
+        ``context_*`` are the turns *before* the completion; ``turns`` and
+        ``thread`` hold every turn. Override to add fields; call ``super()``.
         """
-        context_turns = thread.context_turns()
-        last_user = max((i for i, (r, _) in enumerate(context_turns) if r == "user"), default=None)
-        without_last_user = [t for i, t in enumerate(context_turns) if i != last_user]
-        ctx: dict[str, Any] = {
-            "output_schema": render_schema(output_model) if output_model is not None else "",
-            "turns": _turn_dicts(thread.turns),
-            "metadata": dict(thread.metadata),
-            "context_turns": _turn_dicts(context_turns),
-            "context_str": format_turns(context_turns),
-            "context_turns_without_last_user": _turn_dicts(without_last_user),
-            "context_str_without_last_user": format_turns(without_last_user),
-            "last_user_turn_content": thread.last_user_content(),
-            "completion": thread.completion(),
-        }
+        schema = render_schema(output_model) if output_model is not None else ""
+        ctx = thread_context(thread, output_schema=schema)
         ctx.update(template_variables or {})
         return ctx
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
-        parsed, rejected = self.screen(sample, self.completion_model)
+        parsed, rejected = await self.ascreen(sample, self.completion_model)
         if rejected is not None:
             return rejected
         parsed_fields = None if parsed is None else parsed.model_dump(mode="json")
@@ -148,8 +161,16 @@ class TemplatedPromptJudgeGrader(Grader):
             for k, v in parsed_fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", parsed_fields)
-        messages = self.build_messages(context)
+        messages = self.build_messages(self.neutralized(context))
         return await self.ask_judge(messages)
+
+    def neutralized(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        """``context`` with every value that comes from the sample neutralised
+        (protocol and template tags, the judge's control tokens); the grader's
+        own ``template_variables`` and ``output_schema`` are left as written."""
+        own = set(self.template_variables) | {"output_schema"}
+        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
+        return {k: v if k in own else neutralize_value(v, self._tags, ctl) for k, v in context.items()}
 
     # -- pieces, reusable by subclasses -----------------------------------
     def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -165,10 +186,13 @@ class TemplatedPromptJudgeGrader(Grader):
         """Ask the judge, re-asking after unreadable verdicts; never raises
         for judge-side failures."""
 
-        def parse(text: str) -> tuple[BaseModel, float]:
+        prompt = self.prompt_index(messages)
+
+        def parse(text: str) -> Reading:
             try:
-                verdict = parse_judge_reply(text, self.output_model)
-                return verdict, output_value(verdict)
+                reading = parse_judge_reply(text, self.output_model, prompt)
+                reading.verdict = (reading.verdict, output_value(reading.verdict))
+                return reading
             except OutputParserException:
                 raise
             except (ValueError, TypeError) as exc:  # a to_value() that cannot read this verdict
@@ -185,7 +209,8 @@ class TemplatedPromptJudgeGrader(Grader):
         grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
                       raw_reply=answer.completion.text, usage=answer.usage, attempts=answer.attempts,
                       latency_s=answer.latency_s, grader_version=self.version,
-                      extra={"verdict": verdict.model_dump(mode="json")})
+                      extra={"verdict": verdict.model_dump(mode="json"),
+                             **({"forgery": answer.forgeries} if answer.forgeries else {})})
         if self.expected_value:
             grade = await apply_expected_value(self, messages, answer.completion.text, verdict, grade)
         return grade

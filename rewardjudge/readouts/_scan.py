@@ -1,0 +1,196 @@
+"""The one JSON-object scanner, and the quote test every readout uses.
+
+``json_objects`` finds every JSON object in a text by trying a decode at
+every ``{"`` that is not inside an object already found, so no text before
+an object (a lone ``{``, an unclosed string, a code fence, deep nesting) can
+hide it: a depth-counting scanner would let one stray brace in an echoed
+completion swallow the judge's own verdict. Objects nest at most
+``MAX_DEPTH`` deep and span at most ``MAX_SPAN`` characters; NaN and
+infinities are refused.
+
+``is_quoted`` says whether a span of a judge reply is a copy of the prompt
+that was sent (which holds the policy's text): its folded text occurs in the
+folded prompt with matching text on either side. A verdict the judge wrote
+itself is not surrounded by copied prompt text, so a policy that writes the
+judge's likely verdict verbatim does not turn it into a quote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from ._text import fold
+
+__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "PromptIndex", "json_objects"]
+
+MAX_SPAN = 16_384      # characters: a verdict object is never longer
+MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
+_START = re.compile(r'\{\s*"')
+
+
+@dataclass(frozen=True)
+class JsonSpan:
+    start: int
+    end: int
+    value: dict[str, Any]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether a decoded value nests deeper than MAX_DEPTH (iterative)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return False
+
+
+_RAW_DEPTH = 64        # brace nesting (strings not told apart) a start may reach before closing
+
+
+def _viable_starts(text: str, starts: list[int]) -> list[int]:
+    """The starts that do not nest deeper than _RAW_DEPTH within MAX_SPAN
+    characters, counting every brace and bracket (a cheap, vectorised bound:
+    a deep run of openings is never decoded from each of its starts)."""
+    if not starts:
+        return starts
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    n = len(codes)
+    opens = (codes == 0x7B) | (codes == 0x5B)
+    closes = (codes == 0x7D) | (codes == 0x5D)
+    depth = np.cumsum(opens.astype(np.int32) - closes.astype(np.int32))   # after each character
+    st = np.asarray(starts, dtype=np.int64)
+    base = depth[st].astype(np.int64) - 1                                 # depth before the '{'
+    stride = n + 1
+
+    def first_after(mask: np.ndarray, level: np.ndarray) -> np.ndarray:
+        """For each start, the first index > start where ``mask`` holds and depth == level."""
+        idx = np.nonzero(mask)[0].astype(np.int64)
+        found = np.full(len(st), n, dtype=np.int64)
+        if not len(idx):
+            return found
+        keys = np.sort(depth[idx].astype(np.int64) * stride + idx)
+        q = level * stride + st + 1
+        pos = np.searchsorted(keys, q)
+        ok = pos < len(keys)
+        hit = keys[np.minimum(pos, len(keys) - 1)]
+        ok &= (hit // stride) == level
+        found[ok] = hit[ok] % stride
+        return found
+
+    close_at = first_after(closes, base)
+    deep_at = first_after(opens, base + _RAW_DEPTH + 1)
+    keep = (deep_at == n) | (deep_at > close_at) | (deep_at - st > MAX_SPAN)
+    return [int(i) for i in st[keep]]
+
+
+def json_objects(text: str, keys: "tuple[str, ...] | None" = None) -> list[JsonSpan]:
+    """Every JSON object in ``text`` that decodes, outermost first, in order.
+
+    ``keys`` (the field names of the model expected) narrows the starts to
+    objects whose first key is one of them.
+
+    >>> [s.value for s in json_objects('x {"a": 1} {" {"b": "}"}')]
+    [{'a': 1}, {'b': '}'}]
+    """
+    if not isinstance(text, str) or "{" not in text:
+        return []
+    pattern = _START if not keys else _start_for(tuple(keys))
+    starts = _viable_starts(text, [m.start() for m in pattern.finditer(text)])
+    found: list[JsonSpan] = []
+    covered = 0
+    n = len(text)
+    for i in starts:
+        if i < covered:
+            continue
+        # decode a bounded window: a decode error's cost grows with the
+        # offset it reports, so the whole text is never handed over
+        window = text[i:i + MAX_SPAN] if n - i > MAX_SPAN else text[i:] if i else text
+        try:
+            value, end = _DECODER.raw_decode(window)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, dict) or _too_deep(value):
+            continue
+        found.append(JsonSpan(i, i + end, value))
+        covered = i + end
+    return found
+
+
+_STARTS: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _start_for(keys: tuple[str, ...]) -> re.Pattern[str]:
+    pattern = _STARTS.get(keys)
+    if pattern is None:
+        names = "|".join(re.escape(json.dumps(k)[1:-1]) for k in sorted(keys, key=len, reverse=True))
+        pattern = re.compile(r'\{\s*"(?:' + names + r')"\s*:')
+        if len(_STARTS) < 256:
+            _STARTS[keys] = pattern
+    return pattern
+
+
+class PromptIndex:
+    """The folded prompt that was sent, for ``is_quoted``.
+
+    ``min_context`` folded characters matching on one side of a span make it
+    a quote; a span alone on its line of the reply with the whole reply
+    copied around it is a quote too (an echo), a span with no copied
+    neighbourhood is the judge's own.
+    """
+
+    def __init__(self, prompt_texts: list[str], min_context: int = 12):
+        self.folded = "\n\x01\n".join(fold(t) for t in prompt_texts if t)
+        self.min_context = min_context
+
+    def occurrences(self, needle: str, limit: int = 64) -> Iterator[int]:
+        start = 0
+        for _ in range(limit):
+            at = self.folded.find(needle, start)
+            if at < 0:
+                return
+            yield at
+            start = at + 1
+
+    def is_quoted(self, reply: str, start: int, end: int) -> bool:
+        """Whether ``reply[start:end]`` is copied from the prompt."""
+        needle = fold(reply[start:end])
+        if not needle or needle not in self.folded:
+            return False
+        k = self.min_context
+        # the folded neighbourhood of the span in the reply (folding may
+        # shorten text, so take a generous raw margin)
+        left = fold(reply[max(0, start - 8 * k):start])[-k:]
+        right = fold(reply[end:end + 8 * k])[:k]
+        for at in self.occurrences(needle):
+            before = self.folded[max(0, at - len(left) - 1):at].rstrip()
+            after = self.folded[at + len(needle):at + len(needle) + len(right) + 1].lstrip()
+            if left and len(left) >= k and before.endswith(left):
+                return True
+            if right and len(right) >= k and after.startswith(right):
+                return True
+        return False

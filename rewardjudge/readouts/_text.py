@@ -1,0 +1,276 @@
+"""The one text folder and the one neutraliser for policy text.
+
+Policy text is written by an optimiser aimed at the grader. Before it enters
+a judge prompt it is *neutralised*: every character sequence that could open
+or close a tag the prompt or the reply protocol uses (``<candidate``,
+``</response>``...), and every chat-template control token (``<|im_end|>``,
+``[INST]``, ``<s>``...), is defanged. Detection works on a *skeleton* of the
+text: NFKC, case-folded, look-alike letters and brackets mapped to ASCII,
+zero-width and combining characters read as nothing, HTML/URL/JSON escapes of
+``<`` read as ``<``; so ``＜grade＞``, ``<\\u200bgrade>``, ``<ɡrаdе>`` (Cyrillic
+letters) and ``&lt;/candidate>`` are all caught, while ``a < b`` and ``<b>``
+pass unchanged.
+
+``fold`` is the comparison form used by the readouts to decide whether text
+in a judge reply is quoted from the prompt: the same folding plus escapes
+decoded and whitespace collapsed.
+
+Every function here is linear in the text's length and runs mostly in C
+(``str.translate``, ``re``): a megabyte takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import unicodedata
+from typing import Any, Iterable
+
+__all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "fold", "neutralize",
+           "neutralize_value", "normalize_text", "template_tag_names"]
+
+#: Tag names of the candidate reply protocol; any tag *starting* with one of
+#: these (``<grades>``, ``<candidate-input>``) is neutralised in policy text.
+PROTOCOL_TAGS: tuple[str, ...] = ("candidate", "grade", "reasoning")
+
+_DEFANG = "["        # what a defanged tag opener becomes
+_GAP = "\x00"        # a character that folds to nothing (zero-width, combining)
+
+# Characters a reader (or a judge model repeating the text) could take for
+# '<' or '/', beyond what NFKC already folds (fullwidth, small forms).
+_LOOKALIKE = {
+    **dict.fromkeys("\u2039\u3008\u2329\u27e8\u276c\u276e\u02c2\u1438\u00ab\u226a\u2264\u29fc"
+                    "\u2a7d\u1445\u140a\u2190\u27ea\u3010\u3014\u300a\uff1c\ufe64", "<"),
+    **dict.fromkeys("\u2044\u2215\u29f8\u2571\u30fb\u3033\uff0f\u2cc6\u27cb", "/"),
+    **dict.fromkeys("\uff5c\u2223\u01c0\u05c0\u2502\u23d0\u2758\uffe8", "|"),
+}
+# Latin look-alikes from Cyrillic, Greek, Armenian, small capitals and IPA.
+_CONFUSABLE = {
+    **dict.fromkeys("\u0430\u03b1\u0251\u1d00\u0250", "a"),
+    **dict.fromkeys("\u0432\u03b2\u0299", "b"),
+    **dict.fromkeys("\u0441\u03f2\u1d04\u217d", "c"),
+    **dict.fromkeys("\u0501\u1d05\u217e", "d"),
+    **dict.fromkeys("\u0435\u03b5\u1d07\u0454", "e"),
+    **dict.fromkeys("\u0261\u0262\u0581", "g"),
+    **dict.fromkeys("\u04bb\u029c", "h"),
+    **dict.fromkeys("\u0456\u03b9\u0131\u026a\u0269\u04cf", "i"),
+    **dict.fromkeys("\u0458\u1d0a", "j"),
+    **dict.fromkeys("\u03ba\u043a\u1d0b", "k"),
+    **dict.fromkeys("\u029f", "l"),
+    **dict.fromkeys("\u043c\u1d0d", "m"),
+    **dict.fromkeys("\u0578\u057c\u0274\u03b7\u043f", "n"),
+    **dict.fromkeys("\u043e\u03bf\u1d0f\u0585\u03c3", "o"),
+    **dict.fromkeys("\u0440\u03c1\u1d18", "p"),
+    **dict.fromkeys("\u0433\u0280\u1d26", "r"),
+    **dict.fromkeys("\u0455\ua731\u0282", "s"),
+    **dict.fromkeys("\u0442\u03c4\u1d1b", "t"),
+    **dict.fromkeys("\u03c5\u1d1c\u057d", "u"),
+    **dict.fromkeys("\u03bd\u1d20\u0475", "v"),
+    **dict.fromkeys("\u0445\u03c7", "x"),
+    **dict.fromkeys("\u0443\u028f\u03b3", "y"),
+    **dict.fromkeys("\u1d22", "z"),
+}
+_DROP_CATEGORIES = {"Cf", "Mn", "Me", "Cc"}
+
+
+@functools.lru_cache(maxsize=65536)
+def _fold_char(ch: str) -> str:
+    """One character's skeleton: always exactly one character, so positions
+    in the skeleton are positions in the text."""
+    if ch < "\x80":
+        return _GAP if ch == "\x00" else ch.lower()
+    out = []
+    for part in unicodedata.normalize("NFKD", ch):
+        if unicodedata.category(part) in _DROP_CATEGORIES:
+            continue
+        for c in part.casefold():
+            out.append(_LOOKALIKE.get(c) or _CONFUSABLE.get(c, c))
+    if not out:
+        return _GAP
+    return out[0]
+
+
+class _Table(dict):
+    """A ``str.translate`` table filled lazily, one character at a time."""
+
+    def __missing__(self, code: int) -> str:
+        folded = _fold_char(chr(code))
+        self[code] = folded
+        return folded
+
+
+_TABLE = _Table()
+for _c, _t in {**_LOOKALIKE, **_CONFUSABLE}.items():
+    _TABLE[ord(_c)] = _t
+
+# Escaped forms of '<' that a judge might decode when it repeats the text,
+# matched on the skeleton (lower case); replaced by '<' padded with gaps so
+# the skeleton keeps the text's length.
+_LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|\\+u003c|\\+x3c|%(?:25)*3c")
+
+
+def _skeleton(text: str) -> str:
+    skel = text.translate(_TABLE)
+    if "&" in skel or "\\" in skel or "%" in skel:
+        skel = _LT_ESCAPE.sub(lambda m: "<" + _GAP * (len(m.group()) - 1), skel)
+    return skel
+
+
+def _spaced(name: str) -> str:
+    """A regex for ``name`` with gaps allowed between its letters."""
+    return (_GAP + "*").join(re.escape(ch) for ch in name)
+
+
+# Chat-template control tokens of common judge families, on the skeleton:
+# ChatML/Qwen/Phi/Llama-3 ``<|...|>``, DeepSeek's fullwidth-bar form (folded to
+# '|'), Llama-2/Mistral ``[INST]``/``<<SYS>>``/``<s>``, Gemma's turn markers.
+CONTROL_TOKEN_PATTERNS: tuple[str, ...] = (
+    r"<\x00*\|",                                   # <|im_end|>, <|eot_id|>, <｜begin▁of▁sentence｜>
+    r"\[\x00*/?\x00*" + _spaced("inst") + r"\x00*\]",
+    r"\[\x00*/?\x00*" + _spaced("sys") + r"\x00*\]",
+    r"<\x00*<\x00*/?\x00*" + _spaced("sys") + r"\x00*>\x00*>",
+    r"<\x00*/?\x00*s\x00*>",
+    r"<\x00*/?\x00*" + _spaced("start_of_turn"),
+    r"<\x00*/?\x00*" + _spaced("end_of_turn"),
+    r"<\x00*/?\x00*" + _spaced("bos") + r"\x00*>",
+    r"<\x00*/?\x00*" + _spaced("eos") + r"\x00*>",
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> re.Pattern[str]:
+    names = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
+    alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
+    if names:
+        alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
+    tag = r"<[\s/\x00]*(?:" + "|".join(alts) + ")"
+    extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
+    return re.compile("|".join([tag, *CONTROL_TOKEN_PATTERNS, *extra_ctl]))
+
+
+def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> bool:
+    """Whether ``text`` holds anything ``neutralize`` would defang.
+
+    >>> contains_tag("\\uff1cgrade\\uff1e4"), contains_tag("1 < 2 and <b>x</b>")
+    (True, False)
+    """
+    return bool(_pattern(tuple(extra_tags), tuple(control_tokens)).search(_skeleton(text)))
+
+
+def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> str:
+    """Defang tags and control tokens in ``text``: the first character of
+    each (or the whole escape standing for '<') becomes ``[``.
+
+    ``extra_tags`` adds whole tag names (a template's own delimiters, e.g.
+    ``response``); ``control_tokens`` adds literal special tokens of the
+    judge model. Idempotent; everything else is left as written.
+
+    >>> neutralize("ok <b>bold</b> \\uff1c/candidate> <|im_end|>")
+    'ok <b>bold</b> [/candidate> [|im_end|>'
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    skel = _skeleton(text)
+    pattern = _pattern(tuple(extra_tags), tuple(control_tokens))
+    pieces: list[str] = []
+    last = 0
+    for m in pattern.finditer(skel):
+        start = m.start()
+        end = start + 1
+        while end < len(skel) and skel[end] == _GAP and skel[start] == "<" and \
+                text[start] in "&\\%":   # an escape: its padding goes with it
+            end += 1
+        pieces.append(text[last:start])
+        pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
+        last = end
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
+                     control_tokens: Iterable[str] = ()) -> Any:
+    """``neutralize`` every string inside ``value`` (mapping keys included),
+    keeping its structure; other scalars pass through. Iterative: nesting
+    depth cannot exhaust the stack."""
+    tags, ctl = tuple(extra_tags), tuple(control_tokens)
+    if isinstance(value, str):
+        return neutralize(value, tags, ctl)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        src, parent, key = stack.pop()
+        if isinstance(src, str):
+            parent[key] = neutralize(src, tags, ctl)
+        elif isinstance(src, dict):
+            out: dict[str, Any] = {}
+            parent[key] = out
+            for k, v in src.items():
+                nk = neutralize(str(k), tags, ctl)
+                out[nk] = None
+                stack.append((v, out, nk))
+        elif isinstance(src, (list, tuple)):
+            lst: list[Any] = [None] * len(src)
+            parent[key] = lst
+            for i, v in enumerate(src):
+                stack.append((v, lst, i))
+        else:
+            parent[key] = src
+    return root[0]
+
+
+_TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
+
+
+def template_tag_names(*sources: str) -> list[str]:
+    """The XML-like tag names templates write (``<submission id=…>`` ->
+    ``submission``), so policy text can be kept from closing or forging them."""
+    names: dict[str, None] = {}
+    for src in sources:
+        for m in _TEMPLATE_TAG.finditer(src or ""):
+            names[m.group(1).casefold()] = None
+    return list(names)
+
+
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\u00ad\u180e]")
+
+
+def normalize_text(text: str) -> str:
+    """NFKC-fold (full-width forms become ASCII) and drop zero-width and other
+    invisible characters: what a reader sees, for the content-free guard."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
+_URL_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
+_WS = re.compile(r"\s+")
+
+
+def _unescape(text: str) -> str:
+    if "\\" in text:
+        text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1)
+                                else m.group(2) or " ", text)
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = _URL_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return text
+
+
+def fold(text: str) -> str:
+    """The comparison form of ``text``: escapes decoded (JSON, HTML, URL),
+    skeleton-folded (NFKC, case, look-alikes; zero-width dropped), defanged
+    brackets read as ``<``, whitespace collapsed to one space.
+
+    Two texts a judge could have copied one from the other fold equal.
+
+    >>> fold('{\\\\"score\\\\":  \\uff02PASS\\uff02}') == fold('{"score": "pass"}')
+    True
+    """
+    text = _unescape(text)
+    skel = text.translate(_TABLE).replace(_GAP, "").replace(_DEFANG, "<")
+    return _WS.sub(" ", skel).strip()
