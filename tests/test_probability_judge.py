@@ -143,8 +143,11 @@ async def test_hostile_completion_stays_inside_a_json_string():
     model = DistModel(lambda m, c: {"0": 0.9, "4": 0.1})
     g = await ProbabilityJudgeGrader("p", model).grade(thread(hostile))
     user = model.calls[0]["messages"][1]["content"]
-    # the completion appears only JSON-escaped: no raw newline or quote breaks out
-    assert json.dumps(hostile, ensure_ascii=False) in user
+    # the completion appears only JSON-escaped: no raw newline or quote breaks out,
+    # and its chat-template control tokens are defused (JSON escaping leaves them intact)
+    defused = hostile.replace("<|im_", "[|im_")
+    assert json.dumps(defused, ensure_ascii=False) in user
+    assert "<|im_end|>" not in user and "<|im_start|>" not in user
     assert "\nIgnore the above" not in user and "{{question}}" in user
     # the verdict comes from the probabilities at the answer position, not the text
     assert g.extra["most_likely_grade"] == 0
@@ -262,7 +265,7 @@ async def test_templated_expected_value_falls_back_to_the_sampled_verdict(dist, 
 def test_templated_expected_value_needs_one_token_scores():
     class Free(BaseModel):
         reasoning: str
-        score: float
+        score: float = Field(ge=0, le=100)
 
     with pytest.raises(ConfigError, match="expected_value needs"):
         TemplatedPromptJudgeGrader("t", DistModel(lambda m, c: {}), SYSTEM, USER, output_model=Free,

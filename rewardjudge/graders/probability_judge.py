@@ -41,6 +41,9 @@ from ..scales import SCALES, Scale
 from ..templates import Template
 from ..templates.prompts import prompt_source
 from ..thread import StringThread
+from ..readouts import neutralize_value
+from ._context import thread_context
+from ._options import JudgeOptions, validated
 from .base import Grader, Mode
 from .distribution import distribution_text, summarize
 from .typed_question import Question, TypedQuestionTemplate
@@ -97,8 +100,12 @@ class ProbabilityJudgeGrader(Grader):
                  answer_prefix: str | None = "auto", value: ValueMode = "expected",
                  min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
                  seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
-                 eval_penalty: float = 0.0):
-        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
+                 eval_penalty: float = 0.0, reject_content_free: bool | None = None,
+                 max_completion_chars: int | None = None):
+        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
+                         reject_content_free=reject_content_free,
+                         max_completion_chars=max_completion_chars)
+        seed = validated(JudgeOptions, seed=seed).seed
         if not isinstance(model, InferenceModel):
             raise ConfigError(f"model must be an InferenceModel, got {type(model).__name__}")
         self.model = model
@@ -157,9 +164,15 @@ class ProbabilityJudgeGrader(Grader):
 
     # -- pieces -------------------------------------------------------------
     def content_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The content being judged: the turns before the completion and the completion."""
-        return {"conversation": [{"role": r, "content": c} for r, c in sample.context_turns()],
-                "completion": parsed if parsed is not None else sample.completion()}
+        """The content being judged: the turns before the completion and the
+        completion (or its parsed fields), neutralised (control tokens,
+        protocol tags): JSON escaping alone does not stop a judge's tokenizer
+        from reading ``<|im_end|>``."""
+        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
+        vocabulary = thread_context(sample, control_tokens=ctl)
+        completion = (neutralize_value(parsed, (), ctl) if parsed is not None
+                      else vocabulary["completion"])
+        return {"conversation": vocabulary["context_turns"], "completion": completion}
 
     def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, str]]:
         context = {**self._base_context,
@@ -176,7 +189,7 @@ class ProbabilityJudgeGrader(Grader):
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
-        parsed, rejected = self.screen(sample, self.completion_model)
+        parsed, rejected = await self.ascreen(sample, self.completion_model)
         if rejected is not None:
             return rejected
         fields = None if parsed is None else parsed.model_dump(mode="json")

@@ -176,11 +176,15 @@ class PromptIndex:
             yield at
             start = at + 1
 
-    def is_quoted(self, reply: str, start: int, end: int) -> bool:
-        """Whether ``reply[start:end]`` is copied from the prompt."""
+    def quote_level(self, reply: str, start: int, end: int) -> int:
+        """How surely ``reply[start:end]`` is a copy of the prompt: 0, its
+        folded text is not in the prompt (the judge's own); 1, it is, with no
+        copied text around it (a short quote, or the judge's own words that
+        the policy happened to write too); 2, it is, with at least
+        ``min_context`` matching folded characters on one side (a quote)."""
         needle = fold(reply[start:end])
         if not needle or needle not in self.folded:
-            return False
+            return 0
         k = self.min_context
         # the folded neighbourhood of the span in the reply (folding may
         # shorten text, so take a generous raw margin)
@@ -189,8 +193,17 @@ class PromptIndex:
         for at in self.occurrences(needle):
             before = self.folded[max(0, at - len(left) - 1):at].rstrip()
             after = self.folded[at + len(needle):at + len(needle) + len(right) + 1].lstrip()
-            if left and len(left) >= k and before.endswith(left):
-                return True
-            if right and len(right) >= k and after.startswith(right):
-                return True
-        return False
+            if len(left) >= k and before.endswith(left):
+                return 2
+            if len(right) >= k and after.startswith(right):
+                return 2
+        return 1
+
+    def is_quoted(self, reply: str, start: int, end: int) -> bool:
+        """Whether ``reply[start:end]`` is surely copied from the prompt."""
+        return self.quote_level(reply, start, end) == 2
+
+    def count(self, reply: str, start: int, end: int) -> tuple[int, int]:
+        """How often the folded span occurs in the folded reply and prompt."""
+        needle = fold(reply[start:end])
+        return fold(reply).count(needle), self.folded.count(needle)

@@ -56,30 +56,52 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
         why = ("no complete JSON object (a truncated reply? raise max_tokens)" if "{" in text
                else "no JSON object found")
         raise OutputParserException(why, text)
-    own: list[V] = []
-    quoted: list[V] = []
+    found: list[tuple[V, int, int, int]] = []   # verdict, quote level, start, end
     problem = ""
     for span in spans:
         try:
             verdict = check(span.value)
-            k = key(verdict)
+            key(verdict)
         except ValidationError as exc:
             problem = format_validation_error(exc)
             continue
         except (ValueError, TypeError, OverflowError) as exc:
             problem = str(exc)
             continue
-        if prompt is not None and prompt.is_quoted(text, span.start, span.end):
-            quoted.append(verdict)
-        else:
-            own.append(verdict)
-    if not own:
-        if quoted:
-            raise OutputParserException(f"no verdict of the judge's own ({len(quoted)} quoted "
-                                        f"from the prompt)", text)
+        level = 0 if prompt is None else prompt.quote_level(text, span.start, span.end)
+        found.append((verdict, level, span.start, span.end))
+    if not found:
         raise OutputParserException(problem or "no verdict in the reply", text)
-    if len({key(v) for v in own}) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(own)} verdicts that disagree", text)
-    verdict = own[-1]
+    return decide(text, [(v, lvl, a, b) for v, lvl, a, b in found], key, prompt)
+
+
+def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V], Hashable],
+           prompt: PromptIndex | None) -> Reading[V]:
+    """The judge's verdict among ``(verdict, quote level, start, end)`` found in a reply.
+
+    Verdicts not in the prompt (level 0) are the judge's own and decide;
+    copies with copied text around them (level 2) are quotes. Copies without
+    (level 1) decide only when the judge wrote nothing else: they agree, or
+    the ones the reply holds more often than the prompt (so the judge wrote
+    one itself) agree. Quoted verdicts that disagree count as forgeries.
+    """
+    own = [f for f in found if f[1] == 0]
+    unsure = [f for f in found if f[1] == 1]
+    chosen: list[tuple[V, int, int, int]]
+    if own:
+        chosen = own
+    elif unsure:
+        chosen = unsure
+        if len({key(f[0]) for f in unsure}) > 1 and prompt is not None:
+            surplus = [f for f in unsure if (lambda c: c[0] > c[1])(prompt.count(text, f[2], f[3]))]
+            chosen = surplus or unsure
+    else:
+        raise OutputParserException(f"no verdict of the judge's own ({len(found)} quoted "
+                                    f"from the prompt)", text)
+    if len({key(f[0]) for f in chosen}) > 1:
+        raise OutputParserException(f"ambiguous reply: {len(chosen)} verdicts that disagree", text)
+    verdict = chosen[-1][0]
     mine = key(verdict)
-    return Reading(verdict, forgeries=sum(1 for q in quoted if key(q) != mine), quoted=len(quoted))
+    others = [f for f in found if f not in chosen]
+    return Reading(verdict, forgeries=sum(1 for f in others if key(f[0]) != mine),
+                   quoted=len(others))

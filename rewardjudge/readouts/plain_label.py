@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import OutputParserException
 from ._scan import PromptIndex
-from .json_verdict import Reading
+from .json_verdict import Reading, decide
 
 __all__ = ["read_plain_label"]
 
@@ -36,8 +36,7 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
     if not isinstance(text, str) or not text.strip():
         raise OutputParserException("empty reply", repr(text))
     by_fold = {lab.casefold(): lab for lab in labels}
-    own: list[tuple[str, int]] = []
-    quoted: list[str] = []
+    found: list[tuple[str, int, int, int]] = []   # label, quote level, start, end
     pos = 0
     for line in text.splitlines(keepends=True):
         start, pos = pos, pos + len(line)
@@ -48,17 +47,13 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
         label = by_fold.get(word.casefold())
         if label is None:
             continue
-        if prompt is not None and prompt.is_quoted(text, start, start + len(line.rstrip("\r\n"))):
-            quoted.append(label)
-        else:
-            own.append((label, start))
-    if not own:
-        raise OutputParserException(
-            f"no label line of the judge's own ({len(quoted)} quoted)" if quoted
-            else f"no JSON object and no line holding one of {list(labels)}", text)
-    if len({lab for lab, _ in own}) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(own)} label lines that disagree", text)
-    label, at = own[-1]
-    reasoning = text[:at].strip()
-    return Reading((label, reasoning), forgeries=sum(1 for q in quoted if q != label),
-                   quoted=len(quoted))
+        end = start + len(line.rstrip("\r\n"))
+        level = 0 if prompt is None else prompt.quote_level(text, start, end)
+        found.append((label, level, start, end))
+    if not found:
+        raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
+    reading = decide(text, found, lambda lab: lab, prompt)
+    label = reading.verdict
+    at = max(f[2] for f in found if f[0] == label and f[1] != 2) if any(
+        f[0] == label and f[1] != 2 for f in found) else found[-1][2]
+    return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted)

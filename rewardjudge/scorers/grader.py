@@ -37,6 +37,7 @@ from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader, Mode
 from ..models.base import Completion, GenerationParams, InferenceModel
+from ..readouts import neutralize, neutralize_value, template_tag_names
 from ..thread import StringThread
 from .binding import MalformedCompletion, ScorerBinding, output_instructions
 
@@ -136,19 +137,33 @@ class ScorerGrader(Grader):
                                  "scorer_model": self.binding.config.model,
                                  "judge_model": self.model_name}
         try:
-            prompt, missing = self.render(sample)
+            prompt, missing = self.render(self.neutralized(sample))
         except MalformedCompletion as exc:
             return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
+        except RecursionError:
+            return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
         extra["missing_variables"] = missing
         messages = [{"role": "user", "content": prompt}]
-        answer = await self.ask_until_parsed(self.model, messages, self.params, self.spec.parse,
+        index = self.prompt_index(messages)
+        answer = await self.ask_until_parsed(self.model, messages, self.params,
+                                             lambda text: self.spec.read(text, index),
                                              json_schema=self.schema, reply_retries=self.reply_retries,
                                              extra=extra)
         if isinstance(answer, Grade):
             return answer
         verdict = answer.verdict
+        if answer.forgeries:
+            extra["forgery"] = answer.forgeries
         return Grade(value=verdict.value, grader_key=self.grader_key, reasoning=verdict.reason,
                      status="scored", raw_reply=answer.completion.text, usage=answer.usage,
                      attempts=answer.attempts, latency_s=answer.latency_s, grader_version=self.version,
                      extra={**extra, "judge_model": answering_model(answer.completion, self.model_name),
                             "label": verdict.label, "score": verdict.score})
+
+    def neutralized(self, sample: StringThread) -> StringThread:
+        """``sample`` with its text neutralised (the template's tags, protocol
+        tags and the judge's control tokens) before it is rendered."""
+        tags = tuple(template_tag_names(self.binding.config.prompt_template))
+        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
+        turns = [(r, neutralize(c, tags, ctl)) for r, c in sample.turns]
+        return StringThread(turns, metadata=neutralize_value(dict(sample.metadata), tags, ctl))

@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.structured_output import unanimous_verdict
+from ..readouts import PromptIndex, Reading, read_json_verdict
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
@@ -119,7 +119,12 @@ class OutputSpec:
 
     def parse(self, text: str) -> Verdict:
         """Parse a judge reply; ``OutputParserException`` saying why when it is unusable."""
-        return unanimous_verdict(text, self.check, lambda v: (v.value, v.label))
+        return self.read(text).verdict
+
+    def read(self, text: str, prompt: PromptIndex | None = None) -> Reading[Verdict]:
+        """The judge's own verdict in ``text`` (``readouts.json_verdict``):
+        copies of the ``prompt`` sent are quoted material, never a verdict."""
+        return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()
