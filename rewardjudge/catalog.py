@@ -21,8 +21,8 @@ input is a usage error (``ConfigError``), not a grade. When a sample has them,
 other criteria show them to the judge too.
 
 Outputs: ``output="binary"`` (default: PASS -> 1.0, FAIL -> 0.0, as
-``BinaryJudgeOutput``), ``output="graded"`` (1-5 mapped to [0, 1], as
-``GradedJudgeOutput``) or any judge output model class.
+``BinaryJudgeOutput``), ``output="graded"`` (0-4 on ``Scale.GRADED``, mapped to
+[0, 1], as ``GradedJudgeOutput``) or any judge output model class.
 """
 
 from __future__ import annotations

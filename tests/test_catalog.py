@@ -72,7 +72,7 @@ async def test_a_missing_required_input_is_a_usage_error_after_the_batch():
 
 
 async def test_graded_output_and_grader_options():
-    model = ScriptedModel(['{"reasoning": "good", "score": 4}'])
+    model = ScriptedModel(['{"reasoning": "good", "score": 3}'])   # 3 of 0-4: "Good"
     grader = catalog.grader("helpfulness", model, output="graded", temperature=0.3, grader_key="h")
     grade = await grader.grade(sample())
     assert grader.output_model is GradedJudgeOutput and grade.value == 0.75 and grade.grader_key == "h"

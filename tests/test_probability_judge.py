@@ -226,35 +226,35 @@ def test_score_choices():
     class Unbounded(BaseModel):
         score: int
 
-    assert score_choices(GradedJudgeOutput) == [1, 2, 3, 4, 5]
+    assert score_choices(GradedJudgeOutput) == [0, 1, 2, 3, 4]
     assert score_choices(BinaryJudgeOutput) == ["PASS", "FAIL"]
     assert score_choices(Bounded) == list(range(10))
     assert score_choices(Unbounded) is None
 
 
 async def test_templated_expected_value_reads_the_score_position():
-    reply = '{"reasoning": "Mostly right, \\"score\\": 1 is wrong", "score": 4}'
-    model = DistModel(lambda m, c: {"3": 0.2, "4": 0.4, "5": 0.2}, reply=reply)
+    reply = '{"reasoning": "Mostly right, \\"score\\": 1 is wrong", "score": 3}'
+    model = DistModel(lambda m, c: {"2": 0.2, "3": 0.4, "4": 0.2}, reply=reply)
     grader = TemplatedPromptJudgeGrader("t", model, SYSTEM, USER, output_model=GradedJudgeOutput,
                                         expected_value=True)
     g = await grader.grade(thread())
     prefix = model.calls[1]["messages"][-1]
     # the reply is cut right before the real score value (not the one quoted in the reasoning)
-    assert prefix == {"role": "assistant", "content": reply[:reply.rindex("4")]}
-    assert model.calls[1]["choices"] == ["1", "2", "3", "4", "5"]
-    # values of scores 3, 4, 5 are .5, .75, 1 -> (.2*.5 + .4*.75 + .2*1)/.8
+    assert prefix == {"role": "assistant", "content": reply[:reply.rindex("3")]}
+    assert model.calls[1]["choices"] == ["0", "1", "2", "3", "4"]
+    # values of scores 2, 3, 4 are .5, .75, 1 -> (.2*.5 + .4*.75 + .2*1)/.8
     assert math.isclose(g.value, (0.1 + 0.3 + 0.2) / 0.8)
     assert g.extra["sampled_value"] == 0.75 and g.status == "scored"
 
 
 @pytest.mark.parametrize("dist, error", [
     # too little mass on valid scores: the sampled verdict's value stays
-    ({"4": 0.1}, "fell on valid scores"),
+    ({"3": 0.1}, "fell on valid scores"),
     # the judge failed on the second request: the sampled value stays, reason recorded
     (JudgeHTTPError(503, "down"), "JudgeHTTPError"),
 ])
 async def test_templated_expected_value_falls_back_to_the_sampled_verdict(dist, error):
-    model = DistModel(lambda m, c: dist, reply='{"reasoning": "ok", "score": 4}')
+    model = DistModel(lambda m, c: dist, reply='{"reasoning": "ok", "score": 3}')
     grader = TemplatedPromptJudgeGrader("t", model, SYSTEM, USER, output_model=GradedJudgeOutput,
                                         expected_value=True)
     g = await grader.grade(thread())

@@ -62,7 +62,7 @@ async def test_pass_fail_values_and_details():
 
 
 async def test_graded_output_maps_to_unit_interval():
-    model = ScriptedModel([json.dumps({"reasoning": "ok", "score": s}) for s in (1, 3, 5)])
+    model = ScriptedModel([json.dumps({"reasoning": "ok", "score": s}) for s in (0, 2, 4)])  # Scale.GRADED
     g = grader(model, output_model=GradedJudgeOutput)
     grades = await g.grade_batch([thread()] * 3)
     assert sorted(x.value for x in grades) == [0.0, 0.5, 1.0]

@@ -96,7 +96,7 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
 
     >>> from rewardjudge.graders.outputs import GradedJudgeOutput
     >>> score_choices(GradedJudgeOutput)
-    [1, 2, 3, 4, 5]
+    [0, 1, 2, 3, 4]
     """
     prop = (output_model.model_json_schema().get("properties") or {}).get("score")
     if not isinstance(prop, dict):

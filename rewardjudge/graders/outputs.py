@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError, OutputParserException
+from ..scales import Scale
 from ..readouts import PromptIndex, Reading, read_json_verdict, read_plain_label
 
 
@@ -41,13 +42,17 @@ class BinaryJudgeOutput(JudgeOutput):
 
 
 class GradedJudgeOutput(JudgeOutput):
-    """A 1-5 grade mapped linearly to [0, 1]: 1 -> 0.0, 3 -> 0.5, 5 -> 1.0."""
+    """A grade on the graded scale (``Scale.GRADED``: 0 very poor .. 4
+    excellent), mapped linearly to [0, 1]: 0 -> 0.0, 2 -> 0.5, 4 -> 1.0.
+    "graded" means this one scale everywhere: output models, candidate and
+    probability judges, the catalog's ``output="graded"``."""
 
     reasoning: str = Field(description="Brief reasoning that leads to the grade")
-    score: int = Field(ge=1, le=5, description="1 (very poor) to 5 (excellent)")
+    score: int = Field(ge=Scale.GRADED.min, le=Scale.GRADED.max,
+                       description="; ".join(f"{g} {lab.lower()}" for g, lab in Scale.GRADED.labels))
 
     def to_value(self) -> float:
-        return (self.score - 1) / 4.0
+        return Scale.GRADED.to_reward(self.score)
 
 
 #: field names read as the judge's reasoning, first match wins
