@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -13,6 +11,7 @@ from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel
 
+from .._hash import canonical_hash
 from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
@@ -46,10 +45,7 @@ class JudgeAnswer(Generic[V]):
 Mode = Literal["train", "eval"]
 
 
-def config_hash(config: Any) -> str:
-    """SHA-256 hex of ``config`` as canonical JSON (sorted keys, no spaces)."""
-    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+config_hash = canonical_hash   # the one canonical hash (rewardjudge/_hash.py)
 
 
 class Grader(abc.ABC):

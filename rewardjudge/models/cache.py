@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import os
 import sqlite3
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from .._hash import canonical_hash
 from ..errors import ConfigError
 from .base import Completion, GenerationParams, InferenceModel, Message
 
@@ -50,10 +50,8 @@ def request_key(model_name: str, messages: Sequence[Message], params: Generation
     p = dataclasses.asdict(params or GenerationParams())
     if p.get("stop") is not None:
         p["stop"] = list(p["stop"])
-    blob = json.dumps({"model": model_name, "params": p, "json_schema": json_schema,
-                       "messages": [dict(m) for m in messages]},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return canonical_hash({"model": model_name, "params": p, "json_schema": json_schema,
+                           "messages": [dict(m) for m in messages]})
 
 
 def _to_record(c: Completion) -> str:

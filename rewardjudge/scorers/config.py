@@ -17,12 +17,12 @@ would be asked, or how, does.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .._hash import canonical_hash, canonical_json
 from ..errors import ConfigError
 from .builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES, BUILTIN_VARIABLES
 from .output_spec import OutputSpec, output_spec_from_dict
@@ -35,10 +35,6 @@ MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
 
 
-def canonical_json(data: Any) -> str:
-    """Sorted keys, no whitespace, UTF-8 kept: the text that is hashed."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
 
 
 def make_template(source: str, engine: str = DEFAULT_ENGINE, *,
@@ -186,7 +182,7 @@ class ScorerConfig:
     @property
     def version_id(self) -> str:
         """SHA-256 hex of the canonical JSON: the version id."""
-        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+        return canonical_hash(self.to_dict())
 
     @property
     def variables(self) -> list[str]:
