@@ -18,11 +18,8 @@ ratios (this machine is shared and noisy: absolute times are context only).
 Run: ``python bench/bench_probability.py [--items 8] [--max-tokens 96]
 [--repeats 2] [--dtype auto] [--no-server] [--no-torch]``.
 
-``--synthetic {tiny,1b}`` instead measures ``TorchModel`` probability grades
-per second at batch sizes 1, 16 and 64 on a Llama built from a config with
-random weights and a small trained tokenizer (no download, no embedded
-model: the script for a GPU machine, where speed, not quality, is the
-question; ``tiny`` checks it on a CPU).
+TorchModel's throughput on a GPU (a random-weight Llama from a config, against
+bare forwards, with and without prefix sharing) is ``bench/bench_torch.py``.
 """
 
 from __future__ import annotations
@@ -118,71 +115,6 @@ async def run(args) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------
-# synthetic: throughput of TorchModel on a random-weight Llama (GPU machines)
-# --------------------------------------------------------------------------
-_SIZES = {  # hidden, layers, heads, kv heads, intermediate
-    "tiny": (64, 2, 4, 2, 128),
-    "1b": (2048, 16, 32, 8, 8192),
-}
-
-
-def _synthetic_model(size: str, dtype: str):
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    from rewardjudge.models import TorchModel
-    from rewardjudge.models.torch_model import _resolve_device_dtype
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    text = [sample_thread(i).completion() for i in range(50)] + CRITERIA
-    tok.train_from_iterator(text * 4, trainers.BpeTrainer(
-        vocab_size=2000, special_tokens=["<|pad|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>",
-                                   eos_token="<|im_end|>", pad_token="<|pad|>")
-    fast.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-                          "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
-                          "{% endif %}")
-    hidden, layers, heads, kv, inter = _SIZES[size]
-    config = LlamaConfig(vocab_size=32000, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=inter,
-                         max_position_embeddings=4096, pad_token_id=fast.pad_token_id,
-                         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)
-    device, dt = _resolve_device_dtype(None, dtype)
-    with torch.device(device):
-        model = LlamaForCausalLM(config).to(dt)
-    return TorchModel(model, fast, name=f"synthetic-{size}", max_batch_size=64,
-                      max_batch_tokens=1 << 20)
-
-
-async def run_synthetic(args) -> dict[str, Any]:
-    from rewardjudge.graders import ProbabilityJudgeGrader
-    from rewardjudge.models import TorchModel
-
-    judge = _synthetic_model(args.synthetic, args.dtype)
-    n = max(64, args.items)
-    threads = [sample_thread(i) for i in range(n)]
-    rows, out = [], {"synthetic": args.synthetic, "device": str(judge.device),
-                     "dtype": str(judge.model.dtype).replace("torch.", ""), "samples": n}
-    for batch in (1, 16, 64):
-        model = TorchModel(judge.model, judge.tokenizer, max_batch_size=batch, max_batch_tokens=1 << 20)
-        grader = ProbabilityJudgeGrader("p", model, min_valid_mass=0.0)
-        per_grade, grades = await _time_batch(grader, threads)
-        await model.aclose()
-        tokens = grades[0].usage.get("prompt_tokens", 0)
-        rows.append([batch, tokens, 1.0 / per_grade, per_grade * 1000])
-        out[f"grades_per_s_batch_{batch}"] = 1.0 / per_grade
-    out["batch_64_over_batch_1"] = out["grades_per_s_batch_64"] / out["grades_per_s_batch_1"]
-    print_table(f"TorchModel probability grades/s, random-weight Llama '{args.synthetic}' on "
-                f"{out['device']} ({out['dtype']}), {n} samples",
-                ["max_batch_size", "prompt tokens", "grades / s", "ms / grade"], rows)
-    return out
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="bench_probability", description=__doc__.splitlines()[0])
     p.add_argument("--items", type=int, default=8, help="samples per measurement")
@@ -193,14 +125,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="TorchModel max_batch_tokens (default: its CPU/GPU default)")
     p.add_argument("--no-server", action="store_true", help="skip the llama.cpp server")
     p.add_argument("--no-torch", action="store_true", help="skip TorchModel")
-    p.add_argument("--synthetic", choices=sorted(_SIZES),
-                   help="only measure TorchModel grades/s on a random-weight Llama of this size")
     args = p.parse_args(argv)
     global REPEATS
     REPEATS = max(1, args.repeats)
     warnings.simplefilter("ignore")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    out = asyncio.run(run_synthetic(args) if args.synthetic else run(args))
+    out = asyncio.run(run(args))
     emit("probability", {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()})
     return out
 
