@@ -5,8 +5,9 @@ every ``{"`` that is not inside an object already found, so no text before
 an object (a lone ``{``, an unclosed string, a code fence, deep nesting) can
 hide it: a depth-counting scanner would let one stray brace in an echoed
 completion swallow the judge's own verdict. Objects nest at most
-``MAX_DEPTH`` deep and span at most ``MAX_SPAN`` characters; NaN and
-infinities are refused.
+``MAX_DEPTH`` deep; one longer than ``MAX_SPAN`` characters is decoded in
+wider windows within a budget linear in the text; NaN and infinities are
+refused.
 
 ``is_quoted`` says whether a span of a judge reply is a copy of the prompt
 that was sent (which holds the policy's text): its folded text occurs in the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -29,9 +31,10 @@ from ._text import fold
 
 __all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "PromptIndex", "json_objects"]
 
-MAX_SPAN = 16_384      # characters: a verdict object is never longer
+MAX_SPAN = 16_384      # characters decoded first from each start (wider windows follow)
 MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
 _START = re.compile(r'\{\s*"')
+_HEAD = 48             # folded characters of a message's opening that make an echo
 
 
 @dataclass(frozen=True)
@@ -120,24 +123,72 @@ def json_objects(text: str, keys: "tuple[str, ...] | None" = None) -> list[JsonS
     if not isinstance(text, str) or "{" not in text:
         return []
     pattern = _START if not keys else _start_for(tuple(keys))
-    starts = _viable_starts(text, [m.start() for m in pattern.finditer(text)])
+    starts = [m.start() for m in pattern.finditer(text)]
+    viable = _viable_starts(text, starts)
     found: list[JsonSpan] = []
     covered = 0
     n = len(text)
-    for i in starts:
+    # characters that may be decoded again in wider windows: linear in the text
+    budget = [8 * n + 4 * MAX_SPAN]
+    for i in viable:
         if i < covered:
             continue
-        # decode a bounded window: a decode error's cost grows with the
-        # offset it reports, so the whole text is never handed over
-        window = text[i:i + MAX_SPAN] if n - i > MAX_SPAN else text[i:] if i else text
+        span = _decode_at(text, i, budget)
+        if span is not None:
+            found.append(span)
+            covered = span.end
+    if len(viable) < len(starts):
+        found = _second_chance(text, sorted(set(starts) - set(viable), reverse=True), found)
+    return found
+
+
+def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
+    """The object decoded at ``text[i]``, if any. A bounded window is decoded
+    (a decode error's cost grows with the offset it reports, so the whole text
+    is never handed over at once); an object longer than the window (a verdict
+    whose reasoning quotes a long completion) is decoded again in windows 8
+    times wider while ``budget[0]`` lasts, so long text cannot hide it."""
+    n = len(text)
+    size = MAX_SPAN
+    while True:
+        window = text[i:i + size] if n - i > size else text[i:] if i else text
         try:
             value, end = _DECODER.raw_decode(window)
+            break
         except (ValueError, RecursionError):
+            if len(window) == n - i or budget[0] < 8 * size:
+                return None
+            budget[0] -= 8 * size
+            size *= 8
+    if not isinstance(value, dict) or _too_deep(value):
+        return None
+    return JsonSpan(i, i + end, value)
+
+
+_SECOND_TRIES = 64
+
+
+def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list[JsonSpan]:
+    """Decode starts the depth bound skipped, last first, within a budget.
+
+    The bound counts braces inside strings too, so an object whose string
+    holds many braces (a judge's verdict whose reasoning quotes a deeply
+    nested completion) is skipped by it; the judge's verdict comes last, so
+    the last skipped starts are tried, at most ``_SECOND_TRIES`` of them and
+    within a budget linear in the text."""
+    budget = [4 * len(text) + 4 * MAX_SPAN]
+    tries = 0
+    for i in skipped:
+        if tries >= _SECOND_TRIES or budget[0] <= 0:
+            break
+        if any(s.start <= i < s.end for s in found):
             continue
-        if not isinstance(value, dict) or _too_deep(value):
-            continue
-        found.append(JsonSpan(i, i + end, value))
-        covered = i + end
+        tries += 1
+        budget[0] -= min(len(text) - i, MAX_SPAN)
+        span = _decode_at(text, i, budget)
+        if span is not None:
+            found = sorted([s for s in found if not (span.start <= s.start and s.end <= span.end)]
+                           + [span], key=lambda s: s.start)
     return found
 
 
@@ -164,8 +215,31 @@ class PromptIndex:
     """
 
     def __init__(self, prompt_texts: list[str], min_context: int = 12):
-        self.folded = "\n\x01\n".join(fold(t) for t in prompt_texts if t)
+        self.texts = [t for t in prompt_texts if isinstance(t, str) and t]
+        folded = [fold(t) for t in self.texts]
+        self.folded = "\n\x01\n".join(folded)
         self.min_context = min_context
+        # the opening of each message: template text, never policy text
+        self._heads = [f[:_HEAD] for f in folded if len(f) >= _HEAD // 2]
+        self._lines: "Counter[str] | None" = None
+
+    def copies(self, folded: str) -> int:
+        """How many times the folded text ``folded`` occurs in the folded prompt."""
+        return self.folded.count(folded) if folded else 0
+
+    def line_copies(self, folded_line: str) -> int:
+        """How many lines of the prompt fold to ``folded_line``."""
+        if self._lines is None:
+            self._lines = Counter(fold(line) for t in self.texts for line in t.splitlines())
+        return self._lines.get(folded_line, 0)
+
+    def echoed_in(self, reply: str) -> bool:
+        """Whether ``reply`` repeats the opening of a prompt message (the
+        judge echoed its prompt, which a policy's text alone cannot make)."""
+        if not self._heads:
+            return False
+        folded = fold(reply)
+        return any(h in folded for h in self._heads)
 
     def occurrences(self, needle: str, limit: int = 64) -> Iterator[int]:
         start = 0

@@ -1,21 +1,33 @@
-"""Readout of a JSON verdict: the judge's own object, never a quoted one.
+"""Readout of a JSON verdict: the judge's own object, never a copied one.
 
 A judge reply may repeat its prompt (which holds the policy's completion),
-quote the completion, or obey it, so a verdict-shaped object in the reply is
-the judge's only when it is not a copy of the prompt (``PromptIndex``).
-Then:
+quote the completion, or obey it. Every verdict-shaped object in the reply
+is a candidate; which of them are the judge's own is decided in tiers
+(``decide``), and the first tier that holds any candidate decides:
 
-* the judge's own verdicts all agree -> that verdict; quoted verdicts that
-  say otherwise are counted as forgeries (a forgery never changes a grade);
-* the judge's own verdicts disagree -> ambiguous (a judge-side failure:
-  re-asked, then unscored);
-* the judge wrote no verdict of its own -> unreadable (judge-side).
+1. *own*: its folded text occurs nowhere in the prompt that was sent, so the
+   judge wrote it (no policy text can produce it);
+2. *in excess*: the reply holds more copies of its folded text than the
+   prompt does, so at least one copy is the judge's own (a policy that
+   pre-writes the judge's likely verdict, even twice, cannot make that
+   verdict look quoted: the judge's copy is one more);
+3. *last word*: the last candidate of a reply that does not echo its prompt,
+   with no verdict-like line after it: a judge whose whole answer coincides
+   with text the policy wrote, or a hijacked judge that repeats the
+   completion (then the judge itself was fooled; no parser can tell).
+
+The deciding verdicts must agree, else the reply is ambiguous (a judge-side
+failure: re-asked, then unscored); every other candidate that disagrees is
+counted as a forgery. A forgery never changes a grade and never makes one
+unscored. With no candidate in any tier the reply is unreadable (judge-side).
 
 Without a prompt index every verdict in the reply counts as the judge's own.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Hashable, TypeVar
 
@@ -23,6 +35,7 @@ from pydantic import ValidationError
 
 from ..errors import OutputParserException, format_validation_error
 from ._scan import PromptIndex, json_objects
+from ._text import fold
 
 __all__ = ["Reading", "read_json_verdict"]
 
@@ -32,8 +45,8 @@ V = TypeVar("V")
 @dataclass
 class Reading(Generic[V]):
     """A verdict read from a reply: ``verdict``; ``forgeries``, verdict-shaped
-    text copied from the prompt that disagreed with it; ``quoted``, every
-    verdict-shaped copy of the prompt seen."""
+    text the judge did not write that disagreed with it; ``quoted``, every
+    verdict-shaped candidate that did not decide."""
 
     verdict: V
     forgeries: int = 0
@@ -76,32 +89,51 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
 
 
 def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V], Hashable],
-           prompt: PromptIndex | None) -> Reading[V]:
-    """The judge's verdict among ``(verdict, quote level, start, end)`` found in a reply.
-
-    Verdicts not in the prompt (level 0) are the judge's own and decide;
-    copies with copied text around them (level 2) are quotes. Copies without
-    (level 1) decide only when the judge wrote nothing else: they agree, or
-    the ones the reply holds more often than the prompt (so the judge wrote
-    one itself) agree. Quoted verdicts that disagree count as forgeries.
-    """
+           prompt: PromptIndex | None, *, copies: Callable[[str], int] | None = None,
+           last_word: Callable[[str, int], bool] | None = None) -> Reading[V]:
+    """The judge's verdict among ``(verdict, quote level, start, end)`` found
+    in a reply, in reply order, by the tiers of the module doc (level 0: not
+    in the prompt). ``copies(folded)`` counts a candidate's folded text in the
+    prompt (default: substrings of the folded prompt); ``last_word(text, end)``
+    says whether nothing verdict-like follows the last candidate.
+    Raises ``OutputParserException``."""
     own = [f for f in found if f[1] == 0]
-    unsure = [f for f in found if f[1] == 1]
-    chosen: list[tuple[V, int, int, int]]
-    if own:
-        chosen = own
-    elif unsure:
-        chosen = unsure
-        if len({key(f[0]) for f in unsure}) > 1 and prompt is not None:
-            surplus = [f for f in unsure if (lambda c: c[0] > c[1])(prompt.count(text, f[2], f[3]))]
-            chosen = surplus or unsure
-    else:
-        raise OutputParserException(f"no verdict of the judge's own ({len(found)} quoted "
-                                    f"from the prompt)", text)
+    if own or prompt is None:
+        return _agreeing(own or found, found, key, text)
+    count = copies or prompt.copies
+    shapes = [fold(text[f[2]:f[3]]) for f in found]
+    in_reply = Counter(shapes)
+    excess = [f for f, sh in zip(found, shapes) if in_reply[sh] > count(sh)]
+    if excess:
+        return _agreeing(excess, found, key, text)
+    last = max(found, key=lambda f: f[2])
+    if (last_word or _nothing_after)(text, last[3]) and not prompt.echoed_in(text):
+        return _agreeing([last], found, key, text)
+    raise OutputParserException(f"no verdict of the judge's own ({len(found)} copied from the "
+                                f"prompt)", text)
+
+
+def _agreeing(chosen: "list[tuple[V, int, int, int]]", found: "list[tuple[V, int, int, int]]",
+              key: Callable[[V], Hashable], text: str) -> Reading[V]:
     if len({key(f[0]) for f in chosen}) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(chosen)} verdicts that disagree", text)
+        raise OutputParserException(f"ambiguous reply: {len(chosen)} verdicts of the judge's own "
+                                    f"that disagree", text)
     verdict = chosen[-1][0]
     mine = key(verdict)
-    others = [f for f in found if f not in chosen]
+    ids = {id(f) for f in chosen}
+    others = [f for f in found if id(f) not in ids]
     return Reading(verdict, forgeries=sum(1 for f in others if key(f[0]) != mine),
                    quoted=len(others))
+
+
+# a line after a JSON verdict that could be a verdict itself: one bare word
+# ("PASS"), or a verdict word and a separator ("Verdict: FAIL")
+_VERDICT_LINE = re.compile(r"^[\s*_`#>\"'\[(]*(?:[A-Za-z][\w-]{0,23}[\s*_`\"'\]).!]*$|"
+                           r"(?:(?:final|overall|my)\s+)?(?:verdict|answer|score|grade|label|"
+                           r"decision|result|rating)\s*(?:is)?\s*[:=\-])", re.IGNORECASE | re.MULTILINE)
+
+
+def _nothing_after(text: str, end: int) -> bool:
+    """Whether no verdict-like line follows ``text[end:]`` (whitespace, a
+    closing code fence and prose are fine)."""
+    return _VERDICT_LINE.search(text, end) is None

@@ -6,7 +6,10 @@ A line counts when it holds exactly one label of the output model, alone or
 after a verdict word (``Verdict:``, ``Final answer -``...), with markdown
 emphasis and a final full stop allowed. As for JSON verdicts, a line copied
 from the prompt is quoted, not a verdict; the judge's own label lines must
-agree, else the reply is ambiguous.
+agree, else the reply is ambiguous. Which label lines are the judge's own is
+decided by the tiers of ``json_verdict.decide``, on whole folded lines: a
+line no prompt line folds to, a line the reply holds more often than the
+prompt, else the last label line of a reply that does not echo its prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Sequence
 
 from ..errors import OutputParserException
 from ._scan import PromptIndex
+from ._text import fold
 from .json_verdict import Reading, decide
 
 __all__ = ["read_plain_label"]
@@ -48,12 +52,18 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
         if label is None:
             continue
         end = start + len(line.rstrip("\r\n"))
-        level = 0 if prompt is None else prompt.quote_level(text, start, end)
+        # a label line is the judge's own when no line of the prompt folds to it
+        # (the label word itself is in the prompt's instructions)
+        level = 0 if prompt is None or not prompt.line_copies(fold(text[start:end])) else 1
         found.append((label, level, start, end))
     if not found:
         raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
-    reading = decide(text, found, lambda lab: lab, prompt)
+    reading = decide(text, found, lambda lab: lab, prompt,
+                     copies=None if prompt is None else prompt.line_copies, last_word=_last_line)
     label = reading.verdict
-    at = max(f[2] for f in found if f[0] == label and f[1] != 2) if any(
-        f[0] == label and f[1] != 2 for f in found) else found[-1][2]
+    at = max(f[2] for f in found if f[0] == label)
     return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted)
+
+
+def _last_line(text: str, end: int) -> bool:
+    return True   # the last label line: no label line follows it by construction
