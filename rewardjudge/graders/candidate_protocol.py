@@ -254,6 +254,12 @@ def unquote_reply(reply: str, policy_texts: Sequence[str], *, min_extra: int = 8
         a, b = _copied_extent(reply, m.start(), m.end(), haystack)
         if len(fold(reply[a:b])) < len(tag_fold) + min_extra:
             continue
+        # a copy of nothing but protocol tags and whitespace may be the judge's
+        # own structure that the policy pre-wrote ("</reasoning>\n<grade>"):
+        # only a copy that carries text of its own (a forged grade's digit,
+        # the policy's words) is quoted material
+        if not _ANY_TAG.sub("", fold(reply[a:b])).strip():
+            continue
         if chars is None:
             chars = list(reply)
         for i in range(m.start(), m.end()):
