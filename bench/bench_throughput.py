@@ -6,9 +6,16 @@ requests per second; every client's figure is its fraction of that ceiling:
 
 * ``rewardjudge``: ``TemplatedPromptJudgeGrader(...).grade_batch(samples)`` over
   ``OpenAIModel(max_concurrency=c)``: render, request, parse, Grade.
+* ``chat``: ``c`` workers calling ``OpenAIModel.chat`` with the very same
+  messages and schema, no grading: rewardjudge's transport alone (retry
+  loop, structured-output choice, aiohttp, reply parse).
 * ``aiohttp``: ``c`` workers sending the very same requests with a bare
   ``aiohttp.ClientSession`` (serialize the payload, post, read, ``json.loads``
   the reply), no grading: the floor a Python client on aiohttp pays.
+
+Where the client is CPU-bound (high concurrency on a small machine) grades/s
+follow CPU per request: ``chat`` vs ``aiohttp`` is the transport's cost,
+``rewardjudge`` vs ``chat`` the grading's (``bench_overhead`` breaks it down).
 * ``AsyncOpenAI``: the ``openai`` package's async client (its defaults), ``c``
   workers sending the same messages, no grading.
 * ``sequential``: a naive loop, one request after another with the ``openai``
@@ -81,25 +88,42 @@ async def run_rewardjudge(url: str, conc: int, n: int, server: ServerProcess) ->
         return await _timed(run, n, server)
 
 
-def _bodies(url: str, n: int) -> list[tuple[list[dict], bytes]]:
-    """The messages and exact request bodies rewardjudge sends for samples 0..n-1."""
-    grader = _grader(url, 1)
-    out = []
-    for i in range(n):
-        ctx = grader.extract_template_context(sample_thread(i), grader.output_model,
-                                              grader.template_variables)
-        messages = grader.build_messages(ctx)
-        payload = {"model": "fake-judge", "messages": messages, **grader.params.as_dict(),
-                   "response_format": grader.model._response_format(grader._schema, "json_schema")}
-        out.append((messages, json.dumps(payload).encode()))
-    return out
+def _bodies(n: int) -> list[dict]:
+    """The request payloads rewardjudge sends for samples 0..n-1, as a judge server
+    receives them (recorded by an in-process fake server, whatever the grader's internals)."""
+    from rewardjudge.testing import FakeJudgeServer
+
+    with FakeJudgeServer() as recorder:
+        grader = _grader(recorder.url, 8)
+        asyncio.run(grader.grade_batch([sample_thread(i) for i in range(n)]))
+        payloads = list(recorder.requests)
+    if len(payloads) != n:
+        raise RuntimeError(f"expected {n} recorded requests, got {len(payloads)}")
+    return payloads
 
 
-async def run_aiohttp(url: str, conc: int, n: int, server: ServerProcess, bodies) -> dict:
+async def run_chat(url: str, conc: int, n: int, server: ServerProcess, payloads) -> dict:
+    from rewardjudge.models import GenerationParams, OpenAIModel
+
+    model = OpenAIModel(url, "fake-judge", api_key="bench", max_concurrency=conc, timeout=60.0,
+                        max_retries=0)
+    calls = [(p["messages"], p["response_format"]["json_schema"]["schema"]) for p in payloads]
+    params = GenerationParams(temperature=payloads[0].get("temperature"),
+                              max_tokens=payloads[0].get("max_tokens"))
+    async with model:
+        async def one(i: int) -> None:
+            messages, schema = calls[i % len(calls)]
+            if not (await model.chat(messages, params, json_schema=schema)).text:
+                raise RuntimeError("empty reply")
+
+        await _workers(conc, conc, one)
+        return await _timed(lambda k: _workers(conc, k, one), n, server)
+
+
+async def run_aiohttp(url: str, conc: int, n: int, server: ServerProcess, payloads) -> dict:
     import aiohttp
 
     headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
-    payloads = [json.loads(body) for _, body in bodies]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc),
                                      headers=headers) as session:
         endpoint = url + "/chat/completions"
@@ -115,17 +139,16 @@ async def run_aiohttp(url: str, conc: int, n: int, server: ServerProcess, bodies
         return await _timed(lambda k: _workers(conc, k, one), n, server)
 
 
-async def run_openai(url: str, conc: int, n: int, server: ServerProcess, bodies) -> dict:
+async def run_openai(url: str, conc: int, n: int, server: ServerProcess, payloads) -> dict:
     import openai
 
-    grader = _grader(url, 1)
-    rf = grader.model._response_format(grader._schema, "json_schema")
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
     try:
         async def one(i: int) -> None:
+            p = payloads[i % len(payloads)]
             r = await client.chat.completions.create(
-                model="fake-judge", messages=bodies[i % len(bodies)][0], temperature=0.0,
-                max_tokens=256, response_format=rf)
+                model="fake-judge", messages=p["messages"], temperature=p.get("temperature"),
+                max_tokens=p.get("max_tokens"), response_format=p["response_format"])
             if not r.choices[0].message.content:
                 raise RuntimeError("empty reply")
 
@@ -135,17 +158,18 @@ async def run_openai(url: str, conc: int, n: int, server: ServerProcess, bodies)
         await client.close()
 
 
-def run_sequential(url: str, n: int, bodies) -> float:
+def run_sequential(url: str, n: int, payloads) -> float:
     """Requests per second of a plain loop with the sync openai client."""
     import openai
 
-    grader = _grader(url, 1)
-    rf = grader.model._response_format(grader._schema, "json_schema")
     with openai.OpenAI(base_url=url, api_key="bench", max_retries=0) as client:
         t0 = time.perf_counter()
         for i in range(n):
-            client.chat.completions.create(model="fake-judge", messages=bodies[i % len(bodies)][0],
-                                           temperature=0.0, max_tokens=256, response_format=rf)
+            p = payloads[i % len(payloads)]
+            client.chat.completions.create(model="fake-judge", messages=p["messages"],
+                                           temperature=p.get("temperature"),
+                                           max_tokens=p.get("max_tokens"),
+                                           response_format=p["response_format"])
         return n / (time.perf_counter() - t0)
 
 
@@ -162,8 +186,8 @@ def main(argv: list[str] | None = None) -> dict:
     concs = [int(c) for c in args.conc.split(",") if c.strip()]
     lat = args.latency
     rows, results = [], {}
+    bodies = _bodies(64)
     with ServerProcess(lat) as server:
-        bodies = _bodies(server.url, 64)
         seq = None if args.no_openai else run_sequential(server.url, max(5, int(1 / lat)), bodies)
         for conc in concs:
             n = max(conc * args.rounds, 8)
@@ -171,37 +195,43 @@ def main(argv: list[str] | None = None) -> dict:
             best: dict[str, dict] = {}
             for _ in range(args.repeats):
                 # interleaved so a noisy moment on the shared machine hits both
-                for name, fn in (("aiohttp", run_aiohttp), ("rewardjudge", None)):
+                for name, fn in (("aiohttp", run_aiohttp), ("chat", run_chat),
+                                 ("rewardjudge", None)):
                     r = (asyncio.run(run_rewardjudge(server.url, conc, n, server)) if fn is None
                          else asyncio.run(fn(server.url, conc, n, server, bodies)))
                     if name not in best or r["rps"] > best[name]["rps"]:
                         best[name] = r
             if not args.no_openai:
                 best["openai"] = asyncio.run(run_openai(server.url, conc, n, server, bodies))
-            rj, raw = best["rewardjudge"], best["aiohttp"]
+            rj, raw, chat = best["rewardjudge"], best["aiohttp"], best["chat"]
             oa = best.get("openai")
             row = {
                 "concurrency": conc, "requests": n,
-                "rewardjudge": rj["rps"] / limit, "aiohttp": raw["rps"] / limit,
+                "rewardjudge": rj["rps"] / limit, "chat": chat["rps"] / limit,
+                "aiohttp": raw["rps"] / limit,
                 "openai": oa["rps"] / limit if oa else None,
                 "sequential": seq / limit if seq else None,
                 "rj_vs_aiohttp": rj["rps"] / raw["rps"],
+                "chat_vs_aiohttp": chat["rps"] / raw["rps"],
                 "rj_vs_openai": rj["rps"] / oa["rps"] if oa else None,
-                "rj_cpu_ms": rj["client_cpu_ms"], "aiohttp_cpu_ms": raw["client_cpu_ms"],
+                "rj_cpu_ms": rj["client_cpu_ms"], "chat_cpu_ms": chat["client_cpu_ms"],
+                "aiohttp_cpu_ms": raw["client_cpu_ms"],
                 "openai_cpu_ms": oa["client_cpu_ms"] if oa else None,
                 "server_cpu_ms": raw["server_cpu_ms"],
             }
             results[str(conc)] = row
             rows.append(list(row.values()))
             print(f"  concurrency {conc}: rewardjudge {row['rewardjudge']:.3f} of the limit, "
-                  f"{row['rj_vs_aiohttp']:.2f}x aiohttp", flush=True)
+                  f"{row['rj_vs_aiohttp']:.2f}x aiohttp (chat alone {row['chat_vs_aiohttp']:.2f}x)",
+                  flush=True)
     print_table(f"Throughput as a fraction of concurrency/latency (latency {lat * 1000:.0f} ms, "
                 f"fake server in its own process; cpu = ms of CPU per request)",
                 list(rows and results[str(concs[0])].keys()), rows)
     # the fake server must cost less than the clients it serves, or this would
     # measure the server (/proc counts 10 ms ticks: meaningless below ~100 requests)
     sized = [r for r in results.values() if r["requests"] >= 500]
-    server_ok = all(r["server_cpu_ms"] < min(r["rj_cpu_ms"], r["aiohttp_cpu_ms"]) for r in sized)
+    server_ok = all(r["server_cpu_ms"] < min(r["rj_cpu_ms"], r["chat_cpu_ms"], r["aiohttp_cpu_ms"])
+                    for r in sized)
     print(f"\nfake server CPU per request below every client's: {'yes' if server_ok else 'NO'}"
           + (f"; bare aiohttp at concurrency 64 reaches {results['64']['aiohttp']:.2f} of the limit"
              if "64" in results else ""))

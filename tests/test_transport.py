@@ -187,12 +187,17 @@ def answer(_req: Request) -> bytes:
 async def test_server_that_closes_after_every_reply(announce):
     headers = "Connection: close\r\n" if announce else ""
     with Loopback(lambda req: Close(http_reply(chat_body(), headers=headers))) as srv:
-        # announced: nothing to retry; a silent close may race a reuse, which one retry covers
+        # announced: nothing to retry. A silent close races the connection's reuse; the
+        # one retry that covers it is sent at once, not after a backoff of up to an hour
+        slow = RetryPolicy(max_retries=1, base_delay=3600, max_delay=3600)
         async with OpenAIModel(srv.url, "judge", max_concurrency=8, timeout=5,
-                               retry_policy=NO_RETRY if announce else FAST) as m:
-            for _ in range(40):                                   # back to back
-                assert (await m.chat(MSG)).text == VERDICT
-            replies = await asyncio.gather(*(m.chat(MSG) for _ in range(40)))  # 8 at a time
+                               retry_policy=NO_RETRY if announce else slow) as m:
+            async def run():
+                for _ in range(40):                                   # back to back
+                    assert (await m.chat(MSG)).text == VERDICT
+                return await asyncio.gather(*(m.chat(MSG) for _ in range(40)))  # 8 at a time
+
+            replies = await asyncio.wait_for(run(), 300)  # a backoff taken would hang here
         assert [r.text for r in replies] == [VERDICT] * 40
         assert len(srv.requests) == 80 if announce else len(srv.requests) >= 80
 
@@ -530,3 +535,16 @@ async def test_aclose_closes_connections_and_the_model_stays_usable():
         async with m:
             assert (await m.chat(MSG)).text == VERDICT
     assert srv.connections == 2
+
+
+async def test_a_netrc_entry_for_the_judge_does_not_clash_with_the_api_key(monkeypatch, tmp_path):
+    # aiohttp's trust_env would add netrc credentials beside our Authorization header
+    # and refuse the request (ValueError); proxies come from the environment, netrc does not
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    with Loopback(answer) as srv:
+        async with OpenAIModel(srv.url, "judge", api_key="k-2", retry_policy=NO_RETRY) as m:
+            assert (await m.chat(MSG)).text == VERDICT
+    assert srv.requests[0].headers["authorization"] == "Bearer k-2"

@@ -4,8 +4,9 @@ One HTTP transport: aiohttp, for ``http://`` and ``https://`` judges alike
 (measured in ``bench/bench_throughput.py``: grades/s within a few percent of
 a bare aiohttp client from concurrency 1 to 512). What it does on the wire:
 
-* proxies: ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured
-  (``trust_env``); a loopback judge behind a proxy variable needs NO_PROXY;
+* proxies: ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured, read
+  as aiohttp's ``trust_env`` reads them, once per session (a loopback judge
+  with a proxy variable set needs NO_PROXY, as with curl);
 * TLS: ``verify`` is True (system CAs), False (no check: a self-signed test
   judge), a CA bundle path (file or directory: trust exactly those CAs) or
   an ``ssl.SSLContext``;
@@ -350,13 +351,15 @@ _SERVER_STYLES = _ServerStyles()
 # per-event-loop state: the concurrency limit and the aiohttp session
 # --------------------------------------------------------------------------
 class _LoopState:
-    __slots__ = ("sem", "session", "keeper", "urls")
+    __slots__ = ("sem", "session", "keeper", "urls", "proxy", "proxy_auth")
 
     def __init__(self, limit: int):
         self.sem = asyncio.Semaphore(limit)
         self.session: Any = None
         self.keeper: Any = None
         self.urls: dict[str, Any] = {}
+        self.proxy: Any = None
+        self.proxy_auth: Any = None
 
 
 async def _close_when_loop_ends(session: Any):
@@ -535,10 +538,22 @@ class OpenAIModel(InferenceModel):
         session = state.session
         if session is None or session.closed:
             aiohttp = _load_aiohttp()
+            from aiohttp.helpers import get_env_proxy_for_url
+
+            # The proxy variables are read here, once per session, with aiohttp's own
+            # reading of them (the one trust_env=True uses). trust_env=True itself would
+            # redo it on every request, in two thread-pool hops (proxy lookup and a
+            # ~/.netrc read) that cost more CPU than the rest of the request, and a netrc
+            # entry for the judge's host beside our Authorization header raises ValueError.
+            try:
+                state.proxy, state.proxy_auth = get_env_proxy_for_url(
+                    self._url(state, "/chat/completions"))
+            except LookupError:  # no proxy variable for this scheme, or NO_PROXY matches
+                state.proxy = state.proxy_auth = None
             connector = aiohttp.TCPConnector(limit=self.max_concurrency, ssl=self._ssl,
                                              keepalive_timeout=_KEEPALIVE_S, ttl_dns_cache=300)
             session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, trust_env=True,
+                connector=connector, headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 cookie_jar=aiohttp.DummyCookieJar())
             keeper = _close_when_loop_ends(session)
@@ -554,15 +569,16 @@ class OpenAIModel(InferenceModel):
             url = state.urls[path] = URL(self.base_url + path)
         return url
 
-    async def _post(self, state: _LoopState, path: str, body: bytes) -> tuple[int, Any, bytes]:
+    async def _post(self, state: _LoopState, path: str, body: bytes,
+                    attempt: int = 1) -> tuple[int, Any, bytes]:
         """POST ``body``; ``(status, headers, body)`` or a retryable JudgeError."""
         if self._http_client is not None:
             return await self._post_httpx(path, body)
         aiohttp = _load_aiohttp()
         session = await self._session(state)
         try:
-            async with session.post(self._url(state, path), data=body,
-                                    allow_redirects=False) as r:
+            async with session.post(self._url(state, path), data=body, allow_redirects=False,
+                                    proxy=state.proxy, proxy_auth=state.proxy_auth) as r:
                 return r.status, r.headers, await self._read(r, r.status == 200)
         except asyncio.TimeoutError as exc:  # before OSError: TimeoutError is one since 3.11
             raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
@@ -571,6 +587,18 @@ class OpenAIModel(InferenceModel):
                 f"judge TLS certificate not trusted ({exc.certificate_error}): pass verify= a CA "
                 f"bundle path or an ssl.SSLContext that trusts it (verify=False skips the check)")
             err.retryable = False  # it will not be trusted on the next try either
+            raise err from exc
+        except aiohttp.ClientConnectorError as exc:  # refused, unreachable, DNS: back off
+            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            err = JudgeConnectionError(f"judge connection failed: {exc!r}")
+            if attempt == 1:
+                # An established connection failed under the request. The usual cause is
+                # a kept-alive connection the server had just closed (its idle timeout, or
+                # a close after its last reply without saying so): a new connection serves
+                # the retry at once (RFC 9112 9.3.1; a judge request is safe to repeat).
+                # Later failures back off as usual.
+                err.retry_after = 0.0  # type: ignore[attr-defined]
             raise err from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
@@ -635,9 +663,10 @@ class OpenAIModel(InferenceModel):
                     f"is not followed: set base_url to where the API is)")
         return JudgeHTTPError(status, text, retry_after=retry_after)
 
-    async def _attempt(self, state: _LoopState, body: bytes, style: str | None) -> Completion:
+    async def _attempt(self, state: _LoopState, body: bytes, style: str | None,
+                       attempt: int) -> Completion:
         start = time.perf_counter()
-        status, headers, raw = await self._post(state, "/chat/completions", body)
+        status, headers, raw = await self._post(state, "/chat/completions", body, attempt)
         latency = time.perf_counter() - start
         if status != 200:
             text = raw.decode("utf-8", "replace")
@@ -656,7 +685,7 @@ class OpenAIModel(InferenceModel):
             if json_schema is None:
                 body = json.dumps(payload).encode()
                 completion, attempts = await retry_async(
-                    lambda _n: self._attempt(state, body, None), self.retry_policy, self._rng)
+                    lambda n: self._attempt(state, body, None, n), self.retry_policy, self._rng)
                 completion.attempts = attempts
                 return completion
             refused = -1  # the rank of the weakest style refused during this call
@@ -673,7 +702,8 @@ class OpenAIModel(InferenceModel):
                 body = json.dumps(payload).encode()
                 try:
                     completion, attempts = await retry_async(
-                        lambda _n: self._attempt(state, body, style), self.retry_policy, self._rng)
+                        lambda n: self._attempt(state, body, style, n), self.retry_policy,
+                        self._rng)
                 except _SchemaRejected as exc:
                     # a request-shape problem, not an outage: resend now, weaker, no retry spent
                     _SERVER_STYLES.refused(self.base_url, style, str(exc),
@@ -758,9 +788,9 @@ class OpenAIModel(InferenceModel):
         body = json.dumps(payload).encode()
         state = self._loop_state()
 
-        async def attempt(_n: int) -> TokenDistribution:
+        async def attempt(n: int) -> TokenDistribution:
             start = time.perf_counter()
-            status, headers, raw = await self._post(state, path, body)
+            status, headers, raw = await self._post(state, path, body, n)
             latency = time.perf_counter() - start
             if status != 200:
                 raise self._http_error(status, headers, raw.decode("utf-8", "replace"))
