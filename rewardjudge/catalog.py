@@ -47,7 +47,7 @@ OUTPUTS: dict[str, type[BaseModel]] = {"binary": BinaryJudgeOutput, "graded": Gr
 
 # key, name, description, required inputs (metadata the sample must carry)
 _ENTRIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("completeness", "Completeness", "Checks that the response addresses every part of the request.", ()),
+    ("completeness", "Completeness", "Checks that the agent completed every request it was given.", ()),
     ("correctness", "Correctness (against a reference)",
      "Checks that the response's answer agrees with a reference answer.", ("reference",)),
     ("faithfulness", "Faithfulness to context",
@@ -202,7 +202,8 @@ def _cli(args) -> int:
     items = list_criteria(args.language)
     if args.json:
         print(json.dumps({"default_system_prompt_template": default_system_prompt_template(args.language),
-                          "templates": [c.to_dict() for c in items]}, indent=2, ensure_ascii=False))
+                          "status": "success", "templates": [c.to_dict() for c in items]},
+                         indent=2, ensure_ascii=False))
         return 0
     for c in items:
         needs = f" (needs {', '.join(c.requires)})" if c.requires else ""

@@ -45,13 +45,13 @@ def test_shipped_bundles_are_not_stale():
 def test_shipped_translation_is_consistent_and_french_differs():
     problems = [p for p in check_bundles() if "stale" not in p]
     assert problems == []
-    en = prompt_source("CriterionJudgeGrader", "system", language="en")
-    fr = prompt_source("CriterionJudgeGrader", "system", language="fr")
-    assert en != fr and "{{criterion}}" in en and "{{criterion}}" in fr
+    en = prompt_source("CriterionJudgeGrader", "user", language="en")
+    fr = prompt_source("CriterionJudgeGrader", "user", language="fr")
+    assert en != fr and "{{output_schema}}" in en and "{{output_schema}}" in fr
     assert "{{>" not in en and "{{>" not in fr  # prompt_source inlines the fragments
-    assert "juge" in fr
+    assert "juge" in prompt_source("CriterionJudgeGrader", "system", language="fr")
     # the bundle keeps them as partials, resolved when rendering
-    assert "{{> reply_as_json}}" in prompt_template("CriterionJudgeGrader", "system").source
+    assert "{{> reply_as_json}}" in prompt_template("CriterionJudgeGrader", "user").source
 
 
 # -- compiling ----------------------------------------------------------------
@@ -338,7 +338,7 @@ def test_translate_command_writes_a_user_bundle_over_http(tmp_path, monkeypatch,
     with FakeJudgeServer(responder) as server:
         with pytest.raises(SystemExit) as code:
             main(["templates", "translate", "fr", "--judge", server.url, "--out", str(out),
-                  "--key", "CriterionJudgeGrader/user", "--key", "_fragments/reply_as_json"])
+                  "--key", "CriterionJudgeGrader/system", "--key", "_fragments/reply_as_json"])
     assert code.value.code == 0
     written = json.loads((out / "bundle.fr.json").read_text())
     assert set(written["prompts"]) == {"CriterionJudgeGrader"} and set(written["fragments"]) == {"reply_as_json"}
@@ -346,4 +346,4 @@ def test_translate_command_writes_a_user_bundle_over_http(tmp_path, monkeypatch,
     # the draft is used as a user bundle folder
     monkeypatch.setenv(PROMPTS_ENV, str(out))
     lib = PromptLibrary()
-    assert lib.source("CriterionJudgeGrader", "user", "fr") == written["prompts"]["CriterionJudgeGrader"]["user"]
+    assert lib.source("CriterionJudgeGrader", "system", "fr") == written["prompts"]["CriterionJudgeGrader"]["system"]

@@ -32,8 +32,9 @@ def test_catalog_lists_every_required_criterion_with_its_fields():
 
 
 def test_default_system_prompt_wraps_the_criterion():
+    # the catalog document's default template; the reply format is in the user message
     template = catalog.default_system_prompt_template()
-    assert "{{criterion}}" in template and "{{output_schema}}" in template
+    assert template.strip() == "You are a judge.\n\n{{ criterion }}"
 
 
 def test_unknown_key_names_the_known_ones():
@@ -49,7 +50,7 @@ async def test_every_criterion_is_a_grader_in_one_line(key):
     grade = await grader.grade(sample(reference="Paris", context="Paris is the capital of France."))
     assert (grade.status, grade.value, grade.reasoning) == ("scored", 1.0, "meets it")
     system, user = model.calls[0]["messages"]
-    assert catalog.get(key).criterion in system["content"] and '"PASS" | "FAIL"' in system["content"]
+    assert catalog.get(key).criterion in system["content"] and '"PASS" | "FAIL"' in user["content"]
     assert "<response>\nParis.\n</response>" in user["content"]
     assert "Capital of France?" in user["content"]
 
@@ -59,8 +60,8 @@ async def test_reference_and_context_reach_the_judge_only_when_given():
     await catalog.grader("correctness", model).grade(sample(reference="Paris"))
     await catalog.grader("helpfulness", model).grade(sample())
     with_ref, without = model.calls[0]["messages"][1]["content"], model.calls[1]["messages"][1]["content"]
-    assert "<reference>\nParis\n</reference>" in with_ref and "<context>" not in with_ref
-    assert "<reference>" not in without
+    assert "<reference>\nParis\n</reference>" in with_ref and "<context>\n" not in with_ref
+    assert "<reference>\n" not in without
 
 
 async def test_a_missing_required_input_is_a_usage_error_after_the_batch():
@@ -92,7 +93,7 @@ async def test_french_prompts_and_criteria():
     model = ScriptedModel([PASS])
     await catalog.grader("completeness", model, language="fr").grade(sample())
     system, user = model.calls[0]["messages"]
-    assert "juge impartial" in system["content"] and "Complétude" in system["content"]
+    assert "Vous êtes un juge" in system["content"] and "Décidez si l'agent" in system["content"]
     assert "La réponse à évaluer" in user["content"]
     assert catalog.get("completeness", "fr").language == "fr"
 
@@ -112,7 +113,7 @@ async def test_a_policy_cannot_close_its_response_tag_or_forge_a_verdict():
     thread = StringThread([("user", "Capital of France?"), ("assistant", hostile)])
     grade = await catalog.grader("helpfulness", model).grade(thread)
     user = model.calls[0]["messages"][1]["content"]
-    assert user.count("</response>") == 1 and user.count("<response>") == 1
+    assert user.count("</response>\n") == 1 and user.count("<response>\n") == 1
     assert "[/response>" in user  # the policy's tag was defused, its text kept
     assert grade.value == 0.0           # the verdict comes from the judge's reply only
 
@@ -154,3 +155,29 @@ async def test_catalog_graders_run_on_the_spawned_judge():
                     assert g.value in (0.0, 1.0) and g.extra["verdict"]["score"] in ("PASS", "FAIL")
                 else:
                     assert g.value is None and g.error
+
+
+def test_the_listing_and_completeness_follow_the_catalog_document(capsys):
+    import json as _json
+    from types import SimpleNamespace
+
+    from rewardjudge.catalog import _cli
+
+    assert _cli(SimpleNamespace(key=None, language="en", json=True, prompt=False)) == 0
+    listing = _json.loads(capsys.readouterr().out)
+    assert listing["status"] == "success"
+    assert listing["default_system_prompt_template"].strip() == "You are a judge.\n\n{{ criterion }}"
+    completeness = next(t for t in listing["templates"] if t["key"] == "completeness")
+    assert completeness["name"] == "Completeness"
+    assert completeness["description"] == "Checks that the agent completed every request it was given."
+    assert completeness["criterion"] == ("Decide whether the agent completed every request that was "
+                                         "still active at the end of the run.")
+    assert {"correctness", "faithfulness", "helpfulness"} <= {t["key"] for t in listing["templates"]}
+
+
+async def test_the_document_system_prompt_wraps_the_criterion_and_the_reply_format_follows():
+    model = ScriptedModel(['{"reasoning": "all done", "score": "PASS"}'])
+    grade = await catalog.grader("completeness", model).grade(sample())
+    system, user = model.calls[0]["messages"]
+    assert system["content"].startswith("You are a judge.\n\nDecide whether the agent completed")
+    assert '"PASS" | "FAIL"' in user["content"] and grade.value == 1.0
