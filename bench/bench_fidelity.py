@@ -30,7 +30,7 @@ probabilities, prefix sharing); (b) needs generation and runs on the
 llama.cpp server. A few minutes on 2 cores.
 
 Run: ``python -m bench fidelity`` or ``python bench/bench_fidelity.py [--items 40]
-[--repeats 12] [--var-items 12] [--groups 2] [--shuffles 4] [--skip a b c]``.
+[--repeats 8] [--var-items 8] [--groups 2] [--shuffles 4] [--skip a b c]``.
 """
 
 from __future__ import annotations
@@ -295,8 +295,8 @@ async def run(args) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="bench_fidelity", description=__doc__.splitlines()[0])
     p.add_argument("--items", type=int, default=40, help="(c) arithmetic items, half right")
-    p.add_argument("--var-items", type=int, default=12, help="(a) items graded repeatedly")
-    p.add_argument("--repeats", type=int, default=12, help="(a) gradings of each item, per way")
+    p.add_argument("--var-items", type=int, default=8, help="(a) items graded repeatedly")
+    p.add_argument("--repeats", type=int, default=8, help="(a) gradings of each item, per way")
     p.add_argument("--groups", type=int, default=2, help="(b) groups of 4 candidates")
     p.add_argument("--shuffles", type=int, default=4, help="(b) shuffled requests per group")
     p.add_argument("--skip", nargs="*", default=[], choices=["a", "b", "c"])
