@@ -53,6 +53,15 @@ def _chat_reply(content: str) -> bytes:
     return _chat_body(content, "fake-judge", 400)
 
 
+def _read_verdict(text: str, model):
+    """The verdict model read from a judge reply (``parse_judge_reply`` returns a
+    reading that carries it, with what else it saw)."""
+    from rewardjudge.graders.outputs import parse_judge_reply
+
+    reading = parse_judge_reply(text, model)
+    return getattr(reading, "verdict", reading)
+
+
 def _payload(messages, params, schema) -> bytes:
     # the body OpenAIModel sends: model, messages, sampling params, response_format
     payload = {"model": "fake-judge", "messages": messages, **params.as_dict(),
@@ -65,7 +74,7 @@ def stages_one() -> dict[str, float]:
     from rewardjudge.core.structured_output import render_schema  # noqa: F401 (warm import)
     from rewardjudge.grade import Grade
     from rewardjudge.graders.base import config_hash
-    from rewardjudge.graders.outputs import output_value, parse_judge_reply
+    from rewardjudge.graders.outputs import output_value
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
     from rewardjudge.models.openai_compat import _parse_chat_body
     from rewardjudge.testing import DEFAULT_REPLY, ScriptedModel
@@ -77,7 +86,7 @@ def stages_one() -> dict[str, float]:
     ctx = grader.extract_template_context(sample, grader.output_model, grader.template_variables)
     messages = grader.build_messages(ctx)
     reply = _chat_reply(DEFAULT_REPLY)
-    verdict = parse_judge_reply(DEFAULT_REPLY, grader.output_model)
+    verdict = _read_verdict(DEFAULT_REPLY, grader.output_model)
 
     def make_grade():
         return Grade(value=output_value(verdict), grader_key=grader.grader_key,
@@ -98,8 +107,8 @@ def stages_one() -> dict[str, float]:
             "render": cpu_per_call(lambda: grader.build_messages(ctx)),
             "request": cpu_per_call(lambda: _payload(messages, grader.params, grader._schema)),
             "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
-            "verdict": cpu_per_call(lambda: output_value(parse_judge_reply(DEFAULT_REPLY,
-                                                                            grader.output_model))),
+            "verdict": cpu_per_call(lambda: output_value(_read_verdict(DEFAULT_REPLY,
+                                                                        grader.output_model))),
             "grade": cpu_per_call(make_grade),
             "whole grade": cpu_per_call(whole),
             "version (uncached)": cpu_per_call(lambda: config_hash(grader.config())[:16]),
@@ -110,7 +119,7 @@ def stages_one() -> dict[str, float]:
 
 def stages_eight() -> dict[str, float]:
     from rewardjudge.core.structured_output import render_schema
-    from rewardjudge.graders.outputs import output_value, parse_judge_reply
+    from rewardjudge.graders.outputs import output_value
     from rewardjudge.models.base import GenerationParams
     from rewardjudge.models.openai_compat import _parse_chat_body
     from rewardjudge.templates import Template
@@ -137,7 +146,7 @@ def stages_eight() -> dict[str, float]:
         "render": cpu_per_call(lambda: template.render(ctx)),
         "request": cpu_per_call(lambda: _payload(messages, params, schema)),
         "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
-        "verdict": cpu_per_call(lambda: output_value(parse_judge_reply(verdict_text, MultiVerdict))),
+        "verdict": cpu_per_call(lambda: output_value(_read_verdict(verdict_text, MultiVerdict))),
     }
 
 
