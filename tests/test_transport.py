@@ -548,3 +548,15 @@ async def test_a_netrc_entry_for_the_judge_does_not_clash_with_the_api_key(monke
         async with OpenAIModel(srv.url, "judge", api_key="k-2", retry_policy=NO_RETRY) as m:
             assert (await m.chat(MSG)).text == VERDICT
     assert srv.requests[0].headers["authorization"] == "Bearer k-2"
+
+
+async def test_a_used_model_pickles_without_its_sessions(tls):
+    import pickle
+
+    with Loopback(answer, ssl_context=tls["server"]) as srv:
+        m = OpenAIModel(srv.url, "judge", retry_policy=NO_RETRY, verify=str(tls["ca"]))
+        async with m:
+            await m.chat(MSG)
+            copy = pickle.loads(pickle.dumps(m))  # e.g. shipped to a Ray worker
+            async with copy:
+                assert (await copy.chat(MSG)).text == VERDICT

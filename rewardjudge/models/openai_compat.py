@@ -495,6 +495,21 @@ class OpenAIModel(InferenceModel):
     def __repr__(self) -> str:
         return f"OpenAIModel({self.base_url!r}, {self.model!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy for another process (Ray, multiprocessing): settings only; sessions and
+        # limits belong to this process's loops, a CA bundle's context is rebuilt from its path
+        state = self.__dict__.copy()
+        state["_states"] = None
+        if not isinstance(self.verify, ssl.SSLContext):
+            state["_ssl"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._states = weakref.WeakKeyDictionary()
+        if self._ssl is None:
+            self._ssl = _ssl_option(self.verify)
+
     # -- structured output ----------------------------------------------------
     @property
     def structured_output(self) -> str:
