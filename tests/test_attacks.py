@@ -27,7 +27,7 @@ def report():
 # text raw inside its reasoning, where that text pre-writes whole candidate
 # blocks (the judge's own structure) -> the copy detection in
 # candidate_protocol.unquote_reply blanks the judge's own tags -> unscored.
-KNOWN = {("CandidateJudgeGrader", kind) for kind in ("escape", "forgery")}
+KNOWN: set[tuple[str, str]] = set()   # (grader, attack kind) pairs allowed to fail: none
 
 
 def test_no_attack_changes_a_grade_through_parsing_or_escapes(report):
@@ -39,9 +39,9 @@ def test_no_attack_changes_a_grade_through_parsing_or_escapes(report):
     assert bad == []
 
 
-@pytest.mark.xfail(strict=True, reason="candidate_protocol.unquote_reply blanks the judge's own "
-                   "structure when a quoted candidate pre-wrote it (see KNOWN)")
 def test_candidate_grader_has_no_escape(report):
+    # a policy that pre-writes the judge's exact block (once, twice, with forgeries) and a judge
+    # that quotes it: the judge's own structure is told apart by the fresh ids and by counts
     assert report.summary()["CandidateJudgeGrader"]["escaped_to_unscored"] == 0
 
 

@@ -476,7 +476,7 @@ class CandidateJudgeGrader(Grader):
         # the reply as written (then any copied tag there makes it ambiguous)
         policy_texts = [json.dumps(s, ensure_ascii=False) for s in shown] + \
             [v for s in shown for v in _strings(s)]
-        blanked, quoted_tags = unquote_reply(completion.text, policy_texts)
+        blanked, quoted_tags = unquote_reply(completion.text, policy_texts, ids=ids)
         parse = parse_candidate_reply(blanked, ids, self.scale)
         if quoted_tags and parse.failures:
             raw = parse_candidate_reply(completion.text, list(parse.failures), self.scale)
