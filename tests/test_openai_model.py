@@ -135,6 +135,13 @@ REFUSALS = [
     # FastAPI / pydantic validation (vLLM, llama-cpp-python): the field's location
     (422, {"detail": [{"loc": ["body", "response_format", "type"], "msg": "Input should be "
                        "'text' or 'json_object'", "input": "json_schema"}]}),
+    # llama-cpp-python 0.3.36, verbatim: pydantic's error dict inside a 500's message
+    (500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                "'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
+                                "\"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", "
+                                "line 376, in create_chat_completion\n    POST /v1/chat/completions",
+                     "type": "internal_server_error", "param": None, "code": None}}),
     # a server that cannot build a grammar from the schema, in plain text
     (500, "Internal error: failed to convert json_schema to grammar"),
     # pydantic's text form: the field path outside the quoted input
@@ -166,6 +173,12 @@ NOT_REFUSALS = [
     (400, {"message": "1 validation error for ChatCompletionRequest\nmax_tokens\n  Input should be "
                       "greater than 0 [type=greater_than, input_value={'response_format': "
                       "{'type': 'json_schema'}}, input_type=dict]"}),
+    # llama-cpp-python's form for another field, the whole request quoted as its input
+    (500, {"error": {"message": "1 validation error:\n  {'type': 'missing', 'loc': ('body', "
+                                "'messages'), 'msg': 'Field required', 'input': {'model': 'x', "
+                                "'response_format': {'type': 'json_schema', 'json_schema': "
+                                "{'name': 'r'}}}}\n\n  File \"llama_cpp/server/app.py\"",
+                     "type": "internal_server_error", "param": None, "code": None}}),
     # the word "schema" alone
     (400, {"error": {"message": "messages: does not match the chat schema", "param": "messages"}}),
     # a plain 500 that echoes the request it choked on

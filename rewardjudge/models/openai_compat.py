@@ -198,6 +198,10 @@ _RF_TEXT = re.compile(r"response[_ ]?format|json[_ ]schema|structured[_ ]outputs
 _MESSAGE_KEYS = frozenset({"error", "errors", "message", "msg", "detail", "details",
                            "description", "reason", "title"})
 _FIELD_KEYS = frozenset({"param", "loc", "field", "path", "parameter"})
+#: a field locator written into a message (llama-cpp-python puts pydantic's error dicts
+#: into its message text: ``{'type': ..., 'loc': ('body', 'response_format', 'type'), ...}``)
+_TEXT_LOCATOR = re.compile(r"""['"](?:loc|param|field)['"]\s*:\s*"""
+                           r"""(\([^)]*\)|\[[^\]]*\]|'[^']*'|"[^"]*")""")
 
 
 def _strip_echoes(text: str) -> str:
@@ -256,14 +260,18 @@ def refuses_response_format(status: int, body: str) -> bool:
     """
     if status not in (400, 422, 500, 501):
         return False
+    texts: list[str] = []
+    fields: list[str] = []
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
-        return bool(_RF_TEXT.search(_strip_echoes(body)))
-    texts: list[str] = []
-    fields: list[str] = []
-    _error_parts(data, texts, fields)
-    if any(_RF_FIELD.match(f.strip()) for f in fields):
+        texts.append(body)
+    else:
+        _error_parts(data, texts, fields)
+    for text in texts:
+        for locator in _TEXT_LOCATOR.findall(text[:20000]):
+            fields.extend(locator.strip("()[]").split(","))
+    if any(_RF_FIELD.match(f.strip(" '\"")) for f in fields):
         return True
     return any(_RF_TEXT.search(_strip_echoes(t)) for t in texts)
 
