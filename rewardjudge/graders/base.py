@@ -190,9 +190,11 @@ class Grader(abc.ABC):
         return self.screen(sample, completion_model)
 
     @staticmethod
-    def prompt_index(messages: Sequence[Message]) -> PromptIndex:
-        """What was sent, for telling the judge's own verdict from quoted text."""
-        return PromptIndex([m["content"] for m in messages if isinstance(m.get("content"), str)])
+    def prompt_index(messages: Sequence[Message], policy_texts: Sequence[str] = ()) -> PromptIndex:
+        """What was sent, for telling the judge's own verdict from quoted text;
+        ``policy_texts``: the policy's text as it went into the prompt."""
+        return PromptIndex([m["content"] for m in messages if isinstance(m.get("content"), str)],
+                           policy_texts=list(policy_texts))
 
     async def ask_until_parsed(self, model: InferenceModel, messages: Sequence[Message],
                                params: GenerationParams | None, parse: Callable[[str], V], *,

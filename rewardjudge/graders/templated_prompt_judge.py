@@ -16,7 +16,7 @@ Flow of ``grade(sample)``:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -161,8 +161,9 @@ class TemplatedPromptJudgeGrader(Grader):
             for k, v in parsed_fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", parsed_fields)
-        messages = self.build_messages(self.neutralized(context))
-        return await self.ask_judge(messages)
+        shown = self.neutralized(context)
+        messages = self.build_messages(shown)
+        return await self.ask_judge(messages, policy_texts=[shown.get("completion") or ""])
 
     def neutralized(self, context: Mapping[str, Any]) -> dict[str, Any]:
         """``context`` with every value that comes from the sample neutralised
@@ -182,11 +183,11 @@ class TemplatedPromptJudgeGrader(Grader):
         messages.append({"role": "user", "content": user})
         return messages
 
-    async def ask_judge(self, messages: list[dict[str, str]]) -> Grade:
+    async def ask_judge(self, messages: list[dict[str, str]], policy_texts: Sequence[str] = ()) -> Grade:
         """Ask the judge, re-asking after unreadable verdicts; never raises
         for judge-side failures."""
 
-        prompt = self.prompt_index(messages)
+        prompt = self.prompt_index(messages, policy_texts)
 
         def parse(text: str) -> Reading:
             try:

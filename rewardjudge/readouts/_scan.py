@@ -205,6 +205,20 @@ def _start_for(keys: tuple[str, ...]) -> re.Pattern[str]:
     return pattern
 
 
+def value_key(value: Any) -> str:
+    """A decoded JSON value's comparison form: canonical JSON, folded."""
+    return fold(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str))
+
+
+_LINE_MARKS = " \t>*_`#\"'-\u2013\u2014\u2022.!:;"
+
+
+def line_key(folded_line: str) -> str:
+    """A folded line without the marks a judge adds when it quotes or lists it."""
+    return folded_line.strip(_LINE_MARKS)
+
+
 class PromptIndex:
     """The folded prompt that was sent, for ``is_quoted``.
 
@@ -214,24 +228,42 @@ class PromptIndex:
     neighbourhood is the judge's own.
     """
 
-    def __init__(self, prompt_texts: list[str], min_context: int = 12):
+    def __init__(self, prompt_texts: list[str], min_context: int = 12, *,
+                 policy_texts: "list[str] | None" = None):
         self.texts = [t for t in prompt_texts if isinstance(t, str) and t]
+        #: the policy's own text as it went into the prompt (its lines are
+        #: compared one by one: a template may put a prefix before them)
+        self.policy_texts = [t for t in policy_texts or () if isinstance(t, str) and t]
         folded = [fold(t) for t in self.texts]
         self.folded = "\n\x01\n".join(folded)
         self.min_context = min_context
         # the opening of each message: template text, never policy text
         self._heads = [f[:_HEAD] for f in folded if len(f) >= _HEAD // 2]
         self._lines: "Counter[str] | None" = None
+        self._values: "set[str] | None" = None
+
+    def holds_value(self, value: Any) -> bool:
+        """Whether a JSON object of the prompt decodes to ``value`` (compared
+        folded and canonical): a judge may re-serialise what it quotes
+        (pretty-printed, keys reordered), so text equality alone misses it."""
+        if self._values is None:
+            self._values = {value_key(s.value) for s in json_objects(self.folded)}
+        return value_key(value) in self._values
 
     def copies(self, folded: str) -> int:
         """How many times the folded text ``folded`` occurs in the folded prompt."""
         return self.folded.count(folded) if folded else 0
 
     def line_copies(self, folded_line: str) -> int:
-        """How many lines of the prompt fold to ``folded_line``."""
+        """How many lines of the prompt fold to ``folded_line`` (both without
+        quoting marks and list bullets: ``> Verdict: PASS`` is a copy of
+        ``Verdict: PASS``)."""
         if self._lines is None:
-            self._lines = Counter(fold(line) for t in self.texts for line in t.splitlines())
-        return self._lines.get(folded_line, 0)
+            self._lines = Counter(line_key(fold(line)) for t in self.texts for line in t.splitlines())
+            self._policy_lines = Counter(line_key(fold(line)) for t in self.policy_texts
+                                         for line in t.splitlines())
+        key = line_key(folded_line)
+        return max(self._lines.get(key, 0), self._policy_lines.get(key, 0))
 
     def echoed_in(self, reply: str) -> bool:
         """Whether ``reply`` repeats the opening of a prompt message (the

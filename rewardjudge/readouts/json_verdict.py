@@ -82,6 +82,8 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
             problem = str(exc)
             continue
         level = 0 if prompt is None else prompt.quote_level(text, span.start, span.end)
+        if level == 0 and prompt is not None and prompt.holds_value(span.value):
+            level = 1   # the prompt holds this object, re-serialised by the judge
         found.append((verdict, level, span.start, span.end))
     if not found:
         raise OutputParserException(problem or "no verdict in the reply", text)
@@ -126,14 +128,12 @@ def _agreeing(chosen: "list[tuple[V, int, int, int]]", found: "list[tuple[V, int
                    quoted=len(others))
 
 
-# a line after a JSON verdict that could be a verdict itself: one bare word
-# ("PASS"), or a verdict word and a separator ("Verdict: FAIL")
-_VERDICT_LINE = re.compile(r"^[\s*_`#>\"'\[(]*(?:[A-Za-z][\w-]{0,23}[\s*_`\"'\]).!]*$|"
-                           r"(?:(?:final|overall|my)\s+)?(?:verdict|answer|score|grade|label|"
-                           r"decision|result|rating)\s*(?:is)?\s*[:=\-])", re.IGNORECASE | re.MULTILINE)
+_TRAILER = re.compile(r"[\s`.!]*\Z")
 
 
 def _nothing_after(text: str, end: int) -> bool:
-    """Whether no verdict-like line follows ``text[end:]`` (whitespace, a
-    closing code fence and prose are fine)."""
-    return _VERDICT_LINE.search(text, end) is None
+    """Whether the reply ends at ``end`` (whitespace, a closing code fence or
+    a full stop may follow): only a reply's last word can be the judge's
+    own verdict when its text is also in the prompt. A cut-off verdict or
+    prose after it means the copy was a quote."""
+    return _TRAILER.match(text, end) is not None

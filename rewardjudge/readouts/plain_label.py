@@ -66,4 +66,5 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
 
 
 def _last_line(text: str, end: int) -> bool:
-    return True   # the last label line: no label line follows it by construction
+    """Whether the label line ending at ``end`` is the reply's last line."""
+    return not text[end:].strip()

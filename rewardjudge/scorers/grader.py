@@ -144,7 +144,8 @@ class ScorerGrader(Grader):
             return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
         extra["missing_variables"] = missing
         messages = [{"role": "user", "content": prompt}]
-        index = self.prompt_index(messages)
+        index = self.prompt_index(messages, [t for r, t in self.neutralized(sample).turns[-1:]
+                                             if r == "assistant"])
         answer = await self.ask_until_parsed(self.model, messages, self.params,
                                              lambda text: self.spec.read(text, index),
                                              json_schema=self.schema, reply_retries=self.reply_retries,
