@@ -62,13 +62,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .._paths import cache_root
 from ..errors import ConfigError, JudgeError
 from .base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
 
 __all__ = ["TorchModel", "default_cache_dir"]
 
-CACHE_ENV = "REWARDJUDGE_CACHE"
 
 # Padded tokens per forward pass when ``max_batch_tokens`` is not given. On CPU
 # a batch only pays for short prompts (measured on 2 cores, SmolLM2-135M bf16: 8
@@ -79,9 +79,8 @@ GPU_BATCH_TOKENS = 65536
 
 
 def default_cache_dir() -> Path:
-    """``$REWARDJUDGE_CACHE/torch``, else ``~/.cache/rewardjudge/torch``."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "rewardjudge")
-    return Path(root) / "torch"
+    """``torch/`` under the one cache folder (``rewardjudge._paths.cache_root``)."""
+    return cache_root() / "torch"
 
 
 def _cpu_has_bf16() -> bool:

@@ -10,8 +10,8 @@
   GGUF once (~25 s) and cached as safetensors (~0.5 s to load afterwards),
   by the same conversion and in the same folder as ``TorchModel``.
 
-The cache lives in ``$REWARDJUDGE_CACHE_DIR`` or ``~/.cache/rewardjudge``
-(never in the repository). Conversions write to a temporary directory and
+The cache is the one cache folder (``$REWARDJUDGE_CACHE``, else
+``~/.cache/rewardjudge``; see ``rewardjudge._paths``), never the repository. Conversions write to a temporary directory and
 rename it into place, so concurrent first runs do not see half a cache.
 These need ``transformers`` (and ``gguf`` for the conversion): the
 ``torch-judge`` or ``rl`` extra.
@@ -25,14 +25,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from .._paths import cache_root
+
 __all__ = ["cache_dir", "smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
 
 
 def cache_dir() -> Path:
-    """Where converted tokenizers and models are kept."""
-    root = os.environ.get("REWARDJUDGE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rewardjudge")
-    return Path(root)
+    """Where converted tokenizers and models are kept: the one cache folder."""
+    return cache_root()
 
 
 def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path:
