@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeResponseError,
                      JudgeStartupError, JudgeTimeoutError, OutputParserException, RewardJudgeError,
-                     TemplateError, TemplateVariableError)
+                     TemplateContextError, TemplateError, TemplateVariableError)
 from .grade import Grade
 from .graders import (BinaryJudgeOutput, CandidateJudgeGrader, GradedJudgeOutput, Grader, JudgeOutput,
                       ProbabilityJudgeGrader, TemplatedPromptJudgeGrader)
@@ -44,7 +44,8 @@ __all__ = sorted([
     "GradedJudgeOutput", "Grader", "InferenceModel", "JudgeConnectionError", "JudgeError",
     "JudgeHTTPError", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
     "OpenAIModel", "OutputParserException", "ProbabilityJudgeGrader", "RewardJudgeError", "Scale",
-    "StringThread", "TemplateError", "TemplateVariableError", "TemplatedPromptJudgeGrader",
+    "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
+    "TemplatedPromptJudgeGrader",
     "spawn_judge", *_LAZY,
 ])
 

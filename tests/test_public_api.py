@@ -35,7 +35,7 @@ ROOT_API = [
     "Grade", "GradedJudgeOutput", "Grader", "InferenceModel", "JudgeConnectionError", "JudgeError",
     "JudgeHTTPError", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
     "OpenAIModel", "OutputParserException", "ProbabilityJudgeGrader", "RewardJudgeError", "Scale",
-    "Scorer", "ScorerGrader", "StringThread", "TemplateError", "TemplateVariableError",
+    "Scorer", "ScorerGrader", "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
     "TemplatedPromptJudgeGrader", "TorchModel", "evaluate_dataset", "judge_health", "spawn_judge",
     "trl_reward_funcs", "verl_compute_score",
 ]
