@@ -401,3 +401,171 @@ def test_scorer_file_spec(tmp_path):
 def test_compare_refuses_runs_of_different_lengths():
     with pytest.raises(ConfigError, match="same rows"):
         compare([1.0, 0.0], [1.0])
+
+
+# -- groups: rows sharing a prompt travel together ----------------------------------
+SUBMISSION = re.compile(r'<submission id="([a-z0-9]+)">\n(.*?)</submission>', re.DOTALL)
+
+
+def candidate_judge(req):
+    """A judge for CandidateJudgeGrader's default prompt: each candidate gets
+    the first digit of its text as its grade."""
+    pairs = SUBMISSION.findall(req["messages"][-1]["content"])
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>read it</reasoning>\n'
+                     f'<grade>{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
+                     for cid, text in pairs)
+
+
+def grouped_rows():
+    # 3 prompts x 8 answers, interleaved: rows of one prompt are not adjacent
+    return [{"question": f"Question {i % 3}?", "completion": f"answer {(i * 7) % 5}", "id": i}
+            for i in range(24)]
+
+
+def test_rows_sharing_a_prompt_cost_one_judge_request_each_group(tmp_path):
+    from rewardjudge.graders import CandidateJudgeGrader
+    from rewardjudge.models import OpenAIModel
+    from rewardjudge.testing import FakeJudgeServer
+
+    with FakeJudgeServer(candidate_judge) as server:
+        grader = CandidateJudgeGrader("cand", OpenAIModel(server.url, "fake"), scale="graded", batch_size=8,
+                                      seed=3)
+        result = evaluate_dataset(grouped_rows(), grader, columns="metadata=id", output_dir=tmp_path / "run",
+                                  progress=False)
+        assert server.request_count == 3  # one request per prompt, not one per row (24)
+        assert sorted(len(SUBMISSION.findall(r["messages"][-1]["content"])) for r in server.requests) == [8, 8, 8]
+        # max_group splits a prompt's rows into balanced pieces: 8 rows, at most 3 a call -> 3+3+2
+        before = server.request_count
+        evaluate_dataset(grouped_rows(), grader, columns="metadata=id", progress=False, max_group=3)
+        assert server.request_count - before == 9
+    # grades come back to their own rows, in input order
+    assert result.dataset["id"] == list(range(24))
+    assert [g.extra["grade"] for g in result.grades()] == [(i * 7) % 5 for i in range(24)]
+
+
+class _HeldGrader(Grader):
+    """Holds row 0 until rows 1-31 are graded (the most the ahead limit lets
+    through), then gives the scheduler 50 loop turns to send more before
+    letting row 0 finish; records, as each row is graded, how many result
+    lines were already written."""
+
+    def __init__(self, out):
+        super().__init__("held")
+        self.out = out
+        self.release = None
+        self.others = 0
+        self.written_at: dict[int, int] = {}
+        self.max_row_while_held = -1
+
+    async def grade(self, sample):
+        import asyncio
+
+        row = sample.metadata["row"]
+        if self.release is None:
+            self.release = asyncio.Event()
+        tmp = self.out / "results.jsonl.tmp"
+        self.written_at[row] = tmp.read_text().count("\n") if tmp.exists() else 0
+        if row == 0:
+            await self.release.wait()
+        else:
+            if not self.release.is_set():
+                self.max_row_while_held = max(self.max_row_while_held, row)
+            self.others += 1
+            if self.others == 31:
+                for _ in range(50):  # free slots: an unbounded scheduler would send rows 32+ now
+                    await asyncio.sleep(0)
+                self.release.set()
+        return Grade(value=float(row % 2), grader_key=self.grader_key, grader_version=self.version)
+
+
+def test_results_are_written_in_order_while_the_run_goes_and_dispatch_stays_bounded(tmp_path):
+    out = tmp_path / "run"
+    grader = _HeldGrader(out)
+    data = [{"prompt": f"q{i}", "completion": "a"} for i in range(300)]
+    result = evaluate_dataset(data, grader, output_dir=out, progress=False, group_window=4, concurrency=4)
+    # while row 0 was held, rows up to frontier (0) + 8 x group_window (32) were sent, and no further
+    assert grader.max_row_while_held == 31
+    # rows were written as the rows before them finished (4-row chunks), not all at the end
+    assert grader.written_at[299] >= 299 - 32 - 4
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["prompt"] for r in lines] == [f"q{i}" for i in range(300)]
+    assert result.summary.counts["scored"] == 300 and not (out / "results.jsonl.tmp").exists()
+
+
+# -- labels, medians, intervals -----------------------------------------------------
+@pytest.mark.parametrize("extra,label", [
+    ({"verdict": {"reasoning": "ok", "score": "PASS"}}, "PASS"),     # templated grader, binary verdict
+    ({"verdict": {"reasoning": "ok", "score": 4}}, None),            # numeric verdict: no label
+    ({"label": "good", "score": "good"}, "good"),                    # scorer, categorical
+    ({"label": "true", "score": True}, "true"),                      # scorer, boolean
+    ({"verdict": True}, "true"),                                      # a bare boolean verdict
+    ({"grade": 3, "scale": "graded"}, None),                          # candidate grader: numeric
+    ({}, None),                                                       # nothing to read
+])
+def test_grade_label_reads_label_valued_verdicts(extra, label):
+    assert grade_label(Grade(value=1.0, grader_key="g", extra=extra)) == label
+    # a penalized or unscored grade has no label, whatever its extra says
+    assert grade_label(Grade(value=0.0, grader_key="g", status="penalized", extra=extra)) is None
+
+
+def test_summary_and_compare_report_labels_medians_and_intervals(tmp_path):
+    result = evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=tmp_path / "a", progress=False)
+    s = result.summary
+    assert s.labels == {"PASS": 8, "FAIL": 4} and s.p50 == 1.0
+    saved = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert saved["labels"] == {"PASS": 8, "FAIL": 4} and saved["p50"] == 1.0 and len(saved["ci"]) == 2
+    assert "labels: PASS: 8  FAIL: 4" in str(s) and "median (p50) value: 1.0000" in str(s)
+    better = rows()
+    for r in better:
+        r["answer"] = r["gold"]
+    evaluate_dataset(better, make_grader(), columns=COLS, output_dir=tmp_path / "b", progress=False)
+    c = compare(tmp_path / "a", tmp_path / "b")
+    assert c.a.labels == {"PASS": 8, "FAIL": 4} and c.b.labels == {"PASS": 12}
+    assert (c.a.p50, c.b.p50, c.b.ci) == (1.0, 1.0, (1.0, 1.0))
+    assert c.a.ci[0] < c.a.mean < c.a.ci[1]
+    assert "a: mean 0.6667" in str(c) and "labels: PASS: 12" in str(c)
+    # the JSONL results read the same as the Parquet ones
+    assert compare(tmp_path / "a" / "results.jsonl", tmp_path / "b" / "results.jsonl").to_dict() == c.to_dict()
+
+
+@pytest.mark.parametrize("values", [
+    [0.0, 1.0] * 500 + [1.0] * 200,                                   # binary: exact multinomial
+    [i % 5 / 4 for i in range(3000)],                                 # a 1-5 scale
+    [math.sin(i) ** 2 for i in range(6000)],                          # continuous: more distinct values than bins
+])
+def test_bootstrap_matches_plain_resampling(values):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    x = np.asarray(values)
+    means = x[rng.integers(0, x.size, size=(2000, x.size))].mean(axis=1)
+    plain = np.quantile(means, [0.025, 0.975])
+    lo, hi = bootstrap_ci(values)
+    width = plain[1] - plain[0]
+    assert abs(lo - plain[0]) < 0.1 * width and abs(hi - plain[1]) < 0.1 * width
+
+
+# -- content parts and unreadable rows --------------------------------------------------
+def test_content_part_messages_are_graded_and_an_image_row_does_not_stop_the_run(tmp_path):
+    model = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("g", model, "", "{{last_user_turn_content}} => {{completion}}")
+    rows_ = [
+        # plain string contents
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+        # text content parts, in the same column as plain strings (one Arrow type cannot hold both)
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is"},
+                                                  {"type": "text", "text": "2+2?"}]},
+                      {"role": "assistant", "content": [{"type": "text", "text": "4"}]}]},
+        # an image a text grader cannot see: that row is unscored, the others go on
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x.png"}}]},
+                      {"role": "assistant", "content": "a cat"}]},
+    ]
+    path = tmp_path / "parts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows_))
+    for data in (str(path), rows_):
+        result = evaluate_dataset(data, grader, progress=False)
+        assert result.dataset["grade_status"] == ["scored", "scored", "unscored"]
+        assert result.dataset["grade_error"][2].startswith("input error: ") and "image" in result.dataset["grade_error"][2]
+        assert result.summary.errors == {"input error": 1}
+    assert model.calls[-1]["messages"][-1]["content"] == "What is\n2+2? => 4"
+    assert len(model.calls) == 4  # the image rows were never sent

@@ -398,8 +398,8 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
         bar = _make_progress(progress, total=n, initial=n - n_todo, desc=grader.grader_key)
         counts = {s: int(np.count_nonzero(done & ~todo & (index.status == STATUS_CODES[s])))
                   for s in STATUSES}
-        output = _OrderedOutput(ds, n, out, formats, todo, index, journal.path,
-                                SummaryBuilder(capacity=n))
+        output = _OrderedOutput(ds, n, out, formats, todo, index, journal.path, SummaryBuilder(capacity=n),
+                                chunk=min(1024, group_window), ahead=8 * group_window)
 
         def on_done(i: int, digest: str, grade: Grade) -> None:
             rec = _record(i, digest, grade)
