@@ -194,7 +194,8 @@ def test_catalog_lists_and_shows(capsys):
     assert code == 0 and "correctness" in out and "needs reference" in out
     code, out, _ = run(capsys, "catalog", "--json")
     data = json.loads(out)
-    assert "{{criterion}}" in data["default_system_prompt_template"] and len(data["templates"]) >= 7
+    assert "{{ criterion }}" in data["default_system_prompt_template"] and len(data["templates"]) >= 7
+    assert data["status"] == "success"
     code, out, _ = run(capsys, "catalog", "faithfulness", "--language", "fr")
     assert code == 0 and "Fidélité" in out
     code, _, err = run(capsys, "catalog", "nothing")

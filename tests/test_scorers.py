@@ -568,3 +568,14 @@ def test_policy_text_with_template_syntax_is_rendered_literally():
                            metadata={"secret": "s3cr3t"})
     prompt, _ = binding.render(hostile)
     assert prompt == 'Answer: {{ attr("secret") }} {% if 1 %}x{% endif %}'
+
+
+def test_scorers_read_the_shared_thread_vocabulary():
+    # the cookbook's names, thread and last_content included, are built-ins of every scorer too
+    source = ("{{ thread }}|{{ last_content }}|{{ last_user_turn_content }}|{{ context_str }}|"
+              "{% for t in turns %}{{ t.role }};{% endfor %}")
+    s = Scorer("Vocab", {**BASE, "prompt_template": source})
+    assert s.variables == []   # nothing to map: all built-ins
+    prompt, missing = s.bind({}).render(thread('{"answer": "4"}'))
+    assert missing == [] and prompt.count("[user]") == 2 and '|{"answer": "4"}|' in prompt
+    assert "user;assistant;" in prompt

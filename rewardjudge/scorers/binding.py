@@ -50,8 +50,9 @@ from typing import Any, Mapping
 
 from ..core.structured_output import find_json_objects
 from ..errors import ConfigError
+from ..graders._context import thread_context
 from ..thread import ROLES, StringThread
-from .builtins import (BUILTIN_NAMES, MISSING, builtin_functions, format_messages, lookup_attribute,
+from .builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
                        role_lines)
 from .config import ScorerConfig
 
@@ -140,8 +141,11 @@ def _parse_completion(text: str) -> dict[str, Any]:
 
 
 def builtin_context(sample: StringThread) -> dict[str, Any]:
-    """The values of the data built-ins that depend on the sample."""
-    return {"completion": sample.completion(), "transcript": role_lines(sample.turns),
+    """The values of the data built-ins that depend on the sample: the
+    document's names, then the thread vocabulary every grader shares."""
+    shared = thread_context(sample)
+    return {**{k: shared[k] for k in BUILTIN_VARIABLES if k in shared},
+            "completion": sample.completion(), "transcript": role_lines(sample.turns),
             "context": role_lines(sample.context_turns()),
             "last_user_message": sample.last_user_content(), "metadata": dict(sample.metadata)}
 

@@ -55,6 +55,15 @@ BUILTIN_VARIABLES: dict[str, str] = {
     "metadata": "the sample's metadata, i.e. the span's attributes (e.g. {{ metadata.reference }})",
     "output_schema": "the reply's JSON schema, as JSON text",
     "output_instructions": "a sentence telling the judge how to reply (built-in, translated)",
+    # the thread vocabulary every grader shares (rewardjudge.graders._context)
+    "turns": "every turn, completion included, as [{role, content}]",
+    "thread": "every turn as text ('[role]' headed blocks)",
+    "context_turns": "the turns before the completion, as [{role, content}]",
+    "context_str": "the turns before the completion as text ('[role]' headed blocks)",
+    "context_turns_without_last_user": "the turns before the completion but the last user turn",
+    "context_str_without_last_user": "the same, as text",
+    "last_user_turn_content": "the last user turn (as last_user_message)",
+    "last_content": "the last turn's content, whoever wrote it",
 }
 """Data names every scorer template can read without a mapping."""
 
