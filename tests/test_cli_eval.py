@@ -47,6 +47,7 @@ def test_eval_on_1000_rows_against_the_fake_server(tmp_path, data_1000):
         assert server.request_count == 980  # 20 malformed answers never reach the judge
         assert "rows: 1000  scored: 980  penalized: 20  unscored: 0" in r.stdout
         assert "row/s" in r.stderr  # the progress bar, with its rate
+        assert "reference: not mapped; 'gold' might be it" in r.stderr  # said, not silently mapped
         rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
         assert [row["id"] for row in rows] == list(range(1000))
         assert {row["grade_status"] for row in rows[1:50]} == {"scored"}
@@ -129,3 +130,107 @@ def test_eval_against_the_spawned_embedded_judge(tmp_path):
         if row["grade_status"] == "scored":
             assert row["grade_value"] in (0.0, 1.0) and row["grade_raw_reply"]
     assert (out / "histogram.png").exists()
+
+
+# -- the command line: version, options anywhere, column report, exit codes --------
+def demo_rows(n: int) -> str:
+    return "".join(json.dumps({"prompt": f"q{i}", "completion": json.dumps(
+        {"answer": "a", "confidence": "high"}), "gold": "a"}) + "\n" for i in range(n))
+
+
+def test_version_and_global_options_before_or_after_the_subcommand(tmp_path, capsys):
+    from rewardjudge import __version__
+
+    code, out, _ = main_in_process(capsys, "--version")
+    assert code == 0 and out.strip() == f"rewardjudge {__version__}"
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(2))
+    with FakeJudgeServer() as server:
+        for i, args in enumerate([
+            ["--log-level", "INFO", "eval", str(data)],   # a global option before the subcommand
+            ["eval", str(data), "--log-level", "info"],   # ... and after it
+        ]):
+            code, _, err = main_in_process(capsys, *args, "--grader", "demo", "--judge", server.url,
+                                           "--output", str(tmp_path / f"o{i}"), "--no-progress")
+            assert code == 0, err
+            assert "rewardjudge: INFO: columns: prompt: 'prompt' (found by name)" in err
+
+
+def test_a_group_option_is_accepted_after_its_subcommand():
+    import argparse
+
+    from rewardjudge.cli import _share_options
+
+    p = argparse.ArgumentParser(prog="x")
+    p.add_argument("--log-level")
+    sub = p.add_subparsers(dest="command", required=True)
+    group = sub.add_parser("scorers")
+    group.add_argument("--registry")
+    leaves = group.add_subparsers(dest="action", required=True)
+    leaves.add_parser("create").add_argument("file")
+    leaves.add_parser("show").add_argument("--registry", dest="other")  # its own option wins
+    _share_options(p)
+    assert p.parse_args(["scorers", "--registry", "A", "create", "f"]).registry == "A"
+    assert p.parse_args(["scorers", "create", "f", "--registry", "B"]).registry == "B"
+    assert p.parse_args(["scorers", "create", "f", "--log-level", "INFO"]).log_level == "INFO"
+    assert p.parse_args(["--log-level", "DEBUG", "scorers", "create", "f"]).log_level == "DEBUG"
+    shown = p.parse_args(["scorers", "show", "--registry", "C"])
+    assert shown.other == "C" and shown.registry is None
+
+
+def test_the_column_mapping_is_printed_and_unsure_columns_are_left_alone(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(3))
+    with FakeJudgeServer() as server:
+        code, _, err = main_in_process(capsys, "eval", str(data), "--grader", "demo", "--judge", server.url,
+                                       "--output", str(tmp_path / "o"), "--no-progress")
+    assert code == 0, err
+    assert "columns:\n  prompt: 'prompt' (found by name)\n  completion: 'completion' (found by name)\n" \
+           "  reference: not mapped; 'gold' might be it (map it with --columns reference=gold)" in err
+    rows = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["gold"] == "a"  # the column is kept in the results, just not used as the reference
+
+
+def test_fail_on_unscored_reports_a_partial_outage(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(6))
+    code, help_text, _ = main_in_process(capsys, "eval", "--help")
+    assert code == 0 and "--fail-on-unscored" in help_text and "4    done, some rows unscored" in help_text
+    args = ("eval", str(data), "--grader", "demo", "--judge-model", "fake", "--max-retries", "0",
+            "--concurrency", "1", "--no-progress")
+    with FakeJudgeServer() as server:
+        server.enqueue(Fault.http(503), Fault.http(503))  # 2 of 6 rows meet an outage
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--output", str(tmp_path / "a"))
+        assert code == 0 and "unscored: 2" in out  # by default only an all-unscored run fails
+        server.enqueue(Fault.http(503), Fault.http(503))
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--output", str(tmp_path / "b"),
+                                         "--fail-on-unscored")
+        assert code == 4 and "--fail-on-unscored: 2 of 6 row(s) unscored" in err
+        # once the rows are graded again, the same command passes
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--output", str(tmp_path / "b"),
+                                         "--fail-on-unscored", "--retry-unscored")
+        assert code == 0 and "unscored: 0" in out, err
+
+
+def test_content_part_messages_do_not_stop_eval(tmp_path, capsys):
+    answer = json.dumps({"answer": "Paris", "confidence": "high"})
+    rows = [
+        {"messages": [{"role": "user", "content": "Capital of France?"},
+                      {"role": "assistant", "content": answer}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "Capital of France?"}]},
+                      {"role": "assistant", "content": [{"type": "text", "text": answer.replace("Paris", "Lyon")}]}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                                  {"type": "image_url", "image_url": {"url": "cat.png"}}]},
+                      {"role": "assistant", "content": answer}]},
+    ]
+    data = tmp_path / "parts.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeJudgeServer() as server:
+        code, out, err = main_in_process(capsys, "eval", str(data), "--grader", "demo", "--judge", server.url,
+                                         "--output", str(tmp_path / "o"), "--no-progress")
+        assert server.request_count == 2  # the image row is never sent
+    assert code == 0, err
+    got = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert [r["grade_status"] for r in got] == ["scored", "scored", "unscored"]
+    assert got[2]["grade_error"].startswith("input error: ")
+    assert "messages: 'messages' (found by name)" in err

@@ -354,6 +354,21 @@ def _normalize_content_parts(value: Any) -> Any:
     return value
 
 
+def _has_json_feature(feature: Any) -> bool:
+    """Whether a ``datasets`` feature holds a ``Json`` type anywhere: what
+    ``datasets`` (5.x) infers for a field mixing strings and objects, and it
+    then decodes every such string that parses as JSON (an answer written as
+    a JSON object would come back a dict). Messages must not go through it."""
+    if type(feature).__name__ == "Json":
+        return True
+    if isinstance(feature, Mapping):
+        return any(_has_json_feature(f) for f in feature.values())
+    if isinstance(feature, (list, tuple)):
+        return any(_has_json_feature(f) for f in feature)
+    inner = getattr(feature, "feature", None)
+    return inner is not None and _has_json_feature(inner)
+
+
 def _uses_content_parts(rows: Iterator[Mapping[str, Any]]) -> bool:
     for row in rows:
         for v in row.values():
@@ -415,12 +430,15 @@ def load_data(data: Any, *, split: str | None = None):
         if not all(isinstance(r, Mapping) for r in data):
             raise ConfigError("a list of rows must hold dicts (column -> value)")
         try:
-            return datasets.Dataset.from_list([dict(r) for r in data])
+            ds = datasets.Dataset.from_list([dict(r) for r in data])
         except Exception:  # e.g. messages mixing str and content-part contents
             if not _uses_content_parts(iter(data)):
                 raise
-            return datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()}
-                                               for r in data])
+            ds = None
+        if ds is None or (_has_json_feature(ds.features) and _uses_content_parts(iter(data))):
+            ds = datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()}
+                                             for r in data])
+        return ds
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
         return datasets.Dataset.from_pandas(data, preserve_index=False)
     if not isinstance(data, (str, os.PathLike)):
@@ -444,7 +462,13 @@ def load_data(data: Any, *, split: str | None = None):
             raise ConfigError(f"cannot read {path}: unknown file type {suffix!r}; "
                               f"expected one of {', '.join(sorted(loaders))}")
         try:
-            return loader(str(path))
+            ds = loader(str(path))
+            if (loader is datasets.Dataset.from_json and _has_json_feature(ds.features)
+                    and _uses_content_parts(_json_rows(path))):
+                return _load_json_with_parts(path)
+            return ds
+        except ConfigError:
+            raise
         except Exception as exc:  # datasets raises many kinds; say which file and why
             if loader is datasets.Dataset.from_json:
                 try:
