@@ -62,3 +62,40 @@ def test_ray_grades_equal_single_process_grades_and_share_endpoints(tmp_path, mo
     columns = ("grade_value", "grade_status", "grade_reasoning", "grade_raw_reply", "grade_version", "id")
     assert result.dataset.select_columns(list(columns)).to_list() == \
         plain.dataset.select_columns(list(columns)).to_list()
+
+
+CANDIDATE_FACTORY = '''
+from rewardjudge.graders import CandidateJudgeGrader
+
+def make(model):
+    return CandidateJudgeGrader("cand", model, scale="graded", batch_size=8, seed=5)
+'''
+SUBMISSION = re.compile(r'<submission id="([a-z0-9]+)">\n(.*?)</submission>', re.DOTALL)
+
+
+def candidate_judge(req):
+    pairs = SUBMISSION.findall(req["messages"][-1]["content"])
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>read</reasoning>\n'
+                     f'<grade>{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
+                     for cid, text in pairs)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ray_hands_each_group_whole_to_one_grade_batch(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    factory = tmp_path / "cand.py"
+    factory.write_text(CANDIDATE_FACTORY)
+    # 4 prompts x 8 answers, interleaved
+    rows = [{"question": f"Question {i % 4}?", "completion": f"answer {(i * 3) % 5}", "id": i} for i in range(32)]
+    with FakeJudgeServer(candidate_judge) as s1, FakeJudgeServer(candidate_judge) as s2:
+        result = evaluate_dataset_ray(
+            rows, f"{factory}:make", judge_urls=[s1.url, s2.url], judge_model="fake", columns="metadata=id",
+            output_dir=tmp_path / "out", progress=False, num_actors=2, batch_size=2,
+            ray_init=dict(num_cpus=2, include_dashboard=False, log_to_driver=False))
+        # one request per prompt; the group whose first row is i goes to endpoint i % 2
+        assert (s1.request_count, s2.request_count) == (2, 2)
+        for s in (s1, s2):
+            assert [len(SUBMISSION.findall(r["messages"][-1]["content"])) for r in s.requests] == [8, 8]
+    assert result.dataset["id"] == list(range(32))
+    assert [g.extra["grade"] for g in result.grades()] == [(i * 3) % 5 for i in range(32)]
