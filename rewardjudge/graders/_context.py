@@ -29,12 +29,20 @@ from typing import Any, Iterable
 from ..readouts import neutralize, neutralize_value
 from ..thread import StringThread, format_turns
 
-__all__ = ["THREAD_VARIABLES", "thread_context"]
+__all__ = ["THREAD_VARIABLES", "neutralized_thread", "thread_context"]
 
 THREAD_VARIABLES: tuple[str, ...] = (
     "turns", "thread", "context_turns", "context_str", "context_turns_without_last_user",
     "context_str_without_last_user", "last_user_turn_content", "completion", "last_content",
     "metadata", "output_schema", "conversation", "last_user_message", "response")
+
+
+def neutralized_thread(thread: StringThread, tags: Iterable[str] = (),
+                       control_tokens: Iterable[str] = ()) -> StringThread:
+    """A copy of ``thread`` whose turns and metadata are neutralised (images kept)."""
+    tags, ctl = tuple(tags), tuple(control_tokens)
+    turns = [(r, neutralize(c, tags, ctl)) for r, c in thread.turns]
+    return thread._derived(turns, neutralize_value(dict(thread.metadata), tags, ctl))
 
 
 def thread_context(thread: StringThread, *, tags: Iterable[str] = (),

@@ -27,7 +27,7 @@ from ..models.base import GenerationParams, InferenceModel
 from ..readouts import Reading, neutralize_value, template_tag_names
 from ..templates import Template
 from ..thread import StringThread
-from ._context import THREAD_VARIABLES, thread_context
+from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._options import JudgeOptions, validated
 from .base import Grader, Mode
 from .distribution import apply_expected_value, score_choices
@@ -156,22 +156,29 @@ class TemplatedPromptJudgeGrader(Grader):
         if rejected is not None:
             return rejected
         parsed_fields = None if parsed is None else parsed.model_dump(mode="json")
-        context = self.extract_template_context(sample, self.output_model, self.template_variables)
+        # the context is built from a neutralised copy of the sample: every
+        # value derived from its text is clean, whatever an override reads
+        clean = neutralized_thread(sample, self._tags, self._control_tokens())
+        context = self.extract_template_context(clean, self.output_model, self.template_variables)
         if parsed_fields is not None:
             for k, v in parsed_fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", parsed_fields)
-        shown = self.neutralized(context)
+        shown = self.neutralized(context, clean=THREAD_VARIABLES)
         messages = self.build_messages(shown)
         return await self.ask_judge(messages, policy_texts=[shown.get("completion") or ""])
 
-    def neutralized(self, context: Mapping[str, Any]) -> dict[str, Any]:
+    def neutralized(self, context: Mapping[str, Any], clean: "Sequence[str]" = ()) -> dict[str, Any]:
         """``context`` with every value that comes from the sample neutralised
         (protocol and template tags, the judge's control tokens); the grader's
-        own ``template_variables`` and ``output_schema`` are left as written."""
-        own = set(self.template_variables) | {"output_schema"}
-        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
+        own ``template_variables`` and ``output_schema``, and the ``clean``
+        keys (built from an already neutralised thread), are left as written."""
+        own = set(self.template_variables) | {"output_schema"} | set(clean)
+        ctl = self._control_tokens()
         return {k: v if k in own else neutralize_value(v, self._tags, ctl) for k, v in context.items()}
+
+    def _control_tokens(self) -> tuple[str, ...]:
+        return tuple(getattr(self.model, "control_tokens", ()) or ())
 
     # -- pieces, reusable by subclasses -----------------------------------
     def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:

@@ -124,7 +124,9 @@ def json_objects(text: str, keys: "tuple[str, ...] | None" = None) -> list[JsonS
         return []
     pattern = _START if not keys else _start_for(tuple(keys))
     starts = [m.start() for m in pattern.finditer(text)]
-    viable = _viable_starts(text, starts)
+    # a short text cannot hide much nesting: the vectorised depth bound pays
+    # off on long ones only
+    viable = starts if len(text) <= _SHORT else _viable_starts(text, starts)
     found: list[JsonSpan] = []
     covered = 0
     n = len(text)
@@ -166,6 +168,7 @@ def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
 
 
 _SECOND_TRIES = 64
+_SHORT = 4096
 
 
 def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list[JsonSpan]:
@@ -240,15 +243,21 @@ class PromptIndex:
         # the opening of each message: template text, never policy text
         self._heads = [f[:_HEAD] for f in folded if len(f) >= _HEAD // 2]
         self._lines: "Counter[str] | None" = None
-        self._values: "set[str] | None" = None
+        self._values: "dict[tuple[str, ...], set[str]] | None" = None
 
     def holds_value(self, value: Any) -> bool:
         """Whether a JSON object of the prompt decodes to ``value`` (compared
         folded and canonical): a judge may re-serialise what it quotes
         (pretty-printed, keys reordered), so text equality alone misses it."""
+        if not isinstance(value, dict) or not value:
+            return False
+        keys = tuple(sorted(fold(str(k)) for k in value))
         if self._values is None:
-            self._values = {value_key(s.value) for s in json_objects(self.folded)}
-        return value_key(value) in self._values
+            self._values = {}
+        held = self._values.get(keys)
+        if held is None:   # objects of the prompt that start with one of these keys
+            held = self._values[keys] = {value_key(s.value) for s in json_objects(self.folded, keys)}
+        return value_key(value) in held
 
     def copies(self, folded: str) -> int:
         """How many times the folded text ``folded`` occurs in the folded prompt."""

@@ -117,6 +117,10 @@ def _skeleton(text: str) -> str:
     return skel
 
 
+#: in ASCII text, every tag, control token or escape of '<' holds one of these
+_TRIGGER = re.compile(r"[<\[&\\%]")
+
+
 def _spaced(name: str) -> str:
     """A regex for ``name`` with gaps allowed between its letters."""
     return (_GAP + "*").join(re.escape(ch) for ch in name)
@@ -171,6 +175,8 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     """
     if not isinstance(text, str) or not text:
         return text
+    if text.isascii() and _TRIGGER.search(text) is None and not control_tokens:
+        return text   # plain ASCII with no bracket or escape: nothing to defang
     skel = _skeleton(text)
     pattern = _pattern(tuple(extra_tags), tuple(control_tokens))
     pieces: list[str] = []
