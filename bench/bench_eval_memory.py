@@ -3,11 +3,18 @@
 ``evaluate_dataset`` grades a JSONL dataset with the demo grader against the
 fake judge (``python -m rewardjudge.testing``, its own process, no latency)
 and writes ``results.parquet``, ``results.jsonl``, ``summary.json`` and the
-histogram. Each size runs in a fresh interpreter; its peak resident set
-(``ru_maxrss``) is read twice: after the imports and the dataset load
-(``loaded``), and after the whole run (``peak``). Memory that grew with the
-rows would show as a larger ``peak`` at a million rows; the target is a
-million-row peak within 100 MB of the 50,000-row peak.
+histogram. Each size runs in fresh interpreters, and each reads its peak
+resident set (``ru_maxrss``):
+
+* ``convert``: ``load_data(path)`` alone, the first time: ``datasets``
+  turning the JSONL into its Arrow cache (``datasets``' own cost, paid once
+  per file; a later run maps the cache);
+* ``evaluate``: the run itself, on the converted file: after the imports and
+  the load (``loaded``), and at the end (``peak``).
+
+Memory that grew with the rows would show as a larger ``peak`` at a million
+rows; the target is a million-row peak within 100 MB of the 50,000-row
+peak.
 
 Every eighth answer is malformed (penalized without a judge call), so the
 results hold both outcomes.
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +52,14 @@ def write_data(path: Path, rows: int) -> None:
                                 "completion": completion, "id": i}) + "\n")
 
 
+def convert(data: str) -> None:
+    """The first load of a file (in its own interpreter)."""
+    from rewardjudge.evaluate.data import load_data
+
+    load_data(data)
+    print("RESULT " + json.dumps({"peak_mb": _rss_mb()}), flush=True)
+
+
 def child(data: str, out: str, url: str, concurrency: int) -> None:
     """One measured run (in its own interpreter)."""
     import logging
@@ -54,7 +70,7 @@ def child(data: str, out: str, url: str, concurrency: int) -> None:
     from rewardjudge.evaluate.data import load_data
     from rewardjudge.models import OpenAIModel
 
-    load_data(data)  # the dataset's Arrow cache, built once, as any run would
+    load_data(data)  # the Arrow cache built by convert(): mapped
     loaded = _rss_mb()
     t0 = time.perf_counter()
     model = OpenAIModel(url, "fake", max_concurrency=concurrency, timeout=120)
@@ -67,18 +83,28 @@ def child(data: str, out: str, url: str, concurrency: int) -> None:
         "results_jsonl_mb": os.path.getsize(result.files["jsonl"]) / 2**20}), flush=True)
 
 
-def measure(rows: int, url: str, concurrency: int, tmp: Path) -> dict:
-    data = tmp / f"data_{rows}.jsonl"
-    write_data(data, rows)
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    code = (f"from bench.bench_eval_memory import child; "
-            f"child({str(data)!r}, {str(tmp / f'out_{rows}')!r}, {url!r}, {concurrency})")
+def _run(code: str, what: str, cache: Path) -> dict:
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(cache)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     if proc.returncode or line is None:
-        raise RuntimeError(f"run of {rows} rows failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    data.unlink()
+        raise RuntimeError(f"{what} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(line[len("RESULT "):])
+
+
+def measure(rows: int, url: str, concurrency: int, tmp: Path) -> dict:
+    data = tmp / f"data_{rows}.jsonl"
+    write_data(data, rows)
+    cache = tmp / f"hf_cache_{rows}"  # a fresh datasets cache: the first load really converts
+    converted = _run(f"from bench.bench_eval_memory import convert; convert({str(data)!r})",
+                     f"converting {rows} rows", cache)
+    result = _run(f"from bench.bench_eval_memory import child; "
+                  f"child({str(data)!r}, {str(tmp / f'out_{rows}')!r}, {url!r}, {concurrency})",
+                  f"evaluating {rows} rows", cache)
+    data.unlink()
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(tmp / f"out_{rows}", ignore_errors=True)
+    return {**result, "convert_mb": converted["peak_mb"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,17 +117,23 @@ def main(argv: list[str] | None = None) -> None:
     with ServerProcess(0.0) as server, tempfile.TemporaryDirectory(prefix="rj-evalmem-") as tmp:
         for rows in sizes:
             results[rows] = measure(rows, server.url, args.concurrency, Path(tmp))
-    table = [[f"{rows:,}", r["loaded_mb"], r["peak_mb"], r["peak_mb"] - r["loaded_mb"], r["seconds"],
-              rows / r["seconds"], r["results_jsonl_mb"]] for rows, r in results.items()]
-    print_table("evaluate_dataset peak RSS (MB), demo grader, fake judge in its own process",
-                ["rows", "after load", "peak", "peak - load", "run s", "rows/s", "results.jsonl MB"], table)
+    table = [[f"{rows:,}", r["convert_mb"], r["loaded_mb"], r["peak_mb"], r["peak_mb"] - r["loaded_mb"],
+              r["seconds"], rows / r["seconds"], r["results_jsonl_mb"]] for rows, r in results.items()]
+    print_table("peak RSS (MB): datasets' first conversion of the JSONL, then evaluate_dataset "
+                "(demo grader, fake judge in its own process)",
+                ["rows", "convert peak", "eval: after load", "eval: peak", "peak - load", "run s", "rows/s",
+                 "results.jsonl MB"], table)
     out = {"rows": sizes, "peak_mb": [results[r]["peak_mb"] for r in sizes],
-           "loaded_mb": [results[r]["loaded_mb"] for r in sizes]}
+           "loaded_mb": [results[r]["loaded_mb"] for r in sizes],
+           "convert_mb": [results[r]["convert_mb"] for r in sizes]}
     if len(sizes) >= 2:
         growth = results[sizes[-1]]["peak_mb"] - results[sizes[0]]["peak_mb"]
         out["growth_mb"] = growth
-        print(f"\npeak at {sizes[-1]:,} rows - peak at {sizes[0]:,} rows: {growth:+.1f} MB "
+        print(f"\nevaluate_dataset peak at {sizes[-1]:,} rows - peak at {sizes[0]:,} rows: {growth:+.1f} MB "
               f"(target: within 100 MB)")
+        conv = results[sizes[-1]]["convert_mb"] - results[sizes[0]]["convert_mb"]
+        out["convert_growth_mb"] = conv
+        print(f"datasets' JSONL conversion peak, same sizes: {conv:+.1f} MB")
     emit("eval_memory", out)
 
 

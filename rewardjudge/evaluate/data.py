@@ -295,11 +295,96 @@ def iter_rows(ds: Any, indices: Sequence[int] | None = None, chunk: int = 1024) 
             pos += 1
 
 
+def _plain_feature(feature: Any) -> bool:
+    """Whether rows of this feature read the same from Arrow (``to_pylist``)
+    as through ``datasets``' own decoding (no Json, Image, Audio...)."""
+    name = type(feature).__name__
+    if name == "Value":
+        return True
+    if isinstance(feature, Mapping):
+        return all(_plain_feature(f) for f in feature.values())
+    if isinstance(feature, (list, tuple)):
+        return all(_plain_feature(f) for f in feature)
+    if name in ("List", "LargeList", "Sequence"):
+        return _plain_feature(feature.feature)
+    return False
+
+
+def _arrow_files(ds: Any) -> list[str] | None:
+    """The Arrow files a dataset is exactly the concatenation of (no slice,
+    selection, column change or cast on top), else None."""
+    try:
+        from datasets.table import ConcatenationTable, MemoryMappedTable
+
+        if ds._indices is not None or not _plain_feature(ds.features):
+            return None
+        table = ds.data
+        if isinstance(table, MemoryMappedTable):
+            blocks = [table]
+        elif isinstance(table, ConcatenationTable) and all(len(row) == 1 for row in table.blocks):
+            blocks = [row[0] for row in table.blocks]
+        else:
+            return None
+        if not all(isinstance(b, MemoryMappedTable) and os.path.isfile(b.path)
+                   and all(op[0] == "replace_schema_metadata" for op in b.replays) for b in blocks):
+            return None
+        return [b.path for b in blocks]
+    except Exception:  # noqa: BLE001 - datasets internals moved: read through datasets instead
+        return None
+
+
+def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]:
+    """``(start, pyarrow.Table)`` for consecutive rows ``0..n-1``.
+
+    A dataset that is plainly its Arrow files (what ``load_data`` gives for a
+    file) is read from them with ordinary reads, a record batch at a time:
+    going through its memory map would leave every page read resident (the
+    whole file, at the end of a run). Other datasets are sliced through
+    ``datasets``, ``chunk`` rows at a time."""
+    import pyarrow as pa
+
+    files = _arrow_files(ds)
+    if files is not None:
+        schema = ds.data.schema
+        start = 0
+        for path in files:
+            with pa.OSFile(path) as source:
+                reader = pa.ipc.open_stream(source)
+                for batch in reader:
+                    if start >= n:
+                        return
+                    table = pa.Table.from_batches([batch.slice(0, min(batch.num_rows, n - start))])
+                    if not table.schema.equals(schema, check_metadata=False):
+                        break  # not what it seemed: fall back below from here
+                    yield start, table
+                    start += table.num_rows
+                else:
+                    continue
+                break
+        else:
+            return
+        arrow = ds.with_format("arrow")
+        for a in range(start, n, chunk):
+            yield a, arrow[a:min(n, a + chunk)]
+        return
+    arrow = ds.with_format("arrow")
+    for a in range(0, n, chunk):
+        yield a, arrow[a:min(n, a + chunk)]
+
+
 def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
     """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in
-    order, reading ``chunk`` rows at a time (memory bounded by the chunk)."""
+    order, a chunk at a time (memory bounded by the chunk)."""
     import numpy as np
 
+    if _arrow_files(ds) is not None:
+        for start, table in iter_tables(ds, n, chunk):
+            hits = np.flatnonzero(mask[start:start + table.num_rows])
+            if hits.size:
+                rows = table.take(hits).to_pylist()
+                for j, row in zip(hits.tolist(), rows):
+                    yield start + j, row
+        return
     for start in range(0, n, chunk):
         end = min(start + chunk, n)
         hits = np.flatnonzero(mask[start:end])
@@ -312,13 +397,12 @@ def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[
 
 
 class ArrowSlices:
-    """Consecutive row ranges of a dataset as pyarrow Tables, read forward in
-    chunks: ``take(a, b)`` for ``a`` never going back."""
+    """Consecutive row ranges of a dataset as pyarrow Tables, read forward
+    (``iter_tables``): ``take(a, b)`` for ``a`` never going back."""
 
     def __init__(self, ds: Any, n: int, chunk: int = 4096):
-        self.ds = ds.with_format("arrow")
         self.n = n
-        self.chunk = chunk
+        self._tables = iter_tables(ds, n, chunk)
         self._start = 0
         self._table = None
 
@@ -327,9 +411,8 @@ class ArrowSlices:
 
         parts = []
         while a < b:
-            if self._table is None or not (self._start <= a < self._start + self._table.num_rows):
-                self._start = a
-                self._table = self.ds[a:min(self.n, max(b, a + self.chunk))]
+            while self._table is None or a >= self._start + self._table.num_rows:
+                self._start, self._table = next(self._tables)
             stop = min(b, self._start + self._table.num_rows)
             parts.append(self._table.slice(a - self._start, stop - a))
             a = stop
