@@ -1,25 +1,110 @@
-"""Run a coroutine from synchronous code, with or without a running loop."""
+"""The one bridge from synchronous code to the library's coroutines.
+
+``LoopThread`` runs coroutines on an event loop of its own, in a daemon
+thread, so it works whether or not the caller's thread already runs a loop
+(a notebook cell). ``run_sync`` uses a fresh one per call and closes it with
+everything opened on it (an ``OpenAIModel``'s HTTP session closes with its
+loop); sync entry points called many times (verl's ``compute_score``, once
+per sample; OpenRLHF's ``reward_func``) keep one long-lived ``LoopThread``,
+so connections stay warm between calls, and close it at exit.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import atexit
+import threading
+import weakref
 from typing import Any, Coroutine, TypeVar
 
 T = TypeVar("T")
 
+__all__ = ["LoopThread", "run_sync"]
+
+_LIVE: "weakref.WeakSet[LoopThread]" = weakref.WeakSet()
+
+
+class LoopThread:
+    """An event loop in a daemon thread; ``run`` blocks until a coroutine is done.
+
+    ``close()`` ends it as ``asyncio.run`` ends its loop: pending tasks are
+    cancelled, async generators finalised (which closes HTTP sessions bound
+    to the loop), the default executor shut down. Open threads are closed at
+    interpreter exit.
+    """
+
+    def __init__(self, name: str = "rewardjudge-loop"):
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self._ensure()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            coro.close()
+            raise RuntimeError("a synchronous entry point was called from its own worker loop; "
+                               "await the async form instead")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+        if thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(_wind_down(), loop).result(30)
+            except Exception:  # a wedged task: stop the loop anyway
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+        if not loop.is_running():
+            loop.close()
+
+    def __enter__(self) -> "LoopThread":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def _wind_down() -> None:
+    """What ``asyncio.run`` does before closing its loop."""
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks(loop) if t is not me]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    await loop.shutdown_asyncgens()
+    await loop.shutdown_default_executor()
+
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)``, or, where a loop already runs in this thread
-    (Jupyter), the same on a fresh loop in a worker thread.
+    """Run ``coro`` to completion from synchronous code, also inside a running
+    loop (Jupyter), on a fresh ``LoopThread`` closed before returning: repeated
+    calls leave nothing open behind them."""
+    with LoopThread("rewardjudge-sync") as runner:
+        return runner.run(coro)
 
-    The library's one sync bridge. Each call's loop ends with
-    ``asyncio.run``'s clean-up, which closes what was opened on it (an
-    ``OpenAIModel``'s HTTP session closes with its loop), so repeated calls
-    leave nothing open behind them."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+
+@atexit.register
+def _close_all() -> None:
+    for runner in list(_LIVE):
+        runner.close()

@@ -560,3 +560,20 @@ async def test_a_used_model_pickles_without_its_sessions(tls):
             copy = pickle.loads(pickle.dumps(m))  # e.g. shipped to a Ray worker
             async with copy:
                 assert (await copy.chat(MSG)).text == VERDICT
+
+
+def test_a_long_lived_loop_thread_keeps_its_session_and_closes_it_at_close():
+    # verl calls compute_score once per sample: one LoopThread serves them all, connections stay
+    # warm between calls, and close() shuts the session down like asyncio.run would
+    from rewardjudge._sync import LoopThread
+
+    with Loopback(answer) as srv, no_unclosed_warnings():
+        grader = _grader(srv.url)
+        runner = LoopThread("test-loop")
+        for _ in range(3):
+            (grade,) = runner.run(grader.grade_batch(_samples(1)))
+            assert grade.status == "scored"
+        assert srv.connections == 1     # one keep-alive connection for the three calls
+        runner.close()
+        assert srv.wait_closed()
+        del grader

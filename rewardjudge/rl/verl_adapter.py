@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader
 from ..thread import StringThread
-from ._loop import LoopThread
+from .._sync import LoopThread
 from .trl_adapter import _turns
 
 __all__ = ["VerlScore", "build_grader", "verl_compute_score"]

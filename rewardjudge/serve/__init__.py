@@ -117,7 +117,7 @@ class _OpenRLHFRewardFunc:
         self.__init__(state["spec"], state["judge"], state["judge_model"], state["options"])
 
     def _ensure(self):
-        from ..rl._loop import LoopThread
+        from .._sync import LoopThread
 
         with self._lock:
             if self._state is None:
