@@ -43,7 +43,7 @@ def check_consistent(grades, n: int, max_requests: int) -> None:
         assert g.status in ("scored", "unscored"), g
         assert g.attempts <= max_requests, g
         if g.status == "scored":
-            assert g.value == output_value(parse_judge_reply(g.raw_reply, BinaryJudgeOutput))
+            assert g.value == output_value(parse_judge_reply(g.raw_reply, BinaryJudgeOutput).verdict)
         else:
             assert g.value is None and g.error
 
