@@ -26,6 +26,7 @@ from ..grade import Grade
 from ..models.base import GenerationParams, InferenceModel
 from ..readouts import Reading, neutralize_value, template_tag_names
 from ..templates import Template
+from ..templates.handlebars import to_plain_context
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._options import JudgeOptions, validated
@@ -182,6 +183,7 @@ class TemplatedPromptJudgeGrader(Grader):
 
     # -- pieces, reusable by subclasses -----------------------------------
     def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
+        context = to_plain_context(context)   # converted once for both templates
         system = self.system_template.render(context)
         user = self.user_template.render(context)
         messages = []

@@ -253,7 +253,6 @@ def normalize_text(text: str) -> str:
 
 _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
 _URL_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
-_WS = re.compile(r"\s+")
 
 
 def _unescape(text: str) -> str:
@@ -278,5 +277,8 @@ def fold(text: str) -> str:
     True
     """
     text = _unescape(text)
-    skel = text.translate(_TABLE).replace(_GAP, "").replace(_DEFANG, "<")
-    return _WS.sub(" ", skel).strip()
+    if text.isascii() and "\x00" not in text:
+        skel = text.lower().replace(_DEFANG, "<")   # what the table does to ASCII
+    else:
+        skel = text.translate(_TABLE).replace(_GAP, "").replace(_DEFANG, "<")
+    return " ".join(skel.split())   # whitespace runs collapsed (str.split: C speed)

@@ -731,6 +731,15 @@ def template_variables(source: str, partials: Mapping[str, str] | None = None) -
 # --------------------------------------------------------------------------
 # context
 # --------------------------------------------------------------------------
+class PlainContext(dict):
+    """A context already turned into plain data by ``to_plain_context``."""
+
+
+def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
+    """``context`` converted once (see ``to_plain``), to render several templates with."""
+    return context if isinstance(context, PlainContext) else PlainContext(to_plain(dict(context)))
+
+
 def to_plain(value: Any, _path: str = "context") -> Any:
     """Turn a context value into plain data a template can read safely.
 
@@ -871,8 +880,10 @@ class Template:
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
                partials: Mapping[str, Any] | None = None) -> str:
-        """Render ``context``; ``partials`` add to (or replace) the template's own."""
-        plain = to_plain(dict(context))
+        """Render ``context``; ``partials`` add to (or replace) the template's own.
+        A ``PlainContext`` (``to_plain_context``) is used as it is: one
+        conversion serves every template of a prompt."""
+        plain = context if isinstance(context, PlainContext) else to_plain(dict(context))
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
