@@ -13,6 +13,22 @@ from ..scales import Scale
 from ..readouts import PromptIndex, Reading, read_json_verdict, read_plain_label
 
 
+#: the most characters a built-in verdict's reasoning holds. The JSON schema
+#: states it (``maxLength``), so a server that turns the schema into a grammar
+#: (llama.cpp's ``json_object`` mode, vLLM) stops the judge there and the
+#: verdict follows; a longer reasoning from an unconstrained judge is cut to
+#: this length when read, never refused (``bounded_reasoning``).
+REASONING_MAX_CHARS = 300
+
+
+def bounded_reasoning(value: Any, limit: int = REASONING_MAX_CHARS) -> Any:
+    """``value`` cut to ``limit`` characters (an ellipsis marks the cut) when it
+    is a longer string; anything else unchanged, for the field's own check."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit - 1].rstrip() + "\u2026"
+    return value
+
+
 class JudgeOutput(BaseModel):
     """Base for judge verdicts: subclasses define ``to_value()`` (the reward)
     and may override ``reasoning_text()``."""
@@ -29,8 +45,15 @@ class JudgeOutput(BaseModel):
 class BinaryJudgeOutput(JudgeOutput):
     """PASS / FAIL verdict: PASS -> 1.0, FAIL -> 0.0."""
 
-    reasoning: str = Field(description="Brief reasoning that leads to the verdict")
+    reasoning: str = Field(description=f"Brief reasoning that leads to the verdict "
+                                       f"(at most {REASONING_MAX_CHARS} characters)",
+                           max_length=REASONING_MAX_CHARS)
     score: Literal["PASS", "FAIL"] = Field(description="PASS if the answer meets every criterion, else FAIL")
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _bound(cls, v: Any) -> Any:
+        return bounded_reasoning(v)
 
     @field_validator("score", mode="before")
     @classmethod
@@ -47,9 +70,16 @@ class GradedJudgeOutput(JudgeOutput):
     "graded" means this one scale everywhere: output models, candidate and
     probability judges, the catalog's ``output="graded"``."""
 
-    reasoning: str = Field(description="Brief reasoning that leads to the grade")
+    reasoning: str = Field(description=f"Brief reasoning that leads to the grade "
+                                       f"(at most {REASONING_MAX_CHARS} characters)",
+                           max_length=REASONING_MAX_CHARS)
     score: int = Field(ge=Scale.GRADED.min, le=Scale.GRADED.max,
                        description="; ".join(f"{g} {lab.lower()}" for g, lab in Scale.GRADED.labels))
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _bound(cls, v: Any) -> Any:
+        return bounded_reasoning(v)
 
     def to_value(self) -> float:
         return Scale.GRADED.to_reward(self.score)
@@ -67,6 +97,53 @@ def verdict_reasoning(verdict: BaseModel) -> str | None:
         if isinstance(value, str):
             return value
     return None
+
+
+#: reply budget of a schema-constrained verdict: a string of ``maxLength`` n
+#: costs n / CHARS_PER_TOKEN tokens (English prose runs ~4 characters a token;
+#: 2 leaves room for digits and rare words), every key and value some syntax
+_CHARS_PER_TOKEN = 2
+_SYNTAX_TOKENS = 6
+
+
+def fitted_max_tokens(model: type[BaseModel]) -> int | None:
+    """The ``max_tokens`` a reply of ``model`` needs when the server constrains it
+    to the model's JSON schema: every string bounded (``maxLength`` or an enum),
+    numbers and booleans a few tokens, plus the JSON syntax around them.
+    None when the schema has an unbounded string, an array or a reference (its
+    length is not known): the caller keeps its flat default.
+
+    >>> fitted_max_tokens(BinaryJudgeOutput) < 256
+    True
+    """
+    def cost(node: Any) -> int | None:
+        if not isinstance(node, dict) or "$ref" in node or "anyOf" in node or "oneOf" in node:
+            return None
+        if "enum" in node or "const" in node:
+            values = node.get("enum", [node.get("const")])
+            return max(len(str(v)) for v in values) // _CHARS_PER_TOKEN + 2 if values else None
+        kind = node.get("type")
+        if kind == "string":
+            limit = node.get("maxLength")
+            return -(-int(limit) // _CHARS_PER_TOKEN) + 2 if isinstance(limit, int) else None
+        if kind in ("integer", "number"):
+            return 8
+        if kind == "boolean":
+            return 2
+        if kind == "object":
+            total = 2
+            for key, sub in (node.get("properties") or {}).items():
+                c = cost(sub)
+                if c is None:
+                    return None
+                total += c + len(key) // _CHARS_PER_TOKEN + _SYNTAX_TOKENS
+            return total
+        return None
+
+    try:
+        return cost(model.model_json_schema())
+    except Exception:  # a schema pydantic cannot write: no fit
+        return None
 
 
 def _bounded(field: Any) -> bool:

@@ -16,7 +16,7 @@ Flow of ``grade(sample)``:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -33,7 +33,7 @@ from ._options import JudgeOptions, validated
 from .base import Grader, Mode
 from .distribution import apply_expected_value, score_choices
 from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
-                      output_value, parse_judge_reply, verdict_reasoning)
+                      fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
 
@@ -51,7 +51,9 @@ class TemplatedPromptJudgeGrader(Grader):
     Arguments beyond the seed API: ``completion_model`` (parse the completion
     into this model first; its fields join the context, also under
     ``parsed``), ``template_variables`` (constants added to every context),
-    ``max_tokens``, ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
+    ``max_tokens`` (default ``"fit"``: fitted to a schema-constrained reply of
+    the output model, see ``outputs.fitted_max_tokens``; 512 when that is not
+    bounded), ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
     unreadable verdict), ``strict_templates`` (fail on missing variables),
     ``structured`` (ask for the output model's JSON schema),
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
@@ -67,7 +69,8 @@ class TemplatedPromptJudgeGrader(Grader):
     def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
                  user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
                  temperature: float = 0.0, *, completion_model: type[BaseModel] | None = None,
-                 template_variables: Mapping[str, Any] | None = None, max_tokens: int | None = 512,
+                 template_variables: Mapping[str, Any] | None = None,
+                 max_tokens: int | None | Literal["fit"] = "fit",
                  top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
                  strict_templates: bool = True, structured: bool = True, expected_value: bool = False,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
@@ -84,6 +87,10 @@ class TemplatedPromptJudgeGrader(Grader):
                                                  and issubclass(completion_model, BaseModel)):
             raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, got {completion_model!r}")
         self.completion_model = completion_model
+        if isinstance(max_tokens, str) and max_tokens == "fit":
+            # the default: what a schema-constrained reply of the output model needs
+            # (its reasoning is bounded); 512 where the reply is not bounded
+            max_tokens = (fitted_max_tokens(self.output_model) if structured else None) or 512
         opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                          seed=seed, reply_retries=reply_retries)
         if template_variables is not None and not isinstance(template_variables, Mapping):
