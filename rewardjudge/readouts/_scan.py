@@ -255,8 +255,10 @@ class PromptIndex:
         if self._values is None:
             self._values = {}
         held = self._values.get(keys)
-        if held is None:   # objects of the prompt that start with one of these keys
-            held = self._values[keys] = {value_key(s.value) for s in json_objects(self.folded, keys)}
+        if held is None:   # objects of the policy's text (else the prompt) starting with these keys
+            where = ("\n\x01\n".join(fold(t) for t in self.policy_texts) if self.policy_texts
+                     else self.folded)
+            held = self._values[keys] = {value_key(s.value) for s in json_objects(where, keys)}
         return value_key(value) in held
 
     def copies(self, folded: str) -> int:
