@@ -333,6 +333,38 @@ def _arrow_files(ds: Any) -> list[str] | None:
         return None
 
 
+def release_mapped_pages(ds: Any) -> bool:
+    """Drop from this process's resident set the pages of the Arrow files a
+    dataset maps (``madvise(MADV_DONTNEED)`` on each mapping of them, Linux).
+
+    ``datasets`` opens a file's Arrow cache by walking the whole memory map,
+    which leaves most of the file resident; ``iter_tables`` then reads the
+    rows with ordinary reads, so those pages only weigh on the process. The
+    mapping stays valid: a page touched again is read back from the file.
+    Returns whether anything was released."""
+    files = _arrow_files(ds)
+    if not files or not os.path.exists("/proc/self/maps"):
+        return False
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madv_dontneed = 4
+        wanted = {os.path.realpath(f) for f in files}
+        released = False
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].strip() in wanted:
+                    start, end = (int(x, 16) for x in fields[0].split("-"))
+                    released |= libc.madvise(start, end - start, madv_dontneed) == 0
+        return released
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
 def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]:
     """``(start, pyarrow.Table)`` for consecutive rows ``0..n-1``.
 

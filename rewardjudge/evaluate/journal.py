@@ -44,28 +44,45 @@ STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
 
 class JournalIndex:
     """Per row ``0..n-1``: the byte offset of its last journal record (-1:
-    none), that record's input digest (64 bits) and grade status code."""
+    none), that record's input digest (64 bits) and grade status code. The
+    arrays are made at the first record (a fresh run never holds them)."""
 
     def __init__(self, n: int):
         self.n = n
-        self.offset = np.full(n, -1, dtype=np.int64)
-        self.digest = np.zeros(n, dtype=np.uint64)
-        self.status = np.full(n, -1, dtype=np.int8)
+        self._offset: np.ndarray | None = None
+        self._digest: np.ndarray | None = None
+        self._status: np.ndarray | None = None
 
     def set(self, row: int, offset: int, digest: str | None, status: str) -> None:
-        self.offset[row] = offset
+        if self._offset is None:
+            self._offset = np.full(self.n, -1, dtype=np.int64)
+            self._digest = np.zeros(self.n, dtype=np.uint64)
+            self._status = np.full(self.n, -1, dtype=np.int8)
+        self._offset[row] = offset
         try:
-            self.digest[row] = int(digest or "0", 16) & 0xFFFFFFFFFFFFFFFF
+            self._digest[row] = int(digest or "0", 16) & 0xFFFFFFFFFFFFFFFF
         except ValueError:
-            self.digest[row] = 0
-        self.status[row] = STATUS_CODES.get(status, -1)
+            self._digest[row] = 0
+        self._status[row] = STATUS_CODES.get(status, -1)
+
+    @property
+    def offset(self) -> np.ndarray:
+        return self._offset if self._offset is not None else np.full(self.n, -1, dtype=np.int64)
+
+    @property
+    def digest(self) -> np.ndarray:
+        return self._digest if self._digest is not None else np.zeros(self.n, dtype=np.uint64)
+
+    @property
+    def status(self) -> np.ndarray:
+        return self._status if self._status is not None else np.full(self.n, -1, dtype=np.int8)
 
     @property
     def done(self) -> np.ndarray:
-        return self.offset >= 0
+        return self._offset >= 0 if self._offset is not None else np.zeros(self.n, dtype=bool)
 
     def count(self) -> int:
-        return int(np.count_nonzero(self.offset >= 0))
+        return int(np.count_nonzero(self.done))
 
 
 class Journal:

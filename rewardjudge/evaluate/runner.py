@@ -71,8 +71,8 @@ from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
 from ..graders.base import Grader
-from .data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, row_to_thread,
-                   thread_digest)
+from .data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, release_mapped_pages,
+                   row_to_thread, thread_digest)
 from .journal import STATUS_CODES, Journal, JournalIndex, Reader
 from .report import Summary, SummaryBuilder, grade_label, save_histogram
 
@@ -352,6 +352,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
     with _quiet_datasets():
         ds = load_data(data, split=split)
     n = len(ds) if limit is None else max(0, min(int(limit), len(ds)))
+    release_mapped_pages(ds)  # rows are read from the files, not through the map (see data.py)
     clash = sorted(set(GRADE_COLUMNS) & set(ds.column_names))
     if clash:
         raise ConfigError(f"the data already has column(s) {clash} (is it an evaluation output?); "
