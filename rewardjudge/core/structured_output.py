@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import json
 import weakref
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import OutputParserException, format_validation_error
-from ..readouts._scan import PromptIndex, json_objects
-from ..readouts.json_verdict import read_json_verdict
+from ..readouts._scan import json_objects
 
 T = TypeVar("T", bound=BaseModel)
 
-__all__ = ["OutputParserException", "find_json_objects", "pydantic_parse", "render_schema",
-           "unanimous_verdict"]
-
-
-def find_json_objects(text: str) -> list[str]:
-    """The text of every JSON object in ``text`` (see ``readouts.json_objects``,
-    the one scanner), in order."""
-    return [text[s.start:s.end] for s in json_objects(text)]
+__all__ = ["OutputParserException", "pydantic_parse", "render_schema"]
 
 
 def pydantic_parse(text: str, model: type[T]) -> T:
@@ -154,11 +146,3 @@ def _render_object(node: dict[str, Any], defs: dict[str, Any], indent: int, desc
     return "\n".join(lines)
 
 
-V = TypeVar("V")
-
-
-def unanimous_verdict(text: str, check: Callable[[dict[str, Any]], V],
-                      key: Callable[[V], Hashable], prompt: "PromptIndex | None" = None) -> V:
-    """The judge's own verdict in ``text`` (``readouts.read_json_verdict``):
-    quoted copies of ``prompt`` are not verdicts; own verdicts must agree."""
-    return read_json_verdict(text, check, key, prompt).verdict

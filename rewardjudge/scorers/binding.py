@@ -48,9 +48,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.structured_output import find_json_objects
 from ..errors import ConfigError
 from ..graders._context import thread_context
+from ..readouts import json_objects
 from ..thread import ROLES, StringThread
 from .builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
                        role_lines)
@@ -125,19 +125,13 @@ def _lookup(value: Any, path: str) -> Any:
 
 
 def _parse_completion(text: str) -> dict[str, Any]:
-    stripped = text.strip()
-    candidates = [stripped] if stripped.startswith("{") and stripped.endswith("}") else []
-    candidates += [s for s in find_json_objects(text) if s not in candidates]
-    if not candidates:
-        raise MalformedCompletion("the completion holds no JSON object")
-    for cand in candidates:
-        try:
-            data = json.loads(cand)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
-    raise MalformedCompletion("the completion's JSON object is invalid")
+    """The first JSON object of the completion (the one scanner: NaN refused,
+    nesting bounded)."""
+    spans = json_objects(text)
+    if not spans:
+        raise MalformedCompletion("the completion holds no valid JSON object (or it nests too "
+                                  "deep, or holds NaN or an infinite number)")
+    return spans[0].value
 
 
 def builtin_context(sample: StringThread) -> dict[str, Any]:
