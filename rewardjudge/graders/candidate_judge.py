@@ -19,7 +19,8 @@ Flow of ``grade_batch(samples)``:
 3. Each request shuffles its candidates (seeded; the seed, the order and
    the ids are recorded on every Grade), gives them fresh opaque ids,
    neutralises their text, renders the templates once for the whole chunk
-   and asks the judge.
+   and asks the judge (held to the reply protocol by a GBNF grammar where
+   the model takes one: ``candidate_grammar``; llama.cpp via ``spawn_judge``).
 4. Judged candidates are *scored*: ``value = scale.to_reward(grade)``, the
    raw grade in ``extra["grade"]``, the reasoning on the Grade. Candidates
    the reply failed are re-asked in batches half the size of the request
@@ -54,8 +55,10 @@ from ..scales import Scale
 from ..templates import Template
 from ..templates.prompts import prompt_source
 from ..thread import StringThread
+from ..readouts._text import leaves
 from ._context import thread_context
 from .base import Grader, Mode, log
+from .candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
 from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
                                  new_candidate_ids, parse_candidate_reply, template_tag_names)
 from .distribution import EXPECTED_VALUE_FLOOR, summarize
@@ -85,18 +88,8 @@ class _Candidate:
 
 
 def _strings(value: Any) -> list[str]:
-    """Every string inside ``value`` (iterative)."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, Mapping):
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-    return out
+    """Every string inside ``value``."""
+    return [v for v in leaves(value) if isinstance(v, str)]
 
 
 def _balanced_chunks(items: list, size: int) -> list[list]:
@@ -462,7 +455,11 @@ class CandidateJudgeGrader(Grader):
             cand.rounds = round_no
             cand.requests.append(record)
         try:
-            completion = await self.model.chat(messages, params)
+            grammar = self._grammar(ids)
+            if grammar is None:
+                completion = await self.model.chat(messages, params)
+            else:
+                completion = await self.model.chat(messages, params, grammar=grammar)
         except JudgeError as exc:
             reason = f"{type(exc).__name__}: {exc}"
             for cand in order:
@@ -515,6 +512,19 @@ class CandidateJudgeGrader(Grader):
             # out of tokens or lost track of ids gets an easier task
             return await self._run(_balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
         return None
+
+    def _grammar(self, ids: list[str]) -> str | None:
+        """The reply protocol as a GBNF grammar for these ids, where the model takes one
+        (``accepts_grammar``: llama.cpp via ``spawn_judge``); None elsewhere. Each
+        candidate's reasoning is bounded to fit ``max_tokens_per_candidate``."""
+        if not getattr(self.model, "accepts_grammar", False):
+            return None
+        chars = CANDIDATE_REASONING_CHARS
+        if self.max_tokens_per_candidate is not None:
+            # ~30 tokens of tags and id per block; reasoning at ~3 characters a token
+            chars = min(chars, 3 * (self.max_tokens_per_candidate - 30))
+        chars = max(chars, CANDIDATE_REASONING_MIN_CHARS)
+        return candidate_grammar(ids, self.scale, reasoning_chars=chars)
 
     # -- expected value -------------------------------------------------------
     async def _expected_grades(self, messages: list[dict[str, str]], reply: str,

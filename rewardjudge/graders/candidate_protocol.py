@@ -48,7 +48,7 @@ import bisect
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..readouts import PROTOCOL_TAGS, fold, template_tag_names
 from ..readouts import contains_tag as contains_protocol_tag

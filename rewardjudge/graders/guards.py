@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..readouts import normalize_text
+from ..readouts._text import leaves, normalize_text
 
 # Openers that carry no answer (lower-cased, trailing punctuation stripped).
 MASTER_KEYS: frozenset[str] = frozenset({
@@ -61,15 +61,9 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = ()) -> str | Non
     """
     strings: list[str] = []
     scalars = 0
-    stack = [value]
-    while stack:
-        node = stack.pop()
+    for node in leaves(value):
         if isinstance(node, str):
             strings.append(node)
-        elif isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
         elif node is not None:
             scalars += 1
     if not strings:

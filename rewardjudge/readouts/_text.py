@@ -25,7 +25,7 @@ import functools
 import html
 import re
 import unicodedata
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
 __all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "fold", "neutralize",
            "neutralize_value", "normalize_text", "template_tag_names"]
@@ -227,6 +227,20 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
         else:
             parent[key] = src
     return root[0]
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Every leaf (non-container value) inside ``value``, mapping values and
+    sequence items walked iteratively: nesting cannot exhaust the stack."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        else:
+            yield node
 
 
 _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")

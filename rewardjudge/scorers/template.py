@@ -21,7 +21,6 @@ functions, so one naming a function built-in is refused (read
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, TemplateError
@@ -33,28 +32,10 @@ ENGINES = ("jinja2", "handlebars")
 DEFAULT_ENGINE = "jinja2"
 _ALIASES = {"jinja": "jinja2", "hbs": "handlebars"}
 
-# -- Jinja2 rendering with function built-ins ------------------------------------------------
-_ENV = None
-_ENV_LOCK = threading.Lock()
-
-
-def _render_env():
-    """A sandboxed environment set up as ``templates/jinja.py``'s (no HTML escaping, undefined
-    renders empty, trailing newline kept), used to render with the function built-ins in the
-    context (``JinjaTemplate.render`` takes plain data only)."""
-    global _ENV
-    if _ENV is None:
-        with _ENV_LOCK:
-            if _ENV is None:
-                from jinja2 import ChainableUndefined
-                from jinja2.sandbox import SandboxedEnvironment
-
-                env = SandboxedEnvironment(autoescape=False, undefined=ChainableUndefined,
-                                           keep_trailing_newline=True)
-                for fn in ("lipsum", "cycler", "joiner"):
-                    env.globals.pop(fn, None)
-                _ENV = env
-    return _ENV
+# -- Jinja2 rendering with function built-ins: the one sandboxed environment of
+# templates/jinja.py (``JinjaTemplate.render`` takes plain data only; scorers add their
+# function built-ins to the context, so they render with the environment itself)
+from ..templates.jinja import _env as _render_env  # noqa: E402
 
 
 class ScorerTemplate:
