@@ -244,6 +244,7 @@ class PromptIndex:
         self._heads = [f[:_HEAD] for f in folded if len(f) >= _HEAD // 2]
         self._lines: "Counter[str] | None" = None
         self._values: "dict[tuple[str, ...], set[str]] | None" = None
+        self._levels: dict[tuple[str, str, str], int] = {}
 
     def holds_value(self, value: Any) -> bool:
         """Whether a JSON object of the prompt decodes to ``value`` (compared
@@ -299,6 +300,14 @@ class PromptIndex:
         copied text around it (a short quote, or the judge's own words that
         the policy happened to write too); 2, it is, with at least
         ``min_context`` matching folded characters on one side (a quote)."""
+        k = self.min_context
+        memo_key = (reply[max(0, start - 8 * k):start], reply[start:end], reply[end:end + 8 * k])
+        level = self._levels.get(memo_key)   # a reply may repeat one span in one setting
+        if level is None:
+            level = self._levels[memo_key] = self._quote_level(reply, start, end)
+        return level
+
+    def _quote_level(self, reply: str, start: int, end: int) -> int:
         needle = fold(reply[start:end])
         if not needle or needle not in self.folded:
             return 0

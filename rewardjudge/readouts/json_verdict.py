@@ -53,6 +53,16 @@ class Reading(Generic[V]):
     quoted: int = 0
 
 
+_UNSEEN = object()
+
+
+class _Problem:
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
 def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Callable[[V], Hashable],
                       prompt: PromptIndex | None = None) -> Reading[V]:
     """Read the judge's own verdict from ``text``.
@@ -71,15 +81,22 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
         raise OutputParserException(why, text)
     found: list[tuple[V, int, int, int]] = []   # verdict, quote level, start, end
     problem = ""
+    checked: dict[str, Any] = {}   # a reply may repeat one object many times: check it once
     for span in spans:
-        try:
-            verdict = check(span.value)
-            key(verdict)
-        except ValidationError as exc:
-            problem = format_validation_error(exc)
-            continue
-        except (ValueError, TypeError, OverflowError) as exc:
-            problem = str(exc)
+        raw = text[span.start:span.end]
+        verdict = checked.get(raw, _UNSEEN)
+        if verdict is _UNSEEN:
+            try:
+                verdict = check(span.value)
+                key(verdict)
+            except ValidationError as exc:
+                verdict = format_validation_error(exc)
+            except (ValueError, TypeError, OverflowError) as exc:
+                verdict = _Problem(str(exc))
+            checked[raw] = verdict if not isinstance(verdict, str) else _Problem(verdict)
+            verdict = checked[raw]
+        if isinstance(verdict, _Problem):
+            problem = verdict.reason
             continue
         level = 0 if prompt is None else prompt.quote_level(text, span.start, span.end)
         if level == 0 and prompt is not None and prompt.holds_value(span.value):
