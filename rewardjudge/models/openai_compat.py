@@ -427,6 +427,11 @@ class OpenAIModel(InferenceModel):
     requests one tries the stronger form again (None: never);
     ``reset_structured_output()`` forgets what was learned.
 
+    ``grammar_field``: the body field through which the server takes a GBNF
+    grammar (``"grammar"`` on llama-cpp-python's server); when set,
+    ``chat(..., grammar=...)`` constrains a reply to it (the candidate judge
+    sends its reply protocol this way). None (default): no grammar is sent.
+
     Transport options (see the module docstring): ``verify`` (True, False, a
     CA bundle path or an ``ssl.SSLContext``), ``headers`` (extra request
     headers), ``max_response_bytes`` (default 4 MiB), ``http_client`` (an
@@ -446,7 +451,7 @@ class OpenAIModel(InferenceModel):
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  seed_rng: random.Random | None = None,
                  chat_template: Any = None, max_top_logprobs: int = 20,
-                 logprobs_endpoint: LogprobsEndpoint = "auto"):
+                 logprobs_endpoint: LogprobsEndpoint = "auto", grammar_field: str | None = None):
         self.base_url = _check_base_url(base_url)
         if not model or not isinstance(model, str):
             raise ConfigError("model (the judge model's name on the server) is required")
@@ -469,6 +474,9 @@ class OpenAIModel(InferenceModel):
             raise ConfigError(f"max_response_bytes must be an int >= 1024, got {max_response_bytes!r}")
         if extra_body is not None and not isinstance(extra_body, Mapping):
             raise ConfigError(f"extra_body must be a dict, got {type(extra_body).__name__}")
+        if grammar_field is not None and (not isinstance(grammar_field, str) or not grammar_field):
+            raise ConfigError(f"grammar_field must be a request body field name or None, "
+                              f"got {grammar_field!r}")
         if headers is not None and not isinstance(headers, Mapping):
             raise ConfigError(f"headers must be a mapping of header names to values, "
                               f"got {type(headers).__name__}")
@@ -494,6 +502,7 @@ class OpenAIModel(InferenceModel):
         self._structured_output: str = structured_output
         self.structured_output_reprobe = structured_output_reprobe
         self.extra_body = dict(extra_body or {})
+        self.grammar_field = grammar_field
         self._http_client = http_client
         self._rng = seed_rng or random.Random()
         self._states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = \
@@ -545,6 +554,12 @@ class OpenAIModel(InferenceModel):
         if style == "json_object":
             return {"type": "json_object", "schema": schema}
         return None
+
+    @property
+    def accepts_grammar(self) -> bool:
+        """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set:
+        ``"grammar"`` for llama-cpp-python's server, which ``spawn_judge`` sets)."""
+        return self.grammar_field is not None
 
     # -- transport ------------------------------------------------------------
     def _loop_state(self) -> _LoopState:
@@ -700,10 +715,17 @@ class OpenAIModel(InferenceModel):
 
     # -- API --------------------------------------------------------------
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
-                   json_schema: dict[str, Any] | None = None) -> Completion:
+                   json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
+        """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
+        the ``grammar_field`` of the body (only where ``accepts_grammar``)."""
         state = self._loop_state()
         payload: dict[str, Any] = {"model": self.model, "messages": list(messages),
                                    **(params or GenerationParams()).as_dict(), **self.extra_body}
+        if grammar is not None:
+            if self.grammar_field is None:
+                raise ConfigError(f"{self!r} sends no grammar: set grammar_field (the body field "
+                                  f"its server reads a GBNF grammar from, e.g. 'grammar')")
+            payload[self.grammar_field] = grammar
         async with state.sem:
             if json_schema is None:
                 body = json.dumps(payload).encode()

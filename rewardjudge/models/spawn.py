@@ -67,14 +67,19 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def server_command(backend: str, model: str, host: str, port: int, *, served_name: str,
                    n_threads: int | None = None, context_length: int | None = None,
-                   extra_args: Sequence[str] = (), python: str | None = None) -> list[str]:
-    """The command line that starts ``backend`` serving ``model`` on host:port."""
+                   extra_args: Sequence[str] = (), python: str | None = None,
+                   n_threads_batch: int | None = None) -> list[str]:
+    """The command line that starts ``backend`` serving ``model`` on host:port
+    (llama_cpp: ``n_threads`` generate, ``n_threads_batch`` read the prompt;
+    the latter defaults to the former)."""
     py = python or sys.executable
     if backend == "llama_cpp":
         cmd = [py, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port),
                "--model_alias", served_name, "--n_ctx", str(context_length or 2048), "--verbose", "False"]
         if n_threads:
-            cmd += ["--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]
+            cmd += ["--n_threads", str(n_threads)]
+        if n_threads_batch or n_threads:
+            cmd += ["--n_threads_batch", str(n_threads_batch or n_threads)]
     elif backend == "vllm":
         cmd = [py, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host,
                "--port", str(port), "--served-model-name", served_name]
@@ -116,8 +121,16 @@ class JudgeServer:
         self.host = host
         self.port = port or free_port(host)
         self.served_name = served_name or (EMBEDDED_ALIAS if backend == "llama_cpp" else str(model))
+        cores = os.cpu_count() or 1
+        # Generating one token is many small steps, each ending at a barrier of all its
+        # threads: with every core in use, one thread descheduled (by the grading client
+        # or another process) stalls the rest. Measured on 2 loaded cores: a 4-candidate
+        # reply took 44-50 s with 2 generating threads, 5-8 s with 1. So by default half
+        # the cores generate (llama-cpp-python's own default) and all read the prompt.
         self.command = server_command(backend, self.model_path, host, self.port,
-                                      served_name=self.served_name, n_threads=n_threads or os.cpu_count(),
+                                      served_name=self.served_name,
+                                      n_threads=n_threads or max(1, cores // 2),
+                                      n_threads_batch=n_threads or cores,
                                       context_length=context_length, extra_args=extra_args)
         self.startup_timeout = startup_timeout
         self.env = env
@@ -190,6 +203,11 @@ class JudgeServer:
                                   else "json_schema",
                                   "max_concurrency": 4 if self.backend == "llama_cpp" else 256,
                                   "timeout": 120.0}
+        if self.backend == "llama_cpp":
+            # llama-cpp-python's server reads a GBNF grammar from the body's "grammar" field
+            # (the candidate judge's reply protocol); its json_schema response_format is an
+            # HTTP 500, so schemas go as json_object from the first request (set above)
+            kwargs["grammar_field"] = "grammar"
         if self.backend == "llama_cpp" and self.model_path.lower().endswith(".gguf"):
             # for /v1/completions (reading a grade after an assistant prefix); read lazily
             from .chat_template import ChatTemplate
@@ -214,10 +232,17 @@ class spawn_judge:
     Arguments: ``backend`` (``"llama_cpp"``, ``"vllm"``, ``"sglang"``, or
     ``"torch"``: an in-process ``TorchModel``, no server),
     ``model`` (a path or hub name; default: the embedded SmolLM2 GGUF for
-    llama_cpp), ``port`` (default: a free one), ``n_threads``,
+    llama_cpp), ``port`` (default: a free one), ``n_threads`` (llama_cpp;
+    default: half the cores generate, all of them read prompts),
     ``context_length``, ``extra_args`` (appended to the command),
     ``startup_timeout`` and ``model_kwargs`` (passed to ``OpenAIModel``).
     The server is stopped when the block exits, however it exits.
+
+    For llama_cpp the model is set up for llama-cpp-python's server from the
+    start: schemas go as ``{"type": "json_object", "schema": ...}`` (the
+    server constrains the reply to the schema; its ``json_schema`` form is an
+    HTTP 500), and ``grammar_field="grammar"`` lets the candidate judge send
+    its reply protocol as a GBNF grammar.
     """
 
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):

@@ -1,0 +1,81 @@
+"""A GBNF grammar for one candidate-judging request: the reply protocol, enforced.
+
+Servers that take a GBNF grammar with a request (llama-cpp-python's server:
+the ``grammar`` field of the body; ``OpenAIModel(grammar_field="grammar")``,
+which ``spawn_judge`` sets for llama_cpp) can be held to the
+``<candidate id="…">`` protocol while the judge writes. The grammar is built
+per request, from the request's own fresh ids and scale::
+
+    <candidate id="k3f9x2">
+    <reasoning>16 to 200 characters, no angle brackets or line breaks</reasoning>
+    <grade>G</grade>
+    </candidate>
+
+one block per id, in the order the candidates were shown, each with one of
+the scale's grades. A small judge that would write ``<response id=...>``,
+forget an id or ramble until ``max_tokens`` then writes exactly one valid
+block per candidate, and its reasoning is bounded, so the reply's length is
+known. The reply is still read by the unchanged strict parser
+(``candidate_protocol.parse_candidate_reply``): the grammar narrows what the
+judge can write; it decides nothing.
+
+>>> from rewardjudge.scales import Scale
+>>> print(candidate_grammar(["a2b3c4"], Scale.BINARY, reasoning_chars=80))
+root ::= c0
+c0 ::= "<candidate id=\\"a2b3c4\\">\\n<reasoning>" reason "</reasoning>\\n<grade>" grade "</grade>\\n</candidate>\\n"
+reason ::= [^<>\\x00-\\x20] [^<>\\x00-\\x1f]{15,79}
+grade ::= "0" | "1"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ..errors import ConfigError
+from ..scales import Scale
+
+__all__ = ["CANDIDATE_REASONING_CHARS", "candidate_grammar"]
+
+#: the most characters of reasoning the grammar lets the judge write per candidate
+CANDIDATE_REASONING_CHARS = 200
+#: the fewest: without a floor a 135M judge writes "1" as its reasoning and
+#: grades without a word; a short sentence first is what the protocol asks for
+CANDIDATE_REASONING_MIN_CHARS = 16
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
+
+
+def _literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{out}"'
+
+
+def candidate_grammar(ids: Sequence[str], scale: Scale, *,
+                      reasoning_chars: int = CANDIDATE_REASONING_CHARS,
+                      min_reasoning_chars: int = CANDIDATE_REASONING_MIN_CHARS) -> str:
+    """The GBNF grammar of a reply judging ``ids`` (in this order) on ``scale``, with
+    ``min_reasoning_chars`` to ``reasoning_chars`` characters of reasoning each (the
+    first one not a space)."""
+    if not ids:
+        raise ConfigError("a candidate grammar needs at least one id")
+    if isinstance(reasoning_chars, bool) or not isinstance(reasoning_chars, int) or reasoning_chars < 1:
+        raise ConfigError(f"reasoning_chars must be an int >= 1, got {reasoning_chars!r}")
+    if isinstance(min_reasoning_chars, bool) or not isinstance(min_reasoning_chars, int) \
+            or not 1 <= min_reasoning_chars <= reasoning_chars:
+        raise ConfigError(f"min_reasoning_chars must be an int in 1..reasoning_chars, "
+                          f"got {min_reasoning_chars!r}")
+    for cid in ids:
+        if not isinstance(cid, str) or not _SAFE_ID.match(cid):
+            raise ConfigError(f"candidate id {cid!r} is not a plain token (letters, digits, _ or -)")
+    lines = ["root ::= " + " ".join(f"c{k}" for k in range(len(ids)))]
+    for k, cid in enumerate(ids):
+        lines.append(f"c{k} ::= " + _literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
+                     + _literal("</reasoning>\n<grade>") + " grade "
+                     + _literal("</grade>\n</candidate>\n"))
+    rest = (f" [^<>\\x00-\\x1f]{{{min_reasoning_chars - 1},{reasoning_chars - 1}}}"
+            if reasoning_chars > 1 else "")
+    lines.append(r"reason ::= [^<>\x00-\x20]" + rest)
+    lines.append("grade ::= " + " | ".join(_literal(str(g)) for g in scale.grades))
+    return "\n".join(lines)
