@@ -55,7 +55,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+# strict=False: a raw line break or tab inside a string is read as itself. llama.cpp's
+# schema grammar (json_object mode) lets the judge write one there; a strict reader would
+# refuse the whole verdict for it
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float, strict=False)
 
 
 def _too_deep(value: Any) -> bool:
