@@ -1,0 +1,223 @@
+"""Issue 15, the embedded judge in seconds: bounded verdicts, a fitted reply budget, the
+server's structured-output form known at spawn, and the candidate protocol as a grammar.
+
+No timings are asserted: what is checked is what makes replies short and readable."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from rewardjudge import StringThread
+from rewardjudge.errors import ConfigError
+from rewardjudge.graders.candidate_grammar import candidate_grammar
+from rewardjudge.graders.candidate_judge import CandidateJudgeGrader
+from rewardjudge.graders.candidate_protocol import parse_candidate_reply
+from rewardjudge.graders.outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
+                                         fitted_max_tokens, parse_judge_reply)
+from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from rewardjudge.models import JudgeServer, OpenAIModel, server_command
+from rewardjudge.models.base import Completion
+from rewardjudge.scales import Scale
+from rewardjudge.testing import ScriptedModel
+
+
+# -- 1. bounded reasoning, fitted max_tokens ---------------------------------------------
+@pytest.mark.parametrize("model", [BinaryJudgeOutput, GradedJudgeOutput])
+def test_the_schema_states_the_reasoning_bound(model):
+    prop = model.model_json_schema()["properties"]["reasoning"]
+    assert prop["type"] == "string" and prop["maxLength"] == REASONING_MAX_CHARS
+
+
+@pytest.mark.parametrize("model, score", [(BinaryJudgeOutput, '"PASS"'), (GradedJudgeOutput, "3")])
+def test_a_longer_reasoning_is_cut_not_refused(model, score):
+    long = "The answer names the right city and explains why. " * 40
+    reading = parse_judge_reply(f'{{"reasoning": "{long}", "score": {score}}}', model)
+    verdict = reading.verdict
+    assert len(verdict.reasoning) <= REASONING_MAX_CHARS
+    assert long.startswith(verdict.reasoning[:-1]) and verdict.reasoning.endswith("\u2026")
+    assert verdict.to_value() in (1.0, 0.75)
+    # a reasoning within the bound is kept as written
+    short = model.model_validate({"reasoning": "Fine.", "score": json.loads(score)})
+    assert short.reasoning == "Fine."
+
+
+def test_a_raw_line_break_inside_the_reasoning_is_read():
+    """llama-cpp-python's schema grammar lets a raw line break into a JSON string."""
+    reading = parse_judge_reply('{ "reasoning": "Right:\n" ,"score" :"PASS"}', BinaryJudgeOutput)
+    assert reading.verdict.score == "PASS" and reading.verdict.reasoning == "Right:\n"
+
+
+def test_max_tokens_is_fitted_to_the_output_model_by_default():
+    fitted = fitted_max_tokens(BinaryJudgeOutput)
+    # room for the whole bounded reasoning at 2 characters a token, and well under 512
+    assert REASONING_MAX_CHARS // 2 < fitted < 256
+    model = ScriptedModel(['{"reasoning": "ok", "score": "PASS"}'])
+    grader = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}")
+    assert grader.params.max_tokens == fitted
+    graded = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", GradedJudgeOutput)
+    assert graded.params.max_tokens == fitted_max_tokens(GradedJudgeOutput)
+    # an explicit value, None, or an unbounded model keep what they say
+    assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", max_tokens=64).params.max_tokens == 64
+    assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", max_tokens=None).params.max_tokens is None
+
+    from pydantic import BaseModel, Field
+
+    class Unbounded(BaseModel):
+        reasoning: str
+        score: int = Field(ge=0, le=1)
+
+    assert fitted_max_tokens(Unbounded) is None
+    assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", Unbounded).params.max_tokens == 512
+    # not schema-constrained: the reply is not bounded by the schema either
+    assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}",
+                                      structured=False).params.max_tokens == 512
+
+
+async def test_the_fitted_budget_and_bounded_schema_are_sent():
+    model = ScriptedModel(['{"reasoning": "ok", "score": "PASS"}'])
+    grader = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}")
+    grade = await grader.grade(StringThread([("user", "q"), ("assistant", "a")]))
+    assert grade.status == "scored"
+    call = model.calls[0]
+    assert call["params"].max_tokens == fitted_max_tokens(BinaryJudgeOutput)
+    assert call["json_schema"]["properties"]["reasoning"]["maxLength"] == REASONING_MAX_CHARS
+
+
+# -- 2. the llama.cpp judge's form, known at spawn ------------------------------------------
+def test_spawned_llama_cpp_model_uses_json_object_and_grammars():
+    model = JudgeServer("llama_cpp", "/models/judge.bin").model()
+    assert model.structured_output == "json_object"
+    assert model.accepts_grammar and model.grammar_field == "grammar"
+    other = JudgeServer("vllm", "some/model").model()
+    assert other.structured_output == "json_schema" and not other.accepts_grammar
+
+
+def test_spawned_llama_cpp_generates_on_half_the_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    cmd = JudgeServer("llama_cpp", "/models/judge.bin").command
+    assert cmd[cmd.index("--n_threads") + 1] == "1" and cmd[cmd.index("--n_threads_batch") + 1] == "2"
+    cmd = JudgeServer("llama_cpp", "/models/judge.bin", n_threads=3).command
+    assert cmd[cmd.index("--n_threads") + 1] == "3" and cmd[cmd.index("--n_threads_batch") + 1] == "3"
+    cmd = server_command("llama_cpp", "/m", "127.0.0.1", 1, served_name="j", n_threads=1, n_threads_batch=4)
+    assert cmd[cmd.index("--n_threads_batch") + 1] == "4"
+
+
+async def test_json_object_first_request_goes_out_as_json_object(fake_server, caplog):
+    """A model set up as spawn_judge sets it up never sends json_schema, so the llama.cpp
+    500 is never met and nothing is learned by failing."""
+    model = OpenAIModel(fake_server.url, "judge", structured_output="json_object",
+                        grammar_field="grammar")
+    fake_server.responder = lambda req: '{"reasoning": "ok", "score": "PASS"}'
+    with caplog.at_level(logging.WARNING, logger="rewardjudge"):
+        await model.chat([{"role": "user", "content": "v?"}],
+                         json_schema=BinaryJudgeOutput.model_json_schema())
+    await model.aclose()
+    body = fake_server.requests[-1]
+    assert body["response_format"]["type"] == "json_object"
+    assert body["response_format"]["schema"]["properties"]["reasoning"]["maxLength"] == REASONING_MAX_CHARS
+    assert len(fake_server.requests) == 1 and "refused" not in caplog.text
+
+
+# -- 3. the candidate protocol as a grammar ---------------------------------------------------
+def test_candidate_grammar_names_every_id_in_order_and_the_scale():
+    g = candidate_grammar(["ab2cd3", "ef4gh5"], Scale.GRADED)
+    lines = g.splitlines()
+    assert lines[0] == "root ::= c0 c1"
+    assert '<candidate id=\\"ab2cd3\\">' in lines[1] and '<candidate id=\\"ef4gh5\\">' in lines[2]
+    assert lines[-1] == 'grade ::= "0" | "1" | "2" | "3" | "4"'
+    assert "{15,199}" in g  # 16 to 200 characters of reasoning, no angle brackets
+    with pytest.raises(ConfigError):
+        candidate_grammar(['a"b'], Scale.GRADED)
+    with pytest.raises(ConfigError):
+        candidate_grammar([], Scale.GRADED)
+
+
+async def test_grammar_is_sent_with_the_request_body(fake_server):
+    model = OpenAIModel(fake_server.url, "judge", grammar_field="grammar")
+    await model.chat([{"role": "user", "content": "x"}], grammar='root ::= "ok"')
+    assert fake_server.requests[-1]["grammar"] == 'root ::= "ok"'
+    plain = OpenAIModel(fake_server.url, "judge")
+    with pytest.raises(ConfigError, match="grammar_field"):
+        await plain.chat([{"role": "user", "content": "x"}], grammar='root ::= "ok"')
+    await model.aclose()
+    await plain.aclose()
+
+
+class _GrammarModel(ScriptedModel):
+    """Answers with the blocks a grammar-held judge writes, for the ids in its grammar."""
+
+    accepts_grammar = True
+
+    def __init__(self):
+        super().__init__([])
+        self.grammars: list[str] = []
+
+    async def chat(self, messages, params=None, *, json_schema=None, grammar=None):
+        import re
+
+        self.grammars.append(grammar)
+        ids = re.findall(r'<candidate id=\\"([a-z0-9]+)\\">', grammar or "")
+        text = "".join(f'<candidate id="{i}">\n<reasoning>Reasonable answer here.</reasoning>\n'
+                       f"<grade>3</grade>\n</candidate>\n" for i in ids)
+        return Completion(text=text, usage={"prompt_tokens": 10, "completion_tokens": 5})
+
+
+async def test_candidate_grader_sends_its_protocol_grammar_where_the_model_takes_one():
+    model = _GrammarModel()
+    grader = CandidateJudgeGrader("c", model, batch_size=4, seed=0, max_tokens_per_candidate=48)
+    samples = [StringThread([("user", "Capital of France?"), ("assistant", a)])
+               for a in ("Paris.", "Lyon.", "Paris!")]
+    grades = await grader.grade_batch(samples)
+    assert [g.status for g in grades] == ["scored"] * 3 and len(model.grammars) == 1
+    ids = grades[0].extra["requests"][0]["ids"]
+    assert all(f'id=\\"{i}\\"' in model.grammars[0] for i in ids)
+    # the reasoning bound fits the per-candidate token budget (48 - 30 tokens, 3 chars each)
+    assert "{15,53}" in model.grammars[0]
+
+
+async def test_candidate_grader_sends_no_grammar_to_other_models():
+    model = ScriptedModel(['<candidate id="x">'])  # ScriptedModel.chat takes no grammar
+    grader = CandidateJudgeGrader("c", model, max_rounds=1)
+    grades = await grader.grade_batch([StringThread([("user", "q"), ("assistant", "a")])])
+    assert grades[0].status == "unscored" and len(model.calls) == 1
+
+
+# -- on the real embedded judge -----------------------------------------------------------------
+@pytest.mark.judge
+async def test_the_candidate_grammar_gives_valid_blocks_on_the_embedded_judge():
+    from rewardjudge.models import spawn_judge
+
+    samples = [StringThread([("user", "What is the capital of France?"), ("assistant", a)])
+               for a in ("Paris.", "Lyon.", "Paris, on the Seine.", "I do not know.")]
+    async with spawn_judge() as judge:
+        assert judge.accepts_grammar and judge.structured_output == "json_object"
+        grader = CandidateJudgeGrader("e2e", judge, batch_size=4, seed=0, max_rounds=1)
+        grades = await grader.grade_batch(samples)
+        # without the grammar the same judge writes <submission>/<response> blocks: 0 valid
+        ids = grades[0].extra["requests"][0]["ids"]
+        assert parse_candidate_reply(grades[0].raw_reply, ids, Scale.GRADED).verdicts.keys() == set(ids)
+    assert [g.status for g in grades] == ["scored"] * 4
+    for g in grades:
+        assert Scale.GRADED.contains(g.extra["grade"]) and g.extra["rounds"] == 1
+        assert g.reasoning and 16 <= len(g.reasoning) <= 200
+
+
+@pytest.mark.judge
+async def test_bounded_verdicts_on_the_embedded_judge():
+    from rewardjudge import catalog
+    from rewardjudge.models import spawn_judge
+
+    samples = [StringThread([("user", q), ("assistant", a)]) for q, a in
+               [("Explain photosynthesis briefly.", "Plants turn light, water and CO2 into sugar."),
+                ("What is 17 * 23?", "401"), ("Write a haiku about rain.", "Rain taps on the roof")]]
+    async with spawn_judge() as judge:
+        for output in ("binary", "graded"):
+            grader = catalog.grader("completeness", judge, output=output)
+            for sample in samples:
+                grade = await grader.grade(sample)
+                assert grade.status == "scored", grade.error
+                assert grade.usage["completion_tokens"] <= grader.params.max_tokens
+                assert len(grade.reasoning) <= REASONING_MAX_CHARS
