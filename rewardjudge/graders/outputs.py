@@ -73,8 +73,11 @@ class GradedJudgeOutput(JudgeOutput):
     reasoning: str = Field(description=f"Brief reasoning that leads to the grade "
                                        f"(at most {REASONING_MAX_CHARS} characters)",
                            max_length=REASONING_MAX_CHARS)
+    # the grades also as an enum: llama-cpp-python's schema grammar ignores minimum and
+    # maximum (the 135M judge wrote 5-9 and 391), but holds the judge to an enum
     score: int = Field(ge=Scale.GRADED.min, le=Scale.GRADED.max,
-                       description="; ".join(f"{g} {lab.lower()}" for g, lab in Scale.GRADED.labels))
+                       description="; ".join(f"{g} {lab.lower()}" for g, lab in Scale.GRADED.labels),
+                       json_schema_extra={"enum": Scale.GRADED.grades})
 
     @field_validator("reasoning", mode="before")
     @classmethod
