@@ -11,10 +11,10 @@ __all__ = ["canonical_hash", "canonical_json"]
 
 
 def canonical_json(data: Any) -> str:
-    """``data`` as canonical JSON: sorted keys, no spaces, UTF-8 kept, no NaN;
-    values JSON cannot hold are written with ``str``."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False, default=str)
+    """``data`` as canonical JSON: sorted keys, no spaces, UTF-8 kept; values
+    JSON cannot hold are written with ``str`` (a dataset row's NaN as ``NaN``;
+    configs that are hashed refuse non-finite numbers before they get here)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def canonical_hash(data: Any) -> str:

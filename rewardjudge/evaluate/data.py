@@ -23,13 +23,13 @@ which columns it left alone that you may want to map.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..thread import StringThread
 
@@ -273,9 +273,7 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
 def thread_digest(thread: StringThread) -> str:
     """First 16 hex digits of the SHA-256 of a thread's turns and metadata:
     a resumed run checks that each finished row still holds the same input."""
-    blob = json.dumps({"turns": thread.turns, "metadata": thread.metadata}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return canonical_hash({"turns": thread.turns, "metadata": thread.metadata})[:16]
 
 
 def iter_rows(ds: Any, indices: Sequence[int] | None = None, chunk: int = 1024) -> Iterator[tuple[int, dict]]:

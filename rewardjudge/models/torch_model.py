@@ -49,7 +49,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import os
 import queue
@@ -62,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .._hash import canonical_hash
 from .._paths import cache_root
 from ..errors import ConfigError, JudgeError
 from .base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
@@ -128,8 +128,7 @@ def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
     transformers = _import_transformers()
     gguf = gguf.resolve()
     st = gguf.stat()
-    key = hashlib.sha256(f"{gguf}|{st.st_size}|{st.st_mtime_ns}|{transformers.__version__}"
-                         .encode()).hexdigest()[:16]
+    key = canonical_hash([str(gguf), st.st_size, st.st_mtime_ns, transformers.__version__])[:16]
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = root / f"{gguf.stem}-{key}"
     if (target / "config.json").is_file():

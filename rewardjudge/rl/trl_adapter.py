@@ -17,12 +17,12 @@ during ``train()`` and the evaluation penalty during ``evaluate()``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import math
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders.base import Grader
@@ -209,7 +209,7 @@ class TRLRewardFunc:
         columns = {k: v for k, v in columns.items() if k not in _TRL_RESERVED}
         if not self._sharers:
             return await self.grader.grade_batch(self.threads(prompts, completions, **columns))
-        key = hashlib.sha256(repr((list(prompts), list(completions))).encode()).hexdigest()
+        key = canonical_hash([list(prompts), list(completions)])
         entry = self._shared.get(key)
         if entry is None:
             task = asyncio.ensure_future(self.grader.grade_batch(self.threads(prompts, completions, **columns)))
