@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from .core.structured_output import render_schema
 from .grade import Grade
+from .graders.candidate_judge import CandidateJudgeGrader
 from .graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
 from .models.base import InferenceModel
 from .thread import StringThread
@@ -62,6 +63,15 @@ def demo_grader(judge: InferenceModel) -> TemplatedPromptJudgeGrader:
         completion_model=AnalysisOutput, max_tokens=200)
 
 
+def demo_group_grader(judge: InferenceModel) -> CandidateJudgeGrader:
+    """The same answers judged as groups: every answer to one question in one
+    request (``<candidate id>`` blocks; a grammar enforces them on llama.cpp)."""
+    return CandidateJudgeGrader(
+        "analysis-group", judge, scale="graded", batch_size=8, completion_model=AnalysisOutput,
+        title_field="answer", max_rounds=1,
+        evaluation_description="Answers to quiz questions: grade correctness and completeness")
+
+
 def demo_threads(eval_mode: bool = False) -> list[StringThread]:
     """The bundled completions as threads (system instructions, question, answer)."""
     instructions = f"Answer the question. Output must be valid JSON:\n{render_schema(AnalysisOutput)}"
@@ -90,19 +100,30 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
     from .models import OpenAIModel, spawn_judge
 
     threads = demo_threads(eval_mode)
+
+    async def grade_all(judge: InferenceModel) -> tuple[list[Grade], list[Grade]]:
+        return (await demo_grader(judge).grade_batch(threads),
+                await demo_group_grader(judge).grade_batch(threads))
+
     if judge_url:
         judge = OpenAIModel(judge_url, judge_model or "judge")
         async with judge:
-            grades = await demo_grader(judge).grade_batch(threads)
+            grades, group_grades = await grade_all(judge)
     else:
         print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...")
         async with spawn_judge() as judge:
-            grades = await demo_grader(judge).grade_batch(threads)
+            grades, group_grades = await grade_all(judge)
     print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
     for t, g in zip(threads, grades):
         print(format_grade(t, g))
     counts = {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")}
     print("\ncounts:", counts)
+    print("\nthe same answers judged in groups (CandidateJudgeGrader: one request per question, "
+          "graded 0-4):")
+    for t, g in zip(threads, group_grades):
+        print(format_grade(t, g))
+    print("\ngroup counts:", {s: sum(g.status == s for g in group_grades)
+                              for s in ("scored", "penalized", "unscored")})
     return grades
 
 

@@ -19,7 +19,10 @@ def test_demo_cli_against_a_judge_url():
     for t in demo_threads():
         assert t.metadata["id"] in out.stdout
     assert "counts: {'scored': 4, 'penalized': 2, 'unscored': 0}" in out.stdout
-    assert server.request_count == 4  # malformed answers never reach the judge
+    # group judging: one request per question; the fake judge answers JSON, not candidate
+    # blocks, so those grades are unscored (judge side), never a fake 0
+    assert "group counts: {'scored': 0, 'penalized': 2, 'unscored': 4}" in out.stdout
+    assert server.request_count == 4 + 2  # malformed answers never reach the judge
 
 
 @pytest.mark.judge
@@ -28,4 +31,6 @@ def test_demo_on_embedded_judge():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert "'penalized': 2" in out.stdout
-    assert out.stdout.count(" scored ") + out.stdout.count(" unscored ") == 4
+    assert out.stdout.count(" scored ") + out.stdout.count(" unscored ") == 8
+    # the grammar makes the embedded judge answer in candidate blocks: group judging works
+    assert "group counts: {'scored': 4, 'penalized': 2, 'unscored': 0}" in out.stdout

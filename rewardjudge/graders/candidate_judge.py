@@ -57,6 +57,7 @@ from ..templates.prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
 from ._context import thread_context
+from ._options import JudgeOptions, validated
 from .base import Grader, Mode, log
 from .candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
 from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
@@ -250,15 +251,13 @@ class CandidateJudgeGrader(Grader):
         self.completion_model = completion_model
         self.title_field = title_field
         self.image_field = image_field
-        if temperature is not None and not (0.0 <= float(temperature) <= 2.0):
-            raise ConfigError(f"temperature must be in [0, 2], got {temperature!r}")
-        if max_tokens_per_candidate is not None and max_tokens_per_candidate < 1:
-            raise ConfigError("max_tokens_per_candidate must be >= 1 or None")
-        self.temperature = temperature
-        self.top_p = top_p
-        self.max_tokens_per_candidate = max_tokens_per_candidate
+        opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, seed=seed,
+                         max_tokens=max_tokens_per_candidate)
+        self.temperature = opts.temperature
+        self.top_p = opts.top_p
+        self.max_tokens_per_candidate = opts.max_tokens
         self.shuffle = bool(shuffle)
-        self.seed = seed
+        self.seed = opts.seed
         # a seeded grader draws every request's shuffle seed from one stream
         self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
         self.evaluation_name = str(evaluation_name or "")
