@@ -77,6 +77,15 @@ class InferenceModel(abc.ABC):
     #: a short name for logs and cache keys
     name: str = "model"
 
+    @property
+    def control_tokens(self) -> tuple[str, ...]:
+        """Literal special tokens of this judge's chat template, beyond the
+        common forms graders always neutralise (``<|...|>``, ``[INST]``,
+        ``<s>``...): graders defang them in policy text. A model built with a
+        chat template (``spawn_judge``, ``TorchModel``) reads them from it."""
+        template = getattr(self, "chat_template", None)
+        return tuple(getattr(template, "control_tokens", ()) or ())
+
     @abc.abstractmethod
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None) -> Completion:

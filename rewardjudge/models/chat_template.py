@@ -24,6 +24,8 @@ verbatim (no end-of-turn).
 
 from __future__ import annotations
 
+import re
+
 import os
 import threading
 from pathlib import Path
@@ -32,6 +34,11 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 
 __all__ = ["ChatTemplate"]
+
+
+#: literal special-token shapes inside a chat template's source
+_SPECIAL = re.compile(r"<\|[^|<>\s'\"]{1,40}\|>|<\uff5c[^<>\s'\"]{1,40}\uff5c>|<(?:start|end)_of_turn>|"
+                      r"\[/?(?:INST|SYS|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]|<</?SYS>>|</?s>")
 
 
 class ChatTemplate:
@@ -92,6 +99,20 @@ class ChatTemplate:
             except JinjaError as exc:
                 raise ConfigError(f"invalid chat template: {exc}") from exc
         return self._compiled
+
+    @property
+    def control_tokens(self) -> tuple[str, ...]:
+        """The special tokens this template writes (``<|im_start|>``,
+        ``<start_of_turn>``, ``[INST]``...) and its BOS/EOS texts: text a policy
+        must not be able to write into a judge prompt."""
+        cached = self.__dict__.get("_control_tokens")
+        if cached is None:
+            self._load()
+            found = dict.fromkeys(t for t in (self.bos_token, self.eos_token) if t)
+            for m in _SPECIAL.finditer(self.source or ""):
+                found.setdefault(m.group(), None)
+            cached = self.__dict__["_control_tokens"] = tuple(found)
+        return cached
 
     def render(self, messages: Sequence[dict[str, Any]], *, add_generation_prompt: bool = True) -> str:
         """The prompt for ``messages`` (a trailing assistant message is continued)."""
