@@ -4,6 +4,16 @@ Every grade on every scale is a single digit, so it is one token for common
 tokenizers (Llama, Qwen, Mistral, SmolLM2: the digits 0-9 are single
 tokens): a judge can answer in one step and its grade probabilities can be
 read from one position. A grade maps to a reward in [0, 1] linearly.
+
+Label families: the same three scales with other names for their grades.
+``"relevance"`` holds the labels a search team grades results with (the
+Releval prompt-template document's "Highly Relevant", "Marginally
+Relevant"): ``Scale.get("relevance-graded")``, or
+``Scale.get("graded", labels="relevance")``. A family scale keeps the
+grades of its kind and shows templates its kind as ``scale`` (``binary``,
+``graded`` or ``detailed``, so ``{{#if (eq scale "graded")}}`` still
+branches), with its own ``scale_labels``; its ``name``
+(``"relevance-graded"``) is what graders record.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ class Scale:
     min: int
     max: int
     labels: tuple[tuple[int, str], ...]
+    #: the kind templates see as ``scale`` (binary/graded/detailed); "" means ``name``
+    kind: str = ""
 
     BINARY: ClassVar["Scale"]
     GRADED: ClassVar["Scale"]
@@ -39,6 +51,11 @@ class Scale:
         grades = [g for g, _ in self.labels]
         if grades != list(range(self.min, self.max + 1)):
             raise ConfigError(f"scale {self.name!r}: labels must cover {self.min}..{self.max} in order")
+
+    @property
+    def base(self) -> str:
+        """What templates see as ``scale``: the kind for a label-family scale, else the name."""
+        return self.kind or self.name
 
     @property
     def grades(self) -> list[int]:
@@ -60,19 +77,42 @@ class Scale:
 
     def template_vars(self) -> dict[str, Any]:
         """``scale``, ``scale_min``, ``scale_max``, ``scale_labels`` for templates."""
-        return {"scale": self.name, "scale_min": self.min, "scale_max": self.max,
+        return {"scale": self.base, "scale_min": self.min, "scale_max": self.max,
                 "scale_labels": [{"grade": g, "label": lab} for g, lab in self.labels]}
 
     @classmethod
-    def get(cls, scale: "str | Scale") -> "Scale":
-        """Look a scale up by name ("binary", "graded", "detailed") or pass one through."""
+    def get(cls, scale: "str | Scale", labels: str | None = None) -> "Scale":
+        """Look a scale up by name or pass one through.
+
+        Names: ``binary``, ``graded``, ``detailed`` and the label-family
+        scales (``relevance-binary``, ``relevance-graded``,
+        ``relevance-detailed``). ``labels`` names a family (``"relevance"``,
+        or ``"generic"`` for the plain labels) and gives that family's scale
+        of the same kind:
+
+        >>> Scale.get("graded", labels="relevance").label(4)
+        'Highly Relevant'
+        >>> Scale.get("relevance-graded").template_vars()["scale"]
+        'graded'
+        """
         if isinstance(scale, Scale):
-            return scale
-        try:
-            return _BY_NAME[str(scale).lower()]
-        except KeyError:
-            raise ConfigError(f"unknown scale {scale!r}; expected one of {sorted(_BY_NAME)} "
-                              f"or a Scale") from None
+            found = scale
+        else:
+            try:
+                found = _BY_NAME[str(scale).strip().lower()]
+            except KeyError:
+                raise ConfigError(f"unknown scale {scale!r}; expected one of {sorted(_BY_NAME)} "
+                                  f"or a Scale") from None
+        if labels is None:
+            return found
+        family = LABEL_FAMILIES.get(str(labels).strip().lower())
+        if family is None:
+            raise ConfigError(f"unknown label family {labels!r}; expected one of "
+                              f"{sorted(LABEL_FAMILIES)}")
+        if found.base not in family:
+            raise ConfigError(f"the {labels!r} labels have no {found.base!r} scale "
+                              f"(scale {found.name!r} runs {found.min}-{found.max})")
+        return family[found.base]
 
 
 Scale.BINARY = Scale("binary", 0, 1, ((0, "Fail"), (1, "Pass")))
@@ -81,5 +121,25 @@ Scale.GRADED = Scale("graded", 0, 4, ((0, "Very poor"), (1, "Poor"), (2, "Accept
 Scale.DETAILED = Scale("detailed", 0, 9, (
     (0, "Unusable"), (1, "Very poor"), (2, "Poor"), (3, "Weak"), (4, "Below average"),
     (5, "Average"), (6, "Above average"), (7, "Good"), (8, "Very good"), (9, "Excellent")))
-_BY_NAME = {s.name: s for s in (Scale.BINARY, Scale.GRADED, Scale.DETAILED)}
-SCALES = tuple(_BY_NAME.values())
+SCALES = (Scale.BINARY, Scale.GRADED, Scale.DETAILED)
+"""The three kinds of scale (a typed question describes each of them)."""
+
+# the relevance labels a search team grades results with (Releval's
+# "Highly Relevant", "Marginally Relevant"), one family per kind
+RELEVANCE_SCALES = (
+    Scale("relevance-binary", 0, 1, ((0, "Not Relevant"), (1, "Relevant")), kind="binary"),
+    Scale("relevance-graded", 0, 4, (
+        (0, "Not Relevant"), (1, "Marginally Relevant"), (2, "Somewhat Relevant"), (3, "Relevant"),
+        (4, "Highly Relevant")), kind="graded"),
+    Scale("relevance-detailed", 0, 9, (
+        (0, "Completely Irrelevant"), (1, "Not Relevant"), (2, "Barely Relevant"),
+        (3, "Marginally Relevant"), (4, "Slightly Relevant"), (5, "Somewhat Relevant"),
+        (6, "Fairly Relevant"), (7, "Relevant"), (8, "Highly Relevant"), (9, "Perfectly Relevant")),
+        kind="detailed"),
+)
+#: label family -> kind -> scale
+LABEL_FAMILIES: dict[str, dict[str, Scale]] = {
+    "generic": {s.name: s for s in SCALES},
+    "relevance": {s.kind: s for s in RELEVANCE_SCALES},
+}
+_BY_NAME = {s.name: s for s in (*SCALES, *RELEVANCE_SCALES)}
