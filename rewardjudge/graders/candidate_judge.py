@@ -153,6 +153,15 @@ class CandidateJudgeGrader(Grader):
       its fields become the candidate's ``fields`` (``title_field`` and
       ``image_field`` name the ones used as title and image). Without it the
       title is the completion text and ``fields`` is empty.
+    * ``include_images``: send each candidate's image (the ``image_field``
+      value: a URL or a ``data:`` URL) to a vision judge as an image content
+      part (``{"type": "image_url", "image_url": {"url": ...}}``), after the
+      rendered text, in the order the candidates are shown, each preceded by
+      a text part naming its candidate id; the default user template is then
+      the multimodal variant (``CandidateJudgeGrader/user.multimodal.txt``).
+      ``candidates[].image`` is in the template context only with this on
+      (as in Releval); without it no image is sent or shown. Needs
+      ``image_field``.
     * ``max_rounds``: requests a candidate may take part in (1: no re-asks).
     * ``shuffle`` / ``seed``: shuffle each request's candidates; ``seed``
       makes the shuffles reproducible and is sent to the judge as its
@@ -205,7 +214,8 @@ class CandidateJudgeGrader(Grader):
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
                  batch_size: int = 8, template: str | None = None, system_template: str | None = None,
                  completion_model: type[BaseModel] | None = None, title_field: str | None = None,
-                 image_field: str | None = None, evaluation_name: str = "",
+                 image_field: str | None = None, include_images: bool = False,
+                 evaluation_name: str = "",
                  evaluation_description: str = "", max_rounds: int = 3, shuffle: bool = True,
                  seed: int | None = None, temperature: float | None = 0.0, top_p: float | None = None,
                  max_tokens_per_candidate: int | None = 256,
@@ -251,6 +261,12 @@ class CandidateJudgeGrader(Grader):
         self.completion_model = completion_model
         self.title_field = title_field
         self.image_field = image_field
+        if not isinstance(include_images, bool):
+            raise ConfigError(f"include_images must be True or False, got {include_images!r}")
+        if include_images and image_field is None:
+            raise ConfigError("include_images=True sends each candidate's image_field as an image "
+                              "part; pass completion_model and image_field")
+        self.include_images = include_images
         opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, seed=seed,
                          max_tokens=max_tokens_per_candidate)
         self.temperature = opts.temperature
@@ -263,7 +279,8 @@ class CandidateJudgeGrader(Grader):
         self.evaluation_name = str(evaluation_name or "")
         self.evaluation_description = str(evaluation_description or "")
         self.template_variables = dict(template_variables or {})
-        user_src = prompt_source("CandidateJudgeGrader", "user") if template is None else template
+        user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
+                    if template is None else template)
         system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
                       else system_template)
         self.user_template = Template(user_src, name="template", strict=strict_templates)
@@ -317,7 +334,7 @@ class CandidateJudgeGrader(Grader):
             out["title"] = "" if title is None else title if isinstance(title, str) else json.dumps(title)
         if self.image_field is not None:
             image = fields.pop(self.image_field, None)
-            if image:
+            if image and self.include_images:
                 out["image"] = image if isinstance(image, str) else json.dumps(image)
         return out
 
@@ -445,7 +462,7 @@ class CandidateJudgeGrader(Grader):
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
                   "ids": ids}
         context = self.extract_template_context(order[0].sample, candidates)
-        messages = self._messages(context)
+        messages = self._messages(context, self._image_parts(order, ids))
         params = GenerationParams(
             temperature=self.temperature, top_p=self.top_p, seed=self.seed,
             max_tokens=None if self.max_tokens_per_candidate is None
@@ -604,12 +621,31 @@ class CandidateJudgeGrader(Grader):
             cand.grade.extra.update(sampled_value=cand.grade.value, expected_value=None,
                                     distribution_error=reason)
 
-    def _messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
+    def _image_parts(self, order: list[_Candidate], ids: list[str]) -> list[dict[str, Any]]:
+        """With ``include_images``: for each shown candidate with an image, a text
+        part naming its id and the image part, in the order shown."""
+        if not self.include_images:
+            return []
+        parts: list[dict[str, Any]] = []
+        for cand, cid in zip(order, ids):
+            image = cand.data.get("image")
+            if isinstance(image, str) and image:
+                parts.append({"type": "text", "text": f"Image of candidate {cid}:"})
+                parts.append({"type": "image_url", "image_url": {"url": image}})
+        return parts
+
+    def _messages(self, context: Mapping[str, Any],
+                  image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
         # stripped: a template's optional header lines ({{#if ...}}) leave blank lines
         system = self.system_template.render(context).strip()
         user = self.user_template.render(context).strip()
-        messages = [{"role": "system", "content": system}] if system.strip() else []
-        messages.append({"role": "user", "content": user})
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system.strip() else []
+        if image_parts:
+            # OpenAI content parts: the rendered text, then the images
+            messages.append({"role": "user",
+                             "content": [{"type": "text", "text": user}, *map(dict, image_parts)]})
+        else:
+            messages.append({"role": "user", "content": user})
         return messages
 
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
@@ -636,6 +672,7 @@ class CandidateJudgeGrader(Grader):
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),
                 "title_field": self.title_field, "image_field": self.image_field,
+                **({"include_images": True} if self.include_images else {}),
                 "evaluation_name": self.evaluation_name,
                 "evaluation_description": self.evaluation_description,
                 "max_rounds": self.max_rounds, "shuffle": self.shuffle, "seed": self.seed,
