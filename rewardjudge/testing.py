@@ -8,6 +8,9 @@
   ``python -m rewardjudge.testing --port 8000 --latency 0.1`` runs one in its
   own process (for benchmarks, where the server must not share the client's
   interpreter).
+* ``FakeTypedQuestionProvider``: a loopback typed-question provider (Jev's
+  request shape; see ``models/typed_question_client.py``) with the same
+  faults.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any, Callable, Sequence
 from .errors import ConfigError
 from .models.base import Completion, GenerationParams, InferenceModel, Message
 
-__all__ = ["FakeJudgeServer", "Fault", "ScriptExhausted", "ScriptedModel"]
+__all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel"]
 
 
 class ScriptExhausted(ConfigError):
@@ -372,6 +375,109 @@ class FakeJudgeServer:
 
     async def __aexit__(self, *exc) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
+
+
+# --------------------------------------------------------------------------
+# fake typed-question provider
+# --------------------------------------------------------------------------
+def _typed_request_problems(req: Any) -> list[str]:
+    """What is wrong with a typed-question request (empty when it has the documented shape)."""
+    if not isinstance(req, dict):
+        return ["the body is not an object"]
+    problems = []
+    if not isinstance(req.get("model"), str) or not req["model"]:
+        problems.append("'model' must be a non-empty string")
+    if not isinstance(req.get("state"), dict):
+        problems.append("'state' must be an object")
+    questions = req.get("questions")
+    if not isinstance(questions, dict) or not questions:
+        problems.append("'questions' must be a non-empty object")
+        return problems
+    for name, q in questions.items():
+        if not isinstance(q, dict):
+            problems.append(f"questions.{name} must be an object")
+            continue
+        if q.get("type") != "score":
+            problems.append(f"questions.{name}.type must be 'score'")
+        if not isinstance(q.get("instructions"), (str, dict, list)) or not q.get("instructions"):
+            problems.append(f"questions.{name}.instructions is missing")
+        if not isinstance(q.get("criteria"), list) or len(q["criteria"]) < 2:
+            problems.append(f"questions.{name}.criteria must list at least two criteria")
+    return problems
+
+
+class FakeTypedQuestionProvider(FakeJudgeServer):
+    """A loopback typed-question provider for tests.
+
+    Serves ``POST {url}/questions``: a request of the documented shape
+    (``model``, ``state``, ``questions.<name>`` with ``type: "score"``,
+    ``instructions`` and ``criteria``) is answered
+    ``{"model", "answers": {<name>: {"probabilities": [...], "score": ...}},
+    "usage": {"questions": n}}``; one of another shape gets HTTP 400 naming
+    what is wrong. ``responder(request) -> {name: probabilities} | Fault``
+    decides the answers (default: every criterion equally likely; a list
+    answers every question with it). ``requests``, ``enqueue(*faults)`` and
+    ``latency`` work as on ``FakeJudgeServer``; ``Fault.reply(text)`` sends
+    ``text`` as the whole body.
+
+    >>> with FakeTypedQuestionProvider(lambda req: {"relevance": [0.1, 0.9]}) as p:  # doctest: +SKIP
+    ...     client = TypedQuestionClient(p.url)
+    """
+
+    def __init__(self, responder: Callable[[dict[str, Any]], Any] | None = None, *,
+                 latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
+                 model: str = "jev-latest", record: bool = True):
+        super().__init__(None, latency=latency, host=host, port=port, model=model, record=record)
+        self.responder = responder or (lambda req: {
+            name: [1.0 / len(q["criteria"])] * len(q["criteria"])
+            for name, q in req["questions"].items()})
+
+    def _handle(self, conn: _Conn, method: str, path: str, body: bytes) -> None:
+        if method != "POST" or not path.rstrip("/").endswith("/questions"):
+            conn._send(404, b'{"error": "not found"}')
+            return
+        try:
+            req = json.loads(body)
+        except ValueError:
+            conn._send(400, b'{"error": "body is not JSON"}')
+            return
+        self.request_count += 1
+        if self.record:
+            self.requests.append(req)
+        problems = _typed_request_problems(req)
+        if problems:
+            conn._send(400, json.dumps({"error": "; ".join(problems)}).encode())
+            return
+        with self._lock:
+            fault = self._queue.pop(0) if self._queue else None
+        if fault is None:
+            try:
+                out = self.responder(req)
+                if not isinstance(out, Fault):
+                    if isinstance(out, (list, tuple)):
+                        out = {name: list(out) for name in req["questions"]}
+                    answers = {}
+                    for name, probs in out.items():
+                        probs = list(probs)
+                        score = sum(i * p for i, p in enumerate(probs)) / (sum(probs) or 1.0)
+                        answers[name] = {"probabilities": probs, "score": score}
+                    out = Fault.reply(json.dumps({
+                        "model": req.get("model", self.model), "answers": answers,
+                        "usage": {"questions": len(req["questions"])}}))
+            except Exception as exc:  # a broken responder is a 500, like a broken server
+                out = Fault.http(500, body=json.dumps({"error": repr(exc)}))
+            fault = out
+        delay = fault.seconds if fault.kind == "timeout" else self.latency
+        handle = self._loop.call_later(delay, self._answer, conn, fault, req)
+        self._pending.add(handle)
+
+    def _answer(self, conn: _Conn, fault: Fault, req: dict[str, Any]) -> None:
+        if fault.kind == "reply":
+            t = conn.transport
+            if t is not None and not t.is_closing():
+                conn._send(200, fault.content.encode())
+            return
+        super()._answer(conn, fault, req)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,6 +24,16 @@ Flow of ``grade(sample)``:
 5. Otherwise the distribution is renormalised over the grades; the value
    is ``scale.to_reward(expected grade)`` (``value="expected"``, default) or
    ``scale.to_reward(most likely grade)`` (``value="most_likely"``).
+
+On a typed-question provider (a model with ``answers_typed_questions``:
+``TypedQuestionClient``) steps 2-4 are one typed question instead of a
+prompt: the content is ``{"query": metadata["query"] (else the last user
+turn), "result": {"title", "fields"}}`` (see ``state_of``), sent as the
+request's ``state`` with the rendered ``instructions`` and ``criteria``;
+the provider's probability per criterion is the probability of that grade.
+The default question is then ``SEARCH_RELEVANCE_QUESTION`` (Releval's), and
+a question whose instructions name a path (`` `x.y` ``) outside ``query``,
+``result`` and the instructions' own fields is refused at construction.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from ._context import thread_context
 from ._options import JudgeOptions, validated
 from .base import Grader, Mode
 from .distribution import distribution_text, summarize
-from .typed_question import Question, TypedQuestionTemplate
+from .typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
 
@@ -83,7 +93,9 @@ class ProbabilityJudgeGrader(Grader):
     normal chat reply; None forces the latter), ``value`` (``"expected"`` or
     ``"most_likely"``), ``min_valid_mass`` (the floor of probability on valid
     grades below which the result is unscored), ``completion_model``,
-    ``seed`` and the penalty settings of ``Grader``.
+    ``seed`` and the penalty settings of ``Grader``. ``title_field`` (with
+    ``completion_model``, on a typed-question provider): the parsed field
+    sent as ``result.title``; the others are ``result.fields``.
 
     ``extra`` of a scored Grade: ``probabilities`` ({grade: p}, summing to 1
     over the valid grades), ``expected_grade``, ``most_likely_grade``,
@@ -99,6 +111,7 @@ class ProbabilityJudgeGrader(Grader):
                  system_template: str | None = None, user_template: str | None = None,
                  answer_prefix: str | None = "auto", value: ValueMode = "expected",
                  min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
+                 title_field: str | None = None,
                  seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
                  eval_penalty: float = 0.0, reject_content_free: bool | None = None,
                  max_completion_chars: int | None = None):
@@ -125,6 +138,12 @@ class ProbabilityJudgeGrader(Grader):
                               f"got {completion_model!r}")
         if answer_prefix is not None and (not isinstance(answer_prefix, str) or not answer_prefix):
             raise ConfigError("answer_prefix must be 'auto', a non-empty string or None")
+        if title_field is not None and (completion_model is None
+                                        or title_field not in completion_model.model_fields):
+            raise ConfigError(f"title_field={title_field!r} must name a field of completion_model")
+        self.title_field = title_field
+        #: the model answers typed questions (TypedQuestionClient): no prompt is built
+        self.typed = bool(getattr(model, "answers_typed_questions", False))
         if answer_prefix == "auto":
             answer_prefix = AUTO_PREFIX if model.continues_prefix else None
         self.value_mode = value
@@ -137,11 +156,14 @@ class ProbabilityJudgeGrader(Grader):
         scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
         self.question_template = TypedQuestionTemplate(
             question_template if question_template is not None
+            else SEARCH_RELEVANCE_QUESTION if self.typed
             else prompt_source("ProbabilityJudgeGrader", "question"),
             name="question_template", scales=scales, evaluation_name=self.evaluation_name,
             evaluation_description=self.evaluation_description, variables=self.template_variables)
         #: the question of this run, rendered once
         self.question: Question = self.question_template.render(self.scale)
+        if self.typed:
+            self._check_paths()
         self.system_template = Template(system_template if system_template is not None
                                         else prompt_source("ProbabilityJudgeGrader", "system"),
                                         name="system_template")
@@ -162,7 +184,37 @@ class ProbabilityJudgeGrader(Grader):
         # needs a variable it will never get
         self.build_messages({"conversation": [], "completion": ""})
 
+    def _check_paths(self) -> None:
+        """A typed question's instructions may name only what the state holds."""
+        roots = {"query", "result"}
+        if isinstance(self.question.instructions, dict):
+            roots |= set(self.question.instructions)
+        unknown = [p for p in content_paths(self.question.instructions) if p.split(".")[0] not in roots]
+        if unknown:
+            raise ConfigError(f"the question's instructions name {', '.join(f'`{p}`' for p in unknown)}, "
+                              f"but a typed-question provider judges {{query, result: {{title, fields}}}}: "
+                              f"address the content as `query`, `result` or `result.fields.<name>`")
+
     # -- pieces -------------------------------------------------------------
+    def state_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The content a typed-question provider judges: ``{"query", "result":
+        {"title", "fields"}}``. ``query`` is ``metadata["query"]`` (a string or,
+        for a structured query set, its object) or else the last user turn;
+        the result is the parsed completion (``title_field`` as the title, the
+        other fields as ``fields``) or the completion text as the title.
+        Sent as data, not a prompt: not neutralised."""
+        query = sample.metadata.get("query")
+        if query is None:
+            query = sample.last_user_content()
+        if parsed is None:
+            result: dict[str, Any] = {"title": sample.completion(), "fields": {}}
+        else:
+            fields = dict(parsed)
+            title = fields.pop(self.title_field, "") if self.title_field is not None else ""
+            result = {"title": "" if title is None else title if isinstance(title, str)
+                      else json.dumps(title, ensure_ascii=False), "fields": fields}
+        return {"query": query, "result": result}
+
     def content_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
         """The content being judged: the turns before the completion and the
         completion (or its parsed fields), neutralised (control tokens,
@@ -193,10 +245,15 @@ class ProbabilityJudgeGrader(Grader):
         if rejected is not None:
             return rejected
         fields = None if parsed is None else parsed.model_dump(mode="json")
-        messages = self.build_messages(self.content_of(sample, fields))
         started = time.perf_counter()
         try:
-            dist = await self.model.grade_distribution(messages, self.choices, self.params)
+            if self.typed:
+                dist = await self.model.typed_distribution(  # type: ignore[attr-defined]
+                    self.state_of(sample, fields), self.question.instructions,
+                    list(self.question.criteria), self.choices, self.params)
+            else:
+                messages = self.build_messages(self.content_of(sample, fields))
+                dist = await self.model.grade_distribution(messages, self.choices, self.params)
         except JudgeError as exc:
             return self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts,
                                  latency_s=time.perf_counter() - started)
@@ -235,4 +292,7 @@ class ProbabilityJudgeGrader(Grader):
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),
                 "params": self.params.as_dict(),
+                **({"typed_question": {"name": getattr(self.model, "question_name", None),
+                                       "type": getattr(self.model, "question_type", None)},
+                    "title_field": self.title_field} if self.typed else {}),
                 "model": getattr(self.model, "name", type(self.model).__name__)}

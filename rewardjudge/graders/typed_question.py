@@ -5,7 +5,11 @@ object with exactly two properties:
 
 * ``instructions``: the question, as a string, or as an object (or array)
   when it carries context; refer to the content being judged by path in
-  backticks (`` `completion` ``, `` `conversation` ``).
+  backticks: `` `completion` ``, `` `conversation` `` for a chat judge, and
+  `` `query` ``, `` `result` ``, `` `result.fields.price` `` for a
+  typed-question provider (``TypedQuestionClient``; the content is
+  ``{"query", "result": {"title", "fields"}}``; ``SEARCH_RELEVANCE_QUESTION``
+  is Releval's default question).
 * ``criteria``: one description per grade, lowest grade first; each a
   string, or an object (``{"description": ..., "examples": [...]}``; other
   fields are shown to the judge as written).
@@ -36,6 +40,7 @@ newlines, ``{{...}}``). ``{{json value}}`` inserts a value as JSON;
 from __future__ import annotations
 
 import json
+import re
 import types
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -47,7 +52,68 @@ from ..scales import SCALES, Scale
 from ..templates import HELPERS, Template, compile_template
 from ..templates.handlebars import to_plain
 
-__all__ = ["Question", "TypedQuestionError", "TypedQuestionTemplate"]
+__all__ = ["Question", "SEARCH_RELEVANCE_QUESTION", "TypedQuestionError", "TypedQuestionTemplate",
+           "content_paths"]
+
+#: Releval's default Jev question: search relevance of ``result`` for ``query``
+#: (the binary criteria are the document's; graded and detailed describe situations too)
+SEARCH_RELEVANCE_QUESTION = """{
+  "instructions": {{#if evaluation_description}} {
+    "search": "{{evaluation_description}}",
+    "question": "How well does `result` match what someone searching `search` wants from `query`?"
+  }{{else}}"How well does `result` match what the searcher is looking for with `query`?"{{/if}},
+  "criteria": [
+    {{#if (eq scale "binary")}}
+    "The result does not help with what the query is looking for",
+    "The result helps with what the query is looking for"
+    {{/if}}
+    {{#if (eq scale "graded")}}
+    "The result has nothing to do with what the query is looking for",
+    "The result shares a topic or a word with the query but does not help with what it is looking for",
+    "The result is a related item or a substitute: it could help, but it is not what the query asks for",
+    "The result is what the query asks for, but a detail the query specifies is missing or different",
+    "The result is exactly what the query is looking for"
+    {{/if}}
+    {{#if (eq scale "detailed")}}
+    "The result is empty, broken or spam",
+    "The result has nothing to do with what the query is looking for",
+    "The result shares a word with the query but is about something else",
+    "The result is on the query's topic but of no use for what it is looking for",
+    "The result is a loosely related item that someone searching the query would rarely want",
+    "The result is a substitute that could serve what the query is looking for, though it is not what it asks for",
+    "The result is the kind of thing the query asks for, but a detail the query specifies is wrong",
+    "The result is what the query asks for, with a minor detail missing or different",
+    "The result is what the query asks for and matches every detail it specifies",
+    "The result is exactly what the query is looking for, and as good a match as the query allows"
+    {{/if}}
+  ]
+}
+"""
+
+_PATH = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)`")
+
+
+def content_paths(instructions: Any) -> list[str]:
+    """The content paths (`` `result.fields.price` ``) written in backticks in
+    ``instructions`` (a string, or every string inside an object or array), in order.
+
+    >>> content_paths("Does `result.fields.price` suit `query`?")
+    ['result.fields.price', 'query']
+    """
+    texts: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            texts.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    walk(instructions)
+    return list(dict.fromkeys(m for t in texts for m in _PATH.findall(t)))
 
 
 class TypedQuestionError(ConfigError):
