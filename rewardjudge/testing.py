@@ -29,6 +29,15 @@ from .models.base import Completion, GenerationParams, InferenceModel, Message
 __all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel"]
 
 
+
+def _text_of(content: Any) -> str:
+    """A message's text: a str as is, the text parts of a content-part list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
 class ScriptExhausted(ConfigError):
     """A ScriptedModel was asked more often than its script allows."""
 
@@ -80,7 +89,7 @@ class ScriptedModel(InferenceModel):
             return item
         if not isinstance(item, str):
             raise ConfigError(f"a script item must be a str, Completion or exception, got {item!r:.60}")
-        prompt_words = sum(len(m.get("content", "").split()) for m in messages)
+        prompt_words = sum(len(_text_of(m.get("content")).split()) for m in messages)
         return Completion(text=item, usage={"prompt_tokens": prompt_words,
                                             "completion_tokens": len(item.split())},
                           structured=json_schema is not None)

@@ -333,14 +333,19 @@ query={{query.q}} size={{query.size}} labels={{#each scale_labels}}{{this.grade}
 {{/each}}{{shop}}"""
     seen = []
 
+    def text_of(message):   # with include_images the user content is a list of parts, text first
+        content = message["content"]
+        return content if isinstance(content, str) else content[0]["text"]
+
     def judge(messages, params, schema):
         seen.append(messages)
-        ids = re.findall(r"\[([a-z0-9]{6})\|", messages[-1]["content"])
+        ids = re.findall(r"\[([a-z0-9]{6})\|", text_of(messages[-1]))
         return reply_for([(i, "") for i in ids], lambda t: "1")
 
     grader = CandidateJudgeGrader("g", ScriptedModel(judge), scale="binary", template=template,
                                   system_template="", completion_model=Product, title_field="name",
-                                  image_field="photo", evaluation_name="Shop search",
+                                  image_field="photo", include_images=True,
+                                  evaluation_name="Shop search",
                                   evaluation_description="Grocery relevance",
                                   template_variables={"shop": "ACME"}, shuffle=False)
     grades = await grader.grade_batch([
@@ -349,7 +354,7 @@ query={{query.q}} size={{query.size}} labels={{#each scale_labels}}{{this.grade}
         thread("milk", '{"name": "Cheese", "price": 4}', query={"q": "milk", "size": 1})])
     assert all(g.extra["grade"] == 1 and g.value == 1.0 for g in grades)
     assert len(seen[0]) == 1  # system_template="" sends no system message
-    text = seen[0][0]["content"]
+    text = text_of(seen[0][0])
     assert text.startswith("Shop search / Grocery relevance / binary 0-1\nquery=milk size=1 "
                            "labels=0=Fail;1=Pass;")
     assert "|Oat milk|1.5|https://img/1.png]" in text and "|Cheese|4.0|none]" in text
