@@ -267,22 +267,31 @@ class FakeJudgeServer:
             self._queue.extend(faults)
 
     # -- request handling (server thread) -----------------------------------
+    def _accept(self, conn: "_Conn", method: str, path: str, body: bytes,
+                endpoint: str) -> "dict[str, Any] | None":
+        """The JSON body of a POST to ``endpoint``, counted and recorded; None
+        once an error reply has been sent."""
+        if method != "POST" or not path.rstrip("/").endswith(endpoint):
+            conn._send(404, b'{"error": "not found"}')
+            return None
+        try:
+            req = json.loads(body)
+        except ValueError:
+            conn._send(400, b'{"error": "body is not JSON"}')
+            return None
+        self.request_count += 1
+        if self.record:
+            self.requests.append(req)
+        return req
+
     def _handle(self, conn: _Conn, method: str, path: str, body: bytes) -> None:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             conn._send(200, json.dumps({"object": "list", "data": [{"id": self.model}]}).encode())
             return
         # /v1/chat/completions, and /v1/completions (a request with "prompt")
-        if method != "POST" or not path.rstrip("/").endswith("/completions"):
-            conn._send(404, b'{"error": "not found"}')
+        req = self._accept(conn, method, path, body, "/completions")
+        if req is None:
             return
-        try:
-            req = json.loads(body)
-        except ValueError:
-            conn._send(400, b'{"error": "body is not JSON"}')
-            return
-        self.request_count += 1
-        if self.record:
-            self.requests.append(req)
         with self._lock:
             fault = self._queue.pop(0) if self._queue else None
         if fault is None:
@@ -442,17 +451,9 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
             for name, q in req["questions"].items()})
 
     def _handle(self, conn: _Conn, method: str, path: str, body: bytes) -> None:
-        if method != "POST" or not path.rstrip("/").endswith("/questions"):
-            conn._send(404, b'{"error": "not found"}')
+        req = self._accept(conn, method, path, body, "/questions")
+        if req is None:
             return
-        try:
-            req = json.loads(body)
-        except ValueError:
-            conn._send(400, b'{"error": "body is not JSON"}')
-            return
-        self.request_count += 1
-        if self.record:
-            self.requests.append(req)
         problems = _typed_request_problems(req)
         if problems:
             conn._send(400, json.dumps({"error": "; ".join(problems)}).encode())
