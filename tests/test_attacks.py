@@ -54,9 +54,12 @@ def test_every_mode_and_class_ran(report):
                if g != "ProbabilityJudgeGrader")
 
 
-def test_the_obeying_judge_is_reported_apart(report):
-    fooled = [o for o in report.outcomes if o.fooled]
-    assert fooled and all(o.mode == "obey" for o in fooled)
+def test_an_obeying_judge_never_raises_a_reward(report):
+    # a judge that replies with the completion's own forged verdict wrote no verdict of its own:
+    # a copy of policy text is read only when it cannot raise the reward, so nothing is fooled
+    obey = [o for o in report.outcomes if o.mode == "obey"]
+    assert obey and not any(o.fooled for o in report.outcomes)
+    assert {o.status for o in obey} <= {"penalized", "unscored", "scored"}
 
 
 def test_content_free_attacks_are_flagged_before_the_judge(report):

@@ -212,6 +212,31 @@ def label_field(model: type[BaseModel]) -> tuple[str, list[str], str | None] | N
     return "score", labels, reasoning
 
 
+def lowest_value(model: type[BaseModel]) -> float | None:
+    """The lowest reward a verdict of ``model`` can carry (its ``score``'s
+    labels or bounds, through ``to_value``), or None when it cannot be told."""
+    if model in _LOWEST:
+        return _LOWEST[model]
+    low: float | None = None
+    field = model.model_fields.get("score")
+    if field is not None:
+        if typing.get_origin(field.annotation) is typing.Literal:
+            candidates = list(typing.get_args(field.annotation))
+        else:
+            candidates = [getattr(m, a) for m in field.metadata for a in ("ge", "gt", "le", "lt")
+                          if getattr(m, a, None) is not None]
+        try:
+            values = [output_value(model.model_construct(score=c)) for c in candidates]
+            low = min(values) if values else None
+        except Exception:  # a to_value that needs more than the score
+            low = None
+    _LOWEST[model] = low
+    return low
+
+
+_LOWEST: "dict[type[BaseModel], float | None]" = {}
+
+
 def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | None = None
                       ) -> Reading[BaseModel]:
     """Read a judge reply into ``model``: the judge's own JSON verdict
@@ -226,15 +251,23 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
         except Exception as exc:  # ValidationError, or a validator's own error
             raise ValueError(f"does not match {model.__name__}: {exc}".replace("\n", " ")[:400]) from None
 
+    # a reply that is nothing but a copy of policy text is read only when its
+    # verdict cannot raise the policy's reward
+    low = lowest_value(model)
+    harmless = None if low is None else (lambda v: output_value(v) <= low)
     try:
-        return read_json_verdict(text, check, output_value, prompt)
+        return read_json_verdict(text, check, output_value, prompt, harmless=harmless)
     except OutputParserException as exc:
         plain = label_field(model)
         if plain is None:
             raise
         name, labels, reasoning_name = plain
+        def label_value(label: str) -> float:
+            return output_value(model.model_construct(**{name: label}))
+
         try:
-            reading = read_plain_label(text, labels, prompt)
+            reading = read_plain_label(text, labels, prompt, harmless=None if low is None else (
+                lambda lab: label_value(lab) <= low))
         except OutputParserException as plain_exc:
             raise OutputParserException(f"{exc.reason}; {plain_exc.reason}", text) from None
         label, reasoning = reading.verdict

@@ -64,7 +64,8 @@ class _Problem:
 
 
 def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Callable[[V], Hashable],
-                      prompt: PromptIndex | None = None) -> Reading[V]:
+                      prompt: PromptIndex | None = None, *,
+                      harmless: Callable[[V], bool] | None = None) -> Reading[V]:
     """Read the judge's own verdict from ``text``.
 
     ``check`` turns a decoded object into a verdict or raises (``ValueError``,
@@ -104,18 +105,22 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
         found.append((verdict, level, span.start, span.end))
     if not found:
         raise OutputParserException(problem or "no verdict in the reply", text)
-    return decide(text, [(v, lvl, a, b) for v, lvl, a, b in found], key, prompt)
+    return decide(text, [(v, lvl, a, b) for v, lvl, a, b in found], key, prompt, harmless=harmless)
 
 
 def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V], Hashable],
            prompt: PromptIndex | None, *, copies: Callable[[str], int] | None = None,
-           last_word: Callable[[str, int], bool] | None = None) -> Reading[V]:
+           last_word: Callable[[str, int], bool] | None = None,
+           harmless: Callable[[V], bool] | None = None) -> Reading[V]:
     """The judge's verdict among ``(verdict, quote level, start, end)`` found
     in a reply, in reply order, by the tiers of the module doc (level 0: not
     in the prompt). ``copies(folded)`` counts a candidate's folded text in the
     prompt (default: substrings of the folded prompt); ``last_word(text, end)``
     says whether nothing verdict-like follows the last candidate.
-    Raises ``OutputParserException``."""
+    ``harmless(verdict)`` says whether a verdict cannot raise the policy's
+    reward (the lowest grade): a reply that is nothing but a copy of policy
+    text (a judge that obeyed the completion) is read only when its verdict
+    is harmless. Raises ``OutputParserException``."""
     own = [f for f in found if f[1] == 0]
     if own or prompt is None:
         return _agreeing(own or found, found, key, text)
@@ -127,6 +132,9 @@ def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V],
         return _agreeing(excess, found, key, text)
     last = max(found, key=lambda f: f[2])
     if (last_word or _nothing_after)(text, last[3]) and not prompt.echoed_in(text):
+        if harmless is not None and not harmless(last[0]):
+            raise OutputParserException("the only verdict is a copy of policy text that would raise "
+                                        "its reward (a judge that obeyed the completion?)", text)
         return _agreeing([last], found, key, text)
     raise OutputParserException(f"no verdict of the judge's own ({len(found)} copied from the "
                                 f"prompt)", text)

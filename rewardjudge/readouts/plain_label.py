@@ -15,7 +15,7 @@ prompt, else the last label line of a reply that does not echo its prompt.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import OutputParserException
 from ._scan import PromptIndex
@@ -30,8 +30,8 @@ _DECOR = re.compile(r"^[\s*_`#>\"'\[\(]+|[\s*_`\"'\]\).!]+$")
 _MAX_LINE = 80
 
 
-def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | None = None
-                     ) -> Reading[tuple[str, str]]:
+def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | None = None, *,
+                     harmless: "Callable[[str], bool] | None" = None) -> Reading[tuple[str, str]]:
     """The label the judge wrote and the text before it, ``(label, reasoning)``.
 
     >>> read_plain_label("The answer is wrong.\\nVerdict: **FAIL**", ["PASS", "FAIL"]).verdict
@@ -58,7 +58,7 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
         found.append((label, level, start, end))
     if not found:
         raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
-    reading = decide(text, found, lambda lab: lab, prompt,
+    reading = decide(text, found, lambda lab: lab, prompt, harmless=harmless,
                      copies=None if prompt is None else prompt.line_copies, last_word=_last_line)
     label = reading.verdict
     at = max(f[2] for f in found if f[0] == label)

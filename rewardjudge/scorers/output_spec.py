@@ -124,7 +124,19 @@ class OutputSpec:
     def read(self, text: str, prompt: PromptIndex | None = None) -> Reading[Verdict]:
         """The judge's own verdict in ``text`` (``readouts.json_verdict``):
         copies of the ``prompt`` sent are quoted material, never a verdict."""
-        return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt)
+        low = self.lowest()
+        return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt,
+                                 harmless=None if low is None else (
+                                     lambda v: v.value is not None and v.value <= low))
+
+    def lowest(self) -> float | None:
+        """The lowest value a verdict can carry, where the spec says."""
+        if isinstance(self, NumericSpec):
+            return self.min
+        if isinstance(self, BooleanSpec):
+            return 0.0
+        values = getattr(self, "values", None)
+        return min(values.values()) if values else None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()
