@@ -18,8 +18,8 @@ import json
 import time
 
 from rewardjudge.attacks import ATTACKS, MODES, MUST_BE_ZERO, run_attack_suite
-from rewardjudge.graders.guards import content_free_reason
-from rewardjudge.graders.outputs import BinaryJudgeOutput, parse_judge_reply
+from rewardjudge.graders._guards import content_free_reason
+from rewardjudge.graders._outputs import BinaryJudgeOutput, parse_judge_reply
 from rewardjudge.readouts import PromptIndex, json_objects, neutralize, read_json_verdict
 
 MB = 1_048_576

@@ -107,9 +107,9 @@ def groups(n: int) -> list[list[Any]]:
 
 def graders(judge: Any) -> dict[str, Any]:
     from rewardjudge import catalog
-    from rewardjudge.graders.candidate_judge import CandidateJudgeGrader
-    from rewardjudge.graders.outputs import BinaryJudgeOutput, GradedJudgeOutput
-    from rewardjudge.graders.probability_judge import ProbabilityJudgeGrader
+    from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
+    from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
+    from rewardjudge.graders._probability_judge import ProbabilityJudgeGrader
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
     from rewardjudge.scorers import Scorer, ScorerConfig
 

@@ -54,7 +54,7 @@ def write_data(path: Path, rows: int) -> None:
 
 def convert(data: str) -> None:
     """The first load of a file (in its own interpreter)."""
-    from rewardjudge.evaluate.data import load_data
+    from rewardjudge.evaluate._data import load_data
 
     load_data(data)
     print("RESULT " + json.dumps({"peak_mb": _rss_mb()}), flush=True)
@@ -67,7 +67,7 @@ def child(data: str, out: str, url: str, concurrency: int) -> None:
     logging.getLogger("rewardjudge").setLevel(logging.ERROR)
     from rewardjudge.demo import demo_grader
     from rewardjudge.evaluate import evaluate_dataset
-    from rewardjudge.evaluate.data import load_data
+    from rewardjudge.evaluate._data import load_data
     from rewardjudge.models import OpenAIModel
 
     load_data(data)  # the Arrow cache built by convert(): mapped

@@ -88,7 +88,7 @@ def sampling_judge(inner):
     all the probability on the grade it drew at temperature 1, none when it drew
     something else (the grader then leaves the grade unscored)."""
     from rewardjudge.models import GenerationParams, InferenceModel
-    from rewardjudge.models.base import TokenDistribution
+    from rewardjudge.models._base import TokenDistribution
 
     class SampledGrade(InferenceModel):
         name = f"sampled:{inner.name}"

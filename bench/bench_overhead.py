@@ -56,7 +56,7 @@ def _chat_reply(content: str) -> bytes:
 def _read_verdict(text: str, model):
     """The verdict model read from a judge reply (``parse_judge_reply`` returns a
     reading that carries it, with what else it saw)."""
-    from rewardjudge.graders.outputs import parse_judge_reply
+    from rewardjudge.graders._outputs import parse_judge_reply
 
     reading = parse_judge_reply(text, model)
     return getattr(reading, "verdict", reading)
@@ -73,10 +73,10 @@ def _payload(messages, params, schema) -> bytes:
 def stages_one() -> dict[str, float]:
     from rewardjudge.core.structured_output import render_schema  # noqa: F401 (warm import)
     from rewardjudge.grade import Grade
-    from rewardjudge.graders.base import config_hash
-    from rewardjudge.graders.outputs import output_value
+    from rewardjudge.graders._base import config_hash
+    from rewardjudge.graders._outputs import output_value
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-    from rewardjudge.models.openai_compat import _parse_chat_body
+    from rewardjudge.models._openai_compat import _parse_chat_body
     from rewardjudge.testing import DEFAULT_REPLY, ScriptedModel
 
     model = ScriptedModel(default=DEFAULT_REPLY)
@@ -119,9 +119,9 @@ def stages_one() -> dict[str, float]:
 
 def stages_eight() -> dict[str, float]:
     from rewardjudge.core.structured_output import render_schema
-    from rewardjudge.graders.outputs import output_value
-    from rewardjudge.models.base import GenerationParams
-    from rewardjudge.models.openai_compat import _parse_chat_body
+    from rewardjudge.graders._outputs import output_value
+    from rewardjudge.models._base import GenerationParams
+    from rewardjudge.models._openai_compat import _parse_chat_body
     from rewardjudge.templates import Template
 
     template = Template(MULTI_TEMPLATE, name="multi")

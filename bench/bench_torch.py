@@ -230,7 +230,7 @@ def bare_shared(model, prefix, tensors) -> float:
     import torch
     from transformers import DynamicCache
 
-    from rewardjudge.models.torch_model import _cache_tensors, _new_dynamic_cache, _output_cache
+    from rewardjudge.models._torch_model import _cache_tensors, _new_dynamic_cache, _output_cache
 
     dev = next(model.parameters()).device
     _sync(dev)
@@ -371,7 +371,7 @@ def run_model(args, device) -> dict[str, Any]:
     import torch
 
     from rewardjudge.models import TorchModel
-    from rewardjudge.models.torch_model import _common_prefix_len, _resolve_device_dtype
+    from rewardjudge.models._torch_model import _common_prefix_len, _resolve_device_dtype
 
     _, dtype = _resolve_device_dtype(str(device), args.dtype)
     tok = make_tokenizer()

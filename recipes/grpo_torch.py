@@ -118,7 +118,7 @@ def scripted_judge(fail_rate: float, seed: int):
 # policy and sampling
 # --------------------------------------------------------------------------
 def load_policy(name: str, device: str, dtype: torch.dtype):
-    from rewardjudge.rl.policies import smollm2_policy, smollm2_tokenizer, tiny_llama
+    from rewardjudge.rl._policies import smollm2_policy, smollm2_tokenizer, tiny_llama
 
     if name == "tiny":
         tok = smollm2_tokenizer()

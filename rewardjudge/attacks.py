@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .grade import Grade
-from .graders.base import Grader
-from .models.base import GenerationParams, InferenceModel, Message, TokenDistribution
+from .graders._base import Grader
+from .models._base import GenerationParams, InferenceModel, Message, TokenDistribution
 from .testing import ScriptedModel
 from .thread import StringThread
 
@@ -314,7 +314,7 @@ def default_targets() -> dict[str, Target]:
     with a bare label."""
     from . import catalog
     from .graders import BinaryJudgeOutput, CandidateJudgeGrader, ProbabilityJudgeGrader
-    from .graders.outputs import GradedJudgeOutput
+    from .graders._outputs import GradedJudgeOutput
     from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
     from .scales import Scale
     from .scorers import Scorer

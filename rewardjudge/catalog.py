@@ -34,10 +34,10 @@ from typing import Any, Mapping
 from pydantic import BaseModel
 
 from .errors import ConfigError
-from .graders.outputs import BinaryJudgeOutput, GradedJudgeOutput
+from .graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from .models.base import InferenceModel
-from .templates.prompts import prompt_source
+from .models._base import InferenceModel
+from .templates._prompts import prompt_source
 from .thread import StringThread
 
 __all__ = ["Criterion", "CriterionJudgeGrader", "OUTPUTS", "default_system_prompt_template", "get",
@@ -84,10 +84,10 @@ def keys() -> builtins.list[str]:
 
 
 def get(key: str, language: str | None = None) -> Criterion:
-    """One criterion by key, its text in ``language`` (see ``templates.prompts``)."""
+    """One criterion by key, its text in ``language`` (see ``templates._prompts``)."""
     for k, name, description, requires in _ENTRIES:
         if k == key:
-            from .templates.prompts import resolve_language
+            from .templates._prompts import resolve_language
 
             text = prompt_source("CriterionJudgeGrader", f"criterion_{k}", language).strip()
             return Criterion(k, name, description, text, requires, resolve_language(language))

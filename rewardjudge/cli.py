@@ -23,9 +23,9 @@ import sys
 # modules that define add_parser(subparsers); each parser sets func=callable(args) -> exit code
 _COMMAND_MODULES = [
     "rewardjudge.demo",
-    "rewardjudge.evaluate.cli",
-    "rewardjudge.templates.cli",
-    "rewardjudge.scorers.cli",
+    "rewardjudge.evaluate._cli",
+    "rewardjudge.templates._cli",
+    "rewardjudge.scorers._cli",
     "rewardjudge.catalog",
     "rewardjudge.serve",
 ]

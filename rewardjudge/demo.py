@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field
 
 from .core.structured_output import render_schema
 from .grade import Grade
-from .graders.candidate_judge import CandidateJudgeGrader
+from .graders._candidate_judge import CandidateJudgeGrader
 from .graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
-from .models.base import InferenceModel
+from .models._base import InferenceModel
 from .thread import StringThread
 
 

@@ -9,7 +9,7 @@
   own process (for benchmarks, where the server must not share the client's
   interpreter).
 * ``FakeTypedQuestionProvider``: a loopback typed-question provider (Jev's
-  request shape; see ``models/typed_question_client.py``) with the same
+  request shape; see ``models/_typed_question_client.py``) with the same
   faults.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .errors import ConfigError
-from .models.base import Completion, GenerationParams, InferenceModel, Message
+from .models._base import Completion, GenerationParams, InferenceModel, Message
 
 __all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel"]
 

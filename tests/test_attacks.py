@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from rewardjudge.attacks import ATTACKS, MODES, default_targets, run_attack_suite
-from rewardjudge.graders.guards import content_free_reason
+from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.testing import ScriptedModel
 from rewardjudge import StringThread
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from rewardjudge import (ConfigError, Grade, StringThread, TemplateContextError, TemplateError,
                          TemplateVariableError)
-from rewardjudge.graders.outputs import JudgeOutput
+from rewardjudge.graders._outputs import JudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel, RetryPolicy
 from rewardjudge.templates import Template

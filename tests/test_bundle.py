@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rewardjudge.errors import ConfigError
-from rewardjudge.templates.bundle import (build_bundle, check_bundles, compile_bundles,
+from rewardjudge.templates._bundle import (build_bundle, check_bundles, compile_bundles,
                                           discover_languages, fragment_cycle)
-from rewardjudge.templates.prompts import (LANGUAGE_ENV, PROMPTS_ENV, PromptFallbackWarning,
+from rewardjudge.templates._prompts import (LANGUAGE_ENV, PROMPTS_ENV, PromptFallbackWarning,
                                            PromptLibrary, prompt_source, prompt_template,
                                            resolve_language)
 

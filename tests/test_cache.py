@@ -12,7 +12,7 @@ import pytest
 from rewardjudge.errors import JudgeHTTPError, JudgeTimeoutError
 from rewardjudge.graders import BinaryJudgeOutput, TemplatedPromptJudgeGrader
 from rewardjudge.models import GenerationParams
-from rewardjudge.models.cache import CachedModel, SQLiteCache, request_key
+from rewardjudge.models._cache import CachedModel, SQLiteCache, request_key
 from rewardjudge.testing import ScriptedModel
 from rewardjudge.thread import StringThread
 
@@ -122,8 +122,8 @@ def test_sqlite_cache_takes_writes_from_several_processes(tmp_path):
     SQLiteCache(path).close()  # create it (WAL mode) first
     script = textwrap.dedent(f"""
         import sys
-        from rewardjudge.models.base import Completion
-        from rewardjudge.models.cache import SQLiteCache
+        from rewardjudge.models._base import Completion
+        from rewardjudge.models._cache import SQLiteCache
         c = SQLiteCache({str(path)!r})
         for i in range(200):
             c.put(f"{{sys.argv[1]}}-{{i}}", "m", Completion(text=str(i)))

@@ -12,7 +12,7 @@ from rewardjudge import Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError
 from rewardjudge.graders import CandidateJudgeGrader
 from rewardjudge.models import OpenAIModel
-from rewardjudge.models.base import (Completion, GradeDistributionUnsupported, InferenceModel,
+from rewardjudge.models._base import (Completion, GradeDistributionUnsupported, InferenceModel,
                                      TokenDistribution)
 from rewardjudge.testing import Fault, FakeJudgeServer, ScriptedModel
 

@@ -176,7 +176,7 @@ async def test_failed_candidates_are_reasked_in_smaller_batches():
 
 
 async def test_truncated_reply_is_noted():
-    from rewardjudge.models.base import Completion
+    from rewardjudge.models._base import Completion
 
     def judge(messages, params, schema):
         pairs = submissions(messages)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardjudge.graders.candidate_protocol import (contains_protocol_tag, neutralize,
+from rewardjudge.graders._candidate_protocol import (contains_protocol_tag, neutralize,
                                                     neutralize_value, new_candidate_ids,
                                                     parse_candidate_reply, template_tag_names)
 from rewardjudge.scales import Scale

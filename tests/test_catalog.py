@@ -6,7 +6,7 @@ import pytest
 
 from rewardjudge import StringThread, catalog
 from rewardjudge.errors import ConfigError
-from rewardjudge.graders.outputs import GradedJudgeOutput
+from rewardjudge.graders._outputs import GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.testing import ScriptedModel
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rewardjudge import OpenAIModel, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge.models.chat_template import ChatTemplate
+from rewardjudge.models._chat_template import ChatTemplate
 from rewardjudge.readouts import neutralize
 
 # a template with a token no generic pattern knows

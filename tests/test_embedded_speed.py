@@ -12,14 +12,14 @@ import pytest
 
 from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError
-from rewardjudge.graders.candidate_grammar import candidate_grammar
-from rewardjudge.graders.candidate_judge import CandidateJudgeGrader
-from rewardjudge.graders.candidate_protocol import parse_candidate_reply
-from rewardjudge.graders.outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
+from rewardjudge.graders._candidate_grammar import candidate_grammar
+from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
+from rewardjudge.graders._candidate_protocol import parse_candidate_reply
+from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
                                          fitted_max_tokens, parse_judge_reply)
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import JudgeServer, OpenAIModel, server_command
-from rewardjudge.models.base import Completion
+from rewardjudge.models._base import Completion
 from rewardjudge.scales import Scale
 from rewardjudge.testing import ScriptedModel
 

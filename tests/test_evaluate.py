@@ -12,7 +12,7 @@ import pytest
 from rewardjudge.errors import ConfigError, JudgeHTTPError
 from rewardjudge.evaluate import (Columns, bootstrap_ci, compare, detect_columns, evaluate_dataset,
                                   grade_label, load_data, resolve_grader, summarize)
-from rewardjudge.evaluate.journal import Journal
+from rewardjudge.evaluate._journal import Journal
 from rewardjudge.grade import Grade
 from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
 from rewardjudge.testing import ScriptedModel

@@ -16,7 +16,7 @@ import signal
 import pytest
 
 from rewardjudge import StringThread
-from rewardjudge.graders.outputs import BinaryJudgeOutput, output_value, parse_judge_reply
+from rewardjudge.graders._outputs import BinaryJudgeOutput, output_value, parse_judge_reply
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import JudgeServer, OpenAIModel, RetryPolicy
 

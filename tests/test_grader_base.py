@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from rewardjudge import ConfigError, Grade, StringThread
-from rewardjudge.graders.base import Grader
+from rewardjudge.graders._base import Grader
 
 
 class Counting(Grader):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from rewardjudge import StringThread
 from rewardjudge.graders import BinaryJudgeOutput, CandidateJudgeGrader, TemplatedPromptJudgeGrader
-from rewardjudge.graders.guards import content_free_reason
+from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.readouts import json_objects, neutralize
 from rewardjudge.testing import ScriptedModel
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rewardjudge.errors import TemplateError
-from rewardjudge.templates.jinja import ALLOWED_STATEMENTS, JinjaTemplate
+from rewardjudge.templates._jinja import ALLOWED_STATEMENTS, JinjaTemplate
 
 REFUSED = [
     ("{% include 'other.txt' %}", "include"),                       # reads another template

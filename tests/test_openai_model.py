@@ -12,8 +12,8 @@ import pytest
 from rewardjudge.errors import (ConfigError, JudgeConnectionError, JudgeHTTPError, JudgeResponseError,
                                 JudgeTimeoutError)
 from rewardjudge.models import GenerationParams, OpenAIModel, RetryPolicy
-from rewardjudge.models.openai_compat import parse_retry_after
-from rewardjudge.models.spawn import free_port
+from rewardjudge.models._openai_compat import parse_retry_after
+from rewardjudge.models._spawn import free_port
 from rewardjudge.testing import FakeJudgeServer, Fault
 
 MSG = [{"role": "user", "content": "grade this"}]

@@ -11,11 +11,11 @@ from pydantic import BaseModel, Field
 from rewardjudge import Grade, Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeTimeoutError
 from rewardjudge.graders import ProbabilityJudgeGrader
-from rewardjudge.graders.distribution import confidence, score_choices, summarize
-from rewardjudge.graders.outputs import BinaryJudgeOutput, GradedJudgeOutput
+from rewardjudge.graders._distribution import confidence, score_choices, summarize
+from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from rewardjudge.graders.typed_question import TypedQuestionError
-from rewardjudge.models.base import (Completion, GradeDistributionUnsupported, InferenceModel,
+from rewardjudge.graders._typed_question import TypedQuestionError
+from rewardjudge.models._base import (Completion, GradeDistributionUnsupported, InferenceModel,
                                      TokenDistribution)
 from rewardjudge.testing import ScriptedModel
 

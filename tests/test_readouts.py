@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rewardjudge.core.structured_output import OutputParserException
-from rewardjudge.graders.outputs import BinaryJudgeOutput, parse_judge_reply
+from rewardjudge.graders._outputs import BinaryJudgeOutput, parse_judge_reply
 from rewardjudge.readouts import (PromptIndex, contains_tag, fold, json_objects, neutralize,
                                   neutralize_value, read_plain_label)
 

@@ -13,9 +13,9 @@ from pydantic import BaseModel
 
 from rewardjudge import Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeResponseError
-from rewardjudge.graders.candidate_judge import CandidateJudgeGrader
-from rewardjudge.graders.probability_judge import ProbabilityJudgeGrader
-from rewardjudge.graders.typed_question import SEARCH_RELEVANCE_QUESTION, TypedQuestionTemplate
+from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
+from rewardjudge.graders._probability_judge import ProbabilityJudgeGrader
+from rewardjudge.graders._typed_question import SEARCH_RELEVANCE_QUESTION, TypedQuestionTemplate
 from rewardjudge.models import OpenAIModel, RetryPolicy, TypedQuestionClient
 from rewardjudge.testing import FakeJudgeServer, FakeTypedQuestionProvider, Fault
 

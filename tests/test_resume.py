@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from rewardjudge.evaluate import evaluate_dataset, resolve_grader
-from rewardjudge.evaluate.journal import Journal
+from rewardjudge.evaluate._journal import Journal
 from rewardjudge.models import OpenAIModel
 from rewardjudge.testing import FakeJudgeServer
 

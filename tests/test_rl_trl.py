@@ -147,7 +147,7 @@ def test_a_usage_error_is_raised_not_masked():
 # --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_policy():
-    from rewardjudge.rl.policies import smollm2_tokenizer, tiny_llama
+    from rewardjudge.rl._policies import smollm2_tokenizer, tiny_llama
 
     tok = smollm2_tokenizer()
     return tiny_llama(tok, seed=0), tok

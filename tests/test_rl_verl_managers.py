@@ -51,7 +51,7 @@ GRADERS = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def tok():
-    from rewardjudge.rl.policies import smollm2_tokenizer
+    from rewardjudge.rl._policies import smollm2_tokenizer
 
     return smollm2_tokenizer()
 

@@ -12,7 +12,7 @@ from rewardjudge.core.structured_output import OutputParserException
 from rewardjudge.errors import ConfigError, JudgeHTTPError, TemplateError
 from rewardjudge.scorers import (BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig, ScorerGrader,
                                  ScorerParams)
-from rewardjudge.scorers.output_spec import output_spec_from_dict
+from rewardjudge.scorers._output_spec import output_spec_from_dict
 from rewardjudge.testing import ScriptedModel
 
 BASE = {"model": "judge-model", "prompt_template": "Question: {{question}}\nAnswer: {{answer}}",
@@ -499,7 +499,7 @@ async def test_the_request_names_the_scorers_model_with_its_params_and_strict_sc
 
 
 async def test_the_model_a_server_reports_is_the_one_recorded():
-    from rewardjudge.models.base import Completion
+    from rewardjudge.models._base import Completion
 
     reply = Completion(text='{"reason": "r", "score": 5}', raw={"model": "mistral-small-2503"})
     grade = await doc_scorer().grader(ScriptedModel([reply], name=DOC_MODEL)).grade(support_thread())

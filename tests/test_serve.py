@@ -43,7 +43,7 @@ def make_grader(model=None):
 
 @pytest.fixture(scope="module")
 def tok():
-    from rewardjudge.rl.policies import smollm2_tokenizer
+    from rewardjudge.rl._policies import smollm2_tokenizer
 
     return smollm2_tokenizer()
 

@@ -9,7 +9,7 @@ import pytest
 
 from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
 from rewardjudge.templates import Template, template_variables
-from rewardjudge.templates.handlebars import compile_template
+from rewardjudge.templates._handlebars import compile_template
 
 
 def test_no_html_escaping():

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from rewardjudge.errors import ConfigError, TemplateError
-from rewardjudge.graders.typed_question import TypedQuestionError, TypedQuestionTemplate
+from rewardjudge.graders._typed_question import TypedQuestionError, TypedQuestionTemplate
 from rewardjudge.scales import Scale
 from rewardjudge.templates import Template
-from rewardjudge.templates.prompts import prompt_source
+from rewardjudge.templates._prompts import prompt_source
 
 # one criterion per grade for each scale, lowest first
 BRANCHES = {

@@ -10,10 +10,10 @@ The command line form is ``rewardjudge eval DATA --judge URL --grader SPEC
 same evaluation on a Ray cluster.
 """
 
-from .data import Columns, detect_columns, load_data
-from .report import Comparison, Summary, bootstrap_ci, compare, grade_label, save_histogram, summarize
-from .runner import EvalResult, aevaluate_dataset, evaluate_dataset
-from .spec import resolve_grader
+from ._data import Columns, detect_columns, load_data
+from ._report import Comparison, Summary, bootstrap_ci, compare, grade_label, save_histogram, summarize
+from ._runner import EvalResult, aevaluate_dataset, evaluate_dataset
+from ._spec import resolve_grader
 
 __all__ = ["Columns", "Comparison", "EvalResult", "Summary", "aevaluate_dataset", "bootstrap_ci",
            "compare", "detect_columns", "evaluate_dataset", "grade_label", "load_data", "resolve_grader",

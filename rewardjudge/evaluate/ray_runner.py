@@ -49,9 +49,9 @@ from typing import Any, Callable, Iterator, Sequence
 from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders.base import Grader
-from .runner import EvalResult, aevaluate_dataset
-from .spec import resolve_grader
+from ..graders._base import Grader
+from ._runner import EvalResult, aevaluate_dataset
+from ._spec import resolve_grader
 
 __all__ = ["evaluate_dataset_ray"]
 
@@ -59,7 +59,7 @@ __all__ = ["evaluate_dataset_ray"]
 def _models(judge_urls: Sequence[str], judge_model: str, concurrency: int, cache: str | None,
             model_kwargs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     from ..models import OpenAIModel
-    from ..models.cache import CachedModel, SQLiteCache
+    from ..models._cache import CachedModel, SQLiteCache
 
     disk = SQLiteCache(cache) if cache else None
     clients, models = [], []

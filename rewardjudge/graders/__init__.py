@@ -1,9 +1,9 @@
 """Graders: turn a sample into a Grade."""
 
-from .base import Grader
-from .candidate_judge import CandidateJudgeGrader
-from .outputs import BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput
-from .probability_judge import ProbabilityJudgeGrader
+from ._base import Grader
+from ._candidate_judge import CandidateJudgeGrader
+from ._outputs import BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput
+from ._probability_judge import ProbabilityJudgeGrader
 from .templated_prompt_judge import TemplatedPromptJudgeGrader
 
 __all__ = ["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader", "JudgeOutput",

@@ -23,16 +23,16 @@ from pydantic import BaseModel
 from ..core.structured_output import OutputParserException, render_schema
 from ..errors import ConfigError, TemplateVariableError
 from ..grade import Grade
-from ..models.base import GenerationParams, InferenceModel
+from ..models._base import GenerationParams, InferenceModel
 from ..readouts import Reading, neutralize_value, template_tag_names
 from ..templates import Template
-from ..templates.handlebars import to_plain_context
+from ..templates._handlebars import to_plain_context
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._options import JudgeOptions, validated
-from .base import Grader, Mode
-from .distribution import apply_expected_value, score_choices
-from .outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
+from ._base import Grader, Mode
+from ._distribution import apply_expected_value, score_choices
+from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]

@@ -13,10 +13,10 @@
 Importing this package needs torch, not trl or verl.
 """
 
-from .health import judge_health
-from .tensors import RewardTensors, group_normalize, rewards_tensor
-from .trl_adapter import JudgeGatedReward, TRLRewardFunc, trl_reward_func, trl_reward_funcs
-from .verl_adapter import verl_compute_score
+from ._health import judge_health
+from ._tensors import RewardTensors, group_normalize, rewards_tensor
+from ._trl_adapter import JudgeGatedReward, TRLRewardFunc, trl_reward_func, trl_reward_funcs
+from ._verl_adapter import verl_compute_score
 
 __all__ = sorted(["JudgeGatedReward", "RewardTensors", "TRLRewardFunc", "group_normalize",
                   "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",

@@ -20,14 +20,14 @@
 (['reference'], 64)
 """
 
-from .binding import MalformedCompletion, ScorerBinding
-from .builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
-from .config import ScorerConfig, ScorerParams
-from .grader import ScorerGrader
-from .output_spec import BooleanSpec, CategoricalSpec, NumericSpec, OutputSpec, Verdict
-from .registry import ScorerNotFound, ScorerRegistry
-from .scorer import Scorer, ScorerVersion, slugify
-from .template import ScorerTemplate
+from ._binding import MalformedCompletion, ScorerBinding
+from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
+from ._config import ScorerConfig, ScorerParams
+from ._grader import ScorerGrader
+from ._output_spec import BooleanSpec, CategoricalSpec, NumericSpec, OutputSpec, Verdict
+from ._registry import ScorerNotFound, ScorerRegistry
+from ._scorer import Scorer, ScorerVersion, slugify
+from ._template import ScorerTemplate
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "MalformedCompletion",
            "NumericSpec", "OutputSpec", "Scorer", "ScorerBinding", "ScorerConfig", "ScorerGrader",

@@ -37,7 +37,7 @@ TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
 
 
 def add_parser(subparsers: Any) -> None:
-    from ..evaluate.cli import JUDGE_HELP
+    from ..evaluate._cli import JUDGE_HELP
 
     p = subparsers.add_parser("serve", help="serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,8 +72,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from ..evaluate.cli import _judge
-    from ..evaluate.spec import resolve_grader
+    from ..evaluate._cli import _judge
+    from ..evaluate._spec import resolve_grader
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     async with _judge(args) as model:
@@ -151,7 +151,7 @@ class _OpenRLHFRewardFunc:
 
 
 async def _build(spec: Any, judge: str | None, judge_model: str | None):
-    from ..rl.verl_adapter import build_grader
+    from ..rl._verl_adapter import build_grader
 
     return build_grader(spec, judge, judge_model)
 

@@ -76,7 +76,7 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     """A generic ``/grade`` sample: ``{"messages": [...]}`` (the last being
     the assistant's completion) or ``{"prompt": str | messages, "completion":
     str | messages}``, each with optional ``metadata``."""
-    from ..rl.trl_adapter import completion_threads
+    from ..rl._trl_adapter import completion_threads
 
     if not isinstance(sample, Mapping):
         raise ConfigError(f"{where} must be an object, got {type(sample).__name__}")

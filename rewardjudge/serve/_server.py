@@ -14,9 +14,9 @@ from aiohttp import web
 
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders.base import Grader
-from ..rl.health import UNSCORED_KINDS, unscored_kind
-from ..rl.trl_adapter import reads_images
+from ..graders._base import Grader
+from ..rl._health import UNSCORED_KINDS, unscored_kind
+from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
 from ._samples import DEFAULT_EOS, openrlhf_thread, sample_thread
 

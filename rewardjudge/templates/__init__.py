@@ -2,13 +2,13 @@
 
 ``PromptTemplate(source, engine="handlebars" | "jinja2", name=..., strict=...)``
 is the interface; ``Template`` is the Handlebars implementation (and
-``JinjaTemplate`` in ``rewardjudge.templates.jinja`` the Jinja2 one).
+``JinjaTemplate`` in ``rewardjudge.templates._jinja`` the Jinja2 one).
 ``prompt_template`` loads a built-in prompt from the bundles.
 """
 
 from ._prompt import ENGINES, PromptTemplate
-from .handlebars import HELPERS, Template, compile_template, template_variables
-from .prompts import prompt_source, prompt_template
+from ._handlebars import HELPERS, Template, compile_template, template_variables
+from ._prompts import prompt_source, prompt_template
 
 __all__ = ["ENGINES", "HELPERS", "PromptTemplate", "Template", "compile_template", "prompt_source",
            "prompt_template", "template_variables"]

@@ -25,9 +25,9 @@ class PromptTemplate:
     """A judge prompt template, compiled and checked at construction.
 
     ``engine`` is ``"handlebars"`` (pybars3, rendered as handlebars.js
-    renders it, see ``rewardjudge.templates.handlebars``) or ``"jinja2"``
+    renders it, see ``rewardjudge.templates._handlebars``) or ``"jinja2"``
     (a sandbox allowing ``if for set with filter raw autoescape``, see
-    ``rewardjudge.templates.jinja``). Either way:
+    ``rewardjudge.templates._jinja``). Either way:
 
     * a syntax error, or a tag of the *other* engine (``{% if %}`` in a
       Handlebars template, ``{{#if}}`` in a Jinja2 one), raises
@@ -57,14 +57,14 @@ class PromptTemplate:
                  strict: bool = True, partials: Mapping[str, Any] | None = None):
         kind = normalize_engine(engine)
         if kind == "handlebars":
-            from .handlebars import Template
+            from ._handlebars import Template
 
             self._impl: Any = Template(source, name=name, strict=strict, partials=partials)
         else:
             if partials:
                 raise ConfigError(f"{name}: partials are a Handlebars feature; a Jinja2 template "
                                   f"takes its shared text as variables")
-            from .jinja import JinjaTemplate
+            from ._jinja import JinjaTemplate
 
             self._impl = JinjaTemplate(source, name=name, strict=strict)
 

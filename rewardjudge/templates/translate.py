@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TemplateError
-from .bundle import BUNDLE_FORMAT, MULTIMODAL, SECTIONS, is_language_slug
+from ._bundle import BUNDLE_FORMAT, MULTIMODAL, SECTIONS, is_language_slug
 
 __all__ = ["TranslationReport", "check_translation", "translate_bundle"]
 
@@ -28,7 +28,7 @@ _FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n?```\s*$", re.S)
 
 
 def _tags(text: str) -> Counter:
-    from .handlebars import _compile
+    from ._handlebars import _compile
 
     _, _, tags = _compile(text)
     return Counter(re.sub(r"\s+", " ", text[t.start:t.end]) for t in tags if t.kind != "comment")
@@ -36,7 +36,7 @@ def _tags(text: str) -> Counter:
 
 def check_translation(original: str, translated: str, fragments: dict[str, str]) -> str | None:
     """Why ``translated`` does not keep ``original``'s template, or None when it does."""
-    from .handlebars import Template, template_variables
+    from ._handlebars import Template, template_variables
 
     try:
         Template(translated, strict=False, partials=fragments)
@@ -89,8 +89,8 @@ async def translate_bundle(model: Any, language: str, english: dict[str, Any], *
     ``keys`` limits the run (``Class/method``, ``Class/method.multimodal`` or
     ``_fragments/name``). Returns the draft bundle and a report.
     """
-    from ..models.base import GenerationParams
-    from .prompts import prompt_template
+    from ..models._base import GenerationParams
+    from ._prompts import prompt_template
 
     if not is_language_slug(language) or language == "en":
         raise TemplateError(f"give the target language as a slug other than 'en' (fr, hindi, "

@@ -15,11 +15,11 @@ from .._hash import canonical_hash
 from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
-from ..models.base import Completion, GenerationParams, InferenceModel, Message
+from ..models._base import Completion, GenerationParams, InferenceModel, Message
 from ..readouts import PromptIndex, Reading
 from ..thread import StringThread
 from ._options import GraderOptions, validated
-from .guards import content_free_fields, content_free_reason
+from ._guards import content_free_fields, content_free_reason
 
 #: texts longer than this are screened and read in a worker thread
 _INLINE_CHARS = 65_536
@@ -66,7 +66,7 @@ class Grader(abc.ABC):
     """
 
     #: penalize empty and content-free completions (":", "Thought process:") before any
-    #: judge sees them; see graders/guards.py. Set False per grader to send them anyway.
+    #: judge sees them; see graders/_guards.py. Set False per grader to send them anyway.
     reject_content_free: bool = True
     #: extra content-free phrases for this grader (case-insensitive, trailing punctuation ignored)
     content_free_phrases: tuple[str, ...] = ()

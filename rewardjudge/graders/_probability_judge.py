@@ -46,17 +46,17 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
-from ..models.base import GenerationParams, InferenceModel, TokenDistribution
+from ..models._base import GenerationParams, InferenceModel, TokenDistribution
 from ..scales import SCALES, Scale
 from ..templates import Template
-from ..templates.prompts import prompt_source
+from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts import neutralize_value
 from ._context import thread_context
 from ._options import JudgeOptions, validated
-from .base import Grader, Mode
-from .distribution import distribution_text, summarize
-from .typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
+from ._base import Grader, Mode
+from ._distribution import distribution_text, summarize
+from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
 

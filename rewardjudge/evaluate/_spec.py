@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..graders.base import Grader
+from ..graders._base import Grader
 
 __all__ = ["BUILTIN_GRADERS", "resolve_grader"]
 

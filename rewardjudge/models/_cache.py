@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
-from .base import Completion, GenerationParams, InferenceModel, Message
+from ._base import Completion, GenerationParams, InferenceModel, Message
 
 __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 

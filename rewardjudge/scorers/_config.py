@@ -24,9 +24,9 @@ from typing import Any, Mapping
 
 from .._hash import canonical_hash, canonical_json
 from ..errors import ConfigError
-from .builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES, BUILTIN_VARIABLES
-from .output_spec import OutputSpec, output_spec_from_dict
-from .template import DEFAULT_ENGINE, ENGINES, ScorerTemplate
+from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES, BUILTIN_VARIABLES
+from ._output_spec import OutputSpec, output_spec_from_dict
+from ._template import DEFAULT_ENGINE, ENGINES, ScorerTemplate
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "DEFAULT_ENGINE", "ENGINES", "MAX_TEMPLATE_CHARS",
            "ScorerConfig", "ScorerParams", "canonical_json", "make_template"]

@@ -70,11 +70,11 @@ import numpy as np
 from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
-from ..graders.base import Grader
-from .data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, release_mapped_pages,
+from ..graders._base import Grader
+from ._data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, release_mapped_pages,
                    row_to_thread, thread_digest)
-from .journal import STATUS_CODES, Journal, JournalIndex, Reader
-from .report import Summary, SummaryBuilder, grade_label, save_histogram
+from ._journal import STATUS_CODES, Journal, JournalIndex, Reader
+from ._report import Summary, SummaryBuilder, grade_label, save_histogram
 
 log = logging.getLogger("rewardjudge")
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError
-from .bundle import (MULTIMODAL, TEMPLATES_DIR, build_bundle, bundle_path, discover_languages,
+from ._bundle import (MULTIMODAL, TEMPLATES_DIR, build_bundle, bundle_path, discover_languages,
                      inline_partials, is_language_slug, load_bundle, source_dir)
 
 __all__ = ["LANGUAGE_ENV", "PROMPTS_ENV", "PromptFallbackWarning", "PromptLibrary", "default_library",

@@ -69,10 +69,10 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError,
                       JudgeResponseError, JudgeTimeoutError)
-from .base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
+from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from .openai_compat import parse_retry_after
-from .retry import RetryPolicy, retry_async
+from ._openai_compat import parse_retry_after
+from ._retry import RetryPolicy, retry_async
 
 __all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME"]
 

@@ -52,9 +52,9 @@ from ..errors import ConfigError
 from ..graders._context import thread_context
 from ..readouts import json_objects
 from ..thread import ROLES, StringThread
-from .builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
+from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
                        role_lines)
-from .config import ScorerConfig
+from ._config import ScorerConfig
 
 __all__ = ["MalformedCompletion", "ScorerBinding", "output_instructions", "parse_source"]
 
@@ -147,7 +147,7 @@ def builtin_context(sample: StringThread) -> dict[str, Any]:
 def output_instructions(schema: dict[str, Any], language: str | None = None) -> str:
     """The built-in sentence telling a judge how to reply (from the prompt bundle)."""
     from ..templates import Template
-    from ..templates.prompts import prompt_source
+    from ..templates._prompts import prompt_source
 
     source = prompt_source("ScorerGrader", "output_instructions", language)
     return Template(source, name="ScorerGrader/output_instructions").render(
@@ -272,7 +272,7 @@ class ScorerBinding:
 
         Raises ``MalformedCompletion`` when the completion lacks a bound field.
         """
-        from ..templates.handlebars import to_plain
+        from ..templates._handlebars import to_plain
 
         context, missing = self.context(sample)
         context.update(self.constants(language))
@@ -300,6 +300,6 @@ class ScorerBinding:
 
     def grader(self, model, **kwargs: Any):
         """A ``ScorerGrader`` running this pinned version on ``model``."""
-        from .grader import ScorerGrader
+        from ._grader import ScorerGrader
 
         return ScorerGrader(self, model, **kwargs)

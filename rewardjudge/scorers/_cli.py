@@ -37,7 +37,7 @@ REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
 def _registry(args: argparse.Namespace):
-    from .registry import ScorerRegistry
+    from ._registry import ScorerRegistry
 
     return ScorerRegistry(args.registry or os.environ.get(REGISTRY_ENV) or "scorers")
 
@@ -79,7 +79,7 @@ def _print_scorer(scorer, as_json: bool) -> None:
 def _guard(fn):
     """Map 'not found' to exit code 3; other config errors reach cli.main (exit 2)."""
     def run(args: argparse.Namespace) -> int:
-        from .registry import ScorerNotFound
+        from ._registry import ScorerNotFound
 
         try:
             return fn(args)
@@ -134,7 +134,7 @@ def _show(args: argparse.Namespace) -> int:
     scorer = registry.get(args.slug)
     if args.version is not None:
         v = registry.version(args.slug, args.version)
-        from .scorer import Scorer
+        from ._scorer import Scorer
 
         scorer = Scorer(scorer.name, v.config, scorer.description, slug=scorer.slug,
                         history=scorer.history, created_at=scorer.created_at,
@@ -241,7 +241,7 @@ async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> li
 def _test(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .binding import MalformedCompletion
+    from ._binding import MalformedCompletion
 
     registry = _registry(args)
     scorer = registry.get(args.slug)

@@ -35,11 +35,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders.base import Grader, Mode
-from ..models.base import Completion, GenerationParams, InferenceModel
+from ..graders._base import Grader, Mode
+from ..models._base import Completion, GenerationParams, InferenceModel
 from ..readouts import neutralize, neutralize_value, template_tag_names
 from ..thread import StringThread
-from .binding import MalformedCompletion, ScorerBinding, output_instructions
+from ._binding import MalformedCompletion, ScorerBinding, output_instructions
 
 __all__ = ["ScorerGrader", "output_instructions"]
 
@@ -82,7 +82,7 @@ class ScorerGrader(Grader):
                               f"got {type(model).__name__}")
         if isinstance(reply_retries, bool) or not isinstance(reply_retries, int) or reply_retries < 0:
             raise ConfigError(f"reply_retries must be an int >= 0, got {reply_retries!r}")
-        from .scorer import slugify
+        from ._scorer import slugify
 
         config = binding.config
         key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)

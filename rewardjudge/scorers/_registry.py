@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import ConfigError
-from .binding import ScorerBinding
-from .config import ScorerConfig
-from .scorer import Scorer, ScorerVersion, check_description, check_name, make_slug
+from ._binding import ScorerBinding
+from ._config import ScorerConfig
+from ._scorer import Scorer, ScorerVersion, check_description, check_name, make_slug
 
 __all__ = ["ScorerNotFound", "ScorerRegistry"]
 

@@ -23,7 +23,7 @@ from ..errors import ConfigError
 def _root(args: argparse.Namespace):
     from pathlib import Path
 
-    from .bundle import TEMPLATES_DIR
+    from ._bundle import TEMPLATES_DIR
 
     root = Path(args.root) if args.root else TEMPLATES_DIR
     if not root.is_dir():
@@ -32,7 +32,7 @@ def _root(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from .bundle import compile_bundles
+    from ._bundle import compile_bundles
 
     reports = compile_bundles(_root(args), languages=args.language or None, write=not args.check)
     for r in reports:
@@ -44,7 +44,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .bundle import check_bundles
+    from ._bundle import check_bundles
 
     problems = check_bundles(_root(args))
     for p in problems:
@@ -55,7 +55,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .prompts import default_library
+    from ._prompts import default_library
 
     lib = default_library()
     udir = args.prompts
@@ -69,7 +69,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .prompts import prompt_source
+    from ._prompts import prompt_source
 
     cls, sep, method = args.key.partition("/")
     if not sep or not cls or not method:
@@ -102,8 +102,8 @@ def _translate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..models import OpenAIModel
-    from .bundle import bundle_path, load_bundle, render_bundle
-    from .prompts import _slug, default_library, user_dirs
+    from ._bundle import bundle_path, load_bundle, render_bundle
+    from ._prompts import _slug, default_library, user_dirs
     from .translate import translate_bundle
 
     language = _slug(args.language)

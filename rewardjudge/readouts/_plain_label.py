@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 from ..errors import OutputParserException
 from ._scan import PromptIndex
 from ._text import fold
-from .json_verdict import Reading, decide
+from ._json_verdict import Reading, decide
 
 __all__ = ["read_plain_label"]
 

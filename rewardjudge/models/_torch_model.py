@@ -64,7 +64,7 @@ from typing import Any, Callable, Sequence
 from .._hash import canonical_hash
 from .._paths import cache_root
 from ..errors import ConfigError, JudgeError
-from .base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
+from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
 
 __all__ = ["TorchModel", "default_cache_dir"]
@@ -301,7 +301,7 @@ class TorchModel(InferenceModel):
         self.max_batch_tokens = max_batch_tokens
         self.max_new_tokens = max_new_tokens
         if isinstance(chat_template, str):
-            from .chat_template import ChatTemplate
+            from ._chat_template import ChatTemplate
 
             chat_template = ChatTemplate(chat_template, bos_token=tokenizer.bos_token or "",
                                          eos_token=tokenizer.eos_token or "")
@@ -356,7 +356,7 @@ class TorchModel(InferenceModel):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if source is None:
-            from .spawn import embedded_model_path
+            from ._spawn import embedded_model_path
 
             source = embedded_model_path()
         path = Path(source)

@@ -122,7 +122,7 @@ class OutputSpec:
         return self.read(text).verdict
 
     def read(self, text: str, prompt: PromptIndex | None = None) -> Reading[Verdict]:
-        """The judge's own verdict in ``text`` (``readouts.json_verdict``):
+        """The judge's own verdict in ``text`` (``readouts._json_verdict``):
         copies of the ``prompt`` sent are quoted material, never a verdict."""
         low = self.lowest()
         return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt,

@@ -131,7 +131,7 @@ def bundle_entries(bundle: dict[str, Any] | None) -> Iterator[tuple[str, str, st
 
 
 def _partials_of(text: str) -> list[str]:
-    from .handlebars import partial_names
+    from ._handlebars import partial_names
 
     return partial_names(text)
 
@@ -161,7 +161,7 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
 
 
 def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> None:
-    from .handlebars import Template
+    from ._handlebars import Template
 
     try:
         Template(text, name=where, strict=False, partials=fragments)
@@ -231,7 +231,7 @@ def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...
     >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
     'A\\n  be fair\\nB'
     """
-    from .handlebars import _compile
+    from ._handlebars import _compile
 
     _, _, tags = _compile(text)
     out, pos = [], 0
@@ -345,7 +345,7 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
 
 def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
     """The variables a prompt reads, its fragments' included."""
-    from .handlebars import template_variables
+    from ._handlebars import template_variables
 
     return template_variables(text, fragments)
 

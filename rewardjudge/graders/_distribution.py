@@ -25,8 +25,8 @@ from typing import Any, Mapping, Sequence
 from pydantic import BaseModel
 
 from ..errors import ConfigError
-from ..models.base import InferenceModel, Message, TokenDistribution
-from .outputs import output_value
+from ..models._base import InferenceModel, Message, TokenDistribution
+from ._outputs import output_value
 
 __all__ = ["DistributionSummary", "expected_verdict", "score_choices", "summarize"]
 
@@ -94,7 +94,7 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     can be written as one short token: an enum/Literal of up to 10 values, or
     an integer field bounded within 0..9. None when the score is not like that.
 
-    >>> from rewardjudge.graders.outputs import GradedJudgeOutput
+    >>> from rewardjudge.graders._outputs import GradedJudgeOutput
     >>> score_choices(GradedJudgeOutput)
     [0, 1, 2, 3, 4]
     """

@@ -143,9 +143,9 @@ async def _judge(args: argparse.Namespace):
 
 
 async def _run_eval(args: argparse.Namespace):
-    from ..graders.base import Grader
-    from .runner import aevaluate_dataset
-    from .spec import _import_attribute, resolve_grader
+    from ..graders._base import Grader
+    from ._runner import aevaluate_dataset
+    from ._spec import _import_attribute, resolve_grader
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
@@ -161,7 +161,7 @@ async def _run_eval(args: argparse.Namespace):
         return await aevaluate_dataset(args.data, obj, **common)
     async with _judge(args) as model:
         if args.cache:
-            from ..models.cache import CachedModel
+            from ..models._cache import CachedModel
 
             model = CachedModel(model, cache=args.cache)
         grader = resolve_grader(args.grader, model)
@@ -200,7 +200,7 @@ def _eval_command(args: argparse.Namespace) -> int:
 
 
 def _compare_command(args: argparse.Namespace) -> int:
-    from .report import compare
+    from ._report import compare
 
     comparison = compare(args.a, args.b, confidence=args.confidence)
     print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison)

@@ -56,7 +56,7 @@ def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path
 
 
 def _gguf() -> Path:
-    from ..models.spawn import embedded_model_path
+    from ..models._spawn import embedded_model_path
 
     return embedded_model_path()
 
@@ -102,7 +102,7 @@ def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
     (``<root>/torch``), so the judge and the policy share one conversion."""
     from transformers import AutoModelForCausalLM
 
-    from ..models.torch_model import converted_gguf_dir
+    from ..models._torch_model import converted_gguf_dir
 
     path = converted_gguf_dir(_gguf(), (root or cache_dir()) / "torch")
     kwargs = {} if dtype is None else {"dtype": dtype}

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from .binding import ScorerBinding
-from .config import ScorerConfig
+from ._binding import ScorerBinding
+from ._config import ScorerConfig
 
 __all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
 

@@ -50,19 +50,19 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
-from ..models.base import GenerationParams, GradeDistributionUnsupported, InferenceModel
+from ..models._base import GenerationParams, GradeDistributionUnsupported, InferenceModel
 from ..scales import Scale
 from ..templates import Template
-from ..templates.prompts import prompt_source
+from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
 from ._context import thread_context
 from ._options import JudgeOptions, validated
-from .base import Grader, Mode, log
-from .candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
-from .candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
+from ._base import Grader, Mode, log
+from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
+from ._candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
                                  new_candidate_ids, parse_candidate_reply, template_tag_names)
-from .distribution import EXPECTED_VALUE_FLOOR, summarize
+from ._distribution import EXPECTED_VALUE_FLOOR, summarize
 
 __all__ = ["CandidateJudgeGrader"]
 

@@ -12,7 +12,7 @@ Backends (command lines built by ``server_command``):
 * ``"vllm"``: ``vllm serve MODEL`` (needs a GPU and vLLM installed).
 * ``"sglang"``: ``python -m sglang.launch_server`` (same).
 * ``"torch"``: no server: ``spawn_judge`` yields an in-process
-  ``TorchModel`` (``models/torch_model.py``) loaded from ``model`` (default:
+  ``TorchModel`` (``models/_torch_model.py``) loaded from ``model`` (default:
   the embedded GGUF, converted once and cached); keyword arguments go to
   ``TorchModel.load``.
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError, JudgeStartupError
-from .openai_compat import OpenAIModel
+from ._openai_compat import OpenAIModel
 
 BACKENDS = ("llama_cpp", "vllm", "sglang")
 EMBEDDED_ALIAS = "smollm2-135m-instruct"
@@ -210,7 +210,7 @@ class JudgeServer:
             kwargs["grammar_field"] = "grammar"
         if self.backend == "llama_cpp" and self.model_path.lower().endswith(".gguf"):
             # for /v1/completions (reading a grade after an assistant prefix); read lazily
-            from .chat_template import ChatTemplate
+            from ._chat_template import ChatTemplate
 
             kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
         kwargs.update(self.model_kwargs)
@@ -256,7 +256,7 @@ class spawn_judge:
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
         if self._torch is not None:
-            from .torch_model import TorchModel
+            from ._torch_model import TorchModel
 
             source, kwargs = self._torch
             self._model = await loop.run_in_executor(None, lambda: TorchModel.load(source, **kwargs))
@@ -281,7 +281,7 @@ class spawn_judge:
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
         if self.server is None:
-            from .torch_model import TorchModel
+            from ._torch_model import TorchModel
 
             source, kwargs = self._torch
             self._model = TorchModel.load(source, **kwargs)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, TemplateError
-from .builtins import BUILTIN_FUNCTIONS
+from ._builtins import BUILTIN_FUNCTIONS
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "ScorerTemplate"]
 
@@ -33,9 +33,9 @@ DEFAULT_ENGINE = "jinja2"
 _ALIASES = {"jinja": "jinja2", "hbs": "handlebars"}
 
 # -- Jinja2 rendering with function built-ins: the one sandboxed environment of
-# templates/jinja.py (``JinjaTemplate.render`` takes plain data only; scorers add their
+# templates/_jinja.py (``JinjaTemplate.render`` takes plain data only; scorers add their
 # function built-ins to the context, so they render with the environment itself)
-from ..templates.jinja import _env as _render_env  # noqa: E402
+from ..templates._jinja import _env as _render_env  # noqa: E402
 
 
 class ScorerTemplate:
@@ -59,13 +59,13 @@ class ScorerTemplate:
         self.engine = engine
         self.name = name
         if engine == "jinja2":
-            from ..templates.jinja import JinjaTemplate
+            from ..templates._jinja import JinjaTemplate
 
             self._checked = JinjaTemplate(source, name=name)  # allowlist, syntax, variables
             self.variables = list(self._checked.variables)
             self._compiled = _render_env().from_string(source)
         else:
-            from ..templates.handlebars import Template
+            from ..templates._handlebars import Template
 
             self._checked = Template(source, name=name, strict=False)
             self._compiled = None
@@ -85,7 +85,7 @@ class ScorerTemplate:
             return self._checked.render(context)
         from jinja2.exceptions import SecurityError, TemplateError as JinjaError
 
-        from ..templates.handlebars import to_plain
+        from ..templates._handlebars import to_plain
 
         values = to_plain(dict(context))
         values.update(functions or {})  # after the data: built-ins take precedence

@@ -29,10 +29,10 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders.base import Grader
+from ..graders._base import Grader
 from ..thread import StringThread
 from .._sync import LoopThread
-from .trl_adapter import _turns
+from ._trl_adapter import _turns
 
 __all__ = ["VerlScore", "build_grader", "verl_compute_score"]
 
@@ -81,10 +81,10 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool) -> float | d
 
 
 def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = None, **model_options: Any) -> Grader:
-    """A grader from a SPEC (``rewardjudge.evaluate.spec.resolve_grader``)
+    """A grader from a SPEC (``rewardjudge.evaluate._spec.resolve_grader``)
     and a judge server URL (OpenAI-compatible, ending in /v1). Without
     ``judge``, the SPEC must name a Grader that brings its own model."""
-    from ..evaluate.spec import resolve_grader
+    from ..evaluate._spec import resolve_grader
 
     if isinstance(spec, Grader):
         return spec
@@ -94,7 +94,7 @@ def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = 
     from ..models import OpenAIModel
 
     if not judge_model:
-        from ..evaluate.cli import _server_model_name
+        from ..evaluate._cli import _server_model_name
 
         judge_model = _server_model_name(judge, float(model_options.get("timeout", 60.0)))
     return resolve_grader(spec, OpenAIModel(judge, judge_model, **model_options))

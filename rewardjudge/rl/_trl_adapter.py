@@ -25,9 +25,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders.base import Grader
+from ..graders._base import Grader
 from ..thread import StringThread, content_text
-from .health import judge_health
+from ._health import judge_health
 
 __all__ = ["JudgeGatedReward", "TRLRewardFunc", "completion_threads", "trl_reward_func", "trl_reward_funcs"]
 

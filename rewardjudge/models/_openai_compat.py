@@ -50,10 +50,10 @@ from urllib.parse import urlsplit
 
 from ..errors import (ConfigError, JudgeConnectionError, JudgeHTTPError,
                       JudgeResponseError, JudgeTimeoutError)
-from .base import Completion, GenerationParams, InferenceModel, Message
-from .base import (GradeDistributionUnsupported, TokenDistribution, check_choices,
+from ._base import Completion, GenerationParams, InferenceModel, Message
+from ._base import (GradeDistributionUnsupported, TokenDistribution, check_choices,
                    match_choices)
-from .retry import RetryPolicy, retry_async
+from ._retry import RetryPolicy, retry_async
 
 log = logging.getLogger("rewardjudge")
 
@@ -778,7 +778,7 @@ class OpenAIModel(InferenceModel):
                 or max_top_logprobs < 1:
             raise ConfigError(f"max_top_logprobs must be an int >= 1, got {max_top_logprobs!r}")
         if isinstance(chat_template, str):
-            from .chat_template import ChatTemplate
+            from ._chat_template import ChatTemplate
 
             chat_template = ChatTemplate(chat_template)
         elif chat_template is not None and not callable(chat_template):

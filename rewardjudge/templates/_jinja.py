@@ -184,7 +184,7 @@ class JinjaTemplate:
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
         from jinja2.exceptions import SecurityError, TemplateError as JinjaError
 
-        from .handlebars import to_plain
+        from ._handlebars import to_plain
 
         plain = to_plain(dict(context))
         if self.strict if strict is None else strict:

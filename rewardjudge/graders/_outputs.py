@@ -240,8 +240,8 @@ _LOWEST: "dict[type[BaseModel], float | None]" = {}
 def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | None = None
                       ) -> Reading[BaseModel]:
     """Read a judge reply into ``model``: the judge's own JSON verdict
-    (``readouts.json_verdict``), else, for label models such as
-    ``BinaryJudgeOutput``, its own plain label line (``readouts.plain_label``).
+    (``readouts._json_verdict``), else, for label models such as
+    ``BinaryJudgeOutput``, its own plain label line (``readouts._plain_label``).
     Copies of ``prompt`` are quoted text, never a verdict; own verdicts must
     agree. Raises ``OutputParserException`` otherwise.
     """
