@@ -83,18 +83,12 @@ class ScorerTemplate:
                functions: Mapping[str, Callable[..., Any]] | None = None) -> str:
         if self._compiled is None:
             return self._checked.render(context)
-        from jinja2.exceptions import SecurityError, TemplateError as JinjaError
-
         from ..templates._handlebars import to_plain
+        from ..templates._jinja import render_sandboxed
 
         values = to_plain(dict(context))
         values.update(functions or {})  # after the data: built-ins take precedence
-        try:
-            return self._compiled.render(values)
-        except SecurityError as exc:
-            raise TemplateError(f"{self.name}: refused by the sandbox: {exc}") from None
-        except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
-            raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from None
+        return render_sandboxed(self._compiled, values, self.name)
 
     def __repr__(self) -> str:
         return f"ScorerTemplate(engine={self.engine!r}, variables={self.variables!r})"

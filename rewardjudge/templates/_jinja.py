@@ -182,8 +182,6 @@ class JinjaTemplate:
         return [v for v in self.variables if v not in context]
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
-        from jinja2.exceptions import SecurityError, TemplateError as JinjaError
-
         from ._handlebars import to_plain
 
         plain = to_plain(dict(context))
@@ -191,12 +189,20 @@ class JinjaTemplate:
             missing = self.missing(plain)
             if missing:
                 raise TemplateVariableError(missing, list(plain))
-        try:
-            return self._template.render(plain)
-        except SecurityError as exc:
-            raise TemplateError(f"{self.name}: refused by the sandbox: {exc}") from None
-        except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
-            raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from None
+        return render_sandboxed(self._template, plain, self.name)
 
     def __repr__(self) -> str:
         return f"JinjaTemplate(name={self.name!r}, variables={self.variables!r})"
+
+
+def render_sandboxed(compiled: Any, values: Mapping[str, Any], name: str) -> str:
+    """Render a template compiled in the sandboxed environment; what the
+    sandbox refuses or the render trips on is a ``TemplateError`` naming ``name``."""
+    from jinja2.exceptions import SecurityError, TemplateError as JinjaError
+
+    try:
+        return compiled.render(values)
+    except SecurityError as exc:
+        raise TemplateError(f"{name}: refused by the sandbox: {exc}") from None
+    except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
+        raise TemplateError(f"{name}: render failed: {type(exc).__name__}: {exc}") from None
