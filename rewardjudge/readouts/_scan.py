@@ -9,7 +9,7 @@ completion swallow the judge's own verdict. Objects nest at most
 wider windows within a budget linear in the text; NaN and infinities are
 refused.
 
-``is_quoted`` says whether a span of a judge reply is a copy of the prompt
+``PromptIndex.quote_level`` says whether a span of a judge reply is a copy of the prompt
 that was sent (which holds the policy's text): its folded text occurs in the
 folded prompt with matching text on either side. A verdict the judge wrote
 itself is not surrounded by copied prompt text, so a policy that writes the
@@ -226,7 +226,7 @@ def line_key(folded_line: str) -> str:
 
 
 class PromptIndex:
-    """The folded prompt that was sent, for ``is_quoted``.
+    """The folded prompt that was sent, for ``quote_level``.
 
     ``min_context`` folded characters matching on one side of a span make it
     a quote; a span alone on its line of the reply with the whole reply
@@ -327,12 +327,3 @@ class PromptIndex:
             if len(right) >= k and after.startswith(right):
                 return 2
         return 1
-
-    def is_quoted(self, reply: str, start: int, end: int) -> bool:
-        """Whether ``reply[start:end]`` is surely copied from the prompt."""
-        return self.quote_level(reply, start, end) == 2
-
-    def count(self, reply: str, start: int, end: int) -> tuple[int, int]:
-        """How often the folded span occurs in the folded reply and prompt."""
-        needle = fold(reply[start:end])
-        return fold(reply).count(needle), self.folded.count(needle)
