@@ -225,10 +225,10 @@ async def test_an_unexpected_error_leaves_only_its_request_unscored():
 
 async def test_usage_error_is_raised_after_the_rest():
     class Picky(CandidateJudgeGrader):
-        def extract_template_context(self, thread, candidates):
+        def request_context(self, thread, candidates):
             if "Alpha" in thread.last_user_content():
                 raise ConfigError("no context for Alpha")
-            return super().extract_template_context(thread, candidates)
+            return super().request_context(thread, candidates)
 
     model = ScriptedModel(digit_judge)
     with pytest.raises(ConfigError, match="no context for Alpha"):
@@ -375,7 +375,7 @@ async def test_default_template_renders_fields_and_structured_query():
 # (template, error fragment)
 BAD_TEMPLATES = [
     ("{{#each candidates}}{{this.title}}{{/each}}", "never show candidates[].id"),  # no ids
-    ("{{#each candidates}}{{this.id}}{{/each}} {{rubric}}", "reads 'rubric'"),      # unknown variable
+    ("{{#each candidates}}{{this.id}}{{/each}} {{rubric}}", "'rubric' missing from the context"),      # unknown variable
     ("{{#each candidates}}{{this.id}}", "unclosed block"),                          # broken syntax
 ]
 

@@ -15,10 +15,12 @@ from .._hash import canonical_hash
 from ..core.structured_output import OutputParserException, pydantic_parse
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
-from ..models._base import Completion, GenerationParams, InferenceModel, Message
-from ..readouts import PromptIndex, Reading
+from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
+from ..readouts._json_verdict import Reading
+from ..readouts._scan import PromptIndex
 from ..thread import StringThread
 from ._options import GraderOptions, validated
+from ._context import THREAD_VARIABLES, neutralized_thread
 from ._guards import content_free_fields, content_free_reason
 
 #: texts longer than this are screened and read in a worker thread
@@ -41,6 +43,20 @@ class JudgeAnswer(Generic[V]):
     latency_s: float
     #: verdict-shaped text copied from the prompt that disagreed with the verdict
     forgeries: int = 0
+
+
+@dataclass
+class JudgeFailure:
+    """A judge request that gave no usable answer: why, and what it cost.
+    ``error`` is the judge-side exception when there was one (None for a
+    reply that never parsed)."""
+
+    reason: str
+    attempts: int
+    usage: dict[str, int]
+    raw_reply: str | None
+    latency_s: float
+    error: JudgeError | None = None
 
 Mode = Literal["train", "eval"]
 
@@ -196,30 +212,72 @@ class Grader(abc.ABC):
         return PromptIndex([m["content"] for m in messages if isinstance(m.get("content"), str)],
                            policy_texts=list(policy_texts))
 
+    # -- the pipeline's shared steps ----------------------------------------
+    #
+    # sample --screen--> context --prompt--> judge request --readout--> Grade
+    #
+    # ``screen``/``ascreen`` (above), ``judge_thread`` + the thread vocabulary
+    # (graders/_context.py) for the context, ``JudgePrompt`` (graders/_prompt.py)
+    # for the prompt, ``ask_until_parsed`` (chat replies, one retry loop) and
+    # ``ask_distribution`` (next-token probabilities) for the request, the
+    # readouts (rewardjudge/readouts, graders/_candidate_protocol.py) for the
+    # verdict, ``scored``/``unscored``/``penalized`` for the Grade.
+
+    #: the names a class's ``extract_template_context`` adds to the thread
+    #: vocabulary; a subclass that overrides the method without declaring
+    #: them has its templates checked at the first render instead
+    context_names: tuple[str, ...] = ()
+
+    def context_variables(self, *more: str) -> set[str] | None:
+        """The names a template context of this grader holds: the thread
+        vocabulary, ``context_names``, ``template_variables`` and ``more``
+        (the family's own). None when not known before a real sample (an
+        ``extract_template_context`` override that declares no ``context_names``)."""
+        mro = type(self).__mro__
+        definer = next((i for i, c in enumerate(mro) if "extract_template_context" in c.__dict__), None)
+        declarer = next(i for i, c in enumerate(mro) if "context_names" in c.__dict__)
+        if definer is not None and definer < declarer:   # overridden below the declaration
+            return None
+        return (set(THREAD_VARIABLES) | set(self.context_names)
+                | set(getattr(self, "template_variables", None) or ()) | set(more))
+
+    def control_tokens(self) -> tuple[str, ...]:
+        """The judge model's own control tokens (from its chat template), kept
+        out of policy text like protocol tags."""
+        return tuple(getattr(getattr(self, "model", None), "control_tokens", ()) or ())
+
+    def judge_thread(self, sample: StringThread, tags: Iterable[str] = ()) -> StringThread:
+        """``sample`` as a judge may see it: every turn and metadata value
+        neutralised (``tags``, protocol tags, the judge's control tokens)."""
+        return neutralized_thread(sample, tags, self.control_tokens())
+
     async def ask_until_parsed(self, model: InferenceModel, messages: Sequence[Message],
                                params: GenerationParams | None, parse: Callable[[str], V], *,
-                               json_schema: dict[str, Any] | None = None, reply_retries: int = 1,
-                               **unscored_fields: Any) -> JudgeAnswer[V] | Grade:
+                               json_schema: dict[str, Any] | None = None, grammar: str | None = None,
+                               reply_retries: int = 1) -> "JudgeAnswer[V] | JudgeFailure":
         """Ask the judge until ``parse(reply)`` succeeds, at most ``reply_retries + 1`` times.
 
-        ``parse`` raises ``OutputParserException`` for an unreadable reply.
-        Returns a ``JudgeAnswer``, or an unscored Grade (with attempts, usage,
-        the last raw reply, latency and ``unscored_fields``) when the judge
-        fails or never answers readably. Never raises for judge-side failures.
+        The one request loop of every chat grader. ``parse`` (a readout)
+        raises ``OutputParserException`` for an unreadable reply; a long
+        reply is read in a worker thread. ``grammar`` (GBNF) is sent where
+        the model takes one. Returns a ``JudgeAnswer``, or a ``JudgeFailure``
+        (attempts, usage, the last raw reply, latency, the error) when the
+        judge fails or never answers readably. Never raises for judge-side
+        failures.
         """
         usage: dict[str, int] = {}
         attempts = 0
         started = time.perf_counter()
         last_reply: str | None = None
         problem = ""
+        extra_kw = {} if grammar is None else {"grammar": grammar}
         for _ in range(reply_retries + 1):
             try:
-                completion = await model.chat(messages, params, json_schema=json_schema)
+                completion = await model.chat(messages, params, json_schema=json_schema, **extra_kw)
             except JudgeError as exc:
                 attempts += exc.attempts
-                return self.unscored(f"{type(exc).__name__}: {exc}", attempts=attempts, usage=usage,
-                                     raw_reply=last_reply, latency_s=time.perf_counter() - started,
-                                     **unscored_fields)
+                return JudgeFailure(f"{type(exc).__name__}: {exc}", attempts, usage, last_reply,
+                                    time.perf_counter() - started, exc)
             attempts += completion.attempts
             for k, v in completion.usage.items():
                 usage[k] = usage.get(k, 0) + v
@@ -237,9 +295,44 @@ class Grader(abc.ABC):
                 forgeries, verdict = verdict.forgeries, verdict.verdict
             return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started,
                                forgeries)
-        return self.unscored(f"invalid judge reply after {reply_retries + 1} tries: {problem}",
-                             attempts=attempts, usage=usage, raw_reply=last_reply,
-                             latency_s=time.perf_counter() - started, **unscored_fields)
+        return JudgeFailure(f"invalid judge reply after {reply_retries + 1} tries: {problem}",
+                            attempts, usage, last_reply, time.perf_counter() - started)
+
+    async def ask_distribution(self, model: InferenceModel, messages: Sequence[Message],
+                               choices: Sequence[str], params: GenerationParams | None = None, *,
+                               typed: tuple[Any, Any, Any] | None = None
+                               ) -> "TokenDistribution | JudgeFailure":
+        """The probability of each of ``choices`` as the judge's next token
+        (``model.grade_distribution``): the one request step of the
+        distribution readouts. ``typed`` = ``(state, instructions, criteria)``
+        asks a typed-question provider instead (``model.typed_distribution``).
+        A judge-side failure is a ``JudgeFailure``; usage errors
+        (``GradeDistributionUnsupported``) are raised."""
+        started = time.perf_counter()
+        try:
+            if typed is not None:
+                state, instructions, criteria = typed
+                return await model.typed_distribution(  # type: ignore[attr-defined]
+                    state, instructions, list(criteria), list(choices), params)
+            return await model.grade_distribution(messages, list(choices), params)
+        except JudgeError as exc:
+            return JudgeFailure(f"{type(exc).__name__}: {exc}", exc.attempts, {}, None,
+                                time.perf_counter() - started, exc)
+
+    def failed(self, failure: "JudgeFailure", **fields: Any) -> Grade:
+        """The unscored Grade of a judge request that failed."""
+        return self.unscored(failure.reason, attempts=failure.attempts, usage=failure.usage,
+                             raw_reply=failure.raw_reply, latency_s=failure.latency_s, **fields)
+
+    def scored(self, answer: "JudgeAnswer[Any]", value: float, reasoning: str | None,
+               extra: dict[str, Any]) -> Grade:
+        """The scored Grade of a parsed judge answer (forgeries it saw recorded
+        in ``extra["forgery"]``)."""
+        if answer.forgeries:
+            extra = {**extra, "forgery": answer.forgeries}
+        return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
+                     raw_reply=answer.completion.text, usage=answer.usage, attempts=answer.attempts,
+                     latency_s=answer.latency_s, grader_version=self.version, extra=extra)
 
     @staticmethod
     def check_sample(sample: Any) -> StringThread:

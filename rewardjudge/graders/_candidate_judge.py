@@ -52,24 +52,24 @@ from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
 from ..models._base import GenerationParams, GradeDistributionUnsupported, InferenceModel
 from ..scales import Scale
-from ..templates import Template
+from ..templates._prompt import PromptTemplate
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
 from ._context import thread_context
 from ._options import JudgeOptions, validated
-from ._base import Grader, Mode, log
+from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
+from ._prompt import JudgePrompt
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
-from ._candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value, unquote_reply,
-                                 new_candidate_ids, parse_candidate_reply, template_tag_names)
+from ._candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value,
+                                  new_candidate_ids, read_candidate_reply)
 from ._distribution import EXPECTED_VALUE_FLOOR, summarize
 
 __all__ = ["CandidateJudgeGrader"]
 
-# what a template may read from the default context (besides template_variables)
-_CONTEXT_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "scale_max",
-                 "scale_labels", "evaluation_name", "evaluation_description", "context_turns",
-                 "context_str", "last_user_turn_content")
+# what a request adds to the thread vocabulary (``request_context``)
+_REQUEST_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "scale_max",
+                 "scale_labels", "evaluation_name", "evaluation_description")
 
 
 @dataclass
@@ -221,6 +221,7 @@ class CandidateJudgeGrader(Grader):
                  max_tokens_per_candidate: int | None = 256,
                  template_variables: Mapping[str, Any] | None = None,
                  protected_tags: Sequence[str] = (), strict_templates: bool = True,
+                 engine: str = "handlebars",
                  expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
@@ -283,35 +284,34 @@ class CandidateJudgeGrader(Grader):
                     if template is None else template)
         system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
                       else system_template)
-        self.user_template = Template(user_src, name="template", strict=strict_templates)
-        self.system_template = Template(system_src or "", name="system_template",
-                                        strict=strict_templates)
+        # stripped: a template's optional header lines ({{#if ...}}) leave blank edges
+        self.prompt = JudgePrompt(system_src, user_src, engine=engine, strict=strict_templates,
+                                  strip=True, names=("system_template", "template"))
         # candidate text may not open or close the templates' own delimiters either
         self.protected_tags = tuple(dict.fromkeys(
             [t.casefold() for t in protected_tags]
-            + [t for t in template_tag_names(user_src, system_src or "") if t not in PROTOCOL_TAGS]))
+            + [t for t in self.prompt.tags if t not in PROTOCOL_TAGS]))
         self._check_templates()
 
     # -- construction checks ----------------------------------------------
+    @property
+    def system_template(self) -> PromptTemplate:
+        return self.prompt.system
+
+    @property
+    def user_template(self) -> PromptTemplate:
+        return self.prompt.user
+
     def _check_templates(self) -> None:
         """Fail at construction, not at the first judge call, when a template
         reads a variable the context will not hold or never shows the ids."""
-        overridden = type(self).extract_template_context is not CandidateJudgeGrader.extract_template_context
-        known = set(_CONTEXT_KEYS) | set(self.template_variables)
-        if not overridden:
-            for tmpl in (self.system_template, self.user_template):
-                unknown = sorted({v.split(".")[0] for v in tmpl.variables} - known)
-                if unknown and tmpl.strict:
-                    raise ConfigError(f"{tmpl.name} reads {', '.join(map(repr, unknown))}, which the "
-                                      f"context does not hold; available: {', '.join(sorted(known))} "
-                                      f"(add constants through template_variables)")
+        self.prompt.check(self.context_variables(*_REQUEST_KEYS))
         probe_ids = ["zqprobeaa", "zqprobebb"]
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
         candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
-        ctx = CandidateJudgeGrader.extract_template_context(self, probe_thread, candidates)
-        rendered = (self.system_template.render(ctx, strict=False) + "\n"
-                    + self.user_template.render(ctx, strict=False))
-        missing = [i for i in probe_ids if i not in rendered]
+        ctx = CandidateJudgeGrader.request_context(self, probe_thread, candidates)
+        system, user = self.prompt.render(ctx, strict=False)
+        missing = [i for i in probe_ids if i not in system + "\n" + user]
         if missing:
             raise ConfigError("the templates never show candidates[].id, so the judge cannot name "
                               "the candidate it grades; render {{this.id}} inside {{#each candidates}}")
@@ -338,33 +338,40 @@ class CandidateJudgeGrader(Grader):
                 out["image"] = image if isinstance(image, str) else json.dumps(image)
         return out
 
-    def extract_template_context(self, thread: StringThread,
-                                 candidates: list[dict[str, Any]]) -> dict[str, Any]:
-        """The template context of one request.
+    #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
+    context_names: tuple[str, ...] = ()
 
-        ``thread`` is a sample of the group (its context turns are the
-        group's); ``candidates`` are the request's candidates with their
-        ids, already neutralised and in the order shown. Override to add
-        keys (call ``super()`` first). Text from the sample is neutralised
-        here, the grader's own settings are not.
+    @classmethod
+    def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
+                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The template context a group's thread gives (the seed's hook, as
+        in every grader): the one thread vocabulary (``graders._context``) of
+        ``thread`` -- the group's turns before the completion, already
+        neutralised: a group's samples share their context, each candidate is
+        its own -- plus ``template_variables``. Override to add keys (call
+        ``super()`` first; declare them in ``context_names``). The request's
+        own keys (``query``, ``candidates``, the scale, the evaluation) are
+        added after it by ``request_context``.
         """
-        tags = self.protected_tags
-        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
-        query = thread.metadata.get("query")
+        ctx = thread_context(thread)
+        ctx.update(template_variables or {})
+        return ctx
+
+    def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        """The template context of one request: ``extract_template_context``
+        over the group's neutralised context turns, then ``query``,
+        ``query_text``, ``candidates`` (with their ids, already neutralised,
+        in the order shown), the scale's and the evaluation's variables."""
+        clean = self.judge_thread(StringThread(thread.context_turns(), metadata=thread.metadata),
+                                  self.protected_tags)
+        ctx = self.extract_template_context(clean, None, self.template_variables)
+        query = clean.metadata.get("query")
         if query is None:
-            query = thread.last_user_content()
-        query = neutralize_value(query, tags, ctl)
-        query_text = query if isinstance(query, str) else json.dumps(query, ensure_ascii=False,
-                                                                     indent=2, default=str)
-        # the one thread vocabulary (graders._context), without the completion:
-        # a group's samples share their context, each candidate is its own
-        ctx: dict[str, Any] = thread_context(
-            StringThread(thread.context_turns(), metadata=thread.metadata), tags=tags,
-            control_tokens=ctl)
-        ctx.update(self.template_variables)
+            query = clean.last_user_content()
         ctx.update({
             "query": query,
-            "query_text": query_text,
+            "query_text": query if isinstance(query, str) else json.dumps(query, ensure_ascii=False,
+                                                                        indent=2, default=str),
             "candidates": candidates,
             **self.scale.template_vars(),
             "evaluation_name": self.evaluation_name,
@@ -454,15 +461,13 @@ class CandidateJudgeGrader(Grader):
         order = sorted(members, key=lambda c: c.index)
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
-        tags = self.protected_tags
-        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
-        shown = [neutralize_value(c.data, tags, ctl) for c in order]
+        shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
         ids = new_candidate_ids(len(order), avoid=[json.dumps(s, ensure_ascii=False) for s in shown])
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
                   "ids": ids}
-        context = self.extract_template_context(order[0].sample, candidates)
-        messages = self._messages(context, self._image_parts(order, ids))
+        context = self.request_context(order[0].sample, candidates)
+        messages = self.build_messages(context, self._image_parts(order, ids))
         params = GenerationParams(
             temperature=self.temperature, top_p=self.top_p, seed=self.seed,
             max_tokens=None if self.max_tokens_per_candidate is None
@@ -470,32 +475,22 @@ class CandidateJudgeGrader(Grader):
         for cand in order:
             cand.rounds = round_no
             cand.requests.append(record)
-        try:
-            grammar = self._grammar(ids)
-            if grammar is None:
-                completion = await self.model.chat(messages, params)
-            else:
-                completion = await self.model.chat(messages, params, grammar=grammar)
-        except JudgeError as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            for cand in order:
-                cand.attempts += exc.attempts
-                cand.failures.append(reason)
-            if _splittable(exc) and len(order) > 1 and round_no < self.max_rounds:
-                return await self._run(_balanced_chunks(order, len(order) // 2), round_no + 1)
-            return None
-        # tags the judge copied out of candidate text are quoted material;
-        # a candidate the blanked reply leaves without a verdict is read from
-        # the reply as written (then any copied tag there makes it ambiguous)
+        # tags the judge copied out of candidate text are quoted material
         policy_texts = [json.dumps(s, ensure_ascii=False) for s in shown] + \
             [v for s in shown for v in _strings(s)]
-        blanked, quoted_tags = unquote_reply(completion.text, policy_texts, ids=ids)
-        parse = parse_candidate_reply(blanked, ids, self.scale)
-        if quoted_tags and parse.failures:
-            raw = parse_candidate_reply(completion.text, list(parse.failures), self.scale)
-            for cid, verdict in raw.verdicts.items():
-                parse.failures.pop(cid, None)
-                parse.verdicts[cid] = verdict
+        answer = await self.ask_until_parsed(
+            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale,
+                                                                            policy_texts),
+            grammar=self._grammar(ids), reply_retries=0)
+        if isinstance(answer, JudgeFailure):
+            for cand in order:
+                cand.attempts += answer.attempts
+                cand.failures.append(answer.reason)
+            if (answer.error is not None and _splittable(answer.error) and len(order) > 1
+                    and round_no < self.max_rounds):
+                return await self._run(_balanced_chunks(order, len(order) // 2), round_no + 1)
+            return None
+        completion, parse, quoted_tags = answer.completion, answer.verdict, answer.forgeries
         truncated = completion.finish_reason == "length"
         failed: list[_Candidate] = []
         judged: list[tuple[_Candidate, CandidateVerdict]] = []
@@ -512,14 +507,11 @@ class CandidateJudgeGrader(Grader):
                 cand.failures.append(f"round {round_no}: {reason}")
                 failed.append(cand)
                 continue
-            extra = self._extra(cand, cid, verdict.grade)
-            if quoted_tags:
-                extra["forgery"] = quoted_tags
-            cand.grade = Grade(
-                value=self.scale.to_reward(verdict.grade), grader_key=self.grader_key,
-                reasoning=verdict.reasoning, status="scored", raw_reply=completion.text,
-                usage=dict(cand.usage), attempts=cand.attempts, latency_s=completion.latency_s,
-                grader_version=self.version, extra=extra)
+            cand.grade = self.scored(
+                JudgeAnswer(verdict, completion, dict(cand.usage), cand.attempts,
+                            completion.latency_s, quoted_tags),
+                self.scale.to_reward(verdict.grade), verdict.reasoning,
+                self._extra(cand, cid, verdict.grade))
             judged.append((cand, verdict))
         if self.expected_value and judged:
             await self._expected_grades(messages, completion.text, judged, params)
@@ -581,18 +573,18 @@ class CandidateJudgeGrader(Grader):
         prefix = {"role": "assistant", "content": reply[:verdict.grade_at]}
         grades = self.scale.grades
         try:
-            dist = await self.model.grade_distribution([*messages, prefix], [str(g) for g in grades],
-                                                       params)
-        except JudgeError as exc:
-            grade.attempts += exc.attempts
-            grade.extra["distribution_error"] = f"{type(exc).__name__}: {exc}"
-            return
+            dist = await self.ask_distribution(self.model, [*messages, prefix],
+                                               [str(g) for g in grades], params)
         except ConfigError:   # GradeDistributionUnsupported included: the caller falls back
             raise
         except Exception as exc:   # a broken model must not cost the sampled grade
             log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
                         self.grader_key, exc)
             grade.extra["distribution_error"] = f"{type(exc).__name__}: {exc}"
+            return
+        if isinstance(dist, JudgeFailure):
+            grade.attempts += dist.attempts
+            grade.extra["distribution_error"] = dist.reason
             return
         grade.attempts += dist.attempts
         for k, v in dist.usage.items():
@@ -634,19 +626,9 @@ class CandidateJudgeGrader(Grader):
                 parts.append({"type": "image_url", "image_url": {"url": image}})
         return parts
 
-    def _messages(self, context: Mapping[str, Any],
-                  image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        # stripped: a template's optional header lines ({{#if ...}}) leave blank lines
-        system = self.system_template.render(context).strip()
-        user = self.user_template.render(context).strip()
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system.strip() else []
-        if image_parts:
-            # OpenAI content parts: the rendered text, then the images
-            messages.append({"role": "user",
-                             "content": [{"type": "text", "text": user}, *map(dict, image_parts)]})
-        else:
-            messages.append({"role": "user", "content": user})
-        return messages
+    def build_messages(self, context: Mapping[str, Any],
+                       image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+        return self.prompt.messages(context, image_parts)
 
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
         extra: dict[str, Any] = {"scale": self.scale.name, "rounds": cand.rounds,
@@ -669,6 +651,7 @@ class CandidateJudgeGrader(Grader):
         return {**super().config(), "scale": self.scale.name, "scale_bounds": [self.scale.min, self.scale.max],
                 "batch_size": self.batch_size, "template": self.user_template.source,
                 "system_template": self.system_template.source,
+                **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),
                 "title_field": self.title_field, "image_field": self.image_field,

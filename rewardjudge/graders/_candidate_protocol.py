@@ -50,14 +50,15 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from ..readouts import PROTOCOL_TAGS, fold, template_tag_names
-from ..readouts import contains_tag as contains_protocol_tag
-from ..readouts import neutralize, neutralize_value
+from ..readouts._json_verdict import Reading
+from ..readouts._text import PROTOCOL_TAGS, fold, template_tag_names
+from ..readouts._text import contains_tag as contains_protocol_tag
+from ..readouts._text import neutralize, neutralize_value
 from ..scales import Scale
 
 __all__ = ["PROTOCOL_TAGS", "CandidateVerdict", "ReplyParse", "contains_protocol_tag",
            "neutralize", "neutralize_value", "new_candidate_ids", "parse_candidate_reply",
-           "template_tag_names", "unquote_reply"]
+           "read_candidate_reply", "template_tag_names", "unquote_reply"]
 
 
 # --------------------------------------------------------------------------
@@ -337,3 +338,20 @@ def parse_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | s
         else:
             result.verdicts[cid] = found[0]
     return result
+
+
+def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
+                         policy_texts: Sequence[str]) -> Reading[ReplyParse]:
+    """The candidate-blocks readout: ``parse_candidate_reply`` over the reply
+    with the tags the judge copied out of candidate text (``policy_texts``)
+    blanked (``unquote_reply``); a candidate the blanked reply leaves without
+    a verdict is read from the reply as written (where any copied tag makes
+    it ambiguous). ``forgeries``: the copied tags found."""
+    blanked, quoted_tags = unquote_reply(text, policy_texts, ids=ids)
+    parse = parse_candidate_reply(blanked, ids, scale)
+    if quoted_tags and parse.failures:
+        raw = parse_candidate_reply(text, list(parse.failures), scale)
+        for cid, verdict in raw.verdicts.items():
+            parse.failures.pop(cid, None)
+            parse.verdicts[cid] = verdict
+    return Reading(parse, forgeries=quoted_tags)

@@ -3,7 +3,7 @@
 * ``summarize(dist, grades)``: renormalise a ``TokenDistribution`` over the
   valid grades and compute the expected grade, the most likely grade and a
   confidence.
-* ``score_choices`` / ``expected_verdict``: the expected-value option of
+* ``score_choices`` / ``apply_expected_value``: the expected-value option of
   ``TemplatedPromptJudgeGrader``: after a generated verdict, read the
   probabilities of every possible score token at the position where the
   judge wrote its score, and average the verdict's value over them.
@@ -25,10 +25,11 @@ from typing import Any, Mapping, Sequence
 from pydantic import BaseModel
 
 from ..errors import ConfigError
-from ..models._base import InferenceModel, Message, TokenDistribution
+from ..models._base import Message, TokenDistribution
 from ._outputs import output_value
 
-__all__ = ["DistributionSummary", "expected_verdict", "score_choices", "summarize"]
+__all__ = ["DistributionSummary", "apply_expected_value", "score_choices", "summarize",
+           "weigh_verdict"]
 
 
 @dataclass(frozen=True)
@@ -126,29 +127,14 @@ def _score_prefix(reply: str, raw_score: Any) -> str | None:
     return None if found is None else reply[:found.end()]
 
 
-async def expected_verdict(model: InferenceModel, messages: Sequence[Message], reply: str,
-                           verdict: BaseModel, output_model: type[BaseModel],
-                           min_valid_mass: float) -> dict[str, Any]:
-    """Average the verdict's value over the judge's probabilities of each score token.
-
-    The judge's generated ``reply`` is cut right before its score value and
-    given back as an assistant prefix; ``grade_distribution`` reads the next
-    token's probabilities there (an unconstrained step, even when the reply
-    itself was schema-constrained). Returns ``{"expected_value": v | None,
+def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
+                  values: Sequence[Any], min_valid_mass: float) -> dict[str, Any]:
+    """Average the verdict's value over the judge's probabilities ``dist`` of
+    each score token in ``values``. Returns ``{"expected_value": v | None,
     "score_probabilities": {...}, ...}``; ``expected_value`` is None, with a
-    ``distribution_error``, when the score cannot be located in the reply or
-    less than ``min_valid_mass`` of the probability fell on valid scores.
-    """
-    values = score_choices(output_model)
-    if values is None:
-        raise ConfigError(f"{output_model.__name__}.score has no short set of values to weigh")
+    ``distribution_error``, when less than ``min_valid_mass`` of the
+    probability fell on valid scores."""
     raw = verdict.model_dump(mode="json")
-    prefix = _score_prefix(reply, raw.get("score"))
-    if prefix is None:
-        return {"expected_value": None,
-                "distribution_error": "the score could not be located in the judge's reply"}
-    dist = await model.grade_distribution([*messages, {"role": "assistant", "content": prefix}],
-                                          [str(v) for v in values])
     info: dict[str, Any] = {"score_probabilities": dict(dist.probs), "valid_mass": dist.valid_mass,
                             "outside_mass": dist.outside, "top_k": dist.top_k}
     if dist.valid_mass < min_valid_mass:
@@ -181,24 +167,38 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
 
     Used by graders with ``expected_value=True`` (``grader.model``,
     ``grader.output_model``, optional ``grader.expected_value_floor``). The
-    sampled verdict's value is kept in ``extra["sampled_value"]``. When the
-    distribution cannot be read (score not found in the reply, too little
-    mass on valid scores, a judge error) the sampled value stays and
+    judge's generated ``reply`` is cut right before its score value and
+    given back as an assistant prefix; the probabilities of every score
+    token are read there (``Grader.ask_distribution``: an unconstrained
+    step, even when the reply itself was schema-constrained) and the
+    verdict's value averaged over them (``weigh_verdict``). The sampled
+    value is kept in ``extra["sampled_value"]``. When the distribution
+    cannot be read (score not found in the reply, too little mass on valid
+    scores, a judge error) the sampled value stays and
     ``extra["distribution_error"]`` says why. Usage errors (a model without
     ``grade_distribution``, a score that is not one token) are raised.
     """
-    from ..errors import JudgeError
+    from ._base import JudgeFailure
 
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
     grade.extra["sampled_value"] = grade.value
-    try:
-        info = await expected_verdict(grader.model, messages, reply, verdict, grader.output_model,
-                                      floor)
-    except JudgeError as exc:
-        info = {"expected_value": None, "distribution_error": f"{type(exc).__name__}: {exc}"}
-        grade.attempts += exc.attempts
+    values = score_choices(grader.output_model)
+    if values is None:
+        raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
+    prefix = _score_prefix(reply, verdict.model_dump(mode="json").get("score"))
+    if prefix is None:
+        info: dict[str, Any] = {"expected_value": None, "distribution_error":
+                                "the score could not be located in the judge's reply"}
     else:
-        grade.attempts += 1 if "valid_mass" in info else 0
+        dist = await grader.ask_distribution(
+            grader.model, [*messages, {"role": "assistant", "content": prefix}],
+            [str(v) for v in values])
+        if isinstance(dist, JudgeFailure):
+            info = {"expected_value": None, "distribution_error": dist.reason}
+            grade.attempts += dist.attempts
+        else:
+            info = weigh_verdict(dist, verdict, grader.output_model, values, floor)
+            grade.attempts += dist.attempts
     grade.extra.update(info)
     if info.get("expected_value") is not None:
         grade.value = float(info["expected_value"])

@@ -44,17 +44,18 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel, TokenDistribution
 from ..scales import SCALES, Scale
-from ..templates import Template
+from ..templates._prompt import PromptTemplate
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
-from ..readouts import neutralize_value
+from ..readouts._text import neutralize_value
 from ._context import thread_context
 from ._options import JudgeOptions, validated
-from ._base import Grader, Mode
+from ._base import Grader, JudgeFailure, Mode
+from ._prompt import JudgePrompt
 from ._distribution import distribution_text, summarize
 from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
 
@@ -164,12 +165,11 @@ class ProbabilityJudgeGrader(Grader):
         self.question: Question = self.question_template.render(self.scale)
         if self.typed:
             self._check_paths()
-        self.system_template = Template(system_template if system_template is not None
-                                        else prompt_source("ProbabilityJudgeGrader", "system"),
-                                        name="system_template")
-        self.user_template = Template(user_template if user_template is not None
-                                      else prompt_source("ProbabilityJudgeGrader", "user"),
-                                      name="user_template")
+        self.prompt = JudgePrompt(
+            system_template if system_template is not None
+            else prompt_source("ProbabilityJudgeGrader", "system"),
+            user_template if user_template is not None
+            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=answer_prefix)
         self.choices = [str(g) for g in self.scale.grades]
         self.params = GenerationParams(seed=seed)
         self._base_context = {
@@ -220,23 +220,22 @@ class ProbabilityJudgeGrader(Grader):
         completion (or its parsed fields), neutralised (control tokens,
         protocol tags): JSON escaping alone does not stop a judge's tokenizer
         from reading ``<|im_end|>``."""
-        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
-        vocabulary = thread_context(sample, control_tokens=ctl)
-        completion = (neutralize_value(parsed, (), ctl) if parsed is not None
-                      else vocabulary["completion"])
+        vocabulary = thread_context(self.judge_thread(sample, self.prompt.tags))
+        completion = (neutralize_value(parsed, self.prompt.tags, self.control_tokens())
+                      if parsed is not None else vocabulary["completion"])
         return {"conversation": vocabulary["context_turns"], "completion": completion}
 
-    def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, str]]:
-        context = {**self._base_context,
-                   "content": json.dumps(content, ensure_ascii=False, indent=2)}
-        messages = []
-        system = self.system_template.render(context)
-        if system.strip():
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": self.user_template.render(context)})
-        if self.answer_prefix is not None:
-            messages.append({"role": "assistant", "content": self.answer_prefix})
-        return messages
+    def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self.prompt.messages({**self._base_context,
+                                     "content": json.dumps(content, ensure_ascii=False, indent=2)})
+
+    @property
+    def system_template(self) -> PromptTemplate:
+        return self.prompt.system
+
+    @property
+    def user_template(self) -> PromptTemplate:
+        return self.prompt.user
 
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
@@ -246,17 +245,17 @@ class ProbabilityJudgeGrader(Grader):
             return rejected
         fields = None if parsed is None else parsed.model_dump(mode="json")
         started = time.perf_counter()
-        try:
-            if self.typed:
-                dist = await self.model.typed_distribution(  # type: ignore[attr-defined]
-                    self.state_of(sample, fields), self.question.instructions,
-                    list(self.question.criteria), self.choices, self.params)
-            else:
-                messages = self.build_messages(self.content_of(sample, fields))
-                dist = await self.model.grade_distribution(messages, self.choices, self.params)
-        except JudgeError as exc:
-            return self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts,
-                                 latency_s=time.perf_counter() - started)
+        if self.typed:
+            dist = await self.ask_distribution(
+                self.model, [], self.choices, self.params,
+                typed=(self.state_of(sample, fields), self.question.instructions,
+                       self.question.criteria))
+        else:
+            dist = await self.ask_distribution(
+                self.model, self.build_messages(self.content_of(sample, fields)), self.choices,
+                self.params)
+        if isinstance(dist, JudgeFailure):
+            return self.failed(dist)
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
 
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
@@ -286,8 +285,8 @@ class ProbabilityJudgeGrader(Grader):
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],
-                "question": self.question.text, "system_template": self.system_template.source,
-                "user_template": self.user_template.source, "answer_prefix": self.answer_prefix,
+                "question": self.question.text, **self.prompt.sources(),
+                "answer_prefix": self.answer_prefix,
                 "value": self.value_mode, "min_valid_mass": self.min_valid_mass,
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),

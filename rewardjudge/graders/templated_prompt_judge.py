@@ -21,16 +21,17 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import BaseModel
 
 from ..core.structured_output import OutputParserException, render_schema
-from ..errors import ConfigError, TemplateVariableError
+from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
-from ..readouts import Reading, neutralize_value, template_tag_names
-from ..templates import Template
-from ..templates._handlebars import to_plain_context
+from ..readouts._json_verdict import Reading
+from ..readouts._text import neutralize_value
+from ..templates._prompt import PromptTemplate
 from ..thread import StringThread
-from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
+from ._context import THREAD_VARIABLES, thread_context
 from ._options import JudgeOptions, validated
-from ._base import Grader, Mode
+from ._base import Grader, JudgeFailure, Mode
+from ._prompt import JudgePrompt
 from ._distribution import apply_expected_value, score_choices
 from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
@@ -55,6 +56,8 @@ class TemplatedPromptJudgeGrader(Grader):
     the output model, see ``outputs.fitted_max_tokens``; 512 when that is not
     bounded), ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
     unreadable verdict), ``strict_templates`` (fail on missing variables),
+    ``engine`` (``"handlebars"``, the seed's engine and the default, or
+    ``"jinja2"``: a sandboxed Jinja2; both through ``JudgePrompt``),
     ``structured`` (ask for the output model's JSON schema),
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
     read the probability of every score at the position the judge wrote its
@@ -72,7 +75,8 @@ class TemplatedPromptJudgeGrader(Grader):
                  template_variables: Mapping[str, Any] | None = None,
                  max_tokens: int | None | Literal["fit"] = "fit",
                  top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
-                 strict_templates: bool = True, structured: bool = True, expected_value: bool = False,
+                 strict_templates: bool = True, engine: str = "handlebars", structured: bool = True,
+                 expected_value: bool = False,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
                  reject_content_free: bool | None = None, max_completion_chars: int | None = None):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
@@ -95,51 +99,38 @@ class TemplatedPromptJudgeGrader(Grader):
                          seed=seed, reply_retries=reply_retries)
         if template_variables is not None and not isinstance(template_variables, Mapping):
             raise ConfigError(f"template_variables must be a mapping, got {type(template_variables).__name__}")
-        self.system_template = Template(system_template or "", name="system_template",
-                                        strict=strict_templates)
-        self.user_template = Template(user_template, name="user_template", strict=strict_templates)
+        self.prompt = JudgePrompt(system_template, user_template, engine=engine,
+                                  strict=strict_templates)
         self.template_variables = dict(template_variables or {})
         self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
                                        max_tokens=opts.max_tokens, seed=opts.seed)
         self.reply_retries = opts.reply_retries
         self.structured = bool(structured)
         self._schema = self.output_model.model_json_schema() if structured else None
-        self._tags = tuple(template_tag_names(self.system_template.source, self.user_template.source))
         self.expected_value = bool(expected_value)
         if self.expected_value and score_choices(self.output_model) is None:
             raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
                               f"one-token values (a Literal/enum, or an int bounded in 0..9); "
                               f"{self.output_model.__name__}.score is not")
-        if strict_templates:
-            self._check_variables()
+        self.prompt.check(self.provided_variables())
 
-    #: the names a class's ``extract_template_context`` adds to the thread
-    #: vocabulary; a subclass that overrides the method without declaring
-    #: them has its templates checked at the first render instead
+    #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
     context_names: tuple[str, ...] = ()
 
     def provided_variables(self) -> set[str] | None:
         """The names a context of this grader holds, or None when they are
         not known before a real sample (an override of ``extract_template_context``
         that does not declare ``context_names``)."""
-        mro = type(self).__mro__
-        definer = next(c for c in mro if "extract_template_context" in c.__dict__)
-        declarer = next(c for c in mro if "context_names" in c.__dict__)
-        if definer is not declarer and issubclass(definer, declarer):
-            return None
-        names = set(THREAD_VARIABLES) | set(self.context_names) | set(self.template_variables)
-        if self.completion_model is not None:
-            names |= set(self.completion_model.model_fields) | {"parsed"}
-        return names
+        fields = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
+        return self.context_variables(*fields)
 
-    def _check_variables(self) -> None:
-        names = self.provided_variables()
-        if names is None:
-            return
-        for template in (self.system_template, self.user_template):
-            missing = sorted(v for v in template.variables if v.split(".")[0] not in names)
-            if missing:
-                raise TemplateVariableError(missing, sorted(names))
+    @property
+    def system_template(self) -> PromptTemplate:
+        return self.prompt.system
+
+    @property
+    def user_template(self) -> PromptTemplate:
+        return self.prompt.user
 
     # -- the seed API -----------------------------------------------------
     @classmethod
@@ -163,18 +154,23 @@ class TemplatedPromptJudgeGrader(Grader):
         parsed, rejected = await self.ascreen(sample, self.completion_model)
         if rejected is not None:
             return rejected
-        parsed_fields = None if parsed is None else parsed.model_dump(mode="json")
-        # the context is built from a neutralised copy of the sample: every
-        # value derived from its text is clean, whatever an override reads
-        clean = neutralized_thread(sample, self._tags, self._control_tokens())
+        context = self.context_of(sample, parsed)
+        messages = self.build_messages(context)
+        return await self.ask_judge(messages, policy_texts=[context.get("completion") or ""])
+
+    def context_of(self, sample: StringThread, parsed: BaseModel | None = None) -> dict[str, Any]:
+        """The template context of ``sample``: ``extract_template_context`` over
+        a neutralised copy of the sample (every value derived from its text is
+        clean, whatever an override reads), the parsed completion's fields
+        (also under ``parsed``), every other value from the sample neutralised."""
+        clean = self.judge_thread(sample, self.prompt.tags)
         context = self.extract_template_context(clean, self.output_model, self.template_variables)
-        if parsed_fields is not None:
-            for k, v in parsed_fields.items():
+        if parsed is not None:
+            fields = parsed.model_dump(mode="json")
+            for k, v in fields.items():
                 context.setdefault(k, v)
-            context.setdefault("parsed", parsed_fields)
-        shown = self.neutralized(context, clean=THREAD_VARIABLES)
-        messages = self.build_messages(shown)
-        return await self.ask_judge(messages, policy_texts=[shown.get("completion") or ""])
+            context.setdefault("parsed", fields)
+        return self.neutralized(context, clean=THREAD_VARIABLES)
 
     def neutralized(self, context: Mapping[str, Any], clean: "Sequence[str]" = ()) -> dict[str, Any]:
         """``context`` with every value that comes from the sample neutralised
@@ -182,27 +178,16 @@ class TemplatedPromptJudgeGrader(Grader):
         own ``template_variables`` and ``output_schema``, and the ``clean``
         keys (built from an already neutralised thread), are left as written."""
         own = set(self.template_variables) | {"output_schema"} | set(clean)
-        ctl = self._control_tokens()
-        return {k: v if k in own else neutralize_value(v, self._tags, ctl) for k, v in context.items()}
-
-    def _control_tokens(self) -> tuple[str, ...]:
-        return tuple(getattr(self.model, "control_tokens", ()) or ())
+        tags, ctl = self.prompt.tags, self.control_tokens()
+        return {k: v if k in own else neutralize_value(v, tags, ctl) for k, v in context.items()}
 
     # -- pieces, reusable by subclasses -----------------------------------
-    def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, str]]:
-        context = to_plain_context(context)   # converted once for both templates
-        system = self.system_template.render(context)
-        user = self.user_template.render(context)
-        messages = []
-        if system.strip():
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": user})
-        return messages
+    def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self.prompt.messages(context)
 
-    async def ask_judge(self, messages: list[dict[str, str]], policy_texts: Sequence[str] = ()) -> Grade:
+    async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()) -> Grade:
         """Ask the judge, re-asking after unreadable verdicts; never raises
         for judge-side failures."""
-
         prompt = self.prompt_index(messages, policy_texts)
 
         def parse(text: str) -> Reading:
@@ -218,29 +203,25 @@ class TemplatedPromptJudgeGrader(Grader):
         answer = await self.ask_until_parsed(self.model, messages, self.params, parse,
                                              json_schema=self._schema,
                                              reply_retries=self.reply_retries)
-        if isinstance(answer, Grade):
-            return answer
+        if isinstance(answer, JudgeFailure):
+            return self.failed(answer)
         verdict, value = answer.verdict
         reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
                      else verdict_reasoning(verdict))
-        grade = Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
-                      raw_reply=answer.completion.text, usage=answer.usage, attempts=answer.attempts,
-                      latency_s=answer.latency_s, grader_version=self.version,
-                      extra={"verdict": verdict.model_dump(mode="json"),
-                             **({"forgery": answer.forgeries} if answer.forgeries else {})})
+        grade = self.scored(answer, value, reasoning, {"verdict": verdict.model_dump(mode="json")})
         if self.expected_value:
             grade = await apply_expected_value(self, messages, answer.completion.text, verdict, grade)
         return grade
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "system_template": self.system_template.source,
-                "user_template": self.user_template.source,
+        return {**super().config(), **self.prompt.sources(),
                 "output_model": self.output_model.model_json_schema(),
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),
                 "template_variables": self.template_variables, "params": self.params.as_dict(),
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 "structured": self.structured,
+                **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 **({"expected_value": True} if self.expected_value else {})}
 
 

@@ -35,9 +35,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..grade import Grade
-from ..graders._base import Grader, Mode
+from ..graders._base import Grader, JudgeFailure, Mode
 from ..models._base import Completion, GenerationParams, InferenceModel
-from ..readouts import neutralize, neutralize_value, template_tag_names
+from ..readouts._text import template_tag_names
 from ..thread import StringThread
 from ._binding import MalformedCompletion, ScorerBinding, output_instructions
 
@@ -107,6 +107,7 @@ class ScorerGrader(Grader):
         max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
         self.params = GenerationParams(temperature=p.temperature, top_p=p.top_p,
                                        max_tokens=max_tokens or None, seed=p.seed)
+        self._tags = tuple(template_tag_names(config.prompt_template))
         binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
         if asked != config.model:
             log.info("scorer %s names judge %r; running on %r (allow_model_override)", key,
@@ -137,34 +138,26 @@ class ScorerGrader(Grader):
                                  "scorer_model": self.binding.config.model,
                                  "judge_model": self.model_name}
         try:
-            prompt, missing = self.render(self.neutralized(sample))
+            clean = self.neutralized(sample)
+            prompt, missing = self.render(clean)
         except MalformedCompletion as exc:
             return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
         except RecursionError:
             return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
         extra["missing_variables"] = missing
         messages = [{"role": "user", "content": prompt}]
-        index = self.prompt_index(messages, [t for r, t in self.neutralized(sample).turns[-1:]
-                                             if r == "assistant"])
+        index = self.prompt_index(messages, [t for r, t in clean.turns[-1:] if r == "assistant"])
         answer = await self.ask_until_parsed(self.model, messages, self.params,
                                              lambda text: self.spec.read(text, index),
-                                             json_schema=self.schema, reply_retries=self.reply_retries,
-                                             extra=extra)
-        if isinstance(answer, Grade):
-            return answer
+                                             json_schema=self.schema, reply_retries=self.reply_retries)
+        if isinstance(answer, JudgeFailure):
+            return self.failed(answer, extra=extra)
         verdict = answer.verdict
-        if answer.forgeries:
-            extra["forgery"] = answer.forgeries
-        return Grade(value=verdict.value, grader_key=self.grader_key, reasoning=verdict.reason,
-                     status="scored", raw_reply=answer.completion.text, usage=answer.usage,
-                     attempts=answer.attempts, latency_s=answer.latency_s, grader_version=self.version,
-                     extra={**extra, "judge_model": answering_model(answer.completion, self.model_name),
+        return self.scored(answer, verdict.value, verdict.reason,
+                           {**extra, "judge_model": answering_model(answer.completion, self.model_name),
                             "label": verdict.label, "score": verdict.score})
 
     def neutralized(self, sample: StringThread) -> StringThread:
         """``sample`` with its text neutralised (the template's tags, protocol
         tags and the judge's control tokens) before it is rendered."""
-        tags = tuple(template_tag_names(self.binding.config.prompt_template))
-        ctl = tuple(getattr(self.model, "control_tokens", ()) or ())
-        turns = [(r, neutralize(c, tags, ctl)) for r, c in sample.turns]
-        return StringThread(turns, metadata=neutralize_value(dict(sample.metadata), tags, ctl))
+        return self.judge_thread(sample, self._tags)
