@@ -71,6 +71,7 @@ from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
+from ..graders._schedule import balanced_chunks, groups as by_prompt_group, prompt_key
 from ._data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, release_mapped_pages,
                    row_to_thread, thread_digest)
 from ._journal import STATUS_CODES, Journal, JournalIndex, Reader
@@ -214,30 +215,15 @@ def _make_progress(progress: bool | Any, total: int, initial: int, desc: str):
 INPUT_ERROR_DIGEST = "0" * 16
 
 
-def _context_key(thread: Any) -> tuple:
-    return tuple(thread.context_turns())
-
-
-def _split(members: list, max_group: int) -> list[list]:
-    """``members`` in balanced consecutive pieces of at most ``max_group``."""
-    pieces = -(-len(members) // max_group)
-    size, extra = divmod(len(members), pieces)
-    out, pos = [], 0
-    for p in range(pieces):
-        take = size + (1 if p < extra else 0)
-        out.append(members[pos:pos + take])
-        pos += take
-    return out
-
-
 def _groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
             on_input_error: Callable[[int, str], None]) -> Iterator[list[tuple[int, Any, str]]]:
     """The rows to grade as groups ``[(row, thread, digest), ...]``, in the
     order of each group's first row.
 
     Rows are read ``window`` at a time; within a window, rows whose threads
-    have the same context (every turn before the completion: the prompt)
-    form one group, split into balanced pieces of at most ``max_group``. A
+    answer the same prompt (``graders._schedule.prompt_key``: every turn
+    before the completion, and ``metadata["query"]``) form one group, split
+    into balanced pieces of at most ``max_group``. A
     row whose input cannot become a thread (say, an image part for a text
     grader) is reported to ``on_input_error`` and never sent.
     """
@@ -245,10 +231,8 @@ def _groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, windo
     window_end = window
 
     def flush() -> list[list[tuple[int, Any, str]]]:
-        by_key: dict[tuple, list[tuple[int, Any, str]]] = {}
-        for item in items:
-            by_key.setdefault(_context_key(item[1]), []).append(item)
-        out = [piece for members in by_key.values() for piece in _split(members, max_group)]
+        out = [piece for members in by_prompt_group(items, lambda item: prompt_key(item[1]))
+               for piece in balanced_chunks(members, max_group)]
         out.sort(key=lambda g: g[0][0])
         items.clear()
         return out

@@ -22,6 +22,7 @@ from ..thread import StringThread
 from ._options import GraderOptions, validated
 from ._context import THREAD_VARIABLES, neutralized_thread
 from ._guards import content_free_fields, content_free_reason
+from ._schedule import groups, prompt_key
 
 #: texts longer than this are screened and read in a worker thread
 _INLINE_CHARS = 65_536
@@ -368,33 +369,68 @@ class Grader(abc.ABC):
             return limit
         return None
 
+    #: the family judges a prompt's samples together (``grade_group``):
+    #: ``grade_batch`` then hands it whole prompt groups
+    judges_groups: bool = False
+
+    async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
+        """Grade samples that answer one prompt (``_schedule.prompt_key``);
+        one Grade per sample, in order. Families with ``judges_groups``
+        judge them together; the default grades each alone."""
+        return [await self.grade(s) for s in samples]
+
+    async def _grade_group_guarded(self, samples: list[StringThread]) -> list[Grade]:
+        try:
+            return await self.grade_group(samples)
+        except (ConfigError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # keep a training loop alive; say what happened
+            log.warning("grader %s raised %r; its group is left unscored", self.grader_key, exc)
+            return [self.unscored(f"grader error: {type(exc).__name__}: {exc}") for _ in samples]
+
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
         """Grade ``samples`` concurrently; one Grade per sample, in order.
 
-        At most ``batch_concurrency()`` samples are in progress at once, and
-        the judge model bounds its requests (its ``max_concurrency``).
+        The one scheduler: a family that judges groups (``judges_groups``)
+        gets the samples of each prompt together (``grade_group``), every
+        other family one sample at a time. At most ``batch_concurrency()``
+        of these units are in progress at once, and the judge model bounds
+        its requests (its ``max_concurrency``). A usage error
+        (``ConfigError``) is raised after every other unit has finished.
         """
         items = [self.check_sample(s) for s in samples]
-        limit = self.batch_concurrency()
-        if limit is None or limit >= len(items):
-            results = await asyncio.gather(*(self._grade_guarded(s) for s in items),
-                                           return_exceptions=True)
+        results: list[Any] = [None] * len(items)
+        if self.judges_groups:
+            units = groups(range(len(items)), lambda i: prompt_key(items[i]))
         else:
-            results = [None] * len(items)
-            indexes = iter(range(len(items)))
+            units = [[i] for i in range(len(items))]
+
+        async def run(unit: list[int]) -> None:
+            try:
+                if self.judges_groups:
+                    grades = await self._grade_group_guarded([items[i] for i in unit])
+                else:
+                    grades = [await self._grade_guarded(items[unit[0]])]
+            except Exception as exc:  # a usage error: raised after the rest
+                grades = [exc] * len(unit)
+            for i, g in zip(unit, grades):
+                results[i] = g
+
+        limit = self.batch_concurrency()
+        if limit is None or limit >= len(units):
+            await asyncio.gather(*(run(u) for u in units))
+        else:
+            queue = iter(units)
 
             async def worker() -> None:
-                for i in indexes:  # shared iterator: each index is taken once
-                    try:
-                        results[i] = await self._grade_guarded(items[i])
-                    except Exception as exc:  # a usage error: raised after the rest
-                        results[i] = exc
+                for unit in queue:  # shared iterator: each unit is taken once
+                    await run(unit)
 
             await asyncio.gather(*(worker() for _ in range(limit)))
         for r in results:
             if isinstance(r, BaseException):
                 raise r
-        return list(results)  # type: ignore[arg-type]
+        return results
 
     def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:
         """``grade_batch`` from synchronous code, even inside a running loop

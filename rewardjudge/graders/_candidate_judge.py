@@ -60,6 +60,7 @@ from ._context import thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
+from ._schedule import balanced_chunks
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
 from ._candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value,
                                   new_candidate_ids, read_candidate_reply)
@@ -91,21 +92,6 @@ class _Candidate:
 def _strings(value: Any) -> list[str]:
     """Every string inside ``value``."""
     return [v for v in leaves(value) if isinstance(v, str)]
-
-
-def _balanced_chunks(items: list, size: int) -> list[list]:
-    """Split ``items`` into ceil(n/size) chunks whose sizes differ by at most one
-    (9 items at size 8 -> 5 + 4, not 8 + 1: no candidate is judged alone by accident)."""
-    if not items:
-        return []
-    n_chunks = -(-len(items) // size)
-    base, extra = divmod(len(items), n_chunks)
-    out, start = [], 0
-    for k in range(n_chunks):
-        end = start + base + (1 if k < extra else 0)
-        out.append(items[start:end])
-        start = end
-    return out
 
 
 def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
@@ -380,36 +366,36 @@ class CandidateJudgeGrader(Grader):
         return ctx
 
     # -- grading ------------------------------------------------------------
+    #: ``grade_batch`` (the one scheduler, ``Grader.grade_batch``) hands this
+    #: grader whole prompt groups
+    judges_groups = True
+
     async def grade(self, sample: StringThread) -> Grade:
         """Judge one sample alone (a group of one)."""
-        return (await self.grade_batch([sample]))[0]
+        return (await self.grade_group([self.check_sample(sample)]))[0]
 
-    async def grade_batch(self, samples) -> list[Grade]:
-        """One Grade per sample, in order; samples sharing a prompt are judged together.
+    async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
+        """One Grade per sample, in order, for samples that share a prompt:
+        judged together, in balanced requests of at most ``batch_size``.
 
         Usage errors (``ConfigError``: a template reading a missing variable)
         are raised after every other request has finished.
         """
-        items = [self.check_sample(s) for s in samples]
-        grades: list[Grade | None] = [None] * len(items)
-        groups: dict[str, list[_Candidate]] = {}
-        for i, sample in enumerate(items):
+        grades: list[Grade | None] = [None] * len(samples)
+        members: list[_Candidate] = []
+        for i, sample in enumerate(samples):
             made = self._make_candidate(i, sample)
             if isinstance(made, Grade):
                 grades[i] = made
-                continue
-            groups.setdefault(self._group_key(sample), []).append(made)
-        chunks: list[list[_Candidate]] = []
-        for members in groups.values():
-            if self.shuffle and len(members) > self.batch_size:
-                members = list(members)
-                random.Random(self._rng.getrandbits(32)).shuffle(members)   # who shares a chunk
-            chunks.extend(_balanced_chunks(members, self.batch_size))
+            else:
+                members.append(made)
+        if self.shuffle and len(members) > self.batch_size:
+            members = list(members)
+            random.Random(self._rng.getrandbits(32)).shuffle(members)   # who shares a chunk
         started = time.perf_counter()
-        usage_error = await self._run(chunks, 1)
-        for members in groups.values():
-            for cand in members:
-                grades[cand.index] = cand.grade or self._final_unscored(cand, started)
+        usage_error = await self._run(balanced_chunks(members, self.batch_size), 1)
+        for cand in members:
+            grades[cand.index] = cand.grade or self._final_unscored(cand, started)
         if usage_error is not None:
             raise usage_error
         return grades  # type: ignore[return-value]
@@ -434,10 +420,6 @@ class CandidateJudgeGrader(Grader):
             elif result is not None:
                 usage_error = usage_error or result
         return usage_error
-
-    def _group_key(self, sample: StringThread) -> str:
-        return json.dumps([sample.context_turns(), sample.metadata.get("query")], sort_keys=True,
-                          default=str)
 
     def _make_candidate(self, index: int, sample: StringThread) -> _Candidate | Grade:
         completion = sample.completion()
@@ -488,7 +470,7 @@ class CandidateJudgeGrader(Grader):
                 cand.failures.append(answer.reason)
             if (answer.error is not None and _splittable(answer.error) and len(order) > 1
                     and round_no < self.max_rounds):
-                return await self._run(_balanced_chunks(order, len(order) // 2), round_no + 1)
+                return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
             return None
         completion, parse, quoted_tags = answer.completion, answer.verdict, answer.forgeries
         truncated = completion.finish_reason == "length"
@@ -518,7 +500,7 @@ class CandidateJudgeGrader(Grader):
         if failed and round_no < self.max_rounds:
             # smaller batches than the request they failed in: a reply that ran
             # out of tokens or lost track of ids gets an easier task
-            return await self._run(_balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
+            return await self._run(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
         return None
 
     def _grammar(self, ids: list[str]) -> str | None:
