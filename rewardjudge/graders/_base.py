@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -241,6 +241,27 @@ class Grader(abc.ABC):
             return None
         return (set(THREAD_VARIABLES) | set(self.context_names)
                 | set(getattr(self, "template_variables", None) or ()) | set(more))
+
+    #: the prompt step of a family that renders its own prompt (``JudgePrompt``);
+    #: None where another object owns the prompt (a scorer's binding)
+    prompt: Any = None
+
+    @property
+    def system_template(self) -> Any:
+        """The prompt's system template (a ``PromptTemplate``), or None."""
+        return None if self.prompt is None else self.prompt.system
+
+    @property
+    def user_template(self) -> Any:
+        """The prompt's user template (a ``PromptTemplate``), or None."""
+        return None if self.prompt is None else self.prompt.user
+
+    def build_messages(self, context: Mapping[str, Any],
+                       image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+        """The chat messages the prompt step renders for ``context``."""
+        if self.prompt is None:
+            raise ConfigError(f"{type(self).__name__} has no prompt of its own")
+        return self.prompt.messages(context, image_parts)
 
     def control_tokens(self) -> tuple[str, ...]:
         """The judge model's own control tokens (from its chat template), kept

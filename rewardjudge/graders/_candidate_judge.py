@@ -52,7 +52,6 @@ from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
 from ..models._base import GenerationParams, GradeDistributionUnsupported, InferenceModel
 from ..scales import Scale
-from ..templates._prompt import PromptTemplate
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
@@ -280,14 +279,6 @@ class CandidateJudgeGrader(Grader):
         self._check_templates()
 
     # -- construction checks ----------------------------------------------
-    @property
-    def system_template(self) -> PromptTemplate:
-        return self.prompt.system
-
-    @property
-    def user_template(self) -> PromptTemplate:
-        return self.prompt.user
-
     def _check_templates(self) -> None:
         """Fail at construction, not at the first judge call, when a template
         reads a variable the context will not hold or never shows the ids."""
@@ -607,10 +598,6 @@ class CandidateJudgeGrader(Grader):
                 parts.append({"type": "text", "text": f"Image of candidate {cid}:"})
                 parts.append({"type": "image_url", "image_url": {"url": image}})
         return parts
-
-    def build_messages(self, context: Mapping[str, Any],
-                       image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        return self.prompt.messages(context, image_parts)
 
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
         extra: dict[str, Any] = {"scale": self.scale.name, "rounds": cand.rounds,

@@ -48,7 +48,6 @@ from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel, TokenDistribution
 from ..scales import SCALES, Scale
-from ..templates._prompt import PromptTemplate
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
@@ -228,14 +227,6 @@ class ProbabilityJudgeGrader(Grader):
     def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self.prompt.messages({**self._base_context,
                                      "content": json.dumps(content, ensure_ascii=False, indent=2)})
-
-    @property
-    def system_template(self) -> PromptTemplate:
-        return self.prompt.system
-
-    @property
-    def user_template(self) -> PromptTemplate:
-        return self.prompt.user
 
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:

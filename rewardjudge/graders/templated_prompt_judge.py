@@ -26,7 +26,6 @@ from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._json_verdict import Reading
 from ..readouts._text import neutralize_value
-from ..templates._prompt import PromptTemplate
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
 from ._options import JudgeOptions, validated
@@ -124,14 +123,6 @@ class TemplatedPromptJudgeGrader(Grader):
         fields = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
         return self.context_variables(*fields)
 
-    @property
-    def system_template(self) -> PromptTemplate:
-        return self.prompt.system
-
-    @property
-    def user_template(self) -> PromptTemplate:
-        return self.prompt.user
-
     # -- the seed API -----------------------------------------------------
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
@@ -182,9 +173,6 @@ class TemplatedPromptJudgeGrader(Grader):
         return {k: v if k in own else neutralize_value(v, tags, ctl) for k, v in context.items()}
 
     # -- pieces, reusable by subclasses -----------------------------------
-    def build_messages(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.prompt.messages(context)
-
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()) -> Grade:
         """Ask the judge, re-asking after unreadable verdicts; never raises
         for judge-side failures."""
