@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rewardjudge.graders._candidate_protocol import (contains_protocol_tag, neutralize,
-                                                    neutralize_value, new_candidate_ids,
-                                                    parse_candidate_reply, template_tag_names)
+from rewardjudge.readouts._candidate_blocks import new_candidate_ids, parse_candidate_reply
+from rewardjudge.readouts._text import contains_tag as contains_protocol_tag
+from rewardjudge.readouts._text import neutralize, neutralize_value, template_tag_names
 from rewardjudge.scales import Scale
 
 IDS = ["ka7", "mq2", "zx9"]

@@ -14,12 +14,13 @@ from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.graders._candidate_grammar import candidate_grammar
 from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
-from rewardjudge.graders._candidate_protocol import parse_candidate_reply
+from rewardjudge.readouts._candidate_blocks import parse_candidate_reply
 from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
                                          fitted_max_tokens, parse_judge_reply)
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from rewardjudge.models import JudgeServer, OpenAIModel, server_command
+from rewardjudge.models import OpenAIModel
 from rewardjudge.models._base import Completion
+from rewardjudge.models._spawn import JudgeServer, server_command
 from rewardjudge.scales import Scale
 from rewardjudge.testing import ScriptedModel
 

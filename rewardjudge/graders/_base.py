@@ -221,7 +221,7 @@ class Grader(abc.ABC):
     # (graders/_context.py) for the context, ``JudgePrompt`` (graders/_prompt.py)
     # for the prompt, ``ask_until_parsed`` (chat replies, one retry loop) and
     # ``ask_distribution`` (next-token probabilities) for the request, the
-    # readouts (rewardjudge/readouts, graders/_candidate_protocol.py) for the
+    # readouts (rewardjudge/readouts: JSON verdict, plain label, candidate blocks) for the
     # verdict, ``scored``/``unscored``/``penalized`` for the Grade.
 
     #: the names a class's ``extract_template_context`` adds to the thread

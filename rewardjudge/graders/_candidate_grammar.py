@@ -16,7 +16,7 @@ the scale's grades. A small judge that would write ``<response id=...>``,
 forget an id or ramble until ``max_tokens`` then writes exactly one valid
 block per candidate, and its reasoning is bounded, so the reply's length is
 known. The reply is still read by the unchanged strict parser
-(``candidate_protocol.parse_candidate_reply``): the grammar narrows what the
+(``readouts._candidate_blocks.parse_candidate_reply``): the grammar narrows what the
 judge can write; it decides nothing.
 
 >>> from rewardjudge.scales import Scale

@@ -4,7 +4,7 @@ An RL step produces G completions per prompt. Judging them one request each
 repeats the query and rubric G times and grades each without the others in
 view. This grader puts up to ``batch_size`` completions of the same prompt
 in one judge prompt and reads one ``<candidate id="…">`` block per
-candidate back (see ``candidate_protocol``), strictly: a missing or mangled
+candidate back (see ``readouts._candidate_blocks``), strictly: a missing or mangled
 block leaves only that candidate unjudged, never shifts a grade.
 
 Flow of ``grade_batch(samples)``:
@@ -61,8 +61,8 @@ from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
-from ._candidate_protocol import (PROTOCOL_TAGS, CandidateVerdict, neutralize_value,
-                                  new_candidate_ids, read_candidate_reply)
+from ..readouts._candidate_blocks import CandidateVerdict, new_candidate_ids, read_candidate_reply
+from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ._distribution import EXPECTED_VALUE_FLOOR, summarize
 
 __all__ = ["CandidateJudgeGrader"]
