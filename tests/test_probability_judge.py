@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 from rewardjudge import Grade, Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeTimeoutError
 from rewardjudge.graders import ProbabilityJudgeGrader
-from rewardjudge.graders._distribution import confidence, score_choices, summarize
+from rewardjudge.graders._expected_value import score_choices
+from rewardjudge.readouts._distribution import confidence, summarize
 from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.graders._typed_question import TypedQuestionError

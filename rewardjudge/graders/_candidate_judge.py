@@ -63,7 +63,7 @@ from ._schedule import balanced_chunks
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
 from ..readouts._candidate_blocks import CandidateVerdict, new_candidate_ids, read_candidate_reply
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
-from ._distribution import EXPECTED_VALUE_FLOOR, summarize
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
 
 __all__ = ["CandidateJudgeGrader"]
 

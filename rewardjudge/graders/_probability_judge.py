@@ -55,7 +55,7 @@ from ._context import thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
-from ._distribution import distribution_text, summarize
+from ..readouts._distribution import distribution_text, summarize
 from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]

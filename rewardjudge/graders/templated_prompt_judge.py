@@ -31,7 +31,7 @@ from ._context import THREAD_VARIABLES, thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
-from ._distribution import apply_expected_value, score_choices
+from ._expected_value import apply_expected_value, score_choices
 from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
                       fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
 
@@ -60,7 +60,7 @@ class TemplatedPromptJudgeGrader(Grader):
     ``structured`` (ask for the output model's JSON schema),
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
     read the probability of every score at the position the judge wrote its
-    score and use the expected value; see ``distribution.apply_expected_value``;
+    score and use the expected value; see ``_expected_value.apply_expected_value``;
     floor ``expected_value_floor``), the penalty settings of ``Grader`` and ``reject_content_free`` (penalize
     empty or content-free completions without a judge call; default on).
     """

@@ -1,26 +1,14 @@
-"""Grade distributions: from a judge's next-token probabilities to a reward.
-
-* ``summarize(dist, grades)``: renormalise a ``TokenDistribution`` over the
-  valid grades and compute the expected grade, the most likely grade and a
-  confidence.
-* ``score_choices`` / ``apply_expected_value``: the expected-value option of
-  ``TemplatedPromptJudgeGrader``: after a generated verdict, read the
-  probabilities of every possible score token at the position where the
-  judge wrote its score, and average the verdict's value over them.
-
-Confidence is ``1 - H(p) / ln(n)`` over the n valid grades: 1 when all the
-valid mass sits on one grade, 0 when it is spread evenly (the
-normalised-entropy complement; it does not depend on the scale's size the
-way the top probability does).
+"""The expected-value option of a JSON verdict (``TemplatedPromptJudgeGrader``):
+after a generated verdict, read the probabilities of every possible score
+token at the position where the judge wrote its score
+(``Grader.ask_distribution``) and average the verdict's value over them.
+The token-distribution readout itself is ``readouts._distribution``.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel
 
@@ -28,68 +16,9 @@ from ..errors import ConfigError
 from ..models._base import Message, TokenDistribution
 from ._outputs import output_value
 
-__all__ = ["DistributionSummary", "apply_expected_value", "score_choices", "summarize",
-           "weigh_verdict"]
+__all__ = ["apply_expected_value", "score_choices", "weigh_verdict"]
 
 
-@dataclass(frozen=True)
-class DistributionSummary:
-    """A grade distribution renormalised over the valid grades.
-
-    ``probabilities`` maps each grade to its probability (sums to 1);
-    ``valid_mass`` / ``outside_mass`` are the raw mass on valid grades and
-    on everything else, before renormalising.
-    """
-
-    probabilities: dict[int, float]
-    expected: float
-    most_likely: int
-    confidence: float
-    valid_mass: float
-    outside_mass: float
-
-    def as_extra(self) -> dict[str, Any]:
-        return {"probabilities": dict(self.probabilities), "expected_grade": self.expected,
-                "most_likely_grade": self.most_likely, "confidence": self.confidence,
-                "valid_mass": self.valid_mass, "outside_mass": self.outside_mass}
-
-
-def confidence(probs: Sequence[float]) -> float:
-    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one.
-
-    >>> confidence([1.0, 0.0]), confidence([0.5, 0.5])
-    (1.0, 0.0)
-    """
-    n = len(probs)
-    if n < 2:
-        return 1.0
-    h = -sum(p * math.log(p) for p in probs if p > 0.0)
-    return max(0.0, min(1.0, 1.0 - h / math.log(n)))
-
-
-def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSummary:
-    """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``.
-
-    Raises ``ZeroDivisionError`` when no mass fell on any grade (callers
-    check ``dist.valid_mass`` against their floor first).
-
-    >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
-    >>> s = summarize(d, [0, 1, 2]); round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
-    (1.375, 2, 0.2)
-    """
-    norm = dist.normalized()
-    probabilities = {g: norm.get(str(g), 0.0) for g in grades}
-    expected = sum(g * p for g, p in probabilities.items())
-    top = max(probabilities.values())
-    most_likely = min(g for g, p in probabilities.items() if p == top)  # ties: the lower grade
-    return DistributionSummary(probabilities, expected, most_likely,
-                               confidence(list(probabilities.values())),
-                               dist.valid_mass, dist.outside)
-
-
-# --------------------------------------------------------------------------
-# expected value of a generated verdict
-# --------------------------------------------------------------------------
 def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     """The possible raw values of ``output_model``'s ``score`` field, when each
     can be written as one short token: an enum/Literal of up to 10 values, or
@@ -151,16 +80,6 @@ def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: typ
     return info
 
 
-def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:
-    """A compact JSON record of a distribution, used as a grade's raw reply."""
-    return json.dumps({"probabilities": {str(k): round(v, 6) for k, v in probabilities.items()},
-                       "outside": round(outside, 6)})
-
-
-#: default floor of valid-score probability for the expected-value option
-EXPECTED_VALUE_FLOOR = 0.5
-
-
 async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: str,
                                verdict: BaseModel, grade: Any) -> Any:
     """Replace a scored Grade's value by the verdict's expected value.
@@ -179,6 +98,8 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     ``grade_distribution``, a score that is not one token) are raised.
     """
     from ._base import JudgeFailure
+
+    from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
     grade.extra["sampled_value"] = grade.value

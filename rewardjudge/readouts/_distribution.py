@@ -1,0 +1,91 @@
+"""The token-distribution readout: a judge's next-token probabilities over
+the grades, into a grade distribution.
+
+* ``summarize(dist, grades)``: renormalise a ``TokenDistribution`` over the
+  valid grades and compute the expected grade, the most likely grade and a
+  confidence.
+* ``distribution_text``: a compact record of a distribution, kept as a
+  grade's raw reply.
+
+Confidence is ``1 - H(p) / ln(n)`` over the n valid grades: 1 when all the
+valid mass sits on one grade, 0 when it is spread evenly (the
+normalised-entropy complement; it does not depend on the scale's size the
+way the top probability does).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..models._base import TokenDistribution
+
+__all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "distribution_text",
+           "summarize"]
+
+#: default floor of valid-score probability for the expected-value option
+EXPECTED_VALUE_FLOOR = 0.5
+
+
+
+@dataclass(frozen=True)
+class DistributionSummary:
+    """A grade distribution renormalised over the valid grades.
+
+    ``probabilities`` maps each grade to its probability (sums to 1);
+    ``valid_mass`` / ``outside_mass`` are the raw mass on valid grades and
+    on everything else, before renormalising.
+    """
+
+    probabilities: dict[int, float]
+    expected: float
+    most_likely: int
+    confidence: float
+    valid_mass: float
+    outside_mass: float
+
+    def as_extra(self) -> dict[str, Any]:
+        return {"probabilities": dict(self.probabilities), "expected_grade": self.expected,
+                "most_likely_grade": self.most_likely, "confidence": self.confidence,
+                "valid_mass": self.valid_mass, "outside_mass": self.outside_mass}
+
+
+def confidence(probs: Sequence[float]) -> float:
+    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one.
+
+    >>> confidence([1.0, 0.0]), confidence([0.5, 0.5])
+    (1.0, 0.0)
+    """
+    n = len(probs)
+    if n < 2:
+        return 1.0
+    h = -sum(p * math.log(p) for p in probs if p > 0.0)
+    return max(0.0, min(1.0, 1.0 - h / math.log(n)))
+
+
+def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSummary:
+    """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``.
+
+    Raises ``ZeroDivisionError`` when no mass fell on any grade (callers
+    check ``dist.valid_mass`` against their floor first).
+
+    >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
+    >>> s = summarize(d, [0, 1, 2]); round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
+    (1.375, 2, 0.2)
+    """
+    norm = dist.normalized()
+    probabilities = {g: norm.get(str(g), 0.0) for g in grades}
+    expected = sum(g * p for g, p in probabilities.items())
+    top = max(probabilities.values())
+    most_likely = min(g for g, p in probabilities.items() if p == top)  # ties: the lower grade
+    return DistributionSummary(probabilities, expected, most_likely,
+                               confidence(list(probabilities.values())),
+                               dist.valid_mass, dist.outside)
+
+
+def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:
+    """A compact JSON record of a distribution, used as a grade's raw reply."""
+    return json.dumps({"probabilities": {str(k): round(v, 6) for k, v in probabilities.items()},
+                       "outside": round(outside, 6)})
