@@ -27,7 +27,7 @@ _COMMAND_MODULES = [
     "rewardjudge.templates._cli",
     "rewardjudge.scorers._cli",
     "rewardjudge.catalog",
-    "rewardjudge.serve",
+    "rewardjudge.serve._cli",
 ]
 
 

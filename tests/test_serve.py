@@ -19,7 +19,8 @@ import pytest
 
 from rewardjudge import JudgeHTTPError
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from rewardjudge.serve import RewardServer, openrlhf_thread
+from rewardjudge.serve import RewardServer
+from rewardjudge.serve._samples import openrlhf_thread
 from rewardjudge.testing import FakeJudgeServer, ScriptedModel
 
 PASS = '{"reasoning": "ok", "score": "PASS"}'
