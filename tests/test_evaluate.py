@@ -10,9 +10,10 @@ import datasets
 import pytest
 
 from rewardjudge.errors import ConfigError, JudgeHTTPError
-from rewardjudge.evaluate import (Columns, bootstrap_ci, compare, detect_columns, evaluate_dataset,
-                                  grade_label, load_data, resolve_grader, summarize)
+from rewardjudge.evaluate import compare, evaluate_dataset, resolve_grader, summarize
+from rewardjudge.evaluate._data import Columns, detect_columns, load_data
 from rewardjudge.evaluate._journal import Journal
+from rewardjudge.evaluate._report import bootstrap_ci, grade_label
 from rewardjudge.grade import Grade
 from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
 from rewardjudge.testing import ScriptedModel

@@ -18,7 +18,8 @@ import pytest
 from rewardjudge import StringThread
 from rewardjudge.graders._outputs import BinaryJudgeOutput, output_value, parse_judge_reply
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-from rewardjudge.models import JudgeServer, OpenAIModel, RetryPolicy
+from rewardjudge.models import OpenAIModel, RetryPolicy
+from rewardjudge.models._spawn import JudgeServer
 
 pytestmark = pytest.mark.judge
 

@@ -9,7 +9,8 @@ import pytest
 from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError
 from rewardjudge.graders import ProbabilityJudgeGrader
-from rewardjudge.models import ChatTemplate, GradeDistributionUnsupported, OpenAIModel
+from rewardjudge.models import GradeDistributionUnsupported, OpenAIModel
+from rewardjudge.models._chat_template import ChatTemplate
 from rewardjudge.testing import Fault, FakeJudgeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

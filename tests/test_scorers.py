@@ -10,8 +10,8 @@ import pytest
 from rewardjudge import StringThread
 from rewardjudge.core.structured_output import OutputParserException
 from rewardjudge.errors import ConfigError, JudgeHTTPError, TemplateError
-from rewardjudge.scorers import (BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig, ScorerGrader,
-                                 ScorerParams)
+from rewardjudge.scorers import BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig, ScorerGrader
+from rewardjudge.scorers._config import ScorerParams
 from rewardjudge.scorers._output_spec import output_spec_from_dict
 from rewardjudge.testing import ScriptedModel
 

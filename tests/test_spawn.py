@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from rewardjudge.errors import ConfigError, JudgeStartupError
-from rewardjudge.models import JudgeServer, embedded_model_path, server_command, spawn_judge
+from rewardjudge.models import spawn_judge
+from rewardjudge.models._spawn import JudgeServer, embedded_model_path, server_command
 
 
 def alive(pid: int) -> bool:

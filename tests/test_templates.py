@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
-from rewardjudge.templates import Template, template_variables
-from rewardjudge.templates._handlebars import compile_template
+from rewardjudge.templates import Template
+from rewardjudge.templates._handlebars import compile_template, template_variables
 
 
 def test_no_html_escaping():

@@ -5,16 +5,18 @@
 >>> print(result.summary)                                                     # doctest: +SKIP
 >>> print(compare("runs/v1", "runs/v2"))                                      # doctest: +SKIP
 
+``aevaluate_dataset`` is the same call inside a running loop (``await`` it in
+a notebook cell); ``summarize(grades)`` and ``save_histogram(grades, path)``
+report on a list of grades; ``resolve_grader(SPEC, model)`` builds a grader
+from a spec string as ``--grader`` does.
+
 The command line form is ``rewardjudge eval DATA --judge URL --grader SPEC
 --output DIR`` (see ``rewardjudge eval --help``); ``ray_runner`` runs the
 same evaluation on a Ray cluster.
 """
 
-from ._data import Columns, detect_columns, load_data
-from ._report import Comparison, Summary, bootstrap_ci, compare, grade_label, save_histogram, summarize
-from ._runner import EvalResult, aevaluate_dataset, evaluate_dataset
+from ._report import compare, save_histogram, summarize
+from ._runner import aevaluate_dataset, evaluate_dataset
 from ._spec import resolve_grader
 
-__all__ = ["Columns", "Comparison", "EvalResult", "Summary", "aevaluate_dataset", "bootstrap_ci",
-           "compare", "detect_columns", "evaluate_dataset", "grade_label", "load_data", "resolve_grader",
-           "save_histogram", "summarize"]
+__all__ = ["aevaluate_dataset", "compare", "evaluate_dataset", "resolve_grader", "save_histogram", "summarize"]

@@ -49,8 +49,7 @@ from pybars import strlist
 
 from ..errors import ConfigError
 from ..scales import SCALES, Scale
-from ..templates import HELPERS, Template, compile_template
-from ..templates._handlebars import to_plain
+from ..templates._handlebars import HELPERS, Template, compile_template, to_plain
 
 __all__ = ["Question", "SEARCH_RELEVANCE_QUESTION", "TypedQuestionError", "TypedQuestionTemplate",
            "content_paths"]

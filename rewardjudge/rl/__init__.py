@@ -14,10 +14,9 @@ Importing this package needs torch, not trl or verl.
 """
 
 from ._health import judge_health
-from ._tensors import RewardTensors, group_normalize, rewards_tensor
-from ._trl_adapter import JudgeGatedReward, TRLRewardFunc, trl_reward_func, trl_reward_funcs
+from ._tensors import group_normalize, rewards_tensor
+from ._trl_adapter import trl_reward_func, trl_reward_funcs
 from ._verl_adapter import verl_compute_score
 
-__all__ = sorted(["JudgeGatedReward", "RewardTensors", "TRLRewardFunc", "group_normalize",
-                  "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
-                  "verl_compute_score"])
+__all__ = ["group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
+           "verl_compute_score"]

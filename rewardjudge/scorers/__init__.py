@@ -20,16 +20,13 @@
 (['reference'], 64)
 """
 
-from ._binding import MalformedCompletion, ScorerBinding
+from ._binding import ScorerBinding
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
-from ._config import ScorerConfig, ScorerParams
+from ._config import ScorerConfig
 from ._grader import ScorerGrader
-from ._output_spec import BooleanSpec, CategoricalSpec, NumericSpec, OutputSpec, Verdict
+from ._output_spec import BooleanSpec, CategoricalSpec, NumericSpec
 from ._registry import ScorerNotFound, ScorerRegistry
-from ._scorer import Scorer, ScorerVersion, slugify
-from ._template import ScorerTemplate
+from ._scorer import Scorer
 
-__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "MalformedCompletion",
-           "NumericSpec", "OutputSpec", "Scorer", "ScorerBinding", "ScorerConfig", "ScorerGrader",
-           "ScorerNotFound", "ScorerParams", "ScorerRegistry", "ScorerTemplate", "ScorerVersion", "Verdict",
-           "slugify"]
+__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "NumericSpec", "Scorer",
+           "ScorerBinding", "ScorerConfig", "ScorerGrader", "ScorerNotFound", "ScorerRegistry"]

@@ -6,9 +6,8 @@ is the interface; ``Template`` is the Handlebars implementation (and
 ``prompt_template`` loads a built-in prompt from the bundles.
 """
 
-from ._prompt import ENGINES, PromptTemplate
-from ._handlebars import HELPERS, Template, compile_template, template_variables
-from ._prompts import prompt_source, prompt_template
+from ._prompt import PromptTemplate
+from ._handlebars import Template
+from ._prompts import prompt_template
 
-__all__ = ["ENGINES", "HELPERS", "PromptTemplate", "Template", "compile_template", "prompt_source",
-           "prompt_template", "template_variables"]
+__all__ = ["PromptTemplate", "Template", "prompt_template"]
