@@ -20,7 +20,9 @@ import time
 from rewardjudge.attacks import ATTACKS, MODES, MUST_BE_ZERO, run_attack_suite
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.graders._outputs import BinaryJudgeOutput, parse_judge_reply
-from rewardjudge.readouts import PromptIndex, json_objects, neutralize, read_json_verdict
+from rewardjudge.readouts import json_objects, neutralize
+from rewardjudge.readouts._json_verdict import read_json_verdict
+from rewardjudge.readouts._scan import PromptIndex
 
 MB = 1_048_576
 VERDICT = '{"reasoning": "ok", "score": "PASS"}'

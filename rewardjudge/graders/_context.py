@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..readouts import neutralize, neutralize_value
+from ..readouts._text import neutralize, neutralize_value
 from ..thread import StringThread, format_turns
 
 __all__ = ["THREAD_VARIABLES", "neutralized_thread", "thread_context"]

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError, OutputParserException
 from ..scales import Scale
-from ..readouts import PromptIndex, Reading, read_json_verdict, read_plain_label
+from ..readouts._json_verdict import Reading, read_json_verdict
+from ..readouts._plain_label import read_plain_label
+from ..readouts._scan import PromptIndex
 
 
 #: the most characters a built-in verdict's reasoning holds. The JSON schema

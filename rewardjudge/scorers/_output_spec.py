@@ -42,7 +42,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..readouts import PromptIndex, Reading, read_json_verdict
+from ..readouts._json_verdict import Reading, read_json_verdict
+from ..readouts._scan import PromptIndex
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
