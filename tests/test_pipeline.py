@@ -259,3 +259,25 @@ async def test_templated_expected_value_asks_through_the_distribution_step():
     assert messages[-1]["role"] == "assistant" and messages[-1]["content"].endswith('"score": "')
     assert sorted(choices) == ["FAIL", "PASS"]
     assert json.loads(grade.raw_reply)["score"] == "PASS"
+
+
+async def test_probability_templates_read_the_one_thread_vocabulary():
+    model = DistModel(TokenDistribution({"0": 0.2, "1": 0.8}))
+    grader = ProbabilityJudgeGrader("p", model, scale="binary", answer_prefix=None,
+                                    user_template="Q: {{last_user_turn_content}}\nA: {{completion}}\n"
+                                                  "{{question}}\n{{content}}")
+    grade = await grader.grade(thread("2+2? <|im_end|>", "4"))
+    (messages, _), = model.asked
+    assert messages[-1]["content"].startswith("Q: 2+2? [|im_end|>\nA: 4\n")   # neutralised
+    assert grade.value == pytest.approx(0.8)
+    with pytest.raises(TemplateVariableError, match="rubric"):
+        ProbabilityJudgeGrader("p", model, user_template="{{rubric}}")
+
+
+def test_every_family_inherits_the_one_context_hook():
+    for family in (TemplatedPromptJudgeGrader, CandidateJudgeGrader, ProbabilityJudgeGrader):
+        assert "extract_template_context" not in vars(family)
+    ctx = TemplatedPromptJudgeGrader.extract_template_context(thread("q", "a"), BinaryJudgeOutput,
+                                                              {"rubric": "r"})
+    assert ctx["last_user_turn_content"] == "q" and ctx["completion"] == "a" and ctx["rubric"] == "r"
+    assert "score" in ctx["output_schema"]

@@ -178,7 +178,7 @@ def test_the_question_renders_once_with_the_evaluation():
     grader = ProbabilityJudgeGrader("p", model, scale="detailed", evaluation_name="Geo quiz",
                                     evaluation_description="Capitals of the world")
     assert grader.question.instructions["task"] == "Capitals of the world"
-    messages = grader.build_messages({"conversation": [], "completion": "x"})
+    messages = grader.build_messages(grader.context_of(StringThread([("user", "q"), ("assistant", "x")])))
     assert "Evaluation: Geo quiz" in messages[1]["content"]
     assert "9: Correct, complete, clear and concise" in messages[1]["content"]
     assert "one digit from 0 to 9" in messages[1]["content"]

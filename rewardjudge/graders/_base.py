@@ -12,7 +12,7 @@ from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence,
 from pydantic import BaseModel
 
 from .._hash import canonical_hash
-from ..core.structured_output import OutputParserException, pydantic_parse
+from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
@@ -20,7 +20,7 @@ from ..readouts._json_verdict import Reading
 from ..readouts._scan import PromptIndex
 from ..thread import StringThread
 from ._options import GraderOptions, validated
-from ._context import THREAD_VARIABLES, neutralized_thread
+from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._guards import content_free_fields, content_free_reason
 from ._schedule import groups, prompt_key
 
@@ -223,6 +223,25 @@ class Grader(abc.ABC):
     # ``ask_distribution`` (next-token probabilities) for the request, the
     # readouts (rewardjudge/readouts: JSON verdict, plain label, candidate blocks) for the
     # verdict, ``scored``/``unscored``/``penalized`` for the Grade.
+
+    @classmethod
+    def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
+                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The template context of ``thread`` (the seed's hook, the same in
+        every family): the one thread vocabulary (``graders._context``:
+        ``turns``, ``thread``, ``context_turns``, ``context_str``,
+        ``..._without_last_user``, ``last_user_turn_content``, ``completion``,
+        ``last_content``, ``metadata``, ``output_schema``), plus
+        ``template_variables``. ``context_*`` are the turns *before* the
+        completion; ``turns`` and ``thread`` hold every turn. The grader
+        calls it on a neutralised copy of the sample. Override to add fields
+        (call ``super()``; declare the names in ``context_names``); a family
+        adds its own keys after it (the candidates, the scale).
+        """
+        schema = render_schema(output_model) if output_model is not None else ""
+        ctx = thread_context(thread, output_schema=schema)
+        ctx.update(template_variables or {})
+        return ctx
 
     #: the names a class's ``extract_template_context`` adds to the thread
     #: vocabulary; a subclass that overrides the method without declaring

@@ -55,7 +55,6 @@ from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
-from ._context import thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
@@ -318,25 +317,11 @@ class CandidateJudgeGrader(Grader):
     #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
     context_names: tuple[str, ...] = ()
 
-    @classmethod
-    def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
-                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The template context a group's thread gives (the seed's hook, as
-        in every grader): the one thread vocabulary (``graders._context``) of
-        ``thread`` -- the group's turns before the completion, already
-        neutralised: a group's samples share their context, each candidate is
-        its own -- plus ``template_variables``. Override to add keys (call
-        ``super()`` first; declare them in ``context_names``). The request's
-        own keys (``query``, ``candidates``, the scale, the evaluation) are
-        added after it by ``request_context``.
-        """
-        ctx = thread_context(thread)
-        ctx.update(template_variables or {})
-        return ctx
-
     def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         """The template context of one request: ``extract_template_context``
-        over the group's neutralised context turns, then ``query``,
+        (the seed's hook) over the group's neutralised context turns -- a
+        group's samples share them, each candidate is its own, so the
+        vocabulary's ``completion`` is empty -- then ``query``,
         ``query_text``, ``candidates`` (with their ids, already neutralised,
         in the order shown), the scale's and the evaluation's variables."""
         clean = self.judge_thread(StringThread(thread.context_turns(), metadata=thread.metadata),

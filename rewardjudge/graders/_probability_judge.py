@@ -51,7 +51,6 @@ from ..scales import SCALES, Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
-from ._context import thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
@@ -181,7 +180,7 @@ class ProbabilityJudgeGrader(Grader):
         }
         # fail at construction, not at the first judge call, on a template that
         # needs a variable it will never get
-        self.build_messages({"conversation": [], "completion": ""})
+        self.prompt.check(self.context_variables(*self._base_context, "content"))
 
     def _check_paths(self) -> None:
         """A typed question's instructions may name only what the state holds."""
@@ -214,19 +213,22 @@ class ProbabilityJudgeGrader(Grader):
                       else json.dumps(title, ensure_ascii=False), "fields": fields}
         return {"query": query, "result": result}
 
-    def content_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The content being judged: the turns before the completion and the
-        completion (or its parsed fields), neutralised (control tokens,
-        protocol tags): JSON escaping alone does not stop a judge's tokenizer
-        from reading ``<|im_end|>``."""
-        vocabulary = thread_context(self.judge_thread(sample, self.prompt.tags))
+    def context_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The template context of ``sample``: the one thread vocabulary
+        (``extract_template_context`` over the neutralised sample), the
+        grader's constants (``question``, ``criteria``, the scale and the
+        evaluation) and ``content``, the JSON object being judged: the turns
+        before the completion and the completion (or its parsed fields),
+        neutralised (control tokens, protocol tags): JSON escaping alone does
+        not stop a judge's tokenizer from reading ``<|im_end|>``."""
+        clean = self.judge_thread(sample, self.prompt.tags)
+        ctx = self.extract_template_context(clean, None, self.template_variables)
         completion = (neutralize_value(parsed, self.prompt.tags, self.control_tokens())
-                      if parsed is not None else vocabulary["completion"])
-        return {"conversation": vocabulary["context_turns"], "completion": completion}
-
-    def build_messages(self, content: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.prompt.messages({**self._base_context,
-                                     "content": json.dumps(content, ensure_ascii=False, indent=2)})
+                      if parsed is not None else ctx["completion"])
+        ctx.update(self._base_context)
+        ctx["content"] = json.dumps({"conversation": ctx["context_turns"], "completion": completion},
+                                    ensure_ascii=False, indent=2)
+        return ctx
 
     # -- grading ------------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
@@ -243,7 +245,7 @@ class ProbabilityJudgeGrader(Grader):
                        self.question.criteria))
         else:
             dist = await self.ask_distribution(
-                self.model, self.build_messages(self.content_of(sample, fields)), self.choices,
+                self.model, self.build_messages(self.context_of(sample, fields)), self.choices,
                 self.params)
         if isinstance(dist, JudgeFailure):
             return self.failed(dist)

@@ -20,14 +20,14 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException, render_schema
+from ..core.structured_output import OutputParserException
 from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._json_verdict import Reading
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
-from ._context import THREAD_VARIABLES, thread_context
+from ._context import THREAD_VARIABLES
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
@@ -123,22 +123,8 @@ class TemplatedPromptJudgeGrader(Grader):
         fields = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
         return self.context_variables(*fields)
 
-    # -- the seed API -----------------------------------------------------
-    @classmethod
-    def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
-                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The default template context of ``thread``: the one thread
-        vocabulary (``graders._context``: ``turns``, ``thread``,
-        ``context_turns``, ``context_str``, ``..._without_last_user``,
-        ``last_user_turn_content``, ``completion``, ``last_content``,
-        ``metadata``, ``output_schema``), plus ``template_variables``.
-        ``context_*`` are the turns *before* the completion; ``turns`` and
-        ``thread`` hold every turn. Override to add fields; call ``super()``.
-        """
-        schema = render_schema(output_model) if output_model is not None else ""
-        ctx = thread_context(thread, output_schema=schema)
-        ctx.update(template_variables or {})
-        return ctx
+    # the seed API, ``extract_template_context(thread, output_model,
+    # template_variables)``, is ``Grader.extract_template_context``
 
     async def grade(self, sample: StringThread) -> Grade:
         sample = self.check_sample(sample)
