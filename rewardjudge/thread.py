@@ -105,8 +105,17 @@ class StringThread:
         #: image parts kept with ``images=True``: ``(turn index, part)`` pairs
         self.images: list[tuple[int, dict]] = kept or []
 
-    def _derived(self, turns: list[tuple[str, str]], metadata: Mapping[str, Any]) -> "StringThread":
-        new = StringThread(turns, metadata)
+    def _derived(self, turns: list[tuple[str, str]], metadata: Mapping[str, Any], *,
+                 checked: bool = False) -> "StringThread":
+        """A thread of ``turns`` and ``metadata`` with this thread's images.
+        ``checked``: the turns are ``(role, str)`` pairs of known roles already
+        (this thread's own, their text rewritten), so they are not checked again."""
+        if not checked:
+            new = StringThread(turns, metadata)
+        else:
+            new = StringThread.__new__(StringThread)
+            new._turns = list(turns)
+            new.metadata = dict(metadata)
         new.images = list(self.images)
         return new
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..readouts._text import neutralize, neutralize_value
+from ..readouts._text import neutralize_all, neutralize_value
 from ..thread import StringThread, format_turns
 
 __all__ = ["THREAD_VARIABLES", "neutralized_thread", "thread_context"]
@@ -41,43 +41,54 @@ def neutralized_thread(thread: StringThread, tags: Iterable[str] = (),
                        control_tokens: Iterable[str] = ()) -> StringThread:
     """A copy of ``thread`` whose turns and metadata are neutralised (images kept)."""
     tags, ctl = tuple(tags), tuple(control_tokens)
-    turns = [(r, neutralize(c, tags, ctl)) for r, c in thread.turns]
-    return thread._derived(turns, neutralize_value(dict(thread.metadata), tags, ctl))
+    turns = thread.turns
+    texts = neutralize_all([c for _, c in turns], tags, ctl)
+    return thread._derived([(r, t) for (r, _), t in zip(turns, texts)],
+                           neutralize_value(thread.metadata, tags, ctl),
+                           checked=type(thread) is StringThread)
 
 
 def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
                    control_tokens: Iterable[str] = (), output_schema: str = "") -> dict[str, Any]:
     """The vocabulary above for ``thread``, its text neutralised."""
     tags, ctl = tuple(tags), tuple(control_tokens)
-
-    def clean(text: str) -> str:
-        return neutralize(text, tags, ctl)
-
-    all_turns = [(r, clean(c)) for r, c in thread.turns]
+    turns = thread.turns
+    texts = neutralize_all([c for _, c in turns], tags, ctl)
+    all_turns = [(r, t) for (r, _), t in zip(turns, texts)]
     has_completion = bool(all_turns) and all_turns[-1][0] == "assistant"
-    context = all_turns[:-1] if has_completion else list(all_turns)
-    last_user = max((i for i, (r, _) in enumerate(context) if r == "user"), default=None)
-    without_last_user = [t for i, t in enumerate(context) if i != last_user]
-    last_user_text = context[last_user][1] if last_user is not None else ""
+    context = all_turns[:-1] if has_completion else all_turns
+    last_user = None
+    for i in range(len(context) - 1, -1, -1):
+        if context[i][0] == "user":
+            last_user = i
+            break
+    if last_user is None:
+        without_last_user = list(context)
+        last_user_text = ""
+    else:
+        without_last_user = context[:last_user] + context[last_user + 1:]
+        last_user_text = context[last_user][1]
     completion = all_turns[-1][1] if has_completion else ""
-
-    def dicts(turns: list[tuple[str, str]]) -> list[dict[str, str]]:
-        return [{"role": r, "content": c} for r, c in turns]
-
-    context_turns = dicts(context)
+    context_str = format_turns(context)
+    if has_completion:   # format_turns(all_turns), from the text already joined
+        block = f"[assistant]\n{completion}"
+        thread_str = f"{context_str}\n\n{block}" if context else block
+    else:
+        thread_str = context_str
     return {
-        "turns": dicts(all_turns),
-        "thread": format_turns(all_turns),
-        "context_turns": context_turns,
-        "context_str": format_turns(context),
-        "context_turns_without_last_user": dicts(without_last_user),
-        "context_str_without_last_user": format_turns(without_last_user),
+        "turns": [{"role": r, "content": c} for r, c in all_turns],
+        "thread": thread_str,
+        "context_turns": [{"role": r, "content": c} for r, c in context],
+        "context_str": context_str,
+        "context_turns_without_last_user": [{"role": r, "content": c} for r, c in without_last_user],
+        "context_str_without_last_user": (context_str if last_user is None
+                                          else format_turns(without_last_user)),
         "last_user_turn_content": last_user_text,
         "completion": completion,
         "last_content": all_turns[-1][1] if all_turns else "",
         "metadata": neutralize_value(dict(thread.metadata), tags, ctl),
         "output_schema": output_schema,
-        "conversation": format_turns(context),
+        "conversation": context_str,
         "last_user_message": last_user_text,
         "response": completion,
     }

@@ -225,6 +225,43 @@ def line_key(folded_line: str) -> str:
     return folded_line.strip(_LINE_MARKS)
 
 
+#: prompt texts folded once are remembered, by their text, when seen a second
+#: time (a system prompt is the same for every sample; a user prompt that holds
+#: the sample never repeats, and is not kept)
+_FOLD_MEMO: dict[str, str] = {}
+_FOLD_SEEN: dict[int, None] = {}
+_FOLD_MEMO_SIZE = 64
+_FOLD_SEEN_SIZE = 4096
+_FOLD_MEMO_CHARS = 16_384
+
+
+def fold_prompt(text: str) -> str:
+    """``fold(text)``, remembered for prompt texts that repeat."""
+    hit = _FOLD_MEMO.get(text)
+    if hit is not None:
+        return hit
+    folded = fold(text)
+    if len(text) <= _FOLD_MEMO_CHARS:
+        h = hash(text)
+        if h in _FOLD_SEEN:
+            if len(_FOLD_MEMO) >= _FOLD_MEMO_SIZE:
+                _FOLD_MEMO.clear()
+            _FOLD_MEMO[text] = folded
+        else:
+            if len(_FOLD_SEEN) >= _FOLD_SEEN_SIZE:
+                _FOLD_SEEN.clear()
+            _FOLD_SEEN[h] = None
+    return folded
+
+
+def _no_brace_after_fold(text: str) -> bool:
+    """True when ``fold(text)`` certainly holds no ``{``: ASCII text without
+    one and without anything an escape could hide one in (``\\u007b``,
+    ``&#123;``, ``%7b``); folding ASCII text only lowers and respaces it."""
+    return ("{" not in text and text.isascii() and "\\" not in text and "&" not in text
+            and "%" not in text)
+
+
 class PromptIndex:
     """The folded prompt that was sent, for ``quote_level``.
 
@@ -232,6 +269,10 @@ class PromptIndex:
     a quote; a span alone on its line of the reply with the whole reply
     copied around it is a quote too (an echo), a span with no copied
     neighbourhood is the judge's own.
+
+    Texts are folded when a question needs them (``folded``, ``holds_value``,
+    ``echoed_in``...), not before: a reply whose verdict cannot be in a text
+    (a JSON object, and a text that holds no brace once folded) never folds it.
     """
 
     def __init__(self, prompt_texts: list[str], min_context: int = 12, *,
@@ -240,14 +281,40 @@ class PromptIndex:
         #: the policy's own text as it went into the prompt (its lines are
         #: compared one by one: a template may put a prefix before them)
         self.policy_texts = [t for t in policy_texts or () if isinstance(t, str) and t]
-        folded = [fold(t) for t in self.texts]
-        self.folded = "\n\x01\n".join(folded)
         self.min_context = min_context
-        # the opening of each message: template text, never policy text
-        self._heads = [f[:_HEAD] for f in folded if len(f) >= _HEAD // 2]
+        self._folds: "list[str | None]" = [None] * len(self.texts)
+        self._folded: "str | None" = None
+        self._heads: "list[str] | None" = None
         self._lines: "Counter[str] | None" = None
         self._values: "dict[tuple[str, ...], set[str]] | None" = None
+        self._objects: "bool | None" = None
+        self._where: "str | None" = None
         self._levels: dict[tuple[str, str, str], int] = {}
+
+    def _fold_of(self, i: int) -> str:
+        folded = self._folds[i]
+        if folded is None:
+            folded = self._folds[i] = fold_prompt(self.texts[i])
+        return folded
+
+    @property
+    def folded(self) -> str:
+        """Every prompt text folded, joined by ``"\\n\\x01\\n"`` (no fold holds a line break)."""
+        if self._folded is None:
+            self._folded = "\n\x01\n".join(self._fold_of(i) for i in range(len(self.texts)))
+        return self._folded
+
+    def holds(self, needle: str) -> bool:
+        """``needle in self.folded``, folding only the texts that can hold it."""
+        if self._folded is not None or "\n" in needle:
+            return needle in self.folded
+        brace = "{" in needle
+        for i, text in enumerate(self.texts):
+            if brace and self._folds[i] is None and _no_brace_after_fold(text):
+                continue
+            if needle in self._fold_of(i):
+                return True
+        return False
 
     def holds_value(self, value: Any) -> bool:
         """Whether a JSON object of the prompt decodes to ``value`` (compared
@@ -255,15 +322,27 @@ class PromptIndex:
         (pretty-printed, keys reordered), so text equality alone misses it."""
         if not isinstance(value, dict) or not value:
             return False
+        if self._objects is None:
+            # objects of the policy's text (else the prompt): none without a brace
+            texts = self.policy_texts or self.texts
+            self._objects = not all(_no_brace_after_fold(t) for t in texts) and \
+                "{" in self._objects_text()
+        if not self._objects:
+            return False
         keys = tuple(sorted(fold(str(k)) for k in value))
         if self._values is None:
             self._values = {}
         held = self._values.get(keys)
         if held is None:   # objects of the policy's text (else the prompt) starting with these keys
-            where = ("\n\x01\n".join(fold(t) for t in self.policy_texts) if self.policy_texts
-                     else self.folded)
-            held = self._values[keys] = {value_key(s.value) for s in json_objects(where, keys)}
+            held = self._values[keys] = {value_key(s.value)
+                                         for s in json_objects(self._objects_text(), keys)}
         return value_key(value) in held
+
+    def _objects_text(self) -> str:
+        if self._where is None:
+            self._where = ("\n\x01\n".join(fold(t) for t in self.policy_texts) if self.policy_texts
+                           else self.folded)
+        return self._where
 
     def copies(self, folded: str) -> int:
         """How many times the folded text ``folded`` occurs in the folded prompt."""
@@ -283,6 +362,10 @@ class PromptIndex:
     def echoed_in(self, reply: str) -> bool:
         """Whether ``reply`` repeats the opening of a prompt message (the
         judge echoed its prompt, which a policy's text alone cannot make)."""
+        if self._heads is None:
+            # the opening of each message: template text, never policy text
+            self._heads = [f[:_HEAD] for f in map(self._fold_of, range(len(self.texts)))
+                           if len(f) >= _HEAD // 2]
         if not self._heads:
             return False
         folded = fold(reply)
@@ -312,7 +395,7 @@ class PromptIndex:
 
     def _quote_level(self, reply: str, start: int, end: int) -> int:
         needle = fold(reply[start:end])
-        if not needle or needle not in self.folded:
+        if not needle or not self.holds(needle):
             return 0
         k = self.min_context
         # the folded neighbourhood of the span in the reply (folding may

@@ -28,7 +28,7 @@ import unicodedata
 from typing import Any, Iterable, Iterator, Mapping
 
 __all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "fold", "neutralize",
-           "neutralize_value", "normalize_text", "template_tag_names"]
+           "neutralize_all", "neutralize_value", "normalize_text", "template_tag_names"]
 
 #: Tag names of the candidate reply protocol; any tag *starting* with one of
 #: these (``<grades>``, ``<candidate-input>``) is neutralised in policy text.
@@ -196,6 +196,28 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     return "".join(pieces)
 
 
+def _clean_ascii(texts: "list[str]") -> bool:
+    """Whether every text is ASCII without a bracket or escape character:
+    ``neutralize`` (without control tokens) returns each of them unchanged.
+    One check over them all (the test is per character)."""
+    joined = "".join(texts)
+    return joined.isascii() and _TRIGGER.search(joined) is None
+
+
+def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
+                   control_tokens: Iterable[str] = ()) -> "list[str]":
+    """``[neutralize(t, extra_tags, control_tokens) for t in texts]``, with one
+    check for the common case of texts that hold nothing to defang."""
+    ctl = tuple(control_tokens)
+    if not ctl and all(type(t) is str for t in texts) and _clean_ascii(texts):
+        return list(texts)
+    tags = tuple(extra_tags)
+    return [neutralize(t, tags, ctl) for t in texts]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
                      control_tokens: Iterable[str] = ()) -> Any:
     """``neutralize`` every string inside ``value`` (mapping keys included),
@@ -206,6 +228,20 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
         return neutralize(value, tags, ctl)
     if not isinstance(value, (dict, list, tuple)):
         return value
+    if type(value) is dict and not ctl:
+        # a flat mapping of str keys to scalars whose text holds nothing to
+        # defang (typical metadata): the copy the walk below would build
+        texts = []
+        for k, v in value.items():
+            tv = type(v)
+            if type(k) is not str or tv not in _SCALARS:
+                break
+            texts.append(k)
+            if tv is str:
+                texts.append(v)
+        else:
+            if _clean_ascii(texts):
+                return dict(value)
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:

@@ -123,6 +123,15 @@ HELPERS: dict[str, Callable[..., Any]] = {
 """Helpers every template gets: comparisons (``eq ne gt lt ge le``), logic
 (``and or not``), ``json value``, ``join list sep``, ``default value fallback``,
 ``add a b``; ``unless`` is fixed to honour ``{{else}}``."""
+_HELPERS_AS_SHIPPED = dict(HELPERS)   # remembered renders assume these helpers
+_ABSENT = ("absent",)                 # a name the context lacks, in a memo key
+
+#: remembered renders per template, misses in a row before the memo rests,
+#: and renders it then rests for
+_MEMO_SIZE = 16
+_MEMO_PROBES = 8
+_MEMO_REST = 1024
+
 
 _BUILTIN_BLOCKS = {"if", "unless", "each", "with"}
 _SCOPED_BLOCKS = {"each", "with"}
@@ -190,8 +199,11 @@ def _compat_resolve(context, *segments):
         return _resolve_path(context, segments)
     scope = context
     while True:
-        if _step(scope, first) is not None:
-            return _resolve_path(scope, segments)
+        value = _step(scope, first)
+        if value is not None:   # the rest of the path from there (_resolve_path's walk)
+            if len(segments) == 1 and type(value) is not _Scope:
+                return value
+            return _resolve_path(value, segments[1:])
         parent = scope.parent if type(scope) is _Scope else None
         if parent is None or parent is scope or parent is getattr(scope, "context", None):
             return None
@@ -253,8 +265,16 @@ def _partial(this, options, name, *args, **hash_):
     return _pyb.strlist([out])
 
 
-def _no_escape_prepare(value, should_escape, _prepare=_pyb.prepare):
-    return _prepare(value, False)
+def _no_escape_prepare(value, should_escape):
+    # pybars3's prepare without escaping
+    if value is None:
+        return ""
+    t = type(value)
+    if t is str or t is _pyb.strlist:
+        return value
+    if t is bool:
+        return "true" if value else "false"
+    return str(value)
 
 
 _RUNTIME_HELPERS = {
@@ -728,16 +748,233 @@ def template_variables(source: str, partials: Mapping[str, str] | None = None) -
     return list(walk.out)
 
 
+# pure helpers: their output depends on their arguments only (``log`` prints)
+_PURE_HELPERS = frozenset(HELPERS) | {"if", "unless", "each", "with", "lookup", "_section",
+                                       "_inverted", "_lb"}
+# blocks whose body always renders in a new scope (an item, a value): there,
+# ``this`` is never the root context (a section over ``true`` keeps the scope)
+_PUSHING_BLOCKS = frozenset({"each", "with"})
+
+
+class _Unknown(Exception):
+    """What a template reads cannot be told from its parse tree."""
+
+
+def root_reads(tree: Any) -> frozenset[str] | None:
+    """Every top-level name a compiled template can read, a superset: every
+    path's first name, at any depth (inside a block a plain name falls back
+    to the enclosing contexts, up to the root), ``../x`` and ``@root.x`` as
+    ``x``. None when the template can read more than named paths or renders
+    more than a function of them: the whole context (``{{this}}``, ``{{.}}``,
+    ``{{../this}}`` where that can be the root, ``@root`` alone), partials,
+    or a helper outside the built-in pure ones (``log``, helpers added to
+    ``HELPERS`` later).
+
+    >>> sorted(root_reads(compile_template("{{#each xs}}{{this}} {{../sep}}{{/each}}")[1]))
+    ['sep', 'xs']
+    """
+    names: set[str] = set()
+
+    def path(segs: Any, pushed: bool) -> None:
+        segs = list(segs)
+        ups = 0
+        while segs and segs[0] == "@_parent":
+            ups += 1
+            segs.pop(0)
+        if segs and segs[0] == "@root":
+            rest = [x for x in segs[1:] if x and x != "this"]
+            if not rest or rest[0][0] == "@":
+                raise _Unknown
+            names.add(rest[0])
+            return
+        real = [x for x in segs if x and x != "this"]
+        if not real:
+            if ups or not pushed:
+                raise _Unknown   # this / ../ : maybe the whole root context
+            return
+        if any(x[0] == "@" for x in real[1:]):
+            raise _Unknown
+        if real[0][0] != "@":   # @index, @key, @../index: data of the block, no read
+            names.add(real[0])
+
+    def args(items: Any, pushed: bool) -> None:
+        for arg in items:
+            kind = arg[0]
+            if kind == "path":
+                path(arg[1], pushed)
+            elif kind == "subexpr":
+                helper = arg[1][1] if isinstance(arg[1], tuple) else None
+                if not helper or helper[0] not in _PURE_HELPERS:
+                    raise _Unknown
+                args(arg[2], pushed)
+            elif kind == "kwparam":
+                args([arg[2]], pushed)
+            elif kind != "literalparam":
+                raise _Unknown
+
+    def nodes(items: Any, pushed: bool) -> None:
+        for node in items:
+            if not isinstance(node, tuple) or not node:
+                continue
+            kind = node[0]
+            if kind in ("expand", "escapedexpand"):
+                segs, node_args = node[1][1], node[2]
+                if node_args and (len(segs) != 1 or segs[0] not in _PURE_HELPERS):
+                    raise _Unknown
+                if not node_args or segs[0] not in _PURE_HELPERS:
+                    path(segs, pushed)
+                args(node_args, pushed)
+            elif kind in ("block", "invertedblock"):
+                name, node_args, body, alt = node[1], node[2], node[3], node[4]
+                if name not in _PURE_HELPERS:
+                    raise _Unknown   # _partial, log, a helper added later
+                args(node_args, pushed)
+                nodes(body[1:] if body else [],
+                      pushed or (name in _PUSHING_BLOCKS and kind == "block"))
+                nodes(alt[1:] if alt else [], pushed)
+            elif kind not in ("literal", "newline", "whitespace", "comment"):
+                raise _Unknown
+
+    try:
+        nodes(tree[1:], False)
+    except _Unknown:
+        return None
+    return frozenset(names)
+
+
+# --------------------------------------------------------------------------
+# flat templates: rendered without pybars3
+# --------------------------------------------------------------------------
+# A template made only of text, ``{{name}}`` / ``{{name.path}}`` (also triple
+# and ``&``) and ``{{#if name}}`` / ``{{#unless name}}`` blocks (``{{else}}``
+# and ``{{else if}}`` included) over such paths renders in the root context
+# alone, where the compiled pybars3 code comes down to: look the path up
+# (``_step`` from the root), ``prepare`` it, join. ``flat_program`` compiles
+# such a template to a tuple of steps; anything else (sections, ``each``,
+# ``with``, helpers, ``this``, ``../``, ``@data``, partials) is None and
+# renders through pybars3.
+_LIT, _VAR, _IF, _UNLESS = "lit", "var", "if", "unless"
+
+
+def flat_program(tree: Any) -> tuple | None:
+    """The steps of a flat template (see above), or None."""
+    helper_names = set(_RUNTIME_HELPERS) | set(_HELPERS_AS_SHIPPED)
+
+    def path(segs: Any) -> tuple | None:
+        if not segs:
+            return None
+        first = segs[0]
+        if not first or first == "this" or first[0] == "@":
+            return None
+        rest = []
+        for seg in segs[1:]:
+            if seg == "" or seg == "this":   # compiled as '' and skipped by the lookup
+                continue
+            if seg[0] == "@":
+                return None
+            rest.append(seg)
+        return first, tuple(rest)
+
+    def nodes(items: Any) -> tuple | None:
+        ops: list[tuple] = []
+        for node in items:
+            if not isinstance(node, tuple) or not node:
+                return None
+            kind = node[0]
+            if kind in ("literal", "newline", "whitespace"):
+                if ops and ops[-1][0] == _LIT:
+                    ops[-1] = (_LIT, ops[-1][1] + node[1])
+                else:
+                    ops.append((_LIT, node[1]))
+            elif kind in ("expand", "escapedexpand"):
+                segs = node[1][1]
+                if node[2] or (len(segs) == 1 and segs[0] in helper_names):
+                    return None   # a helper call (or a name a helper answers)
+                p = path(segs)
+                if p is None:
+                    return None
+                ops.append((_VAR, p))
+            elif kind == "block":
+                name, args, body, alt = node[1], node[2], node[3], node[4]
+                if name not in ("if", "unless") or len(args) != 1 or args[0][0] != "path":
+                    return None
+                p = path(args[0][1])
+                then = nodes(body[1:] if body else [])
+                other = nodes(alt[1:] if alt else [])
+                if p is None or then is None or other is None:
+                    return None
+                ops.append((_IF if name == "if" else _UNLESS, p, then, other))
+            elif kind != "comment":
+                return None
+        return tuple(ops)
+
+    return nodes(tree[1:])
+
+
+def _run_flat(ops: tuple, plain: dict, out: list[str]) -> None:
+    for op in ops:
+        kind = op[0]
+        if kind is _LIT:
+            out.append(op[1])
+            continue
+        first, rest = op[1]
+        value = plain.get(first)
+        for seg in rest:
+            if value is None:
+                break
+            value = _step(value, seg)
+        if kind is _VAR:
+            out.append(_no_escape_prepare(value, False))
+        elif kind is _IF:   # pybars3's if: Python truthiness
+            _run_flat(op[2] if value else op[3], plain, out)
+        else:               # our unless
+            _run_flat(op[3] if _truthy(value) else op[2], plain, out)
+
+
 # --------------------------------------------------------------------------
 # context
 # --------------------------------------------------------------------------
 class PlainContext(dict):
-    """A context already turned into plain data by ``to_plain_context``."""
+    """A context already turned into plain data by ``to_plain_context``.
+
+    ``changed`` names the top-level keys whose values had to be converted or
+    hold a subclass of ``str``, ``int`` or ``float``; every other value is the
+    caller's own object, plain data of exact types and not copied (templates
+    only read it)."""
+
+    __slots__ = ("changed",)
 
 
 def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
-    """``context`` converted once (see ``to_plain``), to render several templates with."""
-    return context if isinstance(context, PlainContext) else PlainContext(to_plain(dict(context)))
+    """``context`` converted once (see ``to_plain``), to render several templates with.
+
+    Values that are plain data already (exact ``dict`` with ``str`` keys,
+    ``list``, ``str``, ``int``, ``bool``, ``None``, finite ``float``) are kept
+    as they are instead of copied; everything else is converted as
+    ``to_plain`` converts it, and a callable anywhere is refused."""
+    if isinstance(context, PlainContext):
+        return context
+    src = context if type(context) is dict else dict(context)
+    out = PlainContext()
+    changed: list[str] = []
+    for k, v in src.items():
+        key = k if type(k) is str else str(k)
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            out[key] = v
+            continue
+        try:
+            p = _view(v)
+        except _CallableFound as found:
+            found.steps.append(f".{k}")
+            path = "context" + "".join(reversed(found.steps))
+            raise TemplateContextError(
+                f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+        if p is not v or t not in _EXACT_TYPES:   # converted, or kept as a subclass
+            changed.append(key)
+        out[key] = p
+    out.changed = frozenset(changed)
+    return out
 
 
 def to_plain(value: Any, _path: str = "context") -> Any:
@@ -799,6 +1036,82 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_EXACT_LEAVES = frozenset({str, int, bool, type(None)})
+_EXACT_TYPES = _EXACT_LEAVES | {float, dict, list}
+
+
+def _leaf(v: Any) -> bool:
+    t = type(v)
+    return t in _EXACT_LEAVES or (t is float and math.isfinite(v))
+
+
+def _view(value: Any) -> Any:
+    """``_plain(value)``, but ``value`` itself (not a copy) where it is plain
+    data already: an exact ``dict`` with ``str`` keys or an exact ``list``,
+    holding only exact ``str``, ``int``, ``bool``, ``None``, finite ``float``
+    or such containers. Raises ``_CallableFound`` at the same (first) callable
+    as ``_plain``."""
+    t = type(value)
+    try:
+        if t is dict:
+            for k, v in value.items():
+                tv = type(v)
+                if type(k) is str and (tv in _EXACT_LEAVES or (tv is dict or tv is list)
+                                       and _view(v) is v or tv is float and math.isfinite(v)):
+                    continue
+                return _view_dict(value)
+            return value
+        if t is list:
+            for v in value:
+                tv = type(v)
+                if tv in _EXACT_LEAVES or (tv is dict or tv is list) and _view(v) is v \
+                        or tv is float and math.isfinite(v):
+                    continue
+                return _view_list(value)
+            return value
+    except _CallableFound:
+        # found below an item: convert again from the start, so that the
+        # error names the whole path to it
+        return _view_dict(value) if t is dict else _view_list(value)
+    if t in _EXACT_LEAVES or (t is float and math.isfinite(value)):
+        return value
+    return _plain(value)
+
+
+def _view_dict(value: dict) -> dict:
+    out = {}
+    same = True
+    for k, v in value.items():
+        if type(k) is str:
+            key = k
+        else:
+            key, same = str(k), False
+        try:
+            p = _view(v)
+        except _CallableFound as found:
+            found.steps.append(f".{k}")
+            raise
+        if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
+            same = False
+        out[key] = p
+    return value if same else out
+
+
+def _view_list(value: list) -> list:
+    items = []
+    same = True
+    for i, v in enumerate(value):
+        try:
+            p = _view(v)
+        except _CallableFound as found:
+            found.steps.append(f"[{i}]")
+            raise
+        if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
+            same = False
+        items.append(p)
+    return value if same else items
+
+
 _MISSING = object()
 
 
@@ -840,7 +1153,8 @@ class Template:
     '- a\\n- b\\n'
     """
 
-    __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns")
+    __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns",
+                 "_reads", "_memo", "_memo_misses", "_memo_rest", "_flat")
 
     engine = "handlebars"
 
@@ -861,6 +1175,16 @@ class Template:
         self._partial_fns = {k: t._fn for k, t in self.partials.items()}
         self.variables: list[str] = template_variables(
             source, {k: t.source for k, t in self.partials.items()})
+        # renders are remembered by the values of the names the template reads
+        # (a system prompt is the same for every sample); None: not knowable
+        tree = compile_template(source)[1]
+        reads = None if self.partials else root_reads(tree)
+        #: the steps of a flat template (rendered without pybars3), else None
+        self._flat = flat_program(tree)
+        self._reads: tuple[str, ...] | None = None if reads is None else tuple(sorted(reads))
+        self._memo: dict[tuple, str] = {}
+        self._memo_misses = 0
+        self._memo_rest = 0
 
     def _check_partials(self) -> None:
         todo, seen = [(self.name, self.source)], set()
@@ -876,6 +1200,9 @@ class Template:
 
     def missing(self, context: Mapping[str, Any]) -> list[str]:
         """Variables the template reads that ``context`` does not hold."""
+        if isinstance(context, dict):
+            return [p for p in self.variables
+                    if (p not in context if "." not in p else _lookup(context, p) is _MISSING)]
         return [p for p in self.variables if _lookup(context, p) is _MISSING]
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
@@ -883,7 +1210,18 @@ class Template:
         """Render ``context``; ``partials`` add to (or replace) the template's own.
         A ``PlainContext`` (``to_plain_context``) is used as it is: one
         conversion serves every template of a prompt."""
-        plain = context if isinstance(context, PlainContext) else to_plain(dict(context))
+        plain = to_plain_context(context)
+        key = None
+        if self._reads is not None and not partials:
+            if self._memo_rest:
+                self._memo_rest -= 1
+            else:
+                key = self._memo_key(plain)
+                if key is not None:
+                    hit = self._memo.get(key)
+                    if hit is not None:
+                        self._memo_misses = 0
+                        return hit
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
@@ -893,13 +1231,64 @@ class Template:
             fns = {**fns, **{str(k): _as_template(str(k), v, self.strict)._fn
                              for k, v in partials.items()}}
         try:
-            return str(self._fn(plain, helpers=HELPERS, partials=fns))
+            if self._flat is not None and HELPERS == _HELPERS_AS_SHIPPED:
+                out: list[str] = []
+                _run_flat(self._flat, plain, out)
+                text = "".join(out)
+            else:
+                text = str(self._fn(plain, helpers=HELPERS, partials=fns))
         except TemplateError as exc:
             raise TemplateError(f"{self.name}: {exc.args[0]}") from None
         except RecursionError:
             raise TemplateError(f"{self.name}: render failed: partials recurse without end") from None
         except Exception as exc:  # a helper met values it cannot handle
             raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from exc
+        if key is not None:
+            self._remember(key, text, plain)
+        return text
+
+    def _memo_key(self, plain: PlainContext) -> tuple | None:
+        """What a render of ``plain`` is a function of: the values of the
+        names the template reads, in a type-exact form (``1``, ``1.0``,
+        ``True`` and ``"1"`` differ). None when they are not all plain data
+        of exact types as given (a converted value may hold a ``str``
+        subclass that prints otherwise) or the helpers were changed."""
+        changed = plain.changed
+        parts: list[Any] = []
+        for name in self._reads:
+            if name not in plain:
+                parts.append(_ABSENT)
+                continue
+            if name in changed:
+                return None
+            value = plain[name]
+            t = type(value)
+            if t is str:
+                parts.append(value)
+            elif t is list and all(type(v) is str for v in value):
+                parts.append(("list", *value))
+            else:   # exact plain types (unchanged by to_plain_context): repr tells them apart
+                try:
+                    parts.append(("repr", repr(value)))
+                except RecursionError:
+                    return None
+        if HELPERS != _HELPERS_AS_SHIPPED:
+            return None
+        return tuple(parts)
+
+    def _remember(self, key: tuple, text: str, plain: PlainContext) -> None:
+        self._memo_misses += 1
+        if self._memo_misses >= _MEMO_PROBES:
+            # renders that never repeat (a prompt holding the sample): stop
+            # computing keys for a while
+            self._memo_misses = 0
+            self._memo_rest = _MEMO_REST
+        if self.missing(plain):   # a lenient render of missing values: a strict one must raise
+            return
+        memo = self._memo
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[key] = text
 
     def __repr__(self) -> str:
         return f"Template(name={self.name!r}, variables={self.variables!r})"
