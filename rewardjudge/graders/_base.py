@@ -107,10 +107,27 @@ class Grader(abc.ABC):
         if max_completion_chars is not None:
             self.max_completion_chars = opts.max_completion_chars
 
-    # -- to implement -------------------------------------------------------
-    @abc.abstractmethod
+    #: the pydantic model a completion is parsed into before any judge call
+    #: (None: the completion is judged as text)
+    completion_model: type[BaseModel] | None = None
+
+    # -- the pipeline --------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
-        """Grade one sample."""
+        """Grade one sample: ``screen`` it (a malformed or content-free
+        completion is penalized here, before any judge call), then ``judge``
+        it (the family's context, prompt, request and readout)."""
+        sample = self.check_sample(sample)
+        parsed, rejected = await self.ascreen(sample, self.completion_model)
+        if rejected is not None:
+            return rejected
+        return await self.judge(sample, parsed)
+
+    async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
+        """A screened sample's Grade (``parsed``: the completion parsed into
+        ``completion_model``): each family's configuration of context ->
+        prompt -> request -> readout. A family overrides this, or ``grade``
+        (or ``grade_group``) as a whole."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither judge() nor grade()")
 
     def config(self) -> dict[str, Any]:
         """What defines this grader's behaviour; its hash is ``version``."""

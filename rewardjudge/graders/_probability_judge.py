@@ -231,11 +231,7 @@ class ProbabilityJudgeGrader(Grader):
         return ctx
 
     # -- grading ------------------------------------------------------------
-    async def grade(self, sample: StringThread) -> Grade:
-        sample = self.check_sample(sample)
-        parsed, rejected = await self.ascreen(sample, self.completion_model)
-        if rejected is not None:
-            return rejected
+    async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         fields = None if parsed is None else parsed.model_dump(mode="json")
         started = time.perf_counter()
         if self.typed:

@@ -126,11 +126,7 @@ class TemplatedPromptJudgeGrader(Grader):
     # the seed API, ``extract_template_context(thread, output_model,
     # template_variables)``, is ``Grader.extract_template_context``
 
-    async def grade(self, sample: StringThread) -> Grade:
-        sample = self.check_sample(sample)
-        parsed, rejected = await self.ascreen(sample, self.completion_model)
-        if rejected is not None:
-            return rejected
+    async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         context = self.context_of(sample, parsed)
         messages = self.build_messages(context)
         return await self.ask_judge(messages, policy_texts=[context.get("completion") or ""])

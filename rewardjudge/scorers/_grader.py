@@ -128,11 +128,7 @@ class ScorerGrader(Grader):
         """
         return self.binding.render(sample, language=self.language)
 
-    async def grade(self, sample: StringThread) -> Grade:
-        sample = self.check_sample(sample)
-        flagged = self.precheck(sample)
-        if flagged is not None:
-            return flagged
+    async def judge(self, sample: StringThread, parsed: Any = None) -> Grade:
         extra: dict[str, Any] = {"scorer": self.binding.scorer_slug or self.binding.scorer_name,
                                  "scorer_version": self.version,
                                  "scorer_model": self.binding.config.model,
