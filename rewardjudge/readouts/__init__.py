@@ -1,22 +1,20 @@
 """Readouts: a judge reply into a verdict, one module per reply form.
 
-* ``json_verdict``: a JSON object validated by the output model;
-* ``plain_label``: a bare label (``PASS``, ``Verdict: FAIL``);
-* ``candidate_blocks``: ``<candidate id>`` blocks with one ``<grade>`` each
-  (``rewardjudge.graders._candidate_protocol``);
-* token distributions: ``rewardjudge.graders._distribution``.
+* ``_json_verdict``: a JSON object validated by the output model;
+* ``_plain_label``: a bare label (``PASS``, ``Verdict: FAIL``);
+* ``_candidate_blocks``: ``<candidate id>`` blocks with one ``<grade>`` each;
+* ``_distribution``: next-token probabilities over the grades (the expected value
+  of a JSON verdict's score: ``rewardjudge.graders._expected_value``).
 
 All of them read only what the judge wrote: text copied from the prompt that
 was sent (which holds policy text) is quoted material, never a verdict
-(``PromptIndex``). ``neutralize`` is the one neutraliser of policy text.
+(``_scan.PromptIndex``). The readouts are the graders' machinery: this door
+exports only the two pieces the README names, ``json_objects`` (the one JSON
+scanner) and ``neutralize`` (the one neutraliser of policy text); the rest is
+imported from its private module.
 """
 
-from ._scan import JsonSpan, PromptIndex, json_objects
-from ._text import (PROTOCOL_TAGS, contains_tag, fold, neutralize, neutralize_value, normalize_text,
-                    template_tag_names)
-from ._json_verdict import Reading, read_json_verdict
-from ._plain_label import read_plain_label
+from ._scan import json_objects
+from ._text import neutralize
 
-__all__ = ["JsonSpan", "PROTOCOL_TAGS", "PromptIndex", "Reading", "contains_tag", "fold", "json_objects",
-           "neutralize", "neutralize_value", "normalize_text", "read_json_verdict", "read_plain_label",
-           "template_tag_names"]
+__all__ = ["json_objects", "neutralize"]
