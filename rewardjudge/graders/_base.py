@@ -19,7 +19,7 @@ from ..models._base import Completion, GenerationParams, InferenceModel, Message
 from ..readouts._json_verdict import Reading
 from ..readouts._scan import PromptIndex
 from ..thread import StringThread
-from ._options import GraderOptions, validated
+from ._options import GraderOptions, JudgeBinding, validated
 from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._guards import content_free_fields, content_free_reason
 from ._schedule import groups, prompt_key
@@ -110,6 +110,13 @@ class Grader(abc.ABC):
     #: the pydantic model a completion is parsed into before any judge call
     #: (None: the completion is judged as text)
     completion_model: type[BaseModel] | None = None
+
+    def bind_judge(self, model: Any, completion_model: Any = None) -> None:
+        """Set ``model`` (the judge) and ``completion_model``, validated: a
+        ``ConfigError`` naming the argument and the value otherwise."""
+        opts = validated(JudgeBinding, model=model, completion_model=completion_model)
+        self.model = opts.model
+        self.completion_model = opts.completion_model
 
     # -- the pipeline --------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:

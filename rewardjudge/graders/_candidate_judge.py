@@ -55,7 +55,7 @@ from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import leaves
-from ._options import JudgeOptions, validated
+from ._options import CandidateOptions, JudgeOptions, validated
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
@@ -209,32 +209,19 @@ class CandidateJudgeGrader(Grader):
                  expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
-        if not isinstance(model, InferenceModel):
-            raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
-                              f"got {type(model).__name__}")
-        self.model = model
+        self.bind_judge(model, completion_model)
+        opts = validated(CandidateOptions, batch_size=batch_size, max_rounds=max_rounds,
+                         include_images=include_images, expected_value_floor=expected_value_floor)
         self.scale = Scale.get(scale)
         self.expected_value = bool(expected_value)
         if self.expected_value and not (0 <= self.scale.min and self.scale.max <= 9):
             raise ConfigError(f"expected_value reads each grade as one digit token, but the "
                               f"{self.scale.name!r} scale runs {self.scale.min}-{self.scale.max}; "
                               f"use a scale within 0-9")
-        if isinstance(expected_value_floor, bool) or not isinstance(expected_value_floor, (int, float)) \
-                or not 0.0 <= expected_value_floor <= 1.0:
-            raise ConfigError(f"expected_value_floor must be a probability in [0, 1], "
-                              f"got {expected_value_floor!r}")
-        self.expected_value_floor = float(expected_value_floor)
+        self.expected_value_floor = float(opts.expected_value_floor)
         self._warned_no_distribution = False
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        self.batch_size = batch_size
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise ConfigError(f"max_rounds must be an int >= 1 (1 = no re-asks), got {max_rounds!r}")
-        self.max_rounds = max_rounds
-        if completion_model is not None and not (isinstance(completion_model, type)
-                                                 and issubclass(completion_model, BaseModel)):
-            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, "
-                              f"got {completion_model!r}")
+        self.batch_size = opts.batch_size
+        self.max_rounds = opts.max_rounds
         for name, value in (("title_field", title_field), ("image_field", image_field)):
             if value is None:
                 continue
@@ -243,11 +230,8 @@ class CandidateJudgeGrader(Grader):
             if value not in completion_model.model_fields:
                 raise ConfigError(f"{name}={value!r} is not a field of {completion_model.__name__}; "
                                   f"fields: {sorted(completion_model.model_fields)}")
-        self.completion_model = completion_model
         self.title_field = title_field
         self.image_field = image_field
-        if not isinstance(include_images, bool):
-            raise ConfigError(f"include_images must be True or False, got {include_images!r}")
         if include_images and image_field is None:
             raise ConfigError("include_images=True sends each candidate's image_field as an image "
                               "part; pass completion_model and image_field")

@@ -9,8 +9,10 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from ..errors import ConfigError
+from ..models._base import InferenceModel
 
-__all__ = ["GraderOptions", "JudgeOptions", "validated"]
+__all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", "ProbabilityOptions",
+           "validated"]
 
 Number = StrictFloat | StrictInt
 
@@ -41,15 +43,48 @@ class JudgeOptions(BaseModel):
     reply_retries: StrictInt = Field(1, ge=0, le=20, description="must be >= 0 and <= 20 (an int)")
 
 
-def validated(model: type[BaseModel], **values: Any) -> BaseModel:
-    """``model(**values)``, or a ConfigError naming each bad argument and its value."""
+class JudgeBinding(BaseModel):
+    """What every judge-asking family takes: the judge, and the model a
+    completion is parsed into before any judge call."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    model: InferenceModel = Field(description="must be an InferenceModel (a spawned or remote judge)")
+    completion_model: Optional[type[BaseModel]] = Field(
+        None, description="must be a pydantic BaseModel subclass (or None)")
+
+
+class CandidateOptions(BaseModel):
+    """The candidate (group) judge's own settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: StrictInt = Field(8, ge=1, description="must be an int >= 1")
+    max_rounds: StrictInt = Field(3, ge=1, description="must be an int >= 1 (1 = no re-asks)")
+    include_images: StrictBool = Field(False, description="must be True or False")
+    expected_value_floor: Number = Field(0.5, ge=0.0, le=1.0,
+                                         description="must be a probability in [0, 1]")
+
+
+class ProbabilityOptions(BaseModel):
+    """The probability judge's own settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Literal["expected", "most_likely"] = Field("expected",
+                                                      description="must be 'expected' or 'most_likely'")
+    min_valid_mass: Number = Field(0.5, ge=0.0, le=1.0, description="must be a number in [0, 1]")
+
+
+def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
+    """``options(**values)``, or a ConfigError naming each bad argument and its value."""
     def problem(name: str) -> str:
-        field = model.model_fields.get(name)
+        field = options.model_fields.get(name)
         rule = field.description if field is not None and field.description else "is invalid"
         return f"{name} {rule}, got {values.get(name)!r}"
 
     try:
-        out = model(**values)
+        out = options(**values)
     except ValidationError as exc:
         names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0])
                                    for err in exc.errors(include_url=False)))

@@ -51,7 +51,7 @@ from ..scales import SCALES, Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
-from ._options import JudgeOptions, validated
+from ._options import JudgeOptions, ProbabilityOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
 from ..readouts._distribution import distribution_text, summarize
@@ -118,23 +118,13 @@ class ProbabilityJudgeGrader(Grader):
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
         seed = validated(JudgeOptions, seed=seed).seed
-        if not isinstance(model, InferenceModel):
-            raise ConfigError(f"model must be an InferenceModel, got {type(model).__name__}")
-        self.model = model
+        self.bind_judge(model, completion_model)
+        opts = validated(ProbabilityOptions, value=value, min_valid_mass=min_valid_mass)
         self.scale = Scale.get(scale)
         if self.scale.min < 0 or self.scale.max > 9:
             raise ConfigError(f"scale {self.scale.name!r} has grades {self.scale.min}-{self.scale.max}: "
                               f"a probability judge reads each grade as one token, so grades must "
                               f"be single digits (0-9)")
-        if value not in ("expected", "most_likely"):
-            raise ConfigError(f"value must be 'expected' or 'most_likely', got {value!r}")
-        if isinstance(min_valid_mass, bool) or not isinstance(min_valid_mass, (int, float)) \
-                or not 0.0 <= min_valid_mass <= 1.0:
-            raise ConfigError(f"min_valid_mass must be a number in [0, 1], got {min_valid_mass!r}")
-        if completion_model is not None and not (isinstance(completion_model, type)
-                                                 and issubclass(completion_model, BaseModel)):
-            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, "
-                              f"got {completion_model!r}")
         if answer_prefix is not None and (not isinstance(answer_prefix, str) or not answer_prefix):
             raise ConfigError("answer_prefix must be 'auto', a non-empty string or None")
         if title_field is not None and (completion_model is None
@@ -145,9 +135,8 @@ class ProbabilityJudgeGrader(Grader):
         self.typed = bool(getattr(model, "answers_typed_questions", False))
         if answer_prefix == "auto":
             answer_prefix = AUTO_PREFIX if model.continues_prefix else None
-        self.value_mode = value
-        self.min_valid_mass = float(min_valid_mass)
-        self.completion_model = completion_model
+        self.value_mode = opts.value
+        self.min_valid_mass = float(opts.min_valid_mass)
         self.answer_prefix = answer_prefix
         self.template_variables = dict(template_variables or {})
         self.evaluation_name = evaluation_name or ""

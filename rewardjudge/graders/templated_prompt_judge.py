@@ -81,15 +81,8 @@ class TemplatedPromptJudgeGrader(Grader):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
-        if not isinstance(model, InferenceModel):
-            raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
-                              f"got {type(model).__name__}")
-        self.model = model
+        self.bind_judge(model, completion_model)
         self.output_model = check_output_model(output_model)
-        if completion_model is not None and not (isinstance(completion_model, type)
-                                                 and issubclass(completion_model, BaseModel)):
-            raise ConfigError(f"completion_model must be a pydantic BaseModel subclass, got {completion_model!r}")
-        self.completion_model = completion_model
         if isinstance(max_tokens, str) and max_tokens == "fit":
             # the default: what a schema-constrained reply of the output model needs
             # (its reasoning is bounded); 512 where the reply is not bounded

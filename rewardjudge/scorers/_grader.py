@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader, JudgeFailure, Mode
+from ..graders._options import JudgeBinding, JudgeOptions, validated
 from ..models._base import Completion, GenerationParams, InferenceModel
 from ..readouts._text import template_tag_names
 from ..thread import StringThread
@@ -77,11 +78,8 @@ class ScorerGrader(Grader):
                  allow_model_override: bool = False):
         if not isinstance(binding, ScorerBinding):
             raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
-        if not isinstance(model, InferenceModel):
-            raise ConfigError(f"model must be an InferenceModel (a spawned or remote judge), "
-                              f"got {type(model).__name__}")
-        if isinstance(reply_retries, bool) or not isinstance(reply_retries, int) or reply_retries < 0:
-            raise ConfigError(f"reply_retries must be an int >= 0, got {reply_retries!r}")
+        model = validated(JudgeBinding, model=model).model
+        reply_retries = validated(JudgeOptions, reply_retries=reply_retries).reply_retries
         from ._scorer import slugify
 
         config = binding.config
