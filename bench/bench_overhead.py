@@ -12,7 +12,15 @@ of 3 rounds), for a typical judge prompt with 1 candidate
 * verdict: the judge's JSON verdict parsed and validated into the output model
 * grade: the ``Grade`` built (``version`` cached; the uncached hash is shown apart)
 * whole grade: ``grader.grade(sample)`` end to end over a ``ScriptedModel``
-  (an in-process judge that answers at once), event-loop work included.
+  (an in-process judge that answers at once), event-loop work included;
+  the two rows after it say how much of that is the ``ScriptedModel``'s own
+  ``chat`` (it records the call and counts prompt words) and one
+  ``run_until_complete`` of an empty coroutine, and the row after those is
+  what is left: the grader's own CPU.
+
+Every sample and context is a different one (4096 of them, cycled): the
+grader remembers renders whose inputs repeat (the system prompt), so one
+sample graded over and over would show a cost no real batch has.
 
 Figures are printed as microseconds measured in this run and as a share of a
 100 ms judge call: the ratio is the claim, the microseconds are context.
@@ -82,8 +90,11 @@ def stages_one() -> dict[str, float]:
     model = ScriptedModel(default=DEFAULT_REPLY)
     grader = TemplatedPromptJudgeGrader("bench", model, SYSTEM_TEMPLATE, USER_TEMPLATE,
                                         template_variables={"criteria": CRITERIA})
-    sample = sample_thread(7)
-    ctx = grader.extract_template_context(sample, grader.output_model, grader.template_variables)
+    samples = [sample_thread(i) for i in range(_DISTINCT)]
+    contexts = [grader.extract_template_context(s, grader.output_model, grader.template_variables)
+                for s in samples]
+    next_sample, next_context = _cycle(samples), _cycle(contexts)
+    sample, ctx = samples[7], contexts[7]
     messages = grader.build_messages(ctx)
     reply = _chat_reply(DEFAULT_REPLY)
     verdict = _read_verdict(DEFAULT_REPLY, grader.output_model)
@@ -98,23 +109,58 @@ def stages_one() -> dict[str, float]:
 
     def whole():
         model.calls.clear()
-        loop.run_until_complete(grader.grade(sample))
+        loop.run_until_complete(grader.grade(next_sample()))
+
+    def scripted():
+        model.calls.clear()
+        _drive(model.chat(messages, grader.params, json_schema=grader._schema))
+
+    async def nothing():
+        return None
 
     try:
-        return {
+        out = {
             "context": cpu_per_call(lambda: grader.extract_template_context(
-                sample, grader.output_model, grader.template_variables)),
-            "render": cpu_per_call(lambda: grader.build_messages(ctx)),
+                next_sample(), grader.output_model, grader.template_variables)),
+            "render": cpu_per_call(lambda: grader.build_messages(next_context())),
             "request": cpu_per_call(lambda: _payload(messages, grader.params, grader._schema)),
             "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
             "verdict": cpu_per_call(lambda: output_value(_read_verdict(DEFAULT_REPLY,
                                                                         grader.output_model))),
             "grade": cpu_per_call(make_grade),
             "whole grade": cpu_per_call(whole),
+            "- of it, ScriptedModel.chat": cpu_per_call(scripted),
+            "- of it, the event loop": cpu_per_call(lambda: loop.run_until_complete(nothing())),
             "version (uncached)": cpu_per_call(lambda: config_hash(grader.config())[:16]),
         }
+        out["= whole grade, grader only"] = (out["whole grade"] - out["- of it, ScriptedModel.chat"]
+                                             - out["- of it, the event loop"])
+        return out
     finally:
         loop.close()
+
+
+_DISTINCT = 4096
+
+
+def _cycle(items):
+    """A function returning the next of ``items``, round and round."""
+    state = [0]
+
+    def following():
+        state[0] = (state[0] + 1) % len(items)
+        return items[state[0]]
+
+    return following
+
+
+def _drive(coro):
+    """Run a coroutine that never suspends (ScriptedModel.chat without delay), loop-free."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("the coroutine suspended")
 
 
 def stages_eight() -> dict[str, float]:
@@ -141,13 +187,21 @@ def stages_eight() -> dict[str, float]:
 
     ctx = context()
     messages = [{"role": "user", "content": template.render(ctx)}]
+    # distinct contexts: the same question over other answers each time
+    pool = [sample_thread(i).completion() for i in range(_DISTINCT // 8 + 8)]
+    distinct = [{**ctx, "candidates": [{"id": cid, "text": pool[k + j]} for j, cid in enumerate(ids)]}
+                for k in range(_DISTINCT // 8)]
+    next_context = _cycle(distinct)
     return {
         "context": cpu_per_call(context),
-        "render": cpu_per_call(lambda: template.render(ctx)),
+        "render": cpu_per_call(lambda: template.render(next_context())),
         "request": cpu_per_call(lambda: _payload(messages, params, schema)),
         "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
         "verdict": cpu_per_call(lambda: output_value(_read_verdict(verdict_text, MultiVerdict))),
     }
+
+
+_STAGES = ("context", "render", "request", "reply", "verdict", "grade")
 
 
 def _pct(seconds: float) -> str:
@@ -157,7 +211,7 @@ def _pct(seconds: float) -> str:
 def main(argv: list[str] | None = None) -> dict:
     one = stages_one()
     eight = stages_eight()
-    per_grade_1 = sum(v for k, v in one.items() if k not in ("whole grade", "version (uncached)"))
+    per_grade_1 = sum(v for k, v in one.items() if k in _STAGES)
     per_grade_8 = sum(eight.values())
     rows = []
     for stage in one:

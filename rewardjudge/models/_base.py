@@ -44,6 +44,14 @@ class GenerationParams:
     top_logprobs: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The parameters set, as request body fields (a new dict each call)."""
+        cached = self.__dict__.get("_fields")
+        if cached is None:   # frozen: computed once (not a field: eq, hash and repr ignore it)
+            cached = self._fields_dict()
+            object.__setattr__(self, "_fields", cached)
+        return dict(cached)
+
+    def _fields_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k in ("temperature", "top_p", "max_tokens", "seed"):
             v = getattr(self, k)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from ..errors import (ConfigError, JudgeConnectionError, JudgeHTTPError,
+from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError,
                       JudgeResponseError, JudgeTimeoutError)
 from ._base import Completion, GenerationParams, InferenceModel, Message
 from ._base import (GradeDistributionUnsupported, TokenDistribution, check_choices,
@@ -359,7 +359,7 @@ _SERVER_STYLES = _ServerStyles()
 # per-event-loop state: the concurrency limit and the aiohttp session
 # --------------------------------------------------------------------------
 class _LoopState:
-    __slots__ = ("sem", "session", "keeper", "urls", "proxy", "proxy_auth")
+    __slots__ = ("sem", "session", "keeper", "urls", "proxy", "proxy_auth", "__weakref__")
 
     def __init__(self, limit: int):
         self.sem = asyncio.Semaphore(limit)
@@ -507,6 +507,7 @@ class OpenAIModel(InferenceModel):
         self._rng = seed_rng or random.Random()
         self._states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = \
             weakref.WeakKeyDictionary()
+        self._last_state: Any = None
         self._init_logprobs(chat_template, max_top_logprobs, logprobs_endpoint)
 
     def __repr__(self) -> str:
@@ -517,6 +518,7 @@ class OpenAIModel(InferenceModel):
         # limits belong to this process's loops, a CA bundle's context is rebuilt from its path
         state = self.__dict__.copy()
         state["_states"] = None
+        state["_last_state"] = None
         if not isinstance(self.verify, ssl.SSLContext):
             state["_ssl"] = None
         return state
@@ -524,6 +526,7 @@ class OpenAIModel(InferenceModel):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._states = weakref.WeakKeyDictionary()
+        self._last_state = None
         if self._ssl is None:
             self._ssl = _ssl_option(self.verify)
 
@@ -564,13 +567,19 @@ class OpenAIModel(InferenceModel):
     # -- transport ------------------------------------------------------------
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
+        last = self._last_state   # (loop, state) of the previous call, both weakly held
+        if last is not None and last[0]() is loop:
+            state = last[1]()
+            if state is not None:
+                return state
         try:
-            return self._states[loop]
+            state = self._states[loop]
         except KeyError:
             # a model may serve several event loops over its life (asyncio.run per call,
             # a trainer's background loop): limits and connections are per loop
             state = self._states[loop] = _LoopState(self.max_concurrency)
-            return state
+        self._last_state = (weakref.ref(loop), weakref.ref(state))
+        return state
 
     async def _session(self, state: _LoopState) -> Any:
         session = state.session
@@ -612,12 +621,20 @@ class OpenAIModel(InferenceModel):
         """POST ``body``; ``(status, headers, body)`` or a retryable JudgeError."""
         if self._http_client is not None:
             return await self._post_httpx(path, body)
-        aiohttp = _load_aiohttp()
-        session = await self._session(state)
+        aiohttp = _aiohttp or _load_aiohttp()
+        session = state.session
+        if session is None or session.closed:
+            session = await self._session(state)
         try:
             async with session.post(self._url(state, path), data=body, allow_redirects=False,
                                     proxy=state.proxy, proxy_auth=state.proxy_auth) as r:
-                return r.status, r.headers, await self._read(r, r.status == 200)
+                status, headers = r.status, r.headers
+                length = r.content_length
+                if length is not None and length <= self.max_response_bytes \
+                        and "Content-Encoding" not in headers:
+                    # _read's first case, without its coroutine: a framed body within the cap
+                    return status, headers, await r.read()
+                return status, headers, await self._read(r, status == 200)
         except asyncio.TimeoutError as exc:  # before OSError: TimeoutError is one since 3.11
             raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
         except aiohttp.ClientConnectorCertificateError as exc:
@@ -713,24 +730,47 @@ class OpenAIModel(InferenceModel):
             raise self._http_error(status, headers, text)
         return _parse_chat_body(raw, latency, structured=style not in (None, "none"))
 
+    def _payload(self, messages: list, fields: dict[str, Any], grammar: str | None) -> dict[str, Any]:
+        """The request body of ``chat`` (without ``response_format``)."""
+        out: dict[str, Any] = {"model": self.model, "messages": messages, **fields, **self.extra_body}
+        if grammar is not None:
+            out[self.grammar_field] = grammar
+        return out
+
+    async def _attempts(self, state: _LoopState, body: bytes,
+                        style: str | None) -> tuple[Completion, int]:
+        """``retry_async`` over ``_attempt``, the first attempt made directly
+        (most requests need no retry: no closure, no extra coroutine)."""
+        try:
+            return await self._attempt(state, body, style, 1), 1
+        except JudgeError as exc:
+            first = exc
+
+        async def attempt(n: int) -> Completion:
+            if n == 1:   # retry_async sees the first failure as if it had made the attempt
+                raise first
+            return await self._attempt(state, body, style, n)
+
+        return await retry_async(attempt, self.retry_policy, self._rng)
+
     # -- API --------------------------------------------------------------
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
         """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
         the ``grammar_field`` of the body (only where ``accepts_grammar``)."""
         state = self._loop_state()
-        payload: dict[str, Any] = {"model": self.model, "messages": list(messages),
-                                   **(params or GenerationParams()).as_dict(), **self.extra_body}
-        if grammar is not None:
-            if self.grammar_field is None:
-                raise ConfigError(f"{self!r} sends no grammar: set grammar_field (the body field "
-                                  f"its server reads a GBNF grammar from, e.g. 'grammar')")
-            payload[self.grammar_field] = grammar
+        messages = list(messages)
+        fields = (params or GenerationParams()).as_dict()
+        if grammar is not None and self.grammar_field is None:
+            raise ConfigError(f"{self!r} sends no grammar: set grammar_field (the body field "
+                              f"its server reads a GBNF grammar from, e.g. 'grammar')")
+
+        # the body is encoded before the request and the payload not kept while it is
+        # in flight (the garbage collector walks what hundreds of requests hold)
         async with state.sem:
             if json_schema is None:
-                body = json.dumps(payload).encode()
-                completion, attempts = await retry_async(
-                    lambda n: self._attempt(state, body, None, n), self.retry_policy, self._rng)
+                body = json.dumps(self._payload(messages, fields, grammar)).encode()
+                completion, attempts = await self._attempts(state, body, None)
                 completion.attempts = attempts
                 return completion
             refused = -1  # the rank of the weakest style refused during this call
@@ -740,15 +780,15 @@ class OpenAIModel(InferenceModel):
                 if _RANK[style] <= refused:
                     style, probe = _STYLES[refused + 1], False
                 rf = self._response_format(json_schema, style)
+                data = self._payload(messages, fields, grammar)
                 if rf is None:
-                    payload.pop("response_format", None)
+                    data.pop("response_format", None)
                 else:
-                    payload["response_format"] = rf
-                body = json.dumps(payload).encode()
+                    data["response_format"] = rf
+                body = json.dumps(data).encode()
+                data = rf = None
                 try:
-                    completion, attempts = await retry_async(
-                        lambda n: self._attempt(state, body, style, n), self.retry_policy,
-                        self._rng)
+                    completion, attempts = await self._attempts(state, body, style)
                 except _SchemaRejected as exc:
                     # a request-shape problem, not an outage: resend now, weaker, no retry spent
                     _SERVER_STYLES.refused(self.base_url, style, str(exc),

@@ -275,6 +275,11 @@ class PromptIndex:
     (a JSON object, and a text that holds no brace once folded) never folds it.
     """
 
+    # slots, and containers made when first needed: an index lives while its
+    # request is in flight, beside hundreds of others
+    __slots__ = ("texts", "policy_texts", "min_context", "_folds", "_folded", "_heads", "_lines",
+                 "_policy_lines", "_values", "_objects", "_where", "_levels")
+
     def __init__(self, prompt_texts: list[str], min_context: int = 12, *,
                  policy_texts: "list[str] | None" = None):
         self.texts = [t for t in prompt_texts if isinstance(t, str) and t]
@@ -282,19 +287,23 @@ class PromptIndex:
         #: compared one by one: a template may put a prefix before them)
         self.policy_texts = [t for t in policy_texts or () if isinstance(t, str) and t]
         self.min_context = min_context
-        self._folds: "list[str | None]" = [None] * len(self.texts)
+        self._folds: "list[str | None] | None" = None
         self._folded: "str | None" = None
         self._heads: "list[str] | None" = None
         self._lines: "Counter[str] | None" = None
+        self._policy_lines: "Counter[str] | None" = None
         self._values: "dict[tuple[str, ...], set[str]] | None" = None
         self._objects: "bool | None" = None
         self._where: "str | None" = None
-        self._levels: dict[tuple[str, str, str], int] = {}
+        self._levels: "dict[tuple[str, str, str], int] | None" = None
 
     def _fold_of(self, i: int) -> str:
-        folded = self._folds[i]
+        folds = self._folds
+        if folds is None:
+            folds = self._folds = [None] * len(self.texts)
+        folded = folds[i]
         if folded is None:
-            folded = self._folds[i] = fold_prompt(self.texts[i])
+            folded = folds[i] = fold_prompt(self.texts[i])
         return folded
 
     @property
@@ -309,8 +318,9 @@ class PromptIndex:
         if self._folded is not None or "\n" in needle:
             return needle in self.folded
         brace = "{" in needle
+        folds = self._folds
         for i, text in enumerate(self.texts):
-            if brace and self._folds[i] is None and _no_brace_after_fold(text):
+            if brace and (folds is None or folds[i] is None) and _no_brace_after_fold(text):
                 continue
             if needle in self._fold_of(i):
                 return True
@@ -388,9 +398,12 @@ class PromptIndex:
         ``min_context`` matching folded characters on one side (a quote)."""
         k = self.min_context
         memo_key = (reply[max(0, start - 8 * k):start], reply[start:end], reply[end:end + 8 * k])
-        level = self._levels.get(memo_key)   # a reply may repeat one span in one setting
+        levels = self._levels
+        if levels is None:
+            levels = self._levels = {}
+        level = levels.get(memo_key)   # a reply may repeat one span in one setting
         if level is None:
-            level = self._levels[memo_key] = self._quote_level(reply, start, end)
+            level = levels[memo_key] = self._quote_level(reply, start, end)
         return level
 
     def _quote_level(self, reply: str, start: int, end: int) -> int:
