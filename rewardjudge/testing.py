@@ -290,16 +290,24 @@ class FakeJudgeServer:
             return
         # /v1/chat/completions, and /v1/completions (a request with "prompt")
         req = self._accept(conn, method, path, body, "/completions")
-        if req is None:
-            return
+        if req is not None:
+            self._schedule(conn, req)
+
+    def _reply_for(self, req: dict[str, Any]) -> Fault:
+        """What the responder says to ``req``, as a Fault (a reply is one)."""
+        out = self.responder(req)
+        return out if isinstance(out, Fault) else Fault.reply(str(out))
+
+    def _schedule(self, conn: _Conn, req: dict[str, Any]) -> None:
+        """Answer ``req`` after the latency: the next queued fault, else the
+        responder's reply (a responder that raises is a 500)."""
         with self._lock:
             fault = self._queue.pop(0) if self._queue else None
         if fault is None:
             try:
-                out = self.responder(req)
+                fault = self._reply_for(req)
             except Exception as exc:  # a broken responder is a 500, like a broken server
-                out = Fault.http(500, body=json.dumps({"error": repr(exc)}))
-            fault = out if isinstance(out, Fault) else Fault.reply(str(out))
+                fault = Fault.http(500, body=json.dumps({"error": repr(exc)}))
         delay = fault.seconds if fault.kind == "timeout" else self.latency
         handle = self._loop.call_later(delay, self._answer, conn, fault, req)
         self._pending.add(handle)
@@ -458,28 +466,21 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
         if problems:
             conn._send(400, json.dumps({"error": "; ".join(problems)}).encode())
             return
-        with self._lock:
-            fault = self._queue.pop(0) if self._queue else None
-        if fault is None:
-            try:
-                out = self.responder(req)
-                if not isinstance(out, Fault):
-                    if isinstance(out, (list, tuple)):
-                        out = {name: list(out) for name in req["questions"]}
-                    answers = {}
-                    for name, probs in out.items():
-                        probs = list(probs)
-                        score = sum(i * p for i, p in enumerate(probs)) / (sum(probs) or 1.0)
-                        answers[name] = {"probabilities": probs, "score": score}
-                    out = Fault.reply(json.dumps({
-                        "model": req.get("model", self.model), "answers": answers,
-                        "usage": {"questions": len(req["questions"])}}))
-            except Exception as exc:  # a broken responder is a 500, like a broken server
-                out = Fault.http(500, body=json.dumps({"error": repr(exc)}))
-            fault = out
-        delay = fault.seconds if fault.kind == "timeout" else self.latency
-        handle = self._loop.call_later(delay, self._answer, conn, fault, req)
-        self._pending.add(handle)
+        self._schedule(conn, req)
+
+    def _reply_for(self, req: dict[str, Any]) -> Fault:
+        out = self.responder(req)
+        if isinstance(out, Fault):
+            return out
+        if isinstance(out, (list, tuple)):
+            out = {name: list(out) for name in req["questions"]}
+        answers = {}
+        for name, probs in out.items():
+            probs = list(probs)
+            score = sum(i * p for i, p in enumerate(probs)) / (sum(probs) or 1.0)
+            answers[name] = {"probabilities": probs, "score": score}
+        return Fault.reply(json.dumps({"model": req.get("model", self.model), "answers": answers,
+                                       "usage": {"questions": len(req["questions"])}}))
 
     def _answer(self, conn: _Conn, fault: Fault, req: dict[str, Any]) -> None:
         if fault.kind == "reply":
