@@ -86,7 +86,7 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
         "last_user_turn_content": last_user_text,
         "completion": completion,
         "last_content": all_turns[-1][1] if all_turns else "",
-        "metadata": neutralize_value(dict(thread.metadata), tags, ctl),
+        "metadata": neutralize_value(thread.metadata, tags, ctl),   # a new mapping
         "output_schema": output_schema,
         "conversation": context_str,
         "last_user_message": last_user_text,

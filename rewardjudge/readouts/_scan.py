@@ -63,6 +63,12 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_flo
 
 def _too_deep(value: Any) -> bool:
     """Whether a decoded value nests deeper than MAX_DEPTH (iterative)."""
+    if type(value) is dict:   # a flat object (a verdict): one level
+        for v in value.values():
+            if isinstance(v, (dict, list)):
+                break
+        else:
+            return MAX_DEPTH < 1
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()

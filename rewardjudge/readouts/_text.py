@@ -298,6 +298,8 @@ _INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\u00ad\u
 def normalize_text(text: str) -> str:
     """NFKC-fold (full-width forms become ASCII) and drop zero-width and other
     invisible characters: what a reader sees, for the content-free guard."""
+    if text.isascii():   # NFKC keeps ASCII as it is, and every invisible character is not ASCII
+        return text
     return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
 
 

@@ -1064,7 +1064,15 @@ def _view(value: Any) -> Any:
         if t is list:
             for v in value:
                 tv = type(v)
-                if tv in _EXACT_LEAVES or (tv is dict or tv is list) and _view(v) is v \
+                if tv in _EXACT_LEAVES:
+                    continue
+                if tv is dict:   # a list of flat records ({role, content} turns): checked here
+                    for k2, v2 in v.items():
+                        if type(k2) is not str or type(v2) not in _EXACT_LEAVES:
+                            break
+                    else:
+                        continue
+                if (tv is dict or tv is list) and _view(v) is v \
                         or tv is float and math.isfinite(v):
                     continue
                 return _view_list(value)
