@@ -456,3 +456,73 @@ def test_thread_context_equals_the_piece_by_piece_vocabulary():
         assert clean.turns == [(r, neutralize(c, tags, ctl)) for r, c in turns]
         assert same(clean.metadata, neutralize_value(metadata, tags, ctl))
         assert clean.images == thread.images
+
+
+# --------------------------------------------------------------------------
+# small shortcuts: ASCII normalisation, flat objects, request fields, loop state
+# --------------------------------------------------------------------------
+def test_normalize_text_keeps_ascii_as_nfkc_does():
+    import unicodedata
+
+    from rewardjudge.readouts._text import _INVISIBLE, normalize_text
+
+    rng = random.Random(10)
+    alphabet = [chr(i) for i in range(128)] + ["\u200b", "\uff21", "\u00ad", "\ufb01", "e\u0301"]
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert normalize_text(text) == _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def test_flat_objects_are_never_too_deep_and_nested_ones_are_still_measured():
+    from rewardjudge.readouts._scan import MAX_DEPTH, _too_deep
+
+    assert not _too_deep({"reasoning": "x", "score": 1, "none": None})
+    deep: dict = {}
+    node = deep
+    for _ in range(MAX_DEPTH + 1):
+        node["a"] = {}
+        node = node["a"]
+    assert _too_deep({"flat": 1, "nested": deep})
+    assert not _too_deep({"flat": 1, "nested": {"b": [1, {"c": 2}]}})
+
+
+def test_generation_params_fields_are_a_new_dict_each_time():
+    from rewardjudge.models._base import GenerationParams
+
+    params = GenerationParams(temperature=0.0, max_tokens=16, stop=("x",))
+    first = params.as_dict()
+    first["temperature"] = 9
+    assert params.as_dict() == {"temperature": 0.0, "max_tokens": 16, "stop": ["x"]}
+    assert params == GenerationParams(temperature=0.0, max_tokens=16, stop=("x",))
+    assert hash(params) == hash(GenerationParams(temperature=0.0, max_tokens=16, stop=("x",)))
+    assert dataclasses.asdict(params) == dataclasses.asdict(GenerationParams(
+        temperature=0.0, max_tokens=16, stop=("x",)))
+
+
+def test_the_remembered_loop_state_is_per_loop():
+    import asyncio
+
+    from rewardjudge.models import OpenAIModel
+    from rewardjudge.testing import FakeJudgeServer
+
+    with FakeJudgeServer() as server:
+        model = OpenAIModel(server.url, "m", max_retries=0)
+        states = []
+
+        async def ask():
+            state = model._loop_state()
+            assert model._loop_state() is state
+            states.append(state)
+            return (await model.chat([{"role": "user", "content": "hi"}])).text
+
+        loops = [asyncio.new_event_loop() for _ in range(2)]
+        try:
+            for loop in loops + loops:   # alternating loops: each keeps its own state
+                assert loop.run_until_complete(ask())
+            assert states[0] is states[2] and states[1] is states[3]
+            assert states[0] is not states[1]
+            for loop in loops:
+                loop.run_until_complete(model.aclose())
+        finally:
+            for loop in loops:
+                loop.close()
