@@ -722,7 +722,11 @@ class OpenAIModel(InferenceModel):
                        attempt: int) -> Completion:
         start = time.perf_counter()
         status, headers, raw = await self._post(state, "/chat/completions", body, attempt)
-        latency = time.perf_counter() - start
+        return self._completion(status, headers, raw, style, time.perf_counter() - start)
+
+    def _completion(self, status: int, headers: Any, raw: bytes, style: str | None,
+                    latency: float) -> Completion:
+        """The reply of one attempt, or the error it is."""
         if status != 200:
             text = raw.decode("utf-8", "replace")
             if style is not None and style != "none" and refuses_response_format(status, text):
@@ -739,13 +743,19 @@ class OpenAIModel(InferenceModel):
 
     async def _attempts(self, state: _LoopState, body: bytes,
                         style: str | None) -> tuple[Completion, int]:
-        """``retry_async`` over ``_attempt``, the first attempt made directly
-        (most requests need no retry: no closure, no extra coroutine)."""
+        """``retry_async`` over ``_attempt``, the first attempt made here directly:
+        most requests need no retry, and hundreds may be in flight, each holding
+        its chain of coroutines (no ``_attempt`` coroutine, no closure cells)."""
         try:
-            return await self._attempt(state, body, style, 1), 1
+            start = time.perf_counter()
+            status, headers, raw = await self._post(state, "/chat/completions", body, 1)
+            return self._completion(status, headers, raw, style, time.perf_counter() - start), 1
         except JudgeError as exc:
             first = exc
+        return await self._retry(first, state, body, style)
 
+    async def _retry(self, first: JudgeError, state: _LoopState, body: bytes,
+                     style: str | None) -> tuple[Completion, int]:
         async def attempt(n: int) -> Completion:
             if n == 1:   # retry_async sees the first failure as if it had made the attempt
                 raise first
