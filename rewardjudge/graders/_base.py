@@ -463,34 +463,45 @@ class Grader(abc.ABC):
         (``ConfigError``) is raised after every other unit has finished.
         """
         items = [self.check_sample(s) for s in samples]
-        results: list[Any] = [None] * len(items)
-        if self.judges_groups:
-            units = groups(range(len(items)), lambda i: prompt_key(items[i]))
-        else:
-            units = [[i] for i in range(len(items))]
-
-        async def run(unit: list[int]) -> None:
-            try:
-                if self.judges_groups:
-                    grades = await self._grade_group_guarded([items[i] for i in unit])
-                else:
-                    grades = [await self._grade_guarded(items[unit[0]])]
-            except Exception as exc:  # a usage error: raised after the rest
-                grades = [exc] * len(unit)
-            for i, g in zip(unit, grades):
-                results[i] = g
-
         limit = self.batch_concurrency()
-        if limit is None or limit >= len(units):
-            await asyncio.gather(*(run(u) for u in units))
+        if not self.judges_groups:   # one sample a unit: no wrapper per sample
+            if limit is None or limit >= len(items):
+                results: list[Any] = await asyncio.gather(
+                    *(self._grade_guarded(s) for s in items), return_exceptions=True)
+            else:
+                results = [None] * len(items)
+                indexes = iter(range(len(items)))
+
+                async def sample_worker() -> None:
+                    for i in indexes:  # shared iterator: each index is taken once
+                        try:
+                            results[i] = await self._grade_guarded(items[i])
+                        except Exception as exc:  # a usage error: raised after the rest
+                            results[i] = exc
+
+                await asyncio.gather(*(sample_worker() for _ in range(limit)))
         else:
-            queue = iter(units)
+            results = [None] * len(items)
+            units = groups(range(len(items)), lambda i: prompt_key(items[i]))
 
-            async def worker() -> None:
-                for unit in queue:  # shared iterator: each unit is taken once
-                    await run(unit)
+            async def run(unit: list[int]) -> None:
+                try:
+                    grades: list[Any] = await self._grade_group_guarded([items[i] for i in unit])
+                except Exception as exc:  # a usage error: raised after the rest
+                    grades = [exc] * len(unit)
+                for i, g in zip(unit, grades):
+                    results[i] = g
 
-            await asyncio.gather(*(worker() for _ in range(limit)))
+            if limit is None or limit >= len(units):
+                await asyncio.gather(*(run(u) for u in units))
+            else:
+                queue = iter(units)
+
+                async def group_worker() -> None:
+                    for unit in queue:  # shared iterator: each unit is taken once
+                        await run(unit)
+
+                await asyncio.gather(*(group_worker() for _ in range(limit)))
         for r in results:
             if isinstance(r, BaseException):
                 raise r
