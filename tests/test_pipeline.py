@@ -281,3 +281,11 @@ def test_every_family_inherits_the_one_context_hook():
                                                               {"rubric": "r"})
     assert ctx["last_user_turn_content"] == "q" and ctx["completion"] == "a" and ctx["rubric"] == "r"
     assert "score" in ctx["output_schema"]
+
+
+async def test_a_grader_that_implements_no_step_is_a_usage_error():
+    class Empty(Grader):
+        pass
+
+    with pytest.raises(ConfigError, match="neither judge"):
+        await Empty("e").grade_batch([thread("q", "a")])

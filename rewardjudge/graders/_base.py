@@ -134,7 +134,8 @@ class Grader(abc.ABC):
         ``completion_model``): each family's configuration of context ->
         prompt -> request -> readout. A family overrides this, or ``grade``
         (or ``grade_group``) as a whole."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither judge() nor grade()")
+        raise ConfigError(f"{type(self).__name__} implements neither judge() nor grade(): a grader "
+                          f"family overrides one of them")
 
     def config(self) -> dict[str, Any]:
         """What defines this grader's behaviour; its hash is ``version``."""
