@@ -289,3 +289,21 @@ async def test_a_grader_that_implements_no_step_is_a_usage_error():
 
     with pytest.raises(ConfigError, match="neither judge"):
         await Empty("e").grade_batch([thread("q", "a")])
+
+
+async def test_every_prompting_family_takes_a_jinja2_prompt():
+    probability = ProbabilityJudgeGrader(
+        "p", DistModel(TokenDistribution({"0": 0.5, "1": 0.5})), scale="binary", answer_prefix=None,
+        engine="jinja2", system_template="Grades {{ scale_min }}-{{ scale_max }}.",
+        user_template="{% for t in context_turns %}{{ t.content }}{% endfor %} -> {{ completion }}")
+    await probability.grade(thread("q?", "a!"))
+    (messages, _), = probability.model.asked
+    assert messages == [{"role": "system", "content": "Grades 0-1."}, {"role": "user", "content": "q? -> a!"}]
+
+    model = ScriptedModel(default="")
+    candidate = CandidateJudgeGrader(
+        "c", model, engine="jinja2", max_rounds=1, system_template="",
+        template="{{ query }}{% for c in candidates %}<submission id=\"{{ c.id }}\">{{ c.title }}</submission>"
+                 "{% endfor %}")
+    await candidate.grade_batch([thread("q?", "a!")])
+    assert model.calls[0]["messages"][-1]["content"].startswith('q?<submission id="')

@@ -81,9 +81,10 @@ class ProbabilityJudgeGrader(Grader):
     ``ProbabilityJudgeGrader/question``), ``evaluation_name`` /
     ``evaluation_description`` (what the question template sees),
     ``template_variables`` (constants for every template),
-    ``system_template`` / ``user_template`` (the prompt around the question;
-    the user template sees ``question``, ``criteria`` (``grade``, ``text``),
-    ``content``, the scale variables and the evaluation), ``answer_prefix``
+    ``system_template`` / ``user_template`` (the prompt around the question,
+    Handlebars, or Jinja2 with ``engine="jinja2"``;
+    they see the thread vocabulary, ``question``, ``criteria`` (``grade``,
+    ``text``), ``content``, the scale variables and the evaluation), ``answer_prefix``
     (text the judge's reply is made to start with; the grade is read right
     after it. ``"auto"``, the default, uses ``"Grade: "`` where the model
     can continue a prefix (``model.continues_prefix``: a ``TorchModel``, or an
@@ -110,7 +111,7 @@ class ProbabilityJudgeGrader(Grader):
                  system_template: str | None = None, user_template: str | None = None,
                  answer_prefix: str | None = "auto", value: ValueMode = "expected",
                  min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
-                 title_field: str | None = None,
+                 title_field: str | None = None, engine: str = "handlebars",
                  seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
                  eval_penalty: float = 0.0, reject_content_free: bool | None = None,
                  max_completion_chars: int | None = None):
@@ -156,7 +157,7 @@ class ProbabilityJudgeGrader(Grader):
             system_template if system_template is not None
             else prompt_source("ProbabilityJudgeGrader", "system"),
             user_template if user_template is not None
-            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=answer_prefix)
+            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=answer_prefix, engine=engine)
         self.choices = [str(g) for g in self.scale.grades]
         self.params = GenerationParams(seed=seed)
         self._base_context = {
@@ -265,6 +266,7 @@ class ProbabilityJudgeGrader(Grader):
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],
                 "question": self.question.text, **self.prompt.sources(),
                 "answer_prefix": self.answer_prefix,
+                **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 "value": self.value_mode, "min_valid_mass": self.min_valid_mass,
                 "completion_model": (self.completion_model.model_json_schema()
                                      if self.completion_model else None),
