@@ -120,9 +120,14 @@ class TemplatedPromptJudgeGrader(Grader):
     # template_variables)``, is ``Grader.extract_template_context``
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
+        return await self.ask_judge(*self._prompt_for(sample, parsed))
+
+    def _prompt_for(self, sample: StringThread, parsed: BaseModel | None
+                    ) -> tuple[list[dict[str, Any]], list[str]]:
+        # the context is dropped before the judge is awaited: a grade in flight
+        # keeps only its messages (fewer live objects for the collector)
         context = self.context_of(sample, parsed)
-        messages = self.build_messages(context)
-        return await self.ask_judge(messages, policy_texts=[context.get("completion") or ""])
+        return self.build_messages(context), [context.get("completion") or ""]
 
     def context_of(self, sample: StringThread, parsed: BaseModel | None = None) -> dict[str, Any]:
         """The template context of ``sample``: ``extract_template_context`` over
