@@ -66,7 +66,17 @@ config_hash = canonical_hash   # the one canonical hash (rewardjudge/_hash.py)
 
 
 class Grader(abc.ABC):
-    """Base of all graders: ``grade`` one sample, ``grade_batch`` many.
+    """Base of all graders, and the one pipeline: ``grade`` one sample,
+    ``grade_batch`` many.
+
+    ``grade`` screens the sample (``screen``) and hands it to the family's
+    ``judge``: context (``extract_template_context``, the seed's hook, on a
+    neutralised copy), prompt (``JudgePrompt``), request (``ask_until_parsed``
+    or ``ask_distribution``), readout (``rewardjudge/readouts``), Grade
+    (``scored``/``failed``). ``grade_batch`` is the one scheduler: a family
+    with ``judges_groups`` gets each prompt's samples together in
+    ``grade_group``. A family file says which context keys, templates,
+    readout and options; a custom grader may override ``grade`` instead.
 
     Penalty modes: a malformed *policy* output is ``penalized`` with
     ``train_penalty`` (default -1.0) in training or ``eval_penalty`` (default
