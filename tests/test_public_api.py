@@ -81,7 +81,7 @@ SUBPACKAGE_API = {
                             "JudgeOutput", "ProbabilityJudgeGrader", "TemplatedPromptJudgeGrader"],
     "rewardjudge.models": ["CachedModel", "Completion", "GenerationParams", "GradeDistributionUnsupported",
                            "InferenceModel", "OpenAIModel", "RetryPolicy", "TokenDistribution", "TorchModel",
-                           "TypedQuestionClient", "spawn_judge"],
+                           "TypedQuestionClient", "embedded_model_path", "spawn_judge"],
     "rewardjudge.readouts": ["json_objects", "neutralize"],
     "rewardjudge.rl": ["group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
                        "verl_compute_score"],

