@@ -307,3 +307,27 @@ async def test_every_prompting_family_takes_a_jinja2_prompt():
                  "{% endfor %}")
     await candidate.grade_batch([thread("q?", "a!")])
     assert model.calls[0]["messages"][-1]["content"].startswith('q?<submission id="')
+
+
+async def test_a_cached_grammar_judge_serves_the_candidate_grader():
+    """CachedModel over a judge that takes a grammar (a spawned llama.cpp judge):
+    the grammar reaches the judge, is part of the cache key, and a repeat is a hit."""
+    from rewardjudge import CachedModel
+
+    def judge(messages, params, schema):
+        ids = [line.split('"')[1] for line in messages[-1]["content"].splitlines()
+               if line.startswith("<submission id=")]
+        return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade>3</grade></candidate>'
+                         for i in ids)
+
+    inner = GrammarModel(judge)
+    cached = CachedModel(inner)
+    grades = await CandidateJudgeGrader("c", cached, seed=0).grade_batch([thread("q", "a")])
+    assert [g.status for g in grades] == ["scored"]
+    assert len(inner.grammars) == 1 and "root" in inner.grammars[0]
+    messages = [{"role": "user", "content": "x"}]
+    assert cached.key(messages, grammar="root ::= \"a\"") != cached.key(messages, grammar="root ::= \"b\"")
+    assert cached.key(messages) != cached.key(messages, grammar="root ::= \"a\"")
+    await cached.chat(messages, grammar='root ::= "ok"')
+    await cached.chat(messages, grammar='root ::= "ok"')
+    assert cached.stats["hits"] == 1 and inner.grammars[-1] == 'root ::= "ok"'

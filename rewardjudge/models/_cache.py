@@ -41,17 +41,21 @@ __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 
 
 def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
-                json_schema: dict[str, Any] | None) -> str:
+                json_schema: dict[str, Any] | None, grammar: str | None = None) -> str:
     """SHA-256 hex of a judge request's canonical JSON.
 
     Every field of ``GenerationParams`` takes part (not only those sent), so
-    changing any of them is a different request.
+    changing any of them is a different request; so does a GBNF ``grammar``
+    (requests without one keep the keys they always had).
     """
     p = dataclasses.asdict(params or GenerationParams())
     if p.get("stop") is not None:
         p["stop"] = list(p["stop"])
-    return canonical_hash({"model": model_name, "params": p, "json_schema": json_schema,
-                           "messages": [dict(m) for m in messages]})
+    request = {"model": model_name, "params": p, "json_schema": json_schema,
+               "messages": [dict(m) for m in messages]}
+    if grammar is not None:
+        request["grammar"] = grammar
+    return canonical_hash(request)
 
 
 def _to_record(c: Completion) -> str:
@@ -158,9 +162,9 @@ class CachedModel(InferenceModel):
         return f"CachedModel({self.inner!r}{where})"
 
     def key(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
-            json_schema: dict[str, Any] | None = None) -> str:
+            json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> str:
         """The cache key of a request."""
-        return request_key(self.name, messages, params, json_schema)
+        return request_key(self.name, messages, params, json_schema, grammar)
 
     def _remember(self, key: str, completion: Completion) -> None:
         self._memory[key] = completion
@@ -168,8 +172,11 @@ class CachedModel(InferenceModel):
             self._memory.pop(next(iter(self._memory)))
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
-                   json_schema: dict[str, Any] | None = None) -> Completion:
-        key = self.key(messages, params, json_schema=json_schema)
+                   json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
+        """The inner model's reply, from the cache when this exact request was
+        answered before. ``grammar`` (GBNF) is passed on where the inner model
+        takes one (``accepts_grammar``) and is part of the key."""
+        key = self.key(messages, params, json_schema=json_schema, grammar=grammar)
         hit = self._memory.get(key)
         if hit is None and self.disk is not None:
             hit = self.disk.get(key)
@@ -193,7 +200,11 @@ class CachedModel(InferenceModel):
         self._inflight[slot] = future
         self.stats["misses"] += 1
         try:
-            completion = await self.inner.chat(messages, params, json_schema=json_schema)
+            if grammar is None:
+                completion = await self.inner.chat(messages, params, json_schema=json_schema)
+            else:
+                completion = await self.inner.chat(messages, params, json_schema=json_schema,
+                                                   grammar=grammar)
         except asyncio.CancelledError:
             future.cancel()
             raise
