@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -475,44 +475,18 @@ class Grader(abc.ABC):
         """
         items = [self.check_sample(s) for s in samples]
         limit = self.batch_concurrency()
-        if not self.judges_groups:   # one sample a unit: no wrapper per sample
-            if limit is None or limit >= len(items):
-                results: list[Any] = await asyncio.gather(
-                    *(self._grade_guarded(s) for s in items), return_exceptions=True)
-            else:
-                results = [None] * len(items)
-                indexes = iter(range(len(items)))
-
-                async def sample_worker() -> None:
-                    for i in indexes:  # shared iterator: each index is taken once
-                        try:
-                            results[i] = await self._grade_guarded(items[i])
-                        except Exception as exc:  # a usage error: raised after the rest
-                            results[i] = exc
-
-                await asyncio.gather(*(sample_worker() for _ in range(limit)))
+        if not self.judges_groups:
+            results = await _bounded_map(limit, self._grade_guarded, items)
         else:
-            results = [None] * len(items)
             units = groups(range(len(items)), lambda i: prompt_key(items[i]))
-
-            async def run(unit: list[int]) -> None:
-                try:
-                    grades: list[Any] = await self._grade_group_guarded([items[i] for i in unit])
-                except Exception as exc:  # a usage error: raised after the rest
-                    grades = [exc] * len(unit)
+            per_unit = await _bounded_map(limit, self._grade_group_guarded,
+                                          [[items[i] for i in unit] for unit in units])
+            results = [None] * len(items)
+            for unit, grades in zip(units, per_unit):
+                if isinstance(grades, BaseException):   # every unit has finished by now
+                    raise grades
                 for i, g in zip(unit, grades):
                     results[i] = g
-
-            if limit is None or limit >= len(units):
-                await asyncio.gather(*(run(u) for u in units))
-            else:
-                queue = iter(units)
-
-                async def group_worker() -> None:
-                    for unit in queue:  # shared iterator: each unit is taken once
-                        await run(unit)
-
-                await asyncio.gather(*(group_worker() for _ in range(limit)))
         for r in results:
             if isinstance(r, BaseException):
                 raise r
@@ -524,3 +498,24 @@ class Grader(abc.ABC):
         from .._sync import run_sync
 
         return run_sync(self.grade_batch(samples))
+
+
+async def _bounded_map(limit: int | None, fn: Callable[[Any], Awaitable[Any]],
+                       args: Sequence[Any]) -> list[Any]:
+    """``[await fn(a) for a in args]`` run concurrently, at most ``limit`` at
+    once (None: all), in order; an exception takes its result's place. No
+    wrapper coroutine per item: a worker awaits ``fn`` itself."""
+    if limit is None or limit >= len(args):
+        return await asyncio.gather(*(fn(a) for a in args), return_exceptions=True)
+    results: list[Any] = [None] * len(args)
+    indexes = iter(range(len(args)))
+
+    async def worker() -> None:
+        for k in indexes:  # shared iterator: each index is taken once
+            try:
+                results[k] = await fn(args[k])
+            except Exception as exc:  # a usage error: raised by the caller after the rest
+                results[k] = exc
+
+    await asyncio.gather(*(worker() for _ in range(limit)))
+    return results
