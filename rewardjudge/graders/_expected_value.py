@@ -14,6 +14,8 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError
 from ..models._base import Message, TokenDistribution
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR
+from ._base import JudgeFailure
 from ._outputs import output_value
 
 __all__ = ["apply_expected_value", "score_choices", "weigh_verdict"]
@@ -97,10 +99,6 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     ``extra["distribution_error"]`` says why. Usage errors (a model without
     ``grade_distribution``, a score that is not one token) are raised.
     """
-    from ._base import JudgeFailure
-
-    from ..readouts._distribution import EXPECTED_VALUE_FLOOR
-
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
     grade.extra["sampled_value"] = grade.value
     values = score_choices(grader.output_model)
