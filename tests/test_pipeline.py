@@ -28,6 +28,14 @@ def thread(question: str, answer: str, **metadata) -> StringThread:
     return StringThread([("user", question), ("assistant", answer)], metadata=metadata)
 
 
+def grade_three(messages, params, schema):
+    """A candidate judge: grade 3 for every submission in the default prompt."""
+    ids = [line.split('"')[1] for line in messages[-1]["content"].splitlines()
+           if line.startswith("<submission id=")]
+    return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade>3</grade></candidate>'
+                     for i in ids)
+
+
 # --------------------------------------------------------------------------
 # scheduling: one scheduler, groups by prompt
 # --------------------------------------------------------------------------
@@ -108,13 +116,7 @@ async def test_per_sample_families_get_one_request_per_sample():
 
 
 async def test_a_candidate_group_costs_one_request_through_grade_batch():
-    def judge(messages, params, schema):
-        ids = [line.split('"')[1] for line in messages[-1]["content"].splitlines()
-               if line.startswith("<submission id=")]
-        return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade>3</grade></candidate>'
-                         for i in ids)
-
-    model = ScriptedModel(judge)
+    model = ScriptedModel(grade_three)
     grader = CandidateJudgeGrader("c", model, batch_size=8, seed=0)
     samples = [thread(q, f"{q}{k}") for k in range(3) for q in ("p", "q")]   # interleaved prompts
     grades = await grader.grade_batch(samples)
@@ -314,13 +316,7 @@ async def test_a_cached_grammar_judge_serves_the_candidate_grader():
     the grammar reaches the judge, is part of the cache key, and a repeat is a hit."""
     from rewardjudge import CachedModel
 
-    def judge(messages, params, schema):
-        ids = [line.split('"')[1] for line in messages[-1]["content"].splitlines()
-               if line.startswith("<submission id=")]
-        return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade>3</grade></candidate>'
-                         for i in ids)
-
-    inner = GrammarModel(judge)
+    inner = GrammarModel(grade_three)
     cached = CachedModel(inner)
     grades = await CandidateJudgeGrader("c", cached, seed=0).grade_batch([thread("q", "a")])
     assert [g.status for g in grades] == ["scored"]
