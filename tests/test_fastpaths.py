@@ -526,3 +526,44 @@ def test_the_remembered_loop_state_is_per_loop():
         finally:
             for loop in loops:
                 loop.close()
+
+
+def test_the_remembered_response_format_is_what_the_payload_would_encode():
+    """The body carries the schema's response_format as encoding the whole
+    payload would; a schema changed in place, or another schema object, is
+    encoded again; a response_format in extra_body is replaced."""
+    import asyncio
+
+    from rewardjudge.models import OpenAIModel
+    from rewardjudge.testing import FakeJudgeServer
+
+    schema = {"title": "Verdict", "type": "object",
+              "properties": {"score": {"type": "string", "enum": ["PASS", "FAIL"]}},
+              "required": ["score"]}
+    with FakeJudgeServer() as server:
+        model = OpenAIModel(server.url, "m", max_retries=0,
+                            extra_body={"response_format": {"type": "text"}, "top_k": 3})
+
+        async def ask(s):
+            await model.chat([{"role": "user", "content": "hi"}], json_schema=s)
+
+        async def run():
+            await ask(schema)
+            await ask(schema)                     # remembered
+            schema["properties"]["score"]["enum"] = ["YES", "NO"]   # changed in place
+            await ask(schema)
+            other = {**schema, "title": "Other"}
+            await ask(other)
+            await model.aclose()
+
+        asyncio.run(run())
+        sent = [r["response_format"] for r in server.requests]
+        bodies = list(server.requests)
+    for body in bodies:
+        assert body["top_k"] == 3 and body["model"] == "m"
+    first = {"type": "json_schema", "json_schema": {"name": "Verdict", "strict": True, "schema": {
+        "title": "Verdict", "type": "object", "required": ["score"],
+        "properties": {"score": {"type": "string", "enum": ["PASS", "FAIL"]}}}}}
+    assert sent[0] == sent[1] == first
+    assert sent[2]["json_schema"]["schema"]["properties"]["score"]["enum"] == ["YES", "NO"]
+    assert sent[3]["json_schema"]["name"] == "Other"

@@ -33,6 +33,7 @@ closed by the model; redirects are not followed there either.
 from __future__ import annotations
 
 import asyncio
+import copy
 import email.utils
 import ipaddress
 import json
@@ -405,6 +406,12 @@ def _too_big(cap: int, what: str) -> JudgeResponseError:
     return err
 
 
+# (id(schema), style) -> (schema, a deep copy of it, its response_format as JSON text);
+# see OpenAIModel._response_format_json
+_RF_JSON: "dict[tuple[int, str], tuple[Any, Any, str | None]]" = {}
+_RF_JSON_SIZE = 256
+
+
 class OpenAIModel(InferenceModel):
     """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -557,6 +564,23 @@ class OpenAIModel(InferenceModel):
         if style == "json_object":
             return {"type": "json_object", "schema": schema}
         return None
+
+    def _response_format_json(self, schema: dict[str, Any], style: str) -> str | None:
+        """``json.dumps(self._response_format(schema, style))``, remembered: a
+        grader sends one schema with every request, and encoding it costs half
+        the body. An entry is used only while the schema is the same object,
+        equal to the copy taken when it was encoded (a schema changed in place
+        is encoded again)."""
+        key = (id(schema), style)
+        hit = _RF_JSON.get(key)
+        if hit is not None and hit[0] is schema and hit[1] == schema:
+            return hit[2]
+        rf = self._response_format(schema, style)
+        text = None if rf is None else json.dumps(rf)
+        if len(_RF_JSON) >= _RF_JSON_SIZE:
+            _RF_JSON.clear()
+        _RF_JSON[key] = (schema, copy.deepcopy(schema), text)
+        return text
 
     @property
     def accepts_grammar(self) -> bool:
@@ -789,14 +813,12 @@ class OpenAIModel(InferenceModel):
                                                      self.structured_output_reprobe)
                 if _RANK[style] <= refused:
                     style, probe = _STYLES[refused + 1], False
-                rf = self._response_format(json_schema, style)
                 data = self._payload(messages, fields, grammar)
-                if rf is None:
-                    data.pop("response_format", None)
-                else:
-                    data["response_format"] = rf
-                body = json.dumps(data).encode()
-                data = rf = None
+                data.pop("response_format", None)   # the style chosen here replaces one in extra_body
+                rf = self._response_format_json(json_schema, style)
+                text = json.dumps(data)
+                body = (text if rf is None else f'{text[:-1]}, "response_format": {rf}}}').encode()
+                data = text = None
                 try:
                     completion, attempts = await self._attempts(state, body, style)
                 except _SchemaRejected as exc:
