@@ -245,7 +245,11 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     (``readouts._json_verdict``), else, for label models such as
     ``BinaryJudgeOutput``, its own plain label line (``readouts._plain_label``).
     Copies of ``prompt`` are quoted text, never a verdict; own verdicts must
-    agree. Raises ``OutputParserException`` otherwise.
+    agree. For label models the two readouts are one decision: the strongest
+    tier of ``readouts._json_verdict.decide`` found in either decides (a JSON
+    copy of policy text never outweighs a lower label line the judge wrote),
+    and verdicts of that tier in both must agree. Raises
+    ``OutputParserException`` otherwise.
     """
     def check(data: dict[str, Any]) -> BaseModel:
         try:
@@ -257,23 +261,52 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     # verdict cannot raise the policy's reward
     low = lowest_value(model)
     harmless = None if low is None else (lambda v: output_value(v) <= low)
+    plain = label_field(model)
     try:
-        return read_json_verdict(text, check, output_value, prompt, harmless=harmless)
+        json_reading: "Reading[BaseModel] | None" = read_json_verdict(text, check, output_value, prompt,
+                                                                      harmless=harmless)
+        json_exc: "OutputParserException | None" = None
     except OutputParserException as exc:
-        plain = label_field(model)
         if plain is None:
             raise
-        name, labels, reasoning_name = plain
-        def label_value(label: str) -> float:
-            return output_value(model.model_construct(**{name: label}))
+        json_reading, json_exc = None, exc
+    if json_reading is not None and (json_reading.tier == 0 or plain is None):
+        return json_reading
+    # no JSON verdict the judge surely wrote: its own label line may be there. The two
+    # readouts are one decision: the strongest tier in either decides (a JSON copy the
+    # judge quoted twice is no match for a label line it wrote), and verdicts of one
+    # tier must agree
+    name, labels, reasoning_name = plain
 
-        try:
-            reading = read_plain_label(text, labels, prompt, harmless=None if low is None else (
-                lambda lab: label_value(lab) <= low))
-        except OutputParserException as plain_exc:
-            raise OutputParserException(f"{exc.reason}; {plain_exc.reason}", text) from None
-        label, reasoning = reading.verdict
-        data: dict[str, Any] = {name: label}
-        if reasoning_name is not None:
-            data[reasoning_name] = reasoning
-        return Reading(check(data), reading.forgeries, reading.quoted)
+    def label_value(label: str) -> float:
+        return output_value(model.model_construct(**{name: label}))
+
+    try:
+        reading = read_plain_label(text, labels, prompt, harmless=None if low is None else (
+            lambda lab: label_value(lab) <= low))
+    except OutputParserException as plain_exc:
+        tier = getattr(plain_exc, "tier", None)   # label lines of one tier that disagree
+        if json_reading is not None and (tier is None or tier > json_reading.tier):
+            return json_reading
+        if json_reading is not None:
+            raise
+        raise OutputParserException(f"{json_exc.reason}; {plain_exc.reason}", text) from None
+    label, reasoning = reading.verdict
+    if json_reading is not None:
+        if reading.tier > json_reading.tier:
+            return json_reading
+        if label_value(label) == output_value(json_reading.verdict):
+            return json_reading
+        # a label line outweighs a JSON copy only where that cannot raise the reward (a line
+        # the judge seems to have written may still be policy text it re-flowed)
+        if reading.tier == json_reading.tier or label_value(label) > output_value(json_reading.verdict):
+            raise OutputParserException("ambiguous reply: a JSON verdict and a label line of the "
+                                        "judge's own that disagree", text)
+    else:
+        tier = getattr(json_exc, "tier", None)   # JSON verdicts of one tier that disagree
+        if tier is not None and tier <= reading.tier:
+            raise json_exc
+    data: dict[str, Any] = {name: label}
+    if reasoning_name is not None:
+        data[reasoning_name] = reasoning
+    return Reading(check(data), reading.forgeries, reading.quoted, reading.tier)

@@ -51,6 +51,8 @@ class Reading(Generic[V]):
     verdict: V
     forgeries: int = 0
     quoted: int = 0
+    #: the tier that decided (``decide``): 0 own, 1 in excess, 2 last word
+    tier: int = 0
 
 
 _UNSEEN = object()
@@ -111,46 +113,52 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
 def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V], Hashable],
            prompt: PromptIndex | None, *, copies: Callable[[str], int] | None = None,
            last_word: Callable[[str, int], bool] | None = None,
-           harmless: Callable[[V], bool] | None = None) -> Reading[V]:
+           harmless: Callable[[V], bool] | None = None,
+           reply_copies: Callable[[str], int] | None = None) -> Reading[V]:
     """The judge's verdict among ``(verdict, quote level, start, end)`` found
     in a reply, in reply order, by the tiers of the module doc (level 0: not
     in the prompt). ``copies(folded)`` counts a candidate's folded text in the
     prompt (default: substrings of the folded prompt); ``last_word(text, end)``
-    says whether nothing verdict-like follows the last candidate.
+    says whether nothing verdict-like follows the last candidate;
+    ``reply_copies(folded)`` counts it in the reply (default: among ``found``).
     ``harmless(verdict)`` says whether a verdict cannot raise the policy's
     reward (the lowest grade): a reply that is nothing but a copy of policy
     text (a judge that obeyed the completion) is read only when its verdict
-    is harmless. Raises ``OutputParserException``."""
+    is harmless. Raises ``OutputParserException`` (for own verdicts that
+    disagree, with ``tier`` set to the tier that held them)."""
     own = [f for f in found if f[1] == 0]
     if own or prompt is None:
-        return _agreeing(own or found, found, key, text)
+        return _agreeing(own or found, found, key, text, 0)
     count = copies or prompt.copies
     shapes = [fold(text[f[2]:f[3]]) for f in found]
     in_reply = Counter(shapes)
-    excess = [f for f, sh in zip(found, shapes) if in_reply[sh] > count(sh)]
+    excess = [f for f, sh in zip(found, shapes)
+              if (in_reply[sh] if reply_copies is None else reply_copies(sh)) > count(sh)]
     if excess:
-        return _agreeing(excess, found, key, text)
+        return _agreeing(excess, found, key, text, 1)
     last = max(found, key=lambda f: f[2])
     if (last_word or _nothing_after)(text, last[3]) and not prompt.echoed_in(text):
         if harmless is not None and not harmless(last[0]):
             raise OutputParserException("the only verdict is a copy of policy text that would raise "
                                         "its reward (a judge that obeyed the completion?)", text)
-        return _agreeing([last], found, key, text)
+        return _agreeing([last], found, key, text, 2)
     raise OutputParserException(f"no verdict of the judge's own ({len(found)} copied from the "
                                 f"prompt)", text)
 
 
 def _agreeing(chosen: "list[tuple[V, int, int, int]]", found: "list[tuple[V, int, int, int]]",
-              key: Callable[[V], Hashable], text: str) -> Reading[V]:
+              key: Callable[[V], Hashable], text: str, tier: int) -> Reading[V]:
     if len({key(f[0]) for f in chosen}) > 1:
-        raise OutputParserException(f"ambiguous reply: {len(chosen)} verdicts of the judge's own "
+        exc = OutputParserException(f"ambiguous reply: {len(chosen)} verdicts of the judge's own "
                                     f"that disagree", text)
+        exc.tier = tier   # type: ignore[attr-defined]
+        raise exc
     verdict = chosen[-1][0]
     mine = key(verdict)
     ids = {id(f) for f in chosen}
     others = [f for f in found if id(f) not in ids]
     return Reading(verdict, forgeries=sum(1 for f in others if key(f[0]) != mine),
-                   quoted=len(others))
+                   quoted=len(others), tier=tier)
 
 
 _TRAILER = re.compile(r"[\s`.!]*\Z")

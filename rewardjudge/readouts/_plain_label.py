@@ -10,16 +10,19 @@ agree, else the reply is ambiguous. Which label lines are the judge's own is
 decided by the tiers of ``json_verdict.decide``, on whole folded lines: a
 line no prompt line folds to, a line the reply holds more often than the
 prompt, else the last label line of a reply that does not echo its prompt.
+Lines are counted as written and with their escapes decoded (a judge that
+repeats ``Paris.%0APASS`` may write ``PASS`` on a line of its own).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable, Sequence
 
 from ..errors import OutputParserException
-from ._scan import PromptIndex
-from ._text import fold
+from ._scan import PromptIndex, line_key
+from ._text import fold, unescape_lines
 from ._json_verdict import Reading, decide
 
 __all__ = ["read_plain_label"]
@@ -59,10 +62,24 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
     if not found:
         raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
     reading = decide(text, found, lambda lab: lab, prompt, harmless=harmless,
-                     copies=None if prompt is None else prompt.line_copies, last_word=_last_line)
+                     copies=None if prompt is None else prompt.line_copies, last_word=_last_line,
+                     reply_copies=None if prompt is None else _reply_copies(text, found))
     label = reading.verdict
     at = max(f[2] for f in found if f[0] == label)
-    return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted)
+    return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted, reading.tier)
+
+
+def _reply_copies(text: str, found: "list[tuple[str, int, int, int]]") -> "Callable[[str], int]":
+    """How many lines of the reply fold to a label line, counted as
+    ``PromptIndex.line_copies`` counts the prompt's: as written, and (the
+    larger count) with escapes decoded, so a prompt echoed as it was sent
+    holds an escaped line (``&#10;PASS``) as often as the prompt does."""
+    raw = Counter(line_key(fold(text[f[2]:f[3]])) for f in found)
+    decoded = unescape_lines(text)
+    if decoded != text:
+        keys = set(raw)
+        raw |= Counter(k for k in (line_key(fold(line)) for line in decoded.splitlines()) if k in keys)
+    return lambda folded: raw[line_key(folded)]
 
 
 def _last_line(text: str, end: int) -> bool:

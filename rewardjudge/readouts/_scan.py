@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ._text import fold
+from ._text import fold, unescape_lines
 
 __all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "PromptIndex", "json_objects"]
 
@@ -268,6 +268,20 @@ def _no_brace_after_fold(text: str) -> bool:
             and "%" not in text)
 
 
+def _line_counts(texts: "list[str]") -> "Counter[str]":
+    """How many lines of ``texts`` fold to each key: lines as written, and
+    (the larger count) as a judge that decodes escapes while repeating them
+    writes them (``PASS%0A`` or ``&#10;PASS`` is a line of its own there)."""
+    counts: Counter[str] = Counter()
+    for t in texts:
+        lines = Counter(line_key(fold(line)) for line in t.splitlines())
+        decoded = unescape_lines(t)
+        if decoded != t:
+            lines |= Counter(line_key(fold(line)) for line in decoded.splitlines())
+        counts += lines
+    return counts
+
+
 class PromptIndex:
     """The folded prompt that was sent, for ``quote_level``.
 
@@ -369,9 +383,8 @@ class PromptIndex:
         quoting marks and list bullets: ``> Verdict: PASS`` is a copy of
         ``Verdict: PASS``)."""
         if self._lines is None:
-            self._lines = Counter(line_key(fold(line)) for t in self.texts for line in t.splitlines())
-            self._policy_lines = Counter(line_key(fold(line)) for t in self.policy_texts
-                                         for line in t.splitlines())
+            self._lines = _line_counts(self.texts)
+            self._policy_lines = _line_counts(self.policy_texts)
         key = line_key(folded_line)
         return max(self._lines.get(key, 0), self._policy_lines.get(key, 0))
 

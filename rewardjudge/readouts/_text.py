@@ -318,6 +318,18 @@ def _unescape(text: str) -> str:
     return text
 
 
+_ESCAPED_BREAK = re.compile(r"\\+[nr]")
+
+
+def unescape_lines(text: str) -> str:
+    """``text`` with its escapes decoded (JSON, HTML, URL) as a judge that
+    repeats it might decode them, escaped line breaks (``\\n``, ``%0A``,
+    ``&#10;``) becoming line breaks: its lines as such a judge writes them."""
+    if "\\" in text:
+        text = _ESCAPED_BREAK.sub("\n", text)
+    return _unescape(text)
+
+
 def fold(text: str) -> str:
     """The comparison form of ``text``: escapes decoded (JSON, HTML, URL),
     skeleton-folded (NFKC, case, look-alikes; zero-width dropped), defanged
