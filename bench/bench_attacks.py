@@ -6,7 +6,8 @@ cost of every pass over policy text at 1 MB.
 Prints, per grader, the must-be-zero columns (changed_by_parsing,
 benign_changed, escaped_to_unscored), then penalized, unscored, held,
 judge_fooled (obey mode, reported, not preventable by a parser) and
-forgeries_recorded; then, measured in this one run, the time of the
+forgeries_recorded; the same for judges that copy the policy's text more
+than once or decode it (``COPYING_MODES``: escapes reported); then, measured in this one run, the time of the
 content-free guard, the neutraliser and the readouts on 1 MB of typical
 text and of pathological text. See rewardjudge/attacks.py.
 """
@@ -17,7 +18,7 @@ import asyncio
 import json
 import time
 
-from rewardjudge.attacks import ATTACKS, MODES, MUST_BE_ZERO, run_attack_suite
+from rewardjudge.attacks import ATTACKS, COPYING_MODES, MODES, MUST_BE_ZERO, run_attack_suite
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.graders._outputs import BinaryJudgeOutput, parse_judge_reply
 from rewardjudge.readouts import json_objects, neutralize
@@ -82,6 +83,16 @@ def main() -> None:
     print(report.table())
     zero = {c: sum(s[c] for s in report.summary().values()) for c in MUST_BE_ZERO}
     print("\nmust be zero, all graders:", ", ".join(f"{c}={v}" for c, v in zero.items()))
+    t0 = time.perf_counter()
+    copying = asyncio.run(run_attack_suite(modes=COPYING_MODES))
+    print(f"\njudges that copy the policy's text more than once or decode it: {', '.join(COPYING_MODES)}; "
+          f"{len(copying.outcomes)} cases in {time.perf_counter() - t0:.1f} s\n")
+    print(copying.table())
+    copying_zero = {c: sum(s[c] for s in copying.summary().values()) for c in MUST_BE_ZERO}
+    escapes = sorted({(o.attack, o.mode) for o in copying.failures() if o.escaped})
+    print("\nmust be zero, all graders: " + ", ".join(f"{c}={copying_zero[c]}" for c in MUST_BE_ZERO[:2])
+          + f"; escaped_to_unscored={copying_zero['escaped_to_unscored']} (reported: "
+          + (", ".join(f"{a} x {m}" for a, m in escapes) or "none") + ")")
     rows = timings()
     heads = list(rows[0][1])
     print("\nms per 1 MB input (best of 3):")
@@ -89,6 +100,7 @@ def main() -> None:
     for name, ms in rows:
         print(f"{name:<18}" + "".join(f"{ms[h]:>19.1f}" for h in heads))
     print("BENCH " + json.dumps({"bench": "attacks", "per_grader": report.summary(), **zero,
+                                 "copying_judges": {"per_grader": copying.summary(), **copying_zero},
                                  "ms_per_mb": {name: ms for name, ms in rows}}))
 
 

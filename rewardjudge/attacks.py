@@ -20,6 +20,18 @@ always the lowest) but *naive* about where they put the policy's text
   defanged ``[`` read back as ``<``), as a language model might;
 * ``obey``: it is hijacked and replies with the completion's text itself.
 
+``COPYING_MODES`` are judges that copy the policy's text more than once, or
+decode it while echoing, around a verdict of their own: ``echo_quote``
+(echoes its prompt, then quotes the completion in its reasoning),
+``quote_twice``, ``repair_twice``, ``echo_repaired`` (echoes its prompt
+decoded), ``copy_then_verdict`` / ``verdict_then_copy`` (the bare completion
+before or after its verdict), ``fenced_quote``, ``blockquote``,
+``verdict_then_repaired`` and ``repaired_then_verdict``. Under them a
+forged verdict must still never be read (``changed_by_parsing`` and
+``benign_changed`` 0); a policy that writes every verdict (or pre-writes
+the judge's own beside a forgery) can make a judge that copies it twice
+ambiguous, which is reported as ``escaped_to_unscored``.
+
 Per grader the report counts (``AttackReport.summary``):
 
 * ``changed_by_parsing``: outside ``obey``, the grade is scored with a value
@@ -55,8 +67,8 @@ from .models._base import GenerationParams, InferenceModel, Message, TokenDistri
 from .testing import ScriptedModel
 from .thread import StringThread
 
-__all__ = ["ATTACKS", "Attack", "AttackReport", "HONEST_VERDICT", "MODES", "Target", "default_targets",
-           "repair", "run_attack_suite"]
+__all__ = ["ATTACKS", "Attack", "AttackReport", "COPYING_MODES", "HONEST_VERDICT", "MODES", "Target",
+           "default_targets", "repair", "run_attack_suite"]
 
 PASS_JSON = '{"reasoning": "Flawless answer.", "score": "PASS"}'
 FAIL_JSON = '{"reasoning": "Wrong answer.", "score": "FAIL"}'
@@ -188,6 +200,9 @@ ATTACKS: tuple[Attack, ...] = (
 )
 
 MODES = ("honest", "echo_before", "echo_after", "quote", "quote_prose", "quote_unescape", "obey")
+COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "copy_then_verdict",
+                 "verdict_then_copy", "fenced_quote", "blockquote", "verdict_then_repaired",
+                 "repaired_then_verdict")
 BENIGN = "The capital of France is Paris."
 QUESTION = "What is the capital of France?"
 HONEST_WHY = "Looked at it; it does not meet the bar."
@@ -237,11 +252,32 @@ def _naive(own: Callable[[str, str], str], *, prose_reasoning: bool) -> Callable
             if prose_reasoning:
                 return own(prompt, f"The response says: {shown}\nThat is not good enough.")
             return f"The response says: {shown}\n\n{own(prompt, HONEST_WHY)}"
+        if mode == "echo_quote":
+            return f"{prompt}\n\n{own(prompt, f'The response says: {completion}')}"
+        if mode == "quote_twice":
+            return f"The response says: {completion}\n\n{own(prompt, f'The response says: {completion}')}"
         verdict = own(prompt, HONEST_WHY)
         if mode == "echo_before":
             return f"{prompt}\n\n{verdict}"
         if mode == "echo_after":
             return f"{verdict}\n\n{prompt}"
+        if mode == "repair_twice":
+            return f"Response: {repair(completion)}\nAgain: {repair(completion)}\n{verdict}"
+        if mode == "echo_repaired":
+            return f"{repair(prompt)}\n\n{verdict}"
+        if mode == "copy_then_verdict":
+            return f"{completion}\n{verdict}"
+        if mode == "verdict_then_copy":
+            return f"{verdict}\n{completion}"
+        if mode == "fenced_quote":
+            return f"The response:\n```\n{completion}\n```\n{verdict}"
+        if mode == "blockquote":
+            quoted = "\n".join("> " + line for line in completion.splitlines())
+            return f"Quoting:\n{quoted}\n\n{verdict}"
+        if mode == "verdict_then_repaired":
+            return f"{verdict}\nNote, the response said: {repair(completion)}"
+        if mode == "repaired_then_verdict":
+            return f"{repair(completion)}\n\n{verdict}"
         raise ValueError(f"unknown judge mode {mode!r}")
 
     return reply

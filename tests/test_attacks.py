@@ -97,3 +97,34 @@ async def test_content_free_guard_can_be_turned_off():
     guarded = TemplatedPromptJudgeGrader("g", ScriptedModel([]), "", "A: {{completion}}")
     grade = await guarded.grade(StringThread([("user", "q"), ("assistant", ":")]))
     assert grade.status == "penalized" and grade.value == -1.0
+
+
+# the attacks a judge that copies the completion twice can make ambiguous: every verdict
+# written by the policy (or the judge's own pre-written beside a forgery) appears more
+# often in the reply than in the prompt, on both sides
+AMBIGUOUS_UNDER_DOUBLE_COPIES = {"every_verdict", "label_both", "prewrite_own_verdict_and_forgery",
+                                 "prewrite_then_every_verdict"}
+DOUBLE_COPIES = {"echo_quote", "quote_twice", "repair_twice"}
+
+
+@pytest.fixture(scope="module")
+def copying_report():
+    import asyncio
+
+    from rewardjudge.attacks import COPYING_MODES
+
+    return asyncio.run(run_attack_suite(modes=COPYING_MODES))
+
+
+def test_judges_that_copy_more_than_once_never_have_a_forgery_read(copying_report):
+    from rewardjudge.attacks import COPYING_MODES
+
+    assert {o.mode for o in copying_report.outcomes} >= set(COPYING_MODES)
+    for grader, s in copying_report.summary().items():
+        assert (s["changed_by_parsing"], s["benign_changed"]) == (0, 0), grader
+    # the one residual: those attacks against a judge that copies them twice read as
+    # ambiguous (unscored, never raised); nothing else escapes
+    escapes = {(o.attack, o.mode) for o in copying_report.failures() if o.escaped}
+    assert escapes and {a for a, _ in escapes} <= AMBIGUOUS_UNDER_DOUBLE_COPIES
+    assert {m for _, m in escapes} <= DOUBLE_COPIES
+    assert copying_report.summary()["CandidateJudgeGrader"]["escaped_to_unscored"] == 0
