@@ -261,16 +261,18 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     # verdict cannot raise the policy's reward
     low = lowest_value(model)
     harmless = None if low is None else (lambda v: output_value(v) <= low)
-    plain = label_field(model)
     try:
         json_reading: "Reading[BaseModel] | None" = read_json_verdict(text, check, output_value, prompt,
                                                                       harmless=harmless)
         json_exc: "OutputParserException | None" = None
     except OutputParserException as exc:
-        if plain is None:
-            raise
         json_reading, json_exc = None, exc
-    if json_reading is not None and (json_reading.tier == 0 or plain is None):
+    if json_reading is not None and json_reading.tier == 0:
+        return json_reading
+    plain = label_field(model)   # only now: most replies are settled above
+    if plain is None:
+        if json_exc is not None:
+            raise json_exc
         return json_reading
     # no JSON verdict the judge surely wrote: its own label line may be there. The two
     # readouts are one decision: the strongest tier in either decides (a JSON copy the
