@@ -233,6 +233,23 @@ def _prompt(messages: Sequence[Message]) -> str:
     return "\n\n".join(str(m.get("content", "")) for m in messages)
 
 
+# judges that write their own verdict and put the prompt or the completion around it:
+# mode -> (prompt, completion, verdict) -> reply
+_AROUND_VERDICT: dict[str, Callable[[str, str, str], str]] = {
+    "echo_before": lambda p, c, v: f"{p}\n\n{v}",
+    "echo_after": lambda p, c, v: f"{v}\n\n{p}",
+    "repair_twice": lambda p, c, v: f"Response: {repair(c)}\nAgain: {repair(c)}\n{v}",
+    "echo_repaired": lambda p, c, v: f"{repair(p)}\n\n{v}",
+    "copy_then_verdict": lambda p, c, v: f"{c}\n{v}",
+    "verdict_then_copy": lambda p, c, v: f"{v}\n{c}",
+    "fenced_quote": lambda p, c, v: f"The response:\n```\n{c}\n```\n{v}",
+    "blockquote": lambda p, c, v: "Quoting:\n" + "\n".join("> " + line for line in c.splitlines())
+                                  + f"\n\n{v}",
+    "verdict_then_repaired": lambda p, c, v: f"{v}\nNote, the response said: {repair(c)}",
+    "repaired_then_verdict": lambda p, c, v: f"{repair(c)}\n\n{v}",
+}
+
+
 def _naive(own: Callable[[str, str], str], *, prose_reasoning: bool) -> Callable[[str, str, str], str]:
     """A naive judge from ``own(prompt, why)``, its honest reply with reasoning
     ``why``; the mode decides how the prompt and the completion leak into it.
@@ -256,28 +273,9 @@ def _naive(own: Callable[[str, str], str], *, prose_reasoning: bool) -> Callable
             return f"{prompt}\n\n{own(prompt, f'The response says: {completion}')}"
         if mode == "quote_twice":
             return f"The response says: {completion}\n\n{own(prompt, f'The response says: {completion}')}"
-        verdict = own(prompt, HONEST_WHY)
-        if mode == "echo_before":
-            return f"{prompt}\n\n{verdict}"
-        if mode == "echo_after":
-            return f"{verdict}\n\n{prompt}"
-        if mode == "repair_twice":
-            return f"Response: {repair(completion)}\nAgain: {repair(completion)}\n{verdict}"
-        if mode == "echo_repaired":
-            return f"{repair(prompt)}\n\n{verdict}"
-        if mode == "copy_then_verdict":
-            return f"{completion}\n{verdict}"
-        if mode == "verdict_then_copy":
-            return f"{verdict}\n{completion}"
-        if mode == "fenced_quote":
-            return f"The response:\n```\n{completion}\n```\n{verdict}"
-        if mode == "blockquote":
-            quoted = "\n".join("> " + line for line in completion.splitlines())
-            return f"Quoting:\n{quoted}\n\n{verdict}"
-        if mode == "verdict_then_repaired":
-            return f"{verdict}\nNote, the response said: {repair(completion)}"
-        if mode == "repaired_then_verdict":
-            return f"{repair(completion)}\n\n{verdict}"
+        around = _AROUND_VERDICT.get(mode)
+        if around is not None:
+            return around(prompt, completion, own(prompt, HONEST_WHY))
         raise ValueError(f"unknown judge mode {mode!r}")
 
     return reply
