@@ -20,14 +20,14 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException
+from ..core.structured_output import OutputParserException, render_schema
 from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._json_verdict import Reading
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
-from ._context import THREAD_VARIABLES
+from ._context import THREAD_VARIABLES, thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
@@ -36,6 +36,10 @@ from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_
                       fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
+
+
+#: the base class's ``extract_template_context`` (see ``context_of``)
+_SEED_HOOK = Grader.extract_template_context.__func__
 
 
 class TemplatedPromptJudgeGrader(Grader):
@@ -134,8 +138,20 @@ class TemplatedPromptJudgeGrader(Grader):
         a neutralised copy of the sample (every value derived from its text is
         clean, whatever an override reads), the parsed completion's fields
         (also under ``parsed``), every other value from the sample neutralised."""
-        clean = self.judge_thread(sample, self.prompt.tags)
-        context = self.extract_template_context(clean, self.output_model, self.template_variables)
+        if _SEED_HOOK is type(self).extract_template_context.__func__:
+            # the hook as shipped, computed as it would be: the thread vocabulary of
+            # the sample, neutralised once (the long way neutralises a copy of the
+            # thread, then builds the vocabulary from it); every key is then the
+            # grader's own or clean, so there is nothing left to neutralise
+            schema = render_schema(self.output_model) if self.output_model is not None else ""
+            context = thread_context(sample, tags=self.prompt.tags,
+                                     control_tokens=self.control_tokens(), output_schema=schema)
+            context.update(self.template_variables or {})
+            if parsed is None:
+                return context
+        else:
+            clean = self.judge_thread(sample, self.prompt.tags)
+            context = self.extract_template_context(clean, self.output_model, self.template_variables)
         if parsed is not None:
             fields = parsed.model_dump(mode="json")
             for k, v in fields.items():
