@@ -214,6 +214,24 @@ def label_field(model: type[BaseModel]) -> tuple[str, list[str], str | None] | N
     return "score", labels, reasoning
 
 
+def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, dict[str, float]] | None":
+    """``label_field(model)`` and the value of each label, remembered per model."""
+    if model in _LABEL_FORMS:
+        return _LABEL_FORMS[model]
+    form = label_field(model)
+    out = None
+    if form is not None:
+        name, labels, reasoning = form
+        values = {lab: output_value(model.model_construct(**{name: lab})) for lab in labels}
+        out = (name, labels, reasoning, values)
+    if len(_LABEL_FORMS) < 1024:
+        _LABEL_FORMS[model] = out
+    return out
+
+
+_LABEL_FORMS: "dict[type[BaseModel], tuple[str, list[str], str | None, dict[str, float]] | None]" = {}
+
+
 def lowest_value(model: type[BaseModel]) -> float | None:
     """The lowest reward a verdict of ``model`` can carry (its ``score``'s
     labels or bounds, through ``to_value``), or None when it cannot be told."""
@@ -248,7 +266,9 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     agree. For label models the two readouts are one decision: the strongest
     tier of ``readouts._json_verdict.decide`` found in either decides (a JSON
     copy of policy text never outweighs a lower label line the judge wrote),
-    and verdicts of that tier in both must agree. Raises
+    and verdicts of that tier in both must agree; a verdict that is not
+    surely the judge's own never outweighs a lower one of the other form, nor
+    a JSON verdict of its own a lower label line in excess. Raises
     ``OutputParserException`` otherwise.
     """
     def check(data: dict[str, Any]) -> BaseModel:
@@ -263,13 +283,16 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     harmless = None if low is None else (lambda v: output_value(v) <= low)
     try:
         json_reading: "Reading[BaseModel] | None" = read_json_verdict(text, check, output_value, prompt,
-                                                                      harmless=harmless)
+                                                                      harmless=harmless,
+                                                                      value=output_value)
         json_exc: "OutputParserException | None" = None
     except OutputParserException as exc:
         json_reading, json_exc = None, exc
     if json_reading is not None and json_reading.tier == 0:
-        return json_reading
-    plain = label_field(model)   # only now: most replies are settled above
+        mine = output_value(json_reading.verdict)
+        if prompt is None or low is None or mine <= low:
+            return json_reading
+    plain = _label_form(model)   # only now: most replies are settled above
     if plain is None:
         if json_exc is not None:
             raise json_exc
@@ -278,20 +301,59 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     # readouts are one decision: the strongest tier in either decides (a JSON copy the
     # judge quoted twice is no match for a label line it wrote), and verdicts of one
     # tier must agree
-    name, labels, reasoning_name = plain
+    name, labels, reasoning_name, values = plain
+    label_value = values.__getitem__
 
-    def label_value(label: str) -> float:
-        return output_value(model.model_construct(**{name: label}))
-
+    if json_reading is not None and json_reading.tier == 0:
+        # only a line holding a lower label can outweigh the JSON verdict (below)
+        folded = text.casefold()
+        if not any(lab.casefold() in folded for lab in labels if values[lab] < mine):
+            return json_reading
     try:
         reading = read_plain_label(text, labels, prompt, harmless=None if low is None else (
-            lambda lab: label_value(lab) <= low))
-    except OutputParserException as plain_exc:
+            lambda lab: label_value(lab) <= low), value=label_value)
+        plain_exc: "OutputParserException | None" = None
+    except OutputParserException as exc:
+        reading, plain_exc = None, exc
+    if json_reading is not None and json_reading.tier == 0:
+        # a JSON verdict above the lowest, in text no prompt text folds to (which a judge
+        # re-writing policy text may still make): a lower label line the judge may have
+        # written (one of its own, or one in excess) makes the reply ambiguous
+        lower = (reading.tier <= 1 and label_value(reading.verdict[0]) < mine) if reading is not None \
+            else (getattr(plain_exc, "tier", None) is not None and plain_exc.tier <= 1  # type: ignore[union-attr]
+                  and getattr(plain_exc, "floor", None) is not None and plain_exc.floor < mine)  # type: ignore[union-attr]
+        if lower:
+            raise OutputParserException("ambiguous reply: a JSON verdict of the judge's own and a "
+                                        "lower label line that may be its own", text)
+        return json_reading
+    # a verdict that is not surely the judge's own (a tier above 0) is read only when no
+    # candidate of the other readout is lower: that one may be the judge's own
+    floors = [f for f in (getattr(r, "floor", None) for r in (json_reading, json_exc, reading, plain_exc))
+              if f is not None]
+    if json_reading is not None and json_reading.floor is None:   # its only candidate
+        floors.append(output_value(json_reading.verdict))
+    if reading is not None and reading.floor is None:
+        floors.append(label_value(reading.verdict[0]))
+    result = _one_decision(text, json_reading, json_exc, reading, plain_exc, label_value, check, name,
+                           reasoning_name)
+    if result.tier > 0 and floors and output_value(result.verdict) > min(floors):
+        raise OutputParserException("ambiguous reply: a verdict that is not surely the judge's own "
+                                    "above a lower one in the other form", text)
+    return result
+
+
+def _one_decision(text: str, json_reading: "Reading[BaseModel] | None",
+                  json_exc: "OutputParserException | None", reading: "Reading[tuple[str, str]] | None",
+                  plain_exc: "OutputParserException | None", label_value: Any, check: Any, name: str,
+                  reasoning_name: "str | None") -> "Reading[BaseModel]":
+    """The JSON and label readouts of one reply as one decision (``parse_judge_reply``)."""
+    if reading is None:
+        assert plain_exc is not None
         tier = getattr(plain_exc, "tier", None)   # label lines of one tier that disagree
         if json_reading is not None and (tier is None or tier > json_reading.tier):
             return json_reading
         if json_reading is not None:
-            raise
+            raise plain_exc
         raise OutputParserException(f"{json_exc.reason}; {plain_exc.reason}", text) from None
     label, reasoning = reading.verdict
     if json_reading is not None:
@@ -311,4 +373,4 @@ def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | N
     data: dict[str, Any] = {name: label}
     if reasoning_name is not None:
         data[reasoning_name] = reasoning
-    return Reading(check(data), reading.forgeries, reading.quoted, reading.tier)
+    return Reading(check(data), reading.forgeries, reading.quoted, reading.tier, reading.floor)

@@ -17,12 +17,11 @@ repeats ``Paris.%0APASS`` may write ``PASS`` on a line of its own).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Callable, Sequence
 
 from ..errors import OutputParserException
-from ._scan import PromptIndex, line_key
-from ._text import fold, unescape_lines
+from ._scan import PromptIndex, _line_counts, line_key
+from ._text import fold
 from ._json_verdict import Reading, decide
 
 __all__ = ["read_plain_label"]
@@ -34,7 +33,8 @@ _MAX_LINE = 80
 
 
 def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | None = None, *,
-                     harmless: "Callable[[str], bool] | None" = None) -> Reading[tuple[str, str]]:
+                     harmless: "Callable[[str], bool] | None" = None,
+                     value: "Callable[[str], float | None] | None" = None) -> Reading[tuple[str, str]]:
     """The label the judge wrote and the text before it, ``(label, reasoning)``.
 
     >>> read_plain_label("The answer is wrong.\\nVerdict: **FAIL**", ["PASS", "FAIL"]).verdict
@@ -63,23 +63,22 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
         raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
     reading = decide(text, found, lambda lab: lab, prompt, harmless=harmless,
                      copies=None if prompt is None else prompt.line_copies, last_word=_last_line,
-                     reply_copies=None if prompt is None else _reply_copies(text, found))
+                     reply_copies=None if prompt is None else _reply_copies(text, found), value=value)
     label = reading.verdict
     at = max(f[2] for f in found if f[0] == label)
-    return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted, reading.tier)
+    return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted, reading.tier,
+                   reading.floor)
 
 
 def _reply_copies(text: str, found: "list[tuple[str, int, int, int]]") -> "Callable[[str], int]":
-    """How many lines of the reply fold to a label line, counted as
-    ``PromptIndex.line_copies`` counts the prompt's: as written, and (the
-    larger count) with escapes decoded, so a prompt echoed as it was sent
-    holds an escaped line (``&#10;PASS``) as often as the prompt does."""
-    raw = Counter(line_key(fold(text[f[2]:f[3]])) for f in found)
-    decoded = unescape_lines(text)
-    if decoded != text:
-        keys = set(raw)
-        raw |= Counter(k for k in (line_key(fold(line)) for line in decoded.splitlines()) if k in keys)
-    return lambda folded: raw[line_key(folded)]
+    """How many lines of the reply fold to a label line, counted exactly as
+    ``PromptIndex.line_copies`` counts the prompt's: every line (not only
+    the label lines read), as written and (the larger count) with escapes
+    decoded. A quoted ``- FAIL`` or ``FAIL;`` is a copy of a prompt line
+    keyed ``fail`` on both sides, and a prompt echoed as it was sent holds
+    an escaped line (``&#10;PASS``) as often as the prompt does."""
+    counts = _line_counts([text])
+    return lambda folded: counts[line_key(folded)]
 
 
 def _last_line(text: str, end: int) -> bool:

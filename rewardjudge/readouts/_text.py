@@ -307,7 +307,25 @@ _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
 _URL_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
 
 
+#: escape layers decoded: a judge repeating ``&amp;#123;`` or ``%255C`` may decode
+#: more than one (``&amp;#10;`` -> ``&#10;`` -> a line break)
+_UNESCAPE_ROUNDS = 4
+
+
 def _unescape(text: str) -> str:
+    """``text`` with its JSON, HTML and URL escapes decoded, layer after layer
+    (at most ``_UNESCAPE_ROUNDS``), as far as a judge repeating it might."""
+    for _ in range(_UNESCAPE_ROUNDS):
+        if "\\" not in text and "&" not in text and "%" not in text:
+            break
+        decoded = _unescape_once(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _unescape_once(text: str) -> str:
     if "\\" in text:
         text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1)
                                 else m.group(2) or " ", text)
@@ -325,9 +343,14 @@ def unescape_lines(text: str) -> str:
     """``text`` with its escapes decoded (JSON, HTML, URL) as a judge that
     repeats it might decode them, escaped line breaks (``\\n``, ``%0A``,
     ``&#10;``) becoming line breaks: its lines as such a judge writes them."""
-    if "\\" in text:
-        text = _ESCAPED_BREAK.sub("\n", text)
-    return _unescape(text)
+    for _ in range(_UNESCAPE_ROUNDS):
+        if "\\" in text:
+            text = _ESCAPED_BREAK.sub("\n", text)
+        decoded = _unescape_once(text) if ("\\" in text or "&" in text or "%" in text) else text
+        if decoded == text:
+            break
+        text = decoded
+    return text
 
 
 def fold(text: str) -> str:

@@ -128,7 +128,8 @@ class OutputSpec:
         low = self.lowest()
         return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt,
                                  harmless=None if low is None else (
-                                     lambda v: v.value is not None and v.value <= low))
+                                     lambda v: v.value is not None and v.value <= low),
+                                 value=lambda v: v.value)
 
     def lowest(self) -> float | None:
         """The lowest value a verdict can carry, where the spec says."""
