@@ -586,6 +586,10 @@ def test_the_shipped_context_hook_reads_as_the_long_way():
         def extract_template_context(cls, thread, output_model=None, template_variables=None):
             return super().extract_template_context(thread, output_model, template_variables)
 
+    class LongWayMethod(TemplatedPromptJudgeGrader):   # an override as a plain method (the catalog's)
+        def extract_template_context(self, thread, output_model=None, template_variables=None):
+            return super().extract_template_context(thread, output_model, template_variables)
+
     class Parsed(BaseModel):
         answer: str
         note: str = ""
@@ -604,6 +608,8 @@ def test_the_shipped_context_hook_reads_as_the_long_way():
                                           strict_templates=False, **kw)
         slow = LongWay("g", model, system, user, template_variables={"criteria": ["x"]},
                        strict_templates=False, **kw)
+        plain = LongWayMethod("g", model, system, user, template_variables={"criteria": ["x"]},
+                              strict_templates=False, **kw)
         assert fast.prompt.tags and fast.control_tokens()
         for i, text in enumerate(texts):
             other = texts[(i * 7 + 3) % len(texts)]
@@ -611,4 +617,6 @@ def test_the_shipped_context_hook_reads_as_the_long_way():
                                    ("user", other[:50]), ("assistant", text)],
                                   metadata={"ref": other, "nested": {"k": [text]}})
             parsed = Parsed(answer=text, note=other) if completion_model else None
-            assert same(fast.context_of(sample, parsed), slow.context_of(sample, parsed)), text[:80]
+            want = slow.context_of(sample, parsed)
+            assert same(fast.context_of(sample, parsed), want), text[:80]
+            assert same(plain.context_of(sample, parsed), want), text[:80]

@@ -138,7 +138,7 @@ class TemplatedPromptJudgeGrader(Grader):
         a neutralised copy of the sample (every value derived from its text is
         clean, whatever an override reads), the parsed completion's fields
         (also under ``parsed``), every other value from the sample neutralised."""
-        if _SEED_HOOK is type(self).extract_template_context.__func__:
+        if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
             # the hook as shipped, computed as it would be: the thread vocabulary of
             # the sample, neutralised once (the long way neutralises a copy of the
             # thread, then builds the vocabulary from it); every key is then the
