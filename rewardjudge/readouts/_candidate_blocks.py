@@ -353,4 +353,65 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
         for cid, verdict in raw.verdicts.items():
             parse.failures.pop(cid, None)
             parse.verdicts[cid] = verdict
+    if parse.failures and isinstance(text, str):
+        # a copied tag too short to be told from the judge's own (a policy that
+        # wrote only "</candidate>", quoted inside a reasoning) breaks the block
+        # in both readings above: read every way of taking the copyable tags
+        for cid in list(parse.failures):
+            verdict = _agreed_reading(text, cid, ids, scale, policy_texts)
+            if verdict is not None:
+                parse.failures.pop(cid)
+                parse.verdicts[cid] = verdict
+                quoted_tags = quoted_tags or 1
     return Reading(parse, forgeries=quoted_tags)
+
+
+_MAX_COPYABLE = 8
+_MAX_READ_CHARS = 1 << 25   # characters parsed over all readings of one region
+
+
+def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
+                    policy_texts: Sequence[str]) -> CandidateVerdict | None:
+    """The verdict for ``cid`` that every reading of its region agrees on.
+
+    The region runs from the one block opened with ``cid`` (a fresh id no
+    policy text holds) to the next block opened with a sent id. Each tag in
+    it that is a copy of policy text may be quoted material or the judge's
+    own; every choice of which to blank is parsed. The choice that blanks
+    exactly the quoted tags is among them and reads the judge's own verdict,
+    so when all readings that give a verdict give the same grade (and the
+    same grade position), that grade is the judge's own. None when they
+    disagree, none reads, or the region holds more than ``_MAX_COPYABLE``
+    copyable tags (or the readings would parse more than ``_MAX_READ_CHARS``)."""
+    folded = [fold(t) for t in policy_texts if t]
+    haystack = "\x01".join(folded)
+    if not haystack:
+        return None
+    sent = set(ids)
+    opens = [(m.start(), m.end(), _block_id(m.group(1))) for m in _OPEN.finditer(text)]
+    own = [o for o in opens if o[2] == cid]
+    if len(own) != 1:
+        return None
+    start, body_start = own[0][0], own[0][1]
+    end = next((o[0] for o in opens if o[0] > start and o[2] in sent and o[2] != cid), len(text))
+    copyable = [m for m in _ANY_TAG.finditer(text, body_start, end)
+                if fold(m.group()) in haystack]
+    region = text[start:end]
+    if not copyable or len(copyable) > _MAX_COPYABLE or len(region) << len(copyable) > _MAX_READ_CHARS:
+        return None
+    found: list[CandidateVerdict] = []
+    for mask in range(1 << len(copyable)):
+        chars = list(region)
+        for bit, m in enumerate(copyable):
+            if mask >> bit & 1:
+                for i in range(m.start() - start, m.end() - start):
+                    chars[i] = " "
+        verdict = parse_candidate_reply("".join(chars), [cid], scale).verdicts.get(cid)
+        if verdict is not None:
+            found.append(verdict)
+    if not found or len({v.grade for v in found}) != 1:
+        return None
+    at = {v.grade_at for v in found}
+    best = found[-1]   # the last reading that reads (every copyable tag blanked, if it does)
+    return CandidateVerdict(cid, best.grade, best.reasoning,
+                            None if len(at) != 1 or best.grade_at is None else start + best.grade_at)
