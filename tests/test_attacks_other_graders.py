@@ -79,3 +79,25 @@ def test_readings_that_disagree_read_nothing():
              "</reasoning><grade>0</grade></candidate>")
     parse = read_candidate_reply(reply, ["abcdef"], "graded", policy).verdict
     assert parse.verdicts.get("abcdef") is None or parse.verdicts["abcdef"].grade == 0
+
+
+@pytest.mark.parametrize("max_rounds", [1, 2, 3])
+async def test_an_overlong_candidate_leaves_no_sibling_unscored(max_rounds):
+    # the judge refuses a prompt too long for it (HTTP 413); the split stopped
+    # at max_rounds, so the siblings sharing the long completion's request
+    # went unscored with it
+    from rewardjudge.errors import JudgeHTTPError
+
+    def judge(messages, params, schema):
+        prompt = messages[-1]["content"]
+        if len(prompt) > 5000:
+            return JudgeHTTPError(413, "prompt too long")
+        return "\n".join(f'<candidate id="{cid}"><reasoning>ok</reasoning><grade>0</grade></candidate>'
+                         for cid, _ in _SUBMISSION.findall(prompt))
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(judge), scale="graded", batch_size=8,
+                                  max_rounds=max_rounds, seed=1)
+    grades = await grader.grade_batch([_thread("x" * 6000)] + [_thread(f"Paris {k}.") for k in range(7)])
+    assert grades[0].status == "unscored" and "413" in grades[0].error
+    assert all(g.status == "scored" and g.value == 0.0 for g in grades[1:]), \
+        [(g.status, g.error) for g in grades[1:]]

@@ -27,7 +27,9 @@ Flow of ``grade_batch(samples)``:
    they failed in, up to ``max_rounds`` requests in all; then *unscored*
    with every reason. A judge-side error (after the model's own retries)
    leaves the request's candidates unscored at once, except an HTTP 400/413
-   (a prompt too long for the judge), which is re-asked in smaller batches.
+   (a prompt too long for the judge), which is re-asked in batches half the
+   size down to single candidates, beyond ``max_rounds`` if need be (so one
+   overlong completion cannot leave its siblings unscored).
 
 ``grade(sample)`` judges one sample alone through the same path.
 
@@ -146,7 +148,8 @@ class CandidateJudgeGrader(Grader):
       ``candidates[].image`` is in the template context only with this on
       (as in Releval); without it no image is sent or shown. Needs
       ``image_field``.
-    * ``max_rounds``: requests a candidate may take part in (1: no re-asks).
+    * ``max_rounds``: requests a candidate may take part in (1: no re-asks);
+      a request too big for the judge (HTTP 400/413) is split beyond it.
     * ``shuffle`` / ``seed``: shuffle each request's candidates; ``seed``
       makes the shuffles reproducible and is sent to the judge as its
       sampling seed.
@@ -428,8 +431,10 @@ class CandidateJudgeGrader(Grader):
             for cand in order:
                 cand.attempts += answer.attempts
                 cand.failures.append(answer.reason)
-            if (answer.error is not None and _splittable(answer.error) and len(order) > 1
-                    and round_no < self.max_rounds):
+            # a request too big for the judge is split down to single candidates
+            # whatever max_rounds says: else one long completion would leave the
+            # siblings that shared its request unscored
+            if answer.error is not None and _splittable(answer.error) and len(order) > 1:
                 return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
             return None
         completion, parse, quoted_tags = answer.completion, answer.verdict, answer.forgeries
