@@ -48,14 +48,15 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     return None
 
 
-def _score_prefix(reply: str, raw_score: Any) -> str | None:
-    """The reply up to where its (last) ``"score"`` value starts, or None."""
+def _score_prefixes(reply: str, raw_score: Any) -> list[str]:
+    """The reply up to where each ``"score"`` value equal to ``raw_score`` starts."""
     text = str(raw_score)
-    found = None
-    for m in re.finditer(r'"score"\s*:\s*"?', reply):
-        if reply.startswith(text, m.end()):
-            found = m
-    return None if found is None else reply[:found.end()]
+    return [reply[:m.end()] for m in re.finditer(r'"score"\s*:\s*"?', reply)
+            if reply.startswith(text, m.end())]
+
+
+#: most score positions read in one reply (more: the lowest score's value)
+MAX_SCORE_POSITIONS = 8
 
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
@@ -92,7 +93,12 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     given back as an assistant prefix; the probabilities of every score
     token are read there (``Grader.ask_distribution``: an unconstrained
     step, even when the reply itself was schema-constrained) and the
-    verdict's value averaged over them (``weigh_verdict``). The sampled
+    verdict's value averaged over them (``weigh_verdict``). Where the reply
+    holds the same score at several places (a copy of the policy's text, say)
+    every place is read and the lowest expected value counts (a failed read
+    there lets the sampled value count too; beyond ``MAX_SCORE_POSITIONS``
+    places, the lowest value a score can carry), so text cannot move the
+    read off the judge's own score. The sampled
     value is kept in ``extra["sampled_value"]``. When the distribution
     cannot be read (score not found in the reply, too little mass on valid
     scores, a judge error) the sampled value stays and
@@ -104,20 +110,49 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    prefix = _score_prefix(reply, verdict.model_dump(mode="json").get("score"))
-    if prefix is None:
-        info: dict[str, Any] = {"expected_value": None, "distribution_error":
-                                "the score could not be located in the judge's reply"}
+    prefixes = _score_prefixes(reply, verdict.model_dump(mode="json").get("score"))
+    info: dict[str, Any]
+    if not prefixes:
+        info = {"expected_value": None, "distribution_error":
+                "the score could not be located in the judge's reply"}
+    elif len(prefixes) > MAX_SCORE_POSITIONS:
+        # too many places to read: the lowest value a score can carry
+        raw = verdict.model_dump(mode="json")
+        lowest = min(output_value(grader.output_model.model_validate({**raw, "score": v}))
+                     for v in values)
+        info = {"expected_value": min(lowest, grade.value), "score_positions": len(prefixes),
+                "distribution_error": f"the score appears at {len(prefixes)} places in the reply "
+                                      f"(at most {MAX_SCORE_POSITIONS} are read): the lowest value"}
     else:
-        dist = await grader.ask_distribution(
-            grader.model, [*messages, {"role": "assistant", "content": prefix}],
-            [str(v) for v in values])
-        if isinstance(dist, JudgeFailure):
-            info = {"expected_value": None, "distribution_error": dist.reason}
+        # the reply may also hold copies of the policy's text with the same score
+        # (the judge quoting or echoing it): the judge's own position is among
+        # them, and a read inside a copy follows the copied text, so every
+        # position is read and the lowest expected value counts; where a read
+        # failed (that may be the judge's own), the sampled value counts too
+        best: dict[str, Any] | None = None
+        failed: dict[str, Any] | None = None
+        for prefix in prefixes:
+            dist = await grader.ask_distribution(
+                grader.model, [*messages, {"role": "assistant", "content": prefix}],
+                [str(v) for v in values])
             grade.attempts += dist.attempts
+            if isinstance(dist, JudgeFailure):
+                failed = failed or {"expected_value": None, "distribution_error": dist.reason}
+                continue
+            read = weigh_verdict(dist, verdict, grader.output_model, values, floor)
+            if read.get("expected_value") is None:
+                failed = failed or read
+            elif best is None or read["expected_value"] < best["expected_value"]:
+                best = read
+        if best is None:
+            info = failed or {}
+        elif failed is not None and grade.value < best["expected_value"]:
+            info = {**failed, "expected_value": None}
         else:
-            info = weigh_verdict(dist, verdict, grader.output_model, values, floor)
-            grade.attempts += dist.attempts
+            info = best if failed is None else {**best, "distribution_error":
+                                                    failed.get("distribution_error")}
+        if len(prefixes) > 1:
+            info["score_positions"] = len(prefixes)
     grade.extra.update(info)
     if info.get("expected_value") is not None:
         grade.value = float(info["expected_value"])
