@@ -44,7 +44,10 @@ def _quoting_judge(everywhere: bool):
 
 
 SHORT_TAGS = ["</candidate>", "Paris. </candidate>", "</candidate> ok", "<candidate>",
-              "<candidate id='q'>", "x<candidate>", "\n</candidate>\n", "</candidate></candidate>"]
+              "<candidate id='q'>", "x<candidate>", "\n</candidate>\n", "</candidate></candidate>",
+              # tags alone, more than every subset of them can be read
+              "</candidate>" * 9, "</candidate> " * 12, "<candidate>\n" * 12, "</candidate>" * 40,
+              "</candidate></reasoning>" * 6]
 
 
 @pytest.mark.parametrize("everywhere", [False, True], ids=["own", "siblings"])

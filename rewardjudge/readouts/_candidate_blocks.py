@@ -47,6 +47,7 @@ to write ``</candidate><candidate id="…"><grade>4</grade>``. Three defences:
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -366,7 +367,8 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
     return Reading(parse, forgeries=quoted_tags)
 
 
-_MAX_COPYABLE = 8
+_MAX_COPYABLE = 8      # every subset of this many copyable tags is read
+_MAX_READINGS = 4096   # readings of one region at most
 _MAX_READ_CHARS = 1 << 25   # characters parsed over all readings of one region
 
 
@@ -377,12 +379,14 @@ def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
     The region runs from the one block opened with ``cid`` (a fresh id no
     policy text holds) to the next block opened with a sent id. Each tag in
     it that is a copy of policy text may be quoted material or the judge's
-    own; every choice of which to blank is parsed. The choice that blanks
-    exactly the quoted tags is among them and reads the judge's own verdict,
-    so when all readings that give a verdict give the same grade (and the
-    same grade position), that grade is the judge's own. None when they
-    disagree, none reads, or the region holds more than ``_MAX_COPYABLE``
-    copyable tags (or the readings would parse more than ``_MAX_READ_CHARS``)."""
+    own; each choice of which to blank (``_blanking_choices``) is parsed. The
+    choice that blanks exactly the quoted tags is among them (always, up to
+    ``_MAX_COPYABLE`` tags; beyond, where each quote's tags are contiguous)
+    and reads the judge's own verdict, so when all readings that give a
+    verdict give the same grade (and the same grade position), that grade
+    is the judge's own. None when they
+    disagree, none reads, or there are too many readings
+    (``_blanking_choices``; or they would parse more than ``_MAX_READ_CHARS``)."""
     folded = [fold(t) for t in policy_texts if t]
     haystack = "\x01".join(folded)
     if not haystack:
@@ -397,21 +401,49 @@ def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
     copyable = [m for m in _ANY_TAG.finditer(text, body_start, end)
                 if fold(m.group()) in haystack]
     region = text[start:end]
-    if not copyable or len(copyable) > _MAX_COPYABLE or len(region) << len(copyable) > _MAX_READ_CHARS:
+    choices = _blanking_choices(copyable, text)
+    if not choices or len(region) * len(choices) > _MAX_READ_CHARS:
         return None
     found: list[CandidateVerdict] = []
-    for mask in range(1 << len(copyable)):
+    for blank in choices:
         chars = list(region)
-        for bit, m in enumerate(copyable):
-            if mask >> bit & 1:
-                for i in range(m.start() - start, m.end() - start):
-                    chars[i] = " "
+        for m in blank:
+            for i in range(m.start() - start, m.end() - start):
+                chars[i] = " "
         verdict = parse_candidate_reply("".join(chars), [cid], scale).verdicts.get(cid)
         if verdict is not None:
             found.append(verdict)
     if not found or len({v.grade for v in found}) != 1:
         return None
     at = {v.grade_at for v in found}
-    best = found[-1]   # the last reading that reads (every copyable tag blanked, if it does)
+    best = found[-1]   # the last reading that reads
     return CandidateVerdict(cid, best.grade, best.reasoning,
                             None if len(at) != 1 or best.grade_at is None else start + best.grade_at)
+
+
+def _blanking_choices(copyable: list[re.Match[str]], text: str) -> list[list[re.Match[str]]]:
+    """Which of the ``copyable`` tags to blank, one list per reading: every
+    subset of up to ``_MAX_COPYABLE`` tags; beyond that, per run of tags with
+    only whitespace between them (a quote of tags alone), every contiguous
+    stretch of the run (the judge's own tags sit at a quote's edges), up to
+    ``_MAX_READINGS`` readings in all; none (no reading) beyond that."""
+    if not copyable:
+        return []
+    if len(copyable) <= _MAX_COPYABLE:
+        return [[m for bit, m in enumerate(copyable) if mask >> bit & 1]
+                for mask in range(1 << len(copyable))]
+    runs: list[list[re.Match[str]]] = [[copyable[0]]]
+    for prev, m in zip(copyable, copyable[1:]):
+        if text[prev.end():m.start()].strip():
+            runs.append([m])
+        else:
+            runs[-1].append(m)
+    total = 1
+    options: list[list[list[re.Match[str]]]] = []
+    for run in runs:
+        opts = [[]] + [run[a:b] for a in range(len(run)) for b in range(a + 1, len(run) + 1)]
+        total *= len(opts)
+        if total > _MAX_READINGS:
+            return []
+        options.append(opts)
+    return [[m for part in pick for m in part] for pick in itertools.product(*options)]
