@@ -7,6 +7,7 @@ The token-distribution readout itself is ``readouts._distribution``.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Sequence
 
@@ -48,11 +49,43 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     return None
 
 
-def _score_prefixes(reply: str, raw_score: Any) -> list[str]:
-    """The reply up to where each ``"score"`` value equal to ``raw_score`` starts."""
+def _score_prefixes(reply: str, raw_score: Any, verdict: BaseModel | None = None) -> list[str]:
+    """The reply up to where each ``"score"`` value equal to ``raw_score``
+    starts; with ``verdict``, only where the JSON object around the value is
+    that verdict (a label read from the last line leaves no such place, and a
+    copy of the policy's verdict-shaped text is not one unless it is equal)."""
     text = str(raw_score)
-    return [reply[:m.end()] for m in re.finditer(r'"score"\s*:\s*"?', reply)
-            if reply.startswith(text, m.end())]
+    out = []
+    for m in re.finditer(r'"score"\s*:\s*"?', reply):
+        if reply.startswith(text, m.end()) and (verdict is None or _inside_verdict(reply, m.start(), verdict)):
+            out.append(reply[:m.end()])
+    return out
+
+
+_DECODER = json.JSONDecoder()
+_MAX_ENCLOSING = 64
+
+
+def _inside_verdict(reply: str, at: int, verdict: BaseModel) -> bool:
+    """Whether a JSON object holding offset ``at`` decodes to ``verdict``."""
+    want = verdict.model_dump(mode="json")
+    start = at
+    for _ in range(_MAX_ENCLOSING):
+        start = reply.rfind("{", 0, start)
+        if start < 0:
+            return False
+        try:
+            obj, end = _DECODER.raw_decode(reply, start)
+        except ValueError:
+            continue
+        if end <= at or not isinstance(obj, dict):
+            continue
+        try:
+            if type(verdict).model_validate(obj).model_dump(mode="json") == want:
+                return True
+        except Exception:   # not this output model's shape
+            continue
+    return False
 
 
 #: most score positions read in one reply (more: the lowest score's value)
@@ -95,7 +128,8 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     step, even when the reply itself was schema-constrained) and the
     verdict's value averaged over them (``weigh_verdict``). Where the reply
     holds the same score at several places (a copy of the policy's text, say)
-    every place is read and the lowest expected value counts (a failed read
+    every place where the JSON object is the verdict is read and the lowest
+    expected value counts (a failed read
     there lets the sampled value count too; beyond ``MAX_SCORE_POSITIONS``
     places, the lowest value a score can carry), so text cannot move the
     read off the judge's own score. The sampled
@@ -110,7 +144,7 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    prefixes = _score_prefixes(reply, verdict.model_dump(mode="json").get("score"))
+    prefixes = _score_prefixes(reply, verdict.model_dump(mode="json").get("score"), verdict)
     info: dict[str, Any]
     if not prefixes:
         info = {"expected_value": None, "distribution_error":
