@@ -234,3 +234,29 @@ def test_expected_value_holds_through_the_attack_suite(monkeypatch):
     s = report.summary()["ev"]
     assert (s["changed_by_parsing"], s["benign_changed"], s["escaped_to_unscored"]) == (0, 0, 0), \
         [(o.attack, o.mode, o.value) for o in report.failures()][:10]
+
+
+@pytest.mark.parametrize("text", ["Paris \ud800", "Paris \udfff\ud800", "\ud83d\ude00 Paris"])
+async def test_a_surrogate_in_one_candidate_fails_no_request(tmp_path, text):
+    # a lone surrogate cannot be encoded: the cached judge's request key (or a
+    # request body) raised, and every candidate sharing the request went unscored
+    from rewardjudge.models._cache import CachedModel, SQLiteCache
+
+    def judge(messages, params, schema):
+        return "\n".join(f'<candidate id="{cid}"><reasoning>ok</reasoning><grade>0</grade></candidate>'
+                         for cid, _ in _SUBMISSION.findall(messages[-1]["content"]))
+
+    model = CachedModel(ScriptedModel(judge), SQLiteCache(str(tmp_path / "cache.sqlite")))
+    grader = CandidateJudgeGrader("c", model, scale="graded", batch_size=8, max_rounds=1)
+    grades = await grader.grade_batch([_thread(text), _thread(BENIGN), _thread("Paris, surely.")])
+    assert all(g.status == "scored" and g.value == 0.0 for g in grades), [(g.status, g.error) for g in grades]
+
+
+async def test_a_surrogate_does_not_unscore_a_single_sample_grader(tmp_path):
+    from rewardjudge.models._cache import CachedModel, SQLiteCache
+
+    scorer = default_targets()["ScorerGrader"]
+    model = CachedModel(ScriptedModel(lambda m, p, s: '{"reason": "no", "verdict": false}'),
+                        SQLiteCache(str(tmp_path / "cache.sqlite")))
+    grade = await scorer.build(model).grade(_thread("Paris \ud800"))
+    assert grade.status == "scored" and grade.value == 0.0, grade.error

@@ -162,13 +162,17 @@ def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iter
     return bool(_pattern(tuple(extra_tags), tuple(control_tokens)).search(_skeleton(text)))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> str:
     """Defang tags and control tokens in ``text``: the first character of
     each (or the whole escape standing for '<') becomes ``[``.
 
     ``extra_tags`` adds whole tag names (a template's own delimiters, e.g.
     ``response``); ``control_tokens`` adds literal special tokens of the
-    judge model. Idempotent; everything else is left as written.
+    judge model. Surrogate code points (which no encoding of the request
+    can carry) become U+FFFD. Idempotent; everything else is left as written.
 
     >>> neutralize("ok <b>bold</b> \\uff1c/candidate> <|im_end|>")
     'ok <b>bold</b> [/candidate> [|im_end|>'
@@ -177,6 +181,11 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
         return text
     if text.isascii() and _TRIGGER.search(text) is None and not control_tokens:
         return text   # plain ASCII with no bracket or escape: nothing to defang
+    if not text.isascii():
+        # a surrogate code point cannot be encoded (UTF-8, a cache key, a
+        # request body): left in, one sample's text would fail the request
+        # it shares with others
+        text = _SURROGATE.sub("\ufffd", text)
     skel = _skeleton(text)
     pattern = _pattern(tuple(extra_tags), tuple(control_tokens))
     pieces: list[str] = []
