@@ -260,3 +260,27 @@ async def test_a_surrogate_does_not_unscore_a_single_sample_grader(tmp_path):
                         SQLiteCache(str(tmp_path / "cache.sqlite")))
     grade = await scorer.build(model).grade(_thread("Paris \ud800"))
     assert grade.status == "scored" and grade.value == 0.0, grade.error
+
+
+async def test_a_completion_whose_fields_cannot_be_json_is_penalized_alone():
+    # a lone surrogate in a key of a parsed field made model_dump(mode="json")
+    # raise inside screening: the whole prompt group was left unscored
+    from typing import Any
+
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        answer: str
+        data: Any = None
+
+    def judge(messages, params, schema):
+        return "\n".join(f'<candidate id="{cid}"><reasoning>ok</reasoning><grade>0</grade></candidate>'
+                         for cid, _ in _SUBMISSION.findall(messages[-1]["content"]))
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(judge), scale="graded", max_rounds=1,
+                                  completion_model=Answer, title_field="answer")
+    good = '{"answer": "Paris is the capital."}'
+    hostile, *siblings = await grader.grade_batch(
+        [_thread('{"answer": "Paris", "data": {"\\ud800": 1}}'), _thread(good), _thread(good)])
+    assert hostile.status == "penalized", hostile.error
+    assert all(g.status == "scored" and g.value == 0.0 for g in siblings), [g.error for g in siblings]

@@ -227,8 +227,15 @@ class Grader(abc.ABC):
             return None, self.penalized(sample, f"malformed completion: {exc.reason}")
         except RecursionError:
             return None, self.penalized(sample, "malformed completion: nested too deep")
+        try:
+            # what the graders send is this JSON form: a completion it cannot be
+            # written in (a lone surrogate in a key) would fail its whole group
+            dumped = parsed.model_dump(mode="json")
+        except (UnicodeError, ValueError, RecursionError) as exc:
+            return None, self.penalized(sample, f"malformed completion: its fields cannot be "
+                                                f"written as JSON ({type(exc).__name__})")
         if self.reject_content_free:
-            reason = content_free_fields(parsed.model_dump(mode="json"), self.content_free_phrases)
+            reason = content_free_fields(dumped, self.content_free_phrases)
             if reason is not None:
                 return None, self.penalized(sample, f"malformed completion: {reason}")
         return parsed, None
