@@ -284,3 +284,22 @@ async def test_a_completion_whose_fields_cannot_be_json_is_penalized_alone():
         [_thread('{"answer": "Paris", "data": {"\\ud800": 1}}'), _thread(good), _thread(good)])
     assert hostile.status == "penalized", hostile.error
     assert all(g.status == "scored" and g.value == 0.0 for g in siblings), [g.error for g in siblings]
+
+
+async def test_an_error_on_one_sample_leaves_its_group_judged():
+    # an unexpected error while one sample became a candidate left the whole
+    # prompt group unscored
+    class Fragile(CandidateJudgeGrader):
+        def extract_candidate(self, sample, parsed):
+            if "boom" in sample.completion():
+                raise ValueError("cannot map this one")
+            return super().extract_candidate(sample, parsed)
+
+    def judge(messages, params, schema):
+        return "\n".join(f'<candidate id="{cid}"><reasoning>ok</reasoning><grade>0</grade></candidate>'
+                         for cid, _ in _SUBMISSION.findall(messages[-1]["content"]))
+
+    hostile, *siblings = await Fragile("c", ScriptedModel(judge), max_rounds=1).grade_batch(
+        [_thread("boom"), _thread(BENIGN), _thread("Paris, surely.")])
+    assert hostile.status == "unscored" and "ValueError" in hostile.error
+    assert all(g.status == "scored" and g.value == 0.0 for g in siblings), [g.error for g in siblings]

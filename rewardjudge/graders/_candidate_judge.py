@@ -347,7 +347,14 @@ class CandidateJudgeGrader(Grader):
         grades: list[Grade | None] = [None] * len(samples)
         members: list[_Candidate] = []
         for i, sample in enumerate(samples):
-            made = self._make_candidate(i, sample)
+            try:
+                made = self._make_candidate(i, sample)
+            except (ConfigError, asyncio.CancelledError):
+                raise
+            except Exception as exc:   # one sample's text must not sink its group
+                log.warning("grader %s raised %r on one sample; it is unscored", self.grader_key, exc)
+                grades[i] = self.unscored(f"grader error: {type(exc).__name__}: {exc}")
+                continue
             if isinstance(made, Grade):
                 grades[i] = made
             else:
