@@ -213,24 +213,39 @@ def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int
 
     a, b = start, end
     for direction in (-1, 1):
-        step = 1
-        good = 0
-        while step <= len(reply):
-            na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
-            if na < 0 or nb > len(reply) or not inside(na, nb):
-                break
-            good += step
-            step *= 2
-        while step > 1:   # narrow the last failed doubling
-            step //= 2
-            na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
-            if na >= 0 and nb <= len(reply) and inside(na, nb):
+        while True:
+            step = 1
+            good = 0
+            while step <= len(reply):
+                na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
+                if na < 0 or nb > len(reply) or not inside(na, nb):
+                    break
                 good += step
-        if direction < 0:
-            a -= good
-        else:
-            b += good
+                step *= 2
+            while step > 1:   # narrow the last failed doubling
+                step //= 2
+                na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
+                if na >= 0 and nb <= len(reply) and inside(na, nb):
+                    good += step
+            # an escape ("&lt;", "\\u003c") folds to its character only when
+            # whole: one character more fails where the whole escape fits
+            for jump in range(_MAX_ESCAPE, 1, -1):
+                na, nb = (a - good - jump, b) if direction < 0 else (a, b + good + jump)
+                if na >= 0 and nb <= len(reply) and inside(na, nb):
+                    good += jump
+                    break
+            else:
+                jump = 0
+            if direction < 0:
+                a -= good
+            else:
+                b += good
+            if not jump:
+                break
     return a, b
+
+
+_MAX_ESCAPE = 10   # characters of the longest escape of one character ("&#x0003c;")
 
 
 def unquote_reply(reply: str, policy_texts: Sequence[str], *, min_extra: int = 8,
@@ -345,19 +360,17 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
     """The candidate-blocks readout: ``parse_candidate_reply`` over the reply
     with the tags the judge copied out of candidate text (``policy_texts``)
     blanked (``unquote_reply``); a candidate the blanked reply leaves without
-    a verdict is read from the reply as written (where any copied tag makes
-    it ambiguous). ``forgeries``: the copied tags found."""
+    a verdict is read every way of taking its copyable tags, and judged only
+    when all those readings agree (``_agreed_reading``). ``forgeries``: the
+    copied tags found."""
     blanked, quoted_tags = unquote_reply(text, policy_texts, ids=ids)
     parse = parse_candidate_reply(blanked, ids, scale)
-    if quoted_tags and parse.failures:
-        raw = parse_candidate_reply(text, list(parse.failures), scale)
-        for cid, verdict in raw.verdicts.items():
-            parse.failures.pop(cid, None)
-            parse.verdicts[cid] = verdict
     if parse.failures and isinstance(text, str):
-        # a copied tag too short to be told from the judge's own (a policy that
-        # wrote only "</candidate>", quoted inside a reasoning) breaks the block
-        # in both readings above: read every way of taking the copyable tags
+        # the blanking took a tag of the judge's own for a copy, or kept a copied
+        # tag too short to be told from the judge's own (a policy that wrote only
+        # "</candidate>", quoted inside a reasoning): read every way of taking
+        # the copyable tags, the reply as written among them (which alone could
+        # read a forged grade: a quoted "</candidate>" ends the block early)
         for cid in list(parse.failures):
             verdict = _agreed_reading(text, cid, ids, scale, policy_texts)
             if verdict is not None:
