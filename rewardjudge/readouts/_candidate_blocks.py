@@ -382,6 +382,7 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
 
 _MAX_COPYABLE = 8      # every subset of this many copyable tags is read
 _MAX_READINGS = 4096   # readings of one region at most
+_MAX_UNITS = 10         # groups of tags sharing one copied extent, every subset read
 _MAX_READ_CHARS = 1 << 25   # characters parsed over all readings of one region
 
 
@@ -414,7 +415,7 @@ def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
     copyable = [m for m in _ANY_TAG.finditer(text, body_start, end)
                 if fold(m.group()) in haystack]
     region = text[start:end]
-    choices = _blanking_choices(copyable, text)
+    choices = _blanking_choices(copyable, text, haystack)
     if not choices or len(region) * len(choices) > _MAX_READ_CHARS:
         return None
     found: list[CandidateVerdict] = []
@@ -434,10 +435,13 @@ def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
                             None if len(at) != 1 or best.grade_at is None else start + best.grade_at)
 
 
-def _blanking_choices(copyable: list[re.Match[str]], text: str) -> list[list[re.Match[str]]]:
+def _blanking_choices(copyable: list[re.Match[str]], text: str,
+                      haystack: str = "") -> list[list[re.Match[str]]]:
     """Which of the ``copyable`` tags to blank, one list per reading: every
-    subset of up to ``_MAX_COPYABLE`` tags; beyond that, per run of tags with
-    only whitespace between them (a quote of tags alone), every contiguous
+    subset of up to ``_MAX_COPYABLE`` tags; beyond that, tags that share one
+    copied extent (one verbatim quote) taken together, every subset of up to
+    ``_MAX_UNITS`` such groups; beyond that, per run of tags with only
+    whitespace between them (a quote of tags alone), every contiguous
     stretch of the run (the judge's own tags sit at a quote's edges), up to
     ``_MAX_READINGS`` readings in all; none (no reading) beyond that."""
     if not copyable:
@@ -445,6 +449,14 @@ def _blanking_choices(copyable: list[re.Match[str]], text: str) -> list[list[re.
     if len(copyable) <= _MAX_COPYABLE:
         return [[m for bit, m in enumerate(copyable) if mask >> bit & 1]
                 for mask in range(1 << len(copyable))]
+    if haystack:
+        units: dict[tuple[int, int], list[re.Match[str]]] = {}
+        for m in copyable:
+            units.setdefault(_copied_extent(text, m.start(), m.end(), haystack), []).append(m)
+        groups = list(units.values())
+        if len(groups) <= _MAX_UNITS:
+            return [[m for bit, g in enumerate(groups) if mask >> bit & 1 for m in g]
+                    for mask in range(1 << len(groups))]
     runs: list[list[re.Match[str]]] = [[copyable[0]]]
     for prev, m in zip(copyable, copyable[1:]):
         if text[prev.end():m.start()].strip():
