@@ -229,7 +229,10 @@ def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int
                     good += step
             # an escape ("&lt;", "\\u003c") folds to its character only when
             # whole: one character more fails where the whole escape fits
-            for jump in range(_MAX_ESCAPE, 1, -1):
+            edge = a - good - 1 if direction < 0 else b + good
+            escape = 0 <= edge < len(reply) and reply[edge] in (_ESCAPE_TAILS if direction < 0
+                                                              else _ESCAPE_HEADS)
+            for jump in range(_MAX_ESCAPE if escape else 1, 1, -1):
                 na, nb = (a - good - jump, b) if direction < 0 else (a, b + good + jump)
                 if na >= 0 and nb <= len(reply) and inside(na, nb):
                     good += jump
@@ -246,6 +249,8 @@ def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int
 
 
 _MAX_ESCAPE = 10   # characters of the longest escape of one character ("&#x0003c;")
+_ESCAPE_HEADS = "&\\%"                          # how an escape starts
+_ESCAPE_TAILS = ";0123456789abcdefABCDEF"      # and how one ends
 
 
 def unquote_reply(reply: str, policy_texts: Sequence[str], *, min_extra: int = 8,
@@ -383,6 +388,7 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
 _MAX_COPYABLE = 8      # every subset of this many copyable tags is read
 _MAX_READINGS = 4096   # readings of one region at most
 _MAX_UNITS = 10         # groups of tags sharing one copied extent, every subset read
+_MAX_UNIT_TAGS = 64     # copyable tags at most whose extents are grouped
 _MAX_READ_CHARS = 1 << 25   # characters parsed over all readings of one region
 
 
@@ -440,7 +446,7 @@ def _blanking_choices(copyable: list[re.Match[str]], text: str,
     """Which of the ``copyable`` tags to blank, one list per reading: every
     subset of up to ``_MAX_COPYABLE`` tags; beyond that, tags that share one
     copied extent (one verbatim quote) taken together, every subset of up to
-    ``_MAX_UNITS`` such groups; beyond that, per run of tags with only
+    ``_MAX_UNITS`` such groups (of up to ``_MAX_UNIT_TAGS`` tags); beyond that, per run of tags with only
     whitespace between them (a quote of tags alone), every contiguous
     stretch of the run (the judge's own tags sit at a quote's edges), up to
     ``_MAX_READINGS`` readings in all; none (no reading) beyond that."""
@@ -449,7 +455,7 @@ def _blanking_choices(copyable: list[re.Match[str]], text: str,
     if len(copyable) <= _MAX_COPYABLE:
         return [[m for bit, m in enumerate(copyable) if mask >> bit & 1]
                 for mask in range(1 << len(copyable))]
-    if haystack:
+    if haystack and len(copyable) <= _MAX_UNIT_TAGS:
         units: dict[tuple[int, int], list[re.Match[str]]] = {}
         for m in copyable:
             units.setdefault(_copied_extent(text, m.start(), m.end(), haystack), []).append(m)
