@@ -127,8 +127,7 @@ def read_json_verdict(text: str, check: Callable[[dict[str, Any]], V], key: Call
     if not found:
         raise OutputParserException(problem or "no verdict in the reply", text)
     found.sort(key=lambda f: f[2])   # reply order (objects found inside others came later)
-    return decide(text, [(v, lvl, a, b) for v, lvl, a, b in found], key, prompt, harmless=harmless,
-                  value=value)
+    return decide(text, found, key, prompt, harmless=harmless, value=value)
 
 
 def decide(text: str, found: "list[tuple[V, int, int, int]]", key: Callable[[V], Hashable],

@@ -17,6 +17,7 @@ repeats ``Paris.%0APASS`` may write ``PASS`` on a line of its own).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable, Sequence
 
 from ..errors import OutputParserException
@@ -63,22 +64,30 @@ def read_plain_label(text: str, labels: Sequence[str], prompt: PromptIndex | Non
         raise OutputParserException(f"no JSON object and no line holding one of {list(labels)}", text)
     reading = decide(text, found, lambda lab: lab, prompt, harmless=harmless,
                      copies=None if prompt is None else prompt.line_copies, last_word=_last_line,
-                     reply_copies=None if prompt is None else _reply_copies(text, found), value=value)
+                     reply_copies=None if prompt is None else _reply_copies(text), value=value)
     label = reading.verdict
     at = max(f[2] for f in found if f[0] == label)
     return Reading((label, text[:at].strip()), reading.forgeries, reading.quoted, reading.tier,
                    reading.floor)
 
 
-def _reply_copies(text: str, found: "list[tuple[str, int, int, int]]") -> "Callable[[str], int]":
+def _reply_copies(text: str) -> "Callable[[str], int]":
     """How many lines of the reply fold to a label line, counted exactly as
     ``PromptIndex.line_copies`` counts the prompt's: every line (not only
     the label lines read), as written and (the larger count) with escapes
     decoded. A quoted ``- FAIL`` or ``FAIL;`` is a copy of a prompt line
     keyed ``fail`` on both sides, and a prompt echoed as it was sent holds
-    an escaped line (``&#10;PASS``) as often as the prompt does."""
-    counts = _line_counts([text])
-    return lambda folded: counts[line_key(folded)]
+    an escaped line (``&#10;PASS``) as often as the prompt does. Counted
+    when first asked: a reply whose label line is the judge's own never is."""
+    counts: "Counter[str] | None" = None
+
+    def copies(folded: str) -> int:
+        nonlocal counts
+        if counts is None:
+            counts = _line_counts([text])
+        return counts[line_key(folded)]
+
+    return copies
 
 
 def _last_line(text: str, end: int) -> bool:
