@@ -49,15 +49,16 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     return None
 
 
-def _score_prefixes(reply: str, raw_score: Any, verdict: BaseModel | None = None) -> list[str]:
-    """The reply up to where each ``"score"`` value equal to ``raw_score``
-    starts; with ``verdict``, only where the JSON object around the value is
-    that verdict (a label read from the last line leaves no such place, and a
-    copy of the policy's verdict-shaped text is not one unless it is equal)."""
-    text = str(raw_score)
+def _score_prefixes(reply: str, verdict: BaseModel, raw: dict[str, Any]) -> list[str]:
+    """The reply up to where each ``"score"`` value equal to the verdict's
+    starts, only where the JSON object around the value is that verdict
+    (``raw``: its JSON form; a label read from the last line leaves no such
+    place, and a copy of the policy's verdict-shaped text is not one unless
+    it is equal)."""
+    text = str(raw.get("score"))
     out = []
     for m in re.finditer(r'"score"\s*:\s*"?', reply):
-        if reply.startswith(text, m.end()) and (verdict is None or _inside_verdict(reply, m.start(), verdict)):
+        if reply.startswith(text, m.end()) and _inside_verdict(reply, m.start(), verdict, raw):
             out.append(reply[:m.end()])
     return out
 
@@ -66,9 +67,9 @@ _DECODER = json.JSONDecoder()
 _MAX_ENCLOSING = 64
 
 
-def _inside_verdict(reply: str, at: int, verdict: BaseModel) -> bool:
-    """Whether a JSON object holding offset ``at`` decodes to ``verdict``."""
-    want = verdict.model_dump(mode="json")
+def _inside_verdict(reply: str, at: int, verdict: BaseModel, want: dict[str, Any]) -> bool:
+    """Whether a JSON object holding offset ``at`` decodes to ``verdict``
+    (``want``: its JSON form)."""
     start = at
     for _ in range(_MAX_ENCLOSING):
         start = reply.rfind("{", 0, start)
@@ -144,14 +145,14 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    prefixes = _score_prefixes(reply, verdict.model_dump(mode="json").get("score"), verdict)
+    raw = verdict.model_dump(mode="json")
+    prefixes = _score_prefixes(reply, verdict, raw)
     info: dict[str, Any]
     if not prefixes:
         info = {"expected_value": None, "distribution_error":
                 "the score could not be located in the judge's reply"}
     elif len(prefixes) > MAX_SCORE_POSITIONS:
         # too many places to read: the lowest value a score can carry
-        raw = verdict.model_dump(mode="json")
         lowest = min(output_value(grader.output_model.model_validate({**raw, "score": v}))
                      for v in values)
         info = {"expected_value": min(lowest, grade.value), "score_positions": len(prefixes),
