@@ -204,6 +204,12 @@ _ANY_TAG = re.compile(r"</?\s*(?:candidate|grade|reasoning)\b[^<>]{0,200}>?", re
 _MAX_TAGS = 512
 
 
+def _folded_policy(policy_texts: Sequence[str]) -> tuple[list[str], str]:
+    """The policy texts folded, and joined into one string to look copies up in."""
+    folded = [fold(t) for t in policy_texts if t]
+    return folded, "\x01".join(folded)
+
+
 def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int, int]:
     """The widest ``reply[a:b]`` around ``[start, end)`` whose folded text
     occurs in ``haystack`` (grown in doubling steps, then narrowed)."""
@@ -211,30 +217,31 @@ def _copied_extent(reply: str, start: int, end: int, haystack: str) -> tuple[int
         piece = fold(reply[a:b])
         return bool(piece) and piece in haystack
 
+    n = len(reply)
     a, b = start, end
+
+    def fits(direction: int, more: int) -> bool:   # still a copy, ``more`` characters wider
+        na, nb = (a - more, b) if direction < 0 else (a, b + more)
+        return na >= 0 and nb <= n and inside(na, nb)
+
     for direction in (-1, 1):
         while True:
             step = 1
             good = 0
-            while step <= len(reply):
-                na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
-                if na < 0 or nb > len(reply) or not inside(na, nb):
-                    break
+            while step <= n and fits(direction, good + step):
                 good += step
                 step *= 2
             while step > 1:   # narrow the last failed doubling
                 step //= 2
-                na, nb = (a - good - step, b) if direction < 0 else (a, b + good + step)
-                if na >= 0 and nb <= len(reply) and inside(na, nb):
+                if fits(direction, good + step):
                     good += step
             # an escape ("&lt;", "\\u003c") folds to its character only when
             # whole: one character more fails where the whole escape fits
             edge = a - good - 1 if direction < 0 else b + good
-            escape = 0 <= edge < len(reply) and reply[edge] in (_ESCAPE_TAILS if direction < 0
-                                                              else _ESCAPE_HEADS)
+            escape = 0 <= edge < n and reply[edge] in (_ESCAPE_TAILS if direction < 0
+                                                     else _ESCAPE_HEADS)
             for jump in range(_MAX_ESCAPE if escape else 1, 1, -1):
-                na, nb = (a - good - jump, b) if direction < 0 else (a, b + good + jump)
-                if na >= 0 and nb <= len(reply) and inside(na, nb):
+                if fits(direction, good + jump):
                     good += jump
                     break
             else:
@@ -265,8 +272,7 @@ def unquote_reply(reply: str, policy_texts: Sequence[str], *, min_extra: int = 8
     with one of the request's fresh ``ids`` (which no policy text can hold)
     bound the judge's own blocks.
     """
-    folded_texts = [fold(t) for t in policy_texts if t]
-    haystack = "\x01".join(folded_texts)
+    folded_texts, haystack = _folded_policy(policy_texts)
     if not haystack or not isinstance(reply, str):
         return reply, 0
     chars = None
@@ -376,8 +382,9 @@ def read_candidate_reply(text: str, ids: Sequence[str], scale: Scale | str,
         # "</candidate>", quoted inside a reasoning): read every way of taking
         # the copyable tags, the reply as written among them (which alone could
         # read a forged grade: a quoted "</candidate>" ends the block early)
+        haystack = _folded_policy(policy_texts)[1]
         for cid in list(parse.failures):
-            verdict = _agreed_reading(text, cid, ids, scale, policy_texts)
+            verdict = _agreed_reading(text, cid, ids, scale, haystack)
             if verdict is not None:
                 parse.failures.pop(cid)
                 parse.verdicts[cid] = verdict
@@ -393,7 +400,7 @@ _MAX_READ_CHARS = 1 << 25   # characters parsed over all readings of one region
 
 
 def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
-                    policy_texts: Sequence[str]) -> CandidateVerdict | None:
+                    haystack: str) -> CandidateVerdict | None:
     """The verdict for ``cid`` that every reading of its region agrees on.
 
     The region runs from the one block opened with ``cid`` (a fresh id no
@@ -406,9 +413,8 @@ def _agreed_reading(text: str, cid: str, ids: Sequence[str], scale: Scale | str,
     verdict give the same grade (and the same grade position), that grade
     is the judge's own. None when they
     disagree, none reads, or there are too many readings
-    (``_blanking_choices``; or they would parse more than ``_MAX_READ_CHARS``)."""
-    folded = [fold(t) for t in policy_texts if t]
-    haystack = "\x01".join(folded)
+    (``_blanking_choices``; or they would parse more than ``_MAX_READ_CHARS``).
+    ``haystack``: the policy texts folded (``_folded_policy``)."""
     if not haystack:
         return None
     sent = set(ids)
