@@ -55,7 +55,7 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable
 
 from pybars import Compiler, PybarsError
@@ -1087,37 +1087,33 @@ def _view(value: Any) -> Any:
 
 
 def _view_dict(value: dict) -> dict:
-    out = {}
-    same = True
-    for k, v in value.items():
-        if type(k) is str:
-            key = k
-        else:
-            key, same = str(k), False
-        try:
-            p = _view(v)
-        except _CallableFound as found:
-            found.steps.append(f".{k}")
-            raise
-        if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
-            same = False
-        out[key] = p
-    return value if same else out
+    views, same = _view_each(value.items(), ".{}")
+    if same and all(type(k) is str for k in value):
+        return value
+    return {k if type(k) is str else str(k): p for k, p in zip(value, views)}
 
 
 def _view_list(value: list) -> list:
-    items = []
+    views, same = _view_each(enumerate(value), "[{}]")
+    return value if same else views
+
+
+def _view_each(pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
+    """``_view`` of each value of ``(label, value)`` pairs, and whether every
+    one is the value itself (plain, of an exact type); a callable's path gets
+    ``step`` formatted with its label."""
+    views: list[Any] = []
     same = True
-    for i, v in enumerate(value):
+    for label, v in pairs:
         try:
             p = _view(v)
         except _CallableFound as found:
-            found.steps.append(f"[{i}]")
+            found.steps.append(step.format(label))
             raise
         if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
             same = False
-        items.append(p)
-    return value if same else items
+        views.append(p)
+    return views, same
 
 
 _MISSING = object()
