@@ -1,0 +1,338 @@
+"""Declared verdict forms: the verdict a benchmark's judge prompt asks for,
+read as that benchmark reads it.
+
+A form is a pattern string with exactly one placeholder, ``{score}`` (a
+number) or ``{label}`` (one of a declared tuple of labels)::
+
+    [[{score}]]             MT-Bench single ("Rating: [[5]]")
+    [[{label}]]             MT-Bench pairwise (A, B, C), arena-hard (A>>B ... B>>A)
+    [RESULT] {score}        Prometheus
+    Score: {score}
+
+How a pattern matches:
+
+* its literal text matches literally, case-insensitively (``rating:`` is
+  ``Rating:``); labels match exactly (case-sensitive), the longest first, so
+  ``A>>B`` is never read as ``A>B``;
+* a run of whitespace in the pattern matches up to 16 spaces, tabs or
+  markdown emphasis characters (``*``, ``_``), or none, and up to 4 emphasis
+  characters may stand where a word of the pattern meets punctuation:
+  ``Rating:[[8]]``, ``**Rating:** [[8]]`` and ``**Rating**: [[8]]`` all match
+  ``Rating: [[{score}]]``;
+* ``{score}`` is ``[+-]?\\d+(\\.\\d+)?`` (at most 15 digits each side), read as a
+  float; with ``bounds`` a number outside them is not a verdict;
+* a pattern that starts (ends) with a letter or digit does not match inside a
+  longer word.
+
+Every part of the compiled regex is bounded, so one ``finditer`` pass is
+linear in the reply's length.
+
+``read`` is the unsealed reading, for replaying a benchmark's calibrated
+prompt as it is: the last occurrence the judge wrote decides, wherever it
+stands in a line; an occurrence inside a verbatim copy of the policy's text
+is skipped (it is quoted, not the judge's); earlier occurrences that disagree
+are listed in ``Verdict.others``. ``read_line`` serves the sealed reader: the
+rest of a ``VERDICT <seal>:`` line must be one occurrence of the form and
+nothing else.
+
+>>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
+>>> form.read("Helpful and correct. Rating: [[8]]").value
+8.0
+>>> form.read("Rating: [[11]]").ok
+False
+>>> VerdictForm.of("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")).read(
+...     "My final verdict is: [[A>>B]].").value
+'A>>B'
+>>> form.instruction_text()
+'[[<score from 1 to 10>]]'
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+from ..errors import ConfigError
+from ._decision import Decision, NoVerdict, Verdict
+
+__all__ = ["VerdictForm"]
+
+_SCORE, _LABEL = "{score}", "{label}"
+_PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
+_WHITESPACE = re.compile(r"\s+")
+#: what a run of whitespace in a pattern matches: bounded, so no start position costs more than a few steps
+_GAP = r"[ \t*_]{0,16}"
+_NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
+#: emphasis allowed where a word of a pattern meets its punctuation
+_EMPH = r"[*_]{0,4}"
+_RUNS = re.compile(r"\w+|[^\w\s]+")
+#: markdown emphasis tolerated around a sealed line's verdict
+_EMPHASIS = " \t*_`"
+
+#: policy texts looked for per reply, and copies of each one recorded
+_MAX_POLICY_TEXTS = 64
+_MAX_COPIES = 256
+
+Value = Union[float, str]
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
+    """The regex of a (validated) pattern: group 1 is the value."""
+    text = pattern.strip()
+    m = _PLACEHOLDER.search(text)
+    assert m is not None
+    before, holder, after = text[:m.start()], m.group(), text[m.end():]
+    if holder == _SCORE:
+        value = _NUMBER
+        if not before:
+            value = r"(?<![\w.+-])" + value      # not the tail of a longer number or word
+        if not after:
+            value += r"(?!\d)"
+    else:
+        alts = []
+        for lab in sorted(labels or (), key=lambda s: (-len(s), s)):
+            alt = re.escape(lab)
+            if not before and _is_word(lab[0]):
+                alt = r"(?<!\w)" + alt
+            if not after and _is_word(lab[-1]):
+                alt += r"(?!\w)"
+            alts.append(alt)
+        value = "(?:" + "|".join(alts) + ")"
+    head = _literal(before)
+    if before and _is_word(before[0]):
+        head = r"(?<!\w)" + head
+    tail = _literal(after)
+    if after and _is_word(after[-1]):
+        tail += r"(?!\w)"
+    return re.compile(head + "(" + value + ")" + tail)
+
+
+def _literal(text: str) -> str:
+    """Literal pattern text as regex: words case-insensitive, whitespace a
+    bounded gap, and a little markdown emphasis allowed where a word meets
+    punctuation (``**Rating**:`` for ``Rating:``)."""
+    out = []
+    for i, piece in enumerate(_WHITESPACE.split(text)):
+        if i:
+            out.append(_GAP)
+        if piece:
+            runs = _RUNS.findall(piece)
+            out.append(_EMPH.join("(?i:" + re.escape(run) + ")" for run in runs))
+    return "".join(out)
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _copies(text: str, policy_texts: Sequence[str]) -> "tuple[list[int], list[int]]":
+    """Where ``text`` holds verbatim copies of ``policy_texts``: the copies'
+    starts (sorted) and, for each, the furthest end of any copy starting at or
+    before it. Bounded work: at most ``_MAX_POLICY_TEXTS`` texts, at most
+    ``_MAX_COPIES`` copies each, and copies found while their summed length
+    stays within a few times the reply's (``str.find`` does the scanning)."""
+    spans: list[tuple[int, int]] = []
+    budget = 8 * len(text) + 4096
+    for p in list(policy_texts)[:_MAX_POLICY_TEXTS]:
+        if not isinstance(p, str) or not p or len(p) > len(text):
+            continue
+        at, found = text.find(p), 0
+        while at >= 0 and found < _MAX_COPIES and budget > 0:
+            spans.append((at, at + len(p)))
+            found += 1
+            budget -= len(p)
+            at = text.find(p, at + 1)
+        if budget <= 0:
+            break
+    spans.sort()
+    starts, reach, far = [], [], -1
+    for a, b in spans:
+        far = max(far, b)
+        starts.append(a)
+        reach.append(far)
+    return starts, reach
+
+
+def _outside(found: "list[tuple[Value, int, int]]", copies: "tuple[list[int], list[int]]"
+             ) -> "list[tuple[Value, int, int]]":
+    """The occurrences (in order) that do not lie inside a copy: inside one
+    when a copy starting at or before the occurrence reaches its end. One
+    merge pass over both sorted lists."""
+    starts, reach = copies
+    out = []
+    i, n = -1, len(starts)
+    for f in found:
+        while i + 1 < n and starts[i + 1] <= f[1]:
+            i += 1
+        if i < 0 or reach[i] < f[2]:
+            out.append(f)
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictForm:
+    """A declared verdict form: ``pattern`` with one ``{score}`` or
+    ``{label}``; ``labels`` (required iff the pattern holds ``{label}``);
+    ``bounds``, the inclusive range of a ``{score}`` (outside it: not a
+    verdict). Build with ``VerdictForm.of``; a bad form raises ``ConfigError``."""
+
+    pattern: str
+    labels: "tuple[str, ...] | None" = None
+    bounds: "tuple[float, float] | None" = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str):
+            raise ConfigError(f"a verdict form's pattern must be a string, got {self.pattern!r}")
+        holders = _PLACEHOLDER.findall(self.pattern)
+        if len(holders) != 1:
+            raise ConfigError(f"a verdict form needs exactly one {_SCORE} or {_LABEL}, "
+                              f"{self.pattern!r} has {len(holders)}")
+        if not _PLACEHOLDER.sub("", self.pattern).strip():
+            raise ConfigError(f"a verdict form needs literal text around its placeholder "
+                              f"(a bare {holders[0]} is any number or word in the reply): {self.pattern!r}")
+        if holders[0] == _LABEL:
+            labels = self.labels
+            if isinstance(labels, str) or not labels:
+                raise ConfigError(f"the form {self.pattern!r} holds {_LABEL}: give its labels "
+                                  f"as a tuple of strings, got {labels!r}")
+            labels = tuple(labels)
+            bad = [lab for lab in labels if not isinstance(lab, str) or not lab.strip()
+                   or lab != lab.strip()]
+            if bad:
+                raise ConfigError(f"labels must be non-empty strings without surrounding "
+                                  f"whitespace, got {bad!r}")
+            if len(set(labels)) != len(labels):
+                raise ConfigError(f"labels repeat: {labels!r}")
+            object.__setattr__(self, "labels", labels)
+            if self.bounds is not None:
+                raise ConfigError(f"bounds apply to {_SCORE}; the form {self.pattern!r} holds {_LABEL}")
+        else:
+            if self.labels is not None:
+                raise ConfigError(f"labels apply to {_LABEL}; the form {self.pattern!r} holds {_SCORE}")
+            if self.bounds is not None:
+                try:
+                    lo, hi = (float(b) for b in self.bounds)
+                except (TypeError, ValueError):
+                    raise ConfigError(f"bounds must be two numbers (low, high), got {self.bounds!r}") from None
+                if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+                    raise ConfigError(f"bounds must be finite with low <= high, got {self.bounds!r}")
+                object.__setattr__(self, "bounds", (lo, hi))
+
+    @classmethod
+    def of(cls, pattern: str, labels: "Sequence[str] | None" = None,
+           bounds: "tuple[float, float] | None" = None) -> "VerdictForm":
+        """A validated form (``ConfigError`` if it is not one)."""
+        if labels is not None and not isinstance(labels, str):
+            labels = tuple(labels)
+        if bounds is not None and not isinstance(bounds, (str, bytes)):
+            try:
+                bounds = tuple(bounds)   # type: ignore[assignment]
+            except TypeError:
+                raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
+            if len(bounds) != 2:
+                raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}")
+        return cls(pattern, labels, bounds)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def is_score(self) -> bool:
+        return self.labels is None
+
+    def _regex(self) -> re.Pattern[str]:
+        return _compile(self.pattern, self.labels)
+
+    def _value(self, raw: str) -> "Value | None":
+        if self.labels is not None:
+            return raw
+        value = float(raw)
+        if self.bounds is not None and not (self.bounds[0] <= value <= self.bounds[1]):
+            return None
+        return value
+
+    def _scan(self, text: str) -> list[tuple[Value, int, int]]:
+        """``(value, start, end)`` of every occurrence (each distinct written
+        value is converted and bounds-checked once)."""
+        seen: dict[str, "Value | None"] = {}
+        out = []
+        for m in self._regex().finditer(text):
+            raw = m.group(1)
+            value = seen.get(raw, seen)
+            if value is seen:
+                value = seen[raw] = self._value(raw)
+            if value is not None:
+                out.append((value, *m.span()))
+        return out
+
+    def find(self, text: str) -> list[Verdict]:
+        """Every occurrence of the form in ``text``, in order (a number
+        outside ``bounds`` is not one)."""
+        if not isinstance(text, str):
+            return []
+        return [Verdict(v, s, e) for v, s, e in self._scan(text)]
+
+    def read(self, text: str, policy_texts: Sequence[str] = ()) -> Decision:
+        """The unsealed reading: the last occurrence the judge wrote, skipping
+        those inside a verbatim copy of one of ``policy_texts``; the values of
+        earlier occurrences that disagree with it are ``others``."""
+        if not isinstance(text, str):
+            return NoVerdict(f"the reply is not text ({type(text).__name__})", kind="no verdict")
+        found = self._scan(text)
+        if not found:
+            return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
+        if isinstance(policy_texts, str):
+            policy_texts = (policy_texts,)
+        if policy_texts:
+            copies = _copies(text, policy_texts)
+            if copies[0]:
+                found = _outside(found, copies)
+                if not found:
+                    return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
+                                     f"inside a copy of the policy's text", kind="no verdict")
+        value, start, end = found[-1]
+        return Verdict(value, start, end, tuple(v for v, _, _ in found[:-1] if v != value))
+
+    def read_line(self, rest: str) -> "Value | None":
+        """The value of a sealed line's rest (what follows ``VERDICT <seal>:``)
+        when it is exactly one occurrence of the form, markdown emphasis and a
+        final full stop around it tolerated; else None."""
+        if not isinstance(rest, str):
+            return None
+        regex = self._regex()
+        raw = rest.strip()
+        for candidate in (raw, _unwrap(raw)):
+            m = regex.fullmatch(candidate)
+            if m is not None:
+                return self._value(m.group(1))
+        return None
+
+    def instruction_text(self) -> str:
+        """The form with a placeholder where the verdict goes, for a prompt:
+        never itself a verdict a judge could echo (``find`` finds nothing in it)."""
+        m = _PLACEHOLDER.search(self.pattern)
+        assert m is not None
+        head, tail = self.pattern[:m.start()], self.pattern[m.end():]
+        if self.labels is None:
+            what = ("<score>" if self.bounds is None
+                    else f"<score from {_num(self.bounds[0])} to {_num(self.bounds[1])}>")
+            return head + what + tail
+        text = head + "<one of " + ", ".join(self.labels) + ">" + tail
+        if self.find(text):          # a label list the form would read: name it without the labels
+            text = head + "<label>" + tail
+        return text
+
+
+def _unwrap(s: str) -> str:
+    """``s`` without markdown emphasis around it and a final full stop."""
+    for _ in range(2):
+        s = s.strip(_EMPHASIS)
+        if s.endswith("."):
+            s = s[:-1]
+    return s.strip(_EMPHASIS)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
