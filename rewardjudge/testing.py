@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -26,7 +28,84 @@ from typing import Any, Callable, Sequence
 from .errors import ConfigError
 from .models._base import Completion, GenerationParams, InferenceModel, Message
 
-__all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel"]
+__all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel",
+           "request_seal", "seal_reply", "without_seal"]
+
+
+# --------------------------------------------------------------------------
+# the seal, as an obedient judge writes it
+# --------------------------------------------------------------------------
+_SEAL_ASKED = re.compile(r'(?:the value "|the code )([0-9a-f]{16})\b')
+
+
+def request_seal(messages: Sequence[Any]) -> "str | None":
+    """The seal a request asks the judge to write on its verdict (the last
+    one its last message names), or None for an unsealed request."""
+    for m in reversed(list(messages)):
+        found = _SEAL_ASKED.findall(_text_of(m.get("content") if isinstance(m, dict) else ""))
+        if found:
+            return found[-1]
+    return None
+
+
+def without_seal(text: str) -> str:
+    """A prompt text without the seal instruction the library appended to it
+    (for scripted judges that read their prompt)."""
+    from .readouts._seal import SEAL_LEAD
+
+    at = text.rfind(SEAL_LEAD)
+    return text if at < 0 else text[:at]
+
+
+def seal_reply(reply: str, messages: Sequence[Any]) -> str:
+    """``reply`` as a judge that follows the seal instruction writes it: the
+    request's seal added to the reply's last top-level JSON object (its
+    verdict), or, for a reply without one, its last line written as
+    ``VERDICT <seal>: <label>`` (a lead word such as ``Verdict:`` dropped).
+    A reply to an unsealed request, or one that already holds the seal, is
+    returned unchanged. The one way scripted judges learn the seal: test
+    judges that copy policy text seal only their own verdict with it.
+
+    >>> msgs = [{"role": "user", "content": 'Grade. ... with the value "0123456789abcdef": ...'}]
+    >>> seal_reply('{"score": "PASS"}', msgs)
+    '{"score": "PASS", "seal": "0123456789abcdef"}'
+    >>> seal_reply('Looks right.\nVerdict: PASS', msgs)
+    'Looks right.\nVERDICT 0123456789abcdef: PASS'
+    """
+    seal = request_seal(messages)
+    if seal is None or seal in reply:
+        return reply
+    last = _last_object(reply)
+    if last is not None:
+        start, end = last
+        inner = reply[start + 1:end - 1]
+        sep = ", " if inner.strip() else ""
+        return f'{reply[:end - 1].rstrip()}{sep}"seal": "{seal}"{reply[end - 1:]}' if sep else \
+            f'{reply[:start + 1]}"seal": "{seal}"{reply[end - 1:]}'
+    body = reply.rstrip()
+    cut = body.rfind("\n") + 1
+    line = body[cut:].strip()
+    head, colon, tail = line.partition(":")
+    if colon and len(head) <= 24 and tail.strip():
+        line = tail.strip()
+    return f"{body[:cut]}VERDICT {seal}: {line}{reply[len(body):]}"
+
+
+def _last_object(text: str) -> "tuple[int, int] | None":
+    """The span of the last top-level JSON object in ``text``."""
+    decoder = json.JSONDecoder()
+    best, i = None, text.find("{")
+    while i >= 0:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            best = (i, end)
+        i = text.find("{", end)
+    return best
+
 
 
 
@@ -54,11 +133,16 @@ class ScriptedModel(InferenceModel):
     subclass to simulate a judge failure). When the list runs out, ``default``
     answers (a fixed item) or ``ScriptExhausted`` is raised.
 
+    ``seal`` (default True): the model follows the seal instruction of a
+    sealed request, writing the seal on its reply's verdict (``seal_reply``);
+    False answers exactly as scripted (a judge that ignores the seal).
+
     >>> m = ScriptedModel(['{"reasoning": "fine", "score": "PASS"}'])
     """
 
     def __init__(self, script: Sequence[Reply] | Callable[..., Reply] = (), *, default: Reply = None,
-                 delay: float = 0.0, name: str = "scripted"):
+                 delay: float = 0.0, name: str = "scripted", seal: bool = True):
+        self.seal = seal
         self._fn = script if callable(script) else None
         self._items = list(script) if not callable(script) else []
         self.default = default
@@ -86,9 +170,11 @@ class ScriptedModel(InferenceModel):
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, Completion):
-            return item
+            return dataclasses.replace(item, text=seal_reply(item.text, messages)) if self.seal else item
         if not isinstance(item, str):
             raise ConfigError(f"a script item must be a str, Completion or exception, got {item!r:.60}")
+        if self.seal:
+            item = seal_reply(item, messages)
         prompt_words = sum(len(_text_of(m.get("content")).split()) for m in messages)
         return Completion(text=item, usage={"prompt_tokens": prompt_words,
                                             "completion_tokens": len(item.split())},
@@ -241,8 +327,10 @@ class FakeJudgeServer:
 
     def __init__(self, responder: Callable[[dict[str, Any]], str | Fault] | None = None, *,
                  latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
-                 model: str = "fake-judge", record: bool = True):
+                 model: str = "fake-judge", record: bool = True, seal: bool = True):
         self.responder = responder or (lambda req: DEFAULT_REPLY)
+        #: follow a sealed request's seal instruction (``seal_reply``) on chat replies
+        self.seal = seal
         self.latency = latency
         self.host = host
         self.port = port
@@ -322,7 +410,8 @@ class FakeJudgeServer:
                                                   fault.logprobs))
         elif fault.kind == "reply":
             words = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
-            conn._send(200, _chat_body(fault.content, req.get("model", self.model), words, fault.logprobs))
+            content = seal_reply(fault.content, req.get("messages") or []) if self.seal else fault.content
+            conn._send(200, _chat_body(content, req.get("model", self.model), words, fault.logprobs))
         elif fault.kind == "status":
             extra = f"Retry-After: {fault.retry_after}\r\n" if fault.retry_after is not None else ""
             conn._send(fault.status, fault.body, extra)

@@ -16,7 +16,16 @@ from rewardjudge.graders._candidate_grammar import candidate_grammar
 from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
 from rewardjudge.readouts._candidate_blocks import parse_candidate_reply
 from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
-                                         fitted_max_tokens, parse_judge_reply)
+                                         fitted_max_tokens)
+from rewardjudge.readouts._seal import read_sealed
+
+SEAL = "0123456789abcdef"
+
+
+def read_alone(reply: str, model):
+    """A sealed reply's verdict (the seal written on it, as an obedient judge would)."""
+    sealed = reply.rstrip()[:-1] + f', "seal": "{SEAL}"}}'
+    return read_sealed(sealed, SEAL, check=model.model_validate).value
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel
 from rewardjudge.models._base import Completion
@@ -35,8 +44,7 @@ def test_the_schema_states_the_reasoning_bound(model):
 @pytest.mark.parametrize("model, score", [(BinaryJudgeOutput, '"PASS"'), (GradedJudgeOutput, "3")])
 def test_a_longer_reasoning_is_cut_not_refused(model, score):
     long = "The answer names the right city and explains why. " * 40
-    reading = parse_judge_reply(f'{{"reasoning": "{long}", "score": {score}}}', model)
-    verdict = reading.verdict
+    verdict = read_alone(f'{{"reasoning": "{long}", "score": {score}}}', model)
     assert len(verdict.reasoning) <= REASONING_MAX_CHARS
     assert long.startswith(verdict.reasoning[:-1]) and verdict.reasoning.endswith("\u2026")
     assert verdict.to_value() in (1.0, 0.75)
@@ -47,8 +55,8 @@ def test_a_longer_reasoning_is_cut_not_refused(model, score):
 
 def test_a_raw_line_break_inside_the_reasoning_is_read():
     """llama-cpp-python's schema grammar lets a raw line break into a JSON string."""
-    reading = parse_judge_reply('{ "reasoning": "Right:\n" ,"score" :"PASS"}', BinaryJudgeOutput)
-    assert reading.verdict.score == "PASS" and reading.verdict.reasoning == "Right:\n"
+    verdict = read_alone('{ "reasoning": "Right:\n" ,"score" :"PASS"}', BinaryJudgeOutput)
+    assert verdict.score == "PASS" and verdict.reasoning == "Right:\n"
 
 
 def test_max_tokens_is_fitted_to_the_output_model_by_default():

@@ -16,7 +16,7 @@ import signal
 import pytest
 
 from rewardjudge import StringThread
-from rewardjudge.graders._outputs import BinaryJudgeOutput, output_value, parse_judge_reply
+from rewardjudge.graders._outputs import BinaryJudgeOutput, output_value
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel, RetryPolicy
 from rewardjudge.models._spawn import JudgeServer
@@ -44,7 +44,9 @@ def check_consistent(grades, n: int, max_requests: int) -> None:
         assert g.status in ("scored", "unscored"), g
         assert g.attempts <= max_requests, g
         if g.status == "scored":
-            assert g.value == output_value(parse_judge_reply(g.raw_reply, BinaryJudgeOutput).verdict)
+            verdict = g.extra["verdict"]
+            assert g.value == output_value(BinaryJudgeOutput.model_validate(verdict))
+            assert f'"{verdict["score"]}"' in g.raw_reply and '"seal"' in g.raw_reply
         else:
             assert g.value is None and g.error
 

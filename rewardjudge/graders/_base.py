@@ -16,6 +16,7 @@ from ..core.structured_output import OutputParserException, pydantic_parse, rend
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
+from ..readouts._decision import NoVerdict
 from ..readouts._json_verdict import Reading
 from ..readouts._scan import PromptIndex
 from ..thread import StringThread
@@ -58,6 +59,9 @@ class JudgeFailure:
     raw_reply: str | None
     latency_s: float
     error: JudgeError | None = None
+    #: a short fixed name of what went wrong with the reply, counted in judge health
+    #: (``"no sealed verdict"``, ``"cut off"``, ``"invalid"``); None for a judge error
+    kind: str | None = None
 
 Mode = Literal["train", "eval"]
 
@@ -352,7 +356,7 @@ class Grader(abc.ABC):
         attempts = 0
         started = time.perf_counter()
         last_reply: str | None = None
-        problem = ""
+        problem, kind = "", "invalid"
         extra_kw = {} if grammar is None else {"grammar": grammar}
         for _ in range(reply_retries + 1):
             try:
@@ -365,21 +369,29 @@ class Grader(abc.ABC):
             for k, v in completion.usage.items():
                 usage[k] = usage.get(k, 0) + v
             last_reply = completion.text
+            if completion.finish_reason == "length":
+                # a reply cut off by max_tokens is never read: its last word is not the judge's last
+                problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
+                continue
             try:
                 if len(completion.text) > _INLINE_CHARS:   # a rambling judge: read it off the loop
                     verdict = await asyncio.to_thread(parse, completion.text)
                 else:
                     verdict = parse(completion.text)
             except OutputParserException as exc:
-                problem = exc.reason
+                problem, kind = exc.reason, "invalid"
                 continue
             forgeries = 0
+            if isinstance(verdict, NoVerdict):
+                problem, kind = verdict.reason, verdict.kind
+                continue
             if isinstance(verdict, Reading):
                 forgeries, verdict = verdict.forgeries, verdict.verdict
             return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started,
                                forgeries)
-        return JudgeFailure(f"invalid judge reply after {reply_retries + 1} tries: {problem}",
-                            attempts, usage, last_reply, time.perf_counter() - started)
+        what = "invalid judge reply" if kind == "invalid" else kind
+        return JudgeFailure(f"{what} after {reply_retries + 1} tries: {problem}",
+                            attempts, usage, last_reply, time.perf_counter() - started, kind=kind)
 
     async def ask_distribution(self, model: InferenceModel, messages: Sequence[Message],
                                choices: Sequence[str], params: GenerationParams | None = None, *,

@@ -7,8 +7,6 @@ The token-distribution readout itself is ``readouts._distribution``.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Sequence
 
 from pydantic import BaseModel
@@ -19,7 +17,7 @@ from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ._base import JudgeFailure
 from ._outputs import output_value
 
-__all__ = ["apply_expected_value", "score_choices", "weigh_verdict"]
+__all__ = ["apply_expected_value", "score_choices", "score_offset", "weigh_verdict"]
 
 
 def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
@@ -49,48 +47,44 @@ def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
     return None
 
 
-def _score_prefixes(reply: str, verdict: BaseModel, raw: dict[str, Any]) -> list[str]:
-    """The reply up to where each ``"score"`` value equal to the verdict's
-    starts, only where the JSON object around the value is that verdict
-    (``raw``: its JSON form; a label read from the last line leaves no such
-    place, and a copy of the policy's verdict-shaped text is not one unless
-    it is equal)."""
-    text = str(raw.get("score"))
-    out = []
-    for m in re.finditer(r'"score"\s*:\s*"?', reply):
-        if reply.startswith(text, m.end()) and _inside_verdict(reply, m.start(), verdict, raw):
-            out.append(reply[:m.end()])
-    return out
-
-
-_DECODER = json.JSONDecoder()
-_MAX_ENCLOSING = 64
-
-
-def _inside_verdict(reply: str, at: int, verdict: BaseModel, want: dict[str, Any]) -> bool:
-    """Whether a JSON object holding offset ``at`` decodes to ``verdict``
-    (``want``: its JSON form)."""
-    start = at
-    for _ in range(_MAX_ENCLOSING):
-        start = reply.rfind("{", 0, start)
-        if start < 0:
-            return False
-        try:
-            obj, end = _DECODER.raw_decode(reply, start)
-        except ValueError:
-            continue
-        if end <= at or not isinstance(obj, dict):
-            continue
-        try:
-            if type(verdict).model_validate(obj).model_dump(mode="json") == want:
-                return True
-        except Exception:   # not this output model's shape
-            continue
-    return False
-
-
-#: most score positions read in one reply (more: the lowest score's value)
-MAX_SCORE_POSITIONS = 8
+def score_offset(reply: str, start: int, end: int, field: str = "score") -> int | None:
+    """Where the value of ``field`` starts inside the verdict at
+    ``reply[start:end]``: a JSON object (its own top-level key, found by one
+    pass that tracks strings and depth, so text inside its strings is never
+    taken for the key; inside a string value, after the opening quote), or a
+    ``VERDICT <seal>: <label>`` line (the label). None when not found."""
+    if reply.startswith("{", start):
+        depth, i, key_next = 0, start, False
+        while i < end:
+            ch = reply[i]
+            if ch == '"':
+                j = i + 1
+                while j < end and reply[j] != '"':
+                    j += 2 if reply[j] == "\\" else 1
+                if depth == 1 and key_next and reply[i + 1:j] == field:
+                    k = j + 1
+                    while k < end and reply[k] in " \t\r\n:":
+                        k += 1
+                    return k + 1 if k < end and reply[k] == '"' else k
+                key_next = False
+                i = j + 1
+                continue
+            if ch in "{[":
+                depth += 1
+                key_next = depth == 1 and ch == "{"
+            elif ch in "}]":
+                depth -= 1
+            elif ch == "," and depth == 1:
+                key_next = True
+            i += 1
+        return None
+    colon = reply.find(":", start, end)
+    if colon < 0:
+        return None
+    k = colon + 1
+    while k < end and reply[k] in " \t*_`":
+        k += 1
+    return k if k < end else None
 
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
@@ -118,25 +112,20 @@ def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: typ
 
 
 async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: str,
-                               verdict: BaseModel, grade: Any) -> Any:
+                               found: Any, grade: Any) -> Any:
     """Replace a scored Grade's value by the verdict's expected value.
 
     Used by graders with ``expected_value=True`` (``grader.model``,
-    ``grader.output_model``, optional ``grader.expected_value_floor``). The
-    judge's generated ``reply`` is cut right before its score value and
-    given back as an assistant prefix; the probabilities of every score
-    token are read there (``Grader.ask_distribution``: an unconstrained
-    step, even when the reply itself was schema-constrained) and the
-    verdict's value averaged over them (``weigh_verdict``). Where the reply
-    holds the same score at several places (a copy of the policy's text, say)
-    every place where the JSON object is the verdict is read and the lowest
-    expected value counts (a failed read
-    there lets the sampled value count too; beyond ``MAX_SCORE_POSITIONS``
-    places, the lowest value a score can carry), so text cannot move the
-    read off the judge's own score. The sampled
-    value is kept in ``extra["sampled_value"]``. When the distribution
-    cannot be read (score not found in the reply, too little mass on valid
-    scores, a judge error) the sampled value stays and
+    ``grader.output_model``, optional ``grader.expected_value_floor``).
+    ``found`` is the sealed verdict the judge wrote (a
+    ``readouts._decision.Verdict`` whose value is ``(verdict, value)``): its
+    place is known, so the reply is cut right before the score inside it and
+    given back to the judge as an assistant prefix; the probabilities of every
+    score token are read there (``Grader.ask_distribution``: an unconstrained
+    step, even when the reply itself was schema-constrained) and the verdict's
+    value averaged over them (``weigh_verdict``). The sampled value is kept in
+    ``extra["sampled_value"]``. When the distribution cannot be read (too
+    little mass on valid scores, a judge error) the sampled value stays and
     ``extra["distribution_error"]`` says why. Usage errors (a model without
     ``grade_distribution``, a score that is not one token) are raised.
     """
@@ -145,49 +134,21 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    raw = verdict.model_dump(mode="json")
-    prefixes = _score_prefixes(reply, verdict, raw)
+    verdict = found.value[0]
+    at = score_offset(reply, found.start, found.end)
     info: dict[str, Any]
-    if not prefixes:
+    if at is None:
         info = {"expected_value": None, "distribution_error":
-                "the score could not be located in the judge's reply"}
-    elif len(prefixes) > MAX_SCORE_POSITIONS:
-        # too many places to read: the lowest value a score can carry
-        lowest = min(output_value(grader.output_model.model_validate({**raw, "score": v}))
-                     for v in values)
-        info = {"expected_value": min(lowest, grade.value), "score_positions": len(prefixes),
-                "distribution_error": f"the score appears at {len(prefixes)} places in the reply "
-                                      f"(at most {MAX_SCORE_POSITIONS} are read): the lowest value"}
+                "the score could not be located in the judge's sealed verdict"}
     else:
-        # the reply may also hold copies of the policy's text with the same score
-        # (the judge quoting or echoing it): the judge's own position is among
-        # them, and a read inside a copy follows the copied text, so every
-        # position is read and the lowest expected value counts; where a read
-        # failed (that may be the judge's own), the sampled value counts too
-        best: dict[str, Any] | None = None
-        failed: dict[str, Any] | None = None
-        for prefix in prefixes:
-            dist = await grader.ask_distribution(
-                grader.model, [*messages, {"role": "assistant", "content": prefix}],
-                [str(v) for v in values])
-            grade.attempts += dist.attempts
-            if isinstance(dist, JudgeFailure):
-                failed = failed or {"expected_value": None, "distribution_error": dist.reason}
-                continue
-            read = weigh_verdict(dist, verdict, grader.output_model, values, floor)
-            if read.get("expected_value") is None:
-                failed = failed or read
-            elif best is None or read["expected_value"] < best["expected_value"]:
-                best = read
-        if best is None:
-            info = failed or {}
-        elif failed is not None and grade.value < best["expected_value"]:
-            info = {**failed, "expected_value": None}
+        dist = await grader.ask_distribution(
+            grader.model, [*messages, {"role": "assistant", "content": reply[:at]}],
+            [str(v) for v in values])
+        grade.attempts += dist.attempts
+        if isinstance(dist, JudgeFailure):
+            info = {"expected_value": None, "distribution_error": dist.reason}
         else:
-            info = best if failed is None else {**best, "distribution_error":
-                                                    failed.get("distribution_error")}
-        if len(prefixes) > 1:
-            info["score_positions"] = len(prefixes)
+            info = weigh_verdict(dist, verdict, grader.output_model, values, floor)
     grade.extra.update(info)
     if info.get("expected_value") is not None:
         grade.value = float(info["expected_value"])

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 import typing
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError, OutputParserException
 from ..scales import Scale
-from ..readouts._json_verdict import Reading, read_json_verdict
-from ..readouts._plain_label import read_plain_label
-from ..readouts._scan import PromptIndex
+from ..readouts._decision import Decision, NoVerdict, Verdict
 
 
 #: the most characters a built-in verdict's reasoning holds. The JSON schema
@@ -232,145 +231,39 @@ def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, di
 _LABEL_FORMS: "dict[type[BaseModel], tuple[str, list[str], str | None, dict[str, float]] | None]" = {}
 
 
-def lowest_value(model: type[BaseModel]) -> float | None:
-    """The lowest reward a verdict of ``model`` can carry (its ``score``'s
-    labels or bounds, through ``to_value``), or None when it cannot be told."""
-    if model in _LOWEST:
-        return _LOWEST[model]
-    low: float | None = None
-    field = model.model_fields.get("score")
-    if field is not None:
-        if typing.get_origin(field.annotation) is typing.Literal:
-            candidates = list(typing.get_args(field.annotation))
+def _same_value(a: "tuple[BaseModel, float]", b: "tuple[BaseModel, float]") -> bool:
+    """Two read verdicts agree when their values do."""
+    return a[1] == b[1]
+
+
+def _label_to_verdict(decision: Decision, text: str,
+                      make: "Callable[[str, str], tuple[BaseModel, float]]") -> Decision:
+    """A decision whose verdict is a bare label made into ``(verdict, value)``
+    of the output model (``make(label, reasoning)``; the reasoning is what the
+    judge wrote before its verdict line); any other decision as it is."""
+    if not isinstance(decision, Verdict):
+        return decision
+    def made(v: Any) -> Any:
+        return make(v, bounded_reasoning(text[:decision.start].strip()) or v) if isinstance(v, str) else v
+    try:
+        return Verdict(made(decision.value), decision.start, decision.end,
+                       tuple(made(v) for v in decision.others))
+    except ValueError as exc:
+        return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
+
+
+def schema_fields(model: type[BaseModel]) -> str:
+    """A short list of a verdict's fields for a seal instruction, with
+    placeholders for their values: ``"reasoning" (text), "score" ("PASS" or "FAIL")``."""
+    props = (model.model_json_schema().get("properties") or {})
+    out = []
+    for name, node in props.items():
+        if "enum" in node:
+            kind = " or ".join(json.dumps(v) for v in node["enum"])
+        elif "const" in node:
+            kind = json.dumps(node["const"])
         else:
-            candidates = [getattr(m, a) for m in field.metadata for a in ("ge", "gt", "le", "lt")
-                          if getattr(m, a, None) is not None]
-        try:
-            values = [output_value(model.model_construct(score=c)) for c in candidates]
-            low = min(values) if values else None
-        except Exception:  # a to_value that needs more than the score
-            low = None
-    _LOWEST[model] = low
-    return low
-
-
-_LOWEST: "dict[type[BaseModel], float | None]" = {}
-
-
-def parse_judge_reply(text: str, model: type[BaseModel], prompt: PromptIndex | None = None
-                      ) -> Reading[BaseModel]:
-    """Read a judge reply into ``model``: the judge's own JSON verdict
-    (``readouts._json_verdict``), else, for label models such as
-    ``BinaryJudgeOutput``, its own plain label line (``readouts._plain_label``).
-    Copies of ``prompt`` are quoted text, never a verdict; own verdicts must
-    agree. For label models the two readouts are one decision: the strongest
-    tier of ``readouts._json_verdict.decide`` found in either decides (a JSON
-    copy of policy text never outweighs a lower label line the judge wrote),
-    and verdicts of that tier in both must agree; a verdict that is not
-    surely the judge's own never outweighs a lower one of the other form, nor
-    a JSON verdict of its own a lower label line in excess. Raises
-    ``OutputParserException`` otherwise.
-    """
-    def check(data: dict[str, Any]) -> BaseModel:
-        try:
-            return model.model_validate(data)
-        except Exception as exc:  # ValidationError, or a validator's own error
-            raise ValueError(f"does not match {model.__name__}: {exc}".replace("\n", " ")[:400]) from None
-
-    # a reply that is nothing but a copy of policy text is read only when its
-    # verdict cannot raise the policy's reward
-    low = lowest_value(model)
-    harmless = None if low is None else (lambda v: output_value(v) <= low)
-    try:
-        json_reading: "Reading[BaseModel] | None" = read_json_verdict(text, check, output_value, prompt,
-                                                                      harmless=harmless,
-                                                                      value=output_value)
-        json_exc: "OutputParserException | None" = None
-    except OutputParserException as exc:
-        json_reading, json_exc = None, exc
-    if json_reading is not None and json_reading.tier == 0:
-        mine = output_value(json_reading.verdict)
-        if prompt is None or low is None or mine <= low:
-            return json_reading
-    plain = _label_form(model)   # only now: most replies are settled above
-    if plain is None:
-        if json_exc is not None:
-            raise json_exc
-        return json_reading
-    # no JSON verdict the judge surely wrote: its own label line may be there. The two
-    # readouts are one decision: the strongest tier in either decides (a JSON copy the
-    # judge quoted twice is no match for a label line it wrote), and verdicts of one
-    # tier must agree
-    name, labels, reasoning_name, values = plain
-    label_value = values.__getitem__
-
-    if json_reading is not None and json_reading.tier == 0:
-        # only a line holding a lower label can outweigh the JSON verdict (below)
-        folded = text.casefold()
-        if not any(lab.casefold() in folded for lab in labels if values[lab] < mine):
-            return json_reading
-    try:
-        reading = read_plain_label(text, labels, prompt, harmless=None if low is None else (
-            lambda lab: label_value(lab) <= low), value=label_value)
-        plain_exc: "OutputParserException | None" = None
-    except OutputParserException as exc:
-        reading, plain_exc = None, exc
-    if json_reading is not None and json_reading.tier == 0:
-        # a JSON verdict above the lowest, in text no prompt text folds to (which a judge
-        # re-writing policy text may still make): a lower label line the judge may have
-        # written (one of its own, or one in excess) makes the reply ambiguous
-        lower = (reading.tier <= 1 and label_value(reading.verdict[0]) < mine) if reading is not None \
-            else (getattr(plain_exc, "tier", None) is not None and plain_exc.tier <= 1  # type: ignore[union-attr]
-                  and getattr(plain_exc, "floor", None) is not None and plain_exc.floor < mine)  # type: ignore[union-attr]
-        if lower:
-            raise OutputParserException("ambiguous reply: a JSON verdict of the judge's own and a "
-                                        "lower label line that may be its own", text)
-        return json_reading
-    # a verdict that is not surely the judge's own (a tier above 0) is read only when no
-    # candidate of the other readout is lower: that one may be the judge's own
-    floors = [f for f in (getattr(r, "floor", None) for r in (json_reading, json_exc, reading, plain_exc))
-              if f is not None]
-    if json_reading is not None and json_reading.floor is None:   # its only candidate
-        floors.append(output_value(json_reading.verdict))
-    if reading is not None and reading.floor is None:
-        floors.append(label_value(reading.verdict[0]))
-    result = _one_decision(text, json_reading, json_exc, reading, plain_exc, label_value, check, name,
-                           reasoning_name)
-    if result.tier > 0 and floors and output_value(result.verdict) > min(floors):
-        raise OutputParserException("ambiguous reply: a verdict that is not surely the judge's own "
-                                    "above a lower one in the other form", text)
-    return result
-
-
-def _one_decision(text: str, json_reading: "Reading[BaseModel] | None",
-                  json_exc: "OutputParserException | None", reading: "Reading[tuple[str, str]] | None",
-                  plain_exc: "OutputParserException | None", label_value: Any, check: Any, name: str,
-                  reasoning_name: "str | None") -> "Reading[BaseModel]":
-    """The JSON and label readouts of one reply as one decision (``parse_judge_reply``)."""
-    if reading is None:
-        assert plain_exc is not None
-        tier = getattr(plain_exc, "tier", None)   # label lines of one tier that disagree
-        if json_reading is not None and (tier is None or tier > json_reading.tier):
-            return json_reading
-        if json_reading is not None:
-            raise plain_exc
-        raise OutputParserException(f"{json_exc.reason}; {plain_exc.reason}", text) from None
-    label, reasoning = reading.verdict
-    if json_reading is not None:
-        if reading.tier > json_reading.tier:
-            return json_reading
-        if label_value(label) == output_value(json_reading.verdict):
-            return json_reading
-        # a label line outweighs a JSON copy only where that cannot raise the reward (a line
-        # the judge seems to have written may still be policy text it re-flowed)
-        if reading.tier == json_reading.tier or label_value(label) > output_value(json_reading.verdict):
-            raise OutputParserException("ambiguous reply: a JSON verdict and a label line of the "
-                                        "judge's own that disagree", text)
-    else:
-        tier = getattr(json_exc, "tier", None)   # JSON verdicts of one tier that disagree
-        if tier is not None and tier <= reading.tier:
-            raise json_exc
-    data: dict[str, Any] = {name: label}
-    if reasoning_name is not None:
-        data[reasoning_name] = reasoning
-    return Reading(check(data), reading.forgeries, reading.quoted, reading.tier, reading.floor)
+            kind = {"string": "text", "integer": "an integer", "number": "a number",
+                    "boolean": "true or false"}.get(node.get("type"), "a value")
+        out.append(f"\"{name}\" ({kind})")
+    return ", ".join(out)

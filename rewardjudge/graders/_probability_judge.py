@@ -135,7 +135,17 @@ class ProbabilityJudgeGrader(Grader):
         #: the model answers typed questions (TypedQuestionClient): no prompt is built
         self.typed = bool(getattr(model, "answers_typed_questions", False))
         if answer_prefix == "auto":
-            answer_prefix = AUTO_PREFIX if model.continues_prefix else None
+            answer_prefix = AUTO_PREFIX
+        if not self.typed and (answer_prefix is None or not model.continues_prefix):
+            # the grade is the token right after a prefix the library wrote: a reply's
+            # first token may be a copy of the policy's text, or anything but the grade
+            raise ConfigError(
+                f"a probability grade reads only the token right after an answer prefix the "
+                f"library writes (answer_prefix, default 'Grade: '), and "
+                + (f"{getattr(model, 'name', type(model).__name__)!r} cannot continue one "
+                   f"(continues_prefix is False): use a TorchModel, or an OpenAIModel with "
+                   f"logprobs_endpoint='completions' and the judge's chat_template"
+                   if not model.continues_prefix else "answer_prefix=None turns it off"))
         self.value_mode = opts.value
         self.min_valid_mass = float(opts.min_valid_mass)
         self.answer_prefix = answer_prefix

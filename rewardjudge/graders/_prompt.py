@@ -58,6 +58,10 @@ class JudgePrompt:
                 roots.setdefault(path.split(".", 1)[0], None)
         return list(roots)
 
+    def mentions(self, name: str) -> bool:
+        """Whether either template reads the variable ``name``."""
+        return name in self.variables
+
     def check(self, names: Iterable[str] | None) -> None:
         """Raise ``TemplateVariableError`` when a strict template reads a name
         outside ``names`` (None: not known before a real sample; no check)."""

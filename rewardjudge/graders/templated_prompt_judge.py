@@ -24,7 +24,9 @@ from ..core.structured_output import OutputParserException, render_schema
 from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
-from ..readouts._json_verdict import Reading
+from ..readouts._decision import Verdict
+from ..readouts._seal import (SEAL_FIELD, Sealer, json_instruction, label_instruction, read_sealed,
+                              read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
@@ -32,8 +34,9 @@ from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
 from ._expected_value import apply_expected_value, score_choices
-from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, check_output_model,
-                      fitted_max_tokens, output_value, parse_judge_reply, verdict_reasoning)
+from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, _label_form,
+                       _label_to_verdict, _same_value, check_output_model, fitted_max_tokens,
+                       output_value, schema_fields, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
 
@@ -81,12 +84,21 @@ class TemplatedPromptJudgeGrader(Grader):
                  strict_templates: bool = True, engine: str = "handlebars", structured: bool = True,
                  expected_value: bool = False,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
-                 reject_content_free: bool | None = None, max_completion_chars: int | None = None):
+                 reject_content_free: bool | None = None, max_completion_chars: int | None = None,
+                 seal: bool = True, seal_key: "bytes | str | None" = None):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
         self.bind_judge(model, completion_model)
         self.output_model = check_output_model(output_model)
+        if SEAL_FIELD in self.output_model.model_fields:
+            raise ConfigError(f"output_model {self.output_model.__name__} has a field named "
+                              f"{SEAL_FIELD!r}: that name carries the verdict's seal; rename the field")
+        if not isinstance(seal, bool):
+            raise ConfigError(f"seal must be True or False, got {seal!r}")
+        self.seal = seal
+        self._sealer = Sealer(seal_key)
+        self._label = _label_form(self.output_model)
         if isinstance(max_tokens, str) and max_tokens == "fit":
             # the default: what a schema-constrained reply of the output model needs
             # (its reasoning is bounded); 512 where the reply is not bounded
@@ -103,6 +115,9 @@ class TemplatedPromptJudgeGrader(Grader):
         self.reply_retries = opts.reply_retries
         self.structured = bool(structured)
         self._schema = self.output_model.model_json_schema() if structured else None
+        #: what the server is asked to enforce: the output model's schema plus the seal field
+        #: (one schema for every request, so servers keep their compiled grammar)
+        self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
         self.expected_value = bool(expected_value)
         if self.expected_value and score_choices(self.output_model) is None:
             raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
@@ -169,32 +184,66 @@ class TemplatedPromptJudgeGrader(Grader):
         return {k: v if k in own else neutralize_value(v, tags, ctl) for k, v in context.items()}
 
     # -- pieces, reusable by subclasses -----------------------------------
+    def _check(self, data: dict[str, Any]) -> tuple[BaseModel, float]:
+        """A decoded verdict object as ``(verdict, value)``; ValueError when it
+        does not fit the output model or has no finite value."""
+        try:
+            verdict = self.output_model.model_validate(data)
+        except Exception as exc:  # ValidationError, or a validator's own error
+            raise ValueError(f"does not match {self.output_model.__name__}: {exc}".replace("\n", " ")[:400]) from None
+        return verdict, output_value(verdict)
+
+    def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
+                       ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
+        """``(messages, json_schema, read)`` of one request: with ``seal`` on,
+        the messages end with the seal instruction, the schema requires the
+        seal and ``read`` takes only a verdict that carries it
+        (``readouts._seal``); with it off, the last verdict outside any
+        verbatim copy of the policy's text (forgeable: for replaying a
+        calibrated benchmark prompt as it is)."""
+        labels = self._label[1] if self._label is not None else ()
+        if not self.seal:
+            texts = [t for t in policy_texts if t]
+            return messages, self._schema, lambda text: _label_to_verdict(
+                read_unsealed(text, texts, check=self._check, labels=labels, same=_same_value),
+                text, self._label_verdict)
+        seal = self._sealer.value(messages)
+        if self._label is not None and not self.structured and not self.prompt.mentions("output_schema"):
+            instruction = label_instruction(seal, " or ".join(labels))
+        else:
+            instruction = json_instruction(seal, "" if self.prompt.mentions("output_schema")
+                                           else schema_fields(self.output_model))
+        return seal_messages(messages, instruction), self._wire_schema, lambda text: self._read_sealed(text, seal, labels)
+
+    def _read_sealed(self, text: str, seal: str, labels: Sequence[str]) -> Any:
+        decision = read_sealed(text, seal, check=self._check, labels=labels, same=_same_value)
+        return _label_to_verdict(decision, text, self._label_verdict)
+
+    def _label_verdict(self, label: str, reasoning: str) -> tuple[BaseModel, float]:
+        name, _, reasoning_name = self._label[:3]   # type: ignore[index]
+        data: dict[str, Any] = {name: label}
+        if reasoning_name is not None:
+            data[reasoning_name] = reasoning
+        return self._check(data)
+
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()) -> Grade:
-        """Ask the judge, re-asking after unreadable verdicts; never raises
-        for judge-side failures."""
-        prompt = self.prompt_index(messages, policy_texts)
-
-        def parse(text: str) -> Reading:
-            try:
-                reading = parse_judge_reply(text, self.output_model, prompt)
-                reading.verdict = (reading.verdict, output_value(reading.verdict))
-                return reading
-            except OutputParserException:
-                raise
-            except (ValueError, TypeError) as exc:  # a to_value() that cannot read this verdict
-                raise OutputParserException(str(exc), text) from None
-
-        answer = await self.ask_until_parsed(self.model, messages, self.params, parse,
-                                             json_schema=self._schema,
+        """Ask the judge for a sealed verdict, re-asking after a reply without
+        one; never raises for judge-side failures."""
+        sent, schema, read = self.sealed_request(messages, policy_texts)
+        answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
                                              reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
             return self.failed(answer)
-        verdict, value = answer.verdict
+        found: Verdict = answer.verdict
+        verdict, value = found.value
         reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
                      else verdict_reasoning(verdict))
-        grade = self.scored(answer, value, reasoning, {"verdict": verdict.model_dump(mode="json")})
+        extra: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
+        if found.others:
+            extra["disagreeing_verdicts"] = [v[0].model_dump(mode="json") for v in found.others]
+        grade = self.scored(answer, value, reasoning, extra)
         if self.expected_value:
-            grade = await apply_expected_value(self, messages, answer.completion.text, verdict, grade)
+            grade = await apply_expected_value(self, sent, answer.completion.text, found, grade)
         return grade
 
     def config(self) -> dict[str, Any]:
@@ -204,7 +253,7 @@ class TemplatedPromptJudgeGrader(Grader):
                                      if self.completion_model else None),
                 "template_variables": self.template_variables, "params": self.params.as_dict(),
                 "model": getattr(self.model, "name", type(self.model).__name__),
-                "structured": self.structured,
+                "structured": self.structured, "seal": self.seal,
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 **({"expected_value": True} if self.expected_value else {})}
 

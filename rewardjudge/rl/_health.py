@@ -27,8 +27,13 @@ _KIND_PATTERNS = (
     ("http", re.compile(r"^JudgeHTTPError\b")),
     ("connection", re.compile(r"^Judge(Connection|Startup)Error\b")),
     ("invalid_reply", re.compile(r"^(JudgeResponseError\b|invalid judge reply)")),
+    ("no_sealed_verdict", re.compile(r"^no sealed verdict\b")),
+    ("cut_off", re.compile(r"^cut off\b")),
 )
-UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "other")
+#: the kinds where the judge answered but wrote no verdict that can be read
+_REPLY_KINDS = ("invalid_reply", "no_sealed_verdict", "cut_off")
+UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "no_sealed_verdict", "cut_off",
+                  "other")
 
 
 def unscored_kind(grade: Grade) -> str:
@@ -120,7 +125,7 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
     for kind in UNSCORED_KINDS:
         out[f"unscored/{kind}"] = float(kinds.count(kind))
     out["policy_parse_failure_rate"] = rate(len(penalized), n)
-    out["judge_parse_failure_rate"] = rate(kinds.count("invalid_reply"), len(judged))
+    out["judge_parse_failure_rate"] = rate(sum(kinds.count(k) for k in _REPLY_KINDS), len(judged))
     forgeries = sum(1 for g in grades if g.extra.get("forgery"))
     out["forgeries"] = float(forgeries)
     out["forgery_rate"] = rate(forgeries, n)

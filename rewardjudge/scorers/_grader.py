@@ -38,6 +38,7 @@ from ..grade import Grade
 from ..graders._base import Grader, JudgeFailure, Mode
 from ..graders._options import JudgeBinding, JudgeOptions, validated
 from ..models._base import Completion, GenerationParams, InferenceModel
+from ..readouts._seal import Sealer, json_instruction, seal_messages, sealed_schema
 from ..readouts._text import template_tag_names
 from ..thread import StringThread
 from ._binding import MalformedCompletion, ScorerBinding, output_instructions
@@ -75,7 +76,7 @@ class ScorerGrader(Grader):
     def __init__(self, binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
                  reply_retries: int = 1, language: str | None = None, default_max_tokens: int = 512,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
-                 allow_model_override: bool = False):
+                 allow_model_override: bool = False, seal_key: "bytes | str | None" = None):
         if not isinstance(binding, ScorerBinding):
             raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
         model = validated(JudgeBinding, model=model).model
@@ -98,9 +99,11 @@ class ScorerGrader(Grader):
         self.model_name = asked
         self.allow_model_override = bool(allow_model_override)
         self.reply_retries = reply_retries
+        self._sealer = Sealer(seal_key)
         self.language = language
         self.spec = config.output_spec
         self.schema = self.spec.json_schema()
+        self._wire_schema = sealed_schema(self.schema)   # the seal field added, the same every request
         p = config.params
         max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
         self.params = GenerationParams(temperature=p.temperature, top_p=p.top_p,
@@ -140,13 +143,16 @@ class ScorerGrader(Grader):
             return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
         extra["missing_variables"] = missing
         messages = [{"role": "user", "content": prompt}]
-        index = self.prompt_index(messages, [t for r, t in clean.turns[-1:] if r == "assistant"])
-        answer = await self.ask_until_parsed(self.model, messages, self.params,
-                                             lambda text: self.spec.read(text, index),
-                                             json_schema=self.schema, reply_retries=self.reply_retries)
+        # the verdict must carry the request's seal (readouts/_seal.py), asked for last
+        seal = self._sealer.value(messages)
+        sent = seal_messages(messages, json_instruction(seal))
+        answer = await self.ask_until_parsed(self.model, sent, self.params,
+                                             lambda text: self.spec.read(text, seal),
+                                             json_schema=self._wire_schema,
+                                             reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
             return self.failed(answer, extra=extra)
-        verdict = answer.verdict
+        verdict = answer.verdict.value
         return self.scored(answer, verdict.value, verdict.reason,
                            {**extra, "judge_model": answering_model(answer.completion, self.model_name),
                             "label": verdict.label, "score": verdict.score})

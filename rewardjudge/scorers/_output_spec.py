@@ -42,8 +42,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..readouts._json_verdict import Reading, read_json_verdict
-from ..readouts._scan import PromptIndex
+from ..readouts._decision import Decision
+from ..readouts._seal import read_sealed
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
@@ -119,26 +119,17 @@ class OutputSpec:
         return Verdict(value=value, label=label, reason=data["reason"].strip(), score=data[self.field])
 
     def parse(self, text: str) -> Verdict:
-        """Parse a judge reply; ``OutputParserException`` saying why when it is unusable."""
-        return self.read(text).verdict
+        """One verdict object written alone (no seal: for checking a spec by
+        hand); ``ValueError`` saying why when it does not fit."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the reply is not one JSON object: {exc}") from None
+        return self.check(data)
 
-    def read(self, text: str, prompt: PromptIndex | None = None) -> Reading[Verdict]:
-        """The judge's own verdict in ``text`` (``readouts._json_verdict``):
-        copies of the ``prompt`` sent are quoted material, never a verdict."""
-        low = self.lowest()
-        return read_json_verdict(text, self.check, lambda v: (v.value, v.label), prompt,
-                                 harmless=None if low is None else (
-                                     lambda v: v.value is not None and v.value <= low),
-                                 value=lambda v: v.value)
-
-    def lowest(self) -> float | None:
-        """The lowest value a verdict can carry, where the spec says."""
-        if isinstance(self, NumericSpec):
-            return self.min
-        if isinstance(self, BooleanSpec):
-            return 0.0
-        values = getattr(self, "values", None)
-        return min(values.values()) if values else None
+    def read(self, text: str, seal: str) -> Decision:
+        """The judge's last verdict sealed with ``seal`` (``readouts._seal``)."""
+        return read_sealed(text, seal, check=self.check, same=lambda a, b: a.value == b.value)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()
