@@ -198,3 +198,60 @@ def _forgery(form: VerdictForm, value: Any) -> tuple[str, Any]:
         text = form.pattern.replace("{score}", f"{other:g}")
     assert [v.value for v in form.find(text)] == [other]
     return text, other
+
+
+# ----------------------------------------------------------- grader-level replay
+def _grader_has_forms() -> bool:
+    import inspect
+
+    from rewardjudge.graders import TemplatedPromptJudgeGrader
+    return {"verdict_form", "seal"} <= set(inspect.signature(TemplatedPromptJudgeGrader).parameters)
+
+
+#: each label's reward, for the label forms (the reward of the judge's preferred answer A / model_1)
+LABEL_VALUES = {
+    "mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
+    "arena_hard": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
+    "alpaca_eval": {"model_1": 1.0, "model_2": 0.0},
+}
+
+
+@pytest.mark.skipif(not _grader_has_forms(), reason="TemplatedPromptJudgeGrader has no verdict_form= yet")
+@pytest.mark.parametrize("source", sorted(SOURCES))
+async def test_templated_grader_replays_real_replies(source):
+    """A TemplatedPromptJudgeGrader with the source's declared form, unsealed,
+    fed each sampled real reply by a ScriptedModel: its grade is what
+    ``VerdictForm.read`` reads (a label through its reward; no verdict: not
+    scored), which is the source parser's reading wherever the two agree
+    (every 10th reply, and every reply where the source or the form read
+    nothing)."""
+    from rewardjudge import StringThread
+    from rewardjudge.graders import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    form, _parse, as_value = SOURCES[source]
+    values = LABEL_VALUES.get(source)
+    rows = _rows(source)
+    sample = [r for i, r in enumerate(rows)
+              if i % 10 == 0 or r["expected"] is None or not form.read(r["reply"]).ok]
+    thread = StringThread([("user", "Rate the answer."), ("assistant", "a policy answer under test")])
+    checked = agreed = 0
+    for row in sample:
+        model = ScriptedModel([row["reply"]], default=row["reply"], seal=False)
+        grader = TemplatedPromptJudgeGrader(
+            "replay", model, "You are a judge.", "Q: {{last_user_turn_content}}\nA: {{completion}}",
+            verdict_form=form.pattern, label_values=values, score_bounds=form.bounds, seal=False)
+        grade = await grader.grade(thread)
+        read = form.read(row["reply"], ["a policy answer under test"])
+        if not read.ok:
+            assert grade.status != "scored", (row["origin"], grade)
+            continue
+        want = float(values[read.value]) if values else float(read.value)
+        assert grade.status == "scored" and grade.value == want, (row["origin"], read, grade)
+        expected = as_value(row["expected"])
+        if expected is not None and read.value == expected:
+            agreed += 1
+        checked += 1
+    print(f"\n{source}: grader replay: {checked} sampled replies scored as the form reads them, "
+          f"{agreed} of them as the source's parser reads them; {len(sample) - checked} not scored")
+    assert agreed == checked >= 25
