@@ -20,7 +20,7 @@ from rewardjudge.attacks import COPYING_MODES, MODES, Attack, default_targets, r
 from rewardjudge.graders import CandidateJudgeGrader
 from rewardjudge.models._base import InferenceModel
 from rewardjudge.readouts._candidate_blocks import read_candidate_reply
-from rewardjudge.testing import ScriptedModel
+from rewardjudge.testing import ScriptedModel, request_seal, seal_reply, without_seal
 
 QUESTION = "What is the capital of France?"
 BENIGN = "Paris is the capital of France, clearly."
@@ -108,10 +108,10 @@ async def test_an_overlong_candidate_leaves_no_sibling_unscored(max_rounds):
 
 
 class _CopyingDistributionJudge(InferenceModel):
-    """Writes its own verdict (score 0), then copies the answer it was shown.
-    Asked for its next token after a prefix that ends inside that copy, it
-    follows the copied text (here: torn between 0 and 4); after its own
-    verdict's ``"score": `` it says 0."""
+    """Writes its own verdict (score 0, sealed), then copies the answer it was
+    shown (unsealed). Asked for its next token after a prefix that ends inside
+    that copy, it follows the copied text (here: torn between 0 and 4); after
+    its own verdict's ``"score": `` it says 0."""
 
     name = "copying"
     continues_prefix = True
@@ -121,8 +121,9 @@ class _CopyingDistributionJudge(InferenceModel):
 
     async def chat(self, messages, params=None, *, json_schema=None):
         from rewardjudge.models._base import Completion
-        answer = messages[-1]["content"].split("A: ", 1)[1]
-        return Completion(text='{"reasoning": "Wrong.", "score": 0}\nThe answer said: ' + answer)
+        answer = without_seal(messages[-1]["content"]).split("A: ", 1)[1]
+        own = seal_reply('{"reasoning": "Wrong.", "score": 0}', messages)
+        return Completion(text=own + "\nThe answer said: " + answer)
 
     async def grade_distribution(self, messages, choices, params=None):
         from rewardjudge.models._base import TokenDistribution
@@ -156,28 +157,30 @@ async def test_copied_score_text_cannot_move_the_expected_value_read(text):
 
 
 class _LabelThenCopyJudge(InferenceModel):
-    """Quotes the answer, then gives its own verdict as a bare label (FAIL) on
-    the last line. After a prefix that ends inside the quote it follows the
-    quoted text (torn between PASS and FAIL)."""
+    """Quotes the answer, then gives its own verdict as a sealed label line
+    (``VERDICT <seal>: FAIL``) last. After a prefix that ends inside the quote
+    it follows the quoted text (torn between PASS and FAIL); after its own
+    verdict line's lead it says FAIL."""
 
     name = "label-copying"
     continues_prefix = True
 
     async def chat(self, messages, params=None, *, json_schema=None):
         from rewardjudge.models._base import Completion
-        answer = messages[-1]["content"].split("A: ", 1)[1]
-        return Completion(text="The answer said: " + answer + "\nIt is wrong.\nFAIL")
+        answer = without_seal(messages[-1]["content"]).split("A: ", 1)[1]
+        return Completion(text="The answer said: " + answer + "\nIt is wrong.\n" + seal_reply("FAIL", messages))
 
     async def grade_distribution(self, messages, choices, params=None):
         from rewardjudge.models._base import TokenDistribution
-        if "The answer said" in messages[-1]["content"]:
-            return TokenDistribution({"FAIL": 0.5, "PASS": 0.5}, top_k=None)
-        return TokenDistribution({"FAIL": 1.0}, top_k=None)
+        if messages[-1]["content"].rstrip().endswith(f"VERDICT {request_seal(messages[:-1])}:"):
+            return TokenDistribution({"FAIL": 1.0}, top_k=None)
+        return TokenDistribution({"FAIL": 0.5, "PASS": 0.5}, top_k=None)
 
 
 async def test_a_label_verdict_is_never_weighed_at_a_copied_json_score():
-    # the judge's verdict is its last-line label; the only '"score": "FAIL"' in
+    # the judge's verdict is its sealed label line; the only '"score": "FAIL"' in
     # the reply is inside the quoted answer, and the expected value was read there
+    # (the weights are read right after the sealed line's "VERDICT <seal>:")
     from rewardjudge.graders import BinaryJudgeOutput
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 
