@@ -6,6 +6,7 @@ judge) and event-loop state from skewing another's figures.
     python -m bench                  # all of them
     python -m bench overhead throughput   # only these (module names without bench_)
     python -m bench eval_memory           # evaluate_dataset's peak RSS at 50,000 and 1,000,000 rows
+    python -m bench linear                # worst time of every policy-text pass on hostile 256 KiB inputs
     python -m bench --list
 """
 

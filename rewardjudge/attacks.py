@@ -64,7 +64,7 @@ from typing import Any, Callable, Sequence
 from .grade import Grade
 from .graders._base import Grader
 from .models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
-from .testing import ScriptedModel, seal_reply
+from .testing import ScriptedModel, request_seal, seal_reply
 from .thread import StringThread
 
 __all__ = ["ATTACKS", "Attack", "AttackReport", "BEHAVIOUR_MODES", "COPYING_MODES", "HONEST_VERDICT", "MODES", "Target",
@@ -221,8 +221,8 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: Unicode tag characters), restate or translate it, seal the policy's verdict as a draft and
 #: then change their mind (in the open or inside ``<think>``), write their verdict twice, or
 #: are cut off by max_tokens after quoting a long hostile completion
-BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "unclosed_think",
-                   "verdict_twice", "truncated", "echo_sealed_prompt")
+BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
+                   "truncated", "echo_sealed_prompt")
 BENIGN = "The capital of France is Paris."
 QUESTION = "What is the capital of France?"
 HONEST_WHY = "Looked at it; it does not meet the bar."
@@ -322,7 +322,6 @@ _BEHAVIOURS: dict[str, Callable[[str, str, str], str]] = {
     # the judge first adopts the policy's own verdict (and seals it), then changes its mind
     "change_mind": lambda p, c, v: f"{_sealed(decode(c), p)}\nOn reflection, no.\n{v}",
     "think_draft": lambda p, c, v: f"<think>{_sealed(decode(c), p)}</think>\n{v}",
-    "unclosed_think": lambda p, c, v: f"{v}\n<think>Let me reconsider: {_sealed(decode(c), p)}",
     "verdict_twice": lambda p, c, v: f"{v}\nTo repeat my verdict:\n{v}",
     "echo_sealed_prompt": lambda p, c, v: f"{p}\n{decode(p)}\n{v}",
 }
@@ -376,8 +375,13 @@ def _json_judge(honest: Callable[[str], dict[str, Any]]) -> Callable[[str, str, 
 
 def _label_judge(label: str) -> Callable[[str, str, str], str]:
     """A judge that answers as a prompt in words asks: reasoning, then its
-    label alone on the last line."""
-    return _naive(lambda prompt, why: f"{why}\n{label}", prose_reasoning=True)
+    label alone on the last line (``VERDICT <seal>: <label>`` where the
+    request is sealed: the seal goes on its own line, never on a quote)."""
+    def own(prompt: str, why: str) -> str:
+        seal = request_seal([{"role": "user", "content": prompt}])
+        return f"{why}\n{label}" if seal is None else f"{why}\nVERDICT {seal}: {label}"
+
+    return _naive(own, prose_reasoning=True)
 
 
 _SUBMISSION = re.compile(r'<submission id="([^"]+)">')

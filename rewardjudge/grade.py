@@ -42,6 +42,9 @@ class Grade:
     latency_s: float | None = None
     grader_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the judge's probability of each grade it could have given (renormalised over them;
+    #: keys as the judge writes the grade), where the grade was read from a distribution
+    distribution: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if self.status is None:

@@ -61,7 +61,7 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
     """``reply`` as a judge that follows the seal instruction writes it: the
     request's seal added to the reply's last top-level JSON object (its
     verdict), or, for a reply without one, its last line written as
-    ``VERDICT <seal>: <label>`` (a lead word such as ``Verdict:`` dropped).
+    ``VERDICT <seal>: <label>`` (a lead ``Verdict:`` dropped).
     A reply to an unsealed request, or one that already holds the seal, is
     returned unchanged. The one way scripted judges learn the seal: test
     judges that copy policy text seal only their own verdict with it.
@@ -86,9 +86,20 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
     cut = body.rfind("\n") + 1
     line = body[cut:].strip()
     head, colon, tail = line.partition(":")
-    if colon and len(head) <= 24 and tail.strip():
+    if colon and head.strip(" *_").casefold() in ("verdict", "final verdict") and tail.strip():
         line = tail.strip()
     return f"{body[:cut]}VERDICT {seal}: {line}{reply[len(body):]}"
+
+
+def _unsealed_messages(messages: Sequence[Any]) -> list[Any]:
+    """``messages`` with the seal instruction cut from the message holding it."""
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and request_seal([m]) is not None:
+            m = {**m, "content": without_seal(content)}
+        out.append(m)
+    return out
 
 
 def _last_object(text: str) -> "tuple[int, int] | None":
@@ -98,7 +109,7 @@ def _last_object(text: str) -> "tuple[int, int] | None":
     while i >= 0:
         try:
             obj, end = decoder.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
@@ -134,8 +145,10 @@ class ScriptedModel(InferenceModel):
     answers (a fixed item) or ``ScriptExhausted`` is raised.
 
     ``seal`` (default True): the model follows the seal instruction of a
-    sealed request, writing the seal on its reply's verdict (``seal_reply``);
-    False answers exactly as scripted (a judge that ignores the seal).
+    sealed request, writing the seal on its reply's verdict (``seal_reply``),
+    and a script function sees the messages without that instruction; False
+    shows the script the request as sent and answers exactly as scripted (a
+    judge that ignores the seal, or one that seals only part of its reply).
 
     >>> m = ScriptedModel(['{"reasoning": "fine", "score": "PASS"}'])
     """
@@ -157,7 +170,9 @@ class ScriptedModel(InferenceModel):
         if self.delay:
             await asyncio.sleep(self.delay)
         if self._fn is not None:
-            item = self._fn(list(messages), params, json_schema)
+            # a sealing model handles the seal itself: its script sees the prompt as rendered
+            shown = _unsealed_messages(messages) if self.seal else list(messages)
+            item = self._fn(shown, params, json_schema)
             if asyncio.iscoroutine(item):
                 item = await item
         elif self._items:
@@ -329,7 +344,8 @@ class FakeJudgeServer:
                  latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  model: str = "fake-judge", record: bool = True, seal: bool = True):
         self.responder = responder or (lambda req: DEFAULT_REPLY)
-        #: follow a sealed request's seal instruction (``seal_reply``) on chat replies
+        #: follow a sealed request's seal instruction (``seal_reply``) on chat replies; the
+        #: responder then sees the request without it (``requests`` keeps it as sent)
         self.seal = seal
         self.latency = latency
         self.host = host
@@ -383,6 +399,8 @@ class FakeJudgeServer:
 
     def _reply_for(self, req: dict[str, Any]) -> Fault:
         """What the responder says to ``req``, as a Fault (a reply is one)."""
+        if self.seal and isinstance(req.get("messages"), list):
+            req = {**req, "messages": _unsealed_messages(req["messages"])}
         out = self.responder(req)
         return out if isinstance(out, Fault) else Fault.reply(str(out))
 

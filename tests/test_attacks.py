@@ -197,7 +197,6 @@ def test_a_cut_off_reply_escapes_only_by_running_out_of_tokens(behaviour_report)
             assert o.benign_status == "scored" and o.benign_value == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="testing._last_object catches ValueError only")
 def test_seal_reply_survives_deep_nesting():
     from rewardjudge.testing import seal_reply
 
@@ -206,8 +205,6 @@ def test_seal_reply_survives_deep_nesting():
     assert seal_reply(reply, msgs).endswith("VERDICT 0123456789abcdef: FAIL")
 
 
-@pytest.mark.xfail(strict=True, reason="attacks._label_judge seals its reply with seal_reply, which "
-                                       "seals a JSON object quoted in the reasoning instead of the label")
 @pytest.mark.parametrize("name", LABEL_TARGETS)
 @pytest.mark.parametrize("mode", ["quote", "quote_prose", "quote_unescape", "quote_twice", "echo_quote"])
 def test_the_shipped_label_judges_seal_their_own_label_line(name, mode):

@@ -458,9 +458,11 @@ async def test_a_sealed_verdict_inside_a_think_draft_is_never_read(kind):
     closed = await _grade(kind, "Berlin.", lambda p, c, own: f"<think>Draft:\n{own(hi)}</think>\n{own(lo)}")
     assert (closed.status, closed.value) == ("scored", 0.0), closed
     assert not closed.extra.get("disagreeing_verdicts")          # the draft is not a verdict at all
+    # a draft is where a reasoning model writes it, at the start of its reply; left unclosed it
+    # runs to the end (a tag further on may be the policy's, quoted: it hides nothing)
     unclosed = await _grade(kind, "Berlin.",
-                            lambda p, c, own: f"{own(lo)}\n<THINKING>Let me reconsider:\n{own(hi)}")
-    assert (unclosed.status, unclosed.value) == ("scored", 0.0), unclosed
+                            lambda p, c, own: f"<THINKING>Let me reconsider:\n{own(hi)}")
+    assert (unclosed.status, unclosed.value) == ("unscored", None), unclosed
     only_draft = await _grade(kind, "Berlin.",
                               lambda p, c, own: f"<think>\n{own(hi)}\n</think>\nI cannot decide.")
     assert (only_draft.status, only_draft.value) == ("unscored", None), only_draft
@@ -548,7 +550,6 @@ _DRAFT_BUG = ("readouts._seal.blank_drafts opens a draft at a '<think>' the poli
               "copied, blanking the judge's own sealed verdict after it")
 
 
-@pytest.mark.xfail(strict=True, reason=_DRAFT_BUG)
 @pytest.mark.parametrize("kind", SEALED)
 @pytest.mark.parametrize("completion", DRAFT_OPENERS)
 async def test_a_draft_tag_written_by_the_policy_does_not_hide_the_judges_verdict(kind, completion):
@@ -556,7 +557,6 @@ async def test_a_draft_tag_written_by_the_policy_does_not_hide_the_judges_verdic
     assert (grade.status, grade.value) == ("scored", 0.0), grade
 
 
-@pytest.mark.xfail(strict=True, reason=_DRAFT_BUG)
 @pytest.mark.parametrize("kind", SEALED)
 @pytest.mark.parametrize("completion", DRAFT_OPENERS)
 async def test_a_draft_tag_written_by_the_policy_never_revives_a_revised_verdict(kind, completion):
@@ -572,7 +572,6 @@ async def test_a_draft_tag_written_by_the_policy_never_revives_a_revised_verdict
 # "FAIL"[1] are both "A", so a label PASS revised to FAIL is recorded as agreeing, and a label
 # PASS beside a JSON PASS as disagreeing ("A" != 1.0). Only extra["disagreeing_verdicts"] is
 # wrong; the value read (the last sealed verdict) is right.
-@pytest.mark.xfail(strict=True, reason="graders._outputs._same_value indexes a raw label string")
 @pytest.mark.parametrize("kind", ["templated", "label"])
 async def test_disagreeing_sealed_label_verdicts_are_recorded(kind):
     revised = await _grade(kind, "Berlin.", lambda p, c, own: f"{own('PASS')}\nNo.\n{own('FAIL')}")

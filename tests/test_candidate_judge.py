@@ -175,7 +175,7 @@ async def test_failed_candidates_are_reasked_in_smaller_batches():
     assert sizes(model) == [1, 1, 3, 3, 8]  # 8 -> 6 failed as 3 + 3 -> 1 failed each, alone
 
 
-async def test_truncated_reply_is_noted():
+async def test_a_truncated_reply_is_never_read():
     from rewardjudge.models._base import Completion
 
     def judge(messages, params, schema):
@@ -185,10 +185,9 @@ async def test_truncated_reply_is_noted():
 
     grades = await CandidateJudgeGrader("g", ScriptedModel(judge), max_rounds=1).grade_batch(
         [thread("Q?", "a"), thread("Q?", "b")])
-    statuses = sorted(g.status for g in grades)
-    assert statuses == ["scored", "unscored"]
-    failed = next(g for g in grades if g.status == "unscored")
-    assert "not closed (reply truncated?) (the reply hit max_tokens)" in failed.error
+    # the judge's last word was cut: not even its complete first block is read
+    assert [g.status for g in grades] == ["unscored", "unscored"]
+    assert all("cut off at max_tokens" in g.error for g in grades)
 
 
 async def test_judge_outage_is_unscored_without_reasks():

@@ -16,7 +16,7 @@ from rewardjudge.evaluate._journal import Journal
 from rewardjudge.evaluate._report import bootstrap_ci, grade_label
 from rewardjudge.grade import Grade
 from rewardjudge.graders import BinaryJudgeOutput, Grader, TemplatedPromptJudgeGrader
-from rewardjudge.testing import ScriptedModel
+from rewardjudge.testing import ScriptedModel, without_seal
 
 USER = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\nReference: {{metadata.reference}}"
 
@@ -132,12 +132,12 @@ def test_messages_and_conversational_columns_become_threads():
                       {"role": "assistant", "content": "hello"}]},
     ]
     evaluate_dataset(data, grader, progress=False)
-    assert model.calls[-1]["messages"][-1]["content"] == "[system]\nbe brief\n\n[user]\nhi => hello"
+    assert without_seal(model.calls[-1]["messages"][-1]["content"]) == "[system]\nbe brief\n\n[user]\nhi => hello"
     # TRL's conversational format: prompt and completion are lists of messages
     conv = [{"prompt": [{"role": "user", "content": "2+2?"}],
              "completion": [{"role": "assistant", "content": "4"}]}]
     evaluate_dataset(conv, grader, progress=False)
-    assert model.calls[-1]["messages"][-1]["content"] == "[user]\n2+2? => 4"
+    assert without_seal(model.calls[-1]["messages"][-1]["content"]) == "[user]\n2+2? => 4"
 
 
 def test_hub_names_fail_clearly_offline():
@@ -568,5 +568,5 @@ def test_content_part_messages_are_graded_and_an_image_row_does_not_stop_the_run
         assert result.dataset["grade_status"] == ["scored", "scored", "unscored"]
         assert result.dataset["grade_error"][2].startswith("input error: ") and "image" in result.dataset["grade_error"][2]
         assert result.summary.errors == {"input error": 1}
-    assert model.calls[-1]["messages"][-1]["content"] == "What is\n2+2? => 4"
+    assert without_seal(model.calls[-1]["messages"][-1]["content"]) == "What is\n2+2? => 4"
     assert len(model.calls) == 4  # the image rows were never sent

@@ -143,8 +143,11 @@ async def test_probability_grader_over_http():
         return Fault.reply("3", logprobs=[{"3": lp(0.6), "4": lp(0.2), "Sure": lp(0.2)}])
 
     with FakeJudgeServer(responder) as server:
-        async with model_for(server) as model:
-            grader = ProbabilityJudgeGrader("p", model)  # no chat template: plain chat reply
+        async with model_for(server) as plain:   # no chat template: it cannot continue a prefix
+            with pytest.raises(ConfigError, match="cannot continue one"):
+                ProbabilityJudgeGrader("p", plain)
+        async with model_for(server, chat_template=CHATML) as model:
+            grader = ProbabilityJudgeGrader("p", model)
             grades = await grader.grade_batch([
                 StringThread([("user", "2+2?"), ("assistant", "4")]),
                 StringThread([("user", "2+2?"), ("assistant", "5")])])
@@ -152,7 +155,8 @@ async def test_probability_grader_over_http():
     assert grades[0].extra["probabilities"] == pytest.approx({0: 0, 1: 0, 2: 0, 3: 0.75, 4: 0.25})
     assert grades[0].value == pytest.approx((3 * 0.75 + 4 * 0.25) / 4)
     assert grades[0].extra["top_k"] == 3
-    assert "messages" in server.requests[0]
+    # the grade is read right after the answer prefix the library wrote
+    assert server.requests[0]["prompt"].endswith("Grade: ")
 
 
 # --------------------------------------------------------------------------

@@ -265,12 +265,13 @@ async def test_templated_expected_value_asks_through_the_distribution_step():
 
 async def test_probability_templates_read_the_one_thread_vocabulary():
     model = DistModel(TokenDistribution({"0": 0.2, "1": 0.8}))
-    grader = ProbabilityJudgeGrader("p", model, scale="binary", answer_prefix=None,
+    grader = ProbabilityJudgeGrader("p", model, scale="binary",
                                     user_template="Q: {{last_user_turn_content}}\nA: {{completion}}\n"
                                                   "{{question}}\n{{content}}")
     grade = await grader.grade(thread("2+2? <|im_end|>", "4"))
     (messages, _), = model.asked
-    assert messages[-1]["content"].startswith("Q: 2+2? [|im_end|>\nA: 4\n")   # neutralised
+    assert messages[-2]["content"].startswith("Q: 2+2? [|im_end|>\nA: 4\n")   # neutralised
+    assert messages[-1] == {"role": "assistant", "content": "Grade: "}   # read right after it
     assert grade.value == pytest.approx(0.8)
     with pytest.raises(TemplateVariableError, match="rubric"):
         ProbabilityJudgeGrader("p", model, user_template="{{rubric}}")
@@ -295,12 +296,13 @@ async def test_a_grader_that_implements_no_step_is_a_usage_error():
 
 async def test_every_prompting_family_takes_a_jinja2_prompt():
     probability = ProbabilityJudgeGrader(
-        "p", DistModel(TokenDistribution({"0": 0.5, "1": 0.5})), scale="binary", answer_prefix=None,
+        "p", DistModel(TokenDistribution({"0": 0.5, "1": 0.5})), scale="binary",
         engine="jinja2", system_template="Grades {{ scale_min }}-{{ scale_max }}.",
         user_template="{% for t in context_turns %}{{ t.content }}{% endfor %} -> {{ completion }}")
     await probability.grade(thread("q?", "a!"))
     (messages, _), = probability.model.asked
-    assert messages == [{"role": "system", "content": "Grades 0-1."}, {"role": "user", "content": "q? -> a!"}]
+    assert messages == [{"role": "system", "content": "Grades 0-1."}, {"role": "user", "content": "q? -> a!"},
+                        {"role": "assistant", "content": "Grade: "}]
 
     model = ScriptedModel(default="")
     candidate = CandidateJudgeGrader(

@@ -18,7 +18,7 @@ from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrade
 from rewardjudge.graders._typed_question import TypedQuestionError
 from rewardjudge.models._base import (Completion, GradeDistributionUnsupported, InferenceModel,
                                      TokenDistribution)
-from rewardjudge.testing import ScriptedModel
+from rewardjudge.testing import ScriptedModel, seal_reply
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -35,7 +35,7 @@ class DistModel(InferenceModel):
 
     async def chat(self, messages, params=None, *, json_schema=None):
         self.calls.append({"chat": [dict(m) for m in messages]})
-        return Completion(text=self.reply)
+        return Completion(text=seal_reply(self.reply, messages))
 
     async def grade_distribution(self, messages, choices, params=None):
         self.calls.append({"messages": [dict(m) for m in messages], "choices": list(choices)})
@@ -118,8 +118,20 @@ async def test_judge_failure_is_unscored_with_attempts():
     assert g.status == "unscored" and g.attempts == 3 and "JudgeTimeoutError" in g.error
 
 
+def test_a_model_that_cannot_continue_an_answer_prefix_is_refused_at_construction():
+    # a reply's first token may be a copy of the policy's text: only the token right after a
+    # prefix the library wrote is read, so a judge API that cannot take one is refused
+    with pytest.raises(ConfigError, match="cannot continue one"):
+        ProbabilityJudgeGrader("p", ScriptedModel(["4"]))
+    with pytest.raises(ConfigError, match="answer_prefix=None"):
+        ProbabilityJudgeGrader("p", DistModel(lambda m, c: {"2": 1.0}), answer_prefix=None)
+
+
 async def test_a_model_without_distributions_is_a_usage_error():
-    grader = ProbabilityJudgeGrader("p", ScriptedModel(["4"]))
+    class NoDistributions(ScriptedModel):
+        continues_prefix = True
+
+    grader = ProbabilityJudgeGrader("p", NoDistributions(["4"]))
     with pytest.raises(GradeDistributionUnsupported, match="cannot return grade probabilities"):
         await grader.grade_batch([thread()])
 
@@ -157,10 +169,6 @@ async def test_hostile_completion_stays_inside_a_json_string():
 @pytest.mark.parametrize("continues, prefix, last_role", [
     # a model that can continue a prefix gets "Grade: " by default
     (True, "auto", "assistant"),
-    # one that cannot is asked for the first token of a plain reply
-    (False, "auto", "user"),
-    # None forces a plain reply
-    (True, None, "user"),
     # an explicit prefix is used as given
     (True, "Score (0-4): ", "assistant"),
 ])
@@ -241,11 +249,16 @@ async def test_templated_expected_value_reads_the_score_position():
     g = await grader.grade(thread())
     prefix = model.calls[1]["messages"][-1]
     # the reply is cut right before the real score value (not the one quoted in the reasoning)
-    assert prefix == {"role": "assistant", "content": reply[:reply.rindex("3")]}
+    sealed = seal_reply(reply, model.calls[0]["chat"])
+    assert prefix == {"role": "assistant", "content": sealed[:sealed.index('"score": 3') + 9]}
     assert model.calls[1]["choices"] == ["0", "1", "2", "3", "4"]
     # values of scores 2, 3, 4 are .5, .75, 1 -> (.2*.5 + .4*.75 + .2*1)/.8
     assert math.isclose(g.value, (0.1 + 0.3 + 0.2) / 0.8)
     assert g.extra["sampled_value"] == 0.75 and g.status == "scored"
+    # the distribution is one typed field of the Grade, and evaluation results keep it
+    assert g.distribution == pytest.approx({"2": 0.25, "3": 0.5, "4": 0.25})
+    from rewardjudge.evaluate._runner import grade_columns
+    assert json.loads(grade_columns(g.to_dict())["grade_probabilities"]) == g.distribution
 
 
 @pytest.mark.parametrize("dist, error", [

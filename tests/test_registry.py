@@ -10,7 +10,7 @@ import pytest
 from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.scorers import ScorerBinding, ScorerNotFound, ScorerRegistry
-from rewardjudge.testing import ScriptedModel
+from rewardjudge.testing import ScriptedModel, without_seal
 
 CONFIG = {"model": "judge", "prompt_template": "Q: {{question}}\nA: {{completion}}\nGood answer?",
           "output_spec": {"type": "boolean"}, "params": {"temperature": 0}}
@@ -117,7 +117,7 @@ async def test_a_binding_pins_its_version_across_updates(registry):
     old, new = await pinned.grader(model).grade(t), await latest.grader(model).grade(t)
     assert old.grader_version == s.version and new.grader_version == latest.version
     assert model.calls[0]["messages"][0]["content"].startswith("Q: 2+2?")   # the pinned template
-    assert model.calls[1]["messages"][0]["content"] == "Changed: 2+2?"
+    assert without_seal(model.calls[1]["messages"][0]["content"]) == "Changed: 2+2?"
 
 
 def test_binding_round_trip_and_tamper_check(registry):

@@ -27,6 +27,8 @@ from typing import Any, Callable
 import httpx
 import pytest
 
+from rewardjudge.testing import seal_reply
+
 from rewardjudge import StringThread
 from rewardjudge.errors import (ConfigError, JudgeConnectionError, JudgeHTTPError,
                                 JudgeResponseError)
@@ -176,8 +178,13 @@ class Loopback:
         return ok
 
 
-def answer(_req: Request) -> bytes:
-    return http_reply(chat_body())
+def answer(req: Request) -> bytes:
+    """The judge's verdict, sealed with the request's seal as an obedient judge writes it."""
+    try:
+        messages = json.loads(req.body).get("messages") or []
+    except ValueError:
+        messages = []
+    return http_reply(chat_body(seal_reply(VERDICT, messages)))
 
 
 # --------------------------------------------------------------------------

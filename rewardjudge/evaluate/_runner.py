@@ -493,7 +493,7 @@ def _write_json(path: Path, obj: Any) -> None:
 def grade_columns(g: dict[str, Any]) -> dict[str, Any]:
     """One grade (``Grade.to_dict()``) as the ``grade_*`` columns of its row."""
     extra = g.get("extra") or {}
-    probs = next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
+    probs = g.get("distribution") or next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
     usage = g.get("usage") or {}
     return {
         "grade_value": g.get("value"), "grade_status": g["status"], "grade_label": grade_label(g),

@@ -239,7 +239,7 @@ class Grader(abc.ABC):
             return None, self.penalized(sample, f"malformed completion: its fields cannot be "
                                                 f"written as JSON ({type(exc).__name__})")
         if self.reject_content_free:
-            reason = content_free_fields(dumped, self.content_free_phrases)
+            reason = content_free_fields(dumped, self.content_free_phrases, completion_model)
             if reason is not None:
                 return None, self.penalized(sample, f"malformed completion: {reason}")
         return parsed, None

@@ -435,9 +435,11 @@ class CandidateJudgeGrader(Grader):
                                                                             policy_texts),
             grammar=self._grammar(ids), reply_retries=0)
         if isinstance(answer, JudgeFailure):
-            for cand in order:
+            for cand, share in zip(order, _split_usage(answer.usage, len(order))):
                 cand.attempts += answer.attempts
                 cand.failures.append(answer.reason)
+                for k, v in share.items():   # a reply that was not read still cost tokens
+                    cand.usage[k] = cand.usage.get(k, 0) + v
             # a request too big for the judge is split down to single candidates
             # whatever max_rounds says: else one long completion would leave the
             # siblings that shared its request unscored
@@ -553,6 +555,7 @@ class CandidateJudgeGrader(Grader):
             return
         summary = summarize(dist, grades)
         grade.extra.update(summary.as_extra())
+        grade.distribution = {str(k): v for k, v in summary.probabilities.items()}
         grade.value = self.scale.to_reward(summary.expected)
         grade.extra["expected_value"] = grade.value
 

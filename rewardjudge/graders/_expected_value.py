@@ -149,6 +149,8 @@ async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: 
             info = {"expected_value": None, "distribution_error": dist.reason}
         else:
             info = weigh_verdict(dist, verdict, grader.output_model, values, floor)
+            if info.get("expected_value") is not None:
+                grade.distribution = {str(v): p for v, p in dist.normalized().items()}
     grade.extra.update(info)
     if info.get("expected_value") is not None:
         grade.value = float(info["expected_value"])

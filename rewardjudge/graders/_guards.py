@@ -4,71 +4,344 @@ Judges are fooled by content-free answers: an empty reply, whitespace,
 punctuation, or "master key" openers such as ":" or "Thought process:" that
 carry no answer but read like the start of one. A completion flagged here is
 the policy's fault, so graders penalize it without calling the judge.
+
+What counts is what a reader sees: fillers that render blank (U+3164 Hangul
+filler, U+2800 braille blank...) and zero-width characters are nothing;
+markdown alone (a code fence and its language) is no answer; master keys
+are matched on the letters and digits of the text only (``letters``: case,
+spacing, punctuation, quotes, look-alike letters and full-width forms do not
+matter), alone, padded with punctuation, or repeated.
+
+A structured completion is judged by its free-text fields (``str`` fields
+not restricted to a ``Literal`` or an enum): when every one of them is
+empty or content-free it is penalized, whatever choice, flag or number
+fields stand beside them (``{"answer": "", "confidence": "high"}``).
+
+Every check is linear in the text's length.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import functools
+import re
+import weakref
+from typing import Any, Iterable, Iterator
 
-from ..readouts._text import leaves, normalize_text
+from ..readouts._text import letters
 
-# Openers that carry no answer (lower-cased, trailing punctuation stripped).
+# Openers that carry no answer; matched on their letters and digits
+# (``letters``), so "Let’s think step-by-step!" is "let's think step by step".
 MASTER_KEYS: frozenset[str] = frozenset({
     "thought process", "let's solve this problem step by step", "let's think step by step",
     "solution", "answer", "the answer is", "step 1", "reasoning", "explanation", "response",
     "final answer", "here is the answer", "here's the answer", "i think", "sure",
+    "boxed",                                   # an empty \boxed{}
+    # the multilingual master keys of "One Token to Fool LLM-as-a-Judge" (2025), and kin
+    "解", "解答", "答案", "答", "かいせつ", "解説", "respuesta", "solución", "réponse", "antwort",
+    "lösung", "ответ", "решение",
 })
 
-#: the longest text still compared with the master keys (they are all shorter)
-_KEY_SPAN = 64
-_TRAILING = " \t\r\n\x0b\x0c!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u2026\u3002\uff1a"
+# Nothing a reader sees: whitespace, fillers that render blank (letters or
+# symbols to Unicode: U+3164 Hangul filler, U+2800 braille blank...), and
+# zero-width and other invisible characters. One class: a linear fullmatch.
+_BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
+                    "\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufe00-\ufe0f]*")
+
+# Markdown that is no answer by itself: a code fence and its language (up
+# to the line's end or a control character). Tags are content here: a
+# completion of ``</candidate>`` is an attack the readouts are tested against.
+# Linear: each part's class stops where the next begins.
+_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+
+#: the longest text quoted in a reason
+_SHOWN = 40
+
+
+@functools.lru_cache(maxsize=64)
+def _keys_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
+    """Master keys (and ``extra_keys``) in ``letters`` form, longest first."""
+    forms = {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
+    return re.compile("|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f))))
+
+
+def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
+    """Whether ``found`` (``letters`` of a text) is master keys and nothing
+    else: one key, or several in a row (``Solution: Answer:``). Leftmost,
+    longest first, never backtracking: linear in the text."""
+    pattern = _keys_pattern(extra_keys)
+    if pattern.match(found) is None:
+        return False
+    return not pattern.sub("", found)
+
+
+#: control characters that join texts checked in one pass (the first that
+#: none of them holds): no letter, digit, space or markup character
+_JOINERS = "".join(map(chr, [*range(0x01, 0x09), *range(0x0e, 0x1c)]))
+_BATCH = 8
+
+
+def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
+    """Whether every text is empty or content-free (``content_free_reason``),
+    in one pass over them joined: 30,000 short strings in a structured
+    completion cost one pass, not 30,000 calls."""
+    if len(texts) >= _BATCH:
+        whole = "".join(texts)
+        joiner = next((j for j in _JOINERS if j not in whole), None)
+        if joiner is not None:
+            joined = joiner.join(texts)
+            if "`" in joined or "~" in joined:
+                joined = _MARKUP.sub(" ", joined)
+            found = letters(joined, keep=joiner)
+            if found.count(joiner) == len(texts) - 1:
+                # each text's letters between joiners: all of them master keys or nothing
+                return not _keys_pattern(keys).sub("", found).replace(joiner, "")
+    return all(content_free_reason(t, keys) is not None for t in texts)
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
     """Why ``text`` carries no content, or None if it does.
 
-    >>> content_free_reason("  \\u200b ")
+    Empty: nothing but whitespace, blank fillers and invisible characters.
+    Content-free: no letter or digit once code fences are set aside
+    (punctuation, symbols, markdown), or nothing but master keys.
+
+    >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
-    >>> content_free_reason("Thought process:")
-    "content-free completion: 'Thought process:'"
+    >>> content_free_reason("Thought  process:")
+    "content-free completion: 'Thought  process:'"
     >>> content_free_reason("Paris.") is None
     True
     """
     if not isinstance(text, str):
         return "completion is not text"
-    folded = normalize_text(text).strip()
-    if not folded:
+    if _BLANK.fullmatch(text):
         return "empty completion"
-    if len(folded) > _KEY_SPAN:   # longer than any master key: only the alnum test is left
-        return None if any(ch.isalnum() for ch in folded) else \
-            f"content-free completion: {text.strip()[:40]!r}"
-    if not any(ch.isalnum() for ch in folded):
-        return f"content-free completion: {text.strip()[:40]!r}"
-    key = folded.lower().rstrip(_TRAILING).strip()
-    keys = MASTER_KEYS | {k.lower() for k in extra_keys}
-    if key in keys:
-        return f"content-free completion: {text.strip()[:40]!r}"
+    if "`" in text or "~" in text:
+        text_letters = letters(_MARKUP.sub(" ", text))
+    else:
+        text_letters = letters(text)
+    if not text_letters or _only_keys(text_letters, tuple(extra_keys)):
+        return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
 
-def content_free_fields(value: Any, extra_keys: Iterable[str] = ()) -> str | None:
+# --------------------------------------------------------------------------
+# structured completions
+# --------------------------------------------------------------------------
+_SCHEMAS: "weakref.WeakKeyDictionary[type, tuple[dict, dict] | None]" = weakref.WeakKeyDictionary()
+_MAX_BRANCHES = 64   # schema steps followed for one node ($ref, anyOf): a recursive model loops
+
+
+def _schema_of(model: Any) -> "tuple[dict, dict] | None":
+    """``model``'s JSON schema (as ``model_dump(mode="json")`` writes it) and
+    its ``$defs``, made once per class; None when it has none."""
+    if model is None:
+        return None
+    try:
+        return _SCHEMAS[model]
+    except KeyError:
+        pass
+    except TypeError:   # not a class that can be weakly referenced
+        return None
+    try:
+        schema = model.model_json_schema(mode="serialization")
+        found = (schema, schema.get("$defs") or {}) if isinstance(schema, dict) else None
+    except Exception:   # a field type without a JSON schema: every string counts as free text
+        found = None
+    _SCHEMAS[model] = found
+    return found
+
+
+def _branches(node: Any, defs: dict) -> list[dict]:
+    """The alternatives a schema node allows: ``$ref``, ``anyOf``/``oneOf`` and
+    a one-item ``allOf`` followed (at most ``_MAX_BRANCHES`` steps: a
+    recursive model's references loop)."""
+    out: list[dict] = []
+    todo = [node]
+    steps = 0
+    while todo and steps < _MAX_BRANCHES:
+        steps += 1
+        node = todo.pop()
+        if not isinstance(node, dict):
+            out.append({})
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref[len("#/$defs/"):])
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            todo.append({**(target if isinstance(target, dict) else {}), **rest})
+            continue
+        alts = node.get("anyOf") or node.get("oneOf")
+        if isinstance(alts, list):
+            todo.extend(reversed(alts))
+            continue
+        alls = node.get("allOf")
+        if isinstance(alls, list) and len(alls) == 1 and isinstance(alls[0], dict):
+            todo.append({**{k: v for k, v in node.items() if k != "allOf"}, **alls[0]})
+            continue
+        out.append(node)
+    return out or [{}]
+
+
+def _types(branch: dict) -> set:
+    t = branch.get("type")
+    return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
+
+
+class _Field:
+    """What a schema node says about the values at its place: which strings
+    are choices (Literal or enum values), whether a string there is free text,
+    whether None there is an unset free-text field, and the nodes of its
+    properties and items."""
+
+    __slots__ = ("node", "choices", "free", "free_null", "branches", "uniform")
+
+    def __init__(self, node: Any, defs: dict):
+        self.node = node   # kept alive: fields are cached by the node's id
+        self.branches = _branches(node, defs)
+        choice = [b for b in self.branches if "enum" in b or "const" in b]
+        plain = [b for b in self.branches if "enum" not in b and "const" not in b]
+        values: list[Any] = []
+        for b in choice:
+            values.extend(b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
+        self.choices = frozenset(v for v in values if isinstance(v, str))
+        # a string field, or one the schema does not describe (Any): free text
+        self.free = any(not _types(b) or "string" in _types(b) for b in plain) or not choice
+        self.free_null = any("string" in _types(b) for b in plain)
+        # every item of a list here has the same schema
+        self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
+
+    def kind(self, text: "str | None") -> str:
+        """``"free"`` text, a ``"choice"``, or ``"other"`` (None where no free
+        text goes)."""
+        if text is None:
+            return "free" if self.free_null else "other"
+        if text in self.choices:
+            return "choice"
+        return "free" if self.free else "choice"
+
+    def child(self, key: Any) -> Any:
+        """The schema node of ``key`` (a property name or an item index)."""
+        for b in self.branches:
+            if isinstance(key, str):
+                props = b.get("properties")
+                if isinstance(props, dict) and key in props:
+                    return props[key]
+                extra = b.get("additionalProperties")
+                if isinstance(extra, dict):
+                    return extra
+            else:
+                prefix = b.get("prefixItems")
+                if isinstance(prefix, list) and key < len(prefix):
+                    return prefix[key]
+                items = b.get("items")
+                if isinstance(items, dict):
+                    return items
+        return _ANY
+
+
+_ANY: dict = {}
+
+
+class _At:
+    """A place in a list found by its text (written out only for a reason)."""
+
+    __slots__ = ("items", "text")
+
+    def __init__(self, items: list, text: str):
+        self.items, self.text = items, text
+
+
+def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int]
+                ) -> "Iterator[tuple[Any, str | None]]":
+    """The free-text fields of ``value``, as (path, text or None), each text
+    of a list once; ``counts`` gets how many choice strings and how many
+    numbers and booleans it holds. Without a schema every string is free text
+    and None is nothing. A path is a chain ``(parent path, key)``, written out
+    by ``_path`` when needed. Iterative: nesting cannot exhaust the stack."""
+    root, defs = schema if schema is not None else (_ANY, {})
+    fields: dict[int, _Field] = {}
+
+    def field(node: Any) -> _Field:
+        f = fields.get(id(node))
+        if f is None:
+            f = fields[id(node)] = _Field(node, defs)
+        return f
+
+    stack: list[tuple[Any, Any, Any]] = [(value, root, None)]
+    while stack:
+        node, sch, path = stack.pop()
+        if isinstance(node, dict):
+            f = field(sch)
+            stack.extend(reversed([(v, f.child(k), (path, k)) for k, v in node.items()]))
+        elif isinstance(node, list):
+            f = field(sch)
+            if f.uniform:
+                # one schema for every item: the strings in bulk, each distinct one once
+                strings = [v for v in node if type(v) is str]
+                if strings:
+                    of = field(f.child(0))
+                    for text in dict.fromkeys(strings):
+                        kind = of.kind(text)
+                        if kind == "free":
+                            yield (path, _At(node, text)), text
+                        elif kind == "choice":
+                            counts[0] += 1
+                if len(strings) == len(node):
+                    continue
+                rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node) if type(v) is not str]
+            else:
+                rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node)]
+            stack.extend(reversed(rest))
+        elif isinstance(node, str) or node is None:
+            kind = field(sch).kind(node)
+            if kind == "free":
+                yield path, node
+            elif kind == "choice":
+                counts[0] += 1
+        else:
+            counts[1] += 1
+
+
+def _path(chain: Any) -> str:
+    keys = []
+    while chain is not None:
+        chain, key = chain
+        keys.append(key.items.index(key.text) if isinstance(key, _At) else key)
+    out = ""
+    for key in reversed(keys):
+        out += f"[{key}]" if isinstance(key, int) else f".{key}" if out else str(key)
+    return out or "completion"
+
+
+def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None) -> str | None:
     """Why a parsed structured completion carries no content, or None.
 
-    Every string field is checked like a plain completion; the completion
-    is content-free when *all* of them are (``{"answer": ""}``,
-    ``{"answer": "Thought process:"}``), or when it holds no string at all
-    and no number or boolean either. Iterative: nesting cannot exhaust the stack.
+    ``value`` is the completion's ``model_dump(mode="json")``; ``model`` its
+    pydantic class, which tells free-text fields (``str``, not restricted to a
+    ``Literal`` or an enum) from choices. The completion is content-free when
+    every free-text field is empty (``""``, unset) or content-free like a plain
+    completion (``content_free_reason``), whatever choice, boolean or number
+    fields stand beside them; or, with no free-text field, when it holds no
+    value at all. Without ``model`` every string counts as free text (the
+    completion is content-free when all of them are) and None as nothing.
+    Iterative: nesting cannot exhaust the stack; linear in the completion's size.
     """
-    strings: list[str] = []
-    scalars = 0
-    for node in leaves(value):
-        if isinstance(node, str):
-            strings.append(node)
-        elif node is not None:
-            scalars += 1
-    if not strings:
-        return None if scalars else "structured completion holds no value"
-    reasons = [content_free_reason(t, extra_keys) for t in strings]
-    if all(r is not None for r in reasons):
-        return f"every text field is empty or content-free ({reasons[0]})"
-    return None
+    keys = tuple(extra_keys)
+    schema = _schema_of(model)
+    counts = [0, 0]
+    first: "tuple[Any, str | None] | None" = None
+    texts: dict[str, None] = {}
+    for path, text in _free_texts(value, schema, counts):
+        if first is None:
+            first = (path, text)
+        if text:
+            texts[text] = None
+    if first is None:   # no free-text field
+        return None if counts[0] or counts[1] else "structured completion holds no value"
+    if texts and not _all_content_free(list(texts), keys):
+        return None
+    path, text = first
+    reason = content_free_reason(text, keys) if text else "empty"
+    which = "free-text" if schema is not None else "text"
+    return f"every {which} field is empty or content-free ({_path(path)}: {reason})"

@@ -89,6 +89,19 @@ class GradedJudgeOutput(JudgeOutput):
         return Scale.GRADED.to_reward(self.score)
 
 
+class DeclaredVerdict(JudgeOutput):
+    """A verdict read in a declared form (``verdict_form``): the number or the
+    label the judge wrote, its reward, and the judge's text before it."""
+
+    reasoning: str = ""
+    score: float | None = None
+    label: str | None = None
+    value: float
+
+    def to_value(self) -> float:
+        return self.value
+
+
 #: field names read as the judge's reasoning, first match wins
 REASONING_FIELDS = ("reasoning", "reason", "explanation", "rationale", "justification", "analysis",
                     "critique", "feedback")
@@ -229,11 +242,6 @@ def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, di
 
 
 _LABEL_FORMS: "dict[type[BaseModel], tuple[str, list[str], str | None, dict[str, float]] | None]" = {}
-
-
-def _same_value(a: "tuple[BaseModel, float]", b: "tuple[BaseModel, float]") -> bool:
-    """Two read verdicts agree when their values do."""
-    return a[1] == b[1]
 
 
 def _label_to_verdict(decision: Decision, text: str,

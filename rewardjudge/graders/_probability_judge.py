@@ -270,7 +270,8 @@ class ProbabilityJudgeGrader(Grader):
                      f"{s.confidence:.2f}; {s.outside_mass:.0%} of the probability outside the grades")
         return Grade(value=self.scale.to_reward(grade), grader_key=self.grader_key, reasoning=reasoning,
                      status="scored", grader_version=self.version,
-                     extra={**s.as_extra(), "top_k": dist.top_k, "scale": self.scale.name}, **common)
+                     extra={**s.as_extra(), "top_k": dist.top_k, "scale": self.scale.name},
+                     distribution={str(k): v for k, v in s.probabilities.items()}, **common)
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],

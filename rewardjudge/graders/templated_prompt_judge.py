@@ -34,8 +34,10 @@ from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
 from ._expected_value import apply_expected_value, score_choices
-from ._outputs import (BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput, _label_form,
-                       _label_to_verdict, _same_value, check_output_model, fitted_max_tokens,
+from ..readouts._forms import VerdictForm
+from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
+                       JudgeOutput, _label_form,
+                       _label_to_verdict, check_output_model, fitted_max_tokens,
                        output_value, schema_fields, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
@@ -85,7 +87,9 @@ class TemplatedPromptJudgeGrader(Grader):
                  expected_value: bool = False,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
                  reject_content_free: bool | None = None, max_completion_chars: int | None = None,
-                 seal: bool = True, seal_key: "bytes | str | None" = None):
+                 seal: bool = True, seal_key: "bytes | str | None" = None,
+                 verdict_form: str | None = None, label_values: Mapping[str, float] | None = None,
+                 score_bounds: tuple[float, float] | None = None):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
@@ -99,6 +103,9 @@ class TemplatedPromptJudgeGrader(Grader):
         self.seal = seal
         self._sealer = Sealer(seal_key)
         self._label = _label_form(self.output_model)
+        self.form, self.label_values = _declared_form(verdict_form, label_values, score_bounds)
+        if self.form is not None:
+            structured = False   # the verdict is a line of text in the declared form
         if isinstance(max_tokens, str) and max_tokens == "fit":
             # the default: what a schema-constrained reply of the output model needs
             # (its reasoning is bounded); 512 where the reply is not bounded
@@ -201,11 +208,13 @@ class TemplatedPromptJudgeGrader(Grader):
         (``readouts._seal``); with it off, the last verdict outside any
         verbatim copy of the policy's text (forgeable: for replaying a
         calibrated benchmark prompt as it is)."""
+        if self.form is not None:
+            return self._form_request(messages, policy_texts)
         labels = self._label[1] if self._label is not None else ()
         if not self.seal:
             texts = [t for t in policy_texts if t]
             return messages, self._schema, lambda text: _label_to_verdict(
-                read_unsealed(text, texts, check=self._check, labels=labels, same=_same_value),
+                read_unsealed(text, texts, check=self._check, labels=labels, same=self._same),
                 text, self._label_verdict)
         seal = self._sealer.value(messages)
         if self._label is not None and not self.structured and not self.prompt.mentions("output_schema"):
@@ -215,9 +224,47 @@ class TemplatedPromptJudgeGrader(Grader):
                                            else schema_fields(self.output_model))
         return seal_messages(messages, instruction), self._wire_schema, lambda text: self._read_sealed(text, seal, labels)
 
+    def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
+                      ) -> tuple[list[dict[str, Any]], None, Any]:
+        """The request of a declared verdict form: sealed, a ``VERDICT <seal>:``
+        line holding one verdict in the form; unsealed, the prompt as written
+        and the last occurrence of the form outside copies of policy text."""
+        form = self.form
+        assert form is not None
+        if not self.seal:
+            texts = [t for t in policy_texts if t]
+            return messages, None, lambda text: self._form_verdict(form.read(text, texts), text)
+        seal = self._sealer.value(messages)
+        shown = form.instruction_text()
+        return (seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown)),
+                None,
+                lambda text: self._form_verdict(read_sealed(text, seal, read_line=form.read_line), text))
+
+    def _form_verdict(self, decision: Any, text: str) -> Any:
+        """A declared form's decision as ``(verdict, value)``: a score is its own
+        value, a label the value ``label_values`` gives it."""
+        if not isinstance(decision, Verdict):
+            return decision
+
+        def made(v: Any) -> tuple[BaseModel, float]:
+            value = float(v) if isinstance(v, float) else float(self.label_values[v])
+            verdict = DeclaredVerdict(reasoning=text[:decision.start].strip()[-REASONING_MAX_CHARS:],
+                                      score=v if isinstance(v, float) else None,
+                                      label=v if isinstance(v, str) else None, value=value)
+            return verdict, value
+
+        return Verdict(made(decision.value), decision.start, decision.end,
+                       tuple(made(v) for v in decision.others))
+
     def _read_sealed(self, text: str, seal: str, labels: Sequence[str]) -> Any:
-        decision = read_sealed(text, seal, check=self._check, labels=labels, same=_same_value)
+        decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same)
         return _label_to_verdict(decision, text, self._label_verdict)
+
+    def _same(self, a: Any, b: Any) -> bool:
+        """Two read verdicts agree when their rewards do (a bare label is worth its value)."""
+        def value(v: Any) -> Any:
+            return v[1] if isinstance(v, tuple) else (self._label[3].get(v) if self._label else v)
+        return value(a) == value(b)
 
     def _label_verdict(self, label: str, reasoning: str) -> tuple[BaseModel, float]:
         name, _, reasoning_name = self._label[:3]   # type: ignore[index]
@@ -254,7 +301,34 @@ class TemplatedPromptJudgeGrader(Grader):
                 "template_variables": self.template_variables, "params": self.params.as_dict(),
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 "structured": self.structured, "seal": self.seal,
+                **({"verdict_form": {"pattern": self.form.pattern, "labels": self.label_values,
+                                     "bounds": self.form.bounds}} if self.form is not None else {}),
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 **({"expected_value": True} if self.expected_value else {})}
 
 
+
+
+def _declared_form(pattern: str | None, label_values: Mapping[str, float] | None,
+                   bounds: tuple[float, float] | None) -> "tuple[VerdictForm | None, dict[str, float]]":
+    """The grader's declared verdict form, checked: a ``{label}`` form needs
+    ``label_values`` (each label's reward), a ``{score}`` form takes none."""
+    if pattern is None:
+        if label_values is not None or bounds is not None:
+            raise ConfigError("label_values and score_bounds go with a verdict_form")
+        return None, {}
+    values = dict(label_values or {})
+    for label, v in values.items():
+        if not isinstance(label, str) or isinstance(v, bool) or not isinstance(v, (int, float)) \
+                or v != v or v in (float("inf"), float("-inf")):
+            raise ConfigError(f"label_values must map each label to a finite number, got {label!r}: {v!r}")
+    if not isinstance(pattern, str):
+        raise ConfigError(f"verdict_form must be a pattern string, got {pattern!r}")
+    if "{label}" in pattern and not values:
+        raise ConfigError(f"verdict_form {pattern!r} holds {{label}}: give label_values, the reward of "
+                          f"each label (e.g. {{'A>>B': 1.0, 'A>B': 0.75, 'A=B': 0.5, ...}})")
+    if "{score}" in pattern and values:
+        raise ConfigError(f"verdict_form {pattern!r} reads a number: label_values do not apply")
+    form = VerdictForm.of(pattern, labels=tuple(values) if values else None,
+                          bounds=tuple(bounds) if bounds is not None else None)
+    return form, {k: float(v) for k, v in values.items()}

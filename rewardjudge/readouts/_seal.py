@@ -127,11 +127,13 @@ def seal_messages(messages: Sequence[Mapping[str, Any]], instruction: str) -> li
 SEAL_LEAD = "\n\nEnd your reply with your verdict"
 
 
-def label_instruction(seal: str, choices: str) -> str:
-    """The seal instruction of a label verdict. It shows a placeholder where
-    the label goes, so a judge echoing its prompt writes no sealed verdict."""
-    return (f"{SEAL_LEAD} on a line of its own: the word VERDICT, the "
-            f"code {seal}, a colon, then {choices}, like this:\nVERDICT {seal}: <{choices}>\n"
+def label_instruction(seal: str, choices: str, placeholder: str | None = None) -> str:
+    """The seal instruction of a verdict on a line: ``choices`` says what goes
+    after the colon, ``placeholder`` shows it in the example line (default
+    ``<choices>``), so a judge echoing its prompt writes no sealed verdict."""
+    shown = placeholder if placeholder is not None else f"<{choices}>"
+    return (f"{SEAL_LEAD} on a line of its own: the word VERDICT, the code {seal}, a colon, then "
+            f"{choices}, like this:\nVERDICT {seal}: {shown}\n"
             f"Only a verdict on that line with that code is read.")
 
 
@@ -173,26 +175,18 @@ _DRAFT_OPEN = re.compile(r"<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
 def blank_drafts(text: str) -> str:
-    """``text`` with reasoning drafts (``<think>…</think>``, ``<thinking>``;
-    an unclosed one runs to the end) replaced by spaces, so offsets hold.
-    A verdict written inside a draft is never read."""
-    if "<" not in text:
+    """``text`` with a leading reasoning draft (``<think>…</think>`` or
+    ``<thinking>``, where a reasoning model writes it: at the start of its
+    reply; an unclosed one runs to the end) replaced by spaces, so offsets
+    hold. A verdict written inside it is never read. A tag elsewhere is text
+    (it may be the policy's, quoted by the judge) and hides nothing."""
+    lead = len(text) - len(text.lstrip())
+    m = _DRAFT_OPEN.match(text, lead)
+    if m is None:
         return text
-    pieces: list[str] = []
-    pos = 0
-    while True:
-        m = _DRAFT_OPEN.search(text, pos)
-        if m is None:
-            pieces.append(text[pos:])
-            break
-        close = _find_close(text, m.end(), m.group(1))
-        end = len(text) if close < 0 else close
-        pieces.append(text[pos:m.start()])
-        pieces.append(" " * (end - m.start()))
-        pos = end
-        if close < 0:
-            break
-    return "".join(pieces)
+    close = _find_close(text, m.end(), m.group(1))
+    end = len(text) if close < 0 else close
+    return " " * end + text[end:]
 
 
 _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name in ("think", "thinking")}
@@ -207,7 +201,7 @@ def _find_close(text: str, start: int, name: str) -> int:
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
 #: seal occurrences examined per reply (the last ones)
-_MAX_OCCURRENCES = 16
+_MAX_OCCURRENCES = 64
 _DECOR = "*_`~ \t"
 
 

@@ -1,0 +1,202 @@
+"""Every pass over policy text, on hostile 256 KiB inputs: the worst time of each.
+
+Policy text is written by an optimiser aimed at the grader, and a completion
+may be 256 KiB (``Grader.max_completion_chars``). A pass whose time grows
+faster than the text's length blocks the event loop for seconds on one
+such completion: the regexes of ``readouts/_text.py`` once did (1.6-18.8 s
+on 16 KiB). This bench runs each pass over a set of hostile inputs (long
+runs of one character; tag, escape and control-token openers that never
+close; runs of zero-width characters and combining marks; JSON that never
+ends) and prints the worst input of each pass. Target: under 50 ms.
+
+Passes: ``neutralize`` (bare, and with a template's tag names and the judge's
+control tokens), ``neutralize_value`` (the text in a mapping, and cut in
+6-character strings in a list), ``contains_tag``, ``normalize_text``, the
+content-free screen (``content_free_reason`` on the text, and
+``content_free_fields`` on a structured completion whose answer is empty and
+whose list field holds the text cut in 6-character strings), and
+``pydantic_parse`` of a completion on hostile JSON. ``fold`` and
+``unescape_lines`` (the readouts' comparison of judge replies with the
+prompt) are shown after them.
+
+Each time is the best of 3 runs (the lazily filled translation tables are
+warm; the first pass over 256 KiB of distinct characters fills them once
+per process). These machines are shared: the times are context, the claim is
+that none grows with the square of the length (``python -m bench linear``
+also prints the ratio of the worst time at 256 KiB to the same input's time at
+64 KiB: about 4 for linear passes, about 16 for quadratic ones).
+
+Run: ``python -m bench linear``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Literal, Optional
+
+from pydantic import BaseModel
+
+from .common import emit, print_table
+
+SIZE = 262_144
+TARGET_S = 0.050
+_REPEAT = 3
+_SLOW_S = 5.0   # a call this slow is not repeated
+_FAST_S = 0.002   # nor one this fast
+
+
+class _Answer(BaseModel):
+    answer: str
+    confidence: Literal["high", "low"]
+
+
+class _Steps(BaseModel):
+    answer: Optional[str] = None
+    confidence: Literal["high", "low"] = "high"
+    steps: list[str] = []
+
+
+# --------------------------------------------------------------------------
+# hostile inputs
+# --------------------------------------------------------------------------
+_PREFIXES = ["", "<", "[", "<<", "</", "<\u200b", "&", "&#", "&#x", "&amp;", "%", "%25", "\\", "<c", "<s",
+             "[/", "<start_of_tur", "<|", "\uff1c"]
+_RUNS = ["\u200b", "\x00", " ", "/", "<", "[", "\\", "&", "%", "0", "25", "amp;", "\u0301", "\u0301\u0316",
+         "\u0f73", "\u3164", "\u2800", "a", "|", "\n", "\u200b/", ".", "`"]
+_UNITS = ["<|", "<", "< ", "<\u200b", "[INST", "[\u200b", "&#", "&lt;", "&lt;|", "\\u00", "\\u003c", "%2",
+          "%3c", "<<", "<s>", "</", "<c", "<cand", "<\u200bc\u200ba", "[/", "\\\\", "\\n", "&#10;",
+          "Thought process: ", "Th\u043eught pr\u043ecess: ", "\u3164.", "``x", "\U0001f600"]
+
+
+def _cut(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def hostile_texts(size: int = SIZE) -> dict[str, str]:
+    """Hostile texts of ``size`` characters: a prefix then a run, and units repeated."""
+    texts: dict[str, str] = {}
+    for prefix in _PREFIXES:
+        for run in _RUNS:
+            texts[f"{prefix!r} + {run!r}*"] = (prefix + _cut(run, size))[:size]
+    for unit in _UNITS:
+        texts[f"{unit!r} repeated"] = _cut(unit, size)
+    texts["distinct code points"] = "".join(chr(0x100 + i) for i in range(size))
+    texts["digits charref"] = ("&#" + "1" * size)[:size]
+    return texts
+
+
+def hostile_json(size: int = SIZE) -> dict[str, str]:
+    """Hostile completions for ``pydantic_parse``: JSON that never ends, nests
+    without end, or holds many objects that do not validate."""
+    return {
+        "'{' repeated": _cut("{", size),
+        "'{\"a\": ' repeated": _cut('{"a": ', size),
+        "'{\"' repeated": _cut('{"', size),
+        "'{\"answer\": {' repeated": _cut('{"answer": {', size),
+        "string of backslashes": ('{"answer": "' + "\\" * size)[:size],
+        "string of \\u00": ('{"answer": "' + _cut("\\u00", size))[:size],
+        "object left open": ('{"answer": "x"' + " " * size)[:size],
+        "a 256 KiB integer": ('{"answer": ' + "9" * size)[:size - 1] + "}",
+        "objects that fail the model": _cut('{"a": 1} ', size),
+        "objects of the wrong types": _cut('{"answer": 1, "confidence": "high"} ', size),
+        "fields left open": ('{"answer": "x", "confidence": "high"' + _cut(', "x": 1', size))[:size],
+        "'{}' repeated": _cut("{}", size),
+        "'}{' repeated": _cut("}{", size),
+        "'```json\\n{' repeated": _cut("```json\n{", size),
+        "3,000 nested objects": '{"a": ' * 3000 + "1" + "}" * 3000,
+    }
+
+
+# --------------------------------------------------------------------------
+# the passes
+# --------------------------------------------------------------------------
+def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
+    """(name, input set, pass) for every pass over policy text."""
+    from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
+    from rewardjudge.graders._guards import content_free_fields, content_free_reason
+    from rewardjudge.readouts._text import (contains_tag, fold, neutralize, neutralize_value,
+                                            normalize_text, unescape_lines)
+
+    tags = ("response", "answer", "question", "submission")
+    control = ("<|im_end|>", "<|eot_id|>", "</s>")
+
+    def pieces(text: str) -> list[str]:
+        return [text[i:i + 6] for i in range(0, len(text), 6)]
+
+    def screen_fields(text: str) -> object:
+        dumped = {"answer": "", "confidence": "high", "steps": pieces(text)}
+        return content_free_fields(dumped, (), _Steps)
+
+    def parse(text: str) -> object:
+        try:
+            return pydantic_parse(text, _Answer)
+        except (OutputParserException, RecursionError):
+            return None
+
+    return [
+        ("neutralize", "text", neutralize),
+        ("neutralize (tags, control tokens)", "text", lambda t: neutralize(t, tags, control)),
+        ("neutralize_value (a mapping)", "text", lambda t: neutralize_value({"answer": t, "id": 1})),
+        ("neutralize_value (6-char strings)", "text", lambda t: neutralize_value({"steps": pieces(t)})),
+        ("contains_tag", "text", contains_tag),
+        ("normalize_text", "text", normalize_text),
+        ("content-free screen (text)", "text", content_free_reason),
+        ("content-free screen (fields)", "text", screen_fields),
+        ("pydantic_parse", "json", parse),
+        ("fold (readouts)", "text", fold),
+        ("unescape_lines (readouts)", "text", unescape_lines),
+    ]
+
+
+def _time(fn: Callable[[str], object], text: str, repeat: int = _REPEAT) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(text)
+        used = time.perf_counter() - t0
+        best = min(best, used)
+        if used > _SLOW_S or used < _FAST_S:   # far from the worst either way: once is enough
+            break
+    return best
+
+
+def _measure(size: int) -> list[tuple[str, str, float, Callable[[str], object], str]]:
+    sets = {"text": hostile_texts(size), "json": hostile_json(size)}
+    out = []
+    for name, which, fn in _passes():
+        worst_input, worst = "", -1.0
+        for label, text in sets[which].items():
+            used = _time(fn, text)
+            if used > worst:
+                worst_input, worst = label, used
+        out.append((name, worst_input, worst, fn, which))
+    return out
+
+
+def worst_passes(size: int = SIZE) -> list[tuple[str, float]]:
+    """Every pass, its worst hostile input and the seconds it took there:
+    ``("neutralize: '<' + '\\u200b'*", 0.012)``, one per pass."""
+    return [(f"{name}: {label}", seconds) for name, label, seconds, _, _ in _measure(size)]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    measured = _measure(SIZE)
+    quarter = {"text": hostile_texts(SIZE // 4), "json": hostile_json(SIZE // 4)}
+    rows, results = [], {}
+    for name, label, seconds, fn, which in measured:
+        small = quarter[which].get(label)
+        ratio = seconds / max(_time(fn, small), 1e-6) if small is not None and seconds > 0.002 else None
+        ok = seconds < TARGET_S
+        rows.append([name, label, seconds * 1e3, ratio, "ok" if ok else "OVER"])
+        results[name] = {"worst_input": label, "ms": round(seconds * 1e3, 2),
+                         "ratio_to_quarter_size": None if ratio is None else round(ratio, 1)}
+    print_table(f"Worst time of every pass over hostile {SIZE // 1024} KiB inputs (best of {_REPEAT}; "
+                f"target {TARGET_S * 1e3:.0f} ms; ratio: the same input at 4x the size of a quarter, "
+                f"~4 when linear, ~16 when quadratic)",
+                ["pass", "worst input", "ms", "ratio 256K/64K", f"< {TARGET_S * 1e3:.0f} ms"], rows)
+    emit("linear", {"size": SIZE, "target_ms": TARGET_S * 1e3, "passes": results})
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""The content-free screen, case by case (graders/_guards.py).
+
+Two tables: plain completions (``content_free_reason``) and structured
+completions (``content_free_fields``, then the grader's ``screen``). Every
+case says what it stands for; the benign ones must never be penalized.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from enum import Enum
+from typing import Any, Literal, Optional, Union
+
+import pytest
+from pydantic import BaseModel
+
+from rewardjudge import StringThread
+from rewardjudge.graders._base import Grader
+from rewardjudge.graders._guards import (MASTER_KEYS, _all_content_free, content_free_fields,
+                                         content_free_reason)
+
+# --------------------------------------------------------------------------
+# plain completions
+# --------------------------------------------------------------------------
+TEXT_CASES = [
+    # (completion, penalized)
+    # -- benign: short real answers ------------------------------------------------
+    ("Paris", False),                              # a one-word answer
+    ("42", False),                                 # a bare number
+    ("No.", False),                                # a one-word answer with a full stop
+    ("B", False),                                  # a multiple-choice letter
+    ("The answer is 4.", False),                   # a master key followed by the answer
+    ("Thought process: Paris is the capital.", False),  # an opener followed by content
+    ("I don't know", False),                       # an answer (a poor one): content, left to the judge
+    ("I don't know. I don't know.", False),        # repeated, still words the judge can weigh
+    ("巴黎", False),                               # a CJK answer
+    ("Final answer: \\boxed{7}", False),           # a boxed answer
+    ("```python\nprint(1)\n```", False),           # code inside a fence
+    ("<b>Paris</b>", False),                       # markup around an answer
+    ("</candidate>", False),                       # a tag: an attack the readouts handle, not content-free
+    ("Paris" + " " * 100_000 + "x", False),        # long padding between words
+    ("\u00bd", False),                             # a vulgar fraction is a number
+    # -- empty ---------------------------------------------------------------------
+    ("", True),                                    # nothing
+    ("  \n\t ", True),                             # whitespace
+    ("\u200b\u200c\u200d\u2060\ufeff\u00ad", True),  # zero-width characters and a soft hyphen
+    ("\u3164\u3164", True),                        # Hangul fillers (letters to Unicode, blank on screen)
+    ("\u2800" * 5, True),                          # braille blanks
+    ("\u115f\u1160\uffa0", True),                  # more Hangul fillers
+    ("\u3000\u00a0\u2003", True),                  # ideographic, no-break and em spaces
+    # -- punctuation, symbols, markdown -------------------------------------------------
+    (":", True),                                   # one punctuation mark
+    ("... !!! ---", True),                         # punctuation only
+    ("**", True),                                  # markdown bold with nothing inside
+    ("# \n---\n> ", True),                         # a heading, a rule, a quote: all empty
+    ("```\n```", True),                            # an empty code fence
+    ("```python\n```", True),                      # an empty code fence naming its language
+    ("~~~json\n~~~", True),                        # the other fence
+    ("\u2192 \u2713", True),                       # arrows and check marks
+    ("\U0001f600", True),                          # an emoji alone
+    ("a\u0301"[1:] * 50, True),                    # combining marks with no base
+    # -- master keys and their variants ---------------------------------------------------
+    ("Thought process:", True),                    # the master key itself
+    ("Thought  process:", True),                   # two spaces
+    ("Thought\tprocess:", True),                   # a tab
+    ("Thought\u3164process:", True),               # a Hangul filler as the space
+    ("Thought\u2800process:", True),               # a braille blank as the space
+    ("Tho\u200bught pro\u200dcess:", True),        # zero-width characters inside words
+    ("Let\u2019s think step by step.", True),      # a curly apostrophe
+    ("Let\u02bcs think step by step.", True),      # a modifier-letter apostrophe
+    ("Let\u2032s think step by step.", True),      # a prime
+    ("Lets think step-by-step!", True),            # no apostrophe, hyphens
+    ("THOUGHT PROCESS\uff1a", True),               # upper case and a full-width colon
+    ("\uff34\uff48\uff4f\uff55\uff47\uff48\uff54 process", True),  # full-width letters
+    ("Th\u043eught pr\u043ecess:", True),          # Cyrillic o look-alikes
+    ("**Solution**", True),                        # a master key in bold
+    ("## Solution", True),                         # a master key as a heading
+    ("Solution: Answer: Final answer:", True),     # master keys in a row
+    ("Thought process: " * 200, True),             # one master key repeated
+    ("Thought process:" + "." * 200, True),        # padded past the old 64-character window
+    ("Final answer: \\boxed{}", True),             # an empty box
+    ("解", True),                                   # the multilingual master keys of the paper
+    ("かいせつ", True),
+    ("Respuesta:", True),
+    ("Soluci\u00f3n", True),
+    ("Solucio\u0301n", True),                      # the same with a combining accent
+]
+
+
+@pytest.mark.parametrize("text, penalized", TEXT_CASES)
+def test_content_free_reason(text, penalized):
+    assert (content_free_reason(text) is not None) is penalized, content_free_reason(text)
+
+
+def test_reasons_say_empty_or_content_free():
+    assert content_free_reason("\u3164 \u200b") == "empty completion"
+    assert content_free_reason("Thought  process:") == "content-free completion: 'Thought  process:'"
+    assert content_free_reason(3) == "completion is not text"
+
+
+def test_extra_phrases_match_like_the_master_keys():
+    assert content_free_reason("Per my analysis") is None
+    for text in ("Per my analysis:", "PER  MY\u3164ANALYSIS", "Per my analysis. Solution:"):
+        assert content_free_reason(text, ["per my analysis"]) is not None, text
+
+
+def test_every_master_key_and_its_variants_are_flagged():
+    for key in MASTER_KEYS:
+        for text in (key, key.upper() + ":", f"**{key}**", key.replace(" ", "\u3164"),
+                     key.replace("'", "\u2019"), f"{key}. {key}."):
+            assert content_free_reason(text) is not None, text
+
+
+# --------------------------------------------------------------------------
+# structured completions
+# --------------------------------------------------------------------------
+class Confidence(str, Enum):
+    high = "high"
+    low = "low"
+
+
+class Answer(BaseModel):
+    answer: str
+    confidence: Literal["high", "low"]
+
+
+class EnumAnswer(BaseModel):
+    answer: Optional[str] = None
+    confidence: Confidence
+    sure: bool = False
+    score: float = 0.0
+
+
+class Numeric(BaseModel):
+    reasoning: str
+    value: int
+
+
+class Choice(BaseModel):
+    choice: Literal["A", "B", "C"]
+    sure: bool
+
+
+class Step(BaseModel):
+    text: str
+    kind: Literal["claim", "check"]
+
+
+class Steps(BaseModel):
+    steps: list[str]
+    notes: list[Step] = []
+    final: Optional[str] = None
+
+
+class OpenChoice(BaseModel):
+    verdict: Union[Literal["none"], str]
+
+
+class Anything(BaseModel):
+    answer: str
+    meta: Any = None
+
+
+FIELD_CASES = [
+    # (model, completion JSON, penalized)
+    # -- benign ---------------------------------------------------------------------
+    (Answer, {"answer": "Paris", "confidence": "high"}, False),       # a short answer with a confidence
+    (Answer, {"answer": "42", "confidence": "low"}, False),           # a number as text
+    (Answer, {"answer": "No.", "confidence": "high"}, False),         # a one-word answer
+    (EnumAnswer, {"answer": "Paris", "confidence": "low"}, False),    # beside an enum, a bool, a number
+    (Choice, {"choice": "B", "sure": True}, False),                   # no free-text field: the choice is the answer
+    (Numeric, {"reasoning": "6 times 7", "value": 42}, False),        # reasoning and a number
+    (Steps, {"steps": [":", "Paris is the capital"]}, False),         # one step with content is enough
+    (Steps, {"steps": [], "notes": [{"text": "checked", "kind": "check"}]}, False),  # content in a nested model
+    (OpenChoice, {"verdict": "none"}, False),                         # the Literal side of a union: a choice
+    (OpenChoice, {"verdict": "It depends on the year"}, False),       # the str side of the union, with content
+    (Anything, {"answer": "Paris", "meta": None}, False),             # None in an Any field is no text field
+    # -- the bug: content-free free text beside choices --------------------------------
+    (Answer, {"answer": "", "confidence": "high"}, True),             # empty answer, a confidence
+    (Answer, {"answer": "Thought process:", "confidence": "high"}, True),  # a master key, a confidence
+    (Answer, {"answer": "Thought\u3164process:", "confidence": "high"}, True),  # with a filler
+    (Answer, {"answer": "\u2800\u2800", "confidence": "low"}, True),  # braille blanks
+    (EnumAnswer, {"answer": None, "confidence": "high", "sure": True, "score": 1.0}, True),  # unset answer
+    (EnumAnswer, {"answer": ":", "confidence": "high", "sure": True, "score": 0.9}, True),  # punctuation
+    (Numeric, {"reasoning": "", "value": 42}, True),                  # a number beside empty free text
+    (OpenChoice, {"verdict": ""}, True),                              # the str side of the union, empty
+    (Anything, {"answer": "Sure!", "meta": {"x": 1}}, True),          # a master key beside anything
+    (Steps, {"steps": []}, True),                                     # no step, no final
+    (Steps, {"steps": ["", ":", "Solution"], "final": "..."}, True),  # every step content-free
+    (Steps, {"steps": [":"] * 40 + ["**"] * 40}, True),               # many, checked in one pass
+    (Steps, {"steps": [], "notes": [{"text": "", "kind": "claim"}]}, True),  # nested free text empty
+]
+
+
+@pytest.mark.parametrize("model, data, penalized", FIELD_CASES)
+def test_content_free_fields(model, data, penalized):
+    dumped = model.model_validate(data).model_dump(mode="json")
+    reason = content_free_fields(dumped, (), model)
+    assert (reason is not None) is penalized, reason
+
+
+def test_without_a_model_every_string_is_free_text():
+    # the old contract: penalized when every string is content-free, or nothing is there
+    assert content_free_fields({"answer": "", "confidence": "high"}) is None
+    assert content_free_fields({"answer": "", "note": ":"}) is not None
+    assert content_free_fields({"a": [], "b": None}) == "structured completion holds no value"
+    assert content_free_fields({"value": 3}) is None
+
+
+def test_the_reason_names_the_field():
+    reason = content_free_fields({"steps": [], "notes": [{"text": "", "kind": "claim"}], "final": None},
+                                 (), Steps)
+    assert reason == "every free-text field is empty or content-free (notes[0].text: empty)"
+    reason = content_free_fields({"steps": ["ok?", ":"], "notes": [], "final": "x"}, (), Steps)
+    assert reason is None
+    reason = content_free_fields({"steps": ["", ":"], "notes": [], "final": "..."}, (), Steps)
+    assert reason.endswith("(steps[0]: empty)")
+
+
+def test_a_recursive_model_is_walked():
+    class Node(BaseModel):
+        label: str
+        children: list["Node"] = []
+
+    deep: dict = {"label": "", "children": []}
+    node = deep
+    for _ in range(200):
+        child = {"label": ":", "children": []}
+        node["children"].append(child)
+        node = child
+    dumped = Node.model_validate(deep).model_dump(mode="json")
+    assert content_free_fields(dumped, (), Node) is not None
+    node["label"] = "leaf"
+    dumped = Node.model_validate(deep).model_dump(mode="json")
+    assert content_free_fields(dumped, (), Node) is None
+
+
+def test_one_pass_over_many_texts_agrees_with_one_call_each():
+    pieces = ["", " ", ":", "Solution", " answer", "x", "4", "\u3164", "\u200b", "```py", "\n", "\x01",
+              "\x02", "Let\u2019s", " think step by step", "**", "\u0301", "~~~"]
+    texts = sorted({"".join(p) for p in itertools.product(pieces, repeat=2)} - {""})
+    for keys in ((), ("x",), ("per my analysis",)):
+        for start in range(0, len(texts) - 12, 7):
+            chunk = texts[start:start + 12]
+            expected = all(content_free_reason(t, keys) is not None for t in chunk)
+            assert _all_content_free(chunk, keys) is expected, (chunk, keys)
+    every_free = [t for t in texts if content_free_reason(t) is not None]
+    assert len(every_free) > 8 and _all_content_free(every_free, ())
+
+
+# --------------------------------------------------------------------------
+# through the grader's screen (graders/_base.py passes the completion model)
+# --------------------------------------------------------------------------
+class _Bare(Grader):
+    pass
+
+
+def _sample(completion: str) -> StringThread:
+    return StringThread([("user", "What is the capital of France?"), ("assistant", completion)])
+
+
+@pytest.mark.parametrize("data, penalized", [
+    ({"answer": "", "confidence": "high"}, True),
+    ({"answer": "Thought  process:", "confidence": "high"}, True),
+    ({"answer": "Let\u2019s think step by step.", "confidence": "low"}, True),
+    ({"answer": "Paris", "confidence": "high"}, False),
+])
+def test_screen_penalizes_content_free_answers_beside_a_confidence(data, penalized):
+    grader = _Bare("g")
+    parsed, grade = grader.screen(_sample(json.dumps(data)), Answer)
+    assert (grade is not None) is penalized
+    if penalized:
+        assert grade.status == "penalized" and grade.value == -1.0
+        assert "malformed completion: every free-text field" in grade.error
+    else:
+        assert parsed.answer == data["answer"]

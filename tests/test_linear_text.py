@@ -1,0 +1,231 @@
+"""readouts/_text.py over hostile policy text: the linear rewrites keep behaviour.
+
+Every pass over policy text was made linear (``python -m bench linear`` has
+the timings; nothing here asserts one). These tests hold the rewrites to the
+forms they replaced, on random text built from the pieces the patterns look
+for, and check the outputs on 64 KiB hostile inputs that used to take
+seconds (a run of backslashes, '<' or '[' then a run of zero-width
+characters, a run of combining marks, a charref of 20,000 digits).
+"""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+import unicodedata
+from enum import Enum
+
+import pytest
+
+from rewardjudge.readouts import _text
+from rewardjudge.readouts._text import (CONTROL_TOKEN_PATTERNS, PROTOCOL_TAGS, contains_tag, fold,
+                                        letters, neutralize, neutralize_all, neutralize_value,
+                                        normalize_text, unescape_lines)
+
+N = 65_536
+ZW = "\u200b"
+
+# --------------------------------------------------------------------------
+# the forms replaced (quadratic on some inputs, same matches on all)
+# --------------------------------------------------------------------------
+_sp = _text._spaced
+OLD_CONTROL = (
+    r"<\x00*\|",
+    r"\[\x00*/?\x00*" + _sp("inst") + r"\x00*\]",
+    r"\[\x00*/?\x00*" + _sp("sys") + r"\x00*\]",
+    r"<\x00*<\x00*/?\x00*" + _sp("sys") + r"\x00*>\x00*>",
+    r"<\x00*/?\x00*s\x00*>",
+    r"<\x00*/?\x00*" + _sp("start_of_turn"),
+    r"<\x00*/?\x00*" + _sp("end_of_turn"),
+    r"<\x00*/?\x00*" + _sp("bos") + r"\x00*>",
+    r"<\x00*/?\x00*" + _sp("eos") + r"\x00*>",
+)
+OLD_LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|\\+u003c|\\+x3c|%(?:25)*3c")
+OLD_ESCAPED_BREAK = re.compile(r"\\+[nr]")
+
+
+def old_pattern(extra_tags=(), control=()):
+    """``_pattern`` as it was: the tags, then the nine control patterns side by side."""
+    names = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
+    alts = ["(?:" + "|".join(_sp(t) for t in PROTOCOL_TAGS) + ")"]
+    if names:
+        alts.append("(?:" + "|".join(_sp(t) for t in names) + r")(?![\w-])")
+    tag = r"<[\s/\x00]*(?:" + "|".join(alts) + ")"
+    extra = [re.escape(_text._skeleton(t)) for t in control if t]
+    return re.compile("|".join([tag, *OLD_CONTROL, *extra]))
+
+
+PIECES = ["<", "<", "[", "]", ">", "/", "|", "\x00", "\x00", " ", "\n", "\\", "\\", "u003c", "x3c", "&",
+          "amp;", "lt;", "lt", "#60;", "#x3c", "#0", "%", "25", "3c", "s", "sys", "inst", "INST", "y",
+          "bos", "eos", "start_of_turn", "end_of_turn", "candidate", "grade", "reasoning", "response",
+          "answer", "-", "n", "r", "t", "\\n", "&#10;", "%0A", "a", "im_end", "\"", "/"]
+
+
+def random_texts(seed: int, count: int, longest: int = 14):
+    rnd = random.Random(seed)
+    for _ in range(count):
+        yield "".join(rnd.choice(PIECES) for _ in range(rnd.randint(1, longest)))
+
+
+def test_control_token_patterns_describe_the_same_tokens():
+    assert len(CONTROL_TOKEN_PATTERNS) == len(OLD_CONTROL)
+    for text in random_texts(1, 4000):
+        new_hits = {m.start() for p in CONTROL_TOKEN_PATTERNS for m in re.finditer(p, text)}
+        old_hits = {m.start() for p in OLD_CONTROL for m in re.finditer(p, text)}
+        assert new_hits == old_hits, text
+
+
+@pytest.mark.parametrize("tags, control", [((), ()), (("response", "answer", "s"), ("<|im_end|>", "[EOT]"))])
+def test_the_factored_pattern_matches_where_the_old_one_did(tags, control):
+    new, old = _text._pattern(tags, control), old_pattern(tags, control)
+    for text in random_texts(2, 20_000):
+        assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)], text
+
+
+def test_the_escape_patterns_match_where_the_old_ones_did():
+    for text in random_texts(3, 20_000):
+        assert [m.span() for m in _text._LT_ESCAPE.finditer(text)] == \
+            [m.span() for m in OLD_LT_ESCAPE.finditer(text)], text
+        assert OLD_ESCAPED_BREAK.sub("\n", text) == _text._ESCAPED_BREAK.sub("\n", text), text
+
+
+def test_html_unescape_is_the_standard_one_on_ordinary_numbers():
+    rnd = random.Random(4)
+    refs = ["&lt;", "&lt", "&amp;", "&ampx", "&#60;", "&#060", "&#x3c;", "&#X3C", "&#0;", "&#128;",
+            "&#1114111;", "&#1114112;", "&#xD800;", "&#" + "0" * 30 + "65;", "&#x" + "0" * 20 + "41",
+            "&#99999999999;", "&notit;", "&nosuch;", "&", "&#", "&#x", "a", " ", ";", "\u00e9"]
+    for _ in range(20_000):
+        text = "".join(rnd.choice(refs) for _ in range(rnd.randint(1, 6)))
+        assert _text._html_unescape(text) == html.unescape(text), text
+
+
+def test_neutralize_and_fold_agree_with_the_old_pattern_on_random_text():
+    for text in random_texts(5, 5000, longest=24):
+        skel = _text._skeleton(text)
+        starts = [m.start() for m in old_pattern().finditer(skel)]
+        assert contains_tag(text) is bool(starts), text
+        out = neutralize(text)
+        if not starts:
+            assert out == text
+        else:
+            assert out != text and neutralize(out) == out, text   # defanged, and idempotent
+
+
+# --------------------------------------------------------------------------
+# hostile inputs, 64 KiB: the right output (each was seconds, or an exception)
+# --------------------------------------------------------------------------
+def test_angle_bracket_then_a_long_gap_run():
+    assert neutralize("<" + ZW * N) == "<" + ZW * N
+    assert not contains_tag("<" + ZW * N)
+    assert neutralize("<" + ZW * N + "|im_end|>") == "[" + ZW * N + "|im_end|>"
+    assert neutralize("<" + ZW * N + "/" + ZW * N + "s>") == "[" + ZW * N + "/" + ZW * N + "s>"
+    assert neutralize("<<" + ZW * N + "sys>>") == "[<" + ZW * N + "sys>>"
+    assert neutralize("<" + "\u0301" * N + "grade>") == "[" + "\u0301" * N + "grade>"
+
+
+def test_square_bracket_then_a_long_gap_run():
+    assert neutralize("[" + ZW * N) == "[" + ZW * N
+    assert neutralize("[" + ZW * N + "/" + ZW * N + "INST]") == "(" + ZW * N + "/" + ZW * N + "INST]"
+    assert neutralize("[" + ZW * N + "/" + ZW * N + "INST") == "[" + ZW * N + "/" + ZW * N + "INST"
+
+
+def test_runs_of_angle_brackets_and_bars():
+    assert neutralize("<" * N) == "<" * N
+    assert neutralize("<|" * N) == "[|" * N
+    assert neutralize("<s>" * N) == "[s>" * N
+    assert neutralize("<" * N + "candidate") == "<" * (N - 1) + "[candidate"
+    assert neutralize("[" * N + "INST]") == "[" * (N - 1) + "(INST]"
+
+
+def test_runs_of_backslashes():
+    assert neutralize("\\" * N) == "\\" * N
+    assert neutralize("\\" * N + "u003cgrade>") == "[grade>"
+    assert neutralize("\\" * N + "x3c|") == "[|"
+    assert unescape_lines("\\" * N + "n") == "\n"
+    assert set(unescape_lines("\\" * N)) == {"\\"}
+    assert set(fold("\\" * N)) == {"\\"}
+
+
+def test_long_escapes():
+    assert neutralize("&" + "amp;" * N + "lt;grade>") == "[grade>"
+    assert neutralize("%" + "25" * N + "3cgrade>") == "[grade>"
+    assert neutralize("&lt;" + ZW * N + "grade>") == "[grade>"   # the gaps after an escape go with it
+    assert neutralize("&lt;" * N) == "&lt;" * N          # an escaped '<' alone is no tag
+    assert neutralize("&lt;|" * N) == "[|" * N
+
+
+def test_a_charref_of_many_digits_is_one_replacement_character():
+    # html.unescape raises ValueError past 4,300 decimal digits (quadratic below)
+    assert fold("&#" + "1" * 20_000 + ";") == "\ufffd"
+    assert fold("x &#x" + "f" * 20_000 + " y") == "x \ufffd y"
+    assert fold("&#" + "0" * 20_000 + "65;") == "a"
+    assert unescape_lines("&#" + "9" * N) == "\ufffd"
+
+
+def test_a_long_run_of_combining_marks_keeps_thirty():
+    marks = "\u0301\u0316" * (N // 2)
+    out = normalize_text("a" + marks + "b")
+    assert out == unicodedata.normalize("NFKC", "a" + marks[:30] + "b")
+    assert normalize_text("\u0f73" * N) == unicodedata.normalize("NFKC", "\u0f73" * 30)
+    # runs of thirty or fewer are left to NFKC as they are
+    text = ("e" + "\u0301\u0316" * 15) * 100
+    assert normalize_text(text) == unicodedata.normalize("NFKC", text)
+
+
+def test_normalize_text_is_nfkc_without_invisibles_below_thirty_marks():
+    rnd = random.Random(6)
+    pieces = ["a", "e", "\u0301", "\u0316", "\u0345", "\u0f73", "\uff9e", "\u3099", "\u1100", "\u1161",
+              "\u11a8", " ", ZW, "\u00e9", "\uff21", "\u2460", "\ufb01", "\u200d", "\u00ad"]
+    for _ in range(5000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 25)))
+        assert normalize_text(text) == _text._INVISIBLE.sub("", unicodedata.normalize("NFKC", text)), text
+
+
+def test_letters_over_hostile_runs():
+    assert letters("\u3164" * N) == ""
+    assert letters(("Th\u043eught process: " * (N // 17))) == "thoughtprocess" * (N // 17)
+    assert letters("\u0301" * N + "x") == "x"
+
+
+# --------------------------------------------------------------------------
+# neutralize_value and neutralize_all: many texts in one pass
+# --------------------------------------------------------------------------
+class Colour(str, Enum):
+    red = "red"
+
+
+def test_many_strings_in_one_pass_match_one_call_each():
+    rnd = random.Random(7)
+    joiners = [chr(c) for c in (1, 2, 8, 0x0e, 0x1b)]
+    for _ in range(300):
+        texts = [t + rnd.choice(["", *joiners]) for t in random_texts(rnd.randint(0, 10 ** 6), rnd.randint(0, 40))]
+        tags, ctl = rnd.choice([((), ()), (("response",), ("<|end|>",))])
+        expected = [neutralize(t, tags, ctl) for t in texts]
+        assert neutralize_all(texts, tags, ctl) == expected
+        assert neutralize_value(texts, tags, ctl) == expected
+        value = {t: [t, {"k": t}] for t in texts}
+        assert neutralize_value(value, tags, ctl) == {
+            neutralize(k, tags, ctl): [neutralize(k, tags, ctl), {"k": neutralize(k, tags, ctl)}] for k in texts}
+
+
+def test_every_joiner_in_the_texts_falls_back_to_one_call_each():
+    texts = [_text._JOINERS + f"<|{i}" for i in range(40)]
+    assert neutralize_value(texts) == [_text._JOINERS + f"[|{i}" for i in range(40)]
+
+
+def test_a_str_subclass_comes_back_as_it_went_in():
+    out = neutralize_value({"colour": Colour.red, "list": [Colour.red] * 10, "x": "<|"})
+    assert out["colour"] is Colour.red and all(c is Colour.red for c in out["list"])
+    assert out["x"] == "[|"
+
+
+def test_a_long_list_of_short_hostile_strings():
+    texts = [f"<|{i}" for i in range(N // 4)]
+    assert neutralize_value({"steps": texts}) == {"steps": [f"[|{i}" for i in range(N // 4)]}
+
+
+def test_joiners_are_nothing_a_pattern_looks_for():
+    for j in _text._JOINERS:
+        assert not j.isspace() and not re.match(r"\w", j) and _text._skeleton(j) == j
+        assert neutralize(j) == j
