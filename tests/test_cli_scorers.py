@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rewardjudge.testing import without_seal
+
 from rewardjudge.cli import main
 
 SCORER = {"name": "Helpfulness", "description": "Rates answers",
@@ -156,7 +158,8 @@ def test_scorers_test_with_a_judge_makes_one_graded_call(capsys, reg, doc_slug, 
                            str(sample_file), "--map", "question=turn:user", "--judge", server.url, "--json")
     assert code == 0 and len(server.requests) == 1
     assert server.requests[0]["model"] == "mistral-small-latest"
-    assert server.requests[0]["messages"] == [{"role": "user", "content": PROMPT}]
+    assert [{**m, "content": without_seal(m["content"])} for m in server.requests[0]["messages"]] == [
+        {"role": "user", "content": PROMPT}]
     grade = json.loads(out)["samples"][0]["grade"]
     assert (grade["status"], grade["value"], grade["reason"], grade["judge_model"]) == (
         "scored", 4.0, "clear next step", "mistral-small-latest")

@@ -42,6 +42,7 @@ def test_ray_grades_equal_single_process_grades_and_share_endpoints(tmp_path, mo
         ray_out = tmp_path / "ray"
         ray_out.mkdir()
         shutil.copy(tmp_path / "plain" / "manifest.json", ray_out / "manifest.json")
+        shutil.copy(tmp_path / "plain" / "seal.key", ray_out / "seal.key")   # the run's seal key
         lines = (tmp_path / "plain" / "journal.jsonl").read_text().splitlines(keepends=True)
         (ray_out / "journal.jsonl").write_text("".join(lines[:40]))
         done = {json.loads(x)["row"] for x in lines[:40]}

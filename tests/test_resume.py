@@ -61,7 +61,10 @@ def cli(data: Path, out: Path, url: str) -> list[str]:
             "--no-progress"]
 
 
-def test_sigkill_several_times_then_resume_matches_an_uninterrupted_run(tmp_path):
+def test_sigkill_several_times_then_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch):
+    # one seal key for the killed runs and the reference run (a resumed run keeps its own in the
+    # output folder; an uninterrupted run elsewhere would seal its requests with another)
+    monkeypatch.setenv("REWARDJUDGE_SEAL_KEY", "resume-test-seal-key")
     data = tmp_path / "data.jsonl"
     judged = write_data(data)
     out = tmp_path / "killed"

@@ -147,6 +147,22 @@ def _grade_from_row(r: dict[str, Any]) -> Grade:
 
 
 # -- output dir and manifest ------------------------------------------------
+def _keep_seal_key(grader: Grader, path: Path) -> None:
+    """The grader's seal key, kept beside the journal (readable by its owner
+    only): a resumed run seals its requests as the first run did, so its
+    requests, cache hits and raw replies are the same."""
+    sealer = getattr(grader, "_sealer", None)
+    if sealer is None:
+        return
+    if path.exists():
+        grader._sealer = type(sealer)(bytes.fromhex(path.read_text().strip()))
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(sealer.key_hex())
+
+
+
 def _manifest(grader: Grader, cols: Columns, mode: str, n_rows: int, data_desc: str) -> dict[str, Any]:
     return {"format": MANIFEST_FORMAT, "grader_key": grader.grader_key, "grader_version": grader.version,
             "mode": mode, "columns": cols.as_dict(), "num_rows": n_rows, "data": data_desc}
@@ -361,7 +377,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
             mpath = out / "manifest.json"
             if overwrite or not resume:
                 for name in ("journal.jsonl", "manifest.json", "summary.json", "results.parquet",
-                             "results.jsonl", "histogram.png"):
+                             "results.jsonl", "histogram.png", "seal.key"):
                     (out / name).unlink(missing_ok=True)
                 shutil.rmtree(out / "dataset", ignore_errors=True)
             elif mpath.exists():
@@ -374,6 +390,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
             elif (out / "journal.jsonl").exists():
                 raise ConfigError(f"{out} has a journal but no manifest; use another folder or --overwrite")
             _write_json(mpath, {**manifest, "updated": time.time()})
+            _keep_seal_key(grader, out / "seal.key")
         done = index.done
         todo = ~done
         if retry_unscored:

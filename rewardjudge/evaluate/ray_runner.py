@@ -74,9 +74,15 @@ class _GraderActor:
     """One grader per judge endpoint, inside a Ray actor."""
 
     def __init__(self, grader_spec: Any, judge_urls: list[str], judge_model: str, concurrency: int,
-                 cache: str | None, model_kwargs: dict[str, Any]):
+                 cache: str | None, model_kwargs: dict[str, Any], seal_key: str | None = None):
         self.clients, self.models = _models(judge_urls, judge_model, concurrency, cache, model_kwargs)
         self.graders = [resolve_grader(grader_spec, m) for m in self.models]
+        if seal_key is not None:   # every actor seals as the driver's run does (resumes, caches)
+            from ..readouts._seal import Sealer
+
+            for g in self.graders:
+                if getattr(g, "_sealer", None) is not None:
+                    g._sealer = Sealer(bytes.fromhex(seal_key))
         self.urls = judge_urls
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
@@ -123,6 +129,8 @@ def _ray_runner(grader_spec: Any, judge_urls: list[str], judge_model: str, *, nu
                 default=str, ensure_ascii=False)})
         if not items:
             return
+        sealer = getattr(_driver_grader, "_sealer", None)
+        seal_key = None if sealer is None else sealer.key_hex()
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the driver's bar counts journaled rows
         ctx.execution_options.preserve_order = True  # rows reach the ordered writer in order
@@ -132,7 +140,7 @@ def _ray_runner(grader_spec: Any, judge_urls: list[str], judge_model: str, *, nu
             _GraderActor, batch_size=batch_size, concurrency=num_actors,
             fn_constructor_kwargs=dict(grader_spec=grader_spec, judge_urls=judge_urls,
                                        judge_model=judge_model, concurrency=concurrency, cache=cache,
-                                       model_kwargs=model_kwargs),
+                                       model_kwargs=model_kwargs, seal_key=seal_key),
             num_cpus=0.5)  # graders wait on the network: let two share a core
         try:
             for batch in graded.iter_batches(batch_size=None, batch_format="numpy"):

@@ -101,7 +101,8 @@ class TemplatedPromptJudgeGrader(Grader):
         if not isinstance(seal, bool):
             raise ConfigError(f"seal must be True or False, got {seal!r}")
         self.seal = seal
-        self._sealer = Sealer(seal_key)
+        # a cached judge keeps the key with its cache, so later runs hit it
+        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._label = _label_form(self.output_model)
         self.form, self.label_values = _declared_form(verdict_form, label_values, score_bounds)
         if self.form is not None:
@@ -222,7 +223,10 @@ class TemplatedPromptJudgeGrader(Grader):
         else:
             instruction = json_instruction(seal, "" if self.prompt.mentions("output_schema")
                                            else schema_fields(self.output_model))
-        return seal_messages(messages, instruction), self._wire_schema, lambda text: self._read_sealed(text, seal, labels)
+        schema = self._wire_schema
+        if schema is not None and not getattr(self.model, "caches_grammars", True):
+            schema = sealed_schema(self._schema, seal)   # the server writes the seal exactly
+        return seal_messages(messages, instruction), schema, lambda text: self._read_sealed(text, seal, labels)
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any]:

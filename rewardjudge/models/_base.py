@@ -103,6 +103,13 @@ class InferenceModel(abc.ABC):
     #: assistant prefix (``"Grade: "``); graders use a prefix only then
     continues_prefix: bool = False
 
+    #: True when the server compiles one grammar per distinct JSON schema and
+    #: keeps it (vLLM, SGLang): graders then send one schema for every request
+    #: and check the seal's value themselves. False for a server that converts
+    #: every request's schema anyway (llama.cpp, ``spawn_judge``): the seal's
+    #: value is then part of the schema, so even a small judge writes it exactly
+    caches_grammars: bool = True
+
     async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> "TokenDistribution":
         """The probability of each of ``choices`` as the reply's next token.

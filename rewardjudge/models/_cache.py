@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -114,6 +115,17 @@ class SQLiteCache:
     def __len__(self) -> int:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    def seal_key(self) -> bytes:
+        """The seal key kept with this cache (made on first use): graders over a
+        cached judge seal requests with it, so a later run's requests are the
+        same and hit the cache (``readouts._seal``)."""
+        with self._lock:
+            self._conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+            self._conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('seal_key', ?)",
+                               (secrets.token_hex(32),))
+            row = self._conn.execute("SELECT value FROM meta WHERE name = 'seal_key'").fetchone()
+        return bytes.fromhex(row[0])
 
     def close(self) -> None:
         with self._lock:
@@ -255,3 +267,17 @@ def _continues_prefix(self: CachedModel) -> bool:
 
 # a plain attribute on the base (not a method): forward it as a property
 CachedModel.continues_prefix = property(_continues_prefix)  # type: ignore[assignment]
+
+
+def _seal_key(self: CachedModel) -> bytes | None:
+    return None if self.disk is None else self.disk.seal_key()
+
+
+CachedModel.seal_key = property(_seal_key)  # type: ignore[attr-defined]
+
+
+def _caches_grammars(self: CachedModel) -> bool:
+    return bool(getattr(self.inner, "caches_grammars", True))
+
+
+CachedModel.caches_grammars = property(_caches_grammars)  # type: ignore[assignment]

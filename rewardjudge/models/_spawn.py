@@ -214,7 +214,10 @@ class JudgeServer:
 
             kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
         kwargs.update(self.model_kwargs)
-        return OpenAIModel(self.base_url, self.served_name, api_key="local", **kwargs)
+        model = OpenAIModel(self.base_url, self.served_name, api_key="local", **kwargs)
+        if self.backend == "llama_cpp":
+            model.caches_grammars = False   # it converts every request's schema to a grammar
+        return model
 
 
 @atexit.register

@@ -91,6 +91,11 @@ class Sealer:
         the same key apart from two with different ones."""
         return hashlib.sha256(b"rewardjudge-seal-key:" + self._key).hexdigest()[:12]
 
+    def key_hex(self) -> str:
+        """The key, for keeping beside an evaluation's journal (a secret: never
+        put it where the policy can read it)."""
+        return self._key.hex()
+
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
         body = json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True,
                           separators=(",", ":"), default=str)
@@ -155,14 +160,16 @@ SEAL_SCHEMA = {"type": "string", "pattern": f"^[0-9a-f]{{{SEAL_HEX}}}$",
                "minLength": SEAL_HEX, "maxLength": SEAL_HEX}
 
 
-def sealed_schema(schema: Mapping[str, Any], seal: str = "") -> dict[str, Any]:
+def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[str, Any]:
     """``schema`` (an object schema) with the seal as a required field, last:
-    a server that enforces the schema makes the judge write one (the same
-    schema for every request: the value is checked when the reply is read)."""
+    a server that enforces the schema makes the judge write one. Without
+    ``seal`` the schema is the same for every request (the value is checked
+    when the reply is read); with it, the field's only value is ``seal``, for
+    a server that builds a grammar per request anyway (llama.cpp)."""
     out = dict(schema)
     props = dict(out.get("properties") or {})
     props.pop(SEAL_FIELD, None)
-    props[SEAL_FIELD] = dict(SEAL_SCHEMA)
+    props[SEAL_FIELD] = dict(SEAL_SCHEMA) if seal is None else {"type": "string", "const": seal}
     out["properties"] = props
     out["required"] = [*[r for r in out.get("required") or () if r != SEAL_FIELD], SEAL_FIELD]
     return out

@@ -99,7 +99,8 @@ class ScorerGrader(Grader):
         self.model_name = asked
         self.allow_model_override = bool(allow_model_override)
         self.reply_retries = reply_retries
-        self._sealer = Sealer(seal_key)
+        # a cached judge keeps the key with its cache, so later runs hit it
+        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self.language = language
         self.spec = config.output_spec
         self.schema = self.spec.json_schema()
@@ -148,7 +149,9 @@ class ScorerGrader(Grader):
         sent = seal_messages(messages, json_instruction(seal))
         answer = await self.ask_until_parsed(self.model, sent, self.params,
                                              lambda text: self.spec.read(text, seal),
-                                             json_schema=self._wire_schema,
+                                             json_schema=self._wire_schema
+                                             if getattr(self.model, "caches_grammars", True)
+                                             else sealed_schema(self.schema, seal),
                                              reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
             return self.failed(answer, extra=extra)
