@@ -17,8 +17,6 @@ from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
 from ..readouts._decision import NoVerdict
-from ..readouts._json_verdict import Reading
-from ..readouts._scan import PromptIndex
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding, validated
 from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
@@ -252,13 +250,6 @@ class Grader(abc.ABC):
             return await asyncio.to_thread(self.screen, sample, completion_model)
         return self.screen(sample, completion_model)
 
-    @staticmethod
-    def prompt_index(messages: Sequence[Message], policy_texts: Sequence[str] = ()) -> PromptIndex:
-        """What was sent, for telling the judge's own verdict from quoted text;
-        ``policy_texts``: the policy's text as it went into the prompt."""
-        return PromptIndex([m["content"] for m in messages if isinstance(m.get("content"), str)],
-                           policy_texts=list(policy_texts))
-
     # -- the pipeline's shared steps ----------------------------------------
     #
     # sample --screen--> context --prompt--> judge request --readout--> Grade
@@ -381,14 +372,10 @@ class Grader(abc.ABC):
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue
-            forgeries = 0
             if isinstance(verdict, NoVerdict):
                 problem, kind = verdict.reason, verdict.kind
                 continue
-            if isinstance(verdict, Reading):
-                forgeries, verdict = verdict.forgeries, verdict.verdict
-            return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started,
-                               forgeries)
+            return JudgeAnswer(verdict, completion, usage, attempts, time.perf_counter() - started)
         what = "invalid judge reply" if kind == "invalid" else kind
         return JudgeFailure(f"{what} after {reply_retries + 1} tries: {problem}",
                             attempts, usage, last_reply, time.perf_counter() - started, kind=kind)

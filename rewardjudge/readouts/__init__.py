@@ -1,17 +1,19 @@
-"""Readouts: a judge reply into a verdict, one module per reply form.
+"""Readouts: a judge reply into a decision, one reader per reply form.
 
-* ``_json_verdict``: a JSON object validated by the output model;
-* ``_plain_label``: a bare label (``PASS``, ``Verdict: FAIL``);
-* ``_candidate_blocks``: ``<candidate id>`` blocks with one ``<grade>`` each;
-* ``_distribution``: next-token probabilities over the grades (the expected value
-  of a JSON verdict's score: ``rewardjudge.graders._expected_value``).
+Every verdict the library asks for is sealed (``_seal``): bound to a
+per-request value the policy never saw, and only a sealed verdict is read.
 
-All of them read only what the judge wrote: text copied from the prompt that
-was sent (which holds policy text) is quoted material, never a verdict
-(``_scan.PromptIndex``). The readouts are the graders' machinery: this door
-exports only the two pieces the README names, ``json_objects`` (the one JSON
-scanner) and ``neutralize`` (the one neutraliser of policy text); the rest is
-imported from its private module.
+* ``_seal``: the seal, the request's seal instruction, sealed JSON verdicts
+  and ``VERDICT <seal>: <label>`` lines (and the opt-in unsealed reading);
+* ``_forms``: declared verdict forms of a user's own prompt (``[[{score}]]``);
+* ``_candidate_blocks``: ``<candidate id>`` blocks, each grade bound to its id;
+* ``_distribution``: next-token probabilities over the grades;
+* ``_decision``: what every reader returns (``Verdict`` or ``NoVerdict``);
+* ``_scan``: the one JSON scanner (completions, not judge replies);
+* ``_text``: the one neutraliser of policy text.
+
+This door exports only the two pieces the README names, ``json_objects`` and
+``neutralize``; the rest is imported from its private module.
 """
 
 from ._scan import json_objects
