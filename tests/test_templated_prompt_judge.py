@@ -223,3 +223,11 @@ async def test_custom_output_model_numeric_score_and_reasoning_field():
     g = grader(ScriptedModel([json.dumps({"explanation": "close enough", "score": 7.5})]), output_model=Rating)
     grade = await g.grade(thread())
     assert (grade.status, grade.value, grade.reasoning) == ("scored", 7.5, "close enough")
+
+
+async def test_preflight_tells_whether_the_judge_writes_the_sealed_form():
+    ok = await grader(ScriptedModel([PASS])).preflight()
+    assert ok.status == "scored"
+    # a judge that ignores the seal instruction: told before any run
+    bad = await grader(ScriptedModel([PASS, PASS], seal=False)).preflight()
+    assert bad.status == "unscored" and bad.error.startswith("no sealed verdict")

@@ -297,6 +297,16 @@ class TemplatedPromptJudgeGrader(Grader):
             grade = await apply_expected_value(self, sent, answer.completion.text, found, grade)
         return grade
 
+    async def preflight(self, sample: StringThread | None = None) -> Grade:
+        """One probe request, before a run: a Grade for ``sample`` (default a
+        one-line question and answer). ``unscored`` with ``no sealed verdict``
+        says the judge does not write the sealed form this grader asks for
+        (a judge too small to follow the instruction, a server that drops
+        the schema); the error says what it wrote instead."""
+        probe = sample if sample is not None else StringThread(
+            [("user", "What is the capital of France?"), ("assistant", "Paris is the capital of France.")])
+        return await self.grade(probe)
+
     def config(self) -> dict[str, Any]:
         return {**super().config(), **self.prompt.sources(),
                 "output_model": self.output_model.model_json_schema(),

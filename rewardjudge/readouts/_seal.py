@@ -341,22 +341,19 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
         read_line = label_reader(labels)
     text = blank_drafts(text)
     found: list[tuple[int, int, Any]] = []
-    invalid: list[str] = []
     for at in _occurrences(text, seal):
         if check is not None:
             hit = _sealed_object(text, at, seal)
             if hit is not None:
                 obj, start, end = hit
                 if isinstance(obj, _Duplicate):
-                    invalid.append(f"the sealed verdict repeats the key {obj.args[0]!r}")
-                    found.append((start, end, _Invalid(invalid[-1])))
+                    found.append((start, end, _Invalid(f"the sealed verdict repeats the key {obj.args[0]!r}")))
                     continue
                 data = {k: v for k, v in obj.items() if k != SEAL_FIELD}
                 try:
                     found.append((start, end, check(data)))
                 except (ValueError, TypeError) as exc:
-                    invalid.append(f"the sealed verdict does not fit: {exc}"[:400])
-                    found.append((start, end, _Invalid(invalid[-1])))
+                    found.append((start, end, _Invalid(f"the sealed verdict does not fit: {exc}"[:400])))
                 continue
         if read_line is not None:
             hit = _label_at(text, at, seal, read_line)
