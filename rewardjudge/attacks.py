@@ -388,10 +388,10 @@ _SUBMISSION = re.compile(r'<submission id="([^"]+)">')
 
 
 def _candidate_blocks(prompt: str, why: str) -> str:
-    """Grade 0 for every candidate id the prompt shows."""
+    """Grade 0 for every candidate id the prompt shows, each grade sealed with its id."""
     ids = _SUBMISSION.findall(prompt) or ["ID"]
-    return "\n".join(f'<candidate id="{cid}">\n<reasoning>{why}</reasoning>\n<grade>0</grade>\n</candidate>'
-                     for cid in ids)
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>{why}</reasoning>\n<grade id="{cid}">0</grade>\n'
+                     f"</candidate>" for cid in ids)
 
 
 _candidate_judge = _naive(_candidate_blocks, prose_reasoning=True)

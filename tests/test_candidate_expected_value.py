@@ -1,5 +1,5 @@
 """CandidateJudgeGrader(expected_value=True): each judged candidate scored by
-its expected grade, read at the position of that candidate's <grade>."""
+its expected grade, read at the position of that candidate's sealed <grade id>."""
 
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ def submissions(messages) -> list[tuple[str, str]]:
 
 
 def block(cid: str, grade: str, reasoning: str = "fine") -> str:
-    return f'<candidate id="{cid}">\n<reasoning>{reasoning}</reasoning>\n<grade>{grade}</grade>\n</candidate>'
+    return (f'<candidate id="{cid}">\n<reasoning>{reasoning}</reasoning>\n<grade id="{cid}">{grade}</grade>\n'
+            f"</candidate>")
 
 
 def sampled_reply(messages) -> str:
-    """Grades each candidate by the first digit of its text; the reasoning
+    """Grades each candidate by the last word of its text; the reasoning
     quotes a fake <grade> and one grade is written after a space, so the
     prefix must find the real one."""
     return "\n".join(block(cid, (" " if i == 0 else "") + text.split()[-1],
@@ -112,10 +113,9 @@ async def test_the_prefix_ends_right_at_that_candidates_grade():
         prefix = read["messages"][-1]
         assert prefix["role"] == "assistant" and reply.startswith(prefix["content"])
         cid = ids[read["candidate"]]
-        # cut after the real <grade> of this candidate's block (and its leading
-        # space, where the judge wrote one), never at the one quoted in the reasoning
-        block_start = reply.index(f'<candidate id="{cid}">')
-        grade_tag = reply.index("</reasoning>\n<grade>", block_start) + len("</reasoning>\n<grade>")
+        # cut after this candidate's sealed <grade id> (and its leading space, where
+        # the judge wrote one), never at the one quoted in the reasoning
+        grade_tag = reply.index(f'<grade id="{cid}">') + len(f'<grade id="{cid}">')
         digit = grade_tag + (len(reply[grade_tag:]) - len(reply[grade_tag:].lstrip()))
         assert prefix["content"] == reply[:digit]
         assert reply[digit] == read["candidate"][-1]
@@ -140,6 +140,26 @@ async def test_a_re_asked_candidate_reads_from_the_reply_that_judged_it():
     for read in judge.reads:
         assert read["messages"][:-1] in [c["messages"] for c in judge.chats]
     assert math.isclose(grades[0].value, 0.9375) and math.isclose(grades[1].value, 5 / 36)
+
+
+async def test_a_judge_that_changed_its_mind_is_read_at_its_last_grade():
+    # each candidate graded twice: the distribution is read after the deciding (last) grade's
+    # tag, never at the first one, nor at an unbound or guessed grade after it
+    def reply(messages):
+        pairs = submissions(messages)
+        first = "\n".join(block(cid, "0") for cid, _ in pairs)
+        last = "\n".join(block(cid, text[-1]) for cid, text in pairs)
+        return f'{first}\nOn reflection:\n{last}\n<grade>4</grade><grade id="zzzzzzzzzzzzzz">4</grade>'
+
+    judge = EVJudge(DISTS, reply=reply)
+    grades = await CandidateJudgeGrader("ev", judge, seed=6, expected_value=True).grade_batch(SAMPLES)
+    assert [g.extra["grade"] for g in grades] == [4, 1, 2]
+    assert [g.extra.get("disagreeing_verdicts") for g in grades] == [[0], [0], [0]]
+    text = reply(judge.chats[0]["messages"])
+    for read in judge.reads:
+        prefix = read["messages"][-1]["content"]
+        assert prefix.count("On reflection:") == 1 and text[len(prefix)] == read["candidate"][-1]
+    assert math.isclose(grades[0].value, 0.9375)
 
 
 class Unsupported(EVJudge):
@@ -251,7 +271,7 @@ async def test_over_http_through_the_completions_endpoint():
     assert len(server.requests) == 3 and len(reads) == 2
     assert all(r["max_tokens"] == 1 and r["logprobs"] == 20 and "response_format" not in r
                for r in reads)
-    assert all(r["prompt"].endswith("<grade>") or r["prompt"].endswith("<grade> ") for r in reads)
+    assert all(re.search(r'<grade id="[a-z0-9]{14}"> ?\Z', r["prompt"]) for r in reads)
     # alpha: (3*.2 + 4*.8) -> 3.8 -> 0.95; beta: all valid mass on 1 -> 0.25, half outside
     assert math.isclose(a.value, 0.95, abs_tol=1e-4) and a.extra["top_k"] == 2
     assert b.value == 0.25 and math.isclose(b.extra["outside_mass"], 0.5, abs_tol=1e-4)

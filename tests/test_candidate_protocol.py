@@ -1,10 +1,14 @@
-"""The <candidate id> reply parser, neutralisation of candidate text, fresh ids."""
+"""The <candidate id> reply reader (grades sealed by their ids), neutralisation of
+candidate text, fresh ids."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from rewardjudge.readouts._candidate_blocks import new_candidate_ids, parse_candidate_reply
+from rewardjudge.readouts._candidate_blocks import ID_LENGTH, new_candidate_ids, read_candidate_reply
+from rewardjudge.readouts._seal import Sealer
 from rewardjudge.readouts._text import contains_tag as contains_protocol_tag
 from rewardjudge.readouts._text import neutralize, neutralize_value, template_tag_names
 from rewardjudge.scales import Scale
@@ -14,50 +18,62 @@ IDS = ["ka7", "mq2", "zx9"]
 
 def block(cid: str, grade: str, reasoning: str | None = "why") -> str:
     r = f"<reasoning>{reasoning}</reasoning>\n" if reasoning is not None else ""
-    return f'<candidate id="{cid}">\n{r}<grade>{grade}</grade>\n</candidate>\n'
+    return f'<candidate id="{cid}">\n{r}<grade id="{cid}">{grade}</grade>\n</candidate>\n'
 
 
 GOOD = block("ka7", "4") + block("mq2", "1") + block("zx9", "0")
+REST = block("mq2", "1") + block("zx9", "0")
 
 # (case, reply, judged {id: grade}, failed {id: substring of the reason})
 CASES = [
     # every id once, in order: all judged
     ("all good", GOOD, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
-    # a missing block fails only its own candidate
+    # a missing grade fails only its own candidate
     ("missing id", block("ka7", "4") + block("zx9", "2"), {"ka7": 4, "zx9": 2},
-     {"mq2": 'no <candidate id="mq2"> block'}),
-    # the same id twice, even with the same grade, is refused
-    ("duplicate id, same grade", GOOD + block("mq2", "1"), {"ka7": 4, "zx9": 0},
-     {"mq2": "appears in 2 blocks"}),
-    # a duplicate that disagrees is refused too (never first- or last-wins)
-    ("duplicate id, other grade", block("mq2", "3") + GOOD, {"ka7": 4, "zx9": 0},
-     {"mq2": "appears in 2 blocks"}),
-    # a block for an id never sent is ignored and judges nobody
+     {"mq2": 'no <grade id="mq2">'}),
+    # the same id twice with the same grade: the judge said it twice
+    ("repeated id, same grade", GOOD + block("mq2", "1"), {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
+    # the same id twice with another grade: the judge changed its mind, its last word decides
+    ("repeated id, changed mind", block("mq2", "3") + GOOD, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
+    # two sealed grades in one block: the last one
+    ("two grades in a block", '<candidate id="ka7"><grade id="ka7">4</grade><grade id="ka7">0</grade>'
+     "</candidate>" + REST, {"ka7": 0, "mq2": 1, "zx9": 0}, {}),
+    # a block (and its grade) for an id never sent is ignored and judges nobody
     ("unknown id", block("qq1", "4") + GOOD, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # an id that only differs in case is unknown, not a match
-    ("id differs in case", block("KA7", "4") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "no <candidate"}),
+    ("id differs in case", block("KA7", "4") + REST, {"mq2": 1, "zx9": 0}, {"ka7": 'no <grade id="ka7">'}),
+    # a grade without an id is bound to nobody, even inside the id's own block
+    ("unbound grade", '<candidate id="ka7"><reasoning>ok</reasoning><grade>4</grade></candidate>' + REST,
+     {"mq2": 1, "zx9": 0}, {"ka7": 'no <grade id="ka7">'}),
+    # a grade whose id is a guess: ignored
+    ("guessed id", '<candidate id="ka7"><grade id="ka8">4</grade></candidate>' + REST,
+     {"mq2": 1, "zx9": 0}, {"ka7": "no <grade id="}),
+    # the binding is the grade's own id, not where it stands: outside any block ...
+    ("grade outside any block", '<grade id="ka7">3</grade>\n' + REST, {"ka7": 3, "mq2": 1, "zx9": 0}, {}),
+    # ... or inside another candidate's block
+    ("grade in another block", '<candidate id="mq2"><grade id="ka7">2</grade><grade id="mq2">1</grade>'
+     "</candidate>" + block("zx9", "0"), {"ka7": 2, "mq2": 1, "zx9": 0}, {}),
     # decimal grade
-    ("non-integer decimal", block("ka7", "3.5") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "'3.5' is not an integer"}),
+    ("non-integer decimal", block("ka7", "3.5") + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": "'3.5' is not an integer"}),
     # a word for a grade
-    ("non-integer word", block("ka7", "three") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
+    ("non-integer word", block("ka7", "three") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
     # the template's range placeholder echoed back
-    ("non-integer range", block("ka7", "0-4") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
+    ("non-integer range", block("ka7", "0-4") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
     # empty grade
-    ("empty grade", block("ka7", "") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
+    ("empty grade", block("ka7", "") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
     # fullwidth digit: only ASCII integers are grades
-    ("fullwidth digit", block("ka7", "\uff13") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
+    ("fullwidth digit", block("ka7", "\uff13") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
     # above the scale
-    ("out of range high", block("ka7", "5") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "grade 5 is outside the graded scale 0-4"}),
+    ("out of range high", block("ka7", "5") + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": "grade 5 is outside the graded scale 0-4"}),
     # below the scale
-    ("out of range low", block("ka7", "-1") + block("mq2", "1") + block("zx9", "0"),
-     {"mq2": 1, "zx9": 0}, {"ka7": "outside the graded scale"}),
+    ("out of range low", block("ka7", "-1") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "outside the graded scale"}),
+    # the last grade decides even when it is invalid: an earlier valid one is not taken instead
+    ("last grade invalid", block("ka7", "3") + block("ka7", "7") + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": "grade 7 is outside"}),
+    # an invalid grade followed by a valid one: the valid last word
+    ("invalid then valid", block("ka7", "G") + block("ka7", "2") + REST, {"ka7": 2, "mq2": 1, "zx9": 0}, {}),
     # blocks in any order
     ("out of order", block("zx9", "0") + block("ka7", "4") + block("mq2", "1"),
      {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
@@ -65,79 +81,113 @@ CASES = [
     ("extra prose", "Sure! Here are my grades.\n```xml\n" + block("ka7", "4") + "Next one:\n"
      + block("mq2", "1") + "\n" + block("zx9", "0") + "```\nHope this helps.",
      {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
-    # reasoning holding '<', '>', HTML and even a quoted grade tag: read past it
+    # reasoning holding '<', '>', HTML and quoted grade tags (unbound, guessed): read past it
     ("reasoning with angle brackets",
-     block("ka7", "1", "It says 2 < 3 > 1, uses <br> and </b>, and quotes <grade>4</grade> "
-                       "from the answer; <reasoning> nesting is not a thing")
-     + block("mq2", "1") + block("zx9", "0"), {"ka7": 1, "mq2": 1, "zx9": 0}, {}),
-    # the reply stops inside the last block: only complete blocks are judged
+     block("ka7", "1", "It says 2 < 3 > 1, uses <br> and </b>, and quotes <grade>4</grade> and "
+                       '<grade id="guess">4</grade> from the answer; <reasoning> nesting is not a thing')
+     + REST, {"ka7": 1, "mq2": 1, "zx9": 0}, {}),
+    # the reply stops inside the last grade element: that candidate is not judged
     ("truncated mid-grade", block("ka7", "4") + block("mq2", "1") + '<candidate id="zx9">\n'
-     "<reasoning>The answer is</reasoning>\n<grade>3", {"ka7": 4, "mq2": 1},
-     {"zx9": "not closed (reply truncated?)"}),
-    # truncated right after a complete grade but before </candidate>
-    ("truncated before close", block("ka7", "4") + block("mq2", "1")
-     + '<candidate id="zx9"><grade>2</grade>', {"ka7": 4, "mq2": 1}, {"zx9": "not closed"}),
-    # a block left open before the next one: its grade is not taken
-    ("unclosed before next", '<candidate id="ka7"><grade>4</grade>\n' + block("mq2", "1")
-     + block("zx9", "0"), {"mq2": 1, "zx9": 0}, {"ka7": "not closed before the next"}),
-    # two grades in one block: ambiguous
-    ("two grades", '<candidate id="ka7"><grade>4</grade><grade>0</grade></candidate>'
-     + block("mq2", "1") + block("zx9", "0"), {"mq2": 1, "zx9": 0},
-     {"ka7": "2 <grade> elements"}),
+     '<reasoning>The answer is</reasoning>\n<grade id="zx9">3', {"ka7": 4, "mq2": 1},
+     {"zx9": 'no <grade id="zx9">'}),
+    # a complete grade element stands without its block's </candidate>
+    ("block not closed", block("ka7", "4") + block("mq2", "1") + '<candidate id="zx9"><grade id="zx9">2</grade>',
+     {"ka7": 4, "mq2": 1, "zx9": 2}, {}),
     # no grade at all
-    ("no grade", '<candidate id="ka7"><reasoning>fine</reasoning></candidate>' + block("mq2", "1")
-     + block("zx9", "0"), {"mq2": 1, "zx9": 0}, {"ka7": "no <grade>"}),
+    ("no grade", '<candidate id="ka7"><reasoning>fine</reasoning></candidate>' + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": 'no <grade id="ka7">'}),
     # a grade tag that never closes
-    ("unclosed grade", '<candidate id="ka7"><grade>4</candidate>' + block("mq2", "1")
-     + block("zx9", "0"), {"mq2": 1, "zx9": 0}, {"ka7": "unclosed <grade>"}),
-    # an unclosed reasoning could hide the grade: refused
-    ("unclosed reasoning", '<candidate id="ka7"><reasoning>x <grade>4</grade></candidate>'
-     + block("mq2", "1") + block("zx9", "0"), {"mq2": 1, "zx9": 0},
-     {"ka7": "unclosed <reasoning>"}),
-    # reasoning is optional
-    ("no reasoning", block("ka7", "4", None) + block("mq2", "1") + block("zx9", "0"),
+    ("unclosed grade", '<candidate id="ka7"><grade id="ka7">4</candidate>' + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": 'no <grade id="ka7">'}),
+    # an unclosed reasoning hides nothing: the judge's sealed grade is its own
+    ("unclosed reasoning", '<candidate id="ka7"><reasoning>x <grade id="ka7">4</grade></candidate>' + REST,
      {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
+    # reasoning is optional
+    ("no reasoning", block("ka7", "4", None) + REST, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # tolerated spelling: single quotes, extra attributes, upper case, spaces, grade on its own lines
-    ("tolerated spelling", "<CANDIDATE id='ka7' rank=\"1\" >\n<Grade >\n 4 \n</Grade >\n</Candidate >\n"
-     + block("mq2", "1") + block("zx9", "0"), {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
-    # a different tag that starts with "candidate" is not a block
-    ("other tag", '<candidate-input id="ka7"><grade>4</grade></candidate-input>' + block("mq2", "1")
-     + block("zx9", "0"), {"mq2": 1, "zx9": 0}, {"ka7": "no <candidate"}),
-    # a block without an id judges nobody
-    ("anonymous block", "<candidate><grade>4</grade></candidate>" + block("mq2", "1")
-     + block("zx9", "0"), {"mq2": 1, "zx9": 0}, {"ka7": "no <candidate"}),
+    ("tolerated spelling", "<CANDIDATE id='ka7' rank=\"1\" >\n<Grade class=\"g\" id='ka7' >\n 4 \n</Grade >"
+     "\n</Candidate >\n" + REST, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
+    # a different tag that starts with "grade", or an attribute that ends in "id", is no grade of ka7
+    ("other tag", '<grades id="ka7">4</grades><grade data-id="ka7">4</grade>' + REST, {"mq2": 1, "zx9": 0},
+     {"ka7": 'no <grade id="ka7">'}),
     # the judge's own prompt echoed back: placeholders, no real verdicts
-    ("echoed format", '<candidate id="ID">\n<reasoning>why</reasoning>\n<grade>G</grade>\n</candidate>',
-     {}, {"ka7": "no <candidate", "mq2": "no <candidate", "zx9": "no <candidate"}),
+    ("echoed format", '<candidate id="ID">\n<reasoning>why</reasoning>\n<grade id="ID">G</grade>\n</candidate>',
+     {}, {"ka7": "no <grade", "mq2": "no <grade", "zx9": "no <grade"}),
+    # a leading <think> draft is blanked: its grades are never read
+    ("think draft", '<think>Maybe <grade id="ka7">4</grade>.</think>\n' + block("ka7", "0") + REST,
+     {"ka7": 0, "mq2": 1, "zx9": 0}, {}),
+    # an unclosed leading draft runs to the end of the reply
+    ("unclosed draft", "<think>" + GOOD, {}, {"ka7": "no <grade", "mq2": "no <grade", "zx9": "no <grade"}),
+    # a <think> tag elsewhere is text (it may be quoted policy text) and hides nothing
+    ("think later", block("ka7", "4") + "<think>" + REST + "</think>", {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # an empty reply
     ("empty reply", "   ", {}, {"ka7": "empty reply", "mq2": "empty reply", "zx9": "empty reply"}),
 ]
 
 
 @pytest.mark.parametrize("name,reply,judged,failed", CASES, ids=[c[0] for c in CASES])
-def test_parser_case_table(name, reply, judged, failed):
-    r = parse_candidate_reply(reply, IDS, Scale.GRADED)
+def test_reader_case_table(name, reply, judged, failed):
+    r = read_candidate_reply(reply, IDS, Scale.GRADED)
     assert {cid: v.grade for cid, v in r.verdicts.items()} == judged
     assert set(r.failures) == set(failed)
     for cid, reason in failed.items():
         assert reason in r.failures[cid], (cid, r.failures[cid])
-    # every sent id is judged or failed, never both
-    assert set(r.verdicts) | set(r.failures) == set(IDS)
-    assert not set(r.verdicts) & set(r.failures)
+    # every sent id has exactly one decision: a verdict or why there is none
+    assert set(r.decisions) == set(IDS)
 
 
-def test_reasoning_kept_verbatim_and_unknown_ids_listed():
-    reply = block("qq1", "4") + block("ka7", "2", "  a < b, so <i>partly</i> right  ") + block("qq1", "3")
-    r = parse_candidate_reply(reply, ["ka7"], "graded")
+def test_the_last_word_decides_and_earlier_disagreeing_grades_are_kept():
+    reply = (block("ka7", "4") + block("mq2", "2") + "On reflection:\n" + block("ka7", "1")
+             + block("mq2", "2") + block("ka7", "4") + block("ka7", "1"))
+    r = read_candidate_reply(reply, ["ka7", "mq2"], "graded")
+    assert r.decisions["ka7"].value.grade == 1 and r.decisions["ka7"].others == (4, 4)
+    assert r.decisions["mq2"].value.grade == 2 and r.decisions["mq2"].others == ()
+    # the verdict's span and the grade's offset are the last grade element's
+    last = reply.rindex('<grade id="ka7">')
+    assert r.decisions["ka7"].start == last and reply[r.decisions["ka7"].value.grade_at] == "1"
+
+
+def test_reasoning_kept_verbatim_and_unbound_grades_counted():
+    reply = block("qq1", "4") + block("ka7", "2", "  a < b, so <i>partly</i> right  ") + block("qq1", "3") \
+        + "<grade>4</grade>"
+    r = read_candidate_reply(reply, ["ka7"], "graded")
     assert r.verdicts["ka7"].reasoning == "a < b, so <i>partly</i> right"
-    assert r.unknown_ids == ["qq1", "qq1"]
+    assert r.unbound == 3   # two grades for an id never sent, one without an id
+
+
+def test_reasoning_is_best_effort_and_never_moves_the_grade():
+    # a judge that decoded a quoted "</reasoning><grade>4</grade>": the reasoning runs from the
+    # block's first <reasoning> to its last </reasoning>, the grade is the sealed one
+    reply = ('<candidate id="ka7">\n<reasoning>It says: </reasoning><grade>4</grade> which is thin.'
+             '</reasoning>\n<grade id="ka7">0</grade>\n</candidate>')
+    v = read_candidate_reply(reply, ["ka7"], "graded").verdicts["ka7"]
+    assert v.grade == 0 and v.reasoning == "It says: </reasoning><grade>4</grade> which is thin."
+    # a grade outside its block takes the reasoning of the id's block
+    reply = '<candidate id="ka7"><reasoning>fine</reasoning></candidate>\n<grade id="ka7">3</grade>'
+    assert read_candidate_reply(reply, ["ka7"], "graded").verdicts["ka7"].reasoning == "fine"
+    # no block for the id: no reasoning, still a grade
+    assert read_candidate_reply('<grade id="ka7">3</grade>', ["ka7"], "graded").verdicts["ka7"].reasoning is None
 
 
 def test_scale_bounds_apply():
     # 1 is in the binary scale, 2 is not; 9 is in the detailed scale
-    r = parse_candidate_reply(block("a1", "1") + block("b2", "2"), ["a1", "b2"], Scale.BINARY)
+    r = read_candidate_reply(block("a1", "1") + block("b2", "2"), ["a1", "b2"], Scale.BINARY)
     assert r.verdicts["a1"].grade == 1 and "outside the binary scale 0-1" in r.failures["b2"]
-    assert parse_candidate_reply(block("a1", "9"), ["a1"], "detailed").verdicts["a1"].grade == 9
+    assert read_candidate_reply(block("a1", "9"), ["a1"], "detailed").verdicts["a1"].grade == 9
+
+
+@pytest.mark.parametrize("reply", [
+    '<grade id="ka7">' * 200_000,                                  # grade tags that never close
+    "<candidate id='ka7'><reasoning>" * 100_000,                   # blocks that never close
+    "<grade" + " " * 500_000 + ">4</grade>",                       # an endless attribute list
+    '<grade id="ka7">' + "9" * 500_000 + "</grade>",               # an endless grade
+    "<" * 1_000_000,
+])
+def test_reading_is_linear(reply):
+    started = time.perf_counter()
+    r = read_candidate_reply(reply + block("mq2", "1"), ["ka7", "mq2"], "graded")
+    assert time.perf_counter() - started < 2.0
+    assert r.verdicts["mq2"].grade == 1 and "ka7" in r.failures
 
 
 # --------------------------------------------------------------------------
@@ -209,12 +259,21 @@ def test_template_tag_names():
         "query", "submission"]
 
 
-def test_fresh_ids_are_opaque_distinct_and_avoid_the_text():
+def test_fresh_ids_are_opaque_distinct_and_at_least_64_bits():
     ids = new_candidate_ids(50)
     assert len(set(ids)) == 50
-    assert all(len(i) == 6 and i[0].isalpha() and i.isalnum() and i.islower() for i in ids)
+    assert all(len(i) == ID_LENGTH == 14 and i[0].isalpha() and i.isalnum() and i.islower() for i in ids)
+    assert not set("01ilo") & set("".join(ids))        # no look-alikes
+    assert 23 * 31 ** 13 >= 2 ** 64                     # 64 bits of a keyed hash fit in an id
     assert new_candidate_ids(3) != new_candidate_ids(3)  # fresh per request
-    # an id that occurs in a candidate's text (in any case or look-alike) is redrawn
-    letters = iter("aaaaaa" "bbbbbb")
-    assert new_candidate_ids(1, avoid=["text with \u0430AaAaA inside"],
-                             choice=lambda alphabet: next(letters)) == ["bbbbbb"]
+
+
+def test_keyed_ids_are_the_same_for_the_same_request_only():
+    key, other = Sealer(b"k" * 32), Sealer(b"o" * 32)
+    a = new_candidate_ids(4, sealer=key, request={"round": 1, "candidates": ["x", "y", "x", "y"]})
+    assert len(set(a)) == 4 and all(len(i) == ID_LENGTH for i in a)   # equal texts, distinct ids
+    assert a == new_candidate_ids(4, sealer=key, request={"round": 1, "candidates": ["x", "y", "x", "y"]})
+    assert not set(a) & set(new_candidate_ids(4, sealer=key, request={"round": 2,
+                                                                      "candidates": ["x", "y", "x", "y"]}))
+    assert not set(a) & set(new_candidate_ids(4, sealer=other, request={"round": 1,
+                                                                        "candidates": ["x", "y", "x", "y"]}))

@@ -14,7 +14,7 @@ from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.graders._candidate_grammar import candidate_grammar
 from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
-from rewardjudge.readouts._candidate_blocks import parse_candidate_reply
+from rewardjudge.readouts._candidate_blocks import read_candidate_reply
 from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
                                          fitted_max_tokens)
 from rewardjudge.readouts._seal import read_sealed
@@ -136,6 +136,8 @@ def test_candidate_grammar_names_every_id_in_order_and_the_scale():
     lines = g.splitlines()
     assert lines[0] == "root ::= c0 c1"
     assert '<candidate id=\\"ab2cd3\\">' in lines[1] and '<candidate id=\\"ef4gh5\\">' in lines[2]
+    # each block's grade is sealed with the block's own id
+    assert '<grade id=\\"ab2cd3\\">\" grade' in lines[1] and '<grade id=\\"ef4gh5\\">\" grade' in lines[2]
     assert lines[-1] == 'grade ::= "0" | "1" | "2" | "3" | "4"'
     assert "{15,199}" in g  # 16 to 200 characters of reasoning, no angle brackets
     with pytest.raises(ConfigError):
@@ -170,21 +172,24 @@ class _GrammarModel(ScriptedModel):
         self.grammars.append(grammar)
         ids = re.findall(r'<candidate id=\\"([a-z0-9]+)\\">', grammar or "")
         text = "".join(f'<candidate id="{i}">\n<reasoning>Reasonable answer here.</reasoning>\n'
-                       f"<grade>3</grade>\n</candidate>\n" for i in ids)
+                       f'<grade id="{i}">3</grade>\n</candidate>\n' for i in ids)
         return Completion(text=text, usage={"prompt_tokens": 10, "completion_tokens": 5})
 
 
 async def test_candidate_grader_sends_its_protocol_grammar_where_the_model_takes_one():
     model = _GrammarModel()
-    grader = CandidateJudgeGrader("c", model, batch_size=4, seed=0, max_tokens_per_candidate=48)
+    grader = CandidateJudgeGrader("c", model, batch_size=4, seed=0, max_tokens_per_candidate=96)
     samples = [StringThread([("user", "Capital of France?"), ("assistant", a)])
                for a in ("Paris.", "Lyon.", "Paris!")]
     grades = await grader.grade_batch(samples)
     assert [g.status for g in grades] == ["scored"] * 3 and len(model.grammars) == 1
     ids = grades[0].extra["requests"][0]["ids"]
     assert all(f'id=\\"{i}\\"' in model.grammars[0] for i in ids)
-    # the reasoning bound fits the per-candidate token budget (48 - 30 tokens, 3 chars each)
-    assert "{15,53}" in model.grammars[0]
+    # the reasoning bound fits the per-candidate token budget (96 - 56 tokens of tags and ids,
+    # 3 chars each); a budget too small for any reasoning keeps the 16-character floor
+    assert "{15,119}" in model.grammars[0]
+    await CandidateJudgeGrader("c", model, max_tokens_per_candidate=48).grade_batch(samples[:1])
+    assert "{15,15}" in model.grammars[-1]
 
 
 async def test_candidate_grader_sends_no_grammar_to_other_models():
@@ -207,7 +212,7 @@ async def test_the_candidate_grammar_gives_valid_blocks_on_the_embedded_judge():
         grades = await grader.grade_batch(samples)
         # without the grammar the same judge writes <submission>/<response> blocks: 0 valid
         ids = grades[0].extra["requests"][0]["ids"]
-        assert parse_candidate_reply(grades[0].raw_reply, ids, Scale.GRADED).verdicts.keys() == set(ids)
+        assert read_candidate_reply(grades[0].raw_reply, ids, Scale.GRADED).verdicts.keys() == set(ids)
     assert [g.status for g in grades] == ["scored"] * 4
     for g in grades:
         assert Scale.GRADED.contains(g.extra["grade"]) and g.extra["rounds"] == 1

@@ -32,7 +32,7 @@ def grade_three(messages, params, schema):
     """A candidate judge: grade 3 for every submission in the default prompt."""
     ids = [line.split('"')[1] for line in messages[-1]["content"].splitlines()
            if line.startswith("<submission id=")]
-    return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade>3</grade></candidate>'
+    return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade id="{i}">3</grade></candidate>'
                      for i in ids)
 
 

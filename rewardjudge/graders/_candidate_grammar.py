@@ -6,23 +6,24 @@ which ``spawn_judge`` sets for llama_cpp) can be held to the
 ``<candidate id="…">`` protocol while the judge writes. The grammar is built
 per request, from the request's own fresh ids and scale::
 
-    <candidate id="k3f9x2">
+    <candidate id="k3f9x2qmv7hd4p">
     <reasoning>16 to 200 characters, no angle brackets or line breaks</reasoning>
-    <grade>G</grade>
+    <grade id="k3f9x2qmv7hd4p">G</grade>
     </candidate>
 
 one block per id, in the order the candidates were shown, each with one of
-the scale's grades. A small judge that would write ``<response id=...>``,
+the scale's grades in a grade element sealed with the block's id (the only
+grade the reader takes). A small judge that would write ``<response id=...>``,
 forget an id or ramble until ``max_tokens`` then writes exactly one valid
 block per candidate, and its reasoning is bounded, so the reply's length is
-known. The reply is still read by the unchanged strict parser
-(``readouts._candidate_blocks.parse_candidate_reply``): the grammar narrows what the
+known. The reply is still read by the same reader
+(``readouts._candidate_blocks.read_candidate_reply``): the grammar narrows what the
 judge can write; it decides nothing.
 
 >>> from rewardjudge.scales import Scale
 >>> print(candidate_grammar(["a2b3c4"], Scale.BINARY, reasoning_chars=80))
 root ::= c0
-c0 ::= "<candidate id=\\"a2b3c4\\">\\n<reasoning>" reason "</reasoning>\\n<grade>" grade "</grade>\\n</candidate>\\n"
+c0 ::= "<candidate id=\\"a2b3c4\\">\\n<reasoning>" reason "</reasoning>\\n<grade id=\\"a2b3c4\\">" grade "</grade>\\n</candidate>\\n"
 reason ::= [^<>\\x00-\\x20] [^<>\\x00-\\x1f]{15,79}
 grade ::= "0" | "1"
 """
@@ -72,7 +73,7 @@ def candidate_grammar(ids: Sequence[str], scale: Scale, *,
     lines = ["root ::= " + " ".join(f"c{k}" for k in range(len(ids)))]
     for k, cid in enumerate(ids):
         lines.append(f"c{k} ::= " + _literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
-                     + _literal("</reasoning>\n<grade>") + " grade "
+                     + _literal(f'</reasoning>\n<grade id="{cid}">') + " grade "
                      + _literal("</grade>\n</candidate>\n"))
     rest = (f" [^<>\\x00-\\x1f]{{{min_reasoning_chars - 1},{reasoning_chars - 1}}}"
             if reasoning_chars > 1 else "")

@@ -3,9 +3,11 @@
 An RL step produces G completions per prompt. Judging them one request each
 repeats the query and rubric G times and grades each without the others in
 view. This grader puts up to ``batch_size`` completions of the same prompt
-in one judge prompt and reads one ``<candidate id="…">`` block per
-candidate back (see ``readouts._candidate_blocks``), strictly: a missing or mangled
-block leaves only that candidate unjudged, never shifts a grade.
+in one judge prompt and reads one grade per candidate back, each bound to
+its candidate by the candidate's id: ``<grade id="…">N</grade>`` inside a
+``<candidate id="…">`` block (see ``readouts._candidate_blocks``). The ids are
+the request's seal: a grade without one of them is never read, and a missing
+or mangled grade leaves only that candidate unjudged, never shifts a grade.
 
 Flow of ``grade_batch(samples)``:
 
@@ -17,16 +19,22 @@ Flow of ``grade_batch(samples)``:
    ``metadata["query"]``) form a group; a group is split into balanced
    chunks of at most ``batch_size``.
 3. Each request shuffles its candidates (seeded; the seed, the order and
-   the ids are recorded on every Grade), gives them fresh opaque ids,
-   neutralises their text, renders the templates once for the whole chunk
-   and asks the judge (held to the reply protocol by a GBNF grammar where
-   the model takes one: ``candidate_grammar``; llama.cpp via ``spawn_judge``).
+   the ids are recorded on every Grade), neutralises their text, gives them
+   ids made for this request (64 bits each: a keyed hash, under the
+   grader's seal key, of what the request shows, so the policy never sees
+   or guesses one and a repeated request is a cache hit), renders the
+   templates once for the whole chunk and asks the judge (held to the reply
+   protocol by a GBNF grammar where the model takes one:
+   ``candidate_grammar``; llama.cpp via ``spawn_judge``).
 4. Judged candidates are *scored*: ``value = scale.to_reward(grade)``, the
-   raw grade in ``extra["grade"]``, the reasoning on the Grade. Candidates
-   the reply failed are re-asked in batches half the size of the request
-   they failed in, up to ``max_rounds`` requests in all; then *unscored*
-   with every reason. A judge-side error (after the model's own retries)
-   leaves the request's candidates unscored at once, except an HTTP 400/413
+   raw grade in ``extra["grade"]`` (the last grade the judge wrote for the
+   id; earlier ones that disagree in ``extra["disagreeing_verdicts"]``), the
+   reasoning on the Grade. Candidates the reply failed (no grade with their
+   id, or an invalid one; every candidate of a reply cut off at
+   ``max_tokens``, which is never read) are re-asked in batches half the
+   size of the request they failed in, up to ``max_rounds`` requests in
+   all; then *unscored* with every reason. A judge-side error (after the
+   model's own retries) leaves the request's candidates unscored at once, except an HTTP 400/413
    (a prompt too long for the judge), which is re-asked in batches half the
    size down to single candidates, beyond ``max_rounds`` if need be (so one
    overlong completion cannot leave its siblings unscored).
@@ -35,8 +43,9 @@ Flow of ``grade_batch(samples)``:
 
 With ``expected_value=True`` a judged candidate's value is the expected
 grade under the judge's own probabilities at the position where it wrote
-that candidate's grade (one extra single-token read per judged candidate,
-through the same model), instead of the sampled grade.
+that candidate's deciding grade, inside its sealed ``<grade id="…">`` (one
+extra single-token read per judged candidate, through the same model),
+instead of the sampled grade.
 """
 
 from __future__ import annotations
@@ -56,13 +65,15 @@ from ..models._base import GenerationParams, GradeDistributionUnsupported, Infer
 from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
-from ..readouts._text import leaves
 from ._options import CandidateOptions, JudgeOptions, validated
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
-from ..readouts._candidate_blocks import CandidateVerdict, new_candidate_ids, read_candidate_reply
+from ..readouts._candidate_blocks import (CandidateReading, CandidateVerdict, new_candidate_ids,
+                                          read_candidate_reply)
+from ..readouts._decision import Verdict
+from ..readouts._seal import Sealer
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
 
@@ -89,11 +100,6 @@ class _Candidate:
     grade: Grade | None = None
 
 
-def _strings(value: Any) -> list[str]:
-    """Every string inside ``value``."""
-    return [v for v in leaves(value) if isinstance(v, str)]
-
-
 def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
     """Share one request's token counts among its ``n`` candidates exactly
     (the shares of each counter sum to the request's count)."""
@@ -103,6 +109,10 @@ def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
         for i in range(n):
             shares[i][key] = base + (1 if i < rem else 0)
     return shares
+
+
+#: tokens of one reply block other than its reasoning (see ``_grammar``)
+_BLOCK_TOKENS = 56
 
 
 def _splittable(exc: JudgeError) -> bool:
@@ -157,6 +167,12 @@ class CandidateJudgeGrader(Grader):
       budget is this times the candidates in the request).
     * ``protected_tags``: tag names, beyond the protocol's and the
       templates' own, that candidate text may not open or close.
+    * ``seal_key``: the key of the candidate ids' keyed hash (bytes or text
+      of 16 bytes or more; default: the judge's own ``seal_key`` where it
+      keeps one (a cached judge), else ``REWARDJUDGE_SEAL_KEY``, else a
+      random key per process; see ``readouts._seal.Sealer``). Set it to make
+      requests, and so a request cache, reproducible across processes; keep
+      it from the policy.
     * ``expected_value`` / ``expected_value_floor``: score each judged
       candidate by its expected grade (see below) instead of the sampled one.
     * ``mode``, ``train_penalty``, ``eval_penalty``: as for every ``Grader``.
@@ -169,13 +185,15 @@ class CandidateJudgeGrader(Grader):
     ``round``, ``seed``, ``order`` = input positions in the order shown,
     ``ids``). A scored Grade adds ``grade`` (the raw integer),
     ``candidate_id``, ``position``, ``order`` and ``shuffle_seed`` of the
-    request that judged it; ``random.Random(seed).shuffle(sorted(order))``
-    reproduces ``order``.
+    request that judged it (and ``disagreeing_verdicts``, the earlier grades
+    for its id that the judge's last one overrode, where there are any);
+    ``random.Random(seed).shuffle(sorted(order))`` reproduces ``order``.
 
     Expected value (``expected_value=True``; the scale's grades must be the
     single digits 0-9, as the built-in scales are). For every candidate a
-    reply judged, the reply is cut right after that candidate's ``<grade>``
-    (and any whitespace the judge wrote before the digit) and given back as
+    reply judged, the reply is cut right after the opening tag of that
+    candidate's deciding ``<grade id="…">`` (and any whitespace the judge
+    wrote before the digit) and given back as
     an assistant prefix to ``model.grade_distribution`` with the scale's
     digits as choices: one single-token read per candidate, through the same
     model and its concurrency limit. The value becomes
@@ -208,11 +226,13 @@ class CandidateJudgeGrader(Grader):
                  max_tokens_per_candidate: int | None = 256,
                  template_variables: Mapping[str, Any] | None = None,
                  protected_tags: Sequence[str] = (), strict_templates: bool = True,
-                 engine: str = "handlebars",
+                 engine: str = "handlebars", seal_key: "bytes | str | None" = None,
                  expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
         self.bind_judge(model, completion_model)
+        # the ids' key; a cached judge keeps one with its cache, so later runs hit it
+        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         opts = validated(CandidateOptions, batch_size=batch_size, max_rounds=max_rounds,
                          include_images=include_images, expected_value_floor=expected_value_floor)
         self.scale = Scale.get(scale)
@@ -269,7 +289,7 @@ class CandidateJudgeGrader(Grader):
         """Fail at construction, not at the first judge call, when a template
         reads a variable the context will not hold or never shows the ids."""
         self.prompt.check(self.context_variables(*_REQUEST_KEYS))
-        probe_ids = ["zqprobeaa", "zqprobebb"]
+        probe_ids = new_candidate_ids(2)
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
         candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
         ctx = CandidateJudgeGrader.request_context(self, probe_thread, candidates)
@@ -414,7 +434,11 @@ class CandidateJudgeGrader(Grader):
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
         shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
-        ids = new_candidate_ids(len(order), avoid=[json.dumps(s, ensure_ascii=False) for s in shown])
+        # made now, after the completions exist, from what the request shows: the policy never
+        # sees an id before writing, and the same request gets the same ids (a cache hit)
+        ids = new_candidate_ids(len(order), sealer=self._sealer, request={
+            "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
+            "context": order[0].sample.context_turns(), "candidates": shown})
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
                   "ids": ids}
@@ -427,12 +451,8 @@ class CandidateJudgeGrader(Grader):
         for cand in order:
             cand.rounds = round_no
             cand.requests.append(record)
-        # tags the judge copied out of candidate text are quoted material
-        policy_texts = [json.dumps(s, ensure_ascii=False) for s in shown] + \
-            [v for s in shown for v in _strings(s)]
         answer = await self.ask_until_parsed(
-            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale,
-                                                                            policy_texts),
+            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
             grammar=self._grammar(ids), reply_retries=0)
         if isinstance(answer, JudgeFailure):
             for cand, share in zip(order, _split_usage(answer.usage, len(order))):
@@ -445,9 +465,14 @@ class CandidateJudgeGrader(Grader):
             # siblings that shared its request unscored
             if answer.error is not None and _splittable(answer.error) and len(order) > 1:
                 return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
+            if answer.error is None:   # a reply that was never read: cut off at max_tokens
+                for cand in order:
+                    cand.last_reply = answer.raw_reply
+                if round_no < self.max_rounds:   # an easier task, as for failed candidates below
+                    return await self._run(balanced_chunks(order, max(1, len(order) // 2)), round_no + 1)
             return None
-        completion, parse, quoted_tags = answer.completion, answer.verdict, answer.forgeries
-        truncated = completion.finish_reason == "length"
+        completion = answer.completion
+        reading: CandidateReading = answer.verdict
         failed: list[_Candidate] = []
         judged: list[tuple[_Candidate, CandidateVerdict]] = []
         for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
@@ -455,19 +480,21 @@ class CandidateJudgeGrader(Grader):
                 cand.usage[k] = cand.usage.get(k, 0) + v
             cand.attempts += completion.attempts
             cand.last_reply = completion.text
-            verdict = parse.verdicts.get(cid)
-            if verdict is None:
-                reason = parse.failures[cid]
-                if truncated:
-                    reason += " (the reply hit max_tokens)"
-                cand.failures.append(f"round {round_no}: {reason}")
+            decision = reading.decisions[cid]
+            if not isinstance(decision, Verdict):
+                cand.failures.append(f"round {round_no}: {decision.reason}")
                 failed.append(cand)
                 continue
+            verdict: CandidateVerdict = decision.value
+            extra = self._extra(cand, cid, verdict.grade)
+            if decision.others:
+                extra["disagreeing_verdicts"] = list(decision.others)
+            # grade elements bound to no id of the request (quoted, decoded, guessed): never
+            # read, recorded as forgeries (judge_health counts them)
             cand.grade = self.scored(
                 JudgeAnswer(verdict, completion, dict(cand.usage), cand.attempts,
-                            completion.latency_s, quoted_tags),
-                self.scale.to_reward(verdict.grade), verdict.reasoning,
-                self._extra(cand, cid, verdict.grade))
+                            completion.latency_s, reading.unbound),
+                self.scale.to_reward(verdict.grade), verdict.reasoning, extra)
             judged.append((cand, verdict))
         if self.expected_value and judged:
             await self._expected_grades(messages, completion.text, judged, params)
@@ -485,8 +512,9 @@ class CandidateJudgeGrader(Grader):
             return None
         chars = CANDIDATE_REASONING_CHARS
         if self.max_tokens_per_candidate is not None:
-            # ~30 tokens of tags and id per block; reasoning at ~3 characters a token
-            chars = min(chars, 3 * (self.max_tokens_per_candidate - 30))
+            # up to ~56 tokens of tags and twice the id per block (SmolLM2's tokenizer: 40-56,
+            # median 48, for 14-character ids); reasoning at ~3 characters a token
+            chars = min(chars, 3 * (self.max_tokens_per_candidate - _BLOCK_TOKENS))
         chars = max(chars, CANDIDATE_REASONING_MIN_CHARS)
         return candidate_grammar(ids, self.scale, reasoning_chars=chars)
 
@@ -522,10 +550,7 @@ class CandidateJudgeGrader(Grader):
         assert grade is not None
         grade.extra["sampled_value"] = grade.value
         grade.extra["expected_value"] = None
-        if verdict.grade_at is None:
-            grade.extra["distribution_error"] = ("the grade's position in the reply is not right "
-                                                 "after its <grade> tag")
-            return
+        # right after the opening tag of the judge's deciding <grade id="…"> (and its whitespace)
         prefix = {"role": "assistant", "content": reply[:verdict.grade_at]}
         grades = self.scale.grades
         try:
