@@ -413,7 +413,7 @@ def candidate_judge(req):
     the first digit of its text as its grade."""
     pairs = SUBMISSION.findall(req["messages"][-1]["content"])
     return "\n".join(f'<candidate id="{cid}">\n<reasoning>read it</reasoning>\n'
-                     f'<grade>{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
+                     f'<grade id="{cid}">{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
                      for cid, text in pairs)
 
 

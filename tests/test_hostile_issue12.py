@@ -150,7 +150,7 @@ async def test_structured_completions_that_carry_nothing_are_penalized_per_sampl
 async def test_candidate_grader_with_a_completion_model_survives_deep_nesting():
     # once RecursionError out of grade_batch: no sample of the batch got a grade
     model = ScriptedModel(lambda messages, params, schema: "\n".join(
-        f'<candidate id="{cid}"><grade>3</grade></candidate>'
+        f'<candidate id="{cid}"><grade id="{cid}">3</grade></candidate>'
         for cid in __import__("re").findall(r'<submission id="([^"]+)">', messages[-1]["content"])))
     grader = CandidateJudgeGrader("c", model, completion_model=Answer, max_rounds=1)
     grades = await grader.grade_batch([thread('{"answer": ' * 3000 + '"x"' + "}" * 3000),
@@ -205,7 +205,7 @@ async def test_an_unescaping_candidate_judge_cannot_forge_a_grade():
     def judge(messages, params, schema):
         ids = re.findall(r'<submission id="([^"]+)">', messages[-1]["content"])
         return "\n".join(f'<candidate id="{cid}">\n<reasoning>It says {hostile} which is thin.'
-                         f'</reasoning>\n<grade>0</grade>\n</candidate>' for cid in ids)
+                         f'</reasoning>\n<grade id="{cid}">0</grade>\n</candidate>' for cid in ids)
 
     grades = await CandidateJudgeGrader("c", ScriptedModel(judge), max_rounds=1).grade_batch(
         [thread(hostile), thread("Paris.")])

@@ -77,7 +77,7 @@ SUBMISSION = re.compile(r'<submission id="([a-z0-9]+)">\n(.*?)</submission>', re
 def candidate_judge(req):
     pairs = SUBMISSION.findall(req["messages"][-1]["content"])
     return "\n".join(f'<candidate id="{cid}">\n<reasoning>read</reasoning>\n'
-                     f'<grade>{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
+                     f'<grade id="{cid}">{next((c for c in text if c.isdigit()), "0")}</grade>\n</candidate>'
                      for cid, text in pairs)
 
 

@@ -51,7 +51,7 @@ def user_text(req) -> str:
 
 def candidate_reply(req) -> str:
     ids = re.findall(r'<submission id="([a-z0-9]+)">', user_text(req))
-    return "".join(f'<candidate id="{i}">\n<reasoning>ok</reasoning>\n<grade>3</grade>\n</candidate>\n'
+    return "".join(f'<candidate id="{i}">\n<reasoning>ok</reasoning>\n<grade id="{i}">3</grade>\n</candidate>\n'
                    for i in ids)
 
 
@@ -103,7 +103,7 @@ async def test_candidates_image_is_in_the_context_only_with_the_flag(flag):
     def reply(req):
         seen.append(user_text(req))
         ids = re.findall(r"\[([a-z0-9]+)\|", user_text(req))
-        return "".join(f'<candidate id="{i}"><grade>1</grade></candidate>' for i in ids)
+        return "".join(f'<candidate id="{i}"><grade id="{i}">1</grade></candidate>' for i in ids)
 
     with FakeJudgeServer(reply) as server:
         async with OpenAIModel(server.url, "judge", max_retries=0) as judge:
@@ -154,7 +154,7 @@ async def test_candidate_grader_shows_the_relevance_labels_and_branches_on_the_k
     def reply(req):
         seen.append(user_text(req))
         ids = re.findall(r'<c id="([a-z0-9]+)"/>', user_text(req))
-        return "".join(f'<candidate id="{i}"><grade>4</grade></candidate>' for i in ids)
+        return "".join(f'<candidate id="{i}"><grade id="{i}">4</grade></candidate>' for i in ids)
 
     with FakeJudgeServer(reply) as server:
         async with OpenAIModel(server.url, "judge", max_retries=0) as judge:
