@@ -53,10 +53,6 @@ def report():
     return asyncio.run(run_attack_suite(_targets()))
 
 
-# Known defect: CandidateJudgeGrader with a judge that quotes a candidate's
-# text raw inside its reasoning, where that text pre-writes whole candidate
-# blocks (the judge's own structure) -> the copy detection in
-# readouts._candidate_blocks.unquote_reply blanks the judge's own tags -> unscored.
 KNOWN: set[tuple[str, str]] = set()   # (grader, attack kind) pairs allowed to fail: none
 
 

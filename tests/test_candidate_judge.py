@@ -554,3 +554,18 @@ async def test_group_judging_on_the_embedded_judge():
             assert Scale.GRADED.contains(g.extra["grade"]) and g.value == g.extra["grade"] / 4
         else:
             assert g.value is None and g.error.startswith("not judged after")
+
+
+async def test_a_custom_template_without_the_sealed_grade_form_is_told_it_last():
+    # a user's template written for an older protocol ("<grade>G</grade>"): the request ends with
+    # the sealed form, so the judge's grades are read
+    template = ('Grade each answer to {{query}} from 0 to 4.\n{{#each candidates}}<submission id="{{this.id}}">\n'
+                '{{this.title}}</submission>\n{{/each}}Reply <candidate id="ID"><grade>G</grade></candidate>.')
+
+    def judge(messages, params, schema):
+        assert messages[-1]["content"].endswith("only grades written this way are read.")
+        return reply_for(submissions(messages), lambda t: "3")
+
+    grades = await CandidateJudgeGrader("g", ScriptedModel(judge), template=template, system_template="",
+                                        max_rounds=1).grade_batch([thread("Q?", "a"), thread("Q?", "b")])
+    assert [g.status for g in grades] == ["scored", "scored"]

@@ -73,7 +73,7 @@ from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_M
 from ..readouts._candidate_blocks import (CandidateReading, CandidateVerdict, new_candidate_ids,
                                           read_candidate_reply)
 from ..readouts._decision import Verdict
-from ..readouts._seal import Sealer
+from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
 
@@ -118,6 +118,12 @@ _BLOCK_TOKENS = 56
 def _splittable(exc: JudgeError) -> bool:
     # a request the judge refuses for its size may pass in smaller pieces
     return isinstance(exc, JudgeHTTPError) and exc.status in (400, 413)
+
+
+#: said last in a request whose templates do not describe the sealed grade form themselves
+_PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id of the candidate it '
+                  'grades, inside that candidate\'s <candidate id="ID"> block: only grades written '
+                  'this way are read.')
 
 
 class CandidateJudgeGrader(Grader):
@@ -278,6 +284,9 @@ class CandidateJudgeGrader(Grader):
         # stripped: a template's optional header lines ({{#if ...}}) leave blank edges
         self.prompt = JudgePrompt(system_src, user_src, engine=engine, strict=strict_templates,
                                   strip=True, names=("system_template", "template"))
+        # a user's own template that does not describe the sealed grade form gets it said last
+        # (after the candidates, so its shared prefix stays intact): else no grade would be read
+        self._protocol_note = None if "<grade id=" in system_src + user_src else _PROTOCOL_NOTE
         # candidate text may not open or close the templates' own delimiters either
         self.protected_tags = tuple(dict.fromkeys(
             [t.casefold() for t in protected_tags]
@@ -444,6 +453,8 @@ class CandidateJudgeGrader(Grader):
                   "ids": ids}
         context = self.request_context(order[0].sample, candidates)
         messages = self.build_messages(context, self._image_parts(order, ids))
+        if self._protocol_note is not None:
+            messages = seal_messages(messages, self._protocol_note)
         params = GenerationParams(
             temperature=self.temperature, top_p=self.top_p, seed=self.seed,
             max_tokens=None if self.max_tokens_per_candidate is None
