@@ -123,4 +123,4 @@ async def test_judge_killed_and_restarted_mid_run():
     assert any(g.attempts > 1 for g in grades)
     for g in grades:
         if g.status == "unscored":
-            assert "Judge" in g.error or "invalid judge reply" in g.error
+            assert "Judge" in g.error or g.error.startswith(("invalid judge reply", "cut off", "no sealed verdict"))
