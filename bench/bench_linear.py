@@ -19,12 +19,12 @@ whose list field holds the text cut in 6-character strings), and
 ``unescape_lines`` (the readouts' comparison of judge replies with the
 prompt) are shown after them.
 
-Each time is the best of 3 runs (the lazily filled translation tables are
-warm; the first pass over 256 KiB of distinct characters fills them once
-per process). These machines are shared: the times are context, the claim is
-that none grows with the square of the length (``python -m bench linear``
-also prints the ratio of the worst time at 256 KiB to the same input's time at
-64 KiB: about 4 for linear passes, about 16 for quadratic ones).
+Each time is CPU time, the best of 3 runs (the lazily filled translation
+tables are warm; the first pass over 256 KiB of distinct characters fills
+them once per process). These machines are shared: the times are context;
+the claim is that none grows with the square of the length, so the table
+also shows the ratio of each worst time at 256 KiB to the same input's at
+64 KiB: about 4 for a linear pass, about 16 for a quadratic one.
 
 Run: ``python -m bench linear``.
 """
@@ -59,10 +59,9 @@ class _Steps(BaseModel):
 # --------------------------------------------------------------------------
 # hostile inputs
 # --------------------------------------------------------------------------
-_PREFIXES = ["", "<", "[", "<<", "</", "<\u200b", "&", "&#", "&#x", "&amp;", "%", "%25", "\\", "<c", "<s",
-             "[/", "<start_of_tur", "<|", "\uff1c"]
-_RUNS = ["\u200b", "\x00", " ", "/", "<", "[", "\\", "&", "%", "0", "25", "amp;", "\u0301", "\u0301\u0316",
-         "\u0f73", "\u3164", "\u2800", "a", "|", "\n", "\u200b/", ".", "`"]
+_PREFIXES = ["", "<", "[", "<<", "<\u200b", "&", "&#", "%", "\\", "<c", "\uff1c"]
+_RUNS = ["\u200b", "\x00", " ", "/", "<", "\\", "0", "25", "amp;", "\u0301\u0316", "\u0f73", "\u3164",
+         "\u2800", "a", "\u200b/"]
 _UNITS = ["<|", "<", "< ", "<\u200b", "[INST", "[\u200b", "&#", "&lt;", "&lt;|", "\\u00", "\\u003c", "%2",
           "%3c", "<<", "<s>", "</", "<c", "<cand", "<\u200bc\u200ba", "[/", "\\\\", "\\n", "&#10;",
           "Thought process: ", "Th\u043eught pr\u043ecess: ", "\u3164.", "``x", "\U0001f600"]
@@ -149,11 +148,13 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
 
 
 def _time(fn: Callable[[str], object], text: str, repeat: int = _REPEAT) -> float:
+    """CPU seconds of ``fn(text)`` in this process (what it blocks an event
+    loop for; wall time on a shared machine adds other processes' turns)."""
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(text)
-        used = time.perf_counter() - t0
+        used = time.process_time() - t0
         best = min(best, used)
         if used > _SLOW_S or used < _FAST_S:   # far from the worst either way: once is enough
             break

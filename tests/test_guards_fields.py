@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import datetime
 from enum import Enum
+from uuid import UUID
 from typing import Any, Literal, Optional, Union
 
 import pytest
@@ -157,6 +159,12 @@ class OpenChoice(BaseModel):
     verdict: Union[Literal["none"], str]
 
 
+class Stamped(BaseModel):
+    answer: str
+    at: datetime
+    id: UUID
+
+
 class Anything(BaseModel):
     answer: str
     meta: Any = None
@@ -190,6 +198,10 @@ FIELD_CASES = [
     (Steps, {"steps": ["", ":", "Solution"], "final": "..."}, True),  # every step content-free
     (Steps, {"steps": [":"] * 40 + ["**"] * 40}, True),               # many, checked in one pass
     (Steps, {"steps": [], "notes": [{"text": "", "kind": "claim"}]}, True),  # nested free text empty
+    (Stamped, {"answer": "", "at": "2025-01-01T00:00:00", "id": "6f1c0b8e-2f3c-4a70-9d3c-1f2e3d4c5b6a"},
+     True),                                                           # a date and a UUID are no answer
+    (Stamped, {"answer": "Paris", "at": "2025-01-01T00:00:00", "id": "6f1c0b8e-2f3c-4a70-9d3c-1f2e3d4c5b6a"},
+     False),                                                          # beside a real answer they do no harm
 ]
 
 

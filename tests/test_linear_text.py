@@ -90,6 +90,27 @@ def test_the_escape_patterns_match_where_the_old_ones_did():
         assert OLD_ESCAPED_BREAK.sub("\n", text) == _text._ESCAPED_BREAK.sub("\n", text), text
 
 
+def test_the_skeleton_reads_escapes_as_the_old_one_did():
+    pieces = [*PIECES, "&lt;", "&lt", "&#60;", "&#60", "&#600", "&#x3c;", "&#x3c", "%3c", "\\u003c", "\\x3c",
+              "&LT;", "%3C", "\\U003C", "&#060;", "%253c", "&amp;lt;"]
+    rnd = random.Random(8)
+    for _ in range(20_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 10)))
+        old = OLD_LT_ESCAPE.sub(lambda m: "<" + "\x00" * (len(m.group()) - 1), text.translate(_text._TABLE))
+        assert _text._skeleton(text) == old, text
+
+
+def test_json_unescape_decodes_as_the_one_regex_did():
+    old = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
+    rnd = random.Random(9)
+    pieces = ["\\", "\\", "\\", "u", "0041", "005c", "005C", "00", '"', "/", "n", "r", "t", "x", " ",
+              "\x00", "\ue000", "\\u0000", "\\ue000"]
+    for _ in range(50_000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
+        expected = old.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2) or " ", text)
+        assert _text._json_unescape(text) == expected, text
+
+
 def test_html_unescape_is_the_standard_one_on_ordinary_numbers():
     rnd = random.Random(4)
     refs = ["&lt;", "&lt", "&amp;", "&ampx", "&#60;", "&#060", "&#x3c;", "&#X3C", "&#0;", "&#128;",

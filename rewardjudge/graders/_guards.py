@@ -190,11 +190,12 @@ def _types(branch: dict) -> set:
 
 class _Field:
     """What a schema node says about the values at its place: which strings
-    are choices (Literal or enum values), whether a string there is free text,
+    are choices (Literal or enum values), whether a string there is free text
+    or a formatted value (a date, a UUID, a URL: ``format`` in the schema),
     whether None there is an unset free-text field, and the nodes of its
     properties and items."""
 
-    __slots__ = ("node", "choices", "free", "free_null", "branches", "uniform")
+    __slots__ = ("node", "choices", "free", "formatted", "branches", "uniform")
 
     def __init__(self, node: Any, defs: dict):
         self.node = node   # kept alive: fields are cached by the node's id
@@ -205,20 +206,24 @@ class _Field:
         for b in choice:
             values.extend(b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
         self.choices = frozenset(v for v in values if isinstance(v, str))
-        # a string field, or one the schema does not describe (Any): free text
-        self.free = any(not _types(b) or "string" in _types(b) for b in plain) or not choice
-        self.free_null = any("string" in _types(b) for b in plain)
-        # every item of a list here has the same schema
+        # a str field, or one the schema does not describe (Any): free text
+        self.free = any(not _types(b) or "string" in _types(b) and "format" not in b for b in plain)
+        self.formatted = any("string" in _types(b) and "format" in b for b in plain)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
 
     def kind(self, text: "str | None") -> str:
-        """``"free"`` text, a ``"choice"``, or ``"other"`` (None where no free
-        text goes)."""
-        if text is None:
-            return "free" if self.free_null else "other"
+        """``"free"`` text, a ``"choice"``, a ``"value"`` (a formatted string),
+        or ``"none"`` (None where no free text goes)."""
+        if text is None:   # an unset field: empty free text where a str may stand
+            return "free" if any("string" in _types(b) and "format" not in b and "enum" not in b
+                                 and "const" not in b for b in self.branches) else "none"
         if text in self.choices:
             return "choice"
-        return "free" if self.free else "choice"
+        if self.free:
+            return "free"
+        if self.formatted:
+            return "value"
+        return "choice" if self.choices else "free"
 
     def child(self, key: Any) -> Any:
         """The schema node of ``key`` (a property name or an item index)."""
@@ -256,7 +261,8 @@ def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int
                 ) -> "Iterator[tuple[Any, str | None]]":
     """The free-text fields of ``value``, as (path, text or None), each text
     of a list once; ``counts`` gets how many choice strings and how many
-    numbers and booleans it holds. Without a schema every string is free text
+    other values (numbers, booleans, dates, UUIDs...) it holds. Without a
+    schema every string is free text
     and None is nothing. A path is a chain ``(parent path, key)``, written out
     by ``_path`` when needed. Iterative: nesting cannot exhaust the stack."""
     root, defs = schema if schema is not None else (_ANY, {})
@@ -287,6 +293,8 @@ def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int
                             yield (path, _At(node, text)), text
                         elif kind == "choice":
                             counts[0] += 1
+                        elif kind == "value":
+                            counts[1] += 1
                 if len(strings) == len(node):
                     continue
                 rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node) if type(v) is not str]
@@ -299,6 +307,8 @@ def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int
                 yield path, node
             elif kind == "choice":
                 counts[0] += 1
+            elif kind == "value":
+                counts[1] += 1
         else:
             counts[1] += 1
 
