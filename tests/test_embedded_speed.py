@@ -26,7 +26,7 @@ def read_alone(reply: str, model):
     """A sealed reply's verdict (the seal written on it, as an obedient judge would)."""
     sealed = reply.rstrip()[:-1] + f', "seal": "{SEAL}"}}'
     return read_sealed(sealed, SEAL, check=model.model_validate).value
-from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from rewardjudge.graders.templated_prompt_judge import SEAL_TOKENS, TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel
 from rewardjudge.models._base import Completion
 from rewardjudge.models._spawn import JudgeServer, server_command
@@ -65,9 +65,12 @@ def test_max_tokens_is_fitted_to_the_output_model_by_default():
     assert REASONING_MAX_CHARS // 2 < fitted < 256
     model = ScriptedModel(['{"reasoning": "ok", "score": "PASS"}'])
     grader = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}")
-    assert grader.params.max_tokens == fitted
+    # plus the seal field's room (a verdict cut before its seal is never read)
+    assert grader.params.max_tokens == fitted + SEAL_TOKENS
     graded = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", GradedJudgeOutput)
-    assert graded.params.max_tokens == fitted_max_tokens(GradedJudgeOutput)
+    assert graded.params.max_tokens == fitted_max_tokens(GradedJudgeOutput) + SEAL_TOKENS
+    unsealed = TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", seal=False)
+    assert unsealed.params.max_tokens == fitted
     # an explicit value, None, or an unbounded model keep what they say
     assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", max_tokens=64).params.max_tokens == 64
     assert TemplatedPromptJudgeGrader("g", model, "", "{{completion}}", max_tokens=None).params.max_tokens is None
@@ -91,7 +94,7 @@ async def test_the_fitted_budget_and_bounded_schema_are_sent():
     grade = await grader.grade(StringThread([("user", "q"), ("assistant", "a")]))
     assert grade.status == "scored"
     call = model.calls[0]
-    assert call["params"].max_tokens == fitted_max_tokens(BinaryJudgeOutput)
+    assert call["params"].max_tokens == fitted_max_tokens(BinaryJudgeOutput) + SEAL_TOKENS
     assert call["json_schema"]["properties"]["reasoning"]["maxLength"] == REASONING_MAX_CHARS
 
 

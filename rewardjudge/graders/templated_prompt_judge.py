@@ -43,6 +43,9 @@ from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
 
 
+#: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
+SEAL_TOKENS = 24
+
 #: the base class's ``extract_template_context`` (see ``context_of``)
 _SEED_HOOK = Grader.extract_template_context.__func__
 
@@ -109,8 +112,10 @@ class TemplatedPromptJudgeGrader(Grader):
             structured = False   # the verdict is a line of text in the declared form
         if isinstance(max_tokens, str) and max_tokens == "fit":
             # the default: what a schema-constrained reply of the output model needs
-            # (its reasoning is bounded); 512 where the reply is not bounded
-            max_tokens = (fitted_max_tokens(self.output_model) if structured else None) or 512
+            # (its reasoning is bounded) and its seal (16 hex digits, up to one token each, and
+            # the key); 512 where the reply is not bounded
+            fitted = fitted_max_tokens(self.output_model) if structured else None
+            max_tokens = fitted + (SEAL_TOKENS if seal else 0) if fitted else 512
         opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                          seed=seed, reply_retries=reply_retries)
         if template_variables is not None and not isinstance(template_variables, Mapping):
