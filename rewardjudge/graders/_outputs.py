@@ -260,16 +260,20 @@ def _label_to_verdict(decision: Decision, text: str,
         return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
 
 
-def schema_fields(model: type[BaseModel]) -> str:
+def schema_fields(model: "type[BaseModel] | dict[str, Any]") -> str:
     """A short list of a verdict's fields for a seal instruction, with
-    placeholders for their values: ``"reasoning" (text), "score" ("PASS" or "FAIL")``."""
-    props = (model.model_json_schema().get("properties") or {})
+    placeholders for their values: ``"reasoning" (text), "score" ("PASS" or
+    "FAIL")``; ``model`` is an output model or an object JSON schema."""
+    schema = model if isinstance(model, dict) else model.model_json_schema()
     out = []
-    for name, node in props.items():
+    for name, node in (schema.get("properties") or {}).items():
         if "enum" in node:
             kind = " or ".join(json.dumps(v) for v in node["enum"])
         elif "const" in node:
             kind = json.dumps(node["const"])
+        elif node.get("type") in ("integer", "number") and "minimum" in node and "maximum" in node:
+            kind = (f"{'an integer' if node['type'] == 'integer' else 'a number'} from "
+                    f"{node['minimum']:g} to {node['maximum']:g}")
         else:
             kind = {"string": "text", "integer": "an integer", "number": "a number",
                     "boolean": "true or false"}.get(node.get("type"), "a value")

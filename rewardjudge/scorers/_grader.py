@@ -37,6 +37,7 @@ from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader, JudgeFailure, Mode
 from ..graders._options import JudgeBinding, JudgeOptions, validated
+from ..graders._outputs import schema_fields
 from ..models._base import Completion, GenerationParams, InferenceModel
 from ..readouts._seal import Sealer, json_instruction, seal_messages, sealed_schema
 from ..readouts._text import template_tag_names
@@ -146,7 +147,7 @@ class ScorerGrader(Grader):
         messages = [{"role": "user", "content": prompt}]
         # the verdict must carry the request's seal (readouts/_seal.py), asked for last
         seal = self._sealer.value(messages)
-        sent = seal_messages(messages, json_instruction(seal))
+        sent = seal_messages(messages, json_instruction(seal, schema_fields(self.schema)))
         answer = await self.ask_until_parsed(self.model, sent, self.params,
                                              lambda text: self.spec.read(text, seal),
                                              json_schema=self._wire_schema
