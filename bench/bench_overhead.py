@@ -61,13 +61,21 @@ def _chat_reply(content: str) -> bytes:
     return _chat_body(content, "fake-judge", 400)
 
 
-def _read_verdict(text: str, model):
-    """The verdict model read from a judge reply (``parse_judge_reply`` returns a
-    reading that carries it, with what else it saw)."""
-    from rewardjudge.graders._outputs import parse_judge_reply
+_SEAL = "0123456789abcdef"
+_SEALED: dict[str, str] = {}
 
-    reading = parse_judge_reply(text, model)
-    return getattr(reading, "verdict", reading)
+
+def _read_verdict(text: str, model):
+    """The verdict model read from a judge reply as the graders read it: the
+    reply sealed as an obedient judge writes it (made once per text), then the
+    sealed readout."""
+    from rewardjudge.readouts._seal import json_instruction, read_sealed
+    from rewardjudge.testing import seal_reply
+
+    sealed = _SEALED.get(text)
+    if sealed is None:
+        sealed = _SEALED[text] = seal_reply(text, [{"role": "user", "content": json_instruction(_SEAL)}])
+    return read_sealed(sealed, _SEAL, check=model.model_validate).value
 
 
 def _payload(messages, params, schema) -> bytes:

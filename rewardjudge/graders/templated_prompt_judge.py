@@ -137,6 +137,8 @@ class TemplatedPromptJudgeGrader(Grader):
                               f"one-token values (a Literal/enum, or an int bounded in 0..9); "
                               f"{self.output_model.__name__}.score is not")
         self.prompt.check(self.provided_variables())
+        #: the templates show the output schema (the seal instruction then need not list the fields)
+        self._shows_schema = self.prompt.mentions("output_schema")
 
     #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
     context_names: tuple[str, ...] = ()
@@ -223,10 +225,10 @@ class TemplatedPromptJudgeGrader(Grader):
                 read_unsealed(text, texts, check=self._check, labels=labels, same=self._same),
                 text, self._label_verdict)
         seal = self._sealer.value(messages)
-        if self._label is not None and not self.structured and not self.prompt.mentions("output_schema"):
+        if self._label is not None and not self.structured and not self._shows_schema:
             instruction = label_instruction(seal, " or ".join(labels))
         else:
-            instruction = json_instruction(seal, "" if self.prompt.mentions("output_schema")
+            instruction = json_instruction(seal, "" if self._shows_schema
                                            else schema_fields(self.output_model))
         schema = self._wire_schema
         if schema is not None and not getattr(self.model, "caches_grammars", True):

@@ -97,10 +97,16 @@ class Sealer:
         return self._key.hex()
 
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        body = json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True,
-                          separators=(",", ":"), default=str)
-        return hmac.new(self._key, body.encode("utf-8", "surrogatepass"),
-                        hashlib.sha256).hexdigest()[:SEAL_HEX]
+        mac = hmac.new(self._key, digestmod=hashlib.sha256)
+        for m in messages:
+            # each message framed by its length, so no two requests share a byte stream
+            role, content = m.get("role"), m.get("content")
+            rest = {k: v for k, v in m.items() if k not in ("role", "content")}
+            part = content if isinstance(content, str) and not rest else json.dumps(
+                [content, rest], ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+            data = f"{role}\x00{part}".encode("utf-8", "surrogatepass")
+            mac.update(len(data).to_bytes(8, "big") + (b"s" if part is content else b"j") + data)
+        return mac.hexdigest()[:SEAL_HEX]
 
     def __getstate__(self) -> dict[str, Any]:   # picklable (trainers ship reward functions)
         return {"_key": self._key}
