@@ -63,7 +63,12 @@ import secrets
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import print_table  # noqa: E402  (standard library only: runs in the xgrammar venv)
 
 CACHE_LIMIT_BYTES = 512 * 1024 * 1024  # vLLM's default VLLM_XGRAMMAR_CACHE_MB
 RATES = (50, 100, 200)  # judge requests per second on one server
@@ -193,6 +198,10 @@ def spread(xs: Sequence[float]) -> str:
     return f"{pct(xs, 0.1):.3g}-{pct(xs, 0.9):.3g}"
 
 
+def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    print_table(title, headers, rows, fmt=fmt)
+
+
 def fmt(v: Any) -> str:
     if isinstance(v, float):
         if v == 0:
@@ -200,15 +209,6 @@ def fmt(v: Any) -> str:
         return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
     return str(v)
 
-
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[str(h) for h in headers]] + [[fmt(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    print(f"\n{title}")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in cells[1:]:
-        print("| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |")
 
 
 # ---------------------------------------------------------------- compile
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             rows = []
             for v in VARIANTS:
                 rows.append([v, med(wall[v]), spread(wall[v]), med(cpu[v]), med(wall[v]) / hit])
-            print_table(f"compile, {vname} ({info.vocab_size} tokens), {sname} verdict: ms per request "
+            _table(f"compile, {vname} ({info.vocab_size} tokens), {sname} verdict: ms per request "
                         f"(median, p10-p90 over {len(wall['a_const'])}; b_cold over {len(wall['b_cold'])})",
                         ["variant", "wall ms", "p10-p90", "cpu ms", "x b_pattern"], rows)
             rr = r["round_ratio"]
@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
                 mib_s = r["entry_bytes"] * rate / 2**20
                 srows.append([rate, a_cpu * rate / 1e3, b_cpu * rate / 1e3, mib_s,
                               CACHE_LIMIT_BYTES / 2**20 / mib_s if mib_s else float("inf")])
-            print_table(f"server at N requests/s, {vname}, {sname}: cores busy compiling "
+            _table(f"server at N requests/s, {vname}, {sname}: cores busy compiling "
                         f"(cpu ms x rate), and (a)'s cache churn",
                         ["req/s", "(a) cores", "(b) cores", "(a) cache MiB/s", "s to fill 512 MiB"],
                         srows)
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             rows = [[k, med(m["per_reply_ms"][k]), spread(m["per_reply_ms"][k]),
                      med(m["per_token_us"][k]), pct(m["per_token_us"][k], 0.9),
                      med(m["per_reply_ms"][k]) / base] for k in m["per_reply_ms"]]
-            print_table(f"mask, {vname}, PASS/FAIL verdict: fill_next_token_bitmask over a "
+            _table(f"mask, {vname}, PASS/FAIL verdict: fill_next_token_bitmask over a "
                         f"{m['tokens']}-token reply ({args.rounds} replies each)",
                         ["variant", "ms/reply", "p10-p90", "us/token median", "us/token p90",
                          "x b_pattern"], rows)

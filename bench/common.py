@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -158,8 +158,11 @@ def cpu_per_call(fn, *, min_time: float = 0.15, min_calls: int = 20) -> float:
     return best
 
 
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                fmt: Callable[[Any], str] | None = None) -> None:
+    """A markdown table of ``rows`` under ``title``; ``fmt`` writes a cell (default ``_fmt``)."""
+    cell = fmt or _fmt
+    cells = [[str(h) for h in headers]] + [[cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     print(f"\n{title}")
     print("| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |")
