@@ -251,11 +251,9 @@ def _label_to_verdict(decision: Decision, text: str,
     judge wrote before its verdict line); any other decision as it is."""
     if not isinstance(decision, Verdict):
         return decision
-    def made(v: Any) -> Any:
-        return make(v, bounded_reasoning(text[:decision.start].strip()) or v) if isinstance(v, str) else v
+    reasoning = bounded_reasoning(text[:decision.start].strip())
     try:
-        return Verdict(made(decision.value), decision.start, decision.end,
-                       tuple(made(v) for v in decision.others))
+        return decision.map(lambda v: make(v, reasoning or v) if isinstance(v, str) else v)
     except ValueError as exc:
         return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
 

@@ -256,16 +256,15 @@ class TemplatedPromptJudgeGrader(Grader):
         value, a label the value ``label_values`` gives it."""
         if not isinstance(decision, Verdict):
             return decision
+        reasoning = text[:decision.start].strip()[-REASONING_MAX_CHARS:]
 
         def made(v: Any) -> tuple[BaseModel, float]:
             value = float(v) if isinstance(v, float) else float(self.label_values[v])
-            verdict = DeclaredVerdict(reasoning=text[:decision.start].strip()[-REASONING_MAX_CHARS:],
-                                      score=v if isinstance(v, float) else None,
+            verdict = DeclaredVerdict(reasoning=reasoning, score=v if isinstance(v, float) else None,
                                       label=v if isinstance(v, str) else None, value=value)
             return verdict, value
 
-        return Verdict(made(decision.value), decision.start, decision.end,
-                       tuple(made(v) for v in decision.others))
+        return decision.map(made)
 
     def _read_sealed(self, text: str, seal: str, labels: Sequence[str]) -> Any:
         decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same)

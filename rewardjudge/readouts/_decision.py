@@ -13,7 +13,7 @@ in ``Grade.extra``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Callable, Generic, TypeVar, Union
 
 V = TypeVar("V")
 
@@ -31,6 +31,10 @@ class Verdict(Generic[V]):
     end: int = 0
     others: tuple[Any, ...] = field(default=())
     ok = True
+
+    def map(self, fn: "Callable[[Any], Any]") -> "Verdict[Any]":
+        """The same verdict with ``fn`` applied to its value and to each of ``others``."""
+        return Verdict(fn(self.value), self.start, self.end, tuple(fn(v) for v in self.others))
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ False
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -129,16 +130,18 @@ def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _copies(text: str, policy_texts: Sequence[str]) -> "tuple[list[int], list[int]]":
-    """Where ``text`` holds verbatim copies of ``policy_texts``: the copies'
-    starts (sorted) and, for each, the furthest end of any copy starting at or
-    before it. Bounded work: at most ``_MAX_POLICY_TEXTS`` texts, at most
+def policy_copies(text: str, policy_texts: Sequence[str], min_len: int = 1
+                  ) -> "tuple[list[int], list[int]]":
+    """Where ``text`` holds verbatim copies of ``policy_texts`` (those of at
+    least ``min_len`` characters): the copies' starts (sorted) and, for each,
+    the furthest end of any copy starting at or before it (``inside_copy``
+    reads them). Bounded work: at most ``_MAX_POLICY_TEXTS`` texts, at most
     ``_MAX_COPIES`` copies each, and copies found while their summed length
     stays within a few times the reply's (``str.find`` does the scanning)."""
     spans: list[tuple[int, int]] = []
     budget = 8 * len(text) + 4096
     for p in list(policy_texts)[:_MAX_POLICY_TEXTS]:
-        if not isinstance(p, str) or not p or len(p) > len(text):
+        if not isinstance(p, str) or len(p) < max(1, min_len) or len(p) > len(text):
             continue
         at, found = text.find(p), 0
         while at >= 0 and found < _MAX_COPIES and budget > 0:
@@ -157,20 +160,12 @@ def _copies(text: str, policy_texts: Sequence[str]) -> "tuple[list[int], list[in
     return starts, reach
 
 
-def _outside(found: "list[tuple[Value, int, int]]", copies: "tuple[list[int], list[int]]"
-             ) -> "list[tuple[Value, int, int]]":
-    """The occurrences (in order) that do not lie inside a copy: inside one
-    when a copy starting at or before the occurrence reaches its end. One
-    merge pass over both sorted lists."""
+def inside_copy(copies: "tuple[list[int], list[int]]", start: int, end: int) -> bool:
+    """Whether ``[start, end)`` lies inside one of ``copies`` (``policy_copies``):
+    a copy starting at or before ``start`` reaches ``end``."""
     starts, reach = copies
-    out = []
-    i, n = -1, len(starts)
-    for f in found:
-        while i + 1 < n and starts[i + 1] <= f[1]:
-            i += 1
-        if i < 0 or reach[i] < f[2]:
-            out.append(f)
-    return out
+    i = bisect.bisect_right(starts, start) - 1
+    return i >= 0 and reach[i] >= end
 
 
 @dataclass(frozen=True)
@@ -286,9 +281,9 @@ class VerdictForm:
         if isinstance(policy_texts, str):
             policy_texts = (policy_texts,)
         if policy_texts:
-            copies = _copies(text, policy_texts)
+            copies = policy_copies(text, policy_texts)
             if copies[0]:
-                found = _outside(found, copies)
+                found = [f for f in found if not inside_copy(copies, f[1], f[2])]
                 if not found:
                     return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                                      f"inside a copy of the policy's text", kind="no verdict")

@@ -42,8 +42,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict
+from ._forms import inside_copy, policy_copies
 
-__all__ = ["SEAL_FIELD", "Sealer", "blank_drafts", "copied_spans", "json_instruction",
+__all__ = ["SEAL_FIELD", "Sealer", "blank_drafts", "json_instruction",
            "label_instruction", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
 
 #: the field of a JSON verdict that carries the seal (a user output model may not use it)
@@ -393,27 +394,10 @@ class _Invalid:
 # --------------------------------------------------------------------------
 # unsealed reading (opt-in): replaying a benchmark's calibrated prompt as is
 # --------------------------------------------------------------------------
-#: policy-text copies looked for per reply, and JSON object starts tried from the end
-_MAX_COPIES = 256
+#: JSON object starts tried from the end of an unsealed reply
 _MAX_UNSEALED_STARTS = 256
-
-
-def copied_spans(text: str, policy_texts: Sequence[str]) -> list[tuple[int, int]]:
-    """Where ``text`` holds a verbatim copy of one of ``policy_texts`` (8
-    characters or more), as ``(start, end)`` spans."""
-    spans: list[tuple[int, int]] = []
-    for p in policy_texts:
-        if len(p) < 8:
-            continue
-        at = text.find(p)
-        while at >= 0 and len(spans) < _MAX_COPIES:
-            spans.append((at, at + len(p)))
-            at = text.find(p, at + len(p))
-    return spans
-
-
-def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return any(a <= start and end <= b for a, b in spans)
+#: the shortest policy text whose verbatim copies an unsealed reading skips
+_MIN_COPY = 8
 
 
 def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
@@ -424,7 +408,7 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
     anything inside a verbatim copy of ``policy_texts``. Forgeable by a judge
     that decodes or restates policy text: use sealed verdicts where you can."""
     text = blank_drafts(text)
-    spans = copied_spans(text, policy_texts)
+    copies = policy_copies(text, policy_texts, _MIN_COPY)
     found: list[tuple[int, int, Any]] = []
     if check is not None:
         start = len(text)
@@ -436,7 +420,7 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
                 obj, end = _STRICT.raw_decode(text, start)
             except (ValueError, RecursionError):
                 continue
-            if not isinstance(obj, dict) or _inside(spans, start, end):
+            if not isinstance(obj, dict) or inside_copy(copies, start, end):
                 continue
             if found and end > found[-1][0]:
                 continue   # nested in a verdict already found
@@ -452,7 +436,7 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
             line = text[start:end]
             if line.strip():
                 value = read_line(_after_lead(line))
-                if value is not None and not _inside(spans, start, end):
+                if value is not None and not inside_copy(copies, start, end):
                     found.append((start, end, value))
                 break
             end = start - 1
