@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeResponseError,
-                     JudgeStartupError, JudgeTimeoutError, OutputParserException, RewardJudgeError,
+from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeOutage,
+                     JudgeResponseError, JudgeStartupError, JudgeTimeoutError, OutputParserException, RewardJudgeError,
                      TemplateContextError, TemplateError, TemplateVariableError)
 from .grade import Grade
 from .graders import (BinaryJudgeOutput, CandidateJudgeGrader, GradedJudgeOutput, Grader, JudgeOutput,
@@ -42,7 +42,7 @@ _LAZY = {
 __all__ = sorted([
     "BinaryJudgeOutput", "CachedModel", "CandidateJudgeGrader", "ConfigError", "Grade",
     "GradedJudgeOutput", "Grader", "InferenceModel", "JudgeConnectionError", "JudgeError",
-    "JudgeHTTPError", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
+    "JudgeHTTPError", "JudgeOutage", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
     "OpenAIModel", "OutputParserException", "ProbabilityJudgeGrader", "RewardJudgeError", "Scale",
     "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
     "TemplatedPromptJudgeGrader",

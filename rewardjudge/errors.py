@@ -32,6 +32,7 @@ Tree::
         +-- JudgeConnectionError
         +-- JudgeResponseError       (body: the unreadable reply)
         +-- JudgeStartupError        (log_tail: the spawned server's last output)
+        +-- JudgeOutage              (rl/_health.py: too many unscored steps in a row; health)
 """
 
 from __future__ import annotations
@@ -135,6 +136,17 @@ class JudgeStartupError(JudgeError):
     def __init__(self, message: str, *, log_tail: str = ""):
         self.log_tail = log_tail
         super().__init__(f"{message}\n--- server log (tail) ---\n{log_tail}" if log_tail else message)
+
+
+class JudgeOutage(JudgeError):
+    """Training stopped: the judge left too many samples unscored for too
+    many steps in a row (``OutageGuard``). Masking keeps a failed sample out
+    of the loss, so a dead judge would otherwise train on nothing, silently.
+    ``health`` is the judge-health summary of the last step."""
+
+    def __init__(self, message: str, *, health: dict[str, float] | None = None):
+        self.health = dict(health or {})
+        super().__init__(message)
 
 
 class OutputParserException(RewardJudgeError, ValueError):

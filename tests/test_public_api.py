@@ -33,7 +33,7 @@ def test_seed_import_paths():
 ROOT_API = [
     "BinaryJudgeOutput", "CachedModel", "CandidateJudgeGrader", "ConfigError", "CriterionJudgeGrader",
     "Grade", "GradedJudgeOutput", "Grader", "InferenceModel", "JudgeConnectionError", "JudgeError",
-    "JudgeHTTPError", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
+    "JudgeHTTPError", "JudgeOutage", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
     "OpenAIModel", "OutputParserException", "ProbabilityJudgeGrader", "RewardJudgeError", "Scale",
     "Scorer", "ScorerGrader", "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
     "TemplatedPromptJudgeGrader", "TorchModel", "evaluate_dataset", "judge_health", "spawn_judge",

@@ -14,10 +14,10 @@ import re
 import statistics
 from typing import Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 
-__all__ = ["judge_health", "unscored_kind"]
+__all__ = ["OutageGuard", "judge_health", "unscored_kind"]
 
 # Unscored grades carry their reason in ``error``: the judge error's class name
 # (Grader._grade_guarded, TemplatedPromptJudgeGrader.ask_judge) or the
@@ -172,3 +172,55 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
     out["score_frac/below"] = rate(below, len(values))
     out["score_frac/above"] = rate(above, len(values))
     return {prefix + k: v for k, v in out.items()}
+
+
+class OutageGuard:
+    """Stops a run whose judge is down: masking keeps an unscored sample out
+    of the loss, so a dead judge would make training silently learn from
+    nothing. ``observe(grades)`` once per step; when the share of unscored
+    grades is over ``threshold`` for ``steps`` consecutive steps it raises
+    ``JudgeOutage`` carrying that step's ``judge_health`` summary. A step at
+    or under the threshold resets the count. ``threshold=None`` turns the
+    guard off.
+
+    >>> from rewardjudge import Grade
+    >>> guard = OutageGuard(threshold=0.5, steps=2)
+    >>> guard.observe([Grade(None, "g", error="JudgeTimeoutError: x")])
+    >>> guard.observe([Grade(None, "g", error="JudgeTimeoutError: x")])
+    Traceback (most recent call last):
+    ...
+    rewardjudge.errors.JudgeOutage: judge outage: ...
+    """
+
+    def __init__(self, threshold: float | None = 0.5, steps: int = 3):
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not 0 <= threshold < 1):
+            raise ConfigError(f"outage threshold must be a share in [0, 1) or None (off), got {threshold!r}")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ConfigError(f"outage steps must be a positive int, got {steps!r}")
+        self.threshold = None if threshold is None else float(threshold)
+        self.steps = steps
+        self.streak = 0
+        self.rates: list[float] = []  # unscored share of the steps in the current streak
+
+    def observe(self, grades: Sequence[Grade]) -> None:
+        """Count one step's grades; raise ``JudgeOutage`` on the ``steps``-th
+        consecutive step over the threshold."""
+        if self.threshold is None or not grades:
+            return
+        rate = sum(g.status == "unscored" for g in grades) / len(grades)
+        if rate <= self.threshold:
+            self.streak, self.rates = 0, []
+            return
+        self.streak += 1
+        self.rates.append(rate)
+        if self.streak >= self.steps:
+            health = judge_health(grades)
+            kinds = ", ".join(f"{k} {int(health[f'judge/unscored/{k}'])}" for k in UNSCORED_KINDS
+                              if health[f"judge/unscored/{k}"])
+            example = next((g.error for g in grades if g.status == "unscored" and g.error), "")
+            raise JudgeOutage(
+                f"judge outage: unscored share {', '.join(f'{r:.0%}' for r in self.rates)} over "
+                f"{self.streak} consecutive steps (threshold {self.threshold:.0%}); unscored by kind: {kinds}; "
+                f"e.g. {example[:200]!r}. Check the judge (URL, model, load), or raise the threshold / "
+                f"turn the guard off (outage_threshold=None) to train on.", health=health)
