@@ -595,3 +595,24 @@ def test_scorers_read_the_shared_thread_vocabulary():
     prompt, missing = s.bind({}).render(thread('{"answer": "4"}'))
     assert missing == [] and prompt.count("[user]") == 2 and '|{"answer": "4"}|' in prompt
     assert "user;assistant;" in prompt
+
+
+async def test_a_grammar_building_judge_gets_the_range_as_an_enum_and_others_keep_min_max():
+    """llama.cpp's grammar ignores minimum/maximum: a spawned judge (caches_grammars=False)
+    is sent a whole-number range as the enum of its integers, so it cannot write 391 on a
+    1-5 scale; a judge that enforces the schema itself keeps the number with its bounds."""
+    config = ScorerConfig.from_dict({"model": "judge", "output_spec": {"type": "numeric", "min": 1, "max": 5},
+                                     "prompt_template": "Answer: {{ completion }}"})
+    sample = StringThread([("user", "q"), ("assistant", "an answer")])
+    grammar_judge = ScriptedModel(['{"reason": "ok", "score": 4}'], name="judge")
+    grammar_judge.caches_grammars = False
+    plain_judge = ScriptedModel(['{"reason": "ok", "score": 4}'], name="judge")
+    for judge in (grammar_judge, plain_judge):
+        grade = await Scorer("s", config).grader(judge, {}).grade(sample)
+        assert (grade.status, grade.value) == ("scored", 4.0)
+    field = grammar_judge.calls[0]["json_schema"]["properties"]["score"]
+    assert field["enum"] == [1, 2, 3, 4, 5]
+    plain = plain_judge.calls[0]["json_schema"]["properties"]["score"]
+    assert "enum" not in plain and (plain["minimum"], plain["maximum"]) == (1, 5)
+    wide = output_spec_from_dict({"type": "numeric", "min": 0, "max": 100}).json_schema(grammar=True)
+    assert "enum" not in wide["properties"]["score"]   # too many values: min/max as before

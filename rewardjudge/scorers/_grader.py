@@ -106,6 +106,7 @@ class ScorerGrader(Grader):
         self.spec = config.output_spec
         self.schema = self.spec.json_schema()
         self._wire_schema = sealed_schema(self.schema)   # the seal field added, the same every request
+        self._grammar_schema = self.spec.json_schema(grammar=True)  # for servers that build a grammar per request
         p = config.params
         max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
         self.params = GenerationParams(temperature=p.temperature, top_p=p.top_p,
@@ -152,7 +153,7 @@ class ScorerGrader(Grader):
                                              lambda text: self.spec.read(text, seal),
                                              json_schema=self._wire_schema
                                              if getattr(self.model, "caches_grammars", True)
-                                             else sealed_schema(self.schema, seal),
+                                             else sealed_schema(self._grammar_schema, seal),
                                              reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
             return self.failed(answer, extra=extra)

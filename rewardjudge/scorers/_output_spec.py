@@ -79,6 +79,9 @@ class OutputSpec:
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _grammar_field_schema(self) -> dict[str, Any]:
+        return self._field_schema()
+
     def _field_schema(self) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -97,10 +100,14 @@ class OutputSpec:
     def describe(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def json_schema(self) -> dict[str, Any]:
-        """The strict JSON schema of a reply (reason first, then the verdict)."""
+    def json_schema(self, *, grammar: bool = False) -> dict[str, Any]:
+        """The strict JSON schema of a reply (reason first, then the verdict).
+        ``grammar``: for a server that turns the schema into a grammar which
+        ignores ``minimum``/``maximum`` (llama.cpp), a range is stated in a
+        form the grammar enforces where there is one."""
+        field = self._grammar_field_schema() if grammar else self._field_schema()
         return {"title": f"{self.type.capitalize()}Verdict", "type": "object",
-                "properties": {"reason": dict(_REASON), self.field: self._field_schema()},
+                "properties": {"reason": dict(_REASON), self.field: field},
                 "required": ["reason", self.field], "additionalProperties": False}
 
     def check(self, data: Any) -> Verdict:
@@ -266,6 +273,14 @@ class NumericSpec(OutputSpec):
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "number", "minimum": self.min, "maximum": self.max,
                 "description": f"a number from {self.min:g} to {self.max:g}"}
+
+    def _grammar_field_schema(self) -> dict[str, Any]:
+        # a grammar that ignores bounds lets a small judge write 391 on a 1-5 scale: a range with
+        # whole-number ends and at most 21 values goes as the enum of its integers
+        if self.min.is_integer() and self.max.is_integer() and self.max - self.min <= 20:
+            return {"type": "integer", "enum": list(range(int(self.min), int(self.max) + 1)),
+                    "description": f"a whole number from {self.min:g} to {self.max:g}"}
+        return self._field_schema()
 
     def _read(self, value: Any) -> tuple[float, str | None]:
         if not _is_number(value):
