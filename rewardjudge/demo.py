@@ -88,11 +88,21 @@ def demo_threads(eval_mode: bool = False) -> list[StringThread]:
 
 
 def format_grade(thread: StringThread, grade: Grade) -> str:
+    """Two lines: the grade (status, value, attempts, tokens, why) and the graded text."""
     value = "None" if grade.value is None else f"{grade.value:+.2f}"
     why = grade.reasoning if grade.status == "scored" else grade.error
+    text = " ".join(thread.turns[-1][1].split())
     return (f"{thread.metadata['id']:<22} {grade.status:<10} value={value:<6} "
             f"attempts={grade.attempts} tokens={grade.usage.get('total_tokens', 0):<4} "
-            f"reason: {(why or '').strip()[:160]}")
+            f"reason: {(why or '').strip()[:160]}\n{'':<22} graded: {text[:100]}{'...' if len(text) > 100 else ''}")
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
@@ -124,6 +134,13 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
         print(format_grade(t, g))
     print("\ngroup counts:", {s: sum(g.status == s for g in group_grades)
                               for s in ("scored", "penalized", "unscored")})
+    # the third outcome: the judge side fails (here, nothing listens at its port)
+    down = OpenAIModel(f"http://127.0.0.1:{_closed_port()}/v1", "judge", max_retries=1, timeout=5.0)
+    async with down:
+        [failed] = await demo_grader(down).grade_batch(threads[:1])
+    print("\nthe first answer with the judge down (a closed port): a judge failure is unscored, "
+          "never a number; trainers leave it out of the loss")
+    print(format_grade(threads[0], failed))
     return grades
 
 

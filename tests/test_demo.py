@@ -23,6 +23,9 @@ def test_demo_cli_against_a_judge_url():
     # blocks, so those grades are unscored (judge side), never a fake 0
     assert "group counts: {'scored': 0, 'penalized': 2, 'unscored': 4}" in out.stdout
     assert server.request_count == 4 + 2  # malformed answers never reach the judge
+    failure = out.stdout.split("with the judge down")[1]
+    assert " unscored " in failure and "value=None" in failure and "JudgeConnectionError" in failure
+    assert "graded: " in failure  # every grade is shown with the text it graded
 
 
 @pytest.mark.judge
