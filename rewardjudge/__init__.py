@@ -5,31 +5,32 @@ The one door: everything a user needs is importable from here.
 >>> from rewardjudge import StringThread, TemplatedPromptJudgeGrader, BinaryJudgeOutput
 >>> thread = StringThread([("user", "Capital of France?"), ("assistant", "Paris")])
 
-Names that need torch or the evaluation stack (``TorchModel``,
-``evaluate_dataset``, the RL adapters) load on first use, so
-``import rewardjudge`` stays light.
+Every name but the error classes loads on first use, so ``import
+rewardjudge`` stays light (no pybars3, aiohttp or torch until needed).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeOutage,
-                     JudgeResponseError, JudgeStartupError, JudgeTimeoutError, OutputParserException, RewardJudgeError,
-                     TemplateContextError, TemplateError, TemplateVariableError)
-from .grade import Grade
-from .graders import (BinaryJudgeOutput, CandidateJudgeGrader, GradedJudgeOutput, Grader, JudgeOutput,
-                      ProbabilityJudgeGrader, TemplatedPromptJudgeGrader)
-from .models import CachedModel, InferenceModel, OpenAIModel, spawn_judge
-from .scales import Scale
-from .thread import StringThread
+                     JudgeResponseError, JudgeStartupError, JudgeTimeoutError, OutputParserException,
+                     RewardJudgeError, TemplateContextError, TemplateError, TemplateVariableError)
 
 __version__ = "0.1.0"
 
-#: name -> module, imported on first access (they pull in torch, datasets, trl...)
+#: name -> module, imported on first access: ``import rewardjudge`` (and the
+#: command line's ``--help``) loads neither pybars3, aiohttp nor torch
 _LAZY = {
-    "TorchModel": "rewardjudge.models",
+    "Grade": "rewardjudge.grade",
+    "StringThread": "rewardjudge.thread",
+    "Scale": "rewardjudge.scales",
+    **dict.fromkeys(["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader",
+                     "JudgeOutput", "ProbabilityJudgeGrader", "TemplatedPromptJudgeGrader"],
+                    "rewardjudge.graders"),
+    **dict.fromkeys(["CachedModel", "InferenceModel", "OpenAIModel", "spawn_judge", "TorchModel"],
+                    "rewardjudge.models"),
     "CriterionJudgeGrader": "rewardjudge.catalog",
     "Scorer": "rewardjudge.scorers",
     "ScorerGrader": "rewardjudge.scorers",
@@ -39,14 +40,22 @@ _LAZY = {
     "verl_compute_score": "rewardjudge.rl",
 }
 
+if TYPE_CHECKING:  # what editors and type checkers see
+    from .catalog import CriterionJudgeGrader
+    from .evaluate import evaluate_dataset
+    from .grade import Grade
+    from .graders import (BinaryJudgeOutput, CandidateJudgeGrader, GradedJudgeOutput, Grader, JudgeOutput,
+                          ProbabilityJudgeGrader, TemplatedPromptJudgeGrader)
+    from .models import CachedModel, InferenceModel, OpenAIModel, TorchModel, spawn_judge
+    from .rl import judge_health, trl_reward_funcs, verl_compute_score
+    from .scales import Scale
+    from .scorers import Scorer, ScorerGrader
+    from .thread import StringThread
+
 __all__ = sorted([
-    "BinaryJudgeOutput", "CachedModel", "CandidateJudgeGrader", "ConfigError", "Grade",
-    "GradedJudgeOutput", "Grader", "InferenceModel", "JudgeConnectionError", "JudgeError",
-    "JudgeHTTPError", "JudgeOutage", "JudgeOutput", "JudgeResponseError", "JudgeStartupError", "JudgeTimeoutError",
-    "OpenAIModel", "OutputParserException", "ProbabilityJudgeGrader", "RewardJudgeError", "Scale",
-    "StringThread", "TemplateContextError", "TemplateError", "TemplateVariableError",
-    "TemplatedPromptJudgeGrader",
-    "spawn_judge", *_LAZY,
+    "ConfigError", "JudgeConnectionError", "JudgeError", "JudgeHTTPError", "JudgeOutage", "JudgeResponseError",
+    "JudgeStartupError", "JudgeTimeoutError", "OutputParserException", "RewardJudgeError",
+    "TemplateContextError", "TemplateError", "TemplateVariableError", *_LAZY,
 ])
 
 
