@@ -213,7 +213,7 @@ def _cli(args) -> int:
 
 def add_parser(sub) -> None:
     """The ``rewardjudge catalog`` command."""
-    p = sub.add_parser("catalog", help="list the built-in judge criteria (or show one)")
+    p = sub.add_parser("catalog")
     p.add_argument("key", nargs="?", help="show this criterion")
     p.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")
     p.add_argument("--json", action="store_true", help="print JSON")

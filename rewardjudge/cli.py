@@ -19,16 +19,46 @@ import copy
 import importlib
 import logging
 import sys
+from typing import Any
 
-# modules that define add_parser(subparsers); each parser sets func=callable(args) -> exit code
-_COMMAND_MODULES = [
-    "rewardjudge.demo",
-    "rewardjudge.evaluate._cli",
-    "rewardjudge.templates._cli",
-    "rewardjudge.scorers._cli",
-    "rewardjudge.catalog",
-    "rewardjudge.serve._cli",
-]
+#: command -> (the module whose add_parser(subparsers) defines it, its one-line help). Only the
+#: module of the command being run is imported: `rewardjudge --help` loads no grader stack.
+_COMMANDS = {
+    "demo": ("rewardjudge.demo", "grade bundled structured completions on the embedded judge"),
+    "eval": ("rewardjudge.evaluate._cli", "grade every row of a dataset (resumable)"),
+    "compare": ("rewardjudge.evaluate._cli", "paired difference between two evaluation outputs (b - a)"),
+    "templates": ("rewardjudge.templates._cli", "compile, check and list the built-in prompt bundles"),
+    "scorers": ("rewardjudge.scorers._cli", "create, inspect, version, try and delete scorers in a "
+                                            "registry folder"),
+    "catalog": ("rewardjudge.catalog", "list the built-in judge criteria (or show one)"),
+    "serve": ("rewardjudge.serve._cli", "serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)"),
+}
+
+
+class _Commands:
+    """The subparsers handed to a module's ``add_parser``: each command's
+    help comes from ``_COMMANDS``."""
+
+    def __init__(self, sub: Any):
+        self.sub = sub
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return self.sub.add_parser(name, help=_COMMANDS[name][1], **kwargs)
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (the first word that is one), if any."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--log-level":
+            skip = True
+        elif word in _COMMANDS:
+            return word
+        elif not word.startswith("-"):
+            return None
+    return None
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -54,7 +84,9 @@ def _share_options(parser: argparse.ArgumentParser) -> None:
             _share_options(child)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``argv``, only the named command's module is
+    imported (the other commands are listed with their help only)."""
     from . import __version__
 
     p = argparse.ArgumentParser(prog="rewardjudge", description="LLM-as-judge reward graders.")
@@ -62,15 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper, default=None,
                    help="print the library's log messages from this level on (default: warnings)")
     sub = p.add_subparsers(dest="command", required=True)
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).add_parser(sub)
+    chosen = None if argv is None else _chosen(argv)
+    modules = dict.fromkeys(module for name, (module, _) in _COMMANDS.items() if argv is None or name == chosen)
+    for module in modules:
+        importlib.import_module(module).add_parser(_Commands(sub))
+    for name, (_, help_text) in _COMMANDS.items():
+        if name not in sub.choices:  # listed for --help; never run (its module was not asked for)
+            sub.add_parser(name, help=help_text)
     _share_options(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     if getattr(args, "log_level", None):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("rewardjudge: %(levelname)s: %(message)s"))

@@ -150,7 +150,7 @@ def main(judge_url: str | None = None, judge_model: str | None = None, eval_mode
 
 def add_parser(sub) -> None:
     """The ``rewardjudge demo`` subcommand."""
-    d = sub.add_parser("demo", help="grade bundled structured completions on the embedded judge")
+    d = sub.add_parser("demo")
     d.add_argument("--judge-url", help="an OpenAI-compatible server (.../v1) instead of the embedded judge")
     d.add_argument("--judge-model", help="the model name on that server")
     d.add_argument("--eval", action="store_true", help="evaluation penalties (0.0) instead of training (-1.0)")

@@ -46,8 +46,7 @@ JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn 
 
 def add_parser(sub) -> None:
     """Register ``eval`` and ``compare``."""
-    p = sub.add_parser("eval", help="grade every row of a dataset (resumable)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, "
                                 "or a hub dataset name")
     p.add_argument("--grader", required=True,
@@ -82,8 +81,7 @@ def add_parser(sub) -> None:
                         "sees a partial outage; without it only an all-unscored run fails (exit 3)")
     p.set_defaults(func=_eval_command)
 
-    c = sub.add_parser("compare", help="paired difference between two evaluation outputs (b - a)",
-                       description="Each run's mean, median (p50), bootstrap interval and label counts, "
+    c = sub.add_parser("compare", description="Each run's mean, median (p50), bootstrap interval and label counts, "
                                    "and the paired difference b - a over rows valued in both.")
     c.add_argument("a", help="an evaluation output folder (or its results.jsonl)")
     c.add_argument("b", help="another one over the same rows")

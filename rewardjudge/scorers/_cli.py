@@ -297,8 +297,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     """The ``rewardjudge scorers`` command group."""
-    p = sub.add_parser("scorers", help="create, inspect, version, try and delete scorers in a "
-                                       "registry folder")
+    p = sub.add_parser("scorers")
     registry_help = f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"
     p.add_argument("--registry", help=registry_help)
     ssub = p.add_subparsers(dest="scorers_command", required=True)

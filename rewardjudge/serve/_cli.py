@@ -18,8 +18,7 @@ TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
 def add_parser(subparsers: Any) -> None:
     from ..evaluate._cli import JUDGE_HELP
 
-    p = subparsers.add_parser("serve", help="serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)",
-                              description=sys.modules[__package__].__doc__,  # the package's docstring
+    p = subparsers.add_parser("serve", description=sys.modules[__package__].__doc__,  # the package's docstring
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grader", required=True, help="grader SPEC (as for `rewardjudge eval`): demo, "
                                                    "module:attr, file.py:attr, scorer.json, catalog key")

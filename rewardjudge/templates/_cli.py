@@ -141,7 +141,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     """The ``rewardjudge templates`` command group."""
-    p = sub.add_parser("templates", help="compile, check and list the built-in prompt bundles")
+    p = sub.add_parser("templates")
     tsub = p.add_subparsers(dest="templates_command", required=True)
     c = tsub.add_parser("compile", help="compile the .txt prompt sources into bundle.<lang>.json")
     c.add_argument("--language", action="append", help="only this language (repeatable)")
