@@ -18,7 +18,7 @@ PASS = '{"reasoning": "ok", "score": "PASS"}'
 FAIL = '{"reasoning": "no", "score": "FAIL"}'
 SYSTEM = "Grade the answer. Reply as JSON: {{output_schema}}"
 USER = "Question: {{last_user_turn_content}}\nReference: {{metadata.ground_truth}}\nAnswer: {{answer}}"
-KEYS = {"score", "scored", "penalized", "unscored", "judge_attempts", "judge_latency_s", "judge_tokens"}
+KEYS = {"score", "scored", "penalized", "unscored", "forgery", "judge_attempts", "judge_latency_s", "judge_tokens"}
 
 
 class Answer(BaseModel):
@@ -68,15 +68,38 @@ def test_malformed_solutions_are_penalized_by_phase(extra_info, mode, expected):
     compute_score.close()
 
 
-def test_unscored_is_nan_or_the_chosen_value_never_a_silent_zero():
+def test_unscored_raises_outside_our_manager_with_the_config_that_works():
     grader, _ = make_grader()
     compute_score = verl_compute_score(grader)
-    out = compute_score("src", '{"answer": "slow"}', "4", {})
+    with pytest.raises(ConfigError) as err:  # verl's naive manager + grpo would drop the step silently
+        compute_score("src", '{"answer": "slow"}', "4", {})
+    assert "JudgeTimeoutError" in str(err.value)
+    assert "reward.reward_manager.name=RewardJudgeManager" in str(err.value)
+    assert "algorithm.adv_estimator=rewardjudge_grpo" in str(err.value)
+    # under our manager (it passes this keyword): the NaN marker its estimators keep out of training
+    out = compute_score("src", '{"answer": "slow"}', "4", {}, rewardjudge_manager=True)
     assert math.isnan(out["score"]) and out["unscored"] == 1.0
-    chosen = verl_compute_score(grader, unscored_value=0.25, return_dict=False)
-    assert chosen("src", '{"answer": "slow"}', "4", {}) == 0.25  # a float alone without return_dict
     compute_score.close()
+    # a caller that handles the marker itself says so
+    chosen = verl_compute_score(grader, unscored_value=0.25, return_dict=False, on_unscored="marker")
+    assert chosen("src", '{"answer": "slow"}', "4", {}) == 0.25  # a float alone without return_dict
     chosen.close()
+    with pytest.raises(ConfigError, match="on_unscored"):
+        verl_compute_score(grader, on_unscored="zero")
+
+
+def test_ground_truth_is_the_reference_the_correctness_grader_reads():
+    from rewardjudge import catalog
+
+    def judge(messages, params, schema):
+        text = messages[-1]["content"]
+        assert "<reference>\n72\n</reference>" in text  # verl's ground_truth, as the reference
+        return '{"reasoning": "r", "score": "PASS"}' if "#### 72" in text else '{"reasoning": "r", "score": "FAIL"}'
+
+    compute_score = verl_compute_score(catalog.grader("correctness", ScriptedModel(judge)))
+    assert compute_score("openai/gsm8k", "48 + 24 = 72\n#### 72", "72", {"split": "train"})["score"] == 1.0
+    assert compute_score("openai/gsm8k", "#### 70", "72", {"split": "train"})["score"] == 0.0
+    compute_score.close()
 
 
 async def test_single_form_works_inside_a_running_loop():
@@ -93,7 +116,8 @@ async def test_async_form_is_a_coroutine_function_verl_awaits():
     assert inspect.iscoroutinefunction(compute_score)  # verl's reward loop checks exactly this
     outs = await asyncio.gather(*(
         compute_score(data_source="src", solution_str=f'{{"answer": "{a}"}}', ground_truth="4",
-                      extra_info={"question": "q"}, reward_router_address=None)  # verl's extra kwargs
+                      extra_info={"question": "q"}, reward_router_address=None,  # verl's extra kwargs
+                      rewardjudge_manager=True)  # as our manager calls it
         for a in ("4", "5", "slow")))
     assert [o["scored"] for o in outs] == [1.0, 1.0, 0.0]
     assert [o["score"] for o in outs][:2] == [1.0, 0.0] and math.isnan(outs[2]["score"])
@@ -101,7 +125,7 @@ async def test_async_form_is_a_coroutine_function_verl_awaits():
 
 def test_batch_forms_keep_order():
     grader, model = make_grader()
-    compute_score = verl_compute_score(grader, form="batch")
+    compute_score = verl_compute_score(grader, form="batch", on_unscored="marker")
     sols = ['{"answer": "1"}', "broken", '{"answer": "3"}', '{"answer": "slow"}']
     outs = compute_score(data_sources=["s"] * 4, solution_strs=sols, ground_truths=["1", "2", "0", "4"],
                          extra_infos=[{"prompt": [{"role": "user", "content": "q"}]}] * 4)

@@ -21,7 +21,7 @@ from verl.trainer.ppo.reward import load_reward_manager  # noqa: E402
 
 from rewardjudge import ConfigError  # noqa: E402
 from rewardjudge.rl import verl_compute_score  # noqa: E402
-from rewardjudge.rl.verl_manager import ESTIMATOR, EXTRA_KEYS, RewardJudgeManager, fill_unscored  # noqa: E402
+from rewardjudge.rl.verl_manager import ESTIMATOR, EXTRA_KEYS  # noqa: E402
 
 GRADERS = textwrap.dedent('''
     from rewardjudge import JudgeTimeoutError
@@ -102,22 +102,37 @@ def run_manager(manager, data):
     return manager.loop.run_until_complete(go())
 
 
-@pytest.mark.parametrize("manager, fn", [
-    ("naive", "sync_score"), ("naive", "async_score"), ("dapo", "sync_score"), ("dapo", "async_score"),
-    ("rewardjudge", "sync_score"), ("rewardjudge", "async_score"),
-])
-def test_managers_call_both_forms_and_return_the_same_keys(tok, reward_file, manager, fn):
-    cfg = config(reward_file, fn, manager)
-    if manager == "rewardjudge":
-        cfg.reward.reward_manager.source = "importlib"
-        cfg.reward.reward_manager.module.path = "pkg://rewardjudge.rl.verl_manager"
-        cfg.reward.reward_manager.name = "RewardJudgeManager"
-    mgr = load_reward_manager(cfg, tok)
+def as_ours(cfg):
+    cfg.reward.reward_manager.source = "importlib"
+    cfg.reward.reward_manager.module.path = "pkg://rewardjudge.rl.verl_manager"
+    cfg.reward.reward_manager.name = "RewardJudgeManager"
+    return cfg
+
+
+@pytest.mark.parametrize("fn", ["sync_score", "async_score"])
+def test_our_manager_calls_both_forms_and_keeps_the_marker(tok, reward_file, fn):
+    mgr = load_reward_manager(as_ours(config(reward_file, fn)), tok)
     outs = run_manager(mgr, batch(tok, ANSWERS, TRUTHS, UIDS))
     scores = [o["reward_score"] for o in outs]
     assert scores[:2] == [1.0, 0.0] and math.isnan(scores[2])  # unscored: a NaN marker, never 0
     assert all(set(o["reward_extra_info"]) == set(EXTRA_KEYS) for o in outs)  # same keys on every path
     assert [o["reward_extra_info"]["unscored"] for o in outs] == [0, 0, 1, 0, 1, 1, 0, 0]
+
+
+@pytest.mark.parametrize("manager, fn", [
+    ("naive", "sync_score"), ("naive", "async_score"), ("dapo", "sync_score"), ("dapo", "async_score"),
+])
+def test_verls_own_managers_fail_loudly_at_the_first_judge_failure(tok, reward_file, manager, fn):
+    # verl's default (naive + grpo) would turn the group NaN and drop the step with one WARN
+    mgr = load_reward_manager(config(reward_file, fn, manager), tok)
+    outs = run_manager(mgr, batch(tok, ANSWERS[:2], TRUTHS[:2], UIDS[:2]))
+    assert [o["reward_score"] for o in outs] == [1.0, 0.0]  # the judge's verdicts pass through
+    with pytest.raises(ConfigError) as err:
+        run_manager(mgr, batch(tok, ["slow"], ["4"], ["a"]))
+    message = str(err.value)
+    assert "JudgeTimeoutError" in message  # why the judge failed
+    assert "reward.reward_manager.module.path=pkg://rewardjudge.rl.verl_manager" in message
+    assert "algorithm.adv_estimator=rewardjudge_grpo" in message
 
 
 def test_verls_own_grpo_with_the_nan_marker_poisons_the_group():
@@ -128,7 +143,7 @@ def test_verls_own_grpo_with_the_nan_marker_poisons_the_group():
 
 
 def test_estimator_equals_verls_grpo_without_the_unscored_rows(tok, reward_file):
-    mgr = load_reward_manager(config(reward_file, "sync_score"), tok)
+    mgr = load_reward_manager(as_ours(config(reward_file, "sync_score")), tok)
     scores = torch.tensor([o["reward_score"] for o in run_manager(mgr, batch(tok, ANSWERS, TRUTHS, UIDS))])
     rewards = torch.zeros(8, 3)
     rewards[:, -1] = scores
@@ -140,19 +155,6 @@ def test_estimator_equals_verls_grpo_without_the_unscored_rows(tok, reward_file)
     keep = (~unscored).nonzero(as_tuple=True)[0]
     ref, _ = core_algos.compute_grpo_outcome_advantage(rewards[keep], mask[keep], np.array(UIDS)[keep.numpy()])
     assert torch.equal(adv[keep], ref)
-
-
-def test_manager_fills_the_batch_with_group_means_and_verls_grpo_gives_them_zero(tok, reward_file):
-    data = batch(tok, ANSWERS, TRUTHS, UIDS)
-    scores = [1.0, 0.0, math.nan, 1.0, math.nan, math.nan, 1.0, 1.0]
-    rm = RewardJudgeManager.assemble_rm_scores(data, scores)  # verl's batch hook (colocated path)
-    filled = rm.sum(-1)
-    assert filled.tolist() == pytest.approx([1.0, 0.0, 2 / 3, 1.0, 1.0, 1.0, 1.0, 1.0])
-    adv, _ = core_algos.compute_grpo_outcome_advantage(rm, (rm != 0) | True, np.array(UIDS))
-    per_row = adv.sum(-1)
-    assert torch.isfinite(per_row).all()
-    assert per_row[2] == pytest.approx(0.0, abs=1e-5) and per_row[4] == 0 and per_row[5] == 0
-    assert fill_unscored([math.nan, math.nan], ["z", "z"]) == [0.0, 0.0]  # whole group unscored
 
 
 def test_remote_manager_takes_the_spec_form_and_refuses_a_live_grader(tok, reward_file, tmp_path):

@@ -9,16 +9,20 @@ it is a coroutine function and runs it in a thread pool otherwise; verl 0.8's
 batch manager calls ``compute_score(data_sources=..., solution_strs=...,
 ground_truths=..., extra_infos=...)`` once per batch and expects a list.
 
-verl has no mask for a missing reward. An unscored grade (the judge failed)
-returns ``unscored_value`` as its score, NaN by default, with ``unscored``
-= 1.0. A NaN that reaches verl's own GRPO (``compute_grpo_outcome_advantage``,
-plain mean/std per prompt) makes the whole group's advantages NaN; verl then
-skips the optimizer step with a printed warning and training goes on: one
-failed judge call silently throws the update away. So NaN is only a marker,
-for ``rewardjudge.rl.verl_manager``, which turns it into something honest
-before verl's GRPO sees it (an unscored sample gets its group's mean of usable
-rewards: advantage 0, never a fake 0 reward). Use that module with these
-functions; see its docstring for the verl options.
+verl has no mask for a missing reward. Under ``rewardjudge.rl.verl_manager``'s
+manager (which tells this function so with a keyword) an unscored grade (the
+judge failed) returns ``unscored_value`` as its score, NaN by default, with
+``unscored`` = 1.0: a marker that the manager checks its estimators handle
+(``rewardjudge_grpo`` ...: advantage 0, never a fake reward). Anywhere else
+(verl's ``naive`` manager with plain ``grpo``, where a NaN makes the group's
+advantages NaN and verl silently drops the step) the first unscored grade
+raises ``ConfigError`` with the two config lines that work, unless
+``on_unscored="marker"`` says the caller handles the marker itself.
+
+verl passes the dataset's reference answer as ``ground_truth``; the thread's
+metadata carries it as both ``ground_truth`` and ``reference`` (what the
+catalog's ``correctness`` grader reads), unless ``extra_info`` has its own
+``reference``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ FORMS = ("single", "async", "batch", "async_batch")
 _EVAL_SPLITS = frozenset({"test", "val", "valid", "validation", "eval", "evaluation", "dev"})
 
 
+#: the keyword rewardjudge.rl.verl_manager's manager adds to its calls
+MANAGER_KWARG = "rewardjudge_manager"
+#: the config that keeps a judge failure out of verl's training
+MANAGER_CONFIG = ("    reward.reward_manager.source=importlib reward.reward_manager.module.path="
+                  "pkg://rewardjudge.rl.verl_manager reward.reward_manager.name=RewardJudgeManager\n"
+                  "    algorithm.adv_estimator=rewardjudge_grpo")
+
+
 def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: Any, solution_str: Any,
             ground_truth: Any, extra_info: Any, index: int | None = None) -> StringThread:
     where = "compute_score" if index is None else f"compute_score item {index}"
@@ -57,6 +69,8 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
             turns = _turns(extra_info[key], "user", f"{where}: extra_info[{key!r}]")
             break
     metadata = {**extra_info, "data_source": data_source, "ground_truth": ground_truth}
+    if ground_truth is not None and extra_info.get("reference") is None:
+        metadata["reference"] = ground_truth  # the catalog's graders read `reference`
     if grader_mode is not None:
         metadata["eval"] = grader_mode == "eval"
     elif "eval" not in extra_info:
@@ -64,7 +78,14 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
     return StringThread([*turns, ("assistant", solution_str)], metadata)
 
 
-def _result(grade: Grade, unscored_value: float, return_dict: bool) -> float | dict[str, float]:
+def _result(grade: Grade, unscored_value: float, return_dict: bool, marker: bool) -> float | dict[str, float]:
+    if grade.status == "unscored" and not marker:
+        raise ConfigError(
+            f"the judge failed on a sample ({grade.error or 'no reason given'}) and this compute_score is not "
+            f"running under rewardjudge's verl manager, so nothing keeps the failure out of training (under "
+            f"verl's `naive` manager and `grpo` a NaN turns the group's advantages NaN and verl drops the "
+            f"step; any stand-in number is a fake reward). Run it with:\n{MANAGER_CONFIG}\n"
+            f"(or build it with on_unscored='marker' and handle the NaN marker yourself)")
     score = unscored_value if grade.value is None else grade.value
     if not return_dict:
         return score
@@ -73,6 +94,7 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool) -> float | d
         "scored": float(grade.status == "scored"),
         "penalized": float(grade.status == "penalized"),
         "unscored": float(grade.status == "unscored"),
+        "forgery": float(bool(grade.extra.get("forgery"))),
         "judge_attempts": float(grade.attempts),
         "judge_latency_s": math.nan if grade.latency_s is None else float(grade.latency_s),
         "judge_tokens": float(grade.usage.get("total_tokens", grade.usage.get("prompt_tokens", 0)
@@ -106,6 +128,8 @@ class VerlScore:
     in a process. verl's ``remote`` manager (a Ray actor) and process pools
     can take it. Build it with ``verl_compute_score("SPEC", judge=URL)``."""
 
+    rewardjudge_verl = True  # rewardjudge.rl.verl_manager's manager tells it it runs there
+
     def __init__(self, spec: Any, judge: str | None, judge_model: str | None, model_options: dict,
                  options: dict, batch: bool = False):
         self.spec, self.judge, self.judge_model = spec, judge, judge_model
@@ -130,8 +154,21 @@ class VerlScore:
 
                 grader = runner.run(build())
                 fn = verl_compute_score(grader, form="async_batch" if self.batch else "async", **self.options)
-                self._fn = (runner, fn)
+                self._fn, self._grader = (runner, fn), grader
             return self._fn
+
+    def close(self) -> None:
+        """Close the grader's judge client and its event loop (built again on the next call)."""
+        with self._lock:
+            fn, grader, self._fn, self._grader = self._fn, getattr(self, "_grader", None), None, None
+        if fn is None or fn[0] is None:
+            return
+        aclose = getattr(getattr(grader, "model", None), "aclose", None)
+        try:
+            if aclose is not None:
+                fn[0].run(aclose())
+        finally:
+            fn[0].close()
 
     def __call__(self, *args: Any, **kwargs: Any):
         runner, fn = self._ensure()
@@ -140,6 +177,8 @@ class VerlScore:
 
 class _LiveScore:
     """The synchronous form around a live grader: it runs in this process only."""
+
+    rewardjudge_verl = True
 
     def __init__(self, fn: Callable[..., Any], runner: LoopThread, name: str):
         self._fn, self._runner = fn, runner
@@ -162,6 +201,7 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        mode: Literal["train", "eval"] | None = None,
                        prompt_keys: Sequence[str] = ("prompt", "question"),
                        unscored_value: float = math.nan, return_dict: bool = True,
+                       on_unscored: Literal["raise", "marker"] = "raise",
                        judge: str | None = None, judge_model: str | None = None,
                        judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """A verl reward function that grades with ``grader``.
@@ -183,20 +223,25 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
     the prompt comes from the first of ``prompt_keys`` present in
     ``extra_info`` (a string or a message list; verl itself does not pass the
     prompt). Its metadata is ``extra_info`` plus ``data_source`` and
-    ``ground_truth``, so a template reads ``{{metadata.ground_truth}}``.
+    ``ground_truth`` (also as ``reference``, which the catalog's
+    ``correctness`` grader reads), so a template reads
+    ``{{metadata.ground_truth}}``.
 
     Penalty mode, first match wins: the grader's own ``mode``; ``mode``
     here; ``extra_info["eval"]``; ``extra_info["split"]`` being a test or
     validation split name (verl's example datasets record it); else training.
 
     Each result is ``{"score", "scored", "penalized", "unscored",
-    "judge_attempts", "judge_latency_s", "judge_tokens"}`` (all floats; verl
-    logs the extra keys; the same keys on every path) or, with
-    ``return_dict=False``, the score alone. Unscored grades score
-    ``unscored_value``: NaN by default, a marker that
-    ``rewardjudge.rl.verl_manager`` turns into the group's mean of usable
-    rewards (see the module docstring: verl's own GRPO does *not* survive a
-    NaN). Extra keyword arguments verl may pass (``reward_router_address``
+    "forgery", "judge_attempts", "judge_latency_s", "judge_tokens"}`` (all
+    floats; verl logs the extra keys; the same keys on every path) or, with
+    ``return_dict=False``, the score alone. An unscored grade (the judge
+    failed) raises ``ConfigError`` naming the config that works, unless this
+    runs under ``rewardjudge.rl.verl_manager``'s manager (it says so with the
+    ``rewardjudge_manager`` keyword) or ``on_unscored="marker"``: then it
+    scores ``unscored_value``, NaN by default, a marker the manager's
+    ``rewardjudge_<estimator>`` keeps out of training (verl's own estimators
+    do *not* survive a NaN). Other keyword arguments verl may pass
+    (``reward_router_address``
     ...) are accepted and ignored.
 
     ``grader`` may be a grader SPEC string (``"demo"``, ``"pkg.mod:attr"``, a
@@ -214,7 +259,8 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
         raise ConfigError(f"form must be one of {FORMS}, got {form!r}")
     if isinstance(grader, str):
         options = dict(mode=mode, prompt_keys=tuple(prompt_keys) if not isinstance(prompt_keys, str)
-                       else (prompt_keys,), unscored_value=unscored_value, return_dict=return_dict)
+                       else (prompt_keys,), unscored_value=unscored_value, return_dict=return_dict,
+                       on_unscored=on_unscored)
         spec_score = VerlScore(grader, judge, judge_model, dict(judge_options or {}), options,
                                batch=form in ("batch", "async_batch"))
         if form in ("single", "batch"):
@@ -227,9 +273,12 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
             return await spec_score._fn[1](*args, **kwargs)
 
         lazy.__name__ = lazy.__qualname__ = spec_score.__name__
+        lazy.rewardjudge_verl = True  # type: ignore[attr-defined]
         return lazy
     if not isinstance(grader, Grader):
         raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
+    if on_unscored not in ("raise", "marker"):
+        raise ConfigError(f"on_unscored must be 'raise' or 'marker', got {on_unscored!r}")
     if mode not in (None, "train", "eval"):
         raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
     if isinstance(prompt_keys, str):
@@ -238,10 +287,10 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
     unscored_value = float(unscored_value)
 
     async def score_one(data_source: Any, solution_str: str, ground_truth: Any = None,
-                        extra_info: Mapping[str, Any] | None = None, **_: Any):
+                        extra_info: Mapping[str, Any] | None = None, **kwargs: Any):
         thread = _thread(mode, prompt_keys, data_source, solution_str, ground_truth, extra_info)
         [grade] = await grader.grade_batch([thread])
-        return _result(grade, unscored_value, return_dict)
+        return _result(grade, unscored_value, return_dict, on_unscored == "marker" or bool(kwargs.get(MANAGER_KWARG)))
 
     async def score_batch(data_sources: Sequence[Any] | None = None, solution_strs: Sequence[str] | None = None,
                           ground_truths: Sequence[Any] | None = None,
@@ -264,9 +313,11 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
         threads = [_thread(mode, prompt_keys, data_sources[i], solution_strs[i], ground_truths[i],
                            extra_infos[i], i) for i in range(n)]
         grades = await grader.grade_batch(threads)
-        return [_result(g, unscored_value, return_dict) for g in grades]
+        marker = on_unscored == "marker" or bool(kwargs.get(MANAGER_KWARG))
+        return [_result(g, unscored_value, return_dict, marker) for g in grades]
 
     name = f"compute_score_{grader.grader_key}".replace("-", "_")
+    score_one.rewardjudge_verl = score_batch.rewardjudge_verl = True  # type: ignore[attr-defined]
     if form == "async":
         score_one.__name__ = score_one.__qualname__ = name
         return score_one

@@ -1,60 +1,80 @@
-"""Honest unscored rewards inside verl 0.9: a reward manager and a GRPO
-advantage estimator, registered with verl when this module is imported.
+"""Honest unscored rewards inside verl 0.9: a reward manager and advantage
+estimators, registered with verl when this module is imported.
 
-verl has no mask for a missing reward, and its GRPO
-(``core_algos.compute_grpo_outcome_advantage``) takes a plain mean and std
-per prompt: one NaN makes the whole group NaN and verl skips the optimizer
-step with a printed warning; a 0 would teach the policy that a judge outage
-means a wrong answer. ``verl_compute_score`` marks an unscored sample with a
-NaN score and ``unscored`` = 1.0; this module turns the marker into:
+verl has no mask for a missing reward, and its estimators take plain means,
+stds and whitening over the batch: one NaN makes a whole group (or batch) NaN
+and verl skips the optimizer step with a printed warning; a 0 would teach the
+policy that a judge outage means a wrong answer. ``verl_compute_score`` marks
+an unscored sample (the judge failed) with a NaN score and ``unscored`` = 1.0
+when it runs under this module's manager, and raises at the first failure
+anywhere else. This module turns the marker into:
 
-* **advantage estimator ``rewardjudge_grpo``**: verl's own
-  ``compute_grpo_outcome_advantage`` run over each group's *scored and
-  penalized* samples only; unscored samples get advantage 0. The others get
-  exactly the advantages of the same step with the unscored samples removed.
-  This works in verl 0.9's default set-up, where the agent loop computes
-  rewards sample by sample and no reward manager ever sees the batch.
-* **reward manager ``rewardjudge``** (verl's naive manager, plus): every
-  sample's ``reward_extra_info`` has the same keys whatever ``compute_score``
-  returned, and where verl hands the manager the whole batch
-  (``assemble_rm_scores``: the colocated reward-model path) an unscored
-  sample's score becomes its group's (``uid``'s) mean of usable rewards, so
-  plain ``grpo`` gives it advantage 0 and its group's mean is unchanged (the
-  group's std shrinks by sqrt((k-1)/(n-1)) for k usable of n samples).
-  A group with no usable reward gets 0.0 for all: advantage 0.
+* **advantage estimators ``rewardjudge_<name>``**, one per verl estimator that
+  can be made exact (``EXACT``: grpo, grpo_vectorized, grpo_passk, rloo,
+  rloo_vectorized, opo, gpg, reinforce_plus_plus,
+  reinforce_plus_plus_baseline): verl's own registered function run over the
+  *usable* samples only; every other sample gets advantage (and return)
+  exactly 0. The usable samples get exactly the advantages verl computes for
+  the same step with the others removed. Not usable: an unscored sample, and
+  the one scored sample left in a group whose other samples all failed (it
+  has nothing to be compared with: advantage 0, as TRL gives). verl calls the
+  estimator in the trainer process once per step, so it also runs the
+  **outage guard** (``rewardjudge.rl._health.OutageGuard``): when more than
+  ``outage_threshold`` of a step's samples are unscored for ``outage_steps``
+  consecutive steps it raises ``JudgeOutage`` and the run stops. It prints one
+  line per step with the unscored count.
+* **reward manager ``RewardJudgeManager``** (verl's naive manager, plus): it
+  refuses at start an estimator that would turn the marker into a number
+  (any estimator not named ``rewardjudge_<name>``, and the ones in
+  ``REFUSED``, with the reason and the one to use), tells our
+  ``compute_score`` that the marker is handled, gives every sample the same
+  ``reward_extra_info`` keys, and on the colocated reward-model path (where
+  verl hands it only ``prompts``, ``responses`` and ``raw_prompt``) grades the
+  raw prompt's conversation with no reference. The marker stays in
+  ``rm_scores`` on every path; the group is verl's ``uid``, which the trainer
+  hands the estimator on every path (the colocated path included).
 
-verl options (the manager's import also registers the estimator in the
-driver, which is where verl computes advantages)::
+verl options (the manager's import also registers the estimators in the
+trainer process, which is where verl computes advantages)::
 
     reward.reward_manager.source=importlib
     reward.reward_manager.module.path=pkg://rewardjudge.rl.verl_manager
     reward.reward_manager.name=RewardJudgeManager
     reward.custom_reward_function.path=my_reward.py      # compute_score = verl_compute_score(...)
     reward.custom_reward_function.name=compute_score
-    algorithm.adv_estimator=rewardjudge_grpo
+    algorithm.adv_estimator=rewardjudge_grpo              # or rewardjudge_rloo, ... (EXACT)
+    +algorithm.rewardjudge.outage_threshold=0.5           # optional; null turns the guard off
+    +algorithm.rewardjudge.outage_steps=3                 # optional
 
-Other managers: ``naive`` and ``dapo`` call the sync or async
-``verl_compute_score`` correctly and keep the NaN marker for
-``rewardjudge_grpo``; ``remote`` needs the picklable SPEC form
-(``verl_compute_score("SPEC", judge=URL)``); a live-grader sync function
-refuses to pickle with a message saying so. ``rate_limited`` turns a timeout
-or an exception into a 0.0 score with other keys: not honest, do not use it
-(bound the judge with the judge model's own concurrency and timeout).
-``batch`` exists in verl 0.8 only (a batch-form function called per sample
-raises a ConfigError naming the managers to use). Plain ``grpo`` without the
-manager's batch path meets the NaN: don't.
+What verl logs: ``reward_extra_info`` (``unscored``, ``penalized``,
+``forgery``, ``judge_latency_s``, ...) reaches verl 0.9.1's *validation*
+metrics (``val-aux/<data_source>/unscored/mean@N`` ..., through
+``process_validation_metrics``); its training metrics take nothing from
+``reward_extra_info`` (``compute_data_metrics`` reads the reward tensors
+only, so ``critic/score/mean`` is NaN in a step with a failure: the marker).
+The estimator's printed line is the training-time judge health.
+
+Other managers: ``naive``, ``dapo`` and ``remote`` run our ``compute_score``
+until the first judge failure, which raises with the config to use. ``remote``
+needs the picklable SPEC form (``verl_compute_score("SPEC", judge=URL)``).
+``rate_limited`` turns a timeout or an exception into a 0.0 score with other
+keys: do not use it (bound the judge with the judge model's own concurrency
+and timeout). ``batch`` exists in verl 0.8 only.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections import defaultdict
-from typing import Any, Sequence
+from collections import Counter
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
 try:
+    from verl import DataProto
     from verl.experimental.reward_loop.reward_manager import register
     from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
     from verl.trainer.ppo import core_algos
@@ -63,87 +83,243 @@ except ImportError as exc:  # pragma: no cover - depends on the installed verl
                       f"Install it with `pip install --no-deps verl==0.9.1` plus ray, tensordict, "
                       f"transformers") from exc
 
-__all__ = ["ESTIMATOR", "EXTRA_KEYS", "RewardJudgeManager", "compute_rewardjudge_grpo_advantage",
-           "fill_unscored"]
+from ..errors import ConfigError
+from ..grade import Grade
+from ._health import OutageGuard
+from ._verl_adapter import MANAGER_KWARG
 
-#: the advantage estimator's name (algorithm.adv_estimator=...)
-ESTIMATOR = "rewardjudge_grpo"
+__all__ = ["ESTIMATOR", "EXACT", "EXTRA_KEYS", "PREFIX", "REFUSED", "RewardJudgeManager",
+           "check_estimator", "compute_rewardjudge_grpo_advantage", "usable_rows"]
+
+#: estimator names are PREFIX + verl's name
+PREFIX = "rewardjudge_"
+#: the estimator the docs name (algorithm.adv_estimator=...)
+ESTIMATOR = PREFIX + "grpo"
+#: verl estimators that are exact over the usable samples (a rewardjudge_<name> is registered for each)
+EXACT = ("grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg",
+         "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+#: verl estimators that cannot be made exact, and why
+REFUSED = {
+    "gae": "GAE needs the critic's values, which verl passes only to its built-in `gae` branch, and the critic "
+           "would be fitted to the unscored samples' returns",
+    "gdpo": "verl hands the per-dimension rewards only to an estimator named exactly `gdpo`",
+    "remax": "verl generates ReMax's greedy baselines only when adv_estimator is exactly `remax`",
+    "optimal_token_baseline": "verl hands sum_pi_squared and old_log_probs only to an estimator named exactly "
+                              "`optimal_token_baseline`",
+    "tir_optimal_token_baseline": "verl hands sum_pi_squared and old_log_probs only to an estimator named exactly "
+                                  "`tir_optimal_token_baseline`",
+}
 #: reward_extra_info keys every sample carries (verl_compute_score's dict)
-EXTRA_KEYS = ("score", "scored", "penalized", "unscored", "judge_attempts", "judge_latency_s", "judge_tokens")
+EXTRA_KEYS = ("score", "scored", "penalized", "unscored", "forgery", "judge_attempts", "judge_latency_s",
+              "judge_tokens")
 
 
-def fill_unscored(scores: Sequence[float], index: Sequence[Any], fallback: float = 0.0) -> list[float]:
-    """Each NaN score replaced by the mean of its group's (same ``index``)
-    finite scores; ``fallback`` when the group has none.
-
-    >>> fill_unscored([1.0, float("nan"), 0.0, float("nan")], ["a", "a", "a", "b"])
-    [1.0, 0.5, 0.0, 0.0]
-    """
-    scores = [float(s) for s in scores]
-    if len(scores) != len(index):
-        raise ValueError(f"{len(index)} group ids for {len(scores)} scores")
-    usable: dict[Any, list[float]] = defaultdict(list)
-    for s, g in zip(scores, index):
-        if math.isfinite(s):
-            usable[g].append(s)
-    return [s if math.isfinite(s) else (sum(usable[g]) / len(usable[g]) if usable[g] else float(fallback))
-            for s, g in zip(scores, index)]
+def _config_get(config: Any, key: str, default: Any = None) -> Any:
+    if config is None:
+        return default
+    try:
+        value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
+    except Exception:  # an OmegaConf struct without the key
+        return default
+    return default if value is None and default is not None else value
 
 
-def _normalized_extra(result: Any, score: float) -> dict[str, float]:
-    """The same keys for every sample, whatever compute_score returned."""
+def _guard_options(algorithm: Any) -> tuple[float | None, int]:
+    """(threshold, steps) from ``algorithm.rewardjudge``; ConfigError when malformed."""
+    options = _config_get(algorithm, "rewardjudge", None) or {}
+    if not hasattr(options, "get"):
+        raise ConfigError(f"algorithm.rewardjudge must be a mapping, got {type(options).__name__}")
+    unknown = set(options.keys()) - {"outage_threshold", "outage_steps"}
+    if unknown:
+        raise ConfigError(f"algorithm.rewardjudge: unknown option(s) {sorted(unknown)}; "
+                          f"known: outage_threshold, outage_steps")
+    threshold = options["outage_threshold"] if "outage_threshold" in options else 0.5
+    steps = options.get("outage_steps", 3)
+    OutageGuard(threshold, steps)  # validates
+    return threshold, steps
+
+
+def check_estimator(name: Any) -> str:
+    """The verl estimator behind ``name`` when it is a ``rewardjudge_<name>``
+    that is exact; otherwise a ConfigError saying what to use instead."""
+    name = getattr(name, "value", name)
+    if not isinstance(name, str):
+        raise ConfigError(f"algorithm.adv_estimator must be a str, got {name!r}")
+    use = ", ".join(PREFIX + n for n in EXACT)
+    base = name[len(PREFIX):] if name.startswith(PREFIX) else None
+    if base in EXACT:
+        return base
+    if base is None and name in EXACT:
+        raise ConfigError(
+            f"algorithm.adv_estimator={name} turns a judge failure (the NaN marker) into NaN advantages and verl "
+            f"drops the step. Use algorithm.adv_estimator={PREFIX}{name}: verl's own {name} over the scored "
+            f"samples, advantage 0 for the failed ones")
+    plain = base or name
+    if plain in REFUSED:
+        raise ConfigError(
+            f"algorithm.adv_estimator={name} cannot keep a judge failure out of training: {REFUSED[plain]}. "
+            f"Use algorithm.adv_estimator={ESTIMATOR} (or one of {use})")
+    raise ConfigError(f"algorithm.adv_estimator={name} is not one rewardjudge can make exact for judge failures; "
+                      f"use algorithm.adv_estimator={ESTIMATOR} (or one of {use})")
+
+
+def usable_rows(finite: torch.Tensor, index: Any) -> torch.Tensor:
+    """The rows an estimator may see: finite score, and not the only finite
+    score of a group that had more than one sample."""
+    usable = finite.clone()
+    if index is None:
+        return usable
+    index = list(np.asarray(index, dtype=object))
+    total = Counter(index)
+    alive = Counter(g for g, ok in zip(index, finite.tolist()) if ok)
+    for i, g in enumerate(index):
+        if usable[i] and total[g] > 1 and alive[g] == 1:
+            usable[i] = False
+    return usable
+
+
+class _StepGuard:
+    """The outage guard verl's trainer process keeps across steps (one per
+    threshold/steps pair, as the estimator is a plain function)."""
+
+    guards: dict[tuple, OutageGuard] = {}
+
+    @classmethod
+    def observe(cls, config: Any, finite: torch.Tensor) -> None:
+        threshold, steps = _guard_options(config)
+        guard = cls.guards.setdefault((threshold, steps), OutageGuard(threshold, steps))
+        guard.observe([Grade(1.0, "verl") if ok else
+                       Grade(None, "verl", error="unscored: the judge failed (compute_score's NaN marker)")
+                       for ok in finite.tolist()])
+
+
+def _rows(value: Any, rows: torch.Tensor, n: int) -> Any:
+    if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == n:
+        return value[rows.to(value.device)]
+    if isinstance(value, np.ndarray) and value.ndim > 0 and value.shape[0] == n:
+        return value[rows.cpu().numpy()]
+    return value
+
+
+def _make_estimator(base: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    def estimator(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None,
+                  config: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        fn = core_algos.get_adv_estimator_fn(base)
+        n = token_level_rewards.shape[0]
+        finite = torch.isfinite(token_level_rewards.sum(dim=-1)).cpu()
+        usable = usable_rows(finite, index)
+        lone = int((finite & ~usable).sum())
+        print(f"[rewardjudge] {PREFIX}{base}: {n} samples, unscored {n - int(finite.sum())} "
+              f"({(n - int(finite.sum())) / max(n, 1):.0%}), lone usable in a failed group {lone}", flush=True)
+        _StepGuard.observe(config, finite)
+        advantages = torch.zeros_like(token_level_rewards)
+        returns = torch.zeros_like(token_level_rewards)
+        if bool(usable.any()):
+            rows = usable.nonzero(as_tuple=True)[0]
+            call = {"token_level_rewards": token_level_rewards[rows.to(token_level_rewards.device)],
+                    "response_mask": _rows(response_mask, rows, n), "config": config}
+            if index is not None:
+                call["index"] = np.asarray(index)[rows.numpy()]
+            call.update({k: _rows(v, rows, n) for k, v in kwargs.items()})
+            if base == "grpo":  # verl's trainer calls its grpo with this from the algorithm config
+                call.setdefault("norm_adv_by_std_in_grpo", bool(_config_get(config, "norm_adv_by_std_in_grpo", True)))
+            adv, ret = fn(**call)
+            advantages[rows.to(advantages.device)] = adv.to(advantages.dtype)
+            returns[rows.to(returns.device)] = ret.to(returns.dtype)
+        return advantages, returns
+
+    estimator.__name__ = estimator.__qualname__ = f"compute_{PREFIX}{base}_advantage"
+    estimator.__doc__ = (f"verl's `{base}` over the usable samples (finite score, not alone in a failed group); "
+                         f"advantage and return 0 for the others. Runs the outage guard once per call.")
+    return estimator
+
+
+_ESTIMATORS: dict[str, Callable[..., Any]] = {}
+for _base in EXACT:
+    if _base in core_algos.ADV_ESTIMATOR_REGISTRY:
+        _ESTIMATORS[_base] = core_algos.register_adv_est(PREFIX + _base)(_make_estimator(_base))
+compute_rewardjudge_grpo_advantage = _ESTIMATORS["grpo"]
+
+
+def _normalized_extra(result: Any, score: Any) -> tuple[float, dict[str, float]]:
+    """(score, extra): the same keys for every sample, whatever compute_score
+    returned; an unscored sample's score is the NaN marker."""
     extra = dict(result) if isinstance(result, dict) else {}
-    unscored = not math.isfinite(score)
+    score = float(score)
+    unscored = not math.isfinite(score) or float(extra.get("unscored", 0.0)) == 1.0
+    if unscored:
+        score = math.nan
     out = {
-        "score": float(score),
+        "score": score,
         "scored": float(extra.get("scored", 0.0 if unscored else 1.0)),
         "penalized": float(extra.get("penalized", 0.0)),
-        "unscored": float(extra.get("unscored", 1.0 if unscored else 0.0)),
+        "unscored": 1.0 if unscored else 0.0,
+        "forgery": float(extra.get("forgery", 0.0)),
         "judge_attempts": float(extra.get("judge_attempts", math.nan)),
         "judge_latency_s": float(extra.get("judge_latency_s", math.nan)),
         "judge_tokens": float(extra.get("judge_tokens", math.nan)),
     }
-    return out
+    return score, out
+
+
+def _raw_function(fn: Any) -> Any:
+    """The user's function inside verl's ``partial(_call_with_kwargs, raw_fn, kwargs)``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.args[0] if fn.args and callable(fn.args[0]) else fn.func
+    return fn
+
+
+def _tell_compute_score(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called with ``rewardjudge_manager=True`` when it is ours (the
+    marker is then returned instead of raised)."""
+    if not getattr(_raw_function(fn), "rewardjudge_verl", False):
+        return fn
+    if inspect.iscoroutinefunction(fn):
+        async def told(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **kwargs, **{MANAGER_KWARG: True})
+    else:
+        def told(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs, **{MANAGER_KWARG: True})
+    told.__wrapped__ = fn  # type: ignore[attr-defined]
+    return told
 
 
 @register("rewardjudge")
 class RewardJudgeManager(NaiveRewardManager):
-    """verl's naive manager with fixed extra keys and batch-level unscored
-    handling (see the module docstring). Sync and async compute_score work."""
+    """verl's naive manager that checks the estimator at start, keeps the
+    unscored marker honest and works on the colocated reward-model path (see
+    the module docstring). Sync and async compute_score work."""
+
+    def __init__(self, config, tokenizer, compute_score, reward_router_address=None, reward_model_tokenizer=None):
+        algorithm = _config_get(config, "algorithm", None)
+        if algorithm is not None:  # verl always passes its whole config; a bare test config may lack it
+            check_estimator(_config_get(algorithm, "adv_estimator", "gae"))
+            _guard_options(algorithm)
+        super().__init__(config, tokenizer, compute_score, reward_router_address=reward_router_address,
+                         reward_model_tokenizer=reward_model_tokenizer)
+        self.compute_score = _tell_compute_score(self.compute_score)
+        self.is_async_reward_score = inspect.iscoroutinefunction(self.compute_score)
 
     async def run_single(self, data):
+        nt = data.non_tensor_batch
+        if "data_source" not in nt or "reward_model" not in nt:
+            data = self._colocated_input(data)
         out = await super().run_single(data)
-        score = float(out["reward_score"])
-        out["reward_extra_info"] = _normalized_extra(out.get("reward_extra_info"), score)
+        out["reward_score"], out["reward_extra_info"] = _normalized_extra(out.get("reward_extra_info"),
+                                                                          out["reward_score"])
         return out
 
-    @classmethod
-    def assemble_rm_scores(cls, data, scores: list[float]) -> torch.Tensor:
-        if "uid" in data.non_tensor_batch:
-            index = list(data.non_tensor_batch["uid"])
-        else:  # no groups known: every unscored sample is its own group (0.0, advantage 0 under GRPO)
-            index = list(range(len(scores)))
-        return super().assemble_rm_scores(data, fill_unscored(scores, index))
+    @staticmethod
+    def _colocated_input(data):
+        """verl's colocated reward-model path sends prompts, responses and
+        ``raw_prompt`` only: grade the raw prompt's conversation, no reference."""
+        n = len(data)
+        nt = dict(data.non_tensor_batch)
+        raw = nt.get("raw_prompt")
+        extra = [{"prompt": list(raw[i]) if raw is not None and not isinstance(raw[i], str) else
+                  (raw[i] if raw is not None else None)} for i in range(n)]
+        nt.setdefault("data_source", np.array([None] * n, dtype=object))
+        nt.setdefault("reward_model", np.array([{"ground_truth": None} for _ in range(n)], dtype=object))
+        nt.setdefault("extra_info", np.array(extra, dtype=object))
+        return DataProto(batch=data.batch, non_tensor_batch=nt, meta_info=dict(data.meta_info))
 
-
-@core_algos.register_adv_est(ESTIMATOR)
-def compute_rewardjudge_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
-                                       index: np.ndarray, epsilon: float = 1e-6,
-                                       norm_adv_by_std_in_grpo: bool | None = None, config: Any = None,
-                                       **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl's GRPO over the samples with a finite outcome score; advantage 0
-    (and return 0) for the unscored ones (NaN score)."""
-    if norm_adv_by_std_in_grpo is None:
-        norm_adv_by_std_in_grpo = True if config is None else bool(config.get("norm_adv_by_std_in_grpo", True))
-    scores = token_level_rewards.sum(dim=-1)
-    usable = torch.isfinite(scores)
-    advantages = torch.zeros_like(token_level_rewards)
-    if bool(usable.any()):
-        rows = usable.nonzero(as_tuple=True)[0]
-        sub_index = np.asarray(index)[rows.cpu().numpy()]
-        sub_rewards = torch.nan_to_num(token_level_rewards[rows], nan=0.0)
-        adv, _ = core_algos.compute_grpo_outcome_advantage(
-            token_level_rewards=sub_rewards, response_mask=response_mask[rows], index=sub_index,
-            epsilon=epsilon, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo)
-        advantages[rows] = adv
-    return advantages, advantages
