@@ -46,7 +46,7 @@ def test_eval_on_1000_rows_against_the_fake_server(tmp_path, data_1000):
         assert r.returncode == 0, r.stderr[-3000:]
         # 20 malformed answers and 180 empty ones ({"answer": "", "confidence": "low"}: the one
         # free-text field is empty) never reach the judge
-        assert server.request_count == 800
+        assert server.request_count == 1 + 800  # the start-up probe, then the rows
         assert "rows: 1000  scored: 800  penalized: 200  unscored: 0" in r.stdout
         assert "row/s" in r.stderr  # the progress bar, with its rate
         assert "reference: not mapped; 'gold' might be it" in r.stderr  # said, not silently mapped
@@ -58,12 +58,12 @@ def test_eval_on_1000_rows_against_the_fake_server(tmp_path, data_1000):
         # the same command again resumes: nothing left to ask
         again = run("eval", str(data_1000), "--judge", server.url, "--grader", "demo", "--output", str(out))
         assert again.returncode == 0 and "graded now: 0  already done: 1000" in again.stdout
-        assert server.request_count == 800
+        assert server.request_count == 800 + 2  # only its probe
         # a fresh output folder with the same cache: every reply comes from the cache
         cached = run("eval", str(data_1000), "--judge", server.url, "--grader", "demo", "--output",
                      str(tmp_path / "run2"), "--cache", str(tmp_path / "cache.sqlite"), "--no-progress")
         assert cached.returncode == 0, cached.stderr[-3000:]
-        assert server.request_count == 800
+        assert server.request_count == 800 + 3
     rows2 = [json.loads(x) for x in (tmp_path / "run2" / "results.jsonl").read_text().splitlines()]
     assert [r["grade_value"] for r in rows2] == [r["grade_value"] for r in rows]
     cmp = run("compare", str(out), str(tmp_path / "run2"))
@@ -85,19 +85,20 @@ def test_retry_unscored_after_an_outage(tmp_path, capsys):
     data.write_text("".join(json.dumps({"prompt": f"q{i}", "completion": json.dumps(
         {"answer": "a", "confidence": "high"})}) + "\n" for i in range(6)))
     out = tmp_path / "run"
-    args = ("eval", str(data), "--grader", "demo", "--output", str(out), "--judge-model", "fake",
+    args = ("eval", str(data), "--grader", "demo", "--output", str(out), "--judge-model", "fake-judge",
             "--max-retries", "0", "--no-progress")
     with FakeJudgeServer() as server:
-        server.enqueue(*[Fault.http(503)] * 6)  # the judge is down for the whole first run
+        # the start-up probe is answered, then the judge is down for the whole first run
+        server.enqueue(Fault.reply("OK"), *[Fault.http(503)] * 6)
         code, stdout, stderr = main_in_process(capsys, *args, "--judge", server.url, "--concurrency", "1")
         assert code == 3, stderr  # every row unscored
         assert "--retry-unscored" in stderr
         code, stdout, _ = main_in_process(capsys, *args, "--judge", server.url)
-        assert "graded now: 0" in stdout and server.request_count == 6
+        assert "graded now: 0" in stdout and server.request_count == 1 + 6 + 1  # probes and rows
         code, stdout, _ = main_in_process(capsys, *args, "--judge", server.url, "--retry-unscored")
         assert code == 0 and "graded now: 6" in stdout
         assert "scored: 6  penalized: 0  unscored: 0" in stdout
-        assert server.request_count == 12
+        assert server.request_count == 3 + 12
 
 
 @pytest.mark.parametrize("args,message", [
@@ -199,13 +200,13 @@ def test_fail_on_unscored_reports_a_partial_outage(tmp_path, capsys):
     data.write_text(demo_rows(6))
     code, help_text, _ = main_in_process(capsys, "eval", "--help")
     assert code == 0 and "--fail-on-unscored" in help_text and "4    done, some rows unscored" in help_text
-    args = ("eval", str(data), "--grader", "demo", "--judge-model", "fake", "--max-retries", "0",
+    args = ("eval", str(data), "--grader", "demo", "--judge-model", "fake-judge", "--max-retries", "0",
             "--concurrency", "1", "--no-progress")
     with FakeJudgeServer() as server:
-        server.enqueue(Fault.http(503), Fault.http(503))  # 2 of 6 rows meet an outage
+        server.enqueue(Fault.reply("OK"), Fault.http(503), Fault.http(503))  # the probe; 2 of 6 rows meet an outage
         code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--output", str(tmp_path / "a"))
         assert code == 0 and "unscored: 2" in out  # by default only an all-unscored run fails
-        server.enqueue(Fault.http(503), Fault.http(503))
+        server.enqueue(Fault.reply("OK"), Fault.http(503), Fault.http(503))
         code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--output", str(tmp_path / "b"),
                                          "--fail-on-unscored")
         assert code == 4 and "--fail-on-unscored: 2 of 6 row(s) unscored" in err
@@ -231,9 +232,56 @@ def test_content_part_messages_do_not_stop_eval(tmp_path, capsys):
     with FakeJudgeServer() as server:
         code, out, err = main_in_process(capsys, "eval", str(data), "--grader", "demo", "--judge", server.url,
                                          "--output", str(tmp_path / "o"), "--no-progress")
-        assert server.request_count == 2  # the image row is never sent
+        assert server.request_count == 1 + 2  # the probe; the image row is never sent
     assert code == 0, err
     got = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
     assert [r["grade_status"] for r in got] == ["scored", "scored", "unscored"]
     assert got[2]["grade_error"].startswith("input error: ")
     assert "messages: 'messages' (found by name)" in err
+
+
+def test_a_judge_that_cannot_answer_is_refused_before_any_row(tmp_path, capsys):
+    """The start-up check: not reachable, a model it does not serve, a probe it cannot answer —
+    each a usage error (exit 2) saying what to fix, and no row is graded or journaled."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(3))
+    args = ("eval", str(data), "--grader", "demo", "--no-progress", "--max-retries", "0")
+    with FakeJudgeServer() as server:
+        url = server.url
+        code, _, err = main_in_process(capsys, *args, "--judge", url, "--judge-model", "other",
+                                       "--output", str(tmp_path / "a"))
+        assert code == 2 and "does not serve 'other'" in err and "it lists ['fake-judge']" in err, err
+        server.enqueue(Fault.http(404))
+        code, _, err = main_in_process(capsys, *args, "--judge", url, "--output", str(tmp_path / "b"))
+        assert code == 2 and "probe request failed" in err and "404" in err, err
+        assert server.request_count == 1  # the probe only
+    code, _, err = main_in_process(capsys, *args, "--judge", url, "--output", str(tmp_path / "c"))
+    assert code == 2 and "is not reachable" in err, err  # the server is gone
+    for name in "abc":
+        assert not (tmp_path / name / "journal.jsonl").exists() or not (tmp_path / name / "journal.jsonl").read_text()
+
+
+def test_a_judge_that_dies_mid_run_stops_the_run_and_the_rerun_resumes(tmp_path, capsys):
+    """The outage guard: more than half of the rows unscored in 3 windows of 64 rows in a row
+    stops the run (exit 5) with the judge-health summary; finished rows are kept."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(600))
+    args = ("eval", str(data), "--grader", "demo", "--judge-model", "fake-judge", "--max-retries", "0",
+            "--concurrency", "1", "--no-progress", "--output", str(tmp_path / "run"))
+    alive = {"ok": 100}
+
+    def judge(req):
+        alive["ok"] -= 1
+        return Fault.reply('{"reasoning": "fine", "score": "PASS"}') if alive["ok"] >= 0 else Fault.http(503)
+
+    with FakeJudgeServer(judge) as server:
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url)
+        assert code == 5 and "judge outage" in err and "unscored by kind: http" in err, err
+        assert "rerun the same command to resume" in err
+        asked = server.request_count
+        assert asked < 100 + 4 * 64  # stopped after the third bad window, not after 600 rows
+        journal = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
+        assert 99 <= len(journal) < 600
+        alive["ok"] = 10 ** 6  # the judge is back
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--retry-unscored")
+        assert code == 0 and "unscored: 0" in out, err

@@ -24,7 +24,13 @@ Exit codes:
   3    done, but every row is unscored (the judge was unreachable or never
        answered usably)
   4    done, some rows unscored, and --fail-on-unscored was given
+  5    stopped: the judge went down (most rows unscored in 3 windows of 64
+       rows in a row); finished rows are kept: rerun to resume, with
+       --retry-unscored to grade the failed rows again
   130  interrupted (rerun the same command to resume)
+
+Before any row, a URL judge is checked: reachable, the model known to it,
+and one short request answered (a usage error, exit 2, saying what to fix).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import sys
 import urllib.request
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, JudgeError, JudgeOutage
 
 JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
               "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
@@ -90,19 +96,58 @@ def add_parser(sub) -> None:
     c.set_defaults(func=_compare_command)
 
 
-def _server_model_name(url: str, timeout: float) -> str:
-    """The only model a server lists, or a ConfigError saying to pick one."""
+def _served_models(url: str, timeout: float) -> list[str] | None:
+    """The model names a judge server lists (GET /models); None when it
+    lists none (the endpoint is optional). A server that cannot be reached
+    is a ConfigError saying so."""
+    import os
+    import urllib.error
+
+    request = urllib.request.Request(url.rstrip("/") + "/models")
+    if os.environ.get("OPENAI_API_KEY"):
+        request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=min(timeout, 10.0)) as r:
-            names = [m.get("id") for m in json.load(r).get("data", []) if isinstance(m, dict)]
-    except Exception as exc:
-        raise ConfigError(f"--judge-model not given and {url}/models could not be read ({exc}); "
-                          f"pass --judge-model NAME") from None
-    names = [n for n in names if n]
-    if len(names) != 1:
+        with urllib.request.urlopen(request, timeout=min(timeout, 10.0)) as r:
+            data = json.load(r).get("data", [])
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(f"the judge at {url} refused the request (HTTP {exc.code}): set OPENAI_API_KEY "
+                              f"to its key") from None
+        return None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"the judge at {url} is not reachable ({reason}): start it, or fix --judge "
+                          f"(an OpenAI-compatible server URL ending in /v1)") from None
+    except ValueError:
+        return None
+    names = [m.get("id") for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+    return names or None
+
+
+def _model_name(url: str, asked: str | None, timeout: float) -> str:
+    """``asked``, checked against what the server lists; else its only model."""
+    names = _served_models(url, timeout)
+    if asked:
+        if names is not None and asked not in names:
+            raise ConfigError(f"the judge at {url} does not serve {asked!r}; it lists {names}: pass "
+                              f"--judge-model with one of them")
+        return asked
+    if names is None or len(names) != 1:
         raise ConfigError(f"--judge-model not given and the server lists {names or 'no models'}; "
                           f"pass --judge-model NAME")
     return names[0]
+
+
+async def _probe(model: Any) -> None:
+    """One short request before any row: a judge that cannot answer stops the
+    run here, with what it said, instead of leaving every row unscored."""
+    from ..models import GenerationParams
+
+    try:
+        await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
+    except JudgeError as exc:
+        raise ConfigError(f"the judge's probe request failed ({type(exc).__name__}: {str(exc)[:300]}); "
+                          f"check --judge, --judge-model and the server's log") from None
 
 
 @contextlib.asynccontextmanager
@@ -131,10 +176,11 @@ async def _judge(args: argparse.Namespace):
     elif judge.startswith(("http://", "https://")):
         from ..models import OpenAIModel
 
-        name = args.judge_model or _server_model_name(judge, args.timeout)
+        name = _model_name(judge, args.judge_model, args.timeout)
         model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
                             max_retries=args.max_retries, structured_output=args.structured_output)
         async with model:
+            await _probe(model)
             yield model
     else:
         raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
@@ -151,12 +197,14 @@ async def _run_eval(args: argparse.Namespace):
                                   progress=not args.no_progress, concurrency=args.concurrency,
                                   split=args.split, formats=formats, limit=args.limit,
                                   _on_columns=_print_columns)
+    # what can be checked without a judge is checked before one is asked or spawned
+    obj = _import_attribute(args.grader) if ":" in args.grader else None
     if args.judge is None:
         # only a grader that brings its own judge model can run without --judge
-        obj = _import_attribute(args.grader) if ":" in args.grader else None
         if not isinstance(obj, Grader):
             raise ConfigError(f"--judge is required: {JUDGE_HELP}")
         return await aevaluate_dataset(args.data, obj, **common)
+    _check_data(args)
     async with _judge(args) as model:
         if args.cache:
             from ..models._cache import CachedModel
@@ -170,6 +218,15 @@ async def _run_eval(args: argparse.Namespace):
                 await model.aclose()
 
 
+def _check_data(args: argparse.Namespace) -> None:
+    """The data loads and its columns map (a usage error otherwise), before the judge."""
+    from ._data import detect_columns, load_data
+
+    if args.judge not in ("embedded", "torch") and not args.judge.startswith(("http://", "https://")):
+        raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
+    detect_columns(args.columns, load_data(args.data, split=args.split).column_names)
+
+
 def _print_columns(notes: list[str]) -> None:
     print("columns:", file=sys.stderr)
     for note in notes:
@@ -179,7 +236,12 @@ def _print_columns(notes: list[str]) -> None:
 def _eval_command(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
-    result = asyncio.run(_run_eval(args))
+    try:
+        result = asyncio.run(_run_eval(args))
+    except JudgeOutage as exc:
+        print(f"rewardjudge: {exc}\nfinished rows are kept in {args.output}: rerun the same command to resume "
+              f"(add --retry-unscored to grade the failed rows again)", file=sys.stderr)
+        return 5
     s = result.summary
     print(f"graded now: {result.graded_now}  already done: {result.resumed}")
     print(s)

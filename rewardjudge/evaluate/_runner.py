@@ -68,10 +68,11 @@ from typing import Any, Awaitable, Callable, Iterator
 import numpy as np
 
 from .._sync import run_sync
-from ..errors import ConfigError
+from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
 from ..graders._schedule import balanced_chunks, groups as by_prompt_group, prompt_key
+from ..rl._health import OutageGuard
 from ._data import (ArrowSlices, Columns, detect_columns, iter_masked_rows, load_data, release_mapped_pages,
                    row_to_thread, thread_digest)
 from ._journal import STATUS_CODES, Journal, JournalIndex, Reader
@@ -295,8 +296,11 @@ async def _grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, st
             return
         finally:
             slots.release()
-        for (i, _, digest), grade in zip(group, grades):
-            on_done(i, digest, grade)
+        try:
+            for (i, _, digest), grade in zip(group, grades):
+                on_done(i, digest, grade)
+        except JudgeOutage as exc:  # every row of the group is journaled first; then the run stops
+            failure.append(exc)
 
     try:
         for group in groups:
@@ -331,6 +335,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
                             split: str | None = None, formats: tuple[str, ...] = ("parquet", "jsonl"),
                             histogram: bool = True, confidence: float = 0.95,
                             limit: int | None = None, group_window: int = 1024, max_group: int = 64,
+                            outage: OutageGuard | None | bool = True, outage_window: int = 64,
                             _runner: Callable | None = None,
                             _on_columns: Callable[[list[str]], None] | None = None) -> EvalResult:
     """The async form of ``evaluate_dataset`` (use it where a loop runs:
@@ -403,6 +408,9 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
         output = _OrderedOutput(ds, n, out, formats, todo, index, journal.path, SummaryBuilder(capacity=n),
                                 chunk=min(1024, group_window), ahead=8 * group_window)
 
+        guard = OutageGuard() if outage is True else (outage or None)
+        window: list[Grade] = []
+
         def on_done(i: int, digest: str, grade: Grade) -> None:
             rec = _record(i, digest, grade)
             journal.append(rec)
@@ -411,6 +419,12 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(counts, refresh=False)
+            if guard is not None and digest != INPUT_ERROR_DIGEST:  # unreadable rows are not the judge's
+                window.append(grade)
+                if len(window) >= outage_window:
+                    step = window[:]
+                    window.clear()
+                    guard.observe(step)  # JudgeOutage: the judge is down; rerun to resume
 
         def on_input_error(i: int, message: str) -> None:
             on_done(i, INPUT_ERROR_DIGEST, Grade(
@@ -458,7 +472,8 @@ def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
                      progress: Any = True, concurrency: int | None = None, split: str | None = None,
                      formats: tuple[str, ...] = ("parquet", "jsonl"), histogram: bool = True,
                      confidence: float = 0.95, limit: int | None = None, group_window: int = 1024,
-                     max_group: int = 64) -> EvalResult:
+                     max_group: int = 64, outage: OutageGuard | None | bool = True,
+                     outage_window: int = 64) -> EvalResult:
     """Grade every row of ``data`` with ``grader``; write and return the results.
 
     * ``data``: a ``datasets.Dataset``, a list of row dicts, a DataFrame, a
@@ -485,6 +500,10 @@ def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
       still bounds its own requests. ``progress``: a tqdm bar with rate and
       ETA (True), none (False), or your own tqdm-like object.
     * ``limit``: grade only the first ``limit`` rows (a quick look).
+    * ``outage``: the run stops with ``JudgeOutage`` (finished rows kept in
+      the journal: rerun to resume) when more than half of the rows are
+      unscored in 3 consecutive windows of ``outage_window`` rows (True, the
+      default), per an ``OutageGuard`` given, or never (None / False).
 
     Results are written as rows finish and the summary is built in the same
     pass, so memory stays flat however many rows there are (see the module
@@ -497,7 +516,8 @@ def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
         data, grader, columns=columns, output_dir=output_dir, mode=mode, resume=resume,
         retry_unscored=retry_unscored, overwrite=overwrite, progress=progress,
         concurrency=concurrency, split=split, formats=formats, histogram=histogram,
-        confidence=confidence, limit=limit, group_window=group_window, max_group=max_group))
+        confidence=confidence, limit=limit, group_window=group_window, max_group=max_group,
+        outage=outage, outage_window=outage_window))
 
 
 # -- results -----------------------------------------------------------------

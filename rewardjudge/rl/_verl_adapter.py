@@ -116,9 +116,9 @@ def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = 
     from ..models import OpenAIModel
 
     if not judge_model:
-        from ..evaluate._cli import _server_model_name
+        from ..evaluate._cli import _model_name
 
-        judge_model = _server_model_name(judge, float(model_options.get("timeout", 60.0)))
+        judge_model = _model_name(judge, None, float(model_options.get("timeout", 60.0)))
     return resolve_grader(spec, OpenAIModel(judge, judge_model, **model_options))
 
 
