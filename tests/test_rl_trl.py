@@ -186,8 +186,9 @@ def test_grpo_trainer_steps_with_the_adapter_and_masks_judge_failures(tiny_polic
                       learning_rate=1e-2, seed=0, disable_tqdm=True,
                       per_device_eval_batch_size=4, num_generations_eval=4)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward, structure], args=args, train_dataset=ds,
-                          eval_dataset=ds.select(range(2)), processing_class=tok)
+    # the second judge stands beside the first gated on it (a plain one would be refused by attach)
+    trainer = GRPOTrainer(model=model, reward_funcs=trl_reward_funcs(reward, [structure]), args=args,
+                          train_dataset=ds, eval_dataset=ds.select(range(2)), processing_class=tok)
     reward.attach(trainer)
     structure.attach(trainer)
     trainer.train()

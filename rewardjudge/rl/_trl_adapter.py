@@ -11,23 +11,39 @@ returned as ``None``: masked, never a fake 0.
 TRL does not tell a reward function whether it is training or evaluating;
 the trainer's model does (``model.training``). ``attach(trainer)`` lets the
 reward function read it, so malformed completions get the training penalty
-during ``train()`` and the evaluation penalty during ``evaluate()``.
+during ``train()`` and the evaluation penalty during ``evaluate()``; it also
+refuses a plain reward function standing ungated beside the judge (TRL would
+add its reward to a failed row: use ``trl_reward_funcs``), keeps TRL's
+"All reward functions returned None" warning to one per run, and closes the
+judge's HTTP session on TRL's event loop at exit.
+
+The reward functions are callable both ways: TRL sees coroutine functions
+(``inspect.iscoroutinefunction`` is true of them, so TRL awaits them on its
+event loop), while a direct call from plain code, with no event loop running
+in the calling thread, returns the list. They pickle (TRL's async GRPO sends
+them to a spawned process); an attached trainer is not sent along.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 import json
+import logging
 import math
+import threading
+import warnings
+import weakref
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader
+from .._sync import LoopThread
 from ..thread import StringThread, content_text
-from ._health import judge_health
+from ._health import OutageGuard, judge_health
 
 __all__ = ["JudgeGatedReward", "TRLRewardFunc", "completion_threads", "trl_reward_func", "trl_reward_funcs"]
 
@@ -109,18 +125,142 @@ def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
     return threads
 
 
-class TRLRewardFunc:
+# --------------------------------------------------------------------------
+# calls from TRL (awaited on its loop) and from plain code (the list)
+# --------------------------------------------------------------------------
+async def _trl_signature(prompts, completions, completion_ids=None, **kwargs):  # pragma: no cover
+    """The signature (and coroutine flag) the reward functions show to ``inspect``."""
+
+
+class _DualCall:
+    """Callable as TRL calls async reward functions and as plain code calls
+    functions. ``inspect.iscoroutinefunction`` (what TRL's ``is_async_callable``
+    asks) is true of the instance: it is function-like (``__code__`` of an
+    ``async def``) and, on Python 3.12+, carries inspect's coroutine mark. A
+    call made while an event loop runs in the calling thread returns a
+    coroutine (TRL awaits it); any other call runs it to completion on a
+    long-lived loop thread (connections stay warm) and returns the result."""
+
+    __code__ = _trl_signature.__code__
+    __defaults__ = None
+    __kwdefaults__ = None
+    _is_coroutine_marker = getattr(inspect, "_is_coroutine_mark", None)
+
+    def _runner(self) -> LoopThread:
+        raise NotImplementedError
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        coro = self._acall(*args, **kwargs)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._runner().run(coro)
+        return coro
+
+
+# --------------------------------------------------------------------------
+# TRL's per-step warning, once per run
+# --------------------------------------------------------------------------
+_TRL_NONE_WARNING = "All reward functions returned None"
+_TRL_LOGGER = "trl.trainer.grpo_trainer"
+
+
+class _OncePerRun(logging.Filter):
+    """Lets TRL's multi-line "All reward functions returned None" warning
+    through once per run (``reset`` starts a run: ``attach``), as one line;
+    later ones are dropped. Every other record passes untouched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.seen = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg
+        # accelerate's logger puts "[RANK n] " in front
+        if not (isinstance(msg, str) and _TRL_NONE_WARNING in msg[:80]):
+            return True
+        with self._lock:
+            self.seen += 1
+            first = self.seen == 1
+        if first:
+            record.msg = ("Some completions got no reward (every reward function returned None: the judge "
+                          "could not score them); TRL leaves them out of their group's baseline and gives "
+                          "them advantage 0. Said once per run: the judge's unscored counts are logged "
+                          "every step under judge/<grader>/unscored.")
+            record.args = ()
+        return first
+
+
+_ONCE = _OncePerRun()
+
+
+def _install_warning_filter(reset: bool) -> None:
+    logger = logging.getLogger(_TRL_LOGGER)
+    if _ONCE not in logger.filters:
+        logger.addFilter(_ONCE)
+    if reset:
+        _ONCE.reset()
+
+
+# --------------------------------------------------------------------------
+# closing the judge's sessions on the trainer's loop before it is stopped
+# --------------------------------------------------------------------------
+_EXIT_LOOPS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list]" = weakref.WeakKeyDictionary()
+_EXIT_LOCK = threading.Lock()
+
+
+def _close_on_exit(reward: "TRLRewardFunc", loop: asyncio.AbstractEventLoop) -> None:
+    """At interpreter exit, close ``reward``'s judge client on ``loop`` while
+    the loop still runs. TRL stops its reward loop at exit without closing
+    what runs on it (aiohttp then reports an unclosed session, also when the
+    reward function was dropped earlier: the client is kept until then).
+    Exit hooks run last-registered first, and this one is registered at the
+    first call on the loop, after the trainer registered its own."""
+    model = getattr(reward.grader, "model", None)
+    if getattr(model, "aclose", None) is None:
+        return
+    with _EXIT_LOCK:
+        models = _EXIT_LOOPS.get(loop)
+        if models is None:
+            models = _EXIT_LOOPS[loop] = []
+            atexit.register(_close_loop_clients, weakref.ref(loop))
+        if not any(m is model for m in models):
+            models.append(model)
+
+
+def _close_loop_clients(loop_ref: "weakref.ref[asyncio.AbstractEventLoop]") -> None:
+    loop = loop_ref()
+    if loop is None:
+        return
+    with _EXIT_LOCK:
+        models = _EXIT_LOOPS.pop(loop, [])
+    if loop.is_closed() or not loop.is_running():
+        return
+    for model in models:
+        try:
+            asyncio.run_coroutine_threadsafe(model.aclose(), loop).result(5)
+        except Exception:  # exiting anyway: a judge that will not close must not hang the exit
+            pass
+
+
+class TRLRewardFunc(_DualCall):
     """A grader as an async GRPOTrainer reward function; build it with
     ``trl_reward_func``.
 
     Attributes: ``grader``, ``__name__`` (the grader key: TRL logs
     ``rewards/<name>/mean``), ``last_grades`` (the Grades of the latest call,
-    for inspection).
+    for inspection), ``guard`` (the ``OutageGuard`` watching training calls).
     """
 
     def __init__(self, grader: Grader, *, mode: Literal["train", "eval"] | None = None,
                  columns: Sequence[str] | None = None, log_health: bool = True,
-                 health_prefix: str | None = None, log_completions: bool = True):
+                 health_prefix: str | None = None, log_completions: bool = True,
+                 outage_threshold: float | None = 0.5, outage_steps: int = 3):
         if not isinstance(grader, Grader):
             raise ConfigError(f"trl_reward_func needs a Grader, got {type(grader).__name__}")
         if mode not in (None, "train", "eval"):
@@ -134,19 +274,66 @@ class TRLRewardFunc:
         self.health_prefix = f"judge/{grader.grader_key}/" if health_prefix is None else health_prefix
         self.log_completions = log_completions
         self.last_grades: list[Grade] = []
-        self._trainer: Any = None
+        self.guard = OutageGuard(outage_threshold, outage_steps)
         # set by trl_reward_funcs: how many gated reward functions read each batch's grades
         self._sharers = 0
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The state that stays in this process (not pickled)."""
+        self._trainer: Any = None
         self._shared: dict[str, list] = {}
+        self._loop_thread: LoopThread | None = None
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the attached trainer, shared in-flight batches and the loop thread stay here
+        drop = ("_trainer", "_shared", "_loop_thread", "_warned", "_lock")
+        return {k: v for k, v in self.__dict__.items() if k not in drop}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._fresh()
+
+    def _runner(self) -> LoopThread:
+        with self._lock:
+            if self._loop_thread is None:
+                self._loop_thread = LoopThread(f"rewardjudge-trl-{self.__name__}")
+            return self._loop_thread
 
     def attach(self, trainer: Any) -> "TRLRewardFunc":
         """Follow ``trainer``'s phase: evaluation penalties while its model is
         in eval mode (``trainer.evaluate()``), training penalties otherwise.
+        Also checks the trainer's ``reward_funcs``: another reward function
+        standing beside this judge must be gated on it (``trl_reward_funcs``),
+        else TRL adds its reward to every row the judge failed (ConfigError).
+        Starts a run for TRL's "returned None" warning (said once per run).
         Returns self."""
         if getattr(trainer, "model", None) is None or not hasattr(trainer.model, "training"):
             raise ConfigError("attach() needs a trainer whose .model is a torch module "
                               "(a transformers / TRL Trainer)")
+        funcs = getattr(trainer, "reward_funcs", None)
+        if isinstance(funcs, (list, tuple)) and any(f is self for f in funcs):
+            ungated = [f for f in funcs if f is not self
+                       and not (isinstance(f, JudgeGatedReward) and f.judge is self)]
+            if ungated:
+                names = ", ".join(repr(getattr(f, "__name__", type(f).__name__)) for f in ungated)
+                raise ConfigError(
+                    f"reward function(s) {names} stand beside the judge {self.__name__!r} ungated: where the "
+                    f"judge cannot score a completion (unscored, None), TRL still adds their rewards, so a judge "
+                    f"failure becomes a number in training. Build the set with "
+                    f"rewardjudge.rl.trl_reward_funcs(judge, [other, ...]) and pass all of it as reward_funcs "
+                    f"(reward_weights in the same order): every function then returns None where the judge failed")
+        aggregation = getattr(getattr(trainer, "args", None), "multi_objective_aggregation", None)
+        if aggregation == "normalize_then_sum":
+            raise ConfigError(
+                "multi_objective_aggregation='normalize_then_sum' gives a completion left alone in its group by "
+                "judge failures a non-zero advantage (its per-function std is undefined, TRL then sums a 0); use "
+                "multi_objective_aggregation='sum_then_normalize' (TRL's default), where unscored completions "
+                "leave the baseline and a lone survivor gets advantage 0")
         self._trainer = trainer
+        _install_warning_filter(reset=True)
         return self
 
     def phase(self) -> Literal["train", "eval"] | None:
@@ -183,13 +370,20 @@ class TRLRewardFunc:
             metadata.append(row)
         return completion_threads(prompts, completions, metadata, images=reads_images(self.grader))
 
-    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
-                       completion_ids: Any = None, *, trainer_state: Any = None,
-                       log_metric: Callable[[str, float], None] | None = None,
-                       log_extra: Callable[[str, list], None] | None = None,
-                       **columns: Any) -> list[float | None]:
+    async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any],
+                     completion_ids: Any = None, *, trainer_state: Any = None,
+                     log_metric: Callable[[str, float], None] | None = None,
+                     log_extra: Callable[[str, list], None] | None = None,
+                     **columns: Any) -> list[float | None]:
+        if trainer_state is not None:  # called by a trainer
+            self._first_trainer_call()
+            loop = asyncio.get_running_loop()
+            if self._loop_thread is None or self._loop_thread._loop is not loop:
+                _close_on_exit(self, loop)
         grades = await self.grades_for(prompts, completions, **columns)
         self.last_grades = grades
+        if self.phase() != "eval":
+            self.guard.observe(grades)  # JudgeOutage stops the run when the judge is down
         if self.log_health and log_metric is not None:
             for name, value in judge_health(grades, prefix=self.health_prefix).items():
                 if math.isfinite(value):  # TRL averages metrics; a NaN would poison the mean
@@ -200,6 +394,19 @@ class TRLRewardFunc:
             log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or ""
                                      for g in grades])
         return [g.value for g in grades]
+
+    def _first_trainer_call(self) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        _install_warning_filter(reset=False)
+        if self._trainer is None:
+            warnings.warn(
+                f"trl_reward_func {self.__name__!r} is not attached to its trainer, so it cannot see the "
+                f"trainer's other reward functions: a plain one beside it turns every judge failure into its "
+                f"own reward. Call reward.attach(trainer) after building the GRPOTrainer (it checks them and "
+                f"follows train/eval), and build several with rewardjudge.rl.trl_reward_funcs(judge, [others]).",
+                RuntimeWarning, stacklevel=2)
 
     async def grades_for(self, prompts: Sequence[Any], completions: Sequence[Any],
                          **columns: Any) -> list[Grade]:
@@ -225,7 +432,8 @@ class TRLRewardFunc:
 
 def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = None,
                     columns: Sequence[str] | None = None, log_health: bool = True,
-                    health_prefix: str | None = None, log_completions: bool = True) -> TRLRewardFunc:
+                    health_prefix: str | None = None, log_completions: bool = True,
+                    outage_threshold: float | None = 0.5, outage_steps: int = 3) -> TRLRewardFunc:
     """Turn ``grader`` into an async reward function for ``trl.GRPOTrainer``.
 
     The function takes ``prompts`` and ``completions`` in TRL's standard
@@ -244,15 +452,27 @@ def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = N
     ``judge/<grader_key>/``); with ``log_completions`` each completion's
     status and reason go to TRL's completions table via ``log_extra``.
 
+    Outage guard: each training call (one TRL generation batch) is observed
+    by ``OutageGuard(outage_threshold, outage_steps)``; when more than
+    ``outage_threshold`` of the completions are unscored for
+    ``outage_steps`` calls in a row it raises ``JudgeOutage`` with the
+    judge-health summary, which stops ``trainer.train()`` (masking would
+    otherwise make a dead judge silent). ``outage_threshold=None`` turns it
+    off. Evaluation calls are not counted.
+
+    Called by TRL it is awaited on TRL's loop; called from plain code
+    (no event loop running in the thread) it returns the list.
+
     >>> reward = trl_reward_func(grader)  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=ds)  # doctest: +SKIP
     >>> reward.attach(trainer)  # evaluation penalties during trainer.evaluate()  # doctest: +SKIP
     """
     return TRLRewardFunc(grader, mode=mode, columns=columns, log_health=log_health,
-                         health_prefix=health_prefix, log_completions=log_completions)
+                         health_prefix=health_prefix, log_completions=log_completions,
+                         outage_threshold=outage_threshold, outage_steps=outage_steps)
 
 
-class JudgeGatedReward:
+class JudgeGatedReward(_DualCall):
     """Another reward function, gated by the judge: ``None`` wherever the
     judge's grade for the same completion is unscored, its own value
     elsewhere. Build the set with ``trl_reward_funcs``.
@@ -274,8 +494,11 @@ class JudgeGatedReward:
         self.__name__ = getattr(inner, "__name__", type(func).__name__)
         self.__qualname__ = self.__name__
 
-    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
-                      **kwargs: Any) -> list[float | None]:
+    def _runner(self) -> LoopThread:
+        return self.judge._runner()  # the judge's loop: a batch it graded there is shared
+
+    async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
+                     **kwargs: Any) -> list[float | None]:
         grades = await self.judge.grades_for(prompts, completions, **kwargs)
         out = self.func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
         if inspect.isawaitable(out):

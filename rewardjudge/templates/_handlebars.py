@@ -1294,5 +1294,15 @@ class Template:
             memo.clear()
         memo[key] = text
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the compiled render function cannot pickle (trainers send reward
+        # functions to worker processes): keep the source, compile on unpickle
+        return {"source": self.source, "name": self.name, "strict": self.strict,
+                "partials": dict(self.partials) or None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["source"], name=state["name"], strict=state["strict"],
+                      partials=state["partials"])
+
     def __repr__(self) -> str:
         return f"Template(name={self.name!r}, variables={self.variables!r})"
