@@ -188,6 +188,20 @@ def grader(key: str, model: InferenceModel, *, language: str | None = None,
 def _cli(args) -> int:
     import json
 
+    try:
+        return _show(args)
+    except ConfigError as exc:
+        if not args.json:
+            raise
+        # the catalog document's error object: {code, message, status: "error"}
+        code = "not_found" if str(exc).startswith("unknown criterion") else "invalid_value"
+        print(json.dumps({"code": code, "message": str(exc), "status": "error"}, ensure_ascii=False))
+        return 2
+
+
+def _show(args) -> int:
+    import json
+
     if args.key:
         c = get(args.key, args.language)
         if args.json:

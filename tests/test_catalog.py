@@ -34,7 +34,7 @@ def test_catalog_lists_every_required_criterion_with_its_fields():
 def test_default_system_prompt_wraps_the_criterion():
     # the catalog document's default template; the reply format is in the user message
     template = catalog.default_system_prompt_template()
-    assert template.strip() == "You are a judge.\n\n{{ criterion }}"
+    assert template == "You are a judge.\n\n{{ criterion }}"  # exactly the document's example
 
 
 def test_unknown_key_names_the_known_ones():
@@ -166,7 +166,7 @@ def test_the_listing_and_completeness_follow_the_catalog_document(capsys):
     assert _cli(SimpleNamespace(key=None, language="en", json=True, prompt=False)) == 0
     listing = _json.loads(capsys.readouterr().out)
     assert listing["status"] == "success"
-    assert listing["default_system_prompt_template"].strip() == "You are a judge.\n\n{{ criterion }}"
+    assert listing["default_system_prompt_template"] == "You are a judge.\n\n{{ criterion }}"
     completeness = next(t for t in listing["templates"] if t["key"] == "completeness")
     assert completeness["name"] == "Completeness"
     assert completeness["description"] == "Checks that the agent completed every request it was given."
@@ -181,3 +181,20 @@ async def test_the_document_system_prompt_wraps_the_criterion_and_the_reply_form
     system, user = model.calls[0]["messages"]
     assert system["content"].startswith("You are a judge.\n\nDecide whether the agent completed")
     assert '"PASS" | "FAIL"' in user["content"] and grade.value == 1.0
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["catalog", "no-such-criterion", "--json"], "not_found"),
+    (["catalog", "--json", "--language", "../etc"], "invalid_value"),
+])
+def test_catalog_json_errors_take_the_document_shape(capsys, argv, code):
+    import json as _json
+
+    from rewardjudge.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    error = _json.loads(capsys.readouterr().out)
+    assert error["status"] == "error" and error["code"] == code and error["message"]
+    assert set(error) == {"code", "message", "status"}
