@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# OpenRLHF with a rewardjudge grader as its remote reward model.
-# 1. the reward server (127.0.0.1 only; --group-size = --n_samples_per_prompt so that a sample the judge
-#    could not score gets its group's mean reward, i.e. advantage 0, instead of a NaN or a fake 0)
+# OpenRLHF 0.11.2 with a rewardjudge grader as its remote reward model (flag names as its
+# `python -m openrlhf.cli.train_ppo_ray --help` gives them; tests/test_openrlhf.py parses them with it).
+#
+# OpenRLHF has no per-sample mask, so a sample the judge could not score gets a stand-in reward:
+# the mean of its group's usable rewards. That gives it advantage 0 and leaves its group's others
+# unchanged only under dr_grpo with no KL in the reward (KL off here; --algo.kl.use_loss keeps it out
+# of the reward) and no overlong / stop-properly reward penalty. `serve` refuses other estimators.
+# Give OpenRLHF ONE --reward.remote_url: several comma-separated URLs split every group.
+#
+#   REWARDJUDGE_GRADER (demo), REWARDJUDGE_JUDGE (http://127.0.0.1:8000/v1), REWARDJUDGE_JUDGE_MODEL,
+#   REWARDJUDGE_PORT (5000), N_SAMPLES (8), REWARDJUDGE_START_TIMEOUT (120 s), PYTHON (python3);
+#   extra arguments go to OpenRLHF.
 set -euo pipefail
-export REWARDJUDGE_SERVE_TOKEN="${REWARDJUDGE_SERVE_TOKEN:-}"
+N="${N_SAMPLES:-8}"
+PORT="${REWARDJUDGE_PORT:-5000}"
+START_TIMEOUT="${REWARDJUDGE_START_TIMEOUT:-120}"
+
+# 1. the reward server (127.0.0.1 only). OpenRLHF's client sends no Authorization header: leave
+#    REWARDJUDGE_SERVE_TOKEN unset, or put the server behind a proxy that adds it.
 rewardjudge serve --grader "${REWARDJUDGE_GRADER:-demo}" --judge "${REWARDJUDGE_JUDGE:-http://127.0.0.1:8000/v1}" \
-    --port 5000 --group-size 8 &
+    ${REWARDJUDGE_JUDGE_MODEL:+--judge-model "$REWARDJUDGE_JUDGE_MODEL"} \
+    --port "$PORT" --estimator dr_grpo --group-size "$N" &
 SERVE_PID=$!
-trap 'kill -TERM $SERVE_PID; wait $SERVE_PID' EXIT   # SIGTERM drains requests in flight
-until curl -sf http://127.0.0.1:5000/health >/dev/null; do sleep 0.5; done
+trap 'kill -TERM "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null || true' EXIT  # SIGTERM drains
+deadline=$((SECONDS + START_TIMEOUT))
+until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+    if ! kill -0 "$SERVE_PID" 2>/dev/null; then
+        echo "openrlhf_remote_rm.sh: rewardjudge serve exited at start (its error is above)" >&2
+        exit 1
+    fi
+    if (( SECONDS >= deadline )); then
+        echo "openrlhf_remote_rm.sh: rewardjudge serve not answering after ${START_TIMEOUT}s on port $PORT" >&2
+        exit 1
+    fi
+    sleep 0.5
+done
 
 # 2. OpenRLHF posts {"query", "prompts", "labels"} to the URL, one sample per request.
-#    (OpenRLHF's client sends no Authorization header: leave REWARDJUDGE_SERVE_TOKEN empty here, or put
-#    the server behind a proxy that adds it.) The .py form also works:
-#    --remote_rm_url my_reward.py with  reward_func = openrlhf_reward_func("demo", judge=URL, group_size=8)
-python3 -m openrlhf.cli.train_ppo_ray \
-    --pretrain Qwen/Qwen2.5-0.5B-Instruct \
-    --remote_rm_url http://127.0.0.1:5000/get_reward \
-    --prompt_data "$HOME/data/prompts.jsonl" --input_key prompt --label_key answer --apply_chat_template \
-    --advantage_estimator group_norm --n_samples_per_prompt 8 \
-    --rollout_batch_size 64 --train_batch_size 512 --micro_train_batch_size 4 --micro_rollout_batch_size 8 \
-    --max_epochs 1 --actor_learning_rate 1e-6 --init_kl_coef 0.0 --vllm_num_engines 1 "$@"
+"${PYTHON:-python3}" -m openrlhf.cli.train_ppo_ray \
+    --actor.model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \
+    --reward.remote_url "http://127.0.0.1:$PORT/get_reward" \
+    --data.prompt_dataset "$HOME/data/prompts.jsonl" --data.input_key prompt --data.label_key answer \
+    --data.apply_chat_template \
+    --algo.advantage.estimator dr_grpo --rollout.n_samples_per_prompt "$N" --algo.kl.init_coef 0 \
+    --rollout.batch_size 64 --train.batch_size 512 --train.micro_batch_size 4 --rollout.micro_batch_size 8 \
+    --train.max_epochs 1 --actor.adam.lr 1e-6 --vllm.num_engines 1 "$@"

@@ -17,7 +17,7 @@ import urllib.request
 import aiohttp
 import pytest
 
-from rewardjudge import JudgeHTTPError
+from rewardjudge import ConfigError, JudgeHTTPError
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.serve import RewardServer
 from rewardjudge.serve._samples import openrlhf_thread
@@ -81,18 +81,21 @@ async def openrlhf_reward(url_or_py, tok, question, answer, label):
 
 async def test_openrlhf_client_gets_rewards_and_unscored_is_the_group_mean(tok):
     model = ScriptedModel(judge_fn)
-    async with RewardServer(make_grader(model), group_size=4) as server:
+    async with RewardServer(make_grader(model), estimator="dr_grpo", group_size=4) as server:
         outs = await asyncio.gather(*(openrlhf_reward(f"{server.url}/get_reward", tok, "2+2?", a, "4")
                                       for a in ("4", "5", "4", "boom")))
     rewards = [o["reward"] for o in outs]
     assert rewards[:3] == [[1.0], [0.0], [1.0]]
     assert rewards[3] == [pytest.approx(2 / 3)]  # the judge failed: the group's mean, advantage 0, not 0
     assert [o["extra_logs"]["unscored"] for o in outs] == [[0.0], [0.0], [0.0], [1.0]]
+    assert [o["extra_logs"]["group_partial"] for o in outs] == [[0.0]] * 4  # its group was complete
     sent = model.calls[0]["messages"][-1]["content"]
     assert "Question: 2+2?" in sent and "<|im_" not in sent  # chat markup and EOS stripped
 
 
-async def test_openrlhf_py_reward_func_form(tok, tmp_path):
+def test_openrlhf_py_reward_func_form_is_refused_at_load(tmp_path):
+    from openrlhf.utils.agent import SingleTurnAgentExecutor
+
     graders = tmp_path / "graders.py"
     graders.write_text(textwrap.dedent(f"""
         import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})
@@ -101,11 +104,12 @@ async def test_openrlhf_py_reward_func_form(tok, tmp_path):
     """))
     rf = tmp_path / "reward.py"
     rf.write_text(f"from rewardjudge.serve import openrlhf_reward_func\n"
-                  f"reward_func = openrlhf_reward_func({str(graders) + ':GRADER'!r})\n")
-    out = await openrlhf_reward(str(rf), tok, "2+2?", "4", "4")
-    assert out["reward"] == [1.0] and out["extra_logs"]["unscored"] == [0.0]
-    out = await openrlhf_reward(str(rf), tok, "2+2?", "boom", "4")
-    assert out["reward"] == [0.0] and out["extra_logs"]["unscored"] == [1.0]  # alone: the fallback, flagged
+                  f"reward_func = openrlhf_reward_func({str(graders) + ':GRADER'!r}, group_size=4)\n")
+    # OpenRLHF runs reward_func in its small to_thread pool and swallows what a call raises: waiting
+    # there for a group would hold the pool, so the file is refused when OpenRLHF loads it
+    with pytest.raises(ConfigError, match="HTTP form") as err:
+        SingleTurnAgentExecutor(remote_rm_url=str(rf))
+    assert "/get_reward" in str(err.value) and "--estimator dr_grpo" in str(err.value)
 
 
 async def test_grade_endpoint_bad_requests_token_and_metrics():
@@ -151,7 +155,7 @@ async def test_grade_endpoint_bad_requests_token_and_metrics():
 
 async def test_concurrent_requests_are_graded_in_one_batch():
     grader = make_grader(ScriptedModel(default=PASS))
-    async with RewardServer(grader, batch_window=0.2) as server:
+    async with RewardServer(grader, batch_window=0.2, estimator="dr_grpo") as server:
         async with aiohttp.ClientSession() as s:
             async def one(i):
                 body = {"query": [f"q{i} a"], "prompts": [f"q{i}"], "labels": ["a"]}
@@ -180,7 +184,8 @@ def test_cli_serves_and_drains_on_sigterm(tmp_path):
     with FakeJudgeServer(lambda req: PASS, latency=1.5) as judge:
         env = {**os.environ, "REWARDJUDGE_SERVE_TOKEN": "tok"}
         proc = subprocess.Popen([sys.executable, "-m", "rewardjudge", "serve", "--grader", f"{graders}:make",
-                                 "--judge", judge.url, "--judge-model", "fake-judge", "--port", str(port)],
+                                 "--judge", judge.url, "--judge-model", "fake-judge", "--port", str(port),
+                                 "--estimator", "dr_grpo"],
                                 env=env, stderr=subprocess.PIPE, text=True)
         try:
             base = f"http://127.0.0.1:{port}"

@@ -1,8 +1,12 @@
 """``rewardjudge serve``: a grader as an HTTP reward server.
 
-    rewardjudge serve --grader demo --judge http://127.0.0.1:8000/v1 --port 5000 --group-size 8
+    rewardjudge serve --grader demo --judge http://127.0.0.1:8000/v1 --port 5000 --estimator dr_grpo --group-size 8
 
-* ``POST /get_reward``: OpenRLHF's ``--remote_rm_url`` contract.
+* ``POST /get_reward``: OpenRLHF's ``--reward.remote_url`` contract. It needs
+  ``--estimator`` (OpenRLHF's ``--algo.advantage.estimator``): only
+  ``dr_grpo`` can give a sample the judge could not score advantage 0 with
+  its group unchanged; the others are refused at start. Give OpenRLHF one
+  URL: several comma-separated URLs split every group across servers.
 * ``POST /grade``: samples in, Grade records out.
 * ``GET /health``, ``GET /metrics`` (Prometheus text).
 
@@ -11,8 +15,9 @@ It listens on 127.0.0.1 unless ``--host`` says otherwise; with ``--token``
 ``Authorization: Bearer <token>``. SIGTERM (or Ctrl-C) stops accepting,
 answers the requests in flight, then exits.
 
-``openrlhf_reward_func(spec, judge=URL)`` is the same grading as OpenRLHF's
-``.py`` form: ``reward_func(queries, prompts, labels)``.
+OpenRLHF's ``.py`` form (``reward_func = openrlhf_reward_func(...)``) is
+refused when OpenRLHF loads the file, naming this HTTP form: waiting there
+for a group would hold OpenRLHF's small thread pool.
 """
 
 from ._openrlhf import openrlhf_reward_func

@@ -1,0 +1,319 @@
+"""``rewardjudge serve --workers N``: one port, N worker processes, each
+group on one worker.
+
+A port shared per connection (``SO_REUSEPORT``) spreads connections, not
+groups: OpenRLHF sends each sample of a prompt on whatever connection is
+free, so a prompt's group would be split over processes and no process
+would see it whole (its group buffer, the stand-in reward of an unscored
+sample, retried requests). So a front process owns the public port: it
+checks the token and the limits, reads each request's group keys (the
+prompt for ``/get_reward``; the ``group`` key, else the prompt, for
+``/grade``), and sends each group's samples to the worker its key hashes to
+(``route``), each worker a ``RewardServer`` on an internal loopback port
+behind a token made for this run. A request whose samples span several
+workers is split and its replies put back in order. ``/metrics`` sums the
+workers' counters (requests and in-flight are the front's own).
+
+Workers are started with a pipe on their stdin: when the front dies, even
+by SIGKILL, they see end-of-file and stop. On SIGTERM the front drains
+(requests in flight are answered, new ones get 503), then the workers drain
+and exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import zlib
+from typing import Any, Hashable, Sequence
+
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+
+from ..errors import ConfigError
+from ._samples import sample_thread
+from ._server import _HTTPService, sample_keys
+
+__all__ = ["WorkerFront", "route", "serve_front"]
+
+_WORKER_CMD = "from rewardjudge.serve._workers import worker_main; worker_main()"
+#: metric families the front answers itself (the others are the workers' sums)
+_FRONT_FAMILIES = ("rewardjudge_requests_total", "rewardjudge_in_flight_requests")
+
+
+def route(key: Hashable, n: int) -> int:
+    """The worker (0..n-1) of a group key: the same key, the same worker, in every process."""
+    text = key if isinstance(key, str) else json.dumps(key, sort_keys=True, default=str)
+    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % n
+
+
+def _merge(values: list, parts: list[list[int]], n: int) -> Any:
+    """The workers' replies to the parts of a split request, as one reply:
+    a list with one item per sample of each part is put back in sample
+    order, an object merged key by key, anything else taken from the first."""
+    first = values[0]
+    if all(isinstance(v, list) and len(v) == len(ix) for v, ix in zip(values, parts)):
+        out: list = [None] * n
+        for v, ix in zip(values, parts):
+            for item, i in zip(v, ix):
+                out[i] = item
+        return out
+    if all(isinstance(v, dict) for v in values):
+        return {k: _merge([v.get(k) for v in values], parts, n) for k in first}
+    return first
+
+
+def sum_metrics(texts: Sequence[str], front: str) -> str:
+    """Prometheus texts of the workers summed sample by sample (a family's
+    samples in first-seen order), the ``_FRONT_FAMILIES`` taken from
+    ``front``."""
+    families: dict[str, dict] = {}
+
+    def read(text: str, only_front: bool) -> None:
+        family = None
+        for line in text.splitlines():
+            if line.startswith("# HELP ") or line.startswith("# TYPE "):
+                family = line.split()[2]
+                if (family in _FRONT_FAMILIES) != only_front:
+                    continue
+                fam = families.setdefault(family, {"meta": [], "samples": {}})
+                if line not in fam["meta"]:
+                    fam["meta"].append(line)
+            elif line and not line.startswith("#") and family is not None:
+                if (family in _FRONT_FAMILIES) != only_front:
+                    continue
+                name, _, value = line.rpartition(" ")
+                samples = families.setdefault(family, {"meta": [], "samples": {}})["samples"]
+                samples[name] = samples.get(name, 0.0) + float(value)
+
+    for text in texts:
+        read(text, only_front=False)
+    read(front, only_front=True)
+    lines = []
+    for fam in families.values():
+        lines += fam["meta"]
+        for name, value in fam["samples"].items():
+            lines.append(f"{name} {int(value) if value == int(value) else round(value, 6)}")
+    return "\n".join(lines) + "\n"
+
+
+class WorkerFront(_HTTPService):
+    """The public side of ``--workers``: routes each group's samples to one
+    worker (``route``) and answers with the workers' replies; the token,
+    body and sample limits, timeouts and cancellation are ``_HTTPService``'s."""
+
+    def __init__(self, worker_urls: Sequence[str], worker_token: str, *, token: str | None = None,
+                 max_body: int = 8 << 20, max_samples: int | None = None, body_timeout: float = 60.0,
+                 header_timeout: float = 60.0):
+        super().__init__(token=token, max_body=max_body, max_samples=max_samples, body_timeout=body_timeout,
+                         header_timeout=header_timeout)
+        if not worker_urls:
+            raise ConfigError("WorkerFront needs at least one worker")
+        self.workers = list(worker_urls)
+        self._auth = {"Authorization": f"Bearer {worker_token}"}
+        self._session: ClientSession | None = None
+        self.grader_key: str | None = None
+
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_post("/get_reward", self._get_reward)
+        app.router.add_post("/grade", self._grade)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
+
+    async def _on_startup(self, app: web.Application) -> None:
+        await super()._on_startup(app)
+        # no total timeout: grading takes what the judge takes; a client that gives up cancels it
+        self._session = ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=None))
+        async with self._session.get(f"{self.workers[0]}/health", headers=self._auth) as r:
+            self.grader_key = (await r.json()).get("grader")
+
+    async def _on_cleanup(self, app: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def _post(self, worker: int, path: str, body: bytes) -> tuple[int, bytes]:
+        async with self._session.post(f"{self.workers[worker]}{path}", data=body,  # type: ignore[union-attr]
+                                      headers={**self._auth, "Content-Type": "application/json"}) as r:
+            return r.status, await r.read()
+
+    async def _route(self, request: web.Request, data: dict, items: str, keys: Sequence[Hashable]) -> web.Response:
+        """Send each sample of ``data[items]`` to its key's worker; one reply."""
+        n = len(keys)
+        parts: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            parts.setdefault(route(key, len(self.workers)), []).append(i)
+        if len(parts) == 1:  # the common case: the body as it came, the reply as it goes
+            [worker] = parts
+            status, body = await self._post(worker, request.path, await request.read())
+            return web.Response(status=status, body=body, content_type="application/json")
+        workers = list(parts)
+        bodies = []
+        for w in workers:
+            ix = parts[w]
+            # every per-sample list (query, prompts, labels; samples) is cut the same way
+            sub = {k: [v[i] for i in ix] if isinstance(v, list) and len(v) == n else v for k, v in data.items()}
+            bodies.append(json.dumps(sub).encode())
+        replies = await asyncio.gather(*(self._post(w, request.path, b) for w, b in zip(workers, bodies)))
+        for status, body in replies:
+            if status != 200:  # one part refused: the request is
+                return web.Response(status=status, body=body, content_type="application/json")
+        merged = _merge([json.loads(body) for _, body in replies], [parts[w] for w in workers], n)
+        return web.json_response(merged)
+
+    async def _get_reward(self, request: web.Request) -> web.Response:
+        data = await self._json(request)
+        queries = data.get("query") if isinstance(data, dict) else None
+        prompts = data.get("prompts") if isinstance(data, dict) else None
+        if not isinstance(queries, list) or not queries or (prompts is not None and (
+                not isinstance(prompts, list) or len(prompts) != len(queries))):
+            return await self._route(request, data, "query", [0])  # malformed: a worker says why (400)
+        keys = [p if p is not None else q for p, q in zip(prompts or [None] * len(queries), queries)]
+        return await self._route(request, data, "query", [k if isinstance(k, Hashable) else json.dumps(k)
+                                                          for k in keys])
+
+    async def _grade(self, request: web.Request) -> web.Response:
+        data = await self._json(request)
+        samples = data.get("samples") if isinstance(data, dict) else None
+        if not isinstance(samples, list) or not samples:
+            return await self._route(request, data, "samples", [0])  # malformed: a worker says why (400)
+        # images=True: any well-formed sample has a key here; the worker refuses what its grader cannot read
+        threads = [sample_thread(s, f"samples[{i}]", images=True) for i, s in enumerate(samples)]
+        return await self._route(request, data, "samples", sample_keys(samples, threads))
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "draining" if self._draining else "ok", "grader": self.grader_key,
+                                  "workers": len(self.workers)})
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        async def one(url: str) -> str:
+            async with self._session.get(f"{url}/metrics", headers=self._auth) as r:  # type: ignore[union-attr]
+                return await r.text()
+
+        texts = await asyncio.gather(*(one(u) for u in self.workers))
+        text = sum_metrics(texts, self.metrics.text())
+        text += ("# HELP rewardjudge_workers Worker processes behind this front.\n"
+                 f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")
+        return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+
+# --------------------------------------------------------------------------
+# the processes
+# --------------------------------------------------------------------------
+class _Workers:
+    """N ``worker_main`` processes, each told the CLI arguments on its stdin."""
+
+    def __init__(self, args: argparse.Namespace, n: int):
+        self.token = secrets.token_urlsafe(24)
+        settings = {k: v for k, v in vars(args).items() if k != "func"}
+        settings.update(workers=1, host="127.0.0.1", port=0)
+        self._line = json.dumps({"args": settings, "token": self.token}).encode() + b"\n"
+        self.n = n
+        self.procs: list[asyncio.subprocess.Process] = []
+        self.urls: list[str] = []
+
+    async def start(self) -> None:
+        for _ in range(self.n):
+            # a session of its own: Ctrl-C reaches the front only, which stops the workers in order
+            proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _WORKER_CMD, stdin=asyncio.subprocess.PIPE,
+                                                        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+            self.procs.append(proc)
+            proc.stdin.write(self._line)  # type: ignore[union-attr]
+            await proc.stdin.drain()  # type: ignore[union-attr]
+        for i, proc in enumerate(self.procs):
+            line = "-"
+            while line and not line.startswith("listening "):
+                line = (await proc.stdout.readline()).decode()  # type: ignore[union-attr]
+            if not line:
+                raise ConfigError(f"worker {i} did not start (exit {await proc.wait()}); its error is above")
+            self.urls.append(line.split(" ", 1)[1].strip())
+
+    async def stop(self, timeout: float) -> bool:
+        """SIGTERM every worker (each drains), then wait; True when all exited 0."""
+        for proc in self.procs:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+        ok = True
+        for proc in self.procs:
+            try:
+                ok &= await asyncio.wait_for(proc.wait(), timeout + 5) == 0
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+                ok = False
+        return ok
+
+
+async def serve_front(args: argparse.Namespace, token: str | None) -> int:
+    """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    workers = _Workers(args, args.workers)
+    try:
+        await workers.start()
+        front = WorkerFront(workers.urls, workers.token, token=token, max_body=args.max_body,
+                            max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
+                            header_timeout=args.header_timeout)
+        url = await front.start(args.host, args.port)
+        print(f"rewardjudge serve: {front.grader_key} at {url} with {args.workers} workers (POST /get_reward, "
+              f"POST /grade, GET /health, GET /metrics){'; bearer token required' if token else ''}",
+              file=sys.stderr, flush=True)
+        await stop.wait()
+        print("rewardjudge serve: draining requests in flight...", file=sys.stderr, flush=True)
+        drained = await front.stop(args.drain_timeout)
+    finally:
+        workers_ok = await workers.stop(args.drain_timeout)
+    drained = drained and workers_ok
+    print(f"rewardjudge serve: stopped ({'drained' if drained else 'drain timed out'})", file=sys.stderr, flush=True)
+    return 0 if drained else 1
+
+
+def worker_main() -> None:
+    """One worker: the CLI arguments and the internal token come as a JSON
+    line on stdin; it prints ``listening URL`` on stdout and serves until
+    SIGTERM or until its stdin closes (the front is gone)."""
+    line = b""
+    while not line.endswith(b"\n"):  # unbuffered: the lifeline thread reads the same fd later
+        chunk = os.read(0, 65536)
+        if not chunk:
+            sys.exit("rewardjudge serve worker: no settings on stdin (started by serve --workers only)")
+        line += chunk
+    config = json.loads(line)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the front decides when a worker stops
+    sys.exit(asyncio.run(_worker(argparse.Namespace(**config["args"]), config["token"])))
+
+
+async def _worker(args: argparse.Namespace, token: str) -> int:
+    from ..evaluate._cli import _judge
+    from ..evaluate._spec import resolve_grader
+    from ._cli import build_server
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    def lifeline() -> None:  # stdin reaches end-of-file when the front exits, however it exits
+        while os.read(0, 4096):
+            pass
+        try:
+            loop.call_soon_threadsafe(stop.set)
+        except RuntimeError:  # the loop has already closed: the worker is exiting anyway
+            pass
+
+    threading.Thread(target=lifeline, daemon=True).start()
+    async with _judge(args) as model:
+        server = build_server(args, resolve_grader(args.grader, model), token)
+        server.worker = True
+        url = await server.start("127.0.0.1", 0)
+        print(f"listening {url}", flush=True)
+        os.dup2(2, 1)  # nothing else on the pipe the front no longer reads: a full one would block us
+        await stop.wait()
+        drained = await server.stop(args.drain_timeout)
+    return 0 if drained else 1
