@@ -285,3 +285,39 @@ def test_a_judge_that_dies_mid_run_stops_the_run_and_the_rerun_resumes(tmp_path,
         alive["ok"] = 10 ** 6  # the judge is back
         code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--retry-unscored")
         assert code == 0 and "unscored: 0" in out, err
+
+
+def test_ctrl_c_says_what_it_waits_for_and_a_second_one_stops(tmp_path):
+    """The first Ctrl-C says it waits for the rows in flight; the second stops the run
+    (exit 130); the same command then resumes."""
+    import signal
+    import time
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(50))
+    def judge(req):  # answers the start-up probe, then never answers a row in this test's life
+        probe = "Reply with OK." in req["messages"][-1]["content"]
+        return "OK" if probe else Fault.timeout(600)
+
+    with FakeJudgeServer(judge) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "rewardjudge", "eval", str(data), "--grader", "demo",
+                                 "--judge", server.url, "--judge-model", "fake-judge", "--no-progress",
+                                 "--output", str(tmp_path / "run")],
+                                cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            while server.request_count < 2:          # rows are in flight at the judge
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            line = ""
+            while "interrupted" not in line:
+                line = proc.stderr.readline()
+                assert line, "no message after Ctrl-C"
+            assert "waiting for the judge's answers to the rows in flight" in line
+            assert "Ctrl-C again to stop at once" in line
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=120) == 130
+            assert "stopped at once" in proc.stderr.read()
+        finally:
+            proc.kill()
+            proc.wait()

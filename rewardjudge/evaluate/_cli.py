@@ -233,11 +233,59 @@ def _print_columns(notes: list[str]) -> None:
         print(f"  {note}", file=sys.stderr)
 
 
+def _run_interruptible(coro: Any) -> Any:
+    """``asyncio.run(coro)`` where the first Ctrl-C says what it waits for
+    (the rows in flight, so that they are journaled) and the second stops at
+    once (the journal is append-only: a rerun resumes either way)."""
+    import os
+    import signal
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(coro)
+    hits = 0
+
+    def on_sigint() -> None:
+        nonlocal hits
+        hits += 1
+        if hits == 1:
+            print("\nrewardjudge: interrupted: waiting for the judge's answers to the rows in flight so they are "
+                  "journaled (Ctrl-C again to stop at once); rerun the same command to resume",
+                  file=sys.stderr, flush=True)
+            task.cancel()
+        else:
+            print("rewardjudge: stopped at once; rerun the same command to resume", file=sys.stderr, flush=True)
+            os._exit(130)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
+        pass
+    try:
+        return loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+            pending = asyncio.all_tasks(loop)
+            for t in pending:
+                t.cancel()
+
+            async def settle() -> None:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+            loop.run_until_complete(settle())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
 def _eval_command(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
     try:
-        result = asyncio.run(_run_eval(args))
+        result = _run_interruptible(_run_eval(args))
     except JudgeOutage as exc:
         print(f"rewardjudge: {exc}\nfinished rows are kept in {args.output}: rerun the same command to resume "
               f"(add --retry-unscored to grade the failed rows again)", file=sys.stderr)
