@@ -116,3 +116,9 @@ def test_killed_parent_leaves_no_orphan(tmp_path):
             break
         time.sleep(0.1)
     assert not alive(child_pid)
+
+
+def test_extra_args_none_means_none():
+    """``spawn_judge(extra_args=None)`` was a TypeError; None is no extra arguments."""
+    assert server_command("vllm", "m", "127.0.0.1", 9000, served_name="j", extra_args=None) == \
+        server_command("vllm", "m", "127.0.0.1", 9000, served_name="j")

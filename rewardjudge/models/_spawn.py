@@ -67,7 +67,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def server_command(backend: str, model: str, host: str, port: int, *, served_name: str,
                    n_threads: int | None = None, context_length: int | None = None,
-                   extra_args: Sequence[str] = (), python: str | None = None,
+                   extra_args: Sequence[str] | None = (), python: str | None = None,
                    n_threads_batch: int | None = None) -> list[str]:
     """The command line that starts ``backend`` serving ``model`` on host:port
     (llama_cpp: ``n_threads`` generate, ``n_threads_batch`` read the prompt;
@@ -92,7 +92,7 @@ def server_command(backend: str, model: str, host: str, port: int, *, served_nam
             cmd += ["--context-length", str(context_length)]
     else:
         raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
-    return cmd + list(extra_args)
+    return cmd + list(extra_args or ())  # None: no extra arguments, as ()
 
 
 def _pdeathsig() -> None:  # runs in the child between fork and exec
@@ -108,7 +108,7 @@ class JudgeServer:
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, *,
                  host: str = "127.0.0.1", port: int | None = None, served_name: str | None = None,
                  n_threads: int | None = None, context_length: int | None = None,
-                 extra_args: Sequence[str] = (), startup_timeout: float = 120.0,
+                 extra_args: Sequence[str] | None = (), startup_timeout: float = 120.0,
                  env: dict[str, str] | None = None, model_kwargs: dict[str, Any] | None = None):
         if backend not in BACKENDS:
             raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
