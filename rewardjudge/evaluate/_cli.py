@@ -211,11 +211,25 @@ async def _run_eval(args: argparse.Namespace):
 
             model = CachedModel(model, cache=args.cache)
         grader = resolve_grader(args.grader, model)
+        _check_torch_judge(args, grader)
         try:
             return await aevaluate_dataset(args.data, grader, **common)
         finally:
             if args.cache:
                 await model.aclose()
+
+
+def _check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
+    """``--judge torch`` without a GPU serves probability grades (one forward per
+    grade); a chat grader would generate every verdict token by token on the CPU."""
+    if args.judge != "torch" or type(grader).__name__ == "ProbabilityJudgeGrader":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(f"--judge torch with {type(grader).__name__} would generate every verdict on this "
+                          f"CPU (minutes per row); use --judge embedded (llama.cpp) for chat graders, or "
+                          f"--judge torch with a probability grader")
 
 
 def _check_data(args: argparse.Namespace) -> None:

@@ -13,15 +13,15 @@
 Its names load on first use; the tensor helpers and adapters need torch, not trl or verl.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
 #: name -> module, imported on first use (``rl._health`` alone needs no torch)
 _LAZY = {"group_normalize": "._tensors", "rewards_tensor": "._tensors", "judge_health": "._health",
          "trl_reward_func": "._trl_adapter", "trl_reward_funcs": "._trl_adapter",
          "verl_compute_score": "._verl_adapter"}
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._health import judge_health
     from ._tensors import group_normalize, rewards_tensor
     from ._trl_adapter import trl_reward_func, trl_reward_funcs
@@ -31,10 +31,10 @@ __all__ = ["group_normalize", "judge_health", "rewards_tensor", "trl_reward_func
            "verl_compute_score"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rewardjudge.rl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

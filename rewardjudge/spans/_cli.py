@@ -1,0 +1,251 @@
+"""``rewardjudge pipeline``: judge-v1 live evaluation of OpenTelemetry GenAI spans.
+
+    rewardjudge pipeline pin --registry scorers --scorer helpfulness-1a2b3c4d \\
+        --map product='attr("app.product")' --name support-live --sampling-rate 0.25 -o live.json
+    rewardjudge pipeline run live.json traces.jsonl --judge http://127.0.0.1:8000/v1 --output runs/live
+    rewardjudge pipeline receive live.json --judge http://127.0.0.1:8000/v1 --output runs/live
+
+``run`` reads OTLP files (OTLP/JSON, one request per line or one per file;
+protobuf, length-prefixed as the collector's file exporter writes it, or one
+bare request; .gz read through gzip). ``receive`` listens for OTLP/HTTP
+(POST /v1/traces, protobuf or JSON) on 127.0.0.1:4318 by default. Both write
+one line per span and pinned scorer version to OUTPUT/results.jsonl, linked
+to the trace and span ids; rerunning resumes (results found there are not
+judged again). Results keep ids, scores, labels and explanations; the
+rendered prompt (span text) only with --keep-prompts.
+
+Spans are read with the GenAI semantic conventions of OpenTelemetry
+semantic-conventions v{semconv} (gen_ai.input.messages, gen_ai.output.messages,
+gen_ai.system_instructions).
+
+Exit codes: 0 done; 2 usage error; 3 every result unscored (judge down);
+130 interrupted (rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+from ._otlp import SEMCONV_VERSION
+
+#: environment variable holding the receiver's bearer token when --token is not given
+TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"
+
+
+def add_parser(sub: Any) -> None:
+    from ..evaluate._cli import JUDGE_HELP
+    from ..scorers._cli import REGISTRY_ENV
+
+    p = sub.add_parser("pipeline", description=__doc__.format(semconv=SEMCONV_VERSION),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    psub = p.add_subparsers(dest="pipeline_command", required=True)
+
+    pin = psub.add_parser("pin", help="write a judge-v1 pipeline pinning scorer versions (copies of their configs)")
+    pin.add_argument("--scorer", action="append", required=True, metavar="SLUG[@VERSION]|FILE.json",
+                     help="a registry scorer (current version, or @number / @id prefix) or a scorer JSON file; "
+                          "repeat for several")
+    pin.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
+    pin.add_argument("--map", action="append", default=[], metavar="VAR=SOURCE",
+                     help="where a variable comes from: attr(\"key\"), transcript, input_messages, "
+                          "output_messages, format_input_transcript(\"key\"), format_output_transcript(\"key\"), "
+                          "literal:TEXT (given to every pinned scorer that reads VAR; unmapped: the span "
+                          "attribute of its name, empty when absent)")
+    pin.add_argument("--name", required=True, help="the pipeline's name")
+    pin.add_argument("--filter", help="span filter as JSON, e.g. '{\"span_name\": \"chat *\", \"attributes\": "
+                                      "{\"service.name\": \"support\"}}' (default: GenAI chat/agent spans)")
+    pin.add_argument("--sampling-rate", type=float, default=1.0,
+                     help="share of traces judged, decided from the trace id (default 1.0)")
+    pin.add_argument("--output", "-o", required=True, help="the pipeline JSON file to write")
+    pin.set_defaults(func=_pin)
+
+    def judge_options(q: argparse.ArgumentParser) -> None:
+        q.add_argument("pipeline", help="a judge-v1 pipeline JSON file (rewardjudge pipeline pin)")
+        q.add_argument("--judge", required=True, help=JUDGE_HELP)
+        q.add_argument("--judge-model", help="ask this model for every pinned version (default: each version's "
+                                             "own config.model, by name, on the --judge server)")
+        q.add_argument("--output", "-o", required=True, help="output folder (results.jsonl; rerun to resume)")
+        q.add_argument("--keep-prompts", action="store_true",
+                       help="also keep each rendered judge prompt (it holds the span's text)")
+        q.add_argument("--retry-unscored", action="store_true", help="judge again results left unscored")
+        q.add_argument("--batch-size", type=int, default=64, help="spans judged together (default 64)")
+        q.add_argument("--concurrency", type=int, default=None, help="judge requests in flight (default 64)")
+        q.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
+        q.add_argument("--max-retries", type=int, default=3, help="retries per judge request")
+        q.add_argument("--structured-output", choices=("json_schema", "json_object", "none"),
+                       default="json_schema", help="how the reply schema is requested from a URL judge")
+
+    run = psub.add_parser("run", help="judge the spans of OTLP files (JSON or protobuf)")
+    judge_options(run)
+    run.add_argument("spans", nargs="+", help="OTLP files (.json/.jsonl, .pb/.binpb, optionally .gz)")
+    run.add_argument("--format", choices=("json", "protobuf"), help="the files' encoding (default: from each "
+                                                                      "file's name, else its first bytes)")
+    run.set_defaults(func=_run)
+
+    rec = psub.add_parser("receive", help="an OTLP/HTTP receiver (POST /v1/traces) judging what it receives")
+    judge_options(rec)
+    rec.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this "
+                                                          "machine only)")
+    rec.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's)")
+    rec.add_argument("--token", help=f"bearer token required on /v1/traces (default ${TOKEN_ENV})")
+    rec.add_argument("--max-pending", type=int, default=10_000,
+                     help="selected spans waiting for the judge; beyond, 503 with Retry-After (default 10000)")
+    rec.add_argument("--max-body", type=int, default=16 << 20, help="largest request body (default 16 MiB)")
+    rec.add_argument("--drain-timeout", type=float, default=120.0,
+                     help="seconds SIGTERM waits for queued spans to be judged (default 120)")
+    rec.set_defaults(func=_receive)
+
+
+# --------------------------------------------------------------------------
+def _split_map(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        var, sep, source = item.partition("=")
+        if not sep or not var.strip():
+            raise ConfigError(f"--map {item!r}: write VAR=SOURCE, e.g. product='attr(\"app.product\")'")
+        out[var.strip()] = source.strip()
+    return out
+
+
+def _pin(args: argparse.Namespace) -> int:
+    from ..scorers import Scorer
+    from ..scorers._builtins import BUILTIN_NAMES
+    from ..scorers._cli import _registry
+    from ._pipeline import JudgeConfig, PipelineConfig, SpanFilter
+
+    mapping = _split_map(args.map)
+    configs = []
+    for ref in args.scorer:
+        if ref.endswith(".json") and os.path.exists(ref):
+            with open(ref, encoding="utf-8") as f:
+                scorer, version = Scorer.from_dict(json.load(f)), None
+        else:
+            slug, _, version = ref.partition("@")
+            scorer = _registry(args).get(slug)
+            version = _registry(args).version(slug, version or None).number
+        wanted = set(scorer.variables) | BUILTIN_NAMES
+        configs.append(JudgeConfig.pin(scorer, {k: v for k, v in mapping.items() if k in wanted}, version=version))
+    unused = set(mapping) - {k for c in configs for k in c.mapping}
+    if unused:
+        raise ConfigError(f"--map names {sorted(unused)}, which no pinned scorer reads")
+    try:
+        flt = SpanFilter.from_dict(json.loads(args.filter)) if args.filter else SpanFilter.from_dict(None)
+    except ValueError as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"--filter is not JSON: {exc}") from None
+    pipeline = PipelineConfig(args.name, configs, flt, args.sampling_rate)
+    pipeline.save(args.output)
+    for c in configs:
+        print(f"pinned {c.label} version {c.scorer_version_number or '?'} ({c.scorer_version[:12]}) "
+              f"mapping {c.binding.mapping}")
+    print(f"wrote {args.output}")
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def _judges(args: argparse.Namespace, pipeline: Any):
+    """The judge for each pinned version: one model per config.model on a URL
+    server, or one model for all (--judge-model, embedded, torch)."""
+    from ..evaluate._cli import _judge, _served_models
+
+    if args.judge_model or not args.judge.startswith(("http://", "https://")):
+        async with _judge(args) as model:
+            yield model, True
+        return
+    from ..models import OpenAIModel
+
+    names = sorted({c.config.model for c in pipeline.pipeline_configs})
+    served = _served_models(args.judge, args.timeout)
+    missing = [n for n in names if served is not None and n not in served]
+    if missing:
+        raise ConfigError(f"the judge at {args.judge} does not serve {missing} (the pinned versions' model); it "
+                          f"lists {served}: pass --judge-model NAME to run them on another model")
+    async with contextlib.AsyncExitStack() as stack:
+        models = {}
+        for n in names:
+            models[n] = await stack.enter_async_context(OpenAIModel(
+                args.judge, n, max_concurrency=args.concurrency or 64, timeout=args.timeout,
+                max_retries=args.max_retries, structured_output=args.structured_output))
+        yield models, False
+
+
+def _report(run: Any) -> int:
+    print(run)
+    print(f"results: {run.output / 'results.jsonl'}")
+    statuses: dict[str, int] = {}
+    for t in run.tallies.values():
+        for k, v in t.statuses.items():
+            statuses[k] = statuses.get(k, 0) + v
+    total = sum(statuses.values())
+    if total and statuses.get("unscored", 0) == total:
+        print("every result is unscored (the judge failed): fix it, then rerun with --retry-unscored",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
+async def _arun(args: argparse.Namespace) -> int:
+    from ._otlp import read_otlp_file
+    from ._pipeline import PipelineConfig
+    from ._runner import arun_pipeline
+
+    pipeline = PipelineConfig.load(args.pipeline)
+    for path in args.spans:
+        if not os.path.exists(path):
+            raise ConfigError(f"no such spans file: {path}")
+
+    def spans():
+        for path in args.spans:
+            yield from read_otlp_file(path, args.format)
+
+    async with _judges(args, pipeline) as (judge, override):
+        run = await arun_pipeline(pipeline, spans(), judge, output_dir=args.output, keep_prompts=args.keep_prompts,
+                                  retry_unscored=args.retry_unscored, allow_model_override=override,
+                                  batch_size=args.batch_size)
+    return _report(run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return asyncio.run(_arun(args))
+
+
+async def _areceive(args: argparse.Namespace) -> int:
+    from ._pipeline import PipelineConfig
+    from ._receiver import OtlpReceiver
+    from ._runner import SpanJudge
+
+    pipeline = PipelineConfig.load(args.pipeline)
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    async with _judges(args, pipeline) as (judge, override):
+        sj = SpanJudge(pipeline, judge, output_dir=args.output, keep_prompts=args.keep_prompts,
+                       retry_unscored=args.retry_unscored, allow_model_override=override)
+        receiver = OtlpReceiver(sj, token=token, max_body=args.max_body, max_pending=args.max_pending,
+                                batch_size=args.batch_size)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            url = await receiver.start(args.host, args.port)
+        except OSError as exc:
+            sj.close()
+            raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+        print(f"rewardjudge pipeline: {pipeline.name} receiving OTLP/HTTP at {url}/v1/traces (GenAI semconv "
+              f"v{SEMCONV_VERSION}){'; bearer token required' if token else ''}", file=sys.stderr, flush=True)
+        await stop.wait()
+        print("rewardjudge pipeline: judging the spans already received...", file=sys.stderr, flush=True)
+        drained = await receiver.stop(args.drain_timeout)
+    _report(sj.run)
+    return 0 if drained else 1
+
+
+def _receive(args: argparse.Namespace) -> int:
+    return asyncio.run(_areceive(args))

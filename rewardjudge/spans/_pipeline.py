@@ -1,0 +1,300 @@
+"""A ``judge-v1`` pipeline: which spans, how many traces, which pinned scorer versions.
+
+The JSON form::
+
+    {"name": "support-live", "type": "judge-v1",
+     "filter": {"span_name": "chat *", "attributes": {"gen_ai.operation.name": "chat"}},
+     "sampling_rate": 0.25,
+     "pipeline_configs": [
+        {"scorer": "helpfulness-1a2b3c4d", "scorer_name": "Helpfulness",
+         "scorer_version": "<sha-256 of the config>", "scorer_version_number": 1,
+         "config": {...a copy of that version's config...},
+         "mapping": {"product": "attr(\\"app.product\\")"}}]}
+
+Each pipeline config holds a *copy* of one scorer version's config, so later
+edits to the scorer never reach a running pipeline; ``scorer_version`` names
+the version it runs and is checked against the copy (an edited copy is
+refused). To roll out a new version, pin again (``JudgeConfig.pin``,
+``rewardjudge pipeline pin``).
+
+A mapping value is one of the scorer document's names, or a binding source
+(``rewardjudge.scorers``):
+
+==================================  =============================================
+``attr("key")``                     the span attribute ``key`` (``metadata:key``)
+``transcript``                      input and output messages, ``role: text`` lines
+``input_messages`` / ``output_messages``  the span's input / output messages
+``format_input_transcript("key")``  attribute ``key`` as input messages
+``format_output_transcript("key")`` attribute ``key`` as output messages
+``literal:<text>``, ``turn:...``    as in a scorer binding
+==================================  =============================================
+
+A variable left unmapped reads the span attribute of its own name; absent on
+the span, it renders empty (``{% if product %}...{% endif %}`` keeps the
+prompt clean).
+
+Sampling is per trace (``trace_sampled``): every span of a trace is judged,
+or none, and the same on every rerun.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from ..scorers import ScorerBinding, ScorerConfig
+from ._otlp import Span
+
+__all__ = ["JUDGE_V1", "DEFAULT_FILTER", "JudgeConfig", "PipelineConfig", "SpanFilter", "source_of",
+           "trace_sampled"]
+
+JUDGE_V1 = "judge-v1"
+#: GenAI inference and agent spans (``gen_ai.operation.name``)
+DEFAULT_FILTER = {"attributes": {"gen_ai.operation.name": ["chat", "text_completion", "generate_content",
+                                                           "invoke_agent"]}}
+_CALL = re.compile(r"""^\s*(attr|format_input_transcript|format_output_transcript)\s*\(\s*(?:"([^"]*)"|'([^']*)')\s*\)\s*$""")
+_CALL_KIND = {"attr": "metadata", "format_input_transcript": "input_messages",
+              "format_output_transcript": "output_messages"}
+
+
+def source_of(value: Any, variable: str = "?") -> str:
+    """A binding source for a mapping value written in the document's names."""
+    if not isinstance(value, str):
+        raise ConfigError(f"mapping for {variable!r} must be a string such as 'attr(\"key\")' or "
+                          f"'transcript', got {value!r:.60}")
+    m = _CALL.match(value)
+    if m:
+        key = m.group(2) if m.group(2) is not None else m.group(3)
+        if not key:
+            raise ConfigError(f"mapping for {variable!r}: {m.group(1)}() needs an attribute key")
+        return f"{_CALL_KIND[m.group(1)]}:{key}"
+    if value.lstrip().startswith(("attr(", "format_input_transcript(", "format_output_transcript(")):
+        raise ConfigError(f"mapping for {variable!r}: {value!r:.80} is not understood; write one quoted key, "
+                          f"e.g. attr(\"app.product\") or format_input_transcript(\"gen_ai.input.messages\")")
+    return value.strip()
+
+
+# --------------------------------------------------------------------------
+# sampling
+# --------------------------------------------------------------------------
+_RANDOM_BITS = 56
+
+
+def trace_sampled(trace_id: str, rate: float) -> bool:
+    """Whether a trace is in a sample of ``rate`` (0..1): decided by the trace
+    id alone, so a trace is judged whole or not at all, the same on every run.
+
+    The rule is OpenTelemetry's consistent probability sampling: the id's
+    rightmost 56 bits (W3C Trace Context level 2's random part) compared with
+    the threshold ``(1 - rate) * 2**56``. Samples nest: a trace in the 10 %
+    sample is in the 50 % sample too.
+
+    >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0), trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 0.0)
+    (True, False)
+    """
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    randomness = int(trace_id[-14:] or "0", 16)
+    return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
+
+
+def _rate(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"sampling_rate must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------
+# filter
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpanFilter:
+    """Which spans a pipeline judges; every condition given must hold.
+
+    * ``span_name``: a glob (``"chat *"``) or a list of globs, one must match;
+    * ``attributes``: ``{key: value}``, the span's attribute (else its
+      resource's, e.g. ``service.name``) equal to ``value``, to one of a list
+      of values, or present at all with ``"*"``;
+    * ``has_messages``: the span records output messages (default True: a
+      span without an answer has nothing to judge).
+    """
+
+    span_name: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, Any], ...] = ()
+    has_messages: bool = True
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "SpanFilter":
+        data = dict(DEFAULT_FILTER if data is None else data)
+        unknown = sorted(set(data) - {"span_name", "attributes", "has_messages"})
+        if unknown:
+            raise ConfigError(f"filter: unknown key(s) {unknown}; allowed: span_name, attributes, has_messages")
+        names = data.get("span_name") or ()
+        names = (names,) if isinstance(names, str) else tuple(names)
+        attrs = data.get("attributes") or {}
+        if not isinstance(attrs, Mapping) or not all(isinstance(n, str) for n in names):
+            raise ConfigError("filter: span_name is a glob or a list of globs; attributes an object")
+        return cls(names, tuple((str(k), tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()),
+                   bool(data.get("has_messages", True)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"span_name": list(self.span_name),
+                "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in self.attributes},
+                "has_messages": self.has_messages}
+
+    def __call__(self, span: Span) -> bool:
+        if self.span_name and not any(fnmatch.fnmatchcase(span.name, g) for g in self.span_name):
+            return False
+        for key, want in self.attributes:
+            got = span.get(key)
+            if want == "*":
+                if got is None:
+                    return False
+            elif isinstance(want, tuple):
+                if got not in want:
+                    return False
+            elif got != want:
+                return False
+        if self.has_messages:
+            from ._otlp import OUTPUT_MESSAGES, message_attributes
+
+            return OUTPUT_MESSAGES in message_attributes(span)
+        return True
+
+
+# --------------------------------------------------------------------------
+# pinned scorer versions
+# --------------------------------------------------------------------------
+@dataclass
+class JudgeConfig:
+    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy),
+    the version it is (``scorer_version``, checked) and the variable mapping."""
+
+    config: ScorerConfig
+    scorer_version: str
+    mapping: dict[str, str] = field(default_factory=dict)
+    scorer: str | None = None           # the registry slug, when pinned from one
+    scorer_name: str = "scorer"
+    scorer_version_number: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, ScorerConfig):
+            self.config = ScorerConfig.from_dict(self.config)
+        if self.config.version_id != self.scorer_version:
+            raise ConfigError(f"pipeline config for {self.scorer or self.scorer_name!r} pins scorer_version "
+                              f"{str(self.scorer_version)[:12]} but its config hashes to "
+                              f"{self.config.version_id[:12]}: the copy was edited; pin the version again")
+        if not isinstance(self.mapping, Mapping):
+            raise ConfigError("a pipeline config's mapping is an object: variable -> source")
+        self.binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
+                                     scorer_name=self.scorer_name, scorer_slug=self.scorer)
+
+    @classmethod
+    def pin(cls, scorer: Any, mapping: Mapping[str, str] | None = None, *,
+            version: int | str | None = None) -> "JudgeConfig":
+        """Pin a ``Scorer`` (its current version, or ``version``: a number or id
+        from its history) with ``mapping``; the config is copied."""
+        config, number = scorer.config, scorer.version_number
+        if version is not None:
+            found = [v for v in scorer.history if v.number == version or v.id == version]
+            if not found:
+                raise ConfigError(f"scorer {scorer.slug or scorer.name!r} has no version {version!r}")
+            config, number = found[-1].config, found[-1].number
+        return cls(ScorerConfig.from_dict(config.to_dict()), config.version_id, dict(mapping or {}),
+                   scorer=scorer.slug, scorer_name=scorer.name, scorer_version_number=number)
+
+    @property
+    def label(self) -> str:
+        return self.scorer or self.scorer_name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": JUDGE_V1, "scorer": self.scorer, "scorer_name": self.scorer_name,
+                "scorer_version": self.scorer_version, "scorer_version_number": self.scorer_version_number,
+                "config": self.config.to_dict(), "mapping": dict(self.mapping)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "JudgeConfig":
+        if not isinstance(data, Mapping) or "config" not in data or "scorer_version" not in data:
+            raise ConfigError("a pipeline config needs 'config' (the pinned copy) and 'scorer_version'")
+        if data.get("type", JUDGE_V1) != JUDGE_V1:
+            raise ConfigError(f"pipeline config type must be {JUDGE_V1!r}, got {data.get('type')!r}")
+        unknown = sorted(set(data) - {"type", "scorer", "scorer_name", "scorer_version",
+                                      "scorer_version_number", "config", "mapping"})
+        if unknown:
+            raise ConfigError(f"pipeline config: unknown key(s) {unknown}")
+        return cls(data["config"], data["scorer_version"], dict(data.get("mapping") or {}),
+                   scorer=data.get("scorer"), scorer_name=data.get("scorer_name") or data.get("scorer") or "scorer",
+                   scorer_version_number=data.get("scorer_version_number"))
+
+
+@dataclass
+class PipelineConfig:
+    """A ``judge-v1`` live evaluation: ``name``, ``filter``, ``sampling_rate``
+    and its ``pipeline_configs`` (each a pinned scorer version)."""
+
+    name: str
+    pipeline_configs: list[JudgeConfig]
+    filter: SpanFilter = field(default_factory=lambda: SpanFilter.from_dict(None))
+    sampling_rate: float = 1.0
+    type: str = JUDGE_V1
+
+    def __post_init__(self) -> None:
+        if self.type != JUDGE_V1:
+            raise ConfigError(f"the only pipeline type is {JUDGE_V1!r}, got {self.type!r}")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError("a pipeline needs a name")
+        if not self.pipeline_configs:
+            raise ConfigError("a pipeline needs at least one pipeline config (a pinned scorer version)")
+        if isinstance(self.filter, Mapping) or self.filter is None:
+            self.filter = SpanFilter.from_dict(self.filter)
+        self.sampling_rate = _rate(self.sampling_rate)
+        seen = set()
+        for c in self.pipeline_configs:
+            if (c.label, c.scorer_version) in seen:
+                raise ConfigError(f"scorer {c.label!r} version {c.scorer_version[:12]} is pinned twice")
+            seen.add((c.label, c.scorer_version))
+
+    def wants(self, span: Span) -> bool:
+        """The span passes the filter and its trace is in the sample."""
+        return trace_sampled(span.trace_id, self.sampling_rate) and self.filter(span)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "filter": self.filter.to_dict(),
+                "sampling_rate": self.sampling_rate,
+                "pipeline_configs": [c.to_dict() for c in self.pipeline_configs]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a pipeline must be an object, got {type(data).__name__}")
+        unknown = sorted(set(data) - {"name", "type", "filter", "sampling_rate", "pipeline_configs"})
+        if unknown:
+            raise ConfigError(f"pipeline: unknown key(s) {unknown}; expected name, type, filter, sampling_rate, "
+                              f"pipeline_configs")
+        configs = data.get("pipeline_configs")
+        if not isinstance(configs, list):
+            raise ConfigError("pipeline_configs must be a list of pinned scorer versions")
+        return cls(data.get("name", ""), [JudgeConfig.from_dict(c) for c in configs],
+                   SpanFilter.from_dict(data.get("filter")), data.get("sampling_rate", 1.0),
+                   data.get("type", JUDGE_V1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PipelineConfig":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"cannot read pipeline {path}: {exc}") from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

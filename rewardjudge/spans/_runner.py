@@ -1,0 +1,333 @@
+"""Judging spans: one result per span and pinned scorer version, journaled.
+
+The output folder holds ``results.jsonl``: one line per result, appended as
+each is made (one ``write`` on an ``O_APPEND`` file, as ``eval``'s journal),
+so a stopped run keeps every result it finished. A rerun reads the file a
+line at a time, keeps 8 bytes per result (a digest of trace id, span id and
+scorer version, in a sorted array) and judges only what is not there: a
+resumed run of any size is flat in memory. ``retry_unscored`` judges again
+the results a judge failure left unscored (their new line comes later; the
+last line of a key wins).
+
+A result keeps ids, scores, labels and explanations; spans carry user text,
+so the rendered prompt is kept only with ``keep_prompts=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterable, Iterable, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluate._journal import Journal
+from ..grade import Grade
+from ._otlp import SEMCONV_VERSION, Span, span_thread
+from ._pipeline import JudgeConfig, PipelineConfig
+
+__all__ = ["PipelineRun", "SpanJudge", "arun_pipeline", "result_key", "run_pipeline"]
+
+log = logging.getLogger("rewardjudge")
+RESULTS = "results.jsonl"
+
+
+def result_key(trace_id: str, span_id: str, scorer_version: str) -> int:
+    """64-bit digest of a result's identity (trace, span, scorer version)."""
+    digest = hashlib.sha256(f"{trace_id}:{span_id}:{scorer_version}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+class _Seen:
+    """A set of 64-bit keys at 8 bytes each: a sorted array, plus a small set
+    merged into it when it grows."""
+
+    MERGE_AT = 65_536
+
+    def __init__(self) -> None:
+        self._base = np.empty(0, dtype=np.uint64)
+        self._new: set[int] = set()
+
+    def add(self, key: int) -> None:
+        self._new.add(key)
+        if len(self._new) >= self.MERGE_AT:
+            self._merge()
+
+    def _merge(self) -> None:
+        self._base = np.union1d(self._base, np.fromiter(self._new, dtype=np.uint64, count=len(self._new)))
+        self._new.clear()
+
+    def __contains__(self, key: int) -> bool:
+        if key in self._new:
+            return True
+        i = int(np.searchsorted(self._base, np.uint64(key)))
+        return i < len(self._base) and int(self._base[i]) == key
+
+    def __len__(self) -> int:
+        return len(self._base) + len(self._new)
+
+
+@dataclass
+class _Tally:
+    """What one scorer version's results add up to (bounded: counts and sums)."""
+
+    statuses: Counter = field(default_factory=Counter)
+    labels: Counter = field(default_factory=Counter)
+    score_sum: float = 0.0
+    score_n: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.statuses[record["status"]] += 1
+        if record.get("score_label") is not None:
+            self.labels[record["score_label"]] += 1
+        if isinstance(record.get("score_value"), (int, float)):
+            self.score_sum += record["score_value"]
+            self.score_n += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        n = sum(self.labels.values())
+        return {"statuses": dict(self.statuses), "labels": dict(self.labels),
+                "label_shares": {k: v / n for k, v in self.labels.items()} if n else {},
+                "mean_score": self.score_sum / self.score_n if self.score_n else None}
+
+
+@dataclass
+class PipelineRun:
+    """Counts of a run: spans read, selected (filter and sample), results made
+    now and found done, per scorer version tallies, and the results themselves
+    when no output folder was given."""
+
+    spans_read: int = 0
+    spans_selected: int = 0
+    judged_now: int = 0
+    already_done: int = 0
+    tallies: dict[str, _Tally] = field(default_factory=dict)
+    results: list[dict[str, Any]] | None = None
+    output: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spans_read": self.spans_read, "spans_selected": self.spans_selected,
+                "judged_now": self.judged_now, "already_done": self.already_done,
+                "semconv": SEMCONV_VERSION, "scorers": {k: t.to_dict() for k, t in self.tallies.items()}}
+
+    def __str__(self) -> str:
+        lines = [f"spans read: {self.spans_read}  selected: {self.spans_selected}  judged now: "
+                 f"{self.judged_now}  already done: {self.already_done}"]
+        for key, t in self.tallies.items():
+            d = t.to_dict()
+            mean = f"  mean score {d['mean_score']:.3f}" if d["mean_score"] is not None else ""
+            labels = f"  labels {d['labels']}" if d["labels"] else ""
+            lines.append(f"  {key}: {d['statuses']}{mean}{labels}")
+        return "\n".join(lines)
+
+
+def _score_value(grade: Grade) -> float | None:
+    score = grade.extra.get("score")
+    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+
+
+def _record(span: Span, pipeline: str, jc: JudgeConfig, grade: Grade, prompt: str | None) -> dict[str, Any]:
+    scored = grade.status == "scored"
+    out = {"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_span_id or None,
+           "span_name": span.name, "pipeline": pipeline, "scorer": jc.label,
+           "scorer_version": jc.scorer_version, "scorer_version_number": jc.scorer_version_number,
+           "status": grade.status, "score_value": _score_value(grade) if scored else None,
+           "score_label": grade.extra.get("label") if scored else None,
+           "explanation": grade.reasoning if scored else None, "value": grade.value if scored else None,
+           "error": grade.error, "judge_model": grade.extra.get("judge_model"),
+           "missing_variables": grade.extra.get("missing_variables", []), "attempts": grade.attempts,
+           "latency_s": grade.latency_s, "usage": grade.usage or None,
+           "judged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if prompt is not None:
+        out["prompt"] = prompt
+    return out
+
+
+class SpanJudge:
+    """Judges spans for one pipeline into one output folder (or memory).
+
+    ``judge``: an ``InferenceModel`` for every pinned version, or a mapping
+    from a config's ``model`` name to the model asking for it.
+    ``allow_model_override``: run versions on a judge of another model name
+    (the results record ``judge_model``).
+    """
+
+    def __init__(self, pipeline: PipelineConfig, judge: Any, *, output_dir: str | os.PathLike | None = None,
+                 keep_prompts: bool = False, retry_unscored: bool = False, allow_model_override: bool = False,
+                 reply_retries: int = 1):
+        self.pipeline = pipeline
+        self.keep_prompts = keep_prompts
+        self.graders = []
+        for jc in pipeline.pipeline_configs:
+            model = judge.get(jc.config.model) if isinstance(judge, Mapping) else judge
+            if model is None:
+                raise ConfigError(f"no judge for model {jc.config.model!r} (scorer {jc.label!r})")
+            self.graders.append((jc, jc.binding.grader(model, mode="eval", reply_retries=reply_retries,
+                                                       allow_model_override=allow_model_override)))
+        self.run = PipelineRun(results=[] if output_dir is None else None,
+                               output=Path(output_dir) if output_dir is not None else None)
+        self.seen = _Seen()
+        self.journal: Journal | None = None
+        self._lock_fd: int | None = None
+        if output_dir is not None:
+            out = Path(output_dir)
+            out.mkdir(parents=True, exist_ok=True)
+            self._lock(out)
+            self._scan(out / RESULTS, retry_unscored)
+            self.journal = Journal(out / RESULTS)
+
+    def _lock(self, out: Path) -> None:
+        import fcntl
+
+        fd = os.open(out / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ConfigError(f"another pipeline run is writing to {out}; wait for it or use another folder") \
+                from None
+        self._lock_fd = fd
+
+    def _scan(self, path: Path, retry_unscored: bool) -> None:
+        """Index finished results (a torn last line is cut away and judged again)."""
+        if not path.exists():
+            return
+        offset = 0
+        with open(path, "rb") as f:
+            for n, line in enumerate(f, 1):
+                start, offset = offset, offset + len(line)
+                if not line.endswith(b"\n"):
+                    log.warning("%s: dropping a torn last line; that result is judged again", path)
+                    with open(path, "r+b") as w:
+                        w.truncate(start)
+                    break
+                try:
+                    rec = json.loads(line)
+                    key = result_key(rec["trace_id"], rec["span_id"], rec["scorer_version"])
+                except (ValueError, KeyError, TypeError):
+                    log.warning("%s line %d is unreadable; that result is judged again", path, n)
+                    continue
+                if not (retry_unscored and rec.get("status") == "unscored"):
+                    self.seen.add(key)
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def wants(self, span: Span) -> bool:
+        self.run.spans_read += 1
+        if not self.pipeline.wants(span):
+            return False
+        self.run.spans_selected += 1
+        return True
+
+    def _prompt(self, grader: Any, thread: Any) -> str | None:
+        try:
+            return grader.render(grader.neutralized(thread))[0]
+        except Exception:  # a completion the binding cannot read: the grade says why
+            return None
+
+    async def judge_spans(self, spans: list[Span]) -> None:
+        """Judge selected spans with every pinned version (skipping done results)."""
+        threads: dict[int, Any] = {}
+        broken: dict[int, str] = {}
+        for i, span in enumerate(spans):
+            try:
+                threads[i] = span_thread(span)
+            except ConfigError as exc:
+                broken[i] = f"unreadable span: {exc}"
+
+        async def one(jc: JudgeConfig, grader: Any) -> list[tuple[int, Grade]]:
+            todo = []
+            for i, span in enumerate(spans):
+                if result_key(span.trace_id, span.span_id, jc.scorer_version) in self.seen:
+                    self.run.already_done += 1
+                else:
+                    todo.append(i)
+            ok = [i for i in todo if i in threads]
+            grades = await grader.grade_batch([threads[i] for i in ok]) if ok else []
+            out = list(zip(ok, grades))
+            out += [(i, grader.unscored(broken[i])) for i in todo if i in broken]
+            return out
+
+        per_config = await asyncio.gather(*(one(jc, g) for jc, g in self.graders))
+        for (jc, grader), done in zip(self.graders, per_config):
+            for i, grade in done:
+                span = spans[i]
+                prompt = self._prompt(grader, threads[i]) if self.keep_prompts and i in threads else None
+                self._write(_record(span, self.pipeline.name, jc, grade, prompt))
+
+    def _write(self, record: dict[str, Any]) -> None:
+        key = result_key(record["trace_id"], record["span_id"], record["scorer_version"])
+        if self.journal is not None:
+            self.journal.append(record)
+        else:
+            self.run.results.append(record)
+        self.seen.add(key)
+        self.run.judged_now += 1
+        label = f"{record['scorer']}@{record['scorer_version'][:12]}"
+        self.run.tallies.setdefault(label, _Tally()).add(record)
+
+
+async def _aiter(spans: Iterable[Span] | AsyncIterable[Span]):
+    if hasattr(spans, "__aiter__"):
+        async for s in spans:
+            yield s
+    else:
+        for s in spans:
+            yield s
+
+
+async def arun_pipeline(pipeline: PipelineConfig, spans: Iterable[Span] | AsyncIterable[Span], judge: Any, *,
+                        output_dir: str | os.PathLike | None = None, keep_prompts: bool = False,
+                        retry_unscored: bool = False, allow_model_override: bool = False,
+                        batch_size: int = 64) -> PipelineRun:
+    """Judge the selected spans of ``spans`` (e.g. ``read_otlp_file(path)``)
+    with every pinned version of ``pipeline``; see ``SpanJudge``. Spans are
+    taken ``batch_size`` at a time. With ``output_dir``, results go to its
+    ``results.jsonl`` (a rerun resumes); without, to ``run.results``."""
+    if batch_size < 1:
+        raise ConfigError("batch_size must be >= 1")
+    sj = SpanJudge(pipeline, judge, output_dir=output_dir, keep_prompts=keep_prompts,
+                   retry_unscored=retry_unscored, allow_model_override=allow_model_override)
+    try:
+        chunk: list[Span] = []
+        async for span in _aiter(spans):
+            if sj.wants(span):
+                chunk.append(span)
+            if len(chunk) >= batch_size:
+                await sj.judge_spans(chunk)
+                chunk = []
+        if chunk:
+            await sj.judge_spans(chunk)
+    finally:
+        sj.close()
+    return sj.run
+
+
+def run_pipeline(pipeline: PipelineConfig, spans: Iterable[Span], judge: Any, **kwargs: Any) -> PipelineRun:
+    """``arun_pipeline`` from synchronous code (also inside a running loop)."""
+    from .._sync import run_sync
+
+    return run_sync(arun_pipeline(pipeline, spans, judge, **kwargs))
+
+
+def read_results(output_dir: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Every result line of an output folder, one at a time (a key judged again
+    with ``retry_unscored`` has several lines: the last one wins)."""
+    path = Path(output_dir) / RESULTS
+    with open(path, "rb") as f:
+        for line in f:
+            if line.endswith(b"\n") and line.strip():
+                yield json.loads(line)
