@@ -7,8 +7,11 @@ into its judge prompt, and asks the judge for PASS/FAIL. Each step samples
 ``--group-size`` completions per prompt, grades them in one concurrent batch,
 turns the grades into rewards and a mask (``rewards_tensor``), computes GRPO
 advantages that ignore unscored completions (``group_normalize``), takes one
-policy-gradient step, and prints the judge-health metrics (``judge_health``)
-as one JSON line.
+policy-gradient step, prints one line (reward mean, share of groups whose
+rewards differ, unscored rate, judge p50 latency, loss) and appends the full
+metrics, judge health included (``judge_health``), to a JSONL file
+(``--metrics``, default ``OUTPUT_DIR/metrics.jsonl``; ``OUTPUT_DIR`` defaults
+to ``runs/grpo_torch-<time>``).
 
 Decoding (``--decoding``):
 
@@ -23,7 +26,8 @@ Launch commands:
 
     # CPU, the embedded judge (SmolLM2-135M on llama.cpp's server), a tiny random policy
     python recipes/grpo_torch.py --steps 4
-    # CPU, the scripted judge (no server; PASS when the reference is in the answer), 10% judge failures
+    # CPU, the scripted judge (no server; PASS when the reference, or half its letter pairs, is in
+    # the answer: partial credit that an untrained policy sometimes earns), 10% judge failures
     python recipes/grpo_torch.py --judge scripted --judge-fail-rate 0.1 --steps 4
     # CPU, free-form JSON from the tiny policy after a supervised warm-up on gold answers
     python recipes/grpo_torch.py --judge scripted --decoding free --sft-steps 60 --steps 4
@@ -33,8 +37,6 @@ Launch commands:
     python recipes/grpo_torch.py --device cuda --policy /models/Qwen2.5-0.5B-Instruct \\
         --judge-url http://judge:8000/v1 --judge-model Qwen/Qwen2.5-7B-Instruct \\
         --steps 200 --prompts-per-step 16 --group-size 8 --max-new-tokens 64 --lr 1e-6
-
-``--log-jsonl FILE`` also writes each step's metrics to a file.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import argparse
 import asyncio
 import inspect
 import json
+import os
 import random
 import sys
 import time
@@ -85,18 +88,54 @@ Is this answer correct, complete, and well-articulated?"""
 
 CONFIDENCES = ("high", "medium", "low")
 
+#: the plain-text task (``make_grader(judge, structured=False)``): the policy answers in
+#: words and the judge reads the completion as it is; no JSON to get wrong
+PLAIN_INSTRUCTIONS = "Answer the question in a few words."
 
-def make_grader(judge) -> TemplatedPromptJudgeGrader:
-    """The cookbook's structured-output grader, with the reference answer from metadata."""
+PLAIN_JUDGE_USER_TEMPLATE = """Question:
+{{last_user_turn_content}}
+
+Reference answer:
+{{metadata.reference}}
+
+Model answer:
+{{completion}}
+
+Is this answer correct, complete, and well-articulated?"""
+
+
+def make_grader(judge, structured: bool = True) -> TemplatedPromptJudgeGrader:
+    """The cookbook's grader, with the reference answer from metadata:
+    ``structured`` parses the completion as ``AnalysisOutput`` JSON (malformed
+    JSON is penalized without asking the judge); otherwise the judge reads
+    the completion as plain text."""
     return TemplatedPromptJudgeGrader(
         grader_key="analysis-grader", model=judge, system_template=JUDGE_SYSTEM_PROMPT,
-        user_template=JUDGE_USER_TEMPLATE, output_model=BinaryJudgeOutput, temperature=0.0,
-        completion_model=AnalysisOutput, max_tokens=200)
+        user_template=JUDGE_USER_TEMPLATE if structured else PLAIN_JUDGE_USER_TEMPLATE,
+        output_model=BinaryJudgeOutput, temperature=0.0,
+        completion_model=AnalysisOutput if structured else None, max_tokens=200)
+
+
+def _bigrams(text: str) -> set[str]:
+    text = text.lower()
+    return {text[i:i + 2] for i in range(len(text) - 1)} or {text}
+
+
+def lenient_verdict(reference: str, answer: str) -> tuple[bool, str]:
+    """The scripted judge's rubric: PASS when the reference is in the answer,
+    or (partial credit, so that an untrained policy gets a reward that differs
+    between its samples) when at least half of the reference's letter pairs
+    appear in it."""
+    if reference.lower() in answer.lower():
+        return True, "reference found"
+    want = _bigrams(reference)
+    found = sum(b in answer.lower() for b in want)
+    return 2 * found >= len(want), f"{found} of {len(want)} reference letter pairs found"
 
 
 def scripted_judge(fail_rate: float, seed: int):
-    """A judge without a model: PASS when the reference appears in the answer;
-    ``fail_rate`` of the requests fail with HTTP 503 (unscored grades)."""
+    """A judge without a model, grading by ``lenient_verdict``; ``fail_rate``
+    of the requests fail with HTTP 503 (unscored grades)."""
     from rewardjudge.testing import ScriptedModel
 
     rng = random.Random(seed)
@@ -106,12 +145,76 @@ def scripted_judge(fail_rate: float, seed: int):
             return JudgeHTTPError(503, "scripted outage")
         text = messages[-1]["content"]
         reference = text.split("Reference answer:\n", 1)[1].split("\n", 1)[0]
-        answer = text.split("Model answer:\n", 1)[1].split("\n\nConfidence:", 1)[0]
-        ok = reference.lower() in answer.lower()
-        return json.dumps({"reasoning": "reference found" if ok else "reference missing",
-                           "score": "PASS" if ok else "FAIL"})
+        answer = text.split("Model answer:\n", 1)[1]
+        for tail in ("\n\nConfidence:", "\n\nIs this answer"):
+            if tail in answer:
+                answer = answer.rsplit(tail, 1)[0]
+                break
+        ok, why = lenient_verdict(reference, answer)
+        return json.dumps({"reasoning": why, "score": "PASS" if ok else "FAIL"})
 
     return ScriptedModel(reply, name="scripted-judge")
+
+
+# --------------------------------------------------------------------------
+# per-step metrics: one readable line on stdout, the full record in a JSONL file
+# --------------------------------------------------------------------------
+def group_reward_stats(rewards: torch.Tensor, mask: torch.Tensor, group_size: int) -> dict[str, float]:
+    """Within-group spread of the usable rewards (unscored ones left out): the
+    mean of the groups' standard deviations and the share of groups with some
+    spread (the groups that give a learning signal)."""
+    stds = []
+    for g in range(0, rewards.numel(), group_size):
+        r = rewards[g:g + group_size][~mask[g:g + group_size]]
+        stds.append(float(r.std(unbiased=False)) if r.numel() > 1 else 0.0)
+    return {"reward/group_std_mean": sum(stds) / len(stds) if stds else float("nan"),
+            "reward/groups_varied": sum(s > 0.0 for s in stds) / len(stds) if stds else float("nan")}
+
+
+def _fmt(value: Any, spec: str) -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    return "n/a" if value != value else format(value, spec)
+
+
+def step_line(step: int, steps: int, *, reward: Any, unscored: Any, p50: Any, loss: Any,
+              varied: Any = None, grad_norm: Any = None, seconds: Any = None) -> str:
+    """One readable line per step, e.g. ``step 1/4  reward 0.375  varied 50%
+    unscored 12%  judge-p50 0.84s  loss -0.0123  (9.1s)``: ``varied`` is the share
+    of groups whose rewards differ (the groups that give a learning signal)."""
+    pct = lambda v: _fmt(None if v is None else 100 * float(v), ".0f") + "%"  # noqa: E731
+    line = f"step {step}/{steps}  reward {_fmt(reward, '.3f')}"
+    if varied is not None:
+        line += f"  varied {pct(varied)}"
+    line += f"  unscored {pct(unscored)}  judge-p50 {_fmt(p50, '.2f')}s  loss {_fmt(loss, '.4f')}"
+    if grad_norm is not None:
+        line += f"  grad-norm {_fmt(grad_norm, '.3f')}"
+    if seconds is not None:
+        line += f"  ({_fmt(seconds, '.1f')}s)"
+    return line
+
+
+def default_output_dir(recipe: str) -> str:
+    return os.path.join("runs", f"{recipe}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+class MetricsFile:
+    """Appends one JSON record per step to ``path`` (NaN written as null)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._file = open(path, "a")
+
+    def write(self, record: dict[str, Any]) -> None:
+        clean = {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
+        self._file.write(json.dumps(clean) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
 
 
 # --------------------------------------------------------------------------
@@ -308,14 +411,15 @@ async def train(args: argparse.Namespace, judge) -> list[dict[str, Any]]:
     model, tok = load_policy(args.policy, device, dtype)
     if args.sft_steps:
         loss = await asyncio.to_thread(warmup_sft, model, tok, args.sft_steps)
-        print(json.dumps({"sft_steps": args.sft_steps, "sft_loss": loss}), flush=True)
+        print(f"warm-up: {args.sft_steps} supervised steps, loss {loss:.4f}", flush=True)
     sampler = Sampler(model, tok, args.decoding, args.max_new_tokens, args.temperature)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     grader = make_grader(judge)
     gen = torch.Generator(device=device).manual_seed(args.seed)
     order = list(range(len(QUESTIONS)))
     history: list[dict[str, Any]] = []
-    out = open(args.log_jsonl, "a") if args.log_jsonl else None
+    metrics = MetricsFile(args.metrics)
+    print(f"metrics: {args.metrics}", flush=True)
 
     def rollout(batch):
         model.eval()
@@ -357,19 +461,19 @@ async def train(args: argparse.Namespace, judge) -> list[dict[str, Any]]:
             rewards, mask = rewards_tensor(grades)
             advantages = group_normalize(rewards, mask, group_size=args.group_size)
             loss = await asyncio.to_thread(update, rolls, advantages)
-            record = {"step": step, "loss": loss, "step_s": time.perf_counter() - started,
-                      **judge_health(grades)}
+            record = {"step": step + 1, "loss": loss, "step_s": time.perf_counter() - started,
+                      **group_reward_stats(rewards, mask, args.group_size), **judge_health(grades)}
             history.append(record)
-            line = json.dumps(record, allow_nan=True)
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
+            metrics.write(record)
+            print(step_line(record["step"], args.steps, reward=record["judge/reward_mean"],
+                            varied=record["reward/groups_varied"],
+                            unscored=record["judge/unscored_rate"], p50=record["judge/latency_p50"],
+                            loss=loss, seconds=record["step_s"]), flush=True)
             if args.show:
                 for t, g in list(zip(threads, grades))[:args.show]:
                     print(f"  {g.status:<9} {g.value!s:<5} {t.completion()[:100]!r}", flush=True)
     finally:
-        if out:
-            out.close()
+        metrics.close()
     return history
 
 
@@ -396,13 +500,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log-jsonl", help="append each step's metrics to this file")
+    p.add_argument("--output-dir", help="where the run writes its files (default: runs/grpo_torch-<time>)")
+    p.add_argument("--metrics", "--log-jsonl", dest="metrics",
+                   help="append each step's full metrics (judge health included) to this JSONL file "
+                        "(default: OUTPUT_DIR/metrics.jsonl)")
     p.add_argument("--show", type=int, default=0, help="print this many graded completions per step")
     return p.parse_args(argv)
 
 
 async def amain(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parse_args(argv)
+    args.output_dir = args.output_dir or default_output_dir("grpo_torch")
+    args.metrics = args.metrics or os.path.join(args.output_dir, "metrics.jsonl")
     if args.judge_url:
         from rewardjudge.models import OpenAIModel
 
