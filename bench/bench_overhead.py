@@ -7,6 +7,7 @@ of 3 rounds), for a typical judge prompt with 1 candidate
 
 * context: the template context built from the sample
 * render: the system and user prompts rendered (plain-data conversion included)
+* seal: the request's seal (a keyed hash over every message) and its instruction
 * request: the chat-completions JSON body built and encoded
 * reply: the HTTP body parsed into a ``Completion``
 * verdict: the judge's JSON verdict parsed and validated into the output model
@@ -14,7 +15,8 @@ of 3 rounds), for a typical judge prompt with 1 candidate
 * whole grade: ``grader.grade(sample)`` end to end over a ``ScriptedModel``
   (an in-process judge that answers at once), event-loop work included;
   the two rows after it say how much of that is the ``ScriptedModel``'s own
-  ``chat`` (it records the call and counts prompt words) and one
+  ``chat`` on the request the grader sends (it records the call, counts prompt
+  words, and finds the seal in the request to write it on its reply) and one
   ``run_until_complete`` of an empty coroutine, and the row after those is
   what is left: the grader's own CPU.
 
@@ -104,6 +106,9 @@ def stages_one() -> dict[str, float]:
     next_sample, next_context = _cycle(samples), _cycle(contexts)
     sample, ctx = samples[7], contexts[7]
     messages = grader.build_messages(ctx)
+    # the request the judge gets: the seal instruction last, the wire schema
+    sent, wire_schema, _ = grader.sealed_request(messages, [ctx["completion"]])
+    next_messages = _cycle([grader.build_messages(c) for c in contexts])
     reply = _chat_reply(DEFAULT_REPLY)
     verdict = _read_verdict(DEFAULT_REPLY, grader.output_model)
 
@@ -120,8 +125,10 @@ def stages_one() -> dict[str, float]:
         loop.run_until_complete(grader.grade(next_sample()))
 
     def scripted():
+        # the scripted judge's own work on the request the grader sends (sealing its
+        # reply included): the judge's, not the grader's
         model.calls.clear()
-        _drive(model.chat(messages, grader.params, json_schema=grader._schema))
+        _drive(model.chat(sent, grader.params, json_schema=wire_schema))
 
     async def nothing():
         return None
@@ -131,7 +138,8 @@ def stages_one() -> dict[str, float]:
             "context": cpu_per_call(lambda: grader.extract_template_context(
                 next_sample(), grader.output_model, grader.template_variables)),
             "render": cpu_per_call(lambda: grader.build_messages(next_context())),
-            "request": cpu_per_call(lambda: _payload(messages, grader.params, grader._schema)),
+            "seal": cpu_per_call(lambda: grader.sealed_request(next_messages(), ())),
+            "request": cpu_per_call(lambda: _payload(sent, grader.params, wire_schema)),
             "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
             "verdict": cpu_per_call(lambda: output_value(_read_verdict(DEFAULT_REPLY,
                                                                         grader.output_model))),
@@ -176,6 +184,7 @@ def stages_eight() -> dict[str, float]:
     from rewardjudge.graders._outputs import output_value
     from rewardjudge.models._base import GenerationParams
     from rewardjudge.models._openai_compat import _parse_chat_body
+    from rewardjudge.readouts._seal import Sealer, json_instruction, seal_messages
     from rewardjudge.templates import Template
 
     template = Template(MULTI_TEMPLATE, name="multi")
@@ -200,16 +209,24 @@ def stages_eight() -> dict[str, float]:
     distinct = [{**ctx, "candidates": [{"id": cid, "text": pool[k + j]} for j, cid in enumerate(ids)]}
                 for k in range(_DISTINCT // 8)]
     next_context = _cycle(distinct)
+    rendered = _cycle([[{"role": "user", "content": template.render(c)}] for c in distinct])
+    sealer = Sealer(_SEAL * 2)
+
+    def seal():
+        sent = rendered()
+        return seal_messages(sent, json_instruction(sealer.value(sent)))
+
     return {
         "context": cpu_per_call(context),
         "render": cpu_per_call(lambda: template.render(next_context())),
+        "seal": cpu_per_call(seal),
         "request": cpu_per_call(lambda: _payload(messages, params, schema)),
         "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
         "verdict": cpu_per_call(lambda: output_value(_read_verdict(verdict_text, MultiVerdict))),
     }
 
 
-_STAGES = ("context", "render", "request", "reply", "verdict", "grade")
+_STAGES = ("context", "render", "seal", "request", "reply", "verdict", "grade")
 
 
 def _pct(seconds: float) -> str:

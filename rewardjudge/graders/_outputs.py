@@ -251,6 +251,8 @@ def _label_to_verdict(decision: Decision, text: str,
     judge wrote before its verdict line); any other decision as it is."""
     if not isinstance(decision, Verdict):
         return decision
+    if not isinstance(decision.value, str) and not any(isinstance(v, str) for v in decision.others):
+        return decision   # no bare label in it (a JSON verdict): nothing to make
     reasoning = bounded_reasoning(text[:decision.start].strip())
     try:
         return decision.map(lambda v: make(v, reasoning or v) if isinstance(v, str) else v)
@@ -261,8 +263,22 @@ def _label_to_verdict(decision: Decision, text: str,
 def schema_fields(model: "type[BaseModel] | dict[str, Any]") -> str:
     """A short list of a verdict's fields for a seal instruction, with
     placeholders for their values: ``"reasoning" (text), "score" ("PASS" or
-    "FAIL")``; ``model`` is an output model or an object JSON schema."""
-    schema = model if isinstance(model, dict) else model.model_json_schema()
+    "FAIL")``; ``model`` is an output model or an object JSON schema
+    (an output model's list is made once: a grader asks for it per request)."""
+    if isinstance(model, dict):
+        return _fields_text(model)
+    text = _SCHEMA_FIELDS.get(model)
+    if text is None:
+        text = _fields_text(model.model_json_schema())
+        if len(_SCHEMA_FIELDS) < 1024:
+            _SCHEMA_FIELDS[model] = text
+    return text
+
+
+_SCHEMA_FIELDS: "dict[type[BaseModel], str]" = {}
+
+
+def _fields_text(schema: "dict[str, Any]") -> str:
     out = []
     for name, node in (schema.get("properties") or {}).items():
         if "enum" in node:

@@ -21,7 +21,8 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import BaseModel
 
 from ..core.structured_output import OutputParserException, render_schema
-from ..errors import ConfigError
+from ..errors import ConfigError, TemplateVariableError
+from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
@@ -160,22 +161,62 @@ class TemplatedPromptJudgeGrader(Grader):
                     ) -> tuple[list[dict[str, Any]], list[str]]:
         # the context is dropped before the judge is awaited: a grade in flight
         # keeps only its messages (fewer live objects for the collector)
+        unread = self._unread_names()
+        if unread:
+            # the thread vocabulary the templates never read is neither built nor converted
+            # for rendering (the ``turns`` lists cost most of that); the texts are the same
+            if parsed is None:
+                context = self._context(sample, None, self.__dict__["_unread"][4])
+            else:
+                context = self._context(sample, parsed)
+                tv = self.template_variables
+                context = {k: v for k, v in context.items() if k not in unread or k in tv}
+            try:
+                return self.build_messages(context), [context.get("completion") or ""]
+            except TemplateVariableError:
+                pass   # raised again below, naming every variable the context holds
         context = self.context_of(sample, parsed)
         return self.build_messages(context), [context.get("completion") or ""]
+
+    def _unread_names(self) -> frozenset[str]:
+        """The names of the thread vocabulary (built by the shipped context hook:
+        plain text and lists of text turns, never anything a render could refuse)
+        that neither template can read, where that is known: Handlebars
+        templates whose every read is a named path (``Template._reads``), the
+        built-in helpers, and this class's own context, prompt and rendering.
+        Empty otherwise (the whole context is rendered from)."""
+        cached = self.__dict__.get("_unread")
+        prompt = self.prompt
+        if cached is None or cached[0] is not prompt or cached[1] is not getattr(prompt, "system", None) \
+                or cached[2] is not getattr(prompt, "user", None):
+            unread = _unread_of(self, prompt)
+            cached = self.__dict__["_unread"] = (prompt, getattr(prompt, "system", None),
+                                                 getattr(prompt, "user", None), unread,
+                                                 frozenset(THREAD_VARIABLES) - unread)
+        names = cached[3]
+        if names and _hb.HELPERS != _hb._HELPERS_AS_SHIPPED:   # a helper may read any name
+            return frozenset()
+        return names
 
     def context_of(self, sample: StringThread, parsed: BaseModel | None = None) -> dict[str, Any]:
         """The template context of ``sample``: ``extract_template_context`` over
         a neutralised copy of the sample (every value derived from its text is
         clean, whatever an override reads), the parsed completion's fields
         (also under ``parsed``), every other value from the sample neutralised."""
+        return self._context(sample, parsed)
+
+    def _context(self, sample: StringThread, parsed: BaseModel | None,
+                 names: "frozenset[str] | None" = None) -> dict[str, Any]:
+        """``context_of``; ``names`` (without ``parsed``, with the shipped hook):
+        only those names of the thread vocabulary, with ``completion`` and ``metadata``."""
         if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
             # the hook as shipped, computed as it would be: the thread vocabulary of
             # the sample, neutralised once (the long way neutralises a copy of the
             # thread, then builds the vocabulary from it); every key is then the
             # grader's own or clean, so there is nothing left to neutralise
             schema = render_schema(self.output_model) if self.output_model is not None else ""
-            context = thread_context(sample, tags=self.prompt.tags,
-                                     control_tokens=self.control_tokens(), output_schema=schema)
+            context = thread_context(sample, tags=self.prompt.tags, control_tokens=self.control_tokens(),
+                                     output_schema=schema, names=names if parsed is None else None)
             context.update(self.template_variables or {})
             if parsed is None:
                 return context
@@ -327,6 +368,23 @@ class TemplatedPromptJudgeGrader(Grader):
                 **({"expected_value": True} if self.expected_value else {})}
 
 
+
+
+def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
+    """``TemplatedPromptJudgeGrader._unread_names`` before the helpers check."""
+    cls = type(grader)
+    if (getattr(cls.extract_template_context, "__func__", None) is not _SEED_HOOK
+            or cls.context_of is not TemplatedPromptJudgeGrader.context_of
+            or cls.build_messages is not Grader.build_messages or type(prompt) is not JudgePrompt):
+        return frozenset()
+    reads: set[str] = set()
+    for template in (prompt.system, prompt.user):
+        impl = getattr(template, "template", None)
+        names = getattr(impl, "_reads", None) if type(impl) is _hb.Template else None
+        if names is None:
+            return frozenset()
+        reads.update(names)
+    return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
 
 
 def _declared_form(pattern: str | None, label_values: Mapping[str, float] | None,

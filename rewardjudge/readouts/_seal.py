@@ -32,6 +32,7 @@ final word, and the values of earlier sealed verdicts that disagree are kept
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -72,6 +73,29 @@ def _key_bytes(key: "bytes | str | None") -> bytes:
     return raw
 
 
+#: a first message at least this long has its hash state remembered (``Sealer.value``)
+_PREFIX_MIN = 256
+#: first messages remembered per key
+_PREFIXES = 16
+
+
+def _frame(m: Mapping[str, Any]) -> bytes:
+    """One message as the seal hashes it: its length, its kind, its role and content."""
+    content = m.get("content")
+    if isinstance(content, str) and len(m) == 2 and "role" in m:
+        data = f"{m['role']}\x00{content}".encode("utf-8", "surrogatepass")
+        tag = b"s"
+    else:
+        rest = {k: v for k, v in m.items() if k not in ("role", "content")}
+        if isinstance(content, str) and not rest:   # {"content": ...} without a role
+            part, tag = content, b"s"
+        else:
+            part, tag = json.dumps([content, rest], ensure_ascii=False, sort_keys=True,
+                                   separators=(",", ":"), default=str), b"j"
+        data = f"{m.get('role')}\x00{part}".encode("utf-8", "surrogatepass")
+    return len(data).to_bytes(8, "big") + tag + data
+
+
 class Sealer:
     """Computes the seal of a request: the first 64 bits of HMAC-SHA256 under
     ``key`` over the request's canonical JSON (every message, in order).
@@ -98,16 +122,27 @@ class Sealer:
         return self._key.hex()
 
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        mac = hmac.new(self._key, digestmod=hashlib.sha256)
-        for m in messages:
-            # each message framed by its length, so no two requests share a byte stream
-            role, content = m.get("role"), m.get("content")
-            rest = {k: v for k, v in m.items() if k not in ("role", "content")}
-            part = content if isinstance(content, str) and not rest else json.dumps(
-                [content, rest], ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-            data = f"{role}\x00{part}".encode("utf-8", "surrogatepass")
-            mac.update(len(data).to_bytes(8, "big") + (b"s" if part is content else b"j") + data)
-        return mac.hexdigest()[:SEAL_HEX]
+        # each message framed by its length, so no two requests share a byte stream
+        if len(messages) > 1:
+            head = messages[0]
+            content = head.get("content")
+            if type(content) is str and len(head) == 2 and len(content) >= _PREFIX_MIN \
+                    and type(head.get("role")) is str:
+                # a long first message (a grader's system prompt, the same for every
+                # request): the hash's state after it is made once and copied
+                key = (head["role"], content)
+                prefixes = self.__dict__.get("_prefixes")
+                if prefixes is None:
+                    prefixes = self.__dict__["_prefixes"] = {}
+                mac = prefixes.get(key)
+                if mac is None:
+                    if len(prefixes) >= _PREFIXES:
+                        prefixes.clear()
+                    mac = prefixes[key] = hmac.new(self._key, _frame(head), "sha256")
+                mac = mac.copy()
+                mac.update(b"".join([_frame(m) for m in messages[1:]]))
+                return mac.hexdigest()[:SEAL_HEX]
+        return hmac.digest(self._key, b"".join([_frame(m) for m in messages]), "sha256").hex()[:SEAL_HEX]
 
     def __getstate__(self) -> dict[str, Any]:   # picklable (trainers ship reward functions)
         return {"_key": self._key}
@@ -244,41 +279,36 @@ def _occurrences(text: str, seal: str) -> list[int]:
     return found[-_MAX_OCCURRENCES:]
 
 
-_STRUCTURE = re.compile(r'["{}\[\]]')
-
-
-def _escaped(text: str, i: int) -> bool:
-    """Whether the character at ``i`` follows an odd run of backslashes."""
-    j = i
-    while j > 0 and text[j - 1] == "\\":
-        j -= 1
-    return (i - j) % 2 == 1
+#: read backwards (over the text reversed, from a string's opening quote towards the text's
+#: start): everything up to the next bracket outside strings, and that bracket. A string is
+#: skipped whole (from its closing quote, one no odd run of backslashes precedes, to its
+#: opening one, or to the text's start when it has none); a quote that is escaped outside a
+#: string is no quote. Possessive throughout: nothing is ever tried twice (linear)
+_TO_BRACKET = re.compile(r'(?:"(?=(?:\\\\)*+(?!\\))(?:[^"]++|"(?=\\(?:\\\\)*+(?!\\)))*+(?:"|\Z)'
+                         r'|"(?=\\(?:\\\\)*+(?!\\))|[^"{}\[\]]++)*+([{}\[\]])')
 
 
 def _object_start(text: str, quote: int) -> int:
     """The offset of the ``{`` that opens the innermost JSON object around the
     string starting at ``quote``, walking back over strings and nested
     brackets (exact for JSON, linear); -1 when there is none."""
-    depth, in_string = 0, False
-    rev = text[quote - 1::-1] if quote > 0 else ""
-    for m in _STRUCTURE.finditer(rev):
-        i = quote - 1 - m.start()
-        ch = text[i]
-        if ch == '"':
-            if not _escaped(text, i):
-                in_string = not in_string
-            continue
-        if in_string:
-            continue
+    if quote <= 0:
+        return -1
+    rev = text[quote - 1::-1]
+    depth, pos = 0, 0
+    while True:
+        m = _TO_BRACKET.match(rev, pos)
+        if m is None:
+            return -1
+        ch, pos = m.group(1), m.end()
         if ch in "}]":
             depth += 1
         elif depth:
             depth -= 1
         elif ch == "{":
-            return i
+            return quote - pos
         else:
             return -1   # inside an array: not an object's field
-    return -1
 
 
 def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
@@ -289,19 +319,20 @@ def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | Non
     start = _object_start(text, at - 1)
     if start < 0:
         return None
-    try:
-        obj, end = _DECODER.raw_decode(text, start)
+    dup = None
+    try:   # one decode: the strict one succeeds on every object without a repeated key
+        obj, end = _STRICT.raw_decode(text, start)
+    except _Duplicate as found:
+        dup = found
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            return None
     except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict) or obj.get(SEAL_FIELD) != seal or end <= at:
         return None
-    try:
-        _STRICT.raw_decode(text, start)
-    except _Duplicate as dup:
-        return dup, start, end
-    except (ValueError, RecursionError):
-        return None
-    return obj, start, end
+    return (obj if dup is None else dup), start, end
 
 
 def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) -> "tuple[Any, int, int] | None":
@@ -331,6 +362,12 @@ def label_reader(labels: Sequence[str]) -> Callable[[str], "str | None"]:
     return read
 
 
+@functools.lru_cache(maxsize=256)
+def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
+    """``label_reader(labels)``, made once per set of labels."""
+    return label_reader(labels)
+
+
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
                 same: "Callable[[Any, Any], bool] | None" = None) -> Decision:
@@ -345,7 +382,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     seal is found with ``str.find``, and only text around it is decoded.
     """
     if read_line is None and labels:
-        read_line = label_reader(labels)
+        read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
     found: list[tuple[int, int, Any]] = []
     for at in _occurrences(text, seal):
@@ -370,6 +407,11 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
+    if len(found) == 1:   # the usual reply: one verdict, nothing to order or compare
+        start, end, last = found[0]
+        if isinstance(last, _Invalid):
+            return NoVerdict(last.reason, kind="invalid")
+        return Verdict(last, start, end)
     found.sort(key=lambda f: f[0])
     # one verdict written once and seen from two occurrences of the seal is one verdict
     unique: list[tuple[int, int, Any]] = []
@@ -429,7 +471,7 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
             except (ValueError, TypeError):
                 continue
     if labels:
-        read_line = label_reader(labels)
+        read_line = _label_reader(tuple(labels))
         end = len(text)
         while end > 0:
             start = text.rfind("\n", 0, end) + 1

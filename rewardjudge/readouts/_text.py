@@ -142,6 +142,13 @@ def _skeleton(text: str) -> str:
 _TRIGGER = re.compile(r"[<\[&\\%]")
 
 
+def _untriggered(text: str) -> bool:
+    """``_TRIGGER.search(text) is None``, as five ``in`` tests (each a C
+    substring scan: 20x faster than the class search on typical text)."""
+    return "<" not in text and "[" not in text and "&" not in text and "\\" not in text \
+        and "%" not in text
+
+
 def _spaced(name: str) -> str:
     """A regex for ``name`` with gaps allowed between its letters."""
     return (_GAP + "*").join(re.escape(ch) for ch in name)
@@ -223,7 +230,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     """
     if not isinstance(text, str) or not text:
         return text
-    if text.isascii() and _TRIGGER.search(text) is None and not control_tokens:
+    if text.isascii() and _untriggered(text) and not control_tokens:
         return text   # plain ASCII with no bracket or escape: nothing to defang
     if not text.isascii():
         # a surrogate code point cannot be encoded (UTF-8, a cache key, a
@@ -255,7 +262,7 @@ def _clean_ascii(texts: "list[str]") -> bool:
     ``neutralize`` (without control tokens) returns each of them unchanged.
     One check over them all (the test is per character)."""
     joined = "".join(texts)
-    return joined.isascii() and _TRIGGER.search(joined) is None
+    return joined.isascii() and _untriggered(joined)
 
 
 def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
@@ -580,7 +587,10 @@ def letters(text: str, keep: str = "") -> str:
     >>> letters("**Th\u043eught  process:**"), letters("\uff33\uff54\uff45\uff50 \uff11")
     ('thoughtprocess', 'step1')
     """
-    skel = text.lower() if text.isascii() else text.translate(_TABLE)
+    if text.isascii() and keep.isascii():
+        # what the table and the pattern do to ASCII, as one bytes.translate (20x faster)
+        return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
+    skel = text.translate(_TABLE)
     if keep:   # ``keep`` (characters that are no letter or digit) stays where it is
         return _not_alnum_keeping(keep).sub("", skel)
     return _NOT_ALNUM.sub("", skel)
@@ -589,6 +599,12 @@ def letters(text: str, keep: str = "") -> str:
 @functools.lru_cache(maxsize=8)
 def _not_alnum_keeping(keep: str) -> "re.Pattern[str]":
     return re.compile(r"[^\w%s]+|[_%s]+" % (re.escape(keep), _FILLERS))
+
+
+@functools.lru_cache(maxsize=8)
+def _ascii_dropped(keep: str) -> bytes:
+    """The ASCII characters ``letters`` drops (all but letters, digits and ``keep``)."""
+    return bytes(c for c in range(128) if not chr(c).isalnum() and chr(c) not in keep)
 
 
 def fold(text: str) -> str:
