@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import re
-import types
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -50,6 +49,7 @@ from pybars import strlist
 from ..errors import ConfigError
 from ..scales import SCALES, Scale
 from ..templates._handlebars import HELPERS, Template, compile_template, to_plain
+from ..templates._pybars_overrides import with_prepare as _with_prepare
 
 __all__ = ["Question", "SEARCH_RELEVANCE_QUESTION", "TypedQuestionError", "TypedQuestionTemplate",
            "content_paths"]
@@ -193,23 +193,6 @@ def _json_helper(this, value, *args, **kwargs):
 
 
 _HELPERS = {**HELPERS, "json": _json_helper}
-
-
-def _with_prepare(fn: types.FunctionType, prepare) -> types.FunctionType:
-    """A copy of a compiled pybars3 template whose functions use ``prepare``.
-
-    The compiled template's functions (``render`` and one per block) share
-    one module namespace and look ``prepare`` up there; the cached original
-    must keep its own, so the functions are rebuilt over a copied namespace.
-    """
-    original = fn.__globals__
-    namespace = dict(original)
-    for key, value in original.items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is original:
-            namespace[key] = types.FunctionType(value.__code__, namespace, value.__name__,
-                                                value.__defaults__, value.__closure__)
-    namespace["prepare"] = prepare
-    return namespace[fn.__name__]
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,320 @@
+"""Handlebars source checking and the one rewrite before pybars3 compiles.
+
+``scan`` tokenises a template with real line and column numbers and refuses
+what pybars3 would silently mis-render (an unclosed block or mustache,
+mismatched or unopened closes, a misplaced ``{{else}}``, Jinja2 statements,
+raw blocks, decorators, dynamic partials). ``rewrite`` turns the source into
+the canonical form pybars3 parses exactly:
+
+* standalone lines, as the Handlebars and Mustache specifications define
+  them: a line holding only a block tag (``{{#x}}``, ``{{^x}}``, ``{{/x}}``,
+  ``{{else}}``), a comment or a partial, plus spaces or tabs, is removed with
+  its line ending; every other newline is kept (pybars3's own regexes drop
+  the newline before a final ``{{/each}}`` and keep most standalone lines);
+* ``{{~`` / ``~}}`` whitespace control;
+* padded tags (``{{# boolean }}``), dotted and implicit section names
+  (``{{#a.b.c}}``, ``{{#.}}``): a section over a value becomes a call of the
+  ``_section`` / ``_inverted`` helper (``_pybars_overrides``);
+* ``{{else if ...}}`` chains (unsupported by pybars3) become nested blocks;
+* comments are removed, so ``{{!-- a }} b --}}`` no longer leaks;
+* partials (``{{> name}}``, ``{{> name ctx key=value}}``) become calls of the
+  ``_partial`` helper, which renders the partials given at render time and
+  indents a standalone partial like its line, as handlebars.js does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from ..errors import TemplateError
+from ._pybars_overrides import parse
+
+__all__ = ["Tag", "locate_parse_error", "rewrite", "scan"]
+
+_NAME_RE = re.compile(r"\s*(\S+?)(?=\s|$)(.*)", re.S)
+_PARTIAL_NAME = re.compile(r"""\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_][A-Za-z0-9_.\-/]*))(.*)""", re.S)
+_JINJA_STATEMENT = re.compile(r"\{%[-+]?\s*([A-Za-z_]\w*)")
+_STANDALONE_KINDS = {"comment", "open", "inverse", "close", "else", "chain", "partial"}
+
+
+@dataclasses.dataclass
+class Tag:
+    start: int                 # span in the source
+    end: int
+    kind: str                  # comment open inverse close else chain partial expr amp triple
+    name: str = ""             # block / partial name
+    rest: str = ""             # the arguments after the name
+    inner: str = ""            # the tag's text inside its delimiters, trimmed
+    strip_before: bool = False  # {{~
+    strip_after: bool = False   # ~}}
+    standalone: bool = False
+    indent: str = ""           # a standalone partial's line indentation
+    emit_name: str = ""        # the block name pybars3 sees (open / inverse / chain)
+    chain: list = dataclasses.field(default_factory=list)  # closers owed by {{else x}} (open tags)
+    section: bool = False      # a section over a value, not a helper call
+
+
+def _line_col(source: str, pos: int) -> tuple[int, int]:
+    line = source.count("\n", 0, pos) + 1
+    col = pos - (source.rfind("\n", 0, pos) + 1) + 1
+    return line, col
+
+
+def _error(msg: str, source: str, pos: int) -> TemplateError:
+    line, col = _line_col(source, pos)
+    return TemplateError(msg, line=line, column=col, source=source)
+
+
+def _refuse_jinja(source: str) -> None:
+    m = _JINJA_STATEMENT.search(source)
+    if m:
+        raise _error(f"'{{% {m.group(1)} %}}' is Jinja2 syntax, and this template is Handlebars "
+                     f"(write {{{{#if x}}}}...{{{{/if}}}}, {{{{#each xs}}}}...{{{{/each}}}}, or use "
+                     f"engine='jinja2')", source, m.start())
+
+
+def scan(source: str, known: set[str] | frozenset[str]) -> list[Tag]:
+    """Tokenise and check ``source``; return its tags in order.
+
+    ``known`` are the helper names (a block over any other name is a section
+    over a value). Raises ``TemplateError`` at the first unclosed mustache
+    or comment, unclosed, unopened or mismatched block, misplaced
+    ``{{else}}``, Jinja2 statement or unsupported form, with the real line
+    and column.
+    """
+    _refuse_jinja(source)
+    tags: list[Tag] = []
+    stack: list[Tag] = []
+    start = source.find("{{")
+    while start >= 0:
+        tag = _read_tag(source, start)
+        tags.append(tag)
+        if tag.kind == "expr":
+            _classify(tag, source, stack, known)
+        start = source.find("{{", tag.end)
+    if stack:
+        opened = stack[-1]
+        raise _error(f"unclosed block '{{{{#{opened.name}}}}}': no matching "
+                     f"'{{{{/{opened.name}}}}}'", source, opened.start)
+    _mark_standalone(source, tags)
+    return tags
+
+
+_LONG_COMMENT_END = re.compile(r"--(~?)\}\}")
+
+
+def _read_tag(source: str, start: int) -> Tag:
+    """The tag at ``start`` (a comment, a triple stash or an ``expr`` to classify)."""
+    if source.startswith("{{{{", start):
+        raise _error("raw blocks ({{{{...}}}}) are not supported", source, start)
+    p = start + 2
+    strip_before = source.startswith("~", p)
+    if strip_before:
+        p += 1
+    if source.startswith("!--", p):
+        m = _LONG_COMMENT_END.search(source, p + 3)
+        if not m:
+            raise _error("unclosed comment: '{{!--' has no matching '--}}'", source, start)
+        return Tag(start, m.end(), "comment", strip_before=strip_before,
+                   strip_after=bool(m.group(1)))
+    if source.startswith("!", p):
+        end = source.find("}}", p + 1)
+        if end < 0:
+            raise _error("unclosed comment: '{{!' has no matching '}}'", source, start)
+        return Tag(start, end + 2, "comment", strip_before=strip_before,
+                   strip_after=source[end - 1] == "~" and end - 1 > p)
+    triple = source.startswith("{", p)
+    close = "}}}" if triple else "}}"
+    body_start = p + 1 if triple else p
+    end = source.find(close, body_start)
+    nxt = source.find("{{", body_start)
+    if end < 0 or (0 <= nxt < end):
+        what = "'{{{' has no matching '}}}'" if triple else "'{{' has no matching '}}'"
+        raise _error(f"unclosed mustache: {what}", source, start)
+    inner = source[body_start:end]
+    strip_after = inner.endswith("~")
+    if strip_after:
+        inner = inner[:-1]
+    inner = inner.strip()
+    if not inner:
+        raise _error("empty mustache '{{}}'", source, start)
+    return Tag(start, end + len(close), "triple" if triple else "expr", inner=inner,
+               strip_before=strip_before, strip_after=strip_after)
+
+
+def _classify(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozenset[str]) -> None:
+    """Set the kind of a ``{{...}}`` tag (block open, close, else, chain,
+    partial, ``&``, expression) and check it against the open blocks."""
+    inner, start = tag.inner, tag.start
+    lead = inner[0]
+    if lead in "#^" and inner != "^":
+        _open_block(tag, source, known)
+        stack.append(tag)
+    elif lead == "/":
+        tag.kind = "close"
+        tag.name = inner[1:].strip()
+        if not stack:
+            raise _error(f"'{{{{/{tag.name}}}}}' closes a block that was never opened",
+                         source, start)
+        opened = stack.pop()
+        if opened.name != tag.name:
+            ol, oc = _line_col(source, opened.start)
+            raise _error(f"'{{{{/{tag.name}}}}}' does not match the open block "
+                         f"'{{{{#{opened.name}}}}}' from line {ol}, column {oc}", source, start)
+        tag.emit_name = opened.emit_name
+        tag.chain = opened.chain
+    elif inner in ("else", "^") or re.match(r"else\s", inner):
+        if not stack:
+            what = "else" if inner in ("else", "^") else "else ..."
+            raise _error(f"'{{{{{what}}}}}' outside any block", source, start)
+        if inner in ("else", "^"):
+            tag.kind = "else"
+            return
+        m = _NAME_RE.match(inner[4:])
+        tag.kind = "chain"
+        tag.name, tag.rest = m.group(1), m.group(2).strip()
+        tag.section = tag.name not in known
+        if tag.section and tag.rest:
+            raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, start)
+        tag.emit_name = "_section" if tag.section else tag.name
+        stack[-1].chain.append(tag.emit_name)
+    elif lead == ">":
+        tag.kind = "partial"
+        m = _PARTIAL_NAME.match(inner[1:])
+        if not m or (m.group(4) and not m.group(4)[:1].isspace()):
+            raise _error(f"partial '{{{{{inner}}}}}': give the partial's name, e.g. "
+                         f"'{{{{> header}}}}' (dynamic partials are not supported)", source, start)
+        tag.name = m.group(1) or m.group(2) or m.group(3)
+        tag.rest = m.group(4).strip()
+    elif lead == "&":
+        tag.kind = "amp"
+        tag.rest = inner[1:].strip()
+        if not tag.rest:
+            raise _error("empty mustache '{{&}}'", source, start)
+
+
+def _open_block(tag: Tag, source: str, known: set[str] | frozenset[str]) -> None:
+    inner, lead = tag.inner, tag.inner[0]
+    body = inner[1:]
+    if body[:1] in ("*", ">"):
+        raise _error(f"unsupported block '{{{{{inner}}}}}' (decorators and partial "
+                     f"blocks are not supported)", source, tag.start)
+    m = _NAME_RE.match(body)
+    if not m:
+        raise _error(f"block tag '{{{{{inner}}}}}' has no name", source, tag.start)
+    tag.kind = "open" if lead == "#" else "inverse"
+    tag.name, tag.rest = m.group(1), m.group(2).strip()
+    tag.section = tag.name not in known
+    if tag.section and tag.rest:
+        raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper, and a section "
+                     f"over a value takes no arguments (helpers: "
+                     f"{', '.join(sorted(known))})", source, tag.start)
+    tag.emit_name = ("_section" if lead == "#" else "_inverted") if tag.section else tag.name
+
+
+def _mark_standalone(source: str, tags: list[Tag]) -> None:
+    """Flag tags alone on their line (spaces and tabs aside), as the specs define it."""
+    for tag in tags:
+        if tag.kind not in _STANDALONE_KINDS:
+            continue
+        line_start = source.rfind("\n", 0, tag.start) + 1
+        prefix = source[line_start:tag.start]
+        if prefix.strip(" \t"):
+            continue
+        line_end = source.find("\n", tag.end)
+        suffix = source[tag.end:len(source) if line_end < 0 else line_end]
+        if suffix.rstrip("\r").strip(" \t"):
+            continue
+        tag.standalone = True
+        tag.indent = prefix
+
+
+def _emit_tag(tag: Tag) -> str:
+    k = tag.kind
+    if k == "comment":
+        return ""
+    if k == "expr":
+        return "{{" + tag.inner + "}}"
+    if k == "amp":
+        return "{{&" + tag.rest + "}}"
+    if k == "triple":
+        return "{{{" + tag.inner + "}}}"
+    if k in ("open", "inverse", "chain"):
+        prefix = "{{else}}" if k == "chain" else ""
+        if tag.section:
+            return prefix + "{{#" + tag.emit_name + " " + tag.name + "}}"
+        mark = "^" if k == "inverse" else "#"
+        return prefix + "{{" + mark + tag.name + (" " + tag.rest if tag.rest else "") + "}}"
+    if k == "close":
+        return "".join("{{/" + n + "}}" for n in reversed(tag.chain)) + "{{/" + tag.emit_name + "}}"
+    if k == "else":
+        return "{{else}}"
+    if k == "partial":
+        args = " " + json.dumps(tag.name)
+        if tag.rest:
+            args += " " + tag.rest
+        if tag.standalone and tag.indent:
+            args += " __indent=" + json.dumps(tag.indent)
+        return "{{#_partial" + args + "}}{{/_partial}}"
+    raise AssertionError(k)  # pragma: no cover
+
+
+def rewrite(source: str, tags: list[Tag]) -> str:
+    """The canonical source pybars3 compiles (see the module doc)."""
+    out: list[str] = []
+    pos = 0
+    prev: Tag | None = None
+    for tag in tags + [None]:
+        lo = pos
+        if prev is not None and prev.standalone:
+            line_end = source.find("\n", prev.end)
+            lo = len(source) if line_end < 0 else line_end + 1
+        hi = len(source) if tag is None else tag.start
+        if tag is not None and tag.standalone:
+            hi = source.rfind("\n", 0, tag.start) + 1
+        text = source[lo:hi] if hi > lo else ""
+        if prev is not None and prev.strip_after:
+            text = text.lstrip()
+        if tag is not None and tag.strip_before:
+            text = text.rstrip()
+        if tag is not None and text.endswith("{"):
+            # a brace right before a tag would turn it into a triple stash
+            bare = text.rstrip("{")
+            text = bare + "{{_lb}}" * (len(text) - len(bare))
+        out.append(text)
+        if tag is None:
+            break
+        out.append(_emit_tag(tag))
+        pos = tag.end
+        prev = tag
+    return "".join(out)
+
+
+
+
+_JINJA_HINT = re.compile(r"\||\w\(|\s[-+*/%]\s|==|!=|\bis\s+defined\b")
+
+
+def locate_parse_error(source: str, tags: list[Tag]) -> TemplateError:
+    """pybars3 reports the wrong line: parse tag by tag to find the culprit."""
+    for tag in tags:
+        if tag.kind in ("close", "else", "comment"):
+            continue
+        probe = _emit_tag(tag)
+        if tag.kind == "chain":
+            probe = probe[len("{{else}}"):]
+        if tag.kind in ("open", "inverse", "chain"):
+            probe += "{{/" + tag.emit_name + "}}"
+        try:
+            _, end = parse(probe)
+        except Exception:
+            end = -1
+        if end < len(probe):
+            text = source[tag.start:tag.end]
+            hint = (" (filters, calls and operators are Jinja2 syntax; this template is "
+                    "Handlebars: use helpers such as (eq a b), or engine='jinja2')"
+                    if _JINJA_HINT.search(tag.inner) else "")
+            return _error(f"invalid tag {text!r}{hint}", source, tag.start)
+    return TemplateError("template could not be parsed")

@@ -1,0 +1,212 @@
+"""Template contexts as plain data: what a Handlebars template may read.
+
+``to_plain`` converts a context value (mappings, sequences, pydantic models,
+dataclasses) into plain data and refuses callables (pybars3 would call
+them); ``to_plain_context`` does it once per context, keeping values that
+are plain data already instead of copying them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import TemplateContextError
+
+__all__ = ["PlainContext", "to_plain", "to_plain_context"]
+
+
+class PlainContext(dict):
+    """A context already turned into plain data by ``to_plain_context``.
+
+    ``changed`` names the top-level keys whose values had to be converted or
+    hold a subclass of ``str``, ``int`` or ``float``; every other value is the
+    caller's own object, plain data of exact types and not copied (templates
+    only read it)."""
+
+    __slots__ = ("changed",)
+
+
+def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
+    """``context`` converted once (see ``to_plain``), to render several templates with.
+
+    Values that are plain data already (exact ``dict`` with ``str`` keys,
+    ``list``, ``str``, ``int``, ``bool``, ``None``, finite ``float``) are kept
+    as they are instead of copied; everything else is converted as
+    ``to_plain`` converts it, and a callable anywhere is refused."""
+    if isinstance(context, PlainContext):
+        return context
+    src = context if type(context) is dict else dict(context)
+    out = PlainContext()
+    changed: list[str] = []
+    for k, v in src.items():
+        key = k if type(k) is str else str(k)
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            out[key] = v
+            continue
+        try:
+            p = _view(v)
+        except _CallableFound as found:
+            found.steps.append(f".{k}")
+            path = "context" + "".join(reversed(found.steps))
+            raise TemplateContextError(
+                f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+        if p is not v or t not in _EXACT_TYPES:   # converted, or kept as a subclass
+            changed.append(key)
+        out[key] = p
+    out.changed = frozenset(changed)
+    return out
+
+
+def to_plain(value: Any, _path: str = "context") -> Any:
+    """Turn a context value into plain data a template can read safely.
+
+    Mappings, sequences, pydantic models and dataclasses are converted
+    recursively; callables are refused (pybars3 would call them).
+    """
+    try:
+        return _plain(value)
+    except _CallableFound as found:
+        path = _path + "".join(reversed(found.steps))
+        raise TemplateContextError(
+            f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+
+
+class _CallableFound(Exception):
+    # carries the path up the recursion; built only on error (this runs per render)
+    def __init__(self, value: Any):
+        self.value = value
+        self.steps: list[str] = []
+
+
+def _plain(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is dict or (t is not str and isinstance(value, Mapping)):
+        out = {}
+        for k, v in value.items():
+            if type(v) is str:  # most values: skip the call
+                out[k if type(k) is str else str(k)] = v
+                continue
+            try:
+                out[k if type(k) is str else str(k)] = _plain(v)
+            except _CallableFound as found:
+                found.steps.append(f".{k}")
+                raise
+        return out
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_plain(v))
+            except _CallableFound as found:
+                found.steps.append(f"[{i}]")
+                raise
+        return items
+    if isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump(mode="json"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    if callable(value):
+        raise _CallableFound(value)
+    return str(value)
+
+
+_EXACT_LEAVES = frozenset({str, int, bool, type(None)})
+_EXACT_TYPES = _EXACT_LEAVES | {float, dict, list}
+
+
+def _view(value: Any) -> Any:
+    """``_plain(value)``, but ``value`` itself (not a copy) where it is plain
+    data already: an exact ``dict`` with ``str`` keys or an exact ``list``,
+    holding only exact ``str``, ``int``, ``bool``, ``None``, finite ``float``
+    or such containers. Raises ``_CallableFound`` at the same (first) callable
+    as ``_plain``."""
+    t = type(value)
+    try:
+        if t is dict:
+            for k, v in value.items():
+                tv = type(v)
+                if type(k) is str and (tv in _EXACT_LEAVES or (tv is dict or tv is list)
+                                       and _view(v) is v or tv is float and math.isfinite(v)):
+                    continue
+                return _view_dict(value)
+            return value
+        if t is list:
+            for v in value:
+                tv = type(v)
+                if tv in _EXACT_LEAVES:
+                    continue
+                if tv is dict:   # a list of flat records ({role, content} turns): checked here
+                    for k2, v2 in v.items():
+                        if type(k2) is not str or type(v2) not in _EXACT_LEAVES:
+                            break
+                    else:
+                        continue
+                if (tv is dict or tv is list) and _view(v) is v \
+                        or tv is float and math.isfinite(v):
+                    continue
+                return _view_list(value)
+            return value
+    except _CallableFound:
+        # found below an item: convert again from the start, so that the
+        # error names the whole path to it
+        return _view_dict(value) if t is dict else _view_list(value)
+    if t in _EXACT_LEAVES or (t is float and math.isfinite(value)):
+        return value
+    return _plain(value)
+
+
+def _view_dict(value: dict) -> dict:
+    views, same = _view_each(value.items(), ".{}")
+    if same and all(type(k) is str for k in value):
+        return value
+    return {k if type(k) is str else str(k): p for k, p in zip(value, views)}
+
+
+def _view_list(value: list) -> list:
+    views, same = _view_each(enumerate(value), "[{}]")
+    return value if same else views
+
+
+def _view_each(pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
+    """``_view`` of each value of ``(label, value)`` pairs, and whether every
+    one is the value itself (plain, of an exact type); a callable's path gets
+    ``step`` formatted with its label."""
+    views: list[Any] = []
+    same = True
+    for label, v in pairs:
+        try:
+            p = _view(v)
+        except _CallableFound as found:
+            found.steps.append(step.format(label))
+            raise
+        if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
+            same = False
+        views.append(p)
+    return views, same
+
+
+_MISSING = object()
+
+
+def _lookup(ctx: Any, path: str) -> Any:
+    cur = ctx
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur

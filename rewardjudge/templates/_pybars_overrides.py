@@ -1,0 +1,257 @@
+"""The one place that reaches past pybars3's public API (pybars3 is pinned).
+
+pybars3 0.9.7 compiles and renders every Handlebars template of the
+package; its public API is ``Compiler().precompile`` / ``compile``, the
+compiled ``render(context, helpers=..., partials=...)``, ``Scope``,
+``strlist`` and ``PybarsError``. Where that cannot give handlebars.js's
+behaviour, this module overrides it, and nothing else in ``rewardjudge``
+touches pybars3's internals:
+
+1. ``prepare``: no HTML escaping (``{{x}}`` behaves as ``{{{x}}}``; prompts
+   are not HTML, our one deliberate deviation from handlebars.js).
+2. ``resolve``: a plain name inside a section or ``{{#each}}`` falls back to
+   the enclosing contexts (handlebars.js ``compat`` mode; ``this.x``,
+   ``./x``, ``../x`` and ``@data`` stay explicit), and paths read keys and
+   list indices only, never attributes (pybars3 would find ``dict.items``).
+3. built-in helpers: ``blockHelperMissing`` / ``_section`` / ``_inverted``
+   (handlebars.js section semantics), ``with`` (its inverse on empty
+   values), ``unless`` (honours ``{{else}}``), ``lookup`` (keys only),
+   ``_partial`` (standalone indentation, context and hash arguments, an
+   error naming the defined partials) and ``_lb`` (a literal ``{``).
+4. ``whitespace_control`` is off: the source rewrite (``_hbs_syntax``) has
+   applied handlebars.js's standalone-line and ``~`` rules already.
+5. ``parse``: the parse tree from pybars3's grammar, to list variables and
+   to locate syntax errors.
+6. ``with_prepare``: a compiled template whose values are prepared otherwise
+   (the typed-question grader renders into JSON strings).
+
+1-3 are set in the namespace each compiled template runs in (``prepare``,
+``resolve`` and ``_pybars_``, the names pybars3's generated code reads), so
+nothing global changes and ``render(helpers=...)`` still adds helpers over
+the built-in ones as pybars3 does. ``compile_canonical`` executes the code
+``Compiler.precompile`` generates in a namespace of its own (pybars3's
+``compile`` would register one module in ``sys.modules`` per call), one
+compile at a time: pybars3's code builder is shared class state and
+concurrent compiles corrupt each other.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from typing import Any, Callable
+
+from pybars import Compiler, Scope, strlist
+
+from ..errors import TemplateError
+
+__all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "parse", "prepare", "step", "strlist",
+           "truthy", "unless", "with_prepare"]
+
+
+# --------------------------------------------------------------------------
+# 1, 2: prepare and resolve
+# --------------------------------------------------------------------------
+def prepare(value: Any, should_escape: bool) -> Any:
+    """pybars3's ``prepare`` without escaping."""
+    if value is None:
+        return ""
+    t = type(value)
+    if t is str or t is strlist:
+        return value
+    if t is bool:
+        return "true" if value else "false"
+    return str(value)
+
+
+_DATA_NAMES = ("@root", "@_parent", "@index", "@key", "@first", "@last")
+
+
+def step(value: Any, seg: str) -> Any:
+    """One path step over plain data: keys and list indices, never attributes."""
+    if type(value) is Scope:
+        if seg[0] == "@":
+            return value.get(seg) if seg in _DATA_NAMES else None
+        if seg == "this":
+            return value.context
+        if value.overrides and seg in value.overrides:
+            return value.overrides[seg]
+        value = value.context
+    if isinstance(value, dict):
+        return value.get(seg)
+    if isinstance(value, (list, tuple, str)):
+        if seg == "length":
+            return len(value)
+        if isinstance(value, str) or not seg.isdigit():
+            return None
+        i = int(seg)
+        return value[i] if i < len(value) else None
+    return None
+
+
+def _resolve_path(context: Any, segments: tuple[str, ...]) -> Any:
+    carry = False
+    for seg in segments:
+        if carry:  # pybars3 spells @../index as "@@_parent", "index"
+            carry, seg = False, "@" + seg
+        if seg[:2] == "@@":
+            seg, carry = seg[1:], True
+        if context is None:
+            return None
+        if seg:  # "" is this / .
+            context = step(context, seg)
+    return context.context if type(context) is Scope else context
+
+
+def resolve(context: Any, *segments: str) -> Any:
+    """pybars3's ``resolve``, with mustache-style lookup of the first segment:
+    a plain name is looked up in the current context, then in each enclosing
+    one, and the first context where it is not null answers."""
+    first = segments[0] if segments else ""
+    if not first or first[0] == "@" or first == "this" or type(context) is not Scope:
+        return _resolve_path(context, segments)
+    inner = context.context
+    if type(inner) is dict and not context.overrides:   # the common case, in short
+        value = inner.get(first)
+        if value is not None and type(value) is not Scope:
+            return value if len(segments) == 1 else _resolve_path(value, segments[1:])
+    scope = context
+    while True:
+        value = step(scope, first)
+        if value is not None:   # the rest of the path from there
+            if len(segments) == 1 and type(value) is not Scope:
+                return value
+            return _resolve_path(value, segments[1:])
+        parent = scope.parent if type(scope) is Scope else None
+        if parent is None or parent is scope or parent is getattr(scope, "context", None):
+            return None
+        scope = parent
+
+
+# --------------------------------------------------------------------------
+# 3: built-in helpers
+# --------------------------------------------------------------------------
+def truthy(v: Any) -> bool:
+    return bool(v) and v != ""
+
+
+def unless(this, options, value):
+    """``{{#unless}}``, honouring ``{{else}}`` (pybars3's drops it)."""
+    return options["inverse"](this) if truthy(value) else options["fn"](this)
+
+
+def _lookup(this, value, key, *args):
+    return None if value is None else step(value, str(key))
+
+
+def _child(value, this, options):
+    return Scope(value, this, options["root"])
+
+
+def _section(this, options, value):
+    """``{{#name}}`` over a value: handlebars.js ``blockHelperMissing``."""
+    if value is True:
+        return options["fn"](this)
+    if value is False or value is None:
+        return options["inverse"](this)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return options["inverse"](this)
+        return options["helpers"]["each"](this, options, value)
+    return options["fn"](_child(value, this, options))
+
+
+def _inverted(this, options, value):
+    """``{{^name}}``: the exact complement of ``_section``."""
+    if value is False or value is None or (isinstance(value, (list, tuple)) and not value):
+        return options["fn"](this)
+    return options["inverse"](this)
+
+
+def _with(this, options, value):
+    if value is None or value is False or value == "" or (isinstance(value, (list, tuple))
+                                                          and not value):
+        return options["inverse"](this)
+    return options["fn"](_child(value, this, options))
+
+
+def _partial(this, options, name, *args, **hash_):
+    partials = options.get("partials") or {}
+    fn = partials.get(name)
+    if fn is None:
+        raise TemplateError(f"partial {name!r} is not defined; defined: "
+                            f"{', '.join(sorted(partials)) or '(none)'}")
+    indent = hash_.pop("__indent", "")
+    if args or hash_:
+        context = args[0] if args else this
+        if type(context) is Scope:
+            context = context.context
+        this = Scope(context, this, options["root"], overrides=hash_ or None)
+    out = str(fn(this, helpers=options["helpers"], partials=partials, root=options["root"]))
+    if indent:
+        lines = out.split("\n")
+        out = "\n".join(indent + line if (line or i + 1 < len(lines)) else line
+                        for i, line in enumerate(lines))
+    return strlist([out])
+
+
+#: the built-in helpers every compiled template starts from, pybars3's own
+#: (``each``, ``if``, ``log``, ``helperMissing``) fixed as described above
+BUILTIN_HELPERS: dict[str, Callable[..., Any]] = {
+    "with": _with,
+    "unless": unless,
+    "blockHelperMissing": _section,
+    "_section": _section,
+    "_inverted": _inverted,
+    "_partial": _partial,
+    "lookup": _lookup,
+    "_lb": lambda this, *a, **k: "{",
+}
+
+
+# --------------------------------------------------------------------------
+# 4, 5: compiling and parsing
+# --------------------------------------------------------------------------
+class _Compiler(Compiler):
+    def whitespace_control(self, source):
+        return source   # done by the source rewrite; pybars3's regexes remove the wrong newlines
+
+
+_COMPILER = _Compiler()
+_LOCK = threading.Lock()
+
+
+def parse(canonical: str) -> tuple[Any, int]:
+    """``(parse tree, end position)``: an end short of ``len(canonical)`` is a syntax error there."""
+    with _LOCK:
+        tree, (pos, _) = _COMPILER._handlebars(canonical).apply("template")
+    return tree, pos
+
+
+def compile_canonical(canonical: str) -> Callable[..., Any]:
+    """The render function of a rewritten source (raises ``PybarsError`` on
+    a syntax error), running with the overrides above."""
+    with _LOCK:
+        code = _COMPILER.precompile(canonical)
+    namespace: dict[str, Any] = {"__name__": "rewardjudge.templates._compiled"}
+    exec(compile(code, "<handlebars template>", "exec", dont_inherit=True), namespace)
+    base = dict(namespace["_pybars_"]["helpers"])
+    namespace.update(prepare=prepare, resolve=resolve,
+                     _pybars_={"helpers": {**base, **BUILTIN_HELPERS}})
+    return namespace["render"]
+
+
+def with_prepare(fn: Callable[..., Any], prepare_fn: Callable[[Any, bool], Any]) -> Callable[..., Any]:
+    """A copy of the compiled template ``fn`` whose values are prepared by
+    ``prepare_fn(value, should_escape)`` (``should_escape`` is true for
+    ``{{x}}``, false for ``{{{x}}}``): a template rendered into another
+    format, such as JSON strings. ``fn`` itself (cached) is left as it is:
+    its functions are rebuilt over a copy of their namespace."""
+    original = fn.__globals__
+    namespace = dict(original)
+    for key, value in original.items():
+        if isinstance(value, types.FunctionType) and value.__globals__ is original:
+            namespace[key] = types.FunctionType(value.__code__, namespace, value.__name__,
+                                                value.__defaults__, value.__closure__)
+    namespace["prepare"] = prepare_fn
+    return namespace[fn.__name__]
