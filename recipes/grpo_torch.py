@@ -58,7 +58,7 @@ from rewardjudge import JudgeHTTPError, StringThread
 from rewardjudge.core.structured_output import render_schema
 from rewardjudge.demo import JUDGE_SYSTEM_PROMPT, AnalysisOutput
 from rewardjudge.graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
-from rewardjudge.rl import group_normalize, judge_health, rewards_tensor
+from rewardjudge.rl import OutageGuard, group_normalize, judge_health, rewards_tensor
 
 QUESTIONS = [
     ("What is the capital of France?", "Paris"),
@@ -447,6 +447,7 @@ async def train(args: argparse.Namespace, judge) -> list[dict[str, Any]]:
         optimizer.step()
         return loss_value
 
+    guard = OutageGuard()  # a judge down for 3 steps in a row stops the run (JudgeOutage), not trains on nothing
     try:
         for step in range(args.steps):
             started = time.perf_counter()
@@ -458,6 +459,7 @@ async def train(args: argparse.Namespace, judge) -> list[dict[str, Any]]:
                                     metadata={"reference": ref, "eval": False})
                        for q, ref, _, comp, _ in rolls for c in comp]
             grades = await grader.grade_batch(threads)
+            guard.observe(grades)
             rewards, mask = rewards_tensor(grades)
             advantages = group_normalize(rewards, mask, group_size=args.group_size)
             loss = await asyncio.to_thread(update, rolls, advantages)

@@ -21,6 +21,12 @@ class Grade:
       training or evaluation penalty.
     * ``unscored``: the judge side failed; ``value`` is None (never a fake 0).
 
+    A *label-only* verdict (a categorical scorer without ``values``) is
+    ``scored`` with ``value`` None, its label in ``extra["label"]`` and
+    ``extra["labels_only"]`` True: it is counted by label in an evaluation,
+    never averaged, and no reward (``reward`` is NaN; RL adapters refuse
+    such graders).
+
     ``status`` may be omitted: it is then ``"scored"`` when ``value`` is a
     number and ``"unscored"`` when it is None (this keeps
     ``Grade(value=..., grader_key=..., reasoning=...)`` working).
@@ -54,12 +60,20 @@ class Grade:
         if self.status == "unscored":
             if self.value is not None:
                 raise ConfigError("an unscored Grade has value None")
+        elif self.value is None and self.status == "scored" and self.is_label_only:
+            pass
         else:
             if self.value is None or isinstance(self.value, bool):
                 raise ConfigError(f"a {self.status} Grade needs a numeric value, got {self.value!r}")
             self.value = float(self.value)
             if math.isnan(self.value):
                 raise ConfigError("Grade.value must not be NaN; use status='unscored'")
+
+    @property
+    def is_label_only(self) -> bool:
+        """A label without a number (see the class doc)."""
+        extra = self.extra if isinstance(self.extra, dict) else {}
+        return extra.get("labels_only") is True and isinstance(extra.get("label"), str)
 
     @property
     def details(self) -> dict[str, Any]:
@@ -69,7 +83,7 @@ class Grade:
 
     @property
     def reward(self) -> float:
-        """The value as a float for a trainer: NaN when unscored."""
+        """The value as a float for a trainer: NaN when unscored (or label-only)."""
         return math.nan if self.value is None else self.value
 
     def to_dict(self) -> dict[str, Any]:

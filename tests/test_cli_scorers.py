@@ -45,7 +45,9 @@ def create(capsys, reg, scorer_file) -> dict:
 def test_create_show_versions_update(capsys, reg, scorer_file, tmp_path):
     made = create(capsys, reg, scorer_file)
     slug = made["slug"]
-    assert made["version_number"] == 1 and made["variables"] == ["question"]
+    # the scorer document's response shape: the variables sit under latest_version
+    assert made["latest_version"]["number"] == 1 and made["latest_version"]["variables"] == ["question"]
+    assert "variables" not in made and len(made["latest_version"]["id"]) == 64
 
     code, out, _ = run(capsys, "scorers", "--registry", reg, "show", slug)
     assert code == 0 and "numeric 1..5" in out and "variables:   question" in out
@@ -161,8 +163,10 @@ def test_scorers_test_with_a_judge_makes_one_graded_call(capsys, reg, doc_slug, 
     assert [{**m, "content": without_seal(m["content"])} for m in server.requests[0]["messages"]] == [
         {"role": "user", "content": PROMPT}]
     grade = json.loads(out)["samples"][0]["grade"]
-    assert (grade["status"], grade["value"], grade["reason"], grade["judge_model"]) == (
-        "scored", 4.0, "clear next step", "mistral-small-latest")
+    # the scorer document's names, beside the reward value
+    assert (grade["status"], grade["score_value"], grade["score_label"], grade["explanation"],
+            grade["value"], grade["judge_model"]) == (
+        "scored", 4.0, None, "clear next step", 4.0, "mistral-small-latest")
 
 
 def test_scorers_test_exits_1_when_the_judge_fails(capsys, reg, doc_slug, sample_file):
@@ -174,15 +178,24 @@ def test_scorers_test_exits_1_when_the_judge_fails(capsys, reg, doc_slug, sample
     assert code == 1 and "unscored" in out
 
 
-def test_scorers_test_refuses_a_label_scorer_without_values(capsys, reg, tmp_path, sample_file):
+def test_scorers_test_grades_a_label_scorer_without_values_by_its_label(capsys, reg, tmp_path, sample_file):
+    from rewardjudge.testing import FakeJudgeServer
+
     path = tmp_path / "labels.json"
     config = {**DOC_SCORER["config"], "output_spec": {"type": "categorical", "labels": ["good", "bad"]}}
     path.write_text(json.dumps({**DOC_SCORER, "config": config}))
     slug = json.loads(run(capsys, "scorers", "--registry", reg, "create", str(path), "--json")[1])["slug"]
     assert run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file))[0] == 0
-    code, _, err = run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file),
-                       "--judge", "http://127.0.0.1:9/v1")
-    assert code == 2 and '"values": {"good": 1.0, "bad": 0.0}' in err
+    with FakeJudgeServer(lambda req: '{"reason": "resolves it", "label": "good"}') as server:
+        code, out, _ = run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file),
+                           "--judge", server.url)
+    assert code == 0 and "=> scored good" in out and "explanation: resolves it" in out
+    with FakeJudgeServer(lambda req: '{"reason": "resolves it", "label": "good"}') as server:
+        code, out, _ = run(capsys, "scorers", "--registry", reg, "test", slug, "--input", str(sample_file),
+                           "--judge", server.url, "--json")
+    grade = json.loads(out)["samples"][0]["grade"]
+    # a label, never a number: the labels have no order to take one from
+    assert (grade["score_label"], grade["score_value"], grade["value"]) == ("good", None, None)
 
 
 def test_scorers_delete(capsys, reg, doc_slug):

@@ -416,11 +416,16 @@ def support_thread(**metadata) -> StringThread:
 
 
 # 1. categorical values are never implied by order
-def test_the_documents_good_bad_labels_cannot_become_a_grade_without_values():
+async def test_the_documents_good_bad_labels_never_become_a_number_without_values():
     scorer = doc_scorer(output_spec={"type": "categorical", "labels": ["good", "bad"]})
     assert scorer.config.output_spec.parse('{"reason": "r", "label": "good"}').value is None
+    grader = scorer.grader(ScriptedModel(default='{"reason": "r", "label": "good"}', name=DOC_MODEL))
+    grade = await grader.grade(support_thread(eval=True))
+    # a label-only verdict: scored, the label kept, no number (never 0.0 or 1.0 from the order)
+    assert (grade.status, grade.value, grade.extra["label"]) == ("scored", None, "good")
+    assert grade.is_label_only and math.isnan(grade.reward)
     with pytest.raises(ConfigError) as err:
-        scorer.grader(ScriptedModel(name=DOC_MODEL))
+        grader.require_rewards("a reward function")
     # the refusal shows an example to copy
     assert '"values": {"good": 1.0, "bad": 0.0}' in str(err.value)
 

@@ -202,7 +202,7 @@ def test_cli_serves_and_drains_on_sigterm(tmp_path):
             result = {}
             t = threading.Thread(target=lambda: result.setdefault("body", urllib.request.urlopen(req, timeout=30).read()))
             t.start()
-            while judge.request_count == 0:  # the request reached the judge: it is in flight
+            while judge.request_count < 2:  # past the start-up probe, the request reached the judge: in flight
                 time.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
             t.join(30)

@@ -4,7 +4,13 @@ The mean, median (p50) and interval are taken over rows with a value
 (``scored`` and ``penalized``: an evaluation penalty is part of the metric);
 ``unscored`` rows (judge failures) are counted, never averaged in. Rows whose
 verdict is a label (PASS/FAIL, a scorer's category) are also counted per
-label (``grade_label``). Intervals are percentile bootstrap intervals
+label (``grade_label``), with each label's share of the labelled rows.
+
+A run of a *label-only* scorer (a categorical scorer without ``values``, as
+the scorer document writes one: ``Grade.is_label_only``) has no number to
+average: its summary is the label counts and shares, ``labels_only`` is True
+and ``mean``, ``p50`` and ``ci`` are None (penalized rows are counted, their
+penalty not averaged: a mean of penalties alone would mislead). Intervals are percentile bootstrap intervals
 (``n_boot`` resamples, fixed seed, so a report is reproducible). Everything
 is computed in one pass over the grades (``SummaryBuilder``), keeping 12
 bytes a row.
@@ -138,7 +144,10 @@ def _quantile(x: np.ndarray, q: float) -> float | None:
 class Summary:
     """What a run produced. ``mean``, ``p50`` and ``ci`` are over valued rows
     (scored + penalized); ``labels`` counts the label of each scored row
-    whose verdict is a label (see ``grade_label``), most frequent first."""
+    whose verdict is a label (see ``grade_label``), most frequent first, and
+    ``label_shares`` gives each label's share of those rows. ``labels_only``:
+    the verdicts are labels without numbers (a label-only scorer), so there
+    is no mean (see the module doc)."""
 
     n: int
     counts: dict[str, int]
@@ -154,13 +163,18 @@ class Summary:
     errors: dict[str, int] = field(default_factory=dict)
     p50: float | None = None
     labels: dict[str, int] = field(default_factory=dict)
+    label_shares: dict[str, float] = field(default_factory=dict)
+    labels_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def __str__(self) -> str:
         lines = [f"rows: {self.n}  " + "  ".join(f"{s}: {self.counts.get(s, 0)}" for s in STATUSES)]
-        if self.mean is not None:
+        if self.labels_only:
+            lines.append("mean value: none (label-only verdicts: a categorical scorer without values "
+                         "is counted by label)")
+        elif self.mean is not None:
             ci = f" [{self.ci[0]:.4f}, {self.ci[1]:.4f}] ({self.confidence:.0%} bootstrap CI)" if self.ci else ""
             lines.append(f"mean value: {self.mean:.4f}{ci} over {self.n - self.counts.get('unscored', 0)} valued rows")
             lines.append(f"median (p50) value: {self.p50:.4f}")
@@ -170,6 +184,8 @@ class Summary:
             lines.append(f"mean of scored rows only: {self.mean_scored:.4f}")
         if self.labels:
             lines.append("labels: " + "  ".join(f"{lab}: {k}" for lab, k in self.labels.items()))
+            lines.append("label shares: " + "  ".join(f"{lab}: {self.label_shares.get(lab, 0.0):.1%}"
+                                                      for lab in self.labels))
         if self.latency_s:
             lat = self.latency_s
             lines.append(f"judge latency per row: mean {lat['mean']:.3f}s  p50 {lat['p50']:.3f}s  "
@@ -209,6 +225,7 @@ class SummaryBuilder:
         self.attempts = 0
         self.keys: set[Any] = set()
         self.versions: set[Any] = set()
+        self.labels_only = False
         self._values = np.empty(max(1, capacity))
         self._status = np.empty(max(1, capacity), dtype=np.int8)
         self._nv = 0
@@ -236,6 +253,9 @@ class SummaryBuilder:
             self._nv += 1
         if label is None:
             label = grade_label(g)
+        extra = g.get("extra")
+        if not self.labels_only and isinstance(extra, Mapping) and extra.get("labels_only") is True:
+            self.labels_only = True
         if label is not None:
             self.labels[label] = self.labels.get(label, 0) + 1
         if status == "unscored":
@@ -265,8 +285,8 @@ class SummaryBuilder:
         return self.values[self._status[:self._nv] == _STATUS_CODE[status]]
 
     def summary(self, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Summary:
-        values = self.values
-        scored = self.values_of("scored")
+        values = self.values if not self.labels_only else np.empty(0)
+        scored = self.values_of("scored") if not self.labels_only else np.empty(0)
         lat: dict[str, float] = {}
         if self._nl:
             a = self._lat[:self._nl].astype(np.float64)
@@ -280,7 +300,14 @@ class SummaryBuilder:
             grader_key=next(iter(self.keys)) if len(self.keys) == 1 else None,
             grader_version=next(iter(self.versions)) if len(self.versions) == 1 else None,
             errors=dict(self.errors), p50=_quantile(values, 0.5),
-            labels=dict(sorted(self.labels.items(), key=lambda kv: (-kv[1], kv[0]))))
+            labels=dict(sorted(self.labels.items(), key=lambda kv: (-kv[1], kv[0]))),
+            label_shares=_shares(self.labels), labels_only=self.labels_only)
+
+
+def _shares(counts: Mapping[str, int]) -> dict[str, float]:
+    """Each label's share of the labelled rows, most frequent first."""
+    total = sum(counts.values())
+    return {lab: k / total for lab, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))} if total else {}
 
 
 def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
@@ -298,7 +325,8 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
 
     ``grades``: Grades (or their dicts), or the ``SummaryBuilder`` of a run.
     Few distinct values (binary or 1-5 verdicts) get one bar each; otherwise
-    20 bins. Uses matplotlib's Agg backend (no display needed).
+    20 bins. A label-only run (no values) gets one bar per label, its count.
+    Uses matplotlib's Agg backend (no display needed).
     """
     import matplotlib
 
@@ -314,9 +342,16 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
     by = {s: builder.values_of(s) for s in ("scored", "penalized")}
     unscored = builder.counts.get("unscored", 0)
     distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
+    if builder.labels_only:
+        distinct = []
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
     try:
-        if distinct and len(distinct) <= 12:
+        if builder.labels_only:
+            labels = sorted(builder.labels.items(), key=lambda kv: (-kv[1], kv[0]))
+            if labels:
+                ax.bar([lab for lab, _ in labels], [k for _, k in labels], color="#4C72B0")
+            ax.set_xlabel("label")
+        elif distinct and len(distinct) <= 12:
             width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
             bottom = np.zeros(len(distinct))
             for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
@@ -328,12 +363,13 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
         elif distinct:
             ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
                     color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
-        ax.set_xlabel("grade value")
+        if not builder.labels_only:
+            ax.set_xlabel("grade value")
         ax.set_ylabel("rows")
         ax.set_title(title or f"grades (n={builder.n}, unscored={unscored})")
         if distinct:
             ax.legend()
-        else:
+        elif not (builder.labels_only and builder.labels):
             ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
         fig.tight_layout()
         out = Path(path)
@@ -354,9 +390,13 @@ class RunStats:
     p50: float | None
     ci: tuple[float, float] | None
     labels: dict[str, int] = field(default_factory=dict)
+    label_shares: dict[str, float] = field(default_factory=dict)
+    labels_only: bool = False
 
     def line(self, name: str) -> str:
-        if self.mean is None:
+        if self.labels_only:
+            text = f"{name}: label-only verdicts (no mean)"
+        elif self.mean is None:
             text = f"{name}: no valued rows"
         else:
             text = (f"{name}: mean {self.mean:.4f} [{self.ci[0]:.4f}, {self.ci[1]:.4f}]  "
@@ -477,7 +517,8 @@ def _read_run(run: Any) -> tuple[np.ndarray, list[str | None]]:
 
 def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: float, n_boot: int,
                seed: int) -> RunStats:
-    valued = values[~np.isnan(values)]
+    labels_only = _labels_only(values, labels)
+    valued = values[~np.isnan(values)] if not labels_only else np.empty(0)
     counts: dict[str, int] = {}
     for lab in labels:
         if lab is not None:
@@ -486,7 +527,13 @@ def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: floa
                     p50=_quantile(valued, 0.5),
                     ci=bootstrap_ci(valued, confidence=confidence, n_boot=n_boot, seed=seed)
                     if valued.size else None,
-                    labels=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
+                    labels=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                    label_shares=_shares(counts), labels_only=labels_only)
+
+
+def _labels_only(values: np.ndarray, labels: list[str | None]) -> bool:
+    """A label-only run: some row has a label and no value (only a label-only verdict does)."""
+    return any(lab is not None and math.isnan(v) for v, lab in zip(values.tolist(), labels))
 
 
 def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
@@ -496,7 +543,8 @@ def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, see
     results Dataset, or a list of Grades / values in row order. Rows
     unscored in either run are excluded from the paired difference (and
     counted). ``a`` and ``b`` on the result give each run's own mean, p50,
-    bootstrap interval and label counts.
+    bootstrap interval and label counts and shares; a label-only run has no
+    mean and pairs no row (compare its ``labels`` instead).
     """
     va, la = _read_run(a)
     vb, lb = _read_run(b)
@@ -505,6 +553,9 @@ def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, see
                           f"same rows in the same order")
     kw = dict(confidence=confidence, n_boot=n_boot, seed=seed)
     stats_a, stats_b = _run_stats(va, la, **kw), _run_stats(vb, lb, **kw)
+    for stats, v in ((stats_a, va), (stats_b, vb)):
+        if stats.labels_only:  # no number to pair: the penalties alone would be a made-up difference
+            v[:] = math.nan
     both = ~np.isnan(va) & ~np.isnan(vb)
     excluded = int(va.size - both.sum())
     if not both.any():

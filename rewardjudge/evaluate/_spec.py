@@ -9,7 +9,9 @@
   callable taking the judge model and returning a ``Grader`` (a Grader
   subclass whose constructor takes the model as first argument counts);
 * ``"path/to/scorer.json"``: a scorer (``rewardjudge.scorers``), its
-  declared variables read from ``metadata`` (map columns there);
+  declared variables read from ``metadata`` (map columns there); a
+  categorical scorer without ``values`` (label-only) is built too: an
+  evaluation counts its labels, a reward adapter refuses it;
 * a catalog key (``rewardjudge.catalog.grader(key, model)``: ``correctness``,
   ``helpfulness``...);
 * a scorer slug in the registry folder ``$REWARDJUDGE_SCORERS`` (default
@@ -149,7 +151,9 @@ SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 def _scorer_file_grader(spec: str, model: Any) -> Grader:
     """A scorer's grader from a JSON file: a scorer definition
-    (``{"name", "config", ...}``) or a scorer file of a registry folder.
+    (``{"name", "config", ...}``, or ``Scorer.to_dict()``'s form with its
+    ``latest_version``, as ``scorers show --json`` prints it) or a scorer
+    file of a registry folder (its current version).
     Its declared variables read ``metadata.<name>`` (map dataset columns
     there with ``metadata=column``)."""
     import json
@@ -165,6 +169,6 @@ def _scorer_file_grader(spec: str, model: Any) -> Grader:
         data = json.loads(path.read_text())
     except ValueError as exc:
         raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict) and "slug" in data:  # a registry's own file
+    if isinstance(data, dict) and "slug" in data and "versions" in data:  # a registry's own file
         return scorers.ScorerRegistry(path.parent).get(data["slug"]).grader(model)
     return scorers.Scorer.from_dict(data).grader(model)

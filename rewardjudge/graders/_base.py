@@ -154,6 +154,11 @@ class Grader(abc.ABC):
         return {"class": type(self).__name__, "train_penalty": self.train_penalty,
                 "eval_penalty": self.eval_penalty}
 
+    def require_rewards(self, where: str) -> None:
+        """``ConfigError`` when this grader's verdicts carry no number (a label-only
+        categorical scorer: evaluated by label counts, never a reward); ``where``
+        names the adapter asking (a reward function, verl, the reward server)."""
+
     @property
     def version(self) -> str:
         """First 16 hex digits of the SHA-256 of the canonical ``config()``.

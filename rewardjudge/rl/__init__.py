@@ -9,6 +9,8 @@
 * ``group_normalize(rewards, mask, group_size=...)``: GRPO advantages that
   ignore masked entries.
 * ``judge_health(grades)``: flat judge-health metrics for a logger.
+* ``OutageGuard()``: ``observe(grades)`` once per step stops a run whose
+  judge is down (``JudgeOutage``) instead of training on nothing.
 
 Its names load on first use; the tensor helpers and adapters need torch, not trl or verl.
 """
@@ -17,17 +19,17 @@ import importlib as _importlib
 import typing as _typing
 
 #: name -> module, imported on first use (``rl._health`` alone needs no torch)
-_LAZY = {"group_normalize": "._tensors", "rewards_tensor": "._tensors", "judge_health": "._health",
+_LAZY = {"OutageGuard": "._health", "group_normalize": "._tensors", "rewards_tensor": "._tensors", "judge_health": "._health",
          "trl_reward_func": "._trl_adapter", "trl_reward_funcs": "._trl_adapter",
          "verl_compute_score": "._verl_adapter"}
 
 if _typing.TYPE_CHECKING:
-    from ._health import judge_health
+    from ._health import OutageGuard, judge_health
     from ._tensors import group_normalize, rewards_tensor
     from ._trl_adapter import trl_reward_func, trl_reward_funcs
     from ._verl_adapter import verl_compute_score
 
-__all__ = ["group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
+__all__ = ["OutageGuard", "group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
            "verl_compute_score"]
 
 

@@ -263,6 +263,7 @@ class TRLRewardFunc(_DualCall):
                  outage_threshold: float | None = 0.5, outage_steps: int = 3):
         if not isinstance(grader, Grader):
             raise ConfigError(f"trl_reward_func needs a Grader, got {type(grader).__name__}")
+        grader.require_rewards("a TRL reward function")
         if mode not in (None, "train", "eval"):
             raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
         self.grader = grader

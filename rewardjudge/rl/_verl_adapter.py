@@ -277,6 +277,7 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
         return lazy
     if not isinstance(grader, Grader):
         raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
+    grader.require_rewards("verl_compute_score")
     if on_unscored not in ("raise", "marker"):
         raise ConfigError(f"on_unscored must be 'raise' or 'marker', got {on_unscored!r}")
     if mode not in (None, "train", "eval"):

@@ -15,7 +15,11 @@ assistant turn). ``--map VAR=SOURCE`` binds a variable (see
 ``binding.py``); ``--version`` tries an older version. With ``--judge URL``
 (an OpenAI-compatible ``/v1`` server) each sample is also graded by one
 judge call, asking for the scorer's ``config.model`` (``--judge-model NAME``
-asks for another model, explicitly).
+asks for another model, explicitly); each grade is shown in the scorer
+document's names (``score_label``, ``score_value``, ``explanation``: see
+``_fields.py``) beside ``value``, the reward (None for a label-only scorer).
+``show --json`` and ``list --json`` give each scorer with its
+``latest_version`` (``number``, ``id``, ``created_at``, ``variables``).
 
 Exit codes: 0 done; 1 ``test --judge`` left a sample unscored (the judge
 side failed); 2 an invalid scorer, config, file or mapping (the message
@@ -242,6 +246,7 @@ def _test(args: argparse.Namespace) -> int:
     import asyncio
 
     from ._binding import MalformedCompletion
+    from ._fields import scorer_result
 
     registry = _registry(args)
     scorer = registry.get(args.slug)
@@ -259,9 +264,7 @@ def _test(args: argparse.Namespace) -> int:
     for i, r in enumerate(rendered):
         if grades is not None:
             g = grades[i]
-            r["grade"] = {"status": g.status, "value": g.value, "label": g.extra.get("label"),
-                          "reason": g.reasoning, "error": g.error,
-                          "judge_model": g.extra.get("judge_model"), "raw_reply": g.raw_reply}
+            r["grade"] = {**scorer_result(g), "raw_reply": g.raw_reply}
         results.append(r)
     if args.json:
         print(json.dumps({"slug": scorer.slug, "version": binding.version, "model": binding.config.model,
@@ -280,9 +283,11 @@ def _test(args: argparse.Namespace) -> int:
                     print(f"(no value, rendered empty: {', '.join(r['missing_variables'])})")
             g = r.get("grade")
             if g is not None:
-                shown = g["value"] if g["label"] is None else f"{g['value']} ({g['label']})"
+                label = g["score_label"]
+                shown = (g["value"] if label is None else label if g["value"] is None
+                         else f"{g['value']} ({label})")
                 print(f"=> {g['status']} {shown}  judge_model: {g['judge_model']}")
-                print(f"   {'reason: ' + g['reason'] if g['status'] == 'scored' else g['error']}")
+                print(f"   {'explanation: ' + str(g['explanation']) if g['status'] == 'scored' else g['error']}")
     return 1 if grades is not None and any(g.status == "unscored" for g in grades) else 0
 
 

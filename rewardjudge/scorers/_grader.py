@@ -11,7 +11,8 @@
    parsed by the spec. An unusable reply is re-asked ``reply_retries`` times,
    then the grade is *unscored*; a judge failure is *unscored* at once.
 4. The Grade: ``value`` (numeric: the score; boolean: 1.0/0.0; categorical:
-   the label's value from ``output_spec.values``), ``reasoning`` = the
+   the label's value from ``output_spec.values``; a label-only categorical
+   spec: None, see below), ``reasoning`` = the
    judge's reason, ``grader_version`` = the scorer version id (SHA-256 of its
    canonical config), and ``extra`` with ``label`` (the categorical label or
    "true"/"false"; None for numeric), ``score``, ``scorer``,
@@ -19,13 +20,19 @@
    (the model that answered: the name the server gave in its reply, else the
    name asked) and ``missing_variables``.
 
-Two checks at construction:
+The scorer's ``model`` is the model asked: a judge bound to another model
+name (``model.name``) is refused at construction unless
+``allow_model_override=True`` (then the judge's own model answers, and the
+grades say so).
 
-* the scorer's ``model`` is the model asked: a judge bound to another model
-  name (``model.name``) is refused unless ``allow_model_override=True``
-  (then the judge's own model answers, and the grades say so);
-* a categorical spec without ``values`` is refused: a grade is a number, and
-  labels have no order to take one from.
+A categorical spec without ``values`` (the scorer document's own way to
+write one) is a *label-only* scorer: its grades are ``scored`` with
+``value`` None, the label in ``extra["label"]`` and ``extra["labels_only"]``
+True (``Grade.is_label_only``). An evaluation counts them by label (counts
+and shares, no mean); a reward needs a number and labels have no order to
+take one from, so every RL adapter (the TRL reward function, verl, the
+reward server) refuses the grader with the reason and an example ``values``
+to add (``require_rewards``).
 """
 
 from __future__ import annotations
@@ -86,7 +93,6 @@ class ScorerGrader(Grader):
 
         config = binding.config
         key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
-        config.output_spec.require_values(f"scorer {key!r} (a grade is a number)")
         asked = getattr(model, "name", None) or type(model).__name__
         if asked != config.model and not allow_model_override:
             raise ConfigError(
@@ -118,6 +124,16 @@ class ScorerGrader(Grader):
                      config.model, asked)
 
     @property
+    def labels_only(self) -> bool:
+        """True for a categorical spec without ``values``: grades carry a label, no number."""
+        return not self.spec.has_values
+
+    def require_rewards(self, where: str) -> None:
+        self.spec.require_values(
+            f"{where} (scorer {self.grader_key!r}: its verdicts are labels without values)",
+            hint="; evaluation counts such labels as they are (evaluate_dataset, rewardjudge eval)")
+
+    @property
     def version(self) -> str:
         """The pinned scorer version id (SHA-256 of its canonical config)."""
         return self.binding.version
@@ -137,6 +153,8 @@ class ScorerGrader(Grader):
                                  "scorer_version": self.version,
                                  "scorer_model": self.binding.config.model,
                                  "judge_model": self.model_name}
+        if self.labels_only:
+            extra["labels_only"] = True
         try:
             clean = self.neutralized(sample)
             prompt, missing = self.render(clean)

@@ -9,7 +9,7 @@ spec                                    reply                               Grad
 ``{"type": "boolean"}``                 ``{"reason": str, "verdict": bool}``  value 1.0 / 0.0,
                                                                             label "true"/"false"
 ``{"type": "categorical",               ``{"reason": str, "label": str}``   value from ``values``
-"labels": [...], "values": {...}}``     (one of the labels)                 (required), label kept
+"labels": [...], "values": {...}}``     (one of the labels)                 (None without), label
 ``{"type": "numeric", "min": a,         ``{"reason": str, "score": number}``  value = the score
 "max": b}``                             (a <= score <= b)
 ======================================  ==================================  =====================
@@ -19,10 +19,13 @@ mean (evaluation) needs ``values`` (label -> number) written in the spec::
 
     {"type": "categorical", "labels": ["good", "bad"], "values": {"good": 1.0, "bad": 0.0}}
 
-Without ``values`` the spec is still a valid scorer definition (it can be
-saved, versioned, rendered and tried), its verdicts carry only the label
-(``Verdict.value`` is None), and ``ScorerGrader`` refuses it at construction
-(``require_values``): listing ``["good", "bad"]`` must never make "good" 0.0.
+Without ``values`` the spec is a *label-only* scorer, as the scorer
+document writes one: it can be saved, versioned, rendered, tried and
+evaluated (label counts and shares, no mean), its verdicts carry only the
+label (``Verdict.value`` is None), and a reward refuses it
+(``require_values``, called by every RL adapter through
+``ScorerGrader.require_rewards``): listing ``["good", "bad"]`` must never
+make "good" 0.0.
 
 Parsing is strict about *what* a reply holds (the schema: required keys, no
 extra keys, types, enum, range) and lenient only about *where* the object
@@ -94,7 +97,7 @@ class OutputSpec:
         """True when every verdict maps to a number (numeric, boolean, valued categorical)."""
         return True
 
-    def require_values(self, where: str = "a grader") -> None:
+    def require_values(self, where: str = "a grader", hint: str = "") -> None:
         """``ConfigError`` (with an example) when verdicts have no number; see the module doc."""
 
     def describe(self) -> str:  # pragma: no cover - overridden
@@ -218,14 +221,14 @@ class CategoricalSpec(OutputSpec):
         Only an example to edit, never applied: which label is best is the author's call."""
         return {lab: (1.0 if i == 0 else 0.0) for i, lab in enumerate(self.labels)}
 
-    def require_values(self, where: str = "a grader") -> None:
+    def require_values(self, where: str = "a reward", hint: str = "") -> None:
         if self.values is None:
             example = {"type": "categorical", "labels": list(self.labels),
                        "values": self.example_values()}
             raise ConfigError(
                 f"{where} needs a number for each categorical label, and labels have no order: "
                 f"add 'values' to the output_spec, e.g. {json.dumps(example, ensure_ascii=False)} "
-                f"(give each label the reward you mean)")
+                f"(give each label the reward you mean){hint}")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "categorical", "labels": list(self.labels)}

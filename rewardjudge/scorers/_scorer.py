@@ -29,9 +29,10 @@ __all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
 KIND = "llm_judge"
-# keys of Scorer.to_dict(); the registry-side ones are accepted and ignored on input
-_SCORER_KEYS = {"name", "description", "kind", "config", "slug", "version", "version_number",
-                "variables", "created_at", "updated_at"}
+# keys of Scorer.to_dict() (and of its earlier shape, with version, version_number and variables at
+# the top level); the registry-side ones are accepted and ignored on input
+_SCORER_KEYS = {"name", "description", "kind", "config", "slug", "latest_version", "version",
+                "version_number", "variables", "created_at", "updated_at"}
 
 
 def slugify(name: str) -> str:
@@ -139,19 +140,35 @@ class Scorer:
         ``name`` is ``config.model``, unless ``allow_model_override=True``)."""
         return self.bind(mapping).grader(model, **kwargs)
 
+    @property
+    def latest_version(self) -> dict[str, Any]:
+        """The current version as the scorer document's response shows it: ``number``
+        (None outside a registry), ``id`` (SHA-256 of the config), ``created_at`` and
+        ``variables`` (the declared variables a live evaluation or a binding maps)."""
+        made = next((v.created_at for v in reversed(self.history) if v.id == self.version), None)
+        return {"number": self.version_number, "id": self.version, "created_at": made,
+                "variables": self.variables}
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: name, description, kind, config, and the registry fields when set."""
+        """The JSON form: name, description, kind, config (the anatomy of the scorer
+        document), and for a registry's scorer its response fields: ``slug``,
+        ``latest_version`` (``number``, ``id``, ``created_at``, ``variables``),
+        ``created_at`` and ``updated_at``. ``from_dict`` reads it back, and reads the
+        earlier shape too (``version``, ``version_number``, ``variables`` at the top)."""
         out: dict[str, Any] = {"name": self.name, "description": self.description, "kind": self.kind,
                                "config": self.config.to_dict()}
         if self.slug:
-            out = {"slug": self.slug, **out, "version": self.version,
-                   "version_number": self.version_number, "variables": self.variables,
+            out = {"slug": self.slug, **out, "latest_version": self.latest_version,
                    "created_at": self.created_at, "updated_at": self.updated_at}
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scorer":
-        """Build from ``{"name", "description"?, "kind"?, "config"}`` (the seed's anatomy)."""
+        """Build from ``{"name", "description"?, "kind"?, "config"}`` (the document's anatomy),
+        or from ``to_dict()``'s form, new (``latest_version``) or earlier (top-level
+        ``version``, ``version_number``, ``variables``): the registry fields are read as
+        information only (the config is what counts: edit its template, and the variables
+        follow)."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a scorer must be an object, got {type(data).__name__}")
         kind = data.get("kind", KIND)
@@ -164,7 +181,11 @@ class Scorer:
         if unknown:
             raise ConfigError(f"scorer: unknown key(s) {unknown}; expected name, description, kind, "
                               f"config")
-        return cls(data["name"], data["config"], data.get("description", ""))
+        scorer = cls(data["name"], data["config"], data.get("description", ""))
+        latest = data.get("latest_version")
+        if latest is not None and not isinstance(latest, Mapping):
+            raise ConfigError(f"scorer: latest_version must be an object, got {type(latest).__name__}")
+        return scorer
 
     def __repr__(self) -> str:
         return f"Scorer({self.name!r}, slug={self.slug!r}, version={self.version[:12]})"

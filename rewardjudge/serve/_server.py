@@ -447,6 +447,7 @@ class RewardServer(_HTTPService):
                  header_timeout: float = 60.0):
         if not isinstance(grader, Grader):
             raise ConfigError(f"RewardServer needs a Grader, got {type(grader).__name__}")
+        grader.require_rewards("the reward server")
         if group_size is not None and (isinstance(group_size, bool) or not isinstance(group_size, int)
                                        or group_size < 1):
             raise ConfigError(f"group_size must be a positive int, got {group_size!r}")

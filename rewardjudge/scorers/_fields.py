@@ -1,0 +1,123 @@
+"""The scorer document's result names, and ours: one mapping.
+
+The scorer document names a result's fields ``score_value``, ``score_label``
+and ``explanation``; rewardjudge's grades and evaluation results call them
+``value`` / ``grade_value``, ``extra["label"]`` / ``grade_label`` and
+``reasoning`` / ``grade_reasoning``. ``DOCUMENT_FIELDS`` is the one mapping
+between them:
+
+=================  ==================  =====================  ============================================
+document           result column       ``Grade``              meaning
+=================  ==================  =====================  ============================================
+``score_value``    ``grade_value``     ``value``              the numeric scorer's score (in
+                                                              ``[min, max]``); None for a label verdict
+``score_label``    ``grade_label``     ``extra["label"]``     the categorical label, or ``"true"`` /
+                                                              ``"false"`` for a boolean scorer
+``explanation``    ``grade_reasoning`` ``reasoning``          the judge's ``reason``
+=================  ==================  =====================  ============================================
+
+One difference, kept on purpose: the document gives a boolean or categorical
+verdict only a label, where ``grade_value`` also holds its reward (1.0 / 0.0,
+or the label's number from ``values``). So the document's ``score_value`` is
+``grade_value`` for a numeric scorer and None for a label verdict, and all
+three are None for a row the judge did not score (penalized or unscored).
+
+Results keep our names (one set of columns for every grader); the
+document's names are offered where a scorer's results are read:
+``document_fields(grade)`` for one grade, ``scorer_result(grade)`` for a
+scorer grade's dict form, ``with_document_fields(results)`` for an
+evaluation's results (three columns added to the Dataset read back, not to
+the files).
+
+>>> from rewardjudge import Grade
+>>> document_fields(Grade(value=4.0, grader_key="s", reasoning="clear", extra={"label": None}))
+{'score_value': 4.0, 'score_label': None, 'explanation': 'clear'}
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from ..grade import Grade
+
+__all__ = ["DOCUMENT_FIELDS", "document_fields", "scorer_result", "with_document_fields"]
+
+#: the scorer document's name -> our result column (``Grade``: value, extra["label"], reasoning)
+DOCUMENT_FIELDS: dict[str, str] = {"score_value": "grade_value", "score_label": "grade_label",
+                                   "explanation": "grade_reasoning"}
+
+
+def _as_dict(grade: Grade | Mapping[str, Any]) -> Mapping[str, Any]:
+    return grade.to_dict() if isinstance(grade, Grade) else grade
+
+
+def document_fields(grade: Grade | Mapping[str, Any]) -> dict[str, Any]:
+    """``{"score_value", "score_label", "explanation"}`` of one grade (a Grade or its dict)."""
+    g = _as_dict(grade)
+    status = g.get("status") or ("scored" if g.get("value") is not None else "unscored")
+    if status != "scored":
+        return {"score_value": None, "score_label": None, "explanation": None}
+    extra = g.get("extra") or {}
+    label = extra.get("label") if isinstance(extra, Mapping) else None
+    label = label if isinstance(label, str) else None
+    value = g.get("value")
+    return {"score_value": None if label is not None or value is None else float(value),
+            "score_label": label, "explanation": g.get("reasoning")}
+
+
+def scorer_result(grade: Grade | Mapping[str, Any]) -> dict[str, Any]:
+    """A scorer grade's dict form in the document's names: ``status``, ``score_value``,
+    ``score_label``, ``explanation``, then ours: ``value`` (the reward; None for a
+    label-only verdict), ``error``, ``scorer``, ``scorer_version``, ``judge_model``,
+    ``missing_variables``."""
+    g = _as_dict(grade)
+    extra = g.get("extra") or {}
+    return {"status": g.get("status"), **document_fields(g), "value": g.get("value"),
+            "error": g.get("error"), "scorer": extra.get("scorer"),
+            "scorer_version": extra.get("scorer_version") or g.get("grader_version"),
+            "judge_model": extra.get("judge_model"),
+            "missing_variables": list(extra.get("missing_variables") or [])}
+
+
+def with_document_fields(results: Any) -> Any:
+    """An evaluation's results (an ``EvalResult``, its output folder or results file,
+    or a results ``datasets.Dataset``) as a Dataset with the document's three columns
+    added beside ours (``DOCUMENT_FIELDS``), computed column-wise with Arrow."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..errors import ConfigError
+
+    ds = results
+    if hasattr(results, "dataset") and hasattr(results, "summary"):
+        ds = results.dataset
+    elif isinstance(results, (str, os.PathLike)):
+        from ..evaluate._report import _results_path
+
+        path = _results_path(results)
+        ds = (datasets.Dataset.from_parquet(str(path)) if path.suffix == ".parquet"
+              else datasets.Dataset.from_json(str(path)))
+    if not isinstance(ds, datasets.Dataset):
+        raise ConfigError(f"with_document_fields takes evaluation results, got {type(results).__name__}")
+    missing = [c for c in ("grade_status", *DOCUMENT_FIELDS.values()) if c not in ds.column_names]
+    if missing:
+        raise ConfigError(f"results lack column(s) {missing} (not an evaluate_dataset output)")
+    clash = sorted(set(DOCUMENT_FIELDS) & set(ds.column_names))
+    if clash:
+        raise ConfigError(f"the results already have column(s) {clash}")
+    table = ds.with_format("arrow")[:]
+    scored = pc.equal(table.column("grade_status"), "scored")
+    label = table.column("grade_label")
+    numeric = pc.and_(scored, pc.is_null(label))
+    none_f = pa.scalar(None, pa.float64())
+    none_s = pa.scalar(None, pa.string())
+    columns = {
+        "score_value": pc.if_else(numeric, pc.cast(table.column("grade_value"), pa.float64()), none_f),
+        "score_label": pc.if_else(scored, pc.cast(label, pa.string()), none_s),
+        "explanation": pc.if_else(scored, pc.cast(table.column("grade_reasoning"), pa.string()), none_s)}
+    for name, column in columns.items():
+        ds = ds.add_column(name, column.to_pylist(),
+                           feature=datasets.Value("float64" if name == "score_value" else "string"))
+    return ds
