@@ -99,6 +99,13 @@ def list_criteria(language: str | None = None) -> builtins.list[Criterion]:
     return [get(k, language) for k in keys()]
 
 
+def listing(language: str | None = None) -> dict[str, Any]:
+    """The catalog as its document's list answers it (``catalog --json``, and
+    ``GET /api/v1/agent_version/judge_templates`` in ``rewardjudge serve``)."""
+    return {"default_system_prompt_template": default_system_prompt_template(language), "status": "success",
+            "templates": [c.to_dict() for c in list_criteria(language)]}
+
+
 def default_system_prompt_template(language: str | None = None) -> str:
     """The Handlebars template wrapped around every criterion (variables: ``criterion``,
     ``output_schema``)."""
@@ -215,9 +222,7 @@ def _show(args) -> int:
         return 0
     items = list_criteria(args.language)
     if args.json:
-        print(json.dumps({"default_system_prompt_template": default_system_prompt_template(args.language),
-                          "status": "success", "templates": [c.to_dict() for c in items]},
-                         indent=2, ensure_ascii=False))
+        print(json.dumps(listing(args.language), indent=2, ensure_ascii=False))
         return 0
     for c in items:
         needs = f" (needs {', '.join(c.requires)})" if c.requires else ""

@@ -226,3 +226,34 @@ def test_cli_serves_and_drains_on_sigterm(tmp_path):
 ])
 def test_openrlhf_queries_become_threads(query, prompt, turns):
     assert openrlhf_thread(query, prompt, "4").turns == turns
+
+
+async def test_the_catalog_list_over_http_as_its_document_answers_it():
+    """GET /api/v1/agent_version/judge_templates with a bearer token: the catalog document's
+    list; errors in its {code, message, status} shape; an idempotency_key answers the same
+    with the same query and idempotency_key_already_used with another."""
+    from rewardjudge.catalog import listing
+
+    path = "/api/v1/agent_version/judge_templates"
+    async with RewardServer(make_grader(ScriptedModel([])), token="tok") as server, aiohttp.ClientSession() as http:
+        auth = {"Authorization": "Bearer tok"}
+        async with http.get(server.url + path, headers=auth) as r:
+            assert r.status == 200 and await r.json() == listing()
+        body = await r.json()
+        assert body["default_system_prompt_template"] == "You are a judge.\n\n{{ criterion }}"
+        async with http.get(server.url + path) as r:
+            assert r.status == 401
+            assert (await r.json())["code"] == "not_authenticated" and (await r.json())["status"] == "error"
+        async with http.get(server.url + path, headers=auth, params={"idempotency_key": "k1"}) as r:
+            assert r.status == 200 and await r.json() == listing()
+        async with http.get(server.url + path, headers=auth, params={"idempotency_key": "k1"}) as r:
+            assert r.status == 200 and await r.json() == listing()  # the same query: the same answer
+        async with http.get(server.url + path, headers=auth,
+                            params={"idempotency_key": "k1", "language": "fr"}) as r:
+            error = await r.json()
+            assert r.status == 409 and error["code"] == "idempotency_key_already_used"
+            assert set(error) == {"code", "message", "status"}
+        async with http.get(server.url + path, headers=auth, params={"language": "fr"}) as r:
+            assert r.status == 200 and await r.json() == listing("fr")
+        async with http.get(server.url + path, headers=auth, params={"language": "../x"}) as r:
+            assert r.status == 400 and (await r.json())["code"] == "invalid_value"

@@ -231,3 +231,40 @@ async def test_preflight_tells_whether_the_judge_writes_the_sealed_form():
     # a judge that ignores the seal instruction: told before any run
     bad = await grader(ScriptedModel([PASS, PASS], seal=False)).preflight()
     assert bad.status == "unscored" and bad.error.startswith("no sealed verdict")
+
+
+async def test_output_schema_as_strict_json_schema_on_request():
+    """The cookbook reads {{output_schema}} as 'the JSON schema of the output model':
+    output_schema_format="json_schema" gives exactly that (the compact form stays the default),
+    also for a subclass whose hook calls super(); the version tells the two apart."""
+    import json as _json
+
+    from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    class Hooked(TemplatedPromptJudgeGrader):
+        @classmethod
+        def extract_template_context(cls, thread, output_model=None, template_variables=None):
+            return {**super().extract_template_context(thread, output_model, template_variables), "extra": "x"}
+
+    thread = StringThread([("user", "Capital of France?"), ("assistant", "Paris.")])
+    versions = set()
+    for cls in (TemplatedPromptJudgeGrader, Hooked):
+        for fmt in ("compact", "json_schema"):
+            judge = ScriptedModel(['{"reasoning": "ok", "score": "PASS"}'])
+            grader = cls("g", judge, "Reply with JSON matching:\n{{output_schema}}", "{{completion}}",
+                         BinaryJudgeOutput, output_schema_format=fmt)
+            grade = await grader.grade(thread)
+            assert grade.status == "scored"
+            system = judge.calls[0]["messages"][0]["content"]
+            shown = system.split("matching:\n", 1)[1]
+            if fmt == "json_schema":
+                assert _json.loads(shown) == BinaryJudgeOutput.model_json_schema()
+            else:
+                assert '"PASS" | "FAIL"' in shown
+            versions.add((cls.__name__, fmt, grader.version))
+    for name in ("TemplatedPromptJudgeGrader", "Hooked"):
+        assert len({v for n, _, v in versions if n == name}) == 2
+    with pytest.raises(ConfigError):
+        TemplatedPromptJudgeGrader("g", ScriptedModel([]), "{{output_schema}}", "{{completion}}",
+                                   BinaryJudgeOutput, output_schema_format="yaml")

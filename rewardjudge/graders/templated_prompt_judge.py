@@ -16,6 +16,8 @@ Flow of ``grade(sample)``:
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
@@ -93,7 +95,8 @@ class TemplatedPromptJudgeGrader(Grader):
                  reject_content_free: bool | None = None, max_completion_chars: int | None = None,
                  seal: bool = True, seal_key: "bytes | str | None" = None,
                  verdict_form: str | None = None, label_values: Mapping[str, float] | None = None,
-                 score_bounds: tuple[float, float] | None = None):
+                 score_bounds: tuple[float, float] | None = None,
+                 output_schema_format: Literal["compact", "json_schema"] = "compact"):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
@@ -104,6 +107,9 @@ class TemplatedPromptJudgeGrader(Grader):
                               f"{SEAL_FIELD!r}: that name carries the verdict's seal; rename the field")
         if not isinstance(seal, bool):
             raise ConfigError(f"seal must be True or False, got {seal!r}")
+        if output_schema_format not in ("compact", "json_schema"):
+            raise ConfigError(f"output_schema_format must be 'compact' or 'json_schema', got {output_schema_format!r}")
+        self.output_schema_format = output_schema_format
         self.seal = seal
         # a cached judge keeps the key with its cache, so later runs hit it
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
@@ -198,6 +204,16 @@ class TemplatedPromptJudgeGrader(Grader):
             return frozenset()
         return names
 
+    def _schema_text(self) -> str:
+        """``{{output_schema}}``: the compact shape (default), or with
+        ``output_schema_format="json_schema"`` the output model's JSON Schema
+        (the cookbook's reading), without the seal field (it is asked for last)."""
+        if self.output_model is None:
+            return ""
+        if self.output_schema_format == "compact":
+            return render_schema(self.output_model)
+        return _json_schema_text(self.output_model)
+
     def context_of(self, sample: StringThread, parsed: BaseModel | None = None) -> dict[str, Any]:
         """The template context of ``sample``: ``extract_template_context`` over
         a neutralised copy of the sample (every value derived from its text is
@@ -214,7 +230,7 @@ class TemplatedPromptJudgeGrader(Grader):
             # the sample, neutralised once (the long way neutralises a copy of the
             # thread, then builds the vocabulary from it); every key is then the
             # grader's own or clean, so there is nothing left to neutralise
-            schema = render_schema(self.output_model) if self.output_model is not None else ""
+            schema = self._schema_text()
             context = thread_context(sample, tags=self.prompt.tags, control_tokens=self.control_tokens(),
                                      output_schema=schema, names=names if parsed is None else None)
             context.update(self.template_variables or {})
@@ -223,6 +239,9 @@ class TemplatedPromptJudgeGrader(Grader):
         else:
             clean = self.judge_thread(sample, self.prompt.tags)
             context = self.extract_template_context(clean, self.output_model, self.template_variables)
+            if (self.output_schema_format != "compact" and self.output_model is not None
+                    and context.get("output_schema") == render_schema(self.output_model)):
+                context["output_schema"] = self._schema_text()  # the hook kept the default: the chosen form
         if parsed is not None:
             fields = parsed.model_dump(mode="json")
             for k, v in fields.items():
@@ -362,6 +381,8 @@ class TemplatedPromptJudgeGrader(Grader):
                 "template_variables": self.template_variables, "params": self.params.as_dict(),
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 "structured": self.structured, "seal": self.seal,
+                **({"output_schema_format": self.output_schema_format}
+                   if self.output_schema_format != "compact" else {}),
                 **({"verdict_form": {"pattern": self.form.pattern, "labels": self.label_values,
                                      "bounds": self.form.bounds}} if self.form is not None else {}),
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
@@ -410,3 +431,8 @@ def _declared_form(pattern: str | None, label_values: Mapping[str, float] | None
     form = VerdictForm.of(pattern, labels=tuple(values) if values else None,
                           bounds=tuple(bounds) if bounds is not None else None)
     return form, {k: float(v) for k, v in values.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _json_schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema(), indent=2, ensure_ascii=False)

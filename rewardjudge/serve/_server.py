@@ -196,9 +196,10 @@ def _client_alive(request: web.Request) -> bool:
 
 
 class _BadRequest(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, code: str | None = None):
         super().__init__(message)
         self.status = status
+        self.code = code  # the catalog document's error code, where it names one
 
 
 #: samples one request may carry by default (``max_samples``; OpenRLHF sends a few per request)
@@ -207,7 +208,12 @@ DEFAULT_MAX_SAMPLES = 8192
 _SAMPLES_KEY = {"/get_reward": "query", "/grade": "samples"}
 #: deepest JSON nesting a body may have (a deeper one is 400, before anything recurses into it)
 MAX_JSON_DEPTH = 64
-_ENDPOINTS = ("/get_reward", "/grade", "/health", "/metrics")
+#: the criteria catalog's list, at its document's path (bearer token; optional idempotency_key)
+CATALOG_PATH = "/api/v1/agent_version/judge_templates"
+_ENDPOINTS = ("/get_reward", "/grade", "/health", "/metrics", CATALOG_PATH)
+#: the catalog document's error codes by HTTP status
+_DOC_CODES = {400: "bad_request", 401: "not_authenticated", 408: "temporarily_unavailable",
+              409: "idempotency_key_already_used", 503: "temporarily_unavailable"}
 
 
 def _too_deep(obj: Any, limit: int) -> bool:
@@ -265,6 +271,7 @@ class _HTTPService:
         self._idle: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self.url: str | None = None
+        self._idempotent: dict[str, tuple[tuple, dict]] = {}  # idempotency_key -> (query, answer)
 
     def _routes(self, app: web.Application) -> None:
         raise NotImplementedError
@@ -272,6 +279,7 @@ class _HTTPService:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
         self._routes(app)
+        app.router.add_get(CATALOG_PATH, self._judge_templates)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
@@ -307,7 +315,12 @@ class _HTTPService:
             self.metrics.requests[(endpoint, 499)] += 1
             raise
         except _BadRequest as exc:
-            response = web.json_response({"error": str(exc)}, status=exc.status)
+            if request.path == CATALOG_PATH:  # the catalog document's error object
+                body = {"code": exc.code or _DOC_CODES.get(exc.status, "unknown"), "message": str(exc),
+                        "status": "error"}
+            else:
+                body = {"error": str(exc)}
+            response = web.json_response(body, status=exc.status)
             if exc.status == 408:
                 response.force_close()  # the rest of a slow body is not waited for
         except ConfigError as exc:
@@ -326,6 +339,34 @@ class _HTTPService:
             response = web.json_response({"error": exc.text or exc.reason}, status=exc.status)
         self.metrics.requests[(endpoint, response.status)] += 1
         return response
+
+    async def _judge_templates(self, request: web.Request) -> web.Response:
+        """The catalog's list as its document answers it; ``language`` (ours)
+        picks the criteria's language. An ``idempotency_key`` seen before
+        answers as it did, or 409 ``idempotency_key_already_used`` when it came
+        with another query."""
+        from ..catalog import listing
+
+        query = tuple(sorted((k, v) for k, v in request.query.items() if k != "idempotency_key"))
+        key = request.query.get("idempotency_key")
+        if key is not None and key in self._idempotent:
+            seen_query, answer = self._idempotent[key]
+            if seen_query != query:
+                raise _BadRequest(409, f"idempotency_key {key!r} was already used with another query")
+            return web.json_response(answer)
+        unknown = sorted({k for k, _ in query} - {"language"})
+        if unknown:
+            raise _BadRequest(400, f"unknown query parameter(s) {unknown}; this list takes idempotency_key "
+                                   f"(and language)", code="invalid_value")
+        try:
+            answer = listing(request.query.get("language") or None)
+        except ConfigError as exc:
+            raise _BadRequest(400, str(exc), code="invalid_value") from None
+        if key is not None:
+            if len(self._idempotent) >= 4096:  # bounded: the oldest key is forgotten
+                self._idempotent.pop(next(iter(self._idempotent)))
+            self._idempotent[key] = (query, answer)
+        return web.json_response(answer)
 
     async def _json(self, request: web.Request) -> Any:
         """The request's JSON body, within ``body_timeout``, ``max_body``,
