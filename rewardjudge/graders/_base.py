@@ -317,6 +317,20 @@ class Grader(abc.ABC):
         """The prompt's user template (a ``PromptTemplate``), or None."""
         return None if self.prompt is None else self.prompt.user
 
+    def _get_prompt(self, method: str, *, template_class: str | type | None = None,
+                    multimodal: bool = False, strict: bool = True, **kwargs: Any) -> str:
+        """Render the built-in prompt ``<Class>/<method>`` with ``kwargs``.
+
+        The class is ``template_class``, else ``type(self).__name__``, falling
+        back along the MRO (a subclass may ship its own prompts). ``multimodal``
+        picks the ``.multimodal`` variant and is a template variable; see
+        ``rewardjudge.templates._prompts.get_prompt``.
+        """
+        from ..templates._prompts import get_prompt
+
+        return get_prompt(self, method, template_class=template_class, multimodal=multimodal,
+                          strict=strict, **kwargs)
+
     def build_messages(self, context: Mapping[str, Any],
                        image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
         """The chat messages the prompt step renders for ``context``."""

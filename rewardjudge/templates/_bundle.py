@@ -27,6 +27,14 @@ Bundle shape (``format`` 2)::
      "prompts": {"GraderClass": {"method": "text", ...}, ...},
      "multimodal": {"GraderClass": {"method": "text for image input", ...}, ...}}
 
+**``{{ _fragments.name }}``** (the form Jinja2-style prompt libraries write)
+works too, in Handlebars and in Jinja2 prompts: the fragment's text is put in
+the prompt's source before it is compiled (``expand_fragment_refs``), so the
+variables it reads (``{{output_schema}}``...) are filled in the same pass as
+the prompt's own. A bundle whose ``"engine"`` is ``"jinja2"`` holds Jinja2
+prompts (``{% if multimodal %}...{% endif %}``); the default is Handlebars.
+A bundle may key its fragments ``"_fragments"`` instead of ``"fragments"``.
+
 Order is stable: keys already in the shipped bundle keep their place and new
 ones are appended, so a recompile's diff shows only what changed. Every
 prompt must compile as a Handlebars template with the fragments as partials.
@@ -42,7 +50,7 @@ from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
 
-__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries",
+__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries", "expand_fragment_refs", "fragment_refs",
            "bundle_path", "check_bundles", "compile_bundles", "discover_languages", "fragment_cycle",
            "inline_partials", "is_language_slug", "load_bundle", "read_sources", "render_bundle",
            "source_dir"]
@@ -54,6 +62,51 @@ MULTIMODAL = "multimodal"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LANG = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 SECTIONS = ("prompts", MULTIMODAL)
+ENGINE_KEY = "engine"
+_FRAGMENT_REF = re.compile(r"\{\{-?\s*_fragments\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+                           r"|\[\s*(['\"])([A-Za-z_][A-Za-z0-9_]*)\2\s*\])\s*-?\}\}")
+
+
+def fragment_refs(text: str) -> list[str]:
+    """The fragment names a text uses as ``{{ _fragments.name }}``, in order, once each."""
+    seen: dict[str, None] = {}
+    for m in _FRAGMENT_REF.finditer(text):
+        seen.setdefault(m.group(1) or m.group(3), None)
+    return list(seen)
+
+
+def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars",
+                         _stack: tuple[str, ...] = ()) -> str:
+    """``text`` with every ``{{ _fragments.name }}`` replaced by that fragment's source.
+
+    The fragment becomes part of the prompt's source, so its own variables
+    render in the same pass as the prompt's. One final newline of the
+    fragment is dropped (the tag sits inside a line). Fragments may use
+    ``{{ _fragments.other }}`` themselves; for a Jinja2 prompt their
+    ``{{> other}}`` partials are inlined too (Jinja2 has no partials). An
+    unknown name or a cycle raises ``ConfigError``.
+
+    >>> expand_fragment_refs("A {{ _fragments.rule }} B", {"rule": "be {{tone}}\n"})
+    'A be {{tone}} B'
+    """
+    if "_fragments" not in text:
+        return inline_partials(text, fragments) if engine == "jinja2" and "{{>" in text else text
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        if name not in fragments:
+            raise ConfigError(f"unknown fragment {name!r} in {{{{ _fragments.{name} }}}}; known: "
+                              f"{', '.join(sorted(fragments)) or '(none)'}")
+        if name in _stack:
+            raise ConfigError(f"fragment cycle {' -> '.join((*_stack, name))}")
+        body = fragments[name]
+        body = body[:-1] if body.endswith("\n") else body
+        return expand_fragment_refs(body, fragments, engine=engine, _stack=(*_stack, name))
+
+    out = _FRAGMENT_REF.sub(sub, text)
+    if engine == "jinja2" and "{{>" in out:
+        out = inline_partials(out, fragments)
+    return out
 
 
 def is_language_slug(text: str) -> bool:
@@ -145,7 +198,7 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
             return [*path[path.index(name):], name]
         if name in done:
             return None
-        for used in _partials_of(fragments[name]):
+        for used in [*_partials_of(fragments[name]), *fragment_refs(fragments[name])]:
             if used in fragments:
                 found = visit(used, [*path, name])
                 if found:
@@ -160,10 +213,20 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
     return None
 
 
-def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> None:
+def _check_prompt(where: str, text: str, fragments: dict[str, str],
+                  engine: str = "handlebars") -> None:
     from ._handlebars import Template
 
     try:
+        text = expand_fragment_refs(text, fragments, engine=engine)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    try:
+        if engine == "jinja2":
+            from ._jinja import JinjaTemplate
+
+            JinjaTemplate(text, name=where)
+            return
         Template(text, name=where, strict=False, partials=fragments)
     except TemplateError as exc:
         msg = str(exc)
@@ -270,6 +333,11 @@ def load_bundle(path: Path) -> dict[str, Any]:
         raise ConfigError(f"no prompt bundle at {path}; run `rewardjudge templates compile`") from None
     except ValueError as exc:
         raise ConfigError(f"{path} is not valid JSON ({exc}); run `rewardjudge templates compile`") from None
+    if isinstance(data, dict) and "fragments" not in data and isinstance(data.get("_fragments"), dict):
+        data["fragments"] = data.pop("_fragments")
+    if isinstance(data, dict) and data.get(ENGINE_KEY, "handlebars") not in ("handlebars", "jinja2"):
+        raise ConfigError(f"{path}: \"engine\" is \"handlebars\" (the default) or \"jinja2\", "
+                          f"got {data.get(ENGINE_KEY)!r}")
     if not (isinstance(data, dict) and data.get("format") == BUNDLE_FORMAT
             and isinstance(data.get("prompts"), dict) and isinstance(data.get("fragments"), dict)
             and isinstance(data.get(MULTIMODAL, {}), dict)):
@@ -339,15 +407,56 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
         if write and report.stale:
             path.write_text(text, encoding="utf-8")
             report.written = True
+        if language == "en" and root.resolve() == TEMPLATES_DIR and write:
+            methods = root / METHODS_MODULE
+            want = render_methods_module(bundle)
+            if not methods.is_file() or methods.read_text(encoding="utf-8") != want:
+                methods.write_text(want, encoding="utf-8")
         reports.append(report)
     return reports
+
+
+METHODS_MODULE = "_methods.py"
+
+
+def render_methods_module(bundle: dict[str, Any]) -> str:
+    """The text of ``_methods.py``: one ``Literal`` of prompt method names per class of ``bundle``
+    (``<Class>Method``) and ``PromptMethod``, all of them, for editors to complete and flag typos."""
+    classes: dict[str, dict[str, None]] = {}
+    for _, cls, method, _ in bundle_entries(bundle):
+        classes.setdefault(cls, {}).setdefault(method, None)
+    def literal(name: str, values: list[str]) -> list[str]:
+        return [f"{name} = Literal[", *(f'    "{v}",' for v in values), "]"]
+
+    lines = ['"""Prompt method names per class, generated from bundle.en.json by',
+             '``rewardjudge templates compile``; do not edit (a test fails when stale)."""', "",
+             "from typing import Literal", "", "__all__ = [", '    "PROMPT_METHODS",',
+             '    "PromptMethod",', *(f'    "{c}Method",' for c in sorted(classes)), "]", ""]
+    every: dict[str, None] = {}
+    for cls in sorted(classes):
+        names = sorted(classes[cls])
+        every.update(dict.fromkeys(names))
+        lines += literal(f"{cls}Method", names)
+    lines += literal("PromptMethod", sorted(every))
+    lines += ["", "#: class name -> its prompt method names", "PROMPT_METHODS = {"]
+    for cls in sorted(classes):
+        lines += [f'    "{cls}": (', *(f'        "{n}",' for n in sorted(classes[cls])), "    ),"]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def methods_module_stale(root: Path = TEMPLATES_DIR) -> bool:
+    """Whether ``root/_methods.py`` differs from what the English sources generate."""
+    path = Path(root) / METHODS_MODULE
+    want = render_methods_module(build_bundle(root, "en"))
+    return not path.is_file() or path.read_text(encoding="utf-8") != want
 
 
 def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
     """The variables a prompt reads, its fragments' included."""
     from ._handlebars import template_variables
 
-    return template_variables(text, fragments)
+    return template_variables(expand_fragment_refs(text, fragments), fragments)
 
 
 def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
@@ -363,6 +472,8 @@ def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
         reports = compile_bundles(root, write=False)
     except ConfigError as exc:
         return [str(exc)]
+    if root.resolve() == TEMPLATES_DIR and methods_module_stale(root):
+        problems.append(f"{METHODS_MODULE} is stale; run `rewardjudge templates compile`")
     for r in reports:
         if r.stale:
             problems.append(f"{r.path.name} is stale (added: {r.added or '-'}, removed: "

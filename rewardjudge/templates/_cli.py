@@ -7,7 +7,8 @@ unknown key).
 
 ``translate LANG --judge URL [--judge-model NAME] [--out DIR]`` drafts
 ``bundle.<LANG>.json`` in a user bundle folder (default: the first folder of
-``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``), merged over a
+``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``, which is read by
+default when that variable is unset), merged over a
 bundle already there; every key is checked to compile and keep its tags and
 variables (see ``translate.py``).
 """
@@ -103,11 +104,11 @@ def _translate(args: argparse.Namespace) -> int:
 
     from ..models import OpenAIModel
     from ._bundle import bundle_path, load_bundle, render_bundle
-    from ._prompts import _slug, default_library, user_dirs
+    from ._prompts import DEFAULT_USER_DIR, _slug, default_library, user_dirs
     from .translate import translate_bundle
 
     language = _slug(args.language)
-    out = Path(args.out) if args.out else (user_dirs() or [Path(".rewardjudge/prompts")])[0]
+    out = Path(args.out) if args.out else (user_dirs() or [DEFAULT_USER_DIR])[0]
     lib = default_library()
     english: dict = {"fragments": lib.fragments("en"), "prompts": {}, "multimodal": {}}
     for _, b in reversed(lib.chain("en")):
