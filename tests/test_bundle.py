@@ -332,6 +332,8 @@ def test_translate_command_writes_a_user_bundle_over_http(tmp_path, monkeypatch,
     from rewardjudge.testing import FakeJudgeServer
 
     def responder(req):
+        if "<template>" not in req["messages"][-1]["content"]:
+            return "OK"  # the start-up probe
         return _translator(set())(req["messages"], None, None)
 
     out = tmp_path / "mine"
@@ -347,3 +349,41 @@ def test_translate_command_writes_a_user_bundle_over_http(tmp_path, monkeypatch,
     monkeypatch.setenv(PROMPTS_ENV, str(out))
     lib = PromptLibrary()
     assert lib.source("CriterionJudgeGrader", "system", "fr") == written["prompts"]["CriterionJudgeGrader"]["system"]
+
+
+def test_translate_contribute_writes_sources_into_a_checkout_and_checks_them(tmp_path, capsys):
+    """``translate --contribute`` writes the translation as .txt sources under
+    prompts.<lang>/ of a source checkout, compiles that language and checks every bundle;
+    outside a source checkout it is refused."""
+    import shutil
+
+    from rewardjudge.cli import main
+    from rewardjudge.templates._bundle import TEMPLATES_DIR, load_bundle
+    from rewardjudge.testing import FakeJudgeServer
+
+    def responder(req):
+        if "<template>" not in req["messages"][-1]["content"]:
+            return "OK"
+        return _translator(set())(req["messages"], None, None)
+
+    root = tmp_path / "checkout" / "rewardjudge" / "templates"
+    shutil.copytree(TEMPLATES_DIR, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    (tmp_path / "checkout" / "pyproject.toml").write_text("[project]\nname = 'rewardjudge'\n")
+    args = ["templates", "translate", "hindi", "--key", "CriterionJudgeGrader/system",
+            "--key", "_fragments/reply_as_json", "--contribute"]
+    with FakeJudgeServer(responder) as server:
+        with pytest.raises(SystemExit) as code:
+            main([*args, "--judge", server.url, "--root", str(root)])
+        assert code.value.code == 0, capsys.readouterr()
+        out = capsys.readouterr().out
+        assert "the bundles check clean" in out
+        source = root / "prompts.hindi" / "CriterionJudgeGrader" / "system.txt"
+        assert source.read_text(encoding="utf-8") == "You are a judge.\n\n{{ criterion }}"  # the fake's "translation"
+        assert (root / "prompts.hindi" / "_fragments" / "reply_as_json.txt").is_file()
+        compiled = load_bundle(root / "bundle.hindi.json")
+        assert compiled["prompts"]["CriterionJudgeGrader"]["system"] == source.read_text(encoding="utf-8")
+        elsewhere = tmp_path / "not-a-checkout"
+        shutil.copytree(TEMPLATES_DIR, elsewhere, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+        with pytest.raises(SystemExit) as code:
+            main([*args, "--judge", server.url, "--root", str(elsewhere)])
+        assert code.value.code == 2 and "source checkout" in capsys.readouterr().err

@@ -80,34 +80,21 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judge_model_name(url: str) -> str:
-    import json
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=10) as resp:
-            data = json.loads(resp.read().decode("utf-8"))
-        ids = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)]
-    except Exception as exc:
-        raise ConfigError(f"could not list the models at {url}/models ({exc}); "
-                          f"give --judge-model") from None
-    if len(ids) != 1:
-        raise ConfigError(f"{url} serves {len(ids)} models ({', '.join(map(str, ids))}); "
-                          f"give --judge-model")
-    return ids[0]
-
-
 def _translate(args: argparse.Namespace) -> int:
     import asyncio
     import json
+    import os
     from pathlib import Path
 
-    from ..models import OpenAIModel
+    from ..evaluate._cli import _judge
     from ._bundle import bundle_path, load_bundle, render_bundle
     from ._prompts import DEFAULT_USER_DIR, _slug, default_library, user_dirs
     from .translate import translate_bundle
 
     language = _slug(args.language)
+    root = _root(args) if args.contribute else None
+    if root is not None:
+        _check_source_checkout(root)
     out = Path(args.out) if args.out else (user_dirs() or [DEFAULT_USER_DIR])[0]
     lib = default_library()
     english: dict = {"fragments": lib.fragments("en"), "prompts": {}, "multimodal": {}}
@@ -115,15 +102,20 @@ def _translate(args: argparse.Namespace) -> int:
         for section in ("prompts", "multimodal"):
             for cls, methods in (b.get(section) or {}).items():
                 english[section].setdefault(cls, {}).update(methods)
-    model_name = args.judge_model or _judge_model_name(args.judge)
+    if args.api_key:
+        os.environ["OPENAI_API_KEY"] = args.api_key  # read by the judge model this process builds
+    judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
+                                    timeout=120.0, max_retries=3, structured_output="none")
 
     async def run():
-        async with OpenAIModel(args.judge, model_name, api_key=args.api_key,
-                               structured_output="none") as model:
+        async with _judge(judge_args) as model:  # the one judge factory: URL (checked first) or embedded
             return await translate_bundle(model, language, english, retries=args.retries,
                                           keys=args.key or None)
 
     bundle, report = asyncio.run(run())
+    print(report.summary())
+    if root is not None:
+        return _contribute(bundle, language, root) or (1 if report.failed else 0)
     out.mkdir(parents=True, exist_ok=True)
     path = bundle_path(out, language)
     if path.is_file():
@@ -134,10 +126,49 @@ def _translate(args: argparse.Namespace) -> int:
                 old.setdefault(section, {}).setdefault(cls, {}).update(methods)
         bundle = old
     path.write_text(render_bundle(bundle), encoding="utf-8")
-    print(report.summary())
-    print(f"wrote {path} (a draft: review it; use it with {json.dumps(str(out))} in "
-          f"$REWARDJUDGE_PROMPTS and REWARDJUDGE_LANGUAGE={language})")
+    print(f"wrote {path} (a draft: review it; it is read from {json.dumps(str(out))} by default, or "
+          f"from $REWARDJUDGE_PROMPTS; use it with REWARDJUDGE_LANGUAGE={language})")
     return 1 if report.failed else 0
+
+
+def _check_source_checkout(root: "Path") -> None:
+    """``--contribute`` writes prompt sources into the package itself: only
+    into a source checkout (a pyproject.toml beside the package), never into
+    an installed copy."""
+    if not (root.parent.parent / "pyproject.toml").is_file() or "site-packages" in root.parts:
+        raise ConfigError(f"--contribute writes the translation's sources into a source checkout of "
+                          f"rewardjudge (git clone, then pip install -e .); {root} is not one")
+
+
+def _contribute(bundle: dict, language: str, root: "Path") -> int:
+    """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``
+    (as the shipped translations are kept), compile that language's bundle,
+    and run the bundles' check; 1 when it finds a problem."""
+    from ._bundle import check_bundles, compile_bundles
+
+    base = root / f"prompts.{language}"
+    written = 0
+    for name, text in bundle.get("fragments", {}).items():
+        _write_source(base / "_fragments" / f"{name}.txt", text)
+        written += 1
+    for section, suffix in (("prompts", ""), ("multimodal", ".multimodal")):
+        for cls, methods in bundle.get(section, {}).items():
+            for method, text in methods.items():
+                _write_source(base / cls / f"{method}{suffix}.txt", text)
+                written += 1
+    for r in compile_bundles(root, languages=[language]):
+        print(r.summary())
+    problems = check_bundles(root)
+    for p in problems:
+        print(f"problem: {p}", file=sys.stderr)
+    print(f"contributed {written} source(s) under {base}; "
+          + ("the check found problems" if problems else "the bundles check clean: review and commit them"))
+    return 1 if problems else 0
+
+
+def _write_source(path: "Path", text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def add_parser(sub) -> None:
@@ -163,11 +194,15 @@ def add_parser(sub) -> None:
     s.set_defaults(func=_show)
     t = tsub.add_parser("translate", help="draft a translation bundle with a judge model")
     t.add_argument("language", help="the target language slug, e.g. fr, hindi, pt_br")
-    t.add_argument("--judge", required=True, help="an OpenAI-compatible server URL ending in /v1")
+    t.add_argument("--judge", required=True, help="an OpenAI-compatible server URL ending in /v1, or 'embedded'")
     t.add_argument("--judge-model", help="the model name (default: the server's only model)")
     t.add_argument("--api-key", help="the server's API key (default: $OPENAI_API_KEY)")
     t.add_argument("--out", help="the user bundle folder to write bundle.<LANG>.json into")
     t.add_argument("--key", action="append", help="only this key (repeatable), e.g. "
                    "CriterionJudgeGrader/system or _fragments/reply_as_json")
     t.add_argument("--retries", type=int, default=1, help="re-asks per refused key (default 1)")
+    t.add_argument("--contribute", action="store_true",
+                   help="write the translation as .txt sources into this source checkout's "
+                        "prompts.<LANG>/ (not a user folder), compile its bundle and check them all")
+    t.add_argument("--root", help="with --contribute: a templates folder (default: the package's own)")
     t.set_defaults(func=_translate)
