@@ -11,13 +11,11 @@ ends) and prints the worst input of each pass. Target: under 50 ms.
 
 Passes: ``neutralize`` (bare, and with a template's tag names and the judge's
 control tokens), ``neutralize_value`` (the text in a mapping, and cut in
-6-character strings in a list), ``contains_tag``, ``normalize_text``, the
-content-free screen (``content_free_reason`` on the text, and
-``content_free_fields`` on a structured completion whose answer is empty and
-whose list field holds the text cut in 6-character strings), and
-``pydantic_parse`` of a completion on hostile JSON. ``fold`` and
-``unescape_lines`` (the readouts' comparison of judge replies with the
-prompt) are shown after them.
+6-character strings in a list), ``contains_tag``, the content-free screen
+(``content_free_reason`` on the text, and ``content_free_fields`` on a
+structured completion whose answer is empty and whose list field holds the
+text cut in 6-character strings), and ``pydantic_parse`` of a completion on
+hostile JSON.
 
 Each time is CPU time, the best of 3 runs (the lazily filled translation
 tables are warm; the first pass over 256 KiB of distinct characters fills
@@ -113,8 +111,7 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
     """(name, input set, pass) for every pass over policy text."""
     from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
     from rewardjudge.graders._guards import content_free_fields, content_free_reason
-    from rewardjudge.readouts._text import (contains_tag, fold, neutralize, neutralize_value,
-                                            normalize_text, unescape_lines)
+    from rewardjudge.readouts._text import contains_tag, neutralize, neutralize_value
 
     tags = ("response", "answer", "question", "submission")
     control = ("<|im_end|>", "<|eot_id|>", "</s>")
@@ -138,12 +135,9 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
         ("neutralize_value (a mapping)", "text", lambda t: neutralize_value({"answer": t, "id": 1})),
         ("neutralize_value (6-char strings)", "text", lambda t: neutralize_value({"steps": pieces(t)})),
         ("contains_tag", "text", contains_tag),
-        ("normalize_text", "text", normalize_text),
         ("content-free screen (text)", "text", content_free_reason),
         ("content-free screen (fields)", "text", screen_fields),
         ("pydantic_parse", "json", parse),
-        ("fold (readouts)", "text", fold),
-        ("unescape_lines (readouts)", "text", unescape_lines),
     ]
 
 

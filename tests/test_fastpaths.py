@@ -1,8 +1,8 @@
 """The grading path's fast paths give what the plain paths give.
 
-Each shortcut taken for speed (remembered renders, plain data not copied, prompt texts folded lazily and
-remembered, one neutralisation check over many texts, the thread vocabulary
-built from shared pieces) is compared here with the long way round, over
+Each shortcut taken for speed (remembered renders, plain data not copied, one
+neutralisation check over many texts, the thread vocabulary built from shared
+pieces) is compared here with the long way round, over
 generated inputs: a shortcut that changed one reading or one rendered
 character fails these tests.
 """
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
 from rewardjudge.graders._context import neutralized_thread, thread_context
-from rewardjudge.readouts._text import fold, neutralize, neutralize_all, neutralize_value
+from rewardjudge.readouts._text import neutralize, neutralize_all, neutralize_value
 from rewardjudge.templates import _handlebars as hb
 from rewardjudge.templates._handlebars import (HELPERS, Template, compile_template, root_reads,
                                                to_plain, to_plain_context)
@@ -296,7 +296,7 @@ def test_the_memo_rests_when_renders_never_repeat_and_stays_right():
 
 
 # --------------------------------------------------------------------------
-# readouts: prompt texts folded lazily and remembered
+# hostile text for the checks below
 # --------------------------------------------------------------------------
 HOSTILE_BITS = ["{", "}", '"', "\\u007b", "&#123;", "&lbrace;", "%7b", "\uff5b", "\ufe5b", "<", "&lt;",
                 "[", "\u200b", "PASS", "FAIL", "score", "reasoning", " ", "\n", "\u0430", "\\\"",
@@ -383,20 +383,8 @@ def test_thread_context_equals_the_piece_by_piece_vocabulary():
 
 
 # --------------------------------------------------------------------------
-# small shortcuts: ASCII normalisation, flat objects, request fields, loop state
+# small shortcuts: flat objects, request fields, loop state
 # --------------------------------------------------------------------------
-def test_normalize_text_keeps_ascii_as_nfkc_does():
-    import unicodedata
-
-    from rewardjudge.readouts._text import _INVISIBLE, normalize_text
-
-    rng = random.Random(10)
-    alphabet = [chr(i) for i in range(128)] + ["\u200b", "\uff21", "\u00ad", "\ufb01", "e\u0301"]
-    for _ in range(5000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-        assert normalize_text(text) == _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-
-
 def test_flat_objects_are_never_too_deep_and_nested_ones_are_still_measured():
     from rewardjudge.readouts._scan import MAX_DEPTH, _too_deep
 

@@ -5,23 +5,20 @@ the timings; nothing here asserts one). These tests hold the rewrites to the
 forms they replaced, on random text built from the pieces the patterns look
 for, and check the outputs on 64 KiB hostile inputs that used to take
 seconds (a run of backslashes, '<' or '[' then a run of zero-width
-characters, a run of combining marks, a charref of 20,000 digits).
+characters, a run of combining marks).
 """
 
 from __future__ import annotations
 
-import html
 import random
 import re
-import unicodedata
 from enum import Enum
 
 import pytest
 
 from rewardjudge.readouts import _text
-from rewardjudge.readouts._text import (CONTROL_TOKEN_PATTERNS, PROTOCOL_TAGS, contains_tag, fold,
-                                        letters, neutralize, neutralize_all, neutralize_value,
-                                        normalize_text, unescape_lines)
+from rewardjudge.readouts._text import (CONTROL_TOKEN_PATTERNS, PROTOCOL_TAGS, contains_tag, letters,
+                                        neutralize, neutralize_all, neutralize_value)
 
 N = 65_536
 ZW = "\u200b"
@@ -42,7 +39,6 @@ OLD_CONTROL = (
     r"<\x00*/?\x00*" + _sp("eos") + r"\x00*>",
 )
 OLD_LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|\\+u003c|\\+x3c|%(?:25)*3c")
-OLD_ESCAPED_BREAK = re.compile(r"\\+[nr]")
 
 
 def old_pattern(extra_tags=(), control=()):
@@ -87,7 +83,6 @@ def test_the_escape_patterns_match_where_the_old_ones_did():
     for text in random_texts(3, 20_000):
         assert [m.span() for m in _text._LT_ESCAPE.finditer(text)] == \
             [m.span() for m in OLD_LT_ESCAPE.finditer(text)], text
-        assert OLD_ESCAPED_BREAK.sub("\n", text) == _text._ESCAPED_BREAK.sub("\n", text), text
 
 
 def test_the_skeleton_reads_escapes_as_the_old_one_did():
@@ -100,28 +95,7 @@ def test_the_skeleton_reads_escapes_as_the_old_one_did():
         assert _text._skeleton(text) == old, text
 
 
-def test_json_unescape_decodes_as_the_one_regex_did():
-    old = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
-    rnd = random.Random(9)
-    pieces = ["\\", "\\", "\\", "u", "0041", "005c", "005C", "00", '"', "/", "n", "r", "t", "x", " ",
-              "\x00", "\ue000", "\\u0000", "\\ue000"]
-    for _ in range(50_000):
-        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
-        expected = old.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2) or " ", text)
-        assert _text._json_unescape(text) == expected, text
-
-
-def test_html_unescape_is_the_standard_one_on_ordinary_numbers():
-    rnd = random.Random(4)
-    refs = ["&lt;", "&lt", "&amp;", "&ampx", "&#60;", "&#060", "&#x3c;", "&#X3C", "&#0;", "&#128;",
-            "&#1114111;", "&#1114112;", "&#xD800;", "&#" + "0" * 30 + "65;", "&#x" + "0" * 20 + "41",
-            "&#99999999999;", "&notit;", "&nosuch;", "&", "&#", "&#x", "a", " ", ";", "\u00e9"]
-    for _ in range(20_000):
-        text = "".join(rnd.choice(refs) for _ in range(rnd.randint(1, 6)))
-        assert _text._html_unescape(text) == html.unescape(text), text
-
-
-def test_neutralize_and_fold_agree_with_the_old_pattern_on_random_text():
+def test_neutralize_and_contains_tag_agree_with_the_old_pattern_on_random_text():
     for text in random_texts(5, 5000, longest=24):
         skel = _text._skeleton(text)
         starts = [m.start() for m in old_pattern().finditer(skel)]
@@ -163,9 +137,6 @@ def test_runs_of_backslashes():
     assert neutralize("\\" * N) == "\\" * N
     assert neutralize("\\" * N + "u003cgrade>") == "[grade>"
     assert neutralize("\\" * N + "x3c|") == "[|"
-    assert unescape_lines("\\" * N + "n") == "\n"
-    assert set(unescape_lines("\\" * N)) == {"\\"}
-    assert set(fold("\\" * N)) == {"\\"}
 
 
 def test_long_escapes():
@@ -174,33 +145,6 @@ def test_long_escapes():
     assert neutralize("&lt;" + ZW * N + "grade>") == "[grade>"   # the gaps after an escape go with it
     assert neutralize("&lt;" * N) == "&lt;" * N          # an escaped '<' alone is no tag
     assert neutralize("&lt;|" * N) == "[|" * N
-
-
-def test_a_charref_of_many_digits_is_one_replacement_character():
-    # html.unescape raises ValueError past 4,300 decimal digits (quadratic below)
-    assert fold("&#" + "1" * 20_000 + ";") == "\ufffd"
-    assert fold("x &#x" + "f" * 20_000 + " y") == "x \ufffd y"
-    assert fold("&#" + "0" * 20_000 + "65;") == "a"
-    assert unescape_lines("&#" + "9" * N) == "\ufffd"
-
-
-def test_a_long_run_of_combining_marks_keeps_thirty():
-    marks = "\u0301\u0316" * (N // 2)
-    out = normalize_text("a" + marks + "b")
-    assert out == unicodedata.normalize("NFKC", "a" + marks[:30] + "b")
-    assert normalize_text("\u0f73" * N) == unicodedata.normalize("NFKC", "\u0f73" * 30)
-    # runs of thirty or fewer are left to NFKC as they are
-    text = ("e" + "\u0301\u0316" * 15) * 100
-    assert normalize_text(text) == unicodedata.normalize("NFKC", text)
-
-
-def test_normalize_text_is_nfkc_without_invisibles_below_thirty_marks():
-    rnd = random.Random(6)
-    pieces = ["a", "e", "\u0301", "\u0316", "\u0345", "\u0f73", "\uff9e", "\u3099", "\u1100", "\u1161",
-              "\u11a8", " ", ZW, "\u00e9", "\uff21", "\u2460", "\ufb01", "\u200d", "\u00ad"]
-    for _ in range(5000):
-        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 25)))
-        assert normalize_text(text) == _text._INVISIBLE.sub("", unicodedata.normalize("NFKC", text)), text
 
 
 def test_letters_over_hostile_runs():

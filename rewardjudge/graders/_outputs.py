@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import typing
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError, OutputParserException
 from ..scales import Scale
@@ -30,6 +31,10 @@ def bounded_reasoning(value: Any, limit: int = REASONING_MAX_CHARS) -> Any:
     return value
 
 
+#: a built-in verdict's reasoning: cut to ``REASONING_MAX_CHARS`` when read
+_Reasoning = Annotated[str, BeforeValidator(bounded_reasoning)]
+
+
 class JudgeOutput(BaseModel):
     """Base for judge verdicts: subclasses define ``to_value()`` (the reward)
     and may override ``reasoning_text()``."""
@@ -46,15 +51,10 @@ class JudgeOutput(BaseModel):
 class BinaryJudgeOutput(JudgeOutput):
     """PASS / FAIL verdict: PASS -> 1.0, FAIL -> 0.0."""
 
-    reasoning: str = Field(description=f"Brief reasoning that leads to the verdict "
-                                       f"(at most {REASONING_MAX_CHARS} characters)",
-                           max_length=REASONING_MAX_CHARS)
+    reasoning: _Reasoning = Field(description=f"Brief reasoning that leads to the verdict "
+                                              f"(at most {REASONING_MAX_CHARS} characters)",
+                                  max_length=REASONING_MAX_CHARS)
     score: Literal["PASS", "FAIL"] = Field(description="PASS if the answer meets every criterion, else FAIL")
-
-    @field_validator("reasoning", mode="before")
-    @classmethod
-    def _bound(cls, v: Any) -> Any:
-        return bounded_reasoning(v)
 
     @field_validator("score", mode="before")
     @classmethod
@@ -71,19 +71,14 @@ class GradedJudgeOutput(JudgeOutput):
     "graded" means this one scale everywhere: output models, candidate and
     probability judges, the catalog's ``output="graded"``."""
 
-    reasoning: str = Field(description=f"Brief reasoning that leads to the grade "
-                                       f"(at most {REASONING_MAX_CHARS} characters)",
-                           max_length=REASONING_MAX_CHARS)
+    reasoning: _Reasoning = Field(description=f"Brief reasoning that leads to the grade "
+                                              f"(at most {REASONING_MAX_CHARS} characters)",
+                                  max_length=REASONING_MAX_CHARS)
     # the grades also as an enum: llama-cpp-python's schema grammar ignores minimum and
     # maximum (the 135M judge wrote 5-9 and 391), but holds the judge to an enum
     score: int = Field(ge=Scale.GRADED.min, le=Scale.GRADED.max,
                        description="; ".join(f"{g} {lab.lower()}" for g, lab in Scale.GRADED.labels),
                        json_schema_extra={"enum": Scale.GRADED.grades})
-
-    @field_validator("reasoning", mode="before")
-    @classmethod
-    def _bound(cls, v: Any) -> Any:
-        return bounded_reasoning(v)
 
     def to_value(self) -> float:
         return Scale.GRADED.to_reward(self.score)
@@ -205,10 +200,12 @@ def output_value(parsed: BaseModel) -> float:
     return value
 
 
-def label_field(model: type[BaseModel]) -> tuple[str, list[str], str | None] | None:
-    """``(field, labels, reasoning_field)`` when a verdict of ``model`` can be
-    written as one bare label: its ``score`` is a Literal of strings and every
-    other required field is a reasoning string. None otherwise."""
+@functools.lru_cache(maxsize=1024)
+def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, dict[str, float]] | None":
+    """``(field, labels, reasoning_field, value of each label)`` when a verdict
+    of ``model`` can be written as one bare label: its ``score`` is a Literal
+    of strings and every other required field is a reasoning string. None
+    otherwise. Made once per model."""
     field = model.model_fields.get("score")
     if field is None or typing.get_origin(field.annotation) is not typing.Literal:
         return None
@@ -223,25 +220,7 @@ def label_field(model: type[BaseModel]) -> tuple[str, list[str], str | None] | N
             reasoning = reasoning or name
         elif f.is_required():
             return None
-    return "score", labels, reasoning
-
-
-def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, dict[str, float]] | None":
-    """``label_field(model)`` and the value of each label, remembered per model."""
-    if model in _LABEL_FORMS:
-        return _LABEL_FORMS[model]
-    form = label_field(model)
-    out = None
-    if form is not None:
-        name, labels, reasoning = form
-        values = {lab: output_value(model.model_construct(**{name: lab})) for lab in labels}
-        out = (name, labels, reasoning, values)
-    if len(_LABEL_FORMS) < 1024:
-        _LABEL_FORMS[model] = out
-    return out
-
-
-_LABEL_FORMS: "dict[type[BaseModel], tuple[str, list[str], str | None, dict[str, float]] | None]" = {}
+    return "score", labels, reasoning, {lab: output_value(model.model_construct(score=lab)) for lab in labels}
 
 
 def _label_to_verdict(decision: Decision, text: str,
@@ -265,17 +244,12 @@ def schema_fields(model: "type[BaseModel] | dict[str, Any]") -> str:
     placeholders for their values: ``"reasoning" (text), "score" ("PASS" or
     "FAIL")``; ``model`` is an output model or an object JSON schema
     (an output model's list is made once: a grader asks for it per request)."""
-    if isinstance(model, dict):
-        return _fields_text(model)
-    text = _SCHEMA_FIELDS.get(model)
-    if text is None:
-        text = _fields_text(model.model_json_schema())
-        if len(_SCHEMA_FIELDS) < 1024:
-            _SCHEMA_FIELDS[model] = text
-    return text
+    return _fields_text(model) if isinstance(model, dict) else _model_fields_text(model)
 
 
-_SCHEMA_FIELDS: "dict[type[BaseModel], str]" = {}
+@functools.lru_cache(maxsize=1024)
+def _model_fields_text(model: type[BaseModel]) -> str:
+    return _fields_text(model.model_json_schema())
 
 
 def _fields_text(schema: "dict[str, Any]") -> str:

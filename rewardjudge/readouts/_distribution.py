@@ -29,7 +29,6 @@ __all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "distrib
 EXPECTED_VALUE_FLOOR = 0.5
 
 
-
 @dataclass(frozen=True)
 class DistributionSummary:
     """A grade distribution renormalised over the valid grades.

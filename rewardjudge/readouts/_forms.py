@@ -59,7 +59,7 @@ from typing import Sequence, Union
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict
 
-__all__ = ["VerdictForm"]
+__all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL = "{score}", "{label}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -70,8 +70,8 @@ _NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
-#: markdown emphasis tolerated around a sealed line's verdict
-_EMPHASIS = " \t*_`"
+#: spaces and markdown emphasis tolerated around a sealed line's verdict
+EMPHASIS = " \t*_`~"
 
 #: policy texts looked for per reply, and copies of each one recorded
 _MAX_POLICY_TEXTS = 64
@@ -298,7 +298,7 @@ class VerdictForm:
             return None
         regex = self._regex()
         raw = rest.strip()
-        for candidate in (raw, _unwrap(raw)):
+        for candidate in (raw, unwrap(raw)):
             m = regex.fullmatch(candidate)
             if m is not None:
                 return self._value(m.group(1))
@@ -320,13 +320,13 @@ class VerdictForm:
         return text
 
 
-def _unwrap(s: str) -> str:
-    """``s`` without markdown emphasis around it and a final full stop."""
+def unwrap(s: str) -> str:
+    """``s`` without whitespace and markdown emphasis around it and final full
+    stops (``**PASS**.``, ``*[[8]].*``): a sealed line's verdict as written."""
+    s = s.strip()
     for _ in range(2):
-        s = s.strip(_EMPHASIS)
-        if s.endswith("."):
-            s = s[:-1]
-    return s.strip(_EMPHASIS)
+        s = s.strip(EMPHASIS).rstrip(".")
+    return s.strip(EMPHASIS)
 
 
 def _num(x: float) -> str:

@@ -4,11 +4,10 @@ scorer variables bound to completion fields).
 ``json_objects`` finds every JSON object in a text by trying a decode at
 every ``{"`` that is not inside an object already found, so no text before
 an object (a lone ``{``, an unclosed string, a code fence, deep nesting) can
-hide it: a depth-counting scanner would let one stray brace in an echoed
-completion swallow the judge's own verdict. Objects nest at most
-``MAX_DEPTH`` deep; one longer than ``MAX_SPAN`` characters is decoded in
-wider windows within a budget linear in the text; NaN and infinities are
-refused. Judge replies are not read here: a verdict is read only where it
+hide it: a depth-counting scanner would let one stray brace swallow every
+object after it. Objects nest at most ``MAX_DEPTH`` deep; one longer than
+``MAX_SPAN`` characters is decoded in wider windows within a budget linear
+in the text; NaN and infinities are refused. Judge replies are not read here: a verdict is read only where it
 carries the request's seal (``readouts._seal``).
 """
 
@@ -112,19 +111,15 @@ def _viable_starts(text: str, starts: list[int]) -> list[int]:
     return [int(i) for i in st[keep]]
 
 
-def json_objects(text: str, keys: "tuple[str, ...] | None" = None) -> list[JsonSpan]:
+def json_objects(text: str) -> list[JsonSpan]:
     """Every JSON object in ``text`` that decodes, outermost first, in order.
-
-    ``keys`` (the field names of the model expected) narrows the starts to
-    objects whose first key is one of them.
 
     >>> [s.value for s in json_objects('x {"a": 1} {" {"b": "}"}')]
     [{'a': 1}, {'b': '}'}]
     """
     if not isinstance(text, str) or "{" not in text:
         return []
-    pattern = _START if not keys else _start_for(tuple(keys))
-    starts = [m.start() for m in pattern.finditer(text)]
+    starts = [m.start() for m in _START.finditer(text)]
     # a short text cannot hide much nesting: the vectorised depth bound pays
     # off on long ones only
     viable = starts if len(text) <= _SHORT else _viable_starts(text, starts)
@@ -194,16 +189,3 @@ def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list
             found = sorted([s for s in found if not (span.start <= s.start and s.end <= span.end)]
                            + [span], key=lambda s: s.start)
     return found
-
-
-_STARTS: dict[tuple[str, ...], re.Pattern[str]] = {}
-
-
-def _start_for(keys: tuple[str, ...]) -> re.Pattern[str]:
-    pattern = _STARTS.get(keys)
-    if pattern is None:
-        names = "|".join(re.escape(json.dumps(k)[1:-1]) for k in sorted(keys, key=len, reverse=True))
-        pattern = re.compile(r'\{\s*"(?:' + names + r')"\s*:')
-        if len(_STARTS) < 256:
-            _STARTS[keys] = pattern
-    return pattern

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict
-from ._forms import inside_copy, policy_copies
+from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
 __all__ = ["SEAL_FIELD", "Sealer", "blank_drafts", "json_instruction",
            "label_instruction", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
@@ -233,25 +233,19 @@ def blank_drafts(text: str) -> str:
     m = _DRAFT_OPEN.match(text, lead)
     if m is None:
         return text
-    close = _find_close(text, m.end(), m.group(1))
-    end = len(text) if close < 0 else close
+    close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
+    end = len(text) if close is None else close.end()
     return " " * end + text[end:]
 
 
+#: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it
 _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name in ("think", "thinking")}
-
-
-def _find_close(text: str, start: int, name: str) -> int:
-    """The end offset of the first ``</name>`` after ``start`` (any case), or -1."""
-    m = _DRAFT_CLOSE[name.lower()].search(text, start)
-    return -1 if m is None else m.end()
 
 
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
 #: seal occurrences examined per reply (the last ones)
 _MAX_OCCURRENCES = 64
-_DECOR = "*_`~ \t"
 
 
 class _Duplicate(ValueError):
@@ -338,34 +332,24 @@ def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | Non
 def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) -> "tuple[Any, int, int] | None":
     """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``."""
     line_start = text.rfind("\n", 0, at) + 1
-    lead = text[line_start:at].rstrip(_DECOR)
+    lead = text[line_start:at].rstrip(EMPHASIS)
     if not lead.casefold().endswith("verdict"):
         return None
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
-    rest = text[at + len(seal):line_end].lstrip(_DECOR)
+    rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
     if not rest.startswith(":"):
         return None
     value = read_line(rest[1:])
     return None if value is None else (value, line_start, line_end)
 
 
-def label_reader(labels: Sequence[str]) -> Callable[[str], "str | None"]:
-    """Reads the rest of a sealed line as exactly one of ``labels`` (case
-    folded; emphasis and a final period around it tolerated)."""
-    canon = {lab.casefold(): lab for lab in labels}
-
-    def read(rest: str) -> "str | None":
-        word = rest.strip().strip(_DECOR).rstrip(".").strip(_DECOR)
-        return canon.get(word.casefold())
-
-    return read
-
-
 @functools.lru_cache(maxsize=256)
 def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
-    """``label_reader(labels)``, made once per set of labels."""
-    return label_reader(labels)
+    """Reads the rest of a sealed line as exactly one of ``labels`` (case
+    folded; emphasis and a final full stop around it tolerated: ``unwrap``)."""
+    canon = {lab.casefold(): lab for lab in labels}
+    return lambda rest: canon.get(unwrap(rest).casefold())
 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
@@ -391,13 +375,15 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
             if hit is not None:
                 obj, start, end = hit
                 if isinstance(obj, _Duplicate):
-                    found.append((start, end, _Invalid(f"the sealed verdict repeats the key {obj.args[0]!r}")))
+                    found.append((start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}",
+                                                        kind="invalid")))
                     continue
                 data = {k: v for k, v in obj.items() if k != SEAL_FIELD}
                 try:
                     found.append((start, end, check(data)))
                 except (ValueError, TypeError) as exc:
-                    found.append((start, end, _Invalid(f"the sealed verdict does not fit: {exc}"[:400])))
+                    found.append((start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400],
+                                                        kind="invalid")))
                 continue
         if read_line is not None:
             hit = _label_at(text, at, seal, read_line)
@@ -409,9 +395,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
                          kind="no sealed verdict")
     if len(found) == 1:   # the usual reply: one verdict, nothing to order or compare
         start, end, last = found[0]
-        if isinstance(last, _Invalid):
-            return NoVerdict(last.reason, kind="invalid")
-        return Verdict(last, start, end)
+        return last if isinstance(last, NoVerdict) else Verdict(last, start, end)
     found.sort(key=lambda f: f[0])
     # one verdict written once and seen from two occurrences of the seal is one verdict
     unique: list[tuple[int, int, Any]] = []
@@ -419,18 +403,11 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
         if not unique or f[0] != unique[-1][0]:
             unique.append(f)
     start, end, last = unique[-1]
-    if isinstance(last, _Invalid):
-        return NoVerdict(last.reason, kind="invalid")
+    if isinstance(last, NoVerdict):   # the last sealed verdict does not fit: that is the reading
+        return last
     agree = same or (lambda a, b: a == b)
-    others = tuple(v for _, _, v in unique[:-1] if not isinstance(v, _Invalid) and not agree(v, last))
+    others = tuple(v for _, _, v in unique[:-1] if not isinstance(v, NoVerdict) and not agree(v, last))
     return Verdict(last, start, end, others)
-
-
-class _Invalid:
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str):
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------

@@ -11,9 +11,8 @@ zero-width and combining characters read as nothing, HTML/URL/JSON escapes of
 letters) and ``&lt;/candidate>`` are all caught, while ``a < b`` and ``<b>``
 pass unchanged.
 
-``fold`` is the comparison form used by the readouts to decide whether text
-in a judge reply is quoted from the prompt: the same folding plus escapes
-decoded and whitespace collapsed.
+``letters`` (the same skeleton, letters and digits only) is what the
+content-free screen (``graders._guards``) matches master keys on.
 
 Every function here is linear in the text's length and runs mostly in C
 (``str.translate``, ``re``): a megabyte takes milliseconds.
@@ -22,13 +21,12 @@ Every function here is linear in the text's length and runs mostly in C
 from __future__ import annotations
 
 import functools
-import html
 import re
 import unicodedata
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable
 
-__all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "fold", "letters", "neutralize",
-           "neutralize_all", "neutralize_value", "normalize_text", "template_tag_names"]
+__all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
+           "neutralize_all", "neutralize_value", "template_tag_names"]
 
 #: Tag names of the candidate reply protocol; any tag *starting* with one of
 #: these (``<grades>``, ``<candidate-input>``) is neutralised in policy text.
@@ -138,13 +136,10 @@ def _skeleton(text: str) -> str:
     return skel
 
 
-#: in ASCII text, every tag, control token or escape of '<' holds one of these
-_TRIGGER = re.compile(r"[<\[&\\%]")
-
-
 def _untriggered(text: str) -> bool:
-    """``_TRIGGER.search(text) is None``, as five ``in`` tests (each a C
-    substring scan: 20x faster than the class search on typical text)."""
+    """Whether ASCII ``text`` holds none of ``<[&\\%`` (every tag, control
+    token or escape of '<' holds one), as five ``in`` tests (each a C
+    substring scan: 20x faster than a character-class search)."""
     return "<" not in text and "[" not in text and "&" not in text and "\\" not in text \
         and "%" not in text
 
@@ -278,23 +273,33 @@ def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
     return [neutralize(t, tags, ctl) for t in texts]
 
 
-#: what joins texts neutralised in one pass (the first one none of them holds):
-#: control characters that fold to themselves and are no space, letter,
-#: bracket, bar or escape character, so no tag, control token or escape
-#: ``neutralize`` looks for can span one, and ``neutralize`` never writes one
+#: what joins texts checked in one pass (the first one none of them holds):
+#: control characters that fold to themselves and are no space, letter, digit,
+#: bracket, bar, markup or escape character, so no tag, control token, escape
+#: or master key (``graders._guards``) can span one, and ``neutralize`` never
+#: writes one
 _JOINERS = "".join(map(chr, [*range(0x01, 0x09), *range(0x0e, 0x1c)]))
+#: texts below this many are checked one by one
 _BATCH = 8
+
+
+def free_joiner(texts: "list[str]", avoid: Iterable[str] = ()) -> "str | None":
+    """A joiner (``_JOINERS``) that none of ``texts`` and ``avoid`` holds, for
+    checking ``texts`` in one pass over them joined; None when there are
+    fewer than ``_BATCH`` of them or every joiner is taken."""
+    if len(texts) < _BATCH:
+        return None
+    whole = "".join(texts)
+    return next((j for j in _JOINERS if j not in whole and not any(j in t for t in avoid)), None)
 
 
 def _neutralize_many(texts: "list[str]", tags: "tuple[str, ...]", ctl: "tuple[str, ...]") -> "list[str]":
     """``[neutralize(t, tags, ctl) for t in texts]`` (``str`` texts), in one
     pass over them joined: 40,000 short strings (a list in a structured
     completion) cost one call, not 40,000 (70 ms)."""
-    if len(texts) >= _BATCH:
-        whole = "".join(texts)
-        for joiner in _JOINERS:
-            if joiner not in whole and not any(joiner in t for t in ctl):
-                return neutralize(joiner.join(texts), tags, ctl).split(joiner)
+    joiner = free_joiner(texts, ctl)
+    if joiner is not None:
+        return neutralize(joiner.join(texts), tags, ctl).split(joiner)
     return [neutralize(t, tags, ctl) for t in texts]
 
 
@@ -375,20 +380,6 @@ def _texts_in(value: Any) -> "list[str]":
     return list(found)
 
 
-def leaves(value: Any) -> Iterator[Any]:
-    """Every leaf (non-container value) inside ``value``, mapping values and
-    sequence items walked iteratively: nesting cannot exhaust the stack."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Mapping):
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-        else:
-            yield node
-
-
 _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
 
 
@@ -400,170 +391,6 @@ def template_tag_names(*sources: str) -> list[str]:
         for m in _TEMPLATE_TAG.finditer(src or ""):
             names[m.group(1).casefold()] = None
     return list(names)
-
-
-_INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\u00ad\u180e]+")
-
-#: the most combining marks (non-starters) kept in a row: Unicode's stream-safe
-#: text format (UAX #15) bounds runs at 30 so normalisation stays linear
-_MAX_NONSTARTERS = 30
-
-
-_NONSTARTER, _STARTER = "\x01", "\x00"
-
-
-class _NonStarterTable(dict):
-    """A ``str.translate`` table, filled lazily: a character whose compatibility
-    decomposition is all non-starters (combining class above 0: U+0301, and
-    U+0F73 whose parts are) maps to ``_NONSTARTER``, any other to ``_STARTER``."""
-
-    def __missing__(self, code: int) -> str:
-        parts = unicodedata.normalize("NFKD", chr(code))
-        mark = _NONSTARTER if parts and all(unicodedata.combining(c) for c in parts) else _STARTER
-        self[code] = mark
-        return mark
-
-
-_NS_TABLE = _NonStarterTable(dict.fromkeys(range(128), _STARTER))
-# from a run's first mark only (the look-behind): linear
-_NONSTARTER_RUN = re.compile("(?<!%s)%s{%d,}" % (_NONSTARTER, _NONSTARTER, _MAX_NONSTARTERS + 1))
-
-
-def _stream_safe(text: str) -> str:
-    """``text`` with every run of combining marks cut to its first
-    ``_MAX_NONSTARTERS``. Normalisation puts a run in canonical order by
-    insertion sort: a 64 KiB run of marks of two classes took CPython's NFKC
-    4 s (quadratic). No reader tells 30 stacked marks from 10,000."""
-    marks = text.translate(_NS_TABLE)
-    if _NONSTARTER * (_MAX_NONSTARTERS + 1) not in marks:
-        return text
-    pieces: list[str] = []
-    last = 0
-    for m in _NONSTARTER_RUN.finditer(marks):
-        pieces.append(text[last:m.start() + _MAX_NONSTARTERS])
-        last = m.end()
-    pieces.append(text[last:])
-    return "".join(pieces)
-
-
-def normalize_text(text: str) -> str:
-    """NFKC-fold (full-width forms become ASCII) and drop zero-width and other
-    invisible characters: what a reader sees, for the content-free guard.
-    Runs of more than 30 combining marks keep their first 30 (linear time)."""
-    if text.isascii():   # NFKC keeps ASCII as it is, and every invisible character is not ASCII
-        return text
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", _stream_safe(text)))
-
-
-# html.unescape's own pattern of a character reference
-_CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
-
-
-@functools.lru_cache(maxsize=4096)
-def _short_charref(ref: str) -> str:
-    return html.unescape(ref)
-
-
-def _charref(m: "re.Match[str]") -> str:
-    ref = m.group()
-    if ref[1] == "#" and len(ref) > 12:
-        # a long number: html.unescape would hand all of its digits to int()
-        # (ValueError past 4,300 decimal digits, quadratic time below that)
-        hexa = ref[2] in "xX"
-        digits = ref[3 if hexa else 2:].rstrip(";").lstrip("0")
-        if len(digits) > 8:   # over 0x10FFFF either way: what html.unescape gives
-            return "\ufffd"
-        ref = ("&#x" if hexa else "&#") + (digits or "0") + ";"
-    return _short_charref(ref)
-
-
-def _html_unescape(text: str) -> str:
-    """``html.unescape(text)``, in linear time whatever the numbers in it."""
-    return _CHARREF.sub(_charref, text)
-
-
-_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/]))|\\([nrt])")
-_URL_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
-
-
-#: escape layers decoded: a judge repeating ``&amp;#123;`` or ``%255C`` may decode
-#: more than one (``&amp;#10;`` -> ``&#10;`` -> a line break)
-_UNESCAPE_ROUNDS = 4
-
-
-def _unescape(text: str) -> str:
-    """``text`` with its JSON, HTML and URL escapes decoded, layer after layer
-    (at most ``_UNESCAPE_ROUNDS``), as far as a judge repeating it might."""
-    for _ in range(_UNESCAPE_ROUNDS):
-        if "\\" not in text and "&" not in text and "%" not in text:
-            break
-        decoded = _unescape_once(text)
-        if decoded == text:
-            break
-        text = decoded
-    return text
-
-
-_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-_SIMPLE_ESCAPES = (('\\"', '"'), ("\\/", "/"), ("\\n", " "), ("\\r", " "), ("\\t", " "))
-
-
-#: stand-ins for an escaped backslash while the other escapes are replaced
-_PAIR_MARKS = "\x00\x01\x02\x03\ue000\ue001\ue002\ue003"
-
-
-def _json_unescape(text: str) -> str:
-    """``_JSON_ESCAPE.sub`` (``\\uXXXX``, ``\\"``, ``\\\\``, ``\\/``; ``\\n``,
-    ``\\r``, ``\\t`` as a space), with no call per escape but ``\\uXXXX``.
-    Escaped backslashes pair from the left as the regex pairs them: each pair
-    becomes a stand-in the text does not hold, the other escapes (none of
-    which writes a backslash, so none makes a new one) are replaced, and the
-    stand-ins become one backslash. 256 KiB of backslashes: four C passes,
-    not 131,072 calls."""
-    mark = next((c for c in _PAIR_MARKS if c not in text), None)
-    if mark is not None:
-        out = text.replace("\\\\", mark)
-        for escape, char in _SIMPLE_ESCAPES:
-            if escape in out:
-                out = out.replace(escape, char)
-        if "\\u" in out:
-            pairs = out.count(mark)
-            out = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), out)
-            if out.count(mark) != pairs:   # a \\uXXXX wrote the stand-in itself
-                out = None
-        if out is not None:
-            return out.replace(mark, "\\")
-    return _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1)
-                            else m.group(2) or " ", text)
-
-
-def _unescape_once(text: str) -> str:
-    if "\\" in text:
-        text = _json_unescape(text)
-    if "&" in text:
-        text = _html_unescape(text)
-    if "%" in text:
-        text = _URL_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
-    return text
-
-
-# from a run's first backslash only: tried from every one, a long run of
-# backslashes is scanned again from each (quadratic); the matches are the same
-_ESCAPED_BREAK = re.compile(r"(?<!\\)\\+[nr]")
-
-
-def unescape_lines(text: str) -> str:
-    """``text`` with its escapes decoded (JSON, HTML, URL) as a judge that
-    repeats it might decode them, escaped line breaks (``\\n``, ``%0A``,
-    ``&#10;``) becoming line breaks: its lines as such a judge writes them."""
-    for _ in range(_UNESCAPE_ROUNDS):
-        if "\\" in text:
-            text = _ESCAPED_BREAK.sub("\n", text)
-        decoded = _unescape_once(text) if ("\\" in text or "&" in text or "%" in text) else text
-        if decoded == text:
-            break
-        text = decoded
-    return text
 
 
 # \w is str.isalnum() and '_'. Also dropped: fillers, letters or symbols to
@@ -605,21 +432,3 @@ def _not_alnum_keeping(keep: str) -> "re.Pattern[str]":
 def _ascii_dropped(keep: str) -> bytes:
     """The ASCII characters ``letters`` drops (all but letters, digits and ``keep``)."""
     return bytes(c for c in range(128) if not chr(c).isalnum() and chr(c) not in keep)
-
-
-def fold(text: str) -> str:
-    """The comparison form of ``text``: escapes decoded (JSON, HTML, URL),
-    skeleton-folded (NFKC, case, look-alikes; zero-width dropped), defanged
-    brackets read as ``<``, whitespace collapsed to one space.
-
-    Two texts a judge could have copied one from the other fold equal.
-
-    >>> fold('{\\\\"score\\\\":  \\uff02PASS\\uff02}') == fold('{"score": "pass"}')
-    True
-    """
-    text = _unescape(text)
-    if text.isascii() and "\x00" not in text:
-        skel = text.lower().replace(_DEFANG, "<")   # what the table does to ASCII
-    else:
-        skel = text.translate(_TABLE).replace(_GAP, "").replace(_DEFANG, "<")
-    return " ".join(skel.split())   # whitespace runs collapsed (str.split: C speed)
