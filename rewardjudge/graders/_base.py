@@ -6,7 +6,7 @@ import abc
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
@@ -61,6 +61,22 @@ class JudgeFailure:
     #: (``"no sealed verdict"``, ``"cut off"``, ``"invalid"``); None for a judge error
     kind: str | None = None
 
+
+@dataclass
+class Expectation:
+    """The expected-value step (``graders._expected_value``), folded into a
+    scored Grade as it is built (``Grader.scored``): the value (None: the
+    sampled one stays), what ``extra`` gains (``expected_value``, or a
+    ``distribution_error`` saying why not), the distribution, and the cost."""
+
+    value: float | None
+    extra: dict[str, Any]
+    distribution: dict[str, float] | None = None
+    attempts: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+
+
 Mode = Literal["train", "eval"]
 
 
@@ -71,14 +87,17 @@ class Grader(abc.ABC):
     """Base of all graders, and the one pipeline: ``grade`` one sample,
     ``grade_batch`` many.
 
-    ``grade`` screens the sample (``screen``) and hands it to the family's
-    ``judge``: context (``extract_template_context``, the seed's hook, on a
-    neutralised copy), prompt (``JudgePrompt``), request (``ask_until_parsed``
-    or ``ask_distribution``), readout (``rewardjudge/readouts``), Grade
-    (``scored``/``failed``). ``grade_batch`` is the one scheduler: a family
-    with ``judges_groups`` gets each prompt's samples together in
-    ``grade_group``. A family file says which context keys, templates,
-    readout and options; a custom grader may override ``grade`` instead.
+    The unit of grading is a group (``grade_group``: the samples of one
+    prompt; ``grade`` is a group of one). Each sample is screened
+    (``screen``); the rest go to the family's ``judge_group`` (by default
+    ``judge`` on each): context (``extract_template_context``, the seed's
+    hook, on a neutralised copy), prompt (``JudgePrompt``), request
+    (``ask_until_parsed`` or ``ask_distribution``), readout
+    (``rewardjudge/readouts``), Grade (``scored``/``failed``).
+    ``grade_batch`` is the one scheduler: a family with ``judges_groups``
+    gets each prompt's samples together. A family file says which context
+    keys, templates, readout and options; a custom grader may override
+    ``grade`` instead (``grade_batch`` still schedules it).
 
     Penalty modes: a malformed *policy* output is ``penalized`` with
     ``train_penalty`` (default -1.0) in training or ``eval_penalty`` (default
@@ -132,20 +151,39 @@ class Grader(abc.ABC):
 
     # -- the pipeline --------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
-        """Grade one sample: ``screen`` it (a malformed or content-free
-        completion is penalized here, before any judge call), then ``judge``
-        it (the family's context, prompt, request and readout)."""
-        sample = self.check_sample(sample)
-        parsed, rejected = await self.ascreen(sample, self.completion_model)
-        if rejected is not None:
-            return rejected
-        return await self.judge(sample, parsed)
+        """Grade one sample: a group of one (``grade_group``). A custom grader
+        may override it; ``grade_batch`` grades every group of one through it."""
+        return (await self.grade_group([self.check_sample(sample)]))[0]
+
+    async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
+        """The one unit of grading: samples that answer one prompt
+        (``_schedule.prompt_key``), one Grade each, in order. Each is
+        ``screen``-ed (a malformed or content-free completion is penalized
+        here, before any judge call); the rest go to ``judge_group``."""
+        grades: list[Grade | None] = [None] * len(samples)
+        screened: list[tuple[int, StringThread, BaseModel | None]] = []
+        for i, sample in enumerate(samples):
+            parsed, rejected = await self.ascreen(self.check_sample(sample), self.completion_model)
+            if rejected is None:
+                screened.append((i, sample, parsed))
+            grades[i] = rejected
+        if screened:
+            judged = await self.judge_group([(s, p) for _, s, p in screened])
+            for (i, _, _), grade in zip(screened, judged):
+                grades[i] = grade
+        return grades  # type: ignore[return-value]
+
+    async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
+        """The Grades of screened samples of one prompt (each with its
+        completion parsed into ``completion_model``), in order. A family that
+        judges a prompt's samples together (``judges_groups``) overrides it;
+        the default judges each alone (``judge``)."""
+        return [await self.judge(sample, parsed) for sample, parsed in screened]
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         """A screened sample's Grade (``parsed``: the completion parsed into
         ``completion_model``): each family's configuration of context ->
-        prompt -> request -> readout. A family overrides this, or ``grade``
-        (or ``grade_group``) as a whole."""
+        prompt -> request -> readout."""
         raise ConfigError(f"{type(self).__name__} implements neither judge() nor grade(): a grader "
                           f"family overrides one of them")
 
@@ -426,14 +464,27 @@ class Grader(abc.ABC):
                              raw_reply=failure.raw_reply, latency_s=failure.latency_s, **fields)
 
     def scored(self, answer: "JudgeAnswer[Any]", value: float, reasoning: str | None,
-               extra: dict[str, Any]) -> Grade:
+               extra: dict[str, Any], expectation: Expectation | None = None) -> Grade:
         """The scored Grade of a parsed judge answer (forgeries it saw recorded
-        in ``extra["forgery"]``)."""
+        in ``extra["forgery"]``); with ``expectation`` (``expected_value=True``)
+        its value, ``extra``, distribution and cost, the sampled value kept in
+        ``extra["sampled_value"]``."""
         if answer.forgeries:
             extra = {**extra, "forgery": answer.forgeries}
+        usage, attempts, latency, distribution = answer.usage, answer.attempts, answer.latency_s, None
+        if expectation is not None:
+            extra = {**extra, "sampled_value": value, **expectation.extra}
+            value = value if expectation.value is None else expectation.value
+            usage = dict(usage)
+            for k, v in expectation.usage.items():
+                usage[k] = usage.get(k, 0) + v
+            attempts += expectation.attempts
+            latency = None if latency is None else latency + expectation.latency_s
+            distribution = expectation.distribution
         return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
-                     raw_reply=answer.completion.text, usage=answer.usage, attempts=answer.attempts,
-                     latency_s=answer.latency_s, grader_version=self.version, extra=extra)
+                     raw_reply=answer.completion.text, usage=usage, attempts=attempts,
+                     latency_s=latency, grader_version=self.version, extra=extra,
+                     distribution=distribution)
 
     @staticmethod
     def check_sample(sample: Any) -> StringThread:
@@ -442,19 +493,6 @@ class Grader(abc.ABC):
         return sample
 
     # -- batch ------------------------------------------------------------
-    async def _grade_guarded(self, sample: StringThread) -> Grade:
-        try:
-            return await self.grade(sample)
-        except ConfigError:
-            raise
-        except JudgeError as exc:
-            return self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # keep a training loop alive; say what happened
-            log.warning("grader %s raised %r; grade left unscored", self.grader_key, exc)
-            return self.unscored(f"grader error: {type(exc).__name__}: {exc}")
-
     def batch_concurrency(self) -> int | None:
         """How many samples ``grade_batch`` works on at once (None: all).
 
@@ -469,52 +507,48 @@ class Grader(abc.ABC):
             return limit
         return None
 
-    #: the family judges a prompt's samples together (``grade_group``):
+    #: the family judges a prompt's samples together (``judge_group``):
     #: ``grade_batch`` then hands it whole prompt groups
     judges_groups: bool = False
 
-    async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
-        """Grade samples that answer one prompt (``_schedule.prompt_key``);
-        one Grade per sample, in order. Families with ``judges_groups``
-        judge them together; the default grades each alone."""
-        return [await self.grade(s) for s in samples]
-
-    async def _grade_group_guarded(self, samples: list[StringThread]) -> list[Grade]:
+    async def _grade_unit(self, samples: list[StringThread]) -> list[Grade]:
+        """A group's Grades; a failure other than a usage error leaves the
+        group unscored with the reason. A group of one goes through ``grade``
+        (a custom grader's override included)."""
         try:
+            if len(samples) == 1:
+                return [await self.grade(samples[0])]
             return await self.grade_group(samples)
         except (ConfigError, asyncio.CancelledError):
             raise
+        except JudgeError as exc:
+            return [self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts)
+                    for _ in samples]
         except Exception as exc:  # keep a training loop alive; say what happened
-            log.warning("grader %s raised %r; its group is left unscored", self.grader_key, exc)
+            log.warning("grader %s raised %r; left unscored", self.grader_key, exc)
             return [self.unscored(f"grader error: {type(exc).__name__}: {exc}") for _ in samples]
 
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
         """Grade ``samples`` concurrently; one Grade per sample, in order.
 
-        The one scheduler: a family that judges groups (``judges_groups``)
-        gets the samples of each prompt together (``grade_group``), every
-        other family one sample at a time. At most ``batch_concurrency()``
-        of these units are in progress at once, and the judge model bounds
-        its requests (its ``max_concurrency``). A usage error
-        (``ConfigError``) is raised after every other unit has finished.
+        The one scheduler. Its unit is a group: the samples of one prompt
+        for a family that judges groups (``judges_groups``), else each sample
+        alone, a group of one. At most ``batch_concurrency()`` units are in
+        progress at once, and the judge model bounds its requests (its
+        ``max_concurrency``). A usage error (``ConfigError``) is raised after
+        every other unit has finished.
         """
         items = [self.check_sample(s) for s in samples]
-        limit = self.batch_concurrency()
-        if not self.judges_groups:
-            results = await _bounded_map(limit, self._grade_guarded, items)
-        else:
-            units = groups(range(len(items)), lambda i: prompt_key(items[i]))
-            per_unit = await _bounded_map(limit, self._grade_group_guarded,
-                                          [[items[i] for i in unit] for unit in units])
-            results = [None] * len(items)
-            for unit, grades in zip(units, per_unit):
-                if isinstance(grades, BaseException):   # every unit has finished by now
-                    raise grades
-                for i, g in zip(unit, grades):
-                    results[i] = g
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
+        units = (groups(range(len(items)), lambda i: prompt_key(items[i])) if self.judges_groups
+                 else [[i] for i in range(len(items))])
+        per_unit = await _bounded_map(self.batch_concurrency(), self._grade_unit,
+                                      [[items[i] for i in unit] for unit in units])
+        results: list[Grade] = [None] * len(items)  # type: ignore[list-item]
+        for unit, grades in zip(units, per_unit):
+            if isinstance(grades, BaseException):   # every unit has finished by now
+                raise grades
+            for i, g in zip(unit, grades):
+                results[i] = g
         return results
 
     def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:

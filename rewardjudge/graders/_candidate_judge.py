@@ -61,7 +61,7 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, JudgeError, JudgeHTTPError
 from ..grade import Grade
-from ..models._base import GenerationParams, GradeDistributionUnsupported, InferenceModel
+from ..models._base import GenerationParams, InferenceModel
 from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
@@ -75,7 +75,8 @@ from ..readouts._candidate_blocks import (CandidateReading, CandidateVerdict, ne
 from ..readouts._decision import Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR
+from ._expected_value import expected_grade
 
 __all__ = ["CandidateJudgeGrader"]
 
@@ -88,7 +89,7 @@ _REQUEST_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "sca
 class _Candidate:
     """One sample on its way through the judge, with what it has cost so far."""
 
-    index: int                      # position in the grade_batch input
+    index: int                      # position among its group's screened samples
     sample: StringThread
     data: dict[str, Any]            # title, fields, image (not yet neutralised)
     usage: dict[str, int] = field(default_factory=dict)
@@ -358,38 +359,31 @@ class CandidateJudgeGrader(Grader):
         return ctx
 
     # -- grading ------------------------------------------------------------
-    #: ``grade_batch`` (the one scheduler, ``Grader.grade_batch``) hands this
-    #: grader whole prompt groups
+    #: ``grade_batch`` (the one scheduler) hands this grader whole prompt groups
     judges_groups = True
 
-    async def grade(self, sample: StringThread) -> Grade:
-        """Judge one sample alone (a group of one)."""
-        return (await self.grade_group([self.check_sample(sample)]))[0]
-
-    async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
-        """One Grade per sample, in order, for samples that share a prompt:
-        judged together, in balanced requests of at most ``batch_size``.
+    async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
+        """One Grade per screened sample, in order, for samples that share a
+        prompt: judged together, in balanced requests of at most ``batch_size``.
 
         Usage errors (``ConfigError``: a template reading a missing variable)
         are raised after every other request has finished.
         """
-        grades: list[Grade | None] = [None] * len(samples)
+        grades: list[Grade | None] = [None] * len(screened)
         members: list[_Candidate] = []
-        for i, sample in enumerate(samples):
+        for i, (sample, parsed) in enumerate(screened):
             try:
-                made = self._make_candidate(i, sample)
+                data = self.extract_candidate(sample, parsed)
             except (ConfigError, asyncio.CancelledError):
                 raise
             except Exception as exc:   # one sample's text must not sink its group
                 log.warning("grader %s raised %r on one sample; it is unscored", self.grader_key, exc)
                 grades[i] = self.unscored(f"grader error: {type(exc).__name__}: {exc}")
                 continue
-            if isinstance(made, Grade):
-                grades[i] = made
-            else:
-                members.append(made)
+            if not isinstance(data, Mapping):
+                raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")
+            members.append(_Candidate(i, sample, dict(data)))
         if self.shuffle and len(members) > self.batch_size:
-            members = list(members)
             random.Random(self._rng.getrandbits(32)).shuffle(members)   # who shares a chunk
         started = time.perf_counter()
         usage_error = await self._run(balanced_chunks(members, self.batch_size), 1)
@@ -419,19 +413,6 @@ class CandidateJudgeGrader(Grader):
             elif result is not None:
                 usage_error = usage_error or result
         return usage_error
-
-    def _make_candidate(self, index: int, sample: StringThread) -> _Candidate | Grade:
-        completion = sample.completion()
-        if not completion.strip():
-            return self.penalized(sample, "malformed completion: empty (no final assistant turn "
-                                          "or only whitespace)")
-        parsed, rejected = self.screen(sample, self.completion_model)
-        if rejected is not None:
-            return rejected
-        data = self.extract_candidate(sample, parsed)
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")
-        return _Candidate(index, sample, dict(data))
 
     async def _judge(self, members: list[_Candidate], round_no: int) -> ConfigError | None:
         """Ask about ``members`` in one request; re-ask the failures in smaller batches.
@@ -485,17 +466,29 @@ class CandidateJudgeGrader(Grader):
         completion = answer.completion
         reading: CandidateReading = answer.verdict
         failed: list[_Candidate] = []
-        judged: list[tuple[_Candidate, CandidateVerdict]] = []
+        judged: list[tuple[_Candidate, str, Verdict]] = []
         for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
             for k, v in share.items():
                 cand.usage[k] = cand.usage.get(k, 0) + v
             cand.attempts += completion.attempts
             cand.last_reply = completion.text
             decision = reading.decisions[cid]
-            if not isinstance(decision, Verdict):
+            if isinstance(decision, Verdict):
+                judged.append((cand, cid, decision))
+            else:
                 cand.failures.append(f"round {round_no}: {decision.reason}")
                 failed.append(cand)
-                continue
+        expectations: list[Any] = [None] * len(judged)
+        if self.expected_value and judged:
+            # the expected grade where the judge wrote each deciding <grade id="…">; a usage
+            # error is raised once every read has finished
+            expectations = await asyncio.gather(*(
+                expected_grade(self, messages, completion.text[:d.value.grade_at], self.scale, params)
+                for _, _, d in judged), return_exceptions=True)
+            for e in expectations:
+                if isinstance(e, BaseException):
+                    raise e
+        for (cand, cid, decision), expectation in zip(judged, expectations):
             verdict: CandidateVerdict = decision.value
             extra = self._extra(cand, cid, verdict.grade)
             if decision.others:
@@ -505,10 +498,7 @@ class CandidateJudgeGrader(Grader):
             cand.grade = self.scored(
                 JudgeAnswer(verdict, completion, dict(cand.usage), cand.attempts,
                             completion.latency_s, reading.unbound),
-                self.scale.to_reward(verdict.grade), verdict.reasoning, extra)
-            judged.append((cand, verdict))
-        if self.expected_value and judged:
-            await self._expected_grades(messages, completion.text, judged, params)
+                self.scale.to_reward(verdict.grade), verdict.reasoning, extra, expectation)
         if failed and round_no < self.max_rounds:
             # smaller batches than the request they failed in: a reply that ran
             # out of tokens or lost track of ids gets an easier task
@@ -528,83 +518,6 @@ class CandidateJudgeGrader(Grader):
             chars = min(chars, 3 * (self.max_tokens_per_candidate - _BLOCK_TOKENS))
         chars = max(chars, CANDIDATE_REASONING_MIN_CHARS)
         return candidate_grammar(ids, self.scale, reasoning_chars=chars)
-
-    # -- expected value -------------------------------------------------------
-    async def _expected_grades(self, messages: list[dict[str, str]], reply: str,
-                               judged: list[tuple[_Candidate, CandidateVerdict]],
-                               params: GenerationParams) -> None:
-        """Re-value each judged candidate by its expected grade (see the class
-        docstring). A usage error (other than an unsupported model) is raised
-        once every read has finished."""
-        if not getattr(self.model, "continues_prefix", False):
-            self._no_distribution(judged, f"{getattr(self.model, 'name', type(self.model).__name__)!r} "
-                                          f"cannot read probabilities after a reply prefix "
-                                          f"(continues_prefix is False)")
-            return
-        results = await asyncio.gather(*(self._expected_grade(messages, reply, cand, verdict, params)
-                                         for cand, verdict in judged), return_exceptions=True)
-        unsupported = [(pair, r) for pair, r in zip(judged, results)
-                       if isinstance(r, GradeDistributionUnsupported)]
-        if unsupported:
-            self._no_distribution([pair for pair, _ in unsupported],
-                                  f"GradeDistributionUnsupported: {unsupported[0][1]}")
-        for r in results:
-            if isinstance(r, asyncio.CancelledError):
-                raise r
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, GradeDistributionUnsupported):
-                raise r
-
-    async def _expected_grade(self, messages: list[dict[str, str]], reply: str, cand: _Candidate,
-                              verdict: CandidateVerdict, params: GenerationParams) -> None:
-        grade = cand.grade
-        assert grade is not None
-        grade.extra["sampled_value"] = grade.value
-        grade.extra["expected_value"] = None
-        # right after the opening tag of the judge's deciding <grade id="…"> (and its whitespace)
-        prefix = {"role": "assistant", "content": reply[:verdict.grade_at]}
-        grades = self.scale.grades
-        try:
-            dist = await self.ask_distribution(self.model, [*messages, prefix],
-                                               [str(g) for g in grades], params)
-        except ConfigError:   # GradeDistributionUnsupported included: the caller falls back
-            raise
-        except Exception as exc:   # a broken model must not cost the sampled grade
-            log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
-                        self.grader_key, exc)
-            grade.extra["distribution_error"] = f"{type(exc).__name__}: {exc}"
-            return
-        if isinstance(dist, JudgeFailure):
-            grade.attempts += dist.attempts
-            grade.extra["distribution_error"] = dist.reason
-            return
-        grade.attempts += dist.attempts
-        for k, v in dist.usage.items():
-            grade.usage[k] = grade.usage.get(k, 0) + v
-        if grade.latency_s is not None:
-            grade.latency_s += dist.latency_s
-        grade.extra.update(valid_mass=dist.valid_mass, outside_mass=dist.outside, top_k=dist.top_k)
-        if dist.valid_mass <= 0.0 or dist.valid_mass < self.expected_value_floor:
-            grade.extra["distribution_error"] = (
-                f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
-                f"{self.scale.min}-{self.scale.max} (expected_value_floor {self.expected_value_floor:.0%})")
-            return
-        summary = summarize(dist, grades)
-        grade.extra.update(summary.as_extra())
-        grade.distribution = {str(k): v for k, v in summary.probabilities.items()}
-        grade.value = self.scale.to_reward(summary.expected)
-        grade.extra["expected_value"] = grade.value
-
-    def _no_distribution(self, judged: list[tuple[_Candidate, CandidateVerdict]], reason: str) -> None:
-        """Keep the sampled grades, saying why (and warn once per grader)."""
-        if not self._warned_no_distribution:
-            self._warned_no_distribution = True
-            log.warning("grader %s: expected_value is on but %s; sampled grades are used",
-                        self.grader_key, reason)
-        for cand, _ in judged:
-            assert cand.grade is not None
-            cand.grade.extra.update(sampled_value=cand.grade.value, expected_value=None,
-                                    distribution_error=reason)
 
     def _image_parts(self, order: list[_Candidate], ids: list[str]) -> list[dict[str, Any]]:
         """With ``include_images``: for each shown candidate with an image, a text

@@ -1,8 +1,11 @@
-"""The expected-value option of a JSON verdict (``TemplatedPromptJudgeGrader``):
-after a generated verdict, read the probabilities of every possible score
-token at the position where the judge wrote its score
-(``Grader.ask_distribution``) and average the verdict's value over them.
-The token-distribution readout itself is ``readouts._distribution``.
+"""The expected-value step, one for every family: after a generated verdict,
+read the probabilities of every possible score token at the position where
+the judge wrote its score (``Grader.ask_distribution``) and average the
+verdict's value over them. Each step returns an ``Expectation`` that
+``Grader.scored`` folds into the Grade as it is built: a JSON or label
+verdict (``expected_verdict``, ``TemplatedPromptJudgeGrader``) or a scale's
+digit grade (``expected_grade``, ``CandidateJudgeGrader``). The
+token-distribution readout itself is ``readouts._distribution``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ from typing import Any, Sequence
 from pydantic import BaseModel
 
 from ..errors import ConfigError
-from ..models._base import Message, TokenDistribution
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR
-from ._base import JudgeFailure
+from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
+from ..scales import Scale
+from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value
 
-__all__ = ["apply_expected_value", "score_choices", "score_offset", "weigh_verdict"]
+__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "weigh_verdict"]
 
 
 def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
@@ -111,47 +115,93 @@ def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: typ
     return info
 
 
-async def apply_expected_value(grader: Any, messages: Sequence[Message], reply: str,
-                               found: Any, grade: Any) -> Any:
-    """Replace a scored Grade's value by the verdict's expected value.
+async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
+                           found: Any) -> Expectation:
+    """The expected value of the sealed verdict ``found`` the judge wrote.
 
     Used by graders with ``expected_value=True`` (``grader.model``,
     ``grader.output_model``, optional ``grader.expected_value_floor``).
-    ``found`` is the sealed verdict the judge wrote (a
-    ``readouts._decision.Verdict`` whose value is ``(verdict, value)``): its
-    place is known, so the reply is cut right before the score inside it and
-    given back to the judge as an assistant prefix; the probabilities of every
-    score token are read there (``Grader.ask_distribution``: an unconstrained
-    step, even when the reply itself was schema-constrained) and the verdict's
-    value averaged over them (``weigh_verdict``). The sampled value is kept in
-    ``extra["sampled_value"]``. When the distribution cannot be read (too
-    little mass on valid scores, a judge error) the sampled value stays and
-    ``extra["distribution_error"]`` says why. Usage errors (a model without
+    ``found`` is a ``readouts._decision.Verdict`` whose value is
+    ``(verdict, value)``: its place is known, so the reply is cut right
+    before the score inside it and given back to the judge as an assistant
+    prefix; the probabilities of every score token are read there
+    (``Grader.ask_distribution``: an unconstrained step, even when the reply
+    itself was schema-constrained) and the verdict's value averaged over them
+    (``weigh_verdict``). When the distribution cannot be read (too little
+    mass on valid scores, a judge error) the value is None and
+    ``distribution_error`` says why. Usage errors (a model without
     ``grade_distribution``, a score that is not one token) are raised.
     """
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
-    grade.extra["sampled_value"] = grade.value
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    verdict = found.value[0]
     at = score_offset(reply, found.start, found.end)
-    info: dict[str, Any]
     if at is None:
-        info = {"expected_value": None, "distribution_error":
-                "the score could not be located in the judge's sealed verdict"}
-    else:
-        dist = await grader.ask_distribution(
-            grader.model, [*messages, {"role": "assistant", "content": reply[:at]}],
-            [str(v) for v in values])
-        grade.attempts += dist.attempts
-        if isinstance(dist, JudgeFailure):
-            info = {"expected_value": None, "distribution_error": dist.reason}
-        else:
-            info = weigh_verdict(dist, verdict, grader.output_model, values, floor)
-            if info.get("expected_value") is not None:
-                grade.distribution = {str(v): p for v, p in dist.normalized().items()}
-    grade.extra.update(info)
-    if info.get("expected_value") is not None:
-        grade.value = float(info["expected_value"])
-    return grade
+        return Expectation(None, {"expected_value": None, "distribution_error":
+                                  "the score could not be located in the judge's sealed verdict"})
+    dist = await grader.ask_distribution(
+        grader.model, [*messages, {"role": "assistant", "content": reply[:at]}],
+        [str(v) for v in values])
+    if isinstance(dist, JudgeFailure):
+        return Expectation(None, {"expected_value": None, "distribution_error": dist.reason},
+                           attempts=dist.attempts)
+    info = weigh_verdict(dist, found.value[0], grader.output_model, values, floor)
+    value = info.get("expected_value")
+    return Expectation(None if value is None else float(value), info, attempts=dist.attempts,
+                       distribution=None if value is None
+                       else {str(v): p for v, p in dist.normalized().items()})
+
+
+async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, scale: Scale,
+                         params: GenerationParams | None = None) -> Expectation:
+    """The expected grade on ``scale`` (single digits) where the judge wrote
+    it: ``prefix`` is its reply cut right before the grade, given back as an
+    assistant prefix; the probability of each grade is read there through the
+    same model (``Grader.ask_distribution``). The value is
+    ``scale.to_reward(expected grade)``; None, with ``distribution_error``,
+    when the model cannot continue a prefix or read probabilities after one
+    (warned once per grader), when less than ``grader.expected_value_floor``
+    fell on valid grades, or when the read failed. Its cost is counted.
+    Usage errors other than ``GradeDistributionUnsupported`` are raised."""
+    if not getattr(grader.model, "continues_prefix", False):
+        return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
+                                   f"cannot read probabilities after a reply prefix "
+                                   f"(continues_prefix is False)")
+    try:
+        dist = await grader.ask_distribution(grader.model, [*messages, {"role": "assistant",
+                                                                         "content": prefix}],
+                                             [str(g) for g in scale.grades], params)
+    except GradeDistributionUnsupported as exc:
+        return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")
+    except ConfigError:
+        raise
+    except Exception as exc:   # a broken model must not cost the sampled grade
+        log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
+                    grader.grader_key, exc)
+        return Expectation(None, {"expected_value": None,
+                                  "distribution_error": f"{type(exc).__name__}: {exc}"})
+    if isinstance(dist, JudgeFailure):
+        return Expectation(None, {"expected_value": None, "distribution_error": dist.reason},
+                           attempts=dist.attempts)
+    extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
+                             "outside_mass": dist.outside, "top_k": dist.top_k}
+    cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
+    if dist.valid_mass <= 0.0 or dist.valid_mass < grader.expected_value_floor:
+        extra["distribution_error"] = (
+            f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
+            f"{scale.min}-{scale.max} (expected_value_floor {grader.expected_value_floor:.0%})")
+        return Expectation(None, extra, **cost)
+    summary = summarize(dist, scale.grades)
+    value = scale.to_reward(summary.expected)
+    return Expectation(value, {**extra, **summary.as_extra(), "expected_value": value},
+                       distribution={str(k): v for k, v in summary.probabilities.items()}, **cost)
+
+
+def _unreadable(grader: Any, reason: str) -> Expectation:
+    """The sampled grade stays, saying why (warned once per grader)."""
+    if not grader.__dict__.get("_warned_no_distribution"):
+        grader._warned_no_distribution = True
+        log.warning("grader %s: expected_value is on but %s; sampled grades are used",
+                    grader.grader_key, reason)
+    return Expectation(None, {"expected_value": None, "distribution_error": reason})

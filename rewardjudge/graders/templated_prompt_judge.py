@@ -36,7 +36,7 @@ from ._context import THREAD_VARIABLES, thread_context
 from ._options import JudgeOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
-from ._expected_value import apply_expected_value, score_choices
+from ._expected_value import expected_verdict, score_choices
 from ..readouts._forms import VerdictForm
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
                        JudgeOutput, _label_form,
@@ -75,7 +75,7 @@ class TemplatedPromptJudgeGrader(Grader):
     ``structured`` (ask for the output model's JSON schema),
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
     read the probability of every score at the position the judge wrote its
-    score and use the expected value; see ``_expected_value.apply_expected_value``;
+    score and use the expected value; see ``_expected_value.expected_verdict``;
     floor ``expected_value_floor``), the penalty settings of ``Grader`` and ``reject_content_free`` (penalize
     empty or content-free completions without a judge call; default on).
     """
@@ -358,10 +358,9 @@ class TemplatedPromptJudgeGrader(Grader):
         extra: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
         if found.others:
             extra["disagreeing_verdicts"] = [v[0].model_dump(mode="json") for v in found.others]
-        grade = self.scored(answer, value, reasoning, extra)
-        if self.expected_value:
-            grade = await apply_expected_value(self, sent, answer.completion.text, found, grade)
-        return grade
+        expectation = (await expected_verdict(self, sent, answer.completion.text, found)
+                       if self.expected_value else None)
+        return self.scored(answer, value, reasoning, extra, expectation)
 
     async def preflight(self, sample: StringThread | None = None) -> Grade:
         """One probe request, before a run: a Grade for ``sample`` (default a

@@ -20,7 +20,7 @@ from ..grade import Grade
 __all__ = ["OutageGuard", "judge_health", "unscored_kind"]
 
 # Unscored grades carry their reason in ``error``: the judge error's class name
-# (Grader._grade_guarded, TemplatedPromptJudgeGrader.ask_judge) or the
+# (Grader._grade_unit, Grader.ask_until_parsed) or the
 # "invalid judge reply" sentence. The kinds a dashboard tells apart:
 _KIND_PATTERNS = (
     ("timeout", re.compile(r"^JudgeTimeoutError\b")),
