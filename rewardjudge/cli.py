@@ -27,6 +27,8 @@ _COMMANDS = {
     "demo": ("rewardjudge.demo", "grade bundled structured completions on the embedded judge"),
     "eval": ("rewardjudge.evaluate._cli", "grade every row of a dataset (resumable)"),
     "compare": ("rewardjudge.evaluate._cli", "paired difference between two evaluation outputs (b - a)"),
+    "plot": ("rewardjudge.evaluate._plot", "draw an evaluation run's judge health (statuses, latency, unscored "
+                                           "by kind over rows) to a PNG"),
     "templates": ("rewardjudge.templates._cli", "compile, check and list the built-in prompt bundles"),
     "scorers": ("rewardjudge.scorers._cli", "create, inspect, version, try and delete scorers in a "
                                             "registry folder"),

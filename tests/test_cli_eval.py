@@ -334,3 +334,97 @@ def test_judge_torch_is_refused_for_a_chat_grader_on_cpu(tmp_path, capsys):
                                    "--output", str(tmp_path / "o"), "--no-progress")
     assert code == 2 and "--judge embedded" in err and "probability grader" in err, err
     assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+# -- scorers in eval: template variables checked against the columns, the scorer's own model -----
+def scorer_file(tmp_path: Path, template: str, model: str = "scorer-model") -> Path:
+    path = tmp_path / "scorer.json"
+    path.write_text(json.dumps({"name": "Resolved", "config": {
+        "model": model, "prompt_template": template, "output_spec": {"type": "boolean"}}}))
+    return path
+
+
+def scorer_rows(n: int = 3) -> str:
+    return "".join(json.dumps({"prompt": f"q{i}", "completion": f"a{i}", "ticket": f"Ticket {i}?",
+                               "gold": f"g{i}", "extra": {"product": f"p{i}"}}) + "\n" for i in range(n))
+
+
+def boolean_verdict(req):
+    return json.dumps({"reason": "fine", "verdict": True})
+
+
+def test_a_scorer_variable_that_no_column_gives_is_a_usage_error_before_the_judge(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(scorer_rows())
+    grader = scorer_file(tmp_path, "Q: {{ tiket }}\nA: {{ completion }}")  # a typo
+    code, _, err = main_in_process(capsys, "eval", str(data), "--grader", str(grader), "--output",
+                                   str(tmp_path / "o"), "--judge", "http://127.0.0.1:9/v1", "--no-progress")
+    # checked before the judge is asked: the unreachable judge is never reported
+    assert code == 2 and "'tiket'" in err and "no column of the data" in err, err
+    assert "'ticket'" in err and "'completion'" in err  # the columns are listed
+    assert "not reachable" not in err
+    assert not (tmp_path / "o" / "journal.jsonl").exists()
+
+
+def test_scorer_variables_read_mapped_named_and_nested_columns(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(scorer_rows())
+    # ticket: a column of that name (added to metadata, and said); reference: --columns reference=;
+    # product: a key of a metadata column holding objects
+    grader = scorer_file(tmp_path, "Q: {{ ticket }}\nA: {{ completion }}\nR: {{ reference }}\nP: {{ product }}")
+    with FakeJudgeServer(boolean_verdict, model="scorer-model") as server:
+        code, out, err = main_in_process(capsys, "eval", str(data), "--grader", str(grader), "--judge", server.url,
+                                         "--columns", "reference=gold,metadata=extra", "--output",
+                                         str(tmp_path / "o"), "--no-progress")
+        prompts = [r["messages"][-1]["content"] for r in server.requests[1:]]
+    assert code == 0, err
+    assert "variable(s) ticket read the column(s) of the same name" in err
+    assert "scored: 3" in out
+    assert any("Q: Ticket 1?" in p and "R: g1" in p and "P: p1" in p for p in prompts), prompts
+    rows = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert all(json.loads(r["grade_extra"])["missing_variables"] == [] for r in rows)
+
+
+class TwoModelServer(FakeJudgeServer):
+    """A fake judge whose /models lists two models (one of them the scorer's)."""
+
+    def _handle(self, conn, method, path, body):
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            conn._send(200, json.dumps({"data": [{"id": "fake-judge"}, {"id": "scorer-model"}]}).encode())
+            return
+        super()._handle(conn, method, path, body)
+
+
+def test_judge_model_defaults_to_the_scorers_model_when_the_server_lists_it(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(scorer_rows(2))
+    grader = scorer_file(tmp_path, "Q: {{ ticket }}\nA: {{ completion }}")
+    with TwoModelServer(boolean_verdict) as server:
+        code, out, err = main_in_process(capsys, "eval", str(data), "--grader", str(grader), "--judge", server.url,
+                                         "--output", str(tmp_path / "o"), "--no-progress")
+        asked = {r["model"] for r in server.requests}
+    assert code == 0 and "scored: 2" in out, err
+    assert asked == {"scorer-model"}
+
+
+def test_a_scorer_runs_on_another_model_only_with_allow_model_override(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(scorer_rows(2))
+    grader = scorer_file(tmp_path, "Q: {{ ticket }}\nA: {{ completion }}")
+    args = ("eval", str(data), "--grader", str(grader), "--no-progress")
+    with FakeJudgeServer(boolean_verdict) as server:  # serves only "fake-judge"
+        for extra in ([], ["--judge-model", "fake-judge"]):
+            code, _, err = main_in_process(capsys, *args, "--judge", server.url, *extra,
+                                           "--output", str(tmp_path / "a"))
+            assert code == 2 and "names judge model 'scorer-model'" in err and "--allow-model-override" in err, err
+        assert server.request_count == 0  # refused before the probe
+        code, out, err = main_in_process(capsys, *args, "--judge", server.url, "--allow-model-override",
+                                         "--output", str(tmp_path / "b"))
+        assert code == 0 and "scored: 2" in out, err
+        assert {r["model"] for r in server.requests} == {"fake-judge"}
+    rows = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    extra = json.loads(rows[0]["grade_extra"])
+    assert extra["scorer_model"] == "scorer-model" and extra["judge_model"] == "fake-judge"
+    # the embedded judge is another model too: refused before it is spawned
+    code, _, err = main_in_process(capsys, *args, "--judge", "embedded", "--output", str(tmp_path / "c"))
+    assert code == 2 and "--judge embedded serves 'smollm2-135m-instruct'" in err, err

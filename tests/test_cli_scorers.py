@@ -235,3 +235,71 @@ def test_templates_list_show_and_compile_check(capsys, tmp_path):
     (root / "prompts" / "G" / "user.txt").write_text("{{#if x}}broken\n")
     code, _, err = run(capsys, "templates", "compile", "--root", str(root))
     assert code == 2 and "G/user.txt" in err
+
+
+def fake_spawn(replies):
+    """A stand-in for ``spawn_judge`` (the embedded judge): a scripted model under the embedded name."""
+    import contextlib
+
+    from rewardjudge.models._spawn import EMBEDDED_ALIAS
+    from rewardjudge.testing import ScriptedModel
+
+    spawned = []
+
+    @contextlib.asynccontextmanager
+    async def spawn(*args, **kwargs):
+        spawned.append((args, kwargs))
+        yield ScriptedModel(replies, name=EMBEDDED_ALIAS)
+
+    return spawn, spawned
+
+
+def test_scorers_test_takes_the_embedded_judge_through_evals_judge_factory(capsys, reg, doc_slug, sample_file,
+                                                                          monkeypatch):
+    import rewardjudge.models as models
+
+    spawn, spawned = fake_spawn(['{"reason": "clear next step", "score": 4}'])
+    monkeypatch.setattr(models, "spawn_judge", spawn)
+    code, out, err = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input", str(sample_file),
+                         "--map", "question=turn:user", "--judge", "embedded", "--json")
+    assert code == 0, err
+    assert len(spawned) == 1 and "spawning the embedded judge" in err
+    grade = json.loads(out)["samples"][0]["grade"]
+    # the embedded judge answers in place of the scorer's model, and the grade says so
+    assert (grade["status"], grade["score_value"], grade["judge_model"]) == ("scored", 4.0, "smollm2-135m-instruct")
+    code, _, err = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input", str(sample_file),
+                       "--judge", "carrier-pigeon")
+    assert code == 2 and "not understood" in err
+    import torch
+
+    if not torch.cuda.is_available():  # a scorer is a chat grader: refused on a CPU torch judge, before loading it
+        code, _, err = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input", str(sample_file),
+                           "--judge", "torch")
+        assert code == 2 and "--judge embedded" in err and "loading" not in err, err
+
+
+def test_pipeline_takes_the_embedded_judge_through_evals_judge_factory(capsys, tmp_path, monkeypatch):
+    """``pipeline run --judge embedded``: the same factory (no OTLP spans needed to see it spawned)."""
+    import rewardjudge.models as models
+
+    spawn, spawned = fake_spawn([])
+    monkeypatch.setattr(models, "spawn_judge", spawn)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(SCORER))
+    pipeline = tmp_path / "p.json"
+    assert run(capsys, "pipeline", "pin", "--scorer", str(path), "--name", "p", "-o", str(pipeline))[0] == 0
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text(json.dumps({"resourceSpans": []}) + "\n")
+    code, out, err = run(capsys, "pipeline", "run", str(pipeline), str(spans), "--judge", "embedded",
+                         "--output", str(tmp_path / "out"))
+    assert code == 0, err
+    assert len(spawned) == 1 and "spawning the embedded judge" in err
+
+
+@pytest.mark.judge
+def test_scorers_test_on_the_spawned_embedded_judge(capsys, reg, doc_slug, sample_file):
+    code, out, err = run(capsys, "scorers", "--registry", reg, "test", doc_slug, "--input", str(sample_file),
+                         "--map", "question=turn:user", "--judge", "embedded", "--json")
+    assert code in (0, 1), err  # a 135M judge's verdicts are noise: check the pipeline, not the verdict
+    grade = json.loads(out)["samples"][0]["grade"]
+    assert grade["status"] in ("scored", "unscored") and grade["judge_model"]

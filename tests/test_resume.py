@@ -32,7 +32,8 @@ def responder(req):
 
 
 def asked_rows(requests) -> list[int]:
-    return [int(re.search(r"What is (\d+)\?", r["messages"][-1]["content"]).group(1)) for r in requests]
+    # the rows asked (each run's start-up probe asks no row)
+    return [int(m.group(1)) for r in requests if (m := re.search(r"What is (\d+)\?", r["messages"][-1]["content"]))]
 
 
 def write_data(path: Path) -> set[int]:
@@ -56,7 +57,7 @@ def journal_lines(path: Path) -> int:
 
 
 def cli(data: Path, out: Path, url: str) -> list[str]:
-    return [sys.executable, "-m", "rewardjudge", "eval", str(data), "--judge", url, "--judge-model", "fake",
+    return [sys.executable, "-m", "rewardjudge", "eval", str(data), "--judge", url, "--judge-model", "fake-judge",
             "--grader", "demo", "--output", str(out), "--columns", "metadata=id", "--concurrency", "4",
             "--no-progress"]
 

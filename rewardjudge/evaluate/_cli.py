@@ -31,6 +31,18 @@ Exit codes:
 
 Before any row, a URL judge is checked: reachable, the model known to it,
 and one short request answered (a usage error, exit 2, saying what to fix).
+
+A scorer (``--grader scorer.json`` or a registry slug) is checked against the
+data before the judge is asked: each template variable reads the metadata
+key of its name, so it must be a ``--columns metadata=COLUMN`` column (or a
+key of one holding objects), ``reference``, ``row``, or a column named like
+it (then mapped for you, and said); any other is a usage error naming it and
+the columns. ``--judge-model`` defaults to the scorer's ``config.model``
+when the server lists it; another model (the server's only one, the
+embedded judge) needs ``--allow-model-override``.
+
+``rewardjudge plot OUTPUT`` draws a run's judge health (statuses, latency,
+unscored by kind over rows).
 """
 
 from __future__ import annotations
@@ -39,8 +51,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, JudgeError, JudgeOutage
@@ -60,9 +74,13 @@ def add_parser(sub) -> None:
                         "function taking the judge model and returning one), a catalog key or a scorer")
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
     p.add_argument("--judge", help=JUDGE_HELP)
-    p.add_argument("--judge-model", help="the model name on the server (default: the server's only "
-                                         "model, from GET /v1/models); with --judge torch, a local "
-                                         "checkpoint folder or .gguf (default: the embedded model)")
+    p.add_argument("--judge-model", help="the model name on the server (default: a scorer's config.model "
+                                         "when the server lists it, else the server's only model, from "
+                                         "GET /v1/models); with --judge torch, a local checkpoint folder "
+                                         "or .gguf (default: the embedded model)")
+    p.add_argument("--allow-model-override", action="store_true",
+                   help="run a scorer version on a judge model other than its config.model (the grades "
+                        "record judge_model); without it a mismatch is a usage error")
     p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,"
                                      "reference=gold,metadata=id (roles: prompt, messages, completion, "
                                      "reference, system, metadata); default: common names")
@@ -100,7 +118,6 @@ def _served_models(url: str, timeout: float) -> list[str] | None:
     """The model names a judge server lists (GET /models); None when it
     lists none (the endpoint is optional). A server that cannot be reached
     is a ConfigError saying so."""
-    import os
     import urllib.error
 
     request = urllib.request.Request(url.rstrip("/") + "/models")
@@ -124,9 +141,12 @@ def _served_models(url: str, timeout: float) -> list[str] | None:
     return names or None
 
 
-def _model_name(url: str, asked: str | None, timeout: float) -> str:
-    """``asked``, checked against what the server lists; else its only model."""
+def _model_name(url: str, asked: str | None, timeout: float, prefer: str | None = None) -> str:
+    """``asked``, checked against what the server lists; else ``prefer`` (a
+    scorer's model) when the server lists it; else its only model."""
     names = _served_models(url, timeout)
+    if not asked and prefer and (names is None or prefer in names):
+        return prefer
     if asked:
         if names is not None and asked not in names:
             raise ConfigError(f"the judge at {url} does not serve {asked!r}; it lists {names}: pass "
@@ -150,13 +170,29 @@ async def _probe(model: Any) -> None:
                           f"check --judge, --judge-model and the server's log") from None
 
 
+def _check_override(args: argparse.Namespace, prefer: str | None, name: str, where: str) -> None:
+    """A scorer names its judge model: another one only with --allow-model-override."""
+    if prefer is None or name == prefer or getattr(args, "allow_model_override", False):
+        return
+    raise ConfigError(f"the scorer names judge model {prefer!r}, but {where} {name!r}: serve {prefer!r} (or pass "
+                      f"--judge-model with the name the server gives it), or pass --allow-model-override to run "
+                      f"this scorer version on {name!r} (its grades then record judge_model={name!r})")
+
+
 @contextlib.asynccontextmanager
-async def _judge(args: argparse.Namespace):
+async def _judge(args: argparse.Namespace, prefer: str | None = None):
+    """The judge model of ``--judge`` (and ``--judge-model``, ``--timeout``,
+    ``--concurrency``...), for every command that takes one: a URL server
+    (checked, then probed), the spawned embedded judge, or the in-process
+    torch judge. ``prefer``: the model a scorer names (the default model on
+    a URL server that lists it; another model needs ``--allow-model-override``)."""
     judge = args.judge
-    conc = args.concurrency
+    conc = getattr(args, "concurrency", None)
     if judge == "embedded":
         from ..models import spawn_judge
+        from ..models._spawn import EMBEDDED_ALIAS
 
+        _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
         print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...",
               file=sys.stderr)
         kwargs = {"max_concurrency": conc} if conc else {}
@@ -172,13 +208,16 @@ async def _judge(args: argparse.Namespace):
         # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
         print("loading the in-process torch judge...", file=sys.stderr)
         async with spawn_judge("torch", args.judge_model) as model:
+            _check_override(args, prefer, getattr(model, "name", "torch"), "--judge torch serves")
             yield model
     elif judge.startswith(("http://", "https://")):
         from ..models import OpenAIModel
 
-        name = _model_name(judge, args.judge_model, args.timeout)
+        name = _model_name(judge, args.judge_model, args.timeout, prefer)
+        _check_override(args, prefer, name, f"the judge at {judge} is asked for")
         model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
-                            max_retries=args.max_retries, structured_output=args.structured_output)
+                            max_retries=getattr(args, "max_retries", 3),
+                            structured_output=getattr(args, "structured_output", "json_schema"))
         async with model:
             await _probe(model)
             yield model
@@ -204,13 +243,19 @@ async def _run_eval(args: argparse.Namespace):
         if not isinstance(obj, Grader):
             raise ConfigError(f"--judge is required: {JUDGE_HELP}")
         return await aevaluate_dataset(args.data, obj, **common)
-    _check_data(args)
-    async with _judge(args) as model:
+    scorer = _scorer_of(args.grader)
+    common["columns"] = _check_data(args, scorer)
+    async with _judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
             from ..models._cache import CachedModel
 
             model = CachedModel(model, cache=args.cache)
-        grader = resolve_grader(args.grader, model)
+        if scorer is not None:
+            grader = scorer.grader(model, allow_model_override=args.allow_model_override)
+        else:
+            grader = resolve_grader(args.grader, model)
+            if getattr(grader, "binding", None) is not None:  # a scorer built by a module:attribute factory
+                common["columns"] = _check_scorer_variables(args, grader.binding, common["columns"])
         _check_torch_judge(args, grader)
         try:
             return await aevaluate_dataset(args.data, grader, **common)
@@ -232,13 +277,103 @@ def _check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
                           f"--judge torch with a probability grader")
 
 
-def _check_data(args: argparse.Namespace) -> None:
-    """The data loads and its columns map (a usage error otherwise), before the judge."""
-    from ._data import detect_columns, load_data
+def _scorer_of(spec: str) -> Any:
+    """The Scorer a ``--grader`` SPEC names (a scorer .json file, or a slug in
+    the registry folder when the SPEC is no built-in, module:attribute or
+    catalog key: ``resolve_grader``'s order), read before any judge; else None."""
+    from ._spec import BUILTIN_GRADERS, SCORER_REGISTRY_ENV, _optional
+
+    spec = spec.strip()
+    if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
+        return None
+    scorers = _optional("rewardjudge.scorers")
+    if scorers is None:
+        return None
+    if spec.endswith(".json"):
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"grader spec {spec!r}: no such scorer file")
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
+        if isinstance(data, dict) and "slug" in data and "versions" in data:  # a registry's own file
+            return scorers.ScorerRegistry(path.parent).get(data["slug"])
+        return scorers.Scorer.from_dict(data)
+    catalog = _optional("rewardjudge.catalog")
+    if catalog is not None and spec in catalog.keys():
+        return None
+    folder = Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
+    if not folder.is_dir():
+        return None
+    try:
+        return scorers.ScorerRegistry(folder).get(spec)
+    except scorers.ScorerNotFound:
+        return None
+
+
+def _check_data(args: argparse.Namespace, scorer: Any = None) -> Any:
+    """The data loads and its columns map (a usage error otherwise), before the
+    judge; a scorer's variables are checked against them. Returns the
+    ``columns`` to evaluate with (a scorer's variable named like a column,
+    and not mapped, reads that column)."""
+    from ._data import load_data
 
     if args.judge not in ("embedded", "torch") and not args.judge.startswith(("http://", "https://")):
         raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
-    detect_columns(args.columns, load_data(args.data, split=args.split).column_names)
+    data = load_data(args.data, split=args.split)
+    if scorer is None:
+        from ._data import detect_columns
+
+        detect_columns(args.columns, data.column_names)
+        return args.columns
+    return _check_scorer_variables(args, scorer.bind(None), args.columns, data)
+
+
+def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any, data: Any = None) -> Any:
+    """Every variable of the scorer that reads the sample's metadata (an
+    unmapped one reads the key of its name) must find it: a ``--columns
+    metadata=`` column, a key of a metadata column holding objects, or
+    ``reference``/``row``/``eval``. A variable named like a data column that
+    is not mapped gets it (said on stderr); any other is a usage error naming
+    it and the columns: it would render empty on every row."""
+    from dataclasses import replace
+
+    from ._data import Columns, detect_columns, load_data
+
+    if data is None:
+        data = load_data(args.data, split=args.split)
+    names = list(data.column_names)
+    cols, _ = detect_columns(columns, names)
+    keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
+    for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
+        for col in cols.metadata:
+            if isinstance(row.get(col), dict):
+                keys.update(row[col])
+    added, unknown = [], []
+    for var, source in binding.mapping.items():
+        if var in binding.shadowed or not source.startswith("metadata:"):
+            continue
+        key = source.partition(":")[2]
+        if key in keys or key.split(".")[0] in keys:
+            continue
+        if key in names:
+            added.append(key)
+        else:
+            unknown.append(f"{var!r}" if key == var else f"{var!r} (metadata:{key})")
+    who = f"scorer {binding.scorer_slug or binding.scorer_name!r}"
+    if unknown:
+        raise ConfigError(
+            f"{who} reads {', '.join(unknown)}, which is no column of the data, no metadata key and no "
+            f"built-in variable, so it would render empty on every row: fix the variable's name in the "
+            f"template, or map a column to it (--columns metadata=COLUMN, the column named like the "
+            f"variable); columns are {names}")
+    if not added:
+        return columns
+    print(f"{who}: variable(s) {', '.join(added)} read the column(s) of the same name (added as "
+          f"--columns metadata=...)", file=sys.stderr)
+    given = Columns.parse(columns)
+    return replace(given, metadata=(*given.metadata, *added))
 
 
 def _print_columns(notes: list[str]) -> None:
@@ -251,7 +386,6 @@ def _run_interruptible(coro: Any) -> Any:
     """``asyncio.run(coro)`` where the first Ctrl-C says what it waits for
     (the rows in flight, so that they are journaled) and the second stops at
     once (the journal is append-only: a rerun resumes either way)."""
-    import os
     import signal
 
     loop = asyncio.new_event_loop()

@@ -326,58 +326,61 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
     ``grades``: Grades (or their dicts), or the ``SummaryBuilder`` of a run.
     Few distinct values (binary or 1-5 verdicts) get one bar each; otherwise
     20 bins. A label-only run (no values) gets one bar per label, its count.
-    Uses matplotlib's Agg backend (no display needed).
+    Drawn on a bare matplotlib Figure (no display, no pyplot state); the count
+    axis has whole-number ticks.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     if isinstance(grades, SummaryBuilder):
         builder = grades
     else:
         builder = SummaryBuilder()
         for g in grades:
             builder.add(g)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _histogram_figure(builder, title).savefig(out)  # a bare Figure: no pyplot, no display, no global state
+    return out
+
+
+def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
+    """``save_histogram``'s Figure; the count axis has whole-number ticks only."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     by = {s: builder.values_of(s) for s in ("scored", "penalized")}
     unscored = builder.counts.get("unscored", 0)
     distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
     if builder.labels_only:
         distinct = []
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    try:
-        if builder.labels_only:
-            labels = sorted(builder.labels.items(), key=lambda kv: (-kv[1], kv[0]))
-            if labels:
-                ax.bar([lab for lab, _ in labels], [k for _, k in labels], color="#4C72B0")
-            ax.set_xlabel("label")
-        elif distinct and len(distinct) <= 12:
-            width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
-            bottom = np.zeros(len(distinct))
-            for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
-                heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
-                if heights.any():
-                    ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
-                    bottom += heights
-            ax.set_xticks(distinct)
-        elif distinct:
-            ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
-                    color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
-        if not builder.labels_only:
-            ax.set_xlabel("grade value")
-        ax.set_ylabel("rows")
-        ax.set_title(title or f"grades (n={builder.n}, unscored={unscored})")
-        if distinct:
-            ax.legend()
-        elif not (builder.labels_only and builder.labels):
-            ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out)
-    finally:
-        plt.close(fig)
-    return out
+    fig = Figure(figsize=(6, 3.5), dpi=100)
+    ax = fig.subplots()
+    if builder.labels_only:
+        labels = sorted(builder.labels.items(), key=lambda kv: (-kv[1], kv[0]))
+        if labels:
+            ax.bar([lab for lab, _ in labels], [k for _, k in labels], color="#4C72B0")
+        ax.set_xlabel("label")
+    elif distinct and len(distinct) <= 12:
+        width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
+        bottom = np.zeros(len(distinct))
+        for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
+            heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
+            if heights.any():
+                ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
+                bottom += heights
+        ax.set_xticks(distinct)
+    elif distinct:
+        ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
+                color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
+    if not builder.labels_only:
+        ax.set_xlabel("grade value")
+    ax.set_ylabel("rows")
+    ax.set_title(title or f"grades (n={builder.n}, unscored={unscored})")
+    if distinct:
+        ax.legend()
+    elif not (builder.labels_only and builder.labels):
+        ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 rows
+    fig.tight_layout()
+    return fig
 
 
 @dataclass

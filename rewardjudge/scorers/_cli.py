@@ -15,8 +15,9 @@ assistant turn). ``--map VAR=SOURCE`` binds a variable (see
 ``binding.py``); ``--version`` tries an older version. With ``--judge URL``
 (an OpenAI-compatible ``/v1`` server) each sample is also graded by one
 judge call, asking for the scorer's ``config.model`` (``--judge-model NAME``
-asks for another model, explicitly); each grade is shown in the scorer
-document's names (``score_label``, ``score_value``, ``explanation``: see
+asks for another model, explicitly); ``--judge embedded`` (or ``torch``)
+grades on the bundled judge instead, as ``rewardjudge eval`` does; each
+grade is shown in the scorer document's names (``score_label``, ``score_value``, ``explanation``: see
 ``_fields.py``) beside ``value``, the reward (None for a label-only scorer).
 ``show --json`` and ``list --json`` give each scorer with its
 ``latest_version`` (``number``, ``id``, ``created_at``, ``variables``).
@@ -29,6 +30,7 @@ says what to fix); 3 no such scorer or version.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -230,12 +232,31 @@ def _mapping(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
-    from ..models import OpenAIModel
+@contextlib.asynccontextmanager
+async def _test_judge(binding, args: argparse.Namespace):
+    """The judge of ``scorers test``: a URL server asked for the scorer's
+    ``config.model`` (or ``--judge-model``) by name, one try per request; the
+    embedded or torch judge through ``rewardjudge eval``'s one judge factory."""
+    if args.judge.startswith(("http://", "https://")):
+        from ..models import OpenAIModel
 
-    asked = args.judge_model or binding.config.model
-    async with OpenAIModel(args.judge, asked, timeout=args.timeout, max_retries=0) as judge:
-        # --judge-model is the caller naming another model on purpose: the override is explicit
+        async with OpenAIModel(args.judge, args.judge_model or binding.config.model, timeout=args.timeout,
+                               max_retries=0) as judge:
+            yield judge
+        return
+    from ..evaluate._cli import _check_torch_judge, _judge
+
+    _check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
+    judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
+                                    timeout=args.timeout, max_retries=0, structured_output="json_schema")
+    async with _judge(judge_args) as judge:
+        yield judge
+
+
+async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
+    async with _test_judge(binding, args) as judge:
+        # --judge-model, like --judge embedded/torch, names another model on purpose: the override is explicit
+        asked = getattr(judge, "name", None) or binding.config.model
         grader = binding.grader(judge, reply_retries=0, mode="eval", language=args.language,
                                 allow_model_override=asked != binding.config.model)
         return await grader.grade_batch(samples)
@@ -355,9 +376,13 @@ def add_parser(sub) -> None:
     t.add_argument("--map", action="append", metavar="VAR=SOURCE",
                    help="bind a variable (e.g. question=turn:user); unmapped ones read metadata")
     t.add_argument("--version", help="a version number, id or id prefix (default: current)")
-    t.add_argument("--judge", metavar="URL", help="an OpenAI-compatible server (.../v1): grade each sample")
+    t.add_argument("--judge", help="grade each sample on an OpenAI-compatible server URL ending in /v1, "
+                                   "'embedded' (spawn the bundled SmolLM2-135M judge; noise verdicts) or 'torch' "
+                                   "(the in-process transformers judge); the embedded and torch judges answer in "
+                                   "place of the scorer's config.model")
     t.add_argument("--judge-model", help="ask for this model instead of the scorer's config.model "
-                                         "(an explicit override; grades record it)")
+                                         "(an explicit override; grades record it); with --judge torch, a "
+                                         "local checkpoint folder or .gguf")
     t.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
     t.add_argument("--language", help="language of the built-in output_instructions")
     common(t)
