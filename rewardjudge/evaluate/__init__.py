@@ -15,8 +15,25 @@ The command line form is ``rewardjudge eval DATA --judge URL --grader SPEC
 same evaluation on a Ray cluster.
 """
 
-from ._report import compare, save_histogram, summarize
-from ._runner import aevaluate_dataset, evaluate_dataset
-from ._spec import resolve_grader
+import importlib as _importlib
+import typing as _typing
+
+#: name -> module, imported on first use: ``rewardjudge eval --help`` loads no dataset stack
+_LAZY = {"compare": "._report", "save_histogram": "._report", "summarize": "._report",
+         "aevaluate_dataset": "._runner", "evaluate_dataset": "._runner", "resolve_grader": "._spec"}
+
+if _typing.TYPE_CHECKING:
+    from ._report import compare, save_histogram, summarize
+    from ._runner import aevaluate_dataset, evaluate_dataset
+    from ._spec import resolve_grader
 
 __all__ = ["aevaluate_dataset", "compare", "evaluate_dataset", "resolve_grader", "save_histogram", "summarize"]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rewardjudge.evaluate' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
