@@ -258,3 +258,20 @@ def test_resolve_grader_builds_a_label_only_scorer_for_evaluation(tmp_path):
     grader = resolve_grader(str(tmp_path / "reg" / f"{made.slug}.json"), ScriptedModel(name=MODEL))
     assert grader.labels_only and math.isnan(Grade(value=None, grader_key="s", status="scored",
                                                    extra={"label": "good", "labels_only": True}).reward)
+
+
+def test_label_only_grades_are_counted_by_judge_health_and_refused_as_rewards():
+    """A labels-only grade (scored, a label, no value) is counted by judge_health but never
+    averaged, and rewards_tensor refuses it with the reason instead of a TypeError."""
+    import math
+
+    from rewardjudge import ConfigError, Grade
+    from rewardjudge.rl import judge_health, rewards_tensor
+
+    labels = [Grade(None, "s", status="scored", extra={"label": "good", "labels_only": True}),
+              Grade(None, "s", status="scored", extra={"label": "bad", "labels_only": True})]
+    health = judge_health(labels)
+    assert health["judge/scored"] == 2 and math.isnan(health["judge/reward_mean"])
+    assert math.isnan(health["judge/score_mean"])
+    with pytest.raises(ConfigError, match="labels-only scorer"):
+        rewards_tensor(labels)

@@ -148,9 +148,10 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
     out["tokens_total"] = float(total_tokens)
     out["tokens_per_judged"] = rate(total_tokens, len(judged))
 
-    used = [g.value for g in grades if g.status != "unscored"]
+    # a labels-only scorer's grade is scored with a label and no value: counted, never averaged
+    used = [g.value for g in grades if g.status != "unscored" and g.value is not None]
     out["reward_mean"] = statistics.fmean(used) if used else math.nan
-    values = [float(g.value) for g in scored]  # type: ignore[arg-type]
+    values = [float(g.value) for g in scored if g.value is not None]
     out["score_mean"] = statistics.fmean(values) if values else math.nan
     out["score_std"] = statistics.pstdev(values) if values else math.nan
     out["score_min"] = min(values) if values else math.nan

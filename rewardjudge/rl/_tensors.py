@@ -76,6 +76,9 @@ def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"),
     for i, g in enumerate(grades):
         if not isinstance(g, Grade):
             raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
+        if g.is_label_only:
+            raise ConfigError(f"grades[{i}] is a label ({g.extra.get('label')!r}) from a labels-only scorer: "
+                              f"it has no reward; give the scorer's output_spec 'values' to train on it")
         statuses.append(str(g.status))
         values.append(fill if g.status == "unscored" else float(g.value))  # type: ignore[arg-type]
     rewards = torch.tensor(values, dtype=dtype, device=device)
