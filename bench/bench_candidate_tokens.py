@@ -29,7 +29,7 @@ from rewardjudge import StringThread  # noqa: E402
 from rewardjudge.graders import CandidateJudgeGrader  # noqa: E402
 from rewardjudge.models import GenerationParams, InferenceModel  # noqa: E402
 from rewardjudge.models._base import Completion  # noqa: E402
-from rewardjudge.models._spawn import embedded_model_path  # noqa: E402
+from rewardjudge.models import embedded_model_path  # noqa: E402
 
 BATCH_SIZES = (1, 4, 8)
 SYSTEM = "You are a helpful assistant. Answer accurately and concisely."

@@ -80,7 +80,7 @@ def test_custom_scale_is_checked():
 def test_every_grade_is_one_token_for_the_embedded_tokenizer():
     # the documented reason for 0-9 bounds, checked with SmolLM2's real vocabulary
     import llama_cpp  # the judge extra; installed by `make install`
-    from rewardjudge.models._spawn import embedded_model_path
+    from rewardjudge.models import embedded_model_path
 
     llm = llama_cpp.Llama(model_path=str(embedded_model_path()), vocab_only=True, verbose=False)
     for g in Scale.DETAILED.grades:

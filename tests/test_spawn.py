@@ -10,7 +10,8 @@ import pytest
 
 from rewardjudge.errors import ConfigError, JudgeStartupError
 from rewardjudge.models import spawn_judge
-from rewardjudge.models._spawn import JudgeServer, embedded_model_path, server_command
+from rewardjudge.models import embedded_model_path
+from rewardjudge.models._spawn import JudgeServer, server_command
 
 
 def alive(pid: int) -> bool:

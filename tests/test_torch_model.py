@@ -347,7 +347,7 @@ def embedded():
 
 async def test_embedded_model_loads_from_its_cache_and_judges(embedded):
     from rewardjudge.models import spawn_judge
-    from rewardjudge.models._spawn import embedded_model_path
+    from rewardjudge.models import embedded_model_path
     from rewardjudge.models._torch_model import converted_gguf_dir
 
     cached = converted_gguf_dir(embedded_model_path())

@@ -12,7 +12,8 @@ from ._base import Completion, GenerationParams, GradeDistributionUnsupported, I
 from ._cache import CachedModel
 from ._openai_compat import OpenAIModel
 from ._retry import RetryPolicy
-from ._spawn import embedded_model_path, spawn_judge
+from .._paths import embedded_model_path
+from ._spawn import spawn_judge
 from ._torch_model import TorchModel
 from ._typed_question_client import TypedQuestionClient
 

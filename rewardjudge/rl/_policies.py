@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .._paths import cache_root
+from .._paths import cache_root, embedded_model_path
 
 __all__ = ["cache_dir", "smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
 
@@ -56,8 +56,6 @@ def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path
 
 
 def _gguf() -> Path:
-    from ..models._spawn import embedded_model_path
-
     return embedded_model_path()
 
 

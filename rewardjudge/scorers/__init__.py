@@ -24,11 +24,10 @@
 (['reference'], 64)
 """
 
-from ._binding import ScorerBinding
+from ._binding import ScorerBinding, ScorerGrader
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
 from ._config import ScorerConfig
 from ._fields import DOCUMENT_FIELDS, document_fields, scorer_result, with_document_fields
-from ._grader import ScorerGrader
 from ._output_spec import BooleanSpec, CategoricalSpec, NumericSpec
 from ._registry import ScorerNotFound, ScorerRegistry
 from ._scorer import Scorer
