@@ -61,7 +61,7 @@ from ..readouts._text import template_tag_names
 from ..thread import ROLES, StringThread
 from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
                        role_lines)
-from ._config import ScorerConfig
+from ._config import ScorerConfig, slugify
 
 __all__ = ["MalformedCompletion", "ScorerBinding", "ScorerGrader", "output_instructions", "parse_source"]
 
@@ -380,8 +380,6 @@ class ScorerGrader(Grader):
             raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
         model = validated(JudgeBinding, model=model).model
         reply_retries = validated(JudgeOptions, reply_retries=reply_retries).reply_retries
-        from ._scorer import slugify
-
         config = binding.config
         key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
         asked = getattr(model, "name", None) or type(model).__name__

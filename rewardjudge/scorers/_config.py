@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -205,3 +207,14 @@ class ScorerConfig:
         return (f"ScorerConfig(model={self.model!r}, engine={self.template_engine!r}, "
                 f"output_spec={self.output_spec.to_dict()!r}, params={self.params.to_dict()!r}, "
                 f"version={self.version_id[:12]})")
+
+
+def slugify(name: str) -> str:
+    """Lowercase ASCII words joined by ``-`` (at most 60 characters; ``"scorer"`` if none).
+
+    >>> slugify("Réponse  utile? (v2)")
+    'reponse-utile-v2'
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
+    return slug or "scorer"

@@ -14,15 +14,13 @@ from, and pins the version it was made from.
 
 from __future__ import annotations
 
-import re
 import secrets
-import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ._binding import ScorerBinding
-from ._config import ScorerConfig
+from ._config import ScorerConfig, slugify
 
 __all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
 
@@ -33,17 +31,6 @@ KIND = "llm_judge"
 # the top level); the registry-side ones are accepted and ignored on input
 _SCORER_KEYS = {"name", "description", "kind", "config", "slug", "latest_version", "version",
                 "version_number", "variables", "created_at", "updated_at"}
-
-
-def slugify(name: str) -> str:
-    """Lowercase ASCII words joined by ``-`` (at most 60 characters; ``"scorer"`` if none).
-
-    >>> slugify("Réponse  utile? (v2)")
-    'reponse-utile-v2'
-    """
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
-    return slug or "scorer"
 
 
 def make_slug(name: str) -> str:

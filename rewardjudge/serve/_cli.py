@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ._groups import OPENRLHF_ESTIMATORS, check_estimator
-from ._server import DEFAULT_MAX_SAMPLES, RewardServer
+from ._server import DEFAULT_MAX_SAMPLES, build_server
 
 #: environment variable holding the bearer token when --token is not given
 TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
@@ -79,19 +79,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--structured-output", choices=["json_schema", "json_object", "none"],
                    default="json_schema", help="how the reply schema is requested from a URL judge")
     p.set_defaults(func=_main)
-
-
-def build_server(args: argparse.Namespace, grader: Any, token: str | None) -> RewardServer:
-    """The RewardServer the arguments describe (one process, or each ``--workers`` worker)."""
-    return RewardServer(grader, batch_window=args.batch_window, max_batch=args.max_batch,
-                        group_size=args.group_size, group_timeout=args.group_timeout,
-                        group_keep=args.group_keep, estimator=args.estimator,
-                        outage_threshold=args.outage_threshold, outage_steps=args.outage_steps,
-                        outage_window=args.outage_window,
-                        unscored=args.unscored, unscored_fallback=args.unscored_fallback,
-                        token=token, max_body=args.max_body,
-                        max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
-                        header_timeout=args.header_timeout)
 
 
 async def _serve(args: argparse.Namespace) -> int:

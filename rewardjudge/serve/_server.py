@@ -650,3 +650,16 @@ class RewardServer(_HTTPService):
 
     def __repr__(self) -> str:
         return f"RewardServer({self.grader.grader_key!r}, url={self.url!r})"
+
+
+def build_server(args: Any, grader: Any, token: str | None) -> RewardServer:
+    """The RewardServer the arguments describe (one process, or each ``--workers`` worker)."""
+    return RewardServer(grader, batch_window=args.batch_window, max_batch=args.max_batch,
+                        group_size=args.group_size, group_timeout=args.group_timeout,
+                        group_keep=args.group_keep, estimator=args.estimator,
+                        outage_threshold=args.outage_threshold, outage_steps=args.outage_steps,
+                        outage_window=args.outage_window,
+                        unscored=args.unscored, unscored_fallback=args.unscored_fallback,
+                        token=token, max_body=args.max_body,
+                        max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
+                        header_timeout=args.header_timeout)

@@ -37,7 +37,7 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from ..errors import ConfigError
 from ._samples import sample_thread
-from ._server import _HTTPService, sample_keys
+from ._server import _HTTPService, build_server, sample_keys
 
 __all__ = ["WorkerFront", "route", "serve_front"]
 
@@ -293,7 +293,6 @@ def worker_main() -> None:
 async def _worker(args: argparse.Namespace, token: str) -> int:
     from ..evaluate._cli import _judge
     from ..evaluate._spec import resolve_grader
-    from ._cli import build_server
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
