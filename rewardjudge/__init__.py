@@ -11,9 +11,9 @@ rewardjudge`` stays light (no pybars3, aiohttp or torch until needed).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_getattr as _lazy_getattr
 from .errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeOutage,
                      JudgeResponseError, JudgeStartupError, JudgeTimeoutError, OutputParserException,
                      RewardJudgeError, TemplateContextError, TemplateError, TemplateVariableError)
@@ -59,13 +59,7 @@ __all__ = sorted([
 ])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rewardjudge' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

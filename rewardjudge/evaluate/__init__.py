@@ -15,7 +15,7 @@ The command line form is ``rewardjudge eval DATA --judge URL --grader SPEC
 same evaluation on a Ray cluster.
 """
 
-import importlib as _importlib
+from .._lazy import lazy_getattr as _lazy_getattr
 import typing as _typing
 
 #: name -> module, imported on first use: ``rewardjudge eval --help`` loads no dataset stack
@@ -29,11 +29,4 @@ if _typing.TYPE_CHECKING:
 
 __all__ = ["aevaluate_dataset", "compare", "evaluate_dataset", "resolve_grader", "save_histogram", "summarize"]
 
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rewardjudge.evaluate' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())

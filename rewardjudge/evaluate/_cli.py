@@ -281,7 +281,7 @@ def _scorer_of(spec: str) -> Any:
     """The Scorer a ``--grader`` SPEC names (a scorer .json file, or a slug in
     the registry folder when the SPEC is no built-in, module:attribute or
     catalog key: ``resolve_grader``'s order), read before any judge; else None."""
-    from ._spec import BUILTIN_GRADERS, SCORER_REGISTRY_ENV, _optional
+    from ._spec import BUILTIN_GRADERS, SCORER_REGISTRY_ENV, _optional, scorer_from_file
 
     spec = spec.strip()
     if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
@@ -290,16 +290,7 @@ def _scorer_of(spec: str) -> Any:
     if scorers is None:
         return None
     if spec.endswith(".json"):
-        path = Path(spec).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"grader spec {spec!r}: no such scorer file")
-        try:
-            data = json.loads(path.read_text())
-        except ValueError as exc:
-            raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
-        if isinstance(data, dict) and "slug" in data and "versions" in data:  # a registry's own file
-            return scorers.ScorerRegistry(path.parent).get(data["slug"])
-        return scorers.Scorer.from_dict(data)
+        return scorer_from_file(spec)
     catalog = _optional("rewardjudge.catalog")
     if catalog is not None and spec in catalog.keys():
         return None

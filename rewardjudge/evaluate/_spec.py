@@ -150,12 +150,17 @@ SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
 def _scorer_file_grader(spec: str, model: Any) -> Grader:
-    """A scorer's grader from a JSON file: a scorer definition
-    (``{"name", "config", ...}``, or ``Scorer.to_dict()``'s form with its
-    ``latest_version``, as ``scorers show --json`` prints it) or a scorer
-    file of a registry folder (its current version).
+    """A scorer's grader from a JSON file (``scorer_from_file``).
     Its declared variables read ``metadata.<name>`` (map dataset columns
     there with ``metadata=column``)."""
+    return scorer_from_file(spec).grader(model)
+
+
+def scorer_from_file(spec: str) -> Any:
+    """The Scorer a JSON file holds: a scorer definition (``{"name",
+    "config", ...}``, or ``Scorer.to_dict()``'s form with its
+    ``latest_version``, as ``scorers show --json`` prints it) or a scorer
+    file of a registry folder (its current version)."""
     import json
 
     scorers = _optional("rewardjudge.scorers")
@@ -170,5 +175,5 @@ def _scorer_file_grader(spec: str, model: Any) -> Grader:
     except ValueError as exc:
         raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and "slug" in data and "versions" in data:  # a registry's own file
-        return scorers.ScorerRegistry(path.parent).get(data["slug"]).grader(model)
-    return scorers.Scorer.from_dict(data).grader(model)
+        return scorers.ScorerRegistry(path.parent).get(data["slug"])
+    return scorers.Scorer.from_dict(data)

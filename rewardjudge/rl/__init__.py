@@ -15,7 +15,7 @@
 Its names load on first use; the tensor helpers and adapters need torch, not trl or verl.
 """
 
-import importlib as _importlib
+from .._lazy import lazy_getattr as _lazy_getattr
 import typing as _typing
 
 #: name -> module, imported on first use (``rl._health`` alone needs no torch)
@@ -32,11 +32,4 @@ if _typing.TYPE_CHECKING:
 __all__ = ["OutageGuard", "group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
            "verl_compute_score"]
 
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rewardjudge.rl' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())

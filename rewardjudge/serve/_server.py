@@ -273,12 +273,13 @@ class _HTTPService:
         self.url: str | None = None
         self._idempotent: dict[str, tuple[tuple, dict]] = {}  # idempotency_key -> (query, answer)
 
-    def _routes(self, app: web.Application) -> None:
-        raise NotImplementedError
-
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
-        self._routes(app)
+        # the endpoints: each service (one server, or the --workers front) answers them its way
+        app.router.add_post("/get_reward", self._get_reward)
+        app.router.add_post("/grade", self._grade)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
         app.router.add_get(CATALOG_PATH, self._judge_templates)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
@@ -561,12 +562,6 @@ class RewardServer(_HTTPService):
         return (await self.grade_group([thread]))[0][0]
 
     # -- HTTP ---------------------------------------------------------------
-    def _routes(self, app: web.Application) -> None:
-        app.router.add_post("/get_reward", self._get_reward)
-        app.router.add_post("/grade", self._grade)
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/metrics", self._metrics)
-
     async def _on_startup(self, app: web.Application) -> None:
         await super()._on_startup(app)
         self._batcher.start()

@@ -119,12 +119,6 @@ class WorkerFront(_HTTPService):
         self._session: ClientSession | None = None
         self.grader_key: str | None = None
 
-    def _routes(self, app: web.Application) -> None:
-        app.router.add_post("/get_reward", self._get_reward)
-        app.router.add_post("/grade", self._grade)
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/metrics", self._metrics)
-
     async def _on_startup(self, app: web.Application) -> None:
         await super()._on_startup(app)
         # no total timeout: grading takes what the judge takes; a client that gives up cancels it
