@@ -3,12 +3,11 @@ naming the argument and the value given, raised at construction."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
-from ..errors import ConfigError
+from .._validate import validated
 from ..models._base import InferenceModel
 
 __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", "ProbabilityOptions",
@@ -74,22 +73,3 @@ class ProbabilityOptions(BaseModel):
     value: Literal["expected", "most_likely"] = Field("expected",
                                                       description="must be 'expected' or 'most_likely'")
     min_valid_mass: Number = Field(0.5, ge=0.0, le=1.0, description="must be a number in [0, 1]")
-
-
-def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
-    """``options(**values)``, or a ConfigError naming each bad argument and its value."""
-    def problem(name: str) -> str:
-        field = options.model_fields.get(name)
-        rule = field.description if field is not None and field.description else "is invalid"
-        return f"{name} {rule}, got {values.get(name)!r}"
-
-    try:
-        out = options(**values)
-    except ValidationError as exc:
-        names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0])
-                                   for err in exc.errors(include_url=False)))
-        raise ConfigError("; ".join(problem(n) for n in names)) from None
-    for name, v in out:
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ConfigError(problem(name))
-    return out

@@ -1,0 +1,32 @@
+"""Options validated once, by pydantic: a bad value is a ConfigError naming
+the argument and the value given, raised at construction."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError
+
+__all__ = ["validated"]
+
+
+def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
+    """``options(**values)``, or a ConfigError naming each bad argument and its value."""
+    def problem(name: str) -> str:
+        field = options.model_fields.get(name)
+        rule = field.description if field is not None and field.description else "is invalid"
+        return f"{name} {rule}, got {values.get(name)!r}"
+
+    try:
+        out = options(**values)
+    except ValidationError as exc:
+        names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0])
+                                   for err in exc.errors(include_url=False)))
+        raise ConfigError("; ".join(problem(n) for n in names)) from None
+    for name, v in out:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(problem(name))
+    return out
