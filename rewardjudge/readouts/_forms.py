@@ -1,48 +1,29 @@
 """Declared verdict forms: the verdict a benchmark's judge prompt asks for,
-read as that benchmark reads it.
-
-A form is a pattern string with exactly one placeholder, ``{score}`` (a
-number) or ``{label}`` (one of a declared tuple of labels)::
+read as that benchmark reads it. A form is a pattern with exactly one
+placeholder, ``{score}`` (a number) or ``{label}`` (one of declared labels)::
 
     [[{score}]]             MT-Bench single ("Rating: [[5]]")
-    [[{label}]]             MT-Bench pairwise (A, B, C), arena-hard (A>>B ... B>>A)
+    [[{label}]]             MT-Bench pairwise, arena-hard (A>>B ... B>>A)
     [RESULT] {score}        Prometheus
-    Score: {score}
 
-How a pattern matches:
+Literal text matches case-insensitively; labels match exactly, the longest
+first (``A>>B`` is never read as ``A>B``); a whitespace run matches up to 16
+spaces, tabs or emphasis characters (``*``, ``_``), and up to 4 emphasis
+characters may stand where a word meets punctuation (``**Rating**: [[8]]``
+matches ``Rating: [[{score}]]``); ``{score}`` is ``[+-]?\\d+(\\.\\d+)?`` (at
+most 15 digits each side) within ``bounds``; a pattern starting (ending)
+with a word character does not match inside a longer word. Every part of
+the regex is bounded: one ``finditer`` pass is linear.
 
-* its literal text matches literally, case-insensitively (``rating:`` is
-  ``Rating:``); labels match exactly (case-sensitive), the longest first, so
-  ``A>>B`` is never read as ``A>B``;
-* a run of whitespace in the pattern matches up to 16 spaces, tabs or
-  markdown emphasis characters (``*``, ``_``), or none, and up to 4 emphasis
-  characters may stand where a word of the pattern meets punctuation:
-  ``Rating:[[8]]``, ``**Rating:** [[8]]`` and ``**Rating**: [[8]]`` all match
-  ``Rating: [[{score}]]``;
-* ``{score}`` is ``[+-]?\\d+(\\.\\d+)?`` (at most 15 digits each side), read as a
-  float; with ``bounds`` a number outside them is not a verdict;
-* a pattern that starts (ends) with a letter or digit does not match inside a
-  longer word.
-
-Every part of the compiled regex is bounded, so one ``finditer`` pass is
-linear in the reply's length.
-
-``read`` is the unsealed reading, for replaying a benchmark's calibrated
-prompt as it is: the last occurrence the judge wrote decides, wherever it
-stands in a line; an occurrence inside a verbatim copy of the policy's text
-is skipped (it is quoted, not the judge's); earlier occurrences that disagree
-are listed in ``Verdict.others``. ``read_line`` serves the sealed reader: the
-rest of a ``VERDICT <seal>:`` line must be one occurrence of the form and
-nothing else.
+``read`` is the unsealed reading (replaying a benchmark's prompt as is):
+the last occurrence outside verbatim copies of the policy's text decides,
+earlier ones that disagree go to ``Verdict.others``. ``read_line`` serves
+the sealed reader: the rest of a ``VERDICT <seal>:`` line must be one
+occurrence of the form and nothing else.
 
 >>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
->>> form.read("Helpful and correct. Rating: [[8]]").value
-8.0
->>> form.read("Rating: [[11]]").ok
-False
->>> VerdictForm.of("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")).read(
-...     "My final verdict is: [[A>>B]].").value
-'A>>B'
+>>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
+(8.0, False)
 >>> form.instruction_text()
 '[[<score from 1 to 10>]]'
 """
@@ -86,30 +67,25 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
     text = pattern.strip()
     m = _PLACEHOLDER.search(text)
     assert m is not None
-    before, holder, after = text[:m.start()], m.group(), text[m.end():]
-    if holder == _SCORE:
-        value = _NUMBER
-        if not before:
-            value = r"(?<![\w.+-])" + value      # not the tail of a longer number or word
-        if not after:
-            value += r"(?!\d)"
+    before, after = text[:m.start()], text[m.end():]
+    if m.group() == _SCORE:
+        # a bare number: not the tail of a longer number or word, nor its head
+        value = ("" if before else r"(?<![\w.+-])") + _NUMBER + ("" if after else r"(?!\d)")
     else:
-        alts = []
-        for lab in sorted(labels or (), key=lambda s: (-len(s), s)):
-            alt = re.escape(lab)
-            if not before and _is_word(lab[0]):
-                alt = r"(?<!\w)" + alt
-            if not after and _is_word(lab[-1]):
-                alt += r"(?!\w)"
-            alts.append(alt)
-        value = "(?:" + "|".join(alts) + ")"
-    head = _literal(before)
-    if before and _is_word(before[0]):
-        head = r"(?<!\w)" + head
-    tail = _literal(after)
-    if after and _is_word(after[-1]):
-        tail += r"(?!\w)"
-    return re.compile(head + "(" + value + ")" + tail)
+        value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
+                                 for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+    return re.compile(_bounded(_literal(before), before, True, False) + "(" + value + ")"
+                      + _bounded(_literal(after), after, False, True))
+
+
+def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
+    """``regex`` (of ``text``) kept from matching inside a longer word: at its
+    ``head`` and ``tail`` where ``text`` starts or ends with a word character."""
+    if head and text and _is_word(text[0]):
+        regex = r"(?<!\w)" + regex
+    if tail and text and _is_word(text[-1]):
+        regex += r"(?!\w)"
+    return regex
 
 
 def _literal(text: str) -> str:
@@ -168,6 +144,32 @@ def inside_copy(copies: "tuple[list[int], list[int]]", start: int, end: int) -> 
     return i >= 0 and reach[i] >= end
 
 
+_BOUNDS = "bounds must be two numbers (low, high), got {!r}"
+
+
+def _checked_labels(pattern: str, labels: object) -> "tuple[str, ...]":
+    if isinstance(labels, str) or not labels:
+        raise ConfigError(f"the form {pattern!r} holds {_LABEL}: give its labels "
+                          f"as a tuple of strings, got {labels!r}")
+    labels = tuple(labels)  # type: ignore[arg-type]
+    bad = [lab for lab in labels if not isinstance(lab, str) or not lab.strip() or lab != lab.strip()]
+    if bad:
+        raise ConfigError(f"labels must be non-empty strings without surrounding whitespace, got {bad!r}")
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"labels repeat: {labels!r}")
+    return labels
+
+
+def _checked_bounds(bounds: object) -> "tuple[float, float]":
+    try:
+        lo, hi = (float(b) for b in bounds)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise ConfigError(_BOUNDS.format(bounds)) from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ConfigError(f"bounds must be finite with low <= high, got {bounds!r}")
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class VerdictForm:
     """A declared verdict form: ``pattern`` with one ``{score}`` or
@@ -190,32 +192,14 @@ class VerdictForm:
             raise ConfigError(f"a verdict form needs literal text around its placeholder "
                               f"(a bare {holders[0]} is any number or word in the reply): {self.pattern!r}")
         if holders[0] == _LABEL:
-            labels = self.labels
-            if isinstance(labels, str) or not labels:
-                raise ConfigError(f"the form {self.pattern!r} holds {_LABEL}: give its labels "
-                                  f"as a tuple of strings, got {labels!r}")
-            labels = tuple(labels)
-            bad = [lab for lab in labels if not isinstance(lab, str) or not lab.strip()
-                   or lab != lab.strip()]
-            if bad:
-                raise ConfigError(f"labels must be non-empty strings without surrounding "
-                                  f"whitespace, got {bad!r}")
-            if len(set(labels)) != len(labels):
-                raise ConfigError(f"labels repeat: {labels!r}")
-            object.__setattr__(self, "labels", labels)
+            labels = _checked_labels(self.pattern, self.labels)
             if self.bounds is not None:
                 raise ConfigError(f"bounds apply to {_SCORE}; the form {self.pattern!r} holds {_LABEL}")
-        else:
-            if self.labels is not None:
-                raise ConfigError(f"labels apply to {_LABEL}; the form {self.pattern!r} holds {_SCORE}")
-            if self.bounds is not None:
-                try:
-                    lo, hi = (float(b) for b in self.bounds)
-                except (TypeError, ValueError):
-                    raise ConfigError(f"bounds must be two numbers (low, high), got {self.bounds!r}") from None
-                if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-                    raise ConfigError(f"bounds must be finite with low <= high, got {self.bounds!r}")
-                object.__setattr__(self, "bounds", (lo, hi))
+            object.__setattr__(self, "labels", labels)
+        elif self.labels is not None:
+            raise ConfigError(f"labels apply to {_LABEL}; the form {self.pattern!r} holds {_SCORE}")
+        elif self.bounds is not None:
+            object.__setattr__(self, "bounds", _checked_bounds(self.bounds))
 
     @classmethod
     def of(cls, pattern: str, labels: "Sequence[str] | None" = None,
@@ -227,15 +211,10 @@ class VerdictForm:
             try:
                 bounds = tuple(bounds)   # type: ignore[assignment]
             except TypeError:
-                raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
+                raise ConfigError(_BOUNDS.format(bounds)) from None
             if len(bounds) != 2:
-                raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}")
+                raise ConfigError(_BOUNDS.format(bounds))
         return cls(pattern, labels, bounds)  # type: ignore[arg-type]
-
-    # ------------------------------------------------------------------ reading
-    @property
-    def is_score(self) -> bool:
-        return self.labels is None
 
     def _regex(self) -> re.Pattern[str]:
         return _compile(self.pattern, self.labels)
@@ -249,18 +228,9 @@ class VerdictForm:
         return value
 
     def _scan(self, text: str) -> list[tuple[Value, int, int]]:
-        """``(value, start, end)`` of every occurrence (each distinct written
-        value is converted and bounds-checked once)."""
-        seen: dict[str, "Value | None"] = {}
-        out = []
-        for m in self._regex().finditer(text):
-            raw = m.group(1)
-            value = seen.get(raw, seen)
-            if value is seen:
-                value = seen[raw] = self._value(raw)
-            if value is not None:
-                out.append((value, *m.span()))
-        return out
+        """``(value, start, end)`` of every occurrence."""
+        found = ((self._value(m.group(1)), *m.span()) for m in self._regex().finditer(text))
+        return [f for f in found if f[0] is not None]
 
     def find(self, text: str) -> list[Verdict]:
         """Every occurrence of the form in ``text``, in order (a number

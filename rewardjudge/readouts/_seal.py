@@ -1,23 +1,14 @@
 """The seal: a verdict the policy cannot write.
 
-Every verdict the library asks a judge for is bound to a *seal*: a value
-computed per request with a keyed hash over the whole request (the policy's
-completion included) and a secret the policy never sees. The judge is asked,
-last in its request, to write the seal *on* its verdict:
-
-* a JSON verdict holds it as a field of the verdict object itself
-  (``"seal": "<value>"``, ``SEAL_FIELD``);
-* a label verdict stands on a line ``VERDICT <value>: <label>``, with nothing
-  else after the label.
-
-Only a sealed verdict is read. Policy text the judge copies, quotes, decodes,
-translates or restates cannot carry the seal (the policy never saw it), so it
-can never become the verdict, whatever the judge does with it; the readers
-below can then be simple and permissive about where the judge writes its
-verdict. Reasoning drafts (``<think>`` blocks) are blanked before reading, and
-the last sealed verdict decides: a judge that changes its mind is read at its
-final word, and the values of earlier sealed verdicts that disagree are kept
-(``Verdict.others``).
+Every verdict the library asks for is bound to a *seal*: a keyed hash of the
+whole request (the completion included) under a secret the policy never
+sees. The judge is asked, last in its request, to write it on its verdict:
+as the field ``"seal"`` of a JSON verdict object (``SEAL_FIELD``), or on a
+line ``VERDICT <seal>: <label>``. Only a sealed verdict is read: policy text
+the judge copies, decodes or restates cannot carry the seal, so the readers
+can be simple about where the verdict stands. A leading ``<think>`` draft is
+blanked first, and the last sealed verdict decides (earlier ones that
+disagree go to ``Verdict.others``).
 
 >>> sealer = Sealer(b"k" * 32)
 >>> msgs = [{"role": "user", "content": "Is 2+2=4? Answer PASS or FAIL."}]
@@ -82,17 +73,13 @@ _PREFIXES = 16
 def _frame(m: Mapping[str, Any]) -> bytes:
     """One message as the seal hashes it: its length, its kind, its role and content."""
     content = m.get("content")
-    if isinstance(content, str) and len(m) == 2 and "role" in m:
-        data = f"{m['role']}\x00{content}".encode("utf-8", "surrogatepass")
-        tag = b"s"
+    rest = {k: v for k, v in m.items() if k not in ("role", "content")}
+    if isinstance(content, str) and not rest:
+        part, tag = content, b"s"
     else:
-        rest = {k: v for k, v in m.items() if k not in ("role", "content")}
-        if isinstance(content, str) and not rest:   # {"content": ...} without a role
-            part, tag = content, b"s"
-        else:
-            part, tag = json.dumps([content, rest], ensure_ascii=False, sort_keys=True,
-                                   separators=(",", ":"), default=str), b"j"
-        data = f"{m.get('role')}\x00{part}".encode("utf-8", "surrogatepass")
+        part, tag = json.dumps([content, rest], ensure_ascii=False, sort_keys=True,
+                               separators=(",", ":"), default=str), b"j"
+    data = f"{m.get('role')}\x00{part}".encode("utf-8", "surrogatepass")
     return len(data).to_bytes(8, "big") + tag + data
 
 
@@ -109,6 +96,8 @@ class Sealer:
 
     def __init__(self, key: "bytes | str | None" = None):
         self._key = _key_bytes(key)
+        #: the hash state after a long first message (a grader's system prompt), by message
+        self._prefixes: dict[tuple[str, str], Any] = {}
 
     @property
     def fingerprint(self) -> str:
@@ -122,30 +111,25 @@ class Sealer:
         return self._key.hex()
 
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        # each message framed by its length, so no two requests share a byte stream
-        if len(messages) > 1:
-            head = messages[0]
-            content = head.get("content")
-            if type(content) is str and len(head) == 2 and len(content) >= _PREFIX_MIN \
-                    and type(head.get("role")) is str:
-                # a long first message (a grader's system prompt, the same for every
-                # request): the hash's state after it is made once and copied
-                key = (head["role"], content)
-                prefixes = self.__dict__.get("_prefixes")
-                if prefixes is None:
-                    prefixes = self.__dict__["_prefixes"] = {}
-                mac = prefixes.get(key)
-                if mac is None:
-                    if len(prefixes) >= _PREFIXES:
-                        prefixes.clear()
-                    mac = prefixes[key] = hmac.new(self._key, _frame(head), "sha256")
-                mac = mac.copy()
-                mac.update(b"".join([_frame(m) for m in messages[1:]]))
-                return mac.hexdigest()[:SEAL_HEX]
+        head = messages[0] if len(messages) > 1 else {}
+        content = head.get("content")
+        if type(content) is str and len(head) == 2 and len(content) >= _PREFIX_MIN \
+                and type(head.get("role")) is str:
+            mac = self._prefixes.get((head["role"], content))
+            if mac is None:
+                if len(self._prefixes) >= _PREFIXES:
+                    self._prefixes.clear()
+                mac = self._prefixes[(head["role"], content)] = hmac.new(self._key, _frame(head), "sha256")
+            mac = mac.copy()
+            mac.update(b"".join([_frame(m) for m in messages[1:]]))
+            return mac.hexdigest()[:SEAL_HEX]
         return hmac.digest(self._key, b"".join([_frame(m) for m in messages]), "sha256").hex()[:SEAL_HEX]
 
     def __getstate__(self) -> dict[str, Any]:   # picklable (trainers ship reward functions)
         return {"_key": self._key}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["_key"])  # type: ignore[misc]
 
 
 # --------------------------------------------------------------------------
@@ -156,15 +140,11 @@ def seal_messages(messages: Sequence[Mapping[str, Any]], instruction: str) -> li
     completion, so every shared prefix of the request stays intact for prefix
     caches); a new user message when the last one is not the user's."""
     out = [dict(m) for m in messages]
-    last = out[-1] if out else None
-    if last is None or last.get("role") != "user":
-        out.append({"role": "user", "content": instruction.lstrip()})
-        return out
-    content = last.get("content")
+    content = out[-1].get("content") if out and out[-1].get("role") == "user" else None
     if isinstance(content, str):
-        last["content"] = content + instruction
+        out[-1]["content"] = content + instruction
     elif isinstance(content, list):
-        last["content"] = [*content, {"type": "text", "text": instruction}]
+        out[-1]["content"] = [*content, {"type": "text", "text": instruction}]
     else:
         out.append({"role": "user", "content": instruction.lstrip()})
     return out
@@ -193,11 +173,9 @@ def json_instruction(seal: str, fields: str = "") -> str:
             f"holding this seal is read.")
 
 
-#: the seal field in a wire schema: the same for every request. A per-request ``const`` would
-#: make every request's schema new to a server that compiles one grammar per distinct schema and
-#: caches it (vLLM, SGLang: xgrammar): measured with xgrammar 0.2.9 (bench/bench_schema_cache.py),
-#: a new schema costs 140-200x a cached one (6.6 ms at a 49k vocabulary, 19.6 ms at 128k, per
-#: request) and floods the grammar cache; the value is checked by the reader instead
+#: the seal field in a wire schema: the same for every request (a per-request ``const`` makes
+#: every schema new to a server that caches one compiled grammar per schema: 140-200x slower
+#: with xgrammar, bench/bench_schema_cache.py); the reader checks the value
 SEAL_SCHEMA = {"type": "string", "pattern": f"^[0-9a-f]{{{SEAL_HEX}}}$",
                "minLength": SEAL_HEX, "maxLength": SEAL_HEX}
 
@@ -305,43 +283,40 @@ def _object_start(text: str, quote: int) -> int:
             return -1   # inside an array: not an object's field
 
 
+def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int] | None":
+    try:
+        return decoder.raw_decode(text, start)
+    except _Duplicate:
+        raise
+    except (ValueError, RecursionError):
+        return None
+
+
 def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
     """The JSON object whose own ``seal`` field is the string holding the seal
     at ``at``: ``(object or _Duplicate, start, end)``, else None."""
-    if at == 0 or text[at - 1] != '"':
-        return None
-    start = _object_start(text, at - 1)
+    start = _object_start(text, at - 1) if at and text[at - 1] == '"' else -1
     if start < 0:
         return None
-    dup = None
-    try:   # one decode: the strict one succeeds on every object without a repeated key
-        obj, end = _STRICT.raw_decode(text, start)
+    try:   # the strict decode succeeds on every object without a repeated key
+        got, dup = _decode(_STRICT, text, start), None
     except _Duplicate as found:
-        dup = found
-        try:
-            obj, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            return None
-    except (ValueError, RecursionError):
+        got, dup = _decode(_DECODER, text, start), found
+    if got is None or not isinstance(got[0], dict) or got[0].get(SEAL_FIELD) != seal or got[1] <= at:
         return None
-    if not isinstance(obj, dict) or obj.get(SEAL_FIELD) != seal or end <= at:
-        return None
-    return (obj if dup is None else dup), start, end
+    return (got[0] if dup is None else dup), start, got[1]
 
 
-def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) -> "tuple[Any, int, int] | None":
+def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) -> "tuple[int, int, Any] | None":
     """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``."""
     line_start = text.rfind("\n", 0, at) + 1
-    lead = text[line_start:at].rstrip(EMPHASIS)
-    if not lead.casefold().endswith("verdict"):
+    if not text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict"):
         return None
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
     rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
-    if not rest.startswith(":"):
-        return None
-    value = read_line(rest[1:])
-    return None if value is None else (value, line_start, line_end)
+    value = read_line(rest[1:]) if rest.startswith(":") else None
+    return None if value is None else (line_start, line_end, value)
 
 
 @functools.lru_cache(maxsize=256)
@@ -350,6 +325,33 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
     folded; emphasis and a final full stop around it tolerated: ``unwrap``)."""
     canon = {lab.casefold(): lab for lab in labels}
     return lambda rest: canon.get(unwrap(rest).casefold())
+
+
+def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]], Any] | None",
+               read_line: "Callable[[str], Any] | None") -> "tuple[int, int, Any] | None":
+    """``(start, end, value or NoVerdict)`` of the verdict sealed by the seal at ``at``."""
+    hit = None if check is None else _sealed_object(text, at, seal)
+    if hit is None:
+        return None if read_line is None else _label_at(text, at, seal, read_line)
+    obj, start, end = hit
+    if isinstance(obj, _Duplicate):
+        return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid")
+    try:
+        return start, end, check({k: v for k, v in obj.items() if k != SEAL_FIELD})  # type: ignore[misc]
+    except (ValueError, TypeError) as exc:
+        return start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
+
+
+def _last(found: "list[tuple[int, int, Any]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
+    """The last of ``found`` (in reply order) with the values of the earlier
+    ones that disagree with it; a last ``NoVerdict`` is the reading."""
+    found.sort(key=lambda f: f[0])
+    start, end, last = found[-1]
+    if isinstance(last, NoVerdict):
+        return last
+    agree = same or (lambda a, b: a == b)
+    return Verdict(last, start, end,
+                   tuple(v for _, _, v in found[:-1] if not isinstance(v, NoVerdict) and not agree(v, last)))
 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
@@ -368,46 +370,15 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
-    found: list[tuple[int, int, Any]] = []
+    found: dict[int, tuple[int, int, Any]] = {}   # by start: one verdict seen from two seals is one
     for at in _occurrences(text, seal):
-        if check is not None:
-            hit = _sealed_object(text, at, seal)
-            if hit is not None:
-                obj, start, end = hit
-                if isinstance(obj, _Duplicate):
-                    found.append((start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}",
-                                                        kind="invalid")))
-                    continue
-                data = {k: v for k, v in obj.items() if k != SEAL_FIELD}
-                try:
-                    found.append((start, end, check(data)))
-                except (ValueError, TypeError) as exc:
-                    found.append((start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400],
-                                                        kind="invalid")))
-                continue
-        if read_line is not None:
-            hit = _label_at(text, at, seal, read_line)
-            if hit is not None:
-                value, start, end = hit
-                found.append((start, end, value))
+        hit = _sealed_at(text, at, seal, check, read_line)
+        if hit is not None:
+            found.setdefault(hit[0], hit)
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
-    if len(found) == 1:   # the usual reply: one verdict, nothing to order or compare
-        start, end, last = found[0]
-        return last if isinstance(last, NoVerdict) else Verdict(last, start, end)
-    found.sort(key=lambda f: f[0])
-    # one verdict written once and seen from two occurrences of the seal is one verdict
-    unique: list[tuple[int, int, Any]] = []
-    for f in found:
-        if not unique or f[0] != unique[-1][0]:
-            unique.append(f)
-    start, end, last = unique[-1]
-    if isinstance(last, NoVerdict):   # the last sealed verdict does not fit: that is the reading
-        return last
-    agree = same or (lambda a, b: a == b)
-    others = tuple(v for _, _, v in unique[:-1] if not isinstance(v, NoVerdict) and not agree(v, last))
-    return Verdict(last, start, end, others)
+    return _last(list(found.values()), same)
 
 
 # --------------------------------------------------------------------------
@@ -428,43 +399,48 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
     that decodes or restates policy text: use sealed verdicts where you can."""
     text = blank_drafts(text)
     copies = policy_copies(text, policy_texts, _MIN_COPY)
-    found: list[tuple[int, int, Any]] = []
-    if check is not None:
-        start = len(text)
-        for _ in range(_MAX_UNSEALED_STARTS):
-            start = text.rfind("{", 0, start)
-            if start < 0:
-                break
-            try:
-                obj, end = _STRICT.raw_decode(text, start)
-            except (ValueError, RecursionError):
-                continue
-            if not isinstance(obj, dict) or inside_copy(copies, start, end):
-                continue
-            if found and end > found[-1][0]:
-                continue   # nested in a verdict already found
-            try:
-                found.append((start, end, check(obj)))
-            except (ValueError, TypeError):
-                continue
+    found = [] if check is None else _unsealed_objects(text, copies, check)
     if labels:
-        read_line = _label_reader(tuple(labels))
-        end = len(text)
-        while end > 0:
-            start = text.rfind("\n", 0, end) + 1
-            line = text[start:end]
-            if line.strip():
-                value = read_line(_after_lead(line))
-                if value is not None and not inside_copy(copies, start, end):
-                    found.append((start, end, value))
-                break
-            end = start - 1
+        found += _unsealed_label(text, copies, _label_reader(tuple(labels)))
     if not found:
         return NoVerdict("no verdict in the reply", kind="no verdict")
-    found.sort(key=lambda f: f[0])
-    start, end, last = found[-1]
-    agree = same or (lambda a, b: a == b)
-    return Verdict(last, start, end, tuple(v for _, _, v in found[:-1] if not agree(v, last)))
+    return _last(found, same)
+
+
+def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]) -> "list[tuple[int, int, Any]]":
+    """The JSON objects ``check`` accepts, outside copies and not nested in
+    one already found, tried from the reply's end."""
+    found: list[tuple[int, int, Any]] = []
+    start = len(text)
+    for _ in range(_MAX_UNSEALED_STARTS):
+        start = text.rfind("{", 0, start)
+        if start < 0:
+            break
+        try:
+            obj, end = _STRICT.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
+            continue
+        try:
+            found.append((start, end, check(obj)))
+        except (ValueError, TypeError):
+            continue
+    return found
+
+
+def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, int, Any]]":
+    """The reply's last non-blank line, when it is a label (a lead word such
+    as ``Verdict:`` allowed) outside copies."""
+    end = len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end]
+        if line.strip():
+            value = read_line(_after_lead(line))
+            return [] if value is None or inside_copy(copies, start, end) else [(start, end, value)]
+        end = start - 1
+    return []
 
 
 def _after_lead(line: str) -> str:

@@ -102,46 +102,27 @@ _TABLE = _Table()
 for _c, _t in {**_LOOKALIKE, **_CONFUSABLE}.items():
     _TABLE[ord(_c)] = _t
 
-# Escaped forms of '<' that a judge might decode when it repeats the text,
-# matched on the skeleton (lower case); replaced by '<' padded with gaps so
-# the skeleton keeps the text's length.
-#: A run of backslashes is tried from its first one only (the look-behind): a
-#: match tried from every backslash of a long run scans the rest of it each
-#: time (quadratic); the matches are the same, a match always takes the whole run.
+# Escaped forms of '<' a judge might decode when it repeats the text, matched
+# on the skeleton (lower case) and replaced by '<' padded with gaps, so the
+# skeleton keeps the text's length. A run of backslashes is tried from its
+# first one only (the look-behind): tried from every one, a long run is
+# scanned again each time (quadratic); a match always takes the whole run.
 _LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|(?<!\\)\\+(?:u003c|x3c)|%(?:25)*3c")
-
-
-# The common escapes, each replaced by one ``str.replace`` (C, no call per
-# match) where ``_LT_ESCAPE`` would match exactly it: an '&' or '%' escape
-# always starts a match of its own (the ';'-less form once the other is
-# gone), a backslash one unless a backslash stands before it (the run would
-# go with it). Whatever escapes are left go through ``_LT_ESCAPE``.
-_FIXED_ESCAPES = ("&lt;", "&lt", "&#60;", "&#60", "&#x3c;", "&#x3c", "%3c")
-_BACKSLASH_ESCAPES = ("\\u003c", "\\x3c")
-_PADDED = {e: "<" + _GAP * (len(e) - 1) for e in (*_FIXED_ESCAPES, *_BACKSLASH_ESCAPES)}
 
 
 def _skeleton(text: str) -> str:
     skel = text.translate(_TABLE)
-    if "&" in skel or "%" in skel:
-        for escape in _FIXED_ESCAPES:
-            if escape in skel:
-                skel = skel.replace(escape, _PADDED[escape])
-    if "\\" in skel:
-        for escape in _BACKSLASH_ESCAPES:
-            if escape in skel and "\\" + escape not in skel:
-                skel = skel.replace(escape, _PADDED[escape])
     if "&" in skel or "\\" in skel or "%" in skel:
         skel = _LT_ESCAPE.sub(lambda m: "<" + _GAP * (len(m.group()) - 1), skel)
     return skel
 
 
-def _untriggered(text: str) -> bool:
-    """Whether ASCII ``text`` holds none of ``<[&\\%`` (every tag, control
-    token or escape of '<' holds one), as five ``in`` tests (each a C
-    substring scan: 20x faster than a character-class search)."""
-    return "<" not in text and "[" not in text and "&" not in text and "\\" not in text \
-        and "%" not in text
+def _clean(text: str) -> bool:
+    """Whether ``text`` is ASCII without any of ``<[&\\%`` (every tag, control
+    token or escape of '<' holds one): ``neutralize`` without control tokens
+    leaves it as it is. Five C substring scans."""
+    return text.isascii() and "<" not in text and "[" not in text and "&" not in text \
+        and "\\" not in text and "%" not in text
 
 
 def _spaced(name: str) -> str:
@@ -225,51 +206,41 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     """
     if not isinstance(text, str) or not text:
         return text
-    if text.isascii() and _untriggered(text) and not control_tokens:
+    if not control_tokens and _clean(text):
         return text   # plain ASCII with no bracket or escape: nothing to defang
     if not text.isascii():
-        # a surrogate code point cannot be encoded (UTF-8, a cache key, a
-        # request body): left in, one sample's text would fail the request
-        # it shares with others
+        # a surrogate cannot be encoded (UTF-8, a cache key, a request body): left
+        # in, one sample's text would fail the request it shares with others
         text = _SURROGATE.sub("\ufffd", text)
     skel = _skeleton(text)
-    pattern = _pattern(tuple(extra_tags), tuple(control_tokens))
-    starts = [m.start() for m in pattern.finditer(skel)]
-    if not starts:
-        return text
-    escaped = "&" in text or "\\" in text or "%" in text
     pieces: list[str] = []
     last = 0
-    for start in starts:
+    for m in _pattern(tuple(extra_tags), tuple(control_tokens)).finditer(skel):
+        start = m.start()
         pieces.append(text[last:start])
-        first = skel[start]
-        pieces.append("(" if first == "[" else _DEFANG)   # [INST] -> (INST]
-        if escaped and first == "<" and text[start] in "&\\%":
-            last = _GAPS.match(skel, start + 1).end()   # an escape: its padding goes with it
-        else:
-            last = start + 1
+        pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
+        last = start + 1
+        if skel[start] == "<" and text[start] in "&\\%":
+            last = _GAPS.match(skel, last).end()   # an escape: its padding goes with it
+    if not pieces:
+        return text
     pieces.append(text[last:])
     return "".join(pieces)
 
 
-def _clean_ascii(texts: "list[str]") -> bool:
-    """Whether every text is ASCII without a bracket or escape character:
-    ``neutralize`` (without control tokens) returns each of them unchanged.
-    One check over them all (the test is per character)."""
-    joined = "".join(texts)
-    return joined.isascii() and _untriggered(joined)
-
-
 def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
                    control_tokens: Iterable[str] = ()) -> "list[str]":
-    """``[neutralize(t, extra_tags, control_tokens) for t in texts]``, with one
-    check for the common case of texts that hold nothing to defang."""
-    ctl = tuple(control_tokens)
-    if not ctl and all(type(t) is str for t in texts) and _clean_ascii(texts):
+    """``[neutralize(t, extra_tags, control_tokens) for t in texts]``; ``str``
+    texts in one pass over them joined (40,000 short strings, a list in a
+    structured completion, cost one call, not 40,000)."""
+    tags, ctl = tuple(extra_tags), tuple(control_tokens)
+    if not all(type(t) is str for t in texts):
+        return [neutralize(t, tags, ctl) for t in texts]
+    if not ctl and _clean("".join(texts)):
         return list(texts)
-    tags = tuple(extra_tags)
-    if all(type(t) is str for t in texts):
-        return _neutralize_many(list(texts), tags, ctl)
+    joiner = free_joiner(texts, ctl)
+    if joiner is not None:
+        return neutralize(joiner.join(texts), tags, ctl).split(joiner)
     return [neutralize(t, tags, ctl) for t in texts]
 
 
@@ -293,76 +264,41 @@ def free_joiner(texts: "list[str]", avoid: Iterable[str] = ()) -> "str | None":
     return next((j for j in _JOINERS if j not in whole and not any(j in t for t in avoid)), None)
 
 
-def _neutralize_many(texts: "list[str]", tags: "tuple[str, ...]", ctl: "tuple[str, ...]") -> "list[str]":
-    """``[neutralize(t, tags, ctl) for t in texts]`` (``str`` texts), in one
-    pass over them joined: 40,000 short strings (a list in a structured
-    completion) cost one call, not 40,000 (70 ms)."""
-    joiner = free_joiner(texts, ctl)
-    if joiner is not None:
-        return neutralize(joiner.join(texts), tags, ctl).split(joiner)
-    return [neutralize(t, tags, ctl) for t in texts]
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
                      control_tokens: Iterable[str] = ()) -> Any:
-    """``neutralize`` every string inside ``value`` (mapping keys included),
-    keeping its structure; other scalars pass through. Iterative: nesting
-    depth cannot exhaust the stack."""
+    """``neutralize`` every string inside ``value`` (mapping keys included, as
+    ``str(key)``), keeping its structure (tuples become lists); other scalars
+    pass through. Iterative: nesting depth cannot exhaust the stack."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
-    if isinstance(value, str):
-        return neutralize(value, tags, ctl)
-    if not isinstance(value, (dict, list, tuple)):
+    if not isinstance(value, (str, dict, list, tuple)):
         return value
-    if type(value) is dict and not ctl:
-        # a flat mapping of str keys to scalars whose text holds nothing to
-        # defang (typical metadata): the copy the walk below would build
-        texts = []
-        for k, v in value.items():
-            tv = type(v)
-            if type(k) is not str or tv not in _SCALARS:
-                break
-            texts.append(k)
-            if tv is str:
-                texts.append(v)
-        else:
-            if _clean_ascii(texts):
-                return dict(value)
-    # every distinct str (keys and leaves) neutralised in one pass, then the copy
-    texts = _texts_in(value)
-    done = dict(zip(texts, _neutralize_many(texts, tags, ctl)))
+    texts = _texts_in(value)   # every distinct str neutralised in one pass, then the copy
+    done = dict(zip(texts, neutralize_all(texts, tags, ctl)))
+
+    def fix(s: str) -> str:
+        return done[s] if type(s) is str else neutralize(s, tags, ctl)
+
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         src, parent, key = stack.pop()
-        if isinstance(src, str):
-            parent[key] = done[src] if type(src) is str else neutralize(src, tags, ctl)
-        elif isinstance(src, dict):
+        if isinstance(src, dict):
             out: dict[str, Any] = {}
             parent[key] = out
             for k, v in src.items():
-                sk = str(k)
-                nk = done[sk] if type(sk) is str and sk in done else neutralize(sk, tags, ctl)
+                nk = fix(str(k))
                 out[nk] = None
                 stack.append((v, out, nk))
         elif isinstance(src, (list, tuple)):
-            if all(type(v) is str for v in src):   # a list of strings: in one go
-                parent[key] = [done[v] for v in src]
-                continue
-            lst: list[Any] = [None] * len(src)
-            parent[key] = lst
-            for i, v in enumerate(src):
-                stack.append((v, lst, i))
+            parent[key] = lst = [None] * len(src)
+            stack.extend((v, lst, i) for i, v in enumerate(src))
         else:
-            parent[key] = src
+            parent[key] = fix(src) if isinstance(src, str) else src
     return root[0]
 
 
 def _texts_in(value: Any) -> "list[str]":
-    """The distinct ``str`` (exactly) keys, as ``str(key)``, and leaves inside
-    ``value``, walked as ``neutralize_value`` walks it."""
+    """The distinct ``str`` (exactly) keys, as ``str(key)``, and leaves inside ``value``."""
     found: dict[str, None] = {}
     stack = [value]
     while stack:
@@ -370,11 +306,8 @@ def _texts_in(value: Any) -> "list[str]":
         if type(node) is str:
             found[node] = None
         elif isinstance(node, dict):
-            for k, v in node.items():
-                sk = str(k)
-                if type(sk) is str:
-                    found[sk] = None
-                stack.append(v)
+            found.update((sk, None) for sk in map(str, node) if type(sk) is str)
+            stack.extend(node.values())
         elif isinstance(node, (list, tuple)):
             stack.extend(node)
     return list(found)
@@ -398,18 +331,13 @@ def template_tag_names(*sources: str) -> list[str]:
 # modifier letters that read as apostrophes (U+02BC in "Letʼs"); the other
 # apostrophes and quotes (’ ‘ ′ `) are punctuation, dropped anyway.
 _FILLERS = "\u115f\u1160\u2800\u3164\uffa0\u02b9\u02bb\u02bc\u02bd\u02c8\u02ca\u02cb"
-_NOT_ALNUM = re.compile(r"[\W_%s]+" % _FILLERS)
 
 
 def letters(text: str, keep: str = "") -> str:
-    """The letters and digits of ``text``'s skeleton and nothing else:
-    compatibility forms folded (full-width, mathematical letters), case
-    folded, look-alike letters read as ASCII; combining marks, zero-width
-    characters, spaces, blank fillers (U+3164, U+2800...), punctuation and
-    symbols dropped. ``Let’s  think`` and ``LET'S THINK`` both give
-    ``letsthink``. One ``str.translate`` and one regex pass: linear.
-    Characters in ``keep`` (not letters or digits) are kept: a separator
-    between texts checked in one pass.
+    """The letters and digits of ``text``'s skeleton (folded as ``neutralize``
+    folds it) and nothing else: ``Let’s  think`` and ``LET'S THINK`` both give
+    ``letsthink``. Characters in ``keep`` (no letters or digits: a separator
+    between texts checked in one pass) are kept. Linear.
 
     >>> letters("**Th\u043eught  process:**"), letters("\uff33\uff54\uff45\uff50 \uff11")
     ('thoughtprocess', 'step1')
@@ -417,10 +345,7 @@ def letters(text: str, keep: str = "") -> str:
     if text.isascii() and keep.isascii():
         # what the table and the pattern do to ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
-    skel = text.translate(_TABLE)
-    if keep:   # ``keep`` (characters that are no letter or digit) stays where it is
-        return _not_alnum_keeping(keep).sub("", skel)
-    return _NOT_ALNUM.sub("", skel)
+    return _not_alnum_keeping(keep).sub("", text.translate(_TABLE))
 
 
 @functools.lru_cache(maxsize=8)
