@@ -21,17 +21,15 @@ import aiohttp
 import pytest
 import torch
 
-from rewardjudge import ConfigError, Grade, JudgeHTTPError
-from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from rewardjudge import ConfigError, Grade
 from rewardjudge.serve import RewardServer
 from rewardjudge.serve._groups import EXACT_ESTIMATORS, OPENRLHF_ESTIMATORS
 from rewardjudge.serve._server import group_rewards
 from rewardjudge.testing import FakeJudgeServer, ScriptedModel
+from serve_judge import judge_fn, make_grader
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "openrlhf_remote_rm.sh"
-PASS = '{"reasoning": "ok", "score": "PASS"}'
-FAIL = '{"reasoning": "no", "score": "FAIL"}'
 
 # OpenRLHF builds its parser inside `if __name__ == "__main__":` of cli/train_ppo_ray.py, then
 # checks the arguments and calls train(args). This runs that block from the installed source with
@@ -216,11 +214,11 @@ def test_each_estimator_is_exact_or_refused(orl, estimator):
     print(f"{estimator}: max abs advantage diff {', '.join(f'{f:.3g}' for f in figures)}")
     if estimator in EXACT_ESTIMATORS:
         assert figure <= 1e-6
-        RewardServer(_grader(), estimator=estimator)  # accepted
+        RewardServer(make_grader(), estimator=estimator)  # accepted
     else:
         assert min(figures) > 1e-3  # no stand-in we could give is exact: so it is refused at start
         with pytest.raises(ConfigError, match="--estimator dr_grpo") as err:
-            RewardServer(_grader(), estimator=estimator)
+            RewardServer(make_grader(), estimator=estimator)
         assert "--algo.advantage.estimator dr_grpo" in str(err.value) and "KL" in str(err.value)
 
 
@@ -253,23 +251,6 @@ def test_dr_grpo_random_failures_one_usable_and_all_unscored_groups(orl):
 
 
 # -- the server through OpenRLHF's reward client --------------------------------------------------
-
-SYSTEM = "Grade the answer. Reply as JSON: {{output_schema}}"
-USER = "Question: {{last_user_turn_content}}\nReference: {{metadata.reference}}\nAnswer: {{completion}}"
-
-
-def judge_fn(messages, params, schema):
-    text = messages[-1]["content"]
-    answer = text.split("Answer: ", 1)[1]
-    if "boom" in answer:
-        return JudgeHTTPError(503, "overloaded")
-    ref = text.split("Reference: ", 1)[1].split("\n", 1)[0]
-    return PASS if answer.strip() == ref else FAIL
-
-
-def _grader(model=None):
-    return TemplatedPromptJudgeGrader("serve-judge", model or ScriptedModel(judge_fn), SYSTEM, USER)
-
 
 @pytest.fixture(scope="module")
 def tok():
@@ -351,7 +332,7 @@ def _answers(seed, prompts, n):
 async def test_dr_grpo_through_openrlhf_client_and_estimator(orl, tok):
     n = 4
     model = ScriptedModel(judge_fn)
-    async with RewardServer(_grader(model), estimator="dr_grpo", group_size=n) as server:
+    async with RewardServer(make_grader(model), estimator="dr_grpo", group_size=n) as server:
         samples = _answers(5, 6, n)
         outs = await asyncio.gather(*(openrlhf_reward(f"{server.url}/get_reward", tok, q, a, "4")
                                       for q, a in samples))
@@ -379,7 +360,7 @@ async def test_dr_grpo_through_openrlhf_client_and_estimator(orl, tok):
 
 async def test_group_learned_from_prompts_late_samples_and_no_silent_zero(tok):
     model = ScriptedModel(judge_fn)
-    async with RewardServer(_grader(model), estimator="dr_grpo", group_timeout=1.0) as server:
+    async with RewardServer(make_grader(model), estimator="dr_grpo", group_timeout=1.0) as server:
         url = f"{server.url}/get_reward"
         # no --group-size: the first group is complete when its prompt goes quiet
         first = await asyncio.gather(*(openrlhf_reward(url, tok, "a: 2+2?", x, "4") for x in ("4", "5", "4", "boom")))
@@ -399,14 +380,14 @@ async def test_group_learned_from_prompts_late_samples_and_no_silent_zero(tok):
 
 
 async def test_scored_samples_are_answered_without_waiting_for_siblings(tok):
-    async with RewardServer(_grader(), estimator="dr_grpo", group_size=4, group_timeout=600) as server:
+    async with RewardServer(make_grader(), estimator="dr_grpo", group_size=4, group_timeout=600) as server:
         out = await asyncio.wait_for(openrlhf_reward(f"{server.url}/get_reward", tok, "2+2?", "4", "4"), 60)
     assert reward(out) == 1.0  # its three siblings never came; a scored sample needs none
 
 
 async def test_identical_siblings_count_and_a_retried_request_is_answered_once(tok, monkeypatch, quick_retries):
     model = ScriptedModel(judge_fn)
-    async with RewardServer(_grader(model), estimator="dr_grpo", group_size=4, group_timeout=600) as server:
+    async with RewardServer(make_grader(model), estimator="dr_grpo", group_size=4, group_timeout=600) as server:
         url = f"{server.url}/get_reward"
         # a policy can write the same answer three times: three members, not a retry
         outs = await asyncio.wait_for(asyncio.gather(
@@ -432,7 +413,7 @@ async def test_identical_siblings_count_and_a_retried_request_is_answered_once(t
 
 async def test_outage_guard_stops_openrlhf(orl, tok, quick_retries):
     model = ScriptedModel(judge_fn)
-    async with RewardServer(_grader(model), estimator="dr_grpo", group_size=4, outage_threshold=0.5,
+    async with RewardServer(make_grader(model), estimator="dr_grpo", group_size=4, outage_threshold=0.5,
                             outage_steps=2, outage_window=4) as server:
         url = f"{server.url}/get_reward"
         ok = await asyncio.gather(*(openrlhf_reward(url, tok, "a: 2+2?", x, "4") for x in ("4", "boom", "boom", "4")))
@@ -475,7 +456,7 @@ def test_py_form_is_refused_when_openrlhf_loads_it(tmp_path):
 
 def test_get_reward_without_estimator_is_refused_not_guessed():
     async def run():
-        async with RewardServer(_grader()) as server:
+        async with RewardServer(make_grader()) as server:
             async with aiohttp.ClientSession() as s:
                 async with s.post(f"{server.url}/get_reward",
                                   json={"query": ["q boom"], "prompts": ["q"], "labels": ["4"]}) as r:

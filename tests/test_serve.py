@@ -17,29 +17,11 @@ import urllib.request
 import aiohttp
 import pytest
 
-from rewardjudge import ConfigError, JudgeHTTPError
-from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from rewardjudge import ConfigError
 from rewardjudge.serve import RewardServer
 from rewardjudge.serve._samples import openrlhf_thread
 from rewardjudge.testing import FakeJudgeServer, ScriptedModel
-
-PASS = '{"reasoning": "ok", "score": "PASS"}'
-FAIL = '{"reasoning": "no", "score": "FAIL"}'
-SYSTEM = "Grade the answer. Reply as JSON: {{output_schema}}"
-USER = "Question: {{last_user_turn_content}}\nReference: {{metadata.reference}}\nAnswer: {{completion}}"
-
-
-def judge_fn(messages, params, schema):
-    text = messages[-1]["content"]
-    answer = text.split("Answer: ", 1)[1]
-    if "boom" in answer:
-        return JudgeHTTPError(503, "overloaded")
-    ref = text.split("Reference: ", 1)[1].split("\n", 1)[0]
-    return PASS if answer.strip() == ref else FAIL
-
-
-def make_grader(model=None):
-    return TemplatedPromptJudgeGrader("serve-judge", model or ScriptedModel(judge_fn), SYSTEM, USER)
+from serve_judge import PASS, judge_fn, make_grader
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import bisect
 import math
 import re
 import statistics
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 
-__all__ = ["OutageGuard", "judge_health", "unscored_kind"]
+__all__ = ["OutageGuard", "judge_health", "total_tokens", "unscored_kind"]
 
 # Unscored grades carry their reason in ``error``: the judge error's class name
 # (Grader._grade_unit, Grader.ask_until_parsed) or the
@@ -55,8 +55,17 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def _label(value: float) -> str:
-    return f"{value:g}"
+def _rate(k: float, d: float) -> float:
+    return k / d if d else math.nan
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else math.nan
+
+
+def total_tokens(grade: Grade) -> Any:
+    """The judge tokens a grade used: ``total_tokens``, else prompt plus completion."""
+    return grade.usage.get("total_tokens", grade.usage.get("prompt_tokens", 0) + grade.usage.get("completion_tokens", 0))
 
 
 DEFAULT_SCORE_BINS = tuple(i / 10 for i in range(11))
@@ -109,56 +118,53 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
             raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
     if not isinstance(prefix, str):
         raise ConfigError("prefix must be a str")
-    n = len(grades)
-    scored = [g for g in grades if g.status == "scored"]
-    penalized = [g for g in grades if g.status == "penalized"]
-    unscored = [g for g in grades if g.status == "unscored"]
-    judged = [g for g in grades if g.attempts > 0]
-    rate = (lambda k, d: k / d if d else math.nan)
-
-    out: dict[str, float] = {
-        "count": float(n), "scored": float(len(scored)), "penalized": float(len(penalized)),
-        "unscored": float(len(unscored)), "scored_rate": rate(len(scored), n),
-        "penalized_rate": rate(len(penalized), n), "unscored_rate": rate(len(unscored), n),
-    }
-    kinds = [unscored_kind(g) for g in unscored]
-    for kind in UNSCORED_KINDS:
-        out[f"unscored/{kind}"] = float(kinds.count(kind))
-    out["policy_parse_failure_rate"] = rate(len(penalized), n)
-    out["judge_parse_failure_rate"] = rate(sum(kinds.count(k) for k in _REPLY_KINDS), len(judged))
-    forgeries = sum(1 for g in grades if g.extra.get("forgery"))
-    out["forgeries"] = float(forgeries)
-    out["forgery_rate"] = rate(forgeries, n)
-    out["judged"] = float(len(judged))
-    out["retry_rate"] = rate(sum(g.attempts > 1 for g in judged), len(judged))
-    out["attempts_mean"] = rate(sum(g.attempts for g in judged), len(judged))
-
-    latencies = sorted(g.latency_s for g in grades if g.latency_s is not None)
-    out["latency_p50"] = _percentile(latencies, 0.50)
-    out["latency_p90"] = _percentile(latencies, 0.90)
-    out["latency_p99"] = _percentile(latencies, 0.99)
-    out["latency_mean"] = statistics.fmean(latencies) if latencies else math.nan
-
-    prompt_tokens = sum(int(g.usage.get("prompt_tokens", 0)) for g in grades)
-    completion_tokens = sum(int(g.usage.get("completion_tokens", 0)) for g in grades)
-    total_tokens = sum(int(g.usage.get("total_tokens", g.usage.get("prompt_tokens", 0)
-                                       + g.usage.get("completion_tokens", 0))) for g in grades)
-    out["tokens_prompt"] = float(prompt_tokens)
-    out["tokens_completion"] = float(completion_tokens)
-    out["tokens_total"] = float(total_tokens)
-    out["tokens_per_judged"] = rate(total_tokens, len(judged))
-
-    # a labels-only scorer's grade is scored with a label and no value: counted, never averaged
-    used = [g.value for g in grades if g.status != "unscored" and g.value is not None]
-    out["reward_mean"] = statistics.fmean(used) if used else math.nan
-    values = [float(g.value) for g in scored if g.value is not None]
-    out["score_mean"] = statistics.fmean(values) if values else math.nan
-    out["score_std"] = statistics.pstdev(values) if values else math.nan
-    out["score_min"] = min(values) if values else math.nan
-    out["score_max"] = max(values) if values else math.nan
     edges = [float(e) for e in score_bins]
     if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ConfigError(f"score_bins must be at least two increasing edges, got {list(score_bins)!r}")
+    out = {**_counts(grades), **_costs(grades)}
+    # a labels-only scorer's grade is scored with a label and no value: counted, never averaged
+    out["reward_mean"] = _mean([g.value for g in grades if g.status != "unscored" and g.value is not None])
+    out.update(_scores([float(g.value) for g in grades if g.status == "scored" and g.value is not None], edges))
+    return {prefix + k: v for k, v in out.items()}
+
+
+def _counts(grades: list[Grade]) -> dict[str, float]:
+    """Counts and rates by status, unscored kind, forgery and judge attempts."""
+    n = len(grades)
+    by_status = {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")}
+    judged = [g for g in grades if g.attempts > 0]
+    out = {"count": float(n), **{s: float(k) for s, k in by_status.items()},
+           **{f"{s}_rate": _rate(k, n) for s, k in by_status.items()}}
+    kinds = [unscored_kind(g) for g in grades if g.status == "unscored"]
+    out.update({f"unscored/{kind}": float(kinds.count(kind)) for kind in UNSCORED_KINDS})
+    out["policy_parse_failure_rate"] = _rate(by_status["penalized"], n)
+    out["judge_parse_failure_rate"] = _rate(sum(kinds.count(k) for k in _REPLY_KINDS), len(judged))
+    forgeries = sum(1 for g in grades if g.extra.get("forgery"))
+    out["forgeries"] = float(forgeries)
+    out["forgery_rate"] = _rate(forgeries, n)
+    out["judged"] = float(len(judged))
+    out["retry_rate"] = _rate(sum(g.attempts > 1 for g in judged), len(judged))
+    out["attempts_mean"] = _rate(sum(g.attempts for g in judged), len(judged))
+    return out
+
+
+def _costs(grades: list[Grade]) -> dict[str, float]:
+    """Latency percentiles and token sums."""
+    latencies = sorted(g.latency_s for g in grades if g.latency_s is not None)
+    out = {f"latency_p{round(q * 100)}": _percentile(latencies, q) for q in (0.50, 0.90, 0.99)}
+    out["latency_mean"] = _mean(latencies)
+    total = sum(int(total_tokens(g)) for g in grades)
+    out["tokens_prompt"] = float(sum(int(g.usage.get("prompt_tokens", 0)) for g in grades))
+    out["tokens_completion"] = float(sum(int(g.usage.get("completion_tokens", 0)) for g in grades))
+    out["tokens_total"] = float(total)
+    out["tokens_per_judged"] = _rate(total, sum(g.attempts > 0 for g in grades))
+    return out
+
+
+def _scores(values: list[float], edges: list[float]) -> dict[str, float]:
+    """Statistics of the scored values and their distribution over the bins between ``edges``."""
+    out = {"score_mean": _mean(values), "score_std": statistics.pstdev(values) if values else math.nan,
+           "score_min": min(values) if values else math.nan, "score_max": max(values) if values else math.nan}
     counts = [0] * (len(edges) - 1)
     below = above = 0
     for v in values:
@@ -169,10 +175,10 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
         else:
             counts[min(bisect.bisect_right(edges, v) - 1, len(counts) - 1)] += 1
     for (lo, hi), c in zip(zip(edges, edges[1:]), counts):
-        out[f"score_frac/{_label(lo)}-{_label(hi)}"] = rate(c, len(values))
-    out["score_frac/below"] = rate(below, len(values))
-    out["score_frac/above"] = rate(above, len(values))
-    return {prefix + k: v for k, v in out.items()}
+        out[f"score_frac/{lo:g}-{hi:g}"] = _rate(c, len(values))
+    out["score_frac/below"] = _rate(below, len(values))
+    out["score_frac/above"] = _rate(above, len(values))
+    return out
 
 
 class OutageGuard:

@@ -27,16 +27,11 @@ from typing import Any, Callable
 
 from .._paths import cache_root, embedded_model_path
 
-__all__ = ["cache_dir", "smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
-
-
-def cache_dir() -> Path:
-    """Where converted tokenizers and models are kept: the one cache folder."""
-    return cache_root()
+__all__ = ["smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
 
 
 def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path:
-    target = (root or cache_dir()) / name
+    target = (root or cache_root()) / name
     if (target / ".complete").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -55,16 +50,12 @@ def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path
     return target
 
 
-def _gguf() -> Path:
-    return embedded_model_path()
-
-
 def smollm2_tokenizer(root: Path | None = None):
     """SmolLM2's tokenizer (cached conversion from the embedded GGUF)."""
     from transformers import AutoTokenizer
 
     def build(out: Path) -> None:
-        gguf = _gguf()
+        gguf = embedded_model_path()
         AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
 
     tok = AutoTokenizer.from_pretrained(str(_cached("smollm2-tokenizer", build, root)))
@@ -102,6 +93,6 @@ def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
 
     from ..models._torch_model import converted_gguf_dir
 
-    path = converted_gguf_dir(_gguf(), (root or cache_dir()) / "torch")
+    path = converted_gguf_dir(embedded_model_path(), (root or cache_root()) / "torch")
     kwargs = {} if dtype is None else {"dtype": dtype}
     return AutoModelForCausalLM.from_pretrained(str(path), **kwargs)

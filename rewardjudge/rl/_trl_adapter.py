@@ -1,27 +1,21 @@
-"""trl_reward_func: any grader as a reward function for TRL's GRPOTrainer.
+"""trl_reward_func: any grader as a reward function for TRL's GRPOTrainer (docs/training.md).
 
 TRL (1.16) calls a reward function with ``prompts``, ``completions``,
 ``completion_ids``, every dataset column as a keyword argument (one value per
-completion), and ``trainer_state``, ``log_metric``, ``log_extra``. It runs
-async reward functions together on a background event loop, turns ``None``
-into NaN, leaves NaN out of the group baselines and gives a completion with no
-reward at all advantage 0. So an unscored grade (the judge failed) is
-returned as ``None``: masked, never a fake 0.
+completion), and ``trainer_state``, ``log_metric``, ``log_extra``. It awaits
+async reward functions on a background loop, turns ``None`` into NaN, leaves
+NaN out of the group baselines and gives a row with no reward advantage 0: so
+an unscored grade (the judge failed) is returned as ``None``, never a fake 0.
 
-TRL does not tell a reward function whether it is training or evaluating;
-the trainer's model does (``model.training``). ``attach(trainer)`` lets the
-reward function read it, so malformed completions get the training penalty
-during ``train()`` and the evaluation penalty during ``evaluate()``; it also
-refuses a plain reward function standing ungated beside the judge (TRL would
-add its reward to a failed row: use ``trl_reward_funcs``), keeps TRL's
-"All reward functions returned None" warning to one per run, and closes the
-judge's HTTP session on TRL's event loop at exit.
+``attach(trainer)`` lets the function follow the trainer's phase
+(``model.training``: training or evaluation penalties), refuses a plain reward
+function standing ungated beside the judge (use ``trl_reward_funcs``), keeps
+TRL's "All reward functions returned None" warning to one per run, and the
+judge's HTTP session is closed on TRL's loop at exit.
 
-The reward functions are callable both ways: TRL sees coroutine functions
-(``inspect.iscoroutinefunction`` is true of them, so TRL awaits them on its
-event loop), while a direct call from plain code, with no event loop running
-in the calling thread, returns the list. They pickle (TRL's async GRPO sends
-them to a spawned process); an attached trainer is not sent along.
+The functions are coroutine functions to ``inspect`` (TRL awaits them); a
+call from plain code with no running loop returns the list. They pickle (TRL's
+async GRPO), without an attached trainer.
 """
 
 from __future__ import annotations
@@ -385,6 +379,12 @@ class TRLRewardFunc(_DualCall):
         self.last_grades = grades
         if self.phase() != "eval":
             self.guard.observe(grades)  # JudgeOutage stops the run when the judge is down
+        self._log(grades, log_metric, log_extra)
+        return [g.value for g in grades]
+
+    def _log(self, grades: list[Grade], log_metric: Callable[[str, float], None] | None,
+             log_extra: Callable[[str, list], None] | None) -> None:
+        """Judge health through TRL's ``log_metric``; each completion's status and reason through ``log_extra``."""
         if self.log_health and log_metric is not None:
             for name, value in judge_health(grades, prefix=self.health_prefix).items():
                 if math.isfinite(value):  # TRL averages metrics; a NaN would poison the mean
@@ -394,7 +394,6 @@ class TRLRewardFunc(_DualCall):
             log_extra(f"{key}/status", [g.status for g in grades])
             log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or ""
                                      for g in grades])
-        return [g.value for g in grades]
 
     def _first_trainer_call(self) -> None:
         if self._warned:

@@ -1,28 +1,11 @@
 """verl_compute_score: any grader as a verl ``compute_score`` function.
 
-verl calls a custom reward function as ``compute_score(data_source=...,
-solution_str=..., ground_truth=..., extra_info=..., **reward_kwargs)`` and
-reads back a float or a dict holding ``"score"`` (its other keys are
-collected per sample into ``reward_extra_info`` and logged, so every sample
-must return the same numeric keys). Its reward loop awaits the function when
-it is a coroutine function and runs it in a thread pool otherwise; verl 0.8's
-batch manager calls ``compute_score(data_sources=..., solution_strs=...,
-ground_truths=..., extra_infos=...)`` once per batch and expects a list.
-
-verl has no mask for a missing reward. Under ``rewardjudge.rl.verl_manager``'s
-manager (which tells this function so with a keyword) an unscored grade (the
-judge failed) returns ``unscored_value`` as its score, NaN by default, with
-``unscored`` = 1.0: a marker that the manager checks its estimators handle
-(``rewardjudge_grpo`` ...: advantage 0, never a fake reward). Anywhere else
-(verl's ``naive`` manager with plain ``grpo``, where a NaN makes the group's
-advantages NaN and verl silently drops the step) the first unscored grade
-raises ``ConfigError`` with the two config lines that work, unless
-``on_unscored="marker"`` says the caller handles the marker itself.
-
-verl passes the dataset's reference answer as ``ground_truth``; the thread's
-metadata carries it as both ``ground_truth`` and ``reference`` (what the
-catalog's ``correctness`` grader reads), unless ``extra_info`` has its own
-``reference``.
+verl calls ``compute_score(data_source=..., solution_str=..., ground_truth=...,
+extra_info=..., **reward_kwargs)`` (verl 0.8's batch manager: the plural names,
+once per batch) and reads back a float or a dict holding ``"score"`` whose
+other keys it logs per sample. verl has no mask for a missing reward: an
+unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s
+manager (or ``on_unscored="marker"``) and raises ``ConfigError`` anywhere else.
 """
 
 from __future__ import annotations
@@ -36,6 +19,7 @@ from ..grade import Grade
 from ..graders._base import Grader
 from ..thread import StringThread
 from .._sync import LoopThread
+from ._health import total_tokens
 from ._trl_adapter import _turns
 
 __all__ = ["VerlScore", "build_grader", "verl_compute_score"]
@@ -97,8 +81,7 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool, marker: bool
         "forgery": float(bool(grade.extra.get("forgery"))),
         "judge_attempts": float(grade.attempts),
         "judge_latency_s": math.nan if grade.latency_s is None else float(grade.latency_s),
-        "judge_tokens": float(grade.usage.get("total_tokens", grade.usage.get("prompt_tokens", 0)
-                                              + grade.usage.get("completion_tokens", 0))),
+        "judge_tokens": float(total_tokens(grade)),
     }
 
 
@@ -111,8 +94,7 @@ def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = 
     if isinstance(spec, Grader):
         return spec
     if judge is None:
-        grader = resolve_grader(spec, None)
-        return grader
+        return resolve_grader(spec, None)
     from ..models import OpenAIModel
 
     if not judge_model:
@@ -206,50 +188,36 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """A verl reward function that grades with ``grader``.
 
-    ``form`` picks the calling convention:
+    ``form``: ``"single"`` (default) is ``compute_score(data_source,
+    solution_str, ground_truth, extra_info=None, **kwargs)``, synchronous, on
+    a private background loop (plain code, verl's thread pool, a running
+    loop; the judge's connections kept); ``"async"`` the same as a coroutine
+    function; ``"batch"`` / ``"async_batch"`` take the plural names and return
+    a list (verl 0.8's batch manager).
 
-    * ``"single"`` (default): ``compute_score(data_source, solution_str,
-      ground_truth, extra_info=None, **kwargs)``, synchronous. It runs the
-      grader on a private background event loop, so it works from plain code,
-      from verl's thread pool and from inside a running loop (a notebook),
-      and keeps the judge client's connections across calls.
-    * ``"async"``: the same signature as a coroutine function, for verl's
-      reward loop (which awaits coroutine functions).
-    * ``"batch"`` / ``"async_batch"``: ``compute_score(data_sources,
-      solution_strs, ground_truths, extra_infos=None, **kwargs)`` returning a
-      list (verl's batch reward manager); the batch is graded concurrently.
+    The thread graded is ``[prompt turns..., ("assistant", solution_str)]``,
+    the prompt from the first of ``prompt_keys`` in ``extra_info`` (a string
+    or a message list); its metadata is ``extra_info`` plus ``data_source``
+    and ``ground_truth`` (also as ``reference``, unless ``extra_info`` has
+    one). Penalty mode, first match wins: the grader's own ``mode``; ``mode``
+    here; ``extra_info["eval"]``; ``extra_info["split"]`` naming a test or
+    validation split; else training.
 
-    The thread graded is ``[prompt turns..., ("assistant", solution_str)]``:
-    the prompt comes from the first of ``prompt_keys`` present in
-    ``extra_info`` (a string or a message list; verl itself does not pass the
-    prompt). Its metadata is ``extra_info`` plus ``data_source`` and
-    ``ground_truth`` (also as ``reference``, which the catalog's
-    ``correctness`` grader reads), so a template reads
-    ``{{metadata.ground_truth}}``.
-
-    Penalty mode, first match wins: the grader's own ``mode``; ``mode``
-    here; ``extra_info["eval"]``; ``extra_info["split"]`` being a test or
-    validation split name (verl's example datasets record it); else training.
-
-    Each result is ``{"score", "scored", "penalized", "unscored",
-    "forgery", "judge_attempts", "judge_latency_s", "judge_tokens"}`` (all
-    floats; verl logs the extra keys; the same keys on every path) or, with
-    ``return_dict=False``, the score alone. An unscored grade (the judge
-    failed) raises ``ConfigError`` naming the config that works, unless this
-    runs under ``rewardjudge.rl.verl_manager``'s manager (it says so with the
+    Each result is ``{"score", "scored", "penalized", "unscored", "forgery",
+    "judge_attempts", "judge_latency_s", "judge_tokens"}`` (floats, the same
+    keys on every path) or, with ``return_dict=False``, the score alone. An
+    unscored grade raises ``ConfigError`` naming the config that works,
+    unless this runs under ``rewardjudge.rl.verl_manager``'s manager (the
     ``rewardjudge_manager`` keyword) or ``on_unscored="marker"``: then it
-    scores ``unscored_value``, NaN by default, a marker the manager's
-    ``rewardjudge_<estimator>`` keeps out of training (verl's own estimators
-    do *not* survive a NaN). Other keyword arguments verl may pass
-    (``reward_router_address``
-    ...) are accepted and ignored.
+    scores ``unscored_value`` (NaN), a marker only the manager's
+    ``rewardjudge_<estimator>`` keeps out of training. Other keyword
+    arguments verl passes are ignored.
 
-    ``grader`` may be a grader SPEC string (``"demo"``, ``"pkg.mod:attr"``, a
-    catalog key...) with ``judge=URL`` (and ``judge_model``,
-    ``judge_options`` for ``OpenAIModel``): the sync forms are then a
-    picklable ``VerlScore`` that builds the grader inside whichever process
-    calls it, which verl's ``remote`` manager (a Ray actor) needs. A sync
-    form around a live Grader refuses to pickle, with a message saying so.
+    ``grader`` may be a grader SPEC string with ``judge=URL`` (and
+    ``judge_model``, ``judge_options`` for ``OpenAIModel``): the sync forms
+    are then a picklable ``VerlScore`` that builds the grader in whichever
+    process calls it (verl's ``remote`` manager); a sync form around a live
+    Grader refuses to pickle.
 
     >>> compute_score = verl_compute_score(grader)  # doctest: +SKIP
     >>> compute_score("gsm8k", '{"answer": "4", "confidence": "high"}', "4", {"question": "2+2?"})  # doctest: +SKIP
@@ -257,24 +225,10 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
     """
     if form not in FORMS:
         raise ConfigError(f"form must be one of {FORMS}, got {form!r}")
+    options = dict(mode=mode, prompt_keys=(prompt_keys,) if isinstance(prompt_keys, str) else tuple(prompt_keys),
+                   unscored_value=unscored_value, return_dict=return_dict, on_unscored=on_unscored)
     if isinstance(grader, str):
-        options = dict(mode=mode, prompt_keys=tuple(prompt_keys) if not isinstance(prompt_keys, str)
-                       else (prompt_keys,), unscored_value=unscored_value, return_dict=return_dict,
-                       on_unscored=on_unscored)
-        spec_score = VerlScore(grader, judge, judge_model, dict(judge_options or {}), options,
-                               batch=form in ("batch", "async_batch"))
-        if form in ("single", "batch"):
-            return spec_score
-
-        async def lazy(*args: Any, **kwargs: Any):  # the async forms build the grader on the caller's loop
-            if spec_score._fn is None:
-                built = build_grader(grader, judge, judge_model, **dict(judge_options or {}))
-                spec_score._fn = (None, verl_compute_score(built, form=form, **options))
-            return await spec_score._fn[1](*args, **kwargs)
-
-        lazy.__name__ = lazy.__qualname__ = spec_score.__name__
-        lazy.rewardjudge_verl = True  # type: ignore[attr-defined]
-        return lazy
+        return _spec_score(grader, form, judge, judge_model, dict(judge_options or {}), options)
     if not isinstance(grader, Grader):
         raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
     grader.require_rewards("verl_compute_score")
@@ -282,49 +236,72 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
         raise ConfigError(f"on_unscored must be 'raise' or 'marker', got {on_unscored!r}")
     if mode not in (None, "train", "eval"):
         raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
-    if isinstance(prompt_keys, str):
-        prompt_keys = (prompt_keys,)
-    prompt_keys = tuple(prompt_keys)
-    unscored_value = float(unscored_value)
+    return _grader_score(grader, form, **{**options, "unscored_value": float(unscored_value)})
+
+
+def _grader_score(grader: Grader, form: Form, *, mode: str | None, prompt_keys: tuple[str, ...],
+                  unscored_value: float, return_dict: bool, on_unscored: str) -> Callable[..., Any]:
+    """The compute_score of a live grader, in ``form``."""
+    def results(grades: Sequence[Grade], kwargs: Mapping[str, Any]) -> list:
+        marker = on_unscored == "marker" or bool(kwargs.get(MANAGER_KWARG))
+        return [_result(g, unscored_value, return_dict, marker) for g in grades]
 
     async def score_one(data_source: Any, solution_str: str, ground_truth: Any = None,
                         extra_info: Mapping[str, Any] | None = None, **kwargs: Any):
         thread = _thread(mode, prompt_keys, data_source, solution_str, ground_truth, extra_info)
-        [grade] = await grader.grade_batch([thread])
-        return _result(grade, unscored_value, return_dict, on_unscored == "marker" or bool(kwargs.get(MANAGER_KWARG)))
+        return results(await grader.grade_batch([thread]), kwargs)[0]
 
     async def score_batch(data_sources: Sequence[Any] | None = None, solution_strs: Sequence[str] | None = None,
                           ground_truths: Sequence[Any] | None = None,
                           extra_infos: Sequence[Mapping[str, Any] | None] | None = None, **kwargs: Any):
-        if solution_strs is None:
-            raise ConfigError(
-                "a batch-form compute_score was called per sample: verl 0.9 has no batch reward manager "
-                "(it resolves naive, dapo, gdpo, rate_limited, remote). Use form='single' or form='async' "
-                "with the rewardjudge manager (rewardjudge.rl.verl_manager); the batch forms are for "
-                "verl 0.8's reward_manager=batch")
-        n = len(solution_strs)
-        ground_truths = [None] * n if ground_truths is None else list(ground_truths)
-        extra_infos = [None] * n if extra_infos is None else list(extra_infos)
-        data_sources = [data_sources] * n if data_sources is None or isinstance(data_sources, str) \
-            else list(data_sources)
-        for name, seq in (("data_sources", data_sources), ("ground_truths", ground_truths),
-                          ("extra_infos", extra_infos)):
-            if len(seq) != n:
-                raise ConfigError(f"{name} has {len(seq)} entries for {n} solution_strs")
-        threads = [_thread(mode, prompt_keys, data_sources[i], solution_strs[i], ground_truths[i],
-                           extra_infos[i], i) for i in range(n)]
-        grades = await grader.grade_batch(threads)
-        marker = on_unscored == "marker" or bool(kwargs.get(MANAGER_KWARG))
-        return [_result(g, unscored_value, return_dict, marker) for g in grades]
+        threads = _batch_threads(mode, prompt_keys, data_sources, solution_strs, ground_truths, extra_infos)
+        return results(await grader.grade_batch(threads), kwargs)
 
     name = f"compute_score_{grader.grader_key}".replace("-", "_")
-    score_one.rewardjudge_verl = score_batch.rewardjudge_verl = True  # type: ignore[attr-defined]
-    if form == "async":
-        score_one.__name__ = score_one.__qualname__ = name
-        return score_one
-    if form == "async_batch":
-        score_batch.__name__ = score_batch.__qualname__ = name
-        return score_batch
+    fn = score_one if form in ("single", "async") else score_batch
+    if form in ("async", "async_batch"):
+        fn.__name__ = fn.__qualname__ = name
+        fn.rewardjudge_verl = True  # type: ignore[attr-defined]
+        return fn
+    return _LiveScore(fn, LoopThread(f"rewardjudge-verl-{grader.grader_key}"), name)
 
-    runner = LoopThread(f"rewardjudge-verl-{grader.grader_key}")
-    return _LiveScore(score_one if form == "single" else score_batch, runner, name)
+
+def _batch_threads(mode: str | None, prompt_keys: Sequence[str], data_sources: Any, solution_strs: Any,
+                   ground_truths: Any, extra_infos: Any) -> list[StringThread]:
+    """The threads of a batch-form call, its per-sample lists checked against ``solution_strs``."""
+    if solution_strs is None:
+        raise ConfigError(
+            "a batch-form compute_score was called per sample: verl 0.9 has no batch reward manager "
+            "(it resolves naive, dapo, gdpo, rate_limited, remote). Use form='single' or form='async' "
+            "with the rewardjudge manager (rewardjudge.rl.verl_manager); the batch forms are for "
+            "verl 0.8's reward_manager=batch")
+    n = len(solution_strs)
+    ground_truths = [None] * n if ground_truths is None else list(ground_truths)
+    extra_infos = [None] * n if extra_infos is None else list(extra_infos)
+    data_sources = [data_sources] * n if data_sources is None or isinstance(data_sources, str) \
+        else list(data_sources)
+    for name, seq in (("data_sources", data_sources), ("ground_truths", ground_truths),
+                      ("extra_infos", extra_infos)):
+        if len(seq) != n:
+            raise ConfigError(f"{name} has {len(seq)} entries for {n} solution_strs")
+    return [_thread(mode, prompt_keys, data_sources[i], solution_strs[i], ground_truths[i], extra_infos[i], i)
+            for i in range(n)]
+
+
+def _spec_score(spec: str, form: Form, judge: str | None, judge_model: str | None, judge_options: dict,
+                options: dict) -> Callable[..., Any]:
+    """A grader SPEC's compute_score: a picklable ``VerlScore`` (sync forms), or a coroutine function
+    that builds the grader on the caller's loop at its first call (async forms)."""
+    spec_score = VerlScore(spec, judge, judge_model, judge_options, options, batch=form in ("batch", "async_batch"))
+    if form in ("single", "batch"):
+        return spec_score
+
+    async def lazy(*args: Any, **kwargs: Any):
+        if spec_score._fn is None:
+            built = build_grader(spec, judge, judge_model, **judge_options)
+            spec_score._fn = (None, verl_compute_score(built, form=form, **options))
+        return await spec_score._fn[1](*args, **kwargs)
+
+    lazy.__name__ = lazy.__qualname__ = spec_score.__name__
+    lazy.rewardjudge_verl = True  # type: ignore[attr-defined]
+    return lazy

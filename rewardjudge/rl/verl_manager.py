@@ -1,41 +1,28 @@
 """Honest unscored rewards inside verl 0.9: a reward manager and advantage
-estimators, registered with verl when this module is imported.
+estimators, registered with verl when this module is imported (docs/training.md).
 
-verl has no mask for a missing reward, and its estimators take plain means,
-stds and whitening over the batch: one NaN makes a whole group (or batch) NaN
-and verl skips the optimizer step with a printed warning; a 0 would teach the
-policy that a judge outage means a wrong answer. ``verl_compute_score`` marks
-an unscored sample (the judge failed) with a NaN score and ``unscored`` = 1.0
-when it runs under this module's manager, and raises at the first failure
-anywhere else. This module turns the marker into:
+verl has no mask for a missing reward: one NaN makes a group's advantages NaN
+and verl skips the step; a 0 would teach the policy that a judge outage means
+a wrong answer. Under this module's manager ``verl_compute_score`` marks an
+unscored sample with a NaN score and ``unscored`` = 1.0 (anywhere else it
+raises at the first failure), and this module turns the marker into:
 
-* **advantage estimators ``rewardjudge_<name>``**, one per verl estimator that
-  can be made exact (``EXACT``: grpo, grpo_vectorized, grpo_passk, rloo,
-  rloo_vectorized, opo, gpg, reinforce_plus_plus,
-  reinforce_plus_plus_baseline): verl's own registered function run over the
-  *usable* samples only; every other sample gets advantage (and return)
-  exactly 0. The usable samples get exactly the advantages verl computes for
-  the same step with the others removed. Not usable: an unscored sample, and
-  the one scored sample left in a group whose other samples all failed (it
-  has nothing to be compared with: advantage 0, as TRL gives). verl calls the
-  estimator in the trainer process once per step, so it also runs the
-  **outage guard** (``rewardjudge.rl._health.OutageGuard``): when more than
-  ``outage_threshold`` of a step's samples are unscored for ``outage_steps``
-  consecutive steps it raises ``JudgeOutage`` and the run stops. It prints one
-  line per step with the unscored count.
+* **advantage estimators ``rewardjudge_<name>``**, one per verl estimator in
+  ``EXACT``: verl's own function run over the *usable* samples only (exactly
+  the advantages verl computes with the others removed); the others get
+  advantage and return 0. Not usable: an unscored sample, and the one scored
+  sample left in a group whose others all failed. Run once per step in the
+  trainer process, the estimator also runs the outage guard (``JudgeOutage``
+  after ``outage_steps`` steps over ``outage_threshold``) and prints one line.
 * **reward manager ``RewardJudgeManager``** (verl's naive manager, plus): it
   refuses at start an estimator that would turn the marker into a number
-  (any estimator not named ``rewardjudge_<name>``, and the ones in
-  ``REFUSED``, with the reason and the one to use), tells our
-  ``compute_score`` that the marker is handled, gives every sample the same
-  ``reward_extra_info`` keys, and on the colocated reward-model path (where
-  verl hands it only ``prompts``, ``responses`` and ``raw_prompt``) grades the
-  raw prompt's conversation with no reference. The marker stays in
-  ``rm_scores`` on every path; the group is verl's ``uid``, which the trainer
-  hands the estimator on every path (the colocated path included).
+  (``check_estimator``, ``REFUSED``), tells our ``compute_score`` the marker
+  is handled, gives every sample the same ``reward_extra_info`` keys
+  (``EXTRA_KEYS``; verl 0.9.1 logs them in validation only), and on the
+  colocated reward-model path grades ``raw_prompt``'s conversation with no
+  reference. The group is verl's ``uid`` on every path.
 
-verl options (the manager's import also registers the estimators in the
-trainer process, which is where verl computes advantages)::
+verl options::
 
     reward.reward_manager.source=importlib
     reward.reward_manager.module.path=pkg://rewardjudge.rl.verl_manager
@@ -46,20 +33,9 @@ trainer process, which is where verl computes advantages)::
     +algorithm.rewardjudge.outage_threshold=0.5           # optional; null turns the guard off
     +algorithm.rewardjudge.outage_steps=3                 # optional
 
-What verl logs: ``reward_extra_info`` (``unscored``, ``penalized``,
-``forgery``, ``judge_latency_s``, ...) reaches verl 0.9.1's *validation*
-metrics (``val-aux/<data_source>/unscored/mean@N`` ..., through
-``process_validation_metrics``); its training metrics take nothing from
-``reward_extra_info`` (``compute_data_metrics`` reads the reward tensors
-only, so ``critic/score/mean`` is NaN in a step with a failure: the marker).
-The estimator's printed line is the training-time judge health.
-
-Other managers: ``naive``, ``dapo`` and ``remote`` run our ``compute_score``
-until the first judge failure, which raises with the config to use. ``remote``
-needs the picklable SPEC form (``verl_compute_score("SPEC", judge=URL)``).
-``rate_limited`` turns a timeout or an exception into a 0.0 score with other
-keys: do not use it (bound the judge with the judge model's own concurrency
-and timeout). ``batch`` exists in verl 0.8 only.
+Other managers (``naive``, ``dapo``, ``remote``: SPEC form) raise at the
+first judge failure; ``rate_limited`` turns a timeout into a 0.0 score: do
+not use it.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ import re
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..rl._trl_adapter import completion_threads
 from ..thread import StringThread
 
-__all__ = ["DEFAULT_EOS", "openrlhf_thread", "sample_thread", "split_chat_markup"]
+__all__ = ["DEFAULT_EOS", "grade_samples", "openrlhf_thread", "sample_thread", "split_chat_markup"]
 
 #: end-of-sequence markers stripped from the end of a decoded response
 DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>")
@@ -76,8 +77,6 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     """A generic ``/grade`` sample: ``{"messages": [...]}`` (the last being
     the assistant's completion) or ``{"prompt": str | messages, "completion":
     str | messages}``, each with optional ``metadata``."""
-    from ..rl._trl_adapter import completion_threads
-
     if not isinstance(sample, Mapping):
         raise ConfigError(f"{where} must be an object, got {type(sample).__name__}")
     metadata = sample.get("metadata") or {}
@@ -100,3 +99,11 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     except ConfigError as exc:
         raise ConfigError(f"{where}: {str(exc).removeprefix('row 0: ')}") from None
     return thread
+
+
+def grade_samples(data: Any, *, images: bool) -> tuple[list, list[StringThread]] | None:
+    """A ``/grade`` body's samples and their threads; None when it holds no list of samples."""
+    samples = data.get("samples") if isinstance(data, dict) else None
+    if not isinstance(samples, list) or not samples:
+        return None
+    return samples, [sample_thread(s, f"samples[{i}]", images=images) for i, s in enumerate(samples)]

@@ -1,23 +1,16 @@
 """``rewardjudge serve --workers N``: one port, N worker processes, each
 group on one worker.
 
-A port shared per connection (``SO_REUSEPORT``) spreads connections, not
-groups: OpenRLHF sends each sample of a prompt on whatever connection is
-free, so a prompt's group would be split over processes and no process
-would see it whole (its group buffer, the stand-in reward of an unscored
-sample, retried requests). So a front process owns the public port: it
-checks the token and the limits, reads each request's group keys (the
-prompt for ``/get_reward``; the ``group`` key, else the prompt, for
-``/grade``), and sends each group's samples to the worker its key hashes to
-(``route``), each worker a ``RewardServer`` on an internal loopback port
-behind a token made for this run. A request whose samples span several
-workers is split and its replies put back in order. ``/metrics`` sums the
-workers' counters (requests and in-flight are the front's own).
-
-Workers are started with a pipe on their stdin: when the front dies, even
-by SIGKILL, they see end-of-file and stop. On SIGTERM the front drains
-(requests in flight are answered, new ones get 503), then the workers drain
-and exit.
+A port shared per connection (``SO_REUSEPORT``) would split a prompt's group
+over processes (OpenRLHF sends its samples on any free connection). So a
+front owns the public port, checks the token and limits, and sends each
+group's samples (keyed as a single server groups them) to the worker its key
+hashes to (``route``): a ``RewardServer`` on a loopback port behind a token
+made for this run. A request spanning several workers is split and its
+replies put back in order; ``/metrics`` sums the workers' counters (requests
+and in-flight are the front's own). Workers read a pipe on stdin: when the
+front dies, even by SIGKILL, they see end-of-file and stop. SIGTERM drains
+the front, then the workers.
 """
 
 from __future__ import annotations
@@ -36,8 +29,9 @@ from typing import Any, Hashable, Sequence
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from ..errors import ConfigError
-from ._samples import sample_thread
-from ._server import _HTTPService, build_server, sample_keys
+from ._samples import grade_samples
+from ._http import _HTTPService, sample_keys, serve_until, stop_event, stopped
+from ._server import server_from_args
 
 __all__ = ["WorkerFront", "route", "serve_front"]
 
@@ -77,19 +71,19 @@ def sum_metrics(texts: Sequence[str], front: str) -> str:
     def read(text: str, only_front: bool) -> None:
         family = None
         for line in text.splitlines():
-            if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            meta = line.startswith(("# HELP ", "# TYPE "))
+            if meta:
                 family = line.split()[2]
-                if (family in _FRONT_FAMILIES) != only_front:
-                    continue
-                fam = families.setdefault(family, {"meta": [], "samples": {}})
-                if line not in fam["meta"]:
-                    fam["meta"].append(line)
-            elif line and not line.startswith("#") and family is not None:
-                if (family in _FRONT_FAMILIES) != only_front:
-                    continue
+            elif not line or line.startswith("#") or family is None:
+                continue
+            if (family in _FRONT_FAMILIES) != only_front:
+                continue
+            fam = families.setdefault(family, {"meta": [], "samples": {}})
+            if meta and line not in fam["meta"]:
+                fam["meta"].append(line)
+            elif not meta:
                 name, _, value = line.rpartition(" ")
-                samples = families.setdefault(family, {"meta": [], "samples": {}})["samples"]
-                samples[name] = samples.get(name, 0.0) + float(value)
+                fam["samples"][name] = fam["samples"].get(name, 0.0) + float(value)
 
     for text in texts:
         read(text, only_front=False)
@@ -172,28 +166,24 @@ class WorkerFront(_HTTPService):
 
     async def _grade(self, request: web.Request) -> web.Response:
         data = await self._json(request)
-        samples = data.get("samples") if isinstance(data, dict) else None
-        if not isinstance(samples, list) or not samples:
-            return await self._route(request, data, "samples", [0])  # malformed: a worker says why (400)
         # images=True: any well-formed sample has a key here; the worker refuses what its grader cannot read
-        threads = [sample_thread(s, f"samples[{i}]", images=True) for i, s in enumerate(samples)]
-        return await self._route(request, data, "samples", sample_keys(samples, threads))
+        body = grade_samples(data, images=True)
+        if body is None:
+            return await self._route(request, data, "samples", [0])  # malformed: a worker says why (400)
+        return await self._route(request, data, "samples", sample_keys(*body))
 
-    async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "draining" if self._draining else "ok", "grader": self.grader_key,
-                                  "workers": len(self.workers)})
+    def _about(self) -> dict[str, Any]:
+        return {"grader": self.grader_key, "workers": len(self.workers)}
 
-    async def _metrics(self, request: web.Request) -> web.Response:
+    async def _metrics_text(self) -> str:
         async def one(url: str) -> str:
             async with self._session.get(f"{url}/metrics", headers=self._auth) as r:  # type: ignore[union-attr]
                 return await r.text()
 
         texts = await asyncio.gather(*(one(u) for u in self.workers))
-        text = sum_metrics(texts, self.metrics.text())
-        text += ("# HELP rewardjudge_workers Worker processes behind this front.\n"
-                 f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")
-        return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})
+        return sum_metrics(texts, self.metrics.text()) + (
+            "# HELP rewardjudge_workers Worker processes behind this front.\n"
+            f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")
 
 
 # --------------------------------------------------------------------------
@@ -245,28 +235,18 @@ class _Workers:
 
 async def serve_front(args: argparse.Namespace, token: str | None) -> int:
     """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_event()
     workers = _Workers(args, args.workers)
     try:
         await workers.start()
         front = WorkerFront(workers.urls, workers.token, token=token, max_body=args.max_body,
                             max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
                             header_timeout=args.header_timeout)
-        url = await front.start(args.host, args.port)
-        print(f"rewardjudge serve: {front.grader_key} at {url} with {args.workers} workers (POST /get_reward, "
-              f"POST /grade, GET /health, GET /metrics){'; bearer token required' if token else ''}",
-              file=sys.stderr, flush=True)
-        await stop.wait()
-        print("rewardjudge serve: draining requests in flight...", file=sys.stderr, flush=True)
-        drained = await front.stop(args.drain_timeout)
+        drained = await serve_until(stop, front, args, token,
+                                    lambda url: f"{front.grader_key} at {url} with {args.workers} workers")
     finally:
         workers_ok = await workers.stop(args.drain_timeout)
-    drained = drained and workers_ok
-    print(f"rewardjudge serve: stopped ({'drained' if drained else 'drain timed out'})", file=sys.stderr, flush=True)
-    return 0 if drained else 1
+    return stopped(drained and workers_ok)
 
 
 def worker_main() -> None:
@@ -285,9 +265,6 @@ def worker_main() -> None:
 
 
 async def _worker(args: argparse.Namespace, token: str) -> int:
-    from ..evaluate._cli import _judge
-    from ..evaluate._spec import resolve_grader
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -301,8 +278,7 @@ async def _worker(args: argparse.Namespace, token: str) -> int:
             pass
 
     threading.Thread(target=lifeline, daemon=True).start()
-    async with _judge(args) as model:
-        server = build_server(args, resolve_grader(args.grader, model), token)
+    async with server_from_args(args, token) as server:
         server.worker = True
         url = await server.start("127.0.0.1", 0)
         print(f"listening {url}", flush=True)

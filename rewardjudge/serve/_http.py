@@ -1,0 +1,356 @@
+"""The HTTP layer shared by ``RewardServer`` and the ``--workers`` front:
+the bearer token, body and sample limits, read timeouts, request metrics,
+draining, and the serve loop of the ``serve`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import signal
+import sys
+from collections import Counter
+from typing import Any, Callable, Hashable, Sequence
+
+from aiohttp import web
+
+from ..errors import ConfigError, JudgeOutage
+from ..grade import Grade
+from ..rl._health import UNSCORED_KINDS, unscored_kind
+from ..thread import StringThread
+
+
+def outage_response(outage: JudgeOutage) -> web.Response:
+    """503 with the judge-health summary: the outage guard stopped the server."""
+    return web.json_response({"error": str(outage), "health": outage.health}, status=503)
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.requests: Counter = Counter()  # (endpoint, code)
+        self.grades: Counter = Counter()  # status
+        self.unscored: Counter = Counter()  # kind
+        self.forgeries = 0
+        self.batches = 0
+        self.batched_samples = 0
+        self.latency_sum = 0.0
+        self.latency_count = 0
+        self.in_flight = 0
+
+    def record(self, grades: Sequence[Grade]) -> None:
+        for g in grades:
+            self.grades[g.status] += 1
+            if g.status == "unscored":
+                self.unscored[unscored_kind(g)] += 1
+            if g.extra.get("forgery"):
+                self.forgeries += 1
+            if g.latency_s is not None:
+                self.latency_sum += g.latency_s
+                self.latency_count += 1
+
+    def text(self) -> str:
+        """The Prometheus text exposition of the counters."""
+        families = [
+            ("requests_total", "counter", "HTTP requests by endpoint and status code.",
+             [(f'{{endpoint="{e}",code="{c}"}}', n) for (e, c), n in sorted(self.requests.items())]),
+            ("grades_total", "counter", "Grades by status (unscored: the judge side failed).",
+             [(f'{{status="{s}"}}', self.grades[s]) for s in ("scored", "penalized", "unscored")]),
+            ("unscored_total", "counter", "Unscored grades by the kind of judge failure.",
+             [(f'{{kind="{k}"}}', self.unscored[k]) for k in UNSCORED_KINDS]),
+            ("forgeries_total", "counter", "Grades whose completion tried to forge a verdict.", [("", self.forgeries)]),
+            ("batches_total", "counter", "grade_batch calls.", [("", self.batches)]),
+            ("batched_samples_total", "counter", "Samples graded in those calls.", [("", self.batched_samples)]),
+            ("judge_latency_seconds", "summary", "Judge latency of graded samples.",
+             [("_sum", f"{self.latency_sum:.6f}"), ("_count", self.latency_count)]),
+            ("in_flight_requests", "gauge", "Requests being answered.", [("", self.in_flight)]),
+        ]
+        lines = []
+        for name, kind, help_text, samples in families:
+            name = "rewardjudge_" + name
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *(f"{name}{tail} {v}" for tail, v in samples)]
+        return "\n".join(lines) + "\n"
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code  # the catalog document's error code, where it names one
+
+
+#: samples one request may carry by default (``max_samples``; OpenRLHF sends a few per request)
+DEFAULT_MAX_SAMPLES = 8192
+#: the list holding each endpoint's samples: what ``max_samples`` counts
+_SAMPLES_KEY = {"/get_reward": "query", "/grade": "samples"}
+#: deepest JSON nesting a body may have (a deeper one is 400, before anything recurses into it)
+MAX_JSON_DEPTH = 64
+#: the criteria catalog's list, at its document's path (bearer token; optional idempotency_key)
+CATALOG_PATH = "/api/v1/agent_version/judge_templates"
+_ENDPOINTS = ("/get_reward", "/grade", "/health", "/metrics", CATALOG_PATH)
+#: the catalog document's error codes by HTTP status
+_DOC_CODES = {400: "bad_request", 401: "not_authenticated", 408: "temporarily_unavailable",
+              409: "idempotency_key_already_used", 503: "temporarily_unavailable"}
+
+
+def _too_deep(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests lists and objects more than ``limit`` deep (no recursion)."""
+    stack = [(obj, 1)] if isinstance(obj, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in (node.values() if isinstance(node, dict) else node):
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def sample_keys(samples: Sequence[Any], threads: Sequence[StringThread]) -> list[Hashable]:
+    """The group key of each ``/grade`` sample: its ``group``, else its prompt (the
+    thread's context turns). The ``--workers`` front routes by the same keys."""
+    keys = [s.get("group", json.dumps(t.context_turns(), sort_keys=True)) for s, t in zip(samples, threads)]
+    try:
+        return [k if isinstance(k, Hashable) else json.dumps(k, sort_keys=True, default=str) for k in keys]
+    except (TypeError, ValueError):
+        raise _BadRequest(400, "a sample's group must be a str or number") from None
+
+
+class _HTTPService:
+    """The HTTP layer of ``RewardServer`` and of the ``--workers`` front: the
+    bearer token, body and sample limits, read timeouts, request metrics,
+    cancellation of a request whose client went away, draining.
+
+    A handler is cancelled when its client disconnects (aiohttp's
+    ``handler_cancellation``), which cancels the grading it waits for. A
+    request's headers must arrive within ``header_timeout`` s of its
+    connection opening or of the previous response on it (aiohttp's
+    keep-alive timer; an idle keep-alive connection is closed then too), its
+    body within ``body_timeout`` s (else 408 and the connection is closed).
+    More than ``max_samples`` samples in one request is 413; a body that is
+    not JSON, nests deeper than ``MAX_JSON_DEPTH`` or has the wrong shape is
+    400."""
+
+    def __init__(self, *, token: str | None, max_body: int, max_samples: int | None,
+                 body_timeout: float, header_timeout: float):
+        if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int)
+                                        or max_samples < 1):
+            raise ConfigError(f"max_samples must be a positive int or None, got {max_samples!r}")
+        if not body_timeout > 0 or not header_timeout > 0:
+            raise ConfigError("body_timeout and header_timeout must be > 0 seconds")
+        self.token = token or None
+        self.max_body = int(max_body)
+        self.max_samples = max_samples
+        self.body_timeout = float(body_timeout)
+        self.header_timeout = float(header_timeout)
+        self.metrics = _Metrics()
+        self._draining = False
+        self._idle: asyncio.Event | None = None
+        self._runner: web.AppRunner | None = None
+        self.url: str | None = None
+        self._idempotent: dict[str, tuple[tuple, dict]] = {}  # idempotency_key -> (query, answer)
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
+        # the endpoints: each service (one server, or the --workers front) answers them its way
+        app.router.add_post("/get_reward", self._get_reward)
+        app.router.add_post("/grade", self._grade)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get(CATALOG_PATH, self._judge_templates)
+        app.on_startup.append(self._on_startup)
+        app.on_cleanup.append(self._on_cleanup)
+        return app
+
+    async def _on_startup(self, app: web.Application) -> None:
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def _on_cleanup(self, app: web.Application) -> None:
+        pass
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler):
+        endpoint = request.path if request.path in _ENDPOINTS else "other"
+        try:
+            self._admit(request)
+            self.metrics.in_flight += 1
+            self._idle.clear()  # type: ignore[union-attr]
+            try:
+                response = await handler(request)
+            finally:
+                self.metrics.in_flight -= 1
+                if self.metrics.in_flight == 0:
+                    self._idle.set()  # type: ignore[union-attr]
+        except asyncio.CancelledError:  # the client went away: its grading was cancelled with it
+            self.metrics.requests[(endpoint, 499)] += 1
+            raise
+        except (_BadRequest, ConfigError, JudgeOutage, RecursionError, UnicodeError, web.HTTPException) as exc:
+            response = self._error_response(request, exc)
+        self.metrics.requests[(endpoint, response.status)] += 1
+        return response
+
+    def _admit(self, request: web.Request) -> None:
+        """The bearer token (401) and draining (503); ``/health`` always passes."""
+        if request.path == "/health":
+            return
+        if self.token is not None:
+            given = request.headers.get("Authorization", "")
+            # a header that is not UTF-8 arrives with surrogate escapes: compared, not a 500
+            if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), f"Bearer {self.token}".encode()):
+                raise _BadRequest(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
+        if self._draining:
+            raise _BadRequest(503, "the server is shutting down")
+
+    def _error_response(self, request: web.Request, exc: Exception) -> web.Response:
+        if isinstance(exc, JudgeOutage):  # the outage guard stopped the server (grade_group)
+            return outage_response(exc)
+        status, body = 400, {"error": str(exc)}  # a ConfigError: the request asked for something wrong
+        if isinstance(exc, _BadRequest):
+            status = exc.status
+            if request.path == CATALOG_PATH:  # the catalog document's error object
+                body = {"code": exc.code or _DOC_CODES.get(status, "unknown"), "message": str(exc), "status": "error"}
+        elif isinstance(exc, RecursionError):
+            body = {"error": "the body nests too deeply"}
+        elif isinstance(exc, UnicodeError):  # lone surrogates (\ud800 escapes) where text must be encoded
+            body = {"error": f"the body holds text that is not valid Unicode ({exc})"}
+        elif isinstance(exc, web.HTTPRequestEntityTooLarge):
+            status, body = 413, {"error": f"request body over the limit of {self.max_body} bytes"}
+        elif isinstance(exc, web.HTTPException):
+            status, body = exc.status, {"error": exc.text or exc.reason}
+        response = web.json_response(body, status=status)
+        if isinstance(exc, _BadRequest) and status == 408:
+            response.force_close()  # the rest of a slow body is not waited for
+        return response
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "draining" if self._draining else "ok", **self._about()})
+
+    def _about(self) -> dict[str, Any]:
+        """What ``/health`` says besides the status."""
+        return {}
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(text=await self._metrics_text(), content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _metrics_text(self) -> str:
+        return self.metrics.text()
+
+    async def _judge_templates(self, request: web.Request) -> web.Response:
+        """The catalog's list as its document answers it; ``language`` (ours)
+        picks the criteria's language. An ``idempotency_key`` seen before
+        answers as it did, or 409 ``idempotency_key_already_used`` when it came
+        with another query."""
+        from ..catalog import listing
+
+        query = tuple(sorted((k, v) for k, v in request.query.items() if k != "idempotency_key"))
+        key = request.query.get("idempotency_key")
+        if key is not None and key in self._idempotent:
+            seen_query, answer = self._idempotent[key]
+            if seen_query != query:
+                raise _BadRequest(409, f"idempotency_key {key!r} was already used with another query")
+            return web.json_response(answer)
+        unknown = sorted({k for k, _ in query} - {"language"})
+        if unknown:
+            raise _BadRequest(400, f"unknown query parameter(s) {unknown}; this list takes idempotency_key "
+                                   f"(and language)", code="invalid_value")
+        try:
+            answer = listing(request.query.get("language") or None)
+        except ConfigError as exc:
+            raise _BadRequest(400, str(exc), code="invalid_value") from None
+        if key is not None:
+            if len(self._idempotent) >= 4096:  # bounded: the oldest key is forgotten
+                self._idempotent.pop(next(iter(self._idempotent)))
+            self._idempotent[key] = (query, answer)
+        return web.json_response(answer)
+
+    async def _json(self, request: web.Request) -> Any:
+        """The request's JSON body, within ``body_timeout``, ``max_body``,
+        ``MAX_JSON_DEPTH`` and ``max_samples``."""
+        try:
+            body = await asyncio.wait_for(request.read(), self.body_timeout)  # 413 past client_max_size
+        except asyncio.TimeoutError:
+            raise _BadRequest(408, f"the request body did not arrive within {self.body_timeout:g} s") from None
+        try:
+            data = json.loads(body)
+        except RecursionError:
+            raise _BadRequest(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
+        except ValueError as exc:
+            raise _BadRequest(400, f"the body is not JSON ({exc})") from None
+        if _too_deep(data, MAX_JSON_DEPTH):
+            raise _BadRequest(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+        items = data.get(_SAMPLES_KEY.get(request.path, "")) if isinstance(data, dict) else None
+        if self.max_samples is not None and isinstance(items, list) and len(items) > self.max_samples:
+            raise _BadRequest(413, f"{len(items)} samples in one request, over the limit of {self.max_samples} "
+                                   f"(--max-samples-per-request); send them in several requests")
+        return data
+
+    # -- life cycle -----------------------------------------------------------
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on ``host:port`` (port 0: any free one); returns the base URL."""
+        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True,
+                                     keepalive_timeout=self.header_timeout)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        bound = sockets[0].getsockname()[1] if sockets else port
+        self.url = f"http://{host}:{bound}"
+        return self.url
+
+    async def drain(self, timeout: float = 60.0) -> bool:
+        """Refuse new requests (503) and wait for those in flight; True when
+        they all finished within ``timeout``."""
+        self._draining = True
+        if self._idle is None:
+            return True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def stop(self, timeout: float = 60.0) -> bool:
+        """Drain, then close the listener."""
+        drained = await self.drain(timeout)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        return drained
+
+    async def __aenter__(self):
+        if self.url is None:
+            await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+
+def say(text: str) -> None:
+    print(f"rewardjudge serve: {text}", file=sys.stderr, flush=True)
+
+
+def stop_event() -> asyncio.Event:
+    """An event SIGTERM or Ctrl-C sets."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve_until(stop: asyncio.Event, service: _HTTPService, args: Any, token: str | None,
+                      what: Callable[[str], str]) -> bool:
+    """Listen on ``--host:--port``, say ``what(url)``, serve until ``stop``, then drain; True when drained."""
+    url = await service.start(args.host, args.port)
+    say(f"{what(url)} (POST /get_reward, POST /grade, GET /health, GET /metrics)"
+        f"{'; bearer token required' if token else ''}")
+    await stop.wait()
+    say("draining requests in flight...")
+    return await service.stop(args.drain_timeout)
+
+
+def stopped(drained: bool) -> int:
+    say(f"stopped ({'drained' if drained else 'drain timed out'})")
+    return 0 if drained else 1
