@@ -422,8 +422,8 @@ def test_the_remembered_loop_state_is_per_loop():
         states = []
 
         async def ask():
-            state = model._loop_state()
-            assert model._loop_state() is state
+            state = model._http.loop_state()
+            assert model._http.loop_state() is state
             states.append(state)
             return (await model.chat([{"role": "user", "content": "hi"}])).text
 

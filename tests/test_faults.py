@@ -238,7 +238,8 @@ async def test_schema_rejection_500_is_a_fallback_not_an_outage(loop_errors):
     assert [g.status for g in grades] == ["scored"] * 3  # no retry budget was needed
     assert grader.model.structured_output == "json_object"
     assert (server.requests[-1].get("response_format") or {}).get("type") == "json_object"
-    grader.model.reset_structured_output()  # learned per server URL: forget it for later tests
+    grader.model.reset_structured_output()  # what it learned is this model's own: forget it
+    assert grader.model.structured_output == "json_schema" and grader.model.learned_styles == {}
 
 
 @pytest.mark.parametrize("reply", [

@@ -12,7 +12,7 @@ import pytest
 from rewardjudge.errors import (ConfigError, JudgeConnectionError, JudgeHTTPError, JudgeResponseError,
                                 JudgeTimeoutError)
 from rewardjudge.models import GenerationParams, OpenAIModel, RetryPolicy
-from rewardjudge.models._openai_compat import parse_retry_after
+from rewardjudge.models._retry import parse_retry_after
 from rewardjudge.models._spawn import free_port
 from rewardjudge.testing import FakeJudgeServer, Fault
 
@@ -212,21 +212,26 @@ async def test_fallback_goes_down_to_no_response_format():
     assert not c.structured and not c2.structured
 
 
-async def test_learned_per_server_and_logged_once(schema_log):
+async def test_learned_per_model_and_logged_once(schema_log):
     with FakeJudgeServer(refusing("json_schema")) as a, FakeJudgeServer() as b:
         async with model_for(a) as m1, model_for(a) as m2, model_for(b) as other:
             await asyncio.gather(*(m1.chat(MSG, json_schema=SCHEMA) for _ in range(6)))
-            # a second model on the same server starts from what was learned
+            assert m1.learned_styles == {m1.base_url: "json_object"}
+            # what a model learned is its own: a second model on the same server learns for itself
+            assert m2.structured_output == "json_schema" and m2.learned_styles == {}
             await m2.chat(MSG, json_schema=SCHEMA)
             assert m2.structured_output == "json_object"
             # another server is not affected
             await other.chat(MSG, json_schema=SCHEMA)
-            assert other.structured_output == "json_schema"
+            assert other.structured_output == "json_schema" and other.learned_styles == {}
             m1.reset_structured_output()
+            assert m1.learned_styles == {} and m1.structured_output == "json_schema"
+            assert m2.learned_styles == {m2.base_url: "json_object"}
     styles = sent_styles(a)
-    assert styles.count("json_object") == 7 and styles[-1] == "json_object"
+    assert styles.count("json_object") == 7 and styles[-2:] == ["json_schema", "json_object"]
     assert sent_styles(b) == ["json_schema"]
-    assert len(schema_log()) == 1 and a.url in schema_log()[0]
+    # logged once per model, however many of its requests were refused
+    assert len(schema_log()) == 2 and all(a.url in line for line in schema_log())
 
 
 async def test_the_stronger_form_is_tried_again():
@@ -280,6 +285,14 @@ def test_bad_config(kwargs):
     args = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs}
     with pytest.raises(ConfigError):
         OpenAIModel(args.pop("base_url"), args.pop("model"), **args)
+
+
+def test_options_are_validated_once_and_kept():
+    m = OpenAIModel("http://127.0.0.1:1/v1/", "m", max_concurrency=8)
+    assert m.options.max_concurrency == 8 == m.max_concurrency and m.options.base_url.endswith("/")
+    with pytest.raises(ConfigError, match=r"max_concurrency must be an int >= 1 \(requests in flight\), got 0; "
+                                          r"timeout must be a number of seconds > 0, got -1"):
+        OpenAIModel("http://127.0.0.1:1/v1", "m", max_concurrency=0, timeout=-1)
 
 
 async def test_concurrency_is_bounded_with_an_httpx_client():

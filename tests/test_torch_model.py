@@ -13,7 +13,7 @@ from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError, JudgeError
 from rewardjudge.graders import ProbabilityJudgeGrader
 from rewardjudge.models import GenerationParams, TorchModel
-from rewardjudge.models._torch_model import _cpu_has_bf16, _resolve_device_dtype
+from rewardjudge.models._torch_setup import _cpu_has_bf16, _resolve_device_dtype
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -248,7 +248,7 @@ async def test_prompts_without_a_long_common_prefix_run_whole(tiny):
 def test_prefix_sharing_is_off_for_sliding_window_models():
     from types import SimpleNamespace
 
-    from rewardjudge.models._torch_model import _full_attention_only
+    from rewardjudge.models._torch_setup import _full_attention_only
 
     assert _full_attention_only(SimpleNamespace(sliding_window=None))
     assert not _full_attention_only(SimpleNamespace(sliding_window=4096))
@@ -348,7 +348,7 @@ def embedded():
 async def test_embedded_model_loads_from_its_cache_and_judges(embedded):
     from rewardjudge.models import spawn_judge
     from rewardjudge.models import embedded_model_path
-    from rewardjudge.models._torch_model import converted_gguf_dir
+    from rewardjudge.models._torch_setup import converted_gguf_dir
 
     cached = converted_gguf_dir(embedded_model_path())
     assert (cached / "model.safetensors").is_file() and (cached / "config.json").is_file()

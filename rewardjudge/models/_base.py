@@ -47,23 +47,16 @@ class GenerationParams:
         """The parameters set, as request body fields (a new dict each call)."""
         cached = self.__dict__.get("_fields")
         if cached is None:   # frozen: computed once (not a field: eq, hash and repr ignore it)
-            cached = self._fields_dict()
+            cached = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "seed")
+                      if getattr(self, k) is not None}
+            if self.stop:
+                cached["stop"] = list(self.stop)
+            if self.logprobs:
+                cached["logprobs"] = True
+                if self.top_logprobs is not None:
+                    cached["top_logprobs"] = self.top_logprobs
             object.__setattr__(self, "_fields", cached)
         return dict(cached)
-
-    def _fields_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k in ("temperature", "top_p", "max_tokens", "seed"):
-            v = getattr(self, k)
-            if v is not None:
-                out[k] = v
-        if self.stop:
-            out["stop"] = list(self.stop)
-        if self.logprobs:
-            out["logprobs"] = True
-            if self.top_logprobs is not None:
-                out["top_logprobs"] = self.top_logprobs
-        return out
 
 
 class InferenceModel(abc.ABC):

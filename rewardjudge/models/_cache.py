@@ -1,22 +1,15 @@
 """CachedModel: answer repeated judge requests from a cache.
 
-A judge call is identified by the SHA-256 of the canonical JSON of (model
-name, generation params, JSON schema, rendered messages). ``CachedModel``
-keeps replies in memory and, when given a path, in an SQLite file (WAL
-journal, so several processes can share one cache file), and sends identical
-requests that are in flight at the same time only once.
-
-Only successful replies are cached: a ``JudgeError`` reaches every caller
-waiting on that request and is forgotten, so the next call asks the judge
-again.
-
-A reply served from the cache comes back with ``attempts == 0`` (no request
-was made) and ``latency_s == 0.0``; its text, usage, logprobs and finish
-reason are those of the original reply. The server's raw JSON body
-(``Completion.raw``) is not kept on disk.
+A request is keyed by the SHA-256 of the canonical JSON of (model name,
+generation params, JSON schema, grammar, messages). Replies are kept in
+memory and, given a path, in an SQLite file (WAL: several processes can
+share it); identical requests in flight at once are sent once. Only
+successful replies are cached: a ``JudgeError`` reaches every waiting caller
+and is forgotten. A cached reply comes back with ``attempts == 0`` and
+``latency_s == 0.0``; the server's raw body (``Completion.raw``) is not kept
+on disk.
 
 >>> judge = CachedModel(OpenAIModel(url, "judge"), cache="judge-cache.sqlite")  # doctest: +SKIP
->>> grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)               # doctest: +SKIP
 >>> judge.stats                                                                  # doctest: +SKIP
 {'hits': 0, 'misses': 0, 'deduplicated': 0}
 """
@@ -173,6 +166,20 @@ class CachedModel(InferenceModel):
         where = f", cache={str(self.disk.path)!r}" if self.disk is not None else ""
         return f"CachedModel({self.inner!r}{where})"
 
+    # plain attributes on the base (not methods), answered with the inner model's
+    @property
+    def continues_prefix(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.inner, "continues_prefix", False))
+
+    @property
+    def caches_grammars(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.inner, "caches_grammars", True))
+
+    @property
+    def seal_key(self) -> bytes | None:
+        """The SQLite cache's seal key (``SQLiteCache.seal_key``); None without one."""
+        return None if self.disk is None else self.disk.seal_key()
+
     def key(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
             json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> str:
         """The cache key of a request."""
@@ -259,25 +266,3 @@ for _name, _value in list(vars(InferenceModel).items()):
             and _name not in ("chat", "aclose")):
         setattr(CachedModel, _name, _delegate(_name))
 del _name, _value
-
-
-def _continues_prefix(self: CachedModel) -> bool:
-    return bool(getattr(self.inner, "continues_prefix", False))
-
-
-# a plain attribute on the base (not a method): forward it as a property
-CachedModel.continues_prefix = property(_continues_prefix)  # type: ignore[assignment]
-
-
-def _seal_key(self: CachedModel) -> bytes | None:
-    return None if self.disk is None else self.disk.seal_key()
-
-
-CachedModel.seal_key = property(_seal_key)  # type: ignore[attr-defined]
-
-
-def _caches_grammars(self: CachedModel) -> bool:
-    return bool(getattr(self.inner, "caches_grammars", True))
-
-
-CachedModel.caches_grammars = property(_caches_grammars)  # type: ignore[assignment]

@@ -7,13 +7,28 @@ Callers say what is retryable by raising ``JudgeError`` subclasses whose
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import random
+import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
 from ..errors import ConfigError, JudgeError
 
 T = TypeVar("T")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
+    try:
+        return max(0.0, float(value.strip()))  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip()) if value else None
+    except (TypeError, ValueError):
+        return None
+    return None if when is None else max(0.0, when.timestamp() - time.time())
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import ctypes
-import importlib.util
 import os
 import signal
 import socket
@@ -241,15 +240,18 @@ class spawn_judge:
         self.server = JudgeServer(backend, model, **kwargs) if backend != "torch" else None
         self._model: OpenAIModel | None = None
 
+    def _load_torch(self) -> Any:
+        from ._torch_model import TorchModel
+
+        source, kwargs = self._torch
+        return TorchModel.load(source, **kwargs)
+
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
-        if self._torch is not None:
-            from ._torch_model import TorchModel
-
-            source, kwargs = self._torch
-            self._model = await loop.run_in_executor(None, lambda: TorchModel.load(source, **kwargs))
+        if self.server is None:
+            self._model = await loop.run_in_executor(None, self._load_torch)
             return self._model
-        self.server.start()
+        self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
         try:
             await loop.run_in_executor(None, self.server.wait_ready)
         except BaseException:
@@ -269,10 +271,7 @@ class spawn_judge:
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
         if self.server is None:
-            from ._torch_model import TorchModel
-
-            source, kwargs = self._torch
-            self._model = TorchModel.load(source, **kwargs)
+            self._model = self._load_torch()
             return self._model
         self.server.start()
         try:

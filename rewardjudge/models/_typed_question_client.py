@@ -42,12 +42,12 @@ criteria's order (lowest grade first): numbers in [0, 1] summing to at most
 optional and kept in ``TokenDistribution.raw``. A body of any other shape is
 a ``JudgeResponseError``.
 
-Transport: ``POST {base_url}{path}`` (default path ``/questions``) over httpx,
-an ``Authorization: Bearer`` header when ``api_key`` is given, at most
-``max_concurrency`` requests in flight per client and event loop, ``timeout``
-seconds per attempt; connection errors, timeouts, unreadable bodies, 408,
-409, 429 and 5xx are retried by the library's one retry loop
-(``RetryPolicy``: exponential backoff with jitter, Retry-After honoured).
+Transport: ``POST {base_url}{path}`` (default path ``/questions``) through
+the transport ``OpenAIModel`` uses (``_http.py``), an ``Authorization:
+Bearer`` header when ``api_key`` is given, at most ``max_concurrency``
+requests in flight per client and event loop, ``timeout`` seconds per
+attempt; connection errors, timeouts, unreadable bodies, 408, 409, 429 and
+5xx are retried by the library's one retry loop (``RetryPolicy``).
 
 With ``ProbabilityJudgeGrader`` the client grades as any probability judge
 does (the grader sees ``answers_typed_questions`` and asks the typed
@@ -60,32 +60,47 @@ question instead of building a chat prompt; see that grader)::
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
-from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError,
-                      JudgeResponseError, JudgeTimeoutError)
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from .._validate import validated
+from ..errors import ConfigError, JudgeHTTPError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from ._openai_compat import parse_retry_after
-from ._retry import RetryPolicy, retry_async
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, LoopState, request_headers
+from ._retry import RetryPolicy, parse_retry_after, retry_async
 
 __all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME"]
 
 DEFAULT_QUESTION_NAME = "relevance"
 #: mass the provider's probabilities may exceed 1 by (float rounding) before the body is refused
 _SUM_TOLERANCE = 1e-6
+_TEXT = r"\S"  # a non-empty string: something besides whitespace
 
 
-def _check_url(base_url: Any) -> str:
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")) \
-            or any(c.isspace() for c in base_url):
-        raise ConfigError(f"base_url must be an http(s) URL, got {base_url!r}")
-    return base_url.rstrip("/")
+class TypedQuestionOptions(BaseModel):
+    """What ``TypedQuestionClient(...)`` was given, checked (see its docstring)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    base_url: StrictStr = Field(pattern=r"^https?://\S*$", description="must be an http(s) URL")
+    model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
+    path: StrictStr = Field("/questions", pattern="^/", description="must start with '/'")
+    api_key: Any = None      # checked as a header value (not echoed)
+    headers: Any = None
+    question_name: StrictStr = Field(DEFAULT_QUESTION_NAME, pattern=_TEXT,
+                                     description="must be a non-empty string")
+    question_type: StrictStr = Field("score", pattern=_TEXT, description="must be a non-empty string")
+    timeout: Union[StrictFloat, StrictInt] = Field(60.0, gt=0, description="must be a number of seconds > 0")
+    retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
+    max_retries: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None)")
+    max_concurrency: StrictInt = Field(16, ge=1, description="must be an int >= 1")
+    name: Optional[StrictStr] = Field(None, description="must be a str (or None)")
 
 
 def _check_json(value: Any, what: str) -> None:
@@ -96,14 +111,6 @@ def _check_json(value: Any, what: str) -> None:
                           f"objects with string keys): {exc}") from None
 
 
-class _LoopState:
-    __slots__ = ("sem", "client")
-
-    def __init__(self, limit: int):
-        self.sem = asyncio.Semaphore(limit)
-        self.client: Any = None
-
-
 class TypedQuestionClient(InferenceModel):
     """A model client for typed-question providers (see the module docstring).
 
@@ -112,7 +119,8 @@ class TypedQuestionClient(InferenceModel):
     ``headers`` (extra request headers), ``question_name`` (the key under
     ``questions``; default ``"relevance"``), ``question_type`` (default
     ``"score"``), ``timeout`` (seconds per attempt), ``retry_policy`` /
-    ``max_retries``, ``max_concurrency``, ``name`` (for logs and cache keys).
+    ``max_retries``, ``max_concurrency``, ``name`` (for logs and cache keys);
+    ``options`` holds them, checked.
 
     It does not chat: ``chat`` raises ``ConfigError``, and
     ``grade_distribution`` ``GradeDistributionUnsupported`` (there is no
@@ -130,38 +138,20 @@ class TypedQuestionClient(InferenceModel):
                  timeout: float = 60.0, retry_policy: RetryPolicy | None = None,
                  max_retries: int | None = None, max_concurrency: int = 16,
                  name: str | None = None):
-        self.base_url = _check_url(base_url)
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f"model must be a non-empty string, got {model!r}")
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise ConfigError(f"path must start with '/', got {path!r}")
-        for arg, value in (("question_name", question_name), ("question_type", question_type)):
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{arg} must be a non-empty string, got {value!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
-                or max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        args = dict(locals())
+        del args["self"]
+        self.options = validated(TypedQuestionOptions, **args)
         if retry_policy is not None and max_retries is not None:
             raise ConfigError("pass retry_policy or max_retries, not both")
         self.retry_policy = retry_policy or (RetryPolicy(max_retries=max_retries)
                                              if max_retries is not None else RetryPolicy())
-        self.model = model
-        self.path = path
-        self.question_name = question_name
-        self.question_type = question_type
-        self.timeout = float(timeout)
-        self.max_concurrency = max_concurrency
-        self.name = name or f"typed:{model}"
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        for k, v in (headers or {}).items():
-            if not isinstance(k, str) or not isinstance(v, str) or "\n" in k + v or "\r" in k + v:
-                raise ConfigError(f"header {k!r}: names and values must be single-line strings")
-            self._headers[k] = v
-        self._states: dict[int, tuple[Any, _LoopState]] = {}
+        self.base_url = base_url.rstrip("/")
+        self.model, self.path, self.name = model, path, name or f"typed:{model}"
+        self.question_name, self.question_type = question_name, question_type
+        self.timeout, self.max_concurrency = float(timeout), max_concurrency
+        _, wire_headers = request_headers(api_key or "", headers)   # no OPENAI_API_KEY here
+        self._http = HTTPTransport(self.base_url, wire_headers, True, self.timeout, max_concurrency,
+                                   DEFAULT_MAX_RESPONSE_BYTES)
         self._rng = random.Random()
 
     def __repr__(self) -> str:
@@ -195,38 +185,13 @@ class TypedQuestionClient(InferenceModel):
         return body
 
     # -- transport -------------------------------------------------------------
-    def _state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        hit = self._states.get(id(loop))
-        if hit is None or hit[0] is not loop:
-            # a client is bound to the loop it was made on
-            hit = self._states[id(loop)] = (loop, _LoopState(self.max_concurrency))
-        return hit[1]
-
-    async def _client(self, state: _LoopState) -> Any:
-        if state.client is None:
-            import httpx
-
-            state.client = httpx.AsyncClient(headers=self._headers, timeout=self.timeout,
-                                             follow_redirects=False)
-        return state.client
-
-    async def _attempt(self, state: _LoopState, body: bytes, n_choices: int) -> dict[str, Any]:
-        import httpx
-
-        client = await self._client(state)
+    async def _attempt(self, state: LoopState, body: bytes, n_choices: int, n: int) -> dict[str, Any]:
         start = time.perf_counter()
-        try:
-            r = await client.post(self.base_url + self.path, content=body)
-        except httpx.TimeoutException as exc:
-            raise JudgeTimeoutError(f"typed-question provider timed out after {self.timeout}s") from exc
-        except httpx.RequestError as exc:
-            raise JudgeConnectionError(f"typed-question provider connection failed: {exc!r}") from exc
+        status, headers, raw = await self._http.post(state, self.path, body, n)
         latency = time.perf_counter() - start
-        text = r.text
-        if r.status_code != 200:
-            raise JudgeHTTPError(r.status_code, text,
-                                 retry_after=parse_retry_after(r.headers.get("Retry-After")))
+        text = raw.decode("utf-8", "replace")
+        if status != 200:
+            raise JudgeHTTPError(status, text, retry_after=parse_retry_after(headers.get("Retry-After")))
         answer = self._parse(text, n_choices)
         answer["latency_s"] = latency
         return answer
@@ -246,23 +211,23 @@ class TypedQuestionClient(InferenceModel):
         if not isinstance(answer, dict):
             raise bad(f"has no answer to the question {self.question_name!r} "
                       f"(answers: {sorted(data['answers'])[:10]})")
-        probs = answer.get("probabilities")
+        out = self._probabilities(answer.get("probabilities"), n_choices, bad)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return {"probabilities": out, "usage": {k: int(v) for k, v in usage.items() if type(v) is int},
+                "raw": data}
+
+    def _probabilities(self, probs: Any, n_choices: int, bad: Any) -> list[float]:
         if not isinstance(probs, list) or len(probs) != n_choices:
             raise bad(f"must give {n_choices} probabilities (one per criterion) under "
                       f"answers.{self.question_name}.probabilities, got {json.dumps(probs)[:80]}")
-        out: list[float] = []
         for i, p in enumerate(probs):
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) \
                     or not -_SUM_TOLERANCE <= p <= 1 + _SUM_TOLERANCE:
                 raise bad(f"probability {i} is not a number in [0, 1]: {p!r}")
-            out.append(min(1.0, max(0.0, float(p))))
+        out = [min(1.0, max(0.0, float(p))) for p in probs]
         if sum(out) > 1 + _SUM_TOLERANCE:
             raise bad(f"probabilities sum to {sum(out):.6f}, more than 1")
-        usage = data.get("usage")
-        usage = ({k: int(v) for k, v in usage.items()
-                  if isinstance(v, int) and not isinstance(v, bool)}
-                 if isinstance(usage, dict) else {})
-        return {"probabilities": out, "usage": usage, "raw": data}
+        return out
 
     # -- API ---------------------------------------------------------------------
     async def ask(self, state: Mapping[str, Any], instructions: Any,
@@ -275,10 +240,10 @@ class TypedQuestionClient(InferenceModel):
         """
         request = self.build_request(state, instructions, criteria)
         body = json.dumps(request, ensure_ascii=False).encode()
-        loop_state = self._state()
+        loop_state = self._http.loop_state()
         async with loop_state.sem:
             answer, attempts = await retry_async(
-                lambda n: self._attempt(loop_state, body, len(criteria)), self.retry_policy, self._rng)
+                lambda n: self._attempt(loop_state, body, len(criteria), n), self.retry_policy, self._rng)
         answer["attempts"] = attempts
         answer["request"] = request
         return answer
@@ -311,17 +276,5 @@ class TypedQuestionClient(InferenceModel):
                           f"typed_distribution(state, instructions, criteria, choices)")
 
     async def aclose(self) -> None:
-        """Close this loop's HTTP client (clients of other loops are dropped)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        states, self._states = self._states, {}
-        for key, (owner, state) in states.items():
-            if state.client is not None and owner is loop:
-                await state.client.aclose()
-
-    def __getstate__(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["_states"] = {}
-        return out
+        """Close this client's HTTP sessions (see ``OpenAIModel.aclose``)."""
+        await self._http.aclose()

@@ -1,0 +1,172 @@
+"""What a TorchModel is built from: its checked options, the device and dtype,
+a GGUF converted once to safetensors, and the layouts of transformers' caches."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from .._hash import canonical_hash
+from .._paths import cache_root
+from ..errors import ConfigError
+
+# Padded tokens per forward pass when ``max_batch_tokens`` is not given. On CPU
+# a batch only pays for short prompts (measured on 2 cores, SmolLM2-135M bf16: 8
+# prompts of 60 tokens 1.9x faster per prompt batched; 8 of 436 tokens no faster,
+# 1.2x slower), so CPU batches stay small; a GPU needs large ones to fill up.
+CPU_BATCH_TOKENS = 2048
+GPU_BATCH_TOKENS = 65536
+
+
+class TorchModelOptions(BaseModel):
+    """What ``TorchModel(model, tokenizer, ...)`` was given, checked (see its docstring)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    name: Optional[StrictStr] = Field(None, description="must be a str (or None)")
+    chat_template: Optional[Union[StrictStr, Callable[..., Any]]] = Field(
+        None, description="must be a Jinja source string or a callable f(messages) -> prompt")
+    max_batch_size: StrictInt = Field(16, ge=1, description="must be an int >= 1")
+    max_batch_tokens: Optional[StrictInt] = Field(None, ge=1, description="must be an int >= 1 (or None)")
+    max_new_tokens: StrictInt = Field(256, ge=1, description="must be an int >= 1")
+    share_prefix: bool = Field(True, description="must be True or False")
+    min_prefix_tokens: StrictInt = Field(32, ge=1, description="must be an int >= 1")
+    prefix_cache_size: StrictInt = Field(4, ge=1, description="must be an int >= 1")
+
+
+def default_cache_dir() -> Path:
+    """``torch/`` under the one cache folder (``rewardjudge._paths.cache_root``)."""
+    return cache_root() / "torch"
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def _resolve_device_dtype(device: str | None, dtype: Any) -> tuple[Any, Any]:
+    import torch
+
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dtype is None or dtype == "auto":
+        if dev.type == "cuda":
+            return dev, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return dev, torch.bfloat16 if _cpu_has_bf16() else torch.float32
+    if not isinstance(dtype, str):
+        return dev, dtype
+    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    if dtype not in names:
+        raise ConfigError(f"dtype must be 'auto', one of {sorted(names)} or a torch.dtype, "
+                          f"got {dtype!r}")
+    return dev, names[dtype]
+
+
+def _import_transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise ConfigError("TorchModel needs transformers: pip install 'rewardjudge[torch-judge]'") from None
+    return transformers
+
+
+def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
+    """The cache folder holding ``gguf`` converted to safetensors (created on first call).
+
+    Keyed by the file's path, size and mtime and the transformers version;
+    written to a temporary folder and renamed, so a crash never leaves a
+    half-written cache and concurrent converters do not clash.
+    """
+    transformers = _import_transformers()
+    gguf = gguf.resolve()
+    st = gguf.stat()
+    key = canonical_hash([str(gguf), st.st_size, st.st_mtime_ns, transformers.__version__])[:16]
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = root / f"{gguf.stem}-{key}"
+    if (target / "config.json").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{gguf.stem}-", dir=root))
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                     dtype=torch.float32)
+        # A model loaded from GGUF carries its quantizer; saved with it, a reload
+        # would dequantise again (slow). The weights are already plain floats.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / "config.json").is_file():  # lost a race only if the winner finished
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def checkpoint_folder(source: str | os.PathLike, cache_dir: str | os.PathLike | None) -> tuple[Path, str]:
+    """``(the transformers checkpoint folder, a default name)`` for a folder or a ``.gguf``."""
+    path = Path(source)
+    if not path.exists():
+        raise ConfigError(f"TorchModel loads local checkpoints only (nothing is downloaded): "
+                          f"{str(source)!r} is not an existing file or folder")
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ConfigError(f"{path} is a file but not a .gguf; pass a checkpoint folder "
+                              f"(config.json + weights) or a GGUF file")
+        return converted_gguf_dir(path, None if cache_dir is None else Path(cache_dir)), f"torch:{path.stem}"
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} has no config.json: not a transformers checkpoint folder")
+    return path, f"torch:{path.name}"
+
+
+# -- transformers' caches (their layouts changed across versions) ----------------
+def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
+    """Per layer ``(keys, values)`` of a transformers cache (any of its layouts)."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:  # transformers >= 4.56: DynamicCache.layers[i].keys / .values
+        return [(layer.keys, layer.values) for layer in layers]
+    if hasattr(cache, "key_cache"):
+        return list(zip(cache.key_cache, cache.value_cache))
+    return [(k, v) for k, v in cache]  # the legacy tuple of tuples
+
+
+def _full_attention_only(config: Any) -> bool:
+    """True when a prefix's keys/values can be reused as they are (no sliding windows)."""
+    cfgs = [config] + [getattr(config, n) for n in ("text_config",) if getattr(config, n, None)]
+    for cfg in cfgs:
+        if getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True):
+            return False
+        types = getattr(cfg, "layer_types", None)
+        if types and any(t != "full_attention" for t in types):
+            return False
+    return True
+
+
+def _output_cache(out: Any) -> Any:
+    """The cache a forward returned (``cache`` in transformers >= 5.2x, else ``past_key_values``)."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    return cache if cache is not None else out.past_key_values
+
+
+def _new_dynamic_cache(cls: Any, config: Any) -> Any:
+    # transformers 5 builds its layers from the config; 4.x takes no argument
+    try:
+        return cls(config=config)
+    except TypeError:
+        return cls()
