@@ -28,6 +28,7 @@ Outputs: ``output="binary"`` (default: PASS -> 1.0, FAIL -> 0.0, as
 from __future__ import annotations
 
 import builtins
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -37,7 +38,7 @@ from .errors import ConfigError
 from .graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from .models._base import InferenceModel
-from .templates._prompts import prompt_source
+from .templates._prompts import prompt_source, resolve_language
 from .thread import StringThread
 
 __all__ = ["Criterion", "CriterionJudgeGrader", "OUTPUTS", "default_system_prompt_template", "get",
@@ -61,6 +62,7 @@ _ENTRIES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("relevance", "Relevance", "Checks that the response stays on the user's question.", ()),
     ("conciseness", "Conciseness", "Checks that the response has no filler or repetition.", ()),
 )
+
 
 @dataclass(frozen=True)
 class Criterion:
@@ -87,8 +89,6 @@ def get(key: str, language: str | None = None) -> Criterion:
     """One criterion by key, its text in ``language`` (see ``templates._prompts``)."""
     for k, name, description, requires in _ENTRIES:
         if k == key:
-            from .templates._prompts import resolve_language
-
             text = prompt_source("CriterionJudgeGrader", f"criterion_{k}", language).strip()
             return Criterion(k, name, description, text, requires, resolve_language(language))
     raise ConfigError(f"unknown criterion {key!r}; built-in criteria: {', '.join(keys())}")
@@ -193,8 +193,6 @@ def grader(key: str, model: InferenceModel, *, language: str | None = None,
 
 
 def _cli(args) -> int:
-    import json
-
     try:
         return _show(args)
     except ConfigError as exc:
@@ -207,8 +205,6 @@ def _cli(args) -> int:
 
 
 def _show(args) -> int:
-    import json
-
     if args.key:
         c = get(args.key, args.language)
         if args.json:
@@ -220,11 +216,10 @@ def _show(args) -> int:
                 print("\n--- default system prompt template ---\n"
                       + default_system_prompt_template(args.language))
         return 0
-    items = list_criteria(args.language)
     if args.json:
         print(json.dumps(listing(args.language), indent=2, ensure_ascii=False))
         return 0
-    for c in items:
+    for c in list_criteria(args.language):
         needs = f" (needs {', '.join(c.requires)})" if c.requires else ""
         print(f"{c.key:<22} {c.name}{needs}\n{'':<22} {c.description}")
     return 0

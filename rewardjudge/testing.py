@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import http.client
 import json
 import re
 import threading
@@ -32,9 +33,7 @@ __all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhau
            "request_seal", "seal_reply", "without_seal"]
 
 
-# --------------------------------------------------------------------------
-# the seal, as an obedient judge writes it
-# --------------------------------------------------------------------------
+# -- the seal, as an obedient judge writes it --------------------------------
 _SEAL_ASKED = re.compile(r'(?:the value "|the code )([0-9a-f]{16})\b')
 
 
@@ -78,10 +77,8 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
     last = _last_object(reply)
     if last is not None:
         start, end = last
-        inner = reply[start + 1:end - 1]
-        sep = ", " if inner.strip() else ""
-        return f'{reply[:end - 1].rstrip()}{sep}"seal": "{seal}"{reply[end - 1:]}' if sep else \
-            f'{reply[:start + 1]}"seal": "{seal}"{reply[end - 1:]}'
+        sep = ", " if reply[start + 1:end - 1].strip() else ""
+        return f'{reply[:end - 1].rstrip()}{sep}"seal": "{seal}"{reply[end - 1:]}'
     body = reply.rstrip()
     cut = body.rfind("\n") + 1
     line = body[cut:].strip()
@@ -118,8 +115,6 @@ def _last_object(text: str) -> "tuple[int, int] | None":
     return best
 
 
-
-
 def _text_of(content: Any) -> str:
     """A message's text: a str as is, the text parts of a content-part list joined."""
     if isinstance(content, str):
@@ -127,6 +122,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
 
 class ScriptExhausted(ConfigError):
     """A ScriptedModel was asked more often than its script allows."""
@@ -158,9 +154,7 @@ class ScriptedModel(InferenceModel):
         self.seal = seal
         self._fn = script if callable(script) else None
         self._items = list(script) if not callable(script) else []
-        self.default = default
-        self.delay = delay
-        self.name = name
+        self.default, self.delay, self.name = default, delay, name
         self.calls: list[dict[str, Any]] = []
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
@@ -196,9 +190,7 @@ class ScriptedModel(InferenceModel):
                           structured=json_schema is not None)
 
 
-# --------------------------------------------------------------------------
-# fake HTTP server
-# --------------------------------------------------------------------------
+# -- fake HTTP server ---------------------------------------------------------
 @dataclass
 class Fault:
     """What the fake server does with one request instead of a normal reply."""
@@ -248,32 +240,26 @@ class Fault:
 DEFAULT_REPLY = '{"reasoning": "The answer addresses the question.", "score": "PASS"}'
 
 
-def _chat_body(content: str, model: str, prompt_tokens: int, logprobs=None) -> bytes:
-    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
-                              "finish_reason": "stop"}
-    if logprobs is not None:
-        choice["logprobs"] = {"content": [
-            {"token": max(alts, key=alts.get) if alts else "", "logprob": max(alts.values()) if alts else 0.0,
-             "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alts.items()]}
-            for alts in logprobs]}
-    return json.dumps({"id": "fake", "object": "chat.completion", "created": int(time.time()),
-                       "model": model, "choices": [choice],
-                       "usage": {"prompt_tokens": prompt_tokens,
-                                 "completion_tokens": max(1, len(content.split())),
-                                 "total_tokens": prompt_tokens + max(1, len(content.split()))}}).encode()
-
-
-def _text_completion_body(text: str, model: str, prompt_tokens: int, logprobs=None) -> bytes:
-    """A legacy ``/v1/completions`` body (logprobs as ``{token: logprob}`` per position)."""
-    choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": "length", "logprobs": None}
-    if logprobs is not None:
-        choice["logprobs"] = {
-            "tokens": [max(alts, key=alts.get) if alts else "" for alts in logprobs],
-            "token_logprobs": [max(alts.values()) if alts else 0.0 for alts in logprobs],
-            "top_logprobs": [dict(alts) for alts in logprobs], "text_offset": [0] * len(logprobs)}
+def _completion_body(text: str, model: str, prompt_tokens: int, logprobs=None, *, chat: bool) -> bytes:
+    """A chat completion body, or (``chat`` False) a legacy ``/v1/completions``
+    one with logprobs as ``{token: logprob}`` per position."""
+    tops = [(max(alts, key=alts.get), max(alts.values())) if alts else ("", 0.0) for alts in logprobs or ()]
+    if chat:
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop"}
+        if logprobs is not None:
+            choice["logprobs"] = {"content": [
+                {"token": tok, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in alts.items()]}
+                for (tok, lp), alts in zip(tops, logprobs)]}
+    else:
+        choice = {"index": 0, "text": text, "finish_reason": "length", "logprobs": None}
+        if logprobs is not None:
+            choice["logprobs"] = {"tokens": [t for t, _ in tops], "token_logprobs": [lp for _, lp in tops],
+                                  "top_logprobs": [dict(alts) for alts in logprobs],
+                                  "text_offset": [0] * len(logprobs)}
     n = max(1, len(text.split()))
-    return json.dumps({"id": "fake", "object": "text_completion", "created": int(time.time()),
-                       "model": model, "choices": [choice],
+    return json.dumps({"id": "fake", "object": "chat.completion" if chat else "text_completion",
+                       "created": int(time.time()), "model": model, "choices": [choice],
                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
                                  "total_tokens": prompt_tokens + n}}).encode()
 
@@ -319,8 +305,7 @@ class _Conn(asyncio.Protocol):
     def _send(self, status: int, body: bytes, extra: str = "") -> None:
         if self.transport is None or self.transport.is_closing():
             return
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
+        reason = http.client.responses.get(status, "Status")
         self.transport.write(
             f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n{extra}\r\n".encode() + body)
@@ -347,11 +332,7 @@ class FakeJudgeServer:
         #: follow a sealed request's seal instruction (``seal_reply``) on chat replies; the
         #: responder then sees the request without it (``requests`` keeps it as sent)
         self.seal = seal
-        self.latency = latency
-        self.host = host
-        self.port = port
-        self.model = model
-        self.record = record
+        self.latency, self.host, self.port, self.model, self.record = latency, host, port, model, record
         self.requests: list[dict[str, Any]] = []
         self.request_count = 0
         self._queue: list[Fault] = []
@@ -424,12 +405,13 @@ class FakeJudgeServer:
             return
         if fault.kind == "reply" and "prompt" in req:
             words = len(str(req.get("prompt", "")).split())
-            conn._send(200, _text_completion_body(fault.content, req.get("model", self.model), words,
-                                                  fault.logprobs))
+            conn._send(200, _completion_body(fault.content, req.get("model", self.model), words,
+                                             fault.logprobs, chat=False))
         elif fault.kind == "reply":
             words = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
             content = seal_reply(fault.content, req.get("messages") or []) if self.seal else fault.content
-            conn._send(200, _chat_body(content, req.get("model", self.model), words, fault.logprobs))
+            conn._send(200, _completion_body(content, req.get("model", self.model), words, fault.logprobs,
+                                             chat=True))
         elif fault.kind == "status":
             extra = f"Retry-After: {fault.retry_after}\r\n" if fault.retry_after is not None else ""
             conn._send(fault.status, fault.body, extra)
@@ -456,11 +438,9 @@ class FakeJudgeServer:
                 self.port = self._server.sockets[0].getsockname()[1]
             except BaseException as exc:  # port taken: report to the caller
                 error.append(exc)
-                ready.set()
-                loop.close()
-                return
             ready.set()
-            loop.run_forever()
+            if not error:
+                loop.run_forever()
             loop.close()
 
         self._thread = threading.Thread(target=run, name="FakeJudgeServer", daemon=True)
@@ -510,9 +490,7 @@ class FakeJudgeServer:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
 
 
-# --------------------------------------------------------------------------
-# fake typed-question provider
-# --------------------------------------------------------------------------
+# -- fake typed-question provider --------------------------------------------
 def _typed_request_problems(req: Any) -> list[str]:
     """What is wrong with a typed-question request (empty when it has the documented shape)."""
     if not isinstance(req, dict):
@@ -580,7 +558,7 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
         if isinstance(out, Fault):
             return out
         if isinstance(out, (list, tuple)):
-            out = {name: list(out) for name in req["questions"]}
+            out = {name: out for name in req["questions"]}
         answers = {}
         for name, probs in out.items():
             probs = list(probs)
@@ -591,11 +569,9 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
 
     def _answer(self, conn: _Conn, fault: Fault, req: dict[str, Any]) -> None:
         if fault.kind == "reply":
-            t = conn.transport
-            if t is not None and not t.is_closing():
-                conn._send(200, fault.content.encode())
-            return
-        super()._answer(conn, fault, req)
+            conn._send(200, fault.content.encode())   # _send skips a closed connection
+        else:
+            super()._answer(conn, fault, req)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -59,8 +59,11 @@ from ..readouts import json_objects
 from ..readouts._seal import Sealer, json_instruction, seal_messages, sealed_schema
 from ..readouts._text import template_tag_names
 from ..thread import ROLES, StringThread
-from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages, lookup_attribute,
-                       role_lines)
+from ..templates import Template
+from ..templates._plain import to_plain
+from ..templates._prompts import prompt_source
+from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages,
+                        lookup_attribute, lookup_path, role_lines)
 from ._config import ScorerConfig, slugify
 
 __all__ = ["MalformedCompletion", "ScorerBinding", "ScorerGrader", "output_instructions", "parse_source"]
@@ -69,7 +72,6 @@ log = logging.getLogger("rewardjudge")
 
 _KINDS = ("completion", "turn", "metadata", "transcript", "input_messages", "output_messages",
           "context", "literal")
-_MISSING = MISSING
 
 
 class MalformedCompletion(Exception):
@@ -119,18 +121,6 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
     return _Source(kind, arg)
 
 
-def _lookup(value: Any, path: str) -> Any:
-    cur = value
-    for part in path.split("."):
-        if isinstance(cur, Mapping) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            return _MISSING
-    return cur
-
-
 def _parse_completion(text: str) -> dict[str, Any]:
     """The first JSON object of the completion (the one scanner: NaN refused,
     nesting bounded)."""
@@ -139,6 +129,30 @@ def _parse_completion(text: str) -> dict[str, Any]:
         raise MalformedCompletion("the completion holds no valid JSON object (or it nests too "
                                   "deep, or holds NaN or an infinite number)")
     return spans[0].value
+
+
+def _completion_value(var: str, path: str | None, sample: StringThread, parsed: list) -> Any:
+    """The completion, or its field ``path`` (the completion parsed once, into ``parsed``)."""
+    if path is None:
+        return sample.completion()
+    if not parsed:
+        parsed.append(_parse_completion(sample.completion()))
+    value = lookup_path(parsed[0], path)
+    if value is MISSING:
+        raise MalformedCompletion(f"the completion has no field {path!r} (needed for {var!r})")
+    return value
+
+
+def _messages_value(src: _Source, sample: StringThread) -> Any:
+    """``input_messages`` / ``output_messages``: the sample's, or those a metadata key holds."""
+    if src.arg is not None:
+        held = lookup_attribute(sample.metadata, src.arg)
+        role = "user" if src.kind == "input_messages" else "assistant"
+        return MISSING if held is MISSING else role_lines(format_messages(held, role))
+    if src.kind == "input_messages":
+        return role_lines(sample.context_turns())
+    completion = sample.completion()
+    return role_lines([("assistant", completion)]) if completion else MISSING
 
 
 def builtin_context(sample: StringThread) -> dict[str, Any]:
@@ -153,9 +167,6 @@ def builtin_context(sample: StringThread) -> dict[str, Any]:
 
 def output_instructions(schema: dict[str, Any], language: str | None = None) -> str:
     """The built-in sentence telling a judge how to reply (from the prompt bundle)."""
-    from ..templates import Template
-    from ..templates._prompts import prompt_source
-
     source = prompt_source("ScorerGrader", "output_instructions", language)
     return Template(source, name="ScorerGrader/output_instructions").render(
         {"output_schema": json.dumps(schema, ensure_ascii=False)})
@@ -215,33 +226,19 @@ class ScorerBinding:
 
     def _value(self, var: str, src: _Source, sample: StringThread, parsed: list) -> Any:
         if src.kind == "completion":
-            if src.arg is None:
-                return sample.completion()
-            if not parsed:
-                parsed.append(_parse_completion(sample.completion()))
-            value = _lookup(parsed[0], src.arg)
-            if value is _MISSING:
-                raise MalformedCompletion(f"the completion has no field {src.arg!r} (needed for {var!r})")
-            return value
+            return _completion_value(var, src.arg, sample, parsed)
         if src.kind == "turn":
             turns = sample.turns
             if src.arg in ROLES:
-                return next((c for r, c in reversed(turns) if r == src.arg), _MISSING)
+                return next((c for r, c in reversed(turns) if r == src.arg), MISSING)
             i = int(src.arg)
-            return turns[i][1] if -len(turns) <= i < len(turns) else _MISSING
+            return turns[i][1] if -len(turns) <= i < len(turns) else MISSING
         if src.kind == "metadata":
             return lookup_attribute(sample.metadata, src.arg)
         if src.kind == "transcript":
             return role_lines(sample.turns)
         if src.kind in ("input_messages", "output_messages"):
-            if src.arg is not None:
-                held = lookup_attribute(sample.metadata, src.arg)
-                role = "user" if src.kind == "input_messages" else "assistant"
-                return _MISSING if held is _MISSING else role_lines(format_messages(held, role))
-            if src.kind == "input_messages":
-                return role_lines(sample.context_turns())
-            completion = sample.completion()
-            return role_lines([("assistant", completion)]) if completion else _MISSING
+            return _messages_value(src, sample)
         if src.kind == "context":
             return role_lines(sample.context_turns())
         return src.arg  # literal
@@ -258,7 +255,7 @@ class ScorerBinding:
         parsed: list = []
         for var, src in self._sources.items():
             value = self._value(var, src, sample, parsed)
-            if value is _MISSING or value is None:
+            if value is MISSING or value is None:
                 missing.append(var)
             else:
                 ctx[var] = value
@@ -279,8 +276,6 @@ class ScorerBinding:
 
         Raises ``MalformedCompletion`` when the completion lacks a bound field.
         """
-        from ..templates._handlebars import to_plain
-
         context, missing = self.context(sample)
         context.update(self.constants(language))
         functions = builtin_functions(to_plain(dict(sample.metadata)))
@@ -311,41 +306,17 @@ class ScorerBinding:
 
 
 # -- the grader: a pinned version run on a judge ------------------------------
-# ScorerGrader: a pinned scorer version run as a Grader on an InferenceModel.
-#
-# ``grade(sample)``:
-#
-# 1. The binding builds the context (mapped variables, then the built-ins,
-#    which take precedence). A completion lacking a bound field is
-#    *penalized*, without a judge call.
-# 2. The template renders into **one user message**: the judge sees only what
-#    the template renders.
-# 3. The judge is asked with the output spec's strict JSON schema; the reply is
-#    parsed by the spec. An unusable reply is re-asked ``reply_retries`` times,
-#    then the grade is *unscored*; a judge failure is *unscored* at once.
-# 4. The Grade: ``value`` (numeric: the score; boolean: 1.0/0.0; categorical:
-#    the label's value from ``output_spec.values``; a label-only categorical
-#    spec: None, see below), ``reasoning`` = the
-#    judge's reason, ``grader_version`` = the scorer version id (SHA-256 of its
-#    canonical config), and ``extra`` with ``label`` (the categorical label or
-#    "true"/"false"; None for numeric), ``score``, ``scorer``,
-#    ``scorer_version``, ``scorer_model`` (``config.model``), ``judge_model``
-#    (the model that answered: the name the server gave in its reply, else the
-#    name asked) and ``missing_variables``.
-#
-# The scorer's ``model`` is the model asked: a judge bound to another model
-# name (``model.name``) is refused at construction unless
-# ``allow_model_override=True`` (then the judge's own model answers, and the
-# grades say so).
-#
-# A categorical spec without ``values`` (the scorer document's own way to
-# write one) is a *label-only* scorer: its grades are ``scored`` with
-# ``value`` None, the label in ``extra["label"]`` and ``extra["labels_only"]``
-# True (``Grade.is_label_only``). An evaluation counts them by label (counts
-# and shares, no mean); a reward needs a number and labels have no order to
-# take one from, so every RL adapter (the TRL reward function, verl, the
-# reward server) refuses the grader with the reason and an example ``values``
-# to add (``require_rewards``).
+# grade(sample): the binding builds the context (a completion lacking a bound field is
+# *penalized*, no judge call); the template renders into one user message; the judge is
+# asked with the spec's strict JSON schema (an unusable reply is re-asked reply_retries
+# times, then *unscored*; a judge failure is *unscored* at once). The Grade: value (the
+# score, 1.0/0.0, or the label's output_spec value; None for a label-only spec), reasoning
+# (the judge's reason), grader_version (the scorer version id), extra: label, score, scorer,
+# scorer_version, scorer_model (config.model), judge_model (the name in the server's reply,
+# else the name asked), missing_variables. A judge for another model than config.model is
+# refused unless allow_model_override=True. A categorical spec without values is
+# label-only: grades are scored with value None and extra["labels_only"]; evaluations count
+# labels, every RL adapter refuses it (require_rewards).
 
 def answering_model(completion: Completion, asked: str) -> str:
     """The model that answered: the ``model`` of the server's reply when it gives one, else

@@ -45,7 +45,7 @@ import json
 from typing import Any, Callable, Mapping
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
-           "format_messages", "lookup_attribute", "role_lines"]
+           "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
 
 BUILTIN_VARIABLES: dict[str, str] = {
     "completion": "the final assistant turn (the text being graded)",
@@ -83,10 +83,13 @@ MISSING = object()
 
 def lookup_attribute(attributes: Mapping[str, Any], key: str) -> Any:
     """``attributes[key]`` when present (span keys contain dots), else the dotted path; ``MISSING``."""
-    if key in attributes:
-        return attributes[key]
-    cur: Any = attributes
-    for part in key.split("."):
+    return attributes[key] if key in attributes else lookup_path(attributes, key)
+
+
+def lookup_path(value: Any, path: str) -> Any:
+    """The value at a dotted path (list indexes as numbers, negative from the end), or ``MISSING``."""
+    cur = value
+    for part in path.split("."):
         if isinstance(cur, Mapping) and part in cur:
             cur = cur[part]
         elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):

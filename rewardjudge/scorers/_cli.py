@@ -30,6 +30,7 @@ says what to fix); 3 no such scorer or version.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -38,21 +39,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..thread import StringThread
+from ._binding import MalformedCompletion
+from ._fields import scorer_result
+from ._registry import ScorerNotFound, ScorerRegistry
+from ._scorer import Scorer
 
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
 def _registry(args: argparse.Namespace):
-    from ._registry import ScorerRegistry
-
     return ScorerRegistry(args.registry or os.environ.get(REGISTRY_ENV) or "scorers")
 
 
 def _read_json(path: str) -> Any:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = sys.stdin.read() if path == "-" else _read_text(path)
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -85,8 +86,6 @@ def _print_scorer(scorer, as_json: bool) -> None:
 def _guard(fn):
     """Map 'not found' to exit code 3; other config errors reach cli.main (exit 2)."""
     def run(args: argparse.Namespace) -> int:
-        from ._registry import ScorerNotFound
-
         try:
             return fn(args)
         except ScorerNotFound as exc:
@@ -140,8 +139,6 @@ def _show(args: argparse.Namespace) -> int:
     scorer = registry.get(args.slug)
     if args.version is not None:
         v = registry.version(args.slug, args.version)
-        from ._scorer import Scorer
-
         scorer = Scorer(scorer.name, v.config, scorer.description, slug=scorer.slug,
                         history=scorer.history, created_at=scorer.created_at,
                         updated_at=scorer.updated_at)
@@ -182,8 +179,6 @@ def _list(args: argparse.Namespace) -> int:
 
 def _read_samples(path: str) -> list:
     """Samples from a JSON object, a JSON list or JSON lines (see the module doc)."""
-    from ..thread import StringThread
-
     text = sys.stdin.read() if path == "-" else _read_text(path)
     try:
         data = json.loads(text)
@@ -198,36 +193,37 @@ def _read_samples(path: str) -> list:
                     raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
     if not rows:
         raise ConfigError(f"{path} holds no sample")
-    samples = []
-    for i, row in enumerate(rows):
-        where = f"{path} sample {i + 1}"
-        if not isinstance(row, dict):
-            raise ConfigError(f"{where} must be an object with 'messages' and/or 'metadata'")
-        unknown = sorted(set(row) - {"messages", "metadata", "attributes", "prompt", "completion"})
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; expected messages, metadata "
-                              f"(or attributes), prompt, completion")
-        metadata = row.get("metadata", row.get("attributes")) or {}
-        if not isinstance(metadata, dict):
-            raise ConfigError(f"{where}: metadata must be an object")
-        try:
-            thread = StringThread.from_messages(row.get("messages") or [], {**metadata, "eval": True})
-            if isinstance(row.get("prompt"), str):
-                thread = thread.user(row["prompt"])
-            if isinstance(row.get("completion"), str):
-                thread = thread.assistant(row["completion"])
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        samples.append(thread)
-    return samples
+    return [_sample(row, f"{path} sample {i}") for i, row in enumerate(rows, 1)]
 
 
-def _mapping(pairs: list[str] | None) -> dict[str, str]:
+def _sample(row: Any, where: str):
+    if not isinstance(row, dict):
+        raise ConfigError(f"{where} must be an object with 'messages' and/or 'metadata'")
+    unknown = sorted(set(row) - {"messages", "metadata", "attributes", "prompt", "completion"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; expected messages, metadata "
+                          f"(or attributes), prompt, completion")
+    metadata = row.get("metadata", row.get("attributes")) or {}
+    if not isinstance(metadata, dict):
+        raise ConfigError(f"{where}: metadata must be an object")
+    try:
+        thread = StringThread.from_messages(row.get("messages") or [], {**metadata, "eval": True})
+        if isinstance(row.get("prompt"), str):
+            thread = thread.user(row["prompt"])
+        if isinstance(row.get("completion"), str):
+            thread = thread.assistant(row["completion"])
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return thread
+
+
+def split_map(pairs: list[str] | None, example: str = "question=turn:user") -> dict[str, str]:
+    """``--map VAR=SOURCE`` options as {var: source}."""
     out: dict[str, str] = {}
     for pair in pairs or []:
         var, sep, source = pair.partition("=")
         if not sep or not var.strip():
-            raise ConfigError(f"--map takes VAR=SOURCE (e.g. question=turn:user), got {pair!r}")
+            raise ConfigError(f"--map takes VAR=SOURCE (e.g. {example}), got {pair!r}")
         out[var.strip()] = source.strip()
     return out
 
@@ -264,52 +260,47 @@ async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> li
 
 @_guard
 def _test(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ._binding import MalformedCompletion
-    from ._fields import scorer_result
-
     registry = _registry(args)
     scorer = registry.get(args.slug)
-    binding = registry.bind(args.slug, _mapping(args.map), version=args.version)
+    binding = registry.bind(args.slug, split_map(args.map), version=args.version)
     samples = _read_samples(args.input)
-    rendered = []
+    results = []
     for thread in samples:
         try:
             prompt, missing = binding.render(thread, language=args.language)
-            rendered.append({"prompt": prompt, "missing_variables": missing})
+            results.append({"prompt": prompt, "missing_variables": missing})
         except MalformedCompletion as exc:
-            rendered.append({"prompt": None, "error": f"malformed completion: {exc}"})
+            results.append({"prompt": None, "error": f"malformed completion: {exc}"})
     grades = asyncio.run(_grade_samples(binding, samples, args)) if args.judge else None
-    results = []
-    for i, r in enumerate(rendered):
-        if grades is not None:
-            g = grades[i]
-            r["grade"] = {**scorer_result(g), "raw_reply": g.raw_reply}
-        results.append(r)
+    for r, g in zip(results, grades or ()):
+        r["grade"] = {**scorer_result(g), "raw_reply": g.raw_reply}
     if args.json:
         print(json.dumps({"slug": scorer.slug, "version": binding.version, "model": binding.config.model,
                           "mapping": binding.mapping, "samples": results}, indent=2, ensure_ascii=False))
     else:
-        print(f"{scorer.slug}  version {binding.version[:12]}  model {binding.config.model}  "
-              f"engine {binding.config.template_engine}")
-        print("  mapping: " + (", ".join(f"{k} <- {v}" for k, v in binding.mapping.items()) or "(none)"))
-        for i, r in enumerate(results, 1):
-            print(f"--- sample {i} ---")
-            if r["prompt"] is None:
-                print(f"(not rendered: {r['error']}; a grade would be penalized)")
-            else:
-                print(r["prompt"])
-                if r["missing_variables"]:
-                    print(f"(no value, rendered empty: {', '.join(r['missing_variables'])})")
-            g = r.get("grade")
-            if g is not None:
-                label = g["score_label"]
-                shown = (g["value"] if label is None else label if g["value"] is None
-                         else f"{g['value']} ({label})")
-                print(f"=> {g['status']} {shown}  judge_model: {g['judge_model']}")
-                print(f"   {'explanation: ' + str(g['explanation']) if g['status'] == 'scored' else g['error']}")
+        _print_test(scorer, binding, results)
     return 1 if grades is not None and any(g.status == "unscored" for g in grades) else 0
+
+
+def _print_test(scorer, binding, results: list[dict[str, Any]]) -> None:
+    print(f"{scorer.slug}  version {binding.version[:12]}  model {binding.config.model}  "
+          f"engine {binding.config.template_engine}")
+    print("  mapping: " + (", ".join(f"{k} <- {v}" for k, v in binding.mapping.items()) or "(none)"))
+    for i, r in enumerate(results, 1):
+        print(f"--- sample {i} ---")
+        if r["prompt"] is None:
+            print(f"(not rendered: {r['error']}; a grade would be penalized)")
+        else:
+            print(r["prompt"])
+            if r["missing_variables"]:
+                print(f"(no value, rendered empty: {', '.join(r['missing_variables'])})")
+        g = r.get("grade")
+        if g is not None:
+            label = g["score_label"]
+            shown = (g["value"] if label is None else label if g["value"] is None
+                     else f"{g['value']} ({label})")
+            print(f"=> {g['status']} {shown}  judge_model: {g['judge_model']}")
+            print(f"   {'explanation: ' + str(g['explanation']) if g['status'] == 'scored' else g['error']}")
 
 
 @_guard
@@ -321,74 +312,56 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_arguments(parser: argparse.ArgumentParser, arguments: Any) -> argparse.ArgumentParser:
+    """Add each ``("--flag -f", {options})`` of ``arguments`` to ``parser``."""
+    for flags, options in arguments:
+        parser.add_argument(*flags.split(), **options)
+    return parser
+
+
+_SLUG = ("slug", {})
+_TEMPLATE_FILE = ("--template", {"help": "read config.prompt_template from this file"})
+_JSON = ("--json", {"action": "store_true", "help": "print JSON"})
+#: subcommand -> (its function, its help, its arguments); --registry comes from the group (cli._share_options)
+_SUBCOMMANDS = {
+    "create": (_create, "save a new scorer from a JSON file (a new slug every time)", [
+        ("file", {"nargs": "?", "help": "scorer JSON: {name, description?, config}; - for stdin"}),
+        ("--name", {"help": "override the file's name"}),
+        ("--description", {"help": "override the file's description"}), _TEMPLATE_FILE, _JSON]),
+    "update": (_update, "change name/description/config; a new config hash makes a version", [
+        _SLUG, ("file", {"nargs": "?", "help": "scorer JSON with the fields to change; - for stdin"}),
+        ("--name", {}), ("--description", {}), _TEMPLATE_FILE, _JSON]),
+    "show": (_show, "show a scorer (its current version, or --version)", [
+        _SLUG, ("--version", {"help": "a version number, id or id prefix (8+ hex)"}),
+        ("--template", {"action": "store_true", "help": "also print the prompt template"}), _JSON]),
+    "versions": (_versions, "list a scorer's versions (* = current)", [_SLUG, _JSON]),
+    "list": (_list, "list scorers (optionally those whose name contains QUERY)",
+             [("query", {"nargs": "?"}), _JSON]),
+    "test": (_test, "render a scorer's prompt on sample inputs (and, with --judge, grade them with one "
+                    "judge call each)", [
+        _SLUG,
+        ("--input", {"required": True, "help": "samples: a JSON object, a JSON list or JSON lines of "
+                                               "{messages, metadata}; - for stdin"}),
+        ("--map", {"action": "append", "metavar": "VAR=SOURCE",
+                   "help": "bind a variable (e.g. question=turn:user); unmapped ones read metadata"}),
+        ("--version", {"help": "a version number, id or id prefix (default: current)"}),
+        ("--judge", {"help": "grade each sample on an OpenAI-compatible server URL ending in /v1, 'embedded' "
+                             "(spawn the bundled SmolLM2-135M judge; noise verdicts) or 'torch' (the "
+                             "in-process transformers judge); the embedded and torch judges answer in place "
+                             "of the scorer's config.model"}),
+        ("--judge-model", {"help": "ask for this model instead of the scorer's config.model (an explicit "
+                                   "override; grades record it); with --judge torch, a local checkpoint "
+                                   "folder or .gguf"}),
+        ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
+        ("--language", {"help": "language of the built-in output_instructions"}), _JSON]),
+    "delete": (_delete, "delete a scorer and every version of it", [_SLUG]),
+}
+
+
 def add_parser(sub) -> None:
     """The ``rewardjudge scorers`` command group."""
     p = sub.add_parser("scorers")
-    registry_help = f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"
-    p.add_argument("--registry", help=registry_help)
+    p.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
     ssub = p.add_subparsers(dest="scorers_command", required=True)
-
-    def common(q: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
-        # also accepted after the subcommand; SUPPRESS keeps a value given before it
-        q.add_argument("--registry", default=argparse.SUPPRESS, help=registry_help)
-        if json_flag:
-            q.add_argument("--json", action="store_true", help="print JSON")
-
-    c = ssub.add_parser("create", help="save a new scorer from a JSON file (a new slug every time)")
-    c.add_argument("file", nargs="?", help="scorer JSON: {name, description?, config}; - for stdin")
-    c.add_argument("--name", help="override the file's name")
-    c.add_argument("--description", help="override the file's description")
-    c.add_argument("--template", help="read config.prompt_template from this file")
-    common(c)
-    c.set_defaults(func=_create)
-
-    u = ssub.add_parser("update", help="change name/description/config; a new config hash makes a version")
-    u.add_argument("slug")
-    u.add_argument("file", nargs="?", help="scorer JSON with the fields to change; - for stdin")
-    u.add_argument("--name")
-    u.add_argument("--description")
-    u.add_argument("--template", help="read config.prompt_template from this file")
-    common(u)
-    u.set_defaults(func=_update)
-
-    s = ssub.add_parser("show", help="show a scorer (its current version, or --version)")
-    s.add_argument("slug")
-    s.add_argument("--version", help="a version number, id or id prefix (8+ hex)")
-    s.add_argument("--template", action="store_true", help="also print the prompt template")
-    common(s)
-    s.set_defaults(func=_show)
-
-    v = ssub.add_parser("versions", help="list a scorer's versions (* = current)")
-    v.add_argument("slug")
-    common(v)
-    v.set_defaults(func=_versions)
-
-    ls = ssub.add_parser("list", help="list scorers (optionally those whose name contains QUERY)")
-    ls.add_argument("query", nargs="?")
-    common(ls)
-    ls.set_defaults(func=_list)
-
-    t = ssub.add_parser("test", help="render a scorer's prompt on sample inputs (and, with --judge, "
-                                     "grade them with one judge call each)")
-    t.add_argument("slug")
-    t.add_argument("--input", required=True, help="samples: a JSON object, a JSON list or JSON lines "
-                                                  "of {messages, metadata}; - for stdin")
-    t.add_argument("--map", action="append", metavar="VAR=SOURCE",
-                   help="bind a variable (e.g. question=turn:user); unmapped ones read metadata")
-    t.add_argument("--version", help="a version number, id or id prefix (default: current)")
-    t.add_argument("--judge", help="grade each sample on an OpenAI-compatible server URL ending in /v1, "
-                                   "'embedded' (spawn the bundled SmolLM2-135M judge; noise verdicts) or 'torch' "
-                                   "(the in-process transformers judge); the embedded and torch judges answer in "
-                                   "place of the scorer's config.model")
-    t.add_argument("--judge-model", help="ask for this model instead of the scorer's config.model "
-                                         "(an explicit override; grades record it); with --judge torch, a "
-                                         "local checkpoint folder or .gguf")
-    t.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
-    t.add_argument("--language", help="language of the built-in output_instructions")
-    common(t)
-    t.set_defaults(func=_test)
-
-    d = ssub.add_parser("delete", help="delete a scorer and every version of it")
-    d.add_argument("slug")
-    common(d, json_flag=False)
-    d.set_defaults(func=_delete)
+    for name, (func, help_text, arguments) in _SUBCOMMANDS.items():
+        add_arguments(ssub.add_parser(name, help=help_text), arguments).set_defaults(func=func)

@@ -31,22 +31,10 @@ from ._output_spec import OutputSpec, output_spec_from_dict
 from ._template import DEFAULT_ENGINE, ENGINES, ScorerTemplate
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "DEFAULT_ENGINE", "ENGINES", "MAX_TEMPLATE_CHARS",
-           "ScorerConfig", "ScorerParams", "canonical_json", "make_template"]
+           "ScorerConfig", "ScorerParams", "canonical_json"]
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
-
-
-
-
-def make_template(source: str, engine: str = DEFAULT_ENGINE, *,
-                  name: str = "prompt_template") -> ScorerTemplate:
-    """Check and compile ``source`` with ``engine`` (see ``template.py``).
-
-    A variable with no value renders empty in both engines (the grader
-    reports which were missing).
-    """
-    return ScorerTemplate(source, engine, name=name)
 
 
 def _number(name: str, value: Any, lo: float, hi: float | None, *, lo_open: bool = False) -> float:
@@ -67,6 +55,9 @@ def _count(name: str, value: Any) -> int:
     return int(value)
 
 
+_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+
+
 @dataclass(frozen=True)
 class ScorerParams:
     """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1],
@@ -79,14 +70,11 @@ class ScorerParams:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature is not None:
-            object.__setattr__(self, "temperature", _number("temperature", self.temperature, 0, 1.5))
-        if self.top_p is not None:
-            object.__setattr__(self, "top_p", _number("top_p", self.top_p, 0, 1, lo_open=True))
-        if self.max_tokens is not None:
-            object.__setattr__(self, "max_tokens", _count("max_tokens", self.max_tokens))
-        if self.seed is not None:
-            object.__setattr__(self, "seed", _count("seed", self.seed))
+        for name, check in (("temperature", lambda n, v: _number(n, v, 0, 1.5)),
+                            ("top_p", lambda n, v: _number(n, v, 0, 1, lo_open=True)),
+                            ("max_tokens", _count), ("seed", _count)):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, check(name, getattr(self, name)))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
@@ -101,16 +89,13 @@ class ScorerParams:
             if "seed" in data and data["seed"] != data["random_seed"]:
                 raise ConfigError("params: give either seed or random_seed, not both")
             data["seed"] = data.pop("random_seed")
-        allowed = ("temperature", "top_p", "max_tokens", "seed")
-        unknown = sorted(set(data) - set(allowed))
+        unknown = sorted(set(data) - set(_PARAMS))
         if unknown:
-            raise ConfigError(f"params: unknown key(s) {unknown}; allowed: {list(allowed)}")
+            raise ConfigError(f"params: unknown key(s) {unknown}; allowed: {list(_PARAMS)}")
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("temperature", self.temperature), ("top_p", self.top_p),
-                                  ("max_tokens", self.max_tokens), ("seed", self.seed))
-                if v is not None}
+        return {k: getattr(self, k) for k in _PARAMS if getattr(self, k) is not None}
 
 
 class ScorerConfig:
@@ -143,7 +128,7 @@ class ScorerConfig:
         self.prompt_template = prompt_template
         self.output_spec = output_spec_from_dict(output_spec)
         self.params = ScorerParams.from_dict(params)
-        self.template = make_template(prompt_template, template_engine)
+        self.template = ScorerTemplate(prompt_template, template_engine)
         self.template_engine = self.template.engine
 
     _KEYS = ("model", "prompt_template", "template_engine", "output_spec", "params")

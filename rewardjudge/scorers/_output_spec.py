@@ -174,6 +174,19 @@ class BooleanSpec(OutputSpec):
         return "boolean (true -> 1.0, false -> 0.0)"
 
 
+def _check_labels(labels: Any) -> None:
+    if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not labels:
+        raise ConfigError("output_spec.labels must be a non-empty list of strings")
+    if len(labels) > MAX_LABELS:
+        raise ConfigError(f"output_spec.labels: at most {MAX_LABELS} labels, got {len(labels)}")
+    for i, lab in enumerate(labels):
+        if not isinstance(lab, str) or not lab.strip():
+            raise ConfigError(f"output_spec.labels[{i}] must be a non-empty string, got {lab!r}")
+    if len(set(labels)) != len(labels):
+        dup = sorted({lab for lab in labels if labels.count(lab) > 1})
+        raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
+
+
 class CategoricalSpec(OutputSpec):
     """One label out of ``labels``; its number, if any, comes from ``values`` (never from
     the order of ``labels``; see the module doc)."""
@@ -182,35 +195,25 @@ class CategoricalSpec(OutputSpec):
     field = "label"
 
     def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
-        if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not labels:
-            raise ConfigError("output_spec.labels must be a non-empty list of strings")
-        if len(labels) > MAX_LABELS:
-            raise ConfigError(f"output_spec.labels: at most {MAX_LABELS} labels, got {len(labels)}")
-        for i, lab in enumerate(labels):
-            if not isinstance(lab, str) or not lab.strip():
-                raise ConfigError(f"output_spec.labels[{i}] must be a non-empty string, got {lab!r}")
-        if len(set(labels)) != len(labels):
-            dup = sorted({lab for lab in labels if labels.count(lab) > 1})
-            raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
+        _check_labels(labels)
         self.labels = tuple(labels)
         self.values: dict[str, float] | None = None
         if values is not None:
-            if not isinstance(values, Mapping):
-                raise ConfigError("output_spec.values must map each label to a number, e.g. "
-                                  + json.dumps(self.example_values()))
-            unknown = sorted(set(values) - set(labels))
-            lacking = [lab for lab in labels if lab not in values]
-            if unknown or lacking:
-                raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
-                                  f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
-            for lab, v in values.items():
-                if not _is_number(v):
-                    raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
-            self.values = {lab: float(values[lab]) for lab in labels}
+            self.values = self._checked_values(values)
 
-    @property
-    def explicit_values(self) -> bool:
-        return self.values is not None
+    def _checked_values(self, values: Any) -> dict[str, float]:
+        if not isinstance(values, Mapping):
+            raise ConfigError("output_spec.values must map each label to a number, e.g. "
+                              + json.dumps(self.example_values()))
+        unknown = sorted(set(values) - set(self.labels))
+        lacking = [lab for lab in self.labels if lab not in values]
+        if unknown or lacking:
+            raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
+                              f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
+        for lab, v in values.items():
+            if not _is_number(v):
+                raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
+        return {lab: float(values[lab]) for lab in self.labels}
 
     @property
     def has_values(self) -> bool:

@@ -50,6 +50,12 @@ class ScorerNotFound(ConfigError, LookupError):
     """No scorer (or no version of it) matches the reference given."""
 
 
+def _is_number(ref: Any) -> bool:
+    """A version number: an int, or a string of fewer than 8 digits (8+ hex digits are an id prefix)."""
+    return isinstance(ref, int) and not isinstance(ref, bool) or (isinstance(ref, str) and ref.isdigit()
+                                                                  and len(ref) < 8)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -190,13 +196,11 @@ class ScorerRegistry:
         history = scorer.history
         if ref is None or ref == "latest":
             return next(v for v in reversed(history) if v.id == scorer.version)
-        if isinstance(ref, int) and not isinstance(ref, bool) or (isinstance(ref, str) and ref.isdigit()
-                                                                    and len(ref) < 8):
-            n = int(ref)
-            for v in history:
-                if v.number == n:
-                    return v
-            raise ScorerNotFound(f"{slug} has no version {n} (versions 1..{len(history)})")
+        if _is_number(ref):
+            found = next((v for v in history if v.number == int(ref)), None)
+            if found is None:
+                raise ScorerNotFound(f"{slug} has no version {int(ref)} (versions 1..{len(history)})")
+            return found
         if isinstance(ref, str) and len(ref) >= 8:
             matches = {v.id for v in history if v.id.startswith(ref.lower())}
             if len(matches) == 1:

@@ -24,6 +24,9 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, TemplateError
+from ..templates._handlebars import Template
+from ..templates._jinja import JinjaTemplate, _env as _render_env, render_sandboxed
+from ..templates._plain import to_plain
 from ._builtins import BUILTIN_FUNCTIONS
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "ScorerTemplate"]
@@ -31,11 +34,6 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "ScorerTemplate"]
 ENGINES = ("jinja2", "handlebars")
 DEFAULT_ENGINE = "jinja2"
 _ALIASES = {"jinja": "jinja2", "hbs": "handlebars"}
-
-# -- Jinja2 rendering with function built-ins: the one sandboxed environment of
-# templates/_jinja.py (``JinjaTemplate.render`` takes plain data only; scorers add their
-# function built-ins to the context, so they render with the environment itself)
-from ..templates._jinja import _env as _render_env  # noqa: E402
 
 
 class ScorerTemplate:
@@ -59,14 +57,12 @@ class ScorerTemplate:
         self.engine = engine
         self.name = name
         if engine == "jinja2":
-            from ..templates._jinja import JinjaTemplate
-
+            # JinjaTemplate.render takes plain data only: the function built-ins need the
+            # sandboxed environment itself
             self._checked = JinjaTemplate(source, name=name)  # allowlist, syntax, variables
             self.variables = list(self._checked.variables)
             self._compiled = _render_env().from_string(source)
         else:
-            from ..templates._handlebars import Template
-
             self._checked = Template(source, name=name, strict=False)
             self._compiled = None
             tops: dict[str, None] = {}
@@ -83,9 +79,6 @@ class ScorerTemplate:
                functions: Mapping[str, Callable[..., Any]] | None = None) -> str:
         if self._compiled is None:
             return self._checked.render(context)
-        from ..templates._handlebars import to_plain
-        from ..templates._jinja import render_sandboxed
-
         values = to_plain(dict(context))
         values.update(functions or {})  # after the data: built-ins take precedence
         return render_sandboxed(self._compiled, values, self.name)

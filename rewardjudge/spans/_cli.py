@@ -34,93 +34,87 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ._otlp import SEMCONV_VERSION
+from ..scorers import Scorer
+from ..scorers._builtins import BUILTIN_NAMES
+from ..scorers._cli import REGISTRY_ENV, _registry, add_arguments, split_map
+from ._otlp import SEMCONV_VERSION, read_otlp_file
+from ._pipeline import JudgeConfig, PipelineConfig, SpanFilter
+from ._receiver import OtlpReceiver
+from ._runner import SpanJudge, arun_pipeline
 
 #: environment variable holding the receiver's bearer token when --token is not given
 TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"
 
 
+_PIN_ARGUMENTS = [
+    ("--scorer", {"action": "append", "required": True, "metavar": "SLUG[@VERSION]|FILE.json",
+                  "help": "a registry scorer (current version, or @number / @id prefix) or a scorer JSON "
+                          "file; repeat for several"}),
+    ("--registry", {"help": f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"}),
+    ("--map", {"action": "append", "default": [], "metavar": "VAR=SOURCE",
+               "help": "where a variable comes from: attr(\"key\"), transcript, input_messages, "
+                       "output_messages, format_input_transcript(\"key\"), format_output_transcript(\"key\"), "
+                       "literal:TEXT (given to every pinned scorer that reads VAR; unmapped: the span "
+                       "attribute of its name, empty when absent)"}),
+    ("--name", {"required": True, "help": "the pipeline's name"}),
+    ("--filter", {"help": "span filter as JSON, e.g. '{\"span_name\": \"chat *\", \"attributes\": "
+                          "{\"service.name\": \"support\"}}' (default: GenAI chat/agent spans)"}),
+    ("--sampling-rate", {"type": float, "default": 1.0,
+                         "help": "share of traces judged, decided from the trace id (default 1.0)"}),
+    ("--output -o", {"required": True, "help": "the pipeline JSON file to write"}),
+]
+#: the options of run and receive; --judge's help is evaluate's JUDGE_HELP
+_JUDGE_ARGUMENTS = [
+    ("pipeline", {"help": "a judge-v1 pipeline JSON file (rewardjudge pipeline pin)"}),
+    ("--judge", {"required": True}),
+    ("--judge-model", {"help": "ask this model for every pinned version (default: each version's own "
+                               "config.model, by name, on the --judge server)"}),
+    ("--output -o", {"required": True, "help": "output folder (results.jsonl; rerun to resume)"}),
+    ("--keep-prompts", {"action": "store_true",
+                        "help": "also keep each rendered judge prompt (it holds the span's text)"}),
+    ("--retry-unscored", {"action": "store_true", "help": "judge again results left unscored"}),
+    ("--batch-size", {"type": int, "default": 64, "help": "spans judged together (default 64)"}),
+    ("--concurrency", {"type": int, "default": None, "help": "judge requests in flight (default 64)"}),
+    ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
+    ("--max-retries", {"type": int, "default": 3, "help": "retries per judge request"}),
+    ("--structured-output", {"choices": ("json_schema", "json_object", "none"), "default": "json_schema",
+                             "help": "how the reply schema is requested from a URL judge"}),
+]
+_RUN_ARGUMENTS = [
+    ("spans", {"nargs": "+", "help": "OTLP files (.json/.jsonl, .pb/.binpb, optionally .gz)"}),
+    ("--format", {"choices": ("json", "protobuf"),
+                  "help": "the files' encoding (default: from each file's name, else its first bytes)"}),
+]
+_RECEIVE_ARGUMENTS = [
+    ("--host", {"default": "127.0.0.1", "help": "address to listen on (default 127.0.0.1: this machine only)"}),
+    ("--port", {"type": int, "default": 4318, "help": "port (default 4318, OTLP/HTTP's)"}),
+    ("--token", {"help": f"bearer token required on /v1/traces (default ${TOKEN_ENV})"}),
+    ("--max-pending", {"type": int, "default": 10_000, "help": "selected spans waiting for the judge; beyond, "
+                                                               "503 with Retry-After (default 10000)"}),
+    ("--max-body", {"type": int, "default": 16 << 20, "help": "largest request body (default 16 MiB)"}),
+    ("--drain-timeout", {"type": float, "default": 120.0,
+                         "help": "seconds SIGTERM waits for queued spans to be judged (default 120)"}),
+]
+
+
 def add_parser(sub: Any) -> None:
     from ..evaluate._cli import JUDGE_HELP
-    from ..scorers._cli import REGISTRY_ENV
 
     p = sub.add_parser("pipeline", description=__doc__.format(semconv=SEMCONV_VERSION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     psub = p.add_subparsers(dest="pipeline_command", required=True)
-
-    pin = psub.add_parser("pin", help="write a judge-v1 pipeline pinning scorer versions (copies of their configs)")
-    pin.add_argument("--scorer", action="append", required=True, metavar="SLUG[@VERSION]|FILE.json",
-                     help="a registry scorer (current version, or @number / @id prefix) or a scorer JSON file; "
-                          "repeat for several")
-    pin.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
-    pin.add_argument("--map", action="append", default=[], metavar="VAR=SOURCE",
-                     help="where a variable comes from: attr(\"key\"), transcript, input_messages, "
-                          "output_messages, format_input_transcript(\"key\"), format_output_transcript(\"key\"), "
-                          "literal:TEXT (given to every pinned scorer that reads VAR; unmapped: the span "
-                          "attribute of its name, empty when absent)")
-    pin.add_argument("--name", required=True, help="the pipeline's name")
-    pin.add_argument("--filter", help="span filter as JSON, e.g. '{\"span_name\": \"chat *\", \"attributes\": "
-                                      "{\"service.name\": \"support\"}}' (default: GenAI chat/agent spans)")
-    pin.add_argument("--sampling-rate", type=float, default=1.0,
-                     help="share of traces judged, decided from the trace id (default 1.0)")
-    pin.add_argument("--output", "-o", required=True, help="the pipeline JSON file to write")
-    pin.set_defaults(func=_pin)
-
-    def judge_options(q: argparse.ArgumentParser) -> None:
-        q.add_argument("pipeline", help="a judge-v1 pipeline JSON file (rewardjudge pipeline pin)")
-        q.add_argument("--judge", required=True, help=JUDGE_HELP)
-        q.add_argument("--judge-model", help="ask this model for every pinned version (default: each version's "
-                                             "own config.model, by name, on the --judge server)")
-        q.add_argument("--output", "-o", required=True, help="output folder (results.jsonl; rerun to resume)")
-        q.add_argument("--keep-prompts", action="store_true",
-                       help="also keep each rendered judge prompt (it holds the span's text)")
-        q.add_argument("--retry-unscored", action="store_true", help="judge again results left unscored")
-        q.add_argument("--batch-size", type=int, default=64, help="spans judged together (default 64)")
-        q.add_argument("--concurrency", type=int, default=None, help="judge requests in flight (default 64)")
-        q.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
-        q.add_argument("--max-retries", type=int, default=3, help="retries per judge request")
-        q.add_argument("--structured-output", choices=("json_schema", "json_object", "none"),
-                       default="json_schema", help="how the reply schema is requested from a URL judge")
-
-    run = psub.add_parser("run", help="judge the spans of OTLP files (JSON or protobuf)")
-    judge_options(run)
-    run.add_argument("spans", nargs="+", help="OTLP files (.json/.jsonl, .pb/.binpb, optionally .gz)")
-    run.add_argument("--format", choices=("json", "protobuf"), help="the files' encoding (default: from each "
-                                                                      "file's name, else its first bytes)")
-    run.set_defaults(func=_run)
-
-    rec = psub.add_parser("receive", help="an OTLP/HTTP receiver (POST /v1/traces) judging what it receives")
-    judge_options(rec)
-    rec.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this "
-                                                          "machine only)")
-    rec.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's)")
-    rec.add_argument("--token", help=f"bearer token required on /v1/traces (default ${TOKEN_ENV})")
-    rec.add_argument("--max-pending", type=int, default=10_000,
-                     help="selected spans waiting for the judge; beyond, 503 with Retry-After (default 10000)")
-    rec.add_argument("--max-body", type=int, default=16 << 20, help="largest request body (default 16 MiB)")
-    rec.add_argument("--drain-timeout", type=float, default=120.0,
-                     help="seconds SIGTERM waits for queued spans to be judged (default 120)")
-    rec.set_defaults(func=_receive)
-
-
-# --------------------------------------------------------------------------
-def _split_map(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        var, sep, source = item.partition("=")
-        if not sep or not var.strip():
-            raise ConfigError(f"--map {item!r}: write VAR=SOURCE, e.g. product='attr(\"app.product\")'")
-        out[var.strip()] = source.strip()
-    return out
+    judge = [(f, dict(o, help=JUDGE_HELP) if f == "--judge" else o) for f, o in _JUDGE_ARGUMENTS]
+    for name, func, help_text, arguments in (
+            ("pin", _pin, "write a judge-v1 pipeline pinning scorer versions (copies of their configs)",
+             _PIN_ARGUMENTS),
+            ("run", _run, "judge the spans of OTLP files (JSON or protobuf)", judge + _RUN_ARGUMENTS),
+            ("receive", _receive, "an OTLP/HTTP receiver (POST /v1/traces) judging what it receives",
+             judge + _RECEIVE_ARGUMENTS)):
+        add_arguments(psub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from ..scorers import Scorer
-    from ..scorers._builtins import BUILTIN_NAMES
-    from ..scorers._cli import _registry
-    from ._pipeline import JudgeConfig, PipelineConfig, SpanFilter
-
-    mapping = _split_map(args.map)
+    mapping = split_map(args.map, "product='attr(\"app.product\")'")
     configs = []
     for ref in args.scorer:
         if ref.endswith(".json") and os.path.exists(ref):
@@ -193,10 +187,6 @@ def _report(run: Any) -> int:
 
 
 async def _arun(args: argparse.Namespace) -> int:
-    from ._otlp import read_otlp_file
-    from ._pipeline import PipelineConfig
-    from ._runner import arun_pipeline
-
     pipeline = PipelineConfig.load(args.pipeline)
     for path in args.spans:
         if not os.path.exists(path):
@@ -218,10 +208,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _areceive(args: argparse.Namespace) -> int:
-    from ._pipeline import PipelineConfig
-    from ._receiver import OtlpReceiver
-    from ._runner import SpanJudge
-
     pipeline = PipelineConfig.load(args.pipeline)
     token = args.token or os.environ.get(TOKEN_ENV) or None
     async with _judges(args, pipeline) as (judge, override):

@@ -24,8 +24,8 @@ event.
 from __future__ import annotations
 
 import base64
-import binascii
 import gzip
+import itertools
 import json
 import os
 import re
@@ -242,20 +242,13 @@ def _json_file(f: Any, path: str) -> Iterator[Span]:
         for item in data if isinstance(data, list) else [data]:
             yield from spans_of(request_from_json(item))
         return
-    for n, line in enumerate([first, rest], 1):
+    for n, line in enumerate(itertools.chain([first, rest], f), 1):
         if line.strip():
-            yield from _json_line(line, path, n)
-    for n, line in enumerate(f, 3):
-        if line.strip():
-            yield from _json_line(line, path, n)
-
-
-def _json_line(line: bytes, path: str, n: int) -> Iterator[Span]:
-    try:
-        request = request_from_json(line)
-    except ConfigError as exc:
-        raise ConfigError(f"{path} line {n}: {exc}") from None
-    yield from spans_of(request)
+            try:
+                request = request_from_json(line)
+            except ConfigError as exc:
+                raise ConfigError(f"{path} line {n}: {exc}") from None
+            yield from spans_of(request)
 
 
 def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
@@ -272,9 +265,7 @@ def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
         yield from spans_of(decode_request(body))
 
 
-# --------------------------------------------------------------------------
-# a GenAI span as a thread
-# --------------------------------------------------------------------------
+# -- a GenAI span as a thread -------------------------------------------------
 def _role(role: str, default: str) -> str:
     role = (role or default).lower()
     return role if role in ROLES else default
@@ -322,13 +313,3 @@ def span_thread(span: Span) -> StringThread:
                 "span_id": span.span_id, "span_name": span.name}
     return StringThread(turns, metadata)
 
-
-def hex_id(value: str, nbytes: int) -> str:
-    """A checked lowercase hex id."""
-    try:
-        raw = binascii.unhexlify(value)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != nbytes:
-        raise ConfigError(f"{value!r:.40} is not a {nbytes}-byte hex id")
-    return raw.hex()

@@ -49,7 +49,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
-from ._otlp import Span
+from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
 
 __all__ = ["JUDGE_V1", "DEFAULT_FILTER", "JudgeConfig", "PipelineConfig", "SpanFilter", "source_of",
            "trace_sampled"]
@@ -80,9 +80,7 @@ def source_of(value: Any, variable: str = "?") -> str:
     return value.strip()
 
 
-# --------------------------------------------------------------------------
-# sampling
-# --------------------------------------------------------------------------
+# -- sampling -----------------------------------------------------------------
 _RANDOM_BITS = 56
 
 
@@ -113,9 +111,7 @@ def _rate(value: Any) -> float:
     return float(value)
 
 
-# --------------------------------------------------------------------------
-# filter
-# --------------------------------------------------------------------------
+# -- filter -------------------------------------------------------------------
 @dataclass(frozen=True)
 class SpanFilter:
     """Which spans a pipeline judges; every condition given must hold.
@@ -164,16 +160,10 @@ class SpanFilter:
                     return False
             elif got != want:
                 return False
-        if self.has_messages:
-            from ._otlp import OUTPUT_MESSAGES, message_attributes
-
-            return OUTPUT_MESSAGES in message_attributes(span)
-        return True
+        return not self.has_messages or OUTPUT_MESSAGES in message_attributes(span)
 
 
-# --------------------------------------------------------------------------
-# pinned scorer versions
-# --------------------------------------------------------------------------
+# -- pinned scorer versions ---------------------------------------------------
 @dataclass
 class JudgeConfig:
     """One ``pipeline_configs[]`` entry: a scorer version's config (a copy),

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 from collections import deque
-from typing import Any
-
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
 from ..errors import ConfigError
-from ._otlp import SEMCONV_VERSION, decode_request, spans_of
+from ._otlp import SEMCONV_VERSION, _pb, decode_request, spans_of
 from ._runner import SpanJudge
 
 __all__ = ["OtlpReceiver"]
@@ -123,7 +120,7 @@ class OtlpReceiver:
             return self._error(400, str(exc))
         spans = list(spans_of(message))
         selected = [s for s in spans if self.judge.pipeline.wants(s)]
-        if len(self._queue) + self._in_flight + len(selected) > self.max_pending:
+        if self.pending + len(selected) > self.max_pending:
             self.refused += 1
             return self._error(503, f"{self.max_pending} spans already wait for the judge; retry later",
                                headers={"Retry-After": str(self.retry_after)})
@@ -137,17 +134,14 @@ class OtlpReceiver:
 
     @staticmethod
     def _answer(kind: str) -> web.Response:
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-        reply = trace_service_pb2.ExportTraceServiceResponse()
         if kind == JSON:
             return web.Response(body=b"{}", content_type=JSON)
-        return web.Response(body=reply.SerializeToString(), content_type=PROTOBUF)
+        return web.Response(body=_pb().ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "stopping" if self._stopping else "ok", "semconv": SEMCONV_VERSION,
                                   "requests": self.received, "refused": self.refused,
-                                  "pending": len(self._queue) + self._in_flight, **self.judge.run.to_dict()})
+                                  "pending": self.pending, **self.judge.run.to_dict()})
 
     # -- the judging loop -----------------------------------------------------
     async def _work(self) -> None:
@@ -200,6 +194,3 @@ class OtlpReceiver:
             await self._runner.cleanup()
         self.judge.close()
         return drained and not self._queue
-
-    def health(self) -> dict[str, Any]:
-        return json.loads(json.dumps({"pending": self.pending, **self.judge.run.to_dict()}))

@@ -49,11 +49,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
+from ._handlebars import Template, _compile, partial_names, template_variables
+from ._jinja import JinjaTemplate
+from ._pybars_overrides import indent_lines
 
-__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries", "expand_fragment_refs", "fragment_refs",
-           "bundle_path", "check_bundles", "compile_bundles", "discover_languages", "fragment_cycle",
-           "inline_partials", "is_language_slug", "load_bundle", "read_sources", "render_bundle",
-           "source_dir"]
+__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries", "bundle_path",
+           "bundle_text",
+           "check_bundles", "compile_bundles", "discover_languages", "entry_key", "expand_fragment_refs",
+           "fragment_cycle", "fragment_refs", "inline_partials", "is_language_slug", "load_bundle",
+           "merge_bundles", "read_sources", "render_bundle", "source_dir"]
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = 2
@@ -175,18 +179,22 @@ def read_sources(folder: Path) -> tuple[dict[tuple[str, str, str], str], dict[st
     return prompts, fragments
 
 
+def entry_key(section: str, cls: str, method: str) -> str:
+    """``Class/method``, or ``Class/method.multimodal`` for a multimodal variant."""
+    return f"{cls}/{method}" + (f".{MULTIMODAL}" if section == MULTIMODAL else "")
+
+
+def bundle_text(bundle: dict[str, Any], section: str, cls: str, method: str) -> str | None:
+    """The text of one prompt of a bundle, or None."""
+    return ((bundle.get(section) or {}).get(cls) or {}).get(method)
+
+
 def bundle_entries(bundle: dict[str, Any] | None) -> Iterator[tuple[str, str, str, str]]:
     """``(section, class, method, text)`` for every prompt of a bundle."""
     for section in SECTIONS:
         for cls, methods in ((bundle or {}).get(section) or {}).items():
             for method, text in methods.items():
                 yield section, cls, method, text
-
-
-def _partials_of(text: str) -> list[str]:
-    from ._handlebars import partial_names
-
-    return partial_names(text)
 
 
 def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
@@ -198,7 +206,7 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
             return [*path[path.index(name):], name]
         if name in done:
             return None
-        for used in [*_partials_of(fragments[name]), *fragment_refs(fragments[name])]:
+        for used in [*partial_names(fragments[name]), *fragment_refs(fragments[name])]:
             if used in fragments:
                 found = visit(used, [*path, name])
                 if found:
@@ -215,16 +223,12 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
 
 def _check_prompt(where: str, text: str, fragments: dict[str, str],
                   engine: str = "handlebars") -> None:
-    from ._handlebars import Template
-
     try:
         text = expand_fragment_refs(text, fragments, engine=engine)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
         if engine == "jinja2":
-            from ._jinja import JinjaTemplate
-
             JinjaTemplate(text, name=where)
             return
         Template(text, name=where, strict=False, partials=fragments)
@@ -271,8 +275,7 @@ def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
     check_fragments(fragments, folder.name)
     sections: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SECTIONS}
     for (section, cls, method), text in prompts.items():
-        suffix = f".{MULTIMODAL}" if section == MULTIMODAL else ""
-        _check_prompt(f"{folder.name}/{cls}/{method}{suffix}.txt", text, fragments)
+        _check_prompt(f"{folder.name}/{entry_key(section, cls, method)}.txt", text, fragments)
         sections[section].setdefault(cls, {})[method] = text
     prev = previous or {}
     out: dict[str, Any] = {"format": BUNDLE_FORMAT, "language": language,
@@ -294,8 +297,6 @@ def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...
     >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
     'A\\n  be fair\\nB'
     """
-    from ._handlebars import _compile
-
     _, _, tags = _compile(text)
     out, pos = [], 0
     for tag in tags:
@@ -309,15 +310,24 @@ def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...
             start = text.rfind("\n", 0, tag.start) + 1
             nl = text.find("\n", tag.end)
             end = len(text) if nl < 0 else nl + 1
-            if tag.indent:
-                lines = body.split("\n")
-                body = "\n".join(tag.indent + ln if (ln or i + 1 < len(lines)) else ln
-                                 for i, ln in enumerate(lines))
+            body = indent_lines(body, tag.indent) if tag.indent else body
         out.append(text[pos:start])
         out.append(body)
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def merge_bundles(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
+    """``high`` over ``low``, per fragment and per prompt (``format`` and ``language`` from ``high``)."""
+    out = {"format": high.get("format"), "language": high.get("language"),
+           "fragments": {**low.get("fragments", {}), **high.get("fragments", {})}}
+    for section in SECTIONS:
+        merged: dict[str, dict[str, str]] = {c: dict(m) for c, m in (low.get(section) or {}).items()}
+        for cls, methods in (high.get(section) or {}).items():
+            merged.setdefault(cls, {}).update(methods)
+        out[section] = merged
+    return out
 
 
 def render_bundle(bundle: dict[str, Any]) -> str:
@@ -348,10 +358,7 @@ def load_bundle(path: Path) -> dict[str, Any]:
 
 
 def _keys(bundle: dict[str, Any] | None) -> dict[str, str]:
-    out = {}
-    for section, cls, method, text in bundle_entries(bundle):
-        out[f"{cls}/{method}" + (f".{MULTIMODAL}" if section == MULTIMODAL else "")] = text
-    return out
+    return {entry_key(section, cls, method): text for section, cls, method, text in bundle_entries(bundle)}
 
 
 @dataclass
@@ -430,18 +437,14 @@ def render_methods_module(bundle: dict[str, Any]) -> str:
 
     lines = ['"""Prompt method names per class, generated from bundle.en.json by',
              '``rewardjudge templates compile``; do not edit (a test fails when stale)."""', "",
-             "from typing import Literal", "", "__all__ = [", '    "PROMPT_METHODS",',
+             "from typing import Literal, get_args", "", "__all__ = [", '    "PROMPT_METHODS",',
              '    "PromptMethod",', *(f'    "{c}Method",' for c in sorted(classes)), "]", ""]
-    every: dict[str, None] = {}
     for cls in sorted(classes):
-        names = sorted(classes[cls])
-        every.update(dict.fromkeys(names))
-        lines += literal(f"{cls}Method", names)
-    lines += literal("PromptMethod", sorted(every))
-    lines += ["", "#: class name -> its prompt method names", "PROMPT_METHODS = {"]
-    for cls in sorted(classes):
-        lines += [f'    "{cls}": (', *(f'        "{n}",' for n in sorted(classes[cls])), "    ),"]
-    lines.append("}")
+        lines += literal(f"{cls}Method", sorted(classes[cls]))
+    lines += ["#: every prompt method name", "PromptMethod = Literal[",
+              *(f"    {cls}Method," for cls in sorted(classes)), "]"]
+    lines += ["", "#: class name -> its prompt method names", "PROMPT_METHODS = {",
+              *(f'    "{cls}": get_args({cls}Method),' for cls in sorted(classes)), "}"]
     return "\n".join(lines) + "\n"
 
 
@@ -454,8 +457,6 @@ def methods_module_stale(root: Path = TEMPLATES_DIR) -> bool:
 
 def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
     """The variables a prompt reads, its fragments' included."""
-    from ._handlebars import template_variables
-
     return template_variables(expand_fragment_refs(text, fragments), fragments)
 
 
@@ -493,8 +494,8 @@ def compare_to_english(bundle: dict[str, Any], english: dict[str, Any]) -> list[
     en_fragments = english.get("fragments") or {}
     fragments = {**en_fragments, **(bundle.get("fragments") or {})}
     for section, cls, method, text in bundle_entries(bundle):
-        key = f"{cls}/{method}" + (f".{MULTIMODAL}" if section == MULTIMODAL else "")
-        original = ((english.get(section) or {}).get(cls) or {}).get(method)
+        key = entry_key(section, cls, method)
+        original = bundle_text(english, section, cls, method)
         if original is None:
             problems.append(f"{language}: {key} has no English original")
             continue

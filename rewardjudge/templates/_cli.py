@@ -16,16 +16,20 @@ variables (see ``translate.py``).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import os
 import sys
+from pathlib import Path
 
 from ..errors import ConfigError
+from ._bundle import (TEMPLATES_DIR, bundle_entries, bundle_path, check_bundles, compile_bundles, entry_key,
+                      load_bundle, merge_bundles, render_bundle)
+from ._prompts import DEFAULT_USER_DIR, _slug, default_library, prompt_source, user_dirs
+from .translate import translate_bundle
 
 
 def _root(args: argparse.Namespace):
-    from pathlib import Path
-
-    from ._bundle import TEMPLATES_DIR
-
     root = Path(args.root) if args.root else TEMPLATES_DIR
     if not root.is_dir():
         raise ConfigError(f"--root {root} is not a folder")
@@ -33,8 +37,6 @@ def _root(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from ._bundle import compile_bundles
-
     reports = compile_bundles(_root(args), languages=args.language or None, write=not args.check)
     for r in reports:
         print(r.summary())
@@ -45,8 +47,6 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ._bundle import check_bundles
-
     problems = check_bundles(_root(args))
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
@@ -56,8 +56,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ._prompts import default_library
-
     lib = default_library()
     udir = args.prompts
     languages = lib.languages(udir)
@@ -70,8 +68,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ._prompts import prompt_source
-
     cls, sep, method = args.key.partition("/")
     if not sep or not cls or not method:
         raise ConfigError(f"give the prompt as GraderClass/method, got {args.key!r}")
@@ -81,27 +77,16 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    import asyncio
-    import json
-    import os
-    from pathlib import Path
-
     from ..evaluate._cli import _judge
-    from ._bundle import bundle_path, load_bundle, render_bundle
-    from ._prompts import DEFAULT_USER_DIR, _slug, default_library, user_dirs
-    from .translate import translate_bundle
-
     language = _slug(args.language)
     root = _root(args) if args.contribute else None
     if root is not None:
         _check_source_checkout(root)
     out = Path(args.out) if args.out else (user_dirs() or [DEFAULT_USER_DIR])[0]
     lib = default_library()
-    english: dict = {"fragments": lib.fragments("en"), "prompts": {}, "multimodal": {}}
+    english: dict = {}
     for _, b in reversed(lib.chain("en")):
-        for section in ("prompts", "multimodal"):
-            for cls, methods in (b.get(section) or {}).items():
-                english[section].setdefault(cls, {}).update(methods)
+        english = merge_bundles(english, b)
     if args.api_key:
         os.environ["OPENAI_API_KEY"] = args.api_key  # read by the judge model this process builds
     judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
@@ -120,18 +105,14 @@ def _translate(args: argparse.Namespace) -> int:
     path = bundle_path(out, language)
     if path.is_file():
         old = load_bundle(path)
-        old["fragments"].update(bundle["fragments"])
-        for section in ("prompts", "multimodal"):
-            for cls, methods in bundle[section].items():
-                old.setdefault(section, {}).setdefault(cls, {}).update(methods)
-        bundle = old
+        bundle = {**old, **merge_bundles(old, bundle)}
     path.write_text(render_bundle(bundle), encoding="utf-8")
     print(f"wrote {path} (a draft: review it; it is read from {json.dumps(str(out))} by default, or "
           f"from $REWARDJUDGE_PROMPTS; use it with REWARDJUDGE_LANGUAGE={language})")
     return 1 if report.failed else 0
 
 
-def _check_source_checkout(root: "Path") -> None:
+def _check_source_checkout(root: Path) -> None:
     """``--contribute`` writes prompt sources into the package itself: only
     into a source checkout (a pyproject.toml beside the package), never into
     an installed copy."""
@@ -140,22 +121,18 @@ def _check_source_checkout(root: "Path") -> None:
                           f"rewardjudge (git clone, then pip install -e .); {root} is not one")
 
 
-def _contribute(bundle: dict, language: str, root: "Path") -> int:
+def _contribute(bundle: dict, language: str, root: Path) -> int:
     """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``
     (as the shipped translations are kept), compile that language's bundle,
     and run the bundles' check; 1 when it finds a problem."""
-    from ._bundle import check_bundles, compile_bundles
-
     base = root / f"prompts.{language}"
-    written = 0
-    for name, text in bundle.get("fragments", {}).items():
-        _write_source(base / "_fragments" / f"{name}.txt", text)
-        written += 1
-    for section, suffix in (("prompts", ""), ("multimodal", ".multimodal")):
-        for cls, methods in bundle.get(section, {}).items():
-            for method, text in methods.items():
-                _write_source(base / cls / f"{method}{suffix}.txt", text)
-                written += 1
+    sources = {**{f"_fragments/{name}": text for name, text in bundle.get("fragments", {}).items()},
+               **{entry_key(s, c, m): text for s, c, m, text in bundle_entries(bundle)}}
+    for key, text in sources.items():
+        path = base / f"{key}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    written = len(sources)
     for r in compile_bundles(root, languages=[language]):
         print(r.summary())
     problems = check_bundles(root)
@@ -164,11 +141,6 @@ def _contribute(bundle: dict, language: str, root: "Path") -> int:
     print(f"contributed {written} source(s) under {base}; "
           + ("the check found problems" if problems else "the bundles check clean: review and commit them"))
     return 1 if problems else 0
-
-
-def _write_source(path: "Path", text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def add_parser(sub) -> None:

@@ -47,9 +47,7 @@ __all__ = ["HELPERS", "PlainContext", "Template", "compile_template", "root_read
            "template_variables", "to_plain", "to_plain_context"]
 
 
-# --------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------
+# -- helpers -------------------------------------------------------------------
 def _num(v: Any) -> Any:
     if isinstance(v, str):
         try:
@@ -75,9 +73,13 @@ def _default(this, value, fallback, *args):
     return fallback if value is None or value == "" else value
 
 
+def _eq(this, a, b, *args):
+    return a == b or _num(a) == _num(b) and not isinstance(_num(a), str)
+
+
 HELPERS: dict[str, Callable[..., Any]] = {
-    "eq": lambda this, a, b, *r: a == b or _num(a) == _num(b) and not isinstance(_num(a), str),
-    "ne": lambda this, a, b, *r: not (a == b or _num(a) == _num(b) and not isinstance(_num(a), str)),
+    "eq": _eq,
+    "ne": lambda this, a, b, *r: not _eq(this, a, b),
     "gt": lambda this, a, b, *r: _num(a) > _num(b),
     "lt": lambda this, a, b, *r: _num(a) < _num(b),
     "ge": lambda this, a, b, *r: _num(a) >= _num(b),
@@ -104,8 +106,10 @@ _MEMO_PROBES = 8
 _MEMO_REST = 1024
 
 
-_BUILTIN_BLOCKS = {"if", "unless", "each", "with"}
-_SCOPED_BLOCKS = {"each", "with"}
+_BUILTIN_BLOCKS = frozenset({"if", "unless", "each", "with"})
+# blocks whose body always renders in a new scope (an item, a value): there,
+# ``this`` is never the root context (a section over ``true`` keeps the scope)
+_SCOPED_BLOCKS = frozenset({"each", "with"})
 _BUILTIN_HELPERS = _BUILTIN_BLOCKS | {"lookup", "log"}
 
 
@@ -113,9 +117,7 @@ def _known_helpers() -> set[str]:
     return set(HELPERS) | _BUILTIN_HELPERS
 
 
-# --------------------------------------------------------------------------
-# compile cache
-# --------------------------------------------------------------------------
+# -- compile cache -------------------------------------------------------------
 _CACHE: dict[str, tuple[Callable[..., Any], tuple, tuple[Tag, ...]]] = {}
 _CACHE_MAX = 512
 
@@ -161,9 +163,7 @@ def partial_names(source: str) -> list[str]:
     return list(dict.fromkeys(t.name for t in tags if t.kind == "partial"))
 
 
-# --------------------------------------------------------------------------
-# variables
-# --------------------------------------------------------------------------
+# -- variables -----------------------------------------------------------------
 def _path_of(segments: list[str], depth: int) -> str | None:
     """The top-level dotted path a path node refers to, or None if scoped."""
     segs = list(segments)
@@ -263,11 +263,7 @@ def template_variables(source: str, partials: Mapping[str, str] | None = None) -
 
 
 # pure helpers: their output depends on their arguments only (``log`` prints)
-_PURE_HELPERS = frozenset(HELPERS) | {"if", "unless", "each", "with", "lookup", "_section",
-                                       "_inverted", "_lb"}
-# blocks whose body always renders in a new scope (an item, a value): there,
-# ``this`` is never the root context (a section over ``true`` keeps the scope)
-_PUSHING_BLOCKS = frozenset({"each", "with"})
+_PURE_HELPERS = frozenset(HELPERS) | _BUILTIN_BLOCKS | {"lookup", "_section", "_inverted", "_lb"}
 
 
 class _Unknown(Exception):
@@ -356,7 +352,7 @@ class _Reads:
                     raise _Unknown   # _partial, log, a helper added later
                 self.args(node_args, pushed)
                 self.nodes(body[1:] if body else [],
-                           pushed or (name in _PUSHING_BLOCKS and kind == "block"))
+                           pushed or (name in _SCOPED_BLOCKS and kind == "block"))
                 self.nodes(alt[1:] if alt else [], pushed)
             elif kind not in ("literal", "newline", "whitespace", "comment"):
                 raise _Unknown

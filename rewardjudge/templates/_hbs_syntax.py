@@ -153,33 +153,9 @@ def _classify(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozens
         _open_block(tag, source, known)
         stack.append(tag)
     elif lead == "/":
-        tag.kind = "close"
-        tag.name = inner[1:].strip()
-        if not stack:
-            raise _error(f"'{{{{/{tag.name}}}}}' closes a block that was never opened",
-                         source, start)
-        opened = stack.pop()
-        if opened.name != tag.name:
-            ol, oc = _line_col(source, opened.start)
-            raise _error(f"'{{{{/{tag.name}}}}}' does not match the open block "
-                         f"'{{{{#{opened.name}}}}}' from line {ol}, column {oc}", source, start)
-        tag.emit_name = opened.emit_name
-        tag.chain = opened.chain
+        _close_block(tag, source, stack)
     elif inner in ("else", "^") or re.match(r"else\s", inner):
-        if not stack:
-            what = "else" if inner in ("else", "^") else "else ..."
-            raise _error(f"'{{{{{what}}}}}' outside any block", source, start)
-        if inner in ("else", "^"):
-            tag.kind = "else"
-            return
-        m = _NAME_RE.match(inner[4:])
-        tag.kind = "chain"
-        tag.name, tag.rest = m.group(1), m.group(2).strip()
-        tag.section = tag.name not in known
-        if tag.section and tag.rest:
-            raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, start)
-        tag.emit_name = "_section" if tag.section else tag.name
-        stack[-1].chain.append(tag.emit_name)
+        _else(tag, source, stack, known)
     elif lead == ">":
         tag.kind = "partial"
         m = _PARTIAL_NAME.match(inner[1:])
@@ -193,6 +169,41 @@ def _classify(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozens
         tag.rest = inner[1:].strip()
         if not tag.rest:
             raise _error("empty mustache '{{&}}'", source, start)
+
+
+def _close_block(tag: Tag, source: str, stack: list[Tag]) -> None:
+    tag.kind = "close"
+    tag.name = tag.inner[1:].strip()
+    if not stack:
+        raise _error(f"'{{{{/{tag.name}}}}}' closes a block that was never opened",
+                     source, tag.start)
+    opened = stack.pop()
+    if opened.name != tag.name:
+        ol, oc = _line_col(source, opened.start)
+        raise _error(f"'{{{{/{tag.name}}}}}' does not match the open block "
+                     f"'{{{{#{opened.name}}}}}' from line {ol}, column {oc}", source, tag.start)
+    tag.emit_name = opened.emit_name
+    tag.chain = opened.chain
+
+
+def _else(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozenset[str]) -> None:
+    """``{{else}}`` / ``{{^}}``, or an ``{{else name ...}}`` chain."""
+    inner = tag.inner
+    plain = inner in ("else", "^")
+    if not stack:
+        raise _error(f"'{{{{{'else' if plain else 'else ...'}}}}}' outside any block",
+                     source, tag.start)
+    if plain:
+        tag.kind = "else"
+        return
+    m = _NAME_RE.match(inner[4:])
+    tag.kind = "chain"
+    tag.name, tag.rest = m.group(1), m.group(2).strip()
+    tag.section = tag.name not in known
+    if tag.section and tag.rest:
+        raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, tag.start)
+    tag.emit_name = "_section" if tag.section else tag.name
+    stack[-1].chain.append(tag.emit_name)
 
 
 def _open_block(tag: Tag, source: str, known: set[str] | frozenset[str]) -> None:
@@ -290,8 +301,6 @@ def rewrite(source: str, tags: list[Tag]) -> str:
         pos = tag.end
         prev = tag
     return "".join(out)
-
-
 
 
 _JINJA_HINT = re.compile(r"\||\w\(|\s[-+*/%]\s|==|!=|\bis\s+defined\b")

@@ -41,6 +41,8 @@ import threading
 from typing import Any, Mapping
 
 from ..errors import TemplateError, TemplateVariableError
+from ._hbs_syntax import _line_col
+from ._plain import to_plain
 
 __all__ = ["ALLOWED_STATEMENTS", "JinjaTemplate"]
 
@@ -65,7 +67,6 @@ def _env():
                     env.globals.pop(name, None)
                 _ENV = env
     return _ENV
-
 
 
 def _refuse_tags(source: str) -> None:
@@ -119,8 +120,7 @@ def _refuse_handlebars(source: str) -> None:
             continue
         hb = _HANDLEBARS.match(source, pos)
         if hb:
-            line = source.count("\n", 0, pos) + 1
-            column = pos - (source.rfind("\n", 0, pos) + 1) + 1
+            line, column = _line_col(source, pos)
             end = source.find("}}", pos)
             tag = source[pos:end + 2] if 0 <= end < pos + 80 else source[pos:pos + 20]
             raise TemplateError(f"template: {tag!r} is Handlebars syntax, and this template is "
@@ -182,8 +182,6 @@ class JinjaTemplate:
         return [v for v in self.variables if v not in context]
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
-        from ._handlebars import to_plain
-
         plain = to_plain(dict(context))
         if self.strict if strict is None else strict:
             missing = self.missing(plain)

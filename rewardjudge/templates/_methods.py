@@ -1,7 +1,7 @@
 """Prompt method names per class, generated from bundle.en.json by
 ``rewardjudge templates compile``; do not edit (a test fails when stale)."""
 
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "PROMPT_METHODS",
@@ -41,50 +41,20 @@ ScorerGraderMethod = Literal[
 TranslateCLIMethod = Literal[
     "user",
 ]
+#: every prompt method name
 PromptMethod = Literal[
-    "criterion_completeness",
-    "criterion_conciseness",
-    "criterion_correctness",
-    "criterion_faithfulness",
-    "criterion_format_adherence",
-    "criterion_harmlessness",
-    "criterion_helpfulness",
-    "criterion_instruction_following",
-    "criterion_relevance",
-    "output_instructions",
-    "question",
-    "system",
-    "user",
+    CandidateJudgeGraderMethod,
+    CriterionJudgeGraderMethod,
+    ProbabilityJudgeGraderMethod,
+    ScorerGraderMethod,
+    TranslateCLIMethod,
 ]
 
 #: class name -> its prompt method names
 PROMPT_METHODS = {
-    "CandidateJudgeGrader": (
-        "system",
-        "user",
-    ),
-    "CriterionJudgeGrader": (
-        "criterion_completeness",
-        "criterion_conciseness",
-        "criterion_correctness",
-        "criterion_faithfulness",
-        "criterion_format_adherence",
-        "criterion_harmlessness",
-        "criterion_helpfulness",
-        "criterion_instruction_following",
-        "criterion_relevance",
-        "system",
-        "user",
-    ),
-    "ProbabilityJudgeGrader": (
-        "question",
-        "system",
-        "user",
-    ),
-    "ScorerGrader": (
-        "output_instructions",
-    ),
-    "TranslateCLI": (
-        "user",
-    ),
+    "CandidateJudgeGrader": get_args(CandidateJudgeGraderMethod),
+    "CriterionJudgeGrader": get_args(CriterionJudgeGraderMethod),
+    "ProbabilityJudgeGrader": get_args(ProbabilityJudgeGraderMethod),
+    "ScorerGrader": get_args(ScorerGraderMethod),
+    "TranslateCLI": get_args(TranslateCLIMethod),
 }

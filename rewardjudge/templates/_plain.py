@@ -88,27 +88,21 @@ def _plain(value: Any) -> Any:
     t = type(value)
     if t is str or t is int or t is bool or value is None:
         return value
-    if t is dict or (t is not str and isinstance(value, Mapping)):
+    if t is dict or isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            if type(v) is str:  # most values: skip the call
-                out[k if type(k) is str else str(k)] = v
-                continue
             try:
-                out[k if type(k) is str else str(k)] = _plain(v)
+                out[k if type(k) is str else str(k)] = v if type(v) is str else _plain(v)
             except _CallableFound as found:
                 found.steps.append(f".{k}")
                 raise
         return out
     if t is list or t is tuple or isinstance(value, (list, tuple)):
-        items = []
-        for i, v in enumerate(value):
-            try:
-                items.append(_plain(v))
-            except _CallableFound as found:
-                found.steps.append(f"[{i}]")
-                raise
-        return items
+        return _each(_plain, enumerate(value), "[{}]")[0]
+    return _plain_leaf(value)
+
+
+def _plain_leaf(value: Any) -> Any:
     if isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
@@ -133,61 +127,63 @@ def _view(value: Any) -> Any:
     or such containers. Raises ``_CallableFound`` at the same (first) callable
     as ``_plain``."""
     t = type(value)
-    try:
-        if t is dict:
-            for k, v in value.items():
-                tv = type(v)
-                if type(k) is str and (tv in _EXACT_LEAVES or (tv is dict or tv is list)
-                                       and _view(v) is v or tv is float and math.isfinite(v)):
-                    continue
-                return _view_dict(value)
-            return value
-        if t is list:
-            for v in value:
-                tv = type(v)
-                if tv in _EXACT_LEAVES:
-                    continue
-                if tv is dict:   # a list of flat records ({role, content} turns): checked here
-                    for k2, v2 in v.items():
-                        if type(k2) is not str or type(v2) not in _EXACT_LEAVES:
-                            break
-                    else:
-                        continue
-                if (tv is dict or tv is list) and _view(v) is v \
-                        or tv is float and math.isfinite(v):
-                    continue
-                return _view_list(value)
-            return value
-    except _CallableFound:
-        # found below an item: convert again from the start, so that the
-        # error names the whole path to it
-        return _view_dict(value) if t is dict else _view_list(value)
+    if t is dict:
+        return _view_dict(value)
+    if t is list:
+        return _view_list(value)
     if t in _EXACT_LEAVES or (t is float and math.isfinite(value)):
         return value
     return _plain(value)
 
 
 def _view_dict(value: dict) -> dict:
-    views, same = _view_each(value.items(), ".{}")
+    try:
+        for k, v in value.items():
+            tv = type(v)
+            if type(k) is not str or not (tv in _EXACT_LEAVES or (tv is dict or tv is list)
+                                          and _view(v) is v or tv is float and math.isfinite(v)):
+                break
+        else:
+            return value
+    except _CallableFound:
+        pass   # found below an item: convert again from the start, so the error names the whole path
+    views, same = _each(_view, value.items(), ".{}")
     if same and all(type(k) is str for k in value):
         return value
     return {k if type(k) is str else str(k): p for k, p in zip(value, views)}
 
 
 def _view_list(value: list) -> list:
-    views, same = _view_each(enumerate(value), "[{}]")
+    try:
+        for v in value:
+            tv = type(v)
+            if tv in _EXACT_LEAVES:
+                continue
+            if tv is dict:   # a list of flat records ({role, content} turns): checked here
+                for k2, v2 in v.items():
+                    if type(k2) is not str or type(v2) not in _EXACT_LEAVES:
+                        break
+                else:
+                    continue
+            if not ((tv is dict or tv is list) and _view(v) is v or tv is float and math.isfinite(v)):
+                break
+        else:
+            return value
+    except _CallableFound:
+        pass   # as in _view_dict
+    views, same = _each(_view, enumerate(value), "[{}]")
     return value if same else views
 
 
-def _view_each(pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
-    """``_view`` of each value of ``(label, value)`` pairs, and whether every
+def _each(convert: Any, pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
+    """``convert`` of each value of ``(label, value)`` pairs, and whether every
     one is the value itself (plain, of an exact type); a callable's path gets
     ``step`` formatted with its label."""
     views: list[Any] = []
     same = True
     for label, v in pairs:
         try:
-            p = _view(v)
+            p = convert(v)
         except _CallableFound as found:
             found.steps.append(step.format(label))
             raise

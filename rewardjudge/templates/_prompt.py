@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ._handlebars import Template
+from ._jinja import JinjaTemplate
 
 __all__ = ["ENGINES", "PromptTemplate", "normalize_engine"]
 
@@ -19,6 +21,10 @@ def normalize_engine(engine: str) -> str:
     if key not in _ENGINE_ALIASES:
         raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     return _ENGINE_ALIASES[key]
+
+
+def _delegated(attr: str, doc: str | None = None) -> property:
+    return property(lambda self: getattr(self._impl, attr), doc=doc)
 
 
 class PromptTemplate:
@@ -55,17 +61,12 @@ class PromptTemplate:
 
     def __init__(self, source: str, engine: str = "handlebars", *, name: str = "template",
                  strict: bool = True, partials: Mapping[str, Any] | None = None):
-        kind = normalize_engine(engine)
-        if kind == "handlebars":
-            from ._handlebars import Template
-
+        if normalize_engine(engine) == "handlebars":
             self._impl: Any = Template(source, name=name, strict=strict, partials=partials)
+        elif partials:
+            raise ConfigError(f"{name}: partials are a Handlebars feature; a Jinja2 template "
+                              f"takes its shared text as variables")
         else:
-            if partials:
-                raise ConfigError(f"{name}: partials are a Handlebars feature; a Jinja2 template "
-                                  f"takes its shared text as variables")
-            from ._jinja import JinjaTemplate
-
             self._impl = JinjaTemplate(source, name=name, strict=strict)
 
     @classmethod
@@ -79,27 +80,11 @@ class PromptTemplate:
         obj._impl = template
         return obj
 
-    @property
-    def engine(self) -> str:
-        """``"handlebars"`` or ``"jinja2"``."""
-        return self._impl.engine
-
-    @property
-    def source(self) -> str:
-        return self._impl.source
-
-    @property
-    def name(self) -> str:
-        return self._impl.name
-
-    @property
-    def strict(self) -> bool:
-        return self._impl.strict
-
-    @property
-    def variables(self) -> list[str]:
-        """What the template reads from its context, in first-use order."""
-        return self._impl.variables
+    engine = _delegated("engine", '''``"handlebars"`` or ``"jinja2"``.''')
+    source = _delegated("source")
+    name = _delegated("name")
+    strict = _delegated("strict")
+    variables = _delegated("variables", "What the template reads from its context, in first-use order.")
 
     @property
     def template(self) -> Any:

@@ -45,13 +45,11 @@ from pybars import Compiler, Scope, strlist
 
 from ..errors import TemplateError
 
-__all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "parse", "prepare", "step", "strlist",
-           "truthy", "unless", "with_prepare"]
+__all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "indent_lines", "parse", "prepare", "step",
+           "strlist", "truthy", "unless", "with_prepare"]
 
 
-# --------------------------------------------------------------------------
-# 1, 2: prepare and resolve
-# --------------------------------------------------------------------------
+# -- 1, 2: prepare and resolve -------------------------------------------------
 def prepare(value: Any, should_escape: bool) -> Any:
     """pybars3's ``prepare`` without escaping."""
     if value is None:
@@ -128,9 +126,7 @@ def resolve(context: Any, *segments: str) -> Any:
         scope = parent
 
 
-# --------------------------------------------------------------------------
-# 3: built-in helpers
-# --------------------------------------------------------------------------
+# -- 3: built-in helpers -------------------------------------------------------
 def truthy(v: Any) -> bool:
     return bool(v) and v != ""
 
@@ -188,11 +184,13 @@ def _partial(this, options, name, *args, **hash_):
             context = context.context
         this = Scope(context, this, options["root"], overrides=hash_ or None)
     out = str(fn(this, helpers=options["helpers"], partials=partials, root=options["root"]))
-    if indent:
-        lines = out.split("\n")
-        out = "\n".join(indent + line if (line or i + 1 < len(lines)) else line
-                        for i, line in enumerate(lines))
-    return strlist([out])
+    return strlist([indent_lines(out, indent) if indent else out])
+
+
+def indent_lines(text: str, indent: str) -> str:
+    """``indent`` before every line of ``text`` but an empty last one (a standalone partial's)."""
+    lines = text.split("\n")
+    return "\n".join(indent + line if (line or i + 1 < len(lines)) else line for i, line in enumerate(lines))
 
 
 #: the built-in helpers every compiled template starts from, pybars3's own
@@ -209,9 +207,7 @@ BUILTIN_HELPERS: dict[str, Callable[..., Any]] = {
 }
 
 
-# --------------------------------------------------------------------------
-# 4, 5: compiling and parsing
-# --------------------------------------------------------------------------
+# -- 4, 5: compiling and parsing -----------------------------------------------
 class _Compiler(Compiler):
     def whitespace_control(self, source):
         return source   # done by the source rewrite; pybars3's regexes remove the wrong newlines

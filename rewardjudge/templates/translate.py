@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TemplateError
-from ._bundle import BUNDLE_FORMAT, MULTIMODAL, SECTIONS, is_language_slug
+from ..models._base import GenerationParams
+from ._bundle import BUNDLE_FORMAT, MULTIMODAL, bundle_entries, entry_key, is_language_slug
+from ._handlebars import Template, _compile, template_variables
+from ._prompts import prompt_template
 
 __all__ = ["TranslationReport", "check_translation", "translate_bundle"]
 
@@ -28,16 +31,12 @@ _FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n?```\s*$", re.S)
 
 
 def _tags(text: str) -> Counter:
-    from ._handlebars import _compile
-
     _, _, tags = _compile(text)
     return Counter(re.sub(r"\s+", " ", text[t.start:t.end]) for t in tags if t.kind != "comment")
 
 
 def check_translation(original: str, translated: str, fragments: dict[str, str]) -> str | None:
     """Why ``translated`` does not keep ``original``'s template, or None when it does."""
-    from ._handlebars import Template, template_variables
-
     try:
         Template(translated, strict=False, partials=fragments)
     except TemplateError as exc:
@@ -81,6 +80,21 @@ def _clean(reply: str) -> str:
     return text
 
 
+def _jobs(english: dict[str, Any], fragments: dict[str, str],
+          keys: list[str] | None) -> list[tuple[str, str, str, str]]:
+    """(key, section, class-or-"", name) of each text to translate, limited to ``keys``."""
+    jobs = [(f"_fragments/{name}", "fragments", "", name) for name in fragments]
+    jobs += [(entry_key(section, cls, method), section, cls, method)
+             for section, cls, method, _ in bundle_entries(english) if cls not in _SKIP_CLASSES]
+    if keys is None:
+        return jobs
+    wanted = set(keys)
+    unknown = wanted - {j[0] for j in jobs}
+    if unknown:
+        raise TemplateError(f"unknown keys {sorted(unknown)}; known: {sorted(j[0] for j in jobs)}")
+    return [j for j in jobs if j[0] in wanted]
+
+
 async def translate_bundle(model: Any, language: str, english: dict[str, Any], *,
                            retries: int = 1, keys: list[str] | None = None,
                            prompt: Any = None) -> tuple[dict[str, Any], TranslationReport]:
@@ -89,30 +103,12 @@ async def translate_bundle(model: Any, language: str, english: dict[str, Any], *
     ``keys`` limits the run (``Class/method``, ``Class/method.multimodal`` or
     ``_fragments/name``). Returns the draft bundle and a report.
     """
-    from ..models._base import GenerationParams
-    from ._prompts import prompt_template
-
     if not is_language_slug(language) or language == "en":
         raise TemplateError(f"give the target language as a slug other than 'en' (fr, hindi, "
                             f"pt_br), got {language!r}")
     prompt = prompt or prompt_template("TranslateCLI", "user", "en", strict=False)
     fragments = dict(english.get("fragments") or {})
-    jobs: list[tuple[str, str, str, str]] = []  # (key, section, class-or-"", name)
-    for name in fragments:
-        jobs.append((f"_fragments/{name}", "fragments", "", name))
-    for section in SECTIONS:
-        for cls, methods in (english.get(section) or {}).items():
-            if cls in _SKIP_CLASSES:
-                continue
-            for method in methods:
-                suffix = f".{MULTIMODAL}" if section == MULTIMODAL else ""
-                jobs.append((f"{cls}/{method}{suffix}", section, cls, method))
-    if keys is not None:
-        wanted = set(keys)
-        unknown = wanted - {j[0] for j in jobs}
-        if unknown:
-            raise TemplateError(f"unknown keys {sorted(unknown)}; known: {sorted(j[0] for j in jobs)}")
-        jobs = [j for j in jobs if j[0] in wanted]
+    jobs = _jobs(english, fragments, keys)
     report = TranslationReport(language)
     params = GenerationParams(temperature=0.0, max_tokens=4096)
 
@@ -138,10 +134,8 @@ async def translate_bundle(model: Any, language: str, english: dict[str, Any], *
     for (key, section, cls, name), text, problem in results:
         if text is None:
             report.failed[key] = problem
-            continue
-        report.translated.append(key)
-        if section == "fragments":
-            bundle["fragments"][name] = text
         else:
-            bundle[section].setdefault(cls, {})[name] = text
+            report.translated.append(key)
+            (bundle[section] if section == "fragments"
+             else bundle[section].setdefault(cls, {}))[name] = text
     return bundle, report
