@@ -80,9 +80,6 @@ class Expectation:
 Mode = Literal["train", "eval"]
 
 
-config_hash = canonical_hash   # the one canonical hash (rewardjudge/_hash.py)
-
-
 class Grader(abc.ABC):
     """Base of all graders, and the one pipeline: ``grade`` one sample,
     ``grade_batch`` many.
@@ -199,17 +196,12 @@ class Grader(abc.ABC):
 
     @property
     def version(self) -> str:
-        """First 16 hex digits of the SHA-256 of the canonical ``config()``.
-
-        Computed once and cached: every Grade carries it, and ``config()``
-        can be costly (an output model's JSON schema). Setting a public
-        attribute of the grader drops the cache (private ``_names`` are
-        runtime state, not config); after mutating an attribute *in place*
-        (``grader.template_variables["x"] = ...``) call ``invalidate_version()``.
-        """
+        """First 16 hex digits of the SHA-256 of the canonical ``config()``, cached:
+        setting a public attribute drops the cache (private ``_names`` are runtime
+        state); after mutating one *in place* call ``invalidate_version()``."""
         cached = self.__dict__.get("_version_cache")
         if cached is None:
-            cached = config_hash(self.config())[:16]
+            cached = canonical_hash(self.config())[:16]
             self.__dict__["_version_cache"] = cached
         return cached
 
@@ -293,31 +285,14 @@ class Grader(abc.ABC):
             return await asyncio.to_thread(self.screen, sample, completion_model)
         return self.screen(sample, completion_model)
 
-    # -- the pipeline's shared steps ----------------------------------------
-    #
-    # sample --screen--> context --prompt--> judge request --readout--> Grade
-    #
-    # ``screen``/``ascreen`` (above), ``judge_thread`` + the thread vocabulary
-    # (graders/_context.py) for the context, ``JudgePrompt`` (graders/_prompt.py)
-    # for the prompt, ``ask_until_parsed`` (chat replies, one retry loop) and
-    # ``ask_distribution`` (next-token probabilities) for the request, the
-    # readouts (rewardjudge/readouts: JSON verdict, plain label, candidate blocks) for the
-    # verdict, ``scored``/``unscored``/``penalized`` for the Grade.
-
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
                                  template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The template context of ``thread`` (the seed's hook, the same in
-        every family): the one thread vocabulary (``graders._context``:
-        ``turns``, ``thread``, ``context_turns``, ``context_str``,
-        ``..._without_last_user``, ``last_user_turn_content``, ``completion``,
-        ``last_content``, ``metadata``, ``output_schema``), plus
-        ``template_variables``. ``context_*`` are the turns *before* the
-        completion; ``turns`` and ``thread`` hold every turn. The grader
-        calls it on a neutralised copy of the sample. Override to add fields
-        (call ``super()``; declare the names in ``context_names``); a family
-        adds its own keys after it (the candidates, the scale).
-        """
+        """The template context of ``thread`` (the seed's hook, the same in every
+        family): the thread vocabulary (``graders._context``) plus
+        ``template_variables``, built from a neutralised copy of the sample.
+        Override to add fields (call ``super()``; declare the names in
+        ``context_names``); a family adds its own keys after it."""
         schema = render_schema(output_model) if output_model is not None else ""
         ctx = thread_context(thread, output_schema=schema)
         ctx.update(template_variables or {})
@@ -494,14 +469,9 @@ class Grader(abc.ABC):
 
     # -- batch ------------------------------------------------------------
     def batch_concurrency(self) -> int | None:
-        """How many samples ``grade_batch`` works on at once (None: all).
-
-        Defaults to the judge model's ``max_concurrency`` when the grader has
-        a ``model`` that declares one, so prompts are rendered just before a
-        request slot frees up rather than all at the start of a large batch
-        (which would leave the judge idle while the client renders). The
-        model's own limit still bounds requests when graders share a model.
-        """
+        """How many units ``grade_batch`` works on at once (None: all): the judge
+        model's ``max_concurrency`` where it declares one, so prompts are rendered
+        just before a request slot frees up, not all at the start of a batch."""
         limit = getattr(getattr(self, "model", None), "max_concurrency", None)
         if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
             return limit

@@ -1,24 +1,12 @@
 """A GBNF grammar for one candidate-judging request: the reply protocol, enforced.
 
-Servers that take a GBNF grammar with a request (llama-cpp-python's server:
-the ``grammar`` field of the body; ``OpenAIModel(grammar_field="grammar")``,
-which ``spawn_judge`` sets for llama_cpp) can be held to the
-``<candidate id="…">`` protocol while the judge writes. The grammar is built
-per request, from the request's own fresh ids and scale::
-
-    <candidate id="k3f9x2qmv7hd4p">
-    <reasoning>16 to 200 characters, no angle brackets or line breaks</reasoning>
-    <grade id="k3f9x2qmv7hd4p">G</grade>
-    </candidate>
-
-one block per id, in the order the candidates were shown, each with one of
-the scale's grades in a grade element sealed with the block's id (the only
-grade the reader takes). A small judge that would write ``<response id=...>``,
-forget an id or ramble until ``max_tokens`` then writes exactly one valid
-block per candidate, and its reasoning is bounded, so the reply's length is
-known. The reply is still read by the same reader
-(``readouts._candidate_blocks.read_candidate_reply``): the grammar narrows what the
-judge can write; it decides nothing.
+A server that takes a GBNF grammar with a request (llama-cpp-python's:
+``OpenAIModel(grammar_field="grammar")``, as ``spawn_judge`` sets up) holds
+the judge to the ``<candidate id="…">`` protocol: one block per id of the
+request, in the order shown, with bounded reasoning and one of the scale's
+grades in a ``<grade>`` sealed with the block's id. The reply is still read
+by ``readouts._candidate_blocks.read_candidate_reply``: the grammar narrows
+what the judge can write; it decides nothing.
 
 >>> from rewardjudge.scales import Scale
 >>> print(candidate_grammar(["a2b3c4"], Scale.BINARY, reasoning_chars=80))

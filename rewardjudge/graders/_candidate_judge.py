@@ -1,51 +1,13 @@
 """CandidateJudgeGrader: judge several completions of one prompt in one request.
 
-An RL step produces G completions per prompt. Judging them one request each
-repeats the query and rubric G times and grades each without the others in
-view. This grader puts up to ``batch_size`` completions of the same prompt
-in one judge prompt and reads one grade per candidate back, each bound to
-its candidate by the candidate's id: ``<grade id="…">N</grade>`` inside a
-``<candidate id="…">`` block (see ``readouts._candidate_blocks``). The ids are
-the request's seal: a grade without one of them is never read, and a missing
-or mangled grade leaves only that candidate unjudged, never shifts a grade.
-
-Flow of ``grade_batch(samples)``:
-
-1. Each sample becomes a candidate: its completion (or, with
-   ``completion_model``, the completion's parsed fields) gives the
-   candidate's ``title`` and ``fields``. A malformed completion (empty, or
-   not parsing into ``completion_model``) is *penalized* and never sent.
-2. Samples sharing a prompt (the same context turns and the same
-   ``metadata["query"]``) form a group; a group is split into balanced
-   chunks of at most ``batch_size``.
-3. Each request shuffles its candidates (seeded; the seed, the order and
-   the ids are recorded on every Grade), neutralises their text, gives them
-   ids made for this request (64 bits each: a keyed hash, under the
-   grader's seal key, of what the request shows, so the policy never sees
-   or guesses one and a repeated request is a cache hit), renders the
-   templates once for the whole chunk and asks the judge (held to the reply
-   protocol by a GBNF grammar where the model takes one:
-   ``candidate_grammar``; llama.cpp via ``spawn_judge``).
-4. Judged candidates are *scored*: ``value = scale.to_reward(grade)``, the
-   raw grade in ``extra["grade"]`` (the last grade the judge wrote for the
-   id; earlier ones that disagree in ``extra["disagreeing_verdicts"]``), the
-   reasoning on the Grade. Candidates the reply failed (no grade with their
-   id, or an invalid one; every candidate of a reply cut off at
-   ``max_tokens``, which is never read) are re-asked in batches half the
-   size of the request they failed in, up to ``max_rounds`` requests in
-   all; then *unscored* with every reason. A judge-side error (after the
-   model's own retries) leaves the request's candidates unscored at once, except an HTTP 400/413
-   (a prompt too long for the judge), which is re-asked in batches half the
-   size down to single candidates, beyond ``max_rounds`` if need be (so one
-   overlong completion cannot leave its siblings unscored).
-
-``grade(sample)`` judges one sample alone through the same path.
-
-With ``expected_value=True`` a judged candidate's value is the expected
-grade under the judge's own probabilities at the position where it wrote
-that candidate's deciding grade, inside its sealed ``<grade id="…">`` (one
-extra single-token read per judged candidate, through the same model),
-instead of the sampled grade.
+Up to ``batch_size`` completions of one prompt share one judge prompt (the
+query and rubric once, each candidate in view of the others), and one grade
+per candidate is read back, bound to it by an id made for the request:
+``<grade id="…">N</grade>`` inside its ``<candidate id="…">`` block
+(``readouts._candidate_blocks``). The ids are the request's seal: a grade
+without one is never read, and a missing or mangled grade leaves only its
+candidate unjudged, never shifts a grade. ``grade(sample)`` judges one
+sample alone through the same path.
 """
 
 from __future__ import annotations
@@ -65,13 +27,12 @@ from ..models._base import GenerationParams, InferenceModel
 from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
-from ._options import CandidateOptions, JudgeOptions, validated
+from ._options import CandidateOptions, validated
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
 from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
-from ..readouts._candidate_blocks import (CandidateReading, CandidateVerdict, new_candidate_ids,
-                                          read_candidate_reply)
+from ..readouts._candidate_blocks import CandidateVerdict, new_candidate_ids, read_candidate_reply
 from ..readouts._decision import Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
@@ -80,7 +41,11 @@ from ._expected_value import expected_grade
 
 __all__ = ["CandidateJudgeGrader"]
 
-# what a request adds to the thread vocabulary (``request_context``)
+#: the validated options a grader keeps as attributes of its own
+_OPTION_NAMES = ("scale", "expected_value", "expected_value_floor", "batch_size", "max_rounds", "title_field",
+                 "image_field", "include_images", "temperature", "top_p", "max_tokens_per_candidate", "shuffle",
+                 "seed", "evaluation_name", "evaluation_description", "template_variables")
+#: what a request adds to the thread vocabulary (``request_context``)
 _REQUEST_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "scale_max",
                  "scale_labels", "evaluation_name", "evaluation_description")
 
@@ -112,6 +77,12 @@ def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
     return shares
 
 
+def _charge(cand: _Candidate, usage: Mapping[str, int], attempts: int) -> None:
+    cand.attempts += attempts
+    for k, v in usage.items():
+        cand.usage[k] = cand.usage.get(k, 0) + v
+
+
 #: tokens of one reply block other than its reasoning (see ``_grammar``)
 _BLOCK_TOKENS = 56
 
@@ -130,97 +101,67 @@ _PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id 
 class CandidateJudgeGrader(Grader):
     """Grade completions by judging up to ``batch_size`` of one prompt together.
 
-    >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded",  # doctest: +SKIP
-    ...                               batch_size=8, evaluation_name="Helpfulness")
+    >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
     >>> grades = await grader.grade_batch(group_of_8_threads)  # doctest: +SKIP
     >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
     (0.75, 3, 'Correct, but skips the second part of the question.')
 
-    Arguments:
+    Flow: each screened sample becomes a candidate (``extract_candidate``);
+    samples of one prompt (``_schedule.prompt_key``) are split into balanced
+    requests of at most ``batch_size``. Each request shuffles its candidates
+    (seeded; seed, order and ids recorded on every Grade), neutralises their
+    text, gives them 64-bit ids (a keyed hash, under the seal key, of what the
+    request shows: the policy never sees one, a repeated request is a cache
+    hit), renders the templates once and asks the judge (held to the protocol
+    by a GBNF grammar where the model takes one: ``candidate_grammar``).
+    A judged candidate is *scored* ``scale.to_reward(grade)`` (the last grade
+    written for its id; earlier disagreeing ones in
+    ``extra["disagreeing_verdicts"]``). Candidates a reply failed (no valid
+    grade for their id; all of a reply cut off at ``max_tokens``) are re-asked
+    in batches half the size, up to ``max_rounds`` requests, then *unscored*
+    with every reason. A judge-side error leaves the request unscored, except
+    HTTP 400/413 (too long for the judge): split in halves down to single
+    candidates, beyond ``max_rounds`` if need be.
 
-    * ``scale``: ``"binary"`` (0-1), ``"graded"`` (0-4), ``"detailed"``
-      (0-9) or a ``Scale``.
-    * ``batch_size``: most candidates in one prompt.
-    * ``template`` / ``system_template``: Handlebars sources for the user and
-      system messages (default: the built-in ``CandidateJudgeGrader/user.txt``
-      and ``system.txt``; ``system_template=""`` sends no system message).
-      They see ``query`` (a string, or the object in ``metadata["query"]``),
-      ``query_text`` (the query as text, objects as JSON), ``candidates``
-      (each ``{id, title, fields, image?}``), ``scale``, ``scale_min``,
-      ``scale_max``, ``scale_labels`` (``{grade, label}``),
-      ``evaluation_name``, ``evaluation_description``, ``context_turns``,
-      ``context_str``, ``last_user_turn_content`` and ``template_variables``.
-      A template must show every ``candidates[].id``. Compiled and checked
-      at construction.
-    * ``completion_model``: parse each completion into this pydantic model;
-      its fields become the candidate's ``fields`` (``title_field`` and
-      ``image_field`` name the ones used as title and image). Without it the
-      title is the completion text and ``fields`` is empty.
-    * ``include_images``: send each candidate's image (the ``image_field``
-      value: a URL or a ``data:`` URL) to a vision judge as an image content
-      part (``{"type": "image_url", "image_url": {"url": ...}}``), after the
-      rendered text, in the order the candidates are shown, each preceded by
-      a text part naming its candidate id; the default user template is then
-      the multimodal variant (``CandidateJudgeGrader/user.multimodal.txt``).
-      ``candidates[].image`` is in the template context only with this on
-      (as in Releval); without it no image is sent or shown. Needs
-      ``image_field``.
-    * ``max_rounds``: requests a candidate may take part in (1: no re-asks);
-      a request too big for the judge (HTTP 400/413) is split beyond it.
-    * ``shuffle`` / ``seed``: shuffle each request's candidates; ``seed``
-      makes the shuffles reproducible and is sent to the judge as its
-      sampling seed.
-    * ``temperature``, ``top_p``, ``max_tokens_per_candidate`` (the reply
-      budget is this times the candidates in the request).
-    * ``protected_tags``: tag names, beyond the protocol's and the
-      templates' own, that candidate text may not open or close.
-    * ``seal_key``: the key of the candidate ids' keyed hash (bytes or text
-      of 16 bytes or more; default: the judge's own ``seal_key`` where it
-      keeps one (a cached judge), else ``REWARDJUDGE_SEAL_KEY``, else a
-      random key per process; see ``readouts._seal.Sealer``). Set it to make
-      requests, and so a request cache, reproducible across processes; keep
-      it from the policy.
-    * ``expected_value`` / ``expected_value_floor``: score each judged
-      candidate by its expected grade (see below) instead of the sampled one.
-    * ``mode``, ``train_penalty``, ``eval_penalty``: as for every ``Grader``.
+    Arguments: ``scale`` (``"binary"``, ``"graded"``, ``"detailed"`` or a
+    ``Scale``); ``template`` / ``system_template`` (Handlebars; default the
+    built-in ``CandidateJudgeGrader/user.txt`` and ``system.txt``; ``""`` sends
+    no system message), which see ``query`` (``metadata["query"]`` or the last
+    user turn), ``query_text`` (objects as JSON), ``candidates`` (each ``{id,
+    title, fields, image?}``), the scale's variables, ``evaluation_name``,
+    ``evaluation_description``, the thread vocabulary and
+    ``template_variables``, and must show every ``candidates[].id`` (checked at
+    construction); ``completion_model`` (its fields become the candidate's
+    ``fields``; ``title_field`` / ``image_field`` name the title and image);
+    ``include_images`` (send each candidate's image as an ``image_url`` part
+    after the text, in the order shown, each after a text part naming its id;
+    the default user template is then ``user.multimodal.txt``; needs
+    ``image_field``); ``max_rounds`` (1: no re-asks); ``shuffle`` / ``seed``
+    (the seed also goes to the judge); ``temperature``, ``top_p``,
+    ``max_tokens_per_candidate`` (times the request's candidates);
+    ``protected_tags`` (more tags candidate text may not open or close);
+    ``seal_key`` (the ids' key, 16+ bytes; default the judge's own where it
+    keeps one, else ``REWARDJUDGE_SEAL_KEY``, else random per process: set it
+    for reproducible requests, keep it from the policy); ``expected_value`` /
+    ``expected_value_floor``; the penalty settings of ``Grader``.
 
-    What a Grade carries beyond ``value``/``reasoning``/``raw_reply``:
-    ``usage`` is the candidate's share of its requests' token counts (the
-    shares of a request sum to its usage), ``attempts`` the HTTP attempts of
-    those requests, and ``extra`` holds ``scale``, ``rounds``, ``failures``
-    (the reason of every failed round) and ``requests`` (per request:
-    ``round``, ``seed``, ``order`` = input positions in the order shown,
-    ``ids``). A scored Grade adds ``grade`` (the raw integer),
-    ``candidate_id``, ``position``, ``order`` and ``shuffle_seed`` of the
-    request that judged it (and ``disagreeing_verdicts``, the earlier grades
-    for its id that the judge's last one overrode, where there are any);
-    ``random.Random(seed).shuffle(sorted(order))`` reproduces ``order``.
+    A Grade's ``usage`` is the candidate's exact share of its requests' tokens,
+    ``attempts`` their HTTP attempts; ``extra`` holds ``scale``, ``rounds``,
+    ``failures`` and ``requests`` (each ``round``, ``seed``, ``order`` = input
+    positions as shown, ``ids``); a scored one adds ``grade``,
+    ``candidate_id``, ``position``, ``order`` and ``shuffle_seed``
+    (``random.Random(seed).shuffle(sorted(order))`` reproduces ``order``).
 
-    Expected value (``expected_value=True``; the scale's grades must be the
-    single digits 0-9, as the built-in scales are). For every candidate a
-    reply judged, the reply is cut right after the opening tag of that
-    candidate's deciding ``<grade id="…">`` (and any whitespace the judge
-    wrote before the digit) and given back as
-    an assistant prefix to ``model.grade_distribution`` with the scale's
-    digits as choices: one single-token read per candidate, through the same
-    model and its concurrency limit. The value becomes
-    ``scale.to_reward(expected grade)``; ``extra["grade"]`` keeps the sampled
-    grade and ``extra`` adds ``sampled_value``, ``expected_value``,
-    ``probabilities`` (grade -> probability over valid grades),
-    ``expected_grade``, ``most_likely_grade``, ``confidence``,
-    ``valid_mass``, ``outside_mass`` and ``top_k``. The sampled grade stays
-    the value, with ``extra["expected_value"] = None`` and the reason in
-    ``extra["distribution_error"]``, when the model cannot read probabilities
-    after a prefix (``continues_prefix`` False, or
-    ``GradeDistributionUnsupported``), when less than
-    ``expected_value_floor`` (default 0.5) of the probability fell on valid
-    grades, or when the read failed (a ``JudgeError``). The read's usage and
-    attempts are added to the candidate's. The option enters ``config()``
-    (and so the version) only when on::
-
-        grader = CandidateJudgeGrader("rel", judge, scale="graded", expected_value=True)
-        g = (await grader.grade_batch(group))[0]
-        g.value, g.extra["grade"], g.extra["expected_grade"]   # 0.6875, 3, 2.75
+    ``expected_value=True`` (grades single digits 0-9): for each judged
+    candidate the reply, cut right before its deciding grade digit, goes back
+    as an assistant prefix to ``model.grade_distribution`` (one single-token
+    read each); the value becomes ``scale.to_reward(expected grade)``, and
+    ``extra`` adds ``sampled_value``, ``expected_value``, ``probabilities``,
+    ``expected_grade``, ``most_likely_grade``, ``confidence``, ``valid_mass``,
+    ``outside_mass``, ``top_k``. The sampled grade stays, with
+    ``extra["distribution_error"]``, when the model cannot read after a prefix,
+    less than ``expected_value_floor`` fell on valid grades, or the read
+    failed; its cost is added. The option enters ``config()`` only when on.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
@@ -238,46 +179,20 @@ class CandidateJudgeGrader(Grader):
                  mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
         self.bind_judge(model, completion_model)
+        opts = self.options = validated(
+            CandidateOptions, scale=scale, expected_value=expected_value, batch_size=batch_size,
+            max_rounds=max_rounds, include_images=include_images, expected_value_floor=expected_value_floor,
+            completion_model=completion_model, title_field=title_field, image_field=image_field,
+            temperature=temperature, top_p=top_p, seed=seed, max_tokens_per_candidate=max_tokens_per_candidate,
+            shuffle=shuffle, evaluation_name=evaluation_name, evaluation_description=evaluation_description,
+            template_variables=template_variables)
+        for name in _OPTION_NAMES:
+            setattr(self, name, getattr(opts, name))
         # the ids' key; a cached judge keeps one with its cache, so later runs hit it
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
-        opts = validated(CandidateOptions, batch_size=batch_size, max_rounds=max_rounds,
-                         include_images=include_images, expected_value_floor=expected_value_floor)
-        self.scale = Scale.get(scale)
-        self.expected_value = bool(expected_value)
-        if self.expected_value and not (0 <= self.scale.min and self.scale.max <= 9):
-            raise ConfigError(f"expected_value reads each grade as one digit token, but the "
-                              f"{self.scale.name!r} scale runs {self.scale.min}-{self.scale.max}; "
-                              f"use a scale within 0-9")
-        self.expected_value_floor = float(opts.expected_value_floor)
         self._warned_no_distribution = False
-        self.batch_size = opts.batch_size
-        self.max_rounds = opts.max_rounds
-        for name, value in (("title_field", title_field), ("image_field", image_field)):
-            if value is None:
-                continue
-            if completion_model is None:
-                raise ConfigError(f"{name} names a field of completion_model; pass completion_model")
-            if value not in completion_model.model_fields:
-                raise ConfigError(f"{name}={value!r} is not a field of {completion_model.__name__}; "
-                                  f"fields: {sorted(completion_model.model_fields)}")
-        self.title_field = title_field
-        self.image_field = image_field
-        if include_images and image_field is None:
-            raise ConfigError("include_images=True sends each candidate's image_field as an image "
-                              "part; pass completion_model and image_field")
-        self.include_images = include_images
-        opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, seed=seed,
-                         max_tokens=max_tokens_per_candidate)
-        self.temperature = opts.temperature
-        self.top_p = opts.top_p
-        self.max_tokens_per_candidate = opts.max_tokens
-        self.shuffle = bool(shuffle)
-        self.seed = opts.seed
         # a seeded grader draws every request's shuffle seed from one stream
         self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
-        self.evaluation_name = str(evaluation_name or "")
-        self.evaluation_description = str(evaluation_description or "")
-        self.template_variables = dict(template_variables or {})
         user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
                     if template is None else template)
         system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
@@ -417,6 +332,36 @@ class CandidateJudgeGrader(Grader):
     async def _judge(self, members: list[_Candidate], round_no: int) -> ConfigError | None:
         """Ask about ``members`` in one request; re-ask the failures in smaller batches.
         Returns the first usage error met in a re-ask (raised by the caller later)."""
+        order, shown, ids, request_seed = self._shown(members, round_no)
+        candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
+        messages = self.build_messages(self.request_context(order[0].sample, candidates),
+                                       self._image_parts(order, ids))
+        if self._protocol_note is not None:
+            messages = seal_messages(messages, self._protocol_note)
+        params = GenerationParams(
+            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
+            max_tokens=None if self.max_tokens_per_candidate is None
+            else self.max_tokens_per_candidate * len(order))
+        record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order], "ids": ids}
+        for cand in order:
+            cand.rounds = round_no
+            cand.requests.append(record)
+        answer = await self.ask_until_parsed(
+            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
+            grammar=self._grammar(ids), reply_retries=0)
+        if isinstance(answer, JudgeFailure):
+            return await self._request_failed(order, answer, round_no)
+        failed = await self._read(order, ids, answer, messages, params, round_no)
+        if failed and round_no < self.max_rounds:
+            # smaller batches than the request they failed in: a reply that ran
+            # out of tokens or lost track of ids gets an easier task
+            return await self._run(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
+        return None
+
+    def _shown(self, members: list[_Candidate], round_no: int
+               ) -> tuple[list[_Candidate], list[dict[str, Any]], list[str], int | None]:
+        """The request's candidates in the order shown, their neutralised data, their
+        ids, and the seed of the order (None: not shuffled)."""
         request_seed = self._rng.getrandbits(32) if self.shuffle else None
         # sorted first, so the recorded seed alone replays the order:
         # random.Random(seed).shuffle(sorted(order)) == order
@@ -429,48 +374,34 @@ class CandidateJudgeGrader(Grader):
         ids = new_candidate_ids(len(order), sealer=self._sealer, request={
             "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
             "context": order[0].sample.context_turns(), "candidates": shown})
-        candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
-        record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order],
-                  "ids": ids}
-        context = self.request_context(order[0].sample, candidates)
-        messages = self.build_messages(context, self._image_parts(order, ids))
-        if self._protocol_note is not None:
-            messages = seal_messages(messages, self._protocol_note)
-        params = GenerationParams(
-            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
-            max_tokens=None if self.max_tokens_per_candidate is None
-            else self.max_tokens_per_candidate * len(order))
-        for cand in order:
-            cand.rounds = round_no
-            cand.requests.append(record)
-        answer = await self.ask_until_parsed(
-            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
-            grammar=self._grammar(ids), reply_retries=0)
-        if isinstance(answer, JudgeFailure):
-            for cand, share in zip(order, _split_usage(answer.usage, len(order))):
-                cand.attempts += answer.attempts
-                cand.failures.append(answer.reason)
-                for k, v in share.items():   # a reply that was not read still cost tokens
-                    cand.usage[k] = cand.usage.get(k, 0) + v
-            # a request too big for the judge is split down to single candidates
-            # whatever max_rounds says: else one long completion would leave the
-            # siblings that shared its request unscored
-            if answer.error is not None and _splittable(answer.error) and len(order) > 1:
-                return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
-            if answer.error is None:   # a reply that was never read: cut off at max_tokens
-                for cand in order:
-                    cand.last_reply = answer.raw_reply
-                if round_no < self.max_rounds:   # an easier task, as for failed candidates below
-                    return await self._run(balanced_chunks(order, max(1, len(order) // 2)), round_no + 1)
-            return None
-        completion = answer.completion
-        reading: CandidateReading = answer.verdict
+        return order, shown, ids, request_seed
+
+    async def _request_failed(self, order: list[_Candidate], answer: JudgeFailure,
+                              round_no: int) -> ConfigError | None:
+        """Charge a failed request to its candidates; re-ask where that may help."""
+        for cand, share in zip(order, _split_usage(answer.usage, len(order))):
+            _charge(cand, share, answer.attempts)   # a reply that was not read still cost tokens
+            cand.failures.append(answer.reason)
+        # a request too big for the judge is split down to single candidates whatever
+        # max_rounds says: else one long completion would leave its siblings unscored
+        if answer.error is not None and _splittable(answer.error) and len(order) > 1:
+            return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
+        if answer.error is None:   # a reply that was never read: cut off at max_tokens
+            for cand in order:
+                cand.last_reply = answer.raw_reply
+            if round_no < self.max_rounds:   # an easier task, as for failed candidates
+                return await self._run(balanced_chunks(order, max(1, len(order) // 2)), round_no + 1)
+        return None
+
+    async def _read(self, order: list[_Candidate], ids: list[str], answer: JudgeAnswer[Any],
+                    messages: list[dict[str, Any]], params: GenerationParams,
+                    round_no: int) -> list[_Candidate]:
+        """Grade the candidates a read reply judged; return the ones it failed."""
+        completion, reading = answer.completion, answer.verdict
         failed: list[_Candidate] = []
         judged: list[tuple[_Candidate, str, Verdict]] = []
         for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
-            for k, v in share.items():
-                cand.usage[k] = cand.usage.get(k, 0) + v
-            cand.attempts += completion.attempts
+            _charge(cand, share, completion.attempts)
             cand.last_reply = completion.text
             decision = reading.decisions[cid]
             if isinstance(decision, Verdict):
@@ -499,11 +430,7 @@ class CandidateJudgeGrader(Grader):
                 JudgeAnswer(verdict, completion, dict(cand.usage), cand.attempts,
                             completion.latency_s, reading.unbound),
                 self.scale.to_reward(verdict.grade), verdict.reasoning, extra, expectation)
-        if failed and round_no < self.max_rounds:
-            # smaller batches than the request they failed in: a reply that ran
-            # out of tokens or lost track of ids gets an easier task
-            return await self._run(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
-        return None
+        return failed
 
     def _grammar(self, ids: list[str]) -> str | None:
         """The reply protocol as a GBNF grammar for these ids, where the model takes one

@@ -24,7 +24,8 @@ tags, chat-template control tokens) before any judge sees it.
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable
+import functools
+from typing import Any, Callable, Collection, Iterable
 
 from ..readouts._text import neutralize_all, neutralize_value
 from ..thread import StringThread, format_turns
@@ -53,92 +54,58 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
                    names: "Collection[str] | None" = None) -> dict[str, Any]:
     """The vocabulary above for ``thread``, its text neutralised; ``names``:
     only these keys (and ``completion`` and ``metadata``), None for all."""
-    tags, ctl = tuple(tags), tuple(control_tokens)
-    turns = thread.turns
-    texts = neutralize_all([c for _, c in turns], tags, ctl)
-    all_turns = [(r, t) for (r, _), t in zip(turns, texts)]
-    has_completion = bool(all_turns) and all_turns[-1][0] == "assistant"
-    context = all_turns[:-1] if has_completion else all_turns
-    last_user = None
-    for i in range(len(context) - 1, -1, -1):
-        if context[i][0] == "user":
-            last_user = i
-            break
-    if last_user is None:
-        without_last_user = list(context)
-        last_user_text = ""
-    else:
-        without_last_user = context[:last_user] + context[last_user + 1:]
-        last_user_text = context[last_user][1]
-    completion = all_turns[-1][1] if has_completion else ""
-    if names is not None:
-        return _named(names, all_turns, context, without_last_user, last_user is None,
-                      last_user_text, completion, thread, tags, ctl, output_schema)
-    context_str = format_turns(context)
-    if has_completion:   # format_turns(all_turns), from the text already joined
-        block = f"[assistant]\n{completion}"
-        thread_str = f"{context_str}\n\n{block}" if context else block
-    else:
-        thread_str = context_str
-    return {
-        "turns": [{"role": r, "content": c} for r, c in all_turns],
-        "thread": thread_str,
-        "context_turns": [{"role": r, "content": c} for r, c in context],
-        "context_str": context_str,
-        "context_turns_without_last_user": [{"role": r, "content": c} for r, c in without_last_user],
-        "context_str_without_last_user": (context_str if last_user is None
-                                          else format_turns(without_last_user)),
-        "last_user_turn_content": last_user_text,
-        "completion": completion,
-        "last_content": all_turns[-1][1] if all_turns else "",
-        "metadata": neutralize_value(thread.metadata, tags, ctl),   # a new mapping
-        "output_schema": output_schema,
-        "conversation": context_str,
-        "last_user_message": last_user_text,
-        "response": completion,
-    }
+    values = _Values(thread, tuple(tags), tuple(control_tokens), output_schema)
+    keys = THREAD_VARIABLES if names is None else dict.fromkeys(
+        ("completion", "metadata", *(n for n in names if n in _VALUES)))
+    return {k: _VALUES[k](values) for k in keys}
 
 
-def _named(names: "Collection[str]", all_turns: list, context: list, without_last_user: list,
-           no_user: bool, last_user_text: str, completion: str, thread: StringThread,
-           tags: tuple, ctl: tuple, output_schema: str) -> dict[str, Any]:
-    """``thread_context``'s values of ``names`` only (with ``completion`` and ``metadata``)."""
-    out: dict[str, Any] = {"completion": completion,
-                           "metadata": neutralize_value(thread.metadata, tags, ctl)}
-    context_str = None
-    for name in names:
-        if name in out or name not in _NAMES:
-            continue
-        if name in ("context_str", "conversation", "thread") or (
-                name == "context_str_without_last_user" and no_user):
-            if context_str is None:
-                context_str = format_turns(context)
-            if name == "thread":
-                if all_turns and all_turns[-1][0] == "assistant":
-                    block = f"[assistant]\n{completion}"
-                    value: Any = f"{context_str}\n\n{block}" if context else block
-                else:
-                    value = context_str
-            else:
-                value = context_str
-        elif name == "context_str_without_last_user":
-            value = format_turns(without_last_user)
-        elif name == "turns":
-            value = [{"role": r, "content": c} for r, c in all_turns]
-        elif name == "context_turns":
-            value = [{"role": r, "content": c} for r, c in context]
-        elif name == "context_turns_without_last_user":
-            value = [{"role": r, "content": c} for r, c in without_last_user]
-        elif name in ("last_user_turn_content", "last_user_message"):
-            value = last_user_text
-        elif name == "response":
-            value = completion
-        elif name == "last_content":
-            value = all_turns[-1][1] if all_turns else ""
-        else:   # output_schema
-            value = output_schema
-        out[name] = value
-    return out
+class _Values:
+    """The pieces of one thread's vocabulary; the texts are joined when first read."""
+
+    def __init__(self, thread: StringThread, tags: tuple, ctl: tuple, output_schema: str):
+        turns = thread.turns
+        texts = neutralize_all([c for _, c in turns], tags, ctl)
+        self.all = [(r, t) for (r, _), t in zip(turns, texts)]
+        self.has_completion = bool(self.all) and self.all[-1][0] == "assistant"
+        self.context = self.all[:-1] if self.has_completion else self.all
+        self.completion = self.all[-1][1] if self.has_completion else ""
+        last_user = next((i for i in range(len(self.context) - 1, -1, -1) if self.context[i][0] == "user"),
+                         None)
+        self.no_user = last_user is None
+        self.without_last_user = (list(self.context) if last_user is None
+                                  else self.context[:last_user] + self.context[last_user + 1:])
+        self.last_user_text = "" if last_user is None else self.context[last_user][1]
+        self.thread, self.tags, self.ctl, self.output_schema = thread, tags, ctl, output_schema
+
+    @functools.cached_property
+    def context_str(self) -> str:
+        return format_turns(self.context)
+
+    def thread_str(self) -> str:
+        if not self.has_completion:
+            return self.context_str
+        block = f"[assistant]\n{self.completion}"   # format_turns(all turns), from the text already joined
+        return f"{self.context_str}\n\n{block}" if self.context else block
 
 
-_NAMES = frozenset(THREAD_VARIABLES)
+def _dicts(turns: list) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c in turns]
+
+
+_VALUES: dict[str, Callable[[_Values], Any]] = {
+    "turns": lambda v: _dicts(v.all),
+    "thread": _Values.thread_str,
+    "context_turns": lambda v: _dicts(v.context),
+    "context_str": lambda v: v.context_str,
+    "context_turns_without_last_user": lambda v: _dicts(v.without_last_user),
+    "context_str_without_last_user": lambda v: v.context_str if v.no_user else format_turns(v.without_last_user),
+    "last_user_turn_content": lambda v: v.last_user_text,
+    "completion": lambda v: v.completion,
+    "last_content": lambda v: v.all[-1][1] if v.all else "",
+    "metadata": lambda v: neutralize_value(v.thread.metadata, v.tags, v.ctl),   # a new mapping
+    "output_schema": lambda v: v.output_schema,
+    "conversation": lambda v: v.context_str,
+    "last_user_message": lambda v: v.last_user_text,
+    "response": lambda v: v.completion,
+}

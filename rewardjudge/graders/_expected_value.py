@@ -19,36 +19,9 @@ from ..models._base import GenerationParams, GradeDistributionUnsupported, Messa
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
-from ._outputs import output_value
+from ._outputs import output_value, score_choices
 
-__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "weigh_verdict"]
-
-
-def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
-    """The possible raw values of ``output_model``'s ``score`` field, when each
-    can be written as one short token: an enum/Literal of up to 10 values, or
-    an integer field bounded within 0..9. None when the score is not like that.
-
-    >>> from rewardjudge.graders._outputs import GradedJudgeOutput
-    >>> score_choices(GradedJudgeOutput)
-    [0, 1, 2, 3, 4]
-    """
-    prop = (output_model.model_json_schema().get("properties") or {}).get("score")
-    if not isinstance(prop, dict):
-        return None
-    if "const" in prop:
-        return None
-    if isinstance(prop.get("enum"), list):
-        values = prop["enum"]
-        ok = 2 <= len(values) <= 10 and all(isinstance(v, (str, int)) and not isinstance(v, bool)
-                                           for v in values)
-        return list(values) if ok and len({str(v) for v in values}) == len(values) else None
-    if prop.get("type") == "integer":
-        lo = prop.get("minimum", prop.get("exclusiveMinimum", -1) + 1)
-        hi = prop.get("maximum", prop.get("exclusiveMaximum", 11) - 1)
-        if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo < hi <= 9:
-            return list(range(lo, hi + 1))
-    return None
+__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "short_mass", "weigh_verdict"]
 
 
 def score_offset(reply: str, start: int, end: int, field: str = "score") -> int | None:
@@ -58,30 +31,7 @@ def score_offset(reply: str, start: int, end: int, field: str = "score") -> int 
     taken for the key; inside a string value, after the opening quote), or a
     ``VERDICT <seal>: <label>`` line (the label). None when not found."""
     if reply.startswith("{", start):
-        depth, i, key_next = 0, start, False
-        while i < end:
-            ch = reply[i]
-            if ch == '"':
-                j = i + 1
-                while j < end and reply[j] != '"':
-                    j += 2 if reply[j] == "\\" else 1
-                if depth == 1 and key_next and reply[i + 1:j] == field:
-                    k = j + 1
-                    while k < end and reply[k] in " \t\r\n:":
-                        k += 1
-                    return k + 1 if k < end and reply[k] == '"' else k
-                key_next = False
-                i = j + 1
-                continue
-            if ch in "{[":
-                depth += 1
-                key_next = depth == 1 and ch == "{"
-            elif ch in "}]":
-                depth -= 1
-            elif ch == "," and depth == 1:
-                key_next = True
-            i += 1
-        return None
+        return _json_value_offset(reply, start, end, field)
     colon = reply.find(":", start, end)
     if colon < 0:
         return None
@@ -89,6 +39,37 @@ def score_offset(reply: str, start: int, end: int, field: str = "score") -> int 
     while k < end and reply[k] in " \t*_`":
         k += 1
     return k if k < end else None
+
+
+def _json_value_offset(reply: str, start: int, end: int, field: str) -> int | None:
+    depth, i, key_next = 0, start, False
+    while i < end:
+        ch = reply[i]
+        if ch == '"':
+            j = i + 1
+            while j < end and reply[j] != '"':
+                j += 2 if reply[j] == "\\" else 1
+            if depth == 1 and key_next and reply[i + 1:j] == field:
+                return _after_key(reply, j + 1, end)
+            key_next = False
+            i = j + 1
+            continue
+        if ch in "{[":
+            depth += 1
+            key_next = depth == 1 and ch == "{"
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            key_next = True
+        i += 1
+    return None
+
+
+def _after_key(reply: str, k: int, end: int) -> int:
+    """The value's start after a key ending before ``k`` (inside a string, after its quote)."""
+    while k < end and reply[k] in " \t\r\n:":
+        k += 1
+    return k + 1 if k < end and reply[k] == '"' else k
 
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
@@ -117,21 +98,13 @@ def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: typ
 
 async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
                            found: Any) -> Expectation:
-    """The expected value of the sealed verdict ``found`` the judge wrote.
-
-    Used by graders with ``expected_value=True`` (``grader.model``,
-    ``grader.output_model``, optional ``grader.expected_value_floor``).
-    ``found`` is a ``readouts._decision.Verdict`` whose value is
-    ``(verdict, value)``: its place is known, so the reply is cut right
-    before the score inside it and given back to the judge as an assistant
-    prefix; the probabilities of every score token are read there
-    (``Grader.ask_distribution``: an unconstrained step, even when the reply
-    itself was schema-constrained) and the verdict's value averaged over them
-    (``weigh_verdict``). When the distribution cannot be read (too little
-    mass on valid scores, a judge error) the value is None and
-    ``distribution_error`` says why. Usage errors (a model without
-    ``grade_distribution``, a score that is not one token) are raised.
-    """
+    """The expected value of the sealed verdict ``found`` (a ``Verdict`` of
+    ``(verdict, value)``, its place known): the reply, cut right before the
+    score inside it, goes back as an assistant prefix; the probability of every
+    score token is read there (an unconstrained step) and the verdict's value
+    averaged over them (``weigh_verdict``). None, with ``distribution_error``,
+    when that cannot be read (too little mass on valid scores, a judge error);
+    usage errors (no ``grade_distribution``, a score not one token) are raised."""
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
     values = score_choices(grader.output_model)
     if values is None:
@@ -155,15 +128,12 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
 
 async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, scale: Scale,
                          params: GenerationParams | None = None) -> Expectation:
-    """The expected grade on ``scale`` (single digits) where the judge wrote
-    it: ``prefix`` is its reply cut right before the grade, given back as an
-    assistant prefix; the probability of each grade is read there through the
-    same model (``Grader.ask_distribution``). The value is
-    ``scale.to_reward(expected grade)``; None, with ``distribution_error``,
-    when the model cannot continue a prefix or read probabilities after one
-    (warned once per grader), when less than ``grader.expected_value_floor``
-    fell on valid grades, or when the read failed. Its cost is counted.
-    Usage errors other than ``GradeDistributionUnsupported`` are raised."""
+    """``scale.to_reward(expected grade)`` where the judge wrote its grade
+    (``prefix``: the reply cut right before it, given back as an assistant
+    prefix); None, with ``distribution_error``, when the model cannot read
+    after a prefix (warned once per grader), less than
+    ``grader.expected_value_floor`` fell on the grades, or the read failed.
+    Its cost is counted; usage errors but ``GradeDistributionUnsupported`` are raised."""
     if not getattr(grader.model, "continues_prefix", False):
         return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
                                    f"cannot read probabilities after a reply prefix "
@@ -187,15 +157,22 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
     extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
                              "outside_mass": dist.outside, "top_k": dist.top_k}
     cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
-    if dist.valid_mass <= 0.0 or dist.valid_mass < grader.expected_value_floor:
-        extra["distribution_error"] = (
-            f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
-            f"{scale.min}-{scale.max} (expected_value_floor {grader.expected_value_floor:.0%})")
-        return Expectation(None, extra, **cost)
+    short = short_mass(dist, scale, grader.expected_value_floor, "expected_value_floor")
+    if short is not None:
+        return Expectation(None, {**extra, "distribution_error": short}, **cost)
     summary = summarize(dist, scale.grades)
     value = scale.to_reward(summary.expected)
     return Expectation(value, {**extra, **summary.as_extra(), "expected_value": value},
                        distribution={str(k): v for k, v in summary.probabilities.items()}, **cost)
+
+
+def short_mass(dist: TokenDistribution, scale: Scale, floor: float, name: str) -> str | None:
+    """Why ``dist`` gives no grade on ``scale``: nothing, or less than ``floor``
+    (the option ``name``), of its probability fell on the grades; None if enough."""
+    if not (dist.valid_mass <= 0.0 or dist.valid_mass < floor):
+        return None
+    return (f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
+            f"{scale.min}-{scale.max} ({name} {floor:.0%})")
 
 
 def _unreadable(grader: Any, reason: str) -> Expectation:

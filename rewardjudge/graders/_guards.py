@@ -1,23 +1,15 @@
 """Guards that run before a judge sees a completion.
 
-Judges are fooled by content-free answers: an empty reply, whitespace,
-punctuation, or "master key" openers such as ":" or "Thought process:" that
-carry no answer but read like the start of one. A completion flagged here is
-the policy's fault, so graders penalize it without calling the judge.
-
-What counts is what a reader sees: fillers that render blank (U+3164 Hangul
-filler, U+2800 braille blank...) and zero-width characters are nothing;
-markdown alone (a code fence and its language) is no answer; master keys
-are matched on the letters and digits of the text only (``letters``: case,
-spacing, punctuation, quotes, look-alike letters and full-width forms do not
-matter), alone, padded with punctuation, or repeated.
-
-A structured completion is judged by its free-text fields (``str`` fields
-not restricted to a ``Literal`` or an enum): when every one of them is
-empty or content-free it is penalized, whatever choice, flag or number
-fields stand beside them (``{"answer": "", "confidence": "high"}``).
-
-Every check is linear in the text's length.
+Judges are fooled by content-free answers: empty text, whitespace,
+punctuation, or "master key" openers (":", "Thought process:") that read
+like the start of an answer. Such a completion is the policy's fault: it is
+penalized without a judge call. Blank fillers (U+3164, U+2800...) and
+zero-width characters are nothing; a code fence alone is no answer; master
+keys match on the text's letters and digits only (``letters``), alone,
+padded with punctuation, or repeated. A structured completion is judged by
+its free-text fields (``str`` fields not restricted to a ``Literal`` or an
+enum): when all are empty or content-free it is penalized, whatever other
+fields stand beside them. Every check is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -273,36 +265,40 @@ def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int
             f = field(sch)
             stack.extend(reversed([(v, f.child(k), (path, k)) for k, v in node.items()]))
         elif isinstance(node, list):
-            f = field(sch)
-            if f.uniform:
-                # one schema for every item: the strings in bulk, each distinct one once
-                strings = [v for v in node if type(v) is str]
-                if strings:
-                    of = field(f.child(0))
-                    for text in dict.fromkeys(strings):
-                        kind = of.kind(text)
-                        if kind == "free":
-                            yield (path, _At(node, text)), text
-                        elif kind == "choice":
-                            counts[0] += 1
-                        elif kind == "value":
-                            counts[1] += 1
-                if len(strings) == len(node):
-                    continue
-                rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node) if type(v) is not str]
-            else:
-                rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node)]
-            stack.extend(reversed(rest))
+            yield from _list_texts(node, field(sch), field, path, stack, counts)
         elif isinstance(node, str) or node is None:
-            kind = field(sch).kind(node)
-            if kind == "free":
+            if _counted(field(sch).kind(node), counts):
                 yield path, node
-            elif kind == "choice":
-                counts[0] += 1
-            elif kind == "value":
-                counts[1] += 1
         else:
             counts[1] += 1
+
+
+def _list_texts(node: list, f: _Field, field: Any, path: Any, stack: list, counts: list[int]
+                ) -> "Iterator[tuple[Any, str | None]]":
+    """``_free_texts`` of a list: with one schema for every item, the strings in
+    bulk (each distinct one once); the other items go on ``stack``."""
+    if f.uniform:
+        strings = [v for v in node if type(v) is str]
+        if strings:
+            of = field(f.child(0))
+            for text in dict.fromkeys(strings):
+                if _counted(of.kind(text), counts):
+                    yield (path, _At(node, text)), text
+        if len(strings) == len(node):
+            return
+        rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node) if type(v) is not str]
+    else:
+        rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node)]
+    stack.extend(reversed(rest))
+
+
+def _counted(kind: str, counts: list[int]) -> bool:
+    """Whether ``kind`` is free text; a choice or a value is counted."""
+    if kind == "choice":
+        counts[0] += 1
+    elif kind == "value":
+        counts[1] += 1
+    return kind == "free"
 
 
 def _path(chain: Any) -> str:

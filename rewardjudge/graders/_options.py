@@ -1,19 +1,63 @@
 """Grader options validated once, by pydantic: a bad value is a ConfigError
-naming the argument and the value given, raised at construction."""
+naming the argument and the value given (or a check's own message), raised
+at construction. Each family keeps its validated options as ``options``."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+import math
+from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool,
+                      StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator)
 
-from .._validate import validated
+from .._validate import validated as _validated
+from ..errors import ConfigError
 from ..models._base import InferenceModel
+from ..readouts._forms import VerdictForm
+from ..readouts._seal import SEAL_FIELD
+from ..scales import Scale
+from ._outputs import check_output_model, fitted_max_tokens, score_choices
 
 __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", "ProbabilityOptions",
-           "validated"]
+           "TemplatedOptions", "validated"]
 
 Number = StrictFloat | StrictInt
+#: a number kept as a float
+Real = Annotated[Number, AfterValidator(float)]
+#: a flag taken as Python takes it (``bool(value)``)
+Flag = Annotated[bool, BeforeValidator(bool)]
+#: a text option where None means ""
+Text = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
+
+#: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
+SEAL_TOKENS = 24
+
+#: the reply prefix ``answer_prefix="auto"`` uses where the model can continue one. The
+#: trailing space is deliberate: common tokenizers (Llama 2/3, Qwen2, Mistral, SmolLM2) write
+#: a digit after a space as two tokens, so the digit is the token right after "Grade: ".
+AUTO_PREFIX = "Grade: "
+
+
+def validated(options: type[BaseModel], /, **values: Any) -> Any:
+    """``options(**values)``; the first check's own ConfigError, or one naming
+    each bad argument and its value (``rewardjudge._validate``)."""
+    try:
+        options(**values)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            if isinstance((err.get("ctx") or {}).get("error"), ConfigError):
+                raise err["ctx"]["error"] from None
+    return _validated(options, **values)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if value is not None and not isinstance(value, Mapping):
+        raise ConfigError(f"template_variables must be a mapping, got {type(value).__name__}")
+    return dict(value or {})
+
+
+Variables = Annotated[dict, BeforeValidator(_mapping)]
+ScaleOption = Annotated[Any, BeforeValidator(Scale.get)]
 
 
 class GraderOptions(BaseModel):
@@ -29,19 +73,6 @@ class GraderOptions(BaseModel):
     max_completion_chars: StrictInt = Field(262_144, ge=1, description="must be an int >= 1")
 
 
-class JudgeOptions(BaseModel):
-    """Sampling and re-ask settings of graders that ask a judge for text."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: Optional[Number] = Field(0.0, ge=0.0, le=2.0,
-                                          description="must be a number in [0, 2] (or None)")
-    top_p: Optional[Number] = Field(None, gt=0.0, le=1.0, description="must be a number in (0, 1] (or None)")
-    max_tokens: Optional[StrictInt] = Field(512, ge=1, description="must be an int >= 1 (or None)")
-    seed: Optional[StrictInt] = Field(None, description="must be an int (or None)")
-    reply_retries: StrictInt = Field(1, ge=0, le=20, description="must be >= 0 and <= 20 (an int)")
-
-
 class JudgeBinding(BaseModel):
     """What every judge-asking family takes: the judge, and the model a
     completion is parsed into before any judge call."""
@@ -53,23 +84,184 @@ class JudgeBinding(BaseModel):
         None, description="must be a pydantic BaseModel subclass (or None)")
 
 
-class CandidateOptions(BaseModel):
-    """The candidate (group) judge's own settings."""
+class Sampling(BaseModel):
+    """Sampling settings of a judge request."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    temperature: Optional[Number] = Field(0.0, ge=0.0, le=2.0,
+                                          description="must be a number in [0, 2] (or None)")
+    top_p: Optional[Number] = Field(None, gt=0.0, le=1.0, description="must be a number in (0, 1] (or None)")
+    seed: Optional[StrictInt] = Field(None, description="must be an int (or None)")
+
+
+class JudgeOptions(Sampling):
+    """Sampling and re-ask settings of graders that ask a judge for text."""
+
+    max_tokens: Optional[StrictInt] = Field(512, ge=1, description="must be an int >= 1 (or None)")
+    reply_retries: StrictInt = Field(1, ge=0, le=20, description="must be >= 0 and <= 20 (an int)")
+
+
+class TemplatedOptions(JudgeOptions):
+    """The templated judge's settings: ``max_tokens="fit"`` becomes the fitted
+    budget, a declared ``verdict_form`` turns ``structured`` off, and ``form``
+    is the checked form (None without one)."""
+
+    output_model: Any = None
+    max_tokens: Optional[Literal["fit"] | Annotated[StrictInt, Field(ge=1)]] = Field(
+        "fit", description="must be an int >= 1 (or None)")
+    template_variables: Variables = {}
+    seal: StrictBool = Field(True, description="must be True or False")
+    output_schema_format: Literal["compact", "json_schema"] = Field(
+        "compact", description="must be 'compact' or 'json_schema'")
+    verdict_form: Any = None
+    label_values: Any = None
+    score_bounds: Any = None
+    structured: Flag = True
+    expected_value: Flag = False
+    _form: Optional[VerdictForm] = PrivateAttr(None)
+
+    @field_validator("output_model", mode="before")
+    @classmethod
+    def _output_model(cls, model: Any) -> Any:
+        model = check_output_model(model)
+        if SEAL_FIELD in model.model_fields:
+            raise ConfigError(f"output_model {model.__name__} has a field named {SEAL_FIELD!r}: that "
+                              f"name carries the verdict's seal; rename the field")
+        return model
+
+    @model_validator(mode="after")
+    def _together(self) -> "TemplatedOptions":
+        self._form, self.label_values = _declared_form(self.verdict_form, self.label_values, self.score_bounds)
+        if self._form is not None:
+            self.structured = False   # the verdict is a line of text in the declared form
+        if self.max_tokens == "fit":
+            # what a schema-constrained reply of the output model needs (its reasoning is
+            # bounded) and its seal (16 hex digits, one token each at worst, and the key);
+            # 512 where the reply is not bounded
+            fitted = fitted_max_tokens(self.output_model) if self.structured else None
+            self.max_tokens = fitted + (SEAL_TOKENS if self.seal else 0) if fitted else 512
+        if self.expected_value and score_choices(self.output_model) is None:
+            raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
+                              f"one-token values (a Literal/enum, or an int bounded in 0..9); "
+                              f"{self.output_model.__name__}.score is not")
+        return self
+
+    @property
+    def form(self) -> Optional[VerdictForm]:
+        return self._form
+
+
+def _finite(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[VerdictForm | None, dict[str, float]]":
+    """The declared verdict form, checked: a ``{label}`` form needs
+    ``label_values`` (each label's reward), a ``{score}`` form takes none."""
+    if pattern is None:
+        if label_values is not None or bounds is not None:
+            raise ConfigError("label_values and score_bounds go with a verdict_form")
+        return None, {}
+    values = dict(label_values or {})
+    for label, v in values.items():
+        if not isinstance(label, str) or not _finite(v):
+            raise ConfigError(f"label_values must map each label to a finite number, got {label!r}: {v!r}")
+    if not isinstance(pattern, str):
+        raise ConfigError(f"verdict_form must be a pattern string, got {pattern!r}")
+    if "{label}" in pattern and not values:
+        raise ConfigError(f"verdict_form {pattern!r} holds {{label}}: give label_values, the reward of "
+                          f"each label (e.g. {{'A>>B': 1.0, 'A>B': 0.75, 'A=B': 0.5, ...}})")
+    if "{score}" in pattern and values:
+        raise ConfigError(f"verdict_form {pattern!r} reads a number: label_values do not apply")
+    form = VerdictForm.of(pattern, labels=tuple(values) if values else None,
+                          bounds=tuple(bounds) if bounds is not None else None)
+    return form, {k: float(v) for k, v in values.items()}
+
+
+class CandidateOptions(Sampling):
+    """The candidate (group) judge's settings, checked together."""
+
+    scale: ScaleOption = "graded"
     batch_size: StrictInt = Field(8, ge=1, description="must be an int >= 1")
     max_rounds: StrictInt = Field(3, ge=1, description="must be an int >= 1 (1 = no re-asks)")
+    max_tokens_per_candidate: Optional[StrictInt] = Field(256, ge=1,
+                                                          description="must be an int >= 1 (or None)")
+    completion_model: Any = None
+    title_field: Optional[str] = None
+    image_field: Optional[str] = None
     include_images: StrictBool = Field(False, description="must be True or False")
-    expected_value_floor: Number = Field(0.5, ge=0.0, le=1.0,
+    evaluation_name: Text = ""
+    evaluation_description: Text = ""
+    template_variables: Variables = {}
+    shuffle: Flag = True
+    expected_value: Flag = False
+    expected_value_floor: Real = Field(0.5, ge=0.0, le=1.0,
                                          description="must be a probability in [0, 1]")
+
+    @model_validator(mode="after")
+    def _together(self) -> "CandidateOptions":
+        scale = self.scale
+        if self.expected_value and not (0 <= scale.min and scale.max <= 9):
+            raise ConfigError(f"expected_value reads each grade as one digit token, but the "
+                              f"{scale.name!r} scale runs {scale.min}-{scale.max}; use a scale within 0-9")
+        for name in ("title_field", "image_field"):
+            value, model = getattr(self, name), self.completion_model
+            if value is not None and model is None:
+                raise ConfigError(f"{name} names a field of completion_model; pass completion_model")
+            if value is not None and value not in model.model_fields:
+                raise ConfigError(f"{name}={value!r} is not a field of {model.__name__}; "
+                                  f"fields: {sorted(model.model_fields)}")
+        if self.include_images and self.image_field is None:
+            raise ConfigError("include_images=True sends each candidate's image_field as an image "
+                              "part; pass completion_model and image_field")
+        return self
 
 
 class ProbabilityOptions(BaseModel):
-    """The probability judge's own settings."""
+    """The probability judge's settings, checked together; ``answer_prefix``
+    ``"auto"`` becomes ``AUTO_PREFIX``, ``typed`` says the model answers typed
+    questions (no prompt is built, no prefix needed)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    model: Any = None
+    completion_model: Any = None
+    scale: ScaleOption = "graded"
     value: Literal["expected", "most_likely"] = Field("expected",
                                                       description="must be 'expected' or 'most_likely'")
-    min_valid_mass: Number = Field(0.5, ge=0.0, le=1.0, description="must be a number in [0, 1]")
+    min_valid_mass: Real = Field(0.5, ge=0.0, le=1.0, description="must be a number in [0, 1]")
+    seed: Optional[StrictInt] = Field(None, description="must be an int (or None)")
+    answer_prefix: Optional[StrictStr] = Field("auto", min_length=1,
+                                               description="must be 'auto', a non-empty string or None")
+    title_field: Optional[str] = None
+    evaluation_name: Text = ""
+    evaluation_description: Text = ""
+    template_variables: Variables = {}
+
+    @property
+    def typed(self) -> bool:
+        return bool(getattr(self.model, "answers_typed_questions", False))
+
+    @model_validator(mode="after")
+    def _together(self) -> "ProbabilityOptions":
+        scale, model = self.scale, self.model
+        if scale.min < 0 or scale.max > 9:
+            raise ConfigError(f"scale {scale.name!r} has grades {scale.min}-{scale.max}: a probability "
+                              f"judge reads each grade as one token, so grades must be single digits (0-9)")
+        if self.title_field is not None and (self.completion_model is None
+                                             or self.title_field not in self.completion_model.model_fields):
+            raise ConfigError(f"title_field={self.title_field!r} must name a field of completion_model")
+        if self.answer_prefix == "auto":
+            self.answer_prefix = AUTO_PREFIX
+        if not self.typed and (self.answer_prefix is None or not model.continues_prefix):
+            # the grade is the token right after a prefix the library wrote: a reply's
+            # first token may be a copy of the policy's text, or anything but the grade
+            raise ConfigError(
+                "a probability grade reads only the token right after an answer prefix the "
+                "library writes (answer_prefix, default 'Grade: '), and "
+                + (f"{getattr(model, 'name', type(model).__name__)!r} cannot continue one "
+                   f"(continues_prefix is False): use a TorchModel, or an OpenAIModel with "
+                   f"logprobs_endpoint='completions' and the judge's chat_template"
+                   if not model.continues_prefix else "answer_prefix=None turns it off"))
+        return self

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from ..errors import ConfigError, OutputParserException
+from ..errors import ConfigError
 from ..scales import Scale
 from ..readouts._decision import Decision, NoVerdict, Verdict
 
@@ -120,10 +120,8 @@ _SYNTAX_TOKENS = 6
 
 def fitted_max_tokens(model: type[BaseModel]) -> int | None:
     """The ``max_tokens`` a reply of ``model`` needs when the server constrains it
-    to the model's JSON schema: every string bounded (``maxLength`` or an enum),
-    numbers and booleans a few tokens, plus the JSON syntax around them.
-    None when the schema has an unbounded string, an array or a reference (its
-    length is not known): the caller keeps its flat default.
+    to the model's JSON schema (every string bounded, plus the JSON syntax); None
+    when its length is not known (an unbounded string, an array, a reference).
 
     >>> fitted_max_tokens(BinaryJudgeOutput) < 256
     True
@@ -267,3 +265,29 @@ def _fields_text(schema: "dict[str, Any]") -> str:
                     "boolean": "true or false"}.get(node.get("type"), "a value")
         out.append(f"\"{name}\" ({kind})")
     return ", ".join(out)
+
+
+def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
+    """The possible raw values of ``output_model``'s ``score`` field, when each
+    can be written as one short token: an enum/Literal of up to 10 values, or
+    an integer field bounded within 0..9. None when the score is not like that.
+
+    >>> score_choices(GradedJudgeOutput)
+    [0, 1, 2, 3, 4]
+    """
+    prop = (output_model.model_json_schema().get("properties") or {}).get("score")
+    if not isinstance(prop, dict):
+        return None
+    if "const" in prop:
+        return None
+    if isinstance(prop.get("enum"), list):
+        values = prop["enum"]
+        ok = 2 <= len(values) <= 10 and all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                           for v in values)
+        return list(values) if ok and len({str(v) for v in values}) == len(values) else None
+    if prop.get("type") == "integer":
+        lo = prop.get("minimum", prop.get("exclusiveMinimum", -1) + 1)
+        hi = prop.get("maximum", prop.get("exclusiveMaximum", 11) - 1)
+        if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo < hi <= 9:
+            return list(range(lo, hi + 1))
+    return None

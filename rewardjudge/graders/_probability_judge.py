@@ -1,39 +1,21 @@
 """ProbabilityJudgeGrader: a distribution over grades from one judge step.
 
-Instead of sampling a verdict, the judge is asked for the grade as one token
-and the probability of every grade is read at that position (one prefill,
-no generated essay). The Grade carries the whole distribution, the expected
-grade and a confidence, which makes a smoother, better-calibrated reward
-than one sampled grade.
+The judge is asked for the grade as one token and the probability of every
+grade is read at that position (one prefill, no generated essay): the Grade
+carries the distribution, the expected grade and a confidence, a smoother,
+better-calibrated reward than one sampled grade. The content judged is the
+JSON object ``{"conversation": [turns before the completion], "completion":
+the completion or its parsed fields}`` (policy text stays inside JSON
+strings, neutralised); the question is a typed question (``_typed_question``)
+rendered once, at construction, for the grader's scale.
 
-Flow of ``grade(sample)``:
-
-1. If ``completion_model`` is set, the completion is parsed into it; a
-   malformed completion is *penalized* without calling the judge.
-2. The content being judged is the JSON object ``{"conversation": [turns
-   before the completion], "completion": the completion (or its parsed
-   fields)}``: policy text stays inside JSON strings, escaped.
-3. The prompt is built from the typed question (rendered once, at
-   construction, for this grader's scale; see ``typed_question.py``), the
-   system and user templates, and the content.
-4. ``model.grade_distribution(messages, ["0", "1", ...])`` gives the
-   probability of each grade token. Below ``min_valid_mass`` of mass on
-   valid grades the grade is *unscored* (the judge did not answer with a
-   grade; its distribution says nothing reliable). Judge failures are
-   *unscored* too.
-5. Otherwise the distribution is renormalised over the grades; the value
-   is ``scale.to_reward(expected grade)`` (``value="expected"``, default) or
-   ``scale.to_reward(most likely grade)`` (``value="most_likely"``).
-
-On a typed-question provider (a model with ``answers_typed_questions``:
-``TypedQuestionClient``) steps 2-4 are one typed question instead of a
-prompt: the content is ``{"query": metadata["query"] (else the last user
-turn), "result": {"title", "fields"}}`` (see ``state_of``), sent as the
-request's ``state`` with the rendered ``instructions`` and ``criteria``;
-the provider's probability per criterion is the probability of that grade.
-The default question is then ``SEARCH_RELEVANCE_QUESTION`` (Releval's), and
-a question whose instructions name a path (`` `x.y` ``) outside ``query``,
-``result`` and the instructions' own fields is refused at construction.
+On a typed-question provider (``answers_typed_questions``:
+``TypedQuestionClient``) the request is one typed question instead of a
+prompt: ``state_of`` is its state, the question's ``instructions`` and
+``criteria`` go with it, and the provider's probability per criterion is
+that grade's. Its default question is ``SEARCH_RELEVANCE_QUESTION``; one
+whose instructions name a path (`` `x.y` ``) outside ``query``, ``result``
+and the instructions' own fields is refused at construction.
 """
 
 from __future__ import annotations
@@ -51,8 +33,9 @@ from ..scales import SCALES, Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
-from ._options import JudgeOptions, ProbabilityOptions, validated
+from ._options import ProbabilityOptions, validated
 from ._base import Grader, JudgeFailure, Mode
+from ._expected_value import short_mass
 from ._prompt import JudgePrompt
 from ..readouts._distribution import distribution_text, summarize
 from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
@@ -60,11 +43,6 @@ from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionT
 __all__ = ["ProbabilityJudgeGrader"]
 
 ValueMode = Literal["expected", "most_likely"]
-
-#: the reply prefix ``answer_prefix="auto"`` uses where the model can continue one. The
-#: trailing space is deliberate: common tokenizers (Llama 2/3, Qwen2, Mistral, SmolLM2) write
-#: a digit after a space as two tokens, so the digit is the token right after "Grade: ".
-AUTO_PREFIX = "Grade: "
 
 
 class ProbabilityJudgeGrader(Grader):
@@ -118,58 +96,25 @@ class ProbabilityJudgeGrader(Grader):
         super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
-        seed = validated(JudgeOptions, seed=seed).seed
         self.bind_judge(model, completion_model)
-        opts = validated(ProbabilityOptions, value=value, min_valid_mass=min_valid_mass)
-        self.scale = Scale.get(scale)
-        if self.scale.min < 0 or self.scale.max > 9:
-            raise ConfigError(f"scale {self.scale.name!r} has grades {self.scale.min}-{self.scale.max}: "
-                              f"a probability judge reads each grade as one token, so grades must "
-                              f"be single digits (0-9)")
-        if answer_prefix is not None and (not isinstance(answer_prefix, str) or not answer_prefix):
-            raise ConfigError("answer_prefix must be 'auto', a non-empty string or None")
-        if title_field is not None and (completion_model is None
-                                        or title_field not in completion_model.model_fields):
-            raise ConfigError(f"title_field={title_field!r} must name a field of completion_model")
-        self.title_field = title_field
-        #: the model answers typed questions (TypedQuestionClient): no prompt is built
-        self.typed = bool(getattr(model, "answers_typed_questions", False))
-        if answer_prefix == "auto":
-            answer_prefix = AUTO_PREFIX
-        if not self.typed and (answer_prefix is None or not model.continues_prefix):
-            # the grade is the token right after a prefix the library wrote: a reply's
-            # first token may be a copy of the policy's text, or anything but the grade
-            raise ConfigError(
-                f"a probability grade reads only the token right after an answer prefix the "
-                f"library writes (answer_prefix, default 'Grade: '), and "
-                + (f"{getattr(model, 'name', type(model).__name__)!r} cannot continue one "
-                   f"(continues_prefix is False): use a TorchModel, or an OpenAIModel with "
-                   f"logprobs_endpoint='completions' and the judge's chat_template"
-                   if not model.continues_prefix else "answer_prefix=None turns it off"))
-        self.value_mode = opts.value
-        self.min_valid_mass = float(opts.min_valid_mass)
-        self.answer_prefix = answer_prefix
-        self.template_variables = dict(template_variables or {})
-        self.evaluation_name = evaluation_name or ""
-        self.evaluation_description = evaluation_description or ""
-        scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
-        self.question_template = TypedQuestionTemplate(
-            question_template if question_template is not None
-            else SEARCH_RELEVANCE_QUESTION if self.typed
-            else prompt_source("ProbabilityJudgeGrader", "question"),
-            name="question_template", scales=scales, evaluation_name=self.evaluation_name,
-            evaluation_description=self.evaluation_description, variables=self.template_variables)
+        opts = self.options = validated(
+            ProbabilityOptions, model=self.model, completion_model=completion_model, scale=scale, value=value,
+            min_valid_mass=min_valid_mass, seed=seed, answer_prefix=answer_prefix, title_field=title_field,
+            evaluation_name=evaluation_name, evaluation_description=evaluation_description,
+            template_variables=template_variables)
+        self.scale, self.title_field, self.typed = opts.scale, opts.title_field, opts.typed
+        self.value_mode, self.min_valid_mass, self.answer_prefix = opts.value, opts.min_valid_mass, opts.answer_prefix
+        self.template_variables = opts.template_variables
+        self.evaluation_name, self.evaluation_description = opts.evaluation_name, opts.evaluation_description
         #: the question of this run, rendered once
-        self.question: Question = self.question_template.render(self.scale)
-        if self.typed:
-            self._check_paths()
+        self.question: Question = self._question(question_template)
         self.prompt = JudgePrompt(
             system_template if system_template is not None
             else prompt_source("ProbabilityJudgeGrader", "system"),
             user_template if user_template is not None
-            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=answer_prefix, engine=engine)
+            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=self.answer_prefix, engine=engine)
         self.choices = [str(g) for g in self.scale.grades]
-        self.params = GenerationParams(seed=seed)
+        self.params = GenerationParams(seed=opts.seed)
         self._base_context = {
             **self.template_variables, **self.scale.template_vars(),
             "evaluation_name": self.evaluation_name,
@@ -182,16 +127,20 @@ class ProbabilityJudgeGrader(Grader):
         # needs a variable it will never get
         self.prompt.check(self.context_variables(*self._base_context, "content"))
 
-    def _check_paths(self) -> None:
-        """A typed question's instructions may name only what the state holds."""
-        roots = {"query", "result"}
-        if isinstance(self.question.instructions, dict):
-            roots |= set(self.question.instructions)
-        unknown = [p for p in content_paths(self.question.instructions) if p.split(".")[0] not in roots]
-        if unknown:
-            raise ConfigError(f"the question's instructions name {', '.join(f'`{p}`' for p in unknown)}, "
-                              f"but a typed-question provider judges {{query, result: {{title, fields}}}}: "
-                              f"address the content as `query`, `result` or `result.fields.<name>`")
+    def _question(self, source: str | None) -> Question:
+        """Compile ``question_template`` (checked for every scale) and render it
+        for this grader's scale; a typed question's paths are checked too."""
+        scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
+        self.question_template = TypedQuestionTemplate(
+            source if source is not None
+            else SEARCH_RELEVANCE_QUESTION if self.typed
+            else prompt_source("ProbabilityJudgeGrader", "question"),
+            name="question_template", scales=scales, evaluation_name=self.evaluation_name,
+            evaluation_description=self.evaluation_description, variables=self.template_variables)
+        question = self.question_template.render(self.scale)
+        if self.typed:
+            _check_paths(question)
+        return question
 
     # -- pieces -------------------------------------------------------------
     def state_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -252,13 +201,12 @@ class ProbabilityJudgeGrader(Grader):
         raw = distribution_text(dist.probs, dist.outside)
         common = {"raw_reply": raw, "usage": dict(dist.usage), "attempts": dist.attempts,
                   "latency_s": latency_s}
-        if dist.valid_mass < self.min_valid_mass or dist.valid_mass <= 0.0:
+        short = short_mass(dist, self.scale, self.min_valid_mass, "floor")
+        if short is not None:
             return self.unscored(
-                f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
-                f"{self.scale.min}-{self.scale.max} (floor {self.min_valid_mass:.0%}): it did not "
-                f"answer with a grade" + ("" if self.answer_prefix is not None else
-                                          "; a reply prefix helps small judges (answer_prefix="
-                                          "'Grade: ', which needs model.continues_prefix)"),
+                f"{short}: it did not answer with a grade" + (
+                    "" if self.answer_prefix is not None else "; a reply prefix helps small judges "
+                    "(answer_prefix='Grade: ', which needs model.continues_prefix)"),
                 **common,
                 extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
                        "raw_probabilities": dict(dist.probs), "top_k": dist.top_k,
@@ -286,3 +234,15 @@ class ProbabilityJudgeGrader(Grader):
                                        "type": getattr(self.model, "question_type", None)},
                     "title_field": self.title_field} if self.typed else {}),
                 "model": getattr(self.model, "name", type(self.model).__name__)}
+
+
+def _check_paths(question: Question) -> None:
+    """A typed question's instructions may name only what the state holds."""
+    roots = {"query", "result"}
+    if isinstance(question.instructions, dict):
+        roots |= set(question.instructions)
+    unknown = [p for p in content_paths(question.instructions) if p.split(".")[0] not in roots]
+    if unknown:
+        raise ConfigError(f"the question's instructions name {', '.join(f'`{p}`' for p in unknown)}, "
+                          f"but a typed-question provider judges {{query, result: {{title, fields}}}}: "
+                          f"address the content as `query`, `result` or `result.fields.<name>`")

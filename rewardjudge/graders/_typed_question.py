@@ -1,34 +1,21 @@
 """Typed-question templates: what a probability judge is asked, once per run.
 
 A typed-question template is a Handlebars template whose output is one JSON
-object with exactly two properties:
+object: ``instructions`` (the question: a string, or an object or array
+carrying context; it names the content judged by path in backticks:
+`` `completion` ``, `` `conversation` `` for a chat judge, `` `query` ``,
+`` `result` ``, `` `result.fields.price` `` for a typed-question provider)
+and ``criteria`` (one description per grade, lowest first: a string, or an
+object such as ``{"description": ..., "examples": [...]}``).
 
-* ``instructions``: the question, as a string, or as an object (or array)
-  when it carries context; refer to the content being judged by path in
-  backticks: `` `completion` ``, `` `conversation` `` for a chat judge, and
-  `` `query` ``, `` `result` ``, `` `result.fields.price` `` for a
-  typed-question provider (``TypedQuestionClient``; the content is
-  ``{"query", "result": {"title", "fields"}}``; ``SEARCH_RELEVANCE_QUESTION``
-  is Releval's default question).
-* ``criteria``: one description per grade, lowest grade first; each a
-  string, or an object (``{"description": ..., "examples": [...]}``; other
-  fields are shown to the judge as written).
-
-It renders once per run and sees the scale and the evaluation, never the
-result being judged: ``scale`` (``binary``/``graded``/``detailed``),
-``scale_min``, ``scale_max``, ``scale_labels`` (``grade``, ``label``),
-``evaluation_name``, ``evaluation_description`` and any constant
-``variables``. Since the run picks the scale, a template must describe every
-scale: 2 criteria for binary, 5 for graded, 10 for detailed (branch with
-``{{#if (eq scale "graded")}}``). Construction renders it for every scale
-and raises one ``TypedQuestionError`` listing every scale whose output is
-not valid JSON or has the wrong shape.
-
-Interpolated values are JSON-escaped: ``"{{evaluation_description}}"`` is a
-valid JSON string whatever the description holds (quotes, backslashes,
-newlines, ``{{...}}``). ``{{json value}}`` inserts a value as JSON;
-``{{{value}}}`` inserts it raw (for trusted JSON fragments only). Never put
-``{`` directly before ``{{`` (Handlebars reads ``{{{``): leave a space.
+It renders once per run, seeing only the scale (``scale``, ``scale_min``,
+``scale_max``, ``scale_labels``), ``evaluation_name``,
+``evaluation_description`` and constant ``variables``; it must describe
+every scale it serves (2, 5 or 10 criteria: branch with
+``{{#if (eq scale "graded")}}``), and construction raises one
+``TypedQuestionError`` listing every scale whose output is wrong.
+Interpolated values are JSON-escaped; ``{{json value}}`` inserts JSON,
+``{{{value}}}`` raw text. Never put ``{`` right before ``{{``: leave a space.
 
 >>> q = TypedQuestionTemplate('''{"instructions": "Is `completion` about {{evaluation_name}}?",
 ...  "criteria": [{{#each scale_labels}}"{{label}}"{{#unless @last}}, {{/unless}}{{/each}}]}''',
@@ -318,22 +305,22 @@ def _check(scale: Scale, data: Any, text: str) -> Question:
     elif len(criteria) != scale.size:
         problems.append(f"{len(criteria)} criteria, expected {scale.size} (one per grade "
                         f"{scale.min}-{scale.max}, lowest first)")
-    for i, c in enumerate(criteria):
-        if isinstance(c, str):
-            if not c.strip():
-                problems.append(f"criteria[{i}] is an empty string")
-        elif isinstance(c, dict):
-            if not c:
-                problems.append(f"criteria[{i}] is an empty object")
-            d = c.get("description")
-            if "description" in c and not (isinstance(d, str) and d.strip()):
-                problems.append(f"criteria[{i}].description must be a non-empty string")
-            ex = c.get("examples")
-            if "examples" in c and not isinstance(ex, list):
-                problems.append(f"criteria[{i}].examples must be an array")
-        else:
-            problems.append(f"criteria[{i}] must be a string or an object, got "
-                            f"{json.dumps(c)[:60]}")
+    problems += [p for i, c in enumerate(criteria) for p in _criterion_problems(i, c)]
     if problems:
         raise _Invalid(problems)
     return Question(scale, instructions, tuple(criteria), text)
+
+
+def _criterion_problems(i: int, c: Any) -> list[str]:
+    """What is wrong with ``criteria[i]``."""
+    if isinstance(c, str):
+        return [] if c.strip() else [f"criteria[{i}] is an empty string"]
+    if not isinstance(c, dict):
+        return [f"criteria[{i}] must be a string or an object, got {json.dumps(c)[:60]}"]
+    problems = [] if c else [f"criteria[{i}] is an empty object"]
+    d = c.get("description")
+    if "description" in c and not (isinstance(d, str) and d.strip()):
+        problems.append(f"criteria[{i}].description must be a non-empty string")
+    if "examples" in c and not isinstance(c.get("examples"), list):
+        problems.append(f"criteria[{i}].examples must be an array")
+    return problems

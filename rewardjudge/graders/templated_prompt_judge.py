@@ -1,17 +1,12 @@
-"""TemplatedPromptJudgeGrader: render Handlebars judge prompts, parse a verdict.
+"""TemplatedPromptJudgeGrader: render judge prompts from two templates, read a sealed verdict.
 
-Flow of ``grade(sample)``:
-
-1. If ``completion_model`` is set, the completion is parsed into it; a
-   malformed completion is *penalized* without calling the judge.
-2. ``extract_template_context`` builds the template context (override it to
-   add fields; call ``super()`` first).
-3. The system and user templates render (compiled and checked at
-   construction; strict about missing variables by default).
-4. The judge is asked, with the output model's JSON schema as response
-   format where the server supports it; the reply is parsed into
-   ``output_model``. An unreadable or ambiguous reply is re-asked
-   ``reply_retries`` times, then the grade is *unscored*.
+The seed's family: the completion (parsed into ``completion_model`` if set;
+malformed: *penalized*, no judge call) becomes a context
+(``extract_template_context``), the system and user templates render it
+(compiled and checked at construction), the judge is asked (the output
+model's JSON schema as response format where the server takes one) and its
+sealed verdict is read into ``output_model``; an unreadable reply is re-asked
+``reply_retries`` times, then the grade is *unscored*.
 """
 
 from __future__ import annotations
@@ -22,32 +17,28 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..core.structured_output import OutputParserException, render_schema
-from ..errors import ConfigError, TemplateVariableError
+from ..core.structured_output import render_schema
+from ..errors import TemplateVariableError
 from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
-from ..readouts._seal import (SEAL_FIELD, Sealer, json_instruction, label_instruction, read_sealed,
+from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
-from ._options import JudgeOptions, validated
+from ._options import SEAL_TOKENS, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
-from ._expected_value import expected_verdict, score_choices
-from ..readouts._forms import VerdictForm
+from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
                        JudgeOutput, _label_form,
-                       _label_to_verdict, check_output_model, fitted_max_tokens,
+                       _label_to_verdict,
                        output_value, schema_fields, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
 
-
-#: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
-SEAL_TOKENS = 24
 
 #: the base class's ``extract_template_context`` (see ``context_of``)
 _SEED_HOOK = Grader.extract_template_context.__func__
@@ -76,8 +67,11 @@ class TemplatedPromptJudgeGrader(Grader):
     ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
     read the probability of every score at the position the judge wrote its
     score and use the expected value; see ``_expected_value.expected_verdict``;
-    floor ``expected_value_floor``), the penalty settings of ``Grader`` and ``reject_content_free`` (penalize
-    empty or content-free completions without a judge call; default on).
+    floor ``expected_value_floor``), ``seal`` / ``seal_key`` (ask for a sealed
+    verdict; off replays a benchmark prompt as it is), ``verdict_form`` with
+    ``label_values`` or ``score_bounds`` (a verdict written as a line of text),
+    ``output_schema_format``, the penalty settings of ``Grader`` and
+    ``reject_content_free``. The checked options are ``options`` (``TemplatedOptions``).
     """
 
     #: the least probability on valid scores for the expected-value option to apply
@@ -101,48 +95,26 @@ class TemplatedPromptJudgeGrader(Grader):
                          reject_content_free=reject_content_free,
                          max_completion_chars=max_completion_chars)
         self.bind_judge(model, completion_model)
-        self.output_model = check_output_model(output_model)
-        if SEAL_FIELD in self.output_model.model_fields:
-            raise ConfigError(f"output_model {self.output_model.__name__} has a field named "
-                              f"{SEAL_FIELD!r}: that name carries the verdict's seal; rename the field")
-        if not isinstance(seal, bool):
-            raise ConfigError(f"seal must be True or False, got {seal!r}")
-        if output_schema_format not in ("compact", "json_schema"):
-            raise ConfigError(f"output_schema_format must be 'compact' or 'json_schema', got {output_schema_format!r}")
-        self.output_schema_format = output_schema_format
-        self.seal = seal
+        opts = self.options = validated(
+            TemplatedOptions, output_model=output_model, seal=seal, output_schema_format=output_schema_format,
+            verdict_form=verdict_form, label_values=label_values, score_bounds=score_bounds,
+            structured=structured, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed,
+            reply_retries=reply_retries, template_variables=template_variables, expected_value=expected_value)
+        self.output_model, self.seal = opts.output_model, opts.seal
+        self.output_schema_format = opts.output_schema_format
+        self.form, self.label_values = opts.form, opts.label_values
+        self.structured, self.expected_value = opts.structured, opts.expected_value
+        self.template_variables, self.reply_retries = opts.template_variables, opts.reply_retries
+        self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
+                                       max_tokens=opts.max_tokens, seed=opts.seed)
         # a cached judge keeps the key with its cache, so later runs hit it
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._label = _label_form(self.output_model)
-        self.form, self.label_values = _declared_form(verdict_form, label_values, score_bounds)
-        if self.form is not None:
-            structured = False   # the verdict is a line of text in the declared form
-        if isinstance(max_tokens, str) and max_tokens == "fit":
-            # the default: what a schema-constrained reply of the output model needs
-            # (its reasoning is bounded) and its seal (16 hex digits, up to one token each, and
-            # the key); 512 where the reply is not bounded
-            fitted = fitted_max_tokens(self.output_model) if structured else None
-            max_tokens = fitted + (SEAL_TOKENS if seal else 0) if fitted else 512
-        opts = validated(JudgeOptions, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                         seed=seed, reply_retries=reply_retries)
-        if template_variables is not None and not isinstance(template_variables, Mapping):
-            raise ConfigError(f"template_variables must be a mapping, got {type(template_variables).__name__}")
-        self.prompt = JudgePrompt(system_template, user_template, engine=engine,
-                                  strict=strict_templates)
-        self.template_variables = dict(template_variables or {})
-        self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
-                                       max_tokens=opts.max_tokens, seed=opts.seed)
-        self.reply_retries = opts.reply_retries
-        self.structured = bool(structured)
-        self._schema = self.output_model.model_json_schema() if structured else None
+        self.prompt = JudgePrompt(system_template, user_template, engine=engine, strict=strict_templates)
+        self._schema = self.output_model.model_json_schema() if self.structured else None
         #: what the server is asked to enforce: the output model's schema plus the seal field
         #: (one schema for every request, so servers keep their compiled grammar)
         self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
-        self.expected_value = bool(expected_value)
-        if self.expected_value and score_choices(self.output_model) is None:
-            raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
-                              f"one-token values (a Literal/enum, or an int bounded in 0..9); "
-                              f"{self.output_model.__name__}.score is not")
         self.prompt.check(self.provided_variables())
         #: the templates show the output schema (the seal instruction then need not list the fields)
         self._shows_schema = self.prompt.mentions("output_schema")
@@ -405,31 +377,6 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
             return frozenset()
         reads.update(names)
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
-
-
-def _declared_form(pattern: str | None, label_values: Mapping[str, float] | None,
-                   bounds: tuple[float, float] | None) -> "tuple[VerdictForm | None, dict[str, float]]":
-    """The grader's declared verdict form, checked: a ``{label}`` form needs
-    ``label_values`` (each label's reward), a ``{score}`` form takes none."""
-    if pattern is None:
-        if label_values is not None or bounds is not None:
-            raise ConfigError("label_values and score_bounds go with a verdict_form")
-        return None, {}
-    values = dict(label_values or {})
-    for label, v in values.items():
-        if not isinstance(label, str) or isinstance(v, bool) or not isinstance(v, (int, float)) \
-                or v != v or v in (float("inf"), float("-inf")):
-            raise ConfigError(f"label_values must map each label to a finite number, got {label!r}: {v!r}")
-    if not isinstance(pattern, str):
-        raise ConfigError(f"verdict_form must be a pattern string, got {pattern!r}")
-    if "{label}" in pattern and not values:
-        raise ConfigError(f"verdict_form {pattern!r} holds {{label}}: give label_values, the reward of "
-                          f"each label (e.g. {{'A>>B': 1.0, 'A>B': 0.75, 'A=B': 0.5, ...}})")
-    if "{score}" in pattern and values:
-        raise ConfigError(f"verdict_form {pattern!r} reads a number: label_values do not apply")
-    form = VerdictForm.of(pattern, labels=tuple(values) if values else None,
-                          bounds=tuple(bounds) if bounds is not None else None)
-    return form, {k: float(v) for k, v in values.items()}
 
 
 @functools.lru_cache(maxsize=256)
