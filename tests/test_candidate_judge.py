@@ -569,3 +569,16 @@ async def test_a_custom_template_without_the_sealed_grade_form_is_told_it_last()
     grades = await CandidateJudgeGrader("g", ScriptedModel(judge), template=template, system_template="",
                                         max_rounds=1).grade_batch([thread("Q?", "a"), thread("Q?", "b")])
     assert [g.status for g in grades] == ["scored", "scored"]
+
+
+def test_unseeded_grader_pickles_for_trainers_that_ship_reward_functions():
+    # TRL's async GRPO pickles reward functions into another process; an unseeded
+    # grader's shuffle stream used to be a SystemRandom, which cannot be pickled
+    import pickle
+
+    from rewardjudge import OpenAIModel
+
+    g = CandidateJudgeGrader("c", OpenAIModel("http://127.0.0.1:9/v1", "judge"))
+    copy = pickle.loads(pickle.dumps(g))
+    assert copy.version == g.version and copy.options == g.options
+    assert isinstance(copy._rng.getrandbits(32), int)

@@ -192,7 +192,7 @@ class CandidateJudgeGrader(Grader):
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._warned_no_distribution = False
         # a seeded grader draws every request's shuffle seed from one stream
-        self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
+        self._rng = random.Random(seed)   # seed None: from os.urandom; picklable
         user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
                     if template is None else template)
         system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
