@@ -125,7 +125,7 @@ class TokenCountingJudge(InferenceModel):
         self.requests.append(len(ids))
         self.sent.append([dict(m) for m in messages])
         reply = "\n".join(f'<candidate id="{cid}">\n<reasoning>Accurate on the main point but '
-                          f"misses a detail.</reasoning>\n<grade id="{cid}">{k % 5}</grade>\n</candidate>"
+                          f'misses a detail.</reasoning>\n<grade id="{cid}">{k % 5}</grade>\n</candidate>'
                           for k, cid in enumerate(ids))
         return Completion(text=reply, usage={"prompt_tokens": self.count_prompt(messages),
                                              "completion_tokens": self.count(reply)})

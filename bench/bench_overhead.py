@@ -91,7 +91,7 @@ def _payload(messages, params, schema) -> bytes:
 def stages_one() -> dict[str, float]:
     from rewardjudge.core.structured_output import render_schema  # noqa: F401 (warm import)
     from rewardjudge.grade import Grade
-    from rewardjudge.graders._base import config_hash
+    from rewardjudge._hash import canonical_hash as config_hash
     from rewardjudge.graders._outputs import output_value
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
     from rewardjudge.models._openai_compat import _parse_chat_body
