@@ -58,9 +58,9 @@ class MultiVerdict(BaseModel):
 
 
 def _chat_reply(content: str) -> bytes:
-    from rewardjudge.testing import _chat_body
+    from rewardjudge.testing import _completion_body
 
-    return _chat_body(content, "fake-judge", 400)
+    return _completion_body(content, "fake-judge", 400, chat=True)
 
 
 _SEAL = "0123456789abcdef"
