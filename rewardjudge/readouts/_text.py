@@ -272,6 +272,8 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if not isinstance(value, (str, dict, list, tuple)):
         return value
+    if type(value) is dict and not ctl and _flat_and_clean(value):
+        return {str(k): v for k, v in value.items()}   # the common metadata: nothing to change
     texts = _texts_in(value)   # every distinct str neutralised in one pass, then the copy
     done = dict(zip(texts, neutralize_all(texts, tags, ctl)))
 
@@ -295,6 +297,19 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
         else:
             parent[key] = fix(src) if isinstance(src, str) else src
     return root[0]
+
+
+def _flat_and_clean(mapping: dict) -> bool:
+    """Whether ``mapping`` holds no container and its str keys and values are
+    all ``_clean`` (one scan of them joined)."""
+    parts = []
+    for k, v in mapping.items():
+        if type(k) is not str or isinstance(v, (dict, list, tuple)) or (isinstance(v, str) and type(v) is not str):
+            return False
+        parts.append(k)
+        if type(v) is str:
+            parts.append(v)
+    return _clean("".join(parts))
 
 
 def _texts_in(value: Any) -> "list[str]":
