@@ -115,6 +115,20 @@ def test_bad_column_specs_say_what_is_wrong(spec, message):
         Columns.parse(spec)
 
 
+@pytest.mark.parametrize("option,message", [
+    (dict(mode="x"), "mode must be 'eval' or 'train', got 'x'"),
+    (dict(group_window=0), "group_window must be an int >= 1, got 0"),
+    (dict(max_group=True), "max_group must be an int >= 1, got True"),
+    (dict(formats=("csv",)), "formats must name output formats among parquet, jsonl, arrow"),
+    (dict(concurrency=0), "concurrency must be an int >= 1"),
+    (dict(confidence=1.5), "confidence must be a number in (0, 1), got 1.5"),
+])
+def test_bad_options_name_the_argument_and_value(option, message):
+    with pytest.raises(ConfigError) as info:
+        evaluate_dataset(rows(), make_grader(), columns=COLS, progress=False, **option)
+    assert message in str(info.value)
+
+
 def test_a_missing_column_lists_the_available_ones():
     with pytest.raises(ConfigError, match=r"'nope'.*columns are \['question', 'answer'"):
         evaluate_dataset([{"question": "q", "answer": "a"}], make_grader(),

@@ -54,7 +54,6 @@ import json
 import os
 import sys
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, JudgeError, JudgeOutage
@@ -228,7 +227,7 @@ async def _judge(args: argparse.Namespace, prefer: str | None = None):
 async def _run_eval(args: argparse.Namespace):
     from ..graders._base import Grader
     from ._runner import aevaluate_dataset
-    from ._spec import _import_attribute, resolve_grader
+    from ._spec import _import_attribute, resolve_grader, scorer_of
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
@@ -243,7 +242,7 @@ async def _run_eval(args: argparse.Namespace):
         if not isinstance(obj, Grader):
             raise ConfigError(f"--judge is required: {JUDGE_HELP}")
         return await aevaluate_dataset(args.data, obj, **common)
-    scorer = _scorer_of(args.grader)
+    scorer = scorer_of(args.grader)
     common["columns"] = _check_data(args, scorer)
     async with _judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
@@ -275,32 +274,6 @@ def _check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
         raise ConfigError(f"--judge torch with {type(grader).__name__} would generate every verdict on this "
                           f"CPU (minutes per row); use --judge embedded (llama.cpp) for chat graders, or "
                           f"--judge torch with a probability grader")
-
-
-def _scorer_of(spec: str) -> Any:
-    """The Scorer a ``--grader`` SPEC names (a scorer .json file, or a slug in
-    the registry folder when the SPEC is no built-in, module:attribute or
-    catalog key: ``resolve_grader``'s order), read before any judge; else None."""
-    from ._spec import BUILTIN_GRADERS, SCORER_REGISTRY_ENV, _optional, scorer_from_file
-
-    spec = spec.strip()
-    if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
-        return None
-    scorers = _optional("rewardjudge.scorers")
-    if scorers is None:
-        return None
-    if spec.endswith(".json"):
-        return scorer_from_file(spec)
-    catalog = _optional("rewardjudge.catalog")
-    if catalog is not None and spec in catalog.keys():
-        return None
-    folder = Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
-    if not folder.is_dir():
-        return None
-    try:
-        return scorers.ScorerRegistry(folder).get(spec)
-    except scorers.ScorerNotFound:
-        return None
 
 
 def _check_data(args: argparse.Namespace, scorer: Any = None) -> Any:
@@ -335,12 +308,7 @@ def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any
     if data is None:
         data = load_data(args.data, split=args.split)
     names = list(data.column_names)
-    cols, _ = detect_columns(columns, names)
-    keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
-    for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
-        for col in cols.metadata:
-            if isinstance(row.get(col), dict):
-                keys.update(row[col])
+    keys = _metadata_keys(data, detect_columns(columns, names)[0])
     added, unknown = [], []
     for var, source in binding.mapping.items():
         if var in binding.shadowed or not source.startswith("metadata:"):
@@ -365,6 +333,15 @@ def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any
           f"--columns metadata=...)", file=sys.stderr)
     given = Columns.parse(columns)
     return replace(given, metadata=(*given.metadata, *added))
+
+
+def _metadata_keys(data: Any, cols: Any) -> set[str]:
+    """The metadata keys a row's thread gets (a metadata column holding
+    objects adds their keys, as its first 20 rows show)."""
+    keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
+    for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
+        keys.update(k for col in cols.metadata if isinstance(row.get(col), dict) for k in row[col])
+    return keys
 
 
 def _print_columns(notes: list[str]) -> None:

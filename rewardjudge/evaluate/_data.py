@@ -8,13 +8,9 @@ a list of row dicts, a pandas DataFrame, a local ``.jsonl`` / ``.json`` /
 allows).
 
 ``Columns`` says which columns make a thread. A role left unset is mapped
-only to a column whose name leaves no doubt: ``messages``; ``prompt`` or
-``question``; ``completion`` or ``response``; ``reference``,
-``ground_truth`` or ``reference_answer``. Two such candidates for one role
-are an error (name one). Names that could mean a role or something else
-(``input``, ``output``, ``answer``, ``expected``, ``target``, ``gold``,
-``label``...) are never mapped: ``detect_columns`` says what it mapped and
-which columns it left alone that you may want to map.
+only to a column whose name leaves no doubt (``_SURE``; two such are an
+error); names that could mean a role or something else (``_MAYBE``) are
+never mapped, only pointed out by ``detect_columns``.
 
 >>> cols = Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic")
 >>> cols.prompt, cols.completion, cols.metadata
@@ -23,6 +19,7 @@ which columns it left alone that you may want to map.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -32,6 +29,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..thread import StringThread
+from ._arrow import feature_leaves
 
 __all__ = ["Columns", "detect_columns", "load_data", "row_to_thread", "thread_digest"]
 
@@ -85,40 +83,18 @@ class Columns:
         if isinstance(spec, Columns):
             return spec
         if isinstance(spec, str):
-            text = spec.strip()
-            if text.startswith("{"):
-                try:
-                    spec = json.loads(text)
-                except ValueError as exc:
-                    raise ConfigError(f"--columns is not valid JSON: {exc}") from None
-            else:
-                pairs: dict[str, Any] = {}
-                for part in filter(None, (p.strip() for p in text.split(","))):
-                    role, eq, col = part.partition("=")
-                    if not eq or not col.strip():
-                        raise ConfigError(f"column mapping {part!r} must look like role=column "
-                                          f"(roles: {', '.join(_ROLES)})")
-                    role, col = role.strip(), col.strip()
-                    if role == "metadata":
-                        pairs.setdefault("metadata", []).append(col)
-                    elif role in pairs:
-                        raise ConfigError(f"column role {role!r} given twice")
-                    else:
-                        pairs[role] = col
-                spec = pairs
+            spec = _parse_text(spec)
         if not isinstance(spec, Mapping):
             raise ConfigError(f"columns must be a mapping of role -> column, got {type(spec).__name__}")
         unknown = sorted(set(spec) - set(_ROLES))
         if unknown:
             raise ConfigError(f"unknown column role(s) {unknown}; roles are {', '.join(_ROLES)}")
         meta = spec.get("metadata") or ()
-        if isinstance(meta, str):
-            meta = (meta,)
         values = {k: spec.get(k) for k in _ROLES if k != "metadata"}
         for k, v in values.items():
             if v is not None and not isinstance(v, str):
                 raise ConfigError(f"column for {k!r} must be a column name, got {v!r}")
-        return cls(metadata=tuple(meta), **values)
+        return cls(metadata=(meta,) if isinstance(meta, str) else tuple(meta), **values)
 
     def resolve(self, column_names: Sequence[str]) -> "Columns":
         """Fill unset roles from unambiguous names and check every column
@@ -128,6 +104,70 @@ class Columns:
     def as_dict(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "messages": self.messages, "completion": self.completion,
                 "reference": self.reference, "system": self.system, "metadata": list(self.metadata)}
+
+
+def _parse_text(text: str) -> Any:
+    """``"role=column,..."`` or a JSON object, as a mapping (checked by ``Columns.parse``)."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"--columns is not valid JSON: {exc}") from None
+    pairs: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        role, eq, col = part.partition("=")
+        if not eq or not col.strip():
+            raise ConfigError(f"column mapping {part!r} must look like role=column "
+                              f"(roles: {', '.join(_ROLES)})")
+        role, col = role.strip(), col.strip()
+        if role == "metadata":
+            pairs.setdefault("metadata", []).append(col)
+        elif role in pairs:
+            raise ConfigError(f"column role {role!r} given twice")
+        else:
+            pairs[role] = col
+    return pairs
+
+
+def _named(table: dict[str, tuple[str, ...]], roles: tuple[str, ...], names: list[str],
+           taken: set[str]) -> list[tuple[str, str]]:
+    """``(role, column)`` for each free column named as ``table`` lists for ``roles``."""
+    return [(r, c) for r in roles for c in table[r] if c in names and c not in taken]
+
+
+def _hint(role: str, names: list[str], taken: set[str]) -> str:
+    hints = _named(_MAYBE, (role,), names, taken)
+    if not hints:
+        return f"{role}: not mapped (no column named like it)"
+    listed = ", ".join(repr(c) for _, c in hints)
+    return f"{role}: not mapped; {listed} might be it (map it with --columns {hints[0][0]}={hints[0][1]})"
+
+
+def _find(roles: tuple[str, ...], names: list[str], taken: set[str]) -> tuple[str, str] | None:
+    """The one free column surely named as ``roles``; two are an error, none is None."""
+    hits = _named(_SURE, roles, names, taken)
+    if len(hits) > 1:
+        listed = " and ".join(repr(c) for _, c in hits)
+        raise ConfigError(f"columns {listed} could each be the {roles[-1]}; say which with --columns "
+                          f"{hits[0][0]}=<column> (columns=...)")
+    if hits:
+        return hits[0]
+    if roles[-1] != "prompt":
+        return None
+    hints = _named(_MAYBE, roles, names, taken)
+    hint = (f"; {', '.join(repr(c) for _, c in hints)} might be it, e.g. --columns {hints[0][0]}={hints[0][1]}"
+            if hints else "; name one, e.g. --columns prompt=<column>,completion=<column>")
+    raise ConfigError(f"no prompt or messages column found among {names}{hint}")
+
+
+def _check_present(cols: Columns, names: list[str]) -> None:
+    if cols.prompt is not None and cols.messages is not None:
+        raise ConfigError("give either a prompt column or a messages column, not both")
+    roles = [(r, getattr(cols, r)) for r in ("prompt", "messages", "completion", "reference", "system")]
+    for role, col in [*roles, *(("metadata", c) for c in cols.metadata)]:
+        if col is not None and col not in names:
+            raise ConfigError(f"column {col!r} (for {role}) is not in the data; columns are {names}")
 
 
 def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
@@ -146,66 +186,34 @@ def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
     names = list(column_names)
     taken = {c for c in (given.prompt, given.messages, given.completion, given.reference, given.system,
                          *given.metadata) if c is not None}
-    found: dict[str, str] = {}
-    notes: list[str] = []
-
-    def sure(roles: tuple[str, ...], what: str) -> str | None:
-        hits = [(r, c) for r in roles for c in _SURE[r] if c in names and c not in taken]
-        if len(hits) > 1:
-            listed = " and ".join(repr(c) for _, c in hits)
-            raise ConfigError(f"columns {listed} could each be the {what}; say which with --columns "
-                              f"{hits[0][0]}=<column> (columns=...)")
-        if hits:
-            role, col = hits[0]
-            found[role] = col
-            taken.add(col)
-            return role
-        return None
-
-    def maybe(roles: tuple[str, ...]) -> list[tuple[str, str]]:
-        return [(r, c) for r in roles for c in _MAYBE[r] if c in names and c not in taken]
-
-    def unmapped(role: str, roles: tuple[str, ...]) -> str:
-        hints = maybe(roles)
-        if not hints:
-            return f"{role}: not mapped (no column named like it)"
-        listed = ", ".join(repr(c) for _, c in hints)
-        return (f"{role}: not mapped; {listed} might be it (map it with --columns "
-                f"{hints[0][0]}={hints[0][1]})")
-
+    searches = [(role,) for role in ("completion", "reference") if getattr(given, role) is None]
     if given.prompt is None and given.messages is None:
-        role = sure(("messages", "prompt"), "prompt")
-        if role is None:
-            hints = maybe(("messages", "prompt"))
-            hint = (f"; {', '.join(repr(c) for _, c in hints)} might be it, e.g. --columns "
-                    f"{hints[0][0]}={hints[0][1]}" if hints else
-                    "; name one, e.g. --columns prompt=<column>,completion=<column>")
-            raise ConfigError(f"no prompt or messages column found among {names}{hint}")
-    for role in ("completion", "reference"):
-        if getattr(given, role) is None:
-            sure((role,), role)
+        searches.insert(0, ("messages", "prompt"))
+    found: dict[str, str] = {}
+    for roles in searches:
+        hit = _find(roles, names, taken)
+        if hit is not None:
+            found[hit[0]] = hit[1]
+            taken.add(hit[1])
     cols = replace(given, **found)
-    if cols.prompt is not None and cols.messages is not None:
-        raise ConfigError("give either a prompt column or a messages column, not both")
-    for role in ("prompt", "messages", "completion", "reference", "system", *cols.metadata):
-        col = role if role in cols.metadata else getattr(cols, role)
-        if col is not None and col not in names:
-            raise ConfigError(f"column {col!r} (for {role if role not in cols.metadata else 'metadata'}) "
-                              f"is not in the data; columns are {names}")
+    _check_present(cols, names)
+    return cols, _notes(given, cols, names, taken)
+
+
+def _notes(given: Columns, cols: Columns, names: list[str], taken: set[str]) -> list[str]:
+    """What ``detect_columns`` did, one line per role."""
+    notes = []
     for role in ("messages", "prompt", "completion", "reference", "system"):
         col = getattr(cols, role)
         if col is not None:
-            how = "given" if getattr(given, role) is not None else "found by name"
-            notes.append(f"{role}: {col!r} ({how})")
-        elif role == "completion" and cols.messages is None:
-            notes.append(unmapped(role, (role,)))
-        elif role == "completion":
+            notes.append(f"{role}: {col!r} ({'given' if getattr(given, role) is not None else 'found by name'})")
+        elif role == "completion" and cols.messages is not None:
             notes.append("completion: the last assistant message of each conversation")
-        elif role == "reference":
-            notes.append(unmapped(role, (role,)))
+        elif role in ("completion", "reference"):
+            notes.append(_hint(role, names, taken))
     if cols.metadata:
         notes.append(f"metadata: {', '.join(repr(c) for c in cols.metadata)} (given)")
-    return cols, notes
+    return notes
 
 
 def _messages(value: Any, what: str) -> list[tuple[str, str]]:
@@ -230,29 +238,31 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
     None), ``reference`` and the metadata columns.
     """
     where = f"row {index}" if index is not None else "row"
-    turns: list[tuple[str, str]] = []
-    if cols.system is not None and row.get(cols.system):
-        turns.append(("system", str(row[cols.system])))
+    turns = [("system", str(row[cols.system]))] if cols.system is not None and row.get(cols.system) else []
     if cols.messages is not None:
         turns += _messages(row[cols.messages], f"{where}: column {cols.messages!r}")
+    elif row[cols.prompt] is None:
+        raise ConfigError(f"{where}: prompt column {cols.prompt!r} is empty")
     else:
-        prompt = row[cols.prompt]
-        if isinstance(prompt, str):
-            turns.append(("user", prompt))
-        elif prompt is None:
-            raise ConfigError(f"{where}: prompt column {cols.prompt!r} is empty")
-        else:
-            turns += _messages(prompt, f"{where}: column {cols.prompt!r}")
-    if cols.completion is not None:
-        completion = row[cols.completion]
-        if completion is None:
-            completion = ""  # an empty answer is graded (and judged) as empty, not skipped
-        if isinstance(completion, str):
-            turns.append(("assistant", completion))
-        else:
-            turns += _messages(completion, f"{where}: column {cols.completion!r}")
+        turns += _turns(row[cols.prompt], "user", f"{where}: column {cols.prompt!r}")
+    if cols.completion is not None:  # an empty answer is graded (and judged) as empty, not skipped
+        completion = "" if row[cols.completion] is None else row[cols.completion]
+        turns += _turns(completion, "assistant", f"{where}: column {cols.completion!r}")
+    try:
+        return StringThread(turns, _row_metadata(row, cols, index, eval_mode))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _turns(value: Any, role: str, what: str) -> list[tuple[str, str]]:
+    """A str as one turn of ``role``, else a list of messages."""
+    return [(role, value)] if isinstance(value, str) else _messages(value, what)
+
+
+def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
+                  eval_mode: bool | None) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
-    for col in cols.metadata:
+    for col in cols.metadata:  # a column holding a dict is merged in
         value = row[col]
         if isinstance(value, Mapping):
             metadata.update(value)
@@ -264,189 +274,13 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
         metadata["row"] = index
     if eval_mode is not None:
         metadata["eval"] = bool(eval_mode)
-    try:
-        return StringThread(turns, metadata)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    return metadata
 
 
 def thread_digest(thread: StringThread) -> str:
     """First 16 hex digits of the SHA-256 of a thread's turns and metadata:
     a resumed run checks that each finished row still holds the same input."""
     return canonical_hash({"turns": thread.turns, "metadata": thread.metadata})[:16]
-
-
-def iter_rows(ds: Any, indices: Sequence[int] | None = None, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
-    """``(index, row dict)`` for ``indices`` (default: all), read a chunk at a time."""
-    n = len(ds)
-    wanted = range(n) if indices is None else indices
-    todo = sorted(set(wanted))
-    pos = 0
-    while pos < len(todo):
-        start = todo[pos]
-        end = min(start + chunk, n)
-        block = ds[start:end]  # column -> list
-        keys = list(block)
-        while pos < len(todo) and todo[pos] < end:
-            i = todo[pos]
-            yield i, {k: block[k][i - start] for k in keys}
-            pos += 1
-
-
-def _plain_feature(feature: Any) -> bool:
-    """Whether rows of this feature read the same from Arrow (``to_pylist``)
-    as through ``datasets``' own decoding (no Json, Image, Audio...)."""
-    name = type(feature).__name__
-    if name == "Value":
-        return True
-    if isinstance(feature, Mapping):
-        return all(_plain_feature(f) for f in feature.values())
-    if isinstance(feature, (list, tuple)):
-        return all(_plain_feature(f) for f in feature)
-    if name in ("List", "LargeList", "Sequence"):
-        return _plain_feature(feature.feature)
-    return False
-
-
-def _arrow_files(ds: Any) -> list[str] | None:
-    """The Arrow files a dataset is exactly the concatenation of (no slice,
-    selection, column change or cast on top), else None."""
-    try:
-        from datasets.table import ConcatenationTable, MemoryMappedTable
-
-        if ds._indices is not None or not _plain_feature(ds.features):
-            return None
-        table = ds.data
-        if isinstance(table, MemoryMappedTable):
-            blocks = [table]
-        elif isinstance(table, ConcatenationTable) and all(len(row) == 1 for row in table.blocks):
-            blocks = [row[0] for row in table.blocks]
-        else:
-            return None
-        if not all(isinstance(b, MemoryMappedTable) and os.path.isfile(b.path)
-                   and all(op[0] == "replace_schema_metadata" for op in b.replays) for b in blocks):
-            return None
-        return [b.path for b in blocks]
-    except Exception:  # noqa: BLE001 - datasets internals moved: read through datasets instead
-        return None
-
-
-def release_mapped_pages(ds: Any) -> bool:
-    """Drop from this process's resident set the pages of the Arrow files a
-    dataset maps (``madvise(MADV_DONTNEED)`` on each mapping of them, Linux).
-
-    ``datasets`` opens a file's Arrow cache by walking the whole memory map,
-    which leaves most of the file resident; ``iter_tables`` then reads the
-    rows with ordinary reads, so those pages only weigh on the process. The
-    mapping stays valid: a page touched again is read back from the file.
-    Returns whether anything was released."""
-    files = _arrow_files(ds)
-    if not files or not os.path.exists("/proc/self/maps"):
-        return False
-    try:
-        import ctypes
-        import ctypes.util
-
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        madv_dontneed = 4
-        wanted = {os.path.realpath(f) for f in files}
-        released = False
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(None, 5)
-                if len(fields) == 6 and fields[5].strip() in wanted:
-                    start, end = (int(x, 16) for x in fields[0].split("-"))
-                    released |= libc.madvise(start, end - start, madv_dontneed) == 0
-        return released
-    except (OSError, AttributeError, ValueError):
-        return False
-
-
-def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]:
-    """``(start, pyarrow.Table)`` for consecutive rows ``0..n-1``.
-
-    A dataset that is plainly its Arrow files (what ``load_data`` gives for a
-    file) is read from them with ordinary reads, a record batch at a time:
-    going through its memory map would leave every page read resident (the
-    whole file, at the end of a run). Other datasets are sliced through
-    ``datasets``, ``chunk`` rows at a time."""
-    import pyarrow as pa
-
-    files = _arrow_files(ds)
-    if files is not None:
-        schema = ds.data.schema
-        start = 0
-        for path in files:
-            with pa.OSFile(path) as source:
-                reader = pa.ipc.open_stream(source)
-                for batch in reader:
-                    if start >= n:
-                        return
-                    table = pa.Table.from_batches([batch.slice(0, min(batch.num_rows, n - start))])
-                    if not table.schema.equals(schema, check_metadata=False):
-                        break  # not what it seemed: fall back below from here
-                    yield start, table
-                    start += table.num_rows
-                else:
-                    continue
-                break
-        else:
-            return
-        arrow = ds.with_format("arrow")
-        for a in range(start, n, chunk):
-            yield a, arrow[a:min(n, a + chunk)]
-        return
-    arrow = ds.with_format("arrow")
-    for a in range(0, n, chunk):
-        yield a, arrow[a:min(n, a + chunk)]
-
-
-def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
-    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in
-    order, a chunk at a time (memory bounded by the chunk)."""
-    import numpy as np
-
-    if _arrow_files(ds) is not None:
-        for start, table in iter_tables(ds, n, chunk):
-            hits = np.flatnonzero(mask[start:start + table.num_rows])
-            if hits.size:
-                rows = table.take(hits).to_pylist()
-                for j, row in zip(hits.tolist(), rows):
-                    yield start + j, row
-        return
-    for start in range(0, n, chunk):
-        end = min(start + chunk, n)
-        hits = np.flatnonzero(mask[start:end])
-        if hits.size == 0:
-            continue
-        block = ds[start:end]
-        keys = list(block)
-        for j in hits.tolist():
-            yield start + j, {k: block[k][j] for k in keys}
-
-
-class ArrowSlices:
-    """Consecutive row ranges of a dataset as pyarrow Tables, read forward
-    (``iter_tables``): ``take(a, b)`` for ``a`` never going back."""
-
-    def __init__(self, ds: Any, n: int, chunk: int = 4096):
-        self.n = n
-        self._tables = iter_tables(ds, n, chunk)
-        self._start = 0
-        self._table = None
-
-    def take(self, a: int, b: int):
-        import pyarrow as pa
-
-        parts = []
-        while a < b:
-            while self._table is None or a >= self._start + self._table.num_rows:
-                self._start, self._table = next(self._tables)
-            stop = min(b, self._start + self._table.num_rows)
-            parts.append(self._table.slice(a - self._start, stop - a))
-            a = stop
-        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 def _normalize_content_parts(value: Any) -> Any:
@@ -472,23 +306,13 @@ def _has_json_feature(feature: Any) -> bool:
     ``datasets`` (5.x) infers for a field mixing strings and objects, and it
     then decodes every such string that parses as JSON (an answer written as
     a JSON object would come back a dict). Messages must not go through it."""
-    if type(feature).__name__ == "Json":
-        return True
-    if isinstance(feature, Mapping):
-        return any(_has_json_feature(f) for f in feature.values())
-    if isinstance(feature, (list, tuple)):
-        return any(_has_json_feature(f) for f in feature)
-    inner = getattr(feature, "feature", None)
-    return inner is not None and _has_json_feature(inner)
+    return any(type(f).__name__ == "Json" for f in feature_leaves(feature))
 
 
 def _uses_content_parts(rows: Iterator[Mapping[str, Any]]) -> bool:
-    for row in rows:
-        for v in row.values():
-            if isinstance(v, list) and any(isinstance(m, Mapping) and isinstance(m.get("content"), list)
-                                           for m in v):
-                return True
-    return False
+    """Whether some row holds messages whose content is a list of parts."""
+    return any(isinstance(v, list) and any(isinstance(m, Mapping) and isinstance(m.get("content"), list)
+                                           for m in v) for row in rows for v in row.values())
 
 
 def _json_rows(path: Path) -> Iterator[dict]:
@@ -500,13 +324,9 @@ def _json_rows(path: Path) -> Iterator[dict]:
         while head and head.isspace():
             head = f.read(1)
         if head == "[":  # a JSON array file
-            for row in json.loads(head + f.read()):
-                yield row
+            yield from json.loads(head + f.read())
             return
-        first = head + f.readline()
-        if first.strip():
-            yield json.loads(first)
-        for line in f:
+        for line in itertools.chain([head + f.readline()], f):
             if line.strip():
                 yield json.loads(line)
 
@@ -540,18 +360,7 @@ def load_data(data: Any, *, split: str | None = None):
     if isinstance(data, datasets.DatasetDict):
         return _pick_split(data, split)
     if isinstance(data, list):
-        if not all(isinstance(r, Mapping) for r in data):
-            raise ConfigError("a list of rows must hold dicts (column -> value)")
-        try:
-            ds = datasets.Dataset.from_list([dict(r) for r in data])
-        except Exception:  # e.g. messages mixing str and content-part contents
-            if not _uses_content_parts(iter(data)):
-                raise
-            ds = None
-        if ds is None or (_has_json_feature(ds.features) and _uses_content_parts(iter(data))):
-            ds = datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()}
-                                             for r in data])
-        return ds
+        return _from_list(data)
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
         return datasets.Dataset.from_pandas(data, preserve_index=False)
     if not isinstance(data, (str, os.PathLike)):
@@ -559,49 +368,80 @@ def load_data(data: Any, *, split: str | None = None):
                           f"got {type(data).__name__}")
     path = Path(data).expanduser()
     if path.is_dir():
-        if (path / "state.json").exists() or (path / "dataset_dict.json").exists():
-            loaded = datasets.load_from_disk(str(path))
-            return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
-        raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
-                          f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
+        return _from_folder(path, split)
     if path.is_file():
-        suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
-        loaders = {".jsonl": datasets.Dataset.from_json, ".json": datasets.Dataset.from_json,
-                   ".jsonl.gz": datasets.Dataset.from_json, ".json.gz": datasets.Dataset.from_json,
-                   ".parquet": datasets.Dataset.from_parquet, ".arrow": datasets.Dataset.from_file,
-                   ".csv": datasets.Dataset.from_csv}
-        loader = loaders.get(suffix.lower())
-        if loader is None:
-            raise ConfigError(f"cannot read {path}: unknown file type {suffix!r}; "
-                              f"expected one of {', '.join(sorted(loaders))}")
-        try:
-            ds = loader(str(path))
-            if (loader is datasets.Dataset.from_json and _has_json_feature(ds.features)
-                    and _uses_content_parts(_json_rows(path))):
-                return _load_json_with_parts(path)
-            return ds
-        except ConfigError:
-            raise
-        except Exception as exc:  # datasets raises many kinds; say which file and why
-            if loader is datasets.Dataset.from_json:
-                try:
-                    if _uses_content_parts(_json_rows(path)):
-                        return _load_json_with_parts(path)
-                except ConfigError:
-                    raise
-                except Exception:
-                    pass
-            raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+        return _from_file(path)
     text = str(data)
     if text.count("/") <= 1 and not text.startswith((".", "/", "~")) and not Path(text).suffix:
         name, _, config = text.partition(":")  # "owner/name:config" picks a configuration
         try:
-            loaded = datasets.load_dataset(name, config or None, split=split or "train")
+            return datasets.load_dataset(name, config or None, split=split or "train")
         except Exception as exc:
             raise ConfigError(f"{text!r} is not a local file, and loading it from the Hugging Face "
                               f"hub failed ({type(exc).__name__}: {exc})") from exc
-        return loaded
     raise ConfigError(f"no such file: {path}")
+
+
+def _from_folder(path: Path, split: str | None) -> Any:
+    import datasets
+
+    if not ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+        raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
+                          f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
+    loaded = datasets.load_from_disk(str(path))
+    return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
+
+
+def _from_list(rows: list) -> Any:
+    import datasets
+
+    if not all(isinstance(r, Mapping) for r in rows):
+        raise ConfigError("a list of rows must hold dicts (column -> value)")
+    try:
+        ds = datasets.Dataset.from_list([dict(r) for r in rows])
+    except Exception:  # e.g. messages mixing str and content-part contents
+        if not _uses_content_parts(iter(rows)):
+            raise
+        ds = None
+    if ds is None or (_has_json_feature(ds.features) and _uses_content_parts(iter(rows))):
+        ds = datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()} for r in rows])
+    return ds
+
+
+def _from_file(path: Path) -> Any:
+    import datasets
+
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    loaders = {**dict.fromkeys((".jsonl", ".json", ".jsonl.gz", ".json.gz"), datasets.Dataset.from_json),
+               ".parquet": datasets.Dataset.from_parquet, ".arrow": datasets.Dataset.from_file,
+               ".csv": datasets.Dataset.from_csv}
+    loader = loaders.get(suffix.lower())
+    if loader is None:
+        raise ConfigError(f"cannot read {path}: unknown file type {suffix!r}; "
+                          f"expected one of {', '.join(sorted(loaders))}")
+    is_json = loader is datasets.Dataset.from_json
+    try:
+        ds = loader(str(path))
+        if is_json and _has_json_feature(ds.features) and _uses_content_parts(_json_rows(path)):
+            return _load_json_with_parts(path)
+        return ds
+    except ConfigError:
+        raise
+    except Exception as exc:  # datasets raises many kinds; say which file and why
+        fixed = _retry_with_parts(path) if is_json else None
+        if fixed is not None:
+            return fixed
+        raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def _retry_with_parts(path: Path) -> Any:
+    """JSON(L) that did not load as is, loaded with content parts if that is why; else None."""
+    try:
+        return _load_json_with_parts(path) if _uses_content_parts(_json_rows(path)) else None
+    except ConfigError:
+        raise
+    except Exception:  # noqa: BLE001 - the first failure is the one to report
+        return None
 
 
 def _pick_split(dd, split: str | None):

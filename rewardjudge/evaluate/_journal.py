@@ -6,11 +6,9 @@ killed process (SIGKILL included) leaves every line it finished intact: the
 kernel holds what ``write`` returned from even if the process dies.
 ``fsync`` runs at most every ``sync_interval`` seconds and on close, which
 covers a machine crash up to that interval. A line cut short by a crash is
-the only damage possible; ``load`` drops it and truncates the file back to
-the last full line.
-
-A row may appear more than once (``retry_unscored`` appends a new record):
-the last record wins.
+the only damage possible: reading drops it and truncates the file back to
+the last full line. A row may appear more than once (``retry_unscored``
+appends a new record): the last record wins.
 
 A resumed run of any size holds no records in memory: ``scan`` reads the
 file a line at a time and keeps, per row, where its last record starts, its
@@ -29,7 +27,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -81,9 +79,6 @@ class JournalIndex:
     def done(self) -> np.ndarray:
         return self._offset >= 0 if self._offset is not None else np.zeros(self.n, dtype=bool)
 
-    def count(self) -> int:
-        return int(np.count_nonzero(self.done))
-
 
 class Journal:
     """Finished rows of one run; ``path=None`` keeps them in memory only."""
@@ -96,42 +91,11 @@ class Journal:
         self._dirty = False
         self._size = 0
 
-    def load(self) -> dict[int, dict[str, Any]]:
-        """Every row's last record. Drops (and truncates away) a torn last line."""
+    def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(offset, record)`` for each readable line, in file order. Drops
+        (and truncates away) a torn last line; skips an unreadable one."""
         if self.path is None or not self.path.exists():
-            return {}
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            log.warning("journal %s: dropping a torn last line (%d bytes); that row is graded again",
-                        self.path, len(data) - end)
-            with open(self.path, "r+b") as f:
-                f.truncate(end)
-                f.flush()
-                os.fsync(f.fileno())
-        done: dict[int, dict[str, Any]] = {}
-        for n, line in enumerate(data[:end].splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                row = int(rec["row"])
-                rec["grade"]["status"]  # noqa: B018 - shape check
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("journal %s line %d is unreadable (%s); that row is graded again",
-                            self.path, n, exc)
-                continue
-            done[row] = rec
-        return done
-
-    def scan(self, n: int) -> tuple[JournalIndex, int]:
-        """Index the last record of rows ``0..n-1``, reading a line at a time;
-        also the number of rows journaled at or beyond ``n`` (a longer
-        earlier run). Drops (and truncates away) a torn last line."""
-        index = JournalIndex(n)
-        beyond: set[int] = set()
-        if self.path is None or not self.path.exists():
-            return index, 0
+            return
         offset = 0
         with open(self.path, "rb") as f:
             for lineno, line in enumerate(f, 1):
@@ -143,21 +107,35 @@ class Journal:
                         w.truncate(start)
                         w.flush()
                         os.fsync(w.fileno())
-                    break
+                    return
                 if not line.strip():
                     continue
                 try:
                     rec = json.loads(line)
-                    row = int(rec["row"])
-                    status = rec["grade"]["status"]
+                    rec["row"] = int(rec["row"])
+                    rec["grade"]["status"]  # noqa: B018 - shape check
                 except (ValueError, KeyError, TypeError) as exc:
                     log.warning("journal %s line %d is unreadable (%s); that row is graded again",
                                 self.path, lineno, exc)
                     continue
-                if 0 <= row < n:
-                    index.set(row, start, rec.get("input"), status)
-                elif row >= n and len(beyond) < 10_000_000:
-                    beyond.add(row)
+                yield start, rec
+
+    def load(self) -> dict[int, dict[str, Any]]:
+        """Every row's last record."""
+        return {rec["row"]: rec for _, rec in self._records()}
+
+    def scan(self, n: int) -> tuple[JournalIndex, int]:
+        """Index the last record of rows ``0..n-1``, reading a line at a time;
+        also the number of rows journaled at or beyond ``n`` (a longer
+        earlier run)."""
+        index = JournalIndex(n)
+        beyond: set[int] = set()
+        for start, rec in self._records():
+            row = rec["row"]
+            if 0 <= row < n:
+                index.set(row, start, rec.get("input"), rec["grade"]["status"])
+            elif row >= n and len(beyond) < 10_000_000:
+                beyond.add(row)
         return index, len(beyond)
 
     def _open(self) -> int:

@@ -6,14 +6,12 @@ The mean, median (p50) and interval are taken over rows with a value
 verdict is a label (PASS/FAIL, a scorer's category) are also counted per
 label (``grade_label``), with each label's share of the labelled rows.
 
-A run of a *label-only* scorer (a categorical scorer without ``values``, as
-the scorer document writes one: ``Grade.is_label_only``) has no number to
-average: its summary is the label counts and shares, ``labels_only`` is True
-and ``mean``, ``p50`` and ``ci`` are None (penalized rows are counted, their
-penalty not averaged: a mean of penalties alone would mislead). Intervals are percentile bootstrap intervals
-(``n_boot`` resamples, fixed seed, so a report is reproducible). Everything
-is computed in one pass over the grades (``SummaryBuilder``), keeping 12
-bytes a row.
+A run of a *label-only* scorer (``Grade.is_label_only``) has no number to
+average: ``labels_only`` is True and ``mean``, ``p50`` and ``ci`` are None
+(penalized rows are counted, a mean of penalties alone would mislead).
+Intervals are percentile bootstrap intervals (``n_boot`` resamples, fixed
+seed: a report is reproducible), computed in one pass over the grades
+(``SummaryBuilder``, 12 bytes a row).
 
 >>> summary = summarize(grades)                       # doctest: +SKIP
 >>> print(summary)                                    # doctest: +SKIP
@@ -26,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -34,6 +33,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
+from ._journal import STATUS_CODES
 
 __all__ = ["Comparison", "RunStats", "Summary", "SummaryBuilder", "bootstrap_ci", "compare", "grade_label",
            "save_histogram", "summarize"]
@@ -136,18 +136,11 @@ def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
     return _as_label(verdict)
 
 
-def _quantile(x: np.ndarray, q: float) -> float | None:
-    return float(np.quantile(x, q)) if x.size else None
-
-
 @dataclass
 class Summary:
-    """What a run produced. ``mean``, ``p50`` and ``ci`` are over valued rows
-    (scored + penalized); ``labels`` counts the label of each scored row
-    whose verdict is a label (see ``grade_label``), most frequent first, and
-    ``label_shares`` gives each label's share of those rows. ``labels_only``:
-    the verdicts are labels without numbers (a label-only scorer), so there
-    is no mean (see the module doc)."""
+    """What a run produced (see the module doc): ``labels`` counts the
+    label of each scored row (``grade_label``), most frequent first, and
+    ``label_shares`` gives each label's share of those rows."""
 
     n: int
     counts: dict[str, int]
@@ -200,7 +193,6 @@ class Summary:
         return "\n".join(lines)
 
 
-_STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 _MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under "other"
 
 
@@ -246,35 +238,33 @@ class SummaryBuilder:
         self.n += 1
         status = g.get("status")
         self.counts[status] = self.counts.get(status, 0) + 1
-        value = g.get("value")
-        if value is not None:
-            self._grow("_values", self._nv)[self._nv] = float(value)
-            self._grow("_status", self._nv)[self._nv] = _STATUS_CODE.get(status, 0)
+        if g.get("value") is not None:
+            self._grow("_values", self._nv)[self._nv] = float(g["value"])
+            self._grow("_status", self._nv)[self._nv] = STATUS_CODES.get(status, 0)
             self._nv += 1
-        if label is None:
-            label = grade_label(g)
+        if g.get("latency_s") is not None:
+            self._grow("_lat", self._nl)[self._nl] = float(g["latency_s"])
+            self._nl += 1
         extra = g.get("extra")
-        if not self.labels_only and isinstance(extra, Mapping) and extra.get("labels_only") is True:
-            self.labels_only = True
+        self.labels_only |= isinstance(extra, Mapping) and extra.get("labels_only") is True
+        label = grade_label(g) if label is None else label
         if label is not None:
             self.labels[label] = self.labels.get(label, 0) + 1
         if status == "unscored":
-            reason = (g.get("error") or "unknown").split(":")[0][:80]
-            if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
-                reason = "other"
-            self.errors[reason] = self.errors.get(reason, 0) + 1
-        latency = g.get("latency_s")
-        if latency is not None:
-            self._grow("_lat", self._nl)[self._nl] = float(latency)
-            self._nl += 1
+            self._count_error(g.get("error"))
         for k, v in (g.get("usage") or {}).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 self.tokens[k] = self.tokens.get(k, 0) + int(v)
         self.attempts += int(g.get("attempts") or 0)
-        if len(self.keys) < 2:
-            self.keys.add(g.get("grader_key"))
-        if len(self.versions) < 2:
-            self.versions.add(g.get("grader_version"))
+        for seen, v in ((self.keys, g.get("grader_key")), (self.versions, g.get("grader_version"))):
+            if len(seen) < 2:
+                seen.add(v)
+
+    def _count_error(self, error: str | None) -> None:
+        reason = (error or "unknown").split(":")[0][:80]
+        if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
+            reason = "other"
+        self.errors[reason] = self.errors.get(reason, 0) + 1
 
     @property
     def values(self) -> np.ndarray:
@@ -282,7 +272,7 @@ class SummaryBuilder:
         return self._values[:self._nv]
 
     def values_of(self, status: str) -> np.ndarray:
-        return self.values[self._status[:self._nv] == _STATUS_CODE[status]]
+        return self.values[self._status[:self._nv] == STATUS_CODES[status]]
 
     def summary(self, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Summary:
         values = self.values if not self.labels_only else np.empty(0)
@@ -293,21 +283,28 @@ class SummaryBuilder:
             lat = {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)),
                    "p95": float(np.quantile(a, 0.95)), "max": float(a.max())}
         return Summary(
-            n=self.n, counts=dict(self.counts), mean=float(values.mean()) if values.size else None,
-            ci=bootstrap_ci(values, confidence=confidence, n_boot=n_boot, seed=seed) if values.size else None,
-            confidence=confidence, mean_scored=float(scored.mean()) if scored.size else None,
+            n=self.n, counts=dict(self.counts), confidence=confidence,
+            **_center(values, confidence=confidence, n_boot=n_boot, seed=seed),
+            mean_scored=float(scored.mean()) if scored.size else None,
             latency_s=lat, tokens=dict(self.tokens), attempts=self.attempts,
             grader_key=next(iter(self.keys)) if len(self.keys) == 1 else None,
             grader_version=next(iter(self.versions)) if len(self.versions) == 1 else None,
-            errors=dict(self.errors), p50=_quantile(values, 0.5),
-            labels=dict(sorted(self.labels.items(), key=lambda kv: (-kv[1], kv[0]))),
-            label_shares=_shares(self.labels), labels_only=self.labels_only)
+            errors=dict(self.errors), **_label_counts(self.labels), labels_only=self.labels_only)
 
 
-def _shares(counts: Mapping[str, int]) -> dict[str, float]:
-    """Each label's share of the labelled rows, most frequent first."""
-    total = sum(counts.values())
-    return {lab: k / total for lab, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))} if total else {}
+def _center(values: np.ndarray, **boot: Any) -> dict[str, Any]:
+    """``mean``, ``p50`` and bootstrap ``ci`` of values (None each for none)."""
+    if not values.size:
+        return {"mean": None, "p50": None, "ci": None}
+    return {"mean": float(values.mean()), "p50": float(np.quantile(values, 0.5)),
+            "ci": bootstrap_ci(values, **boot)}
+
+
+def _label_counts(counts: Mapping[str, int]) -> dict[str, dict]:
+    """``labels`` (most frequent first) and each one's share of the labelled rows."""
+    ordered = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    total = sum(ordered.values())
+    return {"labels": ordered, "label_shares": {lab: k / total for lab, k in ordered.items()} if total else {}}
 
 
 def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
@@ -346,19 +343,33 @@ def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    by = {s: builder.values_of(s) for s in ("scored", "penalized")}
-    unscored = builder.counts.get("unscored", 0)
-    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
-    if builder.labels_only:
-        distinct = []
     fig = Figure(figsize=(6, 3.5), dpi=100)
     ax = fig.subplots()
     if builder.labels_only:
-        labels = sorted(builder.labels.items(), key=lambda kv: (-kv[1], kv[0]))
+        labels = _label_counts(builder.labels)["labels"]
         if labels:
-            ax.bar([lab for lab, _ in labels], [k for _, k in labels], color="#4C72B0")
+            ax.bar(list(labels), list(labels.values()), color="#4C72B0")
         ax.set_xlabel("label")
-    elif distinct and len(distinct) <= 12:
+        drawn = bool(labels)
+    else:
+        drawn = _value_bars(ax, {s: builder.values_of(s) for s in ("scored", "penalized")})
+        ax.set_xlabel("grade value")
+    ax.set_ylabel("rows")
+    ax.set_title(title or f"grades (n={builder.n}, unscored={builder.counts.get('unscored', 0)})")
+    if not drawn:
+        ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 rows
+    fig.tight_layout()
+    return fig
+
+
+def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
+    """Scored and penalized values stacked: a bar per value when there are
+    few distinct ones, else 20 bins. Whether there was any value."""
+    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
+    if not distinct:
+        return False
+    if len(distinct) <= 12:
         width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
         bottom = np.zeros(len(distinct))
         for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
@@ -367,20 +378,11 @@ def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
                 ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
                 bottom += heights
         ax.set_xticks(distinct)
-    elif distinct:
+    else:
         ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
                 color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
-    if not builder.labels_only:
-        ax.set_xlabel("grade value")
-    ax.set_ylabel("rows")
-    ax.set_title(title or f"grades (n={builder.n}, unscored={unscored})")
-    if distinct:
-        ax.legend()
-    elif not (builder.labels_only and builder.labels):
-        ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 rows
-    fig.tight_layout()
-    return fig
+    ax.legend()
+    return True
 
 
 @dataclass
@@ -457,81 +459,68 @@ def _results_path(run: str | os.PathLike) -> Path:
     return path
 
 
+_NO_VALUE = "rows to compare need a 'grade_value' column (an evaluate_dataset output)"
+
+
 def _read_run(run: Any) -> tuple[np.ndarray, list[str | None]]:
     """A run's values (NaN where unscored) and labels, in row order: an
     EvalResult, an output folder or its results file (read a column at a
     time, not a row dict at a time), a Dataset / list of row dicts with
     grade columns, or a list of Grades / values."""
-    if hasattr(run, "output_dir") and hasattr(run, "summary") and getattr(run, "output_dir", None) \
-            and "parquet" in getattr(run, "files", {}):
-        run = run.files["parquet"]
-    elif hasattr(run, "dataset") and hasattr(run, "summary"):
-        run = run.dataset
+    if hasattr(run, "summary") and hasattr(run, "dataset"):  # an EvalResult: its results file if it wrote one
+        run = run.files["parquet"] if run.output_dir and "parquet" in run.files else run.dataset
     if isinstance(run, (str, os.PathLike)):
         path = _results_path(run)
         if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            names = set(pq.ParquetFile(path).schema_arrow.names)
-            if "grade_value" not in names:
-                raise ConfigError(f"{path} has no 'grade_value' column (not an evaluate_dataset output)")
-            table = pq.read_table(path, columns=[c for c in ("grade_value", "grade_label") if c in names])
-            values = table.column("grade_value").to_numpy(zero_copy_only=False).astype(float)
-            labels = (table.column("grade_label").to_pylist() if "grade_label" in names
-                      else [None] * len(values))
-            return values, labels
-        vals: list[float] = []
-        labels = []
+            return _read_parquet(path)
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if "grade_value" not in row:
-                    raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
-                v = row["grade_value"]
-                vals.append(math.nan if v is None else float(v))
-                labels.append(row.get("grade_label"))
-        return np.asarray(vals, dtype=float), labels
+            return _read_items(json.loads(line) for line in f if line.strip())
     if hasattr(run, "column_names") and hasattr(run, "to_list"):
         if "grade_value" not in run.column_names:
-            raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
-        values = np.asarray([math.nan if v is None else v for v in run["grade_value"]], dtype=float)
-        labels = run["grade_label"] if "grade_label" in run.column_names else [None] * len(values)
-        return values, list(labels)
-    vals, labels = [], []
-    for item in run:
+            raise ConfigError(_NO_VALUE)
+        labels = run["grade_label"] if "grade_label" in run.column_names else [None] * len(run)
+        return np.asarray([math.nan if v is None else v for v in run["grade_value"]], dtype=float), list(labels)
+    return _read_items(run)
+
+
+def _read_parquet(path: Path) -> tuple[np.ndarray, list[str | None]]:
+    import pyarrow.parquet as pq
+
+    names = set(pq.ParquetFile(path).schema_arrow.names)
+    if "grade_value" not in names:
+        raise ConfigError(f"{path} has no 'grade_value' column (not an evaluate_dataset output)")
+    table = pq.read_table(path, columns=[c for c in ("grade_value", "grade_label") if c in names])
+    values = table.column("grade_value").to_numpy(zero_copy_only=False).astype(float)
+    labels = table.column("grade_label").to_pylist() if "grade_label" in names else [None] * len(values)
+    return values, labels
+
+
+def _read_items(items: Iterable[Any]) -> tuple[np.ndarray, list[str | None]]:
+    """Values and labels of Grades, row dicts with grade columns, or plain values (None: unscored)."""
+    values, labels = [], []
+    for item in items:
         if isinstance(item, Grade):
-            vals.append(math.nan if item.value is None else item.value)
-            labels.append(grade_label(item))
+            value, label = item.value, grade_label(item)
         elif isinstance(item, Mapping):
             if "grade_value" not in item:
-                raise ConfigError("rows to compare need a 'grade_value' column (an evaluate_dataset output)")
-            v = item["grade_value"]
-            vals.append(math.nan if v is None else float(v))
-            labels.append(item.get("grade_label"))
+                raise ConfigError(_NO_VALUE)
+            value, label = item["grade_value"], item.get("grade_label")
         elif item is None or isinstance(item, (int, float)):
-            vals.append(math.nan if item is None else float(item))
-            labels.append(None)
+            value, label = item, None
         else:
             raise ConfigError(f"cannot read a grade value from {type(item).__name__}")
-    return np.asarray(vals, dtype=float), labels
+        values.append(math.nan if value is None else float(value))
+        labels.append(label)
+    return np.asarray(values, dtype=float), labels
 
 
 def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: float, n_boot: int,
                seed: int) -> RunStats:
     labels_only = _labels_only(values, labels)
     valued = values[~np.isnan(values)] if not labels_only else np.empty(0)
-    counts: dict[str, int] = {}
-    for lab in labels:
-        if lab is not None:
-            counts[lab] = counts.get(lab, 0) + 1
-    return RunStats(n_valued=int(valued.size), mean=float(valued.mean()) if valued.size else None,
-                    p50=_quantile(valued, 0.5),
-                    ci=bootstrap_ci(valued, confidence=confidence, n_boot=n_boot, seed=seed)
-                    if valued.size else None,
-                    labels=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                    label_shares=_shares(counts), labels_only=labels_only)
+    counts = Counter(lab for lab in labels if lab is not None)
+    return RunStats(n_valued=int(valued.size), **_center(valued, confidence=confidence, n_boot=n_boot, seed=seed),
+                    **_label_counts(counts), labels_only=labels_only)
 
 
 def _labels_only(values: np.ndarray, labels: list[str | None]) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import json
 import os
 import sys
 from pathlib import Path
@@ -119,28 +120,17 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
     spec = spec.strip()
     if spec in BUILTIN_GRADERS:
         return BUILTIN_GRADERS[spec](model)
-    if spec.endswith(".json"):
-        return _scorer_file_grader(spec, model)
-    if ":" in spec:
+    if ":" in spec and not spec.endswith(".json"):
         return _from_object(_import_attribute(spec), model, spec)
-    tried = [f"built-in ({', '.join(sorted(BUILTIN_GRADERS))})", "module:attribute", "scorer .json file"]
+    scorer = scorer_of(spec)
+    if scorer is not None:
+        return scorer.grader(model)
     catalog = _optional("rewardjudge.catalog")
-    if catalog is not None:
-        tried.append("catalog key")
-        if spec in catalog.keys():
-            return catalog.grader(spec, model)
-    scorers = _optional("rewardjudge.scorers")
-    if scorers is not None:
-        folder = Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
-        tried.append(f"scorer slug in {folder}/")
-        if folder.is_dir():
-            registry = scorers.ScorerRegistry(folder)
-            try:
-                scorer = registry.get(spec)
-            except scorers.ScorerNotFound:
-                pass
-            else:
-                return scorer.grader(model)
+    if catalog is not None and spec in catalog.keys():
+        return catalog.grader(spec, model)
+    tried = [f"built-in ({', '.join(sorted(BUILTIN_GRADERS))})", "module:attribute", "scorer .json file"]
+    tried += ["catalog key"] if catalog is not None else []
+    tried += [f"scorer slug in {_registry()}/"] if _optional("rewardjudge.scorers") is not None else []
     hint = f"; catalog keys: {', '.join(catalog.keys())}" if catalog is not None else ""
     raise ConfigError(f"unknown grader spec {spec!r} (tried {', '.join(tried)}){hint}")
 
@@ -149,11 +139,28 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
 SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
-def _scorer_file_grader(spec: str, model: Any) -> Grader:
-    """A scorer's grader from a JSON file (``scorer_from_file``).
-    Its declared variables read ``metadata.<name>`` (map dataset columns
-    there with ``metadata=column``)."""
-    return scorer_from_file(spec).grader(model)
+def _registry() -> Path:
+    return Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
+
+
+def scorer_of(spec: str) -> Any:
+    """The Scorer a SPEC names, read before any judge: a scorer .json file
+    (its declared variables read ``metadata.<name>``), or a slug in the
+    registry folder when the SPEC is no built-in, module:attribute or
+    catalog key (``resolve_grader``'s order); else None."""
+    spec = spec.strip()
+    if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
+        return None
+    if spec.endswith(".json"):
+        return scorer_from_file(spec)
+    catalog = _optional("rewardjudge.catalog")
+    scorers = _optional("rewardjudge.scorers")
+    if (catalog is not None and spec in catalog.keys()) or scorers is None or not _registry().is_dir():
+        return None
+    try:
+        return scorers.ScorerRegistry(_registry()).get(spec)
+    except scorers.ScorerNotFound:
+        return None
 
 
 def scorer_from_file(spec: str) -> Any:
@@ -161,8 +168,6 @@ def scorer_from_file(spec: str) -> Any:
     "config", ...}``, or ``Scorer.to_dict()``'s form with its
     ``latest_version``, as ``scorers show --json`` prints it) or a scorer
     file of a registry folder (its current version)."""
-    import json
-
     scorers = _optional("rewardjudge.scorers")
     if scorers is None:
         raise ConfigError(f"grader spec {spec!r} looks like a scorer file, but rewardjudge.scorers "

@@ -7,17 +7,13 @@ of graders. Each actor builds its own graders (graders hold connections and
 compiled templates, so they are built where they run, from a SPEC string or
 a picklable factory ``f(model) -> Grader``), one per judge endpoint.
 
-The unit of work is a group, as in ``evaluate_dataset``: rows sharing a
-prompt (within ``group_window`` consecutive rows, at most ``max_group`` a
-piece) travel together, and the actor hands the whole group to one
-``grade_batch`` call, so ``CandidateJudgeGrader(batch_size=8)`` costs one
-request per eight rows of a prompt here too. The group whose first row is
-``i`` goes to endpoint ``i % len(judge_urls)``, so several judge servers
-share the load evenly and the assignment is reproducible (with one row per
-prompt: row ``i`` to endpoint ``i % len(judge_urls)``). Finished rows
-stream back to the driver in order, which journals and writes them as they
-arrive: a killed driver resumes like a single-process run. The driver holds
-the pending rows' threads (as JSON) while Ray runs.
+The unit of work is a group of rows sharing a prompt, as in
+``evaluate_dataset``: an actor hands it whole to one ``grade_batch`` call,
+and the group whose first row is ``i`` goes to endpoint
+``i % len(judge_urls)`` (even and reproducible). Finished rows stream back
+to the driver in order, which journals and writes them as they arrive: a
+killed driver resumes like a single-process run. The driver holds the
+pending rows' threads (as JSON) while Ray runs.
 
 Local use::
 
@@ -217,7 +213,6 @@ def evaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[str], j
     ``retry_unscored``, ``progress``...) is ``evaluate_dataset``'s; the
     output, journal and resume are the same.
     """
-    return run_sync(aevaluate_dataset_ray(
-        data, grader, judge_urls=judge_urls, judge_model=judge_model, num_actors=num_actors,
-        batch_size=batch_size, concurrency=concurrency, cache=cache, model_kwargs=model_kwargs,
-        ray_init=ray_init, **kwargs))
+    options = dict(locals())
+    extra = options.pop("kwargs")
+    return run_sync(aevaluate_dataset_ray(**options, **extra))

@@ -1,0 +1,242 @@
+"""A run's results: the ``grade_*`` columns, written in input order as rows
+finish (``results.parquet`` / ``results.jsonl`` / ``dataset``), and read back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from ._arrow import ArrowSlices
+from ._journal import JournalIndex, Reader
+from ._report import SummaryBuilder, grade_label
+
+__all__ = ["GRADE_COLUMNS", "grade_columns"]
+
+GRADE_COLUMNS = ("grade_value", "grade_status", "grade_label", "grade_reasoning", "grade_error",
+                 "grade_raw_reply", "grade_probabilities", "grade_extra", "grade_key", "grade_version",
+                 "grade_attempts", "grade_prompt_tokens", "grade_completion_tokens", "grade_latency_s")
+_GRADE_TYPES = {"grade_value": "float64", "grade_attempts": "int64", "grade_prompt_tokens": "int64",
+                "grade_completion_tokens": "int64", "grade_latency_s": "float64"}
+_PROBABILITY_KEYS = ("probabilities", "distribution")
+
+
+def grade_columns(g: dict[str, Any]) -> dict[str, Any]:
+    """One grade (``Grade.to_dict()``) as the ``grade_*`` columns of its row."""
+    extra = g.get("extra") or {}
+    probs = g.get("distribution") or next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
+    usage = g.get("usage") or {}
+    return {
+        "grade_value": g.get("value"), "grade_status": g["status"], "grade_label": grade_label(g),
+        "grade_reasoning": g.get("reasoning"), "grade_error": g.get("error"),
+        "grade_raw_reply": g.get("raw_reply"),
+        "grade_probabilities": None if probs is None else json.dumps(probs, default=str),
+        "grade_extra": json.dumps(extra, default=str, ensure_ascii=False) if extra else None,
+        "grade_key": g.get("grader_key"), "grade_version": g.get("grader_version"),
+        "grade_attempts": int(g.get("attempts") or 0), "grade_prompt_tokens": usage.get("prompt_tokens"),
+        "grade_completion_tokens": usage.get("completion_tokens"), "grade_latency_s": g.get("latency_s")}
+
+
+def _grade_features():
+    import datasets
+
+    return {c: datasets.Value(_GRADE_TYPES.get(c, "string")) for c in GRADE_COLUMNS}
+
+
+def write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str))
+    os.replace(tmp, path)  # readers never see half a file
+
+
+@contextlib.contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """No "Creating parquet from Arrow format" bars under our own output."""
+    import datasets
+
+    was_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
+class OrderedOutput:
+    """Writes rows in input order as they become ready, and summarizes them.
+
+    ``accept(i, grade)`` takes a row graded now; rows ``todo`` left out were
+    finished by an earlier run and are read back from the journal when their
+    turn comes. Rows are written ``chunk`` at a time: one Parquet row group
+    and one JSONL append per chunk, into ``*.tmp`` files that ``close``
+    renames. With no output folder, grade columns are kept in memory and
+    ``memory_dataset`` joins them to the inputs.
+    """
+
+    def __init__(self, ds: Any, n: int, out: Path | None, formats: tuple[str, ...], todo: np.ndarray,
+                 index: JournalIndex, journal_path: Path | None, builder: SummaryBuilder, *,
+                 chunk: int = 1024, ahead: int = 8192):
+        self.ds, self.n, self.out, self.formats = ds, n, out, tuple(formats)
+        self.todo, self.index, self.builder = todo, index, builder
+        self.chunk, self.ahead = chunk, ahead
+        self.frontier = 0
+        self._ready: dict[int, dict[str, Any]] = {}
+        self._moved = asyncio.Event()
+        self._buffer: dict[str, list] = {c: [] for c in GRADE_COLUMNS}  # with no folder: every row
+        self._buffer_start = 0
+        resumed = journal_path is not None and journal_path.exists() and bool((~todo & index.done).any())
+        self._reader = Reader(journal_path) if resumed else None
+        self._slices = ArrowSlices(ds, n) if out is not None else None
+        self._parquet = self._jsonl = self._schema = None
+        self._tmp: dict[str, Path] = {}
+        if out is not None and {"parquet", "arrow"} & set(self.formats):
+            self._tmp["parquet"] = out / "results.parquet.tmp"
+        if out is not None and "jsonl" in self.formats:
+            self._tmp["jsonl"] = out / "results.jsonl.tmp"
+            self._jsonl = open(self._tmp["jsonl"], "w", encoding="utf-8")
+
+    # -- taking rows ----------------------------------------------------------
+    def accept(self, i: int, grade: dict[str, Any]) -> None:
+        self._ready[i] = grade
+        if i == self.frontier:
+            self.advance()
+
+    def advance(self) -> None:
+        """Write every row from the frontier on that is ready."""
+        start = self.frontier
+        while self.frontier < self.n:
+            i = self.frontier
+            if self.todo[i]:
+                grade = self._ready.pop(i, None)
+                if grade is None:
+                    break
+            else:
+                grade = self._reader.read(int(self.index.offset[i]))["grade"]
+            self._emit(grade)
+            self.frontier += 1
+        if self.frontier != start:
+            self._moved.set()
+
+    async def admit(self, row: int) -> None:
+        """Wait until ``row`` is within ``ahead`` rows of the frontier."""
+        while row >= self.frontier + self.ahead:
+            self._moved.clear()
+            await self._moved.wait()
+
+    def _emit(self, grade: dict[str, Any]) -> None:
+        row = grade_columns(grade)
+        self.builder.add(grade, label=row["grade_label"])
+        for c in GRADE_COLUMNS:
+            self._buffer[c].append(row[c])
+        if self.out is not None and len(self._buffer["grade_status"]) >= self.chunk:
+            self._flush()
+
+    # -- writing --------------------------------------------------------------
+    def _arrow_schema(self) -> Any:
+        if self._schema is None:
+            import datasets
+
+            self._schema = datasets.Features({**self.ds.features, **_grade_features()}).arrow_schema
+        return self._schema
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        rows = len(self._buffer["grade_status"])
+        if not rows:
+            return
+        inputs = self._slices.take(self._buffer_start, self._buffer_start + rows)
+        schema = self._arrow_schema()
+        grades = [pa.array(self._buffer[c], type=schema.field(c).type) for c in GRADE_COLUMNS]
+        table = pa.Table.from_arrays([*inputs.columns, *grades], schema=schema)
+        if "parquet" in self._tmp:
+            if self._parquet is None:
+                import pyarrow.parquet as pq
+
+                self._parquet = pq.ParquetWriter(self._tmp["parquet"], schema)
+            self._parquet.write_table(table)
+        if self._jsonl is not None:
+            lines = [json.dumps({**row, **{c: self._buffer[c][j] for c in GRADE_COLUMNS}},
+                                ensure_ascii=False, default=str)
+                     for j, row in enumerate(inputs.to_pylist())]
+            self._jsonl.write("\n".join(lines) + "\n")
+        self._buffer_start += rows
+        for c in GRADE_COLUMNS:
+            self._buffer[c].clear()
+
+    def close(self) -> dict[str, Path]:
+        """Finish the files (every row written) and move them into place."""
+        if self._reader is not None:
+            self._reader.close()
+        if self.out is None:
+            return {}
+        self._flush()
+        if "parquet" in self._tmp and self._parquet is None:  # no rows: an empty file with the columns
+            import pyarrow.parquet as pq
+
+            pq.write_table(self._arrow_schema().empty_table(), self._tmp["parquet"])
+        self._close_writers()
+        files: dict[str, Path] = {}
+        if "jsonl" in self._tmp:
+            files["jsonl"] = self.out / "results.jsonl"
+            os.replace(self._tmp["jsonl"], files["jsonl"])
+        if "arrow" in self.formats:  # a folder datasets.load_from_disk reads
+            files["arrow"] = self._save_arrow(self._tmp["parquet"])
+        if "parquet" in self.formats:
+            files["parquet"] = self.out / "results.parquet"
+            os.replace(self._tmp["parquet"], files["parquet"])
+        else:
+            self._tmp["parquet"].unlink(missing_ok=True)
+        return files
+
+    def _close_writers(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+
+    def _save_arrow(self, parquet: Path) -> Path:
+        import datasets
+
+        cache, tmp, final = self.out / ".arrow-cache", self.out / "dataset.tmp", self.out / "dataset"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            with quiet_datasets():
+                datasets.Dataset.from_parquet(str(parquet), cache_dir=str(cache)).save_to_disk(str(tmp))
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        return final
+
+    def abort(self) -> None:
+        """Drop the unfinished files (the journal keeps every finished row)."""
+        if self._parquet is not None:
+            with contextlib.suppress(Exception):
+                self._parquet.close()
+            self._parquet = None
+        self._close_writers()
+        if self._reader is not None:
+            self._reader.close()
+        for path in self._tmp.values():
+            path.unlink(missing_ok=True)
+
+    def memory_dataset(self) -> Any:
+        """With no output folder: the inputs joined to the grade columns."""
+        if self.out is not None:
+            return None
+        import datasets
+
+        ds = self.ds.select(range(self.n)) if self.n < len(self.ds) else self.ds
+        grades = datasets.Dataset.from_dict(self._buffer, features=datasets.Features(_grade_features()))
+        return datasets.concatenate_datasets([ds.flatten_indices() if ds._indices is not None else ds,
+                                              grades], axis=1)

@@ -1,0 +1,113 @@
+"""Scheduling: the rows to grade as groups that share a prompt, handed to
+``grader.grade_batch`` with a bounded number of calls in flight."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Iterator
+
+from ..errors import ConfigError, JudgeOutage
+from ..grade import Grade
+from ..graders._base import Grader
+from ..graders._schedule import balanced_chunks, groups as by_prompt_group, prompt_key
+from ._arrow import iter_masked_rows
+from ._data import Columns, row_to_thread, thread_digest
+
+__all__ = ["INPUT_ERROR_DIGEST", "default_concurrency", "grade_groups", "row_groups"]
+
+#: the journal digest of a row whose input could not become a thread
+INPUT_ERROR_DIGEST = "0" * 16
+
+
+def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
+               on_input_error: Callable[[int, str], None]) -> Iterator[list[tuple[int, Any, str]]]:
+    """The rows to grade as groups ``[(row, thread, digest), ...]``, in the
+    order of each group's first row.
+
+    Rows are read ``window`` at a time; within a window, rows whose threads
+    answer the same prompt (``graders._schedule.prompt_key``: every turn
+    before the completion, and ``metadata["query"]``) form one group, split
+    into balanced pieces of at most ``max_group``. A row whose input cannot
+    become a thread (say, an image part for a text grader) is reported to ``on_input_error`` and never sent.
+    """
+    items: list[tuple[int, Any, str]] = []
+    window_end = window
+
+    def flush() -> list[list[tuple[int, Any, str]]]:
+        out = [piece for members in by_prompt_group(items, lambda item: prompt_key(item[1]))
+               for piece in balanced_chunks(members, max_group)]
+        out.sort(key=lambda g: g[0][0])
+        items.clear()
+        return out
+
+    for i, row in iter_masked_rows(ds, mask, n, chunk=min(window, 1024)):
+        if i >= window_end:
+            yield from flush()
+            window_end = (i // window + 1) * window
+        try:
+            thread = row_to_thread(row, cols, index=i, eval_mode=eval_mode)
+        except ConfigError as exc:
+            on_input_error(i, str(exc))
+            continue
+        items.append((i, thread, thread_digest(thread)))
+    yield from flush()
+
+
+async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
+                       on_done: Callable[[int, str, Grade], None],
+                       admit: Callable[[int], Awaitable[None]] | None = None) -> None:
+    """Hand each group to ``grader.grade_batch`` (one call per group), at
+    most ``concurrency`` calls in flight, calling ``on_done`` per row as its
+    group finishes. ``admit(last_row)`` is awaited before a group is sent
+    (the ordered writer's back-pressure).
+
+    A usage error (ConfigError) stops the run after the groups in flight and
+    is raised naming its first row; finished rows stay in the journal.
+    """
+    failure: list[BaseException] = []
+    slots = asyncio.Semaphore(max(1, concurrency))
+    tasks: set[asyncio.Task] = set()
+
+    async def run(group: list[tuple[int, Any, str]]) -> None:
+        try:
+            grades = await grader.grade_batch([thread for _, thread, _ in group])
+            if len(grades) != len(group):
+                raise ConfigError(f"{type(grader).__name__}.grade_batch returned {len(grades)} grades "
+                                  f"for {len(group)} samples")
+        except ConfigError as exc:
+            failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}"))
+            return
+        except Exception as exc:  # noqa: BLE001 - re-raised below, after the groups in flight
+            failure.append(exc)
+            return
+        finally:
+            slots.release()
+        try:
+            for (i, _, digest), grade in zip(group, grades):
+                on_done(i, digest, grade)
+        except JudgeOutage as exc:  # every row of the group is journaled first; then the run stops
+            failure.append(exc)
+
+    try:
+        for group in groups:
+            if failure:
+                break
+            if admit is not None:
+                await admit(group[-1][0])
+            await slots.acquire()
+            if failure:
+                slots.release()
+                break
+            task = asyncio.ensure_future(run(group))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    finally:
+        if tasks:
+            await asyncio.gather(*list(tasks), return_exceptions=True)
+    if failure:
+        raise failure[0]
+
+
+def default_concurrency(grader: Grader) -> int:
+    limit = getattr(getattr(grader, "model", None), "max_concurrency", None)
+    return limit if isinstance(limit, int) and limit > 0 else 32
