@@ -25,16 +25,16 @@ from typing import Any
 #: module of the command being run is imported: `rewardjudge --help` loads no grader stack.
 _COMMANDS = {
     "demo": ("rewardjudge.demo", "grade bundled structured completions on the embedded judge"),
-    "eval": ("rewardjudge.evaluate._cli", "grade every row of a dataset (resumable)"),
-    "compare": ("rewardjudge.evaluate._cli", "paired difference between two evaluation outputs (b - a)"),
+    "eval": ("rewardjudge.commands._eval", "grade every row of a dataset (resumable)"),
+    "compare": ("rewardjudge.commands._eval", "paired difference between two evaluation outputs (b - a)"),
     "plot": ("rewardjudge.evaluate._plot", "draw an evaluation run's judge health (statuses, latency, unscored "
                                            "by kind over rows) to a PNG"),
-    "templates": ("rewardjudge.templates._cli", "compile, check and list the built-in prompt bundles"),
-    "scorers": ("rewardjudge.scorers._cli", "create, inspect, version, try and delete scorers in a "
+    "templates": ("rewardjudge.commands._templates", "compile, check and list the built-in prompt bundles"),
+    "scorers": ("rewardjudge.commands._scorers", "create, inspect, version, try and delete scorers in a "
                                             "registry folder"),
     "catalog": ("rewardjudge.catalog", "list the built-in judge criteria (or show one)"),
-    "serve": ("rewardjudge.serve._cli", "serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)"),
-    "pipeline": ("rewardjudge.spans._cli", "judge OpenTelemetry GenAI spans with pinned scorer versions "
+    "serve": ("rewardjudge.commands._serve", "serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)"),
+    "pipeline": ("rewardjudge.commands._pipeline", "judge OpenTelemetry GenAI spans with pinned scorer versions "
                                            "(judge-v1; OTLP files or an OTLP/HTTP receiver; resumable)"),
 }
 

@@ -301,7 +301,7 @@ def _translator(bad_first: set[str]):
 def test_translate_checks_every_key_and_re_asks_with_the_reason():
     import asyncio
 
-    from rewardjudge.templates.translate import translate_bundle
+    from rewardjudge.commands._translate import translate_bundle
     from rewardjudge.testing import ScriptedModel
 
     model = ScriptedModel(_translator({"Réf."}))
@@ -317,7 +317,7 @@ def test_translate_checks_every_key_and_re_asks_with_the_reason():
 def test_translate_leaves_out_a_key_that_never_keeps_its_tags():
     import asyncio
 
-    from rewardjudge.templates.translate import translate_bundle
+    from rewardjudge.commands._translate import translate_bundle
     from rewardjudge.testing import ScriptedModel
 
     model = ScriptedModel(lambda m, p, s: "Vous jugez. {{#if ref}}")  # never valid

@@ -99,3 +99,22 @@ def test_no_cycle_hides_behind_a_function_local_import():
 def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_library_never_imports_the_command_line():
+    # one direction: commands are built on the library (the CLI parser and
+    # rewardjudge.commands import graders, models, templates...; no grader,
+    # model or template imports a command, so none of them opens a judge from
+    # command-line options or calls a model for a command)
+    graph = import_graph(function_local=True)
+    wrong = sorted(f"{m} -> {d}" for m, deps in graph.items()
+                   if not (m in ("rewardjudge.cli", "rewardjudge.__main__") or m.startswith("rewardjudge.commands"))
+                   for d in deps if d.startswith("rewardjudge.commands") or d == "rewardjudge.cli")
+    assert not wrong, wrong
+
+
+def test_templates_never_call_a_model():
+    graph = import_graph(function_local=True)
+    wrong = sorted(f"{m} -> {d}" for m, deps in graph.items() if m.startswith("rewardjudge.templates")
+                   for d in deps if d.startswith("rewardjudge.models"))
+    assert not wrong, wrong

@@ -77,6 +77,7 @@ SUBPACKAGE_API = {
     "rewardjudge.core": [],  # its public module is core.structured_output (seed path)
     "rewardjudge.evaluate": ["aevaluate_dataset", "compare", "evaluate_dataset", "resolve_grader", "save_histogram",
                              "summarize"],
+    "rewardjudge.commands": [],   # the command line only: run as `rewardjudge COMMAND`
     "rewardjudge.graders": ["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader",
                             "JudgeOutput", "ProbabilityJudgeGrader", "TemplatedPromptJudgeGrader"],
     "rewardjudge.models": ["CachedModel", "Completion", "GenerationParams", "GradeDistributionUnsupported",

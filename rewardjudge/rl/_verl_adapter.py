@@ -98,9 +98,9 @@ def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = 
     from ..models import OpenAIModel
 
     if not judge_model:
-        from ..evaluate._cli import _model_name
+        from ..models._discover import model_name
 
-        judge_model = _model_name(judge, None, float(model_options.get("timeout", 60.0)))
+        judge_model = model_name(judge, None, float(model_options.get("timeout", 60.0)))
     return resolve_grader(spec, OpenAIModel(judge, judge_model, **model_options))
 
 

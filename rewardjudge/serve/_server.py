@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import os
-from typing import Any, AsyncIterator, Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 from aiohttp import web
 
@@ -349,20 +348,3 @@ class RewardServer(_HTTPService):
 
     def __repr__(self) -> str:
         return f"RewardServer({self.grader.grader_key!r}, url={self.url!r})"
-
-
-@contextlib.asynccontextmanager
-async def server_from_args(args: Any, token: str | None) -> AsyncIterator[RewardServer]:
-    """The RewardServer the CLI arguments describe, its judge open (one process, or each ``--workers`` worker)."""
-    from ..evaluate._cli import _judge
-    from ..evaluate._spec import resolve_grader
-
-    async with _judge(args) as model:
-        yield RewardServer(resolve_grader(args.grader, model), batch_window=args.batch_window,
-                           max_batch=args.max_batch, group_size=args.group_size, group_timeout=args.group_timeout,
-                           group_keep=args.group_keep, estimator=args.estimator,
-                           outage_threshold=args.outage_threshold, outage_steps=args.outage_steps,
-                           outage_window=args.outage_window, unscored=args.unscored,
-                           unscored_fallback=args.unscored_fallback, token=token, max_body=args.max_body,
-                           max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
-                           header_timeout=args.header_timeout)

@@ -1,5 +1,5 @@
-"""``rewardjudge serve --workers N``: one port, N worker processes, each
-group on one worker.
+"""The front of ``rewardjudge serve --workers N``: one port, N worker
+processes (started by ``commands._serve``), each group on one worker.
 
 A port shared per connection (``SO_REUSEPORT``) would split a prompt's group
 over processes (OpenRLHF sends its samples on any free connection). So a
@@ -15,14 +15,8 @@ the front, then the workers.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
-import secrets
-import signal
-import sys
-import threading
 import zlib
 from typing import Any, Hashable, Sequence
 
@@ -30,12 +24,10 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from ..errors import ConfigError
 from ._samples import grade_samples
-from ._http import _HTTPService, sample_keys, serve_until, stop_event, stopped
-from ._server import server_from_args
+from ._http import _HTTPService, sample_keys
 
-__all__ = ["WorkerFront", "route", "serve_front"]
+__all__ = ["WorkerFront", "route", "sum_metrics"]
 
-_WORKER_CMD = "from rewardjudge.serve._workers import worker_main; worker_main()"
 #: metric families the front answers itself (the others are the workers' sums)
 _FRONT_FAMILIES = ("rewardjudge_requests_total", "rewardjudge_in_flight_requests")
 
@@ -189,100 +181,3 @@ class WorkerFront(_HTTPService):
 # --------------------------------------------------------------------------
 # the processes
 # --------------------------------------------------------------------------
-class _Workers:
-    """N ``worker_main`` processes, each told the CLI arguments on its stdin."""
-
-    def __init__(self, args: argparse.Namespace, n: int):
-        self.token = secrets.token_urlsafe(24)
-        settings = {k: v for k, v in vars(args).items() if k != "func"}
-        settings.update(workers=1, host="127.0.0.1", port=0)
-        self._line = json.dumps({"args": settings, "token": self.token}).encode() + b"\n"
-        self.n = n
-        self.procs: list[asyncio.subprocess.Process] = []
-        self.urls: list[str] = []
-
-    async def start(self) -> None:
-        for _ in range(self.n):
-            # a session of its own: Ctrl-C reaches the front only, which stops the workers in order
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _WORKER_CMD, stdin=asyncio.subprocess.PIPE,
-                                                        stdout=asyncio.subprocess.PIPE, start_new_session=True)
-            self.procs.append(proc)
-            proc.stdin.write(self._line)  # type: ignore[union-attr]
-            await proc.stdin.drain()  # type: ignore[union-attr]
-        for i, proc in enumerate(self.procs):
-            line = "-"
-            while line and not line.startswith("listening "):
-                line = (await proc.stdout.readline()).decode()  # type: ignore[union-attr]
-            if not line:
-                raise ConfigError(f"worker {i} did not start (exit {await proc.wait()}); its error is above")
-            self.urls.append(line.split(" ", 1)[1].strip())
-
-    async def stop(self, timeout: float) -> bool:
-        """SIGTERM every worker (each drains), then wait; True when all exited 0."""
-        for proc in self.procs:
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-        ok = True
-        for proc in self.procs:
-            try:
-                ok &= await asyncio.wait_for(proc.wait(), timeout + 5) == 0
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-                ok = False
-        return ok
-
-
-async def serve_front(args: argparse.Namespace, token: str | None) -> int:
-    """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
-    stop = stop_event()
-    workers = _Workers(args, args.workers)
-    try:
-        await workers.start()
-        front = WorkerFront(workers.urls, workers.token, token=token, max_body=args.max_body,
-                            max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
-                            header_timeout=args.header_timeout)
-        drained = await serve_until(stop, front, args, token,
-                                    lambda url: f"{front.grader_key} at {url} with {args.workers} workers")
-    finally:
-        workers_ok = await workers.stop(args.drain_timeout)
-    return stopped(drained and workers_ok)
-
-
-def worker_main() -> None:
-    """One worker: the CLI arguments and the internal token come as a JSON
-    line on stdin; it prints ``listening URL`` on stdout and serves until
-    SIGTERM or until its stdin closes (the front is gone)."""
-    line = b""
-    while not line.endswith(b"\n"):  # unbuffered: the lifeline thread reads the same fd later
-        chunk = os.read(0, 65536)
-        if not chunk:
-            sys.exit("rewardjudge serve worker: no settings on stdin (started by serve --workers only)")
-        line += chunk
-    config = json.loads(line)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the front decides when a worker stops
-    sys.exit(asyncio.run(_worker(argparse.Namespace(**config["args"]), config["token"])))
-
-
-async def _worker(args: argparse.Namespace, token: str) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-
-    def lifeline() -> None:  # stdin reaches end-of-file when the front exits, however it exits
-        while os.read(0, 4096):
-            pass
-        try:
-            loop.call_soon_threadsafe(stop.set)
-        except RuntimeError:  # the loop has already closed: the worker is exiting anyway
-            pass
-
-    threading.Thread(target=lifeline, daemon=True).start()
-    async with server_from_args(args, token) as server:
-        server.worker = True
-        url = await server.start("127.0.0.1", 0)
-        print(f"listening {url}", flush=True)
-        os.dup2(2, 1)  # nothing else on the pipe the front no longer reads: a full one would block us
-        await stop.wait()
-        drained = await server.stop(args.drain_timeout)
-    return 0 if drained else 1

@@ -23,10 +23,10 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._bundle import (TEMPLATES_DIR, bundle_entries, bundle_path, check_bundles, compile_bundles, entry_key,
+from ..templates._bundle import (TEMPLATES_DIR, bundle_entries, bundle_path, check_bundles, compile_bundles, entry_key,
                       load_bundle, merge_bundles, render_bundle)
-from ._prompts import DEFAULT_USER_DIR, _slug, default_library, prompt_source, user_dirs
-from .translate import translate_bundle
+from ..templates._prompts import DEFAULT_USER_DIR, _slug, default_library, prompt_source, user_dirs
+from ._translate import translate_bundle
 
 
 def _root(args: argparse.Namespace):
@@ -77,7 +77,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from ..evaluate._cli import _judge
+    from ._judge import open_judge
     language = _slug(args.language)
     root = _root(args) if args.contribute else None
     if root is not None:
@@ -93,7 +93,7 @@ def _translate(args: argparse.Namespace) -> int:
                                     timeout=120.0, max_retries=3, structured_output="none")
 
     async def run():
-        async with _judge(judge_args) as model:  # the one judge factory: URL (checked first) or embedded
+        async with open_judge(judge_args) as model:  # the one judge factory: URL (checked first) or embedded
             return await translate_bundle(model, language, english, retries=args.retries,
                                           keys=args.key or None)
 

@@ -36,11 +36,11 @@ from typing import Any
 from ..errors import ConfigError
 from ..scorers import Scorer
 from ..scorers._builtins import BUILTIN_NAMES
-from ..scorers._cli import REGISTRY_ENV, _registry, add_arguments, split_map
-from ._otlp import SEMCONV_VERSION, read_otlp_file
-from ._pipeline import JudgeConfig, PipelineConfig, SpanFilter
-from ._receiver import OtlpReceiver
-from ._runner import SpanJudge, arun_pipeline
+from ._scorers import REGISTRY_ENV, _registry, add_arguments, split_map
+from ..spans._otlp import SEMCONV_VERSION, read_otlp_file
+from ..spans._pipeline import JudgeConfig, PipelineConfig, SpanFilter
+from ..spans._receiver import OtlpReceiver
+from ..spans._runner import SpanJudge, arun_pipeline
 
 #: environment variable holding the receiver's bearer token when --token is not given
 TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"
@@ -98,7 +98,7 @@ _RECEIVE_ARGUMENTS = [
 
 
 def add_parser(sub: Any) -> None:
-    from ..evaluate._cli import JUDGE_HELP
+    from ._judge import JUDGE_HELP
 
     p = sub.add_parser("pipeline", description=__doc__.format(semconv=SEMCONV_VERSION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -148,16 +148,17 @@ def _pin(args: argparse.Namespace) -> int:
 async def _judges(args: argparse.Namespace, pipeline: Any):
     """The judge for each pinned version: one model per config.model on a URL
     server, or one model for all (--judge-model, embedded, torch)."""
-    from ..evaluate._cli import _judge, _served_models
+    from ..models._discover import served_models
+    from ._judge import open_judge
 
     if args.judge_model or not args.judge.startswith(("http://", "https://")):
-        async with _judge(args) as model:
+        async with open_judge(args) as model:
             yield model, True
         return
     from ..models import OpenAIModel
 
     names = sorted({c.config.model for c in pipeline.pipeline_configs})
-    served = _served_models(args.judge, args.timeout)
+    served = served_models(args.judge, args.timeout)
     missing = [n for n in names if served is not None and n not in served]
     if missing:
         raise ConfigError(f"the judge at {args.judge} does not serve {missing} (the pinned versions' model); it "

@@ -40,10 +40,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..thread import StringThread
-from ._binding import MalformedCompletion
-from ._fields import scorer_result
-from ._registry import ScorerNotFound, ScorerRegistry
-from ._scorer import Scorer
+from ..scorers._binding import MalformedCompletion
+from ..scorers._fields import scorer_result
+from ..scorers._registry import ScorerNotFound, ScorerRegistry
+from ..scorers._scorer import Scorer
 
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
@@ -240,12 +240,12 @@ async def _test_judge(binding, args: argparse.Namespace):
                                max_retries=0) as judge:
             yield judge
         return
-    from ..evaluate._cli import _check_torch_judge, _judge
+    from ._judge import check_torch_judge, open_judge
 
-    _check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
+    check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
     judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
                                     timeout=args.timeout, max_retries=0, structured_output="json_schema")
-    async with _judge(judge_args) as judge:
+    async with open_judge(judge_args) as judge:
         yield judge
 
 

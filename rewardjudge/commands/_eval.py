@@ -49,18 +49,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
-import urllib.request
 from typing import Any
 
-from ..errors import ConfigError, JudgeError, JudgeOutage
+from ..errors import ConfigError, JudgeOutage
+from ._judge import JUDGE_HELP, check_torch_judge, open_judge
 
-JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
-              "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
-              "pipeline) or 'torch' (the in-process transformers judge)")
 
 
 def add_parser(sub) -> None:
@@ -113,121 +109,10 @@ def add_parser(sub) -> None:
     c.set_defaults(func=_compare_command)
 
 
-def _served_models(url: str, timeout: float) -> list[str] | None:
-    """The model names a judge server lists (GET /models); None when it
-    lists none (the endpoint is optional). A server that cannot be reached
-    is a ConfigError saying so."""
-    import urllib.error
-
-    request = urllib.request.Request(url.rstrip("/") + "/models")
-    if os.environ.get("OPENAI_API_KEY"):
-        request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")
-    try:
-        with urllib.request.urlopen(request, timeout=min(timeout, 10.0)) as r:
-            data = json.load(r).get("data", [])
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ConfigError(f"the judge at {url} refused the request (HTTP {exc.code}): set OPENAI_API_KEY "
-                              f"to its key") from None
-        return None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ConfigError(f"the judge at {url} is not reachable ({reason}): start it, or fix --judge "
-                          f"(an OpenAI-compatible server URL ending in /v1)") from None
-    except ValueError:
-        return None
-    names = [m.get("id") for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
-    return names or None
-
-
-def _model_name(url: str, asked: str | None, timeout: float, prefer: str | None = None) -> str:
-    """``asked``, checked against what the server lists; else ``prefer`` (a
-    scorer's model) when the server lists it; else its only model."""
-    names = _served_models(url, timeout)
-    if not asked and prefer and (names is None or prefer in names):
-        return prefer
-    if asked:
-        if names is not None and asked not in names:
-            raise ConfigError(f"the judge at {url} does not serve {asked!r}; it lists {names}: pass "
-                              f"--judge-model with one of them")
-        return asked
-    if names is None or len(names) != 1:
-        raise ConfigError(f"--judge-model not given and the server lists {names or 'no models'}; "
-                          f"pass --judge-model NAME")
-    return names[0]
-
-
-async def _probe(model: Any) -> None:
-    """One short request before any row: a judge that cannot answer stops the
-    run here, with what it said, instead of leaving every row unscored."""
-    from ..models import GenerationParams
-
-    try:
-        await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
-    except JudgeError as exc:
-        raise ConfigError(f"the judge's probe request failed ({type(exc).__name__}: {str(exc)[:300]}); "
-                          f"check --judge, --judge-model and the server's log") from None
-
-
-def _check_override(args: argparse.Namespace, prefer: str | None, name: str, where: str) -> None:
-    """A scorer names its judge model: another one only with --allow-model-override."""
-    if prefer is None or name == prefer or getattr(args, "allow_model_override", False):
-        return
-    raise ConfigError(f"the scorer names judge model {prefer!r}, but {where} {name!r}: serve {prefer!r} (or pass "
-                      f"--judge-model with the name the server gives it), or pass --allow-model-override to run "
-                      f"this scorer version on {name!r} (its grades then record judge_model={name!r})")
-
-
-@contextlib.asynccontextmanager
-async def _judge(args: argparse.Namespace, prefer: str | None = None):
-    """The judge model of ``--judge`` (and ``--judge-model``, ``--timeout``,
-    ``--concurrency``...), for every command that takes one: a URL server
-    (checked, then probed), the spawned embedded judge, or the in-process
-    torch judge. ``prefer``: the model a scorer names (the default model on
-    a URL server that lists it; another model needs ``--allow-model-override``)."""
-    judge = args.judge
-    conc = getattr(args, "concurrency", None)
-    if judge == "embedded":
-        from ..models import spawn_judge
-        from ..models._spawn import EMBEDDED_ALIAS
-
-        _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
-        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...",
-              file=sys.stderr)
-        kwargs = {"max_concurrency": conc} if conc else {}
-        async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
-            yield model
-    elif judge == "torch":
-        from .. import models
-
-        if not hasattr(models, "TorchModel"):
-            raise ConfigError("--judge torch needs rewardjudge.models.TorchModel, which this install lacks")
-        from ..models import spawn_judge
-
-        # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
-        print("loading the in-process torch judge...", file=sys.stderr)
-        async with spawn_judge("torch", args.judge_model) as model:
-            _check_override(args, prefer, getattr(model, "name", "torch"), "--judge torch serves")
-            yield model
-    elif judge.startswith(("http://", "https://")):
-        from ..models import OpenAIModel
-
-        name = _model_name(judge, args.judge_model, args.timeout, prefer)
-        _check_override(args, prefer, name, f"the judge at {judge} is asked for")
-        model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
-                            max_retries=getattr(args, "max_retries", 3),
-                            structured_output=getattr(args, "structured_output", "json_schema"))
-        async with model:
-            await _probe(model)
-            yield model
-    else:
-        raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
-
-
 async def _run_eval(args: argparse.Namespace):
     from ..graders._base import Grader
-    from ._runner import aevaluate_dataset
-    from ._spec import _import_attribute, resolve_grader, scorer_of
+    from ..evaluate._runner import aevaluate_dataset
+    from ..evaluate._spec import _import_attribute, resolve_grader, scorer_of
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
@@ -244,7 +129,7 @@ async def _run_eval(args: argparse.Namespace):
         return await aevaluate_dataset(args.data, obj, **common)
     scorer = scorer_of(args.grader)
     common["columns"] = _check_data(args, scorer)
-    async with _judge(args, scorer.config.model if scorer is not None else None) as model:
+    async with open_judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
             from ..models._cache import CachedModel
 
@@ -255,7 +140,7 @@ async def _run_eval(args: argparse.Namespace):
             grader = resolve_grader(args.grader, model)
             if getattr(grader, "binding", None) is not None:  # a scorer built by a module:attribute factory
                 common["columns"] = _check_scorer_variables(args, grader.binding, common["columns"])
-        _check_torch_judge(args, grader)
+        check_torch_judge(args, grader)
         try:
             return await aevaluate_dataset(args.data, grader, **common)
         finally:
@@ -263,31 +148,18 @@ async def _run_eval(args: argparse.Namespace):
                 await model.aclose()
 
 
-def _check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
-    """``--judge torch`` without a GPU serves probability grades (one forward per
-    grade); a chat grader would generate every verdict token by token on the CPU."""
-    if args.judge != "torch" or type(grader).__name__ == "ProbabilityJudgeGrader":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ConfigError(f"--judge torch with {type(grader).__name__} would generate every verdict on this "
-                          f"CPU (minutes per row); use --judge embedded (llama.cpp) for chat graders, or "
-                          f"--judge torch with a probability grader")
-
-
 def _check_data(args: argparse.Namespace, scorer: Any = None) -> Any:
     """The data loads and its columns map (a usage error otherwise), before the
     judge; a scorer's variables are checked against them. Returns the
     ``columns`` to evaluate with (a scorer's variable named like a column,
     and not mapped, reads that column)."""
-    from ._data import load_data
+    from ..evaluate._data import load_data
 
     if args.judge not in ("embedded", "torch") and not args.judge.startswith(("http://", "https://")):
         raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
     data = load_data(args.data, split=args.split)
     if scorer is None:
-        from ._data import detect_columns
+        from ..evaluate._data import detect_columns
 
         detect_columns(args.columns, data.column_names)
         return args.columns
@@ -303,7 +175,7 @@ def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any
     it and the columns: it would render empty on every row."""
     from dataclasses import replace
 
-    from ._data import Columns, detect_columns, load_data
+    from ..evaluate._data import Columns, detect_columns, load_data
 
     if data is None:
         data = load_data(args.data, split=args.split)
@@ -424,7 +296,7 @@ def _eval_command(args: argparse.Namespace) -> int:
 
 
 def _compare_command(args: argparse.Namespace) -> int:
-    from ._report import compare
+    from ..evaluate._report import compare
 
     comparison = compare(args.a, args.b, confidence=args.confidence)
     print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison)

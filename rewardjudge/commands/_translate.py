@@ -20,9 +20,9 @@ from typing import Any
 
 from ..errors import TemplateError
 from ..models._base import GenerationParams
-from ._bundle import BUNDLE_FORMAT, MULTIMODAL, bundle_entries, entry_key, is_language_slug
-from ._handlebars import Template, _compile, template_variables
-from ._prompts import prompt_template
+from ..templates._bundle import BUNDLE_FORMAT, MULTIMODAL, bundle_entries, entry_key, is_language_slug
+from ..templates._handlebars import Template, _compile, template_variables
+from ..templates._prompts import prompt_template
 
 __all__ = ["TranslationReport", "check_translation", "translate_bundle"]
 

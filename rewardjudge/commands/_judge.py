@@ -1,0 +1,98 @@
+"""The judge of a command's ``--judge`` (a URL server, the embedded judge or
+the in-process torch judge): checked before any row, then opened."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import Any
+
+from ..errors import ConfigError, JudgeError
+from ..models._discover import model_name
+
+__all__ = ["JUDGE_HELP", "check_torch_judge", "open_judge"]
+
+JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
+              "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
+              "pipeline) or 'torch' (the in-process transformers judge)")
+
+
+async def _probe(model: Any) -> None:
+    """One short request before any row: a judge that cannot answer stops the
+    run here, with what it said, instead of leaving every row unscored."""
+    from ..models import GenerationParams
+
+    try:
+        await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
+    except JudgeError as exc:
+        raise ConfigError(f"the judge's probe request failed ({type(exc).__name__}: {str(exc)[:300]}); "
+                          f"check --judge, --judge-model and the server's log") from None
+
+
+def _check_override(args: argparse.Namespace, prefer: str | None, name: str, where: str) -> None:
+    """A scorer names its judge model: another one only with --allow-model-override."""
+    if prefer is None or name == prefer or getattr(args, "allow_model_override", False):
+        return
+    raise ConfigError(f"the scorer names judge model {prefer!r}, but {where} {name!r}: serve {prefer!r} (or pass "
+                      f"--judge-model with the name the server gives it), or pass --allow-model-override to run "
+                      f"this scorer version on {name!r} (its grades then record judge_model={name!r})")
+
+
+@contextlib.asynccontextmanager
+async def open_judge(args: argparse.Namespace, prefer: str | None = None):
+    """The judge model of ``--judge`` (and ``--judge-model``, ``--timeout``,
+    ``--concurrency``...), for every command that takes one: a URL server
+    (checked, then probed), the spawned embedded judge, or the in-process
+    torch judge. ``prefer``: the model a scorer names (the default model on
+    a URL server that lists it; another model needs ``--allow-model-override``)."""
+    judge = args.judge
+    conc = getattr(args, "concurrency", None)
+    if judge == "embedded":
+        from ..models import spawn_judge
+        from ..models._spawn import EMBEDDED_ALIAS
+
+        _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
+        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...",
+              file=sys.stderr)
+        kwargs = {"max_concurrency": conc} if conc else {}
+        async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
+            yield model
+    elif judge == "torch":
+        from .. import models
+
+        if not hasattr(models, "TorchModel"):
+            raise ConfigError("--judge torch needs rewardjudge.models.TorchModel, which this install lacks")
+        from ..models import spawn_judge
+
+        # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
+        print("loading the in-process torch judge...", file=sys.stderr)
+        async with spawn_judge("torch", args.judge_model) as model:
+            _check_override(args, prefer, getattr(model, "name", "torch"), "--judge torch serves")
+            yield model
+    elif judge.startswith(("http://", "https://")):
+        from ..models import OpenAIModel
+
+        name = model_name(judge, args.judge_model, args.timeout, prefer)
+        _check_override(args, prefer, name, f"the judge at {judge} is asked for")
+        model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
+                            max_retries=getattr(args, "max_retries", 3),
+                            structured_output=getattr(args, "structured_output", "json_schema"))
+        async with model:
+            await _probe(model)
+            yield model
+    else:
+        raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
+
+
+def check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
+    """``--judge torch`` without a GPU serves probability grades (one forward per
+    grade); a chat grader would generate every verdict token by token on the CPU."""
+    if args.judge != "torch" or type(grader).__name__ == "ProbabilityJudgeGrader":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(f"--judge torch with {type(grader).__name__} would generate every verdict on this "
+                          f"CPU (minutes per row); use --judge embedded (llama.cpp) for chat graders, or "
+                          f"--judge torch with a probability grader")
