@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 from .errors import ConfigError
 
-__all__ = ["CACHE_ENV", "cache_root", "embedded_model_path"]
+__all__ = ["CACHE_ENV", "built_once", "cache_root", "embedded_model_path"]
 
 CACHE_ENV = "REWARDJUDGE_CACHE"
 
@@ -21,6 +24,32 @@ def cache_root() -> Path:
     root = os.environ.get(CACHE_ENV) or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rewardjudge")
     return Path(root)
+
+
+def built_once(target: Path, build: Callable[[Path], None], marker: str = ".complete") -> Path:
+    """``target``, built by ``build(folder)`` unless it holds ``marker``.
+
+    The build writes to a temporary folder beside ``target`` that is renamed
+    into place (``marker`` written last when ``build`` does not), so a crash
+    never leaves a half-built cache and concurrent first runs do not clash.
+    """
+    if (target / marker).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        build(tmp)
+        if not (tmp / marker).exists():
+            (tmp / marker).write_text("ok\n")
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first, or a stale partial folder
+            if not (target / marker).is_file():
+                shutil.rmtree(target, ignore_errors=True)
+                os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def embedded_model_path() -> Path:

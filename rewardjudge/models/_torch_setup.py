@@ -4,15 +4,13 @@ a GGUF converted once to safetensors, and the layouts of transformers' caches.""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from .._hash import canonical_hash
-from .._paths import cache_root
+from .._paths import built_once, cache_root
 from ..errors import ConfigError
 
 # Padded tokens per forward pass when ``max_batch_tokens`` is not given. On CPU
@@ -91,11 +89,8 @@ def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
     key = canonical_hash([str(gguf), st.st_size, st.st_mtime_ns, transformers.__version__])[:16]
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = root / f"{gguf.stem}-{key}"
-    if (target / "config.json").is_file():
-        return target
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{gguf.stem}-", dir=root))
-    try:
+
+    def build(tmp: Path) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -109,14 +104,8 @@ def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
             del model.config.quantization_config
         model.save_pretrained(str(tmp))
         tok.save_pretrained(str(tmp))
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / "config.json").is_file():  # lost a race only if the winner finished
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    return built_once(target, build, marker="config.json")
 
 
 def checkpoint_folder(source: str | os.PathLike, cache_dir: str | os.PathLike | None) -> tuple[Path, str]:

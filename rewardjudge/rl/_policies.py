@@ -19,35 +19,16 @@ These need ``transformers`` (and ``gguf`` for the conversion): the
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .._paths import cache_root, embedded_model_path
+from .._paths import built_once, cache_root, embedded_model_path
 
 __all__ = ["smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
 
 
 def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path:
-    target = (root or cache_root()) / name
-    if (target / ".complete").exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    try:
-        build(tmp)
-        (tmp / ".complete").write_text("ok\n")
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another process finished first (or a stale partial dir)
-            if not (target / ".complete").exists():
-                shutil.rmtree(target, ignore_errors=True)
-                os.rename(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return built_once((root or cache_root()) / name, build)
 
 
 def smollm2_tokenizer(root: Path | None = None):
