@@ -116,15 +116,8 @@ class ChatTemplate:
 
     def render(self, messages: Sequence[dict[str, Any]], *, add_generation_prompt: bool = True) -> str:
         """The prompt for ``messages`` (a trailing assistant message is continued)."""
-        msgs = [dict(m) for m in messages]
-        if not msgs:
-            raise ConfigError("a chat prompt needs at least one message")
-        prefix = None
-        if msgs[-1].get("role") == "assistant":
-            prefix = str(msgs.pop().get("content") or "")
-            add_generation_prompt = True
-            if not msgs:
-                raise ConfigError("a trailing assistant prefix needs a message before it")
+        msgs, prefix = split_prefix(messages)
+        add_generation_prompt = add_generation_prompt or prefix is not None
         text = self._template().render(messages=msgs, add_generation_prompt=add_generation_prompt,
                                        bos_token=self.bos_token, eos_token=self.eos_token)
         return text + prefix if prefix is not None else text
@@ -134,6 +127,20 @@ class ChatTemplate:
     def __repr__(self) -> str:
         where = f"gguf={str(self.gguf_path)!r}" if self.gguf_path else f"{len(self._source or '')} chars"
         return f"ChatTemplate({where})"
+
+
+def split_prefix(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """``(the messages before it, the text to continue)`` when ``messages``
+    end with an assistant message, else ``(messages, None)``."""
+    msgs = [dict(m) for m in messages]
+    if not msgs:
+        raise ConfigError("a chat prompt needs at least one message")
+    if msgs[-1].get("role") != "assistant":
+        return msgs, None
+    prefix = str(msgs.pop().get("content") or "")
+    if not msgs:
+        raise ConfigError("a trailing assistant prefix needs a message before it")
+    return msgs, prefix
 
 
 def _read_gguf_template(path: Path) -> tuple[str, str, str]:

@@ -48,7 +48,7 @@ from .._validate import validated
 from ..errors import ConfigError, JudgeError
 from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
-from ._chat_template import ChatTemplate
+from ._chat_template import ChatTemplate, split_prefix
 from ._torch_batches import Batch, InFlight, Job, _common_prefix_len, chunks, fail, make_batch, reply
 from ._torch_batches import settle_distributions
 from ._torch_setup import (CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, TorchModelOptions, _cache_tensors,
@@ -160,16 +160,9 @@ class TorchModel(InferenceModel):
     # -- prompts ----------------------------------------------------------
     def render_prompt(self, messages: Sequence[Message]) -> str:
         """The prompt text for ``messages``; a trailing assistant message is continued."""
-        msgs = [dict(m) for m in messages]
-        if not msgs:
-            raise ConfigError("messages must not be empty")
         if self._chat_template is not None:
-            return self._chat_template(msgs)
-        prefix = None
-        if msgs[-1].get("role") == "assistant":
-            prefix = str(msgs.pop().get("content") or "")
-            if not msgs:
-                raise ConfigError("a trailing assistant prefix needs a message before it")
+            return self._chat_template(messages)
+        msgs, prefix = split_prefix(messages)
         text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         return text + prefix if prefix is not None else text
 
