@@ -1,9 +1,5 @@
-"""Parse text into pydantic models, and describe a model's schema for a prompt.
-
-``pydantic_parse`` is lenient about *where* the JSON object sits (a markdown
-fence, prose around it) and strict about *what* it holds: the object must
-validate against the model, extra keys included if the model forbids them.
-"""
+"""Parse text into pydantic models (lenient about where the JSON object sits, strict about
+what it holds), and describe a model's schema for a prompt."""
 
 from __future__ import annotations
 
@@ -22,12 +18,8 @@ __all__ = ["OutputParserException", "pydantic_parse", "render_schema"]
 
 
 def pydantic_parse(text: str, model: type[T]) -> T:
-    """Parse ``text`` into ``model``.
-
-    Tries the whole text as JSON first, then each balanced JSON object found
-    in it (inside a ```json fence or prose), first to last; the first object
-    that validates wins. Raises ``OutputParserException`` saying why when none
-    does: no object, invalid JSON, or the schema errors of the last candidate.
+    """Parse ``text`` into ``model``: the first balanced JSON object in it (the whole text, a
+    ```json fence or prose) that validates wins; ``OutputParserException`` says why when none does.
 
     >>> from pydantic import BaseModel
     >>> class A(BaseModel):
@@ -57,28 +49,19 @@ def pydantic_parse(text: str, model: type[T]) -> T:
 
 
 def render_schema(model: type[BaseModel], *, with_field_descriptions: bool = True) -> str:
-    """A compact, prompt-ready description of ``model``'s JSON shape.
-
-    Renders one line per field with its type, allowed values and description,
-    wrapped in braces, e.g.::
+    """A compact, prompt-ready description of ``model``'s JSON shape (cached per class), e.g.::
 
         {
           "answer": string,  // The model's answer
           "confidence": "high" | "medium" | "low"
         }
     """
-    # Cached per class: graders render it into every prompt, and building a
-    # JSON schema costs ~100 us; weak keys let dynamic models be collected.
-    per_model = _SCHEMA_TEXT.get(model)
-    if per_model is None:
-        per_model = _SCHEMA_TEXT.setdefault(model, {})
-    text = per_model.get(with_field_descriptions)
-    if text is None:
+    per_model = _SCHEMA_TEXT.setdefault(model, {})
+    if with_field_descriptions not in per_model:
         schema = model.model_json_schema()
-        defs = schema.get("$defs", {})
-        text = _render_object(schema, defs, 0, with_field_descriptions)
-        per_model[with_field_descriptions] = text
-    return text
+        per_model[with_field_descriptions] = _render_object(schema, schema.get("$defs", {}), 0,
+                                                            with_field_descriptions)
+    return per_model[with_field_descriptions]
 
 
 _SCHEMA_TEXT: "weakref.WeakKeyDictionary[type, dict[bool, str]]" = weakref.WeakKeyDictionary()
@@ -106,21 +89,9 @@ def _render_type(node: dict[str, Any], defs: dict[str, Any], indent: int, desc: 
     if t == "array":
         return f"[{_render_type(node.get('items', {}), defs, indent, desc)}, ...]"
     if t == "integer":
-        bounds = []
-        if "minimum" in node:
-            bounds.append(f">= {node['minimum']}")
-        if "maximum" in node:
-            bounds.append(f"<= {node['maximum']}")
+        bounds = [f"{op} {node[k]}" for k, op in (("minimum", ">="), ("maximum", "<=")) if k in node]
         return "integer" + (f" ({', '.join(bounds)})" if bounds else "")
-    if t == "number":
-        return "number"
-    if t == "null":
-        return "null"
-    if t == "boolean":
-        return "boolean"
-    if t == "string":
-        return "string"
-    return "any"
+    return t if t in ("number", "null", "boolean", "string") else "any"
 
 
 def _render_object(node: dict[str, Any], defs: dict[str, Any], indent: int, desc: bool) -> str:
@@ -129,16 +100,11 @@ def _render_object(node: dict[str, Any], defs: dict[str, Any], indent: int, desc
     required = set(node.get("required", []))
     pad = "  " * (indent + 1)
     lines = ["{"]
-    items = list(props.items())
-    for i, (name, sub) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
+    for i, (name, sub) in enumerate(props.items()):
+        comma = "," if i < len(props) - 1 else ""
         line = f"{pad}{json.dumps(name)}: {_render_type(sub, defs, indent + 1, desc)}{comma}"
-        notes = []
-        if name not in required:
-            notes.append("optional")
-        description = _resolve(sub, defs).get("description") or sub.get("description")
-        if desc and description:
-            notes.append(description)
+        description = (_resolve(sub, defs).get("description") or sub.get("description")) if desc else None
+        notes = [n for n in ("optional" if name not in required else None, description) if n]
         if notes:
             line += f"  // {'; '.join(notes)}"
         lines.append(line)

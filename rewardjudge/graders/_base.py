@@ -33,8 +33,7 @@ V = TypeVar("V")
 
 @dataclass
 class JudgeAnswer(Generic[V]):
-    """A judge reply that parsed: the verdict, the reply, and the totals over
-    every request it took (``Grader.ask_until_parsed``)."""
+    """A judge reply that parsed: the verdict, the reply, the totals over every request."""
 
     verdict: V
     completion: Completion
@@ -47,9 +46,7 @@ class JudgeAnswer(Generic[V]):
 
 @dataclass
 class JudgeFailure:
-    """A judge request that gave no usable answer: why, and what it cost.
-    ``error`` is the judge-side exception when there was one (None for a
-    reply that never parsed)."""
+    """A judge request that gave no usable answer: why, what it cost, the judge-side error."""
 
     reason: str
     attempts: int
@@ -57,17 +54,14 @@ class JudgeFailure:
     raw_reply: str | None
     latency_s: float
     error: JudgeError | None = None
-    #: a short fixed name of what went wrong with the reply, counted in judge health
-    #: (``"no sealed verdict"``, ``"cut off"``, ``"invalid"``); None for a judge error
+    #: what went wrong with the reply (``"no sealed verdict"``, ``"cut off"``, ``"invalid"``)
     kind: str | None = None
 
 
 @dataclass
 class Expectation:
-    """The expected-value step (``graders._expected_value``), folded into a
-    scored Grade as it is built (``Grader.scored``): the value (None: the
-    sampled one stays), what ``extra`` gains (``expected_value``, or a
-    ``distribution_error`` saying why not), the distribution, and the cost."""
+    """The expected-value step (``graders._expected_value``) folded into a scored Grade: the
+    value (None: the sampled one stays), what ``extra`` gains, the distribution, the cost."""
 
     value: float | None
     extra: dict[str, Any]
@@ -81,37 +75,18 @@ Mode = Literal["train", "eval"]
 
 
 class Grader(abc.ABC):
-    """Base of all graders, and the one pipeline: ``grade`` one sample,
-    ``grade_batch`` many.
+    """Base of all graders and the one pipeline (docs/pipeline.md): ``grade`` one sample,
+    ``grade_batch`` many; a family overrides ``judge`` (or ``judge_group`` with
+    ``judges_groups``), a custom grader may override ``grade``.
 
-    The unit of grading is a group (``grade_group``: the samples of one
-    prompt; ``grade`` is a group of one). Each sample is screened
-    (``screen``); the rest go to the family's ``judge_group`` (by default
-    ``judge`` on each): context (``extract_template_context``, the seed's
-    hook, on a neutralised copy), prompt (``JudgePrompt``), request
-    (``ask_until_parsed`` or ``ask_distribution``), readout
-    (``rewardjudge/readouts``), Grade (``scored``/``failed``).
-    ``grade_batch`` is the one scheduler: a family with ``judges_groups``
-    gets each prompt's samples together. A family file says which context
-    keys, templates, readout and options; a custom grader may override
-    ``grade`` instead (``grade_batch`` still schedules it).
-
-    Penalty modes: a malformed *policy* output is ``penalized`` with
-    ``train_penalty`` (default -1.0) in training or ``eval_penalty`` (default
-    0.0) in evaluation. The mode is ``mode`` when set on the grader (it wins),
-    else the sample's ``metadata["eval"]`` (truthy means evaluation), else
-    training. Judge-side failures are ``unscored`` (value None), never a
-    penalty.
-
-    Contract of ``grade_batch``: one Grade per sample, in order. A judge
-    failure or an unexpected exception in one sample's grading becomes that
-    sample's unscored Grade (with the reason); only usage errors
-    (``ConfigError``: a broken template, a bad sample type) are raised, after
-    every other sample has finished.
+    A malformed *policy* output is ``penalized``: ``train_penalty`` (-1.0) in training,
+    ``eval_penalty`` (0.0) in evaluation (``mode`` if set, else the sample's
+    ``metadata["eval"]``). Judge-side failures are ``unscored`` (value None), never a penalty.
+    ``grade_batch`` gives one Grade per sample, in order; only usage errors (``ConfigError``)
+    are raised, after every other sample has finished.
     """
 
-    #: penalize empty and content-free completions (":", "Thought process:") before any
-    #: judge sees them; see graders/_guards.py. Set False per grader to send them anyway.
+    #: penalize empty and content-free completions (graders/_guards.py) before any judge sees them
     reject_content_free: bool = True
     #: extra content-free phrases for this grader (case-insensitive, trailing punctuation ignored)
     content_free_phrases: tuple[str, ...] = ()
@@ -135,28 +110,22 @@ class Grader(abc.ABC):
         if max_completion_chars is not None:
             self.max_completion_chars = opts.max_completion_chars
 
-    #: the pydantic model a completion is parsed into before any judge call
-    #: (None: the completion is judged as text)
+    #: the pydantic model a completion is parsed into before any judge call (None: text)
     completion_model: type[BaseModel] | None = None
 
     def bind_judge(self, model: Any, completion_model: Any = None) -> None:
-        """Set ``model`` (the judge) and ``completion_model``, validated: a
-        ``ConfigError`` naming the argument and the value otherwise."""
+        """Set ``model`` (the judge) and ``completion_model``, validated."""
         opts = validated(JudgeBinding, model=model, completion_model=completion_model)
         self.model = opts.model
         self.completion_model = opts.completion_model
 
-    # -- the pipeline --------------------------------------------------------
     async def grade(self, sample: StringThread) -> Grade:
-        """Grade one sample: a group of one (``grade_group``). A custom grader
-        may override it; ``grade_batch`` grades every group of one through it."""
+        """Grade one sample: a group of one (``grade_group``)."""
         return (await self.grade_group([self.check_sample(sample)]))[0]
 
     async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
-        """The one unit of grading: samples that answer one prompt
-        (``_schedule.prompt_key``), one Grade each, in order. Each is
-        ``screen``-ed (a malformed or content-free completion is penalized
-        here, before any judge call); the rest go to ``judge_group``."""
+        """One Grade per sample of one prompt, in order: each is ``screen``-ed (penalized
+        before any judge call), the rest go to ``judge_group``."""
         grades: list[Grade | None] = [None] * len(samples)
         screened: list[tuple[int, StringThread, BaseModel | None]] = []
         for i, sample in enumerate(samples):
@@ -171,16 +140,12 @@ class Grader(abc.ABC):
         return grades  # type: ignore[return-value]
 
     async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
-        """The Grades of screened samples of one prompt (each with its
-        completion parsed into ``completion_model``), in order. A family that
-        judges a prompt's samples together (``judges_groups``) overrides it;
-        the default judges each alone (``judge``)."""
+        """The Grades of screened ``(sample, parsed)`` of one prompt, in order; by default
+        ``judge`` on each."""
         return [await self.judge(sample, parsed) for sample, parsed in screened]
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        """A screened sample's Grade (``parsed``: the completion parsed into
-        ``completion_model``): each family's configuration of context ->
-        prompt -> request -> readout."""
+        """A screened sample's Grade (``parsed``: the completion parsed into ``completion_model``)."""
         raise ConfigError(f"{type(self).__name__} implements neither judge() nor grade(): a grader "
                           f"family overrides one of them")
 
@@ -190,32 +155,26 @@ class Grader(abc.ABC):
                 "eval_penalty": self.eval_penalty}
 
     def require_rewards(self, where: str) -> None:
-        """``ConfigError`` when this grader's verdicts carry no number (a label-only
-        categorical scorer: evaluated by label counts, never a reward); ``where``
-        names the adapter asking (a reward function, verl, the reward server)."""
+        """``ConfigError`` when this grader's verdicts carry no number; ``where`` names the
+        adapter asking."""
 
     @property
     def version(self) -> str:
-        """First 16 hex digits of the SHA-256 of the canonical ``config()``, cached:
-        setting a public attribute drops the cache (private ``_names`` are runtime
-        state); after mutating one *in place* call ``invalidate_version()``."""
-        cached = self.__dict__.get("_version_cache")
-        if cached is None:
-            cached = canonical_hash(self.config())[:16]
-            self.__dict__["_version_cache"] = cached
-        return cached
+        """First 16 hex digits of the SHA-256 of the canonical ``config()``, cached until a
+        public attribute is set; after mutating one *in place* call ``invalidate_version()``."""
+        if "_version_cache" not in self.__dict__:
+            self.__dict__["_version_cache"] = canonical_hash(self.config())[:16]
+        return self.__dict__["_version_cache"]
 
     def invalidate_version(self) -> None:
         """Forget the cached ``version`` (it is recomputed on next use)."""
         self.__dict__.pop("_version_cache", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # a new public attribute value may change config(): recompute lazily
-        if not name.startswith("_"):
+        if not name.startswith("_"):   # a public attribute may change config()
             self.__dict__.pop("_version_cache", None)
         object.__setattr__(self, name, value)
 
-    # -- helpers for subclasses -------------------------------------------
     def is_eval(self, sample: StringThread) -> bool:
         if self.mode is not None:
             return self.mode == "eval"
@@ -231,10 +190,8 @@ class Grader(abc.ABC):
                      error=reason, grader_version=self.version, **fields)
 
     def precheck(self, sample: StringThread) -> Grade | None:
-        """A penalized Grade when the completion is over ``max_completion_chars``,
-        or empty or content-free (and ``reject_content_free`` is on), else
-        None. Graders call it before spending a judge call; the policy wrote
-        nothing a judge should reward."""
+        """A penalized Grade when the completion is over ``max_completion_chars``, or empty or
+        content-free (with ``reject_content_free``), else None."""
         text = sample.completion()
         if len(text) > self.max_completion_chars:
             return self.penalized(sample, f"malformed completion: {len(text)} characters, over the "
@@ -246,13 +203,8 @@ class Grader(abc.ABC):
 
     def screen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
                ) -> tuple[BaseModel | None, Grade | None]:
-        """``precheck``, then parse the completion into ``completion_model``.
-
-        Returns ``(parsed, None)`` (``parsed`` is None without a model), or
-        ``(None, grade)`` with the penalized Grade of a too long, content-free
-        or malformed completion (bad JSON, nesting too deep, NaN, schema
-        mismatch, every text field content-free): the judge is not to be asked.
-        """
+        """``precheck``, then parse the completion into ``completion_model``: ``(parsed, None)``
+        (``parsed`` None without a model), or ``(None, penalized Grade)``."""
         flagged = self.precheck(sample)
         if flagged is not None:
             return None, flagged
@@ -264,23 +216,18 @@ class Grader(abc.ABC):
             return None, self.penalized(sample, f"malformed completion: {exc.reason}")
         except RecursionError:
             return None, self.penalized(sample, "malformed completion: nested too deep")
-        try:
-            # what the graders send is this JSON form: a completion it cannot be
-            # written in (a lone surrogate in a key) would fail its whole group
+        try:   # what the graders send is this JSON form (a lone surrogate cannot be written)
             dumped = parsed.model_dump(mode="json")
         except (UnicodeError, ValueError, RecursionError) as exc:
             return None, self.penalized(sample, f"malformed completion: its fields cannot be "
                                                 f"written as JSON ({type(exc).__name__})")
-        if self.reject_content_free:
-            reason = content_free_fields(dumped, self.content_free_phrases, completion_model)
-            if reason is not None:
-                return None, self.penalized(sample, f"malformed completion: {reason}")
-        return parsed, None
+        reason = (content_free_fields(dumped, self.content_free_phrases, completion_model)
+                  if self.reject_content_free else None)
+        return (parsed, None) if reason is None else (None, self.penalized(sample, f"malformed completion: {reason}"))
 
     async def ascreen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
                       ) -> tuple[BaseModel | None, Grade | None]:
-        """``screen`` without stalling the event loop: a long completion is
-        screened in a worker thread."""
+        """``screen``; a long completion in a worker thread."""
         if len(sample.completion()) > _INLINE_CHARS:
             return await asyncio.to_thread(self.screen, sample, completion_model)
         return self.screen(sample, completion_model)
@@ -288,26 +235,21 @@ class Grader(abc.ABC):
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
                                  template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The template context of ``thread`` (the seed's hook, the same in every
-        family): the thread vocabulary (``graders._context``) plus
-        ``template_variables``, built from a neutralised copy of the sample.
-        Override to add fields (call ``super()``; declare the names in
-        ``context_names``); a family adds its own keys after it."""
+        """The template context of ``thread`` (the seed's hook): the thread vocabulary plus
+        ``template_variables``. Override to add fields (call ``super()``; declare the names in
+        ``context_names``)."""
         schema = render_schema(output_model) if output_model is not None else ""
         ctx = thread_context(thread, output_schema=schema)
         ctx.update(template_variables or {})
         return ctx
 
-    #: the names a class's ``extract_template_context`` adds to the thread
-    #: vocabulary; a subclass that overrides the method without declaring
-    #: them has its templates checked at the first render instead
+    #: the names a class's ``extract_template_context`` adds to the thread vocabulary
     context_names: tuple[str, ...] = ()
 
     def context_variables(self, *more: str) -> set[str] | None:
-        """The names a template context of this grader holds: the thread
-        vocabulary, ``context_names``, ``template_variables`` and ``more``
-        (the family's own). None when not known before a real sample (an
-        ``extract_template_context`` override that declares no ``context_names``)."""
+        """The names a template context of this grader holds (thread vocabulary,
+        ``context_names``, ``template_variables``, ``more``); None when not known before a
+        real sample (an ``extract_template_context`` override without ``context_names``)."""
         mro = type(self).__mro__
         definer = next((i for i, c in enumerate(mro) if "extract_template_context" in c.__dict__), None)
         declarer = next(i for i, c in enumerate(mro) if "context_names" in c.__dict__)
@@ -316,8 +258,7 @@ class Grader(abc.ABC):
         return (set(THREAD_VARIABLES) | set(self.context_names)
                 | set(getattr(self, "template_variables", None) or ()) | set(more))
 
-    #: the prompt step of a family that renders its own prompt (``JudgePrompt``);
-    #: None where another object owns the prompt (a scorer's binding)
+    #: the ``JudgePrompt`` of a family that renders its own prompt
     prompt: Any = None
 
     @property
@@ -332,13 +273,8 @@ class Grader(abc.ABC):
 
     def _get_prompt(self, method: str, *, template_class: str | type | None = None,
                     multimodal: bool = False, strict: bool = True, **kwargs: Any) -> str:
-        """Render the built-in prompt ``<Class>/<method>`` with ``kwargs``.
-
-        The class is ``template_class``, else ``type(self).__name__``, falling
-        back along the MRO (a subclass may ship its own prompts). ``multimodal``
-        picks the ``.multimodal`` variant and is a template variable; see
-        ``rewardjudge.templates._prompts.get_prompt``.
-        """
+        """Render the built-in prompt ``<Class>/<method>`` with ``kwargs``
+        (``rewardjudge.templates._prompts.get_prompt``)."""
         from ..templates._prompts import get_prompt
 
         return get_prompt(self, method, template_class=template_class, multimodal=multimodal,
@@ -352,29 +288,20 @@ class Grader(abc.ABC):
         return self.prompt.messages(context, image_parts)
 
     def control_tokens(self) -> tuple[str, ...]:
-        """The judge model's own control tokens (from its chat template), kept
-        out of policy text like protocol tags."""
+        """The judge model's own control tokens, kept out of policy text like protocol tags."""
         return tuple(getattr(getattr(self, "model", None), "control_tokens", ()) or ())
 
     def judge_thread(self, sample: StringThread, tags: Iterable[str] = ()) -> StringThread:
-        """``sample`` as a judge may see it: every turn and metadata value
-        neutralised (``tags``, protocol tags, the judge's control tokens)."""
+        """``sample`` with every turn and metadata value neutralised."""
         return neutralized_thread(sample, tags, self.control_tokens())
 
     async def ask_until_parsed(self, model: InferenceModel, messages: Sequence[Message],
                                params: GenerationParams | None, parse: Callable[[str], V], *,
                                json_schema: dict[str, Any] | None = None, grammar: str | None = None,
                                reply_retries: int = 1) -> "JudgeAnswer[V] | JudgeFailure":
-        """Ask the judge until ``parse(reply)`` succeeds, at most ``reply_retries + 1`` times.
-
-        The one request loop of every chat grader. ``parse`` (a readout)
-        raises ``OutputParserException`` for an unreadable reply; a long
-        reply is read in a worker thread. ``grammar`` (GBNF) is sent where
-        the model takes one. Returns a ``JudgeAnswer``, or a ``JudgeFailure``
-        (attempts, usage, the last raw reply, latency, the error) when the
-        judge fails or never answers readably. Never raises for judge-side
-        failures.
-        """
+        """Ask the judge until ``parse(reply)`` (a readout raising ``OutputParserException``)
+        succeeds, at most ``reply_retries + 1`` times: a ``JudgeAnswer``, or a ``JudgeFailure``;
+        never raises for judge-side failures."""
         usage: dict[str, int] = {}
         attempts = 0
         started = time.perf_counter()
@@ -392,15 +319,12 @@ class Grader(abc.ABC):
             for k, v in completion.usage.items():
                 usage[k] = usage.get(k, 0) + v
             last_reply = completion.text
-            if completion.finish_reason == "length":
-                # a reply cut off by max_tokens is never read: its last word is not the judge's last
+            if completion.finish_reason == "length":   # a reply cut off is never read
                 problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
                 continue
-            try:
-                if len(completion.text) > _INLINE_CHARS:   # a rambling judge: read it off the loop
-                    verdict = await asyncio.to_thread(parse, completion.text)
-                else:
-                    verdict = parse(completion.text)
+            try:   # a rambling judge's reply is read off the loop
+                verdict = (await asyncio.to_thread(parse, completion.text) if len(completion.text) > _INLINE_CHARS
+                           else parse(completion.text))
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue
@@ -416,12 +340,9 @@ class Grader(abc.ABC):
                                choices: Sequence[str], params: GenerationParams | None = None, *,
                                typed: tuple[Any, Any, Any] | None = None
                                ) -> "TokenDistribution | JudgeFailure":
-        """The probability of each of ``choices`` as the judge's next token
-        (``model.grade_distribution``): the one request step of the
-        distribution readouts. ``typed`` = ``(state, instructions, criteria)``
-        asks a typed-question provider instead (``model.typed_distribution``).
-        A judge-side failure is a ``JudgeFailure``; usage errors
-        (``GradeDistributionUnsupported``) are raised."""
+        """The probability of each of ``choices`` as the judge's next token; ``typed`` =
+        ``(state, instructions, criteria)`` asks ``model.typed_distribution`` instead. A
+        judge-side failure is a ``JudgeFailure``; usage errors are raised."""
         started = time.perf_counter()
         try:
             if typed is not None:
@@ -440,19 +361,15 @@ class Grader(abc.ABC):
 
     def scored(self, answer: "JudgeAnswer[Any]", value: float, reasoning: str | None,
                extra: dict[str, Any], expectation: Expectation | None = None) -> Grade:
-        """The scored Grade of a parsed judge answer (forgeries it saw recorded
-        in ``extra["forgery"]``); with ``expectation`` (``expected_value=True``)
-        its value, ``extra``, distribution and cost, the sampled value kept in
-        ``extra["sampled_value"]``."""
+        """The scored Grade of a parsed judge answer; with ``expectation`` its value, ``extra``,
+        distribution and cost (the sampled value in ``extra["sampled_value"]``)."""
         if answer.forgeries:
             extra = {**extra, "forgery": answer.forgeries}
         usage, attempts, latency, distribution = answer.usage, answer.attempts, answer.latency_s, None
         if expectation is not None:
             extra = {**extra, "sampled_value": value, **expectation.extra}
             value = value if expectation.value is None else expectation.value
-            usage = dict(usage)
-            for k, v in expectation.usage.items():
-                usage[k] = usage.get(k, 0) + v
+            usage = {k: usage.get(k, 0) + expectation.usage.get(k, 0) for k in {**usage, **expectation.usage}}
             attempts += expectation.attempts
             latency = None if latency is None else latency + expectation.latency_s
             distribution = expectation.distribution
@@ -467,24 +384,18 @@ class Grader(abc.ABC):
             raise ConfigError(f"a sample must be a StringThread, got {type(sample).__name__}")
         return sample
 
-    # -- batch ------------------------------------------------------------
     def batch_concurrency(self) -> int | None:
         """How many units ``grade_batch`` works on at once (None: all): the judge
-        model's ``max_concurrency`` where it declares one, so prompts are rendered
-        just before a request slot frees up, not all at the start of a batch."""
+        model's ``max_concurrency`` where it declares one."""
         limit = getattr(getattr(self, "model", None), "max_concurrency", None)
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            return limit
-        return None
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
-    #: the family judges a prompt's samples together (``judge_group``):
-    #: ``grade_batch`` then hands it whole prompt groups
+    #: the family judges a prompt's samples together: ``grade_batch`` hands it prompt groups
     judges_groups: bool = False
 
     async def _grade_unit(self, samples: list[StringThread]) -> list[Grade]:
-        """A group's Grades; a failure other than a usage error leaves the
-        group unscored with the reason. A group of one goes through ``grade``
-        (a custom grader's override included)."""
+        """A group's Grades (a group of one through ``grade``); a failure other than a usage
+        error leaves the group unscored with the reason."""
         try:
             if len(samples) == 1:
                 return [await self.grade(samples[0])]
@@ -499,15 +410,9 @@ class Grader(abc.ABC):
             return [self.unscored(f"grader error: {type(exc).__name__}: {exc}") for _ in samples]
 
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
-        """Grade ``samples`` concurrently; one Grade per sample, in order.
-
-        The one scheduler. Its unit is a group: the samples of one prompt
-        for a family that judges groups (``judges_groups``), else each sample
-        alone, a group of one. At most ``batch_concurrency()`` units are in
-        progress at once, and the judge model bounds its requests (its
-        ``max_concurrency``). A usage error (``ConfigError``) is raised after
-        every other unit has finished.
-        """
+        """Grade ``samples`` concurrently; one Grade per sample, in order. Its unit is a prompt
+        group (``judges_groups``) or each sample alone, at most ``batch_concurrency()`` at once;
+        a usage error (``ConfigError``) is raised after every other unit has finished."""
         items = [self.check_sample(s) for s in samples]
         units = (groups(range(len(items)), lambda i: prompt_key(items[i])) if self.judges_groups
                  else [[i] for i in range(len(items))])
@@ -522,8 +427,7 @@ class Grader(abc.ABC):
         return results
 
     def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:
-        """``grade_batch`` from synchronous code, even inside a running loop
-        (a notebook cell): it then runs on a private loop in a worker thread."""
+        """``grade_batch`` from synchronous code, even inside a running loop."""
         from .._sync import run_sync
 
         return run_sync(self.grade_batch(samples))
@@ -532,8 +436,7 @@ class Grader(abc.ABC):
 async def _bounded_map(limit: int | None, fn: Callable[[Any], Awaitable[Any]],
                        args: Sequence[Any]) -> list[Any]:
     """``[await fn(a) for a in args]`` run concurrently, at most ``limit`` at
-    once (None: all), in order; an exception takes its result's place. No
-    wrapper coroutine per item: a worker awaits ``fn`` itself."""
+    once (None: all), in order; an exception takes its result's place."""
     if limit is None or limit >= len(args):
         return await asyncio.gather(*(fn(a) for a in args), return_exceptions=True)
     results: list[Any] = [None] * len(args)

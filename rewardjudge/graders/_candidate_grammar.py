@@ -1,12 +1,5 @@
-"""A GBNF grammar for one candidate-judging request: the reply protocol, enforced.
-
-A server that takes a GBNF grammar with a request (llama-cpp-python's:
-``OpenAIModel(grammar_field="grammar")``, as ``spawn_judge`` sets up) holds
-the judge to the ``<candidate id="…">`` protocol: one block per id of the
-request, in the order shown, with bounded reasoning and one of the scale's
-grades in a ``<grade>`` sealed with the block's id. The reply is still read
-by ``readouts._candidate_blocks.read_candidate_reply``: the grammar narrows
-what the judge can write; it decides nothing.
+"""A GBNF grammar for one candidate-judging request: the ``<candidate id="…">`` reply
+protocol, enforced where the server takes a grammar (the reply is still read as any other).
 
 >>> from rewardjudge.scales import Scale
 >>> print(candidate_grammar(["a2b3c4"], Scale.BINARY, reasoning_chars=80))
@@ -28,8 +21,7 @@ __all__ = ["CANDIDATE_REASONING_CHARS", "candidate_grammar"]
 
 #: the most characters of reasoning the grammar lets the judge write per candidate
 CANDIDATE_REASONING_CHARS = 200
-#: the fewest: without a floor a 135M judge writes "1" as its reasoning and
-#: grades without a word; a short sentence first is what the protocol asks for
+#: the fewest (without a floor a 135M judge grades without a word)
 CANDIDATE_REASONING_MIN_CHARS = 16
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -59,10 +51,9 @@ def candidate_grammar(ids: Sequence[str], scale: Scale, *,
         if not isinstance(cid, str) or not _SAFE_ID.match(cid):
             raise ConfigError(f"candidate id {cid!r} is not a plain token (letters, digits, _ or -)")
     lines = ["root ::= " + " ".join(f"c{k}" for k in range(len(ids)))]
-    for k, cid in enumerate(ids):
-        lines.append(f"c{k} ::= " + _literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
-                     + _literal(f'</reasoning>\n<grade id="{cid}">') + " grade "
-                     + _literal("</grade>\n</candidate>\n"))
+    lines += [f"c{k} ::= " + _literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
+              + _literal(f'</reasoning>\n<grade id="{cid}">') + " grade " + _literal("</grade>\n</candidate>\n")
+              for k, cid in enumerate(ids)]
     rest = (f" [^<>\\x00-\\x1f]{{{min_reasoning_chars - 1},{reasoning_chars - 1}}}"
             if reasoning_chars > 1 else "")
     lines.append(r"reason ::= [^<>\x00-\x20]" + rest)

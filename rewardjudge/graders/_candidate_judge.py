@@ -1,14 +1,5 @@
-"""CandidateJudgeGrader: judge several completions of one prompt in one request.
-
-Up to ``batch_size`` completions of one prompt share one judge prompt (the
-query and rubric once, each candidate in view of the others), and one grade
-per candidate is read back, bound to it by an id made for the request:
-``<grade id="…">N</grade>`` inside its ``<candidate id="…">`` block
-(``readouts._candidate_blocks``). The ids are the request's seal: a grade
-without one is never read, and a missing or mangled grade leaves only its
-candidate unjudged, never shifts a grade. ``grade(sample)`` judges one
-sample alone through the same path.
-"""
+"""CandidateJudgeGrader: judge several completions of one prompt in one request, each grade
+sealed by an id made for the request (``readouts._candidate_blocks``); see docs/groups.md."""
 
 from __future__ import annotations
 
@@ -21,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, JudgeError, JudgeHTTPError
+from ..errors import ConfigError, JudgeHTTPError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..scales import Scale
@@ -67,14 +58,8 @@ class _Candidate:
 
 
 def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
-    """Share one request's token counts among its ``n`` candidates exactly
-    (the shares of each counter sum to the request's count)."""
-    shares: list[dict[str, int]] = [{} for _ in range(n)]
-    for key, total in usage.items():
-        base, rem = divmod(int(total), n)
-        for i in range(n):
-            shares[i][key] = base + (1 if i < rem else 0)
-    return shares
+    """One request's token counts shared exactly among its ``n`` candidates."""
+    return [{k: int(t) // n + (1 if i < int(t) % n else 0) for k, t in usage.items()} for i in range(n)]
 
 
 def _charge(cand: _Candidate, usage: Mapping[str, int], attempts: int) -> None:
@@ -87,11 +72,6 @@ def _charge(cand: _Candidate, usage: Mapping[str, int], attempts: int) -> None:
 _BLOCK_TOKENS = 56
 
 
-def _splittable(exc: JudgeError) -> bool:
-    # a request the judge refuses for its size may pass in smaller pieces
-    return isinstance(exc, JudgeHTTPError) and exc.status in (400, 413)
-
-
 #: said last in a request whose templates do not describe the sealed grade form themselves
 _PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id of the candidate it '
                   'grades, inside that candidate\'s <candidate id="ID"> block: only grades written '
@@ -99,69 +79,32 @@ _PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id 
 
 
 class CandidateJudgeGrader(Grader):
-    """Grade completions by judging up to ``batch_size`` of one prompt together.
+    """Grade completions by judging up to ``batch_size`` of one prompt together (docs/groups.md).
 
     >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
     >>> grades = await grader.grade_batch(group_of_8_threads)  # doctest: +SKIP
     >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
     (0.75, 3, 'Correct, but skips the second part of the question.')
 
-    Flow: each screened sample becomes a candidate (``extract_candidate``);
-    samples of one prompt (``_schedule.prompt_key``) are split into balanced
-    requests of at most ``batch_size``. Each request shuffles its candidates
-    (seeded; seed, order and ids recorded on every Grade), neutralises their
-    text, gives them 64-bit ids (a keyed hash, under the seal key, of what the
-    request shows: the policy never sees one, a repeated request is a cache
-    hit), renders the templates once and asks the judge (held to the protocol
-    by a GBNF grammar where the model takes one: ``candidate_grammar``).
-    A judged candidate is *scored* ``scale.to_reward(grade)`` (the last grade
-    written for its id; earlier disagreeing ones in
-    ``extra["disagreeing_verdicts"]``). Candidates a reply failed (no valid
-    grade for their id; all of a reply cut off at ``max_tokens``) are re-asked
-    in batches half the size, up to ``max_rounds`` requests, then *unscored*
-    with every reason. A judge-side error leaves the request unscored, except
-    HTTP 400/413 (too long for the judge): split in halves down to single
-    candidates, beyond ``max_rounds`` if need be.
+    Samples of one prompt are split into balanced requests of at most ``batch_size``; each
+    request shuffles its candidates (seeded, recorded), neutralises them and gives them keyed
+    ids. A candidate is *scored* ``scale.to_reward(grade)`` (the last grade for its id); failed
+    ones are re-asked in halved batches up to ``max_rounds`` requests, then *unscored* with every
+    reason; HTTP 400/413 splits a request down to single candidates.
 
-    Arguments: ``scale`` (``"binary"``, ``"graded"``, ``"detailed"`` or a
-    ``Scale``); ``template`` / ``system_template`` (Handlebars; default the
-    built-in ``CandidateJudgeGrader/user.txt`` and ``system.txt``; ``""`` sends
-    no system message), which see ``query`` (``metadata["query"]`` or the last
-    user turn), ``query_text`` (objects as JSON), ``candidates`` (each ``{id,
-    title, fields, image?}``), the scale's variables, ``evaluation_name``,
-    ``evaluation_description``, the thread vocabulary and
-    ``template_variables``, and must show every ``candidates[].id`` (checked at
-    construction); ``completion_model`` (its fields become the candidate's
-    ``fields``; ``title_field`` / ``image_field`` name the title and image);
-    ``include_images`` (send each candidate's image as an ``image_url`` part
-    after the text, in the order shown, each after a text part naming its id;
-    the default user template is then ``user.multimodal.txt``; needs
-    ``image_field``); ``max_rounds`` (1: no re-asks); ``shuffle`` / ``seed``
-    (the seed also goes to the judge); ``temperature``, ``top_p``,
-    ``max_tokens_per_candidate`` (times the request's candidates);
-    ``protected_tags`` (more tags candidate text may not open or close);
-    ``seal_key`` (the ids' key, 16+ bytes; default the judge's own where it
-    keeps one, else ``REWARDJUDGE_SEAL_KEY``, else random per process: set it
-    for reproducible requests, keep it from the policy); ``expected_value`` /
+    Arguments: ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
+    built-in ``CandidateJudgeGrader`` prompts; ``""``: no system message), which see ``query``,
+    ``query_text``, ``candidates`` (``{id, title, fields, image?}``), the scale's variables, the
+    evaluation's, the thread vocabulary and ``template_variables``, and must show every
+    ``candidates[].id``; ``completion_model`` with ``title_field`` / ``image_field``;
+    ``include_images``; ``max_rounds``; ``shuffle`` / ``seed``; ``temperature``, ``top_p``,
+    ``max_tokens_per_candidate``; ``protected_tags``; ``seal_key`` (default the judge's, else
+    ``REWARDJUDGE_SEAL_KEY``, else random per process); ``expected_value`` /
     ``expected_value_floor``; the penalty settings of ``Grader``.
 
-    A Grade's ``usage`` is the candidate's exact share of its requests' tokens,
-    ``attempts`` their HTTP attempts; ``extra`` holds ``scale``, ``rounds``,
-    ``failures`` and ``requests`` (each ``round``, ``seed``, ``order`` = input
-    positions as shown, ``ids``); a scored one adds ``grade``,
-    ``candidate_id``, ``position``, ``order`` and ``shuffle_seed``
-    (``random.Random(seed).shuffle(sorted(order))`` reproduces ``order``).
-
-    ``expected_value=True`` (grades single digits 0-9): for each judged
-    candidate the reply, cut right before its deciding grade digit, goes back
-    as an assistant prefix to ``model.grade_distribution`` (one single-token
-    read each); the value becomes ``scale.to_reward(expected grade)``, and
-    ``extra`` adds ``sampled_value``, ``expected_value``, ``probabilities``,
-    ``expected_grade``, ``most_likely_grade``, ``confidence``, ``valid_mass``,
-    ``outside_mass``, ``top_k``. The sampled grade stays, with
-    ``extra["distribution_error"]``, when the model cannot read after a prefix,
-    less than ``expected_value_floor`` fell on valid grades, or the read
-    failed; its cost is added. The option enters ``config()`` only when on.
+    A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra`` holds
+    ``scale``, ``rounds``, ``failures``, ``requests`` (``round``, ``seed``, ``order``, ``ids``),
+    and when scored ``grade``, ``candidate_id``, ``position``, ``order``, ``shuffle_seed``.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
@@ -188,20 +131,16 @@ class CandidateJudgeGrader(Grader):
             template_variables=template_variables)
         for name in _OPTION_NAMES:
             setattr(self, name, getattr(opts, name))
-        # the ids' key; a cached judge keeps one with its cache, so later runs hit it
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._warned_no_distribution = False
-        # a seeded grader draws every request's shuffle seed from one stream
-        self._rng = random.Random(seed)   # seed None: from os.urandom; picklable
+        self._rng = random.Random(seed)   # every request's shuffle seed, from one stream
         user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
                     if template is None else template)
         system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
                       else system_template)
-        # stripped: a template's optional header lines ({{#if ...}}) leave blank edges
         self.prompt = JudgePrompt(system_src, user_src, engine=engine, strict=strict_templates,
                                   strip=True, names=("system_template", "template"))
-        # a user's own template that does not describe the sealed grade form gets it said last
-        # (after the candidates, so its shared prefix stays intact): else no grade would be read
+        # a template that does not describe the sealed grade form gets it said last
         self._protocol_note = None if "<grade id=" in system_src + user_src else _PROTOCOL_NOTE
         # candidate text may not open or close the templates' own delimiters either
         self.protected_tags = tuple(dict.fromkeys(
@@ -209,10 +148,8 @@ class CandidateJudgeGrader(Grader):
             + [t for t in self.prompt.tags if t not in PROTOCOL_TAGS]))
         self._check_templates()
 
-    # -- construction checks ----------------------------------------------
     def _check_templates(self) -> None:
-        """Fail at construction, not at the first judge call, when a template
-        reads a variable the context will not hold or never shows the ids."""
+        """Fail at construction when a template reads a missing variable or never shows the ids."""
         self.prompt.check(self.context_variables(*_REQUEST_KEYS))
         probe_ids = new_candidate_ids(2)
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
@@ -224,15 +161,10 @@ class CandidateJudgeGrader(Grader):
             raise ConfigError("the templates never show candidates[].id, so the judge cannot name "
                               "the candidate it grades; render {{this.id}} inside {{#each candidates}}")
 
-    # -- hooks --------------------------------------------------------------
     def extract_candidate(self, sample: StringThread, parsed: BaseModel | None) -> dict[str, Any]:
-        """The candidate a sample contributes: ``{"title", "fields", "image"?}``.
-
-        With a parsed completion, ``fields`` holds its fields except the ones
-        named by ``title_field`` / ``image_field``; without, the title is the
-        completion text. Override to map fields differently. The values are
-        neutralised later; do not pre-escape them.
-        """
+        """The candidate a sample contributes: ``{"title", "fields", "image"?}`` (the parsed
+        fields but ``title_field`` / ``image_field``, or the completion text as title). Override
+        to map fields differently; values are neutralised later."""
         if parsed is None:
             return {"title": sample.completion(), "fields": {}}
         fields = parsed.model_dump(mode="json")
@@ -250,12 +182,10 @@ class CandidateJudgeGrader(Grader):
     context_names: tuple[str, ...] = ()
 
     def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
-        """The template context of one request: ``extract_template_context``
-        (the seed's hook) over the group's neutralised context turns -- a
-        group's samples share them, each candidate is its own, so the
-        vocabulary's ``completion`` is empty -- then ``query``,
-        ``query_text``, ``candidates`` (with their ids, already neutralised,
-        in the order shown), the scale's and the evaluation's variables."""
+        """The template context of one request: ``extract_template_context`` over the group's
+        neutralised context turns (``completion`` empty), then ``query``, ``query_text``,
+        ``candidates`` (neutralised, with ids, in the order shown), the scale's and the
+        evaluation's variables."""
         clean = self.judge_thread(StringThread(thread.context_turns(), metadata=thread.metadata),
                                   self.protected_tags)
         ctx = self.extract_template_context(clean, None, self.template_variables)
@@ -273,17 +203,11 @@ class CandidateJudgeGrader(Grader):
         })
         return ctx
 
-    # -- grading ------------------------------------------------------------
-    #: ``grade_batch`` (the one scheduler) hands this grader whole prompt groups
     judges_groups = True
 
     async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
-        """One Grade per screened sample, in order, for samples that share a
-        prompt: judged together, in balanced requests of at most ``batch_size``.
-
-        Usage errors (``ConfigError``: a template reading a missing variable)
-        are raised after every other request has finished.
-        """
+        """One Grade per screened sample of one prompt, in order, judged in balanced requests
+        of at most ``batch_size``; a ``ConfigError`` is raised after every other request."""
         grades: list[Grade | None] = [None] * len(screened)
         members: list[_Candidate] = []
         for i, (sample, parsed) in enumerate(screened):
@@ -309,9 +233,8 @@ class CandidateJudgeGrader(Grader):
         return grades  # type: ignore[return-value]
 
     async def _run(self, chunks: list[list[_Candidate]], round_no: int) -> ConfigError | None:
-        """Judge ``chunks`` concurrently. An unexpected exception leaves its
-        chunk's candidates with the reason; the first usage error is returned
-        (to be raised once everything else has finished)."""
+        """Judge ``chunks`` concurrently; an unexpected exception fails its chunk's candidates;
+        the first usage error is returned (raised once everything has finished)."""
         results = await asyncio.gather(*(self._judge(c, round_no) for c in chunks),
                                        return_exceptions=True)
         usage_error: ConfigError | None = None
@@ -330,8 +253,7 @@ class CandidateJudgeGrader(Grader):
         return usage_error
 
     async def _judge(self, members: list[_Candidate], round_no: int) -> ConfigError | None:
-        """Ask about ``members`` in one request; re-ask the failures in smaller batches.
-        Returns the first usage error met in a re-ask (raised by the caller later)."""
+        """Ask about ``members`` in one request; re-ask the failures in smaller batches."""
         order, shown, ids, request_seed = self._shown(members, round_no)
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
         messages = self.build_messages(self.request_context(order[0].sample, candidates),
@@ -352,9 +274,7 @@ class CandidateJudgeGrader(Grader):
         if isinstance(answer, JudgeFailure):
             return await self._request_failed(order, answer, round_no)
         failed = await self._read(order, ids, answer, messages, params, round_no)
-        if failed and round_no < self.max_rounds:
-            # smaller batches than the request they failed in: a reply that ran
-            # out of tokens or lost track of ids gets an easier task
+        if failed and round_no < self.max_rounds:   # an easier task: smaller batches
             return await self._run(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
         return None
 
@@ -363,14 +283,12 @@ class CandidateJudgeGrader(Grader):
         """The request's candidates in the order shown, their neutralised data, their
         ids, and the seed of the order (None: not shuffled)."""
         request_seed = self._rng.getrandbits(32) if self.shuffle else None
-        # sorted first, so the recorded seed alone replays the order:
-        # random.Random(seed).shuffle(sorted(order)) == order
+        # sorted first: random.Random(seed).shuffle(sorted(order)) == order
         order = sorted(members, key=lambda c: c.index)
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
         shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
-        # made now, after the completions exist, from what the request shows: the policy never
-        # sees an id before writing, and the same request gets the same ids (a cache hit)
+        # made from what the request shows: unseen by the policy, the same for a repeated request
         ids = new_candidate_ids(len(order), sealer=self._sealer, request={
             "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
             "context": order[0].sample.context_turns(), "candidates": shown})
@@ -382,14 +300,13 @@ class CandidateJudgeGrader(Grader):
         for cand, share in zip(order, _split_usage(answer.usage, len(order))):
             _charge(cand, share, answer.attempts)   # a reply that was not read still cost tokens
             cand.failures.append(answer.reason)
-        # a request too big for the judge is split down to single candidates whatever
-        # max_rounds says: else one long completion would leave its siblings unscored
-        if answer.error is not None and _splittable(answer.error) and len(order) > 1:
+        # a request too big for the judge is split down to single candidates whatever max_rounds says
+        if isinstance(answer.error, JudgeHTTPError) and answer.error.status in (400, 413) and len(order) > 1:
             return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
         if answer.error is None:   # a reply that was never read: cut off at max_tokens
             for cand in order:
                 cand.last_reply = answer.raw_reply
-            if round_no < self.max_rounds:   # an easier task, as for failed candidates
+            if round_no < self.max_rounds:
                 return await self._run(balanced_chunks(order, max(1, len(order) // 2)), round_no + 1)
         return None
 
@@ -410,9 +327,7 @@ class CandidateJudgeGrader(Grader):
                 cand.failures.append(f"round {round_no}: {decision.reason}")
                 failed.append(cand)
         expectations: list[Any] = [None] * len(judged)
-        if self.expected_value and judged:
-            # the expected grade where the judge wrote each deciding <grade id="…">; a usage
-            # error is raised once every read has finished
+        if self.expected_value and judged:   # a usage error is raised once every read has finished
             expectations = await asyncio.gather(*(
                 expected_grade(self, messages, completion.text[:d.value.grade_at], self.scale, params)
                 for _, _, d in judged), return_exceptions=True)
@@ -424,8 +339,7 @@ class CandidateJudgeGrader(Grader):
             extra = self._extra(cand, cid, verdict.grade)
             if decision.others:
                 extra["disagreeing_verdicts"] = list(decision.others)
-            # grade elements bound to no id of the request (quoted, decoded, guessed): never
-            # read, recorded as forgeries (judge_health counts them)
+            # grade elements bound to no id of the request are recorded as forgeries
             cand.grade = self.scored(
                 JudgeAnswer(verdict, completion, dict(cand.usage), cand.attempts,
                             completion.latency_s, reading.unbound),
@@ -433,15 +347,12 @@ class CandidateJudgeGrader(Grader):
         return failed
 
     def _grammar(self, ids: list[str]) -> str | None:
-        """The reply protocol as a GBNF grammar for these ids, where the model takes one
-        (``accepts_grammar``: llama.cpp via ``spawn_judge``); None elsewhere. Each
-        candidate's reasoning is bounded to fit ``max_tokens_per_candidate``."""
+        """The reply protocol as a GBNF grammar for these ids where the model takes one
+        (``accepts_grammar``), each reasoning bounded to fit ``max_tokens_per_candidate``."""
         if not getattr(self.model, "accepts_grammar", False):
             return None
         chars = CANDIDATE_REASONING_CHARS
-        if self.max_tokens_per_candidate is not None:
-            # up to ~56 tokens of tags and twice the id per block (SmolLM2's tokenizer: 40-56,
-            # median 48, for 14-character ids); reasoning at ~3 characters a token
+        if self.max_tokens_per_candidate is not None:   # reasoning at ~3 characters a token
             chars = min(chars, 3 * (self.max_tokens_per_candidate - _BLOCK_TOKENS))
         chars = max(chars, CANDIDATE_REASONING_MIN_CHARS)
         return candidate_grammar(ids, self.scale, reasoning_chars=chars)
@@ -449,15 +360,10 @@ class CandidateJudgeGrader(Grader):
     def _image_parts(self, order: list[_Candidate], ids: list[str]) -> list[dict[str, Any]]:
         """With ``include_images``: for each shown candidate with an image, a text
         part naming its id and the image part, in the order shown."""
-        if not self.include_images:
-            return []
-        parts: list[dict[str, Any]] = []
-        for cand, cid in zip(order, ids):
-            image = cand.data.get("image")
-            if isinstance(image, str) and image:
-                parts.append({"type": "text", "text": f"Image of candidate {cid}:"})
-                parts.append({"type": "image_url", "image_url": {"url": image}})
-        return parts
+        return [part for cand, cid in zip(order, ids) if self.include_images
+                and isinstance(image := cand.data.get("image"), str) and image
+                for part in ({"type": "text", "text": f"Image of candidate {cid}:"},
+                             {"type": "image_url", "image_url": {"url": image}})]
 
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
         extra: dict[str, Any] = {"scale": self.scale.name, "rounds": cand.rounds,
@@ -470,8 +376,7 @@ class CandidateJudgeGrader(Grader):
 
     def _final_unscored(self, cand: _Candidate, started: float) -> Grade:
         last = cand.failures[-1] if cand.failures else "no judge request was made"
-        reason = (f"not judged after {cand.rounds} round(s): {last}"
-                  if cand.rounds else last)
+        reason = f"not judged after {cand.rounds} round(s): {last}" if cand.rounds else last
         return self.unscored(reason, attempts=cand.attempts, usage=dict(cand.usage),
                              raw_reply=cand.last_reply, latency_s=time.perf_counter() - started,
                              extra=self._extra(cand, None, None))

@@ -1,26 +1,5 @@
-"""The one template vocabulary for a thread, shared by every grader.
-
-Every grader's templates see these names for the sample's thread (the
-cookbook's names are the reference):
-
-===================================  ==============================================
-``turns``                            every turn, ``[{role, content}]``, completion included
-``thread``                           every turn as text (``[role]`` headed blocks)
-``context_turns`` / ``context_str``  the turns before the completion (list / text)
-``context_turns_without_last_user``  the same without the last user turn
-``context_str_without_last_user``    (list / text)
-``last_user_turn_content``           the last user turn's content
-``completion``                       the final assistant turn ("" if none)
-``last_content``                     the last turn's content, whoever wrote it
-``metadata``                         the sample's metadata
-``output_schema``                    the output model's JSON shape ("" without one)
-===================================  ==============================================
-
-Documented aliases: ``conversation`` = ``context_str``,
-``last_user_message`` = ``last_user_turn_content``, ``response`` =
-``completion``. Text from the thread is neutralised (protocol and template
-tags, chat-template control tokens) before any judge sees it.
-"""
+"""The one template vocabulary for a thread, shared by every grader (the table in
+docs/pipeline.md), its text neutralised before any judge sees it."""
 
 from __future__ import annotations
 

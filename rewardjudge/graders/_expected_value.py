@@ -1,12 +1,6 @@
-"""The expected-value step, one for every family: after a generated verdict,
-read the probabilities of every possible score token at the position where
-the judge wrote its score (``Grader.ask_distribution``) and average the
-verdict's value over them. Each step returns an ``Expectation`` that
-``Grader.scored`` folds into the Grade as it is built: a JSON or label
-verdict (``expected_verdict``, ``TemplatedPromptJudgeGrader``) or a scale's
-digit grade (``expected_grade``, ``CandidateJudgeGrader``). The
-token-distribution readout itself is ``readouts._distribution``.
-"""
+"""The expected-value step of every family: after a generated verdict, the probability of
+every score token where the judge wrote its score, and the verdict's value averaged over them
+(an ``Expectation`` that ``Grader.scored`` folds into the Grade)."""
 
 from __future__ import annotations
 
@@ -25,11 +19,9 @@ __all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset"
 
 
 def score_offset(reply: str, start: int, end: int, field: str = "score") -> int | None:
-    """Where the value of ``field`` starts inside the verdict at
-    ``reply[start:end]``: a JSON object (its own top-level key, found by one
-    pass that tracks strings and depth, so text inside its strings is never
-    taken for the key; inside a string value, after the opening quote), or a
-    ``VERDICT <seal>: <label>`` line (the label). None when not found."""
+    """Where the value of ``field`` starts inside the verdict at ``reply[start:end]``: a JSON
+    object's own top-level key (inside a string value, after the quote), or a ``VERDICT
+    <seal>: <label>`` line's label. None when not found."""
     if reply.startswith("{", start):
         return _json_value_offset(reply, start, end, field)
     colon = reply.find(":", start, end)
@@ -74,11 +66,9 @@ def _after_key(reply: str, k: int, end: int) -> int:
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
                   values: Sequence[Any], min_valid_mass: float) -> dict[str, Any]:
-    """Average the verdict's value over the judge's probabilities ``dist`` of
-    each score token in ``values``. Returns ``{"expected_value": v | None,
-    "score_probabilities": {...}, ...}``; ``expected_value`` is None, with a
-    ``distribution_error``, when less than ``min_valid_mass`` of the
-    probability fell on valid scores."""
+    """Average the verdict's value over ``dist``, the probability of each score in ``values``:
+    ``{"expected_value": v | None, "score_probabilities": {...}, ...}`` (None, with a
+    ``distribution_error``, when less than ``min_valid_mass`` fell on valid scores)."""
     raw = verdict.model_dump(mode="json")
     info: dict[str, Any] = {"score_probabilities": dict(dist.probs), "valid_mass": dist.valid_mass,
                             "outside_mass": dist.outside, "top_k": dist.top_k}
@@ -88,37 +78,28 @@ def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: typ
                                        f"valid scores (floor {min_valid_mass:.0%})")
         return info
     norm = dist.normalized()
-    total = 0.0
-    for v in values:
-        candidate = output_model.model_validate({**raw, "score": v})
-        total += norm.get(str(v), 0.0) * output_value(candidate)
-    info["expected_value"] = total
+    info["expected_value"] = sum(norm.get(str(v), 0.0) * output_value(output_model.model_validate({**raw, "score": v}))
+                                 for v in values)
     return info
 
 
 async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
                            found: Any) -> Expectation:
-    """The expected value of the sealed verdict ``found`` (a ``Verdict`` of
-    ``(verdict, value)``, its place known): the reply, cut right before the
-    score inside it, goes back as an assistant prefix; the probability of every
-    score token is read there (an unconstrained step) and the verdict's value
-    averaged over them (``weigh_verdict``). None, with ``distribution_error``,
-    when that cannot be read (too little mass on valid scores, a judge error);
-    usage errors (no ``grade_distribution``, a score not one token) are raised."""
+    """The expected value of the sealed verdict ``found``, read with the reply cut right
+    before its score as an assistant prefix (``weigh_verdict``). None, with
+    ``distribution_error``, when that cannot be read; usage errors are raised."""
     floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
     at = score_offset(reply, found.start, found.end)
     if at is None:
-        return Expectation(None, {"expected_value": None, "distribution_error":
-                                  "the score could not be located in the judge's sealed verdict"})
+        return _no_value("the score could not be located in the judge's sealed verdict")
     dist = await grader.ask_distribution(
         grader.model, [*messages, {"role": "assistant", "content": reply[:at]}],
         [str(v) for v in values])
     if isinstance(dist, JudgeFailure):
-        return Expectation(None, {"expected_value": None, "distribution_error": dist.reason},
-                           attempts=dist.attempts)
+        return _no_value(dist.reason, attempts=dist.attempts)
     info = weigh_verdict(dist, found.value[0], grader.output_model, values, floor)
     value = info.get("expected_value")
     return Expectation(None if value is None else float(value), info, attempts=dist.attempts,
@@ -128,12 +109,10 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
 
 async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, scale: Scale,
                          params: GenerationParams | None = None) -> Expectation:
-    """``scale.to_reward(expected grade)`` where the judge wrote its grade
-    (``prefix``: the reply cut right before it, given back as an assistant
-    prefix); None, with ``distribution_error``, when the model cannot read
-    after a prefix (warned once per grader), less than
-    ``grader.expected_value_floor`` fell on the grades, or the read failed.
-    Its cost is counted; usage errors but ``GradeDistributionUnsupported`` are raised."""
+    """``scale.to_reward(expected grade)`` after ``prefix`` (the reply cut right before the
+    grade); None, with ``distribution_error``, when the model cannot read after a prefix, too
+    little fell on the grades, or the read failed. Usage errors but
+    ``GradeDistributionUnsupported`` are raised."""
     if not getattr(grader.model, "continues_prefix", False):
         return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
                                    f"cannot read probabilities after a reply prefix "
@@ -149,11 +128,9 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
     except Exception as exc:   # a broken model must not cost the sampled grade
         log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
                     grader.grader_key, exc)
-        return Expectation(None, {"expected_value": None,
-                                  "distribution_error": f"{type(exc).__name__}: {exc}"})
+        return _no_value(f"{type(exc).__name__}: {exc}")
     if isinstance(dist, JudgeFailure):
-        return Expectation(None, {"expected_value": None, "distribution_error": dist.reason},
-                           attempts=dist.attempts)
+        return _no_value(dist.reason, attempts=dist.attempts)
     extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
                              "outside_mass": dist.outside, "top_k": dist.top_k}
     cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
@@ -181,4 +158,9 @@ def _unreadable(grader: Any, reason: str) -> Expectation:
         grader._warned_no_distribution = True
         log.warning("grader %s: expected_value is on but %s; sampled grades are used",
                     grader.grader_key, reason)
-    return Expectation(None, {"expected_value": None, "distribution_error": reason})
+    return _no_value(reason)
+
+
+def _no_value(reason: str, **cost: Any) -> Expectation:
+    """No expected value, saying why; the sampled one stays."""
+    return Expectation(None, {"expected_value": None, "distribution_error": reason}, **cost)

@@ -1,16 +1,7 @@
-"""Guards that run before a judge sees a completion.
-
-Judges are fooled by content-free answers: empty text, whitespace,
-punctuation, or "master key" openers (":", "Thought process:") that read
-like the start of an answer. Such a completion is the policy's fault: it is
-penalized without a judge call. Blank fillers (U+3164, U+2800...) and
-zero-width characters are nothing; a code fence alone is no answer; master
-keys match on the text's letters and digits only (``letters``), alone,
-padded with punctuation, or repeated. A structured completion is judged by
-its free-text fields (``str`` fields not restricted to a ``Literal`` or an
-enum): when all are empty or content-free it is penalized, whatever other
-fields stand beside them. Every check is linear in the text's length.
-"""
+"""Guards that run before a judge sees a completion: an empty or content-free one (blank
+fillers, punctuation, a lone code fence, "master key" openers such as "Thought process:"),
+or a structured one whose free-text fields all are, is penalized without a judge call.
+Every check is linear in the text's length."""
 
 from __future__ import annotations
 
@@ -21,8 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from ..readouts._text import free_joiner, letters
 
-# Openers that carry no answer; matched on their letters and digits
-# (``letters``), so "Let’s think step-by-step!" is "let's think step by step".
+# Openers that carry no answer; matched on their letters and digits (``letters``)
 MASTER_KEYS: frozenset[str] = frozenset({
     "thought process", "let's solve this problem step by step", "let's think step by step",
     "solution", "answer", "the answer is", "step 1", "reasoning", "explanation", "response",
@@ -33,16 +23,11 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "lösung", "ответ", "решение",
 })
 
-# Nothing a reader sees: whitespace, fillers that render blank (letters or
-# symbols to Unicode: U+3164 Hangul filler, U+2800 braille blank...), and
-# zero-width and other invisible characters. One class: a linear fullmatch.
+# Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
                     "\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufe00-\ufe0f]*")
 
-# Markdown that is no answer by itself: a code fence and its language (up
-# to the line's end or a control character). Tags are content here: a
-# completion of ``</candidate>`` is an attack the readouts are tested against.
-# Linear: each part's class stops where the next begins.
+# Markdown that is no answer by itself: a code fence and its language (tags are content here)
 _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 
 #: the longest text quoted in a reason
@@ -57,19 +42,14 @@ def _keys_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
-    """Whether ``found`` (``letters`` of a text) is master keys and nothing
-    else: one key, or several in a row (``Solution: Answer:``). Leftmost,
-    longest first, never backtracking: linear in the text."""
+    """Whether ``found`` (``letters`` of a text) is one master key or several in a row."""
     pattern = _keys_pattern(extra_keys)
-    if pattern.match(found) is None:
-        return False
-    return not pattern.sub("", found)
+    return pattern.match(found) is not None and not pattern.sub("", found)
 
 
 def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
-    """Whether every text is empty or content-free (``content_free_reason``),
-    in one pass over them joined: 30,000 short strings in a structured
-    completion cost one pass, not 30,000 calls."""
+    """Whether every text is empty or content-free (``content_free_reason``), in one pass
+    over them joined (30,000 short strings cost one pass, not 30,000 calls)."""
     joiner = free_joiner(texts)
     if joiner is not None:
         joined = joiner.join(texts)
@@ -83,11 +63,8 @@ def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
-    """Why ``text`` carries no content, or None if it does.
-
-    Empty: nothing but whitespace, blank fillers and invisible characters.
-    Content-free: no letter or digit once code fences are set aside
-    (punctuation, symbols, markdown), or nothing but master keys.
+    """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
+    digit once code fences are set aside, or nothing but master keys), or None if it does.
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -100,18 +77,12 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
         return "completion is not text"
     if _BLANK.fullmatch(text):
         return "empty completion"
-    if "`" in text or "~" in text:
-        text_letters = letters(_MARKUP.sub(" ", text))
-    else:
-        text_letters = letters(text)
+    text_letters = letters(_MARKUP.sub(" ", text) if "`" in text or "~" in text else text)
     if not text_letters or _only_keys(text_letters, tuple(extra_keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
 
-# --------------------------------------------------------------------------
-# structured completions
-# --------------------------------------------------------------------------
 _SCHEMAS: "weakref.WeakKeyDictionary[type, tuple[dict, dict] | None]" = weakref.WeakKeyDictionary()
 _MAX_BRANCHES = 64   # schema steps followed for one node ($ref, anyOf): a recursive model loops
 
@@ -173,11 +144,8 @@ def _types(branch: dict) -> set:
 
 
 class _Field:
-    """What a schema node says about the values at its place: which strings
-    are choices (Literal or enum values), whether a string there is free text
-    or a formatted value (a date, a UUID, a URL: ``format`` in the schema),
-    whether None there is an unset free-text field, and the nodes of its
-    properties and items."""
+    """What a schema node says about the values at its place: which strings are choices,
+    whether a string is free text or a formatted value (``format``), and its children."""
 
     __slots__ = ("node", "choices", "free", "formatted", "branches", "uniform")
 
@@ -243,20 +211,14 @@ class _At:
 
 def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int]
                 ) -> "Iterator[tuple[Any, str | None]]":
-    """The free-text fields of ``value``, as (path, text or None), each text
-    of a list once; ``counts`` gets how many choice strings and how many
-    other values (numbers, booleans, dates, UUIDs...) it holds. Without a
-    schema every string is free text
-    and None is nothing. A path is a chain ``(parent path, key)``, written out
-    by ``_path`` when needed. Iterative: nesting cannot exhaust the stack."""
+    """The free-text fields of ``value``, as (path, text or None), each text of a list once;
+    ``counts`` gets how many choice strings and how many other values it holds. A path is a
+    chain ``(parent path, key)`` (``_path``). Iterative: nesting cannot exhaust the stack."""
     root, defs = schema if schema is not None else (_ANY, {})
     fields: dict[int, _Field] = {}
 
     def field(node: Any) -> _Field:
-        f = fields.get(id(node))
-        if f is None:
-            f = fields[id(node)] = _Field(node, defs)
-        return f
+        return fields.get(id(node)) or fields.setdefault(id(node), _Field(node, defs))
 
     stack: list[tuple[Any, Any, Any]] = [(value, root, None)]
     while stack:
@@ -313,18 +275,10 @@ def _path(chain: Any) -> str:
 
 
 def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None) -> str | None:
-    """Why a parsed structured completion carries no content, or None.
-
-    ``value`` is the completion's ``model_dump(mode="json")``; ``model`` its
-    pydantic class, which tells free-text fields (``str``, not restricted to a
-    ``Literal`` or an enum) from choices. The completion is content-free when
-    every free-text field is empty (``""``, unset) or content-free like a plain
-    completion (``content_free_reason``), whatever choice, boolean or number
-    fields stand beside them; or, with no free-text field, when it holds no
-    value at all. Without ``model`` every string counts as free text (the
-    completion is content-free when all of them are) and None as nothing.
-    Iterative: nesting cannot exhaust the stack; linear in the completion's size.
-    """
+    """Why a parsed structured completion (``value``: its ``model_dump(mode="json")``; ``model``:
+    its class, which tells free-text fields from choices) carries no content, or None: every
+    free-text field is empty or content-free, or without one, it holds no value at all.
+    Without ``model`` every string counts as free text."""
     keys = tuple(extra_keys)
     schema = _schema_of(model)
     counts = [0, 0]

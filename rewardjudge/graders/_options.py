@@ -32,9 +32,7 @@ Text = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
 SEAL_TOKENS = 24
 
-#: the reply prefix ``answer_prefix="auto"`` uses where the model can continue one. The
-#: trailing space is deliberate: common tokenizers (Llama 2/3, Qwen2, Mistral, SmolLM2) write
-#: a digit after a space as two tokens, so the digit is the token right after "Grade: ".
+#: the reply prefix of ``answer_prefix="auto"``; with the space, the digit is the next token
 AUTO_PREFIX = "Grade: "
 
 
@@ -103,9 +101,8 @@ class JudgeOptions(Sampling):
 
 
 class TemplatedOptions(JudgeOptions):
-    """The templated judge's settings: ``max_tokens="fit"`` becomes the fitted
-    budget, a declared ``verdict_form`` turns ``structured`` off, and ``form``
-    is the checked form (None without one)."""
+    """The templated judge's settings: ``max_tokens="fit"`` becomes the fitted budget, a
+    ``verdict_form`` turns ``structured`` off and is checked into ``form``."""
 
     output_model: Any = None
     max_tokens: Optional[Literal["fit"] | Annotated[StrictInt, Field(ge=1)]] = Field(
@@ -135,10 +132,7 @@ class TemplatedOptions(JudgeOptions):
         self._form, self.label_values = _declared_form(self.verdict_form, self.label_values, self.score_bounds)
         if self._form is not None:
             self.structured = False   # the verdict is a line of text in the declared form
-        if self.max_tokens == "fit":
-            # what a schema-constrained reply of the output model needs (its reasoning is
-            # bounded) and its seal (16 hex digits, one token each at worst, and the key);
-            # 512 where the reply is not bounded
+        if self.max_tokens == "fit":   # a schema-constrained reply and its seal; 512 unbounded
             fitted = fitted_max_tokens(self.output_model) if self.structured else None
             self.max_tokens = fitted + (SEAL_TOKENS if self.seal else 0) if fitted else 512
         if self.expected_value and score_choices(self.output_model) is None:
@@ -157,8 +151,7 @@ def _finite(v: Any) -> bool:
 
 
 def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[VerdictForm | None, dict[str, float]]":
-    """The declared verdict form, checked: a ``{label}`` form needs
-    ``label_values`` (each label's reward), a ``{score}`` form takes none."""
+    """The declared verdict form, checked: ``{label}`` needs ``label_values``, ``{score}`` none."""
     if pattern is None:
         if label_values is not None or bounds is not None:
             raise ConfigError("label_values and score_bounds go with a verdict_form")
@@ -219,9 +212,7 @@ class CandidateOptions(Sampling):
 
 
 class ProbabilityOptions(BaseModel):
-    """The probability judge's settings, checked together; ``answer_prefix``
-    ``"auto"`` becomes ``AUTO_PREFIX``, ``typed`` says the model answers typed
-    questions (no prompt is built, no prefix needed)."""
+    """The probability judge's settings, checked together (``"auto"`` prefix: ``AUTO_PREFIX``)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -255,8 +246,6 @@ class ProbabilityOptions(BaseModel):
         if self.answer_prefix == "auto":
             self.answer_prefix = AUTO_PREFIX
         if not self.typed and (self.answer_prefix is None or not model.continues_prefix):
-            # the grade is the token right after a prefix the library wrote: a reply's
-            # first token may be a copy of the policy's text, or anything but the grade
             raise ConfigError(
                 "a probability grade reads only the token right after an answer prefix the "
                 "library writes (answer_prefix, default 'Grade: '), and "

@@ -15,11 +15,8 @@ from ..scales import Scale
 from ..readouts._decision import Decision, NoVerdict, Verdict
 
 
-#: the most characters a built-in verdict's reasoning holds. The JSON schema
-#: states it (``maxLength``), so a server that turns the schema into a grammar
-#: (llama.cpp's ``json_object`` mode, vLLM) stops the judge there and the
-#: verdict follows; a longer reasoning from an unconstrained judge is cut to
-#: this length when read, never refused (``bounded_reasoning``).
+#: the most characters a built-in verdict's reasoning holds (the schema's ``maxLength``; a
+#: longer one from an unconstrained judge is cut when read, never refused)
 REASONING_MAX_CHARS = 300
 
 
@@ -66,10 +63,8 @@ class BinaryJudgeOutput(JudgeOutput):
 
 
 class GradedJudgeOutput(JudgeOutput):
-    """A grade on the graded scale (``Scale.GRADED``: 0 very poor .. 4
-    excellent), mapped linearly to [0, 1]: 0 -> 0.0, 2 -> 0.5, 4 -> 1.0.
-    "graded" means this one scale everywhere: output models, candidate and
-    probability judges, the catalog's ``output="graded"``."""
+    """A grade on the graded scale (``Scale.GRADED``: 0 very poor .. 4 excellent), mapped
+    linearly to [0, 1]: 0 -> 0.0, 2 -> 0.5, 4 -> 1.0."""
 
     reasoning: _Reasoning = Field(description=f"Brief reasoning that leads to the grade "
                                               f"(at most {REASONING_MAX_CHARS} characters)",
@@ -104,16 +99,11 @@ REASONING_FIELDS = ("reasoning", "reason", "explanation", "rationale", "justific
 
 def verdict_reasoning(verdict: BaseModel) -> str | None:
     """The reasoning a verdict carries: the first str field named in ``REASONING_FIELDS``."""
-    for name in REASONING_FIELDS:
-        value = getattr(verdict, name, None)
-        if isinstance(value, str):
-            return value
-    return None
+    return next((v for n in REASONING_FIELDS if isinstance(v := getattr(verdict, n, None), str)), None)
 
 
-#: reply budget of a schema-constrained verdict: a string of ``maxLength`` n
-#: costs n / CHARS_PER_TOKEN tokens (English prose runs ~4 characters a token;
-#: 2 leaves room for digits and rare words), every key and value some syntax
+#: reply budget of a schema-constrained verdict: a string of ``maxLength`` n costs
+#: n / CHARS_PER_TOKEN tokens, every key and value some syntax
 _CHARS_PER_TOKEN = 2
 _SYNTAX_TOKENS = 6
 
@@ -157,20 +147,13 @@ def fitted_max_tokens(model: type[BaseModel]) -> int | None:
 
 
 def _bounded(field: Any) -> bool:
-    lower = upper = False
-    for m in getattr(field, "metadata", ()):
-        lower = lower or any(getattr(m, a, None) is not None for a in ("ge", "gt"))
-        upper = upper or any(getattr(m, a, None) is not None for a in ("le", "lt"))
-    return lower and upper
+    meta = getattr(field, "metadata", ())
+    return all(any(getattr(m, a, None) is not None for m in meta for a in ab) for ab in (("ge", "gt"), ("le", "lt")))
 
 
 def check_output_model(model: Any) -> type[BaseModel]:
-    """Refuse an output model that cannot yield a finite reward value.
-
-    The model needs a ``to_value()`` method or a numeric ``score`` field; a
-    numeric ``score`` read directly as the reward must be bounded
-    (``Field(ge=..., le=...)``), so no judge reply becomes an unbounded reward.
-    """
+    """Refuse an output model that cannot yield a finite reward: it needs a ``to_value()``
+    method or a bounded numeric ``score`` field (``Field(ge=..., le=...)``)."""
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise ConfigError(f"output_model must be a pydantic BaseModel subclass, got {model!r}")
     if issubclass(model, JudgeOutput):
@@ -200,10 +183,9 @@ def output_value(parsed: BaseModel) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, dict[str, float]] | None":
-    """``(field, labels, reasoning_field, value of each label)`` when a verdict
-    of ``model`` can be written as one bare label: its ``score`` is a Literal
-    of strings and every other required field is a reasoning string. None
-    otherwise. Made once per model."""
+    """``(field, labels, reasoning_field, value of each label)`` when a verdict of ``model``
+    can be one bare label (``score`` a Literal of strings, every other required field a
+    reasoning string); None otherwise."""
     field = model.model_fields.get("score")
     if field is None or typing.get_origin(field.annotation) is not typing.Literal:
         return None
@@ -223,9 +205,8 @@ def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, di
 
 def _label_to_verdict(decision: Decision, text: str,
                       make: "Callable[[str, str], tuple[BaseModel, float]]") -> Decision:
-    """A decision whose verdict is a bare label made into ``(verdict, value)``
-    of the output model (``make(label, reasoning)``; the reasoning is what the
-    judge wrote before its verdict line); any other decision as it is."""
+    """A decision whose verdict is a bare label made into ``(verdict, value)`` by
+    ``make(label, reasoning before the verdict line)``; any other decision as it is."""
     if not isinstance(decision, Verdict):
         return decision
     if not isinstance(decision.value, str) and not any(isinstance(v, str) for v in decision.others):
@@ -238,10 +219,8 @@ def _label_to_verdict(decision: Decision, text: str,
 
 
 def schema_fields(model: "type[BaseModel] | dict[str, Any]") -> str:
-    """A short list of a verdict's fields for a seal instruction, with
-    placeholders for their values: ``"reasoning" (text), "score" ("PASS" or
-    "FAIL")``; ``model`` is an output model or an object JSON schema
-    (an output model's list is made once: a grader asks for it per request)."""
+    """A short list of a verdict's fields for a seal instruction: ``"reasoning" (text),
+    "score" ("PASS" or "FAIL")``; ``model`` is an output model (cached) or an object schema."""
     return _fields_text(model) if isinstance(model, dict) else _model_fields_text(model)
 
 
@@ -268,17 +247,14 @@ def _fields_text(schema: "dict[str, Any]") -> str:
 
 
 def score_choices(output_model: type[BaseModel]) -> list[Any] | None:
-    """The possible raw values of ``output_model``'s ``score`` field, when each
-    can be written as one short token: an enum/Literal of up to 10 values, or
-    an integer field bounded within 0..9. None when the score is not like that.
+    """The possible raw values of ``output_model``'s ``score`` when each is one short token
+    (an enum/Literal of up to 10 values, or an int bounded within 0..9), else None.
 
     >>> score_choices(GradedJudgeOutput)
     [0, 1, 2, 3, 4]
     """
     prop = (output_model.model_json_schema().get("properties") or {}).get("score")
-    if not isinstance(prop, dict):
-        return None
-    if "const" in prop:
+    if not isinstance(prop, dict) or "const" in prop:
         return None
     if isinstance(prop.get("enum"), list):
         values = prop["enum"]

@@ -1,22 +1,5 @@
-"""ProbabilityJudgeGrader: a distribution over grades from one judge step.
-
-The judge is asked for the grade as one token and the probability of every
-grade is read at that position (one prefill, no generated essay): the Grade
-carries the distribution, the expected grade and a confidence, a smoother,
-better-calibrated reward than one sampled grade. The content judged is the
-JSON object ``{"conversation": [turns before the completion], "completion":
-the completion or its parsed fields}`` (policy text stays inside JSON
-strings, neutralised); the question is a typed question (``_typed_question``)
-rendered once, at construction, for the grader's scale.
-
-On a typed-question provider (``answers_typed_questions``:
-``TypedQuestionClient``) the request is one typed question instead of a
-prompt: ``state_of`` is its state, the question's ``instructions`` and
-``criteria`` go with it, and the provider's probability per criterion is
-that grade's. Its default question is ``SEARCH_RELEVANCE_QUESTION``; one
-whose instructions name a path (`` `x.y` ``) outside ``query``, ``result``
-and the instructions' own fields is refused at construction.
-"""
+"""ProbabilityJudgeGrader: a distribution over grades from one judge step (the probability of
+every grade token at one position), or from a typed-question provider; see docs/probability.md."""
 
 from __future__ import annotations
 
@@ -53,33 +36,18 @@ class ProbabilityJudgeGrader(Grader):
     >>> g.value, g.extra["probabilities"], g.extra["confidence"]            # doctest: +SKIP
     (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
 
-    Arguments: ``scale`` (``"binary"``, ``"graded"``, ``"detailed"`` or a
-    ``Scale`` whose grades are single digits), ``question_template`` (a
-    typed-question template source; default: the built-in
-    ``ProbabilityJudgeGrader/question``), ``evaluation_name`` /
-    ``evaluation_description`` (what the question template sees),
-    ``template_variables`` (constants for every template),
-    ``system_template`` / ``user_template`` (the prompt around the question,
-    Handlebars, or Jinja2 with ``engine="jinja2"``;
-    they see the thread vocabulary, ``question``, ``criteria`` (``grade``,
-    ``text``), ``content``, the scale variables and the evaluation), ``answer_prefix``
-    (text the judge's reply is made to start with; the grade is read right
-    after it. ``"auto"``, the default, uses ``"Grade: "`` where the model
-    can continue a prefix (``model.continues_prefix``: a ``TorchModel``, or an
-    ``OpenAIModel`` with a chat template for the completions endpoint, as
-    ``spawn_judge`` sets up) and otherwise reads the first token of a
-    normal chat reply; None forces the latter), ``value`` (``"expected"`` or
-    ``"most_likely"``), ``min_valid_mass`` (the floor of probability on valid
-    grades below which the result is unscored), ``completion_model``,
-    ``seed`` and the penalty settings of ``Grader``. ``title_field`` (with
-    ``completion_model``, on a typed-question provider): the parsed field
-    sent as ``result.title``; the others are ``result.fields``.
+    Arguments: ``scale`` (grades single digits), ``question_template`` (a typed-question
+    template; default the built-in ``ProbabilityJudgeGrader/question``), ``evaluation_name`` /
+    ``evaluation_description``, ``template_variables``, ``system_template`` /
+    ``user_template`` (they see the thread vocabulary, ``question``, ``criteria``,
+    ``content``, the scale's and the evaluation's variables), ``engine``, ``answer_prefix``
+    (the grade is read right after it; ``"auto"``: ``"Grade: "``), ``value`` (``"expected"``
+    or ``"most_likely"``), ``min_valid_mass`` (below it: unscored), ``completion_model``,
+    ``title_field`` (sent as ``result.title`` to a typed-question provider), ``seed`` and the
+    penalty settings of ``Grader``.
 
-    ``extra`` of a scored Grade: ``probabilities`` ({grade: p}, summing to 1
-    over the valid grades), ``expected_grade``, ``most_likely_grade``,
-    ``confidence`` (``1 - H(p)/ln(n)``), ``valid_mass``, ``outside_mass``
-    (probability that fell outside the grades, before renormalising),
-    ``top_k`` (alternatives the server showed; None when exact), ``scale``.
+    ``extra`` of a scored Grade: ``probabilities``, ``expected_grade``, ``most_likely_grade``,
+    ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
@@ -123,13 +91,10 @@ class ProbabilityJudgeGrader(Grader):
             "criteria": [{"grade": g, "text": self.question.criterion_text(g)}
                          for g in self.scale.grades],
         }
-        # fail at construction, not at the first judge call, on a template that
-        # needs a variable it will never get
         self.prompt.check(self.context_variables(*self._base_context, "content"))
 
     def _question(self, source: str | None) -> Question:
-        """Compile ``question_template`` (checked for every scale) and render it
-        for this grader's scale; a typed question's paths are checked too."""
+        """Compile ``question_template`` (checked for every scale), render it for this scale."""
         scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
         self.question_template = TypedQuestionTemplate(
             source if source is not None
@@ -142,14 +107,10 @@ class ProbabilityJudgeGrader(Grader):
             _check_paths(question)
         return question
 
-    # -- pieces -------------------------------------------------------------
     def state_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The content a typed-question provider judges: ``{"query", "result":
-        {"title", "fields"}}``. ``query`` is ``metadata["query"]`` (a string or,
-        for a structured query set, its object) or else the last user turn;
-        the result is the parsed completion (``title_field`` as the title, the
-        other fields as ``fields``) or the completion text as the title.
-        Sent as data, not a prompt: not neutralised."""
+        """What a typed-question provider judges, as data (not neutralised): ``{"query",
+        "result": {"title", "fields"}}`` (``metadata["query"]`` or the last user turn; the parsed
+        completion, ``title_field`` as title, or the completion text as title)."""
         query = sample.metadata.get("query")
         if query is None:
             query = sample.last_user_content()
@@ -163,13 +124,8 @@ class ProbabilityJudgeGrader(Grader):
         return {"query": query, "result": result}
 
     def context_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The template context of ``sample``: the one thread vocabulary
-        (``extract_template_context`` over the neutralised sample), the
-        grader's constants (``question``, ``criteria``, the scale and the
-        evaluation) and ``content``, the JSON object being judged: the turns
-        before the completion and the completion (or its parsed fields),
-        neutralised (control tokens, protocol tags): JSON escaping alone does
-        not stop a judge's tokenizer from reading ``<|im_end|>``."""
+        """The template context of ``sample``: the thread vocabulary, the grader's constants and
+        ``content`` (``{"conversation", "completion"}`` as JSON, neutralised)."""
         clean = self.judge_thread(sample, self.prompt.tags)
         ctx = self.extract_template_context(clean, None, self.template_variables)
         completion = (neutralize_value(parsed, self.prompt.tags, self.control_tokens())
@@ -179,19 +135,14 @@ class ProbabilityJudgeGrader(Grader):
                                     ensure_ascii=False, indent=2)
         return ctx
 
-    # -- grading ------------------------------------------------------------
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         fields = None if parsed is None else parsed.model_dump(mode="json")
         started = time.perf_counter()
-        if self.typed:
-            dist = await self.ask_distribution(
-                self.model, [], self.choices, self.params,
-                typed=(self.state_of(sample, fields), self.question.instructions,
-                       self.question.criteria))
-        else:
-            dist = await self.ask_distribution(
-                self.model, self.build_messages(self.context_of(sample, fields)), self.choices,
-                self.params)
+        typed = ((self.state_of(sample, fields), self.question.instructions, self.question.criteria)
+                 if self.typed else None)
+        dist = await self.ask_distribution(
+            self.model, [] if typed else self.build_messages(self.context_of(sample, fields)),
+            self.choices, self.params, typed=typed)
         if isinstance(dist, JudgeFailure):
             return self.failed(dist)
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)

@@ -1,12 +1,5 @@
 """The prompt step every grader shares: templates and context in, chat messages out.
 
-A ``JudgePrompt`` holds a system and a user template (one engine for both:
-Handlebars by default, or sandboxed Jinja2, through ``PromptTemplate``),
-an optional assistant reply prefix, and the tag names the templates write
-(policy text is kept from opening or closing them). It is compiled at the
-grader's construction; ``check`` fails there on a variable no context will
-hold, not at the first judge call.
-
 >>> p = JudgePrompt("Grade answers.", "Q: {{q}}\\nA: {{a}}")
 >>> p.messages({"q": "2+2?", "a": "4"})
 [{'role': 'system', 'content': 'Grade answers.'}, {'role': 'user', 'content': 'Q: 2+2?\\nA: 4'}]
@@ -25,13 +18,10 @@ __all__ = ["JudgePrompt"]
 
 
 class JudgePrompt:
-    """System and user templates, an optional reply prefix; renders chat messages.
-
-    ``system`` may be empty or None (no system message is sent; neither is
-    one that renders blank). ``strip`` trims the rendered texts (templates
-    whose optional ``{{#if}}`` lines leave blank edges). ``prefix``: an
-    assistant turn the judge's reply continues (``"Grade: "``).
-    """
+    """System and user templates (Handlebars or sandboxed Jinja2), an optional reply prefix;
+    renders chat messages. ``system`` may be empty or None (no system message; neither for
+    one that renders blank); ``strip`` trims the rendered texts; ``prefix``: an assistant turn
+    the judge's reply continues (``"Grade: "``)."""
 
     __slots__ = ("system", "user", "prefix", "strip", "tags")
 
@@ -52,11 +42,7 @@ class JudgePrompt:
     @property
     def variables(self) -> list[str]:
         """The top-level names the templates read, in first-use order."""
-        roots: dict[str, None] = {}
-        for template in (self.system, self.user):
-            for path in template.variables:
-                roots.setdefault(path.split(".", 1)[0], None)
-        return list(roots)
+        return list(dict.fromkeys(p.split(".", 1)[0] for t in (self.system, self.user) for p in t.variables))
 
     def mentions(self, name: str) -> bool:
         """Whether either template reads the variable ``name``."""
@@ -69,10 +55,8 @@ class JudgePrompt:
             return
         known = set(names)
         for template in (self.system, self.user):
-            if not template.strict:
-                continue
             missing = sorted(v for v in template.variables if v.split(".", 1)[0] not in known)
-            if missing:
+            if template.strict and missing:
                 raise TemplateVariableError(missing, sorted(known))
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> tuple[str, str]:
@@ -86,18 +70,12 @@ class JudgePrompt:
 
     def messages(self, context: Mapping[str, Any],
                  image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        """The chat messages for ``context``: the system message (if it has
-        text), the user message (with ``image_parts`` after the text as
-        OpenAI content parts), the reply prefix (if any)."""
+        """The chat messages for ``context``: the system message (if it has text), the user
+        message (``image_parts`` after the text), the reply prefix (if any)."""
         system, user = self.render(context)
-        messages: list[dict[str, Any]] = []
-        if system.strip():
-            messages.append({"role": "system", "content": system})
-        if image_parts:
-            messages.append({"role": "user",
-                             "content": [{"type": "text", "text": user}, *map(dict, image_parts)]})
-        else:
-            messages.append({"role": "user", "content": user})
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system.strip() else []
+        messages.append({"role": "user", "content": [{"type": "text", "text": user}, *map(dict, image_parts)]
+                         if image_parts else user})
         if self.prefix is not None:
             messages.append({"role": "assistant", "content": self.prefix})
         return messages

@@ -1,18 +1,11 @@
-"""Scheduling by prompt group: which samples travel together.
-
-An RL step or a dataset holds several completions of one prompt. Every
-door that hands samples to a grader (``grade_batch``, ``evaluate_dataset``,
-the Ray runner, the trainer adapters, the reward server) groups them the
-same way: ``prompt_key`` says which prompt a sample answers, ``groups``
-gathers the samples of each prompt, ``balanced_chunks`` splits a group
-that is too large into near-equal pieces (9 at most 8 a piece: 5 + 4, so
-no sample is judged alone by accident).
-"""
+"""Scheduling by prompt group, the same for every door that hands samples to a grader:
+``prompt_key`` says which prompt a sample answers, ``groups`` gathers each prompt's samples,
+``balanced_chunks`` splits a group too large into near-equal pieces."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from typing import Callable, Hashable, Sequence, TypeVar
 
 from ..thread import StringThread
 
@@ -35,8 +28,7 @@ def prompt_key(thread: StringThread) -> str:
 
 
 def groups(items: Sequence[T], key: Callable[[T], Hashable]) -> list[list[T]]:
-    """``items`` gathered by ``key``, groups in the order of their first item,
-    items in their order."""
+    """``items`` gathered by ``key``, in the order of each group's first item."""
     by_key: dict[Hashable, list[T]] = {}
     for item in items:
         by_key.setdefault(key(item), []).append(item)
@@ -50,14 +42,7 @@ def balanced_chunks(items: Sequence[T], size: int) -> list[list[T]]:
     [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     """
     items = list(items)
-    if not items:
-        return []
     n_chunks = -(-len(items) // max(1, size))
-    base, extra = divmod(len(items), n_chunks)
-    out: list[list[Any]] = []
-    start = 0
-    for k in range(n_chunks):
-        end = start + base + (1 if k < extra else 0)
-        out.append(items[start:end])
-        start = end
-    return out
+    base, extra = divmod(len(items), max(1, n_chunks))
+    cuts = [k * base + min(k, extra) for k in range(n_chunks + 1)]
+    return [items[a:b] for a, b in zip(cuts, cuts[1:])]

@@ -1,21 +1,8 @@
-"""Typed-question templates: what a probability judge is asked, once per run.
+"""Typed-question templates: what a probability judge is asked, once per run (docs/probability.md).
 
-A typed-question template is a Handlebars template whose output is one JSON
-object: ``instructions`` (the question: a string, or an object or array
-carrying context; it names the content judged by path in backticks:
-`` `completion` ``, `` `conversation` `` for a chat judge, `` `query` ``,
-`` `result` ``, `` `result.fields.price` `` for a typed-question provider)
-and ``criteria`` (one description per grade, lowest first: a string, or an
-object such as ``{"description": ..., "examples": [...]}``).
-
-It renders once per run, seeing only the scale (``scale``, ``scale_min``,
-``scale_max``, ``scale_labels``), ``evaluation_name``,
-``evaluation_description`` and constant ``variables``; it must describe
-every scale it serves (2, 5 or 10 criteria: branch with
-``{{#if (eq scale "graded")}}``), and construction raises one
-``TypedQuestionError`` listing every scale whose output is wrong.
-Interpolated values are JSON-escaped; ``{{json value}}`` inserts JSON,
-``{{{value}}}`` raw text. Never put ``{`` right before ``{{``: leave a space.
+A Handlebars template whose output is one JSON object: ``instructions`` (naming the content
+by path in backticks, `` `result.fields.price` ``) and ``criteria`` (one per grade, lowest
+first), checked at construction for every scale it serves; values are JSON-escaped.
 
 >>> q = TypedQuestionTemplate('''{"instructions": "Is `completion` about {{evaluation_name}}?",
 ...  "criteria": [{{#each scale_labels}}"{{label}}"{{#unless @last}}, {{/unless}}{{/each}}]}''',
@@ -86,34 +73,25 @@ def content_paths(instructions: Any) -> list[str]:
     >>> content_paths("Does `result.fields.price` suit `query`?")
     ['result.fields.price', 'query']
     """
-    texts: list[str] = []
+    return list(dict.fromkeys(m for t in _strings(instructions) for m in _PATH.findall(t)))
 
-    def walk(v: Any) -> None:
-        if isinstance(v, str):
-            texts.append(v)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
 
-    walk(instructions)
-    return list(dict.fromkeys(m for t in texts for m in _PATH.findall(t)))
+def _strings(v: Any) -> Any:
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, (dict, list, tuple)):
+        for x in v.values() if isinstance(v, dict) else v:
+            yield from _strings(x)
 
 
 class TypedQuestionError(ConfigError):
-    """A typed-question template that does not give a valid question for
-    every scale. ``problems`` maps each failing scale's name to what is wrong
-    with it; the message lists them all."""
+    """A typed-question template that does not give a valid question for every scale;
+    ``problems`` maps each failing scale's name to what is wrong with it."""
 
     def __init__(self, name: str, problems: Mapping[str, list[str]]):
         self.problems = {k: list(v) for k, v in problems.items()}
-        lines = [f"{name}: the typed question is invalid for {len(self.problems)} scale(s):"]
-        for scale, items in self.problems.items():
-            for item in items:
-                lines.append(f"  - {scale}: {item}")
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join([f"{name}: the typed question is invalid for {len(self.problems)} scale(s):",
+                                    *(f"  - {s}: {i}" for s, items in self.problems.items() for i in items)]))
 
 
 @dataclass(frozen=True)
@@ -127,19 +105,16 @@ class Question:
 
     def instructions_text(self) -> str:
         """The instructions for a prompt: a string as is, an object as JSON."""
-        if isinstance(self.instructions, str):
-            return self.instructions
-        return json.dumps(self.instructions, ensure_ascii=False, indent=2)
+        ins = self.instructions
+        return ins if isinstance(ins, str) else json.dumps(ins, ensure_ascii=False, indent=2)
 
     def criterion_text(self, grade: int) -> str:
         """The criterion of ``grade`` as prompt text (objects flattened)."""
         c = self.criteria[grade - self.scale.min]
         if isinstance(c, str):
             return c
-        parts = []
         description = c.get("description")
-        if isinstance(description, str):
-            parts.append(description)
+        parts = [description] if isinstance(description, str) else []
         for key, value in c.items():
             if key == "description":
                 continue
@@ -153,9 +128,6 @@ class Question:
         return " ".join(parts)
 
 
-# --------------------------------------------------------------------------
-# rendering with JSON escaping
-# --------------------------------------------------------------------------
 def _json_escape(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
@@ -166,12 +138,7 @@ def _json_prepare(value: Any, should_escape: bool) -> Any:
         return ""
     if type(value) is strlist:  # block output and helpers that return JSON: already final
         return value
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, (dict, list)):
-        text = json.dumps(value, ensure_ascii=False)
-    else:
-        text = str(value)
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (bool, dict, list)) else str(value)
     return _json_escape(text) if should_escape else text
 
 
@@ -182,19 +149,10 @@ def _json_helper(this, value, *args, **kwargs):
 _HELPERS = {**HELPERS, "json": _json_helper}
 
 
-# --------------------------------------------------------------------------
-# the template
-# --------------------------------------------------------------------------
 class TypedQuestionTemplate:
-    """A typed-question template, checked for every scale at construction.
-
-    ``scales`` are the scales it must serve (default: binary, graded,
-    detailed). ``evaluation_name``, ``evaluation_description`` and
-    ``variables`` are the run's values (the check renders with them, so what
-    was checked is what runs). Raises ``TemplateError`` for a template that
-    does not compile and ``TypedQuestionError`` (listing every bad scale)
-    for one whose output is wrong.
-    """
+    """A typed-question template, checked at construction for every one of ``scales`` with
+    the run's ``evaluation_name``, ``evaluation_description`` and ``variables``. Raises
+    ``TemplateError`` (does not compile) or ``TypedQuestionError`` (listing every bad scale)."""
 
     def __init__(self, source: str, *, name: str = "question_template",
                  scales: Sequence[Scale | str] = SCALES, evaluation_name: str = "",
@@ -206,8 +164,7 @@ class TypedQuestionTemplate:
         if not self.scales:
             raise ConfigError("a typed question must serve at least one scale")
         self.evaluation_name = "" if evaluation_name is None else str(evaluation_name)
-        self.evaluation_description = ("" if evaluation_description is None
-                                       else str(evaluation_description))
+        self.evaluation_description = "" if evaluation_description is None else str(evaluation_description)
         self.variables = dict(variables or {})
         self.questions: dict[str, Question] = {}
         problems: dict[str, list[str]] = {}

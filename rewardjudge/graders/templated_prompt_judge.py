@@ -1,13 +1,5 @@
-"""TemplatedPromptJudgeGrader: render judge prompts from two templates, read a sealed verdict.
-
-The seed's family: the completion (parsed into ``completion_model`` if set;
-malformed: *penalized*, no judge call) becomes a context
-(``extract_template_context``), the system and user templates render it
-(compiled and checked at construction), the judge is asked (the output
-model's JSON schema as response format where the server takes one) and its
-sealed verdict is read into ``output_model``; an unreadable reply is re-asked
-``reply_retries`` times, then the grade is *unscored*.
-"""
+"""TemplatedPromptJudgeGrader: render judge prompts from two templates, read a sealed verdict
+into ``output_model`` (docs/pipeline.md, docs/sealed-verdicts.md)."""
 
 from __future__ import annotations
 
@@ -54,24 +46,14 @@ class TemplatedPromptJudgeGrader(Grader):
     ...     output_model=BinaryJudgeOutput, temperature=0.0)
     >>> grade = await grader.grade(thread)  # doctest: +SKIP
 
-    Arguments beyond the seed API: ``completion_model`` (parse the completion
-    into this model first; its fields join the context, also under
-    ``parsed``), ``template_variables`` (constants added to every context),
-    ``max_tokens`` (default ``"fit"``: fitted to a schema-constrained reply of
-    the output model, see ``outputs.fitted_max_tokens``; 512 when that is not
-    bounded), ``top_p``, ``seed``, ``reply_retries`` (re-asks after an
-    unreadable verdict), ``strict_templates`` (fail on missing variables),
-    ``engine`` (``"handlebars"``, the seed's engine and the default, or
-    ``"jinja2"``: a sandboxed Jinja2; both through ``JudgePrompt``),
-    ``structured`` (ask for the output model's JSON schema),
-    ``expected_value`` (where the score is one token, e.g. ``GradedJudgeOutput``:
-    read the probability of every score at the position the judge wrote its
-    score and use the expected value; see ``_expected_value.expected_verdict``;
-    floor ``expected_value_floor``), ``seal`` / ``seal_key`` (ask for a sealed
-    verdict; off replays a benchmark prompt as it is), ``verdict_form`` with
-    ``label_values`` or ``score_bounds`` (a verdict written as a line of text),
-    ``output_schema_format``, the penalty settings of ``Grader`` and
-    ``reject_content_free``. The checked options are ``options`` (``TemplatedOptions``).
+    Arguments beyond the seed API: ``completion_model`` (its fields join the context, also
+    under ``parsed``), ``template_variables``, ``max_tokens`` (default ``"fit"``:
+    ``fitted_max_tokens``, else 512), ``top_p``, ``seed``, ``reply_retries``,
+    ``strict_templates``, ``engine`` (``"handlebars"`` or ``"jinja2"``), ``structured`` (ask
+    for the output model's JSON schema), ``expected_value`` (a one-token score's expected
+    value, floor ``expected_value_floor``), ``seal`` / ``seal_key``, ``verdict_form`` with
+    ``label_values`` or ``score_bounds``, ``output_schema_format``, the penalty settings of
+    ``Grader`` and ``reject_content_free``; checked into ``options`` (``TemplatedOptions``).
     """
 
     #: the least probability on valid scores for the expected-value option to apply
@@ -107,13 +89,11 @@ class TemplatedPromptJudgeGrader(Grader):
         self.template_variables, self.reply_retries = opts.template_variables, opts.reply_retries
         self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
                                        max_tokens=opts.max_tokens, seed=opts.seed)
-        # a cached judge keeps the key with its cache, so later runs hit it
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._label = _label_form(self.output_model)
         self.prompt = JudgePrompt(system_template, user_template, engine=engine, strict=strict_templates)
         self._schema = self.output_model.model_json_schema() if self.structured else None
-        #: what the server is asked to enforce: the output model's schema plus the seal field
-        #: (one schema for every request, so servers keep their compiled grammar)
+        #: what the server is asked to enforce: the schema plus the seal field (one for every request)
         self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
         self.prompt.check(self.provided_variables())
         #: the templates show the output schema (the seal instruction then need not list the fields)
@@ -123,30 +103,22 @@ class TemplatedPromptJudgeGrader(Grader):
     context_names: tuple[str, ...] = ()
 
     def provided_variables(self) -> set[str] | None:
-        """The names a context of this grader holds, or None when they are
-        not known before a real sample (an override of ``extract_template_context``
-        that does not declare ``context_names``)."""
+        """The names a context of this grader holds, or None when not known before a sample."""
         fields = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
         return self.context_variables(*fields)
-
-    # the seed API, ``extract_template_context(thread, output_model,
-    # template_variables)``, is ``Grader.extract_template_context``
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         return await self.ask_judge(*self._prompt_for(sample, parsed))
 
     def _prompt_for(self, sample: StringThread, parsed: BaseModel | None
                     ) -> tuple[list[dict[str, Any]], list[str]]:
-        # the context is dropped before the judge is awaited: a grade in flight
-        # keeps only its messages (fewer live objects for the collector)
+        # the context is dropped before the judge is awaited: a grade in flight keeps only its messages
         unread = self._unread_names()
-        if unread:
-            # the thread vocabulary the templates never read is neither built nor converted
-            # for rendering (the ``turns`` lists cost most of that); the texts are the same
+        if unread:   # the vocabulary the templates never read is neither built nor converted
             if parsed is None:
-                context = self._context(sample, None, self.__dict__["_unread"][4])
+                context = self.context_of(sample, None, self.__dict__["_unread"][4])
             else:
-                context = self._context(sample, parsed)
+                context = self.context_of(sample, parsed)
                 tv = self.template_variables
                 context = {k: v for k, v in context.items() if k not in unread or k in tv}
             try:
@@ -157,12 +129,9 @@ class TemplatedPromptJudgeGrader(Grader):
         return self.build_messages(context), [context.get("completion") or ""]
 
     def _unread_names(self) -> frozenset[str]:
-        """The names of the thread vocabulary (built by the shipped context hook:
-        plain text and lists of text turns, never anything a render could refuse)
-        that neither template can read, where that is known: Handlebars
-        templates whose every read is a named path (``Template._reads``), the
-        built-in helpers, and this class's own context, prompt and rendering.
-        Empty otherwise (the whole context is rendered from)."""
+        """The names of the thread vocabulary that neither template can read, where that is
+        known (Handlebars templates whose every read is a named path, the built-in helpers,
+        this class's own context, prompt and rendering); empty otherwise."""
         cached = self.__dict__.get("_unread")
         prompt = self.prompt
         if cached is None or cached[0] is not prompt or cached[1] is not getattr(prompt, "system", None) \
@@ -177,31 +146,21 @@ class TemplatedPromptJudgeGrader(Grader):
         return names
 
     def _schema_text(self) -> str:
-        """``{{output_schema}}``: the compact shape (default), or with
-        ``output_schema_format="json_schema"`` the output model's JSON Schema
-        (the cookbook's reading), without the seal field (it is asked for last)."""
+        """``{{output_schema}}``: the compact shape, or the output model's JSON Schema."""
         if self.output_model is None:
             return ""
         if self.output_schema_format == "compact":
             return render_schema(self.output_model)
         return _json_schema_text(self.output_model)
 
-    def context_of(self, sample: StringThread, parsed: BaseModel | None = None) -> dict[str, Any]:
-        """The template context of ``sample``: ``extract_template_context`` over
-        a neutralised copy of the sample (every value derived from its text is
-        clean, whatever an override reads), the parsed completion's fields
-        (also under ``parsed``), every other value from the sample neutralised."""
-        return self._context(sample, parsed)
-
-    def _context(self, sample: StringThread, parsed: BaseModel | None,
-                 names: "frozenset[str] | None" = None) -> dict[str, Any]:
-        """``context_of``; ``names`` (without ``parsed``, with the shipped hook):
-        only those names of the thread vocabulary, with ``completion`` and ``metadata``."""
+    def context_of(self, sample: StringThread, parsed: BaseModel | None = None,
+                   names: "frozenset[str] | None" = None) -> dict[str, Any]:
+        """The template context of ``sample``: ``extract_template_context`` over a neutralised
+        copy of the sample, the parsed completion's fields (also under ``parsed``), every
+        other value from the sample neutralised. ``names`` (without ``parsed``, with the
+        shipped hook): only those names of the thread vocabulary, ``completion``, ``metadata``."""
         if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
-            # the hook as shipped, computed as it would be: the thread vocabulary of
-            # the sample, neutralised once (the long way neutralises a copy of the
-            # thread, then builds the vocabulary from it); every key is then the
-            # grader's own or clean, so there is nothing left to neutralise
+            # the hook as shipped, from the sample neutralised once: every key is clean
             schema = self._schema_text()
             context = thread_context(sample, tags=self.prompt.tags, control_tokens=self.control_tokens(),
                                      output_schema=schema, names=names if parsed is None else None)
@@ -222,15 +181,12 @@ class TemplatedPromptJudgeGrader(Grader):
         return self.neutralized(context, clean=THREAD_VARIABLES)
 
     def neutralized(self, context: Mapping[str, Any], clean: "Sequence[str]" = ()) -> dict[str, Any]:
-        """``context`` with every value that comes from the sample neutralised
-        (protocol and template tags, the judge's control tokens); the grader's
-        own ``template_variables`` and ``output_schema``, and the ``clean``
-        keys (built from an already neutralised thread), are left as written."""
+        """``context`` with every value that comes from the sample neutralised; the grader's
+        ``template_variables``, ``output_schema`` and the ``clean`` keys are left as written."""
         own = set(self.template_variables) | {"output_schema"} | set(clean)
         tags, ctl = self.prompt.tags, self.control_tokens()
         return {k: v if k in own else neutralize_value(v, tags, ctl) for k, v in context.items()}
 
-    # -- pieces, reusable by subclasses -----------------------------------
     def _check(self, data: dict[str, Any]) -> tuple[BaseModel, float]:
         """A decoded verdict object as ``(verdict, value)``; ValueError when it
         does not fit the output model or has no finite value."""
@@ -242,12 +198,9 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
                        ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
-        """``(messages, json_schema, read)`` of one request: with ``seal`` on,
-        the messages end with the seal instruction, the schema requires the
-        seal and ``read`` takes only a verdict that carries it
-        (``readouts._seal``); with it off, the last verdict outside any
-        verbatim copy of the policy's text (forgeable: for replaying a
-        calibrated benchmark prompt as it is)."""
+        """``(messages, json_schema, read)`` of one request: with ``seal`` on, the messages end
+        with the seal instruction and ``read`` takes only a sealed verdict; with it off, the
+        last verdict outside any verbatim copy of the policy's text (docs/sealed-verdicts.md)."""
         if self.form is not None:
             return self._form_request(messages, policy_texts)
         labels = self._label[1] if self._label is not None else ()
@@ -269,11 +222,8 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any]:
-        """The request of a declared verdict form: sealed, a ``VERDICT <seal>:``
-        line holding one verdict in the form; unsealed, the prompt as written
-        and the last occurrence of the form outside copies of policy text."""
+        """The request of a declared verdict form (a ``VERDICT <seal>:`` line when sealed)."""
         form = self.form
-        assert form is not None
         if not self.seal:
             texts = [t for t in policy_texts if t]
             return messages, None, lambda text: self._form_verdict(form.read(text, texts), text)
@@ -310,14 +260,10 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def _label_verdict(self, label: str, reasoning: str) -> tuple[BaseModel, float]:
         name, _, reasoning_name = self._label[:3]   # type: ignore[index]
-        data: dict[str, Any] = {name: label}
-        if reasoning_name is not None:
-            data[reasoning_name] = reasoning
-        return self._check(data)
+        return self._check({name: label, **({} if reasoning_name is None else {reasoning_name: reasoning})})
 
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()) -> Grade:
-        """Ask the judge for a sealed verdict, re-asking after a reply without
-        one; never raises for judge-side failures."""
+        """Ask the judge for a sealed verdict; never raises for judge-side failures."""
         sent, schema, read = self.sealed_request(messages, policy_texts)
         answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
                                              reply_retries=self.reply_retries)
@@ -335,11 +281,9 @@ class TemplatedPromptJudgeGrader(Grader):
         return self.scored(answer, value, reasoning, extra, expectation)
 
     async def preflight(self, sample: StringThread | None = None) -> Grade:
-        """One probe request, before a run: a Grade for ``sample`` (default a
-        one-line question and answer). ``unscored`` with ``no sealed verdict``
-        says the judge does not write the sealed form this grader asks for
-        (a judge too small to follow the instruction, a server that drops
-        the schema); the error says what it wrote instead."""
+        """One probe request before a run: a Grade for ``sample`` (default a one-line question
+        and answer); ``unscored`` with ``no sealed verdict``: the judge does not write the
+        sealed form this grader asks for."""
         probe = sample if sample is not None else StringThread(
             [("user", "What is the capital of France?"), ("assistant", "Paris is the capital of France.")])
         return await self.grade(probe)
@@ -358,8 +302,6 @@ class TemplatedPromptJudgeGrader(Grader):
                                      "bounds": self.form.bounds}} if self.form is not None else {}),
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 **({"expected_value": True} if self.expected_value else {})}
-
-
 
 
 def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
