@@ -371,7 +371,7 @@ def run_model(args, device) -> dict[str, Any]:
     import torch
 
     from rewardjudge.models import TorchModel
-    from rewardjudge.models._torch_model import _common_prefix_len, _resolve_device_dtype
+    from rewardjudge.models._torch_model import _resolve_device_dtype
 
     _, dtype = _resolve_device_dtype(str(device), args.dtype)
     tok = make_tokenizer()
@@ -383,7 +383,7 @@ def run_model(args, device) -> dict[str, Any]:
                        share_prefix=False)
     seqs = [sharing.encode_prompt(m) for m in prompts]
     lengths = [len(s) for s in seqs]
-    p = _common_prefix_len(seqs)
+    p = len(os.path.commonprefix(seqs))
     full_t = padded_tensors(seqs, batch, max_tokens, tok.pad_token_id, device)
     suffix_t = padded_tensors([s[p:] for s in seqs], batch, max_tokens, tok.pad_token_id, device)
     prefix_t = torch.tensor([seqs[0][:p]], device=device)

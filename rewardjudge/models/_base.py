@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -13,12 +14,8 @@ Message = dict[str, str]
 
 @dataclass
 class Completion:
-    """One judge reply.
-
-    ``top_logprobs`` holds, per generated token, a ``{token: logprob}`` dict of
-    the alternatives the server returned (empty when not asked for).
-    ``structured`` is True when the reply was constrained by a JSON schema.
-    """
+    """One judge reply: ``top_logprobs`` holds per generated token ``{token: logprob}`` of the
+    alternatives returned; ``structured`` is True when a JSON schema constrained the reply."""
 
     text: str
     usage: dict[str, int] = field(default_factory=dict)
@@ -45,45 +42,30 @@ class GenerationParams:
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters set, as request body fields (a new dict each call)."""
-        cached = self.__dict__.get("_fields")
-        if cached is None:   # frozen: computed once (not a field: eq, hash and repr ignore it)
-            cached = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "seed")
-                      if getattr(self, k) is not None}
-            if self.stop:
-                cached["stop"] = list(self.stop)
-            if self.logprobs:
-                cached["logprobs"] = True
-                if self.top_logprobs is not None:
-                    cached["top_logprobs"] = self.top_logprobs
-            object.__setattr__(self, "_fields", cached)
-        return dict(cached)
+        out = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "seed")
+               if getattr(self, k) is not None}
+        if self.stop:
+            out["stop"] = list(self.stop)
+        if self.logprobs:
+            out["logprobs"] = True
+            if self.top_logprobs is not None:
+                out["top_logprobs"] = self.top_logprobs
+        return out
 
 
 class InferenceModel(abc.ABC):
-    """An async judge model.
-
-    Contract for implementations:
-
-    * ``chat`` returns a ``Completion`` or raises a ``JudgeError`` subclass
-      (never another exception for a judge-side failure); retries, if any,
-      happen inside and ``Completion.attempts`` / ``JudgeError.attempts``
-      count them.
-    * ``json_schema`` asks for a reply constrained to that schema where the
-      backend can; a backend that cannot ignores it (``Completion.structured``
-      says which happened).
-    * ``aclose`` releases connections and is safe to call twice. Models are
-      async context managers.
-    """
+    """An async judge model (an async context manager). ``chat`` returns a ``Completion`` or raises
+    a ``JudgeError`` subclass for any judge-side failure, after retries (``attempts`` counts them);
+    ``json_schema`` constrains the reply where the backend can (``Completion.structured`` says
+    which); ``aclose`` releases connections and is safe to call twice."""
 
     #: a short name for logs and cache keys
     name: str = "model"
 
     @property
     def control_tokens(self) -> tuple[str, ...]:
-        """Literal special tokens of this judge's chat template, beyond the
-        common forms graders always neutralise (``<|...|>``, ``[INST]``,
-        ``<s>``...): graders defang them in policy text. A model built with a
-        chat template (``spawn_judge``, ``TorchModel``) reads them from it."""
+        """Literal special tokens of this judge's chat template (read from it where the model has
+        one), which graders defang in policy text beyond the common forms (``<|...|>``...)."""
         template = getattr(self, "chat_template", None)
         return tuple(getattr(template, "control_tokens", ()) or ())
 
@@ -92,41 +74,24 @@ class InferenceModel(abc.ABC):
                    json_schema: dict[str, Any] | None = None) -> Completion:
         """Send ``messages`` and return the judge's reply."""
 
-    #: True when ``grade_distribution`` can read right after a trailing
-    #: assistant prefix (``"Grade: "``); graders use a prefix only then
+    #: True when ``grade_distribution`` can read right after a trailing assistant prefix
     continues_prefix: bool = False
 
-    #: True when the server compiles one grammar per distinct JSON schema and
-    #: keeps it (vLLM, SGLang): graders then send one schema for every request
-    #: and check the seal's value themselves. False for a server that converts
-    #: every request's schema anyway (llama.cpp, ``spawn_judge``): the seal's
-    #: value is then part of the schema, so even a small judge writes it exactly
+    #: True when the server keeps one grammar per distinct JSON schema (vLLM, SGLang): graders send
+    #: one schema and check the seal's value themselves. False where every request's schema is
+    #: converted anyway (llama.cpp): the seal's value is then part of the schema
     caches_grammars: bool = True
 
     async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> "TokenDistribution":
         """The probability of each of ``choices`` as the reply's next token.
 
-        Contract for implementations that support it:
-
-        * The distribution is read at the first position of the assistant's
-          reply to ``messages``; when the last message has role
-          ``"assistant"``, its content is a prefix that the reply continues
-          (no end-of-turn after it) and the distribution is read right
-          after that prefix.
-        * Each choice is meant to be one token (the digits of a grade);
-          a token matches a choice when they are equal once surrounding
-          whitespace is stripped, and the probabilities of matching tokens
-          are summed. A backend that can tell raises ``ConfigError`` for a
-          choice that is not one token.
-        * Probabilities are the model's raw next-token probabilities
-          (temperature 1, no top-p, never read from a grammar- or
-          schema-constrained step), not renormalised over the choices:
-          the rest is ``TokenDistribution.outside``.
-        * Judge-side failures raise ``JudgeError`` subclasses as ``chat``
-          does. ``params`` may carry a ``seed``; sampling settings do not
-          change the distribution.
-
+        Read at the first position of the reply, or right after a trailing assistant message's
+        content (a prefix continued, no end-of-turn). Each choice is meant to be one token
+        (``ConfigError`` where a backend can tell it is not); tokens equal to a choice once
+        whitespace is stripped are summed. Probabilities are raw (temperature 1, no top-p, never
+        from a constrained step), not renormalised: the rest is ``TokenDistribution.outside``.
+        Failures raise ``JudgeError`` as ``chat`` does; of ``params`` only a ``seed`` matters.
         The default raises ``GradeDistributionUnsupported``.
         """
         raise GradeDistributionUnsupported(
@@ -143,9 +108,6 @@ class InferenceModel(abc.ABC):
         await self.aclose()
 
 
-# --------------------------------------------------------------------------
-# grade distributions: the probability of each grade token at one position
-# --------------------------------------------------------------------------
 class GradeDistributionUnsupported(ConfigError):
     """This model cannot return next-token probabilities (``grade_distribution``)."""
 
@@ -154,15 +116,10 @@ class GradeDistributionUnsupported(ConfigError):
 class TokenDistribution:
     """The judge's probability for each choice token at one reply position.
 
-    ``probs`` maps every choice asked for to the model's probability that the
-    reply's next token is that choice (variants that differ only by
-    surrounding whitespace, ``"4"`` and ``" 4"``, are summed). Probabilities
-    are *not* renormalised: ``outside`` is the mass on every other token,
-    ``1 - sum(probs)``. A choice the backend did not see (outside a server's
-    top-k list) has probability 0.0; ``top_k`` then says how many
-    alternatives were visible and ``unseen_max`` bounds the probability any
-    unseen token can have. ``top_k`` is None when the softmax was exact over
-    the whole vocabulary (``TorchModel``).
+    ``probs`` maps each choice to the probability that the next token is it (``"4"`` and ``" 4"``
+    summed), *not* renormalised: ``outside`` is the rest. A choice outside a server's top-k list
+    has 0.0; ``top_k`` is how many alternatives were visible (None: exact over the vocabulary) and
+    ``unseen_max`` bounds any unseen token's probability.
 
     >>> d = TokenDistribution({"0": 0.1, "1": 0.6}, top_k=None)
     >>> round(d.outside, 3), round(d.normalized()["1"], 3)
@@ -211,17 +168,8 @@ def check_choices(choices: Sequence[str]) -> list[str]:
 
 def match_choices(top: "Mapping[str, float] | Iterable[tuple[str, float]]",
                   choices: Sequence[str]) -> dict[str, float]:
-    """Sum the probabilities of ``top`` (token text -> logprob, a mapping or
-    pairs) per choice.
-
-    A token matches a choice when they are equal once surrounding whitespace
-    is stripped; unmatched choices get 0.0.
-
-    >>> match_choices([("4", -0.5), (" 4", -2.0), ("x", -1.0)], ["3", "4"])["3"]
-    0.0
-    """
-    import math
-
+    """Sum the probabilities of ``top`` (token text -> logprob, a mapping or pairs) per choice
+    (equal once whitespace is stripped); unmatched choices get 0.0."""
     probs = {c: 0.0 for c in choices}
     items = top.items() if isinstance(top, Mapping) else top
     for token, logprob in items:

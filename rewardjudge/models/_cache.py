@@ -1,18 +1,4 @@
-"""CachedModel: answer repeated judge requests from a cache.
-
-A request is keyed by the SHA-256 of the canonical JSON of (model name,
-generation params, JSON schema, grammar, messages). Replies are kept in
-memory and, given a path, in an SQLite file (WAL: several processes can
-share it); identical requests in flight at once are sent once. Only
-successful replies are cached: a ``JudgeError`` reaches every waiting caller
-and is forgotten. A cached reply comes back with ``attempts == 0`` and
-``latency_s == 0.0``; the server's raw body (``Completion.raw``) is not kept
-on disk.
-
->>> judge = CachedModel(OpenAIModel(url, "judge"), cache="judge-cache.sqlite")  # doctest: +SKIP
->>> judge.stats                                                                  # doctest: +SKIP
-{'hits': 0, 'misses': 0, 'deduplicated': 0}
-"""
+"""CachedModel: answer repeated judge requests from memory and an SQLite file."""
 
 from __future__ import annotations
 
@@ -36,12 +22,8 @@ __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 
 def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
                 json_schema: dict[str, Any] | None, grammar: str | None = None) -> str:
-    """SHA-256 hex of a judge request's canonical JSON.
-
-    Every field of ``GenerationParams`` takes part (not only those sent), so
-    changing any of them is a different request; so does a GBNF ``grammar``
-    (requests without one keep the keys they always had).
-    """
+    """SHA-256 hex of a judge request's canonical JSON: every field of ``GenerationParams`` (not
+    only those sent), and a GBNF ``grammar`` when there is one (older keys stay valid)."""
     p = dataclasses.asdict(params or GenerationParams())
     if p.get("stop") is not None:
         p["stop"] = list(p["stop"])
@@ -71,17 +53,12 @@ def _as_hit(c: Completion) -> Completion:
 
 
 class SQLiteCache:
-    """A key -> completion table in one SQLite file, safe across processes.
-
-    WAL journal mode lets readers run beside a writer; ``busy_timeout`` makes
-    concurrent writers wait for each other instead of failing. One connection
-    per instance, guarded by a lock (calls are short: a primary-key lookup or
-    one insert).
-    """
+    """A key -> completion table in one SQLite file, safe across processes (WAL journal; writers
+    wait for each other); one connection per instance, guarded by a lock."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
+        if not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
@@ -110,9 +87,8 @@ class SQLiteCache:
             return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
 
     def seal_key(self) -> bytes:
-        """The seal key kept with this cache (made on first use): graders over a
-        cached judge seal requests with it, so a later run's requests are the
-        same and hit the cache (``readouts._seal``)."""
+        """The seal key kept with this cache (made on first use): graders seal requests with it, so a
+        later run's requests are the same and hit the cache."""
         with self._lock:
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('seal_key', ?)",
@@ -126,18 +102,16 @@ class SQLiteCache:
 
 
 class CachedModel(InferenceModel):
-    """An ``InferenceModel`` that caches ``chat`` replies of ``inner``.
+    """An ``InferenceModel`` that caches ``chat`` replies of ``inner``, keyed by ``request_key``.
 
-    ``cache``: None (memory only), a path (memory + that SQLite file) or an
-    ``SQLiteCache``. ``max_memory_entries`` bounds the memory layer (oldest
-    entries dropped first; the SQLite layer is unbounded). Any other
-    attribute or method (``max_concurrency``, ``base_url``, probability
-    methods...) is the inner model's. ``aclose`` closes the inner model and
-    the SQLite file.
-
-    ``stats`` counts ``hits`` (answered from memory or disk), ``misses``
-    (sent to the judge) and ``deduplicated`` (waited for an identical request
-    already in flight).
+    ``cache``: None (memory only), a path (memory + that SQLite file, shared safely by processes)
+    or an ``SQLiteCache``. ``max_memory_entries`` bounds the memory layer (oldest dropped first).
+    Identical requests in flight at once are sent once; only successful replies are cached (a
+    ``JudgeError`` reaches every waiting caller). A hit has ``attempts == 0`` and ``latency_s ==
+    0.0``; ``Completion.raw`` is not kept on disk. Any other attribute or method is the inner
+    model's. ``aclose`` closes the inner model and the SQLite file. ``stats`` counts ``hits``,
+    ``misses`` (sent to the judge) and ``deduplicated`` (waited for one in flight).
+    >>> judge = CachedModel(OpenAIModel(url, "judge"), cache="judge-cache.sqlite")  # doctest: +SKIP
     """
 
     def __init__(self, inner: InferenceModel, cache: str | os.PathLike | SQLiteCache | None = None, *,
@@ -146,10 +120,7 @@ class CachedModel(InferenceModel):
             raise ConfigError(f"CachedModel wraps an InferenceModel, got {type(inner).__name__}")
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
-        if cache is None or isinstance(cache, SQLiteCache):
-            self.disk = cache
-        else:
-            self.disk = SQLiteCache(cache)
+        self.disk = cache if cache is None or isinstance(cache, SQLiteCache) else SQLiteCache(cache)
         self.max_memory_entries = max_memory_entries
         self._memory: dict[str, Completion] = {}
         # in-flight requests per event loop: a future cannot be awaited from another loop
@@ -192,9 +163,8 @@ class CachedModel(InferenceModel):
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
-        """The inner model's reply, from the cache when this exact request was
-        answered before. ``grammar`` (GBNF) is passed on where the inner model
-        takes one (``accepts_grammar``) and is part of the key."""
+        """The inner model's reply, from the cache when this exact request was answered before;
+        ``grammar`` (GBNF) is passed on and is part of the key."""
         key = self.key(messages, params, json_schema=json_schema, grammar=grammar)
         hit = self._memory.get(key)
         if hit is None and self.disk is not None:
@@ -219,11 +189,8 @@ class CachedModel(InferenceModel):
         self._inflight[slot] = future
         self.stats["misses"] += 1
         try:
-            if grammar is None:
-                completion = await self.inner.chat(messages, params, json_schema=json_schema)
-            else:
-                completion = await self.inner.chat(messages, params, json_schema=json_schema,
-                                                   grammar=grammar)
+            extra = {} if grammar is None else {"grammar": grammar}
+            completion = await self.inner.chat(messages, params, json_schema=json_schema, **extra)
         except asyncio.CancelledError:
             future.cancel()
             raise
@@ -249,9 +216,8 @@ class CachedModel(InferenceModel):
                 self.disk.close()
 
 
-# Methods the InferenceModel base may define beyond chat (e.g. probability
-# grading): the wrapper must answer them with the inner model's, not the
-# base's default, and __getattr__ is never reached for names the base has.
+# The base's other methods (grade_distribution...) are the inner model's: __getattr__ is never
+# reached for names the base has.
 def _delegate(name: str):
     def method(self, *args: Any, **kwargs: Any) -> Any:
         return getattr(self.inner, name)(*args, **kwargs)

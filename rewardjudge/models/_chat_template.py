@@ -1,20 +1,7 @@
-"""Chat templates outside a server: render messages into one prompt string.
-
-Needed where a chat endpoint cannot do the job: llama.cpp's server starts a
-new assistant turn after a trailing assistant message instead of continuing
-it, so reading a grade token's probabilities right after a fixed prefix
-("Grade: ") goes through ``/v1/completions`` with the prompt rendered here.
-
-* ``ChatTemplate(source)`` renders a Hugging Face-style Jinja chat template
-  (sandboxed, as transformers does) with ``messages``,
-  ``add_generation_prompt`` and the special tokens.
-* ``ChatTemplate.from_gguf(path)`` reads the template and special tokens
-  from a GGUF file's metadata (``tokenizer.chat_template``), lazily: the
-  file is only opened at the first render.
-
-A trailing assistant message is a prefix to continue: the messages before
-it are rendered with the generation prompt and its content is appended
-verbatim (no end-of-turn).
+"""Chat templates outside a server: render messages into one prompt string (for
+``/v1/completions``: llama.cpp's chat endpoint starts a new turn after a trailing assistant
+message instead of continuing it). A Hugging Face-style Jinja template is rendered sandboxed, as
+transformers does; a trailing assistant message is a prefix, appended verbatim (no end-of-turn).
 
 >>> t = ChatTemplate("{% for m in messages %}<{{m.role}}>{{m.content}}</s>{% endfor %}"
 ...                  "{% if add_generation_prompt %}<assistant>{% endif %}")
@@ -24,10 +11,10 @@ verbatim (no end-of-turn).
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import threading
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,12 +29,8 @@ _SPECIAL = re.compile(r"<\|[^|<>\s'\"]{1,40}\|>|<\uff5c[^<>\s'\"]{1,40}\uff5c>|<
 
 
 class ChatTemplate:
-    """A Jinja chat template, callable as ``template(messages) -> prompt``.
-
-    ``bos_token`` / ``eos_token`` are what the template sees for those
-    names. Give ``bos_token=""`` when the server adds the BOS token to every
-    prompt itself (else it would appear twice).
-    """
+    """A Jinja chat template, callable as ``template(messages) -> prompt``; ``bos_token`` /
+    ``eos_token`` are what it sees for those names (``""`` when the server adds BOS itself)."""
 
     def __init__(self, source: str | None = None, *, bos_token: str = "", eos_token: str = "",
                  gguf_path: str | os.PathLike | None = None):
@@ -64,14 +47,13 @@ class ChatTemplate:
 
     @classmethod
     def from_gguf(cls, path: str | os.PathLike) -> "ChatTemplate":
-        """The chat template stored in a GGUF file (read at first use)."""
+        """The chat template and special tokens in a GGUF file's metadata (read at first use)."""
         return cls(None, gguf_path=path)
 
     @property
     def source(self) -> str:
         self._load()
-        assert self._source is not None
-        return self._source
+        return self._source  # type: ignore[return-value]
 
     def _load(self) -> None:
         if self._source is not None or self.gguf_path is None:
@@ -100,19 +82,14 @@ class ChatTemplate:
                 raise ConfigError(f"invalid chat template: {exc}") from exc
         return self._compiled
 
-    @property
+    @cached_property
     def control_tokens(self) -> tuple[str, ...]:
-        """The special tokens this template writes (``<|im_start|>``,
-        ``<start_of_turn>``, ``[INST]``...) and its BOS/EOS texts: text a policy
-        must not be able to write into a judge prompt."""
-        cached = self.__dict__.get("_control_tokens")
-        if cached is None:
-            self._load()
-            found = dict.fromkeys(t for t in (self.bos_token, self.eos_token) if t)
-            for m in _SPECIAL.finditer(self.source or ""):
-                found.setdefault(m.group(), None)
-            cached = self.__dict__["_control_tokens"] = tuple(found)
-        return cached
+        """The special tokens this template writes (``<|im_start|>``, ``[INST]``...) and its BOS/EOS
+        texts: text a policy must not be able to write into a judge prompt."""
+        self._load()
+        found = dict.fromkeys(t for t in (self.bos_token, self.eos_token) if t)
+        found.update(dict.fromkeys(m.group() for m in _SPECIAL.finditer(self.source or "")))
+        return tuple(found)
 
     def render(self, messages: Sequence[dict[str, Any]], *, add_generation_prompt: bool = True) -> str:
         """The prompt for ``messages`` (a trailing assistant message is continued)."""
@@ -130,8 +107,7 @@ class ChatTemplate:
 
 
 def split_prefix(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
-    """``(the messages before it, the text to continue)`` when ``messages``
-    end with an assistant message, else ``(messages, None)``."""
+    """``(the messages before it, the text to continue)`` after an assistant message, else ``(messages, None)``."""
     msgs = [dict(m) for m in messages]
     if not msgs:
         raise ConfigError("a chat prompt needs at least one message")
@@ -144,10 +120,7 @@ def split_prefix(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any
 
 
 def _read_gguf_template(path: Path) -> tuple[str, str, str]:
-    """``(chat template, bos text, eos text)`` from a GGUF's metadata.
-
-    The BOS text is "" when the GGUF says the tokenizer adds BOS itself.
-    """
+    """``(chat template, bos text, eos text)`` from a GGUF's metadata (bos "" when the tokenizer adds it)."""
     try:
         from gguf import GGUFReader
     except ImportError:

