@@ -1,28 +1,13 @@
-"""Built-in judge criteria, each usable as a grader in one line.
+"""Built-in judge criteria, each usable as a grader in one line (see docs/scorers.md).
 
-A criterion is a key, a display name, a description (what it checks) and
-the criterion text (the rubric the judge reads). The text is wrapped by one
-default system prompt template (``default_system_prompt_template()``, whose
-one criterion-specific variable is ``{{criterion}}``); the user message shows
-the conversation, the reference or context when the criterion needs one, and
-the response. Criterion texts and both templates live in the prompt bundles,
-so they follow ``REWARDJUDGE_LANGUAGE`` / ``language=``.
+A criterion's text (the rubric) is wrapped by the default system prompt template
+(``{{criterion}}``); inputs a criterion needs (``reference``, ``context``) come from the sample's
+metadata. ``output="binary"`` (PASS 1.0 / FAIL 0.0), ``"graded"`` (0-4 mapped to [0, 1]) or a
+judge output model class.
 
 >>> from rewardjudge import catalog
 >>> [c.key for c in catalog.list()][:3]
 ['completeness', 'correctness', 'faithfulness']
->>> grader = catalog.grader("correctness", judge)                 # doctest: +SKIP
->>> grade = await grader.grade(thread.with_metadata(reference="Paris"))  # doctest: +SKIP
-
-Inputs a criterion needs come from the sample's metadata: ``reference``
-(for ``correctness``) and ``context`` (for ``faithfulness``), or the keys
-given as ``reference_key`` / ``context_key``. A sample lacking a required
-input is a usage error (``ConfigError``), not a grade. When a sample has them,
-other criteria show them to the judge too.
-
-Outputs: ``output="binary"`` (default: PASS -> 1.0, FAIL -> 0.0, as
-``BinaryJudgeOutput``), ``output="graded"`` (0-4 on ``Scale.GRADED``, mapped to
-[0, 1], as ``GradedJudgeOutput``) or any judge output model class.
 """
 
 from __future__ import annotations
@@ -100,26 +85,21 @@ def list_criteria(language: str | None = None) -> builtins.list[Criterion]:
 
 
 def listing(language: str | None = None) -> dict[str, Any]:
-    """The catalog as its document's list answers it (``catalog --json``, and
-    ``GET /api/v1/agent_version/judge_templates`` in ``rewardjudge serve``)."""
+    """The catalog as its document's list answers it (``catalog --json``, ``rewardjudge serve``)."""
     return {"default_system_prompt_template": default_system_prompt_template(language), "status": "success",
             "templates": [c.to_dict() for c in list_criteria(language)]}
 
 
 def default_system_prompt_template(language: str | None = None) -> str:
-    """The Handlebars template wrapped around every criterion (variables: ``criterion``,
-    ``output_schema``)."""
+    """The Handlebars template wrapped around every criterion (``criterion``, ``output_schema``)."""
     return prompt_source("CriterionJudgeGrader", "system", language)
 
 
 class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
     """A ``TemplatedPromptJudgeGrader`` judging one criterion with the default templates.
 
-    ``criterion`` is a ``Criterion`` or free criterion text (a custom rubric
-    wrapped the same way). The completion and every input are shown inside
-    delimiter tags; the same tags written inside them (in any look-alike,
-    zero-width or escaped form) are defused by the one neutraliser, so a
-    policy cannot close its ``<response>`` early and talk to the judge.
+    ``criterion``: a ``Criterion`` or free criterion text (a custom rubric wrapped the same way).
+    The completion and inputs are shown inside delimiter tags, which are neutralised inside them.
     """
 
     def __init__(self, criterion: Criterion | str, model: InferenceModel, *,
@@ -134,20 +114,16 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
                                   criterion.strip())
         if not isinstance(criterion, Criterion):
             raise ConfigError(f"criterion must be a Criterion or a str, got {type(criterion).__name__}")
-        if isinstance(output, str):
-            if output not in OUTPUTS:
-                raise ConfigError(f"output must be one of {sorted(OUTPUTS)} or a judge output model, "
-                                  f"got {output!r}")
-            output_model = OUTPUTS[output]
-        else:
-            output_model = output
+        if isinstance(output, str) and output not in OUTPUTS:
+            raise ConfigError(f"output must be one of {sorted(OUTPUTS)} or a judge output model, "
+                              f"got {output!r}")
+        output_model = OUTPUTS[output] if isinstance(output, str) else output
         for name in ("template_variables", "output_model"):
             if name in kwargs:
                 raise ConfigError(f"{name} is set by the catalog grader; use output=... or a "
                                   f"TemplatedPromptJudgeGrader for full control")
         self.criterion = criterion
-        self.reference_key = reference_key
-        self.context_key = context_key
+        self.reference_key, self.context_key = reference_key, context_key
         super().__init__(
             grader_key or f"catalog-{criterion.key}", model,
             system_template if system_template is not None else default_system_prompt_template(language),
@@ -167,12 +143,8 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
                 raise ConfigError(f"criterion {self.criterion.key!r} needs metadata "
                                   f"{inputs.get(need, need)!r} on every sample (the {need}); "
                                   f"this sample has keys {sorted(thread.metadata)}")
-
-        def text(value: Any) -> str:   # neutralised with the rest of the context
-            return "" if value is None else value if isinstance(value, str) else str(value)
-
-        ctx.update(reference=text(thread.metadata.get(self.reference_key)),
-                   source_context=text(thread.metadata.get(self.context_key)))
+        ref, src = (thread.metadata.get(k) for k in (self.reference_key, self.context_key))
+        ctx.update(reference="" if ref is None else str(ref), source_context="" if src is None else str(src))
         return ctx
 
     def config(self) -> dict[str, Any]:
@@ -182,12 +154,10 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
 
 def grader(key: str, model: InferenceModel, *, language: str | None = None,
            **kwargs: Any) -> CriterionJudgeGrader:
-    """A grader for the built-in criterion ``key`` on ``model``, in one line.
+    """A grader for the built-in criterion ``key`` on ``model``, in one line; keyword arguments go
+    to ``CriterionJudgeGrader`` (``output``, ``grader_key``, ...) and ``TemplatedPromptJudgeGrader``.
 
-    Keyword arguments go to ``CriterionJudgeGrader`` (``output``,
-    ``grader_key``, ``reference_key``, ``context_key``) and on to
-    ``TemplatedPromptJudgeGrader`` (``temperature``, ``max_tokens``, ``mode``,
-    penalties...).
+    >>> grader = catalog.grader("correctness", judge)  # doctest: +SKIP
     """
     return CriterionJudgeGrader(get(key, language), model, language=language, **kwargs)
 

@@ -1,37 +1,15 @@
 """``rewardjudge scorers create|show|versions|update|list|test|delete`` over a registry folder.
 
-The registry folder is ``--registry DIR`` (before or after the subcommand),
-else ``$REWARDJUDGE_SCORERS``, else ``./scorers``. A scorer file for
-``create``/``update`` is JSON in the shape ``{"name", "description"?,
-"config": {"model", "prompt_template", "output_spec", "params"?,
-"template_engine"?}}`` (``-`` reads stdin); ``--template FILE`` replaces
-``config.prompt_template`` with a file's text.
-
-``scorers test SLUG --input FILE`` renders the judge prompt for each sample
-in FILE (a JSON object, a JSON list of them, or JSON lines), each
-``{"messages": [{"role", "content"}, ...], "metadata": {...}}`` (``attributes``
-is accepted for ``metadata``; ``prompt``/``completion`` strings add a user /
-assistant turn). ``--map VAR=SOURCE`` binds a variable (see
-``binding.py``); ``--version`` tries an older version. With ``--judge URL``
-(an OpenAI-compatible ``/v1`` server) each sample is also graded by one
-judge call, asking for the scorer's ``config.model`` (``--judge-model NAME``
-asks for another model, explicitly); ``--judge embedded`` (or ``torch``)
-grades on the bundled judge instead, as ``rewardjudge eval`` does; each
-grade is shown in the scorer document's names (``score_label``, ``score_value``, ``explanation``: see
-``_fields.py``) beside ``value``, the reward (None for a label-only scorer).
-``show --json`` and ``list --json`` give each scorer with its
-``latest_version`` (``number``, ``id``, ``created_at``, ``variables``).
-
-Exit codes: 0 done; 1 ``test --judge`` left a sample unscored (the judge
-side failed); 2 an invalid scorer, config, file or mapping (the message
-says what to fix); 3 no such scorer or version.
+The folder is ``--registry DIR``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``. ``test``
+renders the prompt for each sample of ``--input`` (a JSON object, list or JSON lines of
+``{"messages", "metadata"}``) and, with ``--judge``, grades it. Exit codes: 0 done; 1 ``test
+--judge`` left a sample unscored; 2 an invalid scorer, config, file or mapping; 3 no such scorer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -43,7 +21,6 @@ from ..thread import StringThread
 from ..scorers._binding import MalformedCompletion
 from ..scorers._fields import scorer_result
 from ..scorers._registry import ScorerNotFound, ScorerRegistry
-from ..scorers._scorer import Scorer
 
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
@@ -53,16 +30,16 @@ def _registry(args: argparse.Namespace):
 
 
 def _read_json(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else _read_text(path)
     try:
-        return json.loads(text)
+        return json.loads(_read_text(path, stdin=True))
     except ValueError as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from None
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, stdin: bool = False) -> str:
+    """The text of ``path`` (stdin for ``-`` when ``stdin``)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return sys.stdin.read() if stdin and path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -73,14 +50,13 @@ def _print_scorer(scorer, as_json: bool) -> None:
         return
     c = scorer.config
     print(f"{scorer.slug}  {scorer.name}")
-    if scorer.description:
-        print(f"  description: {scorer.description}")
-    print(f"  version:     {scorer.version_number} ({scorer.version})")
-    print(f"  model:       {c.model}")
-    print(f"  engine:      {c.template_engine}")
-    print(f"  output:      {c.output_spec.describe()}")
-    print(f"  params:      {json.dumps(c.params.to_dict()) if c.params.to_dict() else '(server defaults)'}")
-    print(f"  variables:   {', '.join(scorer.variables) or '(none)'}")
+    rows = {"description": scorer.description, "version": f"{scorer.version_number} ({scorer.version})",
+            "model": c.model, "engine": c.template_engine, "output": c.output_spec.describe(),
+            "params": json.dumps(c.params.to_dict()) if c.params.to_dict() else "(server defaults)",
+            "variables": ", ".join(scorer.variables) or "(none)"}
+    for label, value in rows.items():
+        if value or label != "description":
+            print(f"  {label + ':':<13}{value}")
 
 
 def _guard(fn):
@@ -137,11 +113,8 @@ def _update(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     registry = _registry(args)
     scorer = registry.get(args.slug)
-    if args.version is not None:
-        v = registry.version(args.slug, args.version)
-        scorer = Scorer(scorer.name, v.config, scorer.description, slug=scorer.slug,
-                        history=scorer.history, created_at=scorer.created_at,
-                        updated_at=scorer.updated_at)
+    if args.version is not None:   # the scorer as it was at that version
+        scorer.config = registry.version(args.slug, args.version).config
     _print_scorer(scorer, args.json)
     if args.template and not args.json:
         print("  template:\n" + "\n".join("    " + line for line in
@@ -179,7 +152,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _read_samples(path: str) -> list:
     """Samples from a JSON object, a JSON list or JSON lines (see the module doc)."""
-    text = sys.stdin.read() if path == "-" else _read_text(path)
+    text = _read_text(path, stdin=True)
     try:
         data = json.loads(text)
         rows = data if isinstance(data, list) else [data]
@@ -228,25 +201,20 @@ def split_map(pairs: list[str] | None, example: str = "question=turn:user") -> d
     return out
 
 
-@contextlib.asynccontextmanager
-async def _test_judge(binding, args: argparse.Namespace):
-    """The judge of ``scorers test``: a URL server asked for the scorer's
-    ``config.model`` (or ``--judge-model``) by name, one try per request; the
-    embedded or torch judge through ``rewardjudge eval``'s one judge factory."""
+def _test_judge(binding, args: argparse.Namespace):
+    """The judge of ``scorers test`` (an async context manager): a URL server asked for
+    ``config.model`` (or ``--judge-model``), one try per request; the embedded or torch judge
+    through ``rewardjudge eval``'s factory."""
     if args.judge.startswith(("http://", "https://")):
         from ..models import OpenAIModel
 
-        async with OpenAIModel(args.judge, args.judge_model or binding.config.model, timeout=args.timeout,
-                               max_retries=0) as judge:
-            yield judge
-        return
+        return OpenAIModel(args.judge, args.judge_model or binding.config.model, timeout=args.timeout,
+                           max_retries=0)
     from ._judge import check_torch_judge, open_judge
 
     check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
-    judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
-                                    timeout=args.timeout, max_retries=0, structured_output="json_schema")
-    async with open_judge(judge_args) as judge:
-        yield judge
+    return open_judge(argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
+                                         timeout=args.timeout, max_retries=0, structured_output="json_schema"))
 
 
 async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:

@@ -1,16 +1,8 @@
 """``rewardjudge templates compile|check|list|show|translate``: the prompt bundles.
 
-Exit codes: 0 done / all good; 1 the check found problems (stale bundle,
-translation using variables its English prompt lacks), or ``translate``
-left keys out; 2 a usage error (bad source layout, invalid template,
-unknown key).
-
-``translate LANG --judge URL [--judge-model NAME] [--out DIR]`` drafts
-``bundle.<LANG>.json`` in a user bundle folder (default: the first folder of
-``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``, which is read by
-default when that variable is unset), merged over a
-bundle already there; every key is checked to compile and keep its tags and
-variables (see ``translate.py``).
+Exit codes: 0 all good; 1 the check found problems, or ``translate`` left keys out; 2 a usage
+error. ``translate`` writes a draft ``bundle.<LANG>.json`` into ``--out`` (default: the first
+folder of ``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``), merged over one there.
 """
 
 from __future__ import annotations
@@ -46,13 +38,18 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    problems = check_bundles(_root(args))
+def _print_problems(root: Path) -> list[str]:
+    problems = check_bundles(root)
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
-    if not problems:
-        print("bundles are up to date and consistent")
-    return 1 if problems else 0
+    return problems
+
+
+def _check(args: argparse.Namespace) -> int:
+    if _print_problems(_root(args)):
+        return 1
+    print("bundles are up to date and consistent")
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -113,18 +110,15 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _check_source_checkout(root: Path) -> None:
-    """``--contribute`` writes prompt sources into the package itself: only
-    into a source checkout (a pyproject.toml beside the package), never into
-    an installed copy."""
+    """``--contribute`` writes into a source checkout only (a pyproject.toml beside the package)."""
     if not (root.parent.parent / "pyproject.toml").is_file() or "site-packages" in root.parts:
         raise ConfigError(f"--contribute writes the translation's sources into a source checkout of "
                           f"rewardjudge (git clone, then pip install -e .); {root} is not one")
 
 
 def _contribute(bundle: dict, language: str, root: Path) -> int:
-    """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``
-    (as the shipped translations are kept), compile that language's bundle,
-    and run the bundles' check; 1 when it finds a problem."""
+    """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``, compile that language's
+    bundle and run the bundles' check; 1 when it finds a problem."""
     base = root / f"prompts.{language}"
     sources = {**{f"_fragments/{name}": text for name, text in bundle.get("fragments", {}).items()},
                **{entry_key(s, c, m): text for s, c, m, text in bundle_entries(bundle)}}
@@ -132,13 +126,10 @@ def _contribute(bundle: dict, language: str, root: Path) -> int:
         path = base / f"{key}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    written = len(sources)
     for r in compile_bundles(root, languages=[language]):
         print(r.summary())
-    problems = check_bundles(root)
-    for p in problems:
-        print(f"problem: {p}", file=sys.stderr)
-    print(f"contributed {written} source(s) under {base}; "
+    problems = _print_problems(root)
+    print(f"contributed {len(sources)} source(s) under {base}; "
           + ("the check found problems" if problems else "the bundles check clean: review and commit them"))
     return 1 if problems else 0
 

@@ -1,13 +1,8 @@
 """Draft a translation bundle with a judge model (``rewardjudge templates translate``).
 
-Every key of the English bundle (prompts, multimodal variants, fragments) is
-sent to the model with the ``TranslateCLI/user`` prompt. A reply is kept only
-when it **keeps the template**: the same Handlebars tags, each as often as in
-the English text (so the same variables, blocks and partials), and it
-compiles. A refused reply is asked again once per ``retries`` with the reason;
-a key that never passes is left out (graders then fall back to English) and
-reported. The result is a format-2 bundle for a user bundle folder
-(``REWARDJUDGE_PROMPTS``), to review before use: it is a draft.
+Each English key is translated with the ``TranslateCLI/user`` prompt; a reply is kept only when it
+compiles and keeps the same Handlebars tags, each as often. A refused reply is re-asked with the
+reason ``retries`` times; a key that never passes is left out and reported.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ _FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n?```\s*$", re.S)
 
 
 def _tags(text: str) -> Counter:
-    _, _, tags = _compile(text)
-    return Counter(re.sub(r"\s+", " ", text[t.start:t.end]) for t in tags if t.kind != "comment")
+    return Counter(re.sub(r"\s+", " ", text[t.start:t.end]) for t in _compile(text)[2] if t.kind != "comment")
 
 
 def check_translation(original: str, translated: str, fragments: dict[str, str]) -> str | None:
@@ -43,14 +37,9 @@ def check_translation(original: str, translated: str, fragments: dict[str, str])
         return f"it is not a valid template: {exc}"
     want, got = _tags(original), _tags(translated)
     if want != got:
-        lost = sorted((want - got).elements())
-        added = sorted((got - want).elements())
-        parts = []
-        if lost:
-            parts.append(f"tags missing or changed: {', '.join(lost)}")
-        if added:
-            parts.append(f"tags added: {', '.join(added)}")
-        return "; ".join(parts)
+        lost, added = sorted((want - got).elements()), sorted((got - want).elements())
+        return "; ".join(filter(None, [lost and f"tags missing or changed: {', '.join(lost)}",
+                                       added and f"tags added: {', '.join(added)}"]))
     if template_variables(original, fragments) != template_variables(translated, fragments):
         return "its variables differ from the original's"  # pragma: no cover - implied by tags
     return None
@@ -74,10 +63,8 @@ class TranslationReport:
 
 def _clean(reply: str) -> str:
     m = _FENCE.match(reply)
-    text = m.group(1) if m else reply
-    text = re.sub(r"^\s*<template>\n?", "", text)
-    text = re.sub(r"\n?</template>\s*$", "", text)
-    return text
+    text = re.sub(r"^\s*<template>\n?", "", m.group(1) if m else reply)
+    return re.sub(r"\n?</template>\s*$", "", text)
 
 
 def _jobs(english: dict[str, Any], fragments: dict[str, str],
@@ -98,11 +85,8 @@ def _jobs(english: dict[str, Any], fragments: dict[str, str],
 async def translate_bundle(model: Any, language: str, english: dict[str, Any], *,
                            retries: int = 1, keys: list[str] | None = None,
                            prompt: Any = None) -> tuple[dict[str, Any], TranslationReport]:
-    """Translate ``english`` (a format-2 bundle) into ``language`` with ``model``.
-
-    ``keys`` limits the run (``Class/method``, ``Class/method.multimodal`` or
-    ``_fragments/name``). Returns the draft bundle and a report.
-    """
+    """Translate ``english`` (a format-2 bundle) into ``language`` with ``model``; return the draft
+    bundle and a report. ``keys`` limits the run (``Class/method[.multimodal]``, ``_fragments/name``)."""
     if not is_language_slug(language) or language == "en":
         raise TemplateError(f"give the target language as a slug other than 'en' (fr, hindi, "
                             f"pt_br), got {language!r}")

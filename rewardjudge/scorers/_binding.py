@@ -1,44 +1,12 @@
 """Bindings: where each of a scorer's variables comes from, pinned to one version.
 
-A source is a short string:
-
-==============================  ==========================================================
-source                          value
-==============================  ==========================================================
-``completion``                  the final assistant turn's text
-``completion:<path>``           a field of the completion parsed as a JSON object
-                                (dotted path, list indexes as numbers: ``steps.0``)
-``turn:<index>``                the content of turn ``index`` (negative counts from the end)
-``turn:<role>``                 the content of the last ``user``/``assistant``/``system``/``tool`` turn
-``metadata:<key>``              a metadata value (the span attribute ``key``: a key holding
-                                dots is read as is, else as a dotted path)
-``transcript``                  every turn as ``role: text`` lines
-``input_messages``              the input messages (turns before the completion), ``role: text``
-``output_messages``             the output message (the completion), ``assistant: text``
-``input_messages:<key>``        the messages held by metadata attribute ``key``, formatted as
-``output_messages:<key>``       input / output messages (see ``builtins.py``)
-``context``                     the same as ``input_messages``
-``literal:<text>``              that text, as is
-==============================  ==========================================================
-
-A declared variable without a mapping reads ``metadata:<its name>``.
-
-Built-in names (``transcript``, ``attr``, ``completion``, ...; see
-``builtins.py``) may be mapped, as the scorer document allows, but the
-built-in takes precedence: the mapping is kept and listed in ``shadowed``,
-and the built-in value is rendered.
-
-What a missing value does depends on whose fault it is: a completion that is
-not JSON, or lacks a mapped field, is the *policy's* malformed output, so the
-grade is **penalized** without asking the judge; a missing turn or metadata
-value renders empty (as undefined variables do) and the Grade lists it in
+Sources: ``completion``, ``completion:<path>`` (a field of the completion as a JSON object),
+``turn:<index|role>``, ``metadata:<key>`` (a key holding dots as is, else a dotted path),
+``transcript``, ``input_messages[:<key>]``, ``output_messages[:<key>]``, ``context`` and
+``literal:<text>``; an unmapped variable reads ``metadata:<its name>``. Built-in names win over a
+mapping (kept in ``shadowed``). A completion lacking a mapped field is the policy's fault: the
+grade is penalized; a missing turn or metadata value renders empty and is listed in
 ``extra["missing_variables"]``.
-
->>> b = ScorerBinding(ScorerConfig.from_dict({"model": "m",
-...     "prompt_template": "Q: {{ question }} A: {{ answer }}", "output_spec": {"type": "boolean"}}),
-...     {"question": "turn:user", "answer": "completion:answer"})
->>> b.variables, b.version == b.config.version_id
-(['question', 'answer'], True)
 """
 
 from __future__ import annotations
@@ -122,8 +90,7 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
 
 
 def _parse_completion(text: str) -> dict[str, Any]:
-    """The first JSON object of the completion (the one scanner: NaN refused,
-    nesting bounded)."""
+    """The first JSON object of the completion (the one scanner: NaN refused, nesting bounded)."""
     spans = json_objects(text)
     if not spans:
         raise MalformedCompletion("the completion holds no valid JSON object (or it nests too "
@@ -149,15 +116,14 @@ def _messages_value(src: _Source, sample: StringThread) -> Any:
         held = lookup_attribute(sample.metadata, src.arg)
         role = "user" if src.kind == "input_messages" else "assistant"
         return MISSING if held is MISSING else role_lines(format_messages(held, role))
-    if src.kind == "input_messages":
+    if src.kind != "output_messages":   # input_messages, context
         return role_lines(sample.context_turns())
     completion = sample.completion()
     return role_lines([("assistant", completion)]) if completion else MISSING
 
 
 def builtin_context(sample: StringThread) -> dict[str, Any]:
-    """The values of the data built-ins that depend on the sample: the
-    document's names, then the thread vocabulary every grader shares."""
+    """The sample's data built-ins: the document's names, then the shared thread vocabulary."""
     shared = thread_context(sample)
     return {**{k: shared[k] for k in BUILTIN_VARIABLES if k in shared},
             "completion": sample.completion(), "transcript": role_lines(sample.turns),
@@ -173,15 +139,9 @@ def output_instructions(schema: dict[str, Any], language: str | None = None) -> 
 
 
 class ScorerBinding:
-    """A scorer version pinned with a variable -> source mapping.
-
-    ``version`` is the config's SHA-256 id; ``config`` is that version's config
-    (a copy: later edits to the scorer do not reach a binding). The mapping is
-    checked at construction: every key must be a declared variable of the
-    template (a typo fails here, not as an empty prompt) or a built-in name
-    (kept, listed in ``shadowed``: the built-in wins). ``from_dict`` also
-    checks the config still hashes to the pinned version.
-    """
+    """A scorer version (``version``: the config's SHA-256 id) pinned with a variable -> source
+    mapping. Every mapped name must be a declared variable of the template or a built-in name
+    (kept in ``shadowed``: the built-in wins); ``from_dict`` checks the pinned version's hash."""
 
     __slots__ = ("config", "mapping", "scorer_name", "scorer_slug", "version", "shadowed", "_sources",
                  "_instructions")
@@ -237,19 +197,13 @@ class ScorerBinding:
             return lookup_attribute(sample.metadata, src.arg)
         if src.kind == "transcript":
             return role_lines(sample.turns)
-        if src.kind in ("input_messages", "output_messages"):
+        if src.kind in ("input_messages", "output_messages", "context"):
             return _messages_value(src, sample)
-        if src.kind == "context":
-            return role_lines(sample.context_turns())
         return src.arg  # literal
 
     def context(self, sample: StringThread) -> tuple[dict[str, Any], list[str]]:
-        """The template data for ``sample`` and the variables that had no value.
-
-        Mapped values first, then the data built-ins over them (built-ins take
-        precedence). Raises ``MalformedCompletion`` when a
-        ``completion:<field>`` source cannot be read.
-        """
+        """The template data for ``sample`` (mapped values, then the data built-ins over them) and
+        the variables that had no value; ``MalformedCompletion`` when a completion field lacks."""
         ctx: dict[str, Any] = {}
         missing: list[str] = []
         parsed: list = []
@@ -272,10 +226,8 @@ class ScorerBinding:
         return self._instructions[language]
 
     def render(self, sample: StringThread, *, language: str | None = None) -> tuple[str, list[str]]:
-        """The judge's user message for ``sample`` and the variables that had no value.
-
-        Raises ``MalformedCompletion`` when the completion lacks a bound field.
-        """
+        """The judge's user message for ``sample`` and the variables that had no value
+        (``MalformedCompletion`` when the completion lacks a bound field)."""
         context, missing = self.context(sample)
         context.update(self.constants(language))
         functions = builtin_functions(to_plain(dict(sample.metadata)))
@@ -305,22 +257,8 @@ class ScorerBinding:
         return ScorerGrader(self, model, **kwargs)
 
 
-# -- the grader: a pinned version run on a judge ------------------------------
-# grade(sample): the binding builds the context (a completion lacking a bound field is
-# *penalized*, no judge call); the template renders into one user message; the judge is
-# asked with the spec's strict JSON schema (an unusable reply is re-asked reply_retries
-# times, then *unscored*; a judge failure is *unscored* at once). The Grade: value (the
-# score, 1.0/0.0, or the label's output_spec value; None for a label-only spec), reasoning
-# (the judge's reason), grader_version (the scorer version id), extra: label, score, scorer,
-# scorer_version, scorer_model (config.model), judge_model (the name in the server's reply,
-# else the name asked), missing_variables. A judge for another model than config.model is
-# refused unless allow_model_override=True. A categorical spec without values is
-# label-only: grades are scored with value None and extra["labels_only"]; evaluations count
-# labels, every RL adapter refuses it (require_rewards).
-
 def answering_model(completion: Completion, asked: str) -> str:
-    """The model that answered: the ``model`` of the server's reply when it gives one, else
-    the name asked (servers may resolve an alias such as ``mistral-small-latest``)."""
+    """The ``model`` of the server's reply when it gives one (an alias resolved), else the name asked."""
     raw = completion.raw
     reported = raw.get("model") if isinstance(raw, dict) else None
     return reported if isinstance(reported, str) and reported else asked
@@ -329,18 +267,13 @@ def answering_model(completion: Completion, asked: str) -> str:
 class ScorerGrader(Grader):
     """Runs one pinned scorer version (a ``ScorerBinding``) on ``model``.
 
-    >>> judge = OpenAIModel(url, scorer.config.model)                   # doctest: +SKIP
-    >>> grader = scorer.grader(judge, {"answer": "completion:answer"})  # doctest: +SKIP
-    >>> grade = await grader.grade(thread)                              # doctest: +SKIP
-    >>> grade.grader_version == scorer.version, grade.extra["label"]    # doctest: +SKIP
-    (True, 'true')
+    ``model.name`` must equal ``config.model`` unless ``allow_model_override=True``.
+    ``grader_key`` defaults to the scorer's slug (or name); ``language`` is that of the built-in
+    ``output_instructions``; ``default_max_tokens`` applies when the params leave it unset. A
+    completion lacking a bound field is penalized without a judge call; an unusable reply is
+    re-asked ``reply_retries`` times, then unscored. A label-only spec scores with value None.
 
-    ``model.name`` must equal the scorer's ``config.model`` (the model the
-    version names), unless ``allow_model_override=True``. ``grader_key``
-    defaults to the scorer's slug (or name); ``language`` chooses the
-    language of the built-in ``output_instructions``; ``default_max_tokens``
-    applies when the params leave ``max_tokens`` unset (a judge that never
-    stops would otherwise run to the server's limit).
+    >>> grader = scorer.grader(OpenAIModel(url, scorer.config.model), {"answer": "completion:answer"})  # doctest: +SKIP
     """
 
     def __init__(self, binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
@@ -402,10 +335,7 @@ class ScorerGrader(Grader):
         return {**super().config(), "scorer": self.binding.to_dict(), "judge_model": self.model_name}
 
     def render(self, sample: StringThread) -> tuple[str, list[str]]:
-        """The user message for ``sample`` and the variables that had no value.
-
-        Raises ``MalformedCompletion`` when the completion lacks a bound field.
-        """
+        """``binding.render(sample)`` in the grader's language."""
         return self.binding.render(sample, language=self.language)
 
     async def judge(self, sample: StringThread, parsed: Any = None) -> Grade:
@@ -441,6 +371,5 @@ class ScorerGrader(Grader):
                             "label": verdict.label, "score": verdict.score})
 
     def neutralized(self, sample: StringThread) -> StringThread:
-        """``sample`` with its text neutralised (the template's tags, protocol
-        tags and the judge's control tokens) before it is rendered."""
+        """``sample`` neutralised (template, protocol and control tags) before it is rendered."""
         return self.judge_thread(sample, self._tags)

@@ -1,38 +1,9 @@
-"""Names every scorer template can read without a mapping, and their values.
+"""Names every scorer template can read without a mapping (``BUILTIN_VARIABLES``), the Jinja2
+functions (``BUILTIN_FUNCTIONS``: ``attr``, ``format_input_transcript``,
+``format_output_transcript``) and their values; see docs/scorers.md.
 
-Data built-ins (both engines):
-
-=======================  ============================================================
-name                     value
-=======================  ============================================================
-``transcript``           every turn (input and output messages), one per line, ``role: text``
-``completion``           the final assistant turn (the text being graded)
-``context``              the turns before the completion, ``role: text`` lines
-``last_user_message``    the last user turn
-``metadata``             the sample's metadata: the span's attributes
-``output_schema``        the reply's JSON schema, as JSON text
-``output_instructions``  a sentence telling the judge how to reply (built-in, translated)
-=======================  ============================================================
-
-Function built-ins (Jinja2, the document's engine):
-
-* ``attr("key")``: the value of the attribute ``key`` (a metadata key, which
-  may itself contain dots, as span attribute keys do; else a dotted path).
-  Undefined (renders empty) when absent.
-* ``format_input_transcript("key", ...)``: the messages held by each
-  attribute, formatted as input messages (``role: text`` lines; a message
-  without a role is the user's).
-* ``format_output_transcript("key", ...)``: the same as output messages (a
-  message without a role is the assistant's).
-
-A messages attribute may hold a list of ``{"role", "content"}`` messages
-(content a string or a list of parts), OpenTelemetry GenAI messages
-(``{"role", "parts": [{"type": "text", "content": ...}]}``), the JSON text of
-either, or a plain string (one message). Attributes that are absent are
-skipped.
-
-As the scorer document says, built-ins take precedence over a mapped value of
-the same name: a mapping may name them, and the built-in value is used.
+A messages attribute may hold ``{"role", "content"}`` messages, OpenTelemetry GenAI messages
+(``{"role", "parts": [...]}``), the JSON text of either, or a plain string (one message).
 
 >>> f = builtin_functions({"gen_ai.input.messages": '[{"role": "user", "content": "Hi"}]'})
 >>> f["format_input_transcript"]("gen_ai.input.messages")
@@ -124,10 +95,6 @@ def _part_text(part: Any) -> str:
 
 
 def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
     if isinstance(content, (list, tuple)):
         return "\n".join(t for t in (_part_text(p) for p in content) if t)
     return _part_text(content)
@@ -152,10 +119,7 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
         body = value["content"] if "content" in value else value.get("parts")
         return [(str(role), _content_text(body))]
     if isinstance(value, (list, tuple)):
-        out: list[tuple[str, str]] = []
-        for item in value:
-            out += format_messages(item, default_role)
-        return out
+        return [turn for item in value for turn in format_messages(item, default_role)]
     return [(default_role, str(value))]
 
 

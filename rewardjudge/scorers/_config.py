@@ -1,19 +1,6 @@
-"""A scorer's config (model, prompt template, output spec, params) and its version id.
-
-The version id of a config is the SHA-256 of its canonical JSON: the
-validated, normalised config (numbers in their declared type, unset params
-left out, the default engine written out) dumped with sorted keys and no
-whitespace. So key order, JSON whitespace, ``1`` vs ``1.0`` and
-``random_seed`` vs ``seed`` never change it; any change to what the judge
-would be asked, or how, does.
-
->>> a = ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
-...                             "output_spec": {"type": "boolean"}, "params": {"temperature": 0}})
->>> b = ScorerConfig.from_json('{"params": {"temperature": 0.0}, "output_spec": {"type": "boolean"},'
-...                            ' "prompt_template": "Rate: {{answer}}", "model": "m"}')
->>> a.version_id == b.version_id, a.variables
-(True, ['answer'])
-"""
+"""A scorer's config (model, prompt template, output spec, params) and its version id: the
+SHA-256 of the canonical JSON of the validated, normalised config (key order, whitespace, ``1`` vs
+``1.0`` and ``random_seed`` vs ``seed`` never change it)."""
 
 from __future__ import annotations
 
@@ -60,9 +47,8 @@ _PARAMS = ("temperature", "top_p", "max_tokens", "seed")
 
 @dataclass(frozen=True)
 class ScorerParams:
-    """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1],
-    ``max_tokens`` >= 0 (0: the server's default), ``seed`` >= 0
-    (``random_seed`` is accepted as an alias). Unset params are not sent."""
+    """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1], ``max_tokens`` >= 0 (0: the
+    server's default), ``seed`` >= 0 (alias ``random_seed``). Unset params are not sent."""
 
     temperature: float | None = None
     top_p: float | None = None
@@ -78,10 +64,8 @@ class ScorerParams:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
-        if data is None:
-            return cls()
-        if isinstance(data, ScorerParams):
-            return data
+        if data is None or isinstance(data, ScorerParams):
+            return cls() if data is None else data
         if not isinstance(data, Mapping):
             raise ConfigError(f"params must be an object, got {data!r:.80}")
         data = dict(data)
@@ -101,13 +85,13 @@ class ScorerParams:
 class ScorerConfig:
     """What defines a scorer's behaviour; validated (template compiled) at construction.
 
-    ``model`` names the judge model (1-200 chars): the model name every
-    judge request carries (``ScorerGrader`` refuses a judge bound to another
-    name unless told otherwise); ``prompt_template`` is a sandboxed Jinja2
-    (default, as the scorer document specifies) or Handlebars
-    (``template_engine="handlebars"``) template of at most 20 000 characters;
-    ``output_spec`` is a spec or its JSON form; ``params`` a ``ScorerParams``
-    or its JSON form.
+    ``model``: the judge model's name (1-200 chars); ``prompt_template``: sandboxed Jinja2
+    (default) or Handlebars (``template_engine="handlebars"``), at most 20 000 characters;
+    ``output_spec`` and ``params``: objects or their JSON forms.
+
+    >>> ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
+    ...                         "output_spec": {"type": "boolean"}}).variables
+    ['answer']
     """
 
     __slots__ = ("model", "prompt_template", "template_engine", "output_spec", "params", "template")
@@ -143,9 +127,9 @@ class ScorerConfig:
         unknown = sorted(set(data) - set(cls._KEYS))
         if unknown:
             raise ConfigError(f"config: unknown key(s) {unknown}; allowed: {list(cls._KEYS)}")
-        for key in ("model", "prompt_template", "output_spec"):
-            if key not in data:
-                raise ConfigError(f"config.{key} is required")
+        lacking = next((k for k in ("model", "prompt_template", "output_spec") if k not in data), None)
+        if lacking:
+            raise ConfigError(f"config.{lacking} is required")
         return cls(data["model"], data["prompt_template"], data["output_spec"], data.get("params"),
                    template_engine=data.get("template_engine", DEFAULT_ENGINE))
 
@@ -173,9 +157,8 @@ class ScorerConfig:
 
     @property
     def variables(self) -> list[str]:
-        """Declared variables: top-level names the template reads, does not set itself
-        (loop variables, ``set`` locals) and that are not built-in, in first-use order.
-        A binding says where each comes from."""
+        """Declared variables: names the template reads, does not set itself and that are not
+        built-in, in first-use order (a binding says where each comes from)."""
         return [v for v in self.template.variables if v not in BUILTIN_NAMES]
 
     def replace(self, **changes: Any) -> "ScorerConfig":

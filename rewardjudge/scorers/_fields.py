@@ -1,33 +1,7 @@
-"""The scorer document's result names, and ours: one mapping.
-
-The scorer document names a result's fields ``score_value``, ``score_label``
-and ``explanation``; rewardjudge's grades and evaluation results call them
-``value`` / ``grade_value``, ``extra["label"]`` / ``grade_label`` and
-``reasoning`` / ``grade_reasoning``. ``DOCUMENT_FIELDS`` is the one mapping
-between them:
-
-=================  ==================  =====================  ============================================
-document           result column       ``Grade``              meaning
-=================  ==================  =====================  ============================================
-``score_value``    ``grade_value``     ``value``              the numeric scorer's score (in
-                                                              ``[min, max]``); None for a label verdict
-``score_label``    ``grade_label``     ``extra["label"]``     the categorical label, or ``"true"`` /
-                                                              ``"false"`` for a boolean scorer
-``explanation``    ``grade_reasoning`` ``reasoning``          the judge's ``reason``
-=================  ==================  =====================  ============================================
-
-One difference, kept on purpose: the document gives a boolean or categorical
-verdict only a label, where ``grade_value`` also holds its reward (1.0 / 0.0,
-or the label's number from ``values``). So the document's ``score_value`` is
-``grade_value`` for a numeric scorer and None for a label verdict, and all
-three are None for a row the judge did not score (penalized or unscored).
-
-Results keep our names (one set of columns for every grader); the
-document's names are offered where a scorer's results are read:
-``document_fields(grade)`` for one grade, ``scorer_result(grade)`` for a
-scorer grade's dict form, ``with_document_fields(results)`` for an
-evaluation's results (three columns added to the Dataset read back, not to
-the files).
+"""The scorer document's result names (``score_value``, ``score_label``, ``explanation``) and ours
+(``grade_value``, ``grade_label``, ``grade_reasoning``): ``DOCUMENT_FIELDS``, see docs/scorers.md.
+The document's ``score_value`` is None for a label verdict; all three are None for a row the
+judge did not score.
 
 >>> from rewardjudge import Grade
 >>> document_fields(Grade(value=4.0, grader_key="s", reasoning="clear", extra={"label": None}))
@@ -59,18 +33,15 @@ def document_fields(grade: Grade | Mapping[str, Any]) -> dict[str, Any]:
     if status != "scored":
         return {"score_value": None, "score_label": None, "explanation": None}
     extra = g.get("extra") or {}
-    label = extra.get("label") if isinstance(extra, Mapping) else None
-    label = label if isinstance(label, str) else None
+    label = extra.get("label") if isinstance(extra, Mapping) and isinstance(extra.get("label"), str) else None
     value = g.get("value")
     return {"score_value": None if label is not None or value is None else float(value),
             "score_label": label, "explanation": g.get("reasoning")}
 
 
 def scorer_result(grade: Grade | Mapping[str, Any]) -> dict[str, Any]:
-    """A scorer grade's dict form in the document's names: ``status``, ``score_value``,
-    ``score_label``, ``explanation``, then ours: ``value`` (the reward; None for a
-    label-only verdict), ``error``, ``scorer``, ``scorer_version``, ``judge_model``,
-    ``missing_variables``."""
+    """A scorer grade's dict form: ``status``, the document's three fields, then ``value`` (the
+    reward), ``error``, ``scorer``, ``scorer_version``, ``judge_model``, ``missing_variables``."""
     g = _as_dict(grade)
     extra = g.get("extra") or {}
     return {"status": g.get("status"), **document_fields(g), "value": g.get("value"),
@@ -81,9 +52,8 @@ def scorer_result(grade: Grade | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_document_fields(results: Any) -> Any:
-    """An evaluation's results (an ``EvalResult``, its output folder or results file,
-    or a results ``datasets.Dataset``) as a Dataset with the document's three columns
-    added beside ours (``DOCUMENT_FIELDS``), computed column-wise with Arrow."""
+    """An evaluation's results (an ``EvalResult``, its output folder or results file, or a results
+    ``datasets.Dataset``) as a Dataset with the document's three columns added beside ours."""
     import datasets
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -1,37 +1,9 @@
-"""Output specs: what a scorer's judge must answer, as a strict JSON schema.
+"""Output specs: what a scorer's judge must answer, as a strict JSON schema (see docs/scorers.md).
 
-Three kinds, each a reply object with a short ``reason`` first (it becomes
-``Grade.reasoning``) and the verdict second:
-
-======================================  ==================================  =====================
-spec                                    reply                               Grade
-======================================  ==================================  =====================
-``{"type": "boolean"}``                 ``{"reason": str, "verdict": bool}``  value 1.0 / 0.0,
-                                                                            label "true"/"false"
-``{"type": "categorical",               ``{"reason": str, "label": str}``   value from ``values``
-"labels": [...], "values": {...}}``     (one of the labels)                 (None without), label
-``{"type": "numeric", "min": a,         ``{"reason": str, "score": number}``  value = the score
-"max": b}``                             (a <= score <= b)
-======================================  ==================================  =====================
-
-Categorical labels have no order and no number. A reward (training) or a
-mean (evaluation) needs ``values`` (label -> number) written in the spec::
-
-    {"type": "categorical", "labels": ["good", "bad"], "values": {"good": 1.0, "bad": 0.0}}
-
-Without ``values`` the spec is a *label-only* scorer, as the scorer
-document writes one: it can be saved, versioned, rendered, tried and
-evaluated (label counts and shares, no mean), its verdicts carry only the
-label (``Verdict.value`` is None), and a reward refuses it
-(``require_values``, called by every RL adapter through
-``ScorerGrader.require_rewards``): listing ``["good", "bad"]`` must never
-make "good" 0.0.
-
-Parsing is strict about *what* a reply holds (the schema: required keys, no
-extra keys, types, enum, range) and lenient only about *where* the object
-sits (prose or a code fence around it, for servers that cannot constrain
-replies). A reply holding several valid verdicts that disagree is refused
-(a judge echoing a candidate's forged verdict must not win by position).
+Replies are ``{"reason": str, <field>: ...}``: ``verdict`` (boolean: 1.0 / 0.0), ``label`` (one of
+the categorical ``labels``; its number only from ``values``, else a label-only scorer that a
+reward refuses) or ``score`` (numeric, within ``[min, max]``). Parsing is strict about what a reply
+holds, lenient only about where the object sits; disagreeing verdicts in one reply are refused.
 
 >>> spec = output_spec_from_dict({"type": "numeric", "min": 1, "max": 5})
 >>> spec.parse('{"reason": "clear and correct", "score": 4}').value
@@ -59,9 +31,8 @@ MAX_LABELS = 50
 
 @dataclass(frozen=True)
 class Verdict:
-    """A parsed judge reply: the reward ``value`` (None for a categorical spec
-    without ``values``), the ``label`` (None for numeric), the judge's
-    ``reason`` and the raw ``score`` field."""
+    """A parsed judge reply: reward ``value`` (None for a label-only spec), ``label`` (None for
+    numeric), the judge's ``reason`` and the raw ``score`` field."""
 
     value: float | None
     label: str | None
@@ -74,23 +45,14 @@ def _is_number(v: Any) -> bool:
 
 
 class OutputSpec:
-    """Base of the three specs: ``to_dict``, ``json_schema``, ``parse``, ``describe``."""
+    """Base of the three specs: ``to_dict``, ``json_schema``, ``parse``, ``describe``; each
+    defines ``_field_schema`` and ``_read(value) -> (reward, label)`` (ValueError saying why)."""
 
     type: str = ""
     field: str = ""
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        raise NotImplementedError
-
     def _grammar_field_schema(self) -> dict[str, Any]:
         return self._field_schema()
-
-    def _field_schema(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def _read(self, value: Any) -> tuple[float | None, str | None]:  # pragma: no cover - overridden
-        """(reward, label) for a field value; ValueError saying why it is invalid."""
-        raise NotImplementedError
 
     @property
     def has_values(self) -> bool:
@@ -100,14 +62,9 @@ class OutputSpec:
     def require_values(self, where: str = "a grader", hint: str = "") -> None:
         """``ConfigError`` (with an example) when verdicts have no number; see the module doc."""
 
-    def describe(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
-
     def json_schema(self, *, grammar: bool = False) -> dict[str, Any]:
-        """The strict JSON schema of a reply (reason first, then the verdict).
-        ``grammar``: for a server that turns the schema into a grammar which
-        ignores ``minimum``/``maximum`` (llama.cpp), a range is stated in a
-        form the grammar enforces where there is one."""
+        """The strict JSON schema of a reply (reason first, then the verdict); ``grammar``: a range
+        stated in a form a grammar ignoring ``minimum``/``maximum`` (llama.cpp) enforces."""
         field = self._grammar_field_schema() if grammar else self._field_schema()
         return {"title": f"{self.type.capitalize()}Verdict", "type": "object",
                 "properties": {"reason": dict(_REASON), self.field: field},
@@ -129,8 +86,7 @@ class OutputSpec:
         return Verdict(value=value, label=label, reason=data["reason"].strip(), score=data[self.field])
 
     def parse(self, text: str) -> Verdict:
-        """One verdict object written alone (no seal: for checking a spec by
-        hand); ``ValueError`` saying why when it does not fit."""
+        """One verdict object written alone (no seal: to check a spec by hand); ``ValueError``."""
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -188,8 +144,7 @@ def _check_labels(labels: Any) -> None:
 
 
 class CategoricalSpec(OutputSpec):
-    """One label out of ``labels``; its number, if any, comes from ``values`` (never from
-    the order of ``labels``; see the module doc)."""
+    """One label out of ``labels``; its number, if any, from ``values`` (never from their order)."""
 
     type = "categorical"
     field = "label"
@@ -197,9 +152,7 @@ class CategoricalSpec(OutputSpec):
     def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
         _check_labels(labels)
         self.labels = tuple(labels)
-        self.values: dict[str, float] | None = None
-        if values is not None:
-            self.values = self._checked_values(values)
+        self.values: dict[str, float] | None = None if values is None else self._checked_values(values)
 
     def _checked_values(self, values: Any) -> dict[str, float]:
         if not isinstance(values, Mapping):
@@ -220,8 +173,7 @@ class CategoricalSpec(OutputSpec):
         return self.values is not None
 
     def example_values(self) -> dict[str, float]:
-        """A placeholder ``values`` for the error message: first label 1.0, the others 0.0.
-        Only an example to edit, never applied: which label is best is the author's call."""
+        """A placeholder ``values`` for error messages (first label 1.0, the others 0.0), never applied."""
         return {lab: (1.0 if i == 0 else 0.0) for i, lab in enumerate(self.labels)}
 
     def require_values(self, where: str = "a reward", hint: str = "") -> None:
@@ -234,10 +186,8 @@ class CategoricalSpec(OutputSpec):
                 f"(give each label the reward you mean){hint}")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "categorical", "labels": list(self.labels)}
-        if self.values is not None:
-            out["values"] = dict(self.values)
-        return out
+        return {"type": "categorical", "labels": list(self.labels),
+                **({} if self.values is None else {"values": dict(self.values)})}
 
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.labels), "description": "exactly one of the labels"}
@@ -270,8 +220,7 @@ class NumericSpec(OutputSpec):
                 raise ConfigError(f"output_spec.{name} must be a finite number, got {v!r}")
         if min > max:
             raise ConfigError(f"output_spec.min ({min}) must be <= output_spec.max ({max})")
-        self.min = float(min)
-        self.max = float(max)
+        self.min, self.max = float(min), float(max)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "numeric", "min": self.min, "max": self.max}
@@ -281,8 +230,7 @@ class NumericSpec(OutputSpec):
                 "description": f"a number from {self.min:g} to {self.max:g}"}
 
     def _grammar_field_schema(self) -> dict[str, Any]:
-        # a grammar that ignores bounds lets a small judge write 391 on a 1-5 scale: a range with
-        # whole-number ends and at most 21 values goes as the enum of its integers
+        # a grammar ignoring bounds lets a judge write 391 on a 1-5 scale: small integer ranges go as enums
         if self.min.is_integer() and self.max.is_integer() and self.max - self.min <= 20:
             return {"type": "integer", "enum": list(range(int(self.min), int(self.max) + 1)),
                     "description": f"a whole number from {self.min:g} to {self.max:g}"}

@@ -1,27 +1,8 @@
 """ScorerRegistry: scorers and their versions, one JSON file each in a folder.
 
-::
-
-    registry = ScorerRegistry("scorers/")
-    s = registry.create("Helpfulness", config, description="Rates answers 1-5")
-    s.slug                            # 'helpfulness-1a2b3c4d'
-    registry.update(s.slug, description="...")          # no new version
-    registry.update(s.slug, config=new_config)           # version 2 if the hash changed
-    binding = registry.bind(s.slug, {"question": "turn:user"}, version=1)
-    grader = binding.grader(judge)    # every Grade names the pinned version
-
-Rules:
-
-* ``create`` is not idempotent: creating the same scorer twice makes two
-  scorers with two slugs (``slugify(name)-<8 hex>``). Scripts that must be
-  idempotent ``find`` first, then ``update``.
-* A version is made only when the config's SHA-256 changes; changing name or
-  description never makes one. Re-applying an older config makes a new
-  version number that shares that older version's id.
-* A version reference is its number (``1``, ``"2"``), its id, or an id
-  prefix of at least 8 hex digits; ``"latest"`` or None is the current one.
-* Files are written atomically (temp file + rename) under a lock file, so
-  concurrent writers on one machine do not lose updates.
+``create`` is not idempotent (each call makes a new ``slugify(name)-<8 hex>`` slug). A version is
+made only when the config's SHA-256 changes. A version reference is its number, its id, an id
+prefix of 8+ hex digits, or ``"latest"``/None. Files are written atomically under a lock file.
 """
 
 from __future__ import annotations
@@ -68,7 +49,6 @@ class ScorerRegistry:
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"scorer registry {self.path} exists and is not a folder")
 
-    # -- files --------------------------------------------------------------
     def _file(self, slug: str) -> Path:
         if not isinstance(slug, str) or not _SLUG.match(slug):
             raise ScorerNotFound(f"{slug!r} is not a scorer slug (like 'helpfulness-1a2b3c4d')")
@@ -82,12 +62,9 @@ class ScorerRegistry:
         except ImportError:  # no advisory locks on this platform: single writer assumed
             yield
             return
-        with open(self.path / ".lock", "a") as fh:
+        with open(self.path / ".lock", "a") as fh:   # closing it releases the lock
             fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+            yield
 
     def _write(self, scorer: Scorer) -> None:
         record = {"format": FILE_FORMAT, "slug": scorer.slug, "name": scorer.name,
@@ -98,8 +75,7 @@ class ScorerRegistry:
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, indent=2, ensure_ascii=False)
-                fh.write("\n")
+                fh.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
             os.replace(tmp, self._file(scorer.slug))
         except BaseException:
             with contextlib.suppress(OSError):
@@ -121,7 +97,6 @@ class ScorerRegistry:
                       history=history, created_at=data.get("created_at"),
                       updated_at=data.get("updated_at"))
 
-    # -- API ------------------------------------------------------------------
     def create(self, name: str, config: ScorerConfig | Mapping[str, Any],
                description: str = "") -> Scorer:
         """Save a new scorer (version 1) under a new slug and return it."""

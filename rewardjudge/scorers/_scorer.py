@@ -1,16 +1,5 @@
-"""Scorer: a named, described judge definition (a config) with its version history.
-
-A scorer says *how* to judge (model, template, output spec, params), not
-*what*: a binding (``scorer.bind({...})``) says where each variable comes
-from, and pins the version it was made from.
-
->>> s = Scorer("Helpfulness", {"model": "judge", "output_spec": {"type": "numeric", "min": 1, "max": 5},
-...            "prompt_template": "Question: {{ question }}\\nAnswer: {{ completion }}\\n"
-...                               "Score 1 (useless) to 5 (fully resolves it)."})
->>> s.variables
-['question']
->>> grader = s.grader(OpenAIModel(url, "judge"), {"question": "turn:user"})  # doctest: +SKIP
-"""
+"""Scorer: a named, described judge definition (a config) with its version history; a binding
+(``scorer.bind({...})``) says where each variable comes from and pins the version."""
 
 from __future__ import annotations
 
@@ -27,8 +16,7 @@ __all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
 KIND = "llm_judge"
-# keys of Scorer.to_dict() (and of its earlier shape, with version, version_number and variables at
-# the top level); the registry-side ones are accepted and ignored on input
+# keys of Scorer.to_dict(), new and earlier shapes; the registry-side ones are ignored on input
 _SCORER_KEYS = {"name", "description", "kind", "config", "slug", "latest_version", "version",
                 "version_number", "variables", "created_at", "updated_at"}
 
@@ -59,8 +47,7 @@ def check_description(description: Any) -> str:
 
 @dataclass(frozen=True)
 class ScorerVersion:
-    """One version of a scorer: ``id`` (SHA-256 of the canonical config), its
-    1-based ``number``, when it was made and its config."""
+    """One version of a scorer: ``id`` (the config's SHA-256), 1-based ``number``, date, config."""
 
     id: str
     number: int
@@ -81,12 +68,13 @@ class ScorerVersion:
 
 
 class Scorer:
-    """A judge definition: ``name``, ``description``, ``config`` (a ``ScorerConfig``
-    or its JSON form), and, when it comes from a registry, ``slug`` and ``history``.
+    """A judge definition: ``name``, ``description``, ``config`` (a ``ScorerConfig`` or its JSON
+    form) and, from a registry, ``slug`` and ``history``. ``version`` is the config's id;
+    ``bind(mapping)`` pins it; ``grader(model, mapping)`` makes the Grader in one step.
 
-    ``version`` is the current config's id. ``variables`` are the declared
-    variables (read by the template, not built-in). ``bind(mapping)`` pins the
-    current version; ``grader(model, mapping)`` makes the Grader in one step.
+    >>> Scorer("Helpful", {"model": "judge", "output_spec": {"type": "boolean"},
+    ...                    "prompt_template": "Q: {{ question }} A: {{ completion }}"}).variables
+    ['question']
     """
 
     kind = KIND
@@ -108,10 +96,8 @@ class Scorer:
 
     @property
     def version_number(self) -> int | None:
-        """The current version's number in ``history`` (None outside a registry).
-
-        The newest version with the current id: reverting to an older config
-        makes a new number that shares the older id."""
+        """The number of the newest version in ``history`` with the current id (None outside a
+        registry; reverting to an older config makes a new number sharing the older id)."""
         return next((v.number for v in reversed(self.history) if v.id == self.version), None)
 
     @property
@@ -129,19 +115,14 @@ class Scorer:
 
     @property
     def latest_version(self) -> dict[str, Any]:
-        """The current version as the scorer document's response shows it: ``number``
-        (None outside a registry), ``id`` (SHA-256 of the config), ``created_at`` and
-        ``variables`` (the declared variables a live evaluation or a binding maps)."""
+        """The current version as the document shows it: ``number``, ``id``, ``created_at``, ``variables``."""
         made = next((v.created_at for v in reversed(self.history) if v.id == self.version), None)
         return {"number": self.version_number, "id": self.version, "created_at": made,
                 "variables": self.variables}
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: name, description, kind, config (the anatomy of the scorer
-        document), and for a registry's scorer its response fields: ``slug``,
-        ``latest_version`` (``number``, ``id``, ``created_at``, ``variables``),
-        ``created_at`` and ``updated_at``. ``from_dict`` reads it back, and reads the
-        earlier shape too (``version``, ``version_number``, ``variables`` at the top)."""
+        """The JSON form: name, description, kind, config and, for a registry's scorer, ``slug``,
+        ``latest_version``, ``created_at`` and ``updated_at``."""
         out: dict[str, Any] = {"name": self.name, "description": self.description, "kind": self.kind,
                                "config": self.config.to_dict()}
         if self.slug:
@@ -151,19 +132,17 @@ class Scorer:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scorer":
-        """Build from ``{"name", "description"?, "kind"?, "config"}`` (the document's anatomy),
-        or from ``to_dict()``'s form, new (``latest_version``) or earlier (top-level
-        ``version``, ``version_number``, ``variables``): the registry fields are read as
-        information only (the config is what counts: edit its template, and the variables
-        follow)."""
+        """Build from ``{"name", "description"?, "kind"?, "config"}`` or ``to_dict()``'s form (new or
+        earlier, with top-level ``version``, ``version_number``, ``variables``); the registry
+        fields are information only: the config is what counts."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a scorer must be an object, got {type(data).__name__}")
         kind = data.get("kind", KIND)
         if kind != KIND:
             raise ConfigError(f"scorer kind must be {KIND!r}, got {kind!r}")
-        for key in ("name", "config"):
-            if key not in data:
-                raise ConfigError(f"a scorer needs {key!r}")
+        lacking = next((k for k in ("name", "config") if k not in data), None)
+        if lacking:
+            raise ConfigError(f"a scorer needs {lacking!r}")
         unknown = sorted(set(data) - _SCORER_KEYS)
         if unknown:
             raise ConfigError(f"scorer: unknown key(s) {unknown}; expected name, description, kind, "

@@ -1,19 +1,6 @@
-"""A scorer's prompt template: sandboxed Jinja2 by default, Handlebars on request.
-
-The scorer document specifies Jinja2, so ``template_engine`` defaults to
-``"jinja2"``; ``"handlebars"`` is the alternative. Checking is the engines'
-(``rewardjudge.templates``): a template written in the *other* engine's
-syntax (``{% if product %}`` under Handlebars, ``{{#if x}}`` or ``{{else}}``
-under Jinja2 outside ``{% raw %}``) is refused at construction with its
-line, never rendered literally; Jinja2 allows only the statements ``if for
-set with filter raw autoescape``; loop variables and ``set`` locals are not
-variables.
-
-Jinja2 templates render in a sandbox with the function built-ins (``attr``,
-``format_input_transcript``, ``format_output_transcript``; see
-``builtins.py``) in their context. Handlebars templates cannot call
-functions, so one naming a function built-in is refused (read
-``{{metadata.key}}`` there).
+"""A scorer's prompt template: sandboxed Jinja2 by default (the scorer document's engine),
+Handlebars on request; checking is the engines' (``rewardjudge.templates``). Handlebars templates
+cannot call the function built-ins, so one naming them is refused.
 
 >>> ScorerTemplate("Product: {{ product }}{% for s in steps %} {{ s }}{% endfor %}").variables
 ['product', 'steps']
@@ -25,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, TemplateError
 from ..templates._handlebars import Template
-from ..templates._jinja import JinjaTemplate, _env as _render_env, render_sandboxed
+from ..templates._jinja import JinjaTemplate, render_sandboxed
 from ..templates._plain import to_plain
 from ._builtins import BUILTIN_FUNCTIONS
 
@@ -37,13 +24,9 @@ _ALIASES = {"jinja": "jinja2", "hbs": "handlebars"}
 
 
 class ScorerTemplate:
-    """A checked scorer prompt template.
-
-    ``variables``: the top-level names it reads and does not set itself
-    (built-ins included), in first-use order. ``render(context, functions)``
-    renders ``context`` (plain data) with ``functions`` callable from a
-    Jinja2 template; an undefined variable renders empty.
-    """
+    """A checked scorer prompt template. ``variables``: the top-level names it reads and does not
+    set (built-ins included), in first-use order. ``render(context, functions)`` renders ``context``
+    with ``functions`` callable from a Jinja2 template; an undefined variable renders empty."""
 
     __slots__ = ("source", "engine", "name", "variables", "_checked", "_compiled")
 
@@ -57,18 +40,14 @@ class ScorerTemplate:
         self.engine = engine
         self.name = name
         if engine == "jinja2":
-            # JinjaTemplate.render takes plain data only: the function built-ins need the
-            # sandboxed environment itself
+            # JinjaTemplate.render takes plain data only: the function built-ins need the env itself
             self._checked = JinjaTemplate(source, name=name)  # allowlist, syntax, variables
             self.variables = list(self._checked.variables)
-            self._compiled = _render_env().from_string(source)
+            self._compiled = self._checked._template   # the sandboxed env's own compile
         else:
             self._checked = Template(source, name=name, strict=False)
             self._compiled = None
-            tops: dict[str, None] = {}
-            for path in self._checked.variables:
-                tops.setdefault(path.split(".", 1)[0], None)
-            self.variables = list(tops)
+            self.variables = list(dict.fromkeys(p.split(".", 1)[0] for p in self._checked.variables))
             called = [v for v in self.variables if v in BUILTIN_FUNCTIONS]
             if called:
                 raise TemplateError(f"{name}: {called[0]!r} is a Jinja2 built-in function; Handlebars "

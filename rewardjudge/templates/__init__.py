@@ -1,10 +1,5 @@
-"""Judge prompt templates: one interface over Handlebars (pybars3) and sandboxed Jinja2.
-
-``PromptTemplate(source, engine="handlebars" | "jinja2", name=..., strict=...)``
-is the interface; ``Template`` is the Handlebars implementation (and
-``JinjaTemplate`` in ``rewardjudge.templates._jinja`` the Jinja2 one).
-``prompt_template`` loads a built-in prompt from the bundles.
-"""
+"""Judge prompt templates: ``PromptTemplate`` over Handlebars (``Template``) and sandboxed Jinja2;
+``prompt_template`` loads a built-in prompt from the bundles. See docs/templates.md."""
 
 from ._prompt import PromptTemplate
 from ._handlebars import Template

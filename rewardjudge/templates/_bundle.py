@@ -1,56 +1,23 @@
-"""Compile the built-in prompt sources into one JSON bundle per language.
+"""Compile the built-in prompt sources into one JSON bundle per language (see docs/templates.md).
 
-Sources are plain ``.txt`` files, easy to diff and edit::
-
-    rewardjudge/templates/prompts/<GraderClass>/<method>.txt             English (the reference)
-    rewardjudge/templates/prompts/<GraderClass>/<method>.multimodal.txt  its variant for image input
-    rewardjudge/templates/prompts/_fragments/<name>.txt                  shared English fragments
-    rewardjudge/templates/prompts.<lang>/...                             a translation, same layout
-
-``<lang>`` is any lowercase slug (``fr``, ``pt_br``, ``hindi``); a
-``prompts.<x>`` folder whose name is not one is an error, never skipped.
-``compile_bundles()`` (``rewardjudge templates compile``) writes
-``bundle.en.json`` and one ``bundle.<lang>.json`` per translation beside this
-module; graders read only the bundles (``prompts.py``).
-
-**Fragments are Handlebars partials, resolved at render time**: a prompt
-writes ``{{> data_not_instructions}}`` and the renderer looks the fragment up
-in the fragments of the prompt's language (a user bundle's, then the
-shipped translation's, then English). So overriding one fragment changes
-every prompt that uses it. Fragments may use fragments; an unknown name or a
-cycle is an error when compiling.
-
-Bundle shape (``format`` 2)::
-
-    {"format": 2, "language": "fr",
-     "fragments": {"name": "text", ...},
-     "prompts": {"GraderClass": {"method": "text", ...}, ...},
-     "multimodal": {"GraderClass": {"method": "text for image input", ...}, ...}}
-
-**``{{ _fragments.name }}``** (the form Jinja2-style prompt libraries write)
-works too, in Handlebars and in Jinja2 prompts: the fragment's text is put in
-the prompt's source before it is compiled (``expand_fragment_refs``), so the
-variables it reads (``{{output_schema}}``...) are filled in the same pass as
-the prompt's own. A bundle whose ``"engine"`` is ``"jinja2"`` holds Jinja2
-prompts (``{% if multimodal %}...{% endif %}``); the default is Handlebars.
-A bundle may key its fragments ``"_fragments"`` instead of ``"fragments"``.
-
-Order is stable: keys already in the shipped bundle keep their place and new
-ones are appended, so a recompile's diff shows only what changed. Every
-prompt must compile as a Handlebars template with the fragments as partials.
+Sources: ``prompts/<GraderClass>/<method>[.multimodal].txt``, ``prompts/_fragments/<name>.txt``
+(Handlebars partials, resolved at render time) and ``prompts.<lang>/`` translations laid out the
+same. A bundle is ``{"format": 2, "language", "engine"?, "fragments", "prompts", "multimodal"}``;
+a recompile keeps known keys in place, so its diff shows only what changed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
 from ._handlebars import Template, _compile, partial_names, template_variables
-from ._jinja import JinjaTemplate
 from ._pybars_overrides import indent_lines
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries", "bundle_path",
@@ -73,29 +40,18 @@ _FRAGMENT_REF = re.compile(r"\{\{-?\s*_fragments\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_
 
 def fragment_refs(text: str) -> list[str]:
     """The fragment names a text uses as ``{{ _fragments.name }}``, in order, once each."""
-    seen: dict[str, None] = {}
-    for m in _FRAGMENT_REF.finditer(text):
-        seen.setdefault(m.group(1) or m.group(3), None)
-    return list(seen)
+    return list(dict.fromkeys(m.group(1) or m.group(3) for m in _FRAGMENT_REF.finditer(text)))
 
 
 def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars",
                          _stack: tuple[str, ...] = ()) -> str:
-    """``text`` with every ``{{ _fragments.name }}`` replaced by that fragment's source.
-
-    The fragment becomes part of the prompt's source, so its own variables
-    render in the same pass as the prompt's. One final newline of the
-    fragment is dropped (the tag sits inside a line). Fragments may use
-    ``{{ _fragments.other }}`` themselves; for a Jinja2 prompt their
-    ``{{> other}}`` partials are inlined too (Jinja2 has no partials). An
-    unknown name or a cycle raises ``ConfigError``.
+    """``text`` with every ``{{ _fragments.name }}`` replaced by that fragment's source (one final
+    newline dropped), recursively; for a Jinja2 prompt ``{{> name}}`` partials are inlined too.
+    An unknown name or a cycle raises ``ConfigError``.
 
     >>> expand_fragment_refs("A {{ _fragments.rule }} B", {"rule": "be {{tone}}\n"})
     'A be {{tone}} B'
     """
-    if "_fragments" not in text:
-        return inline_partials(text, fragments) if engine == "jinja2" and "{{>" in text else text
-
     def sub(m: re.Match) -> str:
         name = m.group(1) or m.group(3)
         if name not in fragments:
@@ -107,10 +63,9 @@ def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = 
         body = body[:-1] if body.endswith("\n") else body
         return expand_fragment_refs(body, fragments, engine=engine, _stack=(*_stack, name))
 
-    out = _FRAGMENT_REF.sub(sub, text)
-    if engine == "jinja2" and "{{>" in out:
-        out = inline_partials(out, fragments)
-    return out
+    if "_fragments" in text:
+        text = _FRAGMENT_REF.sub(sub, text)
+    return inline_partials(text, fragments) if engine == "jinja2" and "{{>" in text else text
 
 
 def is_language_slug(text: str) -> bool:
@@ -129,10 +84,8 @@ def bundle_path(root: Path, language: str) -> Path:
 
 
 def discover_languages(root: Path = TEMPLATES_DIR) -> list[str]:
-    """``["en", *translations]``: English first, then every ``prompts.<lang>/`` folder, sorted.
-
-    A ``prompts.<x>/`` folder whose ``<x>`` is not a language slug is an error.
-    """
+    """``["en", *translations]``: English first, then every ``prompts.<lang>/`` folder, sorted
+    (one whose ``<lang>`` is not a language slug is an error)."""
     langs = []
     for p in sorted(Path(root).glob("prompts.*")):
         if not p.is_dir():
@@ -146,18 +99,12 @@ def discover_languages(root: Path = TEMPLATES_DIR) -> list[str]:
 
 
 def read_sources(folder: Path) -> tuple[dict[tuple[str, str, str], str], dict[str, str]]:
-    """Read ``folder``'s prompt sources and fragments (sorted by path).
-
-    Returns ``({(section, class, method): text}, {fragment: text})`` where
-    section is ``"prompts"`` or ``"multimodal"``. Names must be identifiers;
-    anything else under ``folder`` is refused rather than skipped.
-    """
+    """``({(section, class, method): text}, {fragment: text})`` of ``folder``'s sources (sorted
+    by path). Names must be identifiers; anything else under ``folder`` is refused."""
     prompts: dict[tuple[str, str, str], str] = {}
     fragments: dict[str, str] = {}
     folder = Path(folder)
-    if not folder.is_dir():
-        return prompts, fragments
-    for path in sorted(folder.rglob("*")):
+    for path in sorted(folder.rglob("*") if folder.is_dir() else []):
         if path.is_dir() or path.name.startswith(".") or "__pycache__" in path.parts:
             continue
         rel = path.relative_to(folder)
@@ -204,47 +151,34 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
     def visit(name: str, path: list[str]) -> list[str] | None:
         if name in path:
             return [*path[path.index(name):], name]
-        if name in done:
-            return None
-        for used in [*partial_names(fragments[name]), *fragment_refs(fragments[name])]:
-            if used in fragments:
-                found = visit(used, [*path, name])
-                if found:
-                    return found
-        done.add(name)
-        return None
+        found = None
+        if name not in done:
+            uses = [*partial_names(fragments[name]), *fragment_refs(fragments[name])]
+            found = next(filter(None, (visit(u, [*path, name]) for u in uses if u in fragments)), None)
+            done.add(name)
+        return found
 
-    for name in sorted(fragments):
-        found = visit(name, [])
-        if found:
-            return found
-    return None
+    return next(filter(None, (visit(name, []) for name in sorted(fragments))), None)
 
 
-def _check_prompt(where: str, text: str, fragments: dict[str, str],
-                  engine: str = "handlebars") -> None:
+def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> None:
     try:
-        text = expand_fragment_refs(text, fragments, engine=engine)
+        text = expand_fragment_refs(text, fragments)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
-        if engine == "jinja2":
-            JinjaTemplate(text, name=where)
-            return
         Template(text, name=where, strict=False, partials=fragments)
     except TemplateError as exc:
-        msg = str(exc)
-        if "not defined" in msg and "uses partial" in msg:
-            used = re.search(r"uses partial '([^']+)'", msg).group(1)
-            raise ConfigError(f"{where}: unknown fragment {used!r}; known: "
+        used = re.search(r"uses partial '([^']+)', which is not defined", str(exc))
+        if used:
+            raise ConfigError(f"{where}: unknown fragment {used.group(1)!r}; known: "
                               f"{', '.join(sorted(fragments)) or '(none)'}") from None
         raise ConfigError(f"{where}: not a valid Handlebars template: {exc}") from None
 
 
 def _ordered(new: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
     """``new``'s items, keys already in ``previous`` first in their old order, new keys after."""
-    prev = list(previous or {})
-    out = {k: new[k] for k in prev if k in new}
+    out = {k: new[k] for k in (previous or {}) if k in new}
     out.update((k, v) for k, v in new.items() if k not in out)
     return out
 
@@ -260,18 +194,12 @@ def check_fragments(fragments: dict[str, str], where: str = "fragments") -> None
 
 def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
                  previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Compile one language's sources into a bundle dict (nothing written).
-
-    ``previous`` (the bundle now on disk) fixes the order of known keys.
-    Raises ``ConfigError`` for a bad source layout, an unknown fragment, a
-    fragment cycle or a prompt that is not a valid Handlebars template.
-    A translation's prompts may use the English fragments.
-    """
+    """Compile one language's sources into a bundle dict (nothing written); ``previous`` (the
+    bundle on disk) fixes the order of known keys. A translation may use the English fragments.
+    Raises ``ConfigError`` for a bad layout, an unknown fragment, a cycle or an invalid template."""
     folder = source_dir(root, language)
     prompts, own = read_sources(folder)
-    fragments = dict(own)
-    if language != "en":
-        fragments = {**read_sources(source_dir(root, "en"))[1], **own}
+    fragments = {**(read_sources(source_dir(root, "en"))[1] if language != "en" else {}), **own}
     check_fragments(fragments, folder.name)
     sections: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SECTIONS}
     for (section, cls, method), text in prompts.items():
@@ -288,18 +216,14 @@ def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
 
 
 def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...] = ()) -> str:
-    """``text`` with every ``{{> name}}`` of a known fragment replaced by its text.
-
-    Gives the text that renders the same as the template with the fragments
-    as partials (a standalone partial's line is replaced by the fragment,
-    indented like the tag), for callers that need one self-contained source.
+    """``text`` with every ``{{> name}}`` of a known fragment replaced by its text (a standalone
+    partial's line by the fragment, indented like the tag): one self-contained source.
 
     >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
     'A\\n  be fair\\nB'
     """
-    _, _, tags = _compile(text)
     out, pos = [], 0
-    for tag in tags:
+    for tag in _compile(text)[2]:
         if tag.kind != "partial" or tag.rest or tag.name not in fragments:
             continue
         if tag.name in _stack:
@@ -311,8 +235,7 @@ def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...
             nl = text.find("\n", tag.end)
             end = len(text) if nl < 0 else nl + 1
             body = indent_lines(body, tag.indent) if tag.indent else body
-        out.append(text[pos:start])
-        out.append(body)
+        out += [text[pos:start], body]
         pos = end
     out.append(text[pos:])
     return "".join(out)
@@ -323,10 +246,8 @@ def merge_bundles(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
     out = {"format": high.get("format"), "language": high.get("language"),
            "fragments": {**low.get("fragments", {}), **high.get("fragments", {})}}
     for section in SECTIONS:
-        merged: dict[str, dict[str, str]] = {c: dict(m) for c, m in (low.get(section) or {}).items()}
-        for cls, methods in (high.get(section) or {}).items():
-            merged.setdefault(cls, {}).update(methods)
-        out[section] = merged
+        lo, hi = low.get(section) or {}, high.get(section) or {}
+        out[section] = {c: {**lo.get(c, {}), **hi.get(c, {})} for c in {**lo, **hi}}
     return out
 
 
@@ -379,28 +300,23 @@ class BundleReport:
         state = "written" if self.written else ("STALE" if self.stale else "up to date")
         parts = [f"{self.language}: {self.prompts} prompts, {self.fragments} fragments -> "
                  f"{self.path.name} ({state})"]
-        for label, keys in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
-            if keys:
-                parts.append(f"  {label}: {', '.join(keys)}")
+        parts += [f"  {label}: {', '.join(keys)}" for label, keys in
+                  (("added", self.added), ("removed", self.removed), ("changed", self.changed)) if keys]
         return "\n".join(parts)
 
 
 def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = None, *,
                     write: bool = True) -> list[BundleReport]:
-    """Compile every language's sources; write the bundles that changed.
-
-    With ``write=False`` nothing is written and each report's ``stale`` says
-    whether the file on disk differs from what the sources compile to.
-    """
+    """Compile every language's sources; write the bundles that changed. With ``write=False``
+    nothing is written and each report's ``stale`` says whether the file on disk differs."""
     root = Path(root)
     reports = []
     for language in languages or discover_languages(root):
         path = bundle_path(root, language)
         old_text = path.read_text(encoding="utf-8") if path.is_file() else None
-        try:
+        previous = None
+        with contextlib.suppress(ValueError):
             previous = json.loads(old_text) if old_text else None
-        except ValueError:
-            previous = None
         previous = previous if isinstance(previous, dict) else None
         bundle = build_bundle(root, language, previous)
         text = render_bundle(bundle)
@@ -415,10 +331,8 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
             path.write_text(text, encoding="utf-8")
             report.written = True
         if language == "en" and root.resolve() == TEMPLATES_DIR and write:
-            methods = root / METHODS_MODULE
-            want = render_methods_module(bundle)
-            if not methods.is_file() or methods.read_text(encoding="utf-8") != want:
-                methods.write_text(want, encoding="utf-8")
+            if methods_module_stale(root, bundle):
+                (root / METHODS_MODULE).write_text(render_methods_module(bundle), encoding="utf-8")
         reports.append(report)
     return reports
 
@@ -429,29 +343,34 @@ METHODS_MODULE = "_methods.py"
 def render_methods_module(bundle: dict[str, Any]) -> str:
     """The text of ``_methods.py``: one ``Literal`` of prompt method names per class of ``bundle``
     (``<Class>Method``) and ``PromptMethod``, all of them, for editors to complete and flag typos."""
-    classes: dict[str, dict[str, None]] = {}
+    classes: dict[str, set[str]] = {}
     for _, cls, method, _ in bundle_entries(bundle):
-        classes.setdefault(cls, {}).setdefault(method, None)
-    def literal(name: str, values: list[str]) -> list[str]:
-        return [f"{name} = Literal[", *(f'    "{v}",' for v in values), "]"]
+        classes.setdefault(cls, set()).add(method)
+    names = sorted(classes)
+
+    def wrapped(head: str, items: list[str], tail: str) -> list[str]:
+        return [head + ", ".join(items) + tail] if len(head + ", ".join(items)) < 100 else [
+            head.rstrip(), *textwrap.wrap(", ".join(items), 96, initial_indent="    ",
+                                          subsequent_indent="    "), tail.strip()]
 
     lines = ['"""Prompt method names per class, generated from bundle.en.json by',
              '``rewardjudge templates compile``; do not edit (a test fails when stale)."""', "",
-             "from typing import Literal, get_args", "", "__all__ = [", '    "PROMPT_METHODS",',
-             '    "PromptMethod",', *(f'    "{c}Method",' for c in sorted(classes)), "]", ""]
-    for cls in sorted(classes):
-        lines += literal(f"{cls}Method", sorted(classes[cls]))
-    lines += ["#: every prompt method name", "PromptMethod = Literal[",
-              *(f"    {cls}Method," for cls in sorted(classes)), "]"]
-    lines += ["", "#: class name -> its prompt method names", "PROMPT_METHODS = {",
-              *(f'    "{cls}": get_args({cls}Method),' for cls in sorted(classes)), "}"]
+             "from typing import Literal, get_args", "",
+             *wrapped("__all__ = [", [f'"{n}"' for n in ["PROMPT_METHODS", "PromptMethod",
+                                                          *(f"{c}Method" for c in names)]], "]"), ""]
+    for cls in names:
+        lines += wrapped(f"{cls}Method = Literal[", [f'"{m}"' for m in sorted(classes[cls])], "]")
+    lines += ["#: every prompt method name",
+              *wrapped("PromptMethod = Literal[", [f"{c}Method" for c in names], "]"),
+              "", "#: class name -> its prompt method names", "PROMPT_METHODS = {",
+              *(f'    "{c}": get_args({c}Method),' for c in names), "}"]
     return "\n".join(lines) + "\n"
 
 
-def methods_module_stale(root: Path = TEMPLATES_DIR) -> bool:
-    """Whether ``root/_methods.py`` differs from what the English sources generate."""
+def methods_module_stale(root: Path = TEMPLATES_DIR, bundle: dict[str, Any] | None = None) -> bool:
+    """Whether ``root/_methods.py`` differs from what the English sources (``bundle``) generate."""
     path = Path(root) / METHODS_MODULE
-    want = render_methods_module(build_bundle(root, "en"))
+    want = render_methods_module(bundle or build_bundle(root, "en"))
     return not path.is_file() or path.read_text(encoding="utf-8") != want
 
 
@@ -461,29 +380,20 @@ def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
 
 
 def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
-    """Problems with the shipped bundles, as messages ([] when all is well).
-
-    Reports a stale or unreadable bundle, a translation key with no English
-    original, and a translation that reads a variable the English prompt does
-    not (the grader would not provide it).
-    """
-    problems: list[str] = []
+    """Problems with the shipped bundles, as messages ([] when all is well): a stale or unreadable
+    bundle, a translation key with no English original or reading a variable the English lacks."""
     root = Path(root)
     try:
         reports = compile_bundles(root, write=False)
     except ConfigError as exc:
         return [str(exc)]
-    if root.resolve() == TEMPLATES_DIR and methods_module_stale(root):
-        problems.append(f"{METHODS_MODULE} is stale; run `rewardjudge templates compile`")
-    for r in reports:
-        if r.stale:
-            problems.append(f"{r.path.name} is stale (added: {r.added or '-'}, removed: "
-                            f"{r.removed or '-'}, changed: {r.changed or '-'}); "
-                            f"run `rewardjudge templates compile`")
+    methods_stale = root.resolve() == TEMPLATES_DIR and methods_module_stale(root)
+    problems = [f"{METHODS_MODULE} is stale; run `rewardjudge templates compile`"] if methods_stale else []
+    problems += [f"{r.path.name} is stale (added: {r.added or '-'}, removed: {r.removed or '-'}, "
+                 f"changed: {r.changed or '-'}); run `rewardjudge templates compile`" for r in reports if r.stale]
     english = build_bundle(root, "en")
     for language in discover_languages(root)[1:]:
-        bundle = build_bundle(root, language)
-        problems.extend(compare_to_english(bundle, english))
+        problems += compare_to_english(build_bundle(root, language), english)
     return problems
 
 

@@ -1,33 +1,9 @@
-"""Handlebars templates on pybars3, rendered as handlebars.js renders them.
+"""Handlebars templates on pybars3, rendered as handlebars.js renders them (see docs/templates.md).
 
-One render path: pybars3 compiles and renders every template.
-
-* ``_hbs_syntax`` checks the source (real line and column in every error)
-  and rewrites it once before compiling: handlebars.js's standalone-line and
-  ``~`` rules, ``{{else if}}`` chains, sections over values, comments,
-  partials.
-* ``_pybars_overrides`` is the one module that reaches past pybars3's public
-  API, where it cannot give handlebars.js's behaviour: no HTML escaping,
-  lookups in enclosing contexts, keys never attributes, section semantics,
-  ``{{#unless}}...{{else}}``, partial indentation, syntax-error positions.
-* helpers (``HELPERS``) and partials are given to pybars3 at render
-  (``helpers=``, ``partials=``).
-
-The pybars3 traps stay closed (see the tests for each): an unclosed block or
-mustache is an error with its real position (pybars3 silently drops the
-rest, and reports the last line); missing variables fail under
-``strict=True`` naming both the missing and the available ones; callables in
-the context are refused (``_plain``); compiles run one at a time, are cached
-by source, and leave no module in ``sys.modules``.
-
-Rendering is one pass: values are never re-read as template text, so policy
-output containing ``{{...}}`` stays literal. Renders whose inputs repeat
-(a system prompt shared by every sample) are remembered per template.
-
-Truthiness: ``{{#if}}`` / ``{{#unless}}`` use Python's (``{}`` and ``0`` are
-false); sections follow handlebars.js (``{{#x}}`` renders for ``""`` and
-``0``, not for ``False``, ``None`` or ``[]``; ``{{^x}}`` is its exact
-complement). Numbers print as Python prints them.
+``_hbs_syntax`` checks and rewrites the source before pybars3 compiles it; ``_pybars_overrides``
+is the one module reaching past pybars3's public API. Truthiness: ``{{#if}}`` uses Python's
+(``{}`` and ``0`` are false); sections follow handlebars.js (``{{#x}}`` renders for ``""`` and
+``0``). Renders whose inputs repeat (a shared system prompt) are remembered per template.
 """
 
 from __future__ import annotations
@@ -47,7 +23,6 @@ __all__ = ["HELPERS", "PlainContext", "Template", "compile_template", "root_read
            "template_variables", "to_plain", "to_plain_context"]
 
 
-# -- helpers -------------------------------------------------------------------
 def _num(v: Any) -> Any:
     if isinstance(v, str):
         try:
@@ -55,10 +30,6 @@ def _num(v: Any) -> Any:
         except ValueError:
             return v
     return v
-
-
-def _json(this, value, *args, **kwargs):
-    return json.dumps(value, ensure_ascii=False, indent=kwargs.get("indent"))
 
 
 def _join(this, items, sep=", ", *args):
@@ -69,46 +40,35 @@ def _join(this, items, sep=", ", *args):
     return str(sep).join("" if i is None else str(i) for i in items)
 
 
-def _default(this, value, fallback, *args):
-    return fallback if value is None or value == "" else value
-
-
 def _eq(this, a, b, *args):
     return a == b or _num(a) == _num(b) and not isinstance(_num(a), str)
 
 
 HELPERS: dict[str, Callable[..., Any]] = {
-    "eq": _eq,
-    "ne": lambda this, a, b, *r: not _eq(this, a, b),
-    "gt": lambda this, a, b, *r: _num(a) > _num(b),
-    "lt": lambda this, a, b, *r: _num(a) < _num(b),
-    "ge": lambda this, a, b, *r: _num(a) >= _num(b),
-    "le": lambda this, a, b, *r: _num(a) <= _num(b),
+    "eq": _eq, "ne": lambda this, a, b, *r: not _eq(this, a, b),
+    "gt": lambda this, a, b, *r: _num(a) > _num(b), "lt": lambda this, a, b, *r: _num(a) < _num(b),
+    "ge": lambda this, a, b, *r: _num(a) >= _num(b), "le": lambda this, a, b, *r: _num(a) <= _num(b),
     "and": lambda this, *args, **kw: all(_truthy(a) for a in args),
     "or": lambda this, *args, **kw: any(_truthy(a) for a in args),
     "not": lambda this, a, *r: not _truthy(a),
-    "json": _json,
+    "json": lambda this, value, *a, **kw: json.dumps(value, ensure_ascii=False, indent=kw.get("indent")),
     "join": _join,
-    "default": _default,
+    "default": lambda this, value, fallback, *a: fallback if value is None or value == "" else value,
     "unless": _unless,
     "add": lambda this, a, b, *r: _num(a) + _num(b),
 }
-"""Helpers every template gets: comparisons (``eq ne gt lt ge le``), logic
-(``and or not``), ``json value``, ``join list sep``, ``default value fallback``,
-``add a b``; ``unless`` is fixed to honour ``{{else}}``."""
+"""Helpers every template gets (``unless`` fixed to honour ``{{else}}``)."""
 _HELPERS_AS_SHIPPED = dict(HELPERS)   # remembered renders assume these helpers
 _ABSENT = ("absent",)                 # a name the context lacks, in a memo key
 
-#: remembered renders per template, misses in a row before the memo rests,
-#: and renders it then rests for
+#: remembered renders per template, misses in a row before the memo rests, renders it rests for
 _MEMO_SIZE = 16
 _MEMO_PROBES = 8
 _MEMO_REST = 1024
 
 
 _BUILTIN_BLOCKS = frozenset({"if", "unless", "each", "with"})
-# blocks whose body always renders in a new scope (an item, a value): there,
-# ``this`` is never the root context (a section over ``true`` keeps the scope)
+# blocks whose body always renders in a new scope, where ``this`` is never the root context
 _SCOPED_BLOCKS = frozenset({"each", "with"})
 _BUILTIN_HELPERS = _BUILTIN_BLOCKS | {"lookup", "log"}
 
@@ -117,7 +77,6 @@ def _known_helpers() -> set[str]:
     return set(HELPERS) | _BUILTIN_HELPERS
 
 
-# -- compile cache -------------------------------------------------------------
 _CACHE: dict[str, tuple[Callable[..., Any], tuple, tuple[Tag, ...]]] = {}
 _CACHE_MAX = 512
 
@@ -140,30 +99,20 @@ def _compile(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
         raise locate_parse_error(source, tags) from exc
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
-    entry = (fn, tuple(tree), tuple(tags))
-    return _CACHE.setdefault(source, entry)
+    return _CACHE.setdefault(source, (fn, tuple(tree), tuple(tags)))
 
 
 def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
-    """Validate and compile ``source`` once; return ``(render_fn, parse_tree)``.
-
-    ``render_fn(context, helpers=..., partials=...)`` renders as
-    handlebars.js does (see the module doc), without HTML escaping;
-    ``partials`` maps names to other compiled functions. Thread-safe
-    (``_pybars_overrides`` runs pybars3's compiler one call at a time);
-    compiled functions are cached by source.
-    """
-    fn, tree, _ = _compile(source)
-    return fn, tree
+    """Validate and compile ``source`` once (cached, thread-safe); return ``(render_fn, parse_tree)``,
+    ``render_fn(context, helpers=..., partials=...)`` (``partials``: name -> compiled function)."""
+    return _compile(source)[:2]
 
 
 def partial_names(source: str) -> list[str]:
     """The partials ``source`` uses (``{{> name}}``), in first-use order."""
-    _, _, tags = _compile(source)
-    return list(dict.fromkeys(t.name for t in tags if t.kind == "partial"))
+    return list(dict.fromkeys(t.name for t in _compile(source)[2] if t.kind == "partial"))
 
 
-# -- variables -----------------------------------------------------------------
 def _path_of(segments: list[str], depth: int) -> str | None:
     """The top-level dotted path a path node refers to, or None if scoped."""
     segs = list(segments)
@@ -194,8 +143,7 @@ class _Walk:
                 continue
             kind = node[0]
             if kind in ("expand", "escapedexpand"):
-                path, args = node[1], node[2]
-                segs = path[1]
+                segs, args = node[1][1], node[2]
                 is_helper = len(segs) == 1 and (segs[0] == "_lb" or segs[0] in self.helpers and (
                     args or segs[0] in HELPERS))
                 if not is_helper:
@@ -218,15 +166,10 @@ class _Walk:
                 self.nodes(tree[1:], depth)
                 self.seen.discard(pname)
             return
-        if name in ("_section", "_inverted"):
+        if name in ("_section", "_inverted") or name in self.helpers:
             self.args(args, depth)
-            self.nodes(body, depth + 1 if name == "_section" else depth)
-            self.nodes(alt, depth)
-            return
-        if name in self.helpers:
-            self.args(args, depth)
-            inner = depth + 1 if name in _SCOPED_BLOCKS and kind == "block" else depth
-            self.nodes(body, inner)
+            scoped = name == "_section" or name in _SCOPED_BLOCKS and kind == "block"
+            self.nodes(body, depth + 1 if scoped else depth)
             self.nodes(alt, depth)
             return
         self.path([name], depth)  # pragma: no cover - sections are rewritten to _section
@@ -247,11 +190,8 @@ class _Walk:
 
 
 def template_variables(source: str, partials: Mapping[str, str] | None = None) -> list[str]:
-    """The top-level variable paths ``source`` reads, in first-use order.
-
-    Paths inside ``{{#each}}``/``{{#with}}``/sections that refer to the item
-    are not listed; ``../x`` and ``@root.x`` inside them are. The variables
-    of partials used at the top level are listed when their sources are given.
+    """The top-level variable paths ``source`` reads, in first-use order (``../x`` and ``@root.x``
+    inside blocks included, item paths not; and those of top-level partials whose sources are given).
 
     >>> template_variables("{{#each items}}{{this.name}} {{../sep}}{{/each}}{{json meta.k}}")
     ['items', 'sep', 'meta.k']
@@ -271,14 +211,9 @@ class _Unknown(Exception):
 
 
 def root_reads(tree: Any) -> frozenset[str] | None:
-    """Every top-level name a compiled template can read, a superset: every
-    path's first name, at any depth (inside a block a plain name falls back
-    to the enclosing contexts, up to the root), ``../x`` and ``@root.x`` as
-    ``x``. None when the template can read more than named paths or renders
-    more than a function of them: the whole context (``{{this}}``, ``{{.}}``,
-    ``{{../this}}`` where that can be the root, ``@root`` alone), partials,
-    or a helper outside the built-in pure ones (``log``, helpers added to
-    ``HELPERS`` later).
+    """Every top-level name a compiled template can read (a superset: every path's first name at
+    any depth, ``../x`` and ``@root.x`` as ``x``); None when it can read the whole context
+    (``{{this}}`` at the root, ``@root`` alone), uses partials, or a helper that is not pure.
 
     >>> sorted(root_reads(compile_template("{{#each xs}}{{this}} {{../sep}}{{/each}}")[1]))
     ['sep', 'xs']
@@ -368,15 +303,12 @@ def _as_template(name: str, value: Any, strict: bool) -> "Template":
 
 
 class Template:
-    """A validated, compiled Handlebars template.
+    """A validated, compiled Handlebars template (errors carry the real line and column).
 
-    Construction validates and compiles (errors carry the real line and
-    column); ``render`` never HTML-escapes. With ``strict=True`` a variable the
-    template reads but the context lacks raises ``TemplateVariableError``.
-    ``partials`` (name -> source or ``Template``) are what ``{{> name}}``
-    renders; given at construction, every partial the template uses (and
-    theirs) must be among them, and their top-level variables join
-    ``variables``.
+    ``render`` never HTML-escapes; with ``strict=True`` a variable the template reads but the
+    context lacks raises ``TemplateVariableError``. ``partials`` (name -> source or ``Template``)
+    are what ``{{> name}}`` renders: every one used (and theirs) must be given; their top-level
+    variables join ``variables``.
 
     >>> Template("Q: {{q}} <{{a}}>").render({"q": "1 < 2?", "a": "yes & no"})
     'Q: 1 < 2? <yes & no>'
@@ -406,13 +338,10 @@ class Template:
         self._partial_fns = {k: t._fn for k, t in self.partials.items()}
         self.variables: list[str] = template_variables(
             source, {k: t.source for k, t in self.partials.items()})
-        # renders are remembered by the values of the names the template reads
-        # (a system prompt is the same for every sample); None: not knowable
         reads = None if self.partials else root_reads(tree)
         self._reads: tuple[str, ...] | None = None if reads is None else tuple(sorted(reads))
         self._memo: dict[tuple, str] = {}
-        self._memo_misses = 0
-        self._memo_rest = 0
+        self._memo_misses = self._memo_rest = 0
 
     def _check_partials(self) -> None:
         todo, seen = [(self.name, self.source)], set()
@@ -435,9 +364,8 @@ class Template:
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
                partials: Mapping[str, Any] | None = None) -> str:
-        """Render ``context``; ``partials`` add to (or replace) the template's own.
-        A ``PlainContext`` (``to_plain_context``) is used as it is: one
-        conversion serves every template of a prompt."""
+        """Render ``context``; ``partials`` add to (or replace) the template's own. A
+        ``PlainContext`` (``to_plain_context``) is used as it is (one conversion, many templates)."""
         plain = to_plain_context(context)
         key = None
         if self._reads is not None and not partials:
@@ -471,11 +399,8 @@ class Template:
         return text
 
     def _memo_key(self, plain: PlainContext) -> tuple | None:
-        """What a render of ``plain`` is a function of: the values of the
-        names the template reads, in a type-exact form (``1``, ``1.0``,
-        ``True`` and ``"1"`` differ). None when they are not all plain data
-        of exact types as given (a converted value may hold a ``str``
-        subclass that prints otherwise) or the helpers were changed."""
+        """The values of the names the template reads, type-exact (``1``, ``1.0``, ``True`` and
+        ``"1"`` differ); None when one was converted (``plain.changed``) or the helpers changed."""
         changed = plain.changed
         parts: list[Any] = []
         for name in self._reads:
@@ -501,9 +426,7 @@ class Template:
 
     def _remember(self, key: tuple, text: str, plain: PlainContext) -> None:
         self._memo_misses += 1
-        if self._memo_misses >= _MEMO_PROBES:
-            # renders that never repeat (a prompt holding the sample): stop
-            # computing keys for a while
+        if self._memo_misses >= _MEMO_PROBES:   # renders that never repeat: rest a while
             self._memo_misses = 0
             self._memo_rest = _MEMO_REST
         if self.missing(plain):   # a lenient render of missing values: a strict one must raise
@@ -513,9 +436,7 @@ class Template:
             memo.clear()
         memo[key] = text
 
-    def __getstate__(self) -> dict[str, Any]:
-        # the compiled render function cannot pickle (trainers send reward
-        # functions to worker processes): keep the source, compile on unpickle
+    def __getstate__(self) -> dict[str, Any]:   # the compiled function cannot pickle: recompile
         return {"source": self.source, "name": self.name, "strict": self.strict,
                 "partials": dict(self.partials) or None}
 

@@ -1,25 +1,9 @@
 """Handlebars source checking and the one rewrite before pybars3 compiles.
 
-``scan`` tokenises a template with real line and column numbers and refuses
-what pybars3 would silently mis-render (an unclosed block or mustache,
-mismatched or unopened closes, a misplaced ``{{else}}``, Jinja2 statements,
-raw blocks, decorators, dynamic partials). ``rewrite`` turns the source into
-the canonical form pybars3 parses exactly:
-
-* standalone lines, as the Handlebars and Mustache specifications define
-  them: a line holding only a block tag (``{{#x}}``, ``{{^x}}``, ``{{/x}}``,
-  ``{{else}}``), a comment or a partial, plus spaces or tabs, is removed with
-  its line ending; every other newline is kept (pybars3's own regexes drop
-  the newline before a final ``{{/each}}`` and keep most standalone lines);
-* ``{{~`` / ``~}}`` whitespace control;
-* padded tags (``{{# boolean }}``), dotted and implicit section names
-  (``{{#a.b.c}}``, ``{{#.}}``): a section over a value becomes a call of the
-  ``_section`` / ``_inverted`` helper (``_pybars_overrides``);
-* ``{{else if ...}}`` chains (unsupported by pybars3) become nested blocks;
-* comments are removed, so ``{{!-- a }} b --}}`` no longer leaks;
-* partials (``{{> name}}``, ``{{> name ctx key=value}}``) become calls of the
-  ``_partial`` helper, which renders the partials given at render time and
-  indents a standalone partial like its line, as handlebars.js does.
+``scan`` tokenises with real line and column numbers and refuses what pybars3 would mis-render;
+``rewrite`` gives the canonical form pybars3 parses exactly: standalone-line and ``~`` rules
+applied, sections over values and partials as ``_section``/``_inverted``/``_partial`` helper
+calls, ``{{else if}}`` chains nested, comments removed.
 """
 
 from __future__ import annotations
@@ -57,9 +41,7 @@ class Tag:
 
 
 def _line_col(source: str, pos: int) -> tuple[int, int]:
-    line = source.count("\n", 0, pos) + 1
-    col = pos - (source.rfind("\n", 0, pos) + 1) + 1
-    return line, col
+    return source.count("\n", 0, pos) + 1, pos - source.rfind("\n", 0, pos)
 
 
 def _error(msg: str, source: str, pos: int) -> TemplateError:
@@ -76,14 +58,9 @@ def _refuse_jinja(source: str) -> None:
 
 
 def scan(source: str, known: set[str] | frozenset[str]) -> list[Tag]:
-    """Tokenise and check ``source``; return its tags in order.
-
-    ``known`` are the helper names (a block over any other name is a section
-    over a value). Raises ``TemplateError`` at the first unclosed mustache
-    or comment, unclosed, unopened or mismatched block, misplaced
-    ``{{else}}``, Jinja2 statement or unsupported form, with the real line
-    and column.
-    """
+    """Tokenise and check ``source``; return its tags in order. ``known``: the helper names (a block
+    over any other name is a section over a value). ``TemplateError`` with the real line and
+    column at the first unclosed, unopened or mismatched form, or unsupported one."""
     _refuse_jinja(source)
     tags: list[Tag] = []
     stack: list[Tag] = []
@@ -109,10 +86,8 @@ def _read_tag(source: str, start: int) -> Tag:
     """The tag at ``start`` (a comment, a triple stash or an ``expr`` to classify)."""
     if source.startswith("{{{{", start):
         raise _error("raw blocks ({{{{...}}}}) are not supported", source, start)
-    p = start + 2
-    strip_before = source.startswith("~", p)
-    if strip_before:
-        p += 1
+    strip_before = source.startswith("~", start + 2)
+    p = start + 3 if strip_before else start + 2
     if source.startswith("!--", p):
         m = _LONG_COMMENT_END.search(source, p + 3)
         if not m:
@@ -145,8 +120,7 @@ def _read_tag(source: str, start: int) -> Tag:
 
 
 def _classify(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozenset[str]) -> None:
-    """Set the kind of a ``{{...}}`` tag (block open, close, else, chain,
-    partial, ``&``, expression) and check it against the open blocks."""
+    """Set the kind of a ``{{...}}`` tag and check it against the open blocks."""
     inner, start = tag.inner, tag.start
     lead = inner[0]
     if lead in "#^" and inner != "^":
@@ -196,14 +170,18 @@ def _else(tag: Tag, source: str, stack: list[Tag], known: set[str] | frozenset[s
     if plain:
         tag.kind = "else"
         return
-    m = _NAME_RE.match(inner[4:])
     tag.kind = "chain"
+    if _named(tag, _NAME_RE.match(inner[4:]), known):
+        raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, tag.start)
+    stack[-1].chain.append(tag.emit_name)
+
+
+def _named(tag: Tag, m: re.Match, known: set[str] | frozenset[str], section: str = "_section") -> bool:
+    """Set a block tag's name, arguments and emitted name; whether it is a section given arguments."""
     tag.name, tag.rest = m.group(1), m.group(2).strip()
     tag.section = tag.name not in known
-    if tag.section and tag.rest:
-        raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper", source, tag.start)
-    tag.emit_name = "_section" if tag.section else tag.name
-    stack[-1].chain.append(tag.emit_name)
+    tag.emit_name = section if tag.section else tag.name
+    return bool(tag.section and tag.rest)
 
 
 def _open_block(tag: Tag, source: str, known: set[str] | frozenset[str]) -> None:
@@ -216,13 +194,10 @@ def _open_block(tag: Tag, source: str, known: set[str] | frozenset[str]) -> None
     if not m:
         raise _error(f"block tag '{{{{{inner}}}}}' has no name", source, tag.start)
     tag.kind = "open" if lead == "#" else "inverse"
-    tag.name, tag.rest = m.group(1), m.group(2).strip()
-    tag.section = tag.name not in known
-    if tag.section and tag.rest:
+    if _named(tag, m, known, "_section" if lead == "#" else "_inverted"):
         raise _error(f"'{{{{{inner}}}}}': {tag.name!r} is not a helper, and a section "
                      f"over a value takes no arguments (helpers: "
                      f"{', '.join(sorted(known))})", source, tag.start)
-    tag.emit_name = ("_section" if lead == "#" else "_inverted") if tag.section else tag.name
 
 
 def _mark_standalone(source: str, tags: list[Tag]) -> None:
@@ -230,28 +205,21 @@ def _mark_standalone(source: str, tags: list[Tag]) -> None:
     for tag in tags:
         if tag.kind not in _STANDALONE_KINDS:
             continue
-        line_start = source.rfind("\n", 0, tag.start) + 1
-        prefix = source[line_start:tag.start]
+        prefix = source[source.rfind("\n", 0, tag.start) + 1:tag.start]
         if prefix.strip(" \t"):
             continue
         line_end = source.find("\n", tag.end)
         suffix = source[tag.end:len(source) if line_end < 0 else line_end]
         if suffix.rstrip("\r").strip(" \t"):
             continue
-        tag.standalone = True
-        tag.indent = prefix
+        tag.standalone, tag.indent = True, prefix
 
 
 def _emit_tag(tag: Tag) -> str:
     k = tag.kind
-    if k == "comment":
-        return ""
-    if k == "expr":
-        return "{{" + tag.inner + "}}"
-    if k == "amp":
-        return "{{&" + tag.rest + "}}"
-    if k == "triple":
-        return "{{{" + tag.inner + "}}}"
+    if k in ("comment", "expr", "amp", "triple", "else"):
+        return {"comment": "", "expr": "{{" + tag.inner + "}}", "amp": "{{&" + tag.rest + "}}",
+                "triple": "{{{" + tag.inner + "}}}", "else": "{{else}}"}[k]
     if k in ("open", "inverse", "chain"):
         prefix = "{{else}}" if k == "chain" else ""
         if tag.section:
@@ -260,16 +228,10 @@ def _emit_tag(tag: Tag) -> str:
         return prefix + "{{" + mark + tag.name + (" " + tag.rest if tag.rest else "") + "}}"
     if k == "close":
         return "".join("{{/" + n + "}}" for n in reversed(tag.chain)) + "{{/" + tag.emit_name + "}}"
-    if k == "else":
-        return "{{else}}"
-    if k == "partial":
-        args = " " + json.dumps(tag.name)
-        if tag.rest:
-            args += " " + tag.rest
-        if tag.standalone and tag.indent:
-            args += " __indent=" + json.dumps(tag.indent)
-        return "{{#_partial" + args + "}}{{/_partial}}"
-    raise AssertionError(k)  # pragma: no cover
+    args = " " + json.dumps(tag.name) + (" " + tag.rest if tag.rest else "")   # a partial
+    if tag.standalone and tag.indent:
+        args += " __indent=" + json.dumps(tag.indent)
+    return "{{#_partial" + args + "}}{{/_partial}}"
 
 
 def rewrite(source: str, tags: list[Tag]) -> str:

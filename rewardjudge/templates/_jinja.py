@@ -1,43 +1,17 @@
-"""Jinja2 templates in a restricted sandbox, the alternative to Handlebars.
+"""Jinja2 templates in a restricted sandbox, the alternative to Handlebars (see docs/templates.md).
 
-Only these statements are allowed: ``if``, ``for``, ``set``, ``with``,
-``filter``, ``raw`` and ``autoescape``. ``include``, ``import``, ``from``,
-``extends``, ``block``, ``macro``, ``call`` and any extension tag are refused
-when the template is constructed (that is, when a scorer is saved), with the
-line of the offending tag. Rendering runs in Jinja2's ``SandboxedEnvironment``
-(no access to private attributes or unsafe methods), without HTML escaping
-(prompts are not HTML).
-
-**Undefined variables render empty** by default (``strict=False``, Jinja2's
-own convention and the scorer document's), as do attributes of undefined
-values (``{{ missing.field }}`` renders ``""``), so a prompt with an optional
-field stays clean with ``{% if field %}...{% endif %}``. With ``strict=True``
-(the default of ``PromptTemplate``) a declared variable missing from the
-context raises ``TemplateVariableError``. ``JinjaTemplate.missing`` lists
-what a context lacks.
-
-Handlebars syntax (``{{#if x}}``, ``{{/if}}``, ``{{else}}``, ``{{> p}}``,
-``{{! note }}``, ``{{{x}}}``, ``{{@index}}``, ``{{../x}}``) is refused at
-construction with its line and column, instead of rendering literally or
-reading ``{{else}}`` as a variable named ``else``.
-
-Rendering is one pass: values are never re-read as template text, so policy
-output containing ``{{ ... }}`` or ``{% ... %}`` stays literal.
+Only ``if for set with filter raw autoescape`` statements are allowed, and Handlebars tags are
+refused, at construction with their line. Rendering runs in Jinja2's ``SandboxedEnvironment``
+without HTML escaping; undefined variables render empty unless ``strict``.
 
 >>> JinjaTemplate("Q: {{ q }}{% if note %} ({{ note }}){% endif %}").render({"q": "2+2?"})
 'Q: 2+2?'
->>> JinjaTemplate("{% include 'x' %}")
-Traceback (most recent call last):
-...
-rewardjudge.errors.TemplateError: template: '{% include %}' is not allowed; allowed statements: if, for, set, with, filter, raw, autoescape (line 1, column 1)
-    {% include 'x' %}
-    ^
 """
 
 from __future__ import annotations
 
+import functools
 import re
-import threading
 from typing import Any, Mapping
 
 from ..errors import TemplateError, TemplateVariableError
@@ -48,53 +22,38 @@ __all__ = ["ALLOWED_STATEMENTS", "JinjaTemplate"]
 
 ALLOWED_STATEMENTS = ("if", "for", "set", "with", "filter", "raw", "autoescape")
 
-_ENV = None
-_ENV_LOCK = threading.Lock()
-
-
+@functools.lru_cache(maxsize=None)
 def _env():
     """One shared sandboxed environment (Jinja environments are thread-safe for rendering)."""
-    global _ENV
-    if _ENV is None:
-        with _ENV_LOCK:
-            if _ENV is None:
-                from jinja2 import ChainableUndefined
-                from jinja2.sandbox import SandboxedEnvironment
+    from jinja2 import ChainableUndefined
+    from jinja2.sandbox import SandboxedEnvironment
 
-                env = SandboxedEnvironment(autoescape=False, undefined=ChainableUndefined,
-                                           keep_trailing_newline=True)
-                for name in ("lipsum", "cycler", "joiner"):
-                    env.globals.pop(name, None)
-                _ENV = env
-    return _ENV
+    env = SandboxedEnvironment(autoescape=False, undefined=ChainableUndefined, keep_trailing_newline=True)
+    for name in ("lipsum", "cycler", "joiner"):
+        env.globals.pop(name, None)
+    return env
 
 
 def _refuse_tags(source: str) -> None:
-    """Refuse every statement tag not in ``ALLOWED_STATEMENTS`` (an allowlist: ``print``,
-    ``include``, ``macro``... and tags of extensions we never load all fail here, by name)."""
+    """Refuse every statement tag not in ``ALLOWED_STATEMENTS`` (an allowlist), by name."""
     from jinja2 import lexer as jl
 
-    env = _env()
     try:
-        tokens = list(env.lex(source))
+        tokens = list(_env().lex(source))
     except Exception as exc:  # the lexer raises TemplateSyntaxError with a line number
         raise TemplateError(f"template: {getattr(exc, 'message', exc)}",
                             line=getattr(exc, "lineno", None), column=1, source=source) from None
     for i, (lineno, kind, value) in enumerate(tokens):
         if kind != jl.TOKEN_BLOCK_BEGIN:
             continue
-        nxt = next(((ln, k, v) for ln, k, v in tokens[i + 1:] if k != jl.TOKEN_WHITESPACE), None)
-        if nxt is None or nxt[1] != jl.TOKEN_NAME:
+        _, nkind, tag = next(((ln, k, v) for ln, k, v in tokens[i + 1:] if k != jl.TOKEN_WHITESPACE),
+                             (None, None, ""))
+        if nkind != jl.TOKEN_NAME or tag.startswith("end") or tag in ("else", "elif", *ALLOWED_STATEMENTS):
             continue
-        tag = nxt[2]
-        if tag.startswith("end") or tag in ("else", "elif"):
-            continue
-        if tag not in ALLOWED_STATEMENTS:
-            line_text = source.splitlines()[lineno - 1] if source.splitlines() else ""
-            column = line_text.find("{%") + 1 or 1
-            raise TemplateError(f"template: '{{% {tag} %}}' is not allowed; allowed statements: "
-                                f"{', '.join(ALLOWED_STATEMENTS)}", line=lineno, column=column,
-                                source=source)
+        line_text = source.splitlines()[lineno - 1] if source.splitlines() else ""
+        raise TemplateError(f"template: '{{% {tag} %}}' is not allowed; allowed statements: "
+                            f"{', '.join(ALLOWED_STATEMENTS)}", line=lineno,
+                            column=line_text.find("{%") + 1 or 1, source=source)
 
 
 _JINJA_OPEN = re.compile(r"\{\{|\{%|\{#")
@@ -118,8 +77,7 @@ def _refuse_handlebars(source: str) -> None:
             raw = _RAW.match(source, pos)
             i = raw.end() if raw else pos + 2
             continue
-        hb = _HANDLEBARS.match(source, pos)
-        if hb:
+        if _HANDLEBARS.match(source, pos):
             line, column = _line_col(source, pos)
             end = source.find("}}", pos)
             tag = source[pos:end + 2] if 0 <= end < pos + 80 else source[pos:pos + 20]
@@ -133,23 +91,16 @@ def _refuse_handlebars(source: str) -> None:
 def _first_use_order(source: str, names: set[str]) -> list[str]:
     from jinja2 import lexer as jl
 
-    seen: dict[str, None] = {}
-    for _, kind, value in _env().lex(source):
-        if kind == jl.TOKEN_NAME and value in names:
-            seen.setdefault(value, None)
+    seen = dict.fromkeys(v for _, kind, v in _env().lex(source) if kind == jl.TOKEN_NAME and v in names)
     return [*seen, *sorted(names - set(seen))]
 
 
 class JinjaTemplate:
     """A validated, sandboxed Jinja2 template with the ``Template`` interface.
 
-    ``variables`` lists the top-level names the template reads that it does
-    not set itself (``for`` targets, ``loop``, ``set`` and ``with`` names are
-    locals), in first-use order. ``render(context)`` raises
-    ``TemplateVariableError`` for a missing variable only when ``strict``
-    (otherwise it renders empty), and ``TemplateError`` when the sandbox
-    refuses an operation or a filter fails.
-    """
+    ``variables``: the top-level names it reads and does not set itself, in first-use order.
+    ``render(context)`` raises ``TemplateVariableError`` for a missing variable only when
+    ``strict``, and ``TemplateError`` when the sandbox refuses an operation or a filter fails."""
 
     __slots__ = ("source", "name", "strict", "_template", "variables")
 
@@ -166,9 +117,8 @@ class JinjaTemplate:
         try:
             _refuse_handlebars(source)
             _refuse_tags(source)
-            env = _env()
-            tree = env.parse(source)
-            self._template = env.from_string(tree)
+            tree = _env().parse(source)
+            self._template = _env().from_string(tree)
         except TemplateError as exc:
             exc.args = (exc.args[0].replace("template:", f"{name}:", 1),)
             raise
@@ -194,8 +144,8 @@ class JinjaTemplate:
 
 
 def render_sandboxed(compiled: Any, values: Mapping[str, Any], name: str) -> str:
-    """Render a template compiled in the sandboxed environment; what the
-    sandbox refuses or the render trips on is a ``TemplateError`` naming ``name``."""
+    """Render a sandboxed template; a refusal or failure is a ``TemplateError`` naming ``name``."""
+
     from jinja2.exceptions import SecurityError, TemplateError as JinjaError
 
     try:

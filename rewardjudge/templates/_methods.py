@@ -4,50 +4,25 @@
 from typing import Literal, get_args
 
 __all__ = [
-    "PROMPT_METHODS",
-    "PromptMethod",
-    "CandidateJudgeGraderMethod",
-    "CriterionJudgeGraderMethod",
-    "ProbabilityJudgeGraderMethod",
-    "ScorerGraderMethod",
-    "TranslateCLIMethod",
+    "PROMPT_METHODS", "PromptMethod", "CandidateJudgeGraderMethod",
+    "CriterionJudgeGraderMethod", "ProbabilityJudgeGraderMethod", "ScorerGraderMethod",
+    "TranslateCLIMethod"
 ]
 
-CandidateJudgeGraderMethod = Literal[
-    "system",
-    "user",
-]
+CandidateJudgeGraderMethod = Literal["system", "user"]
 CriterionJudgeGraderMethod = Literal[
-    "criterion_completeness",
-    "criterion_conciseness",
-    "criterion_correctness",
-    "criterion_faithfulness",
-    "criterion_format_adherence",
-    "criterion_harmlessness",
-    "criterion_helpfulness",
-    "criterion_instruction_following",
-    "criterion_relevance",
-    "system",
-    "user",
+    "criterion_completeness", "criterion_conciseness", "criterion_correctness",
+    "criterion_faithfulness", "criterion_format_adherence", "criterion_harmlessness",
+    "criterion_helpfulness", "criterion_instruction_following", "criterion_relevance", "system",
+    "user"
 ]
-ProbabilityJudgeGraderMethod = Literal[
-    "question",
-    "system",
-    "user",
-]
-ScorerGraderMethod = Literal[
-    "output_instructions",
-]
-TranslateCLIMethod = Literal[
-    "user",
-]
+ProbabilityJudgeGraderMethod = Literal["question", "system", "user"]
+ScorerGraderMethod = Literal["output_instructions"]
+TranslateCLIMethod = Literal["user"]
 #: every prompt method name
 PromptMethod = Literal[
-    CandidateJudgeGraderMethod,
-    CriterionJudgeGraderMethod,
-    ProbabilityJudgeGraderMethod,
-    ScorerGraderMethod,
-    TranslateCLIMethod,
+    CandidateJudgeGraderMethod, CriterionJudgeGraderMethod, ProbabilityJudgeGraderMethod,
+    ScorerGraderMethod, TranslateCLIMethod
 ]
 
 #: class name -> its prompt method names

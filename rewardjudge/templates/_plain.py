@@ -21,23 +21,16 @@ __all__ = ["PlainContext", "to_plain", "to_plain_context"]
 
 
 class PlainContext(dict):
-    """A context already turned into plain data by ``to_plain_context``.
-
-    ``changed`` names the top-level keys whose values had to be converted or
-    hold a subclass of ``str``, ``int`` or ``float``; every other value is the
-    caller's own object, plain data of exact types and not copied (templates
-    only read it)."""
+    """A context turned into plain data by ``to_plain_context``; ``changed`` names the top-level
+    keys whose values were converted or hold a subclass of ``str``, ``int`` or ``float`` (the
+    others are the caller's own objects, plain data of exact types, not copied)."""
 
     __slots__ = ("changed",)
 
 
 def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
-    """``context`` converted once (see ``to_plain``), to render several templates with.
-
-    Values that are plain data already (exact ``dict`` with ``str`` keys,
-    ``list``, ``str``, ``int``, ``bool``, ``None``, finite ``float``) are kept
-    as they are instead of copied; everything else is converted as
-    ``to_plain`` converts it, and a callable anywhere is refused."""
+    """``context`` converted once (see ``to_plain``), to render several templates with; values
+    that are plain data of exact types already are kept, not copied."""
     if isinstance(context, PlainContext):
         return context
     src = context if type(context) is dict else dict(context)
@@ -52,10 +45,7 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
         try:
             p = _view(v)
         except _CallableFound as found:
-            found.steps.append(f".{k}")
-            path = "context" + "".join(reversed(found.steps))
-            raise TemplateContextError(
-                f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+            raise _refused(found, f"context.{k}") from None
         if p is not v or t not in _EXACT_TYPES:   # converted, or kept as a subclass
             changed.append(key)
         out[key] = p
@@ -64,17 +54,17 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
 
 
 def to_plain(value: Any, _path: str = "context") -> Any:
-    """Turn a context value into plain data a template can read safely.
-
-    Mappings, sequences, pydantic models and dataclasses are converted
-    recursively; callables are refused (pybars3 would call them).
-    """
+    """A context value as plain data (mappings, sequences, pydantic models and dataclasses
+    converted recursively); callables raise ``TemplateContextError`` (pybars3 would call them)."""
     try:
         return _plain(value)
     except _CallableFound as found:
-        path = _path + "".join(reversed(found.steps))
-        raise TemplateContextError(
-            f"{path} is callable ({found.value!r:.60}); templates take data only") from None
+        raise _refused(found, _path) from None
+
+
+def _refused(found: "_CallableFound", path: str) -> TemplateContextError:
+    return TemplateContextError(f"{path}{''.join(reversed(found.steps))} is callable "
+                                f"({found.value!r:.60}); templates take data only")
 
 
 class _CallableFound(Exception):
@@ -121,11 +111,8 @@ _EXACT_TYPES = _EXACT_LEAVES | {float, dict, list}
 
 
 def _view(value: Any) -> Any:
-    """``_plain(value)``, but ``value`` itself (not a copy) where it is plain
-    data already: an exact ``dict`` with ``str`` keys or an exact ``list``,
-    holding only exact ``str``, ``int``, ``bool``, ``None``, finite ``float``
-    or such containers. Raises ``_CallableFound`` at the same (first) callable
-    as ``_plain``."""
+    """``_plain(value)``, but ``value`` itself (not a copy) where it is plain data of exact types
+    already; raises ``_CallableFound`` at the same (first) callable as ``_plain``."""
     t = type(value)
     if t is dict:
         return _view_dict(value)
@@ -176,9 +163,8 @@ def _view_list(value: list) -> list:
 
 
 def _each(convert: Any, pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
-    """``convert`` of each value of ``(label, value)`` pairs, and whether every
-    one is the value itself (plain, of an exact type); a callable's path gets
-    ``step`` formatted with its label."""
+    """``convert`` of each value of ``(label, value)`` pairs, and whether every one is the value
+    itself; a callable's path gets ``step`` formatted with its label."""
     views: list[Any] = []
     same = True
     for label, v in pairs:

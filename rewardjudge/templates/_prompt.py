@@ -28,28 +28,13 @@ def _delegated(attr: str, doc: str | None = None) -> property:
 
 
 class PromptTemplate:
-    """A judge prompt template, compiled and checked at construction.
+    """A judge prompt template, compiled and checked at construction (see docs/templates.md).
 
-    ``engine`` is ``"handlebars"`` (pybars3, rendered as handlebars.js
-    renders it, see ``rewardjudge.templates._handlebars``) or ``"jinja2"``
-    (a sandbox allowing ``if for set with filter raw autoescape``, see
-    ``rewardjudge.templates._jinja``). Either way:
-
-    * a syntax error, or a tag of the *other* engine (``{% if %}`` in a
-      Handlebars template, ``{{#if}}`` in a Jinja2 one), raises
-      ``TemplateError`` with ``line`` and ``column``: nothing is ever
-      rendered literally;
-    * ``variables`` lists what the template reads from its context, in
-      first-use order (Handlebars: dotted paths such as ``meta.ref``;
-      Jinja2: top-level names, loop and ``set`` locals excluded);
-    * ``render(context)`` renders in one pass (values are never re-read as
-      template text) and never HTML-escapes; with ``strict`` (default) a
-      listed variable missing from the context raises
-      ``TemplateVariableError`` naming the missing and the available ones;
-    * callables in the context are refused (``TemplateContextError``).
-
-    ``partials`` (Handlebars only) maps names to the sources ``{{> name}}``
-    renders.
+    ``engine``: ``"handlebars"`` or ``"jinja2"`` (sandboxed). A syntax error or a tag of the other
+    engine raises ``TemplateError`` with ``line`` and ``column``. ``variables`` lists what the
+    template reads, in first-use order; ``render(context)`` renders in one pass, never
+    HTML-escapes, and with ``strict`` raises ``TemplateVariableError`` for a missing variable;
+    callables in the context raise ``TemplateContextError``. ``partials``: Handlebars only.
 
     >>> PromptTemplate("Q: {{q}}").render({"q": "2+2?"})
     'Q: 2+2?'

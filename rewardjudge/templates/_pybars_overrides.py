@@ -1,38 +1,10 @@
 """The one place that reaches past pybars3's public API (pybars3 is pinned).
 
-pybars3 0.9.7 compiles and renders every Handlebars template of the
-package; its public API is ``Compiler().precompile`` / ``compile``, the
-compiled ``render(context, helpers=..., partials=...)``, ``Scope``,
-``strlist`` and ``PybarsError``. Where that cannot give handlebars.js's
-behaviour, this module overrides it, and nothing else in ``rewardjudge``
-touches pybars3's internals:
-
-1. ``prepare``: no HTML escaping (``{{x}}`` behaves as ``{{{x}}}``; prompts
-   are not HTML, our one deliberate deviation from handlebars.js).
-2. ``resolve``: a plain name inside a section or ``{{#each}}`` falls back to
-   the enclosing contexts (handlebars.js ``compat`` mode; ``this.x``,
-   ``./x``, ``../x`` and ``@data`` stay explicit), and paths read keys and
-   list indices only, never attributes (pybars3 would find ``dict.items``).
-3. built-in helpers: ``blockHelperMissing`` / ``_section`` / ``_inverted``
-   (handlebars.js section semantics), ``with`` (its inverse on empty
-   values), ``unless`` (honours ``{{else}}``), ``lookup`` (keys only),
-   ``_partial`` (standalone indentation, context and hash arguments, an
-   error naming the defined partials) and ``_lb`` (a literal ``{``).
-4. ``whitespace_control`` is off: the source rewrite (``_hbs_syntax``) has
-   applied handlebars.js's standalone-line and ``~`` rules already.
-5. ``parse``: the parse tree from pybars3's grammar, to list variables and
-   to locate syntax errors.
-6. ``with_prepare``: a compiled template whose values are prepared otherwise
-   (the typed-question grader renders into JSON strings).
-
-1-3 are set in the namespace each compiled template runs in (``prepare``,
-``resolve`` and ``_pybars_``, the names pybars3's generated code reads), so
-nothing global changes and ``render(helpers=...)`` still adds helpers over
-the built-in ones as pybars3 does. ``compile_canonical`` executes the code
-``Compiler.precompile`` generates in a namespace of its own (pybars3's
-``compile`` would register one module in ``sys.modules`` per call), one
-compile at a time: pybars3's code builder is shared class state and
-concurrent compiles corrupt each other.
+Set in each compiled template's own namespace, so nothing global changes: ``prepare`` (no HTML
+escaping), ``resolve`` (names fall back to enclosing contexts; keys and indices, never
+attributes) and built-in helpers with handlebars.js semantics; ``whitespace_control`` is left to
+``_hbs_syntax``. Compiles run one at a time (pybars3's code builder is shared class state) and
+register no module in ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -49,7 +21,6 @@ __all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "indent_lines", "par
            "strlist", "truthy", "unless", "with_prepare"]
 
 
-# -- 1, 2: prepare and resolve -------------------------------------------------
 def prepare(value: Any, should_escape: bool) -> Any:
     """pybars3's ``prepare`` without escaping."""
     if value is None:
@@ -102,9 +73,8 @@ def _resolve_path(context: Any, segments: tuple[str, ...]) -> Any:
 
 
 def resolve(context: Any, *segments: str) -> Any:
-    """pybars3's ``resolve``, with mustache-style lookup of the first segment:
-    a plain name is looked up in the current context, then in each enclosing
-    one, and the first context where it is not null answers."""
+    """pybars3's ``resolve``, a plain first name looked up in the current context, then in each
+    enclosing one: the first where it is not null answers."""
     first = segments[0] if segments else ""
     if not first or first[0] == "@" or first == "this" or type(context) is not Scope:
         return _resolve_path(context, segments)
@@ -126,7 +96,6 @@ def resolve(context: Any, *segments: str) -> Any:
         scope = parent
 
 
-# -- 3: built-in helpers -------------------------------------------------------
 def truthy(v: Any) -> bool:
     return bool(v) and v != ""
 
@@ -151,9 +120,7 @@ def _section(this, options, value):
     if value is False or value is None:
         return options["inverse"](this)
     if isinstance(value, (list, tuple)):
-        if not value:
-            return options["inverse"](this)
-        return options["helpers"]["each"](this, options, value)
+        return options["helpers"]["each"](this, options, value) if value else options["inverse"](this)
     return options["fn"](_child(value, this, options))
 
 
@@ -193,21 +160,12 @@ def indent_lines(text: str, indent: str) -> str:
     return "\n".join(indent + line if (line or i + 1 < len(lines)) else line for i, line in enumerate(lines))
 
 
-#: the built-in helpers every compiled template starts from, pybars3's own
-#: (``each``, ``if``, ``log``, ``helperMissing``) fixed as described above
+#: the built-in helpers every compiled template starts from, over pybars3's own
 BUILTIN_HELPERS: dict[str, Callable[..., Any]] = {
-    "with": _with,
-    "unless": unless,
-    "blockHelperMissing": _section,
-    "_section": _section,
-    "_inverted": _inverted,
-    "_partial": _partial,
-    "lookup": _lookup,
-    "_lb": lambda this, *a, **k: "{",
-}
+    "with": _with, "unless": unless, "blockHelperMissing": _section, "_section": _section,
+    "_inverted": _inverted, "_partial": _partial, "lookup": _lookup, "_lb": lambda this, *a, **k: "{"}
 
 
-# -- 4, 5: compiling and parsing -----------------------------------------------
 class _Compiler(Compiler):
     def whitespace_control(self, source):
         return source   # done by the source rewrite; pybars3's regexes remove the wrong newlines
@@ -225,8 +183,7 @@ def parse(canonical: str) -> tuple[Any, int]:
 
 
 def compile_canonical(canonical: str) -> Callable[..., Any]:
-    """The render function of a rewritten source (raises ``PybarsError`` on
-    a syntax error), running with the overrides above."""
+    """The render function of a rewritten source, with the overrides above (``PybarsError``)."""
     with _LOCK:
         code = _COMPILER.precompile(canonical)
     namespace: dict[str, Any] = {"__name__": "rewardjudge.templates._compiled"}
@@ -238,11 +195,8 @@ def compile_canonical(canonical: str) -> Callable[..., Any]:
 
 
 def with_prepare(fn: Callable[..., Any], prepare_fn: Callable[[Any, bool], Any]) -> Callable[..., Any]:
-    """A copy of the compiled template ``fn`` whose values are prepared by
-    ``prepare_fn(value, should_escape)`` (``should_escape`` is true for
-    ``{{x}}``, false for ``{{{x}}}``): a template rendered into another
-    format, such as JSON strings. ``fn`` itself (cached) is left as it is:
-    its functions are rebuilt over a copy of their namespace."""
+    """A copy of the compiled template ``fn`` (left as it is) whose values are prepared by
+    ``prepare_fn(value, should_escape)`` (true for ``{{x}}``): to render into JSON strings."""
     original = fn.__globals__
     namespace = dict(original)
     for key, value in original.items():
