@@ -1,12 +1,5 @@
-"""The one bridge from synchronous code to the library's coroutines.
-
-``LoopThread`` runs coroutines on an event loop of its own, in a daemon
-thread, so it works whether or not the caller's thread already runs a loop
-(a notebook cell). ``run_sync`` uses a fresh one per call and closes it with
-everything opened on it (an ``OpenAIModel``'s HTTP session closes with its
-loop); sync entry points called many times (verl's ``compute_score``, once
-per sample; OpenRLHF's ``reward_func``) keep one long-lived ``LoopThread``,
-so connections stay warm between calls, and close it at exit.
+"""The one bridge from synchronous code to the library's coroutines: ``LoopThread`` (an event loop
+in a daemon thread, long-lived where connections should stay warm) and ``run_sync`` (a fresh one per call).
 """
 
 from __future__ import annotations
@@ -25,13 +18,8 @@ _LIVE: "weakref.WeakSet[LoopThread]" = weakref.WeakSet()
 
 
 class LoopThread:
-    """An event loop in a daemon thread; ``run`` blocks until a coroutine is done.
-
-    ``close()`` ends it as ``asyncio.run`` ends its loop: pending tasks are
-    cancelled, async generators finalised (which closes HTTP sessions bound
-    to the loop), the default executor shut down. Open threads are closed at
-    interpreter exit.
-    """
+    """An event loop in a daemon thread; ``run`` blocks until a coroutine is done. ``close()`` ends it
+    as ``asyncio.run`` ends its loop; open ones are closed at interpreter exit."""
 
     def __init__(self, name: str = "rewardjudge-loop"):
         self._name = name
@@ -97,9 +85,8 @@ async def _wind_down() -> None:
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code, also inside a running
-    loop (Jupyter), on a fresh ``LoopThread`` closed before returning: repeated
-    calls leave nothing open behind them."""
+    """Run ``coro`` to completion from synchronous code, also inside a running loop, on a fresh
+    ``LoopThread`` closed before returning."""
     with LoopThread("rewardjudge-sync") as runner:
         return runner.run(coro)
 

@@ -1,16 +1,5 @@
-"""The ``rewardjudge`` command.
-
-Each subcommand lives beside what it drives and registers itself through an
-``add_parser(subparsers)`` function listed in ``_COMMAND_MODULES``.
-
-Options are accepted before or after the subcommand that defines them: the
-global ones (``--log-level``) anywhere, and a command group's own (``scorers
---registry DIR``) after any of its subcommands too (``rewardjudge scorers
-create f.json --registry DIR``). ``build_parser`` copies each parser's
-options into the parsers below it, unless a subcommand has an option of the
-same name (``scorers show --version`` stays the scorer's version;
-``rewardjudge --version`` is the package's).
-"""
+"""The ``rewardjudge`` command: each subcommand's module registers it through ``add_parser(subparsers)``;
+options are accepted before or after the subcommand that defines them (``_share_options``)."""
 
 from __future__ import annotations
 
@@ -20,6 +9,8 @@ import importlib
 import logging
 import sys
 from typing import Any
+
+from .errors import RewardJudgeError
 
 #: command -> (the module whose add_parser(subparsers) defines it, its one-line help). Only the
 #: module of the command being run is imported: `rewardjudge --help` loads no grader stack.
@@ -40,8 +31,7 @@ _COMMANDS = {
 
 
 class _Commands:
-    """The subparsers handed to a module's ``add_parser``: each command's
-    help comes from ``_COMMANDS``."""
+    """The subparsers handed to a module's ``add_parser``: each command's help comes from ``_COMMANDS``."""
 
     def __init__(self, sub: Any):
         self.sub = sub
@@ -69,9 +59,8 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _share_options(parser: argparse.ArgumentParser) -> None:
-    """Copy ``parser``'s options into its subcommands' parsers (recursively),
-    with a suppressed default so that a value given before the subcommand
-    is kept when the option is not repeated after it."""
+    """Copy ``parser``'s options into its subcommands' parsers (recursively), with a suppressed
+    default so that a value given before the subcommand is kept."""
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):
             continue
@@ -89,8 +78,7 @@ def _share_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with ``argv``, only the named command's module is
-    imported (the other commands are listed with their help only)."""
+    """The whole parser; with ``argv``, only the named command's module is imported."""
     from . import __version__
 
     p = argparse.ArgumentParser(prog="rewardjudge", description="LLM-as-judge reward graders.")
@@ -122,12 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         code = args.func(args)
     except KeyboardInterrupt:
         code = 130
-    except Exception as exc:
-        from .errors import RewardJudgeError
-
-        if isinstance(exc, RewardJudgeError):
-            print(f"rewardjudge: error: {exc}", file=sys.stderr)
-            code = 2
-        else:
-            raise
+    except RewardJudgeError as exc:
+        print(f"rewardjudge: error: {exc}", file=sys.stderr)
+        code = 2
     sys.exit(code or 0)

@@ -1,12 +1,5 @@
-"""The main job: grade bundled structured completions on the embedded judge.
-
-``python -m rewardjudge demo`` spawns SmolLM2-135M-Instruct under
-llama-cpp-python's server, grades good, poor and malformed structured
-answers with a grader written the way the seed cookbook writes one, and
-prints each grade with its status and reasoning. (A 135M judge's verdicts
-are noise; the demo shows the pipeline, not judge quality. Point
-``--judge-url`` at a real server for real verdicts.)
-"""
+"""``rewardjudge demo``: grade bundled structured completions on the embedded judge (SmolLM2-135M,
+whose verdicts are noise: it shows the pipeline) or on ``--judge-url``."""
 
 from __future__ import annotations
 
@@ -55,8 +48,7 @@ Is this answer correct, complete, and well-articulated?"""
 
 
 def demo_grader(judge: InferenceModel) -> TemplatedPromptJudgeGrader:
-    """The cookbook's AnalysisGrader, with malformed answers penalized by the
-    built-in ``completion_model`` check (no judge call for them)."""
+    """The cookbook's AnalysisGrader, malformed answers penalized by ``completion_model``."""
     return TemplatedPromptJudgeGrader(
         grader_key="analysis-grader", model=judge, system_template=JUDGE_SYSTEM_PROMPT,
         user_template=JUDGE_USER_TEMPLATE, output_model=BinaryJudgeOutput, temperature=0.0,
@@ -64,8 +56,7 @@ def demo_grader(judge: InferenceModel) -> TemplatedPromptJudgeGrader:
 
 
 def demo_group_grader(judge: InferenceModel) -> CandidateJudgeGrader:
-    """The same answers judged as groups: every answer to one question in one
-    request (``<candidate id>`` blocks; a grammar enforces them on llama.cpp)."""
+    """The same answers judged as groups: every answer to one question in one request."""
     return CandidateJudgeGrader(
         "analysis-group", judge, scale="graded", batch_size=8, completion_model=AnalysisOutput,
         title_field="answer", max_rounds=1,
@@ -75,16 +66,10 @@ def demo_group_grader(judge: InferenceModel) -> CandidateJudgeGrader:
 def demo_threads(eval_mode: bool = False) -> list[StringThread]:
     """The bundled completions as threads (system instructions, question, answer)."""
     instructions = f"Answer the question. Output must be valid JSON:\n{render_schema(AnalysisOutput)}"
-    rows = resources.files("rewardjudge").joinpath("data/demo_completions.jsonl").read_text().splitlines()
-    threads = []
-    for line in rows:
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        threads.append(StringThread(
-            [("system", instructions), ("user", row["question"]), ("assistant", row["completion"])],
-            metadata={"eval": eval_mode, "id": row["id"], "expected": row["expected"]}))
-    return threads
+    lines = resources.files("rewardjudge").joinpath("data/demo_completions.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [StringThread([("system", instructions), ("user", row["question"]), ("assistant", row["completion"])],
+                         metadata={"eval": eval_mode, "id": row["id"], "expected": row["expected"]}) for row in rows]
 
 
 def format_grade(thread: StringThread, grade: Grade) -> str:
@@ -112,8 +97,7 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
     threads = demo_threads(eval_mode)
 
     async def grade_all(judge: InferenceModel) -> tuple[list[Grade], list[Grade]]:
-        return (await demo_grader(judge).grade_batch(threads),
-                await demo_group_grader(judge).grade_batch(threads))
+        return (await demo_grader(judge).grade_batch(threads), await demo_group_grader(judge).grade_batch(threads))
 
     if judge_url:
         judge = OpenAIModel(judge_url, judge_model or "judge")
@@ -126,14 +110,11 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
     print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
     for t, g in zip(threads, grades):
         print(format_grade(t, g))
-    counts = {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")}
-    print("\ncounts:", counts)
-    print("\nthe same answers judged in groups (CandidateJudgeGrader: one request per question, "
-          "graded 0-4):")
+    print("\ncounts:", {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")})
+    print("\nthe same answers judged in groups (CandidateJudgeGrader: one request per question, graded 0-4):")
     for t, g in zip(threads, group_grades):
         print(format_grade(t, g))
-    print("\ngroup counts:", {s: sum(g.status == s for g in group_grades)
-                              for s in ("scored", "penalized", "unscored")})
+    print("\ngroup counts:", {s: sum(g.status == s for g in group_grades) for s in ("scored", "penalized", "unscored")})
     # the third outcome: the judge side fails (here, nothing listens at its port)
     down = OpenAIModel(f"http://127.0.0.1:{_closed_port()}/v1", "judge", max_retries=1, timeout=5.0)
     async with down:

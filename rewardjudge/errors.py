@@ -1,39 +1,6 @@
-"""The exception tree of rewardjudge.
-
-Two families that a caller handles differently:
-
-* ``ConfigError`` (a usage error): the grader, template, output model or
-  dataset is wrong. Raised at construction where possible; fix the code or
-  config and run again. Never turned into a grade.
-* ``JudgeError`` (a runtime error): the judge side failed (HTTP status,
-  timeout, refused connection, unreadable body). Graders turn it into an
-  ``unscored`` Grade carrying the reason; it never becomes a score.
-
-``OutputParserException`` (in ``rewardjudge.core.structured_output``, a
-ValueError) is the third kind: a text did not parse. From the *policy's*
-completion, graders turn it into a ``penalized`` Grade; from the judge's
-reply, they re-ask and then leave the grade ``unscored``.
-
-Tree::
-
-    RewardJudgeError
-    +-- OutputParserException (ValueError: a completion or reply that does not parse)
-    +-- ConfigError (also ValueError)
-    |   +-- TemplateError            (line, column, template excerpt)
-    |   |   +-- TemplateVariableError (missing, available)
-    |   +-- TemplateContextError     (a context value a template cannot hold)
-    |   +-- TypedQuestionError       (graders/_typed_question.py: every bad scale at once)
-    |   +-- GradeDistributionUnsupported (models/_base.py: the model cannot give grade probabilities)
-    |   +-- ScorerNotFound           (scorers/_registry.py; also LookupError)
-    |   +-- ScriptExhausted          (testing.py: a ScriptedModel ran out of replies)
-    +-- JudgeError (also RuntimeError)  (attempts)
-        +-- JudgeHTTPError           (status, body, retry_after)
-        +-- JudgeTimeoutError
-        +-- JudgeConnectionError
-        +-- JudgeResponseError       (body: the unreadable reply)
-        +-- JudgeStartupError        (log_tail: the spawned server's last output)
-        +-- JudgeOutage              (rl/_health.py: too many unscored steps in a row; health)
-"""
+"""The exception tree: ``ConfigError`` (a ValueError: a usage error, never a grade), ``JudgeError`` (a
+RuntimeError: a judge-side failure, an ``unscored`` Grade) and ``OutputParserException`` (a ValueError: a text
+that did not parse: a ``penalized`` completion, or a re-asked judge reply)."""
 
 from __future__ import annotations
 
@@ -49,24 +16,17 @@ class ConfigError(RewardJudgeError, ValueError):
 
 
 class TemplateError(ConfigError):
-    """A template that cannot be compiled or rendered safely.
+    """A template that cannot be compiled or rendered safely; ``line``/``column``: 1-based, or None."""
 
-    ``line`` and ``column`` are 1-based positions of the offending tag in the
-    template source (None when the error has no position).
-    """
-
-    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
-                 source: str | None = None):
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None, source: str | None = None):
         self.line = line
         self.column = column
         self.source = source
         where = f" (line {line}, column {column})" if line is not None else ""
+        lines = (source.splitlines() or [""]) if source is not None and line is not None else []
         excerpt = ""
-        if source is not None and line is not None:
-            lines = source.splitlines() or [""]
-            if 0 < line <= len(lines):
-                text = lines[line - 1]
-                excerpt = f"\n    {text}\n    {' ' * max((column or 1) - 1, 0)}^"
+        if 0 < (line or 0) <= len(lines):
+            excerpt = f"\n    {lines[line - 1]}\n    {' ' * max((column or 1) - 1, 0)}^"
         super().__init__(f"{message}{where}{excerpt}")
 
 
@@ -78,8 +38,7 @@ class TemplateVariableError(TemplateError):
         self.available = sorted(available)
         super().__init__(
             f"template variable(s) {', '.join(map(repr, self.missing))} missing from the context; "
-            f"available: {', '.join(self.available) or '(none)'}"
-        )
+            f"available: {', '.join(self.available) or '(none)'}")
 
 
 class TemplateContextError(ConfigError):
@@ -139,10 +98,8 @@ class JudgeStartupError(JudgeError):
 
 
 class JudgeOutage(JudgeError):
-    """Training stopped: the judge left too many samples unscored for too
-    many steps in a row (``OutageGuard``). Masking keeps a failed sample out
-    of the loss, so a dead judge would otherwise train on nothing, silently.
-    ``health`` is the judge-health summary of the last step."""
+    """Training stopped: the judge left too many samples unscored for too many steps in a row
+    (``OutageGuard``). ``health`` is the judge-health summary of the last step."""
 
     def __init__(self, message: str, *, health: dict[str, float] | None = None):
         self.health = dict(health or {})
@@ -150,14 +107,7 @@ class JudgeOutage(JudgeError):
 
 
 class OutputParserException(RewardJudgeError, ValueError):
-    """Text could not be parsed into the expected model.
-
-    ``reason`` says what failed ("no JSON object found", "invalid JSON", or the
-    schema errors), ``text`` is the input (truncated in the message). Raised
-    for a malformed completion (the grade is penalized) and for an unreadable
-    judge reply (re-asked, then unscored). Also importable from
-    ``rewardjudge.core.structured_output``.
-    """
+    """Text could not be parsed into the expected model: ``reason`` says what failed, ``text`` is the input."""
 
     def __init__(self, reason: str, text: str = "", errors: list[dict[str, Any]] | None = None):
         self.reason = reason
@@ -169,8 +119,5 @@ class OutputParserException(RewardJudgeError, ValueError):
 
 def format_validation_error(exc: Any) -> str:
     """A pydantic ``ValidationError`` on one line: ``loc: msg; loc: msg``."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-        parts.append(f"{loc}: {err.get('msg')}")
-    return "; ".join(parts)
+    return "; ".join(f"{'.'.join(str(p) for p in err.get('loc', ())) or '(root)'}: {err.get('msg')}"
+                     for err in exc.errors())

@@ -16,20 +16,10 @@ STATUSES: tuple[str, ...] = ("scored", "penalized", "unscored")
 class Grade:
     """One grade, with the reason it is what it is.
 
-    * ``scored``: the judge gave a valid verdict; ``value`` is its score.
-    * ``penalized``: the policy's output was malformed; ``value`` is the
-      training or evaluation penalty.
-    * ``unscored``: the judge side failed; ``value`` is None (never a fake 0).
-
-    A *label-only* verdict (a categorical scorer without ``values``) is
-    ``scored`` with ``value`` None, its label in ``extra["label"]`` and
-    ``extra["labels_only"]`` True: it is counted by label in an evaluation,
-    never averaged, and no reward (``reward`` is NaN; RL adapters refuse
-    such graders).
-
-    ``status`` may be omitted: it is then ``"scored"`` when ``value`` is a
-    number and ``"unscored"`` when it is None (this keeps
-    ``Grade(value=..., grader_key=..., reasoning=...)`` working).
+    ``scored``: ``value`` is the judge's score; ``penalized``: the policy's output was malformed,
+    ``value`` is the penalty; ``unscored``: the judge side failed, ``value`` is None (never a fake 0).
+    A *label-only* verdict is ``scored`` with ``value`` None and ``extra["label"]``,
+    ``extra["labels_only"]`` True. Without ``status``, ``value`` decides (None: unscored).
 
     >>> Grade(value=1.0, grader_key="g").status
     'scored'
@@ -48,8 +38,7 @@ class Grade:
     latency_s: float | None = None
     grader_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    #: the judge's probability of each grade it could have given (renormalised over them;
-    #: keys as the judge writes the grade), where the grade was read from a distribution
+    #: the judge's (renormalised) probability of each grade, where read from a distribution
     distribution: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
@@ -60,9 +49,7 @@ class Grade:
         if self.status == "unscored":
             if self.value is not None:
                 raise ConfigError("an unscored Grade has value None")
-        elif self.value is None and self.status == "scored" and self.is_label_only:
-            pass
-        else:
+        elif not (self.value is None and self.status == "scored" and self.is_label_only):
             if self.value is None or isinstance(self.value, bool):
                 raise ConfigError(f"a {self.status} Grade needs a numeric value, got {self.value!r}")
             self.value = float(self.value)

@@ -1,19 +1,8 @@
-"""Grading scales: binary (0-1), graded (0-4) and detailed (0-9).
+"""Grading scales: binary (0-1), graded (0-4) and detailed (0-9), single-digit grades (one token),
+mapped linearly to a reward in [0, 1].
 
-Every grade on every scale is a single digit, so it is one token for common
-tokenizers (Llama, Qwen, Mistral, SmolLM2: the digits 0-9 are single
-tokens): a judge can answer in one step and its grade probabilities can be
-read from one position. A grade maps to a reward in [0, 1] linearly.
-
-Label families: the same three scales with other names for their grades.
-``"relevance"`` holds the labels a search team grades results with (the
-Releval prompt-template document's "Highly Relevant", "Marginally
-Relevant"): ``Scale.get("relevance-graded")``, or
-``Scale.get("graded", labels="relevance")``. A family scale keeps the
-grades of its kind and shows templates its kind as ``scale`` (``binary``,
-``graded`` or ``detailed``, so ``{{#if (eq scale "graded")}}`` still
-branches), with its own ``scale_labels``; its ``name``
-(``"relevance-graded"``) is what graders record.
+Label families give the same scales other labels (``Scale.get("graded", labels="relevance")``);
+templates see the kind as ``scale``, graders record the family scale's ``name``.
 """
 
 from __future__ import annotations
@@ -48,8 +37,7 @@ class Scale:
     def __post_init__(self) -> None:
         if self.max <= self.min:
             raise ConfigError(f"scale {self.name!r}: max must exceed min")
-        grades = [g for g, _ in self.labels]
-        if grades != list(range(self.min, self.max + 1)):
+        if [g for g, _ in self.labels] != self.grades:
             raise ConfigError(f"scale {self.name!r}: labels must cover {self.min}..{self.max} in order")
 
     @property
@@ -82,13 +70,8 @@ class Scale:
 
     @classmethod
     def get(cls, scale: "str | Scale", labels: str | None = None) -> "Scale":
-        """Look a scale up by name or pass one through.
-
-        Names: ``binary``, ``graded``, ``detailed`` and the label-family
-        scales (``relevance-binary``, ``relevance-graded``,
-        ``relevance-detailed``). ``labels`` names a family (``"relevance"``,
-        or ``"generic"`` for the plain labels) and gives that family's scale
-        of the same kind:
+        """Look a scale up by name (``binary``, ``relevance-graded``, ...) or pass one through;
+        ``labels`` names a family (``"relevance"``, ``"generic"``) and gives its scale of the same kind:
 
         >>> Scale.get("graded", labels="relevance").label(4)
         'Highly Relevant'
@@ -107,8 +90,7 @@ class Scale:
             return found
         family = LABEL_FAMILIES.get(str(labels).strip().lower())
         if family is None:
-            raise ConfigError(f"unknown label family {labels!r}; expected one of "
-                              f"{sorted(LABEL_FAMILIES)}")
+            raise ConfigError(f"unknown label family {labels!r}; expected one of {sorted(LABEL_FAMILIES)}")
         if found.base not in family:
             raise ConfigError(f"the {labels!r} labels have no {found.base!r} scale "
                               f"(scale {found.name!r} runs {found.min}-{found.max})")
@@ -116,16 +98,13 @@ class Scale:
 
 
 Scale.BINARY = Scale("binary", 0, 1, ((0, "Fail"), (1, "Pass")))
-Scale.GRADED = Scale("graded", 0, 4, ((0, "Very poor"), (1, "Poor"), (2, "Acceptable"), (3, "Good"),
-                                      (4, "Excellent")))
+Scale.GRADED = Scale("graded", 0, 4, ((0, "Very poor"), (1, "Poor"), (2, "Acceptable"), (3, "Good"), (4, "Excellent")))
 Scale.DETAILED = Scale("detailed", 0, 9, (
     (0, "Unusable"), (1, "Very poor"), (2, "Poor"), (3, "Weak"), (4, "Below average"),
     (5, "Average"), (6, "Above average"), (7, "Good"), (8, "Very good"), (9, "Excellent")))
 SCALES = (Scale.BINARY, Scale.GRADED, Scale.DETAILED)
 """The three kinds of scale (a typed question describes each of them)."""
 
-# the relevance labels a search team grades results with (Releval's
-# "Highly Relevant", "Marginally Relevant"), one family per kind
 RELEVANCE_SCALES = (
     Scale("relevance-binary", 0, 1, ((0, "Not Relevant"), (1, "Relevant")), kind="binary"),
     Scale("relevance-graded", 0, 4, (
@@ -139,7 +118,6 @@ RELEVANCE_SCALES = (
 )
 #: label family -> kind -> scale
 LABEL_FAMILIES: dict[str, dict[str, Scale]] = {
-    "generic": {s.name: s for s in SCALES},
-    "relevance": {s.kind: s for s in RELEVANCE_SCALES},
+    "generic": {s.name: s for s in SCALES}, "relevance": {s.kind: s for s in RELEVANCE_SCALES},
 }
 _BY_NAME = {s.name: s for s in (*SCALES, *RELEVANCE_SCALES)}

@@ -1,17 +1,5 @@
-"""Fakes for tests, notebooks and benchmarks, shipped with the package.
-
-* ``ScriptedModel``: an in-process ``InferenceModel`` that answers from a
-  script (a list of replies or a function); it records every call.
-* ``FakeJudgeServer``: a loopback OpenAI-compatible HTTP server (raw asyncio,
-  in a background thread) that can be told to delay, fail with a status, time
-  out, drop the connection or send malformed or truncated bodies.
-  ``python -m rewardjudge.testing --port 8000 --latency 0.1`` runs one in its
-  own process (for benchmarks, where the server must not share the client's
-  interpreter).
-* ``FakeTypedQuestionProvider``: a loopback typed-question provider (Jev's
-  request shape; see ``models/_typed_question_client.py``) with the same
-  faults.
-"""
+"""Fakes for tests, notebooks and benchmarks: ``ScriptedModel``, ``FakeJudgeServer`` (``python -m
+rewardjudge.testing --port 8000`` runs one in its own process) and ``FakeTypedQuestionProvider``."""
 
 from __future__ import annotations
 
@@ -33,13 +21,11 @@ __all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhau
            "request_seal", "seal_reply", "without_seal"]
 
 
-# -- the seal, as an obedient judge writes it --------------------------------
 _SEAL_ASKED = re.compile(r'(?:the value "|the code )([0-9a-f]{16})\b')
 
 
 def request_seal(messages: Sequence[Any]) -> "str | None":
-    """The seal a request asks the judge to write on its verdict (the last
-    one its last message names), or None for an unsealed request."""
+    """The seal a request asks the judge to write on its verdict, or None for an unsealed request."""
     for m in reversed(list(messages)):
         found = _SEAL_ASKED.findall(_text_of(m.get("content") if isinstance(m, dict) else ""))
         if found:
@@ -48,8 +34,7 @@ def request_seal(messages: Sequence[Any]) -> "str | None":
 
 
 def without_seal(text: str) -> str:
-    """A prompt text without the seal instruction the library appended to it
-    (for scripted judges that read their prompt)."""
+    """A prompt text without the seal instruction the library appended to it."""
     from .readouts._seal import SEAL_LEAD
 
     at = text.rfind(SEAL_LEAD)
@@ -57,13 +42,9 @@ def without_seal(text: str) -> str:
 
 
 def seal_reply(reply: str, messages: Sequence[Any]) -> str:
-    """``reply`` as a judge that follows the seal instruction writes it: the
-    request's seal added to the reply's last top-level JSON object (its
-    verdict), or, for a reply without one, its last line written as
-    ``VERDICT <seal>: <label>`` (a lead ``Verdict:`` dropped).
-    A reply to an unsealed request, or one that already holds the seal, is
-    returned unchanged. The one way scripted judges learn the seal: test
-    judges that copy policy text seal only their own verdict with it.
+    """``reply`` as a judge that follows the seal instruction writes it: the seal added to the last
+    top-level JSON object, else the last line as ``VERDICT <seal>: <label>``; unchanged when the
+    request is unsealed or the reply holds the seal already.
 
     >>> msgs = [{"role": "user", "content": 'Grade. ... with the value "0123456789abcdef": ...'}]
     >>> seal_reply('{"score": "PASS"}', msgs)
@@ -90,13 +71,9 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
 
 def _unsealed_messages(messages: Sequence[Any]) -> list[Any]:
     """``messages`` with the seal instruction cut from the message holding it."""
-    out = []
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, str) and request_seal([m]) is not None:
-            m = {**m, "content": without_seal(content)}
-        out.append(m)
-    return out
+    return [{**m, "content": without_seal(m["content"])}
+            if isinstance(m, dict) and isinstance(m.get("content"), str) and request_seal([m]) is not None else m
+            for m in messages]
 
 
 def _last_object(text: str) -> "tuple[int, int] | None":
@@ -132,39 +109,29 @@ Reply = Any  # str | Completion | BaseException
 
 
 class ScriptedModel(InferenceModel):
-    """Answers from a script instead of a model.
+    """Answers from a script instead of a model; ``calls`` records every call.
 
-    ``script`` is either a list consumed one item per call, or a function
-    ``f(messages, params, json_schema) -> item``. An item is a reply string, a
-    ``Completion``, or an exception instance (raised: pass a ``JudgeError``
-    subclass to simulate a judge failure). When the list runs out, ``default``
-    answers (a fixed item) or ``ScriptExhausted`` is raised.
-
-    ``seal`` (default True): the model follows the seal instruction of a
-    sealed request, writing the seal on its reply's verdict (``seal_reply``),
-    and a script function sees the messages without that instruction; False
-    shows the script the request as sent and answers exactly as scripted (a
-    judge that ignores the seal, or one that seals only part of its reply).
+    ``script``: a list consumed one item per call (then ``default``, else ``ScriptExhausted``) or
+    ``f(messages, params, json_schema) -> item``; an item is a str, a ``Completion`` or an exception
+    (raised). ``seal=True`` seals each reply (``seal_reply``) and shows a script function the
+    messages without the seal instruction; False answers exactly as scripted.
 
     >>> m = ScriptedModel(['{"reasoning": "fine", "score": "PASS"}'])
     """
 
     def __init__(self, script: Sequence[Reply] | Callable[..., Reply] = (), *, default: Reply = None,
                  delay: float = 0.0, name: str = "scripted", seal: bool = True):
-        self.seal = seal
         self._fn = script if callable(script) else None
         self._items = list(script) if not callable(script) else []
-        self.default, self.delay, self.name = default, delay, name
+        self.default, self.delay, self.name, self.seal = default, delay, name, seal
         self.calls: list[dict[str, Any]] = []
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None) -> Completion:
-        self.calls.append({"messages": [dict(m) for m in messages], "params": params,
-                           "json_schema": json_schema})
+        self.calls.append({"messages": [dict(m) for m in messages], "params": params, "json_schema": json_schema})
         if self.delay:
             await asyncio.sleep(self.delay)
         if self._fn is not None:
-            # a sealing model handles the seal itself: its script sees the prompt as rendered
             shown = _unsealed_messages(messages) if self.seal else list(messages)
             item = self._fn(shown, params, json_schema)
             if asyncio.iscoroutine(item):
@@ -174,23 +141,19 @@ class ScriptedModel(InferenceModel):
         elif self.default is not None:
             item = self.default
         else:
-            raise ScriptExhausted(f"ScriptedModel {self.name!r} has no reply left for call "
-                                  f"{len(self.calls)}")
+            raise ScriptExhausted(f"ScriptedModel {self.name!r} has no reply left for call {len(self.calls)}")
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, Completion):
             return dataclasses.replace(item, text=seal_reply(item.text, messages)) if self.seal else item
         if not isinstance(item, str):
             raise ConfigError(f"a script item must be a str, Completion or exception, got {item!r:.60}")
-        if self.seal:
-            item = seal_reply(item, messages)
+        item = seal_reply(item, messages) if self.seal else item
         prompt_words = sum(len(_text_of(m.get("content")).split()) for m in messages)
-        return Completion(text=item, usage={"prompt_tokens": prompt_words,
-                                            "completion_tokens": len(item.split())},
+        return Completion(text=item, usage={"prompt_tokens": prompt_words, "completion_tokens": len(item.split())},
                           structured=json_schema is not None)
 
 
-# -- fake HTTP server ---------------------------------------------------------
 @dataclass
 class Fault:
     """What the fake server does with one request instead of a normal reply."""
@@ -204,8 +167,7 @@ class Fault:
     logprobs: list[dict[str, float]] | None = None
 
     @classmethod
-    def http(cls, status: int, *, retry_after: float | str | None = None,
-             body: str | None = None) -> "Fault":
+    def http(cls, status: int, *, retry_after: float | str | None = None, body: str | None = None) -> "Fault":
         """Answer with an HTTP error status (and a Retry-After header)."""
         payload = body if body is not None else json.dumps({"error": {"message": f"status {status}"}})
         return cls("status", status=status, retry_after=None if retry_after is None else str(retry_after),
@@ -241,8 +203,7 @@ DEFAULT_REPLY = '{"reasoning": "The answer addresses the question.", "score": "P
 
 
 def _completion_body(text: str, model: str, prompt_tokens: int, logprobs=None, *, chat: bool) -> bytes:
-    """A chat completion body, or (``chat`` False) a legacy ``/v1/completions``
-    one with logprobs as ``{token: logprob}`` per position."""
+    """A chat completion body, or (``chat`` False) a legacy ``/v1/completions`` one."""
     tops = [(max(alts, key=alts.get), max(alts.values())) if alts else ("", 0.0) for alts in logprobs or ()]
     if chat:
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
@@ -266,8 +227,7 @@ def _completion_body(text: str, model: str, prompt_tokens: int, logprobs=None, *
 
 class _Conn(asyncio.Protocol):
     def __init__(self, server: "FakeJudgeServer"):
-        self.server = server
-        self.buf = b""
+        self.server, self.buf = server, b""
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport):
@@ -312,25 +272,20 @@ class _Conn(asyncio.Protocol):
 
 
 class FakeJudgeServer:
-    """A loopback OpenAI-compatible judge server for tests and benchmarks.
+    """A loopback OpenAI-compatible judge server (chat and legacy completions) for tests and benchmarks.
 
-    ``responder(request_json) -> str | Fault`` decides each chat reply (default:
-    a PASS verdict). ``enqueue(*faults)`` makes the next requests, in order,
-    get those faults before the responder is consulted again. ``latency`` is
-    added to every answer. ``requests`` records every chat request body.
-    ``/v1/completions`` is served too: a request body holding ``prompt`` gets
-    a text-completion reply (``Fault.reply(text, logprobs=...)`` works there).
+    ``responder(request_json) -> str | Fault`` decides each reply (default: a PASS verdict);
+    ``enqueue(*faults)`` answers the next requests with those first; ``latency`` is added to every
+    answer; ``requests`` records every request body; ``seal`` as on ``ScriptedModel``.
 
     >>> with FakeJudgeServer(latency=0.01) as server:   # doctest: +SKIP
     ...     model = OpenAIModel(server.url, "fake")
     """
 
-    def __init__(self, responder: Callable[[dict[str, Any]], str | Fault] | None = None, *,
-                 latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
-                 model: str = "fake-judge", record: bool = True, seal: bool = True):
+    def __init__(self, responder: Callable[[dict[str, Any]], str | Fault] | None = None, *, latency: float = 0.0,
+                 host: str = "127.0.0.1", port: int = 0, model: str = "fake-judge", record: bool = True,
+                 seal: bool = True):
         self.responder = responder or (lambda req: DEFAULT_REPLY)
-        #: follow a sealed request's seal instruction (``seal_reply``) on chat replies; the
-        #: responder then sees the request without it (``requests`` keeps it as sent)
         self.seal = seal
         self.latency, self.host, self.port, self.model, self.record = latency, host, port, model, record
         self.requests: list[dict[str, Any]] = []
@@ -351,11 +306,8 @@ class FakeJudgeServer:
         with self._lock:
             self._queue.extend(faults)
 
-    # -- request handling (server thread) -----------------------------------
-    def _accept(self, conn: "_Conn", method: str, path: str, body: bytes,
-                endpoint: str) -> "dict[str, Any] | None":
-        """The JSON body of a POST to ``endpoint``, counted and recorded; None
-        once an error reply has been sent."""
+    def _accept(self, conn: "_Conn", method: str, path: str, body: bytes, endpoint: str) -> "dict[str, Any] | None":
+        """The JSON body of a POST to ``endpoint``, counted and recorded; None once an error was sent."""
         if method != "POST" or not path.rstrip("/").endswith(endpoint):
             conn._send(404, b'{"error": "not found"}')
             return None
@@ -373,7 +325,6 @@ class FakeJudgeServer:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             conn._send(200, json.dumps({"object": "list", "data": [{"id": self.model}]}).encode())
             return
-        # /v1/chat/completions, and /v1/completions (a request with "prompt")
         req = self._accept(conn, method, path, body, "/completions")
         if req is not None:
             self._schedule(conn, req)
@@ -386,8 +337,7 @@ class FakeJudgeServer:
         return out if isinstance(out, Fault) else Fault.reply(str(out))
 
     def _schedule(self, conn: _Conn, req: dict[str, Any]) -> None:
-        """Answer ``req`` after the latency: the next queued fault, else the
-        responder's reply (a responder that raises is a 500)."""
+        """Answer ``req`` after the latency: the next queued fault, else the responder's reply."""
         with self._lock:
             fault = self._queue.pop(0) if self._queue else None
         if fault is None:
@@ -410,8 +360,7 @@ class FakeJudgeServer:
         elif fault.kind == "reply":
             words = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
             content = seal_reply(fault.content, req.get("messages") or []) if self.seal else fault.content
-            conn._send(200, _completion_body(content, req.get("model", self.model), words, fault.logprobs,
-                                             chat=True))
+            conn._send(200, _completion_body(content, req.get("model", self.model), words, fault.logprobs, chat=True))
         elif fault.kind == "status":
             extra = f"Retry-After: {fault.retry_after}\r\n" if fault.retry_after is not None else ""
             conn._send(fault.status, fault.body, extra)
@@ -424,7 +373,6 @@ class FakeJudgeServer:
         elif fault.kind in ("drop", "timeout"):
             t.abort()
 
-    # -- life cycle -------------------------------------------------------
     def start(self) -> "FakeJudgeServer":
         ready = threading.Event()
         error: list[BaseException] = []
@@ -490,46 +438,32 @@ class FakeJudgeServer:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
 
 
-# -- fake typed-question provider --------------------------------------------
 def _typed_request_problems(req: Any) -> list[str]:
     """What is wrong with a typed-question request (empty when it has the documented shape)."""
     if not isinstance(req, dict):
         return ["the body is not an object"]
-    problems = []
-    if not isinstance(req.get("model"), str) or not req["model"]:
-        problems.append("'model' must be a non-empty string")
-    if not isinstance(req.get("state"), dict):
-        problems.append("'state' must be an object")
     questions = req.get("questions")
-    if not isinstance(questions, dict) or not questions:
-        problems.append("'questions' must be a non-empty object")
-        return problems
-    for name, q in questions.items():
+    problems = [msg for bad, msg in (
+        (not isinstance(req.get("model"), str) or not req["model"], "'model' must be a non-empty string"),
+        (not isinstance(req.get("state"), dict), "'state' must be an object"),
+        (not isinstance(questions, dict) or not questions, "'questions' must be a non-empty object")) if bad]
+    for name, q in questions.items() if isinstance(questions, dict) else ():
         if not isinstance(q, dict):
             problems.append(f"questions.{name} must be an object")
             continue
-        if q.get("type") != "score":
-            problems.append(f"questions.{name}.type must be 'score'")
-        if not isinstance(q.get("instructions"), (str, dict, list)) or not q.get("instructions"):
-            problems.append(f"questions.{name}.instructions is missing")
-        if not isinstance(q.get("criteria"), list) or len(q["criteria"]) < 2:
-            problems.append(f"questions.{name}.criteria must list at least two criteria")
+        instructions = q.get("instructions")
+        problems += [f"questions.{name}.{msg}" for bad, msg in (
+            (q.get("type") != "score", "type must be 'score'"),
+            (not isinstance(instructions, (str, dict, list)) or not instructions, "instructions is missing"),
+            (not isinstance(q.get("criteria"), list) or len(q["criteria"]) < 2,
+             "criteria must list at least two criteria")) if bad]
     return problems
 
 
 class FakeTypedQuestionProvider(FakeJudgeServer):
-    """A loopback typed-question provider for tests.
-
-    Serves ``POST {url}/questions``: a request of the documented shape
-    (``model``, ``state``, ``questions.<name>`` with ``type: "score"``,
-    ``instructions`` and ``criteria``) is answered
-    ``{"model", "answers": {<name>: {"probabilities": [...], "score": ...}},
-    "usage": {"questions": n}}``; one of another shape gets HTTP 400 naming
-    what is wrong. ``responder(request) -> {name: probabilities} | Fault``
-    decides the answers (default: every criterion equally likely; a list
-    answers every question with it). ``requests``, ``enqueue(*faults)`` and
-    ``latency`` work as on ``FakeJudgeServer``; ``Fault.reply(text)`` sends
-    ``text`` as the whole body.
+    """A loopback typed-question provider (``POST {url}/questions``) for tests; a request of another
+    shape gets 400 naming what is wrong. ``responder(request) -> {name: probabilities} | list | Fault``
+    (default: every criterion equally likely); the rest works as on ``FakeJudgeServer``.
 
     >>> with FakeTypedQuestionProvider(lambda req: {"relevance": [0.1, 0.9]}) as p:  # doctest: +SKIP
     ...     client = TypedQuestionClient(p.url)
@@ -540,8 +474,7 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
                  model: str = "jev-latest", record: bool = True):
         super().__init__(None, latency=latency, host=host, port=port, model=model, record=record)
         self.responder = responder or (lambda req: {
-            name: [1.0 / len(q["criteria"])] * len(q["criteria"])
-            for name, q in req["questions"].items()})
+            name: [1.0 / len(q["criteria"])] * len(q["criteria"]) for name, q in req["questions"].items()})
 
     def _handle(self, conn: _Conn, method: str, path: str, body: bytes) -> None:
         req = self._accept(conn, method, path, body, "/questions")
@@ -559,11 +492,8 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
             return out
         if isinstance(out, (list, tuple)):
             out = {name: out for name in req["questions"]}
-        answers = {}
-        for name, probs in out.items():
-            probs = list(probs)
-            score = sum(i * p for i, p in enumerate(probs)) / (sum(probs) or 1.0)
-            answers[name] = {"probabilities": probs, "score": score}
+        answers = {name: {"probabilities": ps, "score": sum(i * p for i, p in enumerate(ps)) / (sum(ps) or 1.0)}
+                   for name, ps in ((n, list(p)) for n, p in out.items())}
         return Fault.reply(json.dumps({"model": req.get("model", self.model), "answers": answers,
                                        "usage": {"questions": len(req["questions"])}}))
 

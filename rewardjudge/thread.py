@@ -1,12 +1,5 @@
-"""StringThread: a conversation as (role, content) turns plus metadata.
-
-A turn's content is a string, or a list of content parts as OpenAI's and
-TRL's conversational formats write them (``[{"type": "text", "text": ...},
-{"type": "image_url", "image_url": {...}}]``). Text parts are joined with a
-newline. Image parts are refused with an error naming the turn, unless the
-thread is built with ``images=True`` (for graders that read images): then they
-are kept, in order, in ``thread.images`` as ``(turn index, part)`` pairs.
-"""
+"""StringThread: a conversation as (role, content) turns plus metadata. Content is a string or a list of
+OpenAI-style content parts: text parts joined with a newline, image parts refused unless ``images=True``."""
 
 from __future__ import annotations
 
@@ -15,20 +8,13 @@ from typing import Any, Iterable, Mapping
 from .errors import ConfigError
 
 ROLES = ("system", "user", "assistant", "tool")
-#: content part types that carry text
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
-#: content part types that carry an image
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 
 
-def content_text(content: Any, where: str = "content", *, images: list | None = None,
-                 turn: int = 0) -> str:
-    """A message content as text: a str as is, None as "", content parts
-    joined with a newline.
-
-    Image parts are appended to ``images`` as ``(turn, part)`` when a list is
-    given, else refused with a ConfigError naming ``where`` (a grader that
-    reads text must not silently grade a question whose picture it never saw).
+def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
+    """A message content as text: a str as is, None as "", content parts joined with a newline;
+    image parts go to ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
 
     >>> content_text([{"type": "text", "text": "What is"}, {"type": "text", "text": "2+2?"}])
     'What is\n2+2?'
@@ -67,11 +53,8 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
 
 
 class StringThread:
-    """An ordered list of ``(role, content)`` turns with a metadata dict.
-
-    The last assistant turn is the completion being graded; everything before
-    it is its context. Threads are treated as values: the ``with_*`` helpers
-    return new threads.
+    """An ordered list of ``(role, content)`` turns with a metadata dict; the last assistant turn is
+    the completion, the rest its context. The ``with_*`` helpers return new threads.
 
     >>> t = StringThread([("user", "2+2?"), ("assistant", "4")], metadata={"eval": True})
     >>> t.last_content(), t.last_user_content()
@@ -82,9 +65,7 @@ class StringThread:
 
     def __init__(self, turns: Iterable[tuple[str, Any]] | None = None,
                  metadata: Mapping[str, Any] | None = None, *, images: bool = False):
-        """``turns``: ``(role, content)`` pairs; content is a str or a list
-        of content parts (see the module doc). ``images=True`` keeps image
-        parts in ``self.images`` instead of refusing them."""
+        """``turns``: ``(role, content)`` pairs; ``images=True`` keeps image parts in ``self.images``."""
         checked: list[tuple[str, str]] = []
         kept: list[tuple[int, dict]] | None = [] if images else None
         for i, turn in enumerate(turns or []):
@@ -102,14 +83,11 @@ class StringThread:
             checked.append((role, content))
         self._turns = checked
         self.metadata: dict[str, Any] = dict(metadata or {})
-        #: image parts kept with ``images=True``: ``(turn index, part)`` pairs
         self.images: list[tuple[int, dict]] = kept or []
 
     def _derived(self, turns: list[tuple[str, str]], metadata: Mapping[str, Any], *,
                  checked: bool = False) -> "StringThread":
-        """A thread of ``turns`` and ``metadata`` with this thread's images.
-        ``checked``: the turns are ``(role, str)`` pairs of known roles already
-        (this thread's own, their text rewritten), so they are not checked again."""
+        """A thread of ``turns`` and ``metadata`` with this thread's images (``checked``: not checked again)."""
         if not checked:
             new = StringThread(turns, metadata)
         else:
@@ -119,12 +97,10 @@ class StringThread:
         new.images = list(self.images)
         return new
 
-    # -- construction -----------------------------------------------------
     @classmethod
     def from_messages(cls, messages: Iterable[Mapping[str, Any]],
                       metadata: Mapping[str, Any] | None = None, *, images: bool = False) -> "StringThread":
-        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts
-        (content a str, None or a list of content parts)."""
+        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts."""
         turns = []
         for i, m in enumerate(messages):
             if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
@@ -147,7 +123,6 @@ class StringThread:
     def with_metadata(self, **metadata: Any) -> "StringThread":
         return self._derived(self._turns, {**self.metadata, **metadata})
 
-    # -- reading ----------------------------------------------------------
     @property
     def turns(self) -> list[tuple[str, str]]:
         return list(self._turns)
@@ -165,21 +140,14 @@ class StringThread:
 
     def completion(self) -> str:
         """Content of the final turn if it is the assistant's, else ""."""
-        if self._turns and self._turns[-1][0] == "assistant":
-            return self._turns[-1][1]
-        return ""
+        return self._turns[-1][1] if self._turns and self._turns[-1][0] == "assistant" else ""
 
     def context_turns(self) -> list[tuple[str, str]]:
         """Every turn before the completion (all turns if there is none)."""
-        if self._turns and self._turns[-1][0] == "assistant":
-            return list(self._turns[:-1])
-        return list(self._turns)
+        return list(self._turns[:-1] if self._turns and self._turns[-1][0] == "assistant" else self._turns)
 
     def last_user_content(self) -> str:
-        for role, content in reversed(self._turns):
-            if role == "user":
-                return content
-        return ""
+        return next((content for role, content in reversed(self._turns) if role == "user"), "")
 
     def __len__(self) -> int:
         return len(self._turns)

@@ -1,5 +1,4 @@
-"""The judge of a command's ``--judge`` (a URL server, the embedded judge or
-the in-process torch judge): checked before any row, then opened."""
+"""The judge of a command's ``--judge`` (URL server, embedded or torch): checked before any row, then opened."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn 
 
 
 async def _probe(model: Any) -> None:
-    """One short request before any row: a judge that cannot answer stops the
-    run here, with what it said, instead of leaving every row unscored."""
+    """One short request before any row: a judge that cannot answer stops the run here."""
     from ..models import GenerationParams
 
     try:
@@ -41,11 +39,9 @@ def _check_override(args: argparse.Namespace, prefer: str | None, name: str, whe
 
 @contextlib.asynccontextmanager
 async def open_judge(args: argparse.Namespace, prefer: str | None = None):
-    """The judge model of ``--judge`` (and ``--judge-model``, ``--timeout``,
-    ``--concurrency``...), for every command that takes one: a URL server
-    (checked, then probed), the spawned embedded judge, or the in-process
-    torch judge. ``prefer``: the model a scorer names (the default model on
-    a URL server that lists it; another model needs ``--allow-model-override``)."""
+    """The judge model of ``--judge`` and its options: a URL server (checked, then probed), the spawned
+    embedded judge or the torch judge. ``prefer``: the model a scorer names (another needs
+    ``--allow-model-override``)."""
     judge = args.judge
     conc = getattr(args, "concurrency", None)
     if judge == "embedded":
@@ -53,8 +49,7 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None):
         from ..models._spawn import EMBEDDED_ALIAS
 
         _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
-        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...",
-              file=sys.stderr)
+        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...", file=sys.stderr)
         kwargs = {"max_concurrency": conc} if conc else {}
         async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
             yield model
@@ -86,8 +81,7 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None):
 
 
 def check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
-    """``--judge torch`` without a GPU serves probability grades (one forward per
-    grade); a chat grader would generate every verdict token by token on the CPU."""
+    """Refuse ``--judge torch`` without a GPU for a chat grader (only probability grades are fast there)."""
     if args.judge != "torch" or type(grader).__name__ == "ProbabilityJudgeGrader":
         return
     import torch

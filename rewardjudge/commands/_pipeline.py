@@ -1,25 +1,15 @@
-"""``rewardjudge pipeline``: judge-v1 live evaluation of OpenTelemetry GenAI spans.
+"""``rewardjudge pipeline``: judge-v1 live evaluation of OpenTelemetry GenAI spans (docs/pipelines.md).
 
     rewardjudge pipeline pin --registry scorers --scorer helpfulness-1a2b3c4d \\
         --map product='attr("app.product")' --name support-live --sampling-rate 0.25 -o live.json
     rewardjudge pipeline run live.json traces.jsonl --judge http://127.0.0.1:8000/v1 --output runs/live
     rewardjudge pipeline receive live.json --judge http://127.0.0.1:8000/v1 --output runs/live
 
-``run`` reads OTLP files (OTLP/JSON, one request per line or one per file;
-protobuf, length-prefixed as the collector's file exporter writes it, or one
-bare request; .gz read through gzip). ``receive`` listens for OTLP/HTTP
-(POST /v1/traces, protobuf or JSON) on 127.0.0.1:4318 by default. Both write
-one line per span and pinned scorer version to OUTPUT/results.jsonl, linked
-to the trace and span ids; rerunning resumes (results found there are not
-judged again). Results keep ids, scores, labels and explanations; the
-rendered prompt (span text) only with --keep-prompts.
+``run`` reads OTLP files (JSON or protobuf, .gz too); ``receive`` listens for OTLP/HTTP on
+127.0.0.1:4318. Both write one line per span and pinned version to OUTPUT/results.jsonl and resume
+on rerun. Spans are read with GenAI semantic conventions v{semconv}.
 
-Spans are read with the GenAI semantic conventions of OpenTelemetry
-semantic-conventions v{semconv} (gen_ai.input.messages, gen_ai.output.messages,
-gen_ai.system_instructions).
-
-Exit codes: 0 done; 2 usage error; 3 every result unscored (judge down);
-130 interrupted (rerun to resume).
+Exit codes: 0 done; 2 usage error; 3 every result unscored (judge down); 130 interrupted (rerun to resume).
 """
 
 from __future__ import annotations
@@ -31,21 +21,20 @@ import json
 import os
 import signal
 import sys
+from collections import Counter
 from typing import Any
 
 from ..errors import ConfigError
 from ..scorers import Scorer
 from ..scorers._builtins import BUILTIN_NAMES
+from ._judge import JUDGE_HELP, open_judge
 from ._scorers import REGISTRY_ENV, _registry, add_arguments, split_map
 from ..spans._otlp import SEMCONV_VERSION, read_otlp_file
 from ..spans._pipeline import JudgeConfig, PipelineConfig, SpanFilter
 from ..spans._receiver import OtlpReceiver
 from ..spans._runner import SpanJudge, arun_pipeline
 
-#: environment variable holding the receiver's bearer token when --token is not given
-TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"
-
-
+TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"  # the receiver's bearer token when --token is not given
 _PIN_ARGUMENTS = [
     ("--scorer", {"action": "append", "required": True, "metavar": "SLUG[@VERSION]|FILE.json",
                   "help": "a registry scorer (current version, or @number / @id prefix) or a scorer JSON "
@@ -63,10 +52,9 @@ _PIN_ARGUMENTS = [
                          "help": "share of traces judged, decided from the trace id (default 1.0)"}),
     ("--output -o", {"required": True, "help": "the pipeline JSON file to write"}),
 ]
-#: the options of run and receive; --judge's help is evaluate's JUDGE_HELP
-_JUDGE_ARGUMENTS = [
+_JUDGE_ARGUMENTS = [  # the options of run and receive
     ("pipeline", {"help": "a judge-v1 pipeline JSON file (rewardjudge pipeline pin)"}),
-    ("--judge", {"required": True}),
+    ("--judge", {"required": True, "help": JUDGE_HELP}),
     ("--judge-model", {"help": "ask this model for every pinned version (default: each version's own "
                                "config.model, by name, on the --judge server)"}),
     ("--output -o", {"required": True, "help": "output folder (results.jsonl; rerun to resume)"}),
@@ -98,18 +86,17 @@ _RECEIVE_ARGUMENTS = [
 
 
 def add_parser(sub: Any) -> None:
-    from ._judge import JUDGE_HELP
-
     p = sub.add_parser("pipeline", description=__doc__.format(semconv=SEMCONV_VERSION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     psub = p.add_subparsers(dest="pipeline_command", required=True)
-    judge = [(f, dict(o, help=JUDGE_HELP) if f == "--judge" else o) for f, o in _JUDGE_ARGUMENTS]
     for name, func, help_text, arguments in (
             ("pin", _pin, "write a judge-v1 pipeline pinning scorer versions (copies of their configs)",
              _PIN_ARGUMENTS),
-            ("run", _run, "judge the spans of OTLP files (JSON or protobuf)", judge + _RUN_ARGUMENTS),
-            ("receive", _receive, "an OTLP/HTTP receiver (POST /v1/traces) judging what it receives",
-             judge + _RECEIVE_ARGUMENTS)):
+            ("run", lambda args: asyncio.run(_arun(args)), "judge the spans of OTLP files (JSON or protobuf)",
+             _JUDGE_ARGUMENTS + _RUN_ARGUMENTS),
+            ("receive", lambda args: asyncio.run(_areceive(args)),
+             "an OTLP/HTTP receiver (POST /v1/traces) judging what it receives",
+             _JUDGE_ARGUMENTS + _RECEIVE_ARGUMENTS)):
         add_arguments(psub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
 
 
@@ -146,10 +133,8 @@ def _pin(args: argparse.Namespace) -> int:
 
 @contextlib.asynccontextmanager
 async def _judges(args: argparse.Namespace, pipeline: Any):
-    """The judge for each pinned version: one model per config.model on a URL
-    server, or one model for all (--judge-model, embedded, torch)."""
+    """The judge for each pinned version: one model per config.model on a URL server, or one for all."""
     from ..models._discover import served_models
-    from ._judge import open_judge
 
     if args.judge_model or not args.judge.startswith(("http://", "https://")):
         async with open_judge(args) as model:
@@ -164,25 +149,18 @@ async def _judges(args: argparse.Namespace, pipeline: Any):
         raise ConfigError(f"the judge at {args.judge} does not serve {missing} (the pinned versions' model); it "
                           f"lists {served}: pass --judge-model NAME to run them on another model")
     async with contextlib.AsyncExitStack() as stack:
-        models = {}
-        for n in names:
-            models[n] = await stack.enter_async_context(OpenAIModel(
-                args.judge, n, max_concurrency=args.concurrency or 64, timeout=args.timeout,
-                max_retries=args.max_retries, structured_output=args.structured_output))
-        yield models, False
+        yield {n: await stack.enter_async_context(OpenAIModel(
+            args.judge, n, max_concurrency=args.concurrency or 64, timeout=args.timeout,
+            max_retries=args.max_retries, structured_output=args.structured_output)) for n in names}, False
 
 
 def _report(run: Any) -> int:
     print(run)
     print(f"results: {run.output / 'results.jsonl'}")
-    statuses: dict[str, int] = {}
-    for t in run.tallies.values():
-        for k, v in t.statuses.items():
-            statuses[k] = statuses.get(k, 0) + v
+    statuses = sum((t.statuses for t in run.tallies.values()), Counter())
     total = sum(statuses.values())
     if total and statuses.get("unscored", 0) == total:
-        print("every result is unscored (the judge failed): fix it, then rerun with --retry-unscored",
-              file=sys.stderr)
+        print("every result is unscored (the judge failed): fix it, then rerun with --retry-unscored", file=sys.stderr)
         return 3
     return 0
 
@@ -202,10 +180,6 @@ async def _arun(args: argparse.Namespace) -> int:
                                   retry_unscored=args.retry_unscored, allow_model_override=override,
                                   batch_size=args.batch_size)
     return _report(run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    return asyncio.run(_arun(args))
 
 
 async def _areceive(args: argparse.Namespace) -> int:
@@ -232,7 +206,3 @@ async def _areceive(args: argparse.Namespace) -> int:
         drained = await receiver.stop(args.drain_timeout)
     _report(sj.run)
     return 0 if drained else 1
-
-
-def _receive(args: argparse.Namespace) -> int:
-    return asyncio.run(_areceive(args))

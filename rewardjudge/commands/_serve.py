@@ -1,4 +1,11 @@
-"""``rewardjudge serve``: the subcommand (its help text is the package docstring)."""
+"""A grader as an HTTP reward server (docs/serve.md).
+
+    rewardjudge serve --grader demo --judge http://127.0.0.1:8000/v1 --port 5000 --estimator dr_grpo --group-size 8
+
+POST /get_reward (OpenRLHF's --reward.remote_url; needs --estimator dr_grpo), POST /grade,
+GET /health, GET /metrics. With --token (or $REWARDJUDGE_SERVE_TOKEN) every endpoint but /health
+needs "Authorization: Bearer <token>". SIGTERM or Ctrl-C drains the requests in flight, then exits.
+"""
 
 from __future__ import annotations
 
@@ -21,10 +28,7 @@ from ..serve._server import RewardServer
 from ..serve._workers import WorkerFront
 from ._judge import JUDGE_HELP, open_judge
 
-#: how a ``--workers`` worker process starts
 _WORKER_CMD = "from rewardjudge.commands._serve import worker_main; worker_main()"
-
-#: environment variable holding the bearer token when --token is not given
 TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
 
 
@@ -32,7 +36,6 @@ def _share_or_off(text: str) -> float | None:
     return None if text.strip().lower() in ("off", "none") else float(text)
 
 
-#: the subcommand's options: (flag, add_argument keywords)
 _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--grader", dict(required=True, help="grader SPEC (as for `rewardjudge eval`): demo, "
                                           "module:attr, file.py:attr, scorer.json, catalog key")),
@@ -41,31 +44,21 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--host", dict(default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")),
     ("--port", dict(type=int, default=5000)),
     ("--token", dict(help=f"bearer token required on every endpoint but /health (default ${TOKEN_ENV})")),
-    ("--estimator", dict(
-        choices=OPENRLHF_ESTIMATORS,
-        help="OpenRLHF's --algo.advantage.estimator (trusted; /get_reward needs it). Only dr_grpo can "
-             "give a sample the judge could not score advantage 0 with its group's others unchanged "
-             "(OpenRLHF has no per-sample mask); the others are refused at start. dr_grpo stays exact "
-             "only with the KL out of the reward (--algo.kl.use_loss or --algo.kl.init_coef 0) and no "
-             "overlong / stop-properly reward penalty")),
-    ("--group-size", dict(
-        type=int,
-        help="samples per prompt (OpenRLHF's --rollout.n_samples_per_prompt). A group is a prompt's "
-             "samples; without this the size is learned from the traffic. A scored sample is answered "
-             "at once, an unscored one when its group is complete. Give OpenRLHF ONE "
-             "--reward.remote_url: several comma-separated URLs split every group across servers")),
-    ("--group-timeout", dict(
-        type=float, default=60.0,
-        help="seconds a prompt must be quiet before its group counts as complete without reaching "
-             "its size (its unscored samples are then flagged group_partial; default 60)")),
+    ("--estimator", dict(choices=OPENRLHF_ESTIMATORS, help=(
+        "OpenRLHF's --algo.advantage.estimator (/get_reward needs it). Only dr_grpo can give an unscored "
+        "sample advantage 0 with its group's others unchanged (the others are refused), and only with the KL "
+        "out of the reward (--algo.kl.use_loss or --algo.kl.init_coef 0) and no overlong/stop-properly penalty"))),
+    ("--group-size", dict(type=int, help=(
+        "samples per prompt (OpenRLHF's --rollout.n_samples_per_prompt; default: learned from the traffic). "
+        "Give OpenRLHF ONE --reward.remote_url: several split every group across servers"))),
+    ("--group-timeout", dict(type=float, default=60.0, help="seconds a prompt must be quiet before its group "
+                             "counts as complete (its unscored samples flagged group_partial; default 60)")),
     ("--group-keep", dict(type=float, default=600.0, help="seconds a finished group's results are kept for late "
                                                           "samples and retries (default 600)")),
     ("--outage-threshold", dict(type=_share_or_off, default=0.5, help="stop when the unscored share of graded "
                                                                       "samples is over this (default 0.5; off: never)")),
-    ("--outage-steps", dict(
-        type=int, default=3,
-        help="... in this many consecutive windows (default 3); stopped, every request gets 503 with "
-             "the judge-health summary, and OpenRLHF's run stops on the missing reward")),
+    ("--outage-steps", dict(type=int, default=3, help="... in this many consecutive windows (default 3); then "
+                                                      "every request gets 503 with the judge-health summary")),
     ("--outage-window", dict(type=int, default=64, help="graded samples per outage-guard step (default 64)")),
     ("--unscored", dict(default="group_mean", help="reward of a sample the judge could not score: group_mean "
                                                    "(default; advantage 0) or a number")),
@@ -75,20 +68,14 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                                             "(default 0.005)")),
     ("--max-batch", dict(type=int, default=512)),
     ("--max-body", dict(type=int, default=8 << 20, help="largest request body in bytes (default 8 MiB)")),
-    ("--max-samples-per-request", dict(
-        type=int, default=DEFAULT_MAX_SAMPLES,
-        help=f"most samples one request may carry; more is 413 (default {DEFAULT_MAX_SAMPLES}; 0: no limit)")),
+    ("--max-samples-per-request", dict(type=int, default=DEFAULT_MAX_SAMPLES, help=(
+        f"most samples one request may carry; more is 413 (default {DEFAULT_MAX_SAMPLES}; 0: no limit)"))),
     ("--body-timeout", dict(type=float, default=60.0, help="seconds a request body may take to arrive; slower is "
                                                            "408 (default 60)")),
-    ("--header-timeout", dict(
-        type=float, default=60.0,
-        help="seconds a request's headers may take from the connection opening or the previous "
-             "response on it; slower (or an idle keep-alive connection) is closed (default 60)")),
-    ("--workers", dict(
-        type=int, default=1,
-        help="worker processes (default 1). Above 1, a front process listens on --port and sends "
-             "each group's samples (a /get_reward prompt, a /grade group or prompt) to one worker on "
-             "an internal loopback port; /metrics is summed over the workers")),
+    ("--header-timeout", dict(type=float, default=60.0, help="seconds a request's headers may take; slower (or an "
+                                                             "idle keep-alive connection) is closed (default 60)")),
+    ("--workers", dict(type=int, default=1, help="worker processes (default 1); above 1 a front on --port sends "
+                                                 "each group's samples to one worker; /metrics sums them")),
     ("--drain-timeout", dict(type=float, default=120.0, help="seconds SIGTERM waits for requests in flight "
                                                              "(default 120)")),
     ("--concurrency", dict(type=int, help="judge requests in flight (default 64)")),
@@ -100,11 +87,10 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("serve", description=sys.modules[__package__].__doc__,  # the package's docstring
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser("serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag, options in _OPTIONS:
         p.add_argument(flag, **options)
-    p.set_defaults(func=_main)
+    p.set_defaults(func=lambda args: asyncio.run(_serve(args)))
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -116,10 +102,6 @@ async def _serve(args: argparse.Namespace) -> int:
         drained = await serve_until(stop_event(), server, args, token,
                                     lambda url: f"{server.grader.grader_key} at {url}")
     return stopped(drained)
-
-
-def _main(args: argparse.Namespace) -> int:
-    return asyncio.run(_serve(args))
 
 
 @contextlib.asynccontextmanager
@@ -197,9 +179,8 @@ async def serve_front(args: argparse.Namespace, token: str | None) -> int:
 
 
 def worker_main() -> None:
-    """One worker: the CLI arguments and the internal token come as a JSON
-    line on stdin; it prints ``listening URL`` on stdout and serves until
-    SIGTERM or until its stdin closes (the front is gone)."""
+    """One worker: the CLI arguments and token come as a JSON line on stdin; it prints ``listening URL``
+    and serves until SIGTERM or until its stdin closes (the front is gone)."""
     line = b""
     while not line.endswith(b"\n"):  # unbuffered: the lifeline thread reads the same fd later
         chunk = os.read(0, 65536)

@@ -1,10 +1,4 @@
-"""judge_health: a batch of Grades summarised as flat metrics for a logger.
-
-A reward that silently degrades (the judge times out, its replies stop
-parsing, the policy stops emitting valid JSON) looks like a learning problem
-unless someone watches the judge. ``judge_health`` gives a trainer's logger
-the numbers to watch, every step.
-"""
+"""judge_health: a batch of Grades summarised as flat metrics for a logger; OutageGuard."""
 
 from __future__ import annotations
 
@@ -12,6 +6,7 @@ import bisect
 import math
 import re
 import statistics
+from collections import Counter
 from typing import Any, Sequence
 
 from ..errors import ConfigError, JudgeOutage
@@ -19,9 +14,7 @@ from ..grade import Grade
 
 __all__ = ["OutageGuard", "judge_health", "total_tokens", "unscored_kind"]
 
-# Unscored grades carry their reason in ``error``: the judge error's class name
-# (Grader._grade_unit, Grader.ask_until_parsed) or the
-# "invalid judge reply" sentence. The kinds a dashboard tells apart:
+# an unscored grade's ``error`` starts with the judge error's class name or "invalid judge reply"
 _KIND_PATTERNS = (
     ("timeout", re.compile(r"^JudgeTimeoutError\b")),
     ("http", re.compile(r"^JudgeHTTPError\b")),
@@ -32,8 +25,7 @@ _KIND_PATTERNS = (
 )
 #: the kinds where the judge answered but wrote no verdict that can be read
 _REPLY_KINDS = ("invalid_reply", "no_sealed_verdict", "cut_off")
-UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "no_sealed_verdict", "cut_off",
-                  "other")
+UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "no_sealed_verdict", "cut_off", "other")
 
 
 def unscored_kind(grade: Grade) -> str:
@@ -73,39 +65,12 @@ DEFAULT_SCORE_BINS = tuple(i / 10 for i in range(11))
 
 def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
                  score_bins: Sequence[float] = DEFAULT_SCORE_BINS) -> dict[str, float]:
-    """Flat ``{name: float}`` metrics for one batch of grades.
-
-    Keys (each behind ``prefix``):
-
-    * ``count``, ``scored``, ``penalized``, ``unscored`` (counts) and
-      ``scored_rate``, ``penalized_rate``, ``unscored_rate`` (fractions).
-    * ``unscored/<kind>`` counts for kind in timeout, http, connection,
-      invalid_reply, other (see ``unscored_kind``).
-    * ``policy_parse_failure_rate``: penalized / count (the policy's output did
-      not parse). ``judge_parse_failure_rate``: unscored for an unreadable
-      judge reply / grades that asked the judge.
-    * ``forgeries``: grades whose ``extra["forgery"]`` is truthy (the
-      completion tried to forge a verdict); ``forgery_rate``: forgeries / count.
-    * ``judged``: grades that asked the judge (``attempts`` > 0);
-      ``retry_rate``: share of those that needed more than one request;
-      ``attempts_mean``: requests per judged grade.
-    * ``latency_p50``, ``latency_p90``, ``latency_p99``, ``latency_mean``
-      (seconds, over grades that report a latency; NaN when none do).
-    * ``tokens_prompt``, ``tokens_completion``, ``tokens_total`` (sums) and
-      ``tokens_per_judged`` (mean total per judged grade).
-    * ``reward_mean``: mean over scored and penalized grades (what the
-      trainer optimises); ``score_mean``, ``score_std``, ``score_min``,
-      ``score_max`` over scored grades only (NaN when there are none).
-    * ``score_frac/<lo>-<hi>``: the distribution of scored values, as
-      fractions of the scored grades, over the bins between consecutive
-      ``score_bins`` edges (the last bin includes its upper edge), plus
-      ``score_frac/below`` and ``score_frac/above`` for values outside them.
-      The default edges 0, 0.1, ..., 1 suit the built-in outputs (PASS/FAIL
-      lands in the first and last bins, a 1-5 grade in five of them).
-
-    Every key is always present (undefined statistics are NaN): a logger
-    that averages a metric over steps, as TRL's ``log_metric`` does, must
-    not see a key vanish when a batch happens to lack a value.
+    """Flat ``{name: float}`` metrics for one batch of grades, every key always present (NaN when
+    undefined), behind ``prefix``: ``count``, ``scored``, ``penalized``, ``unscored`` and their ``*_rate``;
+    ``unscored/<kind>``; ``policy_parse_failure_rate``, ``judge_parse_failure_rate``; ``forgeries``,
+    ``forgery_rate``; ``judged``, ``retry_rate``, ``attempts_mean``; ``latency_p50/p90/p99``,
+    ``latency_mean``; ``tokens_prompt/completion/total``, ``tokens_per_judged``; ``reward_mean``;
+    ``score_mean/std/min/max``; ``score_frac/<lo>-<hi>`` over ``score_bins``, ``score_frac/below|above``.
 
     >>> from rewardjudge import Grade
     >>> h = judge_health([Grade(1.0, "g", attempts=1, latency_s=0.2), Grade(None, "g", error="JudgeTimeoutError: x")])
@@ -137,14 +102,12 @@ def _counts(grades: list[Grade]) -> dict[str, float]:
            **{f"{s}_rate": _rate(k, n) for s, k in by_status.items()}}
     kinds = [unscored_kind(g) for g in grades if g.status == "unscored"]
     out.update({f"unscored/{kind}": float(kinds.count(kind)) for kind in UNSCORED_KINDS})
-    out["policy_parse_failure_rate"] = _rate(by_status["penalized"], n)
-    out["judge_parse_failure_rate"] = _rate(sum(kinds.count(k) for k in _REPLY_KINDS), len(judged))
     forgeries = sum(1 for g in grades if g.extra.get("forgery"))
-    out["forgeries"] = float(forgeries)
-    out["forgery_rate"] = _rate(forgeries, n)
-    out["judged"] = float(len(judged))
-    out["retry_rate"] = _rate(sum(g.attempts > 1 for g in judged), len(judged))
-    out["attempts_mean"] = _rate(sum(g.attempts for g in judged), len(judged))
+    out.update(policy_parse_failure_rate=_rate(by_status["penalized"], n),
+               judge_parse_failure_rate=_rate(sum(kinds.count(k) for k in _REPLY_KINDS), len(judged)),
+               forgeries=float(forgeries), forgery_rate=_rate(forgeries, n), judged=float(len(judged)),
+               retry_rate=_rate(sum(g.attempts > 1 for g in judged), len(judged)),
+               attempts_mean=_rate(sum(g.attempts for g in judged), len(judged)))
     return out
 
 
@@ -152,12 +115,11 @@ def _costs(grades: list[Grade]) -> dict[str, float]:
     """Latency percentiles and token sums."""
     latencies = sorted(g.latency_s for g in grades if g.latency_s is not None)
     out = {f"latency_p{round(q * 100)}": _percentile(latencies, q) for q in (0.50, 0.90, 0.99)}
-    out["latency_mean"] = _mean(latencies)
     total = sum(int(total_tokens(g)) for g in grades)
-    out["tokens_prompt"] = float(sum(int(g.usage.get("prompt_tokens", 0)) for g in grades))
-    out["tokens_completion"] = float(sum(int(g.usage.get("completion_tokens", 0)) for g in grades))
-    out["tokens_total"] = float(total)
-    out["tokens_per_judged"] = _rate(total, sum(g.attempts > 0 for g in grades))
+    out.update(latency_mean=_mean(latencies),
+               tokens_prompt=float(sum(int(g.usage.get("prompt_tokens", 0)) for g in grades)),
+               tokens_completion=float(sum(int(g.usage.get("completion_tokens", 0)) for g in grades)),
+               tokens_total=float(total), tokens_per_judged=_rate(total, sum(g.attempts > 0 for g in grades)))
     return out
 
 
@@ -165,30 +127,19 @@ def _scores(values: list[float], edges: list[float]) -> dict[str, float]:
     """Statistics of the scored values and their distribution over the bins between ``edges``."""
     out = {"score_mean": _mean(values), "score_std": statistics.pstdev(values) if values else math.nan,
            "score_min": min(values) if values else math.nan, "score_max": max(values) if values else math.nan}
-    counts = [0] * (len(edges) - 1)
-    below = above = 0
-    for v in values:
-        if v < edges[0]:
-            below += 1
-        elif v > edges[-1]:
-            above += 1
-        else:
-            counts[min(bisect.bisect_right(edges, v) - 1, len(counts) - 1)] += 1
-    for (lo, hi), c in zip(zip(edges, edges[1:]), counts):
-        out[f"score_frac/{lo:g}-{hi:g}"] = _rate(c, len(values))
-    out["score_frac/below"] = _rate(below, len(values))
-    out["score_frac/above"] = _rate(above, len(values))
+    counts = Counter(min(bisect.bisect_right(edges, v) - 1, len(edges) - 2) for v in values
+                     if edges[0] <= v <= edges[-1])
+    for i, (lo, hi) in enumerate(zip(edges, edges[1:])):
+        out[f"score_frac/{lo:g}-{hi:g}"] = _rate(counts[i], len(values))
+    out["score_frac/below"] = _rate(sum(v < edges[0] for v in values), len(values))
+    out["score_frac/above"] = _rate(sum(v > edges[-1] for v in values), len(values))
     return out
 
 
 class OutageGuard:
-    """Stops a run whose judge is down: masking keeps an unscored sample out
-    of the loss, so a dead judge would make training silently learn from
-    nothing. ``observe(grades)`` once per step; when the share of unscored
-    grades is over ``threshold`` for ``steps`` consecutive steps it raises
-    ``JudgeOutage`` carrying that step's ``judge_health`` summary. A step at
-    or under the threshold resets the count. ``threshold=None`` turns the
-    guard off.
+    """Stops a run whose judge is down: ``observe(grades)`` once per step raises ``JudgeOutage``
+    (with that step's ``judge_health``) when the unscored share is over ``threshold`` for
+    ``steps`` consecutive steps. ``threshold=None`` turns it off.
 
     >>> from rewardjudge import Grade
     >>> guard = OutageGuard(threshold=0.5, steps=2)
@@ -211,8 +162,7 @@ class OutageGuard:
         self.rates: list[float] = []  # unscored share of the steps in the current streak
 
     def observe(self, grades: Sequence[Grade]) -> None:
-        """Count one step's grades; raise ``JudgeOutage`` on the ``steps``-th
-        consecutive step over the threshold."""
+        """Count one step's grades; raise ``JudgeOutage`` on the ``steps``-th step over the threshold."""
         if self.threshold is None or not grades:
             return
         rate = sum(g.status == "unscored" for g in grades) / len(grades)

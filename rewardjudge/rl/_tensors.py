@@ -1,12 +1,5 @@
-"""Grades as torch tensors, and GRPO-style group-relative advantages.
-
-A trainer needs two things from a batch of Grades: the rewards and which of
-them are missing. ``rewards_tensor`` keeps the two apart: an unscored grade
-(the judge failed) is *masked*, never a fake 0. ``group_normalize`` turns the
-rewards into per-prompt-group advantages that ignore masked entries, so a
-judge outage removes samples from the update instead of teaching the policy
-that every answer was wrong.
-"""
+"""Grades as torch tensors (an unscored grade is masked, never a fake 0), and GRPO-style
+group-relative advantages that ignore masked entries."""
 
 from __future__ import annotations
 
@@ -21,17 +14,10 @@ __all__ = ["RewardTensors", "group_normalize", "rewards_tensor"]
 
 
 class RewardTensors(tuple):
-    """``(rewards, mask)``, with per-status counts alongside.
+    """``(rewards, mask)`` (it unpacks as a pair), with ``counts`` (per status) and ``statuses``.
 
-    It unpacks as a pair: ``rewards, mask = rewards_tensor(grades)``.
-
-    * ``rewards``: 1-D float tensor, one entry per grade: the value of scored
-      and penalized grades; ``fill`` (NaN by default) where unscored.
-    * ``mask``: 1-D bool tensor, **True where the grade is unscored** (masked
-      out, as in ``numpy.ma``); ``~mask`` selects the usable rewards.
-    * ``counts``: ``{"scored": n, "penalized": n, "unscored": n}``.
-    * ``statuses``: each grade's status, in order.
-    """
+    ``rewards``: 1-D float tensor, ``fill`` where unscored; ``mask``: 1-D bool tensor, **True
+    where the grade is unscored** (as in ``numpy.ma``)."""
 
     counts: dict[str, int]
     statuses: list[str]
@@ -39,8 +25,7 @@ class RewardTensors(tuple):
     def __new__(cls, rewards: torch.Tensor, mask: torch.Tensor, counts: dict[str, int],
                 statuses: list[str]) -> "RewardTensors":
         self = super().__new__(cls, (rewards, mask))
-        self.counts = counts
-        self.statuses = statuses
+        self.counts, self.statuses = counts, statuses
         return self
 
     @property
@@ -55,15 +40,10 @@ class RewardTensors(tuple):
         return f"RewardTensors(rewards={self[0]!r}, mask={self[1]!r}, counts={self.counts})"
 
 
-def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"),
-                   dtype: torch.dtype = torch.float32,
+def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"), dtype: torch.dtype = torch.float32,
                    device: torch.device | str | None = None) -> RewardTensors:
-    """Rewards and the mask of unscored entries for ``grades``.
-
-    ``fill`` is what an unscored entry holds in ``rewards``. NaN (the
-    default) makes a forgotten mask loud: any sum over it turns NaN instead of
-    quietly counting a judge outage as a 0 reward. Pass ``fill=0.0`` when a
-    consumer cannot hold NaN, and keep using ``mask``.
+    """Rewards and the mask of unscored entries for ``grades``; an unscored entry holds ``fill``
+    (NaN by default, so a forgotten mask is loud).
 
     >>> from rewardjudge import Grade
     >>> rewards, mask = rewards_tensor([Grade(1.0, "g"), Grade(None, "g", error="judge down")])
@@ -115,21 +95,10 @@ def _group_index(n: int, group_ids, group_size: int | None, device) -> torch.Ten
 
 def group_normalize(rewards: torch.Tensor, mask: torch.Tensor | None = None, *,
                     group_ids: Sequence[Hashable] | torch.Tensor | None = None,
-                    group_size: int | None = None, eps: float = 1e-4,
-                    scale: bool = True) -> torch.Tensor:
-    """GRPO advantages: ``(r - mean_group) / (std_group + eps)``, ignoring masked entries.
-
-    Groups are given by ``group_ids`` (one hashable id per reward, e.g. the
-    prompt's uid) or ``group_size`` (consecutive blocks, the layout TRL and
-    verl produce with ``n`` generations per prompt). The mean and the
-    (unbiased, as TRL's) standard deviation of each group use only its
-    unmasked, non-NaN entries. Masked entries get advantage 0, and so does
-    every member of a group with fewer than one usable reward; a group with one
-    usable reward gets 0 too (it has no baseline to beat). ``scale=False``
-    leaves out the division by std (Dr. GRPO).
-
-    ``mask`` is True where a reward is unscored (``rewards_tensor``'s mask);
-    NaN rewards are treated as masked as well.
+                    group_size: int | None = None, eps: float = 1e-4, scale: bool = True) -> torch.Tensor:
+    """GRPO advantages ``(r - mean_group) / (std_group + eps)`` over ``group_ids`` (one id per reward) or
+    ``group_size`` (consecutive blocks), ignoring masked and NaN entries (they, and groups with fewer than
+    two usable rewards, get 0); the std is unbiased; ``scale=False`` leaves out the division (Dr. GRPO).
 
     >>> r = torch.tensor([1.0, 0.0, float("nan"), 0.5, 0.5, 0.5])
     >>> group_normalize(r, r.isnan(), group_size=3).tolist()[2:]
@@ -163,6 +132,5 @@ def group_normalize(rewards: torch.Tensor, mask: torch.Tensor | None = None, *,
     if scale:
         denom = std[group] + eps
         # a group without spread has r == mean everywhere: 0, not 0/0 when eps is 0
-        adv = torch.where(denom > 0, adv / denom.clamp(min=torch.finfo(adv.dtype).tiny),
-                          torch.zeros_like(adv))
+        adv = torch.where(denom > 0, adv / denom.clamp(min=torch.finfo(adv.dtype).tiny), torch.zeros_like(adv))
     return torch.where(valid, adv, torch.zeros_like(adv))

@@ -1,21 +1,7 @@
 """trl_reward_func: any grader as a reward function for TRL's GRPOTrainer (docs/training.md).
 
-TRL (1.16) calls a reward function with ``prompts``, ``completions``,
-``completion_ids``, every dataset column as a keyword argument (one value per
-completion), and ``trainer_state``, ``log_metric``, ``log_extra``. It awaits
-async reward functions on a background loop, turns ``None`` into NaN, leaves
-NaN out of the group baselines and gives a row with no reward advantage 0: so
-an unscored grade (the judge failed) is returned as ``None``, never a fake 0.
-
-``attach(trainer)`` lets the function follow the trainer's phase
-(``model.training``: training or evaluation penalties), refuses a plain reward
-function standing ungated beside the judge (use ``trl_reward_funcs``), keeps
-TRL's "All reward functions returned None" warning to one per run, and the
-judge's HTTP session is closed on TRL's loop at exit.
-
-The functions are coroutine functions to ``inspect`` (TRL awaits them); a
-call from plain code with no running loop returns the list. They pickle (TRL's
-async GRPO), without an attached trainer.
+An unscored grade is returned as ``None`` (TRL masks it), never a fake 0. The
+functions are coroutine functions to ``inspect``; a call from plain code returns the list.
 """
 
 from __future__ import annotations
@@ -41,17 +27,13 @@ from ._health import OutageGuard, judge_health
 
 __all__ = ["JudgeGatedReward", "TRLRewardFunc", "completion_threads", "trl_reward_func", "trl_reward_funcs"]
 
-# keyword arguments TRL passes that are not dataset columns
 _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environments",
                            "completion_ids", "prompts", "completions"})
 _ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
 
 
-def _content_text(message: Mapping[str, Any], where: str, images: list | None = None,
-                  turn: int = 0) -> str:
-    """A chat message's content as text (``thread.content_text``: text parts
-    joined, image parts kept in ``images`` or refused naming ``where``), tool
-    calls appended as JSON so the judge sees what the policy did."""
+def _content_text(message: Mapping[str, Any], where: str, images: list | None = None, turn: int = 0) -> str:
+    """A chat message's content as text (``thread.content_text``), tool calls appended as JSON."""
     text = content_text(message.get("content"), f"{where} content", images=images, turn=turn)
     if message.get("tool_calls"):
         calls = json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
@@ -60,16 +42,13 @@ def _content_text(message: Mapping[str, Any], where: str, images: list | None = 
 
 
 def reads_images(grader: Any) -> bool:
-    """Whether ``grader`` asks for image content parts (a true ``reads_images``
-    attribute); other graders get an error naming the row for an image part."""
+    """Whether ``grader`` asks for image content parts (a true ``reads_images`` attribute)."""
     return bool(getattr(grader, "reads_images", False))
 
 
 def _turns(value: Any, default_role: str, where: str, images: list | None = None,
            first_turn: int = 0) -> list[tuple[str, str]]:
-    """Turns of a prompt or completion in TRL's standard (str) or
-    conversational (list of messages) format. ``first_turn``: the index the
-    first of them will have in the thread (for ``images``)."""
+    """Turns of a prompt or completion, standard (str) or conversational (messages)."""
     if isinstance(value, str):
         return [(default_role, value)]
     if isinstance(value, Mapping):  # one message on its own
@@ -93,13 +72,8 @@ def _turns(value: Any, default_role: str, where: str, images: list | None = None
 def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
                        metadata: Sequence[Mapping[str, Any]] | None = None, *,
                        images: bool = False) -> list[StringThread]:
-    """One StringThread per completion: the prompt's turns, then the completion's.
-
-    A standard-format prompt is a user turn and a standard completion an
-    assistant turn; conversational ones keep their roles. ``metadata[i]``
-    becomes thread ``i``'s metadata (templates read it as ``{{metadata.x}}``).
-    Content parts are accepted: text joined; image parts kept in
-    ``thread.images`` with ``images=True``, else a ConfigError naming the row.
+    """One StringThread per completion: the prompt's turns (a str: a user turn), then the completion's
+    (a str: an assistant turn), ``metadata[i]`` as its metadata; image parts kept with ``images=True``.
 
     >>> completion_threads(["2+2?"], ["4"], [{"answer": "4"}])[0]
     StringThread([('user', '2+2?'), ('assistant', '4')], metadata={'answer': '4'})
@@ -119,21 +93,13 @@ def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
     return threads
 
 
-# --------------------------------------------------------------------------
-# calls from TRL (awaited on its loop) and from plain code (the list)
-# --------------------------------------------------------------------------
 async def _trl_signature(prompts, completions, completion_ids=None, **kwargs):  # pragma: no cover
     """The signature (and coroutine flag) the reward functions show to ``inspect``."""
 
 
 class _DualCall:
-    """Callable as TRL calls async reward functions and as plain code calls
-    functions. ``inspect.iscoroutinefunction`` (what TRL's ``is_async_callable``
-    asks) is true of the instance: it is function-like (``__code__`` of an
-    ``async def``) and, on Python 3.12+, carries inspect's coroutine mark. A
-    call made while an event loop runs in the calling thread returns a
-    coroutine (TRL awaits it); any other call runs it to completion on a
-    long-lived loop thread (connections stay warm) and returns the result."""
+    """A coroutine function to ``inspect`` (``__code__`` of an ``async def``, the 3.12+ mark): a
+    call inside a running loop returns a coroutine, any other runs on a long-lived loop thread."""
 
     __code__ = _trl_signature.__code__
     __defaults__ = None
@@ -152,22 +118,16 @@ class _DualCall:
         return coro
 
 
-# --------------------------------------------------------------------------
-# TRL's per-step warning, once per run
-# --------------------------------------------------------------------------
 _TRL_NONE_WARNING = "All reward functions returned None"
 _TRL_LOGGER = "trl.trainer.grpo_trainer"
 
 
 class _OncePerRun(logging.Filter):
-    """Lets TRL's multi-line "All reward functions returned None" warning
-    through once per run (``reset`` starts a run: ``attach``), as one line;
-    later ones are dropped. Every other record passes untouched."""
+    """Lets TRL's "All reward functions returned None" warning through once per run, as one line."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.seen = 0
-        self._lock = threading.Lock()
+        self.seen, self._lock = 0, threading.Lock()
 
     def reset(self) -> None:
         with self._lock:
@@ -201,20 +161,13 @@ def _install_warning_filter(reset: bool) -> None:
         _ONCE.reset()
 
 
-# --------------------------------------------------------------------------
-# closing the judge's sessions on the trainer's loop before it is stopped
-# --------------------------------------------------------------------------
 _EXIT_LOOPS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list]" = weakref.WeakKeyDictionary()
 _EXIT_LOCK = threading.Lock()
 
 
 def _close_on_exit(reward: "TRLRewardFunc", loop: asyncio.AbstractEventLoop) -> None:
-    """At interpreter exit, close ``reward``'s judge client on ``loop`` while
-    the loop still runs. TRL stops its reward loop at exit without closing
-    what runs on it (aiohttp then reports an unclosed session, also when the
-    reward function was dropped earlier: the client is kept until then).
-    Exit hooks run last-registered first, and this one is registered at the
-    first call on the loop, after the trainer registered its own."""
+    """At interpreter exit, close ``reward``'s judge client on ``loop`` while the loop still
+    runs (TRL stops it without closing what runs on it; exit hooks run last-registered first)."""
     model = getattr(reward.grader, "model", None)
     if getattr(model, "aclose", None) is None:
         return
@@ -243,13 +196,8 @@ def _close_loop_clients(loop_ref: "weakref.ref[asyncio.AbstractEventLoop]") -> N
 
 
 class TRLRewardFunc(_DualCall):
-    """A grader as an async GRPOTrainer reward function; build it with
-    ``trl_reward_func``.
-
-    Attributes: ``grader``, ``__name__`` (the grader key: TRL logs
-    ``rewards/<name>/mean``), ``last_grades`` (the Grades of the latest call,
-    for inspection), ``guard`` (the ``OutageGuard`` watching training calls).
-    """
+    """A grader as an async GRPOTrainer reward function (build it with ``trl_reward_func``): ``grader``,
+    ``__name__`` (the grader key), ``last_grades`` (of the latest call), ``guard`` (its ``OutageGuard``)."""
 
     def __init__(self, grader: Grader, *, mode: Literal["train", "eval"] | None = None,
                  columns: Sequence[str] | None = None, log_health: bool = True,
@@ -260,30 +208,22 @@ class TRLRewardFunc(_DualCall):
         grader.require_rewards("a TRL reward function")
         if mode not in (None, "train", "eval"):
             raise ConfigError(f"mode must be 'train', 'eval' or None, got {mode!r}")
-        self.grader = grader
-        self.__name__ = grader.grader_key
-        self.__qualname__ = grader.grader_key
-        self.mode = mode
+        self.grader, self.mode, self.log_health, self.log_completions = grader, mode, log_health, log_completions
+        self.__name__ = self.__qualname__ = grader.grader_key
         self.columns = None if columns is None else list(columns)
-        self.log_health = log_health
         self.health_prefix = f"judge/{grader.grader_key}/" if health_prefix is None else health_prefix
-        self.log_completions = log_completions
         self.last_grades: list[Grade] = []
         self.guard = OutageGuard(outage_threshold, outage_steps)
-        # set by trl_reward_funcs: how many gated reward functions read each batch's grades
-        self._sharers = 0
+        self._sharers = 0  # set by trl_reward_funcs: how many gated functions read each batch
         self._fresh()
 
-    def _fresh(self) -> None:
-        """The state that stays in this process (not pickled)."""
+    def _fresh(self) -> None:  # the state that is not pickled
         self._trainer: Any = None
         self._shared: dict[str, list] = {}
         self._loop_thread: LoopThread | None = None
-        self._warned = False
-        self._lock = threading.Lock()
+        self._warned, self._lock = False, threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        # the attached trainer, shared in-flight batches and the loop thread stay here
         drop = ("_trainer", "_shared", "_loop_thread", "_warned", "_lock")
         return {k: v for k, v in self.__dict__.items() if k not in drop}
 
@@ -298,20 +238,14 @@ class TRLRewardFunc(_DualCall):
             return self._loop_thread
 
     def attach(self, trainer: Any) -> "TRLRewardFunc":
-        """Follow ``trainer``'s phase: evaluation penalties while its model is
-        in eval mode (``trainer.evaluate()``), training penalties otherwise.
-        Also checks the trainer's ``reward_funcs``: another reward function
-        standing beside this judge must be gated on it (``trl_reward_funcs``),
-        else TRL adds its reward to every row the judge failed (ConfigError).
-        Starts a run for TRL's "returned None" warning (said once per run).
-        Returns self."""
+        """Follow ``trainer``'s phase (evaluation penalties while its model is in eval mode) and
+        refuse (ConfigError) an ungated reward function beside this judge. Returns self."""
         if getattr(trainer, "model", None) is None or not hasattr(trainer.model, "training"):
             raise ConfigError("attach() needs a trainer whose .model is a torch module "
                               "(a transformers / TRL Trainer)")
         funcs = getattr(trainer, "reward_funcs", None)
         if isinstance(funcs, (list, tuple)) and any(f is self for f in funcs):
-            ungated = [f for f in funcs if f is not self
-                       and not (isinstance(f, JudgeGatedReward) and f.judge is self)]
+            ungated = [f for f in funcs if f is not self and not (isinstance(f, JudgeGatedReward) and f.judge is self)]
             if ungated:
                 names = ", ".join(repr(getattr(f, "__name__", type(f).__name__)) for f in ungated)
                 raise ConfigError(
@@ -332,19 +266,15 @@ class TRLRewardFunc(_DualCall):
         return self
 
     def phase(self) -> Literal["train", "eval"] | None:
-        """The phase this call grades in: ``mode`` if set, else the attached
-        trainer's, else None (then a dataset column ``eval`` decides, per row,
-        and without one it is training)."""
+        """``mode`` if set, else the attached trainer's phase, else None (a column ``eval`` decides)."""
         if self.mode is not None:
             return self.mode
         if self._trainer is not None:
             return "train" if self._trainer.model.training else "eval"
         return None
 
-    def threads(self, prompts: Sequence[Any], completions: Sequence[Any],
-                **columns: Any) -> list[StringThread]:
-        """The threads a call grades: dataset columns become each thread's
-        metadata (TRL's own keyword arguments are left out)."""
+    def threads(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[StringThread]:
+        """The threads a call grades, dataset columns as each thread's metadata."""
         n = len(prompts)
         names = [k for k in columns if k not in _TRL_RESERVED] if self.columns is None else self.columns
         for name in names:
@@ -357,19 +287,14 @@ class TRLRewardFunc(_DualCall):
                                   f"{type(values).__name__} of length "
                                   f"{len(values) if hasattr(values, '__len__') else '?'}")
         phase = self.phase()
-        metadata = []
-        for i in range(n):
-            row = {name: columns[name][i] for name in names}
-            if phase is not None:
-                row["eval"] = phase == "eval"
-            metadata.append(row)
+        extra = {} if phase is None else {"eval": phase == "eval"}
+        metadata = [{**{name: columns[name][i] for name in names}, **extra} for i in range(n)]
         return completion_threads(prompts, completions, metadata, images=reads_images(self.grader))
 
     async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any],
                      completion_ids: Any = None, *, trainer_state: Any = None,
                      log_metric: Callable[[str, float], None] | None = None,
-                     log_extra: Callable[[str, list], None] | None = None,
-                     **columns: Any) -> list[float | None]:
+                     log_extra: Callable[[str, list], None] | None = None, **columns: Any) -> list[float | None]:
         if trainer_state is not None:  # called by a trainer
             self._first_trainer_call()
             loop = asyncio.get_running_loop()
@@ -392,8 +317,7 @@ class TRLRewardFunc(_DualCall):
         if self.log_completions and log_extra is not None:
             key = self.grader.grader_key
             log_extra(f"{key}/status", [g.status for g in grades])
-            log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or ""
-                                     for g in grades])
+            log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or "" for g in grades])
 
     def _first_trainer_call(self) -> None:
         if self._warned:
@@ -408,11 +332,8 @@ class TRLRewardFunc(_DualCall):
                 f"follows train/eval), and build several with rewardjudge.rl.trl_reward_funcs(judge, [others]).",
                 RuntimeWarning, stacklevel=2)
 
-    async def grades_for(self, prompts: Sequence[Any], completions: Sequence[Any],
-                         **columns: Any) -> list[Grade]:
-        """The Grades of one batch. With gated reward functions
-        (``trl_reward_funcs``) the batch is graded once and every function
-        of the set, TRL calling them together, reads the same Grades."""
+    async def grades_for(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[Grade]:
+        """The Grades of one batch, graded once for a ``trl_reward_funcs`` set."""
         columns = {k: v for k, v in columns.items() if k not in _TRL_RESERVED}
         if not self._sharers:
             return await self.grader.grade_batch(self.threads(prompts, completions, **columns))
@@ -434,34 +355,9 @@ def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = N
                     columns: Sequence[str] | None = None, log_health: bool = True,
                     health_prefix: str | None = None, log_completions: bool = True,
                     outage_threshold: float | None = 0.5, outage_steps: int = 3) -> TRLRewardFunc:
-    """Turn ``grader`` into an async reward function for ``trl.GRPOTrainer``.
-
-    The function takes ``prompts`` and ``completions`` in TRL's standard
-    (strings) or conversational (message lists) format and the dataset
-    columns as keyword arguments; each column's value for a completion lands
-    in its thread's metadata, so a template reaches a reference answer as
-    ``{{metadata.reference}}``. ``columns`` restricts which columns are
-    passed on (default: all). It returns one float per completion, ``None``
-    where the grade is unscored (TRL masks it), and is named after the
-    grader key.
-
-    Penalty mode, first match wins: the grader's own ``mode``; ``mode``
-    here; the phase of a trainer given to ``attach``; a boolean dataset
-    column ``eval``; else training. With ``log_health`` each call logs
-    ``judge_health`` metrics through TRL's ``log_metric`` (under
-    ``judge/<grader_key>/``); with ``log_completions`` each completion's
-    status and reason go to TRL's completions table via ``log_extra``.
-
-    Outage guard: each training call (one TRL generation batch) is observed
-    by ``OutageGuard(outage_threshold, outage_steps)``; when more than
-    ``outage_threshold`` of the completions are unscored for
-    ``outage_steps`` calls in a row it raises ``JudgeOutage`` with the
-    judge-health summary, which stops ``trainer.train()`` (masking would
-    otherwise make a dead judge silent). ``outage_threshold=None`` turns it
-    off. Evaluation calls are not counted.
-
-    Called by TRL it is awaited on TRL's loop; called from plain code
-    (no event loop running in the thread) it returns the list.
+    """Turn ``grader`` into an async reward function for ``trl.GRPOTrainer`` (docs/training.md):
+    one float per completion, ``None`` where unscored; dataset ``columns`` land in thread metadata.
+    ``OutageGuard(outage_threshold, outage_steps)`` raises ``JudgeOutage`` on a dead judge (None: off).
 
     >>> reward = trl_reward_func(grader)  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=ds)  # doctest: +SKIP
@@ -473,15 +369,8 @@ def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = N
 
 
 class JudgeGatedReward(_DualCall):
-    """Another reward function, gated by the judge: ``None`` wherever the
-    judge's grade for the same completion is unscored, its own value
-    elsewhere. Build the set with ``trl_reward_funcs``.
-
-    TRL sums reward functions with ``nansum`` and leaves a completion out of
-    its group baseline only when *every* function returned None; gating the
-    other functions on the judge's outcome makes a judge failure exactly
-    that, instead of a 0 judge reward plus the other rewards.
-    """
+    """Another reward function, ``None`` wherever the judge's grade for the same completion is
+    unscored, its own value elsewhere. Build the set with ``trl_reward_funcs``."""
 
     def __init__(self, func: Callable[..., Any], judge: TRLRewardFunc):
         if not callable(func):
@@ -515,17 +404,9 @@ class JudgeGatedReward(_DualCall):
 
 def trl_reward_funcs(judge: Grader | TRLRewardFunc, others: Sequence[Callable[..., Any]] = (),
                      **judge_options: Any) -> list[Any]:
-    """The judge and other reward functions as one set for ``GRPOTrainer``,
-    sharing the judge's outcome: ``[judge, *gated others]``, in that order
-    (give ``reward_weights`` in the same order).
-
-    Each batch is graded once; where the judge could not score a completion
-    (unscored) *every* function of the set returns None, so TRL leaves the
-    completion out of its group's baseline and gives it advantage 0 (its
-    "unscorable" rows), while the other completions' advantages are those of
-    the group without it. Scored and penalized completions get every
-    function's own reward. ``judge`` is a Grader (``judge_options`` go to
-    ``trl_reward_func``) or a ``trl_reward_func`` already built.
+    """``[judge, *gated others]`` for ``GRPOTrainer`` (``reward_weights`` in that order): each
+    batch is graded once and every function returns None where the judge could not score.
+    ``judge`` is a Grader (``judge_options`` go to ``trl_reward_func``) or one already built.
 
     >>> funcs = trl_reward_funcs(grader, [format_reward])  # doctest: +SKIP
     >>> GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=[1.0, 0.5], ...))  # doctest: +SKIP
@@ -536,7 +417,6 @@ def trl_reward_funcs(judge: Grader | TRLRewardFunc, others: Sequence[Callable[..
         reward = judge
     else:
         reward = trl_reward_func(judge, **judge_options)
-    others = list(others)
     gated = [JudgeGatedReward(f, reward) for f in others]
     reward._sharers = len(gated)
     return [reward, *gated]

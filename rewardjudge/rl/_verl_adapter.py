@@ -1,11 +1,7 @@
-"""verl_compute_score: any grader as a verl ``compute_score`` function.
+"""verl_compute_score: any grader as a verl ``compute_score`` function (docs/training.md).
 
-verl calls ``compute_score(data_source=..., solution_str=..., ground_truth=...,
-extra_info=..., **reward_kwargs)`` (verl 0.8's batch manager: the plural names,
-once per batch) and reads back a float or a dict holding ``"score"`` whose
-other keys it logs per sample. verl has no mask for a missing reward: an
-unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s
-manager (or ``on_unscored="marker"``) and raises ``ConfigError`` anywhere else.
+An unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s manager (or
+``on_unscored="marker"``) and raises ``ConfigError`` anywhere else.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import threading
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..grade import Grade
+from ..grade import STATUSES, Grade
 from ..graders._base import Grader
 from ..thread import StringThread
 from .._sync import LoopThread
@@ -26,13 +22,11 @@ __all__ = ["VerlScore", "build_grader", "verl_compute_score"]
 
 Form = Literal["single", "async", "batch", "async_batch"]
 FORMS = ("single", "async", "batch", "async_batch")
-# verl's example preprocessors record the split in extra_info
 _EVAL_SPLITS = frozenset({"test", "val", "valid", "validation", "eval", "evaluation", "dev"})
 
 
 #: the keyword rewardjudge.rl.verl_manager's manager adds to its calls
 MANAGER_KWARG = "rewardjudge_manager"
-#: the config that keeps a judge failure out of verl's training
 MANAGER_CONFIG = ("    reward.reward_manager.source=importlib reward.reward_manager.module.path="
                   "pkg://rewardjudge.rl.verl_manager reward.reward_manager.name=RewardJudgeManager\n"
                   "    algorithm.adv_estimator=rewardjudge_grpo")
@@ -43,15 +37,11 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
     where = "compute_score" if index is None else f"compute_score item {index}"
     if not isinstance(solution_str, str):
         raise ConfigError(f"{where}: solution_str must be a str, got {type(solution_str).__name__}")
-    if extra_info is None:
-        extra_info = {}
+    extra_info = {} if extra_info is None else extra_info
     if not isinstance(extra_info, Mapping):
         raise ConfigError(f"{where}: extra_info must be a mapping or None, got {type(extra_info).__name__}")
-    turns: list[tuple[str, str]] = []
-    for key in prompt_keys:
-        if extra_info.get(key) is not None:
-            turns = _turns(extra_info[key], "user", f"{where}: extra_info[{key!r}]")
-            break
+    key = next((k for k in prompt_keys if extra_info.get(k) is not None), None)
+    turns = [] if key is None else _turns(extra_info[key], "user", f"{where}: extra_info[{key!r}]")
     metadata = {**extra_info, "data_source": data_source, "ground_truth": ground_truth}
     if ground_truth is not None and extra_info.get("reference") is None:
         metadata["reference"] = ground_truth  # the catalog's graders read `reference`
@@ -73,22 +63,14 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool, marker: bool
     score = unscored_value if grade.value is None else grade.value
     if not return_dict:
         return score
-    return {
-        "score": score,
-        "scored": float(grade.status == "scored"),
-        "penalized": float(grade.status == "penalized"),
-        "unscored": float(grade.status == "unscored"),
-        "forgery": float(bool(grade.extra.get("forgery"))),
-        "judge_attempts": float(grade.attempts),
-        "judge_latency_s": math.nan if grade.latency_s is None else float(grade.latency_s),
-        "judge_tokens": float(total_tokens(grade)),
-    }
+    return {"score": score, **{s: float(grade.status == s) for s in STATUSES},
+            "forgery": float(bool(grade.extra.get("forgery"))), "judge_attempts": float(grade.attempts),
+            "judge_latency_s": math.nan if grade.latency_s is None else float(grade.latency_s),
+            "judge_tokens": float(total_tokens(grade))}
 
 
 def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = None, **model_options: Any) -> Grader:
-    """A grader from a SPEC (``rewardjudge.evaluate._spec.resolve_grader``)
-    and a judge server URL (OpenAI-compatible, ending in /v1). Without
-    ``judge``, the SPEC must name a Grader that brings its own model."""
+    """A grader from a SPEC and an OpenAI-compatible judge URL (without ``judge``, the SPEC's own model)."""
     from ..evaluate._spec import resolve_grader
 
     if isinstance(spec, Grader):
@@ -105,10 +87,8 @@ def build_grader(spec: Any, judge: str | None = None, judge_model: str | None = 
 
 
 class VerlScore:
-    """A picklable ``compute_score``: holds a grader SPEC and a judge URL and
-    builds the grader, on its own event loop, the first time it is called
-    in a process. verl's ``remote`` manager (a Ray actor) and process pools
-    can take it. Build it with ``verl_compute_score("SPEC", judge=URL)``."""
+    """A picklable ``compute_score`` holding a grader SPEC and a judge URL; it builds the grader on
+    its own loop at its first call in a process. Build it with ``verl_compute_score("SPEC", judge=URL)``."""
 
     rewardjudge_verl = True  # rewardjudge.rl.verl_manager's manager tells it it runs there
 
@@ -186,38 +166,13 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        on_unscored: Literal["raise", "marker"] = "raise",
                        judge: str | None = None, judge_model: str | None = None,
                        judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
-    """A verl reward function that grades with ``grader``.
+    """A verl reward function that grades with ``grader`` (docs/training.md).
 
-    ``form``: ``"single"`` (default) is ``compute_score(data_source,
-    solution_str, ground_truth, extra_info=None, **kwargs)``, synchronous, on
-    a private background loop (plain code, verl's thread pool, a running
-    loop; the judge's connections kept); ``"async"`` the same as a coroutine
-    function; ``"batch"`` / ``"async_batch"`` take the plural names and return
-    a list (verl 0.8's batch manager).
-
-    The thread graded is ``[prompt turns..., ("assistant", solution_str)]``,
-    the prompt from the first of ``prompt_keys`` in ``extra_info`` (a string
-    or a message list); its metadata is ``extra_info`` plus ``data_source``
-    and ``ground_truth`` (also as ``reference``, unless ``extra_info`` has
-    one). Penalty mode, first match wins: the grader's own ``mode``; ``mode``
-    here; ``extra_info["eval"]``; ``extra_info["split"]`` naming a test or
-    validation split; else training.
-
-    Each result is ``{"score", "scored", "penalized", "unscored", "forgery",
-    "judge_attempts", "judge_latency_s", "judge_tokens"}`` (floats, the same
-    keys on every path) or, with ``return_dict=False``, the score alone. An
-    unscored grade raises ``ConfigError`` naming the config that works,
-    unless this runs under ``rewardjudge.rl.verl_manager``'s manager (the
-    ``rewardjudge_manager`` keyword) or ``on_unscored="marker"``: then it
-    scores ``unscored_value`` (NaN), a marker only the manager's
-    ``rewardjudge_<estimator>`` keeps out of training. Other keyword
-    arguments verl passes are ignored.
-
-    ``grader`` may be a grader SPEC string with ``judge=URL`` (and
-    ``judge_model``, ``judge_options`` for ``OpenAIModel``): the sync forms
-    are then a picklable ``VerlScore`` that builds the grader in whichever
-    process calls it (verl's ``remote`` manager); a sync form around a live
-    Grader refuses to pickle.
+    ``form``: ``"single"`` is ``compute_score(data_source, solution_str, ground_truth, extra_info=None,
+    **kwargs)`` on a private loop, ``"async"`` a coroutine function, ``"batch"``/``"async_batch"`` the
+    plural names. Each result is a dict of floats (or the score alone, ``return_dict=False``); an
+    unscored grade raises ``ConfigError`` unless under the verl manager or ``on_unscored="marker"``.
+    A SPEC string ``grader`` with ``judge=URL`` gives a picklable ``VerlScore``.
 
     >>> compute_score = verl_compute_score(grader)  # doctest: +SKIP
     >>> compute_score("gsm8k", '{"answer": "4", "confidence": "high"}', "4", {"question": "2+2?"})  # doctest: +SKIP
@@ -278,10 +233,8 @@ def _batch_threads(mode: str | None, prompt_keys: Sequence[str], data_sources: A
     n = len(solution_strs)
     ground_truths = [None] * n if ground_truths is None else list(ground_truths)
     extra_infos = [None] * n if extra_infos is None else list(extra_infos)
-    data_sources = [data_sources] * n if data_sources is None or isinstance(data_sources, str) \
-        else list(data_sources)
-    for name, seq in (("data_sources", data_sources), ("ground_truths", ground_truths),
-                      ("extra_infos", extra_infos)):
+    data_sources = [data_sources] * n if data_sources is None or isinstance(data_sources, str) else list(data_sources)
+    for name, seq in (("data_sources", data_sources), ("ground_truths", ground_truths), ("extra_infos", extra_infos)):
         if len(seq) != n:
             raise ConfigError(f"{name} has {len(seq)} entries for {n} solution_strs")
     return [_thread(mode, prompt_keys, data_sources[i], solution_strs[i], ground_truths[i], extra_infos[i], i)

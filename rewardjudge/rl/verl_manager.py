@@ -1,41 +1,6 @@
-"""Honest unscored rewards inside verl 0.9: a reward manager and advantage
-estimators, registered with verl when this module is imported (docs/training.md).
-
-verl has no mask for a missing reward: one NaN makes a group's advantages NaN
-and verl skips the step; a 0 would teach the policy that a judge outage means
-a wrong answer. Under this module's manager ``verl_compute_score`` marks an
-unscored sample with a NaN score and ``unscored`` = 1.0 (anywhere else it
-raises at the first failure), and this module turns the marker into:
-
-* **advantage estimators ``rewardjudge_<name>``**, one per verl estimator in
-  ``EXACT``: verl's own function run over the *usable* samples only (exactly
-  the advantages verl computes with the others removed); the others get
-  advantage and return 0. Not usable: an unscored sample, and the one scored
-  sample left in a group whose others all failed. Run once per step in the
-  trainer process, the estimator also runs the outage guard (``JudgeOutage``
-  after ``outage_steps`` steps over ``outage_threshold``) and prints one line.
-* **reward manager ``RewardJudgeManager``** (verl's naive manager, plus): it
-  refuses at start an estimator that would turn the marker into a number
-  (``check_estimator``, ``REFUSED``), tells our ``compute_score`` the marker
-  is handled, gives every sample the same ``reward_extra_info`` keys
-  (``EXTRA_KEYS``; verl 0.9.1 logs them in validation only), and on the
-  colocated reward-model path grades ``raw_prompt``'s conversation with no
-  reference. The group is verl's ``uid`` on every path.
-
-verl options::
-
-    reward.reward_manager.source=importlib
-    reward.reward_manager.module.path=pkg://rewardjudge.rl.verl_manager
-    reward.reward_manager.name=RewardJudgeManager
-    reward.custom_reward_function.path=my_reward.py      # compute_score = verl_compute_score(...)
-    reward.custom_reward_function.name=compute_score
-    algorithm.adv_estimator=rewardjudge_grpo              # or rewardjudge_rloo, ... (EXACT)
-    +algorithm.rewardjudge.outage_threshold=0.5           # optional; null turns the guard off
-    +algorithm.rewardjudge.outage_steps=3                 # optional
-
-Other managers (``naive``, ``dapo``, ``remote``: SPEC form) raise at the
-first judge failure; ``rate_limited`` turns a timeout into a 0.0 score: do
-not use it.
+"""Honest unscored rewards inside verl 0.9 (docs/training.md): ``RewardJudgeManager`` and the
+``rewardjudge_<name>`` advantage estimators, registered with verl when this module is imported.
+Each estimator runs verl's own over the usable samples only (others: advantage and return 0).
 """
 
 from __future__ import annotations
@@ -67,9 +32,7 @@ from ._verl_adapter import MANAGER_KWARG
 __all__ = ["ESTIMATOR", "EXACT", "EXTRA_KEYS", "PREFIX", "REFUSED", "RewardJudgeManager",
            "check_estimator", "compute_rewardjudge_grpo_advantage", "usable_rows"]
 
-#: estimator names are PREFIX + verl's name
 PREFIX = "rewardjudge_"
-#: the estimator the docs name (algorithm.adv_estimator=...)
 ESTIMATOR = PREFIX + "grpo"
 #: verl estimators that are exact over the usable samples (a rewardjudge_<name> is registered for each)
 EXACT = ("grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg",
@@ -116,8 +79,7 @@ def _guard_options(algorithm: Any) -> tuple[float | None, int]:
 
 
 def check_estimator(name: Any) -> str:
-    """The verl estimator behind ``name`` when it is a ``rewardjudge_<name>``
-    that is exact; otherwise a ConfigError saying what to use instead."""
+    """The verl estimator behind an exact ``rewardjudge_<name>``; else a ConfigError saying what to use."""
     name = getattr(name, "value", name)
     if not isinstance(name, str):
         raise ConfigError(f"algorithm.adv_estimator must be a str, got {name!r}")
@@ -140,33 +102,23 @@ def check_estimator(name: Any) -> str:
 
 
 def usable_rows(finite: torch.Tensor, index: Any) -> torch.Tensor:
-    """The rows an estimator may see: finite score, and not the only finite
-    score of a group that had more than one sample."""
-    usable = finite.clone()
+    """The rows an estimator may see: finite score, not the only one of a group of several."""
     if index is None:
-        return usable
+        return finite.clone()
     index = list(np.asarray(index, dtype=object))
-    total = Counter(index)
-    alive = Counter(g for g, ok in zip(index, finite.tolist()) if ok)
-    for i, g in enumerate(index):
-        if usable[i] and total[g] > 1 and alive[g] == 1:
-            usable[i] = False
-    return usable
+    total, alive = Counter(index), Counter(g for g, ok in zip(index, finite.tolist()) if ok)
+    lone = torch.tensor([total[g] > 1 and alive[g] == 1 for g in index], dtype=torch.bool, device=finite.device)
+    return finite & ~lone
 
 
-class _StepGuard:
-    """The outage guard verl's trainer process keeps across steps (one per
-    threshold/steps pair, as the estimator is a plain function)."""
+_GUARDS: dict[tuple, OutageGuard] = {}  # kept across steps in verl's trainer process, one per (threshold, steps)
 
-    guards: dict[tuple, OutageGuard] = {}
 
-    @classmethod
-    def observe(cls, config: Any, finite: torch.Tensor) -> None:
-        threshold, steps = _guard_options(config)
-        guard = cls.guards.setdefault((threshold, steps), OutageGuard(threshold, steps))
-        guard.observe([Grade(1.0, "verl") if ok else
-                       Grade(None, "verl", error="unscored: the judge failed (compute_score's NaN marker)")
-                       for ok in finite.tolist()])
+def _observe_step(config: Any, finite: torch.Tensor) -> None:
+    threshold, steps = _guard_options(config)
+    failed = Grade(None, "verl", error="unscored: the judge failed (compute_score's NaN marker)")
+    _GUARDS.setdefault((threshold, steps), OutageGuard(threshold, steps)).observe(
+        [Grade(1.0, "verl") if ok else failed for ok in finite.tolist()])
 
 
 def _rows(value: Any, rows: torch.Tensor, n: int) -> Any:
@@ -187,7 +139,7 @@ def _make_estimator(base: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor
         lone = int((finite & ~usable).sum())
         print(f"[rewardjudge] {PREFIX}{base}: {n} samples, unscored {n - int(finite.sum())} "
               f"({(n - int(finite.sum())) / max(n, 1):.0%}), lone usable in a failed group {lone}", flush=True)
-        _StepGuard.observe(config, finite)
+        _observe_step(config, finite)
         advantages = torch.zeros_like(token_level_rewards)
         returns = torch.zeros_like(token_level_rewards)
         if bool(usable.any()):
@@ -218,23 +170,15 @@ compute_rewardjudge_grpo_advantage = _ESTIMATORS["grpo"]
 
 
 def _normalized_extra(result: Any, score: Any) -> tuple[float, dict[str, float]]:
-    """(score, extra): the same keys for every sample, whatever compute_score
-    returned; an unscored sample's score is the NaN marker."""
+    """(score, extra) with the same keys for every sample; an unscored sample's score is NaN."""
     extra = dict(result) if isinstance(result, dict) else {}
     score = float(score)
     unscored = not math.isfinite(score) or float(extra.get("unscored", 0.0)) == 1.0
-    if unscored:
-        score = math.nan
-    out = {
-        "score": score,
-        "scored": float(extra.get("scored", 0.0 if unscored else 1.0)),
-        "penalized": float(extra.get("penalized", 0.0)),
-        "unscored": 1.0 if unscored else 0.0,
-        "forgery": float(extra.get("forgery", 0.0)),
-        "judge_attempts": float(extra.get("judge_attempts", math.nan)),
-        "judge_latency_s": float(extra.get("judge_latency_s", math.nan)),
-        "judge_tokens": float(extra.get("judge_tokens", math.nan)),
-    }
+    score = math.nan if unscored else score
+    out = {"score": score, "scored": float(extra.get("scored", 0.0 if unscored else 1.0)),
+           "penalized": float(extra.get("penalized", 0.0)), "unscored": float(unscored),
+           "forgery": float(extra.get("forgery", 0.0)),
+           **{k: float(extra.get(k, math.nan)) for k in ("judge_attempts", "judge_latency_s", "judge_tokens")}}
     return score, out
 
 
@@ -246,8 +190,7 @@ def _raw_function(fn: Any) -> Any:
 
 
 def _tell_compute_score(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` called with ``rewardjudge_manager=True`` when it is ours (the
-    marker is then returned instead of raised)."""
+    """``fn`` called with ``rewardjudge_manager=True`` when it is ours (it returns the marker)."""
     if not getattr(_raw_function(fn), "rewardjudge_verl", False):
         return fn
     if inspect.iscoroutinefunction(fn):
@@ -262,9 +205,8 @@ def _tell_compute_score(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @register("rewardjudge")
 class RewardJudgeManager(NaiveRewardManager):
-    """verl's naive manager that checks the estimator at start, keeps the
-    unscored marker honest and works on the colocated reward-model path (see
-    the module docstring). Sync and async compute_score work."""
+    """verl's naive manager that checks the estimator at start, keeps the unscored marker honest
+    and works on the colocated reward-model path."""
 
     def __init__(self, config, tokenizer, compute_score, reward_router_address=None, reward_model_tokenizer=None):
         algorithm = _config_get(config, "algorithm", None)
@@ -287,8 +229,7 @@ class RewardJudgeManager(NaiveRewardManager):
 
     @staticmethod
     def _colocated_input(data):
-        """verl's colocated reward-model path sends prompts, responses and
-        ``raw_prompt`` only: grade the raw prompt's conversation, no reference."""
+        """The colocated reward-model path sends ``raw_prompt`` only: grade it, no reference."""
         n = len(data)
         nt = dict(data.non_tensor_batch)
         raw = nt.get("raw_prompt")

@@ -1,14 +1,6 @@
-"""OpenRLHF's groups as the reward server sees them: which estimator a stand-in
-reward can keep exact, a prompt's samples gathered into its group, and retried
-requests answered once.
-
-OpenRLHF 0.11.2 has no per-sample mask: every sample's reward goes into its
-advantage (``RemoteExperienceMaker.compute_advantages_and_returns``), and a
-missing reward (``None``) stops the run when experiences are made. So a sample
-the judge could not score must get a *stand-in* reward that gives it advantage
-0 while its group's other advantages stay those computed without it. Only
-``dr_grpo`` (reward minus the group mean, no whitening) allows that: the mean
-of the group's usable rewards. Every other estimator is refused at start.
+"""OpenRLHF's groups as the reward server sees them (docs/serve.md): which estimator a stand-in
+reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean), a
+prompt's samples gathered into its group, and retried requests answered once.
 """
 
 from __future__ import annotations
@@ -51,8 +43,7 @@ DR_GRPO_CONDITIONS = (
 
 
 def check_estimator(estimator: str | None) -> str | None:
-    """``estimator`` if a stand-in reward keeps it exact, None for None;
-    otherwise ``ConfigError`` naming the one that works."""
+    """``estimator`` if a stand-in reward keeps it exact, None for None; else ``ConfigError``."""
     if estimator is None:
         return None
     if estimator in EXACT_ESTIMATORS:
@@ -68,28 +59,23 @@ def check_estimator(estimator: str | None) -> str | None:
 
 
 def stand_in(values: Sequence[float], fallback: float) -> float:
-    """The reward of an unscored sample: the mean of its group's usable
-    rewards (``fallback`` when there are none: any constant gives a group
-    with no usable reward advantage 0)."""
+    """The reward of an unscored sample: the mean of its group's usable rewards, else ``fallback``."""
     return statistics.fmean(values) if values else float(fallback)
 
 
 class _Group:
-    __slots__ = ("arrived", "pending", "values", "waiters", "closed_at", "last", "timer")
+    __slots__ = ("arrived", "pending", "values", "waiters", "closed_at", "timer")
 
     def __init__(self) -> None:
-        self.arrived = 0
-        self.pending = 0          # arrived, not graded yet
+        self.arrived = self.pending = 0  # pending: arrived, not graded yet
         self.values: list[float] = []   # usable rewards
         self.waiters: list[asyncio.Future] = []  # unscored samples waiting for their stand-in
         self.closed_at: float | None = None       # quiet since then (no arrival for `quiet` s)
-        self.last = 0.0
         self.timer: asyncio.TimerHandle | None = None
 
 
 class _Entry:
-    """One sample's grading, shared by the request that sent it and any
-    retry of that request (an identical sample whose first client left)."""
+    """One sample's grading, shared by the request that sent it and any retry of that request."""
 
     __slots__ = ("task", "owner", "delivered", "released_at")
 
@@ -98,22 +84,9 @@ class _Entry:
 
 
 class PromptGroups:
-    """Single samples in, ``(grade, reward, exact)`` out, grouped by prompt.
-
-    A usable (scored or penalized) sample is answered as soon as it is graded:
-    under ``dr_grpo`` its reward is its value whatever its siblings get. An
-    unscored sample waits until its group's usable rewards are known, then
-    gets their mean (``stand_in``). A group is known complete when ``size``
-    samples of its prompt have arrived and been graded (``size`` given, or
-    learned: the largest group seen so far); otherwise it is taken as
-    complete once its prompt has been quiet for ``quiet`` seconds, and its
-    unscored samples are answered with ``exact=False`` (OpenRLHF logs it as
-    ``group_partial``). A sample arriving after its group went quiet is graded
-    with the group's known results; those are kept ``keep`` seconds (and for
-    at most ``max_groups`` prompts). A new group of the same prompt starts
-    when the old one is full (``size`` reached; with a learned size, full and
-    quiet) or forgotten.
-    """
+    """Single samples in, ``(grade, reward, exact)`` out, grouped by prompt: an unscored sample waits
+    for its group's usable rewards (``stand_in``). A group is complete at ``size`` samples (else the
+    largest seen), or once quiet for ``quiet`` s (``exact=False``); results are kept ``keep`` s."""
 
     def __init__(self, grade: Callable[[Any], Awaitable[Grade]], *, size: int | None, quiet: float,
                  keep: float = 600.0, max_groups: int = 100_000, fallback: float = 0.0):
@@ -125,7 +98,6 @@ class PromptGroups:
         self._entries: dict[Hashable, list[_Entry]] = {}
         self._released: collections.deque = collections.deque()  # (time, dkey, entry)
 
-    # -- groups ---------------------------------------------------------------
     def _size(self) -> int | None:
         return self.size or self.learned
 
@@ -182,11 +154,9 @@ class PromptGroups:
 
     async def sample(self, key: Hashable, thread: Any) -> tuple[Grade, float, bool]:
         """Grade one sample of prompt ``key``: ``(grade, reward, exact)``."""
-        now = time.monotonic()
-        g = self._group_for(key, now)
+        g = self._group_for(key, time.monotonic())
         g.arrived += 1
         g.pending += 1
-        g.last = now
         if g.closed_at is not None:  # late: its group went quiet before it came
             self._learn(g)
         else:
@@ -211,14 +181,10 @@ class PromptGroups:
             self._settle(g)  # another waiter may be the last thing this group waits for
         return grade, reward, exact
 
-    # -- retries ----------------------------------------------------------------
     def submit(self, key: Hashable, dkey: Hashable, thread: Any, owner: Any, alive: Callable[[Any], bool]) -> _Entry:
-        """The grading of one sample for the request ``owner``. An identical
-        sample (same ``dkey``) whose request's client has left (``alive(owner)``
-        false, or released without delivery) is a retry: it takes over that
-        grading instead of adding a member to the group. Identical samples
-        whose clients are all still waiting are siblings (a policy can write
-        the same answer twice)."""
+        """The grading of one sample for the request ``owner``. An identical sample (same
+        ``dkey``) whose client has left is a retry: it takes over that grading; identical samples
+        whose clients all still wait are siblings."""
         self._expire(time.monotonic())
         for entry in self._entries.get(dkey, ()):
             if not entry.delivered and (entry.owner is None or not alive(entry.owner)):
@@ -237,8 +203,7 @@ class PromptGroups:
             self._release_later(dkey, entry)
 
     def finish(self, dkey: Hashable, entry: _Entry, owner: Any, delivered: bool) -> None:
-        """``owner`` is done with ``entry``: its answer went out (``delivered``)
-        or its client left; an undelivered grading waits ``keep`` s for a retry."""
+        """``owner`` is done with ``entry``; an undelivered grading waits ``keep`` s for a retry."""
         if entry.owner is not owner:
             return  # a retry took it over
         if delivered:

@@ -1,6 +1,4 @@
-"""The HTTP layer shared by ``RewardServer`` and the ``--workers`` front:
-the bearer token, body and sample limits, read timeouts, request metrics,
-draining, and the serve loop of the ``serve`` command."""
+"""The HTTP layer shared by ``RewardServer`` and the ``--workers`` front, and the serve loop."""
 
 from __future__ import annotations
 
@@ -27,15 +25,10 @@ def outage_response(outage: JudgeOutage) -> web.Response:
 
 class _Metrics:
     def __init__(self) -> None:
-        self.requests: Counter = Counter()  # (endpoint, code)
-        self.grades: Counter = Counter()  # status
-        self.unscored: Counter = Counter()  # kind
-        self.forgeries = 0
-        self.batches = 0
-        self.batched_samples = 0
+        # requests by (endpoint, code), grades by status, unscored grades by kind
+        self.requests, self.grades, self.unscored = Counter(), Counter(), Counter()
+        self.forgeries = self.batches = self.batched_samples = self.latency_count = self.in_flight = 0
         self.latency_sum = 0.0
-        self.latency_count = 0
-        self.in_flight = 0
 
     def record(self, grades: Sequence[Grade]) -> None:
         for g in grades:
@@ -116,19 +109,9 @@ def sample_keys(samples: Sequence[Any], threads: Sequence[StringThread]) -> list
 
 
 class _HTTPService:
-    """The HTTP layer of ``RewardServer`` and of the ``--workers`` front: the
-    bearer token, body and sample limits, read timeouts, request metrics,
-    cancellation of a request whose client went away, draining.
-
-    A handler is cancelled when its client disconnects (aiohttp's
-    ``handler_cancellation``), which cancels the grading it waits for. A
-    request's headers must arrive within ``header_timeout`` s of its
-    connection opening or of the previous response on it (aiohttp's
-    keep-alive timer; an idle keep-alive connection is closed then too), its
-    body within ``body_timeout`` s (else 408 and the connection is closed).
-    More than ``max_samples`` samples in one request is 413; a body that is
-    not JSON, nests deeper than ``MAX_JSON_DEPTH`` or has the wrong shape is
-    400."""
+    """The HTTP layer of ``RewardServer`` and of the ``--workers`` front: bearer token, limits
+    (headers within ``header_timeout`` s, body within ``body_timeout`` s: 408; over ``max_samples``:
+    413; not JSON or too deep: 400), metrics, cancellation when the client leaves, draining."""
 
     def __init__(self, *, token: str | None, max_body: int, max_samples: int | None,
                  body_timeout: float, header_timeout: float):
@@ -137,13 +120,9 @@ class _HTTPService:
             raise ConfigError(f"max_samples must be a positive int or None, got {max_samples!r}")
         if not body_timeout > 0 or not header_timeout > 0:
             raise ConfigError("body_timeout and header_timeout must be > 0 seconds")
-        self.token = token or None
-        self.max_body = int(max_body)
-        self.max_samples = max_samples
-        self.body_timeout = float(body_timeout)
-        self.header_timeout = float(header_timeout)
-        self.metrics = _Metrics()
-        self._draining = False
+        self.token, self.max_body, self.max_samples = token or None, int(max_body), max_samples
+        self.body_timeout, self.header_timeout = float(body_timeout), float(header_timeout)
+        self.metrics, self._draining = _Metrics(), False
         self._idle: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self.url: str | None = None
@@ -151,7 +130,6 @@ class _HTTPService:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
-        # the endpoints: each service (one server, or the --workers front) answers them its way
         app.router.add_post("/get_reward", self._get_reward)
         app.router.add_post("/grade", self._grade)
         app.router.add_get("/health", self._health)
@@ -166,7 +144,7 @@ class _HTTPService:
         self._idle.set()
 
     async def _on_cleanup(self, app: web.Application) -> None:
-        pass
+        """Overridden by services that hold resources."""
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler):
@@ -225,8 +203,7 @@ class _HTTPService:
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "draining" if self._draining else "ok", **self._about()})
 
-    def _about(self) -> dict[str, Any]:
-        """What ``/health`` says besides the status."""
+    def _about(self) -> dict[str, Any]:  # what /health says besides the status
         return {}
 
     async def _metrics(self, request: web.Request) -> web.Response:
@@ -237,10 +214,8 @@ class _HTTPService:
         return self.metrics.text()
 
     async def _judge_templates(self, request: web.Request) -> web.Response:
-        """The catalog's list as its document answers it; ``language`` (ours)
-        picks the criteria's language. An ``idempotency_key`` seen before
-        answers as it did, or 409 ``idempotency_key_already_used`` when it came
-        with another query."""
+        """The catalog's list (``language`` picks the criteria's); an ``idempotency_key`` seen before
+        answers as it did, or 409 with another query."""
         from ..catalog import listing
 
         query = tuple(sorted((k, v) for k, v in request.query.items() if k != "idempotency_key"))
@@ -265,8 +240,7 @@ class _HTTPService:
         return web.json_response(answer)
 
     async def _json(self, request: web.Request) -> Any:
-        """The request's JSON body, within ``body_timeout``, ``max_body``,
-        ``MAX_JSON_DEPTH`` and ``max_samples``."""
+        """The request's JSON body, within the time, size, depth and sample limits."""
         try:
             body = await asyncio.wait_for(request.read(), self.body_timeout)  # 413 past client_max_size
         except asyncio.TimeoutError:
@@ -285,7 +259,6 @@ class _HTTPService:
                                    f"(--max-samples-per-request); send them in several requests")
         return data
 
-    # -- life cycle -----------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on ``host:port`` (port 0: any free one); returns the base URL."""
         self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True,
@@ -299,8 +272,7 @@ class _HTTPService:
         return self.url
 
     async def drain(self, timeout: float = 60.0) -> bool:
-        """Refuse new requests (503) and wait for those in flight; True when
-        they all finished within ``timeout``."""
+        """Refuse new requests (503) and wait for those in flight; True when done within ``timeout``."""
         self._draining = True
         if self._idle is None:
             return True

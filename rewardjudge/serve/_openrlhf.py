@@ -18,12 +18,5 @@ PY_FORM_REFUSED = (
 
 def openrlhf_reward_func(spec: Any = None, *, judge: str | None = None, judge_model: str | None = None,
                          **options: Any) -> NoReturn:
-    """Refuses OpenRLHF's ``.py`` reward form, where it is built: when
-    OpenRLHF loads the file (``reward_func = openrlhf_reward_func(...)``),
-    so the run stops at start instead of losing every judge failure to a
-    swallowed per-call exception. The error names the HTTP form
-    (``rewardjudge serve ... --estimator dr_grpo`` and
-    ``--reward.remote_url``), which answers a scored sample at once and
-    waits, off OpenRLHF's threads, only for an unscored one's group.
-    """
+    """Refuses OpenRLHF's ``.py`` reward form when OpenRLHF loads the file (ConfigError naming the HTTP form)."""
     raise ConfigError(PY_FORM_REFUSED)

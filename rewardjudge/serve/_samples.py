@@ -21,9 +21,8 @@ _ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": 
 
 
 def split_chat_markup(text: str) -> list[tuple[str, str]]:
-    """A chat-template-rendered prompt (ChatML or Llama 3 markup) back into
-    turns; text without recognised markup is one user turn. An empty
-    trailing assistant header (the generation prompt) is dropped."""
+    """A ChatML or Llama 3 rendered prompt back into turns (else one user turn), an empty
+    trailing assistant header dropped."""
     for pattern in (_CHATML, _LLAMA3):
         found = pattern.findall(text)
         if found:
@@ -48,14 +47,8 @@ def _strip_eos(text: str, eos: Sequence[str]) -> str:
 
 def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,
                     where: str = "sample") -> StringThread:
-    """One OpenRLHF sample as a thread.
-
-    OpenRLHF sends ``query`` = the decoded prompt and response (chat markup
-    and end-of-sequence tokens included) and ``prompt`` = the prompt text, so
-    the response is ``query`` after ``prompt``, without a trailing EOS. The
-    label lands in ``metadata`` as ``label`` and ``reference`` (a mapping
-    label is merged into metadata as well).
-    """
+    """One OpenRLHF sample as a thread: the response is ``query`` after ``prompt``, without a
+    trailing EOS; the label lands in ``metadata`` as ``label`` and ``reference`` (a mapping is merged)."""
     if not isinstance(query, str):
         raise ConfigError(f"{where}: query must be a str, got {type(query).__name__}")
     if prompt is not None and not isinstance(prompt, str):
@@ -74,9 +67,7 @@ def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence
 
 
 def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThread:
-    """A generic ``/grade`` sample: ``{"messages": [...]}`` (the last being
-    the assistant's completion) or ``{"prompt": str | messages, "completion":
-    str | messages}``, each with optional ``metadata``."""
+    """A ``/grade`` sample: ``{"messages": [...]}`` or ``{"prompt", "completion"}``, optional ``metadata``."""
     if not isinstance(sample, Mapping):
         raise ConfigError(f"{where} must be an object, got {type(sample).__name__}")
     metadata = sample.get("metadata") or {}

@@ -25,15 +25,8 @@ __all__ = ["RewardServer", "group_rewards"]
 
 def group_rewards(grades: Sequence[Grade], groups: Sequence[Hashable], *,
                   unscored: str | float = "group_mean", fallback: float = 0.0) -> list[float]:
-    """The reward a trainer without a mask gets for each grade.
-
-    Scored and penalized grades give their value. An unscored grade gives,
-    with ``unscored="group_mean"``, the mean of the usable (scored or
-    penalized) rewards of its group (same ``groups`` key), so that a
-    group-relative baseline gives it advantage 0 and leaves the group's mean
-    unchanged; ``fallback`` when the whole group is unscored (any constant
-    gives the group advantage 0). A number instead of ``"group_mean"`` is used
-    as is.
+    """The reward a trainer without a mask gets for each grade: its value, or for an unscored one
+    the mean of its group's usable rewards (``fallback`` when none), or ``unscored`` when a number.
 
     >>> from rewardjudge import Grade
     >>> group_rewards([Grade(1.0, "g"), Grade(0.0, "g"), Grade(None, "g")], ["p", "p", "p"])
@@ -45,20 +38,13 @@ def group_rewards(grades: Sequence[Grade], groups: Sequence[Hashable], *,
     for g, key in zip(grades, groups):
         if g.status != "unscored":
             usable.setdefault(key, []).append(float(g.value))  # type: ignore[arg-type]
-    out = []
-    for g, key in zip(grades, groups):
-        if g.status != "unscored":
-            out.append(float(g.value))  # type: ignore[arg-type]
-        elif unscored == "group_mean":
-            out.append(stand_in(usable.get(key, ()), fallback))
-        else:
-            out.append(float(unscored))
-    return out
+    return [float(g.value) if g.status != "unscored"  # type: ignore[arg-type]
+            else stand_in(usable.get(key, ()), fallback) if unscored == "group_mean" else float(unscored)
+            for g, key in zip(grades, groups)]
 
 
 class _Batcher:
-    """Samples submitted within ``window`` seconds are graded in one
-    ``grade_batch`` call (at most ``max_batch`` at a time); batches overlap."""
+    """Samples submitted within ``window`` seconds are graded in one ``grade_batch`` call."""
 
     def __init__(self, grader: Grader, window: float, max_batch: int, metrics: "_Metrics"):
         self.grader, self.window, self.max_batch, self.metrics = grader, window, max_batch, metrics
@@ -93,8 +79,7 @@ class _Batcher:
                 self._launch(items)
 
     def _launch(self, items: list) -> None:
-        """Grade ``items`` in a task of its own, cancelled once every caller
-        waiting for one of them has been cancelled (its client went away)."""
+        """Grade ``items`` in a task of its own, cancelled once every caller waiting for them is."""
         task = asyncio.ensure_future(self._grade(items))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
@@ -174,46 +159,18 @@ def _openrlhf_body(data: Any) -> tuple[list, list, list]:
 
 
 class RewardServer(_HTTPService):
-    """A grader served over HTTP.
+    """A grader served over HTTP: ``POST /get_reward`` (OpenRLHF, needs ``estimator="dr_grpo"``),
+    ``POST /grade``, ``GET /health``, ``GET /metrics`` (docs/serve.md).
 
-    Endpoints:
-
-    * ``POST /get_reward``: OpenRLHF's remote reward contract. Body
-      ``{"query": [str], "prompts": [str], "labels": [any]}``; reply
-      ``{"rewards": [float], "scores": [float], "extra_logs": {"unscored":
-      [0|1], "penalized": [0|1], "group_partial": [0|1]}}``. It needs
-      ``estimator`` (OpenRLHF's ``--algo.advantage.estimator``; only
-      ``dr_grpo`` can be kept exact, the others are refused here): a usable
-      sample is answered at once with its value; an unscored one waits for
-      its group (samples with the same prompt) and gets the mean of its
-      usable rewards, i.e. advantage 0 with the others unchanged.
-    * ``POST /grade``: ``{"samples": [{"messages": [...]} | {"prompt": ...,
-      "completion": ..., "metadata": {...}, "group": key}]}``; reply
-      ``{"grades": [{"value", "status", "reward", "reasoning", "error",
-      "grader_version", "extra"}]}``. Samples of one request that share a
-      ``group`` key (default: their prompt) form a group.
-    * ``GET /health`` (never needs the token), ``GET /metrics`` (Prometheus
-      text: requests, grades by status, unscored by kind, forgeries,
-      batches, judge latency).
-
-    Samples arriving within ``batch_window`` seconds are graded together.
-    A ``/get_reward`` group is complete at ``group_size`` samples of its
-    prompt (learned from the traffic when not given) or after
-    ``group_timeout`` s of quiet (then flagged ``group_partial``); its
-    results are kept ``group_keep`` s for late samples and retried requests
-    (``PromptGroups``). When more than ``outage_threshold`` of the graded
-    samples are unscored in ``outage_steps`` consecutive windows of
-    ``outage_window`` samples, every later request gets 503 with the
-    judge-health summary (``None``: off). ``token``, ``max_body``,
-    ``max_samples``, ``body_timeout`` and ``header_timeout`` are the HTTP
-    layer's (401, 413, 408; a request whose client left is cancelled).
+    Samples within ``batch_window`` s are graded together; ``/get_reward`` groups follow
+    ``PromptGroups(group_size, group_timeout, group_keep)``. ``outage_threshold`` over
+    ``outage_steps`` windows of ``outage_window`` samples makes every later request 503.
     """
 
     def __init__(self, grader: Grader, *, batch_window: float = 0.005, max_batch: int = 512,
                  group_size: int | None = None, group_timeout: float = 60.0, group_keep: float = 600.0,
                  estimator: str | None = None, outage_threshold: float | None = 0.5, outage_steps: int = 3,
-                 outage_window: int = 64,
-                 unscored: str | float = "group_mean", unscored_fallback: float = 0.0,
+                 outage_window: int = 64, unscored: str | float = "group_mean", unscored_fallback: float = 0.0,
                  token: str | None = None, max_body: int = 8 << 20, eos: Sequence[str] = DEFAULT_EOS,
                  max_samples: int | None = DEFAULT_MAX_SAMPLES, body_timeout: float = 60.0,
                  header_timeout: float = 60.0):
@@ -231,8 +188,7 @@ class RewardServer(_HTTPService):
             raise ConfigError("group_timeout must be > 0 and group_keep >= 0")
         if not _positive_int(outage_window):
             raise ConfigError(f"outage_window must be a positive int (graded samples), got {outage_window!r}")
-        self._guard = OutageGuard(outage_threshold, outage_steps)
-        self.outage_window = outage_window
+        self._guard, self.outage_window = OutageGuard(outage_threshold, outage_steps), outage_window
         self._window: list[Grade] = []
         self.outage: JudgeOutage | None = None
         self._told_estimator = False
@@ -240,23 +196,17 @@ class RewardServer(_HTTPService):
             raise ConfigError("batch_window must be >= 0 and max_batch >= 1")
         super().__init__(token=token, max_body=max_body, max_samples=max_samples,
                          body_timeout=body_timeout, header_timeout=header_timeout)
-        self.grader = grader
-        #: a ``--workers`` worker: each /grade grade says which process graded it (``worker``: its pid)
-        self.worker = False
-        self.unscored = unscored
-        self.unscored_fallback = float(unscored_fallback)
-        self.eos = tuple(eos)
-        self.images = reads_images(grader)
+        self.grader, self.unscored, self.unscored_fallback = grader, unscored, float(unscored_fallback)
+        self.worker = False  # a --workers worker: each /grade grade carries its pid
+        self.eos, self.images = tuple(eos), reads_images(grader)
         self._batcher = _Batcher(grader, batch_window, max_batch, self.metrics)
         self._groups = PromptGroups(self._grade_one, size=group_size, quiet=group_timeout, keep=group_keep,
                                     fallback=self.unscored_fallback)
 
-    # -- grading ------------------------------------------------------------
     async def grade_group(self, threads: Sequence[StringThread],
                           groups: Sequence[Hashable] | None = None) -> list[tuple[Grade, float]]:
-        """Grade ``threads`` (through the batching window) and give each its
-        reward (``group_rewards``; one group unless ``groups`` says otherwise).
-        Raises ``JudgeOutage`` once the outage guard has stopped the server."""
+        """Grade ``threads`` and give each its reward (``group_rewards``; one group unless ``groups``
+        says otherwise). Raises ``JudgeOutage`` once the outage guard has stopped the server."""
         if self.outage is not None:
             raise self.outage
         grades = list(await asyncio.gather(*(self._batcher.submit(t) for t in threads)))
@@ -283,7 +233,6 @@ class RewardServer(_HTTPService):
     async def _grade_one(self, thread: StringThread) -> Grade:
         return (await self.grade_group([thread]))[0][0]
 
-    # -- HTTP ---------------------------------------------------------------
     async def _on_startup(self, app: web.Application) -> None:
         await super()._on_startup(app)
         self._batcher.start()
@@ -340,8 +289,7 @@ class RewardServer(_HTTPService):
         return web.json_response({"grades": [
             {"value": g.value, "status": g.status, "reward": r, "reasoning": g.reasoning, "error": g.error,
              "grader_key": g.grader_key, "grader_version": g.grader_version,
-             "extra": json.loads(json.dumps(g.extra, default=str)), **worker}
-            for g, r in results]})
+             "extra": json.loads(json.dumps(g.extra, default=str)), **worker} for g, r in results]})
 
     def _about(self) -> dict[str, Any]:
         return {"grader": self.grader.grader_key}

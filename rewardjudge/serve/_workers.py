@@ -1,16 +1,5 @@
-"""The front of ``rewardjudge serve --workers N``: one port, N worker
-processes (started by ``commands._serve``), each group on one worker.
-
-A port shared per connection (``SO_REUSEPORT``) would split a prompt's group
-over processes (OpenRLHF sends its samples on any free connection). So a
-front owns the public port, checks the token and limits, and sends each
-group's samples (keyed as a single server groups them) to the worker its key
-hashes to (``route``): a ``RewardServer`` on a loopback port behind a token
-made for this run. A request spanning several workers is split and its
-replies put back in order; ``/metrics`` sums the workers' counters (requests
-and in-flight are the front's own). Workers read a pipe on stdin: when the
-front dies, even by SIGKILL, they see end-of-file and stop. SIGTERM drains
-the front, then the workers.
+"""The front of ``rewardjudge serve --workers N`` (docs/serve.md): one port, N worker processes
+(started by ``commands._serve``), each group's samples routed to the worker its key hashes to.
 """
 
 from __future__ import annotations
@@ -39,9 +28,8 @@ def route(key: Hashable, n: int) -> int:
 
 
 def _merge(values: list, parts: list[list[int]], n: int) -> Any:
-    """The workers' replies to the parts of a split request, as one reply:
-    a list with one item per sample of each part is put back in sample
-    order, an object merged key by key, anything else taken from the first."""
+    """The workers' replies to the parts of a split request as one: per-sample lists put back in
+    order, objects merged key by key, anything else taken from the first."""
     first = values[0]
     if all(isinstance(v, list) and len(v) == len(ix) for v, ix in zip(values, parts)):
         out: list = [None] * n
@@ -55,9 +43,7 @@ def _merge(values: list, parts: list[list[int]], n: int) -> Any:
 
 
 def sum_metrics(texts: Sequence[str], front: str) -> str:
-    """Prometheus texts of the workers summed sample by sample (a family's
-    samples in first-seen order), the ``_FRONT_FAMILIES`` taken from
-    ``front``."""
+    """Prometheus texts of the workers summed sample by sample, the ``_FRONT_FAMILIES`` from ``front``."""
     families: dict[str, dict] = {}
 
     def read(text: str, only_front: bool) -> None:
@@ -89,9 +75,7 @@ def sum_metrics(texts: Sequence[str], front: str) -> str:
 
 
 class WorkerFront(_HTTPService):
-    """The public side of ``--workers``: routes each group's samples to one
-    worker (``route``) and answers with the workers' replies; the token,
-    body and sample limits, timeouts and cancellation are ``_HTTPService``'s."""
+    """The public side of ``--workers``: routes each group's samples to one worker (``route``)."""
 
     def __init__(self, worker_urls: Sequence[str], worker_token: str, *, token: str | None = None,
                  max_body: int = 8 << 20, max_samples: int | None = None, body_timeout: float = 60.0,
@@ -121,8 +105,8 @@ class WorkerFront(_HTTPService):
                                       headers={**self._auth, "Content-Type": "application/json"}) as r:
             return r.status, await r.read()
 
-    async def _route(self, request: web.Request, data: dict, items: str, keys: Sequence[Hashable]) -> web.Response:
-        """Send each sample of ``data[items]`` to its key's worker; one reply."""
+    async def _route(self, request: web.Request, data: dict, keys: Sequence[Hashable]) -> web.Response:
+        """Send each sample to its key's worker; one reply."""
         n = len(keys)
         parts: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
@@ -132,12 +116,8 @@ class WorkerFront(_HTTPService):
             status, body = await self._post(worker, request.path, await request.read())
             return web.Response(status=status, body=body, content_type="application/json")
         workers = list(parts)
-        bodies = []
-        for w in workers:
-            ix = parts[w]
-            # every per-sample list (query, prompts, labels; samples) is cut the same way
-            sub = {k: [v[i] for i in ix] if isinstance(v, list) and len(v) == n else v for k, v in data.items()}
-            bodies.append(json.dumps(sub).encode())
+        bodies = [json.dumps({k: [v[i] for i in parts[w]] if isinstance(v, list) and len(v) == n else v
+                              for k, v in data.items()}).encode() for w in workers]
         replies = await asyncio.gather(*(self._post(w, request.path, b) for w, b in zip(workers, bodies)))
         for status, body in replies:
             if status != 200:  # one part refused: the request is
@@ -151,18 +131,17 @@ class WorkerFront(_HTTPService):
         prompts = data.get("prompts") if isinstance(data, dict) else None
         if not isinstance(queries, list) or not queries or (prompts is not None and (
                 not isinstance(prompts, list) or len(prompts) != len(queries))):
-            return await self._route(request, data, "query", [0])  # malformed: a worker says why (400)
+            return await self._route(request, data, [0])  # malformed: a worker says why (400)
         keys = [p if p is not None else q for p, q in zip(prompts or [None] * len(queries), queries)]
-        return await self._route(request, data, "query", [k if isinstance(k, Hashable) else json.dumps(k)
-                                                          for k in keys])
+        return await self._route(request, data, [k if isinstance(k, Hashable) else json.dumps(k) for k in keys])
 
     async def _grade(self, request: web.Request) -> web.Response:
         data = await self._json(request)
         # images=True: any well-formed sample has a key here; the worker refuses what its grader cannot read
         body = grade_samples(data, images=True)
         if body is None:
-            return await self._route(request, data, "samples", [0])  # malformed: a worker says why (400)
-        return await self._route(request, data, "samples", sample_keys(*body))
+            return await self._route(request, data, [0])  # malformed: a worker says why (400)
+        return await self._route(request, data, sample_keys(*body))
 
     def _about(self) -> dict[str, Any]:
         return {"grader": self.grader_key, "workers": len(self.workers)}
@@ -176,8 +155,3 @@ class WorkerFront(_HTTPService):
         return sum_metrics(texts, self.metrics.text()) + (
             "# HELP rewardjudge_workers Worker processes behind this front.\n"
             f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")
-
-
-# --------------------------------------------------------------------------
-# the processes
-# --------------------------------------------------------------------------

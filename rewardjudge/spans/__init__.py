@@ -1,20 +1,7 @@
-"""Live evaluation of OpenTelemetry GenAI spans: ``judge-v1`` pipelines.
+"""Live evaluation of OpenTelemetry GenAI spans: ``judge-v1`` pipelines (docs/pipelines.md).
 
-A pipeline (``PipelineConfig``) pins scorer versions (``JudgeConfig``: a copy
-of one version's config, its ``scorer_version`` and a variable mapping),
-selects spans (``SpanFilter``), samples whole traces by trace id
-(``trace_sampled``), and writes one result per span and scorer version,
-linked to the trace and span ids.
-
-* ``read_otlp_file(path)``: the spans of an OTLP file (JSON or protobuf), read
-  with ``opentelemetry-proto`` (``pip install 'rewardjudge[pipeline]'``).
-* ``arun_pipeline`` / ``run_pipeline``: judge spans into an output folder
-  (resumable) or into memory.
-* ``OtlpReceiver``: an OTLP/HTTP receiver (``POST /v1/traces``) that judges
-  what it receives (``rewardjudge pipeline receive``).
-* ``SEMCONV_VERSION``: the GenAI semantic conventions read
-  (``gen_ai.input.messages``, ``gen_ai.output.messages``,
-  ``gen_ai.system_instructions``).
+A ``PipelineConfig`` pins scorer versions (``JudgeConfig``), selects spans (``SpanFilter``) and samples traces
+(``trace_sampled``); spans come from ``read_otlp_file`` or an ``OtlpReceiver`` (``rewardjudge[pipeline]``).
 
 >>> from rewardjudge.spans import trace_sampled
 >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0)

@@ -1,24 +1,8 @@
 """OTLP trace data in, ``Span`` values out; a GenAI span as a ``StringThread``.
 
-The decoding is ``opentelemetry-proto``'s (the OpenTelemetry project's own
-generated classes for the OTLP protobuf definitions) and protobuf's JSON
-mapping; this module only adds what OTLP/JSON changes in that mapping (trace
-and span ids are hex, not base64) and the two file layouts the
-OpenTelemetry Collector's file exporter writes:
-
-* JSON: one ``ExportTraceServiceRequest`` object per line (the exporter's
-  layout), or one object for the whole file;
-* protobuf: messages each preceded by a 4-byte big-endian length (the
-  exporter's layout), or one bare message for the whole file.
-
-A file is read one message at a time (a JSON-lines or length-prefixed file of
-any size stays flat in memory; a single-object file is read whole).
-
-GenAI semantic conventions read (``SEMCONV_VERSION``): the message attributes
-``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
-``gen_ai.output.messages`` (structured or JSON text), on the span or, when
-the span lacks them, on its ``gen_ai.client.inference.operation.details``
-event.
+Decoding is ``opentelemetry-proto``'s; this module adds OTLP/JSON's hex ids and the collector file
+exporter's layouts (JSON lines or one object; length-prefixed or one bare protobuf message), read
+one message at a time. The GenAI message attributes are read from the span or its details event.
 """
 
 from __future__ import annotations
@@ -39,8 +23,7 @@ from ..thread import ROLES, StringThread
 __all__ = ["SEMCONV_VERSION", "Span", "decode_request", "read_otlp_file", "request_from_json", "span_thread",
            "spans_of"]
 
-#: the OpenTelemetry semantic-conventions release whose GenAI message attributes are read
-#: (the first with gen_ai.input.messages / gen_ai.output.messages; unchanged through v1.41.0)
+#: the semantic-conventions release whose GenAI message attributes are read (unchanged through v1.41.0)
 SEMCONV_VERSION = "1.37.0"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -79,9 +62,7 @@ class Span:
 
     def get(self, key: str, default: Any = None) -> Any:
         """An attribute of the span, else of its resource (``service.name``)."""
-        if key in self.attributes:
-            return self.attributes[key]
-        return self.resource.get(key, default)
+        return self.attributes[key] if key in self.attributes else self.resource.get(key, default)
 
 
 def _any_value(v: Any) -> Any:
@@ -111,8 +92,7 @@ def spans_of(request: Any) -> Iterator[Span]:
                            attributes=_attributes(s.attributes), resource=resource,
                            parent_span_id=s.parent_span_id.hex(), scope=ss.scope.name, kind=int(s.kind),
                            start_ns=int(s.start_time_unix_nano), end_ns=int(s.end_time_unix_nano),
-                           events=[(e.name, _attributes(e.attributes)) for e in s.events
-                                   if e.name == DETAILS_EVENT])
+                           events=[(e.name, _attributes(e.attributes)) for e in s.events if e.name == DETAILS_EVENT])
 
 
 def _hex_id_to_b64(value: Any, nbytes: int) -> Any:
@@ -203,11 +183,8 @@ def _sniff(path: str, head: bytes) -> str:
 
 
 def read_otlp_file(path: str | os.PathLike, format: str | None = None) -> Iterator[Span]:
-    """The spans of an OTLP file, one message at a time (see the module doc).
-
-    ``format``: ``"json"`` or ``"protobuf"`` (either protobuf layout); by
-    default the name (``.json``/``.jsonl``, ``.pb``/``.binpb``; ``.gz`` is
-    read through gzip) or else the first bytes decide."""
+    """The spans of an OTLP file, one message at a time; ``format`` (``"json"`` or ``"protobuf"``)
+    defaults to what the name (``.gz`` read through gzip) or else the first bytes say."""
     path = os.fspath(path)
     if format not in (None, "json", "protobuf"):
         raise ConfigError(f"format must be 'json' or 'protobuf', got {format!r}")
@@ -232,8 +209,7 @@ def read_otlp_file(path: str | os.PathLike, format: str | None = None) -> Iterat
 def _json_file(f: Any, path: str) -> Iterator[Span]:
     first = f.readline()
     rest = f.readline()
-    if not rest.strip() or not first.strip().endswith(b"}"):
-        # one object (pretty-printed or a single line): the whole file
+    if not rest.strip() or not first.strip().endswith(b"}"):  # one object: the whole file
         f.seek(0)
         try:
             data = json.loads(f.read())
@@ -265,7 +241,6 @@ def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
         yield from spans_of(decode_request(body))
 
 
-# -- a GenAI span as a thread -------------------------------------------------
 def _role(role: str, default: str) -> str:
     role = (role or default).lower()
     return role if role in ROLES else default
@@ -301,11 +276,8 @@ def message_attributes(span: Span) -> dict[str, Any]:
 
 
 def span_thread(span: Span) -> StringThread:
-    """The conversation a GenAI span records, as a thread: system instructions,
-    input messages, then output messages (the completion is the last
-    assistant turn). Metadata: the resource's attributes, the span's over
-    them, the message attributes (read from the details event when the span
-    lacks them) and ``trace_id`` / ``span_id`` / ``span_name``."""
+    """The conversation a GenAI span records (system, input, then output messages) as a thread;
+    metadata: resource and span attributes, the message attributes, ``trace_id``/``span_id``/``span_name``."""
     messages = message_attributes(span)
     turns = (_system(messages.get(SYSTEM_INSTRUCTIONS)) + _messages(messages.get(INPUT_MESSAGES), "user")
              + _messages(messages.get(OUTPUT_MESSAGES), "assistant"))

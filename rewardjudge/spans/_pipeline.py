@@ -1,40 +1,8 @@
-"""A ``judge-v1`` pipeline: which spans, how many traces, which pinned scorer versions.
+"""A ``judge-v1`` pipeline: which spans, how many traces, which pinned scorer versions (docs/pipelines.md).
 
-The JSON form::
-
-    {"name": "support-live", "type": "judge-v1",
-     "filter": {"span_name": "chat *", "attributes": {"gen_ai.operation.name": "chat"}},
-     "sampling_rate": 0.25,
-     "pipeline_configs": [
-        {"scorer": "helpfulness-1a2b3c4d", "scorer_name": "Helpfulness",
-         "scorer_version": "<sha-256 of the config>", "scorer_version_number": 1,
-         "config": {...a copy of that version's config...},
-         "mapping": {"product": "attr(\\"app.product\\")"}}]}
-
-Each pipeline config holds a *copy* of one scorer version's config, so later
-edits to the scorer never reach a running pipeline; ``scorer_version`` names
-the version it runs and is checked against the copy (an edited copy is
-refused). To roll out a new version, pin again (``JudgeConfig.pin``,
-``rewardjudge pipeline pin``).
-
-A mapping value is one of the scorer document's names, or a binding source
-(``rewardjudge.scorers``):
-
-==================================  =============================================
-``attr("key")``                     the span attribute ``key`` (``metadata:key``)
-``transcript``                      input and output messages, ``role: text`` lines
-``input_messages`` / ``output_messages``  the span's input / output messages
-``format_input_transcript("key")``  attribute ``key`` as input messages
-``format_output_transcript("key")`` attribute ``key`` as output messages
-``literal:<text>``, ``turn:...``    as in a scorer binding
-==================================  =============================================
-
-A variable left unmapped reads the span attribute of its own name; absent on
-the span, it renders empty (``{% if product %}...{% endif %}`` keeps the
-prompt clean).
-
-Sampling is per trace (``trace_sampled``): every span of a trace is judged,
-or none, and the same on every rerun.
+Each pipeline config holds a *copy* of one scorer version's config, checked against its
+``scorer_version``; a mapping value is a document name (``attr("key")``, ``transcript``, ...) or a
+binding source. Sampling is per trace (``trace_sampled``).
 """
 
 from __future__ import annotations
@@ -51,8 +19,7 @@ from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
 from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
 
-__all__ = ["JUDGE_V1", "DEFAULT_FILTER", "JudgeConfig", "PipelineConfig", "SpanFilter", "source_of",
-           "trace_sampled"]
+__all__ = ["JUDGE_V1", "DEFAULT_FILTER", "JudgeConfig", "PipelineConfig", "SpanFilter", "source_of", "trace_sampled"]
 
 JUDGE_V1 = "judge-v1"
 #: GenAI inference and agent spans (``gen_ai.operation.name``)
@@ -80,18 +47,12 @@ def source_of(value: Any, variable: str = "?") -> str:
     return value.strip()
 
 
-# -- sampling -----------------------------------------------------------------
 _RANDOM_BITS = 56
 
 
 def trace_sampled(trace_id: str, rate: float) -> bool:
-    """Whether a trace is in a sample of ``rate`` (0..1): decided by the trace
-    id alone, so a trace is judged whole or not at all, the same on every run.
-
-    The rule is OpenTelemetry's consistent probability sampling: the id's
-    rightmost 56 bits (W3C Trace Context level 2's random part) compared with
-    the threshold ``(1 - rate) * 2**56``. Samples nest: a trace in the 10 %
-    sample is in the 50 % sample too.
+    """Whether a trace is in a sample of ``rate`` (0..1), by its id alone (OpenTelemetry's
+    consistent probability sampling: the rightmost 56 bits against ``(1 - rate) * 2**56``).
 
     >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0), trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 0.0)
     (True, False)
@@ -111,18 +72,10 @@ def _rate(value: Any) -> float:
     return float(value)
 
 
-# -- filter -------------------------------------------------------------------
 @dataclass(frozen=True)
 class SpanFilter:
-    """Which spans a pipeline judges; every condition given must hold.
-
-    * ``span_name``: a glob (``"chat *"``) or a list of globs, one must match;
-    * ``attributes``: ``{key: value}``, the span's attribute (else its
-      resource's, e.g. ``service.name``) equal to ``value``, to one of a list
-      of values, or present at all with ``"*"``;
-    * ``has_messages``: the span records output messages (default True: a
-      span without an answer has nothing to judge).
-    """
+    """Which spans a pipeline judges: ``span_name`` globs (one must match), ``attributes``
+    (``{key: value | [values] | "*"}``, span else resource) and ``has_messages`` (output messages)."""
 
     span_name: tuple[str, ...] = ()
     attributes: tuple[tuple[str, Any], ...] = ()
@@ -152,22 +105,15 @@ class SpanFilter:
             return False
         for key, want in self.attributes:
             got = span.get(key)
-            if want == "*":
-                if got is None:
-                    return False
-            elif isinstance(want, tuple):
-                if got not in want:
-                    return False
-            elif got != want:
+            if got is None if want == "*" else got not in want if isinstance(want, tuple) else got != want:
                 return False
         return not self.has_messages or OUTPUT_MESSAGES in message_attributes(span)
 
 
-# -- pinned scorer versions ---------------------------------------------------
 @dataclass
 class JudgeConfig:
-    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy),
-    the version it is (``scorer_version``, checked) and the variable mapping."""
+    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy), its checked
+    ``scorer_version`` and the variable mapping."""
 
     config: ScorerConfig
     scorer_version: str
@@ -191,8 +137,7 @@ class JudgeConfig:
     @classmethod
     def pin(cls, scorer: Any, mapping: Mapping[str, str] | None = None, *,
             version: int | str | None = None) -> "JudgeConfig":
-        """Pin a ``Scorer`` (its current version, or ``version``: a number or id
-        from its history) with ``mapping``; the config is copied."""
+        """Pin a ``Scorer`` (its current version, or ``version``: a number or id) with ``mapping``."""
         config, number = scorer.config, scorer.version_number
         if version is not None:
             found = [v for v in scorer.history if v.number == version or v.id == version]
@@ -228,8 +173,7 @@ class JudgeConfig:
 
 @dataclass
 class PipelineConfig:
-    """A ``judge-v1`` live evaluation: ``name``, ``filter``, ``sampling_rate``
-    and its ``pipeline_configs`` (each a pinned scorer version)."""
+    """A ``judge-v1`` live evaluation: ``name``, ``filter``, ``sampling_rate``, ``pipeline_configs``."""
 
     name: str
     pipeline_configs: list[JudgeConfig]
@@ -259,8 +203,7 @@ class PipelineConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "filter": self.filter.to_dict(),
-                "sampling_rate": self.sampling_rate,
-                "pipeline_configs": [c.to_dict() for c in self.pipeline_configs]}
+                "sampling_rate": self.sampling_rate, "pipeline_configs": [c.to_dict() for c in self.pipeline_configs]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":

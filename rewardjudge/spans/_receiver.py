@@ -1,21 +1,5 @@
-"""An OTLP/HTTP trace receiver that judges what it receives.
-
-``POST /v1/traces`` takes an ``ExportTraceServiceRequest`` as protobuf
-(``application/x-protobuf``) or OTLP/JSON (``application/json``), optionally
-gzip-encoded, and answers an ``ExportTraceServiceResponse`` in the same
-encoding once the selected spans are queued. ``GET /health`` (never needs the
-token) reports the counts.
-
-* Listens on 127.0.0.1 unless told otherwise; with a ``token``, every request
-  but ``/health`` must carry ``Authorization: Bearer <token>`` (401 otherwise).
-* Flat in memory: at most ``max_pending`` selected spans wait for the judge;
-  a request that would pass that is refused with 503 and ``Retry-After``,
-  which OTLP exporters retry (the OTLP retry rules), and the judge's results
-  are deduplicated, so a span sent twice is judged once.
-* ``stop()`` refuses new requests (503), judges the spans already queued
-  (``drain_timeout``), then closes. Spans queued but not judged when the
-  process is killed are lost: their export was answered already.
-"""
+"""An OTLP/HTTP trace receiver that judges what it receives (docs/pipelines.md): ``POST /v1/traces``
+answers once the selected spans are queued, 503 with ``Retry-After`` past ``max_pending``."""
 
 from __future__ import annotations
 
@@ -39,26 +23,19 @@ JSON = "application/json"
 
 
 class OtlpReceiver:
-    """``SpanJudge`` behind ``POST /v1/traces``; see the module doc.
+    """``SpanJudge`` behind ``POST /v1/traces``.
 
     >>> receiver = OtlpReceiver(SpanJudge(pipeline, judge, output_dir="runs/live"))  # doctest: +SKIP
     >>> url = await receiver.start("127.0.0.1", 4318)                                # doctest: +SKIP
     """
 
     def __init__(self, judge: SpanJudge, *, token: str | None = None, max_body: int = 16 << 20,
-                 max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2,
-                 retry_after: int = 5):
+                 max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2, retry_after: int = 5):
         if max_pending < 1 or batch_size < 1:
             raise ConfigError("max_pending and batch_size must be >= 1")
-        self.judge = judge
-        self.token = token or None
-        self.max_body = max_body
-        self.max_pending = max_pending
-        self.batch_size = batch_size
-        self.batch_window = batch_window
-        self.retry_after = retry_after
-        self.received = 0
-        self.refused = 0
+        self.judge, self.token, self.max_body, self.max_pending = judge, token or None, max_body, max_pending
+        self.batch_size, self.batch_window, self.retry_after = batch_size, batch_window, retry_after
+        self.received = self.refused = 0
         self._queue: deque = deque()
         self._in_flight = 0
         self._wake = asyncio.Event()
@@ -67,7 +44,6 @@ class OtlpReceiver:
         self._runner: web.AppRunner | None = None
         self.url: str | None = None
 
-    # -- HTTP ---------------------------------------------------------------
     def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body)
         app.router.add_post("/v1/traces", self._traces)
@@ -82,12 +58,10 @@ class OtlpReceiver:
 
     @staticmethod
     def _error(status: int, message: str, *, headers: dict | None = None) -> web.Response:
-        # OTLP/HTTP errors carry a google.rpc.Status; its message is what a person reads
         return web.json_response({"code": status, "message": message}, status=status, headers=headers)
 
     async def _body(self, request: web.Request) -> bytes:
-        """The body, at most ``max_body`` bytes (after gzip: aiohttp's server
-        decompresses a ``Content-Encoding: gzip`` body as it reads it)."""
+        """The body, at most ``max_body`` bytes after aiohttp's decompression."""
         encoding = request.headers.get("Content-Encoding", "identity").lower()
         if encoding not in ("identity", "gzip", "deflate"):
             raise ConfigError(f"Content-Encoding {encoding!r} is not supported (gzip or none)")
@@ -143,7 +117,6 @@ class OtlpReceiver:
                                   "requests": self.received, "refused": self.refused,
                                   "pending": self.pending, **self.judge.run.to_dict()})
 
-    # -- the judging loop -----------------------------------------------------
     async def _work(self) -> None:
         while True:
             if not self._queue:
@@ -179,8 +152,7 @@ class OtlpReceiver:
         return self.url
 
     async def stop(self, drain_timeout: float = 60.0) -> bool:
-        """Refuse new requests, judge what is queued (up to ``drain_timeout``
-        seconds), close; True when everything queued was judged."""
+        """Refuse new requests, judge what is queued (up to ``drain_timeout`` s), close; True when all was."""
         self._stopping = True
         self._wake.set()
         drained = True

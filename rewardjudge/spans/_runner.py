@@ -1,17 +1,5 @@
-"""Judging spans: one result per span and pinned scorer version, journaled.
-
-The output folder holds ``results.jsonl``: one line per result, appended as
-each is made (one ``write`` on an ``O_APPEND`` file, as ``eval``'s journal),
-so a stopped run keeps every result it finished. A rerun reads the file a
-line at a time, keeps 8 bytes per result (a digest of trace id, span id and
-scorer version, in a sorted array) and judges only what is not there: a
-resumed run of any size is flat in memory. ``retry_unscored`` judges again
-the results a judge failure left unscored (their new line comes later; the
-last line of a key wins).
-
-A result keeps ids, scores, labels and explanations; spans carry user text,
-so the rendered prompt is kept only with ``keep_prompts=True``.
-"""
+"""Judging spans: one result per span and pinned scorer version, appended to ``results.jsonl``; a rerun
+keeps 8 bytes per finished result and judges only the rest (``retry_unscored``: unscored ones too)."""
 
 from __future__ import annotations
 
@@ -47,8 +35,7 @@ def result_key(trace_id: str, span_id: str, scorer_version: str) -> int:
 
 
 class _Seen:
-    """A set of 64-bit keys at 8 bytes each: a sorted array, plus a small set
-    merged into it when it grows."""
+    """A set of 64-bit keys at 8 bytes each: a sorted array, plus a small set merged into it."""
 
     MERGE_AT = 65_536
 
@@ -101,9 +88,7 @@ class _Tally:
 
 @dataclass
 class PipelineRun:
-    """Counts of a run: spans read, selected (filter and sample), results made
-    now and found done, per scorer version tallies, and the results themselves
-    when no output folder was given."""
+    """Counts of a run, per scorer version tallies, and the results when there is no output folder."""
 
     spans_read: int = 0
     spans_selected: int = 0
@@ -152,19 +137,13 @@ def _record(span: Span, pipeline: str, jc: JudgeConfig, grade: Grade, prompt: st
 
 
 class SpanJudge:
-    """Judges spans for one pipeline into one output folder (or memory).
-
-    ``judge``: an ``InferenceModel`` for every pinned version, or a mapping
-    from a config's ``model`` name to the model asking for it.
-    ``allow_model_override``: run versions on a judge of another model name
-    (the results record ``judge_model``).
-    """
+    """Judges spans for one pipeline into one output folder (or memory); ``judge`` is an
+    ``InferenceModel`` or a mapping from a config's ``model`` name to one."""
 
     def __init__(self, pipeline: PipelineConfig, judge: Any, *, output_dir: str | os.PathLike | None = None,
                  keep_prompts: bool = False, retry_unscored: bool = False, allow_model_override: bool = False,
                  reply_retries: int = 1):
-        self.pipeline = pipeline
-        self.keep_prompts = keep_prompts
+        self.pipeline, self.keep_prompts = pipeline, keep_prompts
         self.graders = []
         for jc in pipeline.pipeline_configs:
             model = judge.get(jc.config.model) if isinstance(judge, Mapping) else judge
@@ -172,13 +151,12 @@ class SpanJudge:
                 raise ConfigError(f"no judge for model {jc.config.model!r} (scorer {jc.label!r})")
             self.graders.append((jc, jc.binding.grader(model, mode="eval", reply_retries=reply_retries,
                                                        allow_model_override=allow_model_override)))
-        self.run = PipelineRun(results=[] if output_dir is None else None,
-                               output=Path(output_dir) if output_dir is not None else None)
+        out = None if output_dir is None else Path(output_dir)
+        self.run = PipelineRun(results=[] if out is None else None, output=out)
         self.seen = _Seen()
         self.journal: Journal | None = None
         self._lock_fd: int | None = None
-        if output_dir is not None:
-            out = Path(output_dir)
+        if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             self._lock(out)
             self._scan(out / RESULTS, retry_unscored)
@@ -249,24 +227,18 @@ class SpanJudge:
                 broken[i] = f"unreadable span: {exc}"
 
         async def one(jc: JudgeConfig, grader: Any) -> list[tuple[int, Grade]]:
-            todo = []
-            for i, span in enumerate(spans):
-                if result_key(span.trace_id, span.span_id, jc.scorer_version) in self.seen:
-                    self.run.already_done += 1
-                else:
-                    todo.append(i)
+            todo = [i for i, s in enumerate(spans) if result_key(s.trace_id, s.span_id, jc.scorer_version)
+                    not in self.seen]
+            self.run.already_done += len(spans) - len(todo)
             ok = [i for i in todo if i in threads]
             grades = await grader.grade_batch([threads[i] for i in ok]) if ok else []
-            out = list(zip(ok, grades))
-            out += [(i, grader.unscored(broken[i])) for i in todo if i in broken]
-            return out
+            return list(zip(ok, grades)) + [(i, grader.unscored(broken[i])) for i in todo if i in broken]
 
         per_config = await asyncio.gather(*(one(jc, g) for jc, g in self.graders))
         for (jc, grader), done in zip(self.graders, per_config):
             for i, grade in done:
-                span = spans[i]
                 prompt = self._prompt(grader, threads[i]) if self.keep_prompts and i in threads else None
-                self._write(_record(span, self.pipeline.name, jc, grade, prompt))
+                self._write(_record(spans[i], self.pipeline.name, jc, grade, prompt))
 
     def _write(self, record: dict[str, Any]) -> None:
         key = result_key(record["trace_id"], record["span_id"], record["scorer_version"])
@@ -293,10 +265,8 @@ async def arun_pipeline(pipeline: PipelineConfig, spans: Iterable[Span] | AsyncI
                         output_dir: str | os.PathLike | None = None, keep_prompts: bool = False,
                         retry_unscored: bool = False, allow_model_override: bool = False,
                         batch_size: int = 64) -> PipelineRun:
-    """Judge the selected spans of ``spans`` (e.g. ``read_otlp_file(path)``)
-    with every pinned version of ``pipeline``; see ``SpanJudge``. Spans are
-    taken ``batch_size`` at a time. With ``output_dir``, results go to its
-    ``results.jsonl`` (a rerun resumes); without, to ``run.results``."""
+    """Judge the selected ``spans`` with every pinned version of ``pipeline``, ``batch_size`` at a
+    time, into ``output_dir``'s ``results.jsonl`` (a rerun resumes) or ``run.results``."""
     if batch_size < 1:
         raise ConfigError("batch_size must be >= 1")
     sj = SpanJudge(pipeline, judge, output_dir=output_dir, keep_prompts=keep_prompts,
@@ -324,8 +294,7 @@ def run_pipeline(pipeline: PipelineConfig, spans: Iterable[Span], judge: Any, **
 
 
 def read_results(output_dir: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Every result line of an output folder, one at a time (a key judged again
-    with ``retry_unscored`` has several lines: the last one wins)."""
+    """Every result line of an output folder, one at a time (for a key judged again, the last wins)."""
     path = Path(output_dir) / RESULTS
     with open(path, "rb") as f:
         for line in f:
