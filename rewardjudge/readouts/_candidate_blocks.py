@@ -1,28 +1,7 @@
-"""The candidate-blocks readout: one ``<candidate id="…">`` block per candidate,
-each grade bound to its id::
-
-    <candidate id="k3f9x2qmv7hd4p">
-    <reasoning>Names the right city and says why.</reasoning>
-    <grade id="k3f9x2qmv7hd4p">4</grade>
-    </candidate>
-
+"""The candidate-blocks readout (docs/sealed-verdicts.md): one ``<candidate
+id="…">`` block per candidate, each grade written as ``<grade id="ID">N</grade>``.
 The ids are this protocol's seal: 64 bits each, made per request after the
-completions exist (``new_candidate_ids``), so a policy cannot write a grade
-element for a real id, whatever the judge does with its text; a ``<grade>``
-without a sent id is not read (``CandidateReading.unbound`` counts them).
-Per sent id the *last* ``<grade id="ID">N</grade>`` decides (``N``: an ASCII
-integer within the scale; earlier grades that disagree go to
-``Verdict.others``); an id without one is that candidate's ``NoVerdict``.
-The reasoning is taken, best effort, from the block opened with the id and
-never affects the grade. A leading ``<think>`` draft is blanked first; the
-reading is one linear ``finditer`` pass.
-
->>> from rewardjudge.scales import Scale
->>> r = read_candidate_reply('<candidate id="a1"><grade id="a1">3</grade></candidate>'
-...                          '<grade>4</grade>', ["a1", "b2"], Scale.GRADED)
->>> r.decisions["a1"].value.grade, r.failures["b2"], r.unbound
-(3, 'no <grade id="b2"> in the reply', 1)
-"""
+completions exist, so a policy cannot write a grade element for a real id."""
 
 from __future__ import annotations
 
@@ -47,26 +26,17 @@ ID_LENGTH = 14
 
 def _spell(value: int) -> str:
     """A 64-bit ``value`` as an id (injective: 23 * 31**13 > 2**64)."""
-    value, first = divmod(value, len(_ID_FIRST))
-    out = [_ID_FIRST[first]]
-    for _ in range(ID_LENGTH - 1):
-        value, digit = divmod(value, len(_ID_REST))
-        out.append(_ID_REST[digit])
-    return "".join(out)
+    rest = value // len(_ID_FIRST)
+    return _ID_FIRST[value % len(_ID_FIRST)] + "".join(
+        _ID_REST[rest // len(_ID_REST) ** k % len(_ID_REST)] for k in range(ID_LENGTH - 1))
 
 
 def new_candidate_ids(n: int, *, sealer: Sealer | None = None, request: Any = None) -> list[str]:
-    """``n`` distinct opaque ids for one request, 64 bits each.
+    """``n`` distinct opaque ids for one request, 64 bits each: with a ``sealer``
+    a keyed hash of ``request`` (what it shows, the ids aside) and each position,
+    so the same request gets the same ids (a cache hit, a replay); without one,
+    drawn from the OS's CSPRNG.
 
-    With a ``sealer`` (the grader's seal key) the ids are a keyed hash of
-    ``request`` (what the request shows, the ids aside) and each candidate's
-    position: a policy cannot compute them, and the same request gets the
-    same ids, so a repeated request is a cache hit and a run with a set
-    ``seal_key`` replays. Without one they are drawn from the OS's CSPRNG.
-
-    >>> ids = new_candidate_ids(3)
-    >>> len(set(ids)), all(len(i) == ID_LENGTH and i[0].isalpha() for i in ids)
-    (3, True)
     >>> s = Sealer(b"k" * 32)
     >>> new_candidate_ids(2, sealer=s, request="x") == new_candidate_ids(2, sealer=s, request="x")
     True
@@ -87,12 +57,8 @@ def new_candidate_ids(n: int, *, sealer: Sealer | None = None, request: Any = No
 
 @dataclass(frozen=True)
 class CandidateVerdict:
-    """One judged candidate: its id, integer grade and reasoning (None if absent).
-
-    ``grade_at`` is the offset in the reply where the deciding grade's text
-    starts (after ``<grade id="ID">`` and any whitespace), so
-    ``reply[:grade_at]`` is the prefix after which the judge wrote it.
-    """
+    """One judged candidate: its id, integer grade and reasoning (None if absent);
+    ``reply[:grade_at]`` is the prefix after which the judge wrote the grade."""
 
     id: str
     grade: int
@@ -102,10 +68,8 @@ class CandidateVerdict:
 
 @dataclass
 class CandidateReading:
-    """What a reply says about the ids that were sent: per sent id a
-    ``Verdict`` (value: a ``CandidateVerdict``; ``others``: the earlier
-    grades for the id that disagree) or a ``NoVerdict``; ``unbound``: grade
-    elements bound to no id of the request (no id, or one never sent)."""
+    """Per sent id a ``Verdict`` of a ``CandidateVerdict`` or a ``NoVerdict``;
+    ``unbound``: grade elements bound to no sent id."""
 
     decisions: dict[str, Decision] = field(default_factory=dict)
     unbound: int = 0
@@ -131,9 +95,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 
 def _attr_id(attrs: str) -> str | None:
     m = _ID_ATTR.search(attrs)
-    if m is None:
-        return None
-    return next(g for g in m.groups() if g is not None).strip()
+    return None if m is None else next(g for g in m.groups() if g is not None).strip()
 
 
 def _grade(raw: str, scale: Scale) -> "int | str":
@@ -164,9 +126,8 @@ class _Block:
         return self.reason_start >= 0
 
     def reasoning(self, text: str) -> str | None:
-        if self.reason_start < 0 or self.reason_end < self.reason_start:
-            return None
-        return text[self.reason_start:self.reason_end].strip() or None
+        a, b = self.reason_start, self.reason_end
+        return (text[a:b].strip() or None) if 0 <= a <= b else None
 
 
 #: per id its grade elements: (start, end, grade_at, grade or why not, the block it stands in)
@@ -211,8 +172,19 @@ def _decide(cid: str, found: list, reasoned: "_Block | None", text: str) -> Deci
 
 
 def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> CandidateReading:
-    """Read a judge reply for the candidates ``ids`` on ``scale``: per id, the
-    last ``<grade id="ID">`` decides (see the module docstring)."""
+    """Read a judge reply for the candidates ``ids`` on ``scale``. Per sent id
+    the last ``<grade id="ID">N</grade>`` decides (``N``: an integer on the
+    scale; earlier disagreeing grades are ``others``); an id without one gets a
+    ``NoVerdict``; a grade without a sent id is only counted (``unbound``). The
+    reasoning comes, best effort, from the block opened with the id. A leading
+    ``<think>`` draft is blanked first; one linear ``finditer`` pass.
+
+    >>> from rewardjudge.scales import Scale
+    >>> r = read_candidate_reply('<candidate id="a1"><grade id="a1">3</grade></candidate>'
+    ...                          '<grade>4</grade>', ["a1", "b2"], Scale.GRADED)
+    >>> r.decisions["a1"].value.grade, r.failures["b2"], r.unbound
+    (3, 'no <grade id="b2"> in the reply', 1)
+    """
     scale = Scale.get(scale)
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():

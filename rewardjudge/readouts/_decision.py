@@ -1,14 +1,6 @@
-"""What a readout decides about one judge reply: a verdict, or why there is none.
-
-Readers return these values; they never carry data on exceptions. A reader
-that finds several verdicts takes the last one the judge wrote and lists the
-values of the others that disagree with it in ``others`` (graders record them
-in ``Grade.extra``).
-
->>> d = Verdict("PASS", start=10, end=14)
->>> d.ok, NoVerdict("no sealed verdict").ok
-(True, False)
-"""
+"""What a readout decides about one judge reply: a verdict, or why there is
+none. Of several verdicts the last decides; the values of the others that
+disagree with it are its ``others`` (graders record them in ``Grade.extra``)."""
 
 from __future__ import annotations
 
@@ -22,9 +14,8 @@ __all__ = ["Decision", "NoVerdict", "Verdict"]
 
 @dataclass(frozen=True)
 class Verdict(Generic[V]):
-    """A verdict the judge wrote: ``value`` (a label, a number, a validated
-    output model), where it stands in the reply, and the values of earlier
-    verdicts in the same reply that disagree with it."""
+    """A verdict the judge wrote: ``value`` (a label, a number, an output
+    model), where it stands in the reply, and earlier disagreeing values."""
 
     value: V
     start: int = 0
@@ -39,10 +30,8 @@ class Verdict(Generic[V]):
 
 @dataclass(frozen=True)
 class NoVerdict:
-    """No verdict can be read: ``reason`` says why (it becomes the unscored
-    grade's error after the retries); ``kind`` is a short fixed name counted
-    in judge health (``"no sealed verdict"``, ``"cut off"``, ``"invalid"``,
-    ``"no verdict"``)."""
+    """No verdict: ``reason`` says why (the unscored grade's error); ``kind``,
+    counted in judge health: ``"no sealed verdict"``, ``"cut off"``, ``"invalid"``, ``"no verdict"``."""
 
     reason: str
     kind: str = "no verdict"

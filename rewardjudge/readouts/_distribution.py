@@ -1,17 +1,6 @@
-"""The token-distribution readout: a judge's next-token probabilities over
-the grades, into a grade distribution.
-
-* ``summarize(dist, grades)``: renormalise a ``TokenDistribution`` over the
-  valid grades and compute the expected grade, the most likely grade and a
-  confidence.
-* ``distribution_text``: a compact record of a distribution, kept as a
-  grade's raw reply.
-
-Confidence is ``1 - H(p) / ln(n)`` over the n valid grades: 1 when all the
-valid mass sits on one grade, 0 when it is spread evenly (the
-normalised-entropy complement; it does not depend on the scale's size the
-way the top probability does).
-"""
+"""The token-distribution readout: a judge's next-token probabilities over the
+grades, renormalised into a grade distribution (``summarize``), and a compact
+record of one kept as a grade's raw reply (``distribution_text``)."""
 
 from __future__ import annotations
 
@@ -31,12 +20,8 @@ EXPECTED_VALUE_FLOOR = 0.5
 
 @dataclass(frozen=True)
 class DistributionSummary:
-    """A grade distribution renormalised over the valid grades.
-
-    ``probabilities`` maps each grade to its probability (sums to 1);
-    ``valid_mass`` / ``outside_mass`` are the raw mass on valid grades and
-    on everything else, before renormalising.
-    """
+    """A grade distribution renormalised over the valid grades (``probabilities``
+    sum to 1); ``valid_mass`` / ``outside_mass``: raw mass on and off them."""
 
     probabilities: dict[int, float]
     expected: float
@@ -52,7 +37,8 @@ class DistributionSummary:
 
 
 def confidence(probs: Sequence[float]) -> float:
-    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one.
+    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one
+    (unlike the top probability, independent of the scale's size).
 
     >>> confidence([1.0, 0.0]), confidence([0.5, 0.5])
     (1.0, 0.0)
@@ -65,10 +51,8 @@ def confidence(probs: Sequence[float]) -> float:
 
 
 def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSummary:
-    """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``.
-
-    Raises ``ZeroDivisionError`` when no mass fell on any grade (callers
-    check ``dist.valid_mass`` against their floor first).
+    """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``;
+    ``ZeroDivisionError`` when no mass fell on any grade (check ``valid_mass`` first).
 
     >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
     >>> s = summarize(d, [0, 1, 2]); round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)

@@ -1,31 +1,7 @@
-"""Declared verdict forms: the verdict a benchmark's judge prompt asks for,
-read as that benchmark reads it. A form is a pattern with exactly one
-placeholder, ``{score}`` (a number) or ``{label}`` (one of declared labels)::
-
-    [[{score}]]             MT-Bench single ("Rating: [[5]]")
-    [[{label}]]             MT-Bench pairwise, arena-hard (A>>B ... B>>A)
-    [RESULT] {score}        Prometheus
-
-Literal text matches case-insensitively; labels match exactly, the longest
-first (``A>>B`` is never read as ``A>B``); a whitespace run matches up to 16
-spaces, tabs or emphasis characters (``*``, ``_``), and up to 4 emphasis
-characters may stand where a word meets punctuation (``**Rating**: [[8]]``
-matches ``Rating: [[{score}]]``); ``{score}`` is ``[+-]?\\d+(\\.\\d+)?`` (at
-most 15 digits each side) within ``bounds``; a pattern starting (ending)
-with a word character does not match inside a longer word. Every part of
-the regex is bounded: one ``finditer`` pass is linear.
-
-``read`` is the unsealed reading (replaying a benchmark's prompt as is):
-the last occurrence outside verbatim copies of the policy's text decides,
-earlier ones that disagree go to ``Verdict.others``. ``read_line`` serves
-the sealed reader: the rest of a ``VERDICT <seal>:`` line must be one
-occurrence of the form and nothing else.
-
->>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
->>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
-(8.0, False)
->>> form.instruction_text()
-'[[<score from 1 to 10>]]'
+"""Declared verdict forms: the verdict a benchmark's own judge prompt asks for
+(``Rating: [[{score}]]``, ``[[{label}]]``, ``[RESULT] {score}``), read as that
+benchmark reads it (docs/sealed-verdicts.md). ``VerdictForm.read`` is the
+unsealed reading; ``read_line`` reads the rest of a sealed ``VERDICT <seal>:`` line.
 """
 
 from __future__ import annotations
@@ -79,8 +55,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
-    """``regex`` (of ``text``) kept from matching inside a longer word: at its
-    ``head`` and ``tail`` where ``text`` starts or ends with a word character."""
+    """``regex`` (of ``text``) kept from matching inside a longer word at its ``head``/``tail``."""
     if head and text and _is_word(text[0]):
         regex = r"(?<!\w)" + regex
     if tail and text and _is_word(text[-1]):
@@ -92,14 +67,8 @@ def _literal(text: str) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap, and a little markdown emphasis allowed where a word meets
     punctuation (``**Rating**:`` for ``Rating:``)."""
-    out = []
-    for i, piece in enumerate(_WHITESPACE.split(text)):
-        if i:
-            out.append(_GAP)
-        if piece:
-            runs = _RUNS.findall(piece)
-            out.append(_EMPH.join("(?i:" + re.escape(run) + ")" for run in runs))
-    return "".join(out)
+    return _GAP.join(_EMPH.join("(?i:" + re.escape(run) + ")" for run in _RUNS.findall(piece))
+                     for piece in _WHITESPACE.split(text))
 
 
 def _is_word(ch: str) -> bool:
@@ -108,12 +77,9 @@ def _is_word(ch: str) -> bool:
 
 def policy_copies(text: str, policy_texts: Sequence[str], min_len: int = 1
                   ) -> "tuple[list[int], list[int]]":
-    """Where ``text`` holds verbatim copies of ``policy_texts`` (those of at
-    least ``min_len`` characters): the copies' starts (sorted) and, for each,
-    the furthest end of any copy starting at or before it (``inside_copy``
-    reads them). Bounded work: at most ``_MAX_POLICY_TEXTS`` texts, at most
-    ``_MAX_COPIES`` copies each, and copies found while their summed length
-    stays within a few times the reply's (``str.find`` does the scanning)."""
+    """Verbatim copies in ``text`` of ``policy_texts`` (``min_len`` characters or
+    more), for ``inside_copy``: sorted starts and, for each, the furthest end of a
+    copy starting at or before it. Bounded work: a few times the reply's length."""
     spans: list[tuple[int, int]] = []
     budget = 8 * len(text) + 4096
     for p in list(policy_texts)[:_MAX_POLICY_TEXTS]:
@@ -144,9 +110,6 @@ def inside_copy(copies: "tuple[list[int], list[int]]", start: int, end: int) -> 
     return i >= 0 and reach[i] >= end
 
 
-_BOUNDS = "bounds must be two numbers (low, high), got {!r}"
-
-
 def _checked_labels(pattern: str, labels: object) -> "tuple[str, ...]":
     if isinstance(labels, str) or not labels:
         raise ConfigError(f"the form {pattern!r} holds {_LABEL}: give its labels "
@@ -164,7 +127,7 @@ def _checked_bounds(bounds: object) -> "tuple[float, float]":
     try:
         lo, hi = (float(b) for b in bounds)  # type: ignore[attr-defined]
     except (TypeError, ValueError):
-        raise ConfigError(_BOUNDS.format(bounds)) from None
+        raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
         raise ConfigError(f"bounds must be finite with low <= high, got {bounds!r}")
     return lo, hi
@@ -172,10 +135,16 @@ def _checked_bounds(bounds: object) -> "tuple[float, float]":
 
 @dataclass(frozen=True)
 class VerdictForm:
-    """A declared verdict form: ``pattern`` with one ``{score}`` or
-    ``{label}``; ``labels`` (required iff the pattern holds ``{label}``);
-    ``bounds``, the inclusive range of a ``{score}`` (outside it: not a
-    verdict). Build with ``VerdictForm.of``; a bad form raises ``ConfigError``."""
+    """A declared verdict form: ``pattern`` with one ``{score}`` (a number within
+    the inclusive ``bounds``) or ``{label}`` (one of ``labels``, matched exactly,
+    longest first). Literal text matches case-insensitively, with a little
+    whitespace and markdown emphasis (``**Rating**: [[8]]``); one bounded
+    ``finditer`` pass: linear. A bad form raises ``ConfigError``.
+
+    >>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
+    >>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
+    (8.0, False)
+    """
 
     pattern: str
     labels: "tuple[str, ...] | None" = None
@@ -205,15 +174,6 @@ class VerdictForm:
     def of(cls, pattern: str, labels: "Sequence[str] | None" = None,
            bounds: "tuple[float, float] | None" = None) -> "VerdictForm":
         """A validated form (``ConfigError`` if it is not one)."""
-        if labels is not None and not isinstance(labels, str):
-            labels = tuple(labels)
-        if bounds is not None and not isinstance(bounds, (str, bytes)):
-            try:
-                bounds = tuple(bounds)   # type: ignore[assignment]
-            except TypeError:
-                raise ConfigError(_BOUNDS.format(bounds)) from None
-            if len(bounds) != 2:
-                raise ConfigError(_BOUNDS.format(bounds))
         return cls(pattern, labels, bounds)  # type: ignore[arg-type]
 
     def _regex(self) -> re.Pattern[str]:
@@ -223,9 +183,7 @@ class VerdictForm:
         if self.labels is not None:
             return raw
         value = float(raw)
-        if self.bounds is not None and not (self.bounds[0] <= value <= self.bounds[1]):
-            return None
-        return value
+        return value if self.bounds is None or self.bounds[0] <= value <= self.bounds[1] else None
 
     def _scan(self, text: str) -> list[tuple[Value, int, int]]:
         """``(value, start, end)`` of every occurrence."""
@@ -250,20 +208,17 @@ class VerdictForm:
             return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
         if isinstance(policy_texts, str):
             policy_texts = (policy_texts,)
-        if policy_texts:
-            copies = policy_copies(text, policy_texts)
-            if copies[0]:
-                found = [f for f in found if not inside_copy(copies, f[1], f[2])]
-                if not found:
-                    return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
-                                     f"inside a copy of the policy's text", kind="no verdict")
+        copies = policy_copies(text, policy_texts)
+        found = [f for f in found if not inside_copy(copies, f[1], f[2])]
+        if not found:
+            return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
+                             f"inside a copy of the policy's text", kind="no verdict")
         value, start, end = found[-1]
         return Verdict(value, start, end, tuple(v for v, _, _ in found[:-1] if v != value))
 
     def read_line(self, rest: str) -> "Value | None":
-        """The value of a sealed line's rest (what follows ``VERDICT <seal>:``)
-        when it is exactly one occurrence of the form, markdown emphasis and a
-        final full stop around it tolerated; else None."""
+        """The value of what follows ``VERDICT <seal>:`` when it is exactly one
+        occurrence of the form (emphasis and a final full stop tolerated); else None."""
         if not isinstance(rest, str):
             return None
         regex = self._regex()
@@ -275,8 +230,8 @@ class VerdictForm:
         return None
 
     def instruction_text(self) -> str:
-        """The form with a placeholder where the verdict goes, for a prompt:
-        never itself a verdict a judge could echo (``find`` finds nothing in it)."""
+        """The form with a placeholder where the verdict goes (``[[<score from 1 to
+        10>]]``), for a prompt: never itself a verdict a judge could echo."""
         m = _PLACEHOLDER.search(self.pattern)
         assert m is not None
         head, tail = self.pattern[:m.start()], self.pattern[m.end():]

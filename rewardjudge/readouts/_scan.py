@@ -1,15 +1,8 @@
-"""The one JSON-object scanner (completions parsed into pydantic models,
-scorer variables bound to completion fields).
-
-``json_objects`` finds every JSON object in a text by trying a decode at
-every ``{"`` that is not inside an object already found, so no text before
-an object (a lone ``{``, an unclosed string, a code fence, deep nesting) can
-hide it: a depth-counting scanner would let one stray brace swallow every
-object after it. Objects nest at most ``MAX_DEPTH`` deep; one longer than
-``MAX_SPAN`` characters is decoded in wider windows within a budget linear
-in the text; NaN and infinities are refused. Judge replies are not read here: a verdict is read only where it
-carries the request's seal (``readouts._seal``).
-"""
+"""The one JSON-object scanner (completions parsed into pydantic models, scorer
+variables bound to completion fields): a decode is tried at every ``{"`` outside
+an object already found, so no stray brace, unclosed string or deep nesting
+before an object hides it; the work stays linear in the text. Judge replies are
+read only where sealed (``readouts._seal``)."""
 
 from __future__ import annotations
 
@@ -46,29 +39,21 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# strict=False: a raw line break or tab inside a string is read as itself. llama.cpp's
-# schema grammar (json_object mode) lets the judge write one there; a strict reader would
-# refuse the whole verdict for it
+# strict=False: a raw line break or tab inside a string (llama.cpp's grammars allow one) is read as itself
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float, strict=False)
 
 
 def _too_deep(value: Any) -> bool:
     """Whether a decoded value nests deeper than MAX_DEPTH (iterative)."""
-    if type(value) is dict:   # a flat object (a verdict): one level
-        for v in value.values():
-            if isinstance(v, (dict, list)):
-                break
-        else:
-            return MAX_DEPTH < 1
+    if type(value) is dict and not any(isinstance(v, (dict, list)) for v in value.values()):
+        return MAX_DEPTH < 1   # a flat object (a verdict): one level
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
             return True
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+        kids = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((v, depth + 1) for v in kids if isinstance(v, (dict, list)))
     return False
 
 
@@ -76,9 +61,8 @@ _RAW_DEPTH = 64        # brace nesting (strings not told apart) a start may reac
 
 
 def _viable_starts(text: str, starts: list[int]) -> list[int]:
-    """The starts that do not nest deeper than _RAW_DEPTH within MAX_SPAN
-    characters, counting every brace and bracket (a cheap, vectorised bound:
-    a deep run of openings is never decoded from each of its starts)."""
+    """The starts that do not nest deeper than _RAW_DEPTH within MAX_SPAN characters,
+    counting every brace and bracket (a cheap, vectorised bound)."""
     if not starts:
         return starts
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
@@ -120,8 +104,7 @@ def json_objects(text: str) -> list[JsonSpan]:
     if not isinstance(text, str) or "{" not in text:
         return []
     starts = [m.start() for m in _START.finditer(text)]
-    # a short text cannot hide much nesting: the vectorised depth bound pays
-    # off on long ones only
+    # the vectorised depth bound pays off on long texts only
     viable = starts if len(text) <= _SHORT else _viable_starts(text, starts)
     found: list[JsonSpan] = []
     covered = 0
@@ -141,11 +124,9 @@ def json_objects(text: str) -> list[JsonSpan]:
 
 
 def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
-    """The object decoded at ``text[i]``, if any. A bounded window is decoded
-    (a decode error's cost grows with the offset it reports, so the whole text
-    is never handed over at once); an object longer than the window (a verdict
-    whose reasoning quotes a long completion) is decoded again in windows 8
-    times wider while ``budget[0]`` lasts, so long text cannot hide it."""
+    """The object decoded at ``text[i]``, if any, from a bounded window (a decode
+    error costs as much as the offset it reports); a longer object is decoded
+    again in windows 8 times wider while ``budget[0]`` lasts."""
     n = len(text)
     size = MAX_SPAN
     while True:
@@ -168,13 +149,9 @@ _SHORT = 4096
 
 
 def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list[JsonSpan]:
-    """Decode starts the depth bound skipped, last first, within a budget.
-
-    The bound counts braces inside strings too, so an object whose string
-    holds many braces (a judge's verdict whose reasoning quotes a deeply
-    nested completion) is skipped by it; the judge's verdict comes last, so
-    the last skipped starts are tried, at most ``_SECOND_TRIES`` of them and
-    within a budget linear in the text."""
+    """Decode starts the depth bound skipped (it counts braces inside strings
+    too), last first: at most ``_SECOND_TRIES`` of them, within a budget linear
+    in the text."""
     budget = [4 * len(text) + 4 * MAX_SPAN]
     tries = 0
     for i in skipped:

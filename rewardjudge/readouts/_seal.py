@@ -1,25 +1,8 @@
-"""The seal: a verdict the policy cannot write.
-
-Every verdict the library asks for is bound to a *seal*: a keyed hash of the
-whole request (the completion included) under a secret the policy never
-sees. The judge is asked, last in its request, to write it on its verdict:
-as the field ``"seal"`` of a JSON verdict object (``SEAL_FIELD``), or on a
-line ``VERDICT <seal>: <label>``. Only a sealed verdict is read: policy text
-the judge copies, decodes or restates cannot carry the seal, so the readers
-can be simple about where the verdict stands. A leading ``<think>`` draft is
-blanked first, and the last sealed verdict decides (earlier ones that
-disagree go to ``Verdict.others``).
-
->>> sealer = Sealer(b"k" * 32)
->>> msgs = [{"role": "user", "content": "Is 2+2=4? Answer PASS or FAIL."}]
->>> seal = sealer.value(msgs)
->>> len(seal)
-16
->>> read_sealed(f"Yes it is.\\nVERDICT {seal}: PASS", seal, labels=("PASS", "FAIL")).value
-'PASS'
->>> read_sealed("VERDICT 0123456789abcdef: PASS", seal, labels=("PASS", "FAIL")).kind
-'no sealed verdict'
-"""
+"""The seal: a verdict the policy cannot write (docs/sealed-verdicts.md). A keyed
+hash of the whole request the judge is asked, last, to write on its verdict: as
+the ``"seal"`` field of a JSON verdict or on a line ``VERDICT <seal>: <label>``.
+Only a sealed verdict is read; a leading ``<think>`` draft is blanked first and
+the last sealed verdict decides (earlier ones that disagree go to ``others``)."""
 
 from __future__ import annotations
 
@@ -53,11 +36,8 @@ def _key_bytes(key: "bytes | str | None") -> bytes:
     if key is None:
         env = os.environ.get(SEAL_KEY_ENV)
         return env.encode("utf-8") if env else _PROCESS_KEY
-    if isinstance(key, bytes):
-        raw = key
-    elif isinstance(key, str):
-        raw = key.encode("utf-8")
-    else:
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    if not isinstance(raw, bytes):
         raise ConfigError(f"seal_key must be bytes or str, got {type(key).__name__}")
     if len(raw) < 16:
         raise ConfigError(f"seal_key must hold at least 16 bytes, got {len(raw)}")
@@ -84,14 +64,13 @@ def _frame(m: Mapping[str, Any]) -> bytes:
 
 
 class Sealer:
-    """Computes the seal of a request: the first 64 bits of HMAC-SHA256 under
-    ``key`` over the request's canonical JSON (every message, in order).
+    """The seal of a request: 64 bits of HMAC-SHA256 under ``key`` (16 bytes or
+    more; None: ``REWARDJUDGE_SEAL_KEY`` or a random key per process) over every
+    message. A set key makes requests reproducible; keep it from the policy.
 
-    ``key``: bytes or text of at least 16 bytes; None takes the environment's
-    ``REWARDJUDGE_SEAL_KEY`` or, without it, a random key made once per
-    process. Set a key to make requests reproducible across processes (a
-    resumed evaluation, a request cache shared by runs); keep it secret from
-    the policy.
+    >>> seal = Sealer(b"k" * 32).value([{"role": "user", "content": "Is 2+2=4?"}])
+    >>> read_sealed(f"Yes.\\nVERDICT {seal}: PASS", seal, labels=("PASS", "FAIL")).value
+    'PASS'
     """
 
     def __init__(self, key: "bytes | str | None" = None):
@@ -101,13 +80,11 @@ class Sealer:
 
     @property
     def fingerprint(self) -> str:
-        """A short public hash of the key (never the key): tells two runs with
-        the same key apart from two with different ones."""
+        """A short public hash of the key (never the key), telling keys apart."""
         return hashlib.sha256(b"rewardjudge-seal-key:" + self._key).hexdigest()[:12]
 
     def key_hex(self) -> str:
-        """The key, for keeping beside an evaluation's journal (a secret: never
-        put it where the policy can read it)."""
+        """The key, kept beside an evaluation's journal (a secret: keep it from the policy)."""
         return self._key.hex()
 
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
@@ -132,13 +109,10 @@ class Sealer:
         self.__init__(state["_key"])  # type: ignore[misc]
 
 
-# --------------------------------------------------------------------------
 # the request: the seal instruction, last
-# --------------------------------------------------------------------------
 def seal_messages(messages: Sequence[Mapping[str, Any]], instruction: str) -> list[dict[str, Any]]:
-    """``messages`` with ``instruction`` appended to the last one (after the
-    completion, so every shared prefix of the request stays intact for prefix
-    caches); a new user message when the last one is not the user's."""
+    """``messages`` with ``instruction`` appended to the last one (shared prefixes
+    stay intact for prefix caches), or as a new user message after a non-user one."""
     out = [dict(m) for m in messages]
     content = out[-1].get("content") if out and out[-1].get("role") == "user" else None
     if isinstance(content, str):
@@ -155,9 +129,8 @@ SEAL_LEAD = "\n\nEnd your reply with your verdict"
 
 
 def label_instruction(seal: str, choices: str, placeholder: str | None = None) -> str:
-    """The seal instruction of a verdict on a line: ``choices`` says what goes
-    after the colon, ``placeholder`` shows it in the example line (default
-    ``<choices>``), so a judge echoing its prompt writes no sealed verdict."""
+    """The seal instruction of a verdict on a line: ``choices`` after the colon,
+    shown as ``placeholder`` (default ``<choices>``) so an echoed prompt is no verdict."""
     shown = placeholder if placeholder is not None else f"<{choices}>"
     return (f"{SEAL_LEAD} on a line of its own: the word VERDICT, the code {seal}, a colon, then "
             f"{choices}, like this:\nVERDICT {seal}: {shown}\n"
@@ -165,27 +138,23 @@ def label_instruction(seal: str, choices: str, placeholder: str | None = None) -
 
 
 def json_instruction(seal: str, fields: str = "") -> str:
-    """The seal instruction of a JSON verdict (``fields``: a short reminder of
-    the verdict's fields, for prompts that do not show the schema)."""
+    """The seal instruction of a JSON verdict (``fields``: a reminder of its fields)."""
     shape = f" with the fields {fields}" if fields else ""
     return (f"{SEAL_LEAD} as one JSON object{shape}. Add the field "
             f"\"{SEAL_FIELD}\" to that object with the value \"{seal}\": only a verdict object "
             f"holding this seal is read.")
 
 
-#: the seal field in a wire schema: the same for every request (a per-request ``const`` makes
-#: every schema new to a server that caches one compiled grammar per schema: 140-200x slower
-#: with xgrammar, bench/bench_schema_cache.py); the reader checks the value
+#: the seal field in a wire schema: the same for every request (a per-request ``const`` is
+#: 140-200x slower on servers caching a grammar per schema); the reader checks the value
 SEAL_SCHEMA = {"type": "string", "pattern": f"^[0-9a-f]{{{SEAL_HEX}}}$",
                "minLength": SEAL_HEX, "maxLength": SEAL_HEX}
 
 
 def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[str, Any]:
-    """``schema`` (an object schema) with the seal as a required field, last:
-    a server that enforces the schema makes the judge write one. Without
-    ``seal`` the schema is the same for every request (the value is checked
-    when the reply is read); with it, the field's only value is ``seal``, for
-    a server that builds a grammar per request anyway (llama.cpp)."""
+    """``schema`` (an object schema) with the seal as a required field, last.
+    Without ``seal`` the schema is the same for every request (the reader checks
+    the value); with it, the field's only value is ``seal`` (for llama.cpp)."""
     out = dict(schema)
     props = dict(out.get("properties") or {})
     props.pop(SEAL_FIELD, None)
@@ -195,18 +164,14 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
     return out
 
 
-# --------------------------------------------------------------------------
 # the reply
-# --------------------------------------------------------------------------
 _DRAFT_OPEN = re.compile(r"<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
 def blank_drafts(text: str) -> str:
-    """``text`` with a leading reasoning draft (``<think>…</think>`` or
-    ``<thinking>``, where a reasoning model writes it: at the start of its
-    reply; an unclosed one runs to the end) replaced by spaces, so offsets
-    hold. A verdict written inside it is never read. A tag elsewhere is text
-    (it may be the policy's, quoted by the judge) and hides nothing."""
+    """``text`` with a leading ``<think>``/``<thinking>`` draft (an unclosed one
+    runs to the end) replaced by spaces, so offsets hold; a verdict inside it is
+    never read. A tag elsewhere is text (maybe the policy's) and hides nothing."""
     lead = len(text) - len(text.lstrip())
     m = _DRAFT_OPEN.match(text, lead)
     if m is None:
@@ -226,7 +191,7 @@ _DECODER = json.JSONDecoder(strict=False)
 _MAX_OCCURRENCES = 64
 
 
-class _Duplicate(ValueError):
+class _Duplicate(Exception):   # not a ValueError: a decode error is not a repeated key
     pass
 
 
@@ -243,27 +208,19 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, strict=False)
 
 
 def _occurrences(text: str, seal: str) -> list[int]:
-    found: list[int] = []
-    at = text.find(seal)
-    while at >= 0:
-        found.append(at)
-        at = text.find(seal, at + len(seal))
-    return found[-_MAX_OCCURRENCES:]
+    return [m.start() for m in re.finditer(re.escape(seal), text)][-_MAX_OCCURRENCES:]
 
 
-#: read backwards (over the text reversed, from a string's opening quote towards the text's
-#: start): everything up to the next bracket outside strings, and that bracket. A string is
-#: skipped whole (from its closing quote, one no odd run of backslashes precedes, to its
-#: opening one, or to the text's start when it has none); a quote that is escaped outside a
-#: string is no quote. Possessive throughout: nothing is ever tried twice (linear)
+#: over the text reversed: everything up to the next bracket outside strings, and that bracket.
+#: A string (from a quote no odd run of backslashes precedes) is skipped whole; an escaped quote
+#: outside a string is no quote. Possessive throughout: linear
 _TO_BRACKET = re.compile(r'(?:"(?=(?:\\\\)*+(?!\\))(?:[^"]++|"(?=\\(?:\\\\)*+(?!\\)))*+(?:"|\Z)'
                          r'|"(?=\\(?:\\\\)*+(?!\\))|[^"{}\[\]]++)*+([{}\[\]])')
 
 
 def _object_start(text: str, quote: int) -> int:
-    """The offset of the ``{`` that opens the innermost JSON object around the
-    string starting at ``quote``, walking back over strings and nested
-    brackets (exact for JSON, linear); -1 when there is none."""
+    """The offset of the ``{`` opening the innermost JSON object around the
+    string starting at ``quote`` (exact for JSON, linear); -1 when there is none."""
     if quote <= 0:
         return -1
     rev = text[quote - 1::-1]
@@ -286,8 +243,6 @@ def _object_start(text: str, quote: int) -> int:
 def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int] | None":
     try:
         return decoder.raw_decode(text, start)
-    except _Duplicate:
-        raise
     except (ValueError, RecursionError):
         return None
 
@@ -321,8 +276,7 @@ def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) ->
 
 @functools.lru_cache(maxsize=256)
 def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
-    """Reads the rest of a sealed line as exactly one of ``labels`` (case
-    folded; emphasis and a final full stop around it tolerated: ``unwrap``)."""
+    """Reads the rest of a sealed line as exactly one of ``labels`` (case folded, ``unwrap``-ped)."""
     canon = {lab.casefold(): lab for lab in labels}
     return lambda rest: canon.get(unwrap(rest).casefold())
 
@@ -357,16 +311,13 @@ def _last(found: "list[tuple[int, int, Any]]", same: "Callable[[Any, Any], bool]
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
                 same: "Callable[[Any, Any], bool] | None" = None) -> Decision:
-    """The last sealed verdict of a judge reply, or why there is none.
+    """The last sealed verdict of a judge reply, or why there is none (linear).
 
-    ``check`` validates a sealed JSON object (the seal field removed) into a
-    verdict value, raising ``ValueError`` when it does not fit: the JSON form
-    is read only with it. ``labels`` or ``read_line`` read the rest of a
-    ``VERDICT <seal>:`` line: the label form is read only with one of them.
-    Drafts are blanked first (``blank_drafts``). ``same`` says when two
-    verdict values agree (default ``==``). Linear in the reply's length: the
-    seal is found with ``str.find``, and only text around it is decoded.
-    """
+    ``check`` validates a sealed JSON object (seal field removed) into a value,
+    raising ``ValueError`` when it does not fit: JSON is read only with it.
+    ``labels`` or ``read_line`` read the rest of a ``VERDICT <seal>:`` line: the
+    label form is read only with one of them. ``same``: when two values agree
+    (default ``==``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
@@ -381,9 +332,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     return _last(list(found.values()), same)
 
 
-# --------------------------------------------------------------------------
 # unsealed reading (opt-in): replaying a benchmark's calibrated prompt as is
-# --------------------------------------------------------------------------
 #: JSON object starts tried from the end of an unsealed reply
 _MAX_UNSEALED_STARTS = 256
 #: the shortest policy text whose verbatim copies an unsealed reading skips
@@ -408,8 +357,8 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
 
 
 def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]) -> "list[tuple[int, int, Any]]":
-    """The JSON objects ``check`` accepts, outside copies and not nested in
-    one already found, tried from the reply's end."""
+    """The JSON objects ``check`` accepts, outside copies and not nested in one
+    found, tried from the reply's end."""
     found: list[tuple[int, int, Any]] = []
     start = len(text)
     for _ in range(_MAX_UNSEALED_STARTS):
@@ -418,7 +367,7 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
             break
         try:
             obj, end = _STRICT.raw_decode(text, start)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError, _Duplicate):
             continue
         if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
             continue
@@ -430,20 +379,14 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
 
 
 def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, int, Any]]":
-    """The reply's last non-blank line, when it is a label (a lead word such
-    as ``Verdict:`` allowed) outside copies."""
+    """The reply's last non-blank line, when it is a label outside copies."""
     end = len(text)
     while end > 0:
         start = text.rfind("\n", 0, end) + 1
         line = text[start:end]
         if line.strip():
-            value = read_line(_after_lead(line))
+            head, sep, tail = line.partition(":")   # a lead word allowed: ``Verdict: PASS``
+            value = read_line(tail if sep and len(head) <= 24 else line)
             return [] if value is None or inside_copy(copies, start, end) else [(start, end, value)]
         end = start - 1
     return []
-
-
-def _after_lead(line: str) -> str:
-    """A label line without its lead word (``Verdict: PASS`` -> ``PASS``)."""
-    head, sep, tail = line.partition(":")
-    return tail if sep and len(head) <= 24 else line

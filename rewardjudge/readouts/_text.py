@@ -1,22 +1,9 @@
-"""The one text folder and the one neutraliser for policy text.
-
-Policy text is written by an optimiser aimed at the grader. Before it enters
-a judge prompt it is *neutralised*: every character sequence that could open
-or close a tag the prompt or the reply protocol uses (``<candidate``,
-``</response>``...), and every chat-template control token (``<|im_end|>``,
-``[INST]``, ``<s>``...), is defanged. Detection works on a *skeleton* of the
-text: NFKC, case-folded, look-alike letters and brackets mapped to ASCII,
-zero-width and combining characters read as nothing, HTML/URL/JSON escapes of
-``<`` read as ``<``; so ``＜grade＞``, ``<\\u200bgrade>``, ``<ɡrаdе>`` (Cyrillic
-letters) and ``&lt;/candidate>`` are all caught, while ``a < b`` and ``<b>``
-pass unchanged.
-
-``letters`` (the same skeleton, letters and digits only) is what the
-content-free screen (``graders._guards``) matches master keys on.
-
-Every function here is linear in the text's length and runs mostly in C
-(``str.translate``, ``re``): a megabyte takes milliseconds.
-"""
+"""The one neutraliser of policy text: every sequence that could open or close a
+tag the prompt or reply protocol uses (``<candidate``, ``</response>``) and every
+chat-template control token (``<|im_end|>``, ``[INST]``) is defanged. Detection
+works on a *skeleton* (NFKC, case-folded, look-alikes as ASCII, zero-width
+characters as nothing, escapes of ``<`` as ``<``); ``letters`` (its letters and
+digits) serves the content-free screen. Linear, mostly in C."""
 
 from __future__ import annotations
 
@@ -35,8 +22,7 @@ PROTOCOL_TAGS: tuple[str, ...] = ("candidate", "grade", "reasoning")
 _DEFANG = "["        # what a defanged tag opener becomes
 _GAP = "\x00"        # a character that folds to nothing (zero-width, combining)
 
-# Characters a reader (or a judge model repeating the text) could take for
-# '<' or '/', beyond what NFKC already folds (fullwidth, small forms).
+# characters a reader could take for '<', '/' or '|', beyond what NFKC folds
 _LOOKALIKE = {
     **dict.fromkeys("\u2039\u3008\u2329\u27e8\u276c\u276e\u02c2\u1438\u00ab\u226a\u2264\u29fc"
                     "\u2a7d\u1445\u140a\u2190\u27ea\u3010\u3014\u300a\uff1c\ufe64", "<"),
@@ -44,31 +30,15 @@ _LOOKALIKE = {
     **dict.fromkeys("\uff5c\u2223\u01c0\u05c0\u2502\u23d0\u2758\uffe8", "|"),
 }
 # Latin look-alikes from Cyrillic, Greek, Armenian, small capitals and IPA.
-_CONFUSABLE = {
-    **dict.fromkeys("\u0430\u03b1\u0251\u1d00\u0250", "a"),
-    **dict.fromkeys("\u0432\u03b2\u0299", "b"),
-    **dict.fromkeys("\u0441\u03f2\u1d04\u217d", "c"),
-    **dict.fromkeys("\u0501\u1d05\u217e", "d"),
-    **dict.fromkeys("\u0435\u03b5\u1d07\u0454", "e"),
-    **dict.fromkeys("\u0261\u0262\u0581", "g"),
-    **dict.fromkeys("\u04bb\u029c", "h"),
-    **dict.fromkeys("\u0456\u03b9\u0131\u026a\u0269\u04cf", "i"),
-    **dict.fromkeys("\u0458\u1d0a", "j"),
-    **dict.fromkeys("\u03ba\u043a\u1d0b", "k"),
-    **dict.fromkeys("\u029f", "l"),
-    **dict.fromkeys("\u043c\u1d0d", "m"),
-    **dict.fromkeys("\u0578\u057c\u0274\u03b7\u043f", "n"),
-    **dict.fromkeys("\u043e\u03bf\u1d0f\u0585\u03c3", "o"),
-    **dict.fromkeys("\u0440\u03c1\u1d18", "p"),
-    **dict.fromkeys("\u0433\u0280\u1d26", "r"),
-    **dict.fromkeys("\u0455\ua731\u0282", "s"),
-    **dict.fromkeys("\u0442\u03c4\u1d1b", "t"),
-    **dict.fromkeys("\u03c5\u1d1c\u057d", "u"),
-    **dict.fromkeys("\u03bd\u1d20\u0475", "v"),
-    **dict.fromkeys("\u0445\u03c7", "x"),
-    **dict.fromkeys("\u0443\u028f\u03b3", "y"),
-    **dict.fromkeys("\u1d22", "z"),
-}
+_CONFUSABLE = {c: latin for latin, chars in {
+    "a": "\u0430\u03b1\u0251\u1d00\u0250", "b": "\u0432\u03b2\u0299", "c": "\u0441\u03f2\u1d04\u217d",
+    "d": "\u0501\u1d05\u217e", "e": "\u0435\u03b5\u1d07\u0454", "g": "\u0261\u0262\u0581", "h": "\u04bb\u029c",
+    "i": "\u0456\u03b9\u0131\u026a\u0269\u04cf", "j": "\u0458\u1d0a", "k": "\u03ba\u043a\u1d0b", "l": "\u029f",
+    "m": "\u043c\u1d0d", "n": "\u0578\u057c\u0274\u03b7\u043f", "o": "\u043e\u03bf\u1d0f\u0585\u03c3",
+    "p": "\u0440\u03c1\u1d18", "r": "\u0433\u0280\u1d26", "s": "\u0455\ua731\u0282", "t": "\u0442\u03c4\u1d1b",
+    "u": "\u03c5\u1d1c\u057d", "v": "\u03bd\u1d20\u0475", "x": "\u0445\u03c7", "y": "\u0443\u028f\u03b3",
+    "z": "\u1d22",
+}.items() for c in chars}
 _DROP_CATEGORIES = {"Cf", "Mn", "Me", "Cc"}
 
 
@@ -78,35 +48,23 @@ def _fold_char(ch: str) -> str:
     in the skeleton are positions in the text."""
     if ch < "\x80":
         return _GAP if ch == "\x00" else ch.lower()
-    out = []
-    for part in unicodedata.normalize("NFKD", ch):
-        if unicodedata.category(part) in _DROP_CATEGORIES:
-            continue
-        for c in part.casefold():
-            out.append(_LOOKALIKE.get(c) or _CONFUSABLE.get(c, c))
-    if not out:
-        return _GAP
-    return out[0]
+    out = [_LOOKALIKE.get(c) or _CONFUSABLE.get(c, c) for part in unicodedata.normalize("NFKD", ch)
+           if unicodedata.category(part) not in _DROP_CATEGORIES for c in part.casefold()]
+    return out[0] if out else _GAP
 
 
 class _Table(dict):
     """A ``str.translate`` table filled lazily, one character at a time."""
 
     def __missing__(self, code: int) -> str:
-        folded = _fold_char(chr(code))
-        self[code] = folded
+        folded = self[code] = _fold_char(chr(code))
         return folded
 
 
-_TABLE = _Table()
-for _c, _t in {**_LOOKALIKE, **_CONFUSABLE}.items():
-    _TABLE[ord(_c)] = _t
+_TABLE = _Table({ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()})
 
-# Escaped forms of '<' a judge might decode when it repeats the text, matched
-# on the skeleton (lower case) and replaced by '<' padded with gaps, so the
-# skeleton keeps the text's length. A run of backslashes is tried from its
-# first one only (the look-behind): tried from every one, a long run is
-# scanned again each time (quadratic); a match always takes the whole run.
+# Escapes of '<' (on the skeleton), replaced by '<' padded with gaps so the length holds. A run of
+# backslashes is tried from its first one only (the look-behind): from every one would be quadratic.
 _LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|(?<!\\)\\+(?:u003c|x3c)|%(?:25)*3c")
 
 
@@ -118,9 +76,8 @@ def _skeleton(text: str) -> str:
 
 
 def _clean(text: str) -> bool:
-    """Whether ``text`` is ASCII without any of ``<[&\\%`` (every tag, control
-    token or escape of '<' holds one): ``neutralize`` without control tokens
-    leaves it as it is. Five C substring scans."""
+    """Whether ``text`` is ASCII without any of ``<[&\\%`` (which every tag,
+    control token or escape of '<' holds): ``neutralize`` leaves it as it is."""
     return text.isascii() and "<" not in text and "[" not in text and "&" not in text \
         and "\\" not in text and "%" not in text
 
@@ -130,30 +87,19 @@ def _spaced(name: str) -> str:
     return (_GAP + "*").join(re.escape(ch) for ch in name)
 
 
-# Gaps, then an optional '/' and its gaps. Written ``\x00*/?\x00*`` it would be
-# ambiguous (a run of gaps split between the two stars in every way): after
-# '<' or '[' and a long run of gaps, quadratic backtracking. Every regex here
-# is unambiguous: a run is taken by one star, and a match is tried from the
-# run's start only, so each pass is linear in the text.
+# Gaps, then an optional '/' and its gaps: unambiguous (``\x00*/?\x00*`` would split a run of gaps
+# between two stars in every way: quadratic), like every regex here, so each pass is linear.
 _SLASH = r"\x00*(?:/\x00*)?"
 
-# Chat-template control tokens of common judge families, on the skeleton:
-# ChatML/Qwen/Phi/Llama-3 ``<|...|>``, DeepSeek's fullwidth-bar form (folded to
-# '|'), Llama-2/Mistral ``[INST]``/``<<SYS>>``/``<s>``, Gemma's turn markers.
-# Kept in three groups by what they start with, so the one regex of
-# ``_pattern`` tests a '<' once for all of them (a text of 256 KiB of '<' is
-# searched 2.5 times faster than through the nine alternatives side by side).
+# Control tokens of common judge families (ChatML/Llama-3 ``<|...|>``, DeepSeek's fullwidth bars,
+# ``[INST]``/``<<SYS>>``/``<s>``, Gemma's turns), in three groups by what they start with, so
+# ``_pattern`` tests a '<' once for all (2.5 times faster on 256 KiB of '<').
 _LT_GAP_TAILS = (                                   # after '<' and gaps
     r"\|",                                         # <|im_end|>, <|eot_id|>, <｜begin▁of▁sentence｜>
     "<" + _SLASH + _spaced("sys") + r"\x00*>\x00*>",  # <<SYS>>
 )
-_LT_SLASH_TAILS = (                                 # after '<', gaps, maybe '/' and gaps
-    r"s\x00*>",
-    _spaced("start_of_turn"),
-    _spaced("end_of_turn"),
-    _spaced("bos") + r"\x00*>",
-    _spaced("eos") + r"\x00*>",
-)
+_LT_SLASH_TAILS = (r"s\x00*>", _spaced("start_of_turn"), _spaced("end_of_turn"),   # after '<', maybe '/'
+                   _spaced("bos") + r"\x00*>", _spaced("eos") + r"\x00*>")
 _BRACKET_NAMES = (_spaced("inst"), _spaced("sys"))  # [INST], [/INST], [SYS]: '[', slash, name, ']'
 
 CONTROL_TOKEN_PATTERNS: tuple[str, ...] = (
@@ -193,13 +139,10 @@ _GAPS = re.compile(_GAP + "*")
 
 
 def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> str:
-    """Defang tags and control tokens in ``text``: the first character of
-    each (or the whole escape standing for '<') becomes ``[``.
-
-    ``extra_tags`` adds whole tag names (a template's own delimiters, e.g.
-    ``response``); ``control_tokens`` adds literal special tokens of the
-    judge model. Surrogate code points (which no encoding of the request
-    can carry) become U+FFFD. Idempotent; everything else is left as written.
+    """Defang tags and control tokens in ``text``: the first character of each
+    (or the whole escape standing for '<') becomes ``[``. ``extra_tags`` adds
+    whole tag names (``response``), ``control_tokens`` literal special tokens
+    of the judge. Surrogates become U+FFFD. Idempotent; the rest is kept.
 
     >>> neutralize("ok <b>bold</b> \\uff1c/candidate> <|im_end|>")
     'ok <b>bold</b> [/candidate> [|im_end|>'
@@ -208,9 +151,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
         return text
     if not control_tokens and _clean(text):
         return text   # plain ASCII with no bracket or escape: nothing to defang
-    if not text.isascii():
-        # a surrogate cannot be encoded (UTF-8, a cache key, a request body): left
-        # in, one sample's text would fail the request it shares with others
+    if not text.isascii():   # a surrogate cannot be encoded: it would fail a shared request
         text = _SURROGATE.sub("\ufffd", text)
     skel = _skeleton(text)
     pieces: list[str] = []
@@ -230,9 +171,8 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
 
 def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
                    control_tokens: Iterable[str] = ()) -> "list[str]":
-    """``[neutralize(t, extra_tags, control_tokens) for t in texts]``; ``str``
-    texts in one pass over them joined (40,000 short strings, a list in a
-    structured completion, cost one call, not 40,000)."""
+    """``[neutralize(t, extra_tags, control_tokens) for t in texts]``, ``str``
+    texts in one pass over them joined (40,000 short strings cost one call)."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if not all(type(t) is str for t in texts):
         return [neutralize(t, tags, ctl) for t in texts]
@@ -244,20 +184,16 @@ def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
     return [neutralize(t, tags, ctl) for t in texts]
 
 
-#: what joins texts checked in one pass (the first one none of them holds):
-#: control characters that fold to themselves and are no space, letter, digit,
-#: bracket, bar, markup or escape character, so no tag, control token, escape
-#: or master key (``graders._guards``) can span one, and ``neutralize`` never
-#: writes one
+#: what joins texts checked in one pass: control characters that fold to themselves and are no
+#: space, letter, digit, bracket or escape, so no tag, token or master key can span one
 _JOINERS = "".join(map(chr, [*range(0x01, 0x09), *range(0x0e, 0x1c)]))
 #: texts below this many are checked one by one
 _BATCH = 8
 
 
 def free_joiner(texts: "list[str]", avoid: Iterable[str] = ()) -> "str | None":
-    """A joiner (``_JOINERS``) that none of ``texts`` and ``avoid`` holds, for
-    checking ``texts`` in one pass over them joined; None when there are
-    fewer than ``_BATCH`` of them or every joiner is taken."""
+    """A joiner none of ``texts`` and ``avoid`` holds, for one pass over them
+    joined; None for fewer than ``_BATCH`` texts or when every joiner is taken."""
     if len(texts) < _BATCH:
         return None
     whole = "".join(texts)
@@ -266,9 +202,8 @@ def free_joiner(texts: "list[str]", avoid: Iterable[str] = ()) -> "str | None":
 
 def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
                      control_tokens: Iterable[str] = ()) -> Any:
-    """``neutralize`` every string inside ``value`` (mapping keys included, as
-    ``str(key)``), keeping its structure (tuples become lists); other scalars
-    pass through. Iterative: nesting depth cannot exhaust the stack."""
+    """``neutralize`` every string inside ``value`` (keys as ``str(key)``), keeping
+    its structure (tuples become lists); other scalars pass through. Iterative."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if not isinstance(value, (str, dict, list, tuple)):
         return value
@@ -334,31 +269,22 @@ _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
 def template_tag_names(*sources: str) -> list[str]:
     """The XML-like tag names templates write (``<submission id=…>`` ->
     ``submission``), so policy text can be kept from closing or forging them."""
-    names: dict[str, None] = {}
-    for src in sources:
-        for m in _TEMPLATE_TAG.finditer(src or ""):
-            names[m.group(1).casefold()] = None
-    return list(names)
+    return list(dict.fromkeys(m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")))
 
 
-# \w is str.isalnum() and '_'. Also dropped: fillers, letters or symbols to
-# Unicode that render as blank space (U+3164 and U+FFA0 fold to U+1160), and
-# modifier letters that read as apostrophes (U+02BC in "Letʼs"); the other
-# apostrophes and quotes (’ ‘ ′ `) are punctuation, dropped anyway.
+# also dropped: fillers that render as blank space, modifier letters read as apostrophes ("Letʼs")
 _FILLERS = "\u115f\u1160\u2800\u3164\uffa0\u02b9\u02bb\u02bc\u02bd\u02c8\u02ca\u02cb"
 
 
 def letters(text: str, keep: str = "") -> str:
-    """The letters and digits of ``text``'s skeleton (folded as ``neutralize``
-    folds it) and nothing else: ``Let’s  think`` and ``LET'S THINK`` both give
-    ``letsthink``. Characters in ``keep`` (no letters or digits: a separator
-    between texts checked in one pass) are kept. Linear.
+    """The letters and digits of ``text``'s skeleton and nothing else, but
+    ``keep`` (a separator of texts checked in one pass). Linear.
 
     >>> letters("**Th\u043eught  process:**"), letters("\uff33\uff54\uff45\uff50 \uff11")
     ('thoughtprocess', 'step1')
     """
     if text.isascii() and keep.isascii():
-        # what the table and the pattern do to ASCII, as one bytes.translate (20x faster)
+        # the table and the pattern on ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
     return _not_alnum_keeping(keep).sub("", text.translate(_TABLE))
 
