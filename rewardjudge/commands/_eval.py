@@ -5,50 +5,29 @@
     rewardjudge eval answers.jsonl --judge embedded --grader my_graders.py:make --output runs/v1
     rewardjudge compare runs/v1 runs/v2
 
-Running the same ``eval`` command again resumes: finished rows are read from
-``runs/v1/journal.jsonl`` and only the rest are sent to the judge.
-
-Columns: a role you do not give with --columns is mapped only from a name
-that leaves no doubt (prompt/question, completion/response, messages,
-reference/ground_truth); the mapping is printed before grading, with any
-column that might be meant but was left alone (expected, gold, target,
-answer, input, output...).
-
-Rows that share a prompt go to the grader together (see
-rewardjudge.evaluate.evaluate_dataset): a candidate grader judges them in
-one request.
+Running the same ``eval`` command again resumes (finished rows are read from
+``runs/v1/journal.jsonl``). Columns not given with --columns are mapped only
+from names that leave no doubt; the mapping is printed before grading.
 
 Exit codes:
   0    done (rows may be unscored, unless --fail-on-unscored)
   2    usage error (bad option, column, grader or data)
-  3    done, but every row is unscored (the judge was unreachable or never
-       answered usably)
+  3    done, but every row is unscored (the judge was unreachable)
   4    done, some rows unscored, and --fail-on-unscored was given
-  5    stopped: the judge went down (most rows unscored in 3 windows of 64
-       rows in a row); finished rows are kept: rerun to resume, with
-       --retry-unscored to grade the failed rows again
+  5    stopped: the judge went down (finished rows are kept: rerun to resume,
+       with --retry-unscored to grade the failed rows again)
   130  interrupted (rerun the same command to resume)
 
-Before any row, a URL judge is checked: reachable, the model known to it,
-and one short request answered (a usage error, exit 2, saying what to fix).
-
-A scorer (``--grader scorer.json`` or a registry slug) is checked against the
-data before the judge is asked: each template variable reads the metadata
-key of its name, so it must be a ``--columns metadata=COLUMN`` column (or a
-key of one holding objects), ``reference``, ``row``, or a column named like
-it (then mapped for you, and said); any other is a usage error naming it and
-the columns. ``--judge-model`` defaults to the scorer's ``config.model``
-when the server lists it; another model (the server's only one, the
-embedded judge) needs ``--allow-model-override``.
-
-``rewardjudge plot OUTPUT`` draws a run's judge health (statuses, latency,
-unscored by kind over rows).
+Before any row, a URL judge is checked (reachable, model known, one request
+answered) and a scorer's template variables are checked against the data
+columns (see docs/evaluation.md): else a usage error, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -58,27 +37,23 @@ from ..errors import ConfigError, JudgeOutage
 from ._judge import JUDGE_HELP, check_torch_judge, open_judge
 
 
-
 def add_parser(sub) -> None:
     """Register ``eval`` and ``compare``."""
     p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, "
-                                "or a hub dataset name")
-    p.add_argument("--grader", required=True,
-                   help="'demo', module:attribute, path/to/file.py:attribute (a Grader, or a "
-                        "function taking the judge model and returning one), a catalog key or a scorer")
+    p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")
+    p.add_argument("--grader", required=True, help="'demo', module:attribute, path/to/file.py:attribute (a Grader, "
+                   "or a function taking the judge model and returning one), a catalog key or a scorer")
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
     p.add_argument("--judge", help=JUDGE_HELP)
-    p.add_argument("--judge-model", help="the model name on the server (default: a scorer's config.model "
-                                         "when the server lists it, else the server's only model, from "
-                                         "GET /v1/models); with --judge torch, a local checkpoint folder "
-                                         "or .gguf (default: the embedded model)")
+    p.add_argument("--judge-model", help="the model name on the server (default: a scorer's config.model when the "
+                   "server lists it, else the server's only model, from GET /v1/models); with --judge torch, "
+                   "a local checkpoint folder or .gguf (default: the embedded model)")
     p.add_argument("--allow-model-override", action="store_true",
                    help="run a scorer version on a judge model other than its config.model (the grades "
                         "record judge_model); without it a mismatch is a usage error")
-    p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,"
-                                     "reference=gold,metadata=id (roles: prompt, messages, completion, "
-                                     "reference, system, metadata); default: common names")
+    p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,reference=gold,"
+                   "metadata=id (roles: prompt, messages, completion, reference, system, metadata); "
+                   "default: common names")
     p.add_argument("--split", help="the split to grade when the data has several")
     p.add_argument("--mode", choices=("eval", "train"), default="eval",
                    help="penalty for malformed answers: evaluation (0.0, default) or training (-1.0)")
@@ -91,8 +66,8 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, help="grade only the first N rows")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
     p.add_argument("--max-retries", type=int, default=3, help="retries per judge request")
-    p.add_argument("--structured-output", choices=("json_schema", "json_object", "none"),
-                   default="json_schema", help="how the reply schema is requested from a URL judge")
+    p.add_argument("--structured-output", choices=("json_schema", "json_object", "none"), default="json_schema",
+                   help="how the reply schema is requested from a URL judge")
     p.add_argument("--formats", default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--fail-on-unscored", action="store_true",
@@ -149,30 +124,23 @@ async def _run_eval(args: argparse.Namespace):
 
 
 def _check_data(args: argparse.Namespace, scorer: Any = None) -> Any:
-    """The data loads and its columns map (a usage error otherwise), before the
-    judge; a scorer's variables are checked against them. Returns the
-    ``columns`` to evaluate with (a scorer's variable named like a column,
-    and not mapped, reads that column)."""
-    from ..evaluate._data import load_data
+    """Check before the judge that the data loads, its columns map and a scorer's variables
+    find them (else a usage error); the ``columns`` to evaluate with."""
+    from ..evaluate._data import detect_columns, load_data
 
     if args.judge not in ("embedded", "torch") and not args.judge.startswith(("http://", "https://")):
         raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
     data = load_data(args.data, split=args.split)
     if scorer is None:
-        from ..evaluate._data import detect_columns
-
         detect_columns(args.columns, data.column_names)
         return args.columns
     return _check_scorer_variables(args, scorer.bind(None), args.columns, data)
 
 
 def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any, data: Any = None) -> Any:
-    """Every variable of the scorer that reads the sample's metadata (an
-    unmapped one reads the key of its name) must find it: a ``--columns
-    metadata=`` column, a key of a metadata column holding objects, or
-    ``reference``/``row``/``eval``. A variable named like a data column that
-    is not mapped gets it (said on stderr); any other is a usage error naming
-    it and the columns: it would render empty on every row."""
+    """Every scorer variable read from metadata must find its key (a metadata column, a key of one
+    holding objects, ``reference``/``row``/``eval``); one named like an unmapped column gets it
+    (said on stderr); any other is a usage error (it would render empty on every row)."""
     from dataclasses import replace
 
     from ..evaluate._data import Columns, detect_columns, load_data
@@ -208,8 +176,7 @@ def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any
 
 
 def _metadata_keys(data: Any, cols: Any) -> set[str]:
-    """The metadata keys a row's thread gets (a metadata column holding
-    objects adds their keys, as its first 20 rows show)."""
+    """The metadata keys a row's thread gets (object columns add their keys, per the first 20 rows)."""
     keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
     for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
         keys.update(k for col in cols.metadata if isinstance(row.get(col), dict) for k in row[col])
@@ -223,9 +190,8 @@ def _print_columns(notes: list[str]) -> None:
 
 
 def _run_interruptible(coro: Any) -> Any:
-    """``asyncio.run(coro)`` where the first Ctrl-C says what it waits for
-    (the rows in flight, so that they are journaled) and the second stops at
-    once (the journal is append-only: a rerun resumes either way)."""
+    """``asyncio.run(coro)`` where the first Ctrl-C waits for the rows in flight (journaled) and
+    the second stops at once (a rerun resumes either way)."""
     import signal
 
     loop = asyncio.new_event_loop()
@@ -244,10 +210,8 @@ def _run_interruptible(coro: Any) -> Any:
             print("rewardjudge: stopped at once; rerun the same command to resume", file=sys.stderr, flush=True)
             os._exit(130)
 
-    try:
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
-        pass
     try:
         return loop.run_until_complete(task)
     except asyncio.CancelledError:

@@ -1,18 +1,9 @@
-"""Offline evaluation over datasets: resumable runs, reports, comparisons.
+"""Offline evaluation over datasets: resumable runs, reports, comparisons (see docs/evaluation.md).
 
->>> from rewardjudge.evaluate import evaluate_dataset, compare
 >>> result = evaluate_dataset("answers.jsonl", grader, output_dir="runs/v1")  # doctest: +SKIP
->>> print(result.summary)                                                     # doctest: +SKIP
 >>> print(compare("runs/v1", "runs/v2"))                                      # doctest: +SKIP
 
-``aevaluate_dataset`` is the same call inside a running loop (``await`` it in
-a notebook cell); ``summarize(grades)`` and ``save_histogram(grades, path)``
-report on a list of grades; ``resolve_grader(SPEC, model)`` builds a grader
-from a spec string as ``--grader`` does.
-
-The command line form is ``rewardjudge eval DATA --judge URL --grader SPEC
---output DIR`` (see ``rewardjudge eval --help``); ``ray_runner`` runs the
-same evaluation on a Ray cluster.
+``aevaluate_dataset`` is the same call inside a running loop; ``ray_runner`` runs it on a Ray cluster.
 """
 
 from .._lazy import lazy_getattr as _lazy_getattr

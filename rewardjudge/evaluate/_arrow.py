@@ -1,10 +1,6 @@
-"""Reading a dataset's rows forward, a chunk at a time, in bounded memory.
-
-A dataset that is plainly its Arrow files (what ``load_data`` gives for a
-file) is read from them with ordinary reads, a record batch at a time:
-going through its memory map would leave every page read resident (the
-whole file, at the end of a run). Other datasets are read through
-``datasets``."""
+"""Reading a dataset's rows forward, a chunk at a time, in bounded memory: a dataset that is
+plainly its Arrow files is read from them a record batch at a time (through the memory map every
+page read would stay resident), others through ``datasets``."""
 
 from __future__ import annotations
 
@@ -32,8 +28,7 @@ def feature_leaves(feature: Any) -> Iterator[Any]:
 
 
 def _arrow_files(ds: Any) -> list[str] | None:
-    """The Arrow files a dataset is exactly the concatenation of (no slice,
-    selection, column change or cast on top), else None."""
+    """The Arrow files a dataset is exactly the concatenation of (nothing on top), else None."""
     try:
         from datasets.table import ConcatenationTable, MemoryMappedTable
 
@@ -56,14 +51,9 @@ def _arrow_files(ds: Any) -> list[str] | None:
 
 
 def release_mapped_pages(ds: Any) -> bool:
-    """Drop from this process's resident set the pages of the Arrow files a
-    dataset maps (``madvise(MADV_DONTNEED)`` on each mapping of them, Linux).
-
-    ``datasets`` opens a file's Arrow cache by walking the whole memory map,
-    which leaves most of the file resident; ``iter_tables`` then reads the
-    rows with ordinary reads, so those pages only weigh on the process. The
-    mapping stays valid: a page touched again is read back from the file.
-    Returns whether anything was released."""
+    """Drop the pages of a dataset's mapped Arrow files from the resident set (``madvise
+    (MADV_DONTNEED)``, Linux): ``datasets`` walks the whole map on open, and rows are then read
+    with ordinary reads. The mapping stays valid. Whether anything was released."""
     files = _arrow_files(ds)
     if not files or not os.path.exists("/proc/self/maps"):
         return False
@@ -88,9 +78,8 @@ def release_mapped_pages(ds: Any) -> bool:
 
 
 def _file_tables(files: list[str], schema: Any, n: int) -> Iterator[tuple[int, Any]]:
-    """``(start, Table)`` read from the Arrow files a record batch at a time;
-    returns the row reached (``n``, or the first row of a batch that is not
-    what the dataset's schema says)."""
+    """``(start, Table)`` from the Arrow files a record batch at a time; returns the row reached
+    (``n``, or the first row of a batch that does not match the dataset's schema)."""
     import pyarrow as pa
 
     start = 0
@@ -108,8 +97,7 @@ def _file_tables(files: list[str], schema: Any, n: int) -> Iterator[tuple[int, A
 
 
 def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]:
-    """``(start, pyarrow.Table)`` for consecutive rows ``0..n-1`` (from the
-    files where the dataset is plainly them, else ``chunk`` rows at a time)."""
+    """``(start, pyarrow.Table)`` for consecutive rows ``0..n-1`` (from its files where it can)."""
     files = _arrow_files(ds)
     start = 0 if files is None else (yield from _file_tables(files, ds.data.schema, n))
     arrow = ds.with_format("arrow")
@@ -118,8 +106,7 @@ def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]
 
 
 def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
-    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in
-    order, a chunk at a time (memory bounded by the chunk)."""
+    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in order, a chunk at a time."""
     if _arrow_files(ds) is not None:
         for start, table in iter_tables(ds, n, chunk):
             hits = np.flatnonzero(mask[start:start + table.num_rows])
@@ -136,8 +123,7 @@ def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[
 
 
 class ArrowSlices:
-    """Consecutive row ranges of a dataset as pyarrow Tables, read forward
-    (``iter_tables``): ``take(a, b)`` for ``a`` never going back."""
+    """Row ranges of a dataset as pyarrow Tables, read forward: ``take(a, b)``, ``a`` never going back."""
 
     def __init__(self, ds: Any, n: int, chunk: int = 4096):
         self.n = n

@@ -1,20 +1,10 @@
-"""Datasets in, threads out: loading data and mapping columns to StringThreads.
+"""Datasets in, threads out: ``load_data`` (inputs: see docs/evaluation.md) and ``Columns``.
 
-``load_data`` accepts a ``datasets.Dataset`` (or a one-split ``DatasetDict``),
-a list of row dicts, a pandas DataFrame, a local ``.jsonl`` / ``.json`` /
-``.parquet`` / ``.arrow`` / ``.csv`` file, a folder written by
-``Dataset.save_to_disk``, or a hub name (``owner/name`` or
-``owner/name:config``, split ``train`` unless told; only where the network
-allows).
+A role left unset is mapped only to a column whose name leaves no doubt (``_SURE``); names that
+might be meant (``_MAYBE``) are only pointed out by ``detect_columns``.
 
-``Columns`` says which columns make a thread. A role left unset is mapped
-only to a column whose name leaves no doubt (``_SURE``; two such are an
-error); names that could mean a role or something else (``_MAYBE``) are
-never mapped, only pointed out by ``detect_columns``.
-
->>> cols = Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic")
->>> cols.prompt, cols.completion, cols.metadata
-('question', 'answer', ('id', 'topic'))
+>>> Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic").metadata
+('id', 'topic')
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -52,20 +42,11 @@ _ROLES = ("prompt", "messages", "completion", "reference", "system", "metadata")
 
 @dataclass(frozen=True)
 class Columns:
-    """Which dataset columns make a thread.
-
-    * ``prompt``: a str (one user turn) or a list of ``{role, content}``
-      messages (the conversational format TRL uses).
-    * ``messages``: a list of ``{role, content}`` messages; used instead of
-      ``prompt``.
-    * ``completion``: a str (one assistant turn) or a list of messages. With
-      no completion column, the thread's last assistant message is graded.
-    * ``reference``: copied to ``metadata["reference"]`` (templates read it
-      as ``{{metadata.reference}}``).
-    * ``system``: a str, prepended as a system turn.
-    * ``metadata``: column names copied into ``metadata`` under their own
-      names; a column holding a dict is merged in.
-    """
+    """Which dataset columns make a thread: ``prompt`` (a str user turn or a list of
+    ``{role, content}`` messages) or ``messages`` (a list of messages); ``completion`` (a str
+    assistant turn or messages; none: the last assistant message is graded); ``reference`` (to
+    ``metadata["reference"]``); ``system`` (a system turn); ``metadata`` (columns copied into
+    ``metadata`` by name; a dict column is merged in)."""
 
     prompt: str | None = None
     messages: str | None = None
@@ -76,8 +57,7 @@ class Columns:
 
     @classmethod
     def parse(cls, spec: "str | Mapping[str, Any] | Columns | None") -> "Columns":
-        """From ``"role=column,..."`` (``metadata`` may repeat), a JSON object
-        string, a mapping, or a ``Columns``."""
+        """From ``"role=column,..."`` (``metadata`` may repeat), JSON, a mapping or a ``Columns``."""
         if spec is None:
             return cls()
         if isinstance(spec, Columns):
@@ -97,13 +77,11 @@ class Columns:
         return cls(metadata=(meta,) if isinstance(meta, str) else tuple(meta), **values)
 
     def resolve(self, column_names: Sequence[str]) -> "Columns":
-        """Fill unset roles from unambiguous names and check every column
-        exists (``detect_columns`` also says what it did)."""
+        """Fill unset roles from unambiguous names and check every column exists."""
         return detect_columns(self, column_names)[0]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"prompt": self.prompt, "messages": self.messages, "completion": self.completion,
-                "reference": self.reference, "system": self.system, "metadata": list(self.metadata)}
+        return {**asdict(self), "metadata": list(self.metadata)}
 
 
 def _parse_text(text: str) -> Any:
@@ -172,9 +150,8 @@ def _check_present(cols: Columns, names: list[str]) -> None:
 
 def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
                    column_names: Sequence[str]) -> tuple[Columns, list[str]]:
-    """The column mapping for ``column_names``, and what was done, one line
-    per role: given, found by an unambiguous name, or not mapped (with the
-    columns that might be meant and the ``--columns`` to map them).
+    """The column mapping for ``column_names``, and one note per role: given, found by an
+    unambiguous name, or not mapped (with the columns that might be meant).
 
     >>> cols, notes = detect_columns(None, ["question", "response", "expected"])
     >>> cols.prompt, cols.completion, cols.reference
@@ -217,10 +194,9 @@ def _notes(given: Columns, cols: Columns, names: list[str], taken: set[str]) -> 
 
 
 def _messages(value: Any, what: str) -> list[tuple[str, str]]:
-    if isinstance(value, str):
-        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got a str")
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got {type(value).__name__}")
+        got = "a str" if isinstance(value, str) else type(value).__name__
+        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got {got}")
     turns = []
     for i, m in enumerate(value):
         if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
@@ -232,11 +208,8 @@ def _messages(value: Any, what: str) -> list[tuple[str, str]]:
 
 def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = None,
                   eval_mode: bool | None = True) -> StringThread:
-    """One dataset row as a StringThread (``cols`` already resolved).
-
-    ``metadata`` gets ``row`` (the index), ``eval`` (unless ``eval_mode`` is
-    None), ``reference`` and the metadata columns.
-    """
+    """One dataset row as a StringThread (``cols`` already resolved); ``metadata`` gets ``row``
+    (the index), ``eval`` (unless ``eval_mode`` is None), ``reference`` and the metadata columns."""
     where = f"row {index}" if index is not None else "row"
     turns = [("system", str(row[cols.system]))] if cols.system is not None and row.get(cols.system) else []
     if cols.messages is not None:
@@ -263,11 +236,7 @@ def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
                   eval_mode: bool | None) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for col in cols.metadata:  # a column holding a dict is merged in
-        value = row[col]
-        if isinstance(value, Mapping):
-            metadata.update(value)
-        else:
-            metadata[col] = value
+        metadata.update(row[col] if isinstance(row[col], Mapping) else {col: row[col]})
     if cols.reference is not None:
         metadata["reference"] = row[cols.reference]
     if index is not None:
@@ -278,34 +247,28 @@ def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
 
 
 def thread_digest(thread: StringThread) -> str:
-    """First 16 hex digits of the SHA-256 of a thread's turns and metadata:
-    a resumed run checks that each finished row still holds the same input."""
+    """First 16 hex digits of the SHA-256 of a thread's turns and metadata (checked on resume)."""
     return canonical_hash({"turns": thread.turns, "metadata": thread.metadata})[:16]
 
 
 def _normalize_content_parts(value: Any) -> Any:
-    """A list of messages with every content as a list of parts (a str
-    becomes one text part), so that rows mixing both forms share one type."""
+    """Messages with every content as a list of parts, so rows mixing both forms share one type."""
     if isinstance(value, list) and value and all(isinstance(m, Mapping) and "content" in m for m in value):
-        out = []
-        for m in value:
-            content = m["content"]
-            if content is None:
-                content = []
-            elif isinstance(content, str):
-                content = [{"type": "text", "text": content}]
-            elif isinstance(content, Mapping):
-                content = [dict(content)]
-            out.append({**m, "content": content})
-        return out
+        return [{**m, "content": _parts(m["content"])} for m in value]
     return value
 
 
+def _parts(content: Any) -> Any:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [dict(content)] if isinstance(content, Mapping) else content
+
+
 def _has_json_feature(feature: Any) -> bool:
-    """Whether a ``datasets`` feature holds a ``Json`` type anywhere: what
-    ``datasets`` (5.x) infers for a field mixing strings and objects, and it
-    then decodes every such string that parses as JSON (an answer written as
-    a JSON object would come back a dict). Messages must not go through it."""
+    """Whether a ``datasets`` feature holds a ``Json`` type anywhere (inferred for fields mixing
+    strings and objects, it decodes JSON-looking strings: messages must not go through it)."""
     return any(type(f).__name__ == "Json" for f in feature_leaves(feature))
 
 
@@ -332,9 +295,8 @@ def _json_rows(path: Path) -> Iterator[dict]:
 
 
 def _load_json_with_parts(path: Path):
-    """Load JSON(L) whose messages mix str and content-part contents (which
-    Arrow cannot type as one column): rewrite them with every content as a
-    list of parts into a temporary JSONL, a row at a time, and load that."""
+    """Load JSON(L) whose messages mix str and content-part contents (one Arrow type cannot hold
+    both) via a temporary JSONL with every content as a list of parts, written a row at a time."""
     import tempfile
 
     import datasets

@@ -1,23 +1,8 @@
-"""The run journal: an append-only JSONL file of finished rows.
-
-Each finished row is one line ``{"row": i, "input": digest, "grade": {...}}``
-written with a single ``write`` on a file opened with ``O_APPEND``, so a
-killed process (SIGKILL included) leaves every line it finished intact: the
-kernel holds what ``write`` returned from even if the process dies.
-``fsync`` runs at most every ``sync_interval`` seconds and on close, which
-covers a machine crash up to that interval. A line cut short by a crash is
-the only damage possible: reading drops it and truncates the file back to
-the last full line. A row may appear more than once (``retry_unscored``
-appends a new record): the last record wins.
-
-A resumed run of any size holds no records in memory: ``scan`` reads the
-file a line at a time and keeps, per row, where its last record starts, its
-input digest and its status (``JournalIndex``, 17 bytes a row); ``Reader``
-reads a record back from its offset when the results are written.
-
->>> j = Journal("out/journal.jsonl")            # doctest: +SKIP
->>> done = j.load()                             # {row: record}
->>> j.append({"row": 3, "input": "ab12", "grade": {...}})  # doctest: +SKIP
+"""The run journal: an append-only JSONL file, one line ``{"row": i, "input": digest, "grade": {...}}``
+per finished row, each written with one ``write`` on an ``O_APPEND`` file (a killed process leaves
+every finished line intact; ``fsync`` at most every ``sync_interval`` s and on close). A torn last
+line is dropped and truncated away; a row's last record wins. ``scan`` indexes a journal a line at a
+time (``JournalIndex``, 17 bytes a row) and ``Reader`` reads records back by offset.
 """
 
 from __future__ import annotations
@@ -41,9 +26,8 @@ STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
 
 
 class JournalIndex:
-    """Per row ``0..n-1``: the byte offset of its last journal record (-1:
-    none), that record's input digest (64 bits) and grade status code. The
-    arrays are made at the first record (a fresh run never holds them)."""
+    """Per row ``0..n-1``: its last record's byte offset (-1: none), input digest (64 bits) and
+    status code; the arrays are made at the first record (a fresh run never holds them)."""
 
     def __init__(self, n: int):
         self.n = n
@@ -63,21 +47,14 @@ class JournalIndex:
             self._digest[row] = 0
         self._status[row] = STATUS_CODES.get(status, -1)
 
-    @property
-    def offset(self) -> np.ndarray:
-        return self._offset if self._offset is not None else np.full(self.n, -1, dtype=np.int64)
+    def _or_fill(self, name: str, fill: int, dtype: Any) -> np.ndarray:
+        arr = getattr(self, name)
+        return arr if arr is not None else np.full(self.n, fill, dtype=dtype)
 
-    @property
-    def digest(self) -> np.ndarray:
-        return self._digest if self._digest is not None else np.zeros(self.n, dtype=np.uint64)
-
-    @property
-    def status(self) -> np.ndarray:
-        return self._status if self._status is not None else np.full(self.n, -1, dtype=np.int8)
-
-    @property
-    def done(self) -> np.ndarray:
-        return self._offset >= 0 if self._offset is not None else np.zeros(self.n, dtype=bool)
+    offset = property(lambda self: self._or_fill("_offset", -1, np.int64))
+    digest = property(lambda self: self._or_fill("_digest", 0, np.uint64))
+    status = property(lambda self: self._or_fill("_status", -1, np.int8))
+    done = property(lambda self: self.offset >= 0)
 
 
 class Journal:
@@ -92,8 +69,7 @@ class Journal:
         self._size = 0
 
     def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(offset, record)`` for each readable line, in file order. Drops
-        (and truncates away) a torn last line; skips an unreadable one."""
+        """``(offset, record)`` per readable line; a torn last line is truncated away."""
         if self.path is None or not self.path.exists():
             return
         offset = 0
@@ -125,9 +101,7 @@ class Journal:
         return {rec["row"]: rec for _, rec in self._records()}
 
     def scan(self, n: int) -> tuple[JournalIndex, int]:
-        """Index the last record of rows ``0..n-1``, reading a line at a time;
-        also the number of rows journaled at or beyond ``n`` (a longer
-        earlier run)."""
+        """Index the last record of rows ``0..n-1``; also how many rows lie at or beyond ``n``."""
         index = JournalIndex(n)
         beyond: set[int] = set()
         for start, rec in self._records():
@@ -147,8 +121,7 @@ class Journal:
         return self._fd
 
     def append(self, record: dict[str, Any]) -> int:
-        """Write one record as one line, now; return the offset it starts at
-        (-1 for an in-memory journal)."""
+        """Write one record as one line now; its start offset (-1 for an in-memory journal)."""
         if self.path is None:
             return -1
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
@@ -160,8 +133,7 @@ class Journal:
             view = view[written:]
         self._size += len(line)
         self._dirty = True
-        now = time.monotonic()
-        if now - self._last_sync >= self.sync_interval:
+        if time.monotonic() - self._last_sync >= self.sync_interval:
             self.sync()
         return start
 

@@ -1,5 +1,4 @@
-"""An evaluation's options, validated once (``_validate.validated``): a bad
-value is a ConfigError naming the argument and the value given."""
+"""An evaluation's options, validated once: a bad value is a ConfigError naming the argument."""
 
 from __future__ import annotations
 

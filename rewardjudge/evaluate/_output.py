@@ -1,5 +1,4 @@
-"""A run's results: the ``grade_*`` columns, written in input order as rows
-finish (``results.parquet`` / ``results.jsonl`` / ``dataset``), and read back."""
+"""A run's results: the inputs plus ``grade_*`` columns, written in input order as rows finish."""
 
 from __future__ import annotations
 
@@ -72,12 +71,9 @@ def quiet_datasets() -> Iterator[None]:
 class OrderedOutput:
     """Writes rows in input order as they become ready, and summarizes them.
 
-    ``accept(i, grade)`` takes a row graded now; rows ``todo`` left out were
-    finished by an earlier run and are read back from the journal when their
-    turn comes. Rows are written ``chunk`` at a time: one Parquet row group
-    and one JSONL append per chunk, into ``*.tmp`` files that ``close``
-    renames. With no output folder, grade columns are kept in memory and
-    ``memory_dataset`` joins them to the inputs.
+    ``accept(i, grade)`` takes a row graded now; rows not in ``todo`` are read back from the journal.
+    Each ``chunk`` of rows is one Parquet row group and one JSONL append, into ``*.tmp`` files that
+    ``close`` renames. With no output folder, ``memory_dataset`` joins the grades to the inputs.
     """
 
     def __init__(self, ds: Any, n: int, out: Path | None, formats: tuple[str, ...], todo: np.ndarray,
@@ -102,7 +98,6 @@ class OrderedOutput:
             self._tmp["jsonl"] = out / "results.jsonl.tmp"
             self._jsonl = open(self._tmp["jsonl"], "w", encoding="utf-8")
 
-    # -- taking rows ----------------------------------------------------------
     def accept(self, i: int, grade: dict[str, Any]) -> None:
         self._ready[i] = grade
         if i == self.frontier:
@@ -138,7 +133,6 @@ class OrderedOutput:
         if self.out is not None and len(self._buffer["grade_status"]) >= self.chunk:
             self._flush()
 
-    # -- writing --------------------------------------------------------------
     def _arrow_schema(self) -> Any:
         if self._schema is None:
             import datasets
@@ -192,17 +186,16 @@ class OrderedOutput:
         if "parquet" in self.formats:
             files["parquet"] = self.out / "results.parquet"
             os.replace(self._tmp["parquet"], files["parquet"])
-        else:
+        elif "parquet" in self._tmp:   # written for the arrow folder only
             self._tmp["parquet"].unlink(missing_ok=True)
         return files
 
-    def _close_writers(self) -> None:
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
-        if self._jsonl is not None:
-            self._jsonl.close()
-            self._jsonl = None
+    def _close_writers(self, quiet: bool = False) -> None:
+        writers, self._parquet, self._jsonl = (self._parquet, self._jsonl), None, None
+        for w in writers:
+            if w is not None:
+                with contextlib.suppress(Exception) if quiet else contextlib.nullcontext():
+                    w.close()
 
     def _save_arrow(self, parquet: Path) -> Path:
         import datasets
@@ -220,11 +213,7 @@ class OrderedOutput:
 
     def abort(self) -> None:
         """Drop the unfinished files (the journal keeps every finished row)."""
-        if self._parquet is not None:
-            with contextlib.suppress(Exception):
-                self._parquet.close()
-            self._parquet = None
-        self._close_writers()
+        self._close_writers(quiet=True)
         if self._reader is not None:
             self._reader.close()
         for path in self._tmp.values():

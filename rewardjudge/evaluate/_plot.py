@@ -3,18 +3,13 @@
     rewardjudge plot runs/v1                    # writes runs/v1/health.png
     rewardjudge plot runs/v1 -o health.png
 
-Three panels over the rows, in row order (rows are cut into at most 100
-equal bins): each status's row count per bin (scored, penalized,
-unscored), the judge's latency per row (each row a dot, each bin's median
-and p95 a line), and the unscored rows per bin by kind (timeout, http,
-connection, invalid_reply, ...: ``rewardjudge.rl.judge_health``'s kinds).
-A judge that slowed down, went down for a while or stopped writing readable
-verdicts shows where it happened.
+Three panels over the rows (in at most 100 equal bins): rows per status, the
+judge's latency per row (dots; each bin's median and p95 as lines), and
+unscored rows by kind (timeout, http, connection, invalid_reply, ...).
 
-RUN is an evaluation output folder (its ``journal.jsonl``, so that a run
-stopped by a judge outage or Ctrl-C is drawn too; ``results.parquet`` when
-it is newer), or one of its ``results.parquet``/``results.jsonl``/
-``journal.jsonl`` files. Needs matplotlib (the ``eval`` extra).
+RUN is an evaluation output folder (its ``journal.jsonl``, so a stopped run is
+drawn too; ``results.parquet`` when newer), or one of its results/journal
+files. Needs matplotlib (the ``eval`` extra).
 
 Exit codes: 0 written; 2 usage error (no such run, no matplotlib).
 """
@@ -42,9 +37,8 @@ MAX_BINS = 100
 
 
 class RunHealth:
-    """Per row of a run: its status code (index in ``STATUSES``; -1 not
-    done), judge latency (NaN when none) and unscored kind (index in
-    ``UNSCORED_KINDS``; -1 when scored or penalized)."""
+    """Per row: status code (index in ``STATUSES``; -1 not done), judge latency (NaN: none) and
+    unscored kind (index in ``UNSCORED_KINDS``; -1 when not unscored)."""
 
     def __init__(self, status: np.ndarray, latency: np.ndarray, kind: np.ndarray, source: Path):
         self.status, self.latency, self.kind, self.source = status, latency, kind, source
@@ -70,10 +64,9 @@ def _source(run: str | os.PathLike) -> Path:
     journal, parquet, jsonl = path / "journal.jsonl", path / "results.parquet", path / "results.jsonl"
     if parquet.exists() and (not journal.exists() or parquet.stat().st_mtime >= journal.stat().st_mtime):
         return parquet
-    if journal.exists():
-        return journal
-    if jsonl.exists():
-        return jsonl
+    for found in (journal, jsonl):
+        if found.exists():
+            return found
     raise ConfigError(f"{path} holds no journal.jsonl or results file: is it an eval output folder?")
 
 
@@ -101,12 +94,10 @@ def read_run_health(run: str | os.PathLike) -> RunHealth:
         if "grade_status" not in names:
             raise ConfigError(f"{source} has no grade_status column (not an eval output)")
         cols = [c for c in ("grade_status", "grade_latency_s", "grade_error") if c in names]
-        table = pq.read_table(source, columns=cols).to_pydict()
-        n = len(table["grade_status"])
-        lat = table.get("grade_latency_s", [None] * n)
-        err = table.get("grade_error", [None] * n)
-        rows = [(i, table["grade_status"][i], lat[i], err[i]) for i in range(n)]
-        return _from_rows(rows, source)
+        t = pq.read_table(source, columns=cols).to_pydict()
+        none = [None] * len(t["grade_status"])
+        return _from_rows([(i, *r) for i, r in enumerate(zip(t["grade_status"], t.get("grade_latency_s", none),
+                                                              t.get("grade_error", none)))], source)
     with open(source, encoding="utf-8") as f:
         for i, line in enumerate(f):
             if not line.strip():
@@ -134,15 +125,13 @@ def _stacked(ax: Any, edges: np.ndarray, series: dict[str, np.ndarray], colors: 
     """Stacked bars, one per bin, of per-row masks summed in each bin."""
     left, width = edges[:-1], np.diff(edges)
     bottom = np.zeros(left.size)
-    drawn = False
     for name, mask in series.items():
         counts = np.add.reduceat(mask.astype(np.int64), left) if mask.size else np.zeros(left.size)
         if counts.any():
             ax.bar(left, counts, width=width, bottom=bottom, align="edge", color=colors[name], label=name,
                    linewidth=0)
             bottom += counts
-            drawn = True
-    return drawn
+    return bool(bottom.any())
 
 
 def _latency_panel(ax: Any, health: RunHealth, edges: np.ndarray, per: int) -> None:
@@ -165,15 +154,12 @@ def _latency_panel(ax: Any, health: RunHealth, edges: np.ndarray, per: int) -> N
 
 
 def _latency_lines(ax: Any, edges: np.ndarray, latency: np.ndarray, has: np.ndarray) -> None:
-    mids, p50, p95 = [], [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        vals = latency[lo:hi][has[lo:hi]]
-        if vals.size:
-            mids.append((lo + hi) / 2)
-            p50.append(float(np.median(vals)))
-            p95.append(float(np.quantile(vals, 0.95)))
-    ax.plot(mids, p50, color="black", linewidth=1.2, label="median")
-    ax.plot(mids, p95, color="black", linewidth=0.8, linestyle="--", label="p95")
+    bins = [((lo + hi) / 2, latency[lo:hi][has[lo:hi]]) for lo, hi in zip(edges[:-1], edges[1:])]
+    bins = [(mid, vals) for mid, vals in bins if vals.size]
+    mids = [mid for mid, _ in bins]
+    ax.plot(mids, [float(np.median(v)) for _, v in bins], color="black", linewidth=1.2, label="median")
+    ax.plot(mids, [float(np.quantile(v, 0.95)) for _, v in bins], color="black", linewidth=0.8, linestyle="--",
+            label="p95")
 
 
 def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
@@ -219,18 +205,14 @@ def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
     return fig
 
 
-def _need_matplotlib() -> None:
+def save_health_plot(run: str | os.PathLike, path: str | os.PathLike | None = None, *,
+                     title: str | None = None) -> Path:
+    """Draw a run's judge health (see the module doc) to a PNG; default ``RUN/health.png``."""
     try:
         import matplotlib  # noqa: F401
     except ModuleNotFoundError:
         raise ConfigError("rewardjudge plot needs matplotlib: pip install 'rewardjudge[eval]' (or pip install "
                           "matplotlib)") from None
-
-
-def save_health_plot(run: str | os.PathLike, path: str | os.PathLike | None = None, *,
-                     title: str | None = None) -> Path:
-    """Draw a run's judge health (see the module doc) to a PNG; default ``RUN/health.png``."""
-    _need_matplotlib()
     health = read_run_health(run)
     if path is None:
         folder = Path(run) if Path(run).is_dir() else Path(run).parent
@@ -252,6 +234,5 @@ def add_parser(sub: Any) -> None:
 
 def _plot_command(args: argparse.Namespace) -> int:
     out = save_health_plot(args.run, args.output, title=args.title)
-    health_source = _source(args.run)
-    print(f"judge health of {health_source}: {out}")
+    print(f"judge health of {_source(args.run)}: {out}")
     return 0

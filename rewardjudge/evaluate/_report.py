@@ -1,22 +1,8 @@
 """Reports on a finished evaluation: summary, histogram, paired comparison.
 
-The mean, median (p50) and interval are taken over rows with a value
-(``scored`` and ``penalized``: an evaluation penalty is part of the metric);
-``unscored`` rows (judge failures) are counted, never averaged in. Rows whose
-verdict is a label (PASS/FAIL, a scorer's category) are also counted per
-label (``grade_label``), with each label's share of the labelled rows.
-
-A run of a *label-only* scorer (``Grade.is_label_only``) has no number to
-average: ``labels_only`` is True and ``mean``, ``p50`` and ``ci`` are None
-(penalized rows are counted, a mean of penalties alone would mislead).
-Intervals are percentile bootstrap intervals (``n_boot`` resamples, fixed
-seed: a report is reproducible), computed in one pass over the grades
-(``SummaryBuilder``, 12 bytes a row).
-
->>> summary = summarize(grades)                       # doctest: +SKIP
->>> print(summary)                                    # doctest: +SKIP
->>> compare("runs/before", "runs/after")              # doctest: +SKIP
-Comparison(n_pairs=1000, mean_diff=+0.042, ci=[+0.013, +0.071], ...)
+Means, medians and bootstrap intervals (fixed seed) are over valued rows (``scored`` and
+``penalized``); ``unscored`` rows are counted, never averaged. Label verdicts are counted per
+label; a label-only run has no mean (see docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -44,8 +30,7 @@ BOOTSTRAP_SUPPORT = 2048
 
 
 def _support(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct values, counts) of ``x``; past ``BOOTSTRAP_SUPPORT`` distinct
-    values, the means and sizes of that many equal-count bins of sorted ``x``."""
+    """(distinct values, counts) of ``x``; past ``BOOTSTRAP_SUPPORT`` of them, (means, sizes) of equal-count bins."""
     uniq, counts = np.unique(x, return_counts=True)
     if uniq.size <= BOOTSTRAP_SUPPORT:
         return uniq, counts
@@ -60,12 +45,8 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean; (nan, nan) for no values.
 
-    Resampling ``n`` values with replacement is drawing how many times each
-    distinct value comes up, a multinomial over the distinct values, so the
-    cost is ``n_boot`` x (distinct values), not ``n_boot`` x ``n``: a million
-    binary or 1-5 grades take milliseconds. Past ``BOOTSTRAP_SUPPORT``
-    distinct values (continuous scores) the values are grouped into that many
-    equal-count quantile bins, each resampled at its mean.
+    Resamples as a multinomial over the distinct values (cost ``n_boot`` x distinct values, not x
+    ``n``); past ``BOOTSTRAP_SUPPORT`` distinct values, over that many equal-count quantile bins.
     """
     x = np.asarray(values, dtype=float).ravel()
     if x.size == 0:
@@ -102,15 +83,10 @@ def _as_label(v: Any) -> str | None:
 
 
 def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
-    """The label of a label-valued verdict, or None.
+    """The label of a scored grade's label-valued verdict, or None.
 
-    Only scored grades have one. Read, first match wins, from the grade's
-    ``extra``: ``label`` (scorers: the categorical label, or ``"true"`` /
-    ``"false"`` for boolean specs), then ``verdict`` when it is a string or
-    a boolean, then the first string or boolean among the verdict object's
-    fields ``label``, ``verdict``, ``score``, ``grade``, ``decision`` (the
-    templated graders keep the judge's verdict there, e.g. ``"PASS"``).
-    Numeric verdicts (a 1-5 grade) have no label: their value says it.
+    First match in ``extra``: ``label``, then ``verdict`` when a string or bool, then the first
+    string or bool among the verdict object's ``LABEL_FIELDS``. Numeric verdicts have no label.
 
     >>> grade_label(Grade(value=1.0, grader_key="g", extra={"verdict": {"reasoning": "ok", "score": "PASS"}}))
     'PASS'
@@ -123,24 +99,14 @@ def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
     extra = g.get("extra") or {}
     if not isinstance(extra, Mapping):
         return None
-    found = _as_label(extra.get("label"))
-    if found is not None:
-        return found
     verdict = extra.get("verdict")
-    if isinstance(verdict, Mapping):
-        for key in LABEL_FIELDS:
-            found = _as_label(verdict.get(key))
-            if found is not None:
-                return found
-        return None
-    return _as_label(verdict)
+    fields = [verdict.get(k) for k in LABEL_FIELDS] if isinstance(verdict, Mapping) else [verdict]
+    return next((lab for lab in map(_as_label, [extra.get("label"), *fields]) if lab is not None), None)
 
 
 @dataclass
 class Summary:
-    """What a run produced (see the module doc): ``labels`` counts the
-    label of each scored row (``grade_label``), most frequent first, and
-    ``label_shares`` gives each label's share of those rows."""
+    """What a run produced; ``labels`` counts scored rows per ``grade_label`` (``label_shares``: shares)."""
 
     n: int
     counts: dict[str, int]
@@ -197,24 +163,16 @@ _MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under 
 
 
 class SummaryBuilder:
-    """A ``Summary`` built in one pass, a grade at a time, in bounded memory.
+    """A ``Summary`` built in one pass, ``add`` a grade at a time, then ``summary()``.
 
-    Holds counters, and per row only its value (float64) and latency
-    (float32), for the median, the bootstrap and the histogram: 12 bytes a
-    row. ``capacity`` preallocates them (the row count, when known).
-
-    >>> b = SummaryBuilder()
-    >>> for g in grades: b.add(g)                        # doctest: +SKIP
-    >>> summary = b.summary()                            # doctest: +SKIP
+    Holds counters and per row its value (float64) and latency (float32): 12 bytes a row.
+    ``capacity`` preallocates them (the row count, when known).
     """
 
     def __init__(self, capacity: int = 1024):
-        self.n = 0
-        self.counts = {s: 0 for s in STATUSES}
-        self.labels: dict[str, int] = {}
-        self.tokens: dict[str, int] = {}
-        self.errors: dict[str, int] = {}
-        self.attempts = 0
+        self.n = self.attempts = 0
+        self.counts = Counter(dict.fromkeys(STATUSES, 0))
+        self.labels, self.tokens, self.errors = Counter(), Counter(), Counter()
         self.keys: set[Any] = set()
         self.versions: set[Any] = set()
         self.labels_only = False
@@ -232,12 +190,11 @@ class SummaryBuilder:
         return arr
 
     def add(self, grade: Grade | Mapping[str, Any], label: str | None = None) -> None:
-        """Count one grade (a Grade or its ``to_dict()``); ``label`` if
-        already read (else ``grade_label`` reads it)."""
+        """Count one grade (a Grade or its dict); ``label`` if already read."""
         g = _grade_dict(grade)
         self.n += 1
         status = g.get("status")
-        self.counts[status] = self.counts.get(status, 0) + 1
+        self.counts[status] += 1
         if g.get("value") is not None:
             self._grow("_values", self._nv)[self._nv] = float(g["value"])
             self._grow("_status", self._nv)[self._nv] = STATUS_CODES.get(status, 0)
@@ -249,12 +206,12 @@ class SummaryBuilder:
         self.labels_only |= isinstance(extra, Mapping) and extra.get("labels_only") is True
         label = grade_label(g) if label is None else label
         if label is not None:
-            self.labels[label] = self.labels.get(label, 0) + 1
+            self.labels[label] += 1
         if status == "unscored":
             self._count_error(g.get("error"))
         for k, v in (g.get("usage") or {}).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.tokens[k] = self.tokens.get(k, 0) + int(v)
+                self.tokens[k] += int(v)
         self.attempts += int(g.get("attempts") or 0)
         for seen, v in ((self.keys, g.get("grader_key")), (self.versions, g.get("grader_version"))):
             if len(seen) < 2:
@@ -264,7 +221,7 @@ class SummaryBuilder:
         reason = (error or "unknown").split(":")[0][:80]
         if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
             reason = "other"
-        self.errors[reason] = self.errors.get(reason, 0) + 1
+        self.errors[reason] += 1
 
     @property
     def values(self) -> np.ndarray:
@@ -289,7 +246,7 @@ class SummaryBuilder:
             latency_s=lat, tokens=dict(self.tokens), attempts=self.attempts,
             grader_key=next(iter(self.keys)) if len(self.keys) == 1 else None,
             grader_version=next(iter(self.versions)) if len(self.versions) == 1 else None,
-            errors=dict(self.errors), **_label_counts(self.labels), labels_only=self.labels_only)
+            errors=dict(self.errors), **_label_counts(dict(self.labels)), labels_only=self.labels_only)
 
 
 def _center(values: np.ndarray, **boot: Any) -> dict[str, Any]:
@@ -310,28 +267,21 @@ def _label_counts(counts: Mapping[str, int]) -> dict[str, dict]:
 def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
               n_boot: int = 2000, seed: int = 0) -> Summary:
     """Summary of Grades (or their ``to_dict()`` forms), in one pass."""
+    return _builder(grades).summary(confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def _builder(grades: Iterable[Grade | Mapping[str, Any]]) -> SummaryBuilder:
     builder = SummaryBuilder()
     for g in grades:
         builder.add(g)
-    return builder.summary(confidence=confidence, n_boot=n_boot, seed=seed)
+    return builder
 
 
 def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder", path: str | os.PathLike, *,
                    title: str | None = None) -> Path:
-    """A PNG histogram of values, scored and penalized rows stacked apart.
-
-    ``grades``: Grades (or their dicts), or the ``SummaryBuilder`` of a run.
-    Few distinct values (binary or 1-5 verdicts) get one bar each; otherwise
-    20 bins. A label-only run (no values) gets one bar per label, its count.
-    Drawn on a bare matplotlib Figure (no display, no pyplot state); the count
-    axis has whole-number ticks.
-    """
-    if isinstance(grades, SummaryBuilder):
-        builder = grades
-    else:
-        builder = SummaryBuilder()
-        for g in grades:
-            builder.add(g)
+    """A PNG histogram of values (Grades, their dicts, or a run's ``SummaryBuilder``), scored and
+    penalized stacked: a bar per value when few, else 20 bins; a label-only run: a bar per label."""
+    builder = grades if isinstance(grades, SummaryBuilder) else _builder(grades)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     _histogram_figure(builder, title).savefig(out)  # a bare Figure: no pyplot, no display, no global state
@@ -339,7 +289,7 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
 
 
 def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
-    """``save_histogram``'s Figure; the count axis has whole-number ticks only."""
+    """``save_histogram``'s Figure (bare: no pyplot state); whole-number count ticks."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
@@ -364,8 +314,7 @@ def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
 
 
 def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
-    """Scored and penalized values stacked: a bar per value when there are
-    few distinct ones, else 20 bins. Whether there was any value."""
+    """Scored and penalized values stacked; whether there was any value."""
     distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
     if not distinct:
         return False
@@ -387,8 +336,7 @@ def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
 
 @dataclass
 class RunStats:
-    """One side of a comparison: its valued rows' mean, median and interval,
-    and its label counts."""
+    """One side of a comparison: its valued rows' mean, median, interval and label counts."""
 
     n_valued: int
     mean: float | None
@@ -413,8 +361,7 @@ class RunStats:
 
 @dataclass
 class Comparison:
-    """Paired difference ``b - a`` over rows valued in both runs; ``a`` and
-    ``b`` describe each run on its own (all its valued rows)."""
+    """Paired difference ``b - a`` over rows valued in both runs; ``a`` and ``b`` describe each run alone."""
 
     n_pairs: int
     n_excluded: int
@@ -449,10 +396,8 @@ class Comparison:
 def _results_path(run: str | os.PathLike) -> Path:
     path = Path(run)
     if path.is_dir():
-        for name in ("results.parquet", "results.jsonl"):
-            if (path / name).exists():
-                return path / name
-        path = path / "results.jsonl"
+        path = next((path / n for n in ("results.parquet", "results.jsonl") if (path / n).exists()),
+                    path / "results.jsonl")
     if not path.exists():
         raise ConfigError(f"no results at {path}: pass an evaluation output folder, its results.parquet "
                           f"or its results.jsonl")
@@ -463,10 +408,7 @@ _NO_VALUE = "rows to compare need a 'grade_value' column (an evaluate_dataset ou
 
 
 def _read_run(run: Any) -> tuple[np.ndarray, list[str | None]]:
-    """A run's values (NaN where unscored) and labels, in row order: an
-    EvalResult, an output folder or its results file (read a column at a
-    time, not a row dict at a time), a Dataset / list of row dicts with
-    grade columns, or a list of Grades / values."""
+    """A run's values (NaN where unscored) and labels, in row order (see ``compare``)."""
     if hasattr(run, "summary") and hasattr(run, "dataset"):  # an EvalResult: its results file if it wrote one
         run = run.files["parquet"] if run.output_dir and "parquet" in run.files else run.dataset
     if isinstance(run, (str, os.PathLike)):
@@ -516,27 +458,20 @@ def _read_items(items: Iterable[Any]) -> tuple[np.ndarray, list[str | None]]:
 
 def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: float, n_boot: int,
                seed: int) -> RunStats:
-    labels_only = _labels_only(values, labels)
+    # a label-only run: some row has a label and no value (only a label-only verdict does)
+    labels_only = any(lab is not None and math.isnan(v) for v, lab in zip(values.tolist(), labels))
     valued = values[~np.isnan(values)] if not labels_only else np.empty(0)
     counts = Counter(lab for lab in labels if lab is not None)
     return RunStats(n_valued=int(valued.size), **_center(valued, confidence=confidence, n_boot=n_boot, seed=seed),
                     **_label_counts(counts), labels_only=labels_only)
 
 
-def _labels_only(values: np.ndarray, labels: list[str | None]) -> bool:
-    """A label-only run: some row has a label and no value (only a label-only verdict does)."""
-    return any(lab is not None and math.isnan(v) for v, lab in zip(values.tolist(), labels))
-
-
 def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
     """Paired comparison of two runs over the same rows (``b - a``).
 
-    Each run is an ``EvalResult``, an output folder (or its results file), a
-    results Dataset, or a list of Grades / values in row order. Rows
-    unscored in either run are excluded from the paired difference (and
-    counted). ``a`` and ``b`` on the result give each run's own mean, p50,
-    bootstrap interval and label counts and shares; a label-only run has no
-    mean and pairs no row (compare its ``labels`` instead).
+    Each run is an ``EvalResult``, an output folder (or its results file), a results Dataset, or a
+    list of Grades / values in row order. Rows unscored in either run are excluded (and counted).
+    ``a`` and ``b`` on the result describe each run alone; a label-only run pairs no row.
     """
     va, la = _read_run(a)
     vb, lb = _read_run(b)

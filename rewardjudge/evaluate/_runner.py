@@ -1,47 +1,9 @@
 """evaluate_dataset: grade every row of a dataset, resumably, in bounded memory.
 
-A run writes into ``output_dir``:
-
-* ``manifest.json``: grader key and version, mode, column mapping, row count
-  (a rerun checks grader version, mode and columns match before resuming; the
-  row count may grow, e.g. a ``limit`` trial first, then the full run);
-* ``journal.jsonl``: one line per finished row, written as it finishes (see
-  ``_journal.py``): the checkpoint. A rerun with the same arguments grades
-  only the rows missing from it, so a run killed at any moment (SIGKILL
-  included) loses at most the rows in flight, and no finished row is sent
-  to the judge again;
-* ``results.parquet`` and ``results.jsonl`` (the inputs plus the ``grade_*``
-  columns, in input order), written while the run goes: each row is
-  written as soon as every row before it is finished (Parquet row groups,
-  JSONL appends, into ``*.tmp`` files renamed when the last row is in, so a
-  results file is always complete); ``summary.json`` and
-  ``histogram.png`` at the end, from one pass over the rows as they are
-  written.
-
-Memory does not grow with the data: rows are read a chunk at a time,
-finished rows wait at most ``8 x group_window`` rows ahead of the writer, a
-resumed run indexes its journal (17 bytes a row) instead of loading it, and
-the summary keeps 12 bytes a row (``bench/bench_eval_memory.py`` measures
-it). ``result.dataset`` is read back from the results when first used (with
-no ``output_dir``, everything stays in memory). Rows that share a prompt go
-to ``grader.grade_batch`` together (see ``evaluate_dataset``, ``_schedule``).
-
-Grade columns: ``grade_value`` (None when unscored), ``grade_status``,
-``grade_label`` (the verdict's label when the verdict is a label, such as
-PASS/FAIL or a scorer's category: see ``_report.grade_label``),
-``grade_reasoning``, ``grade_error``, ``grade_raw_reply``,
-``grade_probabilities`` (JSON, when the grade carries a distribution),
-``grade_extra`` (JSON of the grader's extra fields), ``grade_key``,
-``grade_version``, ``grade_attempts``, ``grade_prompt_tokens``,
-``grade_completion_tokens``, ``grade_latency_s``.
-
-A row whose input cannot become a thread (an image part for a grader that
-reads text, a missing prompt) is ``unscored`` with ``grade_error``
-``"input error: ..."`` and never sent; the run goes on.
-
->>> result = evaluate_dataset("answers.jsonl", grader, output_dir="runs/v1")  # doctest: +SKIP
->>> print(result.summary)                                                     # doctest: +SKIP
->>> result.dataset.to_pandas().head()                                         # doctest: +SKIP
+``output_dir`` gets ``manifest.json`` (checked on resume), ``journal.jsonl`` (one line per finished
+row: the checkpoint, see ``_journal``), ``results.parquet``/``results.jsonl`` (inputs plus the
+``GRADE_COLUMNS``, in input order, written as rows finish), ``summary.json`` and ``histogram.png``.
+See docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -52,6 +14,7 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -81,40 +44,34 @@ _RUN_FILES = ("journal.jsonl", "manifest.json", "summary.json", "results.parquet
               "histogram.png", "seal.key")
 
 
+@dataclass(repr=False, eq=False)
 class EvalResult:
-    """A finished run: its ``summary``, where it was written (``files``),
-    what this call did (``graded_now``, ``resumed``), the column mapping
-    used (``columns``, ``column_notes``), and the output ``dataset`` (inputs
-    + grade columns), read from the written results when first used."""
+    """A finished run: its ``summary``, where it was written (``files``), what this call did
+    (``graded_now``, ``resumed``), the column mapping used (``columns``, ``column_notes``), and the
+    output ``dataset`` (inputs + grade columns), read from the written results when first used."""
 
-    def __init__(self, *, summary: Summary, output_dir: Path | None, files: dict[str, Path],
-                 graded_now: int = 0, resumed: int = 0, columns: Columns | None = None,
-                 column_notes: list[str] | None = None, dataset: Any = None):
-        self.summary = summary
-        self.output_dir = output_dir
-        self.files = files
-        self.graded_now = graded_now
-        self.resumed = resumed
-        self.columns = columns
-        self.column_notes = list(column_notes or [])
-        self._dataset = dataset
+    summary: Summary
+    output_dir: Path | None
+    files: dict[str, Path]
+    graded_now: int = 0
+    resumed: int = 0
+    columns: Columns | None = None
+    column_notes: list[str] = field(default_factory=list)
+    _dataset: Any = None
 
     @property
     def dataset(self) -> Any:
-        """The results as a ``datasets.Dataset`` (memory-mapped from
-        ``results.parquet`` / the ``dataset`` folder / ``results.jsonl``)."""
+        """The results as a ``datasets.Dataset`` (memory-mapped from the written results)."""
         if self._dataset is None:
             import datasets
 
+            kind = next((k for k in ("arrow", "parquet", "jsonl") if k in self.files), None)
+            if kind is None:
+                raise ConfigError("this run wrote no results file to read back")
+            load = {"arrow": datasets.load_from_disk, "parquet": datasets.Dataset.from_parquet,
+                    "jsonl": datasets.Dataset.from_json}[kind]
             with quiet_datasets():
-                if "arrow" in self.files:
-                    self._dataset = datasets.load_from_disk(str(self.files["arrow"]))
-                elif "parquet" in self.files:
-                    self._dataset = datasets.Dataset.from_parquet(str(self.files["parquet"]))
-                elif "jsonl" in self.files:
-                    self._dataset = datasets.Dataset.from_json(str(self.files["jsonl"]))
-                else:
-                    raise ConfigError("this run wrote no results file to read back")
+                self._dataset = load(str(self.files[kind]))
         return self._dataset
 
     def grades(self) -> list[Grade]:
@@ -137,11 +94,8 @@ def _grade_from_row(r: dict[str, Any]) -> Grade:
                  grader_version=r["grade_version"], extra=extra)
 
 
-# -- output dir and manifest ------------------------------------------------
 def _keep_seal_key(grader: Grader, path: Path) -> None:
-    """The grader's seal key, kept beside the journal (readable by its owner
-    only): a resumed run seals its requests as the first run did, so its
-    requests, cache hits and raw replies are the same."""
+    """Keep the grader's seal key beside the journal (owner-only): a resumed run seals as the first did."""
     sealer = getattr(grader, "_sealer", None)
     if sealer is None:
         return
@@ -153,14 +107,8 @@ def _keep_seal_key(grader: Grader, path: Path) -> None:
         f.write(sealer.key_hex())
 
 
-def _manifest(grader: Grader, cols: Columns, mode: str, n_rows: int, data_desc: str) -> dict[str, Any]:
-    return {"format": MANIFEST_FORMAT, "grader_key": grader.grader_key, "grader_version": grader.version,
-            "mode": mode, "columns": cols.as_dict(), "num_rows": n_rows, "data": data_desc}
-
-
 def _check_manifest(old: dict[str, Any], new: dict[str, Any], out: Path) -> None:
-    # the row count may change (a --limit trial run, then the full run): rows
-    # already done are checked one by one against their input digest instead
+    # the row count may change (a --limit trial, then the full run): done rows are checked by digest instead
     differ = [k for k in ("grader_version", "mode", "columns") if old.get(k) != new.get(k)]
     if differ:
         detail = "; ".join(f"{k}: was {old.get(k)!r}, now {new.get(k)!r}" for k in differ)
@@ -203,21 +151,16 @@ def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mod
 
 
 def _make_progress(progress: bool | Any, total: int, initial: int, desc: str):
-    if progress is False or progress is None:
-        return None
     if progress is not True:
-        return progress  # a tqdm-like object the caller made
+        return None if progress is False or progress is None else progress  # the caller's tqdm-like object
     from tqdm import tqdm  # plain tqdm: notebook widgets need ipywidgets, text works everywhere
 
     return tqdm(total=total, initial=initial, desc=desc, unit="row", dynamic_ncols=True,
                 smoothing=0.1, mininterval=0.5)
 
 
-
-# -- the run ---------------------------------------------------------------
 class _Run:
-    """One run's state: the rows left to grade, the journal, the ordered
-    output and the per-status counts the progress bar shows."""
+    """One run's state: rows left to grade, journal, ordered output, per-status counts."""
 
     def __init__(self, grader: Grader, opts: EvalOptions, ds: Any, cols: Columns, data_desc: str):
         self.grader, self.opts, self.ds, self.cols = grader, opts, ds, cols
@@ -225,7 +168,8 @@ class _Run:
         self.out = opts.out
         self.eval_mode = opts.mode == "eval"
         self.journal = Journal(self.out / "journal.jsonl" if self.out is not None else None)
-        manifest = _manifest(grader, cols, opts.mode, self.n, data_desc)
+        manifest = {"format": MANIFEST_FORMAT, "grader_key": grader.grader_key, "grader_version": grader.version,
+                    "mode": opts.mode, "columns": cols.as_dict(), "num_rows": self.n, "data": data_desc}
         self.index = self._open_folder(manifest) if self.out is not None else JournalIndex(self.n)
         done = self.index.done
         self.todo = ~done
@@ -272,8 +216,7 @@ class _Run:
         if self.guard is not None and digest != INPUT_ERROR_DIGEST:  # unreadable rows are not the judge's
             self.window.append(grade)
             if len(self.window) >= self.opts.outage_window:
-                step = self.window[:]
-                self.window.clear()
+                step, self.window = self.window, []
                 self.guard.observe(step)  # JudgeOutage: the judge is down; rerun to resume
 
     def on_input_error(self, i: int, message: str) -> None:
@@ -326,12 +269,12 @@ class _Run:
                     log.warning("no histogram.png: matplotlib is not installed "
                                 "(pip install 'rewardjudge[eval]')")
         return EvalResult(summary=summary, output_dir=self.out, files=files, graded_now=self.n_todo,
-                          resumed=self.resumed, columns=self.cols, column_notes=column_notes,
-                          dataset=self.output.memory_dataset())
+                          resumed=self.resumed, columns=self.cols, column_notes=list(column_notes),
+                          _dataset=self.output.memory_dataset())
 
 
 def _load(data: Any, opts: EvalOptions) -> Any:
-    """The dataset, its mapped pages released (rows are read from the files: see ``_arrow``)."""
+    """The dataset, its mapped pages released (see ``_arrow``)."""
     with quiet_datasets():
         ds = load_data(data, split=opts.split)
     release_mapped_pages(ds)
@@ -352,8 +295,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
                             outage: OutageGuard | None | bool = True, outage_window: int = 64,
                             _runner: Callable | None = None,
                             _on_columns: Callable[[list[str]], None] | None = None) -> EvalResult:
-    """The async form of ``evaluate_dataset`` (use it where a loop runs:
-    ``await aevaluate_dataset(...)`` in a notebook cell)."""
+    """The async form of ``evaluate_dataset`` (``await aevaluate_dataset(...)`` in a notebook cell)."""
     if not isinstance(grader, Grader):
         raise ConfigError(f"grader must be a Grader, got {type(grader).__name__} "
                           f"(to name one by spec, use rewardjudge.evaluate.resolve_grader)")
@@ -385,43 +327,25 @@ def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
                      confidence: float = 0.95, limit: int | None = None, group_window: int = 1024,
                      max_group: int = 64, outage: OutageGuard | None | bool = True,
                      outage_window: int = 64) -> EvalResult:
-    """Grade every row of ``data`` with ``grader``; write and return the results.
+    """Grade every row of ``data`` with ``grader``; write and return the results (an ``EvalResult``).
 
-    * ``data``: a ``datasets.Dataset``, a list of row dicts, a DataFrame, a
-      local JSON/JSONL/Parquet/Arrow/CSV path, a ``save_to_disk`` folder, or
-      a hub name (where the network allows); ``split`` picks a split.
-    * ``columns``: which columns make each thread (``Columns``, a mapping,
-      or ``"prompt=q,completion=a,reference=gold,metadata=id"``); unset
-      roles are mapped only from unambiguous names (``prompt``/``question``,
-      ``completion``/``response``, ``messages``, ``reference``/
-      ``ground_truth``); ``result.column_notes`` says what was mapped.
-    * ``output_dir``: where the journal and results go (None: in memory, no
-      resume). Rerunning with the same arguments resumes; ``resume=False`` or
-      ``overwrite=True`` starts over; ``retry_unscored=True`` grades again
-      only the rows whose grade is unscored (judge failures).
-    * ``mode``: ``"eval"`` (malformed answers get the evaluation penalty,
-      0.0 by default) or ``"train"``; a grader's own ``mode`` wins.
-    * Groups: rows that share a prompt (the same turns before the
-      completion) within ``group_window`` consecutive rows go to
-      ``grader.grade_batch`` in one call, in balanced pieces of at most
-      ``max_group`` rows, so ``CandidateJudgeGrader(batch_size=8)`` judges
-      eight such rows in one request. Output order is input order.
-    * ``concurrency``: ``grade_batch`` calls (groups) in flight (default:
-      the judge model's ``max_concurrency``, else 32); the judge model
-      still bounds its own requests. ``progress``: a tqdm bar with rate and
-      ETA (True), none (False), or your own tqdm-like object.
-    * ``limit``: grade only the first ``limit`` rows (a quick look).
-    * ``outage``: the run stops with ``JudgeOutage`` (finished rows kept in
-      the journal: rerun to resume) when more than half of the rows are
-      unscored in 3 consecutive windows of ``outage_window`` rows (True, the
-      default), per an ``OutageGuard`` given, or never (None / False).
+    * ``data``: a ``datasets.Dataset``, a list of row dicts, a DataFrame, a local
+      JSON/JSONL/Parquet/Arrow/CSV path, a ``save_to_disk`` folder or a hub name; ``split`` picks a split.
+    * ``columns``: ``Columns``, a mapping or ``"prompt=q,completion=a,reference=gold,metadata=id"``;
+      unset roles are mapped only from unambiguous names (``result.column_notes`` says what was mapped).
+    * ``output_dir``: journal and results (None: in memory, no resume). The same call again resumes;
+      ``resume=False``/``overwrite=True`` start over; ``retry_unscored=True`` regrades unscored rows.
+    * ``mode``: ``"eval"`` (malformed answers get the evaluation penalty) or ``"train"``; a grader's
+      own ``mode`` wins.
+    * Rows sharing a prompt within ``group_window`` consecutive rows go to ``grader.grade_batch``
+      together, in balanced pieces of at most ``max_group``; output order is input order.
+    * ``concurrency``: ``grade_batch`` calls in flight (default: the judge's ``max_concurrency``,
+      else 32). ``progress``: a tqdm bar (True), none (False) or your tqdm-like object.
+    * ``limit``: grade only the first ``limit`` rows.
+    * ``outage``: stop with ``JudgeOutage`` (rerun to resume) when over half the rows are unscored in
+      3 consecutive windows of ``outage_window`` rows (True), per an ``OutageGuard``, or never (None/False).
 
-    Results are written as rows finish and the summary is built in the same
-    pass, so memory stays flat however many rows there are (see the module
-    doc).
-
-    Works from synchronous code and inside a running loop (a notebook cell);
-    in async code ``await aevaluate_dataset(...)`` is the same call.
+    Memory stays flat however many rows there are. Works from sync code and inside a running loop.
     """
     options = dict(locals())
     return run_sync(aevaluate_dataset(options.pop("data"), options.pop("grader"), **options))

@@ -1,5 +1,4 @@
-"""Scheduling: the rows to grade as groups that share a prompt, handed to
-``grader.grade_batch`` with a bounded number of calls in flight."""
+"""Scheduling: rows as groups sharing a prompt, to ``grader.grade_batch`` with bounded calls in flight."""
 
 from __future__ import annotations
 
@@ -21,14 +20,10 @@ INPUT_ERROR_DIGEST = "0" * 16
 
 def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
                on_input_error: Callable[[int, str], None]) -> Iterator[list[tuple[int, Any, str]]]:
-    """The rows to grade as groups ``[(row, thread, digest), ...]``, in the
-    order of each group's first row.
+    """The rows to grade as groups ``[(row, thread, digest), ...]``, in order of first row.
 
-    Rows are read ``window`` at a time; within a window, rows whose threads
-    answer the same prompt (``graders._schedule.prompt_key``: every turn
-    before the completion, and ``metadata["query"]``) form one group, split
-    into balanced pieces of at most ``max_group``. A row whose input cannot
-    become a thread (say, an image part for a text grader) is reported to ``on_input_error`` and never sent.
+    Within each ``window`` of rows, rows with the same ``prompt_key`` form one group, in balanced
+    pieces of at most ``max_group``. A row that cannot become a thread goes to ``on_input_error``.
     """
     items: list[tuple[int, Any, str]] = []
     window_end = window
@@ -56,13 +51,9 @@ def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, wi
 async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
                        on_done: Callable[[int, str, Grade], None],
                        admit: Callable[[int], Awaitable[None]] | None = None) -> None:
-    """Hand each group to ``grader.grade_batch`` (one call per group), at
-    most ``concurrency`` calls in flight, calling ``on_done`` per row as its
-    group finishes. ``admit(last_row)`` is awaited before a group is sent
-    (the ordered writer's back-pressure).
-
-    A usage error (ConfigError) stops the run after the groups in flight and
-    is raised naming its first row; finished rows stay in the journal.
+    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight, ``on_done`` per
+    row; ``admit(last_row)`` is awaited before a group is sent (back-pressure). A ConfigError stops
+    the run after the groups in flight, raised naming its first row.
     """
     failure: list[BaseException] = []
     slots = asyncio.Semaphore(max(1, concurrency))
@@ -74,11 +65,9 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
             if len(grades) != len(group):
                 raise ConfigError(f"{type(grader).__name__}.grade_batch returned {len(grades)} grades "
                                   f"for {len(group)} samples")
-        except ConfigError as exc:
-            failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}"))
-            return
         except Exception as exc:  # noqa: BLE001 - re-raised below, after the groups in flight
-            failure.append(exc)
+            failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}")
+                           if isinstance(exc, ConfigError) else exc)
             return
         finally:
             slots.release()

@@ -1,28 +1,18 @@
-"""Grader SPECs: name a grader on the command line.
+"""Grader SPECs: name a grader on the command line. ``resolve_grader(spec, model)`` accepts, in order:
 
-``resolve_grader(spec, model)`` accepts, in this order:
+* a ``Grader`` (as is) or a callable ``f(model) -> Grader``; ``"demo"`` (``rewardjudge.demo``);
+* ``"module:attribute"`` or ``"path/to/file.py:attribute"``: a ``Grader`` (keeps its own judge) or a
+  callable taking the judge model and returning one;
+* ``"path/to/scorer.json"``: a scorer (its variables read from ``metadata``; label-only ones too);
+* a catalog key (``correctness``, ``helpfulness``...), or a scorer slug in ``$REWARDJUDGE_SCORERS``
+  (default ``./scorers``).
 
-* a ``Grader`` (returned as is) or a callable ``f(model) -> Grader``;
-* ``"demo"``: the bundled structured-answer grader (``rewardjudge.demo``);
-* ``"module:attribute"`` or ``"path/to/file.py:attribute"``: an attribute
-  that is a ``Grader`` (used as is: it keeps its own judge model), or a
-  callable taking the judge model and returning a ``Grader`` (a Grader
-  subclass whose constructor takes the model as first argument counts);
-* ``"path/to/scorer.json"``: a scorer (``rewardjudge.scorers``), its
-  declared variables read from ``metadata`` (map columns there); a
-  categorical scorer without ``values`` (label-only) is built too: an
-  evaluation counts its labels, a reward adapter refuses it;
-* a catalog key (``rewardjudge.catalog.grader(key, model)``: ``correctness``,
-  ``helpfulness``...);
-* a scorer slug in the registry folder ``$REWARDJUDGE_SCORERS`` (default
-  ``./scorers``).
-
->>> grader = resolve_grader("demo", judge)                       # doctest: +SKIP
 >>> grader = resolve_grader("my_graders:make_grader", judge)     # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -75,13 +65,10 @@ def _import_attribute(spec: str) -> Any:
         except ModuleNotFoundError as exc:
             raise ConfigError(f"grader spec {spec!r}: cannot import {module_part!r} ({exc}); run from "
                               f"the folder that holds it, or give a file path (path/to/file.py:{attr})") from exc
-    obj = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(f"grader spec {spec!r}: {module_part!r} has no attribute {attr!r}") from None
-    return obj
+    try:
+        return functools.reduce(getattr, attr.split("."), module)
+    except AttributeError:
+        raise ConfigError(f"grader spec {spec!r}: {module_part!r} has no attribute {attr!r}") from None
 
 
 def _from_object(obj: Any, model: Any, spec: str) -> Grader:
@@ -109,8 +96,7 @@ def _optional(module: str):
 
 
 def resolve_grader(spec: Any, model: Any) -> Grader:
-    """A Grader from ``spec`` (see module doc), bound to ``model`` where it
-    is built here. Raises ConfigError naming what was tried."""
+    """A Grader from ``spec`` (see module doc), bound to ``model``; ConfigError names what was tried."""
     if isinstance(spec, Grader):
         return spec
     if callable(spec) and not isinstance(spec, str):
@@ -144,10 +130,8 @@ def _registry() -> Path:
 
 
 def scorer_of(spec: str) -> Any:
-    """The Scorer a SPEC names, read before any judge: a scorer .json file
-    (its declared variables read ``metadata.<name>``), or a slug in the
-    registry folder when the SPEC is no built-in, module:attribute or
-    catalog key (``resolve_grader``'s order); else None."""
+    """The Scorer a SPEC names (a .json file, or a registry slug that is no built-in,
+    module:attribute or catalog key: ``resolve_grader``'s order), read before any judge; else None."""
     spec = spec.strip()
     if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
         return None
@@ -164,10 +148,8 @@ def scorer_of(spec: str) -> Any:
 
 
 def scorer_from_file(spec: str) -> Any:
-    """The Scorer a JSON file holds: a scorer definition (``{"name",
-    "config", ...}``, or ``Scorer.to_dict()``'s form with its
-    ``latest_version``, as ``scorers show --json`` prints it) or a scorer
-    file of a registry folder (its current version)."""
+    """The Scorer a JSON file holds: a definition (or ``Scorer.to_dict()``'s form, as ``scorers show
+    --json`` prints it), or a registry folder's scorer file (its current version)."""
     scorers = _optional("rewardjudge.scorers")
     if scorers is None:
         raise ConfigError(f"grader spec {spec!r} looks like a scorer file, but rewardjudge.scorers "

@@ -1,38 +1,16 @@
-"""The same evaluation on Ray Data, for when one machine is not enough.
+"""The same evaluation on Ray Data, for when one machine is not enough (see docs/evaluation.md).
 
-``evaluate_dataset_ray`` keeps the driver's side of ``evaluate_dataset``
-(loading, column mapping, the journal, resume, results and reports) and
-hands the grading to a Ray Data pipeline: ``map_batches`` over an actor pool
-of graders. Each actor builds its own graders (graders hold connections and
-compiled templates, so they are built where they run, from a SPEC string or
-a picklable factory ``f(model) -> Grader``), one per judge endpoint.
+The driver keeps ``evaluate_dataset``'s loading, journal, resume and outputs; ``map_batches`` over
+an actor pool grades the groups (each actor builds its graders from a SPEC or a picklable factory,
+one per judge endpoint; the group whose first row is ``i`` goes to ``judge_urls[i % n]``).
 
-The unit of work is a group of rows sharing a prompt, as in
-``evaluate_dataset``: an actor hands it whole to one ``grade_batch`` call,
-and the group whose first row is ``i`` goes to endpoint
-``i % len(judge_urls)`` (even and reproducible). Finished rows stream back
-to the driver in order, which journals and writes them as they arrive: a
-killed driver resumes like a single-process run. The driver holds the
-pending rows' threads (as JSON) while Ray runs.
-
-Local use::
-
-    from rewardjudge.evaluate.ray_runner import evaluate_dataset_ray
-    result = evaluate_dataset_ray("answers.jsonl", "demo",
-                                  judge_urls=["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"],
+    result = evaluate_dataset_ray("answers.jsonl", "demo", judge_urls=["http://10.0.0.5:8000/v1"],
                                   judge_model="judge", output_dir="runs/v1", num_actors=4)
 
-On a cluster: start Ray on the nodes (``ray start --head`` on one,
-``ray start --address=HEAD:6379`` on the others), run the script on the
-head node (or submit it with ``ray job submit --working-dir . -- python
-eval.py``), and call ``ray.init(address="auto")`` before
-``evaluate_dataset_ray`` (or pass ``ray_init={"address": "auto"}``). The
-judge URLs must be reachable from every worker node; a module named in a
-``module:attribute`` SPEC must be importable there too (ship it with
-``ray_init={"runtime_env": {"working_dir": "."}}``). ``output_dir`` and
-the data path are read and written by the driver only. An SQLite ``cache``
-path is opened by every actor on its own node (shared by the actors of one
-node, WAL-safe; not shared between nodes).
+On a cluster (``ray start --head`` / ``ray start --address=HEAD:6379``), pass
+``ray_init={"address": "auto"}`` (plus ``"runtime_env": {"working_dir": "."}`` to ship a
+``module:attribute`` SPEC's module); judge URLs must be reachable from every worker. An SQLite
+``cache`` is per node.
 """
 
 from __future__ import annotations
@@ -58,12 +36,8 @@ def _models(judge_urls: Sequence[str], judge_model: str, concurrency: int, cache
     from ..models._cache import CachedModel, SQLiteCache
 
     disk = SQLiteCache(cache) if cache else None
-    clients, models = [], []
-    for url in judge_urls:
-        m = OpenAIModel(url, judge_model, max_concurrency=concurrency, **model_kwargs)
-        clients.append(m)
-        models.append(CachedModel(m, cache=disk) if cache else m)
-    return clients, models
+    clients = [OpenAIModel(url, judge_model, max_concurrency=concurrency, **model_kwargs) for url in judge_urls]
+    return clients, [CachedModel(m, cache=disk) if cache else m for m in clients]
 
 
 class _GraderActor:
@@ -100,16 +74,11 @@ class _GraderActor:
             # Ray Data gives an actor no async teardown: close connections after each
             # batch (the next batch reopens them) rather than leak them at exit
             await asyncio.gather(*(c.aclose() for c in self.clients))
-        rows, grades, endpoints = [], [], []
-        for r, g, url in done:
-            rows += r
-            grades += g
-            endpoints += [url] * len(r)
-        return {"row": rows, "grade": grades, "endpoint": endpoints}
+        return {"row": [r for rows, _, _ in done for r in rows], "grade": [g for _, gs, _ in done for g in gs],
+                "endpoint": [url for rows, _, url in done for _ in rows]}
 
 
-def _ray_runner(grader_spec: Any, judge_urls: list[str], judge_model: str, *, num_actors: int,
-                batch_size: int, concurrency: int, cache: str | None, model_kwargs: dict[str, Any],
+def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: int,
                 expected_version: str) -> Callable:
     async def run(_driver_grader: Grader, groups: Iterator[list[tuple[int, Any, str]]],
                   on_done: Callable[[int, str, Grade], None]) -> None:
@@ -117,27 +86,22 @@ def _ray_runner(grader_spec: Any, judge_urls: list[str], judge_model: str, *, nu
 
         items, digests = [], {}
         for group in groups:
-            for i, _, digest in group:
-                digests[i] = digest
+            digests.update((i, digest) for i, _, digest in group)
             items.append({"group": json.dumps(
                 {"rows": [i for i, _, _ in group],
                  "threads": [{"turns": t.turns, "metadata": t.metadata} for _, t, _ in group]},
                 default=str, ensure_ascii=False)})
         if not items:
             return
-        sealer = getattr(_driver_grader, "_sealer", None)
-        seal_key = None if sealer is None else sealer.key_hex()
+        seal_key = getattr(getattr(_driver_grader, "_sealer", None), "key_hex", lambda: None)()
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the driver's bar counts journaled rows
         ctx.execution_options.preserve_order = True  # rows reach the ordered writer in order
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items) // batch_size + 1,
                                                                          num_actors * 4)))
-        graded = ds.map_batches(
-            _GraderActor, batch_size=batch_size, concurrency=num_actors,
-            fn_constructor_kwargs=dict(grader_spec=grader_spec, judge_urls=judge_urls,
-                                       judge_model=judge_model, concurrency=concurrency, cache=cache,
-                                       model_kwargs=model_kwargs, seal_key=seal_key),
-            num_cpus=0.5)  # graders wait on the network: let two share a core
+        graded = ds.map_batches(_GraderActor, batch_size=batch_size, concurrency=num_actors,
+                                fn_constructor_kwargs={**actor_kwargs, "seal_key": seal_key},
+                                num_cpus=0.5)  # graders wait on the network: let two share a core
         try:
             for batch in graded.iter_batches(batch_size=None, batch_format="numpy"):
                 for row, text in zip(batch["row"], batch["grade"]):
@@ -179,14 +143,14 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
 
     import ray
 
-    started = False
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         ray.init(**(ray_init or {}))
-        started = True
     try:
-        runner = _ray_runner(grader, urls, judge_model, num_actors=num_actors, batch_size=batch_size,
-                             concurrency=concurrency, cache=None if cache is None else str(cache),
-                             model_kwargs=model_kwargs, expected_version=driver_grader.version)
+        actor_kwargs = dict(grader_spec=grader, judge_urls=urls, judge_model=judge_model, concurrency=concurrency,
+                            cache=None if cache is None else str(cache), model_kwargs=model_kwargs)
+        runner = _ray_runner(actor_kwargs, num_actors=num_actors, batch_size=batch_size,
+                             expected_version=driver_grader.version)
         return await aevaluate_dataset(data, driver_grader, _runner=runner, **kwargs)
     finally:
         await probe.aclose()
@@ -200,18 +164,11 @@ def evaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[str], j
                          ray_init: dict[str, Any] | None = None, **kwargs: Any) -> EvalResult:
     """``evaluate_dataset`` with the grading done by a pool of Ray actors.
 
-    ``grader``: a SPEC string (see ``resolve_grader``) or a picklable
-    factory ``f(model) -> Grader``. ``judge_urls``: OpenAI-compatible
-    endpoints; the group (rows sharing a prompt, see the module doc) whose
-    first row is ``i`` goes to ``judge_urls[i % len(judge_urls)]``, whole.
-    ``num_actors`` actors grade ``batch_size`` groups per call with up to
-    ``concurrency`` requests in flight per endpoint per actor. ``cache``: an
-    SQLite judge cache per node. ``model_kwargs`` go to each ``OpenAIModel``
-    (timeout, structured_output...). ``ray_init``: arguments for
-    ``ray.init`` when Ray is not running yet (it is then shut down at the
-    end). Every other keyword (``columns``, ``output_dir``, ``mode``,
-    ``retry_unscored``, ``progress``...) is ``evaluate_dataset``'s; the
-    output, journal and resume are the same.
+    ``grader``: a SPEC string (see ``resolve_grader``) or a picklable factory ``f(model) -> Grader``.
+    ``judge_urls``: OpenAI-compatible endpoints. ``num_actors`` actors grade ``batch_size`` groups per
+    call, ``concurrency`` requests in flight per endpoint per actor. ``cache``: an SQLite judge cache
+    per node. ``model_kwargs`` go to each ``OpenAIModel``. ``ray_init``: ``ray.init`` arguments when Ray
+    is not running (then shut down at the end). Other keywords are ``evaluate_dataset``'s.
     """
     options = dict(locals())
     extra = options.pop("kwargs")
