@@ -162,6 +162,19 @@ def test_hub_names_fail_clearly_offline():
 
 
 # -- outputs -------------------------------------------------------------------
+@pytest.mark.parametrize("formats, files", [
+    (("jsonl",), {"results.jsonl"}),               # crashed at the end: no parquet file to drop
+    (("parquet",), {"results.parquet"}),
+    (("arrow",), {"dataset"}),
+])
+def test_each_output_format_alone_writes_just_its_files(tmp_path, formats, files):
+    out = tmp_path / "run"
+    evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=out, progress=False, formats=formats)
+    written = {p.name for p in out.iterdir()} & {"results.jsonl", "results.parquet", "dataset"}
+    assert written == files
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_outputs_hold_inputs_and_grade_columns(tmp_path):
     out = tmp_path / "run"
     result = evaluate_dataset(rows(), make_grader(), columns=COLS, output_dir=out, progress=False,
