@@ -208,7 +208,12 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, strict=False)
 
 
 def _occurrences(text: str, seal: str) -> list[int]:
-    return [m.start() for m in re.finditer(re.escape(seal), text)][-_MAX_OCCURRENCES:]
+    # str.find, not re.finditer: every request has its own seal, and a regex per seal is compiled anew
+    found, at = [], text.find(seal)
+    while at >= 0:
+        found.append(at)
+        at = text.find(seal, at + len(seal))
+    return found[-_MAX_OCCURRENCES:]
 
 
 #: over the text reversed: everything up to the next bracket outside strings, and that bracket.
