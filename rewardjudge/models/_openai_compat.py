@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .._validate import validated
-from ..errors import ConfigError, JudgeResponseError
+from ..errors import ConfigError, JudgeError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
@@ -114,8 +114,19 @@ class OpenAIModel(InferenceModel):
 
     async def _request(self, state: LoopState, path: str, body: bytes,
                        read: Callable[[int, Any, bytes, float], Any]) -> tuple[Any, int]:
-        """``(read(status, headers, body, latency) of the reply, attempts)``, retried by ``retry_async``."""
+        """``(read(status, headers, body, latency) of the reply, attempts)``, retried by
+        ``retry_async``. The first attempt is made here directly: most requests need no
+        retry, and hundreds may be in flight, each holding its chain of coroutines."""
+        try:
+            start = time.perf_counter()
+            status, headers, raw = await self._http.post(state, path, body, 1)
+            return read(status, headers, raw, time.perf_counter() - start), 1
+        except JudgeError as exc:
+            first = exc
+
         async def attempt(n: int) -> Any:
+            if n == 1:   # retry_async sees the first failure as if it had made the attempt
+                raise first
             start = time.perf_counter()
             status, headers, raw = await self._http.post(state, path, body, n)
             return read(status, headers, raw, time.perf_counter() - start)
