@@ -14,7 +14,8 @@ __all__ = ["validated"]
 
 
 def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
-    """``options(**values)``, or a ConfigError naming each bad argument and its value."""
+    """``options(**values)``; else the first validator's own ConfigError, or one
+    naming each bad argument and its value."""
     def problem(name: str) -> str:
         field = options.model_fields.get(name)
         rule = field.description if field is not None and field.description else "is invalid"
@@ -23,8 +24,11 @@ def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
     try:
         out = options(**values)
     except ValidationError as exc:
-        names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0])
-                                   for err in exc.errors(include_url=False)))
+        errors = exc.errors(include_url=False)
+        for err in errors:   # a validator's own ConfigError says it best: raised as it is
+            if isinstance((err.get("ctx") or {}).get("error"), ConfigError):
+                raise err["ctx"]["error"] from None
+        names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0]) for err in errors))
         raise ConfigError("; ".join(problem(n) for n in names)) from None
     for name, v in out:
         if isinstance(v, float) and not math.isfinite(v):

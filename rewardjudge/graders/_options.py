@@ -8,9 +8,9 @@ import math
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool,
-                      StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator)
+                      StrictFloat, StrictInt, StrictStr, field_validator, model_validator)
 
-from .._validate import validated as _validated
+from .._validate import validated
 from ..errors import ConfigError
 from ..models._base import InferenceModel
 from ..readouts._forms import VerdictForm
@@ -34,18 +34,6 @@ SEAL_TOKENS = 24
 
 #: the reply prefix of ``answer_prefix="auto"``; with the space, the digit is the next token
 AUTO_PREFIX = "Grade: "
-
-
-def validated(options: type[BaseModel], /, **values: Any) -> Any:
-    """``options(**values)``; the first check's own ConfigError, or one naming
-    each bad argument and its value (``rewardjudge._validate``)."""
-    try:
-        options(**values)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            if isinstance((err.get("ctx") or {}).get("error"), ConfigError):
-                raise err["ctx"]["error"] from None
-    return _validated(options, **values)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
