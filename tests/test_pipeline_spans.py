@@ -28,20 +28,8 @@ from rewardjudge.spans import (JudgeConfig, OtlpReceiver, PipelineConfig, SpanJu
                                read_otlp_file, read_results, run_pipeline, span_thread, trace_sampled)
 from rewardjudge.spans._otlp import spans_of  # noqa: E402
 from rewardjudge.testing import FakeJudgeServer, ScriptedModel  # noqa: E402
+from scorer_document import DOCUMENT_SCORER as DOC_SCORER  # noqa: E402
 
-# the scorer document's own example, as written there
-DOC_SCORER = {
-    "name": "Helpfulness",
-    "description": "Rates how well the assistant answered.",
-    "kind": "llm_judge",
-    "config": {
-        "model": "mistral-small-latest",
-        "prompt_template": "You grade customer-support answers.\nScore 1 (useless) to 5 (fully resolves the "
-                           "question).\n\nProduct: {{ product }}",
-        "output_spec": {"type": "numeric", "min": 1, "max": 5},
-        "params": {"temperature": 0, "random_seed": 42},
-    },
-}
 REPLY = '{"reason": "answers the question", "score": 4}'
 
 

@@ -21,20 +21,8 @@ from rewardjudge.evaluate import compare, evaluate_dataset, resolve_grader, summ
 from rewardjudge.scorers import (DOCUMENT_FIELDS, Scorer, ScorerRegistry, document_fields, scorer_result,
                                  with_document_fields)
 from rewardjudge.testing import FakeJudgeServer, ScriptedModel, without_seal
+from scorer_document import DOCUMENT_SCORER as ANATOMY
 
-#: the document's anatomy example, verbatim
-ANATOMY = {
-    "name": "Helpfulness",
-    "description": "Rates how well the assistant answered.",
-    "kind": "llm_judge",
-    "config": {
-        "model": "mistral-small-latest",
-        "prompt_template": "You grade customer-support answers.\nScore 1 (useless) to 5 (fully resolves the "
-                           "question).\n\nProduct: {{ product }}",
-        "output_spec": {"type": "numeric", "min": 1, "max": 5},
-        "params": {"temperature": 0, "random_seed": 42},
-    },
-}
 MODEL = "mistral-small-latest"
 #: the document's output-type table: (output_spec, a judge reply, score_value, score_label)
 OUTPUT_TYPES = [
