@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -133,19 +133,18 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
 
     context_names = ("reference", "source_context")
 
-    def extract_template_context(self, thread: StringThread, output_model: type[BaseModel] | None = None,
-                                 template_variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        ctx = super().extract_template_context(thread, output_model, template_variables)
+    def context_fields(self, sample: StringThread) -> dict[str, Any]:
+        """``reference`` and ``source_context`` from the sample's metadata; ``ConfigError`` when
+        an input the criterion requires is missing or blank."""
         inputs = {"reference": self.reference_key, "context": self.context_key}
         for need in self.criterion.requires:
-            value = thread.metadata.get(inputs.get(need, need))
+            value = sample.metadata.get(inputs.get(need, need))
             if value is None or (isinstance(value, str) and not value.strip()):
                 raise ConfigError(f"criterion {self.criterion.key!r} needs metadata "
                                   f"{inputs.get(need, need)!r} on every sample (the {need}); "
-                                  f"this sample has keys {sorted(thread.metadata)}")
-        ref, src = (thread.metadata.get(k) for k in (self.reference_key, self.context_key))
-        ctx.update(reference="" if ref is None else str(ref), source_context="" if src is None else str(src))
-        return ctx
+                                  f"this sample has keys {sorted(sample.metadata)}")
+        ref, src = (sample.metadata.get(k) for k in (self.reference_key, self.context_key))
+        return {"reference": "" if ref is None else str(ref), "source_context": "" if src is None else str(src)}
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "criterion": self.criterion.key,

@@ -14,7 +14,7 @@ from rewardjudge.scorers import BUILTIN_VARIABLES, Scorer, ScorerBinding, Scorer
 from rewardjudge.scorers._config import ScorerParams
 from rewardjudge.scorers._output_spec import output_spec_from_dict
 from rewardjudge.readouts._seal import json_instruction, sealed_schema
-from rewardjudge.testing import ScriptedModel, seal_reply, without_seal
+from rewardjudge.testing import ScriptedModel, request_seal, seal_reply, without_seal
 
 BASE = {"model": "judge-model", "prompt_template": "Question: {{question}}\nAnswer: {{answer}}",
         "output_spec": {"type": "numeric", "min": 1, "max": 5},
@@ -355,6 +355,25 @@ async def test_grade_batch_keeps_order_and_names_the_version():
     assert [g.value for g in grades] == [2.0, 1.0]
     assert {g.grader_version for g in grades} == {cfg().version_id}
 
+
+
+async def test_disagreeing_sealed_verdicts_are_kept_beside_the_last():
+    # the scorer reads through the templated grader's readout: the last sealed verdict decides,
+    # an earlier one that disagrees is recorded
+    def judge(messages, params, schema):
+        seal = request_seal(messages)
+        return f'{{"reason": "a", "score": 2, "seal": "{seal}"}} {{"reason": "b", "score": 5, "seal": "{seal}"}}'
+
+    model = ScriptedModel(judge, name=BASE["model"], seal=False)   # the judge seals both itself
+    grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
+    grade = await grader.grade(thread())
+    assert (grade.value, grade.reasoning, grade.extra["score"]) == (5.0, "b", 5)
+    assert [v["score"] for v in grade.extra["disagreeing_verdicts"]] == [2]
+
+
+def test_a_binding_is_required():
+    with pytest.raises(ConfigError, match="ScorerBinding"):
+        ScorerGrader(cfg(), ScriptedModel(name=BASE["model"]))
 
 def test_grader_refuses_a_non_model():
     with pytest.raises(ConfigError, match="InferenceModel"):

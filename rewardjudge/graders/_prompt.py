@@ -20,16 +20,18 @@ __all__ = ["JudgePrompt"]
 class JudgePrompt:
     """System and user templates (Handlebars or sandboxed Jinja2), an optional reply prefix;
     renders chat messages. ``system`` may be empty or None (no system message; neither for
-    one that renders blank); ``strip`` trims the rendered texts; ``prefix``: an assistant turn
-    the judge's reply continues (``"Grade: "``)."""
+    one that renders blank); ``user`` a source or a ``PromptTemplate`` compiled already (a
+    scorer's); ``strip`` trims the rendered texts; ``prefix``: an assistant turn the judge's
+    reply continues (``"Grade: "``)."""
 
     __slots__ = ("system", "user", "prefix", "strip", "tags")
 
-    def __init__(self, system: str | None, user: str, *, engine: str = "handlebars",
+    def __init__(self, system: str | None, user: str | PromptTemplate, *, engine: str = "handlebars",
                  strict: bool = True, prefix: str | None = None, strip: bool = False,
                  names: tuple[str, str] = ("system_template", "user_template")):
         self.system = PromptTemplate(system or "", engine, name=names[0], strict=strict)
-        self.user = PromptTemplate(user, engine, name=names[1], strict=strict)
+        self.user = (user if isinstance(user, PromptTemplate)
+                     else PromptTemplate(user, engine, name=names[1], strict=strict))
         self.prefix = prefix
         self.strip = strip
         #: the tag names the templates write (``<response>`` -> ``response``)

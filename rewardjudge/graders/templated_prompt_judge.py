@@ -1,16 +1,19 @@
 """TemplatedPromptJudgeGrader: render judge prompts from two templates, read a sealed verdict
-into ``output_model`` (docs/pipeline.md, docs/sealed-verdicts.md)."""
+into ``output_model`` (docs/pipeline.md, docs/sealed-verdicts.md). Its families are
+configurations of it: the catalog's criteria (``context_fields``) and scorers
+(``ScorerJudgeGrader``, reading a scorer binding's data)."""
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
 from ..core.structured_output import render_schema
-from ..errors import TemplateVariableError
+from ..errors import ConfigError, OutputParserException, TemplateVariableError
 from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
@@ -20,8 +23,8 @@ from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
-from ._options import SEAL_TOKENS, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import Grader, JudgeFailure, Mode
+from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
+from ._base import Grader, JudgeAnswer, JudgeFailure, Mode
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
@@ -30,6 +33,8 @@ from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, 
                        output_value, schema_fields, verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
+
+log = logging.getLogger("rewardjudge")
 
 
 #: the base class's ``extract_template_context`` (see ``context_of``)
@@ -95,12 +100,21 @@ class TemplatedPromptJudgeGrader(Grader):
         self._schema = self.output_model.model_json_schema() if self.structured else None
         #: what the server is asked to enforce: the schema plus the seal field (one for every request)
         self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
+        #: what a server that compiles a grammar per request is sent, sealed (a family may state it otherwise)
+        self._grammar_schema = self._schema
         self.prompt.check(self.provided_variables())
         #: the templates show the output schema (the seal instruction then need not list the fields)
         self._shows_schema = self.prompt.mentions("output_schema")
 
-    #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
+    #: the names ``context_fields`` (or an ``extract_template_context`` override) adds
+    #: (see ``Grader.context_variables``)
     context_names: tuple[str, ...] = ()
+
+    def context_fields(self, sample: StringThread) -> dict[str, Any]:
+        """The fields a family adds to every context from ``sample`` (named in
+        ``context_names``; neutralised by the caller); none here. Raising ``ConfigError``
+        refuses the sample."""
+        return {}
 
     def provided_variables(self) -> set[str] | None:
         """The names a context of this grader holds, or None when not known before a sample."""
@@ -156,7 +170,7 @@ class TemplatedPromptJudgeGrader(Grader):
     def context_of(self, sample: StringThread, parsed: BaseModel | None = None,
                    names: "frozenset[str] | None" = None) -> dict[str, Any]:
         """The template context of ``sample``: ``extract_template_context`` over a neutralised
-        copy of the sample, the parsed completion's fields (also under ``parsed``), every
+        copy of the sample, the family's ``context_fields``, the parsed completion's fields (also under ``parsed``), every
         other value from the sample neutralised. ``names`` (without ``parsed``, with the
         shipped hook): only those names of the thread vocabulary, ``completion``, ``metadata``."""
         if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
@@ -165,11 +179,15 @@ class TemplatedPromptJudgeGrader(Grader):
             context = thread_context(sample, tags=self.prompt.tags, control_tokens=self.control_tokens(),
                                      output_schema=schema, names=names if parsed is None else None)
             context.update(self.template_variables or {})
+            own = self.context_fields(sample)
+            if own:   # a family's own fields (the catalog's reference), neutralised
+                context.update(self._neutralized_context(own))
             if parsed is None:
                 return context
         else:
             clean = self.judge_thread(sample, self.prompt.tags)
             context = self.extract_template_context(clean, self.output_model, self.template_variables)
+            context.update(self.context_fields(sample))
             if (self.output_schema_format != "compact" and self.output_model is not None
                     and context.get("output_schema") == render_schema(self.output_model)):
                 context["output_schema"] = self._schema_text()  # the hook kept the default: the chosen form
@@ -178,9 +196,9 @@ class TemplatedPromptJudgeGrader(Grader):
             for k, v in fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", fields)
-        return self.neutralized(context, clean=THREAD_VARIABLES)
+        return self._neutralized_context(context, clean=THREAD_VARIABLES)
 
-    def neutralized(self, context: Mapping[str, Any], clean: "Sequence[str]" = ()) -> dict[str, Any]:
+    def _neutralized_context(self, context: Mapping[str, Any], clean: "Sequence[str]" = ()) -> dict[str, Any]:
         """``context`` with every value that comes from the sample neutralised; the grader's
         ``template_variables``, ``output_schema`` and the ``clean`` keys are left as written."""
         own = set(self.template_variables) | {"output_schema"} | set(clean)
@@ -194,6 +212,8 @@ class TemplatedPromptJudgeGrader(Grader):
             verdict = self.output_model.model_validate(data)
         except Exception as exc:  # ValidationError, or a validator's own error
             raise ValueError(f"does not match {self.output_model.__name__}: {exc}".replace("\n", " ")[:400]) from None
+        if getattr(verdict, "labels_only", False) is True:   # a label without a number (a scorer's spec)
+            return verdict, None
         return verdict, output_value(verdict)
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
@@ -217,7 +237,7 @@ class TemplatedPromptJudgeGrader(Grader):
                                            else schema_fields(self.output_model))
         schema = self._wire_schema
         if schema is not None and not getattr(self.model, "caches_grammars", True):
-            schema = sealed_schema(self._schema, seal)   # the server writes the seal exactly
+            schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
         return seal_messages(messages, instruction), schema, lambda text: self._read_sealed(text, seal, labels)
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
@@ -262,23 +282,29 @@ class TemplatedPromptJudgeGrader(Grader):
         name, _, reasoning_name = self._label[:3]   # type: ignore[index]
         return self._check({name: label, **({} if reasoning_name is None else {reasoning_name: reasoning})})
 
-    async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()) -> Grade:
-        """Ask the judge for a sealed verdict; never raises for judge-side failures."""
+    async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = (),
+                        extra: Mapping[str, Any] | None = None) -> Grade:
+        """Ask the judge for a sealed verdict, the grade carrying ``extra``; never raises for
+        judge-side failures."""
         sent, schema, read = self.sealed_request(messages, policy_texts)
         answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
                                              reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
-            return self.failed(answer)
+            return self.failed(answer, extra=dict(extra or {}))
         found: Verdict = answer.verdict
         verdict, value = found.value
         reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
                      else verdict_reasoning(verdict))
-        extra: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
+        extra = {**(extra or {}), **self.verdict_extra(verdict, answer)}
         if found.others:
             extra["disagreeing_verdicts"] = [v[0].model_dump(mode="json") for v in found.others]
         expectation = (await expected_verdict(self, sent, answer.completion.text, found)
                        if self.expected_value else None)
         return self.scored(answer, value, reasoning, extra, expectation)
+
+    def verdict_extra(self, verdict: BaseModel, answer: JudgeAnswer) -> dict[str, Any]:
+        """What a scored grade's ``extra`` records of the verdict: the verdict itself."""
+        return {"verdict": verdict.model_dump(mode="json")}
 
     async def preflight(self, sample: StringThread | None = None) -> Grade:
         """One probe request before a run: a Grade for ``sample`` (default a one-line question
@@ -302,6 +328,104 @@ class TemplatedPromptJudgeGrader(Grader):
                                      "bounds": self.form.bounds}} if self.form is not None else {}),
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
                 **({"expected_value": True} if self.expected_value else {})}
+
+
+class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
+    """A pinned scorer version as a templated grader (its public factory is
+    ``rewardjudge.scorers.ScorerGrader``): the binding (scorer data, read here) builds the
+    context and renders the one user message, the output spec's verdict model is the readout.
+    A completion lacking a bound field is penalized without a judge call."""
+
+    def __init__(self, binding: Any, model: InferenceModel, *, grader_key: str, reply_retries: int = 1,
+                 language: str | None = None, default_max_tokens: int = 512, mode: Mode | None = None,
+                 train_penalty: float = -1.0, eval_penalty: float = 0.0, allow_model_override: bool = False,
+                 seal_key: "bytes | str | None" = None):
+        model = validated(JudgeBinding, model=model).model
+        self._args = (binding, model, dict(grader_key=grader_key, reply_retries=reply_retries, language=language,
+                      default_max_tokens=default_max_tokens, mode=mode, train_penalty=train_penalty,
+                      eval_penalty=eval_penalty, allow_model_override=allow_model_override))
+        config = binding.config
+        asked = getattr(model, "name", None) or type(model).__name__
+        if asked != config.model and not allow_model_override:
+            raise ConfigError(
+                f"scorer {grader_key!r} (version {binding.version[:12]}) names model {config.model!r}, but "
+                f"the judge given asks for {asked!r}: pass a judge for {config.model!r} (e.g. "
+                f"OpenAIModel(url, {config.model!r})), or allow_model_override=True to run this "
+                f"version on {asked!r} (its grades then record judge_model={asked!r})")
+        p, spec = config.params, config.output_spec
+        max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
+        super().__init__(grader_key, model, "", config.template, spec.output_model, p.temperature,
+                         top_p=p.top_p, seed=p.seed, max_tokens=max_tokens or None, strict_templates=False,
+                         engine=config.template_engine, reply_retries=reply_retries, mode=mode,
+                         train_penalty=train_penalty, eval_penalty=eval_penalty, seal_key=seal_key)
+        self._grammar_schema = spec.json_schema(grammar=True)   # llama.cpp ignores min/max: ranges as enums
+        self._shows_schema = False   # the seal instruction always lists the fields
+        self.binding, self.spec, self.language = binding, spec, language
+        self.model_name, self.allow_model_override = asked, bool(allow_model_override)
+        binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
+        if asked != config.model:
+            log.info("scorer %s names judge %r; running on %r (allow_model_override)", grader_key,
+                     config.model, asked)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the spec's verdict model is a class built per spec (it cannot pickle): rebuild the grader
+        # from its arguments, with the same seal key so requests reproduce
+        binding, model, options = self._args
+        return _unpickled_scorer_grader, (binding, model, options, self._sealer)
+
+    @property
+    def labels_only(self) -> bool:
+        """True for a categorical spec without ``values``: grades carry a label, no number."""
+        return not self.spec.has_values
+
+    def require_rewards(self, where: str) -> None:
+        self.spec.require_values(
+            f"{where} (scorer {self.grader_key!r}: its verdicts are labels without values)",
+            hint="; evaluation counts such labels as they are (evaluate_dataset, rewardjudge eval)")
+
+    @property
+    def version(self) -> str:
+        """The pinned scorer version id (SHA-256 of its canonical config)."""
+        return self.binding.version
+
+    def config(self) -> dict[str, Any]:
+        return {"class": "ScorerGrader", "train_penalty": self.train_penalty, "eval_penalty": self.eval_penalty,
+                "scorer": self.binding.to_dict(), "judge_model": self.model_name}
+
+    def neutralized(self, sample: StringThread) -> StringThread:
+        """``sample`` neutralised (template, protocol and control tags) before it is rendered."""
+        return self.judge_thread(sample, self.prompt.tags)
+
+    def render(self, sample: StringThread) -> tuple[str, list[str]]:
+        """``binding.render(sample)`` in the grader's language: the prompt and the variables without a value."""
+        return self.binding.render(sample, language=self.language)
+
+    async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
+        binding = self.binding
+        extra: dict[str, Any] = {"scorer": binding.scorer_slug or binding.scorer_name,
+                                 "scorer_version": self.version, "scorer_model": binding.config.model,
+                                 "judge_model": self.model_name, **({"labels_only": True} if self.labels_only else {})}
+        try:
+            prompt, missing = self.render(self.neutralized(sample))
+        except OutputParserException as exc:   # the binding's MalformedCompletion: the policy's fault
+            return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
+        except RecursionError:
+            return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
+        return await self.ask_judge([{"role": "user", "content": prompt}],
+                                    extra={**extra, "missing_variables": missing})
+
+    def verdict_extra(self, verdict: BaseModel, answer: JudgeAnswer) -> dict[str, Any]:
+        raw = answer.completion.raw   # the server's own model name when it gives one (an alias resolved)
+        reported = raw.get("model") if isinstance(raw, dict) else None
+        return {"judge_model": reported if isinstance(reported, str) and reported else self.model_name,
+                "label": verdict.label, "score": verdict.score}
+
+
+def _unpickled_scorer_grader(binding: Any, model: InferenceModel, options: dict[str, Any],
+                             sealer: Sealer) -> ScorerJudgeGrader:
+    grader = ScorerJudgeGrader(binding, model, **options)
+    grader._sealer = sealer
+    return grader
 
 
 def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:

@@ -16,18 +16,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import ConfigError
-from ..grade import Grade
-from ..graders._base import Grader, JudgeFailure, Mode
+from ..errors import ConfigError, OutputParserException
 from ..graders._context import thread_context
-from ..graders._options import JudgeBinding, JudgeOptions, validated
-from ..graders._outputs import schema_fields
-from ..models._base import Completion, GenerationParams, InferenceModel
+from ..graders.templated_prompt_judge import ScorerJudgeGrader, TemplatedPromptJudgeGrader
+from ..models._base import InferenceModel
 from ..readouts import json_objects
-from ..readouts._seal import Sealer, json_instruction, seal_messages, sealed_schema
-from ..readouts._text import template_tag_names
 from ..thread import ROLES, StringThread
 from ..templates import Template
+from ..templates._jinja import render_sandboxed
 from ..templates._plain import to_plain
 from ..templates._prompts import prompt_source
 from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages,
@@ -42,8 +38,12 @@ _KINDS = ("completion", "turn", "metadata", "transcript", "input_messages", "out
           "context", "literal")
 
 
-class MalformedCompletion(Exception):
-    """The completion does not hold what a binding reads from it (the policy's fault)."""
+class MalformedCompletion(OutputParserException):
+    """The completion does not hold what a binding reads from it (the policy's fault: a grader
+    penalizes it, as any completion that does not parse)."""
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 @dataclass(frozen=True)
@@ -230,8 +230,13 @@ class ScorerBinding:
         (``MalformedCompletion`` when the completion lacks a bound field)."""
         context, missing = self.context(sample)
         context.update(self.constants(language))
-        functions = builtin_functions(to_plain(dict(sample.metadata)))
-        return self.config.template.render(context, functions), missing
+        template = self.config.template
+        if template.engine != "jinja2":
+            return template.render(context), missing
+        # the function built-ins are callables, which a PromptTemplate's context refuses: they go
+        # straight into the sandboxed environment, after the data (built-ins take precedence)
+        values = {**to_plain(dict(context)), **builtin_functions(to_plain(dict(sample.metadata)))}
+        return render_sandboxed(template.template._template, values, template.name), missing
 
     def to_dict(self) -> dict[str, Any]:
         return {"scorer_name": self.scorer_name, "scorer_slug": self.scorer_slug,
@@ -252,124 +257,26 @@ class ScorerBinding:
         return (f"ScorerBinding({self.scorer_slug or self.scorer_name!r}, version={self.version[:12]}, "
                 f"mapping={self.mapping!r})")
 
-    def grader(self, model, **kwargs: Any):
-        """A ``ScorerGrader`` running this pinned version on ``model``."""
+    def grader(self, model: InferenceModel, **kwargs: Any) -> TemplatedPromptJudgeGrader:
+        """A grader running this pinned version on ``model`` (``ScorerGrader``)."""
         return ScorerGrader(self, model, **kwargs)
 
 
-def answering_model(completion: Completion, asked: str) -> str:
-    """The ``model`` of the server's reply when it gives one (an alias resolved), else the name asked."""
-    raw = completion.raw
-    reported = raw.get("model") if isinstance(raw, dict) else None
-    return reported if isinstance(reported, str) and reported else asked
 
-
-class ScorerGrader(Grader):
-    """Runs one pinned scorer version (a ``ScorerBinding``) on ``model``.
+def ScorerGrader(binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
+                 **options: Any) -> TemplatedPromptJudgeGrader:  # noqa: N802 (the public name, kept as a factory)
+    """A templated grader running one pinned scorer version (a ``ScorerBinding``) on ``model``.
 
     ``model.name`` must equal ``config.model`` unless ``allow_model_override=True``.
     ``grader_key`` defaults to the scorer's slug (or name); ``language`` is that of the built-in
-    ``output_instructions``; ``default_max_tokens`` applies when the params leave it unset. A
+    ``output_instructions``; ``default_max_tokens`` (512) applies when the params leave it unset;
+    ``reply_retries``, ``mode``, the penalties and ``seal_key`` as for any templated grader. A
     completion lacking a bound field is penalized without a judge call; an unusable reply is
     re-asked ``reply_retries`` times, then unscored. A label-only spec scores with value None.
 
     >>> grader = scorer.grader(OpenAIModel(url, scorer.config.model), {"answer": "completion:answer"})  # doctest: +SKIP
     """
-
-    def __init__(self, binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
-                 reply_retries: int = 1, language: str | None = None, default_max_tokens: int = 512,
-                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
-                 allow_model_override: bool = False, seal_key: "bytes | str | None" = None):
-        if not isinstance(binding, ScorerBinding):
-            raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
-        model = validated(JudgeBinding, model=model).model
-        reply_retries = validated(JudgeOptions, reply_retries=reply_retries).reply_retries
-        config = binding.config
-        key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
-        asked = getattr(model, "name", None) or type(model).__name__
-        if asked != config.model and not allow_model_override:
-            raise ConfigError(
-                f"scorer {key!r} (version {binding.version[:12]}) names model {config.model!r}, but "
-                f"the judge given asks for {asked!r}: pass a judge for {config.model!r} (e.g. "
-                f"OpenAIModel(url, {config.model!r})), or allow_model_override=True to run this "
-                f"version on {asked!r} (its grades then record judge_model={asked!r})")
-        super().__init__(key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
-        self.binding = binding
-        self.model = model
-        self.model_name = asked
-        self.allow_model_override = bool(allow_model_override)
-        self.reply_retries = reply_retries
-        # a cached judge keeps the key with its cache, so later runs hit it
-        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
-        self.language = language
-        self.spec = config.output_spec
-        self.schema = self.spec.json_schema()
-        self._wire_schema = sealed_schema(self.schema)   # the seal field added, the same every request
-        self._grammar_schema = self.spec.json_schema(grammar=True)  # for servers that build a grammar per request
-        p = config.params
-        max_tokens = p.max_tokens if p.max_tokens is not None else default_max_tokens
-        self.params = GenerationParams(temperature=p.temperature, top_p=p.top_p,
-                                       max_tokens=max_tokens or None, seed=p.seed)
-        self._tags = tuple(template_tag_names(config.prompt_template))
-        binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
-        if asked != config.model:
-            log.info("scorer %s names judge %r; running on %r (allow_model_override)", key,
-                     config.model, asked)
-
-    @property
-    def labels_only(self) -> bool:
-        """True for a categorical spec without ``values``: grades carry a label, no number."""
-        return not self.spec.has_values
-
-    def require_rewards(self, where: str) -> None:
-        self.spec.require_values(
-            f"{where} (scorer {self.grader_key!r}: its verdicts are labels without values)",
-            hint="; evaluation counts such labels as they are (evaluate_dataset, rewardjudge eval)")
-
-    @property
-    def version(self) -> str:
-        """The pinned scorer version id (SHA-256 of its canonical config)."""
-        return self.binding.version
-
-    def config(self) -> dict[str, Any]:
-        return {**super().config(), "scorer": self.binding.to_dict(), "judge_model": self.model_name}
-
-    def render(self, sample: StringThread) -> tuple[str, list[str]]:
-        """``binding.render(sample)`` in the grader's language."""
-        return self.binding.render(sample, language=self.language)
-
-    async def judge(self, sample: StringThread, parsed: Any = None) -> Grade:
-        extra: dict[str, Any] = {"scorer": self.binding.scorer_slug or self.binding.scorer_name,
-                                 "scorer_version": self.version,
-                                 "scorer_model": self.binding.config.model,
-                                 "judge_model": self.model_name}
-        if self.labels_only:
-            extra["labels_only"] = True
-        try:
-            clean = self.neutralized(sample)
-            prompt, missing = self.render(clean)
-        except MalformedCompletion as exc:
-            return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
-        except RecursionError:
-            return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
-        extra["missing_variables"] = missing
-        messages = [{"role": "user", "content": prompt}]
-        # the verdict must carry the request's seal (readouts/_seal.py), asked for last
-        seal = self._sealer.value(messages)
-        sent = seal_messages(messages, json_instruction(seal, schema_fields(self.schema)))
-        answer = await self.ask_until_parsed(self.model, sent, self.params,
-                                             lambda text: self.spec.read(text, seal),
-                                             json_schema=self._wire_schema
-                                             if getattr(self.model, "caches_grammars", True)
-                                             else sealed_schema(self._grammar_schema, seal),
-                                             reply_retries=self.reply_retries)
-        if isinstance(answer, JudgeFailure):
-            return self.failed(answer, extra=extra)
-        verdict = answer.verdict.value
-        return self.scored(answer, verdict.value, verdict.reason,
-                           {**extra, "judge_model": answering_model(answer.completion, self.model_name),
-                            "label": verdict.label, "score": verdict.score})
-
-    def neutralized(self, sample: StringThread) -> StringThread:
-        """``sample`` neutralised (template, protocol and control tags) before it is rendered."""
-        return self.judge_thread(sample, self._tags)
+    if not isinstance(binding, ScorerBinding):
+        raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
+    key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
+    return ScorerJudgeGrader(binding, model, grader_key=key, **options)

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .._hash import canonical_hash, canonical_json
-from ..errors import ConfigError
-from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES, BUILTIN_VARIABLES
+from ..errors import ConfigError, TemplateError
+from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
+from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
 from ._output_spec import OutputSpec, output_spec_from_dict
-from ._template import DEFAULT_ENGINE, ENGINES, ScorerTemplate
 
-__all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "DEFAULT_ENGINE", "ENGINES", "MAX_TEMPLATE_CHARS",
-           "ScorerConfig", "ScorerParams", "canonical_json"]
+__all__ = ["ScorerConfig", "ScorerParams", "scorer_template", "slugify"]
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
@@ -86,8 +85,9 @@ class ScorerConfig:
     """What defines a scorer's behaviour; validated (template compiled) at construction.
 
     ``model``: the judge model's name (1-200 chars); ``prompt_template``: sandboxed Jinja2
-    (default) or Handlebars (``template_engine="handlebars"``), at most 20 000 characters;
-    ``output_spec`` and ``params``: objects or their JSON forms.
+    (default) or Handlebars (``template_engine="handlebars"``), at most 20 000 characters,
+    compiled into ``template`` (a non-strict ``PromptTemplate``: an undefined variable renders
+    empty); ``output_spec`` and ``params``: objects or their JSON forms.
 
     >>> ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
     ...                         "output_spec": {"type": "boolean"}}).variables
@@ -98,7 +98,7 @@ class ScorerConfig:
 
     def __init__(self, model: str, prompt_template: str, output_spec: OutputSpec | Mapping[str, Any],
                  params: ScorerParams | Mapping[str, Any] | None = None, *,
-                 template_engine: str = DEFAULT_ENGINE):
+                 template_engine: str = "jinja2"):
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("config.model must name the judge model (a non-empty string)")
         if len(model) > MAX_MODEL_CHARS:
@@ -112,7 +112,7 @@ class ScorerConfig:
         self.prompt_template = prompt_template
         self.output_spec = output_spec_from_dict(output_spec)
         self.params = ScorerParams.from_dict(params)
-        self.template = ScorerTemplate(prompt_template, template_engine)
+        self.template = scorer_template(prompt_template, template_engine)
         self.template_engine = self.template.engine
 
     _KEYS = ("model", "prompt_template", "template_engine", "output_spec", "params")
@@ -131,7 +131,7 @@ class ScorerConfig:
         if lacking:
             raise ConfigError(f"config.{lacking} is required")
         return cls(data["model"], data["prompt_template"], data["output_spec"], data.get("params"),
-                   template_engine=data.get("template_engine", DEFAULT_ENGINE))
+                   template_engine=data.get("template_engine", "jinja2"))
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":
@@ -159,11 +159,8 @@ class ScorerConfig:
     def variables(self) -> list[str]:
         """Declared variables: names the template reads, does not set itself and that are not
         built-in, in first-use order (a binding says where each comes from)."""
-        return [v for v in self.template.variables if v not in BUILTIN_NAMES]
-
-    def replace(self, **changes: Any) -> "ScorerConfig":
-        """A copy with some fields changed (validated again)."""
-        return ScorerConfig.from_dict({**self.to_dict(), **changes})
+        top = dict.fromkeys(p.split(".", 1)[0] for p in self.template.variables)
+        return [v for v in top if v not in BUILTIN_NAMES]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ScorerConfig) and self.canonical_json() == other.canonical_json()
@@ -175,6 +172,26 @@ class ScorerConfig:
         return (f"ScorerConfig(model={self.model!r}, engine={self.template_engine!r}, "
                 f"output_spec={self.output_spec.to_dict()!r}, params={self.params.to_dict()!r}, "
                 f"version={self.version_id[:12]})")
+
+
+def scorer_template(source: str, engine: str) -> PromptTemplate:
+    """The checked, non-strict template of a scorer. A Handlebars template cannot call the Jinja2
+    function built-ins, so one naming them is refused.
+
+    >>> scorer_template("Product: {{ product }}{% for s in steps %} {{ s }}{% endfor %}", "jinja2").variables
+    ['product', 'steps']
+    """
+    try:
+        engine = normalize_engine(engine)
+    except ConfigError:
+        raise ConfigError(f"config.template_engine must be one of {ENGINES}, got {engine!r}") from None
+    template = PromptTemplate(source, engine, name="prompt_template", strict=False)
+    called = [v for v in template.variables if engine == "handlebars" and v.split(".", 1)[0] in BUILTIN_FUNCTIONS]
+    if called:
+        raise TemplateError(f"prompt_template: {called[0]!r} is a Jinja2 built-in function; Handlebars "
+                            f"templates cannot call it: read the attribute as {{{{metadata.key}}}}, "
+                            f"or use Jinja2 (the default engine)")
+    return template
 
 
 def slugify(name: str) -> str:

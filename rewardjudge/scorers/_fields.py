@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
+from ..errors import ConfigError
 from ..grade import Grade
 
 __all__ = ["DOCUMENT_FIELDS", "document_fields", "scorer_result", "with_document_fields"]
@@ -55,10 +56,6 @@ def with_document_fields(results: Any) -> Any:
     """An evaluation's results (an ``EvalResult``, its output folder or results file, or a results
     ``datasets.Dataset``) as a Dataset with the document's three columns added beside ours."""
     import datasets
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..errors import ConfigError
 
     ds = results
     if hasattr(results, "dataset") and hasattr(results, "summary"):
@@ -77,17 +74,11 @@ def with_document_fields(results: Any) -> Any:
     clash = sorted(set(DOCUMENT_FIELDS) & set(ds.column_names))
     if clash:
         raise ConfigError(f"the results already have column(s) {clash}")
-    table = ds.with_format("arrow")[:]
-    scored = pc.equal(table.column("grade_status"), "scored")
-    label = table.column("grade_label")
-    numeric = pc.and_(scored, pc.is_null(label))
-    none_f = pa.scalar(None, pa.float64())
-    none_s = pa.scalar(None, pa.string())
-    columns = {
-        "score_value": pc.if_else(numeric, pc.cast(table.column("grade_value"), pa.float64()), none_f),
-        "score_label": pc.if_else(scored, pc.cast(label, pa.string()), none_s),
-        "explanation": pc.if_else(scored, pc.cast(table.column("grade_reasoning"), pa.string()), none_s)}
-    for name, column in columns.items():
-        ds = ds.add_column(name, column.to_pylist(),
+    # the same rule as document_fields, row by row
+    rows = zip(*(ds[c] for c in ("grade_status", "grade_value", "grade_reasoning", "grade_label")))
+    doc = [document_fields({"status": s, "value": v, "reasoning": r, "extra": {"label": lab}})
+           for s, v, r, lab in rows]
+    for name in DOCUMENT_FIELDS:
+        ds = ds.add_column(name, [d[name] for d in doc],
                            feature=datasets.Value("float64" if name == "score_value" else "string"))
     return ds

@@ -3,7 +3,9 @@
 Replies are ``{"reason": str, <field>: ...}``: ``verdict`` (boolean: 1.0 / 0.0), ``label`` (one of
 the categorical ``labels``; its number only from ``values``, else a label-only scorer that a
 reward refuses) or ``score`` (numeric, within ``[min, max]``). Parsing is strict about what a reply
-holds, lenient only about where the object sits; disagreeing verdicts in one reply are refused.
+holds, lenient only about where the object sits; the judge's last sealed verdict decides.
+``output_model`` is the spec as a judge output model: a scorer's grader is a templated grader
+reading it.
 
 >>> spec = output_spec_from_dict({"type": "numeric", "min": 1, "max": 5})
 >>> spec.parse('{"reason": "clear and correct", "score": 4}').value
@@ -12,10 +14,12 @@ holds, lenient only about where the object sits; disagreeing verdicts in one rep
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
+
+from pydantic import BaseModel, model_validator
 
 from ..readouts._decision import Decision
 from ..readouts._seal import read_sealed
@@ -29,15 +33,21 @@ _REASON = {"type": "string",
 MAX_LABELS = 50
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A parsed judge reply: reward ``value`` (None for a label-only spec), ``label`` (None for
-    numeric), the judge's ``reason`` and the raw ``score`` field."""
+class Verdict(BaseModel):
+    """A parsed judge reply: reward ``value`` (None for a label-only spec: ``labels_only``),
+    ``label`` (None for numeric), the judge's ``reason`` and the raw ``score`` field."""
 
-    value: float | None
-    label: str | None
     reason: str
+    value: Optional[float]
+    label: Optional[str]
     score: Any
+
+    @property
+    def labels_only(self) -> bool:
+        return self.value is None
+
+    def to_value(self) -> float | None:
+        return self.value
 
 
 def _is_number(v: Any) -> bool:
@@ -83,7 +93,8 @@ class OutputSpec:
         if not isinstance(data["reason"], str):
             raise ValueError("'reason' must be a string")
         value, label = self._read(data[self.field])
-        return Verdict(value=value, label=label, reason=data["reason"].strip(), score=data[self.field])
+        return Verdict.model_construct(reason=data["reason"].strip(), value=value, label=label,
+                                       score=data[self.field])
 
     def parse(self, text: str) -> Verdict:
         """One verdict object written alone (no seal: to check a spec by hand); ``ValueError``."""
@@ -96,6 +107,28 @@ class OutputSpec:
     def read(self, text: str, seal: str) -> Decision:
         """The judge's last verdict sealed with ``seal`` (``readouts._seal``)."""
         return read_sealed(text, seal, check=self.check, same=lambda a, b: a.value == b.value)
+
+    @functools.cached_property
+    def output_model(self) -> type[Verdict]:
+        """This spec as a judge output model (what a templated grader reads a verdict into): its
+        schema is ``json_schema()``, a reply object is checked by ``check``."""
+        spec = self
+
+        class SpecVerdict(Verdict):
+            @model_validator(mode="before")
+            @classmethod
+            def _checked(cls, data: Any) -> dict[str, Any]:
+                return dict(spec.check(data))
+
+            @classmethod
+            def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+                return spec.json_schema()
+
+        SpecVerdict.__name__ = SpecVerdict.__qualname__ = f"{self.type.capitalize()}Verdict"
+        return SpecVerdict
+
+    def __getstate__(self) -> dict[str, Any]:   # the verdict model is rebuilt, not pickled
+        return {k: v for k, v in vars(self).items() if k != "output_model"}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()

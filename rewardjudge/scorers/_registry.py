@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig
-from ._scorer import Scorer, ScorerVersion, check_description, check_name, make_slug
+from ._scorer import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Scorer, ScorerVersion, check_text, make_slug
 
 __all__ = ["ScorerNotFound", "ScorerRegistry"]
 
@@ -141,9 +141,9 @@ class ScorerRegistry:
         with self._locked():
             scorer = self.get(slug)
             if name is not None:
-                scorer.name = check_name(name)
+                scorer.name = check_text(name, "name", MAX_NAME_CHARS, required=True)
             if description is not None:
-                scorer.description = check_description(description)
+                scorer.description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
             if config is not None:
                 new = ScorerConfig.from_dict(config)
                 if new.version_id != scorer.version:

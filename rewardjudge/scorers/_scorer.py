@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig, slugify
 
-__all__ = ["Scorer", "ScorerVersion", "make_slug", "slugify"]
+__all__ = ["Scorer", "ScorerVersion", "check_text", "make_slug"]
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
@@ -26,23 +26,16 @@ def make_slug(name: str) -> str:
     return f"{slugify(name)}-{secrets.token_hex(4)}"
 
 
-def check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError("a scorer name must be a non-empty string")
-    if len(name) > MAX_NAME_CHARS:
-        raise ConfigError(f"a scorer name is at most {MAX_NAME_CHARS} characters, got {len(name)}")
-    return name
-
-
-def check_description(description: Any) -> str:
-    if description is None:
+def check_text(value: Any, what: str, limit: int, *, required: bool = False) -> str:
+    """A scorer's ``name`` (``required``: non-empty) or ``description`` (None: ""), at most ``limit`` characters."""
+    if value is None and not required:
         return ""
-    if not isinstance(description, str):
-        raise ConfigError(f"a scorer description must be a string, got {type(description).__name__}")
-    if len(description) > MAX_DESCRIPTION_CHARS:
-        raise ConfigError(f"a scorer description is at most {MAX_DESCRIPTION_CHARS} characters, "
-                          f"got {len(description)}")
-    return description
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ConfigError(f"a scorer {what} must be a non-empty string" if required else
+                          f"a scorer {what} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ConfigError(f"a scorer {what} is at most {limit} characters, got {len(value)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -82,8 +75,8 @@ class Scorer:
     def __init__(self, name: str, config: ScorerConfig | Mapping[str, Any], description: str = "", *,
                  slug: str | None = None, history: list[ScorerVersion] | None = None,
                  created_at: str | None = None, updated_at: str | None = None):
-        self.name = check_name(name)
-        self.description = check_description(description)
+        self.name = check_text(name, "name", MAX_NAME_CHARS, required=True)
+        self.description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
         self.config = ScorerConfig.from_dict(config)
         self.slug = slug
         self.history = list(history or [])
