@@ -3,8 +3,8 @@ what it holds), and describe a model's schema for a prompt."""
 
 from __future__ import annotations
 
+import functools
 import json
-import weakref
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -35,19 +35,21 @@ def pydantic_parse(text: str, model: type[T]) -> T:
         if text.lstrip().startswith("{"):
             why = "invalid JSON (or nested too deep, or a NaN/infinite number)"
         raise OutputParserException(why, text)
-    last_reason = ""
-    last_errors: list[dict[str, Any]] = []
+    last: "Exception | None" = None
+    invalid: "ValidationError | None" = None
     for span in spans:
         try:
             return model.model_validate(span.value)
-        except ValidationError as exc:
-            last_reason = f"does not match {model.__name__}: {format_validation_error(exc)}"
-            last_errors = exc.errors(include_url=False)
-        except (ValueError, RecursionError) as exc:
-            last_reason = f"does not match {model.__name__}: {exc}"
-    raise OutputParserException(last_reason, text, last_errors)
+        except (ValueError, RecursionError) as exc:   # a ValidationError is a ValueError
+            last = exc
+            invalid = exc if isinstance(exc, ValidationError) else invalid
+    # only the last failure is written out: formatting each one cost more than validating it
+    reason = format_validation_error(last) if isinstance(last, ValidationError) else last
+    raise OutputParserException(f"does not match {model.__name__}: {reason}", text,
+                                [] if invalid is None else invalid.errors(include_url=False))
 
 
+@functools.lru_cache(maxsize=256)
 def render_schema(model: type[BaseModel], *, with_field_descriptions: bool = True) -> str:
     """A compact, prompt-ready description of ``model``'s JSON shape (cached per class), e.g.::
 
@@ -56,15 +58,8 @@ def render_schema(model: type[BaseModel], *, with_field_descriptions: bool = Tru
           "confidence": "high" | "medium" | "low"
         }
     """
-    per_model = _SCHEMA_TEXT.setdefault(model, {})
-    if with_field_descriptions not in per_model:
-        schema = model.model_json_schema()
-        per_model[with_field_descriptions] = _render_object(schema, schema.get("$defs", {}), 0,
-                                                            with_field_descriptions)
-    return per_model[with_field_descriptions]
-
-
-_SCHEMA_TEXT: "weakref.WeakKeyDictionary[type, dict[bool, str]]" = weakref.WeakKeyDictionary()
+    schema = model.model_json_schema()
+    return _render_object(schema, schema.get("$defs", {}), 0, with_field_descriptions)
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

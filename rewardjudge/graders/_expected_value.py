@@ -4,18 +4,21 @@ every score token where the judge wrote its score, and the verdict's value avera
 
 from __future__ import annotations
 
+import json
+import re
+from json.decoder import scanstring
 from typing import Any, Sequence
 
 from pydantic import BaseModel
 
 from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR, summarize
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR, read_distribution
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value, score_choices
 
-__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "short_mass", "weigh_verdict"]
+__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "weigh_verdict"]
 
 
 def score_offset(reply: str, start: int, end: int, field: str = "score") -> int | None:
@@ -33,35 +36,31 @@ def score_offset(reply: str, start: int, end: int, field: str = "score") -> int 
     return k if k < end else None
 
 
+#: JSON whitespace; raw line breaks inside strings are read as llama.cpp's grammars let them through
+_WS = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder(strict=False)
+
+
 def _json_value_offset(reply: str, start: int, end: int, field: str) -> int | None:
-    depth, i, key_next = 0, start, False
-    while i < end:
-        ch = reply[i]
-        if ch == '"':
-            j = i + 1
-            while j < end and reply[j] != '"':
-                j += 2 if reply[j] == "\\" else 1
-            if depth == 1 and key_next and reply[i + 1:j] == field:
-                return _after_key(reply, j + 1, end)
-            key_next = False
-            i = j + 1
-            continue
-        if ch in "{[":
-            depth += 1
-            key_next = depth == 1 and ch == "{"
-        elif ch in "}]":
-            depth -= 1
-        elif ch == "," and depth == 1:
-            key_next = True
-        i += 1
+    """The start of the value of the object's own key ``field`` (inside a string, after
+    its quote), reading the object at ``reply[start:end]`` key by key."""
+    try:
+        i = _WS.match(reply, start + 1).end()
+        while i < end and reply[i] == '"':
+            key, i = scanstring(reply, i + 1, False)
+            i = _WS.match(reply, i).end()
+            if reply[i] != ":":
+                return None
+            i = _WS.match(reply, i + 1).end()
+            if key == field:
+                return i + 1 if reply[i] == '"' else i
+            i = _WS.match(reply, _DECODER.raw_decode(reply, i)[1]).end()
+            if reply[i] != ",":
+                return None
+            i = _WS.match(reply, i + 1).end()
+    except (ValueError, IndexError, RecursionError):
+        pass
     return None
-
-
-def _after_key(reply: str, k: int, end: int) -> int:
-    """The value's start after a key ending before ``k`` (inside a string, after its quote)."""
-    while k < end and reply[k] in " \t\r\n:":
-        k += 1
-    return k + 1 if k < end and reply[k] == '"' else k
 
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
@@ -134,22 +133,12 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
     extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
                              "outside_mass": dist.outside, "top_k": dist.top_k}
     cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
-    short = short_mass(dist, scale, grader.expected_value_floor, "expected_value_floor")
-    if short is not None:
-        return Expectation(None, {**extra, "distribution_error": short}, **cost)
-    summary = summarize(dist, scale.grades)
+    summary = read_distribution(dist, scale.grades, grader.expected_value_floor, "expected_value_floor")
+    if not summary.ok:
+        return Expectation(None, {**extra, "distribution_error": summary.reason}, **cost)
     value = scale.to_reward(summary.expected)
     return Expectation(value, {**extra, **summary.as_extra(), "expected_value": value},
                        distribution={str(k): v for k, v in summary.probabilities.items()}, **cost)
-
-
-def short_mass(dist: TokenDistribution, scale: Scale, floor: float, name: str) -> str | None:
-    """Why ``dist`` gives no grade on ``scale``: nothing, or less than ``floor``
-    (the option ``name``), of its probability fell on the grades; None if enough."""
-    if not (dist.valid_mass <= 0.0 or dist.valid_mass < floor):
-        return None
-    return (f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
-            f"{scale.min}-{scale.max} ({name} {floor:.0%})")
 
 
 def _unreadable(grader: Any, reason: str) -> Expectation:

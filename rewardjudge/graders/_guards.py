@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-import weakref
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from ..readouts._text import free_joiner, letters
 
@@ -83,58 +82,42 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     return None
 
 
-_SCHEMAS: "weakref.WeakKeyDictionary[type, tuple[dict, dict] | None]" = weakref.WeakKeyDictionary()
+@functools.lru_cache(maxsize=256)
+def _schema_of(model: Any) -> "tuple[dict, dict, dict] | None":
+    """``model``'s JSON schema (as ``model_dump(mode="json")`` writes it), its
+    ``$defs`` and the ``_Field`` of each of its nodes met so far (by the node's
+    id: the schema keeps them alive); None when it has no schema."""
+    try:
+        schema = model.model_json_schema(mode="serialization")
+    except Exception:   # a field type without a JSON schema: every string is free text
+        return None
+    return (schema, schema.get("$defs") or {}, {}) if isinstance(schema, dict) else None
+
+
 _MAX_BRANCHES = 64   # schema steps followed for one node ($ref, anyOf): a recursive model loops
 
 
-def _schema_of(model: Any) -> "tuple[dict, dict] | None":
-    """``model``'s JSON schema (as ``model_dump(mode="json")`` writes it) and
-    its ``$defs``, made once per class; None when it has none."""
-    if model is None:
-        return None
-    try:
-        return _SCHEMAS[model]
-    except KeyError:
-        pass
-    except TypeError:   # not a class that can be weakly referenced
-        return None
-    try:
-        schema = model.model_json_schema(mode="serialization")
-        found = (schema, schema.get("$defs") or {}) if isinstance(schema, dict) else None
-    except Exception:   # a field type without a JSON schema: every string counts as free text
-        found = None
-    _SCHEMAS[model] = found
-    return found
-
-
 def _branches(node: Any, defs: dict) -> list[dict]:
-    """The alternatives a schema node allows: ``$ref``, ``anyOf``/``oneOf`` and
-    a one-item ``allOf`` followed (at most ``_MAX_BRANCHES`` steps: a
-    recursive model's references loop)."""
+    """The alternatives a schema node allows, with ``$ref``, ``anyOf``/``oneOf``
+    and a one-item ``allOf`` followed (at most ``_MAX_BRANCHES`` steps)."""
     out: list[dict] = []
     todo = [node]
-    steps = 0
-    while todo and steps < _MAX_BRANCHES:
-        steps += 1
+    for _ in range(_MAX_BRANCHES):
+        if not todo:
+            break
         node = todo.pop()
         if not isinstance(node, dict):
             out.append({})
-            continue
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = defs.get(ref[len("#/$defs/"):])
-            rest = {k: v for k, v in node.items() if k != "$ref"}
-            todo.append({**(target if isinstance(target, dict) else {}), **rest})
-            continue
-        alts = node.get("anyOf") or node.get("oneOf")
-        if isinstance(alts, list):
-            todo.extend(reversed(alts))
-            continue
-        alls = node.get("allOf")
-        if isinstance(alls, list) and len(alls) == 1 and isinstance(alls[0], dict):
-            todo.append({**{k: v for k, v in node.items() if k != "allOf"}, **alls[0]})
-            continue
-        out.append(node)
+        elif isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/$defs/"):
+            target = defs.get(node["$ref"][len("#/$defs/"):])
+            todo.append({**(target if isinstance(target, dict) else {}),
+                         **{k: v for k, v in node.items() if k != "$ref"}})
+        elif isinstance(node.get("anyOf") or node.get("oneOf"), list):
+            todo.extend(reversed(node.get("anyOf") or node.get("oneOf")))
+        elif isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
+            todo.append({**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]})
+        else:
+            out.append(node)
     return out or [{}]
 
 
@@ -144,132 +127,105 @@ def _types(branch: dict) -> set:
 
 
 class _Field:
-    """What a schema node says about the values at its place: which strings are choices,
-    whether a string is free text or a formatted value (``format``), and its children."""
+    """What a schema node says about the strings at its place: choices (an enum,
+    a const), free text (a str, or a value the schema does not describe) or a
+    formatted value (a date, a UUID); and the nodes of its children."""
 
-    __slots__ = ("node", "choices", "free", "formatted", "branches", "uniform")
+    __slots__ = ("node", "branches", "choices", "free", "free_none", "formatted", "uniform")
 
     def __init__(self, node: Any, defs: dict):
-        self.node = node   # kept alive: fields are cached by the node's id
+        self.node = node   # kept alive: fields are looked up by the node's id
         self.branches = _branches(node, defs)
-        choice = [b for b in self.branches if "enum" in b or "const" in b]
         plain = [b for b in self.branches if "enum" not in b and "const" not in b]
-        values: list[Any] = []
-        for b in choice:
-            values.extend(b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
-        self.choices = frozenset(v for v in values if isinstance(v, str))
-        # a str field, or one the schema does not describe (Any): free text
-        self.free = any(not _types(b) or "string" in _types(b) and "format" not in b for b in plain)
-        self.formatted = any("string" in _types(b) and "format" in b for b in plain)
+        strings = [b for b in plain if "string" in _types(b)]
+        self.choices = frozenset(v for b in self.branches if "enum" in b or "const" in b
+                                 for v in (b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
+                                 if isinstance(v, str))
+        self.free_none = any("format" not in b for b in strings)   # None stands for unset free text
+        self.free = self.free_none or any(not _types(b) for b in plain)
+        self.formatted = any("format" in b for b in strings)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
 
     def kind(self, text: "str | None") -> str:
-        """``"free"`` text, a ``"choice"``, a ``"value"`` (a formatted string),
-        or ``"none"`` (None where no free text goes)."""
-        if text is None:   # an unset field: empty free text where a str may stand
-            return "free" if any("string" in _types(b) and "format" not in b and "enum" not in b
-                                 and "const" not in b for b in self.branches) else "none"
+        """``"free"`` text, a ``"choice"``, a ``"value"`` (a formatted string), or
+        ``"none"`` (None where no free text goes)."""
+        if text is None:
+            return "free" if self.free_none else "none"
         if text in self.choices:
             return "choice"
-        if self.free:
-            return "free"
-        if self.formatted:
-            return "value"
-        return "choice" if self.choices else "free"
+        return "free" if self.free or not (self.formatted or self.choices) else \
+            "value" if self.formatted else "choice"
 
     def child(self, key: Any) -> Any:
         """The schema node of ``key`` (a property name or an item index)."""
         for b in self.branches:
             if isinstance(key, str):
-                props = b.get("properties")
+                props, extra = b.get("properties"), b.get("additionalProperties")
                 if isinstance(props, dict) and key in props:
                     return props[key]
-                extra = b.get("additionalProperties")
                 if isinstance(extra, dict):
                     return extra
             else:
-                prefix = b.get("prefixItems")
+                prefix, items = b.get("prefixItems"), b.get("items")
                 if isinstance(prefix, list) and key < len(prefix):
                     return prefix[key]
-                items = b.get("items")
                 if isinstance(items, dict):
                     return items
         return _ANY
 
 
+#: the node of a value the schema does not describe (and the root without a schema)
 _ANY: dict = {}
+_NO_SCHEMA: "tuple[dict, dict, dict]" = (_ANY, {}, {})
 
 
-class _At:
-    """A place in a list found by its text (written out only for a reason)."""
+def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
+                ) -> "tuple[tuple[tuple, str | None] | None, list[str], bool]":
+    """The free-text fields of ``value``: ``(path and text of the first one, every
+    distinct non-empty text, whether a choice or another value stands beside
+    them)``. The strings of a list with one schema for every item are looked
+    at once each. Iterative: nesting cannot exhaust the stack."""
+    root, defs, fields = schema if schema is not None else _NO_SCHEMA
+    first: "tuple[tuple, str | None] | None" = None
+    texts: dict[str, None] = {}
+    other = False
 
-    __slots__ = ("items", "text")
+    def take(f: _Field, text: "str | None", path: "Callable[[], tuple]") -> None:
+        nonlocal first, other
+        kind = f.kind(text)
+        if kind == "free":
+            first = first or (path(), text)
+            if text:
+                texts[text] = None
+        elif kind != "none":
+            other = True
 
-    def __init__(self, items: list, text: str):
-        self.items, self.text = items, text
-
-
-def _free_texts(value: Any, schema: "tuple[dict, dict] | None", counts: list[int]
-                ) -> "Iterator[tuple[Any, str | None]]":
-    """The free-text fields of ``value``, as (path, text or None), each text of a list once;
-    ``counts`` gets how many choice strings and how many other values it holds. A path is a
-    chain ``(parent path, key)`` (``_path``). Iterative: nesting cannot exhaust the stack."""
-    root, defs = schema if schema is not None else (_ANY, {})
-    fields: dict[int, _Field] = {}
-
-    def field(node: Any) -> _Field:
-        return fields.get(id(node)) or fields.setdefault(id(node), _Field(node, defs))
-
-    stack: list[tuple[Any, Any, Any]] = [(value, root, None)]
+    stack: list[tuple[Any, Any, tuple]] = [(value, root, ())]
     while stack:
         node, sch, path = stack.pop()
+        f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
         if isinstance(node, dict):
-            f = field(sch)
-            stack.extend(reversed([(v, f.child(k), (path, k)) for k, v in node.items()]))
+            stack.extend(reversed([(v, f.child(k), (*path, k)) for k, v in node.items()]))
         elif isinstance(node, list):
-            yield from _list_texts(node, field(sch), field, path, stack, counts)
+            strings = [v for v in node if type(v) is str] if f.uniform else []
+            if strings:
+                item = f.child(0)
+                of = fields.get(id(item)) or fields.setdefault(id(item), _Field(item, defs))
+                for text in dict.fromkeys(strings):
+                    take(of, text, lambda p=path, n=node, t=text: (*p, n.index(t)))
+            if len(strings) < len(node):
+                stack.extend(reversed([(v, f.child(i), (*path, i)) for i, v in enumerate(node)
+                                       if not (strings and type(v) is str)]))
         elif isinstance(node, str) or node is None:
-            if _counted(field(sch).kind(node), counts):
-                yield path, node
+            take(f, node, lambda p=path: p)
         else:
-            counts[1] += 1
+            other = True
+    return first, list(texts), other
 
 
-def _list_texts(node: list, f: _Field, field: Any, path: Any, stack: list, counts: list[int]
-                ) -> "Iterator[tuple[Any, str | None]]":
-    """``_free_texts`` of a list: with one schema for every item, the strings in
-    bulk (each distinct one once); the other items go on ``stack``."""
-    if f.uniform:
-        strings = [v for v in node if type(v) is str]
-        if strings:
-            of = field(f.child(0))
-            for text in dict.fromkeys(strings):
-                if _counted(of.kind(text), counts):
-                    yield (path, _At(node, text)), text
-        if len(strings) == len(node):
-            return
-        rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node) if type(v) is not str]
-    else:
-        rest = [(v, f.child(i), (path, i)) for i, v in enumerate(node)]
-    stack.extend(reversed(rest))
-
-
-def _counted(kind: str, counts: list[int]) -> bool:
-    """Whether ``kind`` is free text; a choice or a value is counted."""
-    if kind == "choice":
-        counts[0] += 1
-    elif kind == "value":
-        counts[1] += 1
-    return kind == "free"
-
-
-def _path(chain: Any) -> str:
-    keys = []
-    while chain is not None:
-        chain, key = chain
-        keys.append(key.items.index(key.text) if isinstance(key, _At) else key)
+def _path(keys: tuple) -> str:
     out = ""
-    for key in reversed(keys):
+    for key in keys:
         out += f"[{key}]" if isinstance(key, int) else f".{key}" if out else str(key)
     return out or "completion"
 
@@ -278,20 +234,17 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any =
     """Why a parsed structured completion (``value``: its ``model_dump(mode="json")``; ``model``:
     its class, which tells free-text fields from choices) carries no content, or None: every
     free-text field is empty or content-free, or without one, it holds no value at all.
-    Without ``model`` every string counts as free text."""
+    Without ``model`` every string counts as free text.
+
+    >>> content_free_fields({"answer": "", "confidence": "high"}) is None   # "high" is text too
+    True
+    """
     keys = tuple(extra_keys)
-    schema = _schema_of(model)
-    counts = [0, 0]
-    first: "tuple[Any, str | None] | None" = None
-    texts: dict[str, None] = {}
-    for path, text in _free_texts(value, schema, counts):
-        if first is None:
-            first = (path, text)
-        if text:
-            texts[text] = None
+    schema = _schema_of(model) if isinstance(model, type) else None
+    first, texts, other = _free_texts(value, schema)
     if first is None:   # no free-text field
-        return None if counts[0] or counts[1] else "structured completion holds no value"
-    if texts and not _all_content_free(list(texts), keys):
+        return None if other else "structured completion holds no value"
+    if texts and not _all_content_free(texts, keys):
         return None
     path, text = first
     reason = content_free_reason(text, keys) if text else "empty"

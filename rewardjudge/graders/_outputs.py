@@ -122,23 +122,14 @@ def fitted_max_tokens(model: type[BaseModel]) -> int | None:
         if "enum" in node or "const" in node:
             values = node.get("enum", [node.get("const")])
             return max(len(str(v)) for v in values) // _CHARS_PER_TOKEN + 2 if values else None
-        kind = node.get("type")
+        kind, limit = node.get("type"), node.get("maxLength")
         if kind == "string":
-            limit = node.get("maxLength")
             return -(-int(limit) // _CHARS_PER_TOKEN) + 2 if isinstance(limit, int) else None
-        if kind in ("integer", "number"):
-            return 8
-        if kind == "boolean":
-            return 2
         if kind == "object":
-            total = 2
-            for key, sub in (node.get("properties") or {}).items():
-                c = cost(sub)
-                if c is None:
-                    return None
-                total += c + len(key) // _CHARS_PER_TOKEN + _SYNTAX_TOKENS
-            return total
-        return None
+            costs = [(cost(sub), key) for key, sub in (node.get("properties") or {}).items()]
+            return None if any(c is None for c, _ in costs) else \
+                2 + sum(c + len(key) // _CHARS_PER_TOKEN + _SYNTAX_TOKENS for c, key in costs)
+        return {"integer": 8, "number": 8, "boolean": 2}.get(kind)
 
     try:
         return cost(model.model_json_schema())

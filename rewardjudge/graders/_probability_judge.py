@@ -18,9 +18,8 @@ from ..thread import StringThread
 from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions, validated
 from ._base import Grader, JudgeFailure, Mode
-from ._expected_value import short_mass
 from ._prompt import JudgePrompt
-from ..readouts._distribution import distribution_text, summarize
+from ..readouts._distribution import distribution_text, read_distribution
 from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
@@ -152,17 +151,16 @@ class ProbabilityJudgeGrader(Grader):
         raw = distribution_text(dist.probs, dist.outside)
         common = {"raw_reply": raw, "usage": dict(dist.usage), "attempts": dist.attempts,
                   "latency_s": latency_s}
-        short = short_mass(dist, self.scale, self.min_valid_mass, "floor")
-        if short is not None:
+        s = read_distribution(dist, self.scale.grades, self.min_valid_mass)
+        if not s.ok:
             return self.unscored(
-                f"{short}: it did not answer with a grade" + (
+                f"{s.reason}: it did not answer with a grade" + (
                     "" if self.answer_prefix is not None else "; a reply prefix helps small judges "
                     "(answer_prefix='Grade: ', which needs model.continues_prefix)"),
                 **common,
                 extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
                        "raw_probabilities": dict(dist.probs), "top_k": dist.top_k,
                        "scale": self.scale.name})
-        s = summarize(dist, self.scale.grades)
         grade = s.expected if self.value_mode == "expected" else s.most_likely
         reasoning = (f"expected grade {s.expected:.2f} on {self.scale.min}-{self.scale.max}; most "
                      f"likely {s.most_likely} ({s.probabilities[s.most_likely]:.0%}); confidence "

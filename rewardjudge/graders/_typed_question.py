@@ -109,27 +109,19 @@ class Question:
         return ins if isinstance(ins, str) else json.dumps(ins, ensure_ascii=False, indent=2)
 
     def criterion_text(self, grade: int) -> str:
-        """The criterion of ``grade`` as prompt text (objects flattened)."""
+        """The criterion of ``grade`` as prompt text (objects flattened: the
+        description, ``Examples: a; b``, then ``key: value`` for the rest)."""
         c = self.criteria[grade - self.scale.min]
         if isinstance(c, str):
             return c
-        description = c.get("description")
-        parts = [description] if isinstance(description, str) else []
-        for key, value in c.items():
-            if key == "description":
-                continue
-            if key == "examples" and isinstance(value, list):
-                parts.append("Examples: " + "; ".join(str(v) if isinstance(v, str)
-                                                      else json.dumps(v, ensure_ascii=False)
-                                                      for v in value))
-            else:
-                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                parts.append(f"{key}: {shown}")
+        parts = [c["description"]] if isinstance(c.get("description"), str) else []
+        parts += ["Examples: " + "; ".join(map(_shown, value)) if key == "examples" and isinstance(value, list)
+                  else f"{key}: {_shown(value)}" for key, value in c.items() if key != "description"]
         return " ".join(parts)
 
 
-def _json_escape(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _json_prepare(value: Any, should_escape: bool) -> Any:
@@ -139,7 +131,7 @@ def _json_prepare(value: Any, should_escape: bool) -> Any:
     if type(value) is strlist:  # block output and helpers that return JSON: already final
         return value
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (bool, dict, list)) else str(value)
-    return _json_escape(text) if should_escape else text
+    return json.dumps(text, ensure_ascii=False)[1:-1] if should_escape else text
 
 
 def _json_helper(this, value, *args, **kwargs):
@@ -176,28 +168,6 @@ class TypedQuestionTemplate:
         if problems:
             raise TypedQuestionError(name, problems)
 
-    @property
-    def source(self) -> str:
-        return self.template.source
-
-    def context(self, scale: Scale) -> dict[str, Any]:
-        """What the template sees for ``scale``."""
-        return {**self.variables, **scale.template_vars(), "evaluation_name": self.evaluation_name,
-                "evaluation_description": self.evaluation_description}
-
-    def render_text(self, scale: Scale | str) -> str:
-        """The template's raw output for ``scale`` (not checked)."""
-        scale = Scale.get(scale)
-        ctx = to_plain(self.context(scale))
-        missing = self.template.missing(ctx)
-        if missing:
-            raise _Invalid([f"template variable(s) {', '.join(map(repr, missing))} missing; "
-                            f"available: {', '.join(sorted(ctx))}"])
-        try:
-            return str(self._render_fn(ctx, helpers=_HELPERS))
-        except Exception as exc:
-            raise _Invalid([f"render failed: {type(exc).__name__}: {exc}"]) from None
-
     def render(self, scale: Scale | str) -> Question:
         """The question for ``scale`` (rendered once, then cached)."""
         scale = Scale.get(scale)
@@ -212,17 +182,24 @@ class TypedQuestionTemplate:
         return question
 
     def _render(self, scale: Scale) -> Question:
-        text = self.render_text(scale)
+        """The question for ``scale``; ``_Invalid`` with every problem of its render."""
+        ctx = to_plain({**self.variables, **scale.template_vars(), "evaluation_name": self.evaluation_name,
+                        "evaluation_description": self.evaluation_description})
+        missing = self.template.missing(ctx)
+        if missing:
+            raise _Invalid([f"template variable(s) {', '.join(map(repr, missing))} missing; "
+                            f"available: {', '.join(sorted(ctx))}"])
+        try:
+            text = str(self._render_fn(ctx, helpers=_HELPERS))
+        except Exception as exc:
+            raise _Invalid([f"render failed: {type(exc).__name__}: {exc}"]) from None
         try:
             data = json.loads(text)
-        except ValueError as exc:
-            lineno, colno = getattr(exc, "lineno", None), getattr(exc, "colno", None)
-            where = ""
-            if lineno is not None:
-                lines = text.splitlines() or [""]
-                shown = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-                where = f" at output line {lineno}, column {colno}: {shown[:80]!r}"
-            raise _Invalid([f"output is not valid JSON ({getattr(exc, 'msg', exc)}){where}"]) from None
+        except json.JSONDecodeError as exc:
+            lines = text.splitlines() or [""]
+            shown = lines[exc.lineno - 1].strip() if 0 < exc.lineno <= len(lines) else ""
+            raise _Invalid([f"output is not valid JSON ({exc.msg}) at output line {exc.lineno}, "
+                            f"column {exc.colno}: {shown[:80]!r}"]) from None
         return _check(scale, data, text)
 
     def __repr__(self) -> str:

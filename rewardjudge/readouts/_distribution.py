@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..models._base import TokenDistribution
+from ._decision import NoVerdict
 
 __all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "distribution_text",
-           "summarize"]
+           "read_distribution", "summarize"]
 
 #: default floor of valid-score probability for the expected-value option
 EXPECTED_VALUE_FLOOR = 0.5
@@ -29,6 +30,7 @@ class DistributionSummary:
     confidence: float
     valid_mass: float
     outside_mass: float
+    ok = True
 
     def as_extra(self) -> dict[str, Any]:
         return {"probabilities": dict(self.probabilities), "expected_grade": self.expected,
@@ -66,6 +68,16 @@ def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSum
     return DistributionSummary(probabilities, expected, most_likely,
                                confidence(list(probabilities.values())),
                                dist.valid_mass, dist.outside)
+
+
+def read_distribution(dist: TokenDistribution, grades: Sequence[int], floor: float,
+                      name: str = "floor") -> "DistributionSummary | NoVerdict":
+    """The distribution's reading over ``grades`` (``summarize``), or why there is
+    none: nothing, or less than ``floor`` (the option ``name``), fell on them."""
+    if dist.valid_mass <= 0.0 or dist.valid_mass < floor:
+        return NoVerdict(f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
+                         f"{min(grades)}-{max(grades)} ({name} {floor:.0%})", kind="invalid")
+    return summarize(dist, grades)
 
 
 def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:

@@ -185,17 +185,13 @@ class VerdictForm:
         value = float(raw)
         return value if self.bounds is None or self.bounds[0] <= value <= self.bounds[1] else None
 
-    def _scan(self, text: str) -> list[tuple[Value, int, int]]:
-        """``(value, start, end)`` of every occurrence."""
-        found = ((self._value(m.group(1)), *m.span()) for m in self._regex().finditer(text))
-        return [f for f in found if f[0] is not None]
-
     def find(self, text: str) -> list[Verdict]:
         """Every occurrence of the form in ``text``, in order (a number
         outside ``bounds`` is not one)."""
         if not isinstance(text, str):
             return []
-        return [Verdict(v, s, e) for v, s, e in self._scan(text)]
+        found = ((self._value(m.group(1)), m) for m in self._regex().finditer(text))
+        return [Verdict(v, *m.span()) for v, m in found if v is not None]
 
     def read(self, text: str, policy_texts: Sequence[str] = ()) -> Decision:
         """The unsealed reading: the last occurrence the judge wrote, skipping
@@ -203,18 +199,17 @@ class VerdictForm:
         earlier occurrences that disagree with it are ``others``."""
         if not isinstance(text, str):
             return NoVerdict(f"the reply is not text ({type(text).__name__})", kind="no verdict")
-        found = self._scan(text)
+        found = self.find(text)
         if not found:
             return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
-        if isinstance(policy_texts, str):
-            policy_texts = (policy_texts,)
-        copies = policy_copies(text, policy_texts)
-        found = [f for f in found if not inside_copy(copies, f[1], f[2])]
+        copies = policy_copies(text, (policy_texts,) if isinstance(policy_texts, str) else policy_texts)
+        found = [v for v in found if not inside_copy(copies, v.start, v.end)]
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
-        value, start, end = found[-1]
-        return Verdict(value, start, end, tuple(v for v, _, _ in found[:-1] if v != value))
+        last = found[-1]
+        return Verdict(last.value, last.start, last.end,
+                       tuple(v.value for v in found[:-1] if v.value != last.value))
 
     def read_line(self, rest: str) -> "Value | None":
         """The value of what follows ``VERDICT <seal>:`` when it is exactly one

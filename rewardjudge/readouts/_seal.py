@@ -7,7 +7,6 @@ the last sealed verdict decides (earlier ones that disagree go to ``others``).""
 from __future__ import annotations
 
 import functools
-import hashlib
 import hmac
 import json
 import os
@@ -78,16 +77,12 @@ class Sealer:
         #: the hash state after a long first message (a grader's system prompt), by message
         self._prefixes: dict[tuple[str, str], Any] = {}
 
-    @property
-    def fingerprint(self) -> str:
-        """A short public hash of the key (never the key), telling keys apart."""
-        return hashlib.sha256(b"rewardjudge-seal-key:" + self._key).hexdigest()[:12]
-
     def key_hex(self) -> str:
         """The key, kept beside an evaluation's journal (a secret: keep it from the policy)."""
         return self._key.hex()
 
     def value(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        """The seal of ``messages``: 16 hex digits, the same for the same messages and key."""
         head = messages[0] if len(messages) > 1 else {}
         content = head.get("content")
         if type(content) is str and len(head) == 2 and len(content) >= _PREFIX_MIN \

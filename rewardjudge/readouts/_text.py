@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any, Iterable
 
-__all__ = ["CONTROL_TOKEN_PATTERNS", "PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
+__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
            "neutralize_all", "neutralize_value", "template_tag_names"]
 
 #: Tag names of the candidate reply protocol; any tag *starting* with one of
@@ -102,17 +102,11 @@ _LT_SLASH_TAILS = (r"s\x00*>", _spaced("start_of_turn"), _spaced("end_of_turn"),
                    _spaced("bos") + r"\x00*>", _spaced("eos") + r"\x00*>")
 _BRACKET_NAMES = (_spaced("inst"), _spaced("sys"))  # [INST], [/INST], [SYS]: '[', slash, name, ']'
 
-CONTROL_TOKEN_PATTERNS: tuple[str, ...] = (
-    *(r"<\x00*" + tail for tail in _LT_GAP_TAILS),
-    *(r"\[" + _SLASH + name + r"\x00*\]" for name in _BRACKET_NAMES),
-    *("<" + _SLASH + tail for tail in _LT_SLASH_TAILS),
-)
-
 
 @functools.lru_cache(maxsize=256)
 def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> re.Pattern[str]:
-    """Tags and control tokens, as one regex: ``CONTROL_TOKEN_PATTERNS`` and
-    the tags, factored by their first character (same matches, same order)."""
+    """Tags and control tokens, as one regex, factored by their first character
+    (a '<' is tested once for all)."""
     names = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
