@@ -2,6 +2,7 @@
 cost of every pass over policy text at 1 MB.
 
     python -m bench attacks
+    python -m bench.bench_attacks --grader Candidate --no-timings   # a quick subset
 
 Prints, per grader, the must-be-zero columns (changed_by_parsing,
 benign_changed, escaped_to_unscored), then penalized, unscored, held,
@@ -17,12 +18,14 @@ and of pathological text. See rewardjudge/attacks.py.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import time
+from collections import Counter
 
 from rewardjudge.attacks import (ATTACKS, BEHAVIOUR_MODES, COPYING_MODES, MODES, MUST_BE_ZERO,
-                                 run_attack_suite)
+                                 default_targets, run_attack_suite)
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.graders._outputs import BinaryJudgeOutput
 from rewardjudge.readouts import neutralize
@@ -82,43 +85,53 @@ def _try(fn) -> None:
         pass
 
 
-def main() -> None:
+def _more_modes(targets: dict, title: str, modes: tuple[str, ...]) -> dict[str, int]:
+    """Run the suite with ``modes``, print its table and the escapes per judge behaviour;
+    return the must-be-zero counts."""
     t0 = time.perf_counter()
-    report = asyncio.run(run_attack_suite())
+    more = asyncio.run(run_attack_suite(targets, modes=modes))
+    print(f"\n{title}: {', '.join(modes)}; {len(more.outcomes)} cases in {time.perf_counter() - t0:.1f} s\n")
+    print(more.table())
+    zero = {c: sum(s[c] for s in more.summary().values()) for c in MUST_BE_ZERO}
+    per_mode = Counter(o.mode for o in more.failures() if o.escaped)
+    print("\nmust be zero, all graders: " + ", ".join(f"{c}={zero[c]}" for c in MUST_BE_ZERO[:2])
+          + f"; escaped_to_unscored={zero['escaped_to_unscored']} per judge behaviour: "
+          + (", ".join(f"{m} {n}" for m, n in sorted(per_mode.items())) or "none"))
+    return zero
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.bench_attacks", description=__doc__.splitlines()[0])
+    p.add_argument("--grader", action="append", default=[],
+                   help="only the graders whose name contains this (repeatable; default: all)")
+    p.add_argument("--no-timings", action="store_true", help="skip the 1 MB timings of each pass")
+    args = p.parse_args(argv)
+    targets = {name: t for name, t in default_targets().items()
+               if not args.grader or any(g.casefold() in name.casefold() for g in args.grader)}
+    t0 = time.perf_counter()
+    report = asyncio.run(run_attack_suite(targets))
     suite_s = time.perf_counter() - t0
     print(f"{len(ATTACKS)} attacks x judge modes {', '.join(MODES)} (probability grader: 1 mode); "
           f"{len(report.outcomes)} cases in {suite_s:.1f} s\n")
     print(report.table())
-    zero = {c: sum(s[c] for s in report.summary().values()) for c in MUST_BE_ZERO}
+    zero: dict = {c: sum(s[c] for s in report.summary().values()) for c in MUST_BE_ZERO}
     print("\nmust be zero, all graders:", ", ".join(f"{c}={v}" for c, v in zero.items()))
     for title, modes in (("judges that copy the policy's text more than once or decode it", COPYING_MODES),
                          ("judges that decode, restate, translate, change their mind, draft in <think>, "
                           "are cut off, or echo their sealed prompt", BEHAVIOUR_MODES)):
-        t0 = time.perf_counter()
-        more = asyncio.run(run_attack_suite(modes=modes))
-        print(f"\n{title}: {', '.join(modes)}; {len(more.outcomes)} cases in "
-              f"{time.perf_counter() - t0:.1f} s\n")
-        print(more.table())
-        more_zero = {c: sum(s[c] for s in more.summary().values()) for c in MUST_BE_ZERO}
-        per_mode: dict[str, int] = {}
-        for o in more.failures():
-            if o.escaped:
-                per_mode[o.mode] = per_mode.get(o.mode, 0) + 1
-        print("\nmust be zero, all graders: " + ", ".join(f"{c}={more_zero[c]}" for c in MUST_BE_ZERO[:2])
-              + f"; escaped_to_unscored={more_zero['escaped_to_unscored']} per judge behaviour: "
-              + (", ".join(f"{m} {n}" for m, n in sorted(per_mode.items())) or "none"))
-        zero[title.split()[0] + "_" + modes[0]] = more_zero
-    rows = timings()
-    heads = list(rows[0][1])
-    print("\nms per 1 MB input (best of 3):")
-    print(f"{'input':<18}" + "".join(f"{h:>19}" for h in heads))
-    for name, ms in rows:
-        print(f"{name:<18}" + "".join(f"{ms[h]:>19.1f}" for h in heads))
-    worst = max(ms for _, row in rows for ms in row.values())
-    print(f"worst pass over 1 MB: {worst:.1f} ms (target: under 50 ms per 256 KiB)")
-    print("BENCH " + json.dumps({"bench": "attacks", "per_grader": report.summary(), **zero,
-                                 "ms_per_mb": {name: ms for name, ms in rows}}))
-
+        zero[title.split()[0] + "_" + modes[0]] = _more_modes(targets, title, modes)
+    result = {"bench": "attacks", "per_grader": report.summary(), **zero}
+    if not args.no_timings:
+        rows = timings()
+        heads = list(rows[0][1])
+        print("\nms per 1 MB input (best of 3):")
+        print(f"{'input':<18}" + "".join(f"{h:>19}" for h in heads))
+        for name, ms in rows:
+            print(f"{name:<18}" + "".join(f"{ms[h]:>19.1f}" for h in heads))
+        worst = max(ms for _, row in rows for ms in row.values())
+        print(f"worst pass over 1 MB: {worst:.1f} ms (target: under 50 ms per 256 KiB)")
+        result["ms_per_mb"] = {name: ms for name, ms in rows}
+    print("BENCH " + json.dumps(result))
 
 if __name__ == "__main__":
     main()

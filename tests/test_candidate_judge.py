@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import random
 import re
@@ -102,6 +103,27 @@ async def test_chunks_are_balanced():
     await CandidateJudgeGrader("g", model, batch_size=8).grade_batch(
         [thread("Q?", f"a{k % 5}") for k in range(9)])
     assert sizes(model) == [4, 5]
+
+
+async def test_a_large_group_is_sent_within_the_judges_concurrency_limit():
+    # a prompt group over batch_size was split inside the grader and all its requests sent at
+    # once, past the judge's max_concurrency; grade_batch now schedules every request
+    in_flight = peak = 0
+
+    async def judge(messages, params, schema):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0)   # let any other request in
+        in_flight -= 1
+        return digit_judge(messages, params, schema)
+
+    model = ScriptedModel(judge)
+    model.max_concurrency = 1
+    grades = await CandidateJudgeGrader("g", model, batch_size=4).grade_batch(
+        [thread("Q?", f"a{k % 5}") for k in range(16)])
+    assert [g.extra["grade"] for g in grades] == [k % 5 for k in range(16)]
+    assert sizes(model) == [4, 4, 4, 4] and peak == 1
 
 
 async def test_samples_with_different_structured_queries_are_separate_groups():
@@ -206,6 +228,27 @@ async def test_a_cut_off_reply_is_reasked_in_smaller_batches():
         [thread("Q?", "a"), thread("Q?", "b")])
     assert [g.extra["grade"] for g in grades] == [2, 2] and sizes(model) == [1, 1, 2]
     assert all("cut off at max_tokens" in g.extra["failures"][0] for g in grades)
+
+
+@pytest.mark.parametrize("max_rounds", [1, 3])
+async def test_a_reply_cut_off_by_one_candidate_leaves_its_group_mates_scored(max_rounds):
+    # the judge quotes what it is shown and runs out of tokens on one long hostile completion:
+    # every request holding it is cut off. Re-asks stopped at max_rounds, so the group-mates
+    # still sharing its request at the last round went unscored because of their neighbour
+    from rewardjudge.models._base import Completion
+
+    def judge(messages, params, schema):
+        pairs = submissions(messages)
+        text = reply_for(pairs, lambda t: "2")
+        return Completion(text, finish_reason="length") if any("quote me" in t for _, t in pairs) else text
+
+    model = ScriptedModel(judge)
+    grades = await CandidateJudgeGrader("g", model, batch_size=8, max_rounds=max_rounds, seed=2).grade_batch(
+        [thread("Q?", "quote me " * 50)] + [thread("Q?", f"answer {k}") for k in range(7)])
+    assert grades[0].status == "unscored" and "cut off at max_tokens" in grades[0].error
+    assert [(g.status, g.extra["grade"]) for g in grades[1:]] == [("scored", 2)] * 7
+    # bounded: halved down to the hostile one alone (8, 4 + 4, 2 + 2, 1 + 1: 7 requests, 4 rounds)
+    assert len(model.calls) == 7 and grades[0].extra["rounds"] == 4
 
 
 async def test_judge_outage_is_unscored_without_reasks():

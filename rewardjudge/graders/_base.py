@@ -12,16 +12,18 @@ from typing import Any, Awaitable, Callable, Generic, Iterable, Literal, Mapping
 from pydantic import BaseModel
 
 from .._hash import canonical_hash
+from .._sync import run_sync
 from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
 from ..readouts._decision import NoVerdict
+from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding, validated
 from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._guards import content_free_fields, content_free_reason
-from ._schedule import groups, prompt_key
+from ._schedule import balanced_chunks, groups, prompt_key
 
 #: texts longer than this are screened and read in a worker thread
 _INLINE_CHARS = 65_536
@@ -189,29 +191,20 @@ class Grader(abc.ABC):
         return Grade(value=None, grader_key=self.grader_key, reasoning=None, status="unscored",
                      error=reason, grader_version=self.version, **fields)
 
-    def precheck(self, sample: StringThread) -> Grade | None:
-        """A penalized Grade when the completion is over ``max_completion_chars``, or empty or
-        content-free (with ``reject_content_free``), else None."""
-        text = sample.completion()
-        if len(text) > self.max_completion_chars:
-            return self.penalized(sample, f"malformed completion: {len(text)} characters, over the "
-                                          f"limit of {self.max_completion_chars} (max_completion_chars)")
-        if not self.reject_content_free:
-            return None
-        reason = content_free_reason(text, self.content_free_phrases)
-        return None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
-
     def screen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
                ) -> tuple[BaseModel | None, Grade | None]:
-        """``precheck``, then parse the completion into ``completion_model``: ``(parsed, None)``
-        (``parsed`` None without a model), or ``(None, penalized Grade)``."""
-        flagged = self.precheck(sample)
-        if flagged is not None:
-            return None, flagged
-        if completion_model is None:
-            return None, None
+        """Parse the completion into ``completion_model``: ``(parsed, None)`` (``parsed`` None
+        without a model), or ``(None, penalized Grade)`` when it is over ``max_completion_chars``,
+        empty or content-free (with ``reject_content_free``), or does not parse."""
+        text = sample.completion()
+        if len(text) > self.max_completion_chars:
+            reason = f"{len(text)} characters, over the limit of {self.max_completion_chars} (max_completion_chars)"
+        else:
+            reason = content_free_reason(text, self.content_free_phrases) if self.reject_content_free else None
+        if reason is not None or completion_model is None:
+            return None, None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
         try:
-            parsed = pydantic_parse(sample.completion(), completion_model)
+            parsed = pydantic_parse(text, completion_model)
         except OutputParserException as exc:
             return None, self.penalized(sample, f"malformed completion: {exc.reason}")
         except RecursionError:
@@ -275,8 +268,6 @@ class Grader(abc.ABC):
                     multimodal: bool = False, strict: bool = True, **kwargs: Any) -> str:
         """Render the built-in prompt ``<Class>/<method>`` with ``kwargs``
         (``rewardjudge.templates._prompts.get_prompt``)."""
-        from ..templates._prompts import get_prompt
-
         return get_prompt(self, method, template_class=template_class, multimodal=multimodal,
                           strict=strict, **kwargs)
 
@@ -392,6 +383,9 @@ class Grader(abc.ABC):
 
     #: the family judges a prompt's samples together: ``grade_batch`` hands it prompt groups
     judges_groups: bool = False
+    #: the most samples of one prompt a unit holds (None: all); a larger group is split into
+    #: balanced units, so every judge request goes through ``batch_concurrency``
+    max_group: int | None = None
 
     async def _grade_unit(self, samples: list[StringThread]) -> list[Grade]:
         """A group's Grades (a group of one through ``grade``); a failure other than a usage
@@ -411,10 +405,12 @@ class Grader(abc.ABC):
 
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
         """Grade ``samples`` concurrently; one Grade per sample, in order. Its unit is a prompt
-        group (``judges_groups``) or each sample alone, at most ``batch_concurrency()`` at once;
+        group (``judges_groups``; in pieces of at most ``max_group``) or each sample alone, at
+        most ``batch_concurrency()`` at once;
         a usage error (``ConfigError``) is raised after every other unit has finished."""
         items = [self.check_sample(s) for s in samples]
-        units = (groups(range(len(items)), lambda i: prompt_key(items[i])) if self.judges_groups
+        units = ([unit for group in groups(range(len(items)), lambda i: prompt_key(items[i]))
+                  for unit in balanced_chunks(group, self.max_group or len(group))] if self.judges_groups
                  else [[i] for i in range(len(items))])
         per_unit = await _bounded_map(self.batch_concurrency(), self._grade_unit,
                                       [[items[i] for i in unit] for unit in units])
@@ -428,8 +424,6 @@ class Grader(abc.ABC):
 
     def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:
         """``grade_batch`` from synchronous code, even inside a running loop."""
-        from .._sync import run_sync
-
         return run_sync(self.grade_batch(samples))
 
 
@@ -437,17 +431,10 @@ async def _bounded_map(limit: int | None, fn: Callable[[Any], Awaitable[Any]],
                        args: Sequence[Any]) -> list[Any]:
     """``[await fn(a) for a in args]`` run concurrently, at most ``limit`` at
     once (None: all), in order; an exception takes its result's place."""
-    if limit is None or limit >= len(args):
-        return await asyncio.gather(*(fn(a) for a in args), return_exceptions=True)
-    results: list[Any] = [None] * len(args)
-    indexes = iter(range(len(args)))
+    slots = asyncio.Semaphore(limit or max(1, len(args)))
 
-    async def worker() -> None:
-        for k in indexes:  # shared iterator: each index is taken once
-            try:
-                results[k] = await fn(args[k])
-            except Exception as exc:  # a usage error: raised by the caller after the rest
-                results[k] = exc
+    async def bounded(arg: Any) -> Any:
+        async with slots:
+            return await fn(arg)
 
-    await asyncio.gather(*(worker() for _ in range(limit)))
-    return results
+    return await asyncio.gather(*(bounded(a) for a in args), return_exceptions=True)

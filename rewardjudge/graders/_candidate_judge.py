@@ -19,12 +19,12 @@ from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ._options import CandidateOptions, validated
-from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, log
+from ._base import Grader, JudgeAnswer, Mode, log
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
-from ._candidate_grammar import CANDIDATE_REASONING_CHARS, CANDIDATE_REASONING_MIN_CHARS, candidate_grammar
+from ._candidate_grammar import candidate_grammar
 from ..readouts._candidate_blocks import CandidateVerdict, new_candidate_ids, read_candidate_reply
-from ..readouts._decision import Verdict
+from ..readouts._decision import NoVerdict, Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR
@@ -36,9 +36,6 @@ __all__ = ["CandidateJudgeGrader"]
 _OPTION_NAMES = ("scale", "expected_value", "expected_value_floor", "batch_size", "max_rounds", "title_field",
                  "image_field", "include_images", "temperature", "top_p", "max_tokens_per_candidate", "shuffle",
                  "seed", "evaluation_name", "evaluation_description", "template_variables")
-#: what a request adds to the thread vocabulary (``request_context``)
-_REQUEST_KEYS = ("query", "query_text", "candidates", "scale", "scale_min", "scale_max",
-                 "scale_labels", "evaluation_name", "evaluation_description")
 
 
 @dataclass
@@ -50,26 +47,10 @@ class _Candidate:
     data: dict[str, Any]            # title, fields, image (not yet neutralised)
     usage: dict[str, int] = field(default_factory=dict)
     attempts: int = 0
-    rounds: int = 0
     failures: list[str] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     last_reply: str | None = None
     grade: Grade | None = None
-
-
-def _split_usage(usage: Mapping[str, int], n: int) -> list[dict[str, int]]:
-    """One request's token counts shared exactly among its ``n`` candidates."""
-    return [{k: int(t) // n + (1 if i < int(t) % n else 0) for k, t in usage.items()} for i in range(n)]
-
-
-def _charge(cand: _Candidate, usage: Mapping[str, int], attempts: int) -> None:
-    cand.attempts += attempts
-    for k, v in usage.items():
-        cand.usage[k] = cand.usage.get(k, 0) + v
-
-
-#: tokens of one reply block other than its reasoning (see ``_grammar``)
-_BLOCK_TOKENS = 56
 
 
 #: said last in a request whose templates do not describe the sealed grade form themselves
@@ -86,11 +67,12 @@ class CandidateJudgeGrader(Grader):
     >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
     (0.75, 3, 'Correct, but skips the second part of the question.')
 
-    Samples of one prompt are split into balanced requests of at most ``batch_size``; each
+    ``grade_batch`` splits a prompt's samples into balanced requests of at most ``batch_size``; each
     request shuffles its candidates (seeded, recorded), neutralises them and gives them keyed
     ids. A candidate is *scored* ``scale.to_reward(grade)`` (the last grade for its id); failed
     ones are re-asked in halved batches up to ``max_rounds`` requests, then *unscored* with every
-    reason; HTTP 400/413 splits a request down to single candidates.
+    reason; a request that grades none of its candidates (cut off, HTTP 400/413, no sealed grade)
+    is split down to single candidates whatever ``max_rounds`` says.
 
     Arguments: ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
     built-in ``CandidateJudgeGrader`` prompts; ``""``: no system message), which see ``query``,
@@ -110,12 +92,10 @@ class CandidateJudgeGrader(Grader):
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
                  batch_size: int = 8, template: str | None = None, system_template: str | None = None,
                  completion_model: type[BaseModel] | None = None, title_field: str | None = None,
-                 image_field: str | None = None, include_images: bool = False,
-                 evaluation_name: str = "",
+                 image_field: str | None = None, include_images: bool = False, evaluation_name: str = "",
                  evaluation_description: str = "", max_rounds: int = 3, shuffle: bool = True,
                  seed: int | None = None, temperature: float | None = 0.0, top_p: float | None = None,
-                 max_tokens_per_candidate: int | None = 256,
-                 template_variables: Mapping[str, Any] | None = None,
+                 max_tokens_per_candidate: int | None = 256, template_variables: Mapping[str, Any] | None = None,
                  protected_tags: Sequence[str] = (), strict_templates: bool = True,
                  engine: str = "handlebars", seal_key: "bytes | str | None" = None,
                  expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
@@ -132,7 +112,6 @@ class CandidateJudgeGrader(Grader):
         for name in _OPTION_NAMES:
             setattr(self, name, getattr(opts, name))
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
-        self._warned_no_distribution = False
         self._rng = random.Random(seed)   # every request's shuffle seed, from one stream
         user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
                     if template is None else template)
@@ -150,14 +129,13 @@ class CandidateJudgeGrader(Grader):
 
     def _check_templates(self) -> None:
         """Fail at construction when a template reads a missing variable or never shows the ids."""
-        self.prompt.check(self.context_variables(*_REQUEST_KEYS))
         probe_ids = new_candidate_ids(2)
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
         candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
         ctx = CandidateJudgeGrader.request_context(self, probe_thread, candidates)
+        self.prompt.check(self.context_variables(*ctx))
         system, user = self.prompt.render(ctx, strict=False)
-        missing = [i for i in probe_ids if i not in system + "\n" + user]
-        if missing:
+        if any(i not in system + "\n" + user for i in probe_ids):
             raise ConfigError("the templates never show candidates[].id, so the judge cannot name "
                               "the candidate it grades; render {{this.id}} inside {{#each candidates}}")
 
@@ -178,9 +156,6 @@ class CandidateJudgeGrader(Grader):
                 out["image"] = image if isinstance(image, str) else json.dumps(image)
         return out
 
-    #: the names this class's ``extract_template_context`` adds (see ``Grader.context_variables``)
-    context_names: tuple[str, ...] = ()
-
     def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         """The template context of one request: ``extract_template_context`` over the group's
         neutralised context turns (``completion`` empty), then ``query``, ``query_text``,
@@ -190,20 +165,19 @@ class CandidateJudgeGrader(Grader):
                                   self.protected_tags)
         ctx = self.extract_template_context(clean, None, self.template_variables)
         query = clean.metadata.get("query")
-        if query is None:
-            query = clean.last_user_content()
-        ctx.update({
-            "query": query,
-            "query_text": query if isinstance(query, str) else json.dumps(query, ensure_ascii=False,
-                                                                        indent=2, default=str),
-            "candidates": candidates,
-            **self.scale.template_vars(),
-            "evaluation_name": self.evaluation_name,
-            "evaluation_description": self.evaluation_description,
-        })
+        query = clean.last_user_content() if query is None else query
+        ctx.update(query=query, candidates=candidates, **self.scale.template_vars(),
+                   query_text=query if isinstance(query, str)
+                   else json.dumps(query, ensure_ascii=False, indent=2, default=str),
+                   evaluation_name=self.evaluation_name, evaluation_description=self.evaluation_description)
         return ctx
 
     judges_groups = True
+
+    @property
+    def max_group(self) -> int:
+        """``grade_batch`` hands this grader at most ``batch_size`` samples of a prompt at once."""
+        return self.batch_size
 
     async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
         """One Grade per screened sample of one prompt, in order, judged in balanced requests
@@ -222,39 +196,69 @@ class CandidateJudgeGrader(Grader):
             if not isinstance(data, Mapping):
                 raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")
             members.append(_Candidate(i, sample, dict(data)))
-        if self.shuffle and len(members) > self.batch_size:
-            random.Random(self._rng.getrandbits(32)).shuffle(members)   # who shares a chunk
         started = time.perf_counter()
-        usage_error = await self._run(balanced_chunks(members, self.batch_size), 1)
+        await self._ask_all(balanced_chunks(members, self.batch_size), 1)
         for cand in members:
             grades[cand.index] = cand.grade or self._final_unscored(cand, started)
-        if usage_error is not None:
-            raise usage_error
         return grades  # type: ignore[return-value]
 
-    async def _run(self, chunks: list[list[_Candidate]], round_no: int) -> ConfigError | None:
-        """Judge ``chunks`` concurrently; an unexpected exception fails its chunk's candidates;
-        the first usage error is returned (raised once everything has finished)."""
-        results = await asyncio.gather(*(self._judge(c, round_no) for c in chunks),
-                                       return_exceptions=True)
-        usage_error: ConfigError | None = None
-        for chunk, result in zip(chunks, results):
-            if isinstance(result, ConfigError):
-                usage_error = usage_error or result
-            elif isinstance(result, asyncio.CancelledError):
+    async def _ask_all(self, chunks: list[list[_Candidate]], round_no: int) -> None:
+        """``_ask`` about each chunk concurrently; once all have finished the first usage error
+        is raised, and an unexpected exception fails only its own chunk's candidates."""
+        results = await asyncio.gather(*(self._ask(c, round_no) for c in chunks), return_exceptions=True)
+        for result in results:
+            if isinstance(result, (ConfigError, asyncio.CancelledError)):
                 raise result
-            elif isinstance(result, BaseException):
+        for chunk, result in zip(chunks, results):
+            if isinstance(result, BaseException):
                 log.warning("grader %s raised %r; its candidates are unscored", self.grader_key, result)
                 for cand in chunk:
                     if cand.grade is None:
                         cand.failures.append(f"grader error: {type(result).__name__}: {result}")
-            elif result is not None:
-                usage_error = usage_error or result
-        return usage_error
 
-    async def _judge(self, members: list[_Candidate], round_no: int) -> ConfigError | None:
-        """Ask about ``members`` in one request; re-ask the failures in smaller batches."""
-        order, shown, ids, request_seed = self._shown(members, round_no)
+    async def _ask(self, members: list[_Candidate], round_no: int) -> None:
+        """Ask about ``members`` in one request, then re-ask the ones it did not grade in halved
+        groups: up to ``max_rounds`` requests, but a request that graded none of its candidates
+        (cut off at ``max_tokens``, too big for the judge, no sealed grade at all) is split down
+        to single candidates whatever ``max_rounds`` says. Such a failure may be one candidate's
+        doing (a text the judge quotes until it runs out of tokens); alone, each group-mate
+        gets a reply about itself, so its grade never depends on its neighbours."""
+        order, ids, messages, params = self._request(members, round_no)
+        # where the model takes a grammar the reply protocol is enforced (and still read as any other)
+        grammar = (candidate_grammar(ids, self.scale, max_tokens_per_candidate=self.max_tokens_per_candidate)
+                   if getattr(self.model, "accepts_grammar", False) else None)
+        answer = await self.ask_until_parsed(
+            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
+            grammar=grammar, reply_retries=0)
+        if isinstance(answer, JudgeAnswer):
+            failed = await self._read(order, ids, answer, messages, params, round_no)
+        else:
+            self._charge(order, answer.usage, answer.attempts, answer.raw_reply)
+            for cand in order:
+                cand.failures.append(answer.reason)
+            too_big = isinstance(answer.error, JudgeHTTPError) and answer.error.status in (400, 413)
+            if answer.error is not None and not (too_big and len(order) > 1):
+                return   # the judge is down: asking again now would not help
+            failed = order
+        split = len(failed) == len(order) > 1
+        if failed and (split or round_no < self.max_rounds):
+            await self._ask_all(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
+
+    def _request(self, members: list[_Candidate], round_no: int
+                 ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:
+        """One request about ``members`` (recorded in each one's ``requests``): the candidates
+        in the order shown (shuffled with a seed from the grader's stream), their ids, the
+        messages and the sampling parameters."""
+        request_seed = self._rng.getrandbits(32) if self.shuffle else None
+        # sorted first: random.Random(seed).shuffle(sorted(order)) == order
+        order = sorted(members, key=lambda c: c.index)
+        if request_seed is not None:
+            random.Random(request_seed).shuffle(order)
+        shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
+        # made from what the request shows: unseen by the policy, the same for a repeated request
+        ids = new_candidate_ids(len(order), sealer=self._sealer, request={
+            "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
+            "context": order[0].sample.context_turns(), "candidates": shown})
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
         messages = self.build_messages(self.request_context(order[0].sample, candidates),
                                        self._image_parts(order, ids))
@@ -266,64 +270,31 @@ class CandidateJudgeGrader(Grader):
             else self.max_tokens_per_candidate * len(order))
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order], "ids": ids}
         for cand in order:
-            cand.rounds = round_no
             cand.requests.append(record)
-        answer = await self.ask_until_parsed(
-            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
-            grammar=self._grammar(ids), reply_retries=0)
-        if isinstance(answer, JudgeFailure):
-            return await self._request_failed(order, answer, round_no)
-        failed = await self._read(order, ids, answer, messages, params, round_no)
-        if failed and round_no < self.max_rounds:   # an easier task: smaller batches
-            return await self._run(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
-        return None
+        return order, ids, messages, params
 
-    def _shown(self, members: list[_Candidate], round_no: int
-               ) -> tuple[list[_Candidate], list[dict[str, Any]], list[str], int | None]:
-        """The request's candidates in the order shown, their neutralised data, their
-        ids, and the seed of the order (None: not shuffled)."""
-        request_seed = self._rng.getrandbits(32) if self.shuffle else None
-        # sorted first: random.Random(seed).shuffle(sorted(order)) == order
-        order = sorted(members, key=lambda c: c.index)
-        if request_seed is not None:
-            random.Random(request_seed).shuffle(order)
-        shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
-        # made from what the request shows: unseen by the policy, the same for a repeated request
-        ids = new_candidate_ids(len(order), sealer=self._sealer, request={
-            "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
-            "context": order[0].sample.context_turns(), "candidates": shown})
-        return order, shown, ids, request_seed
-
-    async def _request_failed(self, order: list[_Candidate], answer: JudgeFailure,
-                              round_no: int) -> ConfigError | None:
-        """Charge a failed request to its candidates; re-ask where that may help."""
-        for cand, share in zip(order, _split_usage(answer.usage, len(order))):
-            _charge(cand, share, answer.attempts)   # a reply that was not read still cost tokens
-            cand.failures.append(answer.reason)
-        # a request too big for the judge is split down to single candidates whatever max_rounds says
-        if isinstance(answer.error, JudgeHTTPError) and answer.error.status in (400, 413) and len(order) > 1:
-            return await self._run(balanced_chunks(order, len(order) // 2), round_no + 1)
-        if answer.error is None:   # a reply that was never read: cut off at max_tokens
-            for cand in order:
-                cand.last_reply = answer.raw_reply
-            if round_no < self.max_rounds:
-                return await self._run(balanced_chunks(order, max(1, len(order) // 2)), round_no + 1)
-        return None
+    @staticmethod
+    def _charge(order: list[_Candidate], usage: Mapping[str, int], attempts: int, reply: str | None) -> None:
+        """Share one request's tokens exactly among its candidates (a reply that was not read
+        still cost them) and note its reply."""
+        n = len(order)
+        for i, cand in enumerate(order):
+            cand.attempts += attempts
+            for k, t in usage.items():
+                cand.usage[k] = cand.usage.get(k, 0) + int(t) // n + (1 if i < int(t) % n else 0)
+            if reply is not None:
+                cand.last_reply = reply
 
     async def _read(self, order: list[_Candidate], ids: list[str], answer: JudgeAnswer[Any],
                     messages: list[dict[str, Any]], params: GenerationParams,
                     round_no: int) -> list[_Candidate]:
         """Grade the candidates a read reply judged; return the ones it failed."""
         completion, reading = answer.completion, answer.verdict
+        self._charge(order, completion.usage, completion.attempts, completion.text)
+        judged = [(c, cid, d) for c, cid in zip(order, ids) if isinstance(d := reading.decisions[cid], Verdict)]
         failed: list[_Candidate] = []
-        judged: list[tuple[_Candidate, str, Verdict]] = []
-        for cand, cid, share in zip(order, ids, _split_usage(completion.usage, len(order))):
-            _charge(cand, share, completion.attempts)
-            cand.last_reply = completion.text
-            decision = reading.decisions[cid]
-            if isinstance(decision, Verdict):
-                judged.append((cand, cid, decision))
-            else:
+        for cand, cid in zip(order, ids):
+            if isinstance(decision := reading.decisions[cid], NoVerdict):
                 cand.failures.append(f"round {round_no}: {decision.reason}")
                 failed.append(cand)
         expectations: list[Any] = [None] * len(judged)
@@ -346,17 +317,6 @@ class CandidateJudgeGrader(Grader):
                 self.scale.to_reward(verdict.grade), verdict.reasoning, extra, expectation)
         return failed
 
-    def _grammar(self, ids: list[str]) -> str | None:
-        """The reply protocol as a GBNF grammar for these ids where the model takes one
-        (``accepts_grammar``), each reasoning bounded to fit ``max_tokens_per_candidate``."""
-        if not getattr(self.model, "accepts_grammar", False):
-            return None
-        chars = CANDIDATE_REASONING_CHARS
-        if self.max_tokens_per_candidate is not None:   # reasoning at ~3 characters a token
-            chars = min(chars, 3 * (self.max_tokens_per_candidate - _BLOCK_TOKENS))
-        chars = max(chars, CANDIDATE_REASONING_MIN_CHARS)
-        return candidate_grammar(ids, self.scale, reasoning_chars=chars)
-
     def _image_parts(self, order: list[_Candidate], ids: list[str]) -> list[dict[str, Any]]:
         """With ``include_images``: for each shown candidate with an image, a text
         part naming its id and the image part, in the order shown."""
@@ -366,7 +326,7 @@ class CandidateJudgeGrader(Grader):
                              {"type": "image_url", "image_url": {"url": image}})]
 
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
-        extra: dict[str, Any] = {"scale": self.scale.name, "rounds": cand.rounds,
+        extra: dict[str, Any] = {"scale": self.scale.name, "rounds": len(cand.requests),
                                  "requests": list(cand.requests), "failures": list(cand.failures)}
         if grade is not None:
             last = cand.requests[-1]
@@ -376,7 +336,8 @@ class CandidateJudgeGrader(Grader):
 
     def _final_unscored(self, cand: _Candidate, started: float) -> Grade:
         last = cand.failures[-1] if cand.failures else "no judge request was made"
-        reason = f"not judged after {cand.rounds} round(s): {last}" if cand.rounds else last
+        rounds = len(cand.requests)
+        reason = f"not judged after {rounds} round(s): {last}" if rounds else last
         return self.unscored(reason, attempts=cand.attempts, usage=dict(cand.usage),
                              raw_reply=cand.last_reply, latency_s=time.perf_counter() - started,
                              extra=self._extra(cand, None, None))

@@ -9,6 +9,7 @@ import asyncio
 import collections
 import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Hashable, Sequence
 
 from ..errors import ConfigError
@@ -63,24 +64,24 @@ def stand_in(values: Sequence[float], fallback: float) -> float:
     return statistics.fmean(values) if values else float(fallback)
 
 
+@dataclass(slots=True, eq=False)
 class _Group:
-    __slots__ = ("arrived", "pending", "values", "waiters", "closed_at", "timer")
-
-    def __init__(self) -> None:
-        self.arrived = self.pending = 0  # pending: arrived, not graded yet
-        self.values: list[float] = []   # usable rewards
-        self.waiters: list[asyncio.Future] = []  # unscored samples waiting for their stand-in
-        self.closed_at: float | None = None       # quiet since then (no arrival for `quiet` s)
-        self.timer: asyncio.TimerHandle | None = None
+    arrived: int = 0
+    pending: int = 0   # arrived, not graded yet
+    values: list[float] = field(default_factory=list)   # usable rewards
+    waiters: list[asyncio.Future] = field(default_factory=list)   # unscored samples waiting for a stand-in
+    closed_at: float | None = None   # quiet since then (no arrival for `quiet` s)
+    timer: asyncio.TimerHandle | None = None
 
 
+@dataclass(slots=True, eq=False)
 class _Entry:
     """One sample's grading, shared by the request that sent it and any retry of that request."""
 
-    __slots__ = ("task", "owner", "delivered", "released_at")
-
-    def __init__(self, task: asyncio.Future, owner: Any):
-        self.task, self.owner, self.delivered, self.released_at = task, owner, False, None
+    task: asyncio.Future
+    owner: Any
+    delivered: bool = False
+    released_at: float | None = None
 
 
 class PromptGroups:
@@ -97,9 +98,6 @@ class PromptGroups:
         self._groups: collections.OrderedDict[Hashable, _Group] = collections.OrderedDict()
         self._entries: dict[Hashable, list[_Entry]] = {}
         self._released: collections.deque = collections.deque()  # (time, dkey, entry)
-
-    def _size(self) -> int | None:
-        return self.size or self.learned
 
     def _group_for(self, key: Hashable, now: float) -> _Group:
         g = self._groups.get(key)
@@ -124,11 +122,6 @@ class PromptGroups:
                 break
             self._groups.pop(key)
 
-    def _arm(self, key: Hashable, g: _Group) -> None:
-        if g.timer is not None:
-            g.timer.cancel()
-        g.timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet, key, g)
-
     def _quiet(self, key: Hashable, g: _Group) -> None:
         g.timer = None
         g.closed_at = time.monotonic()
@@ -140,7 +133,7 @@ class PromptGroups:
             self.learned = g.arrived
 
     def _settle(self, g: _Group) -> None:
-        size = self._size()
+        size = self.size or self.learned
         full = size is not None and g.arrived >= size
         if full and self.size is None:
             self._learn(g)
@@ -159,18 +152,18 @@ class PromptGroups:
         g.pending += 1
         if g.closed_at is not None:  # late: its group went quiet before it came
             self._learn(g)
-        else:
-            self._arm(key, g)
+        else:  # (re)armed: the group is quiet once no sample came for `quiet` s
+            if g.timer is not None:
+                g.timer.cancel()
+            g.timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet, key, g)
         try:
             grade = await self.grade(thread)
-        except BaseException:
+            if grade.status != "unscored":
+                g.values.append(float(grade.value))  # type: ignore[arg-type]
+        finally:
             g.pending -= 1
             self._settle(g)
-            raise
-        g.pending -= 1
         if grade.status != "unscored":
-            g.values.append(float(grade.value))  # type: ignore[arg-type]
-            self._settle(g)
             return grade, float(grade.value), True  # type: ignore[arg-type]
         fut = asyncio.get_running_loop().create_future()
         g.waiters.append(fut)
