@@ -122,3 +122,13 @@ def test_strict_names_missing_variables_but_not_locals():
         t.render({"steps": [1]})
     assert err.value.missing == ["ref"]
     assert t.render({"steps": [1]}, strict=False) == "11"
+
+
+def test_templates_pickle_and_render_after():
+    # trainers ship reward functions to worker processes; Jinja2's compiled code cannot pickle
+    import pickle
+
+    t = JinjaTemplate("{% for s in steps %}{{ s }};{% endfor %}{{ ref }}", name="j", strict=True)
+    back = pickle.loads(pickle.dumps(t))
+    assert (back.name, back.strict, back.variables) == ("j", True, ["steps", "ref"])
+    assert back.render({"steps": [1, 2], "ref": "r"}) == "1;2;r"

@@ -249,3 +249,11 @@ def test_templates_pickle_and_render_after():
     back = pickle.loads(pickle.dumps(t))
     assert (back.name, back.strict, back.variables) == ("p", False, t.variables)
     assert back.render({"xs": ["a", "b"]}) == t.render({"xs": ["a", "b"]}) == "<a><b>|"
+
+
+def test_strict_rendering_takes_the_length_of_lists_and_texts_as_present():
+    # strict checks read paths as rendering does: `length` of a list or a text is there
+    t = Template("{{xs.length}}/{{s.length}}")
+    assert t.render({"xs": [1, 2], "s": "abc"}) == "2/3"
+    with pytest.raises(TemplateVariableError, match="xs.length"):
+        t.render({"xs": 3, "s": "abc"})

@@ -43,29 +43,47 @@ def fragment_refs(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) or m.group(3) for m in _FRAGMENT_REF.finditer(text)))
 
 
-def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars",
-                         _stack: tuple[str, ...] = ()) -> str:
+def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars") -> str:
     """``text`` with every ``{{ _fragments.name }}`` replaced by that fragment's source (one final
-    newline dropped), recursively; for a Jinja2 prompt ``{{> name}}`` partials are inlined too.
-    An unknown name or a cycle raises ``ConfigError``.
+    newline dropped), recursively; for a Jinja2 prompt ``{{> name}}`` partials are inlined too
+    (``inline_partials``). An unknown name or a cycle raises ``ConfigError``.
 
     >>> expand_fragment_refs("A {{ _fragments.rule }} B", {"rule": "be {{tone}}\n"})
     'A be {{tone}} B'
     """
-    def sub(m: re.Match) -> str:
+    return _inline(text, fragments, engine == "jinja2", ())
+
+
+def _inline(text: str, fragments: dict[str, str], partials: bool, stack: tuple[str, ...]) -> str:
+    """``expand_fragment_refs`` and ``inline_partials``: one recursion, one cycle check."""
+    def body(name: str) -> str:
+        if name in stack:
+            raise ConfigError(f"fragment cycle {' -> '.join((*stack, name))}")
+        return _inline(fragments[name], fragments, partials, (*stack, name))
+
+    def ref(m: re.Match) -> str:
         name = m.group(1) or m.group(3)
         if name not in fragments:
             raise ConfigError(f"unknown fragment {name!r} in {{{{ _fragments.{name} }}}}; known: "
                               f"{', '.join(sorted(fragments)) or '(none)'}")
-        if name in _stack:
-            raise ConfigError(f"fragment cycle {' -> '.join((*_stack, name))}")
-        body = fragments[name]
-        body = body[:-1] if body.endswith("\n") else body
-        return expand_fragment_refs(body, fragments, engine=engine, _stack=(*_stack, name))
+        inlined = body(name)
+        return inlined[:-1] if inlined.endswith("\n") else inlined
 
     if "_fragments" in text:
-        text = _FRAGMENT_REF.sub(sub, text)
-    return inline_partials(text, fragments) if engine == "jinja2" and "{{>" in text else text
+        text = _FRAGMENT_REF.sub(ref, text)
+    if not partials or "{{>" not in text:
+        return text
+    out, pos = [], 0
+    for tag in _compile(text)[2]:
+        if tag.kind != "partial" or tag.rest or tag.name not in fragments:
+            continue
+        inlined, start, end = body(tag.name), tag.start, tag.end
+        if tag.standalone:   # the tag's whole line is the fragment, indented like the tag
+            (start, end), inlined = tag.line(text), indent_lines(inlined, tag.indent)
+        out += [text[pos:start], inlined]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def is_language_slug(text: str) -> bool:
@@ -215,30 +233,15 @@ def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
     return out
 
 
-def inline_partials(text: str, fragments: dict[str, str], _stack: tuple[str, ...] = ()) -> str:
+def inline_partials(text: str, fragments: dict[str, str]) -> str:
     """``text`` with every ``{{> name}}`` of a known fragment replaced by its text (a standalone
-    partial's line by the fragment, indented like the tag): one self-contained source.
+    partial's line by the fragment, indented like the tag), and ``{{ _fragments.name }}`` as
+    ``expand_fragment_refs`` does: one self-contained source.
 
     >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
     'A\\n  be fair\\nB'
     """
-    out, pos = [], 0
-    for tag in _compile(text)[2]:
-        if tag.kind != "partial" or tag.rest or tag.name not in fragments:
-            continue
-        if tag.name in _stack:
-            raise ConfigError(f"fragment cycle {' -> '.join((*_stack, tag.name))}")
-        body = inline_partials(fragments[tag.name], fragments, (*_stack, tag.name))
-        start, end = tag.start, tag.end
-        if tag.standalone:
-            start = text.rfind("\n", 0, tag.start) + 1
-            nl = text.find("\n", tag.end)
-            end = len(text) if nl < 0 else nl + 1
-            body = indent_lines(body, tag.indent) if tag.indent else body
-        out += [text[pos:start], body]
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    return _inline(text, fragments, True, ())
 
 
 def merge_bundles(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
@@ -295,6 +298,7 @@ class BundleReport:
     changed: list[str] = field(default_factory=list)
     stale: bool = False
     written: bool = False
+    bundle: dict[str, Any] = field(default_factory=dict, repr=False)   # what was compiled
 
     def summary(self) -> str:
         state = "written" if self.written else ("STALE" if self.stale else "up to date")
@@ -326,7 +330,7 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
                               removed=sorted(set(old_keys) - set(new_keys)),
                               changed=sorted(k for k in set(new_keys) & set(old_keys)
                                              if new_keys[k] != old_keys[k]),
-                              stale=text != old_text)
+                              stale=text != old_text, bundle=bundle)
         if write and report.stale:
             path.write_text(text, encoding="utf-8")
             report.written = True
@@ -374,11 +378,6 @@ def methods_module_stale(root: Path = TEMPLATES_DIR, bundle: dict[str, Any] | No
     return not path.is_file() or path.read_text(encoding="utf-8") != want
 
 
-def prompt_variables(text: str, fragments: dict[str, str]) -> list[str]:
-    """The variables a prompt reads, its fragments' included."""
-    return template_variables(expand_fragment_refs(text, fragments), fragments)
-
-
 def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
     """Problems with the shipped bundles, as messages ([] when all is well): a stale or unreadable
     bundle, a translation key with no English original or reading a variable the English lacks."""
@@ -387,13 +386,13 @@ def check_bundles(root: Path = TEMPLATES_DIR) -> list[str]:
         reports = compile_bundles(root, write=False)
     except ConfigError as exc:
         return [str(exc)]
-    methods_stale = root.resolve() == TEMPLATES_DIR and methods_module_stale(root)
+    english = reports[0].bundle   # discover_languages puts English first
+    methods_stale = root.resolve() == TEMPLATES_DIR and methods_module_stale(root, english)
     problems = [f"{METHODS_MODULE} is stale; run `rewardjudge templates compile`"] if methods_stale else []
     problems += [f"{r.path.name} is stale (added: {r.added or '-'}, removed: {r.removed or '-'}, "
                  f"changed: {r.changed or '-'}); run `rewardjudge templates compile`" for r in reports if r.stale]
-    english = build_bundle(root, "en")
-    for language in discover_languages(root)[1:]:
-        problems += compare_to_english(build_bundle(root, language), english)
+    for r in reports[1:]:
+        problems += compare_to_english(r.bundle, english)
     return problems
 
 
@@ -409,8 +408,13 @@ def compare_to_english(bundle: dict[str, Any], english: dict[str, Any]) -> list[
         if original is None:
             problems.append(f"{language}: {key} has no English original")
             continue
-        extra = set(prompt_variables(text, fragments)) - set(prompt_variables(original, en_fragments))
+        extra = set(_variables(text, fragments)) - set(_variables(original, en_fragments))
         if extra:
             problems.append(f"{language}: {key} reads {sorted(extra)}, which the English "
                             f"prompt does not use (the grader may not provide them)")
     return problems
+
+
+def _variables(text: str, fragments: dict[str, str]) -> list[str]:
+    """The variables a prompt reads, its fragments' included."""
+    return template_variables(expand_fragment_refs(text, fragments), fragments)

@@ -8,6 +8,7 @@ is the one module reaching past pybars3's public API. Truthiness: ``{{#if}}`` us
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
@@ -77,17 +78,15 @@ def _known_helpers() -> set[str]:
     return set(HELPERS) | _BUILTIN_HELPERS
 
 
-_CACHE: dict[str, tuple[Callable[..., Any], tuple, tuple[Tag, ...]]] = {}
-_CACHE_MAX = 512
-
-
 def _compile(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
     """``(render_fn, parse tree, tags)`` of ``source``, compiled once."""
     if not isinstance(source, str):
         raise TemplateError(f"template source must be a str, got {type(source).__name__}")
-    hit = _CACHE.get(source)
-    if hit is not None:
-        return hit
+    return _compiled(source)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
     tags = scan(source, _known_helpers())
     canonical = rewrite(source, tags)
     tree, pos = parse(canonical)
@@ -97,9 +96,7 @@ def _compile(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
         fn = compile_canonical(canonical)
     except PybarsError as exc:
         raise locate_parse_error(source, tags) from exc
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.pop(next(iter(_CACHE)), None)
-    return _CACHE.setdefault(source, (fn, tuple(tree), tuple(tags)))
+    return fn, tuple(tree), tuple(tags)
 
 
 def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
@@ -130,63 +127,122 @@ def _path_of(segments: list[str], depth: int) -> str | None:
     return ".".join(segs)
 
 
+class _Unknown(Exception):
+    """What a template reads cannot be told from its parse tree."""
+
+
+def _read_of(segments: list[str], pushed: bool) -> str | None:
+    """The top-level name a path can read at any depth (``../x`` and ``@root.x`` as ``x``), None
+    for block data (``@index``); ``_Unknown`` when it may be the whole context (``{{this}}`` at
+    the root, ``@root`` alone). ``pushed``: inside a block whose ``this`` is never the root."""
+    segs = list(segments)
+    ups = 0
+    while segs and segs[0] == "@_parent":
+        ups += 1
+        segs.pop(0)
+    if segs and segs[0] == "@root":
+        rest = [x for x in segs[1:] if x and x != "this"]
+        if not rest or rest[0][0] == "@":
+            raise _Unknown
+        return rest[0]
+    real = [x for x in segs if x and x != "this"]
+    if not real:
+        if ups or not pushed:
+            raise _Unknown
+        return None
+    if any(x[0] == "@" for x in real[1:]):
+        raise _Unknown
+    return None if real[0][0] == "@" else real[0]   # @index, @key, @../index: no read
+
+
+# pure helpers: their output depends on their arguments only (``log`` prints)
+_PURE_HELPERS = frozenset(HELPERS) | _BUILTIN_BLOCKS | {"lookup", "_section", "_inverted", "_lb"}
+_TEXT_NODES = frozenset({"literal", "newline", "whitespace", "comment"})
+
+
 class _Walk:
+    """One walk over a parse tree for both questions: ``variables``, the top-level paths read at
+    the root scope in first-use order (through partials whose sources are given), and ``reads``,
+    every top-level name readable at any depth, or None once that cannot be told (a partial, a
+    helper that is not pure, the whole context read)."""
+
     def __init__(self, partials: Mapping[str, str] | None):
         self.partials = partials or {}
-        self.out: dict[str, None] = {}
+        self.variables: dict[str, None] = {}
+        self.reads: set[str] | None = set()
         self.helpers = _known_helpers()
         self.seen: set[str] = set()
 
-    def nodes(self, nodes, depth: int) -> None:
+    def nodes(self, nodes, depth: int, pushed: bool) -> None:
         for node in nodes:
             if not isinstance(node, tuple) or not node:
                 continue
             kind = node[0]
             if kind in ("expand", "escapedexpand"):
                 segs, args = node[1][1], node[2]
-                is_helper = len(segs) == 1 and (segs[0] == "_lb" or segs[0] in self.helpers and (
-                    args or segs[0] in HELPERS))
-                if not is_helper:
-                    self.path(segs, depth)
-                self.args(args, depth)
+                name = segs[0] if len(segs) == 1 else None
+                if args and name not in _PURE_HELPERS:
+                    self.reads = None
+                if not (name == "_lb" or name in self.helpers and (args or name in HELPERS)):
+                    self.path(segs, depth, pushed)
+                self.args(args, depth, pushed)
             elif kind in ("block", "invertedblock"):
-                self.block(kind, node[1], node[2], node[3], node[4], depth)
+                self.block(kind, node[1], node[2], node[3], node[4], depth, pushed)
+            elif kind not in _TEXT_NODES:
+                self.reads = None
 
-    def block(self, kind, name, args, body, alt, depth: int) -> None:
+    def block(self, kind, name, args, body, alt, depth: int, pushed: bool) -> None:
         body = body[1:] if body else []
         alt = alt[1:] if alt else []
+        if name not in _PURE_HELPERS:
+            self.reads = None   # _partial, log, a helper added later
         if name == "_partial":
             pname = args[0][1][1:-1] if args and args[0][0] == "literalparam" else None
             rest = [a for a in args[1:] if a[0] != "kwparam"]
-            self.args(args[1:], depth)
+            self.args(args[1:], depth, pushed)
             src = self.partials.get(pname) if pname else None
             if src is not None and not rest and pname not in self.seen:
                 self.seen.add(pname)
-                _, tree, _ = _compile(src)
-                self.nodes(tree[1:], depth)
+                self.nodes(_compile(src)[1][1:], depth, pushed)
                 self.seen.discard(pname)
             return
-        if name in ("_section", "_inverted") or name in self.helpers:
-            self.args(args, depth)
-            scoped = name == "_section" or name in _SCOPED_BLOCKS and kind == "block"
-            self.nodes(body, depth + 1 if scoped else depth)
-            self.nodes(alt, depth)
-            return
-        self.path([name], depth)  # pragma: no cover - sections are rewritten to _section
+        self.args(args, depth, pushed)
+        scoped = name in _SCOPED_BLOCKS and kind == "block"
+        self.nodes(body, depth + 1 if scoped or name == "_section" else depth, pushed or scoped)
+        self.nodes(alt, depth, pushed)
 
-    def path(self, segs, depth: int) -> None:
+    def path(self, segs, depth: int, pushed: bool) -> None:
         p = _path_of(segs, depth)
         if p:
-            self.out[p] = None
+            self.variables[p] = None
+        if self.reads is not None:
+            try:
+                name = _read_of(segs, pushed)
+            except _Unknown:
+                self.reads = None
+            else:
+                if name:
+                    self.reads.add(name)
 
-    def args(self, args, depth: int) -> None:
+    def args(self, args, depth: int, pushed: bool) -> None:
         for arg in args:
             if arg[0] == "path":
-                self.path(arg[1], depth)
+                self.path(arg[1], depth, pushed)
             elif arg[0] == "subexpr":
-                self.args(arg[2], depth)
+                helper = arg[1][1] if isinstance(arg[1], tuple) else None
+                if not helper or helper[0] not in _PURE_HELPERS:
+                    self.reads = None
+                self.args(arg[2], depth, pushed)
             elif arg[0] == "kwparam":
-                self.args([arg[2]], depth)
+                self.args([arg[2]], depth, pushed)
+            elif arg[0] != "literalparam":
+                self.reads = None
+
+
+def _walk(tree: Any, partials: Mapping[str, str] | None = None) -> _Walk:
+    walk = _Walk(partials)
+    walk.nodes(tree[1:], 0, False)
+    return walk
 
 
 def template_variables(source: str, partials: Mapping[str, str] | None = None) -> list[str]:
@@ -196,18 +252,7 @@ def template_variables(source: str, partials: Mapping[str, str] | None = None) -
     >>> template_variables("{{#each items}}{{this.name}} {{../sep}}{{/each}}{{json meta.k}}")
     ['items', 'sep', 'meta.k']
     """
-    _, tree = compile_template(source)
-    walk = _Walk(partials)
-    walk.nodes(tree[1:], 0)
-    return list(walk.out)
-
-
-# pure helpers: their output depends on their arguments only (``log`` prints)
-_PURE_HELPERS = frozenset(HELPERS) | _BUILTIN_BLOCKS | {"lookup", "_section", "_inverted", "_lb"}
-
-
-class _Unknown(Exception):
-    """What a template reads cannot be told from its parse tree."""
+    return list(_walk(compile_template(source)[1], partials).variables)
 
 
 def root_reads(tree: Any) -> frozenset[str] | None:
@@ -218,79 +263,8 @@ def root_reads(tree: Any) -> frozenset[str] | None:
     >>> sorted(root_reads(compile_template("{{#each xs}}{{this}} {{../sep}}{{/each}}")[1]))
     ['sep', 'xs']
     """
-    reads = _Reads()
-    try:
-        reads.nodes(tree[1:], False)
-    except _Unknown:
-        return None
-    return frozenset(reads.names)
-
-
-class _Reads:
-    """``root_reads``'s walk: the names read, or ``_Unknown`` raised."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def path(self, segs: Any, pushed: bool) -> None:
-        segs = list(segs)
-        ups = 0
-        while segs and segs[0] == "@_parent":
-            ups += 1
-            segs.pop(0)
-        if segs and segs[0] == "@root":
-            rest = [x for x in segs[1:] if x and x != "this"]
-            if not rest or rest[0][0] == "@":
-                raise _Unknown
-            self.names.add(rest[0])
-            return
-        real = [x for x in segs if x and x != "this"]
-        if not real:
-            if ups or not pushed:
-                raise _Unknown   # this / ../ : maybe the whole root context
-            return
-        if any(x[0] == "@" for x in real[1:]):
-            raise _Unknown
-        if real[0][0] != "@":   # @index, @key, @../index: data of the block, no read
-            self.names.add(real[0])
-
-    def args(self, items: Any, pushed: bool) -> None:
-        for arg in items:
-            kind = arg[0]
-            if kind == "path":
-                self.path(arg[1], pushed)
-            elif kind == "subexpr":
-                helper = arg[1][1] if isinstance(arg[1], tuple) else None
-                if not helper or helper[0] not in _PURE_HELPERS:
-                    raise _Unknown
-                self.args(arg[2], pushed)
-            elif kind == "kwparam":
-                self.args([arg[2]], pushed)
-            elif kind != "literalparam":
-                raise _Unknown
-
-    def nodes(self, items: Any, pushed: bool) -> None:
-        for node in items:
-            if not isinstance(node, tuple) or not node:
-                continue
-            kind = node[0]
-            if kind in ("expand", "escapedexpand"):
-                segs, node_args = node[1][1], node[2]
-                if node_args and (len(segs) != 1 or segs[0] not in _PURE_HELPERS):
-                    raise _Unknown
-                if not node_args or segs[0] not in _PURE_HELPERS:
-                    self.path(segs, pushed)
-                self.args(node_args, pushed)
-            elif kind in ("block", "invertedblock"):
-                name, node_args, body, alt = node[1], node[2], node[3], node[4]
-                if name not in _PURE_HELPERS:
-                    raise _Unknown   # _partial, log, a helper added later
-                self.args(node_args, pushed)
-                self.nodes(body[1:] if body else [],
-                           pushed or (name in _SCOPED_BLOCKS and kind == "block"))
-                self.nodes(alt[1:] if alt else [], pushed)
-            elif kind not in ("literal", "newline", "whitespace", "comment"):
-                raise _Unknown
+    reads = _walk(tree).reads
+    return None if reads is None else frozenset(reads)
 
 
 def _as_template(name: str, value: Any, strict: bool) -> "Template":
@@ -336,10 +310,10 @@ class Template:
         if partials is not None:
             self._check_partials()
         self._partial_fns = {k: t._fn for k, t in self.partials.items()}
-        self.variables: list[str] = template_variables(
-            source, {k: t.source for k, t in self.partials.items()})
-        reads = None if self.partials else root_reads(tree)
-        self._reads: tuple[str, ...] | None = None if reads is None else tuple(sorted(reads))
+        walk = _walk(tree, {k: t.source for k, t in self.partials.items()})
+        self.variables: list[str] = list(walk.variables)
+        self._reads: tuple[str, ...] | None = (
+            None if walk.reads is None or self.partials else tuple(sorted(walk.reads)))
         self._memo: dict[tuple, str] = {}
         self._memo_misses = self._memo_rest = 0
 

@@ -39,6 +39,11 @@ class Tag:
     chain: list = dataclasses.field(default_factory=list)  # closers owed by {{else x}} (open tags)
     section: bool = False      # a section over a value, not a helper call
 
+    def line(self, source: str) -> tuple[int, int]:
+        """The span of the tag's whole line, its newline included: what a standalone tag takes."""
+        end = source.find("\n", self.end)
+        return source.rfind("\n", 0, self.start) + 1, len(source) if end < 0 else end + 1
+
 
 def _line_col(source: str, pos: int) -> tuple[int, int]:
     return source.count("\n", 0, pos) + 1, pos - source.rfind("\n", 0, pos)
@@ -203,16 +208,11 @@ def _open_block(tag: Tag, source: str, known: set[str] | frozenset[str]) -> None
 def _mark_standalone(source: str, tags: list[Tag]) -> None:
     """Flag tags alone on their line (spaces and tabs aside), as the specs define it."""
     for tag in tags:
-        if tag.kind not in _STANDALONE_KINDS:
-            continue
-        prefix = source[source.rfind("\n", 0, tag.start) + 1:tag.start]
-        if prefix.strip(" \t"):
-            continue
-        line_end = source.find("\n", tag.end)
-        suffix = source[tag.end:len(source) if line_end < 0 else line_end]
-        if suffix.rstrip("\r").strip(" \t"):
-            continue
-        tag.standalone, tag.indent = True, prefix
+        if tag.kind in _STANDALONE_KINDS:
+            start, end = tag.line(source)
+            prefix, suffix = source[start:tag.start], source[tag.end:end].rstrip("\r\n")
+            if not prefix.strip(" \t") and not suffix.strip(" \t"):
+                tag.standalone, tag.indent = True, prefix
 
 
 def _emit_tag(tag: Tag) -> str:
@@ -240,13 +240,8 @@ def rewrite(source: str, tags: list[Tag]) -> str:
     pos = 0
     prev: Tag | None = None
     for tag in tags + [None]:
-        lo = pos
-        if prev is not None and prev.standalone:
-            line_end = source.find("\n", prev.end)
-            lo = len(source) if line_end < 0 else line_end + 1
-        hi = len(source) if tag is None else tag.start
-        if tag is not None and tag.standalone:
-            hi = source.rfind("\n", 0, tag.start) + 1
+        lo = prev.line(source)[1] if prev is not None and prev.standalone else pos
+        hi = len(source) if tag is None else (tag.line(source)[0] if tag.standalone else tag.start)
         text = source[lo:hi] if hi > lo else ""
         if prev is not None and prev.strip_after:
             text = text.lstrip()

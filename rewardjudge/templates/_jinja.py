@@ -34,8 +34,9 @@ def _env():
     return env
 
 
-def _refuse_tags(source: str) -> None:
-    """Refuse every statement tag not in ``ALLOWED_STATEMENTS`` (an allowlist), by name."""
+def _lex(source: str) -> list[tuple[int, str, str]]:
+    """Jinja2's tokens of ``source`` but whitespace, statement tags refused unless in ``ALLOWED_STATEMENTS`` (an
+    allowlist), by name and line."""
     from jinja2 import lexer as jl
 
     try:
@@ -43,41 +44,29 @@ def _refuse_tags(source: str) -> None:
     except Exception as exc:  # the lexer raises TemplateSyntaxError with a line number
         raise TemplateError(f"template: {getattr(exc, 'message', exc)}",
                             line=getattr(exc, "lineno", None), column=1, source=source) from None
-    for i, (lineno, kind, value) in enumerate(tokens):
-        if kind != jl.TOKEN_BLOCK_BEGIN:
-            continue
-        _, nkind, tag = next(((ln, k, v) for ln, k, v in tokens[i + 1:] if k != jl.TOKEN_WHITESPACE),
-                             (None, None, ""))
-        if nkind != jl.TOKEN_NAME or tag.startswith("end") or tag in ("else", "elif", *ALLOWED_STATEMENTS):
+    tokens = [t for t in tokens if t[1] != jl.TOKEN_WHITESPACE]
+    # each statement's name is the token after its "{%" (one pass: no slice per statement)
+    for (lineno, kind, _), (_, nkind, tag) in zip(tokens, [*tokens[1:], (0, None, "")]):
+        if kind != jl.TOKEN_BLOCK_BEGIN or nkind != jl.TOKEN_NAME or tag.startswith("end") \
+                or tag in ("else", "elif", *ALLOWED_STATEMENTS):
             continue
         line_text = source.splitlines()[lineno - 1] if source.splitlines() else ""
         raise TemplateError(f"template: '{{% {tag} %}}' is not allowed; allowed statements: "
                             f"{', '.join(ALLOWED_STATEMENTS)}", line=lineno,
                             column=line_text.find("{%") + 1 or 1, source=source)
+    return tokens
 
 
-_JINJA_OPEN = re.compile(r"\{\{|\{%|\{#")
-_RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
-_HANDLEBARS = re.compile(r"\{\{(?:\{|~|[-+]?\s*(?:[#/^>!&]|else\s*[-+]?\}\}|@\w|\.\./))")
+# what Jinja2 never renders (comments, raw blocks) is skipped; a Handlebars tag elsewhere is refused
+_HANDLEBARS = re.compile(r"\{#.*?(?:#\}|\Z)|\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-+]?%\}"
+                        r"|(?P<tag>\{\{(?:\{|~|[-+]?\s*(?:[#/^>!&]|else\s*[-+]?\}\}|@\w|\.\./)))", re.S)
 
 
 def _refuse_handlebars(source: str) -> None:
     """Refuse Handlebars tags, outside ``{% raw %}`` blocks and ``{# comments #}``."""
-    i = 0
-    while True:
-        m = _JINJA_OPEN.search(source, i)
-        if m is None:
-            return
-        pos, opener = m.start(), m.group(0)
-        if opener == "{#":
-            end = source.find("#}", pos + 2)
-            i = len(source) if end < 0 else end + 2
-            continue
-        if opener == "{%":
-            raw = _RAW.match(source, pos)
-            i = raw.end() if raw else pos + 2
-            continue
-        if _HANDLEBARS.match(source, pos):
+    for m in _HANDLEBARS.finditer(source):
+        if m.group("tag"):
+            pos = m.start()
             line, column = _line_col(source, pos)
             end = source.find("}}", pos)
             tag = source[pos:end + 2] if 0 <= end < pos + 80 else source[pos:pos + 20]
@@ -85,14 +74,6 @@ def _refuse_handlebars(source: str) -> None:
                                 f"Jinja2 (write {{% if x %}}...{{% endif %}}, {{% for x in xs %}}..."
                                 f"{{% endfor %}}, {{# a comment #}}, or use engine='handlebars')",
                                 line=line, column=column, source=source)
-        i = pos + 2
-
-
-def _first_use_order(source: str, names: set[str]) -> list[str]:
-    from jinja2 import lexer as jl
-
-    seen = dict.fromkeys(v for _, kind, v in _env().lex(source) if kind == jl.TOKEN_NAME and v in names)
-    return [*seen, *sorted(names - set(seen))]
 
 
 class JinjaTemplate:
@@ -116,7 +97,7 @@ class JinjaTemplate:
         self.strict = strict
         try:
             _refuse_handlebars(source)
-            _refuse_tags(source)
+            tokens = _lex(source)
             tree = _env().parse(source)
             self._template = _env().from_string(tree)
         except TemplateError as exc:
@@ -125,7 +106,9 @@ class JinjaTemplate:
         except TemplateSyntaxError as exc:
             raise TemplateError(f"{name}: {exc.message}", line=exc.lineno, column=1,
                                 source=source) from None
-        self.variables: list[str] = _first_use_order(source, set(meta.find_undeclared_variables(tree)))
+        names = meta.find_undeclared_variables(tree)
+        first = dict.fromkeys(v for _, kind, v in tokens if kind == "name" and v in names)
+        self.variables: list[str] = [*first, *sorted(names - set(first))]
 
     def missing(self, context: Mapping[str, Any]) -> list[str]:
         """Variables the template reads that ``context`` does not hold."""
@@ -138,6 +121,12 @@ class JinjaTemplate:
             if missing:
                 raise TemplateVariableError(missing, list(plain))
         return render_sandboxed(self._template, plain, self.name)
+
+    def __getstate__(self) -> dict[str, Any]:   # Jinja2's compiled code cannot pickle: recompile
+        return {"source": self.source, "name": self.name, "strict": self.strict}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["source"], name=state["name"], strict=state["strict"])
 
     def __repr__(self) -> str:
         return f"JinjaTemplate(name={self.name!r}, variables={self.variables!r})"

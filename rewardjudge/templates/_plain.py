@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -39,16 +39,11 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
     for k, v in src.items():
         key = k if type(k) is str else str(k)
         t = type(v)
-        if t is str or t is int or t is bool or v is None:
+        if t is str or t is int or t is bool or v is None or _is_plain(v):
             out[key] = v
-            continue
-        try:
-            p = _view(v)
-        except _CallableFound as found:
-            raise _refused(found, f"context.{k}") from None
-        if p is not v or t not in _EXACT_TYPES:   # converted, or kept as a subclass
+        else:   # converted, or kept as a subclass of str, int or float
+            out[key] = to_plain(v, f"context.{k}")
             changed.append(key)
-        out[key] = p
     out.changed = frozenset(changed)
     return out
 
@@ -59,12 +54,8 @@ def to_plain(value: Any, _path: str = "context") -> Any:
     try:
         return _plain(value)
     except _CallableFound as found:
-        raise _refused(found, _path) from None
-
-
-def _refused(found: "_CallableFound", path: str) -> TemplateContextError:
-    return TemplateContextError(f"{path}{''.join(reversed(found.steps))} is callable "
-                                f"({found.value!r:.60}); templates take data only")
+        raise TemplateContextError(f"{_path}{''.join(reversed(found.steps))} is callable "
+                                   f"({found.value!r:.60}); templates take data only") from None
 
 
 class _CallableFound(Exception):
@@ -79,17 +70,24 @@ def _plain(value: Any) -> Any:
     if t is str or t is int or t is bool or value is None:
         return value
     if t is dict or isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            try:
-                out[k if type(k) is str else str(k)] = v if type(v) is str else _plain(v)
-            except _CallableFound as found:
-                found.steps.append(f".{k}")
-                raise
-        return out
-    if t is list or t is tuple or isinstance(value, (list, tuple)):
-        return _each(_plain, enumerate(value), "[{}]")[0]
-    return _plain_leaf(value)
+        pairs, out = value.items(), {}
+        step = ".{}"
+    elif t is list or t is tuple or isinstance(value, (list, tuple)):
+        pairs, out = enumerate(value), []
+        step = "[{}]"
+    else:
+        return _plain_leaf(value)
+    for k, v in pairs:
+        try:
+            p = v if type(v) is str else _plain(v)
+        except _CallableFound as found:
+            found.steps.append(step.format(k))
+            raise
+        if type(out) is list:
+            out.append(p)
+        else:
+            out[k if type(k) is str else str(k)] = p
+    return out
 
 
 def _plain_leaf(value: Any) -> Any:
@@ -107,86 +105,39 @@ def _plain_leaf(value: Any) -> Any:
 
 
 _EXACT_LEAVES = frozenset({str, int, bool, type(None)})
-_EXACT_TYPES = _EXACT_LEAVES | {float, dict, list}
 
 
-def _view(value: Any) -> Any:
-    """``_plain(value)``, but ``value`` itself (not a copy) where it is plain data of exact types
-    already; raises ``_CallableFound`` at the same (first) callable as ``_plain``."""
+def _is_plain(value: Any) -> bool:
+    """Whether ``value`` is plain data of exact types all the way down (``_plain`` would copy it
+    unchanged): a context value that needs no conversion."""
     t = type(value)
     if t is dict:
-        return _view_dict(value)
-    if t is list:
-        return _view_list(value)
-    if t in _EXACT_LEAVES or (t is float and math.isfinite(value)):
-        return value
-    return _plain(value)
-
-
-def _view_dict(value: dict) -> dict:
-    try:
         for k, v in value.items():
-            tv = type(v)
-            if type(k) is not str or not (tv in _EXACT_LEAVES or (tv is dict or tv is list)
-                                          and _view(v) is v or tv is float and math.isfinite(v)):
-                break
-        else:
-            return value
-    except _CallableFound:
-        pass   # found below an item: convert again from the start, so the error names the whole path
-    views, same = _each(_view, value.items(), ".{}")
-    if same and all(type(k) is str for k in value):
-        return value
-    return {k if type(k) is str else str(k): p for k, p in zip(value, views)}
-
-
-def _view_list(value: list) -> list:
-    try:
+            if type(k) is not str or type(v) not in _EXACT_LEAVES and not _is_plain(v):
+                return False
+        return True
+    if t is list:
         for v in value:
-            tv = type(v)
-            if tv in _EXACT_LEAVES:
-                continue
-            if tv is dict:   # a list of flat records ({role, content} turns): checked here
-                for k2, v2 in v.items():
-                    if type(k2) is not str or type(v2) not in _EXACT_LEAVES:
-                        break
-                else:
-                    continue
-            if not ((tv is dict or tv is list) and _view(v) is v or tv is float and math.isfinite(v)):
-                break
-        else:
-            return value
-    except _CallableFound:
-        pass   # as in _view_dict
-    views, same = _each(_view, enumerate(value), "[{}]")
-    return value if same else views
-
-
-def _each(convert: Any, pairs: Iterable[tuple[Any, Any]], step: str) -> tuple[list[Any], bool]:
-    """``convert`` of each value of ``(label, value)`` pairs, and whether every one is the value
-    itself; a callable's path gets ``step`` formatted with its label."""
-    views: list[Any] = []
-    same = True
-    for label, v in pairs:
-        try:
-            p = convert(v)
-        except _CallableFound as found:
-            found.steps.append(step.format(label))
-            raise
-        if p is not v or type(v) not in _EXACT_TYPES:   # converted, or a subclass kept
-            same = False
-        views.append(p)
-    return views, same
+            if type(v) not in _EXACT_LEAVES and not _is_plain(v):
+                return False
+        return True
+    return t in _EXACT_LEAVES or t is float and math.isfinite(value)
 
 
 _MISSING = object()
 
 
 def _lookup(ctx: Any, path: str) -> Any:
+    """The value at a dotted ``path`` as a template reads it (keys, list indices, ``length`` of a
+    list or text), or ``_MISSING``: what strict rendering checks before it renders."""
     cur = ctx
     for part in path.split("."):
-        if isinstance(cur, dict) and part in cur:
+        if isinstance(cur, dict):
+            if part not in cur:
+                return _MISSING
             cur = cur[part]
+        elif isinstance(cur, (list, str)) and part == "length":
+            cur = len(cur)
         elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
             cur = cur[int(part)]
         else:

@@ -35,6 +35,8 @@ class PromptTemplate:
     template reads, in first-use order; ``render(context)`` renders in one pass, never
     HTML-escapes, and with ``strict`` raises ``TemplateVariableError`` for a missing variable;
     callables in the context raise ``TemplateContextError``. ``partials``: Handlebars only.
+    ``defaults``: context values every render starts from, the context's own taking precedence
+    (a built-in prompt's ``multimodal``).
 
     >>> PromptTemplate("Q: {{q}}").render({"q": "2+2?"})
     'Q: 2+2?'
@@ -42,10 +44,12 @@ class PromptTemplate:
     ['steps']
     """
 
-    __slots__ = ("_impl",)
+    __slots__ = ("_impl", "defaults")
 
     def __init__(self, source: str, engine: str = "handlebars", *, name: str = "template",
-                 strict: bool = True, partials: Mapping[str, Any] | None = None):
+                 strict: bool = True, partials: Mapping[str, Any] | None = None,
+                 defaults: Mapping[str, Any] | None = None):
+        self.defaults = dict(defaults or {})
         if normalize_engine(engine) == "handlebars":
             self._impl: Any = Template(source, name=name, strict=strict, partials=partials)
         elif partials:
@@ -62,7 +66,7 @@ class PromptTemplate:
         if getattr(template, "engine", None) not in ENGINES:
             raise ConfigError(f"not a Handlebars or Jinja2 template: {template!r}")
         obj = cls.__new__(cls)
-        obj._impl = template
+        obj._impl, obj.defaults = template, {}
         return obj
 
     engine = _delegated("engine", '''``"handlebars"`` or ``"jinja2"``.''')
@@ -78,11 +82,12 @@ class PromptTemplate:
 
     def missing(self, context: Mapping[str, Any]) -> list[str]:
         """The listed variables ``context`` does not hold."""
-        return self._impl.missing(context)
+        return self._impl.missing({**self.defaults, **context} if self.defaults else context)
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
         """The prompt text for ``context`` (see the class doc for errors)."""
-        return self._impl.render(context, strict=strict)
+        return self._impl.render({**self.defaults, **context} if self.defaults else context,
+                                 strict=strict)
 
     def __repr__(self) -> str:
         return (f"PromptTemplate(engine={self.engine!r}, name={self.name!r}, "
