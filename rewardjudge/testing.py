@@ -16,6 +16,9 @@ from typing import Any, Callable, Sequence
 
 from .errors import ConfigError
 from .models._base import Completion, GenerationParams, InferenceModel, Message
+from .models._typed_question_client import request_problems
+from .readouts._seal import SEAL_LEAD
+from .thread import content_text
 
 __all__ = ["FakeJudgeServer", "FakeTypedQuestionProvider", "Fault", "ScriptExhausted", "ScriptedModel",
            "request_seal", "seal_reply", "without_seal"]
@@ -35,8 +38,6 @@ def request_seal(messages: Sequence[Any]) -> "str | None":
 
 def without_seal(text: str) -> str:
     """A prompt text without the seal instruction the library appended to it."""
-    from .readouts._seal import SEAL_LEAD
-
     at = text.rfind(SEAL_LEAD)
     return text if at < 0 else text[:at]
 
@@ -93,12 +94,8 @@ def _last_object(text: str) -> "tuple[int, int] | None":
 
 
 def _text_of(content: Any) -> str:
-    """A message's text: a str as is, the text parts of a content-part list joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
+    """A message's text (``content_text``; image parts are skipped)."""
+    return content_text(content, images=[])
 
 
 class ScriptExhausted(ConfigError):
@@ -382,7 +379,7 @@ class FakeJudgeServer:
             self._loop = loop
             try:
                 self._server = loop.run_until_complete(loop.create_server(
-                    lambda: _Conn(self), self.host, self.port, reuse_address=True))
+                    lambda: _Conn(self), self.host, self.port, reuse_address=True, backlog=1024))
                 self.port = self._server.sockets[0].getsockname()[1]
             except BaseException as exc:  # port taken: report to the caller
                 error.append(exc)
@@ -438,28 +435,6 @@ class FakeJudgeServer:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
 
 
-def _typed_request_problems(req: Any) -> list[str]:
-    """What is wrong with a typed-question request (empty when it has the documented shape)."""
-    if not isinstance(req, dict):
-        return ["the body is not an object"]
-    questions = req.get("questions")
-    problems = [msg for bad, msg in (
-        (not isinstance(req.get("model"), str) or not req["model"], "'model' must be a non-empty string"),
-        (not isinstance(req.get("state"), dict), "'state' must be an object"),
-        (not isinstance(questions, dict) or not questions, "'questions' must be a non-empty object")) if bad]
-    for name, q in questions.items() if isinstance(questions, dict) else ():
-        if not isinstance(q, dict):
-            problems.append(f"questions.{name} must be an object")
-            continue
-        instructions = q.get("instructions")
-        problems += [f"questions.{name}.{msg}" for bad, msg in (
-            (q.get("type") != "score", "type must be 'score'"),
-            (not isinstance(instructions, (str, dict, list)) or not instructions, "instructions is missing"),
-            (not isinstance(q.get("criteria"), list) or len(q["criteria"]) < 2,
-             "criteria must list at least two criteria")) if bad]
-    return problems
-
-
 class FakeTypedQuestionProvider(FakeJudgeServer):
     """A loopback typed-question provider (``POST {url}/questions``) for tests; a request of another
     shape gets 400 naming what is wrong. ``responder(request) -> {name: probabilities} | list | Fault``
@@ -469,10 +444,9 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
     ...     client = TypedQuestionClient(p.url)
     """
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Any] | None = None, *,
-                 latency: float = 0.0, host: str = "127.0.0.1", port: int = 0,
-                 model: str = "jev-latest", record: bool = True):
-        super().__init__(None, latency=latency, host=host, port=port, model=model, record=record)
+    def __init__(self, responder: Callable[[dict[str, Any]], Any] | None = None, *, model: str = "jev-latest",
+                 **kwargs: Any):
+        super().__init__(None, model=model, **kwargs)
         self.responder = responder or (lambda req: {
             name: [1.0 / len(q["criteria"])] * len(q["criteria"]) for name, q in req["questions"].items()})
 
@@ -480,7 +454,7 @@ class FakeTypedQuestionProvider(FakeJudgeServer):
         req = self._accept(conn, method, path, body, "/questions")
         if req is None:
             return
-        problems = _typed_request_problems(req)
+        problems = request_problems(req, "score")
         if problems:
             conn._send(400, json.dumps({"error": "; ".join(problems)}).encode())
             return

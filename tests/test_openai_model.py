@@ -12,7 +12,7 @@ import pytest
 from rewardjudge.errors import (ConfigError, JudgeConnectionError, JudgeHTTPError, JudgeResponseError,
                                 JudgeTimeoutError)
 from rewardjudge.models import GenerationParams, OpenAIModel, RetryPolicy
-from rewardjudge.models._retry import parse_retry_after
+from rewardjudge.models._http import parse_retry_after
 from rewardjudge.models._spawn import free_port
 from rewardjudge.testing import FakeJudgeServer, Fault
 

@@ -3,7 +3,7 @@
 from ._base import Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, TokenDistribution
 from ._cache import CachedModel
 from ._openai_compat import OpenAIModel
-from ._retry import RetryPolicy
+from ._http import RetryPolicy
 from .._paths import embedded_model_path
 from ._spawn import spawn_judge
 from ._torch_model import TorchModel

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
-from ._base import Completion, GenerationParams, InferenceModel, Message
+from ._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
 
 __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 
@@ -137,7 +137,7 @@ class CachedModel(InferenceModel):
         where = f", cache={str(self.disk.path)!r}" if self.disk is not None else ""
         return f"CachedModel({self.inner!r}{where})"
 
-    # plain attributes on the base (not methods), answered with the inner model's
+    # what the base defines is not looked up in the inner model by __getattr__: answered here
     @property
     def continues_prefix(self) -> bool:  # type: ignore[override]
         return bool(getattr(self.inner, "continues_prefix", False))
@@ -150,6 +150,11 @@ class CachedModel(InferenceModel):
     def seal_key(self) -> bytes | None:
         """The SQLite cache's seal key (``SQLiteCache.seal_key``); None without one."""
         return None if self.disk is None else self.disk.seal_key()
+
+    async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
+                                 params: GenerationParams | None = None) -> TokenDistribution:
+        """The inner model's ``grade_distribution`` (not cached)."""
+        return await self.inner.grade_distribution(messages, choices, params)
 
     def key(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
             json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> str:
@@ -215,20 +220,3 @@ class CachedModel(InferenceModel):
             if self.disk is not None:
                 self.disk.close()
 
-
-# The base's other methods (grade_distribution...) are the inner model's: __getattr__ is never
-# reached for names the base has.
-def _delegate(name: str):
-    def method(self, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.inner, name)(*args, **kwargs)
-
-    method.__name__ = name
-    method.__doc__ = f"The inner model's ``{name}``."
-    return method
-
-
-for _name, _value in list(vars(InferenceModel).items()):
-    if (not _name.startswith("_") and callable(_value) and _name not in vars(CachedModel)
-            and _name not in ("chat", "aclose")):
-        setattr(CachedModel, _name, _delegate(_name))
-del _name, _value

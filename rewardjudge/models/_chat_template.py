@@ -36,8 +36,6 @@ class ChatTemplate:
                  gguf_path: str | os.PathLike | None = None):
         if source is None and gguf_path is None:
             raise ConfigError("ChatTemplate needs a Jinja source or a GGUF path")
-        if source is not None and not isinstance(source, str):
-            raise ConfigError(f"a chat template source must be a str, got {type(source).__name__}")
         self._source = source
         self.bos_token = bos_token
         self.eos_token = eos_token
@@ -91,11 +89,11 @@ class ChatTemplate:
         found.update(dict.fromkeys(m.group() for m in _SPECIAL.finditer(self.source or "")))
         return tuple(found)
 
-    def render(self, messages: Sequence[dict[str, Any]], *, add_generation_prompt: bool = True) -> str:
-        """The prompt for ``messages`` (a trailing assistant message is continued)."""
+    def render(self, messages: Sequence[dict[str, Any]]) -> str:
+        """The prompt for ``messages``, the assistant's turn opened (a trailing assistant message is
+        continued in it)."""
         msgs, prefix = split_prefix(messages)
-        add_generation_prompt = add_generation_prompt or prefix is not None
-        text = self._template().render(messages=msgs, add_generation_prompt=add_generation_prompt,
+        text = self._template().render(messages=msgs, add_generation_prompt=True,
                                        bos_token=self.bos_token, eos_token=self.eos_token)
         return text + prefix if prefix is not None else text
 

@@ -7,20 +7,66 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import ipaddress
 import os
+import random
 import re
 import ssl
+import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError, JudgeConnectionError, JudgeHTTPError, JudgeResponseError, JudgeTimeoutError
-from ._retry import parse_retry_after
+from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeResponseError,
+                      JudgeTimeoutError)
 
+T = TypeVar("T")
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _KEEPALIVE_S = 4.0
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
+    try:
+        return max(0.0, float(value.strip()))  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip()) if value else None
+    except (TypeError, ValueError):
+        return None
+    return None if when is None else max(0.0, when.timestamp() - time.time())
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How ``HTTPTransport.request``, the one retry loop, retries a ``JudgeError`` whose
+    ``retryable`` is True: ``max_retries`` retries after the first attempt (so at most
+    ``max_retries + 1`` attempts). The wait before retry ``k`` (1-based) is a uniform draw in
+    ``[0, min(max_delay, base_delay * 2**(k-1))]`` (full jitter), or the server's Retry-After
+    when it gives one (capped by ``max_retry_after``)."""
+
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
+                or self.max_retries < 0:
+            raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        for name in ("base_delay", "max_delay", "max_retry_after"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise ConfigError(f"{name} must be a number of seconds >= 0, got {v!r}")
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.max_retry_after)
+        return random.uniform(0.0, min(self.max_delay, self.base_delay * (2 ** (retry - 1))))
+
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters but HTAB
@@ -231,6 +277,25 @@ class HTTPTransport:
 
             url = state.urls[path] = URL(self.base_url + path)
         return url
+
+    async def request(self, state: LoopState, path: str, body: bytes, read: Callable[[int, Any, bytes, float], T],
+                      policy: RetryPolicy) -> tuple[T, int]:
+        """``(read(status, headers, body, latency) of the reply, attempts)``: the one retry loop.
+        A ``JudgeError`` that ``read`` or the POST raises is retried while it is ``retryable`` and
+        ``policy`` allows; else it is raised with ``attempts`` set. Every attempt runs in this one
+        coroutine: hundreds of requests may be in flight, each holding its chain of coroutines."""
+        n = 0
+        while True:
+            n += 1
+            start = time.perf_counter()
+            try:
+                status, headers, raw = await self.post(state, path, body, n)
+                return read(status, headers, raw, time.perf_counter() - start), n
+            except JudgeError as exc:
+                exc.attempts = n
+                if not exc.retryable or n > policy.max_retries:
+                    raise
+                await asyncio.sleep(policy.delay(n, getattr(exc, "retry_after", None)))
 
     async def post(self, state: LoopState, path: str, body: bytes,
                    attempt: int = 1) -> tuple[int, Any, bytes]:

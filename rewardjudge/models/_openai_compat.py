@@ -1,30 +1,61 @@
 """OpenAIModel: an async client for OpenAI-compatible chat-completions servers (docs/judges.md).
 
-The transport is ``_http.py``, the options are checked in ``_openai_options.py``, and the
-structured-output form a server takes is learned per model (``_response_format.py``)."""
+The transport and its one retry loop are ``_http.py``; the structured-output form a server takes
+is learned per model (``_response_format.py``)."""
 
 from __future__ import annotations
 
 import json
 import math
-import random
-import time
 from functools import partial
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from .._validate import validated
-from ..errors import ConfigError, JudgeError, JudgeResponseError
+from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import HTTPTransport, LoopState, check_base_url, request_headers
-from ._openai_options import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REPROBE_AFTER, OpenAIModelOptions
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, LoopState, RetryPolicy, check_base_url, request_headers
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
-from ._retry import RetryPolicy, retry_async
 
 StructuredStyle = Literal["json_schema", "json_object", "none"]
 LogprobsEndpoint = Literal["auto", "chat", "completions"]
+#: requests sent in a weaker structured-output form before the stronger one is tried again
+DEFAULT_REPROBE_AFTER = 1000
+
+
+class OpenAIModelOptions(BaseModel):
+    """What ``OpenAIModel(...)`` was given, checked (the URL, headers and TLS in ``_http.py``)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    base_url: StrictStr = Field(description="must be an http(s) URL ending in /v1")
+    model: StrictStr = Field(min_length=1,
+                             description="(the judge model's name on the server) is required")
+    api_key: Any = None            # checked by request_headers (not echoed)
+    max_concurrency: StrictInt = Field(64, ge=1, description="must be an int >= 1 (requests in flight)")
+    timeout: Union[StrictFloat, StrictInt] = Field(60.0, gt=0, description="must be a number of seconds > 0")
+    max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
+    retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
+    structured_output: StructuredStyle = Field("json_schema",
+                                               description="must be json_schema, json_object or none")
+    structured_output_reprobe: Optional[StrictInt] = Field(
+        DEFAULT_REPROBE_AFTER, ge=1, description="must be an int >= 1 (requests) or None")
+    http_client: Any = None
+    extra_body: Optional[Mapping[Any, Any]] = Field(None, description="must be a dict")
+    headers: Any = None            # checked by request_headers (not echoed)
+    verify: Any = True             # checked by _http.ssl_option
+    max_response_bytes: StrictInt = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024,
+                                          description="must be an int >= 1024")
+    chat_template: Optional[Union[StrictStr, Callable[..., Any]]] = Field(
+        None, description="must be a Jinja source string or a callable f(messages) -> prompt")
+    max_top_logprobs: StrictInt = Field(20, ge=1, description="must be an int >= 1")
+    logprobs_endpoint: LogprobsEndpoint = Field("auto", description="must be auto, chat or completions")
+    grammar_field: Optional[StrictStr] = Field(None, min_length=1,
+                                               description="must be a request body field name or None")
 
 
 class OpenAIModel(InferenceModel):
@@ -56,7 +87,6 @@ class OpenAIModel(InferenceModel):
                  http_client: Any = None, extra_body: dict[str, Any] | None = None,
                  headers: Mapping[str, str] | None = None, verify: Any = True,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 seed_rng: random.Random | None = None,
                  chat_template: Any = None, max_top_logprobs: int = 20,
                  logprobs_endpoint: LogprobsEndpoint = "auto", grammar_field: str | None = None):
         args = dict(locals())
@@ -75,7 +105,6 @@ class OpenAIModel(InferenceModel):
         self._styles = StyleLearner(self.base_url)
         self.extra_body = dict(opts.extra_body or {})
         self.grammar_field = opts.grammar_field
-        self._rng = opts.seed_rng or random.Random()
         self.chat_template: Callable[[list[Message]], str] | None = (
             ChatTemplate(chat_template) if isinstance(chat_template, str) else chat_template)
         self.max_top_logprobs = opts.max_top_logprobs
@@ -88,13 +117,6 @@ class OpenAIModel(InferenceModel):
     def structured_output(self) -> str:
         """The form the next schema request takes: the one asked for, or a weaker one learned."""
         return self._styles.current(self._structured_output)
-
-    @structured_output.setter
-    def structured_output(self, style: str) -> None:
-        if style not in RANK:
-            raise ConfigError(f"structured_output must be json_schema, json_object or none, "
-                              f"got {style!r}")
-        self._structured_output = style
 
     @property
     def learned_styles(self) -> dict[str, str]:
@@ -112,26 +134,10 @@ class OpenAIModel(InferenceModel):
         """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set)."""
         return self.grammar_field is not None
 
-    async def _request(self, state: LoopState, path: str, body: bytes,
-                       read: Callable[[int, Any, bytes, float], Any]) -> tuple[Any, int]:
-        """``(read(status, headers, body, latency) of the reply, attempts)``, retried by
-        ``retry_async``. The first attempt is made here directly: most requests need no
-        retry, and hundreds may be in flight, each holding its chain of coroutines."""
-        try:
-            start = time.perf_counter()
-            status, headers, raw = await self._http.post(state, path, body, 1)
-            return read(status, headers, raw, time.perf_counter() - start), 1
-        except JudgeError as exc:
-            first = exc
-
-        async def attempt(n: int) -> Any:
-            if n == 1:   # retry_async sees the first failure as if it had made the attempt
-                raise first
-            start = time.perf_counter()
-            status, headers, raw = await self._http.post(state, path, body, n)
-            return read(status, headers, raw, time.perf_counter() - start)
-
-        return await retry_async(attempt, self.retry_policy, self._rng)
+    def _request(self, state: LoopState, path: str, body: bytes,
+                 read: Callable[[int, Any, bytes, float], Any]) -> Any:
+        """``(read(...) of the reply, attempts)`` through the transport's one retry loop."""
+        return self._http.request(state, path, body, read, self.retry_policy)
 
     def _completion(self, style: str | None, status: int, headers: Any, raw: bytes,
                     latency: float) -> Completion:

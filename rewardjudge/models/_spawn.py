@@ -23,7 +23,9 @@ from typing import Any, Sequence
 
 from .._paths import embedded_model_path
 from ..errors import ConfigError, JudgeStartupError
+from ._chat_template import ChatTemplate
 from ._openai_compat import OpenAIModel
+from ._torch_model import TorchModel
 
 BACKENDS = ("llama_cpp", "vllm", "sglang")
 EMBEDDED_ALIAS = "smollm2-135m-instruct"
@@ -38,11 +40,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def server_command(backend: str, model: str, host: str, port: int, *, served_name: str,
                    n_threads: int | None = None, context_length: int | None = None,
-                   extra_args: Sequence[str] | None = (), python: str | None = None,
-                   n_threads_batch: int | None = None) -> list[str]:
+                   extra_args: Sequence[str] | None = (), n_threads_batch: int | None = None) -> list[str]:
     """The command line that starts ``backend`` serving ``model`` on host:port (llama_cpp:
     ``n_threads`` generate, ``n_threads_batch``, by default the same, read the prompt)."""
-    py = python or sys.executable
+    py = sys.executable
     if backend == "llama_cpp":
         cmd = [py, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port),
                "--model_alias", served_name, "--n_ctx", str(context_length or 2048), "--verbose", "False"]
@@ -163,9 +164,7 @@ class JudgeServer:
                                   "max_concurrency": 4 if llama else 256, "timeout": 120.0,
                                   **({"grammar_field": "grammar"} if llama else {})}
         if llama and self.model_path.lower().endswith(".gguf"):
-            # for /v1/completions (reading a grade after an assistant prefix); read lazily
-            from ._chat_template import ChatTemplate
-
+            # for /v1/completions (reading a grade after an assistant prefix); read at first use
             kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
         model = OpenAIModel(self.base_url, self.served_name, api_key="local", **{**kwargs, **self.model_kwargs})
         model.caches_grammars = not llama
@@ -201,24 +200,26 @@ class spawn_judge:
         self._model: OpenAIModel | None = None
 
     def _load_torch(self) -> Any:
-        from ._torch_model import TorchModel
-
         source, kwargs = self._torch
         return TorchModel.load(source, **kwargs)
+
+    def _ready(self) -> OpenAIModel:
+        """Once the server started: wait for it to answer (blocking), then its model."""
+        self.server.wait_ready()
+        self._model = self.server.model()
+        return self._model
 
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
         if self.server is None:
             self._model = await loop.run_in_executor(None, self._load_torch)
-        else:
-            self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
-            try:
-                await loop.run_in_executor(None, self.server.wait_ready)
-            except BaseException:
-                await loop.run_in_executor(None, self.server.stop)
-                raise
-            self._model = self.server.model()
-        return self._model
+            return self._model
+        self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
+        try:
+            return await loop.run_in_executor(None, self._ready)
+        except BaseException:
+            await loop.run_in_executor(None, self.server.stop)
+            raise
 
     async def __aexit__(self, *exc: Any) -> None:
         try:
@@ -232,15 +233,13 @@ class spawn_judge:
         """Synchronous form: start and wait; the model is used from async code later."""
         if self.server is None:
             self._model = self._load_torch()
-        else:
-            self.server.start()
-            try:
-                self.server.wait_ready()
-            except BaseException:
-                self.server.stop()
-                raise
-            self._model = self.server.model()
-        return self._model
+            return self._model
+        self.server.start()
+        try:
+            return self._ready()
+        except BaseException:
+            self.server.stop()
+            raise
 
     def __exit__(self, *exc: Any) -> None:
         if self.server is not None:

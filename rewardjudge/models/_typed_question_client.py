@@ -4,27 +4,25 @@ One ``POST {base_url}{path}`` per result: ``{"model", "state", "questions": {nam
 "instructions", "criteria"}}}``. The reply's ``answers.<name>.probabilities`` (one per criterion,
 lowest grade first, in [0, 1], summing to at most 1; the rest is mass outside the grades) is read;
 ``usage`` (integer counters) and the body are kept; a body of any other shape is a
-``JudgeResponseError``. Transport and retries are ``OpenAIModel``'s (``_http.py``, ``RetryPolicy``).
+``JudgeResponseError``. Transport and retries are ``OpenAIModel``'s (``_http.py``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
-import time
+from functools import partial
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from .._validate import validated
-from ..errors import ConfigError, JudgeHTTPError, JudgeResponseError
+from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, LoopState, request_headers
-from ._retry import RetryPolicy, parse_retry_after, retry_async
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy, check_base_url, request_headers
 
-__all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME"]
+__all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME", "request_problems"]
 
 DEFAULT_QUESTION_NAME = "relevance"
 #: mass the provider's probabilities may exceed 1 by (float rounding) before the body is refused
@@ -32,12 +30,38 @@ _SUM_TOLERANCE = 1e-6
 _TEXT = r"\S"  # a non-empty string: something besides whitespace
 
 
+def request_problems(body: Any, question_type: str | None = None) -> list[str]:
+    """What is wrong with a typed-question request body (none when it has the documented shape);
+    ``question_type``: the one question type accepted (None: any non-empty string)."""
+    if not isinstance(body, dict):
+        return ["the body is not an object"]
+    questions = body.get("questions")
+    problems = [msg for bad, msg in (
+        (not isinstance(body.get("model"), str) or not body["model"], "'model' must be a non-empty string"),
+        (not isinstance(body.get("state"), dict), "'state' must be an object"),
+        (not isinstance(questions, dict) or not questions, "'questions' must be a non-empty object")) if bad]
+    for name, q in questions.items() if isinstance(questions, dict) else ():
+        if not isinstance(q, dict):
+            problems.append(f"questions.{name} must be an object")
+            continue
+        kind, instructions = q.get("type"), q.get("instructions")
+        problems += [f"questions.{name}.{msg}" for bad, msg in (
+            (kind != question_type if question_type else not isinstance(kind, str) or not kind,
+             f"type must be {question_type!r}" if question_type else "type must be a non-empty string"),
+            (not isinstance(instructions, (str, dict, list))
+             or not (instructions.strip() if isinstance(instructions, str) else instructions),
+             "instructions must be a non-empty string, object or array"),
+            (not isinstance(q.get("criteria"), list) or len(q["criteria"]) < 2,
+             "criteria must list at least two criteria, lowest grade first")) if bad]
+    return problems
+
+
 class TypedQuestionOptions(BaseModel):
     """What ``TypedQuestionClient(...)`` was given, checked (see its docstring)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
-    base_url: StrictStr = Field(pattern=r"^https?://\S*$", description="must be an http(s) URL")
+    base_url: StrictStr = Field(description="must be an http(s) URL")   # and check_base_url's rules
     model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
     path: StrictStr = Field("/questions", pattern="^/", description="must start with '/'")
     api_key: Any = None      # checked as a header value (not echoed)
@@ -77,14 +101,13 @@ class TypedQuestionClient(InferenceModel):
             raise ConfigError("pass retry_policy or max_retries, not both")
         self.retry_policy = retry_policy or (RetryPolicy(max_retries=max_retries)
                                              if max_retries is not None else RetryPolicy())
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self.model, self.path, self.name = model, path, name or f"typed:{model}"
         self.question_name, self.question_type = question_name, question_type
         self.timeout, self.max_concurrency = float(timeout), max_concurrency
         _, wire_headers = request_headers(api_key or "", headers)   # no OPENAI_API_KEY here
         self._http = HTTPTransport(self.base_url, wire_headers, True, self.timeout, max_concurrency,
                                    DEFAULT_MAX_RESPONSE_BYTES)
-        self._rng = random.Random()
 
     def __repr__(self) -> str:
         return f"TypedQuestionClient({self.base_url!r}, {self.model!r})"
@@ -93,43 +116,26 @@ class TypedQuestionClient(InferenceModel):
                       criteria: Sequence[str | Mapping[str, Any]]) -> dict[str, Any]:
         """The request body for one result: ``model``, ``state`` (the content judged, sent as given:
         ``{"query": ..., "result": {"title": ..., "fields": {...}}}`` for search relevance) and the
-        one question."""
-        if not isinstance(state, Mapping):
-            raise ConfigError(f"state must be an object, got {type(state).__name__}")
-        if isinstance(instructions, str):
-            if not instructions.strip():
-                raise ConfigError("instructions must not be empty")
-        elif not isinstance(instructions, (Mapping, list, tuple)) or not instructions:
-            raise ConfigError(f"instructions must be a non-empty string, object or array, "
-                              f"got {instructions!r:.60}")
-        if isinstance(criteria, (str, bytes)) or not isinstance(criteria, Sequence) or len(criteria) < 2:
-            raise ConfigError("criteria must be a list of at least two descriptions, lowest grade first")
+        one question, as plain JSON; a ``ConfigError`` names what ``request_problems`` finds."""
+        body = {"model": self.model, "state": dict(state) if isinstance(state, Mapping) else state,
+                "questions": {self.question_name: {"type": self.question_type, "instructions": instructions,
+                                                   "criteria": criteria}}}
         try:
-            body = {"model": self.model, "state": dict(state),
-                    "questions": {self.question_name: {
-                        "type": self.question_type,
-                        "instructions": instructions if isinstance(instructions, str)
-                        else json.loads(json.dumps(instructions)),
-                        "criteria": json.loads(json.dumps(list(criteria)))}}}
-            json.dumps(body, allow_nan=False)
+            body = json.loads(json.dumps(body, allow_nan=False))   # a copy; tuples become lists
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"the typed-question request must be JSON (strings, numbers, booleans, "
                               f"null, lists and objects with string keys): {exc}") from None
+        problems = request_problems(body)
+        if problems:
+            raise ConfigError(f"invalid typed-question request: {'; '.join(problems)}")
         return body
 
-    async def _attempt(self, state: LoopState, body: bytes, n_choices: int, n: int) -> dict[str, Any]:
-        start = time.perf_counter()
-        status, headers, raw = await self._http.post(state, self.path, body, n)
-        latency = time.perf_counter() - start
+    def _answer(self, n_choices: int, status: int, headers: Any, raw: bytes, latency: float) -> dict[str, Any]:
+        """The probabilities of the one question asked, checked (see the module docstring)."""
         text = raw.decode("utf-8", "replace")
         if status != 200:
-            raise JudgeHTTPError(status, text, retry_after=parse_retry_after(headers.get("Retry-After")))
-        answer = self._parse(text, n_choices)
-        answer["latency_s"] = latency
-        return answer
+            raise self._http.error(status, headers, text)
 
-    def _parse(self, text: str, n_choices: int) -> dict[str, Any]:
-        """The probabilities of the one question asked, checked (see the module docstring)."""
         def bad(why: str) -> JudgeResponseError:
             return JudgeResponseError(f"typed-question reply {why}", body=text[:2000])
 
@@ -146,7 +152,7 @@ class TypedQuestionClient(InferenceModel):
         out = self._probabilities(answer.get("probabilities"), n_choices, bad)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return {"probabilities": out, "usage": {k: int(v) for k, v in usage.items() if type(v) is int},
-                "raw": data}
+                "raw": data, "latency_s": latency}
 
     def _probabilities(self, probs: Any, n_choices: int, bad: Any) -> list[float]:
         if not isinstance(probs, list) or len(probs) != n_choices:
@@ -167,12 +173,11 @@ class TypedQuestionClient(InferenceModel):
         "raw" (the body), "latency_s", "attempts", "request"}``, or a ``JudgeError`` after retries."""
         request = self.build_request(state, instructions, criteria)
         body = json.dumps(request, ensure_ascii=False).encode()
-        loop_state = self._http.loop_state()
-        async with loop_state.sem:
-            answer, attempts = await retry_async(
-                lambda n: self._attempt(loop_state, body, len(criteria), n), self.retry_policy, self._rng)
-        answer["attempts"] = attempts
-        answer["request"] = request
+        state = self._http.loop_state()
+        async with state.sem:
+            answer, attempts = await self._http.request(state, self.path, body, partial(self._answer, len(criteria)),
+                                                        self.retry_policy)
+        answer.update(attempts=attempts, request=request)
         return answer
 
     async def typed_distribution(self, state: Mapping[str, Any], instructions: Any,
