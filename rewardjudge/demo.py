@@ -82,17 +82,10 @@ def format_grade(thread: StringThread, grade: Grade) -> str:
             f"reason: {(why or '').strip()[:160]}\n{'':<22} graded: {text[:100]}{'...' if len(text) > 100 else ''}")
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
                    eval_mode: bool = False) -> list[Grade]:
     from .models import OpenAIModel, spawn_judge
+    from .models._spawn import free_port
 
     threads = demo_threads(eval_mode)
 
@@ -115,8 +108,8 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
     for t, g in zip(threads, group_grades):
         print(format_grade(t, g))
     print("\ngroup counts:", {s: sum(g.status == s for g in group_grades) for s in ("scored", "penalized", "unscored")})
-    # the third outcome: the judge side fails (here, nothing listens at its port)
-    down = OpenAIModel(f"http://127.0.0.1:{_closed_port()}/v1", "judge", max_retries=1, timeout=5.0)
+    # the third outcome: the judge side fails (here, nothing listens at a port just found free)
+    down = OpenAIModel(f"http://127.0.0.1:{free_port()}/v1", "judge", max_retries=1, timeout=5.0)
     async with down:
         [failed] = await demo_grader(down).grade_batch(threads[:1])
     print("\nthe first answer with the judge down (a closed port): a judge failure is unscored, "
@@ -128,11 +121,3 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
 def main(judge_url: str | None = None, judge_model: str | None = None, eval_mode: bool = False) -> None:
     asyncio.run(run_demo(judge_url, judge_model, eval_mode))
 
-
-def add_parser(sub) -> None:
-    """The ``rewardjudge demo`` subcommand."""
-    d = sub.add_parser("demo")
-    d.add_argument("--judge-url", help="an OpenAI-compatible server (.../v1) instead of the embedded judge")
-    d.add_argument("--judge-model", help="the model name on that server")
-    d.add_argument("--eval", action="store_true", help="evaluation penalties (0.0) instead of training (-1.0)")
-    d.set_defaults(func=lambda a: main(a.judge_url, a.judge_model, a.eval) or 0)

@@ -3,11 +3,13 @@ OpenAI-style content parts: text parts joined with a newline, image parts refuse
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import json
+from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigError
 
 ROLES = ("system", "user", "assistant", "tool")
+ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 
@@ -98,15 +100,13 @@ class StringThread:
         return new
 
     @classmethod
-    def from_messages(cls, messages: Iterable[Mapping[str, Any]],
+    def from_messages(cls, messages: Sequence[Mapping[str, Any]],
                       metadata: Mapping[str, Any] | None = None, *, images: bool = False) -> "StringThread":
-        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts."""
-        turns = []
-        for i, m in enumerate(messages):
-            if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
-                raise ConfigError(f"message {i} must be a mapping with 'role' and 'content'")
-            turns.append((m["role"], "" if m["content"] is None else m["content"]))
-        return cls(turns, metadata, images=images)
+        """Build from OpenAI-style ``{"role": ..., "content": ...}`` dicts (read as ``message_turns`` reads them)."""
+        kept: list | None = [] if images else None
+        thread = cls(message_turns(list(messages), "user", "messages", kept), metadata)
+        thread.images = kept or []
+        return thread
 
     def with_turn(self, role: str, content: str) -> "StringThread":
         return self._derived([*self._turns, (role, content)], self.metadata)
@@ -161,6 +161,63 @@ class StringThread:
 
     def __str__(self) -> str:
         return format_turns(self._turns)
+
+
+def message_turns(value: Any, default_role: str = "user", where: str = "messages", images: list | None = None,
+                  first_turn: int = 0) -> list[tuple[str, str]]:
+    """The turns of a prompt or completion: a str (one ``default_role`` turn), one message, or a list of
+    OpenAI-style messages. Developer is read as system, tool calls are appended as JSON, content parts
+    as ``content_text`` reads them (image parts into ``images`` at turn ``first_turn + j``).
+
+    >>> message_turns([{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}])
+    [('system', 'be brief'), ('user', 'hi')]
+    """
+    if isinstance(value, str):
+        return [(default_role, value)]
+    if isinstance(value, Mapping):  # one message on its own
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where} must be a str (standard format) or a list of {{'role', 'content'}} messages "
+                          f"(conversational format), got {type(value).__name__}")
+    turns = []
+    for j, m in enumerate(value):
+        if not isinstance(m, Mapping) or "role" not in m or not ("content" in m or "tool_calls" in m):
+            raise ConfigError(f"{where}[{j}] must be a message with 'role' and 'content' (or 'tool_calls'), "
+                              f"got {m!r:.80}")
+        role = ROLE_ALIASES.get(m["role"], m["role"])
+        if role not in ROLES:
+            raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, assistant or tool "
+                              f"(developer is read as system)")
+        text = content_text(m.get("content"), f"{where}[{j}] content", images=images, turn=first_turn + j)
+        if m.get("tool_calls"):
+            calls = f"[tool_calls] {json.dumps(m['tool_calls'], ensure_ascii=False, default=str)}"
+            text = f"{text}\n{calls}" if text else calls
+        turns.append((role, text))
+    return turns
+
+
+def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
+                       metadata: Sequence[Mapping[str, Any]] | None = None, *,
+                       images: bool = False) -> list[StringThread]:
+    """One StringThread per completion: the prompt's turns (a str: a user turn), then the completion's
+    (a str: an assistant turn), ``metadata[i]`` as its metadata; image parts kept with ``images=True``.
+
+    >>> completion_threads(["2+2?"], ["4"], [{"answer": "4"}])[0]
+    StringThread([('user', '2+2?'), ('assistant', '4')], metadata={'answer': '4'})
+    """
+    if len(prompts) != len(completions):
+        raise ConfigError(f"{len(prompts)} prompts for {len(completions)} completions")
+    if metadata is not None and len(metadata) != len(prompts):
+        raise ConfigError(f"{len(metadata)} metadata rows for {len(prompts)} completions")
+    threads = []
+    for i, (p, c) in enumerate(zip(prompts, completions)):
+        kept: list | None = [] if images else None
+        head = message_turns(p, "user", f"row {i}: prompts[{i}]", kept)
+        turns = head + message_turns(c, "assistant", f"row {i}: completions[{i}]", kept, len(head))
+        thread = StringThread(turns, metadata[i] if metadata is not None else None)
+        thread.images = kept or []
+        threads.append(thread)
+    return threads
 
 
 def format_turns(turns: Iterable[tuple[str, str]]) -> str:

@@ -357,13 +357,14 @@ def test_candidate_grader_under_decoding_restating_drafting_judges():
     # judges that decode, restate or translate the policy's text, adopt its grade as a draft
     # then change their mind (in the open or inside <think>), or write their verdict twice:
     # their own last sealed grade is read, for the hostile candidate and its sibling alike. A
-    # reply cut off at max_tokens is never read: that request's candidates are unscored
+    # reply cut off at max_tokens is never read: the hostile candidate is unscored, and its
+    # group-mate, asked again without it, is scored as if the hostile one had never been there
     from rewardjudge.attacks import ATTACKS, BEHAVIOUR_MODES
 
     targets = {k: v for k, v in default_targets().items() if k == "CandidateJudgeGrader"}
     report = asyncio.run(run_attack_suite(targets, [*ATTACKS, *SEALED_FORM_ATTACKS], BEHAVIOUR_MODES))
     s = report.summary()["CandidateJudgeGrader"]
-    assert (s["changed_by_parsing"], s["judge_fooled"]) == (0, 0)
+    assert (s["changed_by_parsing"], s["judge_fooled"], s["benign_changed"]) == (0, 0, 0)
     bad = [(o.attack, o.mode, o.status, o.reason) for o in report.failures() if o.mode != "truncated"]
     assert bad == []
     cut = [o for o in report.outcomes if o.mode == "truncated" and o.status != "penalized"]

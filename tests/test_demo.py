@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -22,7 +23,9 @@ def test_demo_cli_against_a_judge_url():
     # group judging: one request per question; the fake judge answers JSON, not candidate
     # blocks, so those grades are unscored (judge side), never a fake 0
     assert "group counts: {'scored': 0, 'penalized': 2, 'unscored': 4}" in out.stdout
-    assert server.request_count == 4 + 2  # malformed answers never reach the judge
+    # malformed answers never reach the judge (how often the group grader re-asks is its own business)
+    sent = json.dumps(server.requests)
+    assert server.request_count >= 4 + 2 and "very-high" not in sent and "Water boils at 100 C." not in sent
     failure = out.stdout.split("with the judge down")[1]
     assert " unscored " in failure and "value=None" in failure and "JudgeConnectionError" in failure
     assert "graded: " in failure  # every grade is shown with the text it graded

@@ -166,3 +166,15 @@ def test_trl_json_task_penalizes_in_training_and_evaluates_with_the_eval_penalty
     assert step["judge/analysis-grader/judged"] == 0.0  # the judge is never asked: no signal
     assert out["eval"]["eval_rewards/analysis-grader/mean"] == 0.0  # evaluation penalty while evaluating
     assert len(jsonl(tmp_path / "metrics.jsonl")) == 1
+
+
+def test_trl_recipe_as_written_keeps_judge_failures_out_of_the_rewards(trl_grpo, tmp_path):
+    # the recipe's default path with the judge failing ~40% of its requests: TRL gets None for them,
+    # so its reward mean is the mean of the scored rewards alone (a failure read as 0 would pull it down)
+    out = trl_grpo.main(["--judge", "scripted", "--judge-fail-rate", "0.4", "--steps", "1",
+                         "--output-dir", str(tmp_path)])
+    [step] = out["steps"]
+    key = "judge/analysis-grader/"
+    assert step[key + "unscored/http"] > 0 and step[key + "scored"] > 0
+    assert step["rewards/analysis-grader/mean"] == pytest.approx(step[key + "reward_mean"])
+    assert math.isfinite(step["loss"])

@@ -45,3 +45,19 @@ def test_judge_health_counts_forgeries():
     grades = [Grade(0.0, "g", extra={"forgery": True}), Grade(1.0, "g"), Grade(None, "g", error="x")]
     h = judge_health(grades)
     assert h["judge/forgeries"] == 1.0 and h["judge/forgery_rate"] == pytest.approx(1 / 3)
+
+
+def test_messages_read_the_same_everywhere():
+    # StringThread.from_messages and the trainers' prompt/completion lists share one reader:
+    # developer is system, a tool call is shown as JSON, a content-less tool-call message is kept
+    messages = [{"role": "developer", "content": "rules"}, {"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [{"name": "f"}]}, {"role": "tool", "content": "42"},
+                {"role": "assistant", "content": "it is 42"}]
+    expected = [("system", "rules"), ("user", "q"), ("assistant", '[tool_calls] [{"name": "f"}]'),
+                ("tool", "42"), ("assistant", "it is 42")]
+    assert StringThread.from_messages(messages).turns == expected
+    from rewardjudge.thread import completion_threads
+
+    assert completion_threads([messages[:2]], [messages[2:]])[0].turns == expected
+    with pytest.raises(ConfigError, match=r"messages\[0\] has role 'narrator'"):
+        StringThread.from_messages([{"role": "narrator", "content": "x"}])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import statistics
 from collections import Counter
 from typing import Any, Sequence
@@ -12,39 +11,39 @@ from typing import Any, Sequence
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 
-__all__ = ["OutageGuard", "judge_health", "total_tokens", "unscored_kind"]
+__all__ = ["OutageGuard", "checked_grades", "judge_health", "total_tokens", "unscored_kind"]
 
-# an unscored grade's ``error`` starts with the judge error's class name or "invalid judge reply"
-_KIND_PATTERNS = (
-    ("timeout", re.compile(r"^JudgeTimeoutError\b")),
-    ("http", re.compile(r"^JudgeHTTPError\b")),
-    ("connection", re.compile(r"^Judge(Connection|Startup)Error\b")),
-    ("invalid_reply", re.compile(r"^(JudgeResponseError\b|invalid judge reply)")),
-    ("no_sealed_verdict", re.compile(r"^no sealed verdict\b")),
-    ("cut_off", re.compile(r"^cut off\b")),
-)
+#: unscored kind -> how an unscored grade's ``error`` starts (the judge error's class name, or the readout's reason)
+_KIND_PREFIXES = {"timeout": ("JudgeTimeoutError",), "http": ("JudgeHTTPError",),
+                  "connection": ("JudgeConnectionError", "JudgeStartupError"),
+                  "invalid_reply": ("JudgeResponseError", "invalid judge reply"),
+                  "no_sealed_verdict": ("no sealed verdict",), "cut_off": ("cut off",)}
 #: the kinds where the judge answered but wrote no verdict that can be read
 _REPLY_KINDS = ("invalid_reply", "no_sealed_verdict", "cut_off")
-UNSCORED_KINDS = ("timeout", "http", "connection", "invalid_reply", "no_sealed_verdict", "cut_off", "other")
+UNSCORED_KINDS = (*_KIND_PREFIXES, "other")
+
+
+def checked_grades(grades: Sequence[Grade]) -> list[Grade]:
+    """``grades`` as a list; ConfigError naming the first entry that is not a Grade."""
+    grades = list(grades)
+    bad = next((i for i, g in enumerate(grades) if not isinstance(g, Grade)), None)
+    if bad is not None:
+        raise ConfigError(f"grades[{bad}] must be a Grade, got {type(grades[bad]).__name__}")
+    return grades
 
 
 def unscored_kind(grade: Grade) -> str:
     """Why an unscored grade is unscored: one of ``UNSCORED_KINDS``."""
     text = (grade.error or "").strip()
-    for kind, pattern in _KIND_PATTERNS:
-        if pattern.search(text):
-            return kind
-    return "other"
+    return next((kind for kind, prefixes in _KIND_PREFIXES.items() if text.startswith(prefixes)), "other")
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default) of sorted values."""
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+def _latency_percentiles(latencies: list[float]) -> dict[str, float]:
+    """p50, p90 and p99, linearly interpolated (numpy's default; the stdlib's ``inclusive`` method)."""
+    if len(latencies) < 2:  # the stdlib wants two points; one is every percentile, none is undefined
+        return {f"latency_p{q}": latencies[0] if latencies else math.nan for q in (50, 90, 99)}
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    return {f"latency_p{q}": cuts[q - 1] for q in (50, 90, 99)}
 
 
 def _rate(k: float, d: float) -> float:
@@ -77,10 +76,7 @@ def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
     >>> h["judge/unscored"], h["judge/unscored/timeout"], h["judge/score_frac/0.9-1"]
     (1.0, 1.0, 1.0)
     """
-    grades = list(grades)
-    for i, g in enumerate(grades):
-        if not isinstance(g, Grade):
-            raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
+    grades = checked_grades(grades)
     if not isinstance(prefix, str):
         raise ConfigError("prefix must be a str")
     edges = [float(e) for e in score_bins]
@@ -113,8 +109,8 @@ def _counts(grades: list[Grade]) -> dict[str, float]:
 
 def _costs(grades: list[Grade]) -> dict[str, float]:
     """Latency percentiles and token sums."""
-    latencies = sorted(g.latency_s for g in grades if g.latency_s is not None)
-    out = {f"latency_p{round(q * 100)}": _percentile(latencies, q) for q in (0.50, 0.90, 0.99)}
+    latencies = [g.latency_s for g in grades if g.latency_s is not None]
+    out = _latency_percentiles(latencies)
     total = sum(int(total_tokens(g)) for g in grades)
     out.update(latency_mean=_mean(latencies),
                tokens_prompt=float(sum(int(g.usage.get("prompt_tokens", 0)) for g in grades)),

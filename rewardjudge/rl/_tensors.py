@@ -3,41 +3,35 @@ group-relative advantages that ignore masked entries."""
 
 from __future__ import annotations
 
+import operator
 from typing import Hashable, Sequence
 
 import torch
 
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
+from ._health import checked_grades
 
 __all__ = ["RewardTensors", "group_normalize", "rewards_tensor"]
 
 
 class RewardTensors(tuple):
-    """``(rewards, mask)`` (it unpacks as a pair), with ``counts`` (per status) and ``statuses``.
+    """``(rewards, mask)`` (it unpacks as a pair), with ``statuses`` (one per grade) and ``counts`` (per status).
 
     ``rewards``: 1-D float tensor, ``fill`` where unscored; ``mask``: 1-D bool tensor, **True
     where the grade is unscored** (as in ``numpy.ma``)."""
 
-    counts: dict[str, int]
-    statuses: list[str]
+    rewards = property(operator.itemgetter(0))
+    mask = property(operator.itemgetter(1))
 
-    def __new__(cls, rewards: torch.Tensor, mask: torch.Tensor, counts: dict[str, int],
-                statuses: list[str]) -> "RewardTensors":
+    def __new__(cls, rewards: torch.Tensor, mask: torch.Tensor, statuses: list[str]) -> "RewardTensors":
         self = super().__new__(cls, (rewards, mask))
-        self.counts, self.statuses = counts, statuses
+        self.statuses = statuses
         return self
 
     @property
-    def rewards(self) -> torch.Tensor:
-        return self[0]
-
-    @property
-    def mask(self) -> torch.Tensor:
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"RewardTensors(rewards={self[0]!r}, mask={self[1]!r}, counts={self.counts})"
+    def counts(self) -> dict[str, int]:
+        return {s: self.statuses.count(s) for s in STATUSES}
 
 
 def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"), dtype: torch.dtype = torch.float32,
@@ -50,21 +44,15 @@ def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"), dtype
     >>> rewards.tolist()[0], mask.tolist()
     (1.0, [False, True])
     """
-    grades = list(grades)
-    values: list[float] = []
-    statuses: list[str] = []
+    grades = checked_grades(grades)
     for i, g in enumerate(grades):
-        if not isinstance(g, Grade):
-            raise ConfigError(f"grades[{i}] must be a Grade, got {type(g).__name__}")
         if g.is_label_only:
             raise ConfigError(f"grades[{i}] is a label ({g.extra.get('label')!r}) from a labels-only scorer: "
                               f"it has no reward; give the scorer's output_spec 'values' to train on it")
-        statuses.append(str(g.status))
-        values.append(fill if g.status == "unscored" else float(g.value))  # type: ignore[arg-type]
-    rewards = torch.tensor(values, dtype=dtype, device=device)
-    mask = torch.tensor([s == "unscored" for s in statuses], dtype=torch.bool, device=device)
-    counts = {s: statuses.count(s) for s in STATUSES}
-    return RewardTensors(rewards, mask, counts, statuses)
+    unscored = [g.status == "unscored" for g in grades]
+    rewards = torch.tensor([fill if u else float(g.value) for g, u in zip(grades, unscored)],  # type: ignore[arg-type]
+                           dtype=dtype, device=device)
+    return RewardTensors(rewards, torch.tensor(unscored, dtype=torch.bool, device=device), [str(g.status) for g in grades])
 
 
 def _group_index(n: int, group_ids, group_size: int | None, device) -> torch.Tensor:
@@ -79,9 +67,9 @@ def _group_index(n: int, group_ids, group_size: int | None, device) -> torch.Ten
             raise ConfigError(f"{n} rewards do not split into groups of {group_size}")
         return torch.arange(n, device=device) // group_size
     if isinstance(group_ids, torch.Tensor):
-        if group_ids.dim() != 1 or group_ids.numel() != n:
-            raise ConfigError(f"group_ids must be 1-D with {n} entries, got shape {tuple(group_ids.shape)}")
-        return torch.unique(group_ids, return_inverse=True)[1].to(device)
+        if group_ids.dim() != 1:
+            raise ConfigError(f"group_ids must be 1-D, got shape {tuple(group_ids.shape)}")
+        group_ids = group_ids.tolist()
     ids = list(group_ids)
     if len(ids) != n:
         raise ConfigError(f"group_ids has {len(ids)} entries for {n} rewards")

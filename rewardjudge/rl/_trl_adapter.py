@@ -9,88 +9,31 @@ from __future__ import annotations
 import asyncio
 import atexit
 import inspect
-import json
+import itertools
 import logging
 import math
 import threading
 import warnings
 import weakref
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader
 from .._sync import LoopThread
-from ..thread import StringThread, content_text
+from ..thread import StringThread, completion_threads
 from ._health import OutageGuard, judge_health
 
-__all__ = ["JudgeGatedReward", "TRLRewardFunc", "completion_threads", "trl_reward_func", "trl_reward_funcs"]
+__all__ = ["JudgeGatedReward", "TRLRewardFunc", "reads_images", "trl_reward_func", "trl_reward_funcs"]
 
 _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environments",
                            "completion_ids", "prompts", "completions"})
-_ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
-
-
-def _content_text(message: Mapping[str, Any], where: str, images: list | None = None, turn: int = 0) -> str:
-    """A chat message's content as text (``thread.content_text``), tool calls appended as JSON."""
-    text = content_text(message.get("content"), f"{where} content", images=images, turn=turn)
-    if message.get("tool_calls"):
-        calls = json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
-        text = f"{text}\n[tool_calls] {calls}" if text else f"[tool_calls] {calls}"
-    return text
 
 
 def reads_images(grader: Any) -> bool:
     """Whether ``grader`` asks for image content parts (a true ``reads_images`` attribute)."""
     return bool(getattr(grader, "reads_images", False))
-
-
-def _turns(value: Any, default_role: str, where: str, images: list | None = None,
-           first_turn: int = 0) -> list[tuple[str, str]]:
-    """Turns of a prompt or completion, standard (str) or conversational (messages)."""
-    if isinstance(value, str):
-        return [(default_role, value)]
-    if isinstance(value, Mapping):  # one message on its own
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{where} must be a str (standard format) or a list of "
-                          f"{{'role', 'content'}} messages (conversational format), got "
-                          f"{type(value).__name__}")
-    turns = []
-    for j, m in enumerate(value):
-        if not isinstance(m, Mapping) or "role" not in m:
-            raise ConfigError(f"{where}[{j}] must be a message with a 'role', got {m!r:.80}")
-        role = _ROLE_ALIASES.get(m["role"], m["role"])
-        if role not in ("system", "user", "assistant", "tool"):
-            raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, "
-                              f"assistant or tool (developer is read as system)")
-        turns.append((role, _content_text(m, f"{where}[{j}]", images, first_turn + j)))
-    return turns
-
-
-def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
-                       metadata: Sequence[Mapping[str, Any]] | None = None, *,
-                       images: bool = False) -> list[StringThread]:
-    """One StringThread per completion: the prompt's turns (a str: a user turn), then the completion's
-    (a str: an assistant turn), ``metadata[i]`` as its metadata; image parts kept with ``images=True``.
-
-    >>> completion_threads(["2+2?"], ["4"], [{"answer": "4"}])[0]
-    StringThread([('user', '2+2?'), ('assistant', '4')], metadata={'answer': '4'})
-    """
-    if len(prompts) != len(completions):
-        raise ConfigError(f"{len(prompts)} prompts for {len(completions)} completions")
-    if metadata is not None and len(metadata) != len(prompts):
-        raise ConfigError(f"{len(metadata)} metadata rows for {len(prompts)} completions")
-    threads = []
-    for i, (p, c) in enumerate(zip(prompts, completions)):
-        kept: list | None = [] if images else None
-        head = _turns(p, "user", f"row {i}: prompts[{i}]", kept)
-        turns = head + _turns(c, "assistant", f"row {i}: completions[{i}]", kept, len(head))
-        thread = StringThread(turns, metadata[i] if metadata is not None else None)
-        thread.images = kept or []
-        threads.append(thread)
-    return threads
 
 
 async def _trl_signature(prompts, completions, completion_ids=None, **kwargs):  # pragma: no cover
@@ -127,27 +70,23 @@ class _OncePerRun(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.seen, self._lock = 0, threading.Lock()
+        self.reset()
 
     def reset(self) -> None:
-        with self._lock:
-            self.seen = 0
+        self._seen = itertools.count()  # its next() is atomic: reward calls may log from several threads
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.msg
         # accelerate's logger puts "[RANK n] " in front
         if not (isinstance(msg, str) and _TRL_NONE_WARNING in msg[:80]):
             return True
-        with self._lock:
-            self.seen += 1
-            first = self.seen == 1
-        if first:
-            record.msg = ("Some completions got no reward (every reward function returned None: the judge "
-                          "could not score them); TRL leaves them out of their group's baseline and gives "
-                          "them advantage 0. Said once per run: the judge's unscored counts are logged "
-                          "every step under judge/<grader>/unscored.")
-            record.args = ()
-        return first
+        if next(self._seen):
+            return False
+        record.msg, record.args = ("Some completions got no reward (every reward function returned None: the "
+                                   "judge could not score them); TRL leaves them out of their group's baseline and "
+                                   "gives them advantage 0. Said once per run: the judge's unscored counts are "
+                                   "logged every step under judge/<grader>/unscored."), ()
+        return True
 
 
 _ONCE = _OncePerRun()
@@ -161,7 +100,7 @@ def _install_warning_filter(reset: bool) -> None:
         _ONCE.reset()
 
 
-_EXIT_LOOPS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list]" = weakref.WeakKeyDictionary()
+_EXIT_CLOSES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[int]]" = weakref.WeakKeyDictionary()
 _EXIT_LOCK = threading.Lock()
 
 
@@ -172,32 +111,32 @@ def _close_on_exit(reward: "TRLRewardFunc", loop: asyncio.AbstractEventLoop) -> 
     if getattr(model, "aclose", None) is None:
         return
     with _EXIT_LOCK:
-        models = _EXIT_LOOPS.get(loop)
-        if models is None:
-            models = _EXIT_LOOPS[loop] = []
-            atexit.register(_close_loop_clients, weakref.ref(loop))
-        if not any(m is model for m in models):
-            models.append(model)
+        registered = _EXIT_CLOSES.setdefault(loop, set())
+        if id(model) in registered:
+            return
+        registered.add(id(model))
+    atexit.register(_close_at_exit, model, weakref.ref(loop))  # holds the model: it is closed, not collected
 
 
-def _close_loop_clients(loop_ref: "weakref.ref[asyncio.AbstractEventLoop]") -> None:
+def _close_at_exit(model: Any, loop_ref: "weakref.ref[asyncio.AbstractEventLoop]") -> None:
     loop = loop_ref()
-    if loop is None:
+    if loop is None or loop.is_closed() or not loop.is_running():
         return
-    with _EXIT_LOCK:
-        models = _EXIT_LOOPS.pop(loop, [])
-    if loop.is_closed() or not loop.is_running():
-        return
-    for model in models:
-        try:
-            asyncio.run_coroutine_threadsafe(model.aclose(), loop).result(5)
-        except Exception:  # exiting anyway: a judge that will not close must not hang the exit
-            pass
+    try:
+        asyncio.run_coroutine_threadsafe(model.aclose(), loop).result(5)
+    except Exception:  # exiting anyway: a judge that will not close must not hang the exit
+        pass
 
 
 class TRLRewardFunc(_DualCall):
     """A grader as an async GRPOTrainer reward function (build it with ``trl_reward_func``): ``grader``,
-    ``__name__`` (the grader key), ``last_grades`` (of the latest call), ``guard`` (its ``OutageGuard``)."""
+    ``__name__`` (the grader key), ``last_grades`` (of the latest call), ``guard`` (its ``OutageGuard``).
+
+    Options: ``mode`` ("train"/"eval" penalties; default: the attached trainer's phase, else an ``eval``
+    column), ``columns`` (the dataset columns put in thread metadata; default all), ``log_health``
+    and ``health_prefix`` (judge health through TRL's ``log_metric``, default ``judge/<grader_key>/``),
+    ``log_completions`` (each completion's status and reason through ``log_extra``),
+    ``outage_threshold``/``outage_steps`` (the ``OutageGuard``; None: off)."""
 
     def __init__(self, grader: Grader, *, mode: Literal["train", "eval"] | None = None,
                  columns: Sequence[str] | None = None, log_health: bool = True,
@@ -351,21 +290,16 @@ class TRLRewardFunc(_DualCall):
         return f"trl_reward_func({type(self.grader).__name__}({self.grader.grader_key!r}), phase={self.phase()})"
 
 
-def trl_reward_func(grader: Grader, *, mode: Literal["train", "eval"] | None = None,
-                    columns: Sequence[str] | None = None, log_health: bool = True,
-                    health_prefix: str | None = None, log_completions: bool = True,
-                    outage_threshold: float | None = 0.5, outage_steps: int = 3) -> TRLRewardFunc:
+def trl_reward_func(grader: Grader, **options: Any) -> TRLRewardFunc:
     """Turn ``grader`` into an async reward function for ``trl.GRPOTrainer`` (docs/training.md):
-    one float per completion, ``None`` where unscored; dataset ``columns`` land in thread metadata.
-    ``OutageGuard(outage_threshold, outage_steps)`` raises ``JudgeOutage`` on a dead judge (None: off).
+    one float per completion, ``None`` where unscored; dataset columns land in thread metadata.
+    ``options`` as ``TRLRewardFunc`` takes them; its ``OutageGuard`` raises ``JudgeOutage`` on a dead judge.
 
     >>> reward = trl_reward_func(grader)  # doctest: +SKIP
     >>> trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=ds)  # doctest: +SKIP
     >>> reward.attach(trainer)  # evaluation penalties during trainer.evaluate()  # doctest: +SKIP
     """
-    return TRLRewardFunc(grader, mode=mode, columns=columns, log_health=log_health,
-                         health_prefix=health_prefix, log_completions=log_completions,
-                         outage_threshold=outage_threshold, outage_steps=outage_steps)
+    return TRLRewardFunc(grader, **options)
 
 
 class JudgeGatedReward(_DualCall):

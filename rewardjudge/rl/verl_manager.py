@@ -27,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed verl
 from ..errors import ConfigError
 from ..grade import Grade
 from ._health import OutageGuard
-from ._verl_adapter import MANAGER_KWARG
+from ._verl_adapter import EXTRA_KEYS, MANAGER_KWARG
 
 __all__ = ["ESTIMATOR", "EXACT", "EXTRA_KEYS", "PREFIX", "REFUSED", "RewardJudgeManager",
            "check_estimator", "compute_rewardjudge_grpo_advantage", "usable_rows"]
@@ -48,9 +48,6 @@ REFUSED = {
     "tir_optimal_token_baseline": "verl hands sum_pi_squared and old_log_probs only to an estimator named exactly "
                                   "`tir_optimal_token_baseline`",
 }
-#: reward_extra_info keys every sample carries (verl_compute_score's dict)
-EXTRA_KEYS = ("score", "scored", "penalized", "unscored", "forgery", "judge_attempts", "judge_latency_s",
-              "judge_tokens")
 
 
 def _config_get(config: Any, key: str, default: Any = None) -> Any:
@@ -63,8 +60,11 @@ def _config_get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None and default is not None else value
 
 
-def _guard_options(algorithm: Any) -> tuple[float | None, int]:
-    """(threshold, steps) from ``algorithm.rewardjudge``; ConfigError when malformed."""
+_GUARDS: dict[tuple, OutageGuard] = {}  # kept across steps in verl's trainer process, one per setting
+
+
+def _guard(algorithm: Any) -> OutageGuard:
+    """The outage guard ``algorithm.rewardjudge`` sets up; ConfigError when malformed."""
     options = _config_get(algorithm, "rewardjudge", None) or {}
     if not hasattr(options, "get"):
         raise ConfigError(f"algorithm.rewardjudge must be a mapping, got {type(options).__name__}")
@@ -72,10 +72,9 @@ def _guard_options(algorithm: Any) -> tuple[float | None, int]:
     if unknown:
         raise ConfigError(f"algorithm.rewardjudge: unknown option(s) {sorted(unknown)}; "
                           f"known: outage_threshold, outage_steps")
-    threshold = options["outage_threshold"] if "outage_threshold" in options else 0.5
-    steps = options.get("outage_steps", 3)
-    OutageGuard(threshold, steps)  # validates
-    return threshold, steps
+    setting = (options["outage_threshold"] if "outage_threshold" in options else 0.5, options.get("outage_steps", 3))
+    guard = OutageGuard(*setting)  # validates before the setting is hashed
+    return _GUARDS.setdefault(setting, guard)
 
 
 def check_estimator(name: Any) -> str:
@@ -111,14 +110,7 @@ def usable_rows(finite: torch.Tensor, index: Any) -> torch.Tensor:
     return finite & ~lone
 
 
-_GUARDS: dict[tuple, OutageGuard] = {}  # kept across steps in verl's trainer process, one per (threshold, steps)
-
-
-def _observe_step(config: Any, finite: torch.Tensor) -> None:
-    threshold, steps = _guard_options(config)
-    failed = Grade(None, "verl", error="unscored: the judge failed (compute_score's NaN marker)")
-    _GUARDS.setdefault((threshold, steps), OutageGuard(threshold, steps)).observe(
-        [Grade(1.0, "verl") if ok else failed for ok in finite.tolist()])
+_FAILED = Grade(None, "verl", error="unscored: the judge failed (compute_score's NaN marker)")
 
 
 def _rows(value: Any, rows: torch.Tensor, n: int) -> Any:
@@ -136,19 +128,18 @@ def _make_estimator(base: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor
         n = token_level_rewards.shape[0]
         finite = torch.isfinite(token_level_rewards.sum(dim=-1)).cpu()
         usable = usable_rows(finite, index)
-        lone = int((finite & ~usable).sum())
-        print(f"[rewardjudge] {PREFIX}{base}: {n} samples, unscored {n - int(finite.sum())} "
-              f"({(n - int(finite.sum())) / max(n, 1):.0%}), lone usable in a failed group {lone}", flush=True)
-        _observe_step(config, finite)
+        unscored, lone = n - int(finite.sum()), int((finite & ~usable).sum())
+        print(f"[rewardjudge] {PREFIX}{base}: {n} samples, unscored {unscored} ({unscored / max(n, 1):.0%}), "
+              f"lone usable in a failed group {lone}", flush=True)
+        _guard(config).observe([Grade(1.0, "verl") if ok else _FAILED for ok in finite.tolist()])
         advantages = torch.zeros_like(token_level_rewards)
         returns = torch.zeros_like(token_level_rewards)
         if bool(usable.any()):
             rows = usable.nonzero(as_tuple=True)[0]
-            call = {"token_level_rewards": token_level_rewards[rows.to(token_level_rewards.device)],
-                    "response_mask": _rows(response_mask, rows, n), "config": config}
+            columns = {"token_level_rewards": token_level_rewards, "response_mask": response_mask, **kwargs}
             if index is not None:
-                call["index"] = np.asarray(index)[rows.numpy()]
-            call.update({k: _rows(v, rows, n) for k, v in kwargs.items()})
+                columns["index"] = np.asarray(index)
+            call = {"config": config, **{k: _rows(v, rows, n) for k, v in columns.items()}}
             if base == "grpo":  # verl's trainer calls its grpo with this from the algorithm config
                 call.setdefault("norm_adv_by_std_in_grpo", bool(_config_get(config, "norm_adv_by_std_in_grpo", True)))
             adv, ret = fn(**call)
@@ -170,15 +161,14 @@ compute_rewardjudge_grpo_advantage = _ESTIMATORS["grpo"]
 
 
 def _normalized_extra(result: Any, score: Any) -> tuple[float, dict[str, float]]:
-    """(score, extra) with the same keys for every sample; an unscored sample's score is NaN."""
+    """(score, extra) with ``EXTRA_KEYS`` for every sample, whatever the compute_score returned (our
+    dict, or a plain function's float); an unscored sample's score is NaN."""
     extra = dict(result) if isinstance(result, dict) else {}
-    score = float(score)
-    unscored = not math.isfinite(score) or float(extra.get("unscored", 0.0)) == 1.0
-    score = math.nan if unscored else score
-    out = {"score": score, "scored": float(extra.get("scored", 0.0 if unscored else 1.0)),
-           "penalized": float(extra.get("penalized", 0.0)), "unscored": float(unscored),
-           "forgery": float(extra.get("forgery", 0.0)),
-           **{k: float(extra.get(k, math.nan)) for k in ("judge_attempts", "judge_latency_s", "judge_tokens")}}
+    unscored = not math.isfinite(float(score)) or float(extra.get("unscored", 0.0)) == 1.0
+    score = math.nan if unscored else float(score)
+    defaults = {"scored": float(not unscored), "penalized": 0.0, "forgery": 0.0}  # for a plain function's float
+    out = {k: float(extra.get(k, defaults.get(k, math.nan))) for k in EXTRA_KEYS}
+    out.update(score=score, unscored=float(unscored))
     return score, out
 
 
@@ -212,7 +202,7 @@ class RewardJudgeManager(NaiveRewardManager):
         algorithm = _config_get(config, "algorithm", None)
         if algorithm is not None:  # verl always passes its whole config; a bare test config may lack it
             check_estimator(_config_get(algorithm, "adv_estimator", "gae"))
-            _guard_options(algorithm)
+            _guard(algorithm)
         super().__init__(config, tokenizer, compute_score, reward_router_address=reward_router_address,
                          reward_model_tokenizer=reward_model_tokenizer)
         self.compute_score = _tell_compute_score(self.compute_score)
