@@ -13,7 +13,6 @@ judge output model class.
 from __future__ import annotations
 
 import builtins
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,49 +158,6 @@ def grader(key: str, model: InferenceModel, *, language: str | None = None,
     >>> grader = catalog.grader("correctness", judge)  # doctest: +SKIP
     """
     return CriterionJudgeGrader(get(key, language), model, language=language, **kwargs)
-
-
-def _cli(args) -> int:
-    try:
-        return _show(args)
-    except ConfigError as exc:
-        if not args.json:
-            raise
-        # the catalog document's error object: {code, message, status: "error"}
-        code = "not_found" if str(exc).startswith("unknown criterion") else "invalid_value"
-        print(json.dumps({"code": code, "message": str(exc), "status": "error"}, ensure_ascii=False))
-        return 2
-
-
-def _show(args) -> int:
-    if args.key:
-        c = get(args.key, args.language)
-        if args.json:
-            print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
-        else:
-            print(f"{c.key}: {c.name}\n  {c.description}\n  requires: "
-                  f"{', '.join(c.requires) or '(nothing beyond the conversation)'}\n\n{c.criterion}")
-            if args.prompt:
-                print("\n--- default system prompt template ---\n"
-                      + default_system_prompt_template(args.language))
-        return 0
-    if args.json:
-        print(json.dumps(listing(args.language), indent=2, ensure_ascii=False))
-        return 0
-    for c in list_criteria(args.language):
-        needs = f" (needs {', '.join(c.requires)})" if c.requires else ""
-        print(f"{c.key:<22} {c.name}{needs}\n{'':<22} {c.description}")
-    return 0
-
-
-def add_parser(sub) -> None:
-    """The ``rewardjudge catalog`` command."""
-    p = sub.add_parser("catalog")
-    p.add_argument("key", nargs="?", help="show this criterion")
-    p.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--prompt", action="store_true", help="with KEY: also print the system prompt template")
-    p.set_defaults(func=_cli)
 
 
 # ``catalog.list()`` reads well; the builtin stays reachable as ``builtins.list``

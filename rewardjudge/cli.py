@@ -15,7 +15,7 @@ from .errors import RewardJudgeError
 #: command -> (the module whose add_parser(subparsers) defines it, its one-line help). Only the
 #: module of the command being run is imported: `rewardjudge --help` loads no grader stack.
 _COMMANDS = {
-    "demo": ("rewardjudge.demo", "grade bundled structured completions on the embedded judge"),
+    "demo": ("rewardjudge.commands._demo", "grade bundled structured completions on the embedded judge"),
     "eval": ("rewardjudge.commands._eval", "grade every row of a dataset (resumable)"),
     "compare": ("rewardjudge.commands._eval", "paired difference between two evaluation outputs (b - a)"),
     "plot": ("rewardjudge.evaluate._plot", "draw an evaluation run's judge health (statuses, latency, unscored "
@@ -23,7 +23,7 @@ _COMMANDS = {
     "templates": ("rewardjudge.commands._templates", "compile, check and list the built-in prompt bundles"),
     "scorers": ("rewardjudge.commands._scorers", "create, inspect, version, try and delete scorers in a "
                                             "registry folder"),
-    "catalog": ("rewardjudge.catalog", "list the built-in judge criteria (or show one)"),
+    "catalog": ("rewardjudge.commands._catalog", "list the built-in judge criteria (or show one)"),
     "serve": ("rewardjudge.commands._serve", "serve a grader over HTTP (OpenRLHF /get_reward, /grade, /metrics)"),
     "pipeline": ("rewardjudge.commands._pipeline", "judge OpenTelemetry GenAI spans with pinned scorer versions "
                                            "(judge-v1; OTLP files or an OTLP/HTTP receiver; resumable)"),

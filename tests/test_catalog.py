@@ -161,7 +161,7 @@ def test_the_listing_and_completeness_follow_the_catalog_document(capsys):
     import json as _json
     from types import SimpleNamespace
 
-    from rewardjudge.catalog import _cli
+    from rewardjudge.commands._catalog import _cli
 
     assert _cli(SimpleNamespace(key=None, language="en", json=True, prompt=False)) == 0
     listing = _json.loads(capsys.readouterr().out)

@@ -116,6 +116,21 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, args, message):
     assert code == 2 and message in err, err[-2000:]
 
 
+def test_the_options_the_command_builds_are_handed_over_and_a_keyword_beside_them_wins():
+    # eval builds EvalOptions once, before any judge, and adds a factory-built scorer's columns as a keyword
+    from rewardjudge.evaluate import evaluate_dataset
+    from rewardjudge.evaluate._options import EvalOptions
+    from rewardjudge.graders import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    judge = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("g", judge, "", "{{completion}}")
+    data = [{"prompt": f"q{i}", "completion": "a"} for i in range(6)]
+    options = EvalOptions(progress=False, limit=5)
+    assert len(evaluate_dataset(data, grader, options).dataset) == 5
+    assert len(evaluate_dataset(data, grader, options, limit=2).dataset) == 2
+
+
 @pytest.mark.judge
 def test_eval_against_the_spawned_embedded_judge(tmp_path):
     src = ROOT / "rewardjudge" / "data" / "demo_completions.jsonl"

@@ -128,7 +128,8 @@ def test_plot_usage_errors(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("values", [[1.0, 0.0, 1.0], [0.2, 0.4, 0.6, 0.8, 1.0, 0.2], [0.5]])
 def test_histogram_count_ticks_are_whole_numbers(values, tmp_path):
-    from rewardjudge.evaluate._report import SummaryBuilder, _histogram_figure, save_histogram
+    from rewardjudge.evaluate._plot import _histogram_figure, save_histogram
+    from rewardjudge.evaluate._report import SummaryBuilder
     from rewardjudge.grade import Grade
 
     builder = SummaryBuilder()
@@ -143,7 +144,8 @@ def test_histogram_count_ticks_are_whole_numbers(values, tmp_path):
 
 
 def test_eval_histogram_of_a_run_has_whole_number_ticks(run_with_failures):
-    from rewardjudge.evaluate._report import SummaryBuilder, _histogram_figure
+    from rewardjudge.evaluate._plot import _histogram_figure
+    from rewardjudge.evaluate._report import SummaryBuilder
 
     builder = SummaryBuilder()
     for line in (run_with_failures / "journal.jsonl").read_text().splitlines():

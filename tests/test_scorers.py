@@ -371,6 +371,21 @@ async def test_disagreeing_sealed_verdicts_are_kept_beside_the_last():
     assert [v["score"] for v in grade.extra["disagreeing_verdicts"]] == [2]
 
 
+async def test_a_scorer_grader_pickles_after_grading_with_its_seal_key():
+    # trainers ship reward functions to workers: the spec's verdict model (a class built per spec)
+    # is rebuilt on unpickle, and the seal key travels so the copy sends the same requests
+    import pickle
+
+    model = ScriptedModel(['{"reason": "a", "score": 2}'] * 2, name=BASE["model"])
+    grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
+    first = await grader.grade(thread())
+    copy = pickle.loads(pickle.dumps(grader))
+    again = await copy.grade(thread())
+    assert (again.status, again.value, again.grader_version) == ("scored", first.value, first.grader_version)
+    sent = [c["messages"] for c in copy.model.calls]
+    assert sent[-1] == model.calls[0]["messages"]
+
+
 def test_a_binding_is_required():
     with pytest.raises(ConfigError, match="ScorerBinding"):
         ScorerGrader(cfg(), ScriptedModel(name=BASE["model"]))

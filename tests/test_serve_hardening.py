@@ -23,7 +23,8 @@ import pytest
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel
 from rewardjudge.serve import RewardServer
-from rewardjudge.serve._workers import route, sum_metrics
+from rewardjudge.serve._http import _Metrics
+from rewardjudge.serve._workers import route
 from rewardjudge.testing import Fault, FakeJudgeServer
 
 PASS = '{"reasoning": "ok", "score": "PASS"}'
@@ -240,20 +241,20 @@ async def test_lone_surrogates_in_text_are_graded_not_a_500():
 # --------------------------------------------------------------------------
 def test_route_is_stable_and_metrics_sum():
     assert route("p", 3) == route("p", 3) and {route(f"p{i}", 3) for i in range(30)} == {0, 1, 2}
-    a = ('# HELP rewardjudge_requests_total r\n# TYPE rewardjudge_requests_total counter\n'
-         'rewardjudge_requests_total{endpoint="/grade",code="200"} 5\n'
-         '# HELP rewardjudge_grades_total g\n# TYPE rewardjudge_grades_total counter\n'
-         'rewardjudge_grades_total{status="scored"} 3\nrewardjudge_grades_total{status="unscored"} 1\n'
-         '# HELP rewardjudge_judge_latency_seconds l\n# TYPE rewardjudge_judge_latency_seconds summary\n'
-         'rewardjudge_judge_latency_seconds_sum 0.25\nrewardjudge_judge_latency_seconds_count 4\n')
-    b = a.replace("} 3", "} 4").replace("_sum 0.25", "_sum 0.5")
-    front = ('# HELP rewardjudge_requests_total r\n# TYPE rewardjudge_requests_total counter\n'
-             'rewardjudge_requests_total{endpoint="/grade",code="200"} 7\n')
-    text = sum_metrics([a, b], front)
+    a, b = _Metrics(), _Metrics()
+    for m, scored, latency in ((a, 3, 0.25), (b, 4, 0.5)):
+        m.grades.update({"scored": scored, "unscored": 1})
+        m.latency_sum, m.latency_count = latency, 4
+        m.requests[("/grade", 200)] = 5
+    front = _Metrics()
+    front.requests[("/grade", 200)] = 7
+    for m in (a, b):  # as a worker sends them to its front (GET /metrics?format=json)
+        front.add(json.loads(json.dumps(m.counts())))
+    text = front.text()
     assert 'rewardjudge_grades_total{status="scored"} 7\n' in text
     assert 'rewardjudge_grades_total{status="unscored"} 2\n' in text
-    assert "rewardjudge_judge_latency_seconds_sum 0.75\n" in text
-    assert 'rewardjudge_requests_total{endpoint="/grade",code="200"} 7\n' in text  # the front's, not 10
+    assert "rewardjudge_judge_latency_seconds_sum 0.750000\n" in text
+    assert 'rewardjudge_requests_total{endpoint="/grade",code="200"} 7\n' in text  # the front's, not 17
     assert text.count("# TYPE rewardjudge_grades_total counter") == 1
 
 

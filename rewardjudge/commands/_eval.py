@@ -34,20 +34,22 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, JudgeOutage
-from ._judge import JUDGE_HELP, check_torch_judge, open_judge
+from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_options, open_judge
 
 
 def add_parser(sub) -> None:
     """Register ``eval`` and ``compare``."""
+    judge = dict(judge_options("the model name on the server (default: a scorer's config.model when the server "
+                               "lists it, else the server's only model, from GET /v1/models); with --judge torch, "
+                               "a local checkpoint folder or .gguf (default: the embedded model)"))
+    judge["--judge"] = {"help": JUDGE_HELP}  # not required: a Grader that brings its own judge model needs none
+    judge["--concurrency"] = {"type": int, "help": "judge requests in flight (default 64; 4 for the embedded judge)"}
     p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")
     p.add_argument("--grader", required=True, help="'demo', module:attribute, path/to/file.py:attribute (a Grader, "
                    "or a function taking the judge model and returning one), a catalog key or a scorer")
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
-    p.add_argument("--judge", help=JUDGE_HELP)
-    p.add_argument("--judge-model", help="the model name on the server (default: a scorer's config.model when the "
-                   "server lists it, else the server's only model, from GET /v1/models); with --judge torch, "
-                   "a local checkpoint folder or .gguf (default: the embedded model)")
+    add_arguments(p, judge.items())
     p.add_argument("--allow-model-override", action="store_true",
                    help="run a scorer version on a judge model other than its config.model (the grades "
                         "record judge_model); without it a mismatch is a usage error")
@@ -57,17 +59,11 @@ def add_parser(sub) -> None:
     p.add_argument("--split", help="the split to grade when the data has several")
     p.add_argument("--mode", choices=("eval", "train"), default="eval",
                    help="penalty for malformed answers: evaluation (0.0, default) or training (-1.0)")
-    p.add_argument("--concurrency", type=int, default=None,
-                   help="judge requests in flight (default 64; 4 for the embedded judge)")
     p.add_argument("--cache", help="SQLite file caching judge replies (shared across runs and processes)")
     p.add_argument("--retry-unscored", action="store_true",
                    help="grade again the rows left unscored (judge failures) by earlier runs")
     p.add_argument("--overwrite", action="store_true", help="discard earlier results in --output")
     p.add_argument("--limit", type=int, help="grade only the first N rows")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per judge request")
-    p.add_argument("--max-retries", type=int, default=3, help="retries per judge request")
-    p.add_argument("--structured-output", choices=("json_schema", "json_object", "none"), default="json_schema",
-                   help="how the reply schema is requested from a URL judge")
     p.add_argument("--formats", default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--fail-on-unscored", action="store_true",
@@ -85,25 +81,23 @@ def add_parser(sub) -> None:
 
 
 async def _run_eval(args: argparse.Namespace):
-    from ..graders._base import Grader
+    from ..evaluate._data import load_data
     from ..evaluate._runner import aevaluate_dataset
     from ..evaluate._spec import _import_attribute, resolve_grader, scorer_of
+    from ..graders._base import Grader
 
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    common: dict[str, Any] = dict(columns=args.columns, output_dir=args.output, mode=args.mode,
-                                  retry_unscored=args.retry_unscored, overwrite=args.overwrite,
-                                  progress=not args.no_progress, concurrency=args.concurrency,
-                                  split=args.split, formats=formats, limit=args.limit,
-                                  _on_columns=_print_columns)
     # what can be checked without a judge is checked before one is asked or spawned
     obj = _import_attribute(args.grader) if ":" in args.grader else None
+    if args.judge is None and not isinstance(obj, Grader):  # only a Grader with its own judge model
+        raise ConfigError(f"--judge is required: {JUDGE_HELP}")
+    if args.judge not in (None, "embedded", "torch") and not args.judge.startswith(("http://", "https://")):
+        raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
+    data = load_data(args.data, split=args.split)
+    scorer = scorer_of(args.grader) if args.judge is not None else None
+    columns = args.columns if scorer is None else _check_scorer_variables(scorer.bind(None), args.columns, data)
+    options = _options(args, columns, data)
     if args.judge is None:
-        # only a grader that brings its own judge model can run without --judge
-        if not isinstance(obj, Grader):
-            raise ConfigError(f"--judge is required: {JUDGE_HELP}")
-        return await aevaluate_dataset(args.data, obj, **common)
-    scorer = scorer_of(args.grader)
-    common["columns"] = _check_data(args, scorer)
+        return await aevaluate_dataset(args.data, obj, options)
     async with open_judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
             from ..models._cache import CachedModel
@@ -114,39 +108,37 @@ async def _run_eval(args: argparse.Namespace):
         else:
             grader = resolve_grader(args.grader, model)
             if getattr(grader, "binding", None) is not None:  # a scorer built by a module:attribute factory
-                common["columns"] = _check_scorer_variables(args, grader.binding, common["columns"])
+                columns = _check_scorer_variables(grader.binding, columns, data)
         check_torch_judge(args, grader)
         try:
-            return await aevaluate_dataset(args.data, grader, **common)
+            return await aevaluate_dataset(args.data, grader, options, columns=columns)
         finally:
             if args.cache:
                 await model.aclose()
 
 
-def _check_data(args: argparse.Namespace, scorer: Any = None) -> Any:
-    """Check before the judge that the data loads, its columns map and a scorer's variables
-    find them (else a usage error); the ``columns`` to evaluate with."""
-    from ..evaluate._data import detect_columns, load_data
+def _options(args: argparse.Namespace, columns: Any, data: Any) -> Any:
+    """The run's ``EvalOptions``, checked before any judge; the column mapping said on stderr."""
+    from .._validate import validated
+    from ..evaluate._data import detect_columns
+    from ..evaluate._options import EvalOptions
 
-    if args.judge not in ("embedded", "torch") and not args.judge.startswith(("http://", "https://")):
-        raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
-    data = load_data(args.data, split=args.split)
-    if scorer is None:
-        detect_columns(args.columns, data.column_names)
-        return args.columns
-    return _check_scorer_variables(args, scorer.bind(None), args.columns, data)
+    notes = detect_columns(columns, data.column_names)[1]
+    print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
+    return validated(EvalOptions, columns=columns, output_dir=args.output, mode=args.mode,
+                     retry_unscored=args.retry_unscored, overwrite=args.overwrite, progress=not args.no_progress,
+                     concurrency=args.concurrency, split=args.split, limit=args.limit,
+                     formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
 
 
-def _check_scorer_variables(args: argparse.Namespace, binding: Any, columns: Any, data: Any = None) -> Any:
+def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
     """Every scorer variable read from metadata must find its key (a metadata column, a key of one
     holding objects, ``reference``/``row``/``eval``); one named like an unmapped column gets it
     (said on stderr); any other is a usage error (it would render empty on every row)."""
     from dataclasses import replace
 
-    from ..evaluate._data import Columns, detect_columns, load_data
+    from ..evaluate._data import Columns, detect_columns
 
-    if data is None:
-        data = load_data(args.data, split=args.split)
     names = list(data.column_names)
     keys = _metadata_keys(data, detect_columns(columns, names)[0])
     added, unknown = [], []
@@ -183,59 +175,35 @@ def _metadata_keys(data: Any, cols: Any) -> set[str]:
     return keys
 
 
-def _print_columns(notes: list[str]) -> None:
-    print("columns:", file=sys.stderr)
-    for note in notes:
-        print(f"  {note}", file=sys.stderr)
-
-
 def _run_interruptible(coro: Any) -> Any:
     """``asyncio.run(coro)`` where the first Ctrl-C waits for the rows in flight (journaled) and
     the second stops at once (a rerun resumes either way)."""
     import signal
 
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(coro)
-    hits = 0
+    async def main() -> Any:
+        task, hits = asyncio.current_task(), []
 
-    def on_sigint() -> None:
-        nonlocal hits
-        hits += 1
-        if hits == 1:
+        def on_sigint() -> None:
+            hits.append(1)
+            if len(hits) > 1:
+                print("rewardjudge: stopped at once; rerun the same command to resume", file=sys.stderr, flush=True)
+                os._exit(130)
             print("\nrewardjudge: interrupted: waiting for the judge's answers to the rows in flight so they are "
                   "journaled (Ctrl-C again to stop at once); rerun the same command to resume",
                   file=sys.stderr, flush=True)
             task.cancel()
-        else:
-            print("rewardjudge: stopped at once; rerun the same command to resume", file=sys.stderr, flush=True)
-            os._exit(130)
 
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, on_sigint)
+        return await coro
+
     try:
-        return loop.run_until_complete(task)
+        return asyncio.run(main())  # it cancels what is left and closes the loop (its signal handler too)
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
-    finally:
-        try:
-            loop.remove_signal_handler(signal.SIGINT)
-            pending = asyncio.all_tasks(loop)
-            for t in pending:
-                t.cancel()
-
-            async def settle() -> None:
-                await asyncio.gather(*pending, return_exceptions=True)
-
-            loop.run_until_complete(settle())
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
 
 
 def _eval_command(args: argparse.Namespace) -> int:
-    if args.concurrency is not None and args.concurrency < 1:
-        raise ConfigError("--concurrency must be >= 1")
     try:
         result = _run_interruptible(_run_eval(args))
     except JudgeOutage as exc:

@@ -8,13 +8,30 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, JudgeError
-from ..models._discover import model_name
 
-__all__ = ["JUDGE_HELP", "check_torch_judge", "open_judge"]
+# light on purpose: every command's parser imports this module, and `--help` must not load the model stack
+__all__ = ["JUDGE_HELP", "add_arguments", "check_torch_judge", "judge_options", "open_judge"]
 
 JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
               "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
               "pipeline) or 'torch' (the in-process transformers judge)")
+
+
+def judge_options(model_help: str) -> list[tuple[str, dict[str, Any]]]:
+    """The options ``open_judge`` reads, for ``add_arguments``; ``model_help`` says what ``--judge-model`` picks."""
+    return [("--judge", {"required": True, "help": JUDGE_HELP}), ("--judge-model", {"help": model_help}),
+            ("--concurrency", {"type": int, "help": "judge requests in flight (default 64)"}),
+            ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
+            ("--max-retries", {"type": int, "default": 3, "help": "retries per judge request"}),
+            ("--structured-output", {"choices": ("json_schema", "json_object", "none"), "default": "json_schema",
+                                     "help": "how the reply schema is requested from a URL judge"})]
+
+
+def add_arguments(parser: argparse.ArgumentParser, arguments: Any) -> argparse.ArgumentParser:
+    """Add each ``("--flag -f", {options})`` of ``arguments`` to ``parser``."""
+    for flags, options in arguments:
+        parser.add_argument(*flags.split(), **options)
+    return parser
 
 
 async def _probe(model: Any) -> None:
@@ -67,6 +84,7 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None):
             yield model
     elif judge.startswith(("http://", "https://")):
         from ..models import OpenAIModel
+        from ..models._discover import model_name
 
         name = model_name(judge, args.judge_model, args.timeout, prefer)
         _check_override(args, prefer, name, f"the judge at {judge} is asked for")

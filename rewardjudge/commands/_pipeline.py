@@ -19,21 +19,17 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 from collections import Counter
 from typing import Any
 
+from .. import spans
 from ..errors import ConfigError
-from ..scorers import Scorer
-from ..scorers._builtins import BUILTIN_NAMES
-from ._judge import JUDGE_HELP, open_judge
-from ._scorers import REGISTRY_ENV, _registry, add_arguments, split_map
-from ..spans._otlp import SEMCONV_VERSION, read_otlp_file
-from ..spans._pipeline import JudgeConfig, PipelineConfig, SpanFilter
-from ..spans._receiver import OtlpReceiver
-from ..spans._runner import SpanJudge, arun_pipeline
+from ._judge import add_arguments, judge_options, open_judge
+from ._scorers import REGISTRY_ENV, registry, split_map
+from ._serve import serve_until, stop_event
 
+# `spans` is a lazy door: its names load when a subcommand runs, so `pipeline --help` stays light
 TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"  # the receiver's bearer token when --token is not given
 _PIN_ARGUMENTS = [
     ("--scorer", {"action": "append", "required": True, "metavar": "SLUG[@VERSION]|FILE.json",
@@ -54,19 +50,13 @@ _PIN_ARGUMENTS = [
 ]
 _JUDGE_ARGUMENTS = [  # the options of run and receive
     ("pipeline", {"help": "a judge-v1 pipeline JSON file (rewardjudge pipeline pin)"}),
-    ("--judge", {"required": True, "help": JUDGE_HELP}),
-    ("--judge-model", {"help": "ask this model for every pinned version (default: each version's own "
-                               "config.model, by name, on the --judge server)"}),
+    *judge_options("ask this model for every pinned version (default: each version's own config.model, by "
+                   "name, on the --judge server)"),
     ("--output -o", {"required": True, "help": "output folder (results.jsonl; rerun to resume)"}),
     ("--keep-prompts", {"action": "store_true",
                         "help": "also keep each rendered judge prompt (it holds the span's text)"}),
     ("--retry-unscored", {"action": "store_true", "help": "judge again results left unscored"}),
     ("--batch-size", {"type": int, "default": 64, "help": "spans judged together (default 64)"}),
-    ("--concurrency", {"type": int, "default": None, "help": "judge requests in flight (default 64)"}),
-    ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
-    ("--max-retries", {"type": int, "default": 3, "help": "retries per judge request"}),
-    ("--structured-output", {"choices": ("json_schema", "json_object", "none"), "default": "json_schema",
-                             "help": "how the reply schema is requested from a URL judge"}),
 ]
 _RUN_ARGUMENTS = [
     ("spans", {"nargs": "+", "help": "OTLP files (.json/.jsonl, .pb/.binpb, optionally .gz)"}),
@@ -86,7 +76,7 @@ _RECEIVE_ARGUMENTS = [
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("pipeline", description=__doc__.format(semconv=SEMCONV_VERSION),
+    p = sub.add_parser("pipeline", description=__doc__.format(semconv=spans.SEMCONV_VERSION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     psub = p.add_subparsers(dest="pipeline_command", required=True)
     for name, func, help_text, arguments in (
@@ -101,6 +91,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _pin(args: argparse.Namespace) -> int:
+    from ..scorers import Scorer
+    from ..scorers._builtins import BUILTIN_NAMES
+
     mapping = split_map(args.map, "product='attr(\"app.product\")'")
     configs = []
     for ref in args.scorer:
@@ -109,20 +102,21 @@ def _pin(args: argparse.Namespace) -> int:
                 scorer, version = Scorer.from_dict(json.load(f)), None
         else:
             slug, _, version = ref.partition("@")
-            scorer = _registry(args).get(slug)
-            version = _registry(args).version(slug, version or None).number
+            scorer = registry(args).get(slug)
+            version = registry(args).version(slug, version or None).number
         wanted = set(scorer.variables) | BUILTIN_NAMES
-        configs.append(JudgeConfig.pin(scorer, {k: v for k, v in mapping.items() if k in wanted}, version=version))
+        mapped = {k: v for k, v in mapping.items() if k in wanted}
+        configs.append(spans.JudgeConfig.pin(scorer, mapped, version=version))
     unused = set(mapping) - {k for c in configs for k in c.mapping}
     if unused:
         raise ConfigError(f"--map names {sorted(unused)}, which no pinned scorer reads")
     try:
-        flt = SpanFilter.from_dict(json.loads(args.filter)) if args.filter else SpanFilter.from_dict(None)
+        flt = spans.SpanFilter.from_dict(json.loads(args.filter) if args.filter else None)
     except ValueError as exc:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(f"--filter is not JSON: {exc}") from None
-    pipeline = PipelineConfig(args.name, configs, flt, args.sampling_rate)
+    pipeline = spans.PipelineConfig(args.name, configs, flt, args.sampling_rate)
     pipeline.save(args.output)
     for c in configs:
         print(f"pinned {c.label} version {c.scorer_version_number or '?'} ({c.scorer_version[:12]}) "
@@ -133,21 +127,22 @@ def _pin(args: argparse.Namespace) -> int:
 
 @contextlib.asynccontextmanager
 async def _judges(args: argparse.Namespace, pipeline: Any):
-    """The judge for each pinned version: one model per config.model on a URL server, or one for all."""
+    """The judge for each pinned version: one model per config.model on a URL server (not probed: a resumed run
+    with nothing left asks the judge nothing), or one for all."""
     from ..models._discover import served_models
 
     if args.judge_model or not args.judge.startswith(("http://", "https://")):
         async with open_judge(args) as model:
             yield model, True
         return
-    from ..models import OpenAIModel
-
     names = sorted({c.config.model for c in pipeline.pipeline_configs})
     served = served_models(args.judge, args.timeout)
     missing = [n for n in names if served is not None and n not in served]
     if missing:
         raise ConfigError(f"the judge at {args.judge} does not serve {missing} (the pinned versions' model); it "
                           f"lists {served}: pass --judge-model NAME to run them on another model")
+    from ..models import OpenAIModel
+
     async with contextlib.AsyncExitStack() as stack:
         yield {n: await stack.enter_async_context(OpenAIModel(
             args.judge, n, max_concurrency=args.concurrency or 64, timeout=args.timeout,
@@ -166,43 +161,35 @@ def _report(run: Any) -> int:
 
 
 async def _arun(args: argparse.Namespace) -> int:
-    pipeline = PipelineConfig.load(args.pipeline)
+    pipeline = spans.PipelineConfig.load(args.pipeline)
     for path in args.spans:
         if not os.path.exists(path):
             raise ConfigError(f"no such spans file: {path}")
 
-    def spans():
+    def read():
         for path in args.spans:
-            yield from read_otlp_file(path, args.format)
+            yield from spans.read_otlp_file(path, args.format)
 
     async with _judges(args, pipeline) as (judge, override):
-        run = await arun_pipeline(pipeline, spans(), judge, output_dir=args.output, keep_prompts=args.keep_prompts,
+        run = await spans.arun_pipeline(pipeline, read(), judge, output_dir=args.output, keep_prompts=args.keep_prompts,
                                   retry_unscored=args.retry_unscored, allow_model_override=override,
                                   batch_size=args.batch_size)
     return _report(run)
 
 
 async def _areceive(args: argparse.Namespace) -> int:
-    pipeline = PipelineConfig.load(args.pipeline)
+    pipeline = spans.PipelineConfig.load(args.pipeline)
     token = args.token or os.environ.get(TOKEN_ENV) or None
     async with _judges(args, pipeline) as (judge, override):
-        sj = SpanJudge(pipeline, judge, output_dir=args.output, keep_prompts=args.keep_prompts,
-                       retry_unscored=args.retry_unscored, allow_model_override=override)
-        receiver = OtlpReceiver(sj, token=token, max_body=args.max_body, max_pending=args.max_pending,
-                                batch_size=args.batch_size)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            url = await receiver.start(args.host, args.port)
-        except OSError as exc:
+        sj = spans.SpanJudge(pipeline, judge, output_dir=args.output, keep_prompts=args.keep_prompts,
+                             retry_unscored=args.retry_unscored, allow_model_override=override)
+        receiver = spans.OtlpReceiver(sj, token=token, max_body=args.max_body, max_pending=args.max_pending,
+                                      batch_size=args.batch_size)
+        try:  # draining judges the spans already received
+            drained = await serve_until(stop_event(), receiver, args, lambda url: (
+                f"{pipeline.name} receiving OTLP/HTTP at {url}/v1/traces (GenAI semconv v{spans.SEMCONV_VERSION})"
+                f"{'; bearer token required' if token else ''}"), command="pipeline")
+        finally:
             sj.close()
-            raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
-        print(f"rewardjudge pipeline: {pipeline.name} receiving OTLP/HTTP at {url}/v1/traces (GenAI semconv "
-              f"v{SEMCONV_VERSION}){'; bearer token required' if token else ''}", file=sys.stderr, flush=True)
-        await stop.wait()
-        print("rewardjudge pipeline: judging the spans already received...", file=sys.stderr, flush=True)
-        drained = await receiver.stop(args.drain_timeout)
     _report(sj.run)
     return 0 if drained else 1

@@ -18,14 +18,16 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..thread import StringThread
-from ..scorers._binding import MalformedCompletion
-from ..scorers._fields import scorer_result
-from ..scorers._registry import ScorerNotFound, ScorerRegistry
+from ._judge import add_arguments
 
+# the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
-def _registry(args: argparse.Namespace):
+def registry(args: argparse.Namespace):
+    """The registry ``--registry`` (else ``$REWARDJUDGE_SCORERS``, else ``./scorers``) names."""
+    from ..scorers._registry import ScorerRegistry
+
     return ScorerRegistry(args.registry or os.environ.get(REGISTRY_ENV) or "scorers")
 
 
@@ -44,9 +46,14 @@ def _read_text(path: str, stdin: bool = False) -> str:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _print_json(data: Any) -> int:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+    return 0
+
+
 def _print_scorer(scorer, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(scorer.to_dict(), indent=2, ensure_ascii=False))
+        _print_json(scorer.to_dict())
         return
     c = scorer.config
     print(f"{scorer.slug}  {scorer.name}")
@@ -62,6 +69,8 @@ def _print_scorer(scorer, as_json: bool) -> None:
 def _guard(fn):
     """Map 'not found' to exit code 3; other config errors reach cli.main (exit 2)."""
     def run(args: argparse.Namespace) -> int:
+        from ..scorers._registry import ScorerNotFound
+
         try:
             return fn(args)
         except ScorerNotFound as exc:
@@ -86,21 +95,19 @@ def _file_payload(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
-@_guard
 def _create(args: argparse.Namespace) -> int:
     if not args.file:
         raise ConfigError("scorers create needs a scorer JSON file (or - for stdin)")
-    scorer = _registry(args).create_from_dict(_file_payload(args))
+    scorer = registry(args).create_from_dict(_file_payload(args))
     _print_scorer(scorer, args.json)
     return 0
 
 
-@_guard
 def _update(args: argparse.Namespace) -> int:
     data = _file_payload(args)
-    registry = _registry(args)
-    before = registry.get(args.slug)
-    scorer = registry.update(args.slug, name=data.get("name"), description=data.get("description"),
+    reg = registry(args)
+    before = reg.get(args.slug)
+    scorer = reg.update(args.slug, name=data.get("name"), description=data.get("description"),
                              config=data.get("config"))
     _print_scorer(scorer, args.json)
     if not args.json:
@@ -109,12 +116,11 @@ def _update(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _show(args: argparse.Namespace) -> int:
-    registry = _registry(args)
-    scorer = registry.get(args.slug)
+    reg = registry(args)
+    scorer = reg.get(args.slug)
     if args.version is not None:   # the scorer as it was at that version
-        scorer.config = registry.version(args.slug, args.version).config
+        scorer.config = reg.version(args.slug, args.version).config
     _print_scorer(scorer, args.json)
     if args.template and not args.json:
         print("  template:\n" + "\n".join("    " + line for line in
@@ -122,14 +128,12 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _versions(args: argparse.Namespace) -> int:
-    registry = _registry(args)
-    scorer = registry.get(args.slug)
-    versions = registry.versions(args.slug)
+    reg = registry(args)
+    scorer = reg.get(args.slug)
+    versions = reg.versions(args.slug)
     if args.json:
-        print(json.dumps([v.to_dict() for v in versions], indent=2, ensure_ascii=False))
-        return 0
+        return _print_json([v.to_dict() for v in versions])
     for v in versions:
         mark = "*" if v.id == scorer.version and v.number == scorer.version_number else " "
         print(f"{mark} {v.number:>3}  {v.id[:16]}  {v.created_at}  {v.config.model}  "
@@ -137,12 +141,10 @@ def _versions(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _list(args: argparse.Namespace) -> int:
-    scorers = _registry(args).find(args.query) if args.query else _registry(args).list()
+    scorers = registry(args).find(args.query) if args.query else registry(args).list()
     if args.json:
-        print(json.dumps([s.to_dict() for s in scorers], indent=2, ensure_ascii=False))
-        return 0
+        return _print_json([s.to_dict() for s in scorers])
     for s in scorers:
         print(f"{s.slug:<40} v{s.version_number:<3} {s.name}")
     if not scorers:
@@ -226,11 +228,13 @@ async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> li
         return await grader.grade_batch(samples)
 
 
-@_guard
 def _test(args: argparse.Namespace) -> int:
-    registry = _registry(args)
-    scorer = registry.get(args.slug)
-    binding = registry.bind(args.slug, split_map(args.map), version=args.version)
+    from ..scorers._binding import MalformedCompletion
+    from ..scorers._fields import scorer_result
+
+    scorers = registry(args)
+    scorer = scorers.get(args.slug)
+    binding = scorers.bind(args.slug, split_map(args.map), version=args.version)
     samples = _read_samples(args.input)
     results = []
     for thread in samples:
@@ -243,8 +247,8 @@ def _test(args: argparse.Namespace) -> int:
     for r, g in zip(results, grades or ()):
         r["grade"] = {**scorer_result(g), "raw_reply": g.raw_reply}
     if args.json:
-        print(json.dumps({"slug": scorer.slug, "version": binding.version, "model": binding.config.model,
-                          "mapping": binding.mapping, "samples": results}, indent=2, ensure_ascii=False))
+        _print_json({"slug": scorer.slug, "version": binding.version, "model": binding.config.model,
+                     "mapping": binding.mapping, "samples": results})
     else:
         _print_test(scorer, binding, results)
     return 1 if grades is not None and any(g.status == "unscored" for g in grades) else 0
@@ -271,20 +275,12 @@ def _print_test(scorer, binding, results: list[dict[str, Any]]) -> None:
             print(f"   {'explanation: ' + str(g['explanation']) if g['status'] == 'scored' else g['error']}")
 
 
-@_guard
 def _delete(args: argparse.Namespace) -> int:
-    registry = _registry(args)
-    scorer = registry.get(args.slug)
-    registry.delete(args.slug)
+    reg = registry(args)
+    scorer = reg.get(args.slug)
+    reg.delete(args.slug)
     print(f"deleted {scorer.slug} ({scorer.name}, {len(scorer.history)} version(s))")
     return 0
-
-
-def add_arguments(parser: argparse.ArgumentParser, arguments: Any) -> argparse.ArgumentParser:
-    """Add each ``("--flag -f", {options})`` of ``arguments`` to ``parser``."""
-    for flags, options in arguments:
-        parser.add_argument(*flags.split(), **options)
-    return parser
 
 
 _SLUG = ("slug", {})
@@ -332,4 +328,4 @@ def add_parser(sub) -> None:
     p.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
     ssub = p.add_subparsers(dest="scorers_command", required=True)
     for name, (func, help_text, arguments) in _SUBCOMMANDS.items():
-        add_arguments(ssub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
+        add_arguments(ssub.add_parser(name, help=help_text), arguments).set_defaults(func=_guard(func))

@@ -12,23 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
+import multiprocessing
 import os
 import secrets
 import signal
 import sys
-import threading
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from ..errors import ConfigError
-from ..evaluate._spec import resolve_grader
 from ..serve._groups import OPENRLHF_ESTIMATORS, check_estimator
-from ..serve._http import DEFAULT_MAX_SAMPLES, serve_until, stop_event, stopped
-from ..serve._server import RewardServer
-from ..serve._workers import WorkerFront
-from ._judge import JUDGE_HELP, open_judge
+from ._judge import add_arguments, judge_options, open_judge
 
-_WORKER_CMD = "from rewardjudge.commands._serve import worker_main; worker_main()"
+# the grader and HTTP stacks are imported where a server starts, not here: `serve --help` stays light
 TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
 
 
@@ -36,11 +31,10 @@ def _share_or_off(text: str) -> float | None:
     return None if text.strip().lower() in ("off", "none") else float(text)
 
 
-_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--grader", dict(required=True, help="grader SPEC (as for `rewardjudge eval`): demo, "
                                           "module:attr, file.py:attr, scorer.json, catalog key")),
-    ("--judge", dict(required=True, help=JUDGE_HELP)),
-    ("--judge-model", dict(help="the model name on the judge server (default: its only model)")),
+    *judge_options("the model name on the judge server (default: its only model)"),
     ("--host", dict(default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")),
     ("--port", dict(type=int, default=5000)),
     ("--token", dict(help=f"bearer token required on every endpoint but /health (default ${TOKEN_ENV})")),
@@ -68,8 +62,8 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                                             "(default 0.005)")),
     ("--max-batch", dict(type=int, default=512)),
     ("--max-body", dict(type=int, default=8 << 20, help="largest request body in bytes (default 8 MiB)")),
-    ("--max-samples-per-request", dict(type=int, default=DEFAULT_MAX_SAMPLES, help=(
-        f"most samples one request may carry; more is 413 (default {DEFAULT_MAX_SAMPLES}; 0: no limit)"))),
+    ("--max-samples-per-request", dict(type=int, help=(
+        "most samples one request may carry; more is 413 (default: the server's, 8192; 0: no limit)"))),
     ("--body-timeout", dict(type=float, default=60.0, help="seconds a request body may take to arrive; slower is "
                                                            "408 (default 60)")),
     ("--header-timeout", dict(type=float, default=60.0, help="seconds a request's headers may take; slower (or an "
@@ -78,19 +72,57 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                                  "each group's samples to one worker; /metrics sums them")),
     ("--drain-timeout", dict(type=float, default=120.0, help="seconds SIGTERM waits for requests in flight "
                                                              "(default 120)")),
-    ("--concurrency", dict(type=int, help="judge requests in flight (default 64)")),
-    ("--timeout", dict(type=float, default=60.0, help="seconds per judge request")),
-    ("--max-retries", dict(type=int, default=3, help="retries per judge request")),
-    ("--structured-output", dict(choices=["json_schema", "json_object", "none"], default="json_schema",
-                                 help="how the reply schema is requested from a URL judge")),
-)
+]
 
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag, options in _OPTIONS:
-        p.add_argument(flag, **options)
-    p.set_defaults(func=lambda args: asyncio.run(_serve(args)))
+    add_arguments(p, _OPTIONS).set_defaults(func=lambda args: asyncio.run(_serve(args)))
+
+
+def _http_limits(args: argparse.Namespace, token: str | None) -> dict[str, Any]:
+    """The HTTP options a server and the ``--workers`` front share."""
+    from ..serve._http import DEFAULT_MAX_SAMPLES
+
+    n = args.max_samples_per_request
+    return dict(token=token, max_body=args.max_body, max_samples=DEFAULT_MAX_SAMPLES if n is None else n or None,
+                body_timeout=args.body_timeout, header_timeout=args.header_timeout)
+
+
+def stop_event() -> asyncio.Event:
+    """An event SIGTERM or Ctrl-C sets."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve_until(stop: asyncio.Event, service: Any, args: argparse.Namespace, announce: Callable[[str], str],
+                      command: str = "serve") -> bool:
+    """Listen on ``--host:--port``, say ``announce(url)``, serve until ``stop``, then drain (``--drain-timeout``);
+    True when drained. Used by ``serve`` and ``pipeline receive``."""
+    try:
+        url = await service.start(args.host, args.port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    _say(announce(url), command)
+    await stop.wait()
+    _say("draining: finishing the work in flight...", command)
+    return await service.stop(args.drain_timeout)
+
+
+def _say(text: str, command: str = "serve") -> None:
+    print(f"rewardjudge {command}: {text}", file=sys.stderr, flush=True)
+
+
+def _stopped(drained: bool) -> int:
+    _say(f"stopped ({'drained' if drained else 'drain timed out'})")
+    return 0 if drained else 1
+
+
+def _endpoints(token: str | None) -> str:
+    return f"(POST /get_reward, POST /grade, GET /health, GET /metrics){'; bearer token required' if token else ''}"
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -99,118 +131,96 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1:  # a front routing each group to one of N worker processes
         return await serve_front(args, token)
     async with server_from_args(args, token) as server:
-        drained = await serve_until(stop_event(), server, args, token,
-                                    lambda url: f"{server.grader.grader_key} at {url}")
-    return stopped(drained)
+        drained = await serve_until(stop_event(), server, args,
+                                    lambda url: f"{server.grader.grader_key} at {url} {_endpoints(token)}")
+    return _stopped(drained)
 
 
 @contextlib.asynccontextmanager
-async def server_from_args(args: Any, token: str | None) -> AsyncIterator[RewardServer]:
+async def server_from_args(args: Any, token: str | None) -> AsyncIterator[Any]:
     """The RewardServer the CLI arguments describe, its judge open (one process, or each ``--workers`` worker)."""
+    from ..evaluate._spec import resolve_grader
+    from ..serve import RewardServer
+
     async with open_judge(args) as model:
         yield RewardServer(resolve_grader(args.grader, model), batch_window=args.batch_window,
                            max_batch=args.max_batch, group_size=args.group_size, group_timeout=args.group_timeout,
                            group_keep=args.group_keep, estimator=args.estimator,
                            outage_threshold=args.outage_threshold, outage_steps=args.outage_steps,
                            outage_window=args.outage_window, unscored=args.unscored,
-                           unscored_fallback=args.unscored_fallback, token=token, max_body=args.max_body,
-                           max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
-                           header_timeout=args.header_timeout)
+                           unscored_fallback=args.unscored_fallback, **_http_limits(args, token))
 
 
 class _Workers:
-    """N ``worker_main`` processes, each told the CLI arguments on its stdin."""
+    """N worker processes (``multiprocessing``'s spawn: a fresh interpreter each), each given the CLI
+    arguments and the front's token; each answers its URL on a pipe once it listens."""
 
     def __init__(self, args: argparse.Namespace, n: int):
         self.token = secrets.token_urlsafe(24)
         settings = {k: v for k, v in vars(args).items() if k != "func"}
         settings.update(workers=1, host="127.0.0.1", port=0)
-        self._line = json.dumps({"args": settings, "token": self.token}).encode() + b"\n"
-        self.n = n
-        self.procs: list[asyncio.subprocess.Process] = []
+        spawn = multiprocessing.get_context("spawn")
+        self.pipes = [spawn.Pipe(duplex=False) for _ in range(n)]
+        self.procs = [spawn.Process(target=_worker_main, args=(settings, self.token, send), name=f"worker {i}")
+                      for i, (_, send) in enumerate(self.pipes)]
         self.urls: list[str] = []
 
     async def start(self) -> None:
-        for _ in range(self.n):
-            # a session of its own: Ctrl-C reaches the front only, which stops the workers in order
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _WORKER_CMD, stdin=asyncio.subprocess.PIPE,
-                                                        stdout=asyncio.subprocess.PIPE, start_new_session=True)
-            self.procs.append(proc)
-            proc.stdin.write(self._line)  # type: ignore[union-attr]
-            await proc.stdin.drain()  # type: ignore[union-attr]
-        for i, proc in enumerate(self.procs):
-            line = "-"
-            while line and not line.startswith("listening "):
-                line = (await proc.stdout.readline()).decode()  # type: ignore[union-attr]
-            if not line:
-                raise ConfigError(f"worker {i} did not start (exit {await proc.wait()}); its error is above")
-            self.urls.append(line.split(" ", 1)[1].strip())
+        for proc, (_, send) in zip(self.procs, self.pipes):
+            proc.start()
+            send.close()  # the worker's end: a worker that dies unheard closes the pipe (EOFError)
+        for proc, (receive, _) in zip(self.procs, self.pipes):
+            try:
+                self.urls.append(await asyncio.to_thread(receive.recv))
+            except EOFError:
+                await asyncio.to_thread(proc.join)
+                raise ConfigError(f"{proc.name} did not start (exit {proc.exitcode}); its error is above") from None
 
     async def stop(self, timeout: float) -> bool:
         """SIGTERM every worker (each drains), then wait; True when all exited 0."""
         for proc in self.procs:
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-        ok = True
+            if proc.is_alive():
+                proc.terminate()
         for proc in self.procs:
-            try:
-                ok &= await asyncio.wait_for(proc.wait(), timeout + 5) == 0
-            except asyncio.TimeoutError:
+            if proc.pid is not None:
+                await asyncio.to_thread(proc.join, timeout + 5)
+            if proc.exitcode is None and proc.pid is not None:
                 proc.kill()
-                await proc.wait()
-                ok = False
-        return ok
+                await asyncio.to_thread(proc.join)
+        return all(proc.exitcode == 0 for proc in self.procs)
 
 
 async def serve_front(args: argparse.Namespace, token: str | None) -> int:
     """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
+    from ..serve._workers import WorkerFront
+
     stop = stop_event()
     workers = _Workers(args, args.workers)
     try:
         await workers.start()
-        front = WorkerFront(workers.urls, workers.token, token=token, max_body=args.max_body,
-                            max_samples=args.max_samples_per_request or None, body_timeout=args.body_timeout,
-                            header_timeout=args.header_timeout)
-        drained = await serve_until(stop, front, args, token,
-                                    lambda url: f"{front.grader_key} at {url} with {args.workers} workers")
+        front = WorkerFront(workers.urls, workers.token, **_http_limits(args, token))
+        drained = await serve_until(stop, front, args, lambda url: f"{front.grader_key} at {url} with "
+                                                                   f"{args.workers} workers {_endpoints(token)}")
     finally:
         workers_ok = await workers.stop(args.drain_timeout)
-    return stopped(drained and workers_ok)
+    return _stopped(drained and workers_ok)
 
 
-def worker_main() -> None:
-    """One worker: the CLI arguments and token come as a JSON line on stdin; it prints ``listening URL``
-    and serves until SIGTERM or until its stdin closes (the front is gone)."""
-    line = b""
-    while not line.endswith(b"\n"):  # unbuffered: the lifeline thread reads the same fd later
-        chunk = os.read(0, 65536)
-        if not chunk:
-            sys.exit("rewardjudge serve worker: no settings on stdin (started by serve --workers only)")
-        line += chunk
-    config = json.loads(line)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the front decides when a worker stops
-    sys.exit(asyncio.run(_worker(argparse.Namespace(**config["args"]), config["token"])))
+def _worker_main(settings: dict[str, Any], token: str, send: Any) -> None:
+    """One worker process: serves until SIGTERM, or until the front is gone however it went."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the front, which stops the workers in order
+    sys.exit(asyncio.run(_worker(argparse.Namespace(**settings), token, send)))
 
 
-async def _worker(args: argparse.Namespace, token: str) -> int:
+async def _worker(args: argparse.Namespace, token: str, send: Any) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-
-    def lifeline() -> None:  # stdin reaches end-of-file when the front exits, however it exits
-        while os.read(0, 4096):
-            pass
-        try:
-            loop.call_soon_threadsafe(stop.set)
-        except RuntimeError:  # the loop has already closed: the worker is exiting anyway
-            pass
-
-    threading.Thread(target=lifeline, daemon=True).start()
+    loop.add_reader(multiprocessing.parent_process().sentinel, stop.set)  # type: ignore[union-attr]
     async with server_from_args(args, token) as server:
         server.worker = True
-        url = await server.start("127.0.0.1", 0)
-        print(f"listening {url}", flush=True)
-        os.dup2(2, 1)  # nothing else on the pipe the front no longer reads: a full one would block us
+        send.send(await server.start("127.0.0.1", 0))
+        send.close()
         await stop.wait()
         drained = await server.stop(args.drain_timeout)
     return 0 if drained else 1

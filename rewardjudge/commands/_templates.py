@@ -15,13 +15,12 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..templates._bundle import (TEMPLATES_DIR, bundle_entries, bundle_path, check_bundles, compile_bundles, entry_key,
-                      load_bundle, merge_bundles, render_bundle)
-from ..templates._prompts import DEFAULT_USER_DIR, _slug, default_library, prompt_source, user_dirs
-from ._translate import translate_bundle
+
+# each command imports the template stack where it runs: `templates --help` must not load pybars3
 
 
 def _root(args: argparse.Namespace):
+    from ..templates._bundle import TEMPLATES_DIR
     root = Path(args.root) if args.root else TEMPLATES_DIR
     if not root.is_dir():
         raise ConfigError(f"--root {root} is not a folder")
@@ -29,6 +28,7 @@ def _root(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from ..templates._bundle import compile_bundles
     reports = compile_bundles(_root(args), languages=args.language or None, write=not args.check)
     for r in reports:
         print(r.summary())
@@ -39,6 +39,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _print_problems(root: Path) -> list[str]:
+    from ..templates._bundle import check_bundles
     problems = check_bundles(root)
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
@@ -53,6 +54,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from ..templates._prompts import default_library
     lib = default_library()
     udir = args.prompts
     languages = lib.languages(udir)
@@ -65,6 +67,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from ..templates._prompts import prompt_source
     cls, sep, method = args.key.partition("/")
     if not sep or not cls or not method:
         raise ConfigError(f"give the prompt as GraderClass/method, got {args.key!r}")
@@ -74,7 +77,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
+    from ..templates._bundle import bundle_path, load_bundle, merge_bundles, render_bundle
+    from ..templates._prompts import DEFAULT_USER_DIR, _slug, default_library, user_dirs
     from ._judge import open_judge
+    from ._translate import translate_bundle
     language = _slug(args.language)
     root = _root(args) if args.contribute else None
     if root is not None:
@@ -119,6 +125,7 @@ def _check_source_checkout(root: Path) -> None:
 def _contribute(bundle: dict, language: str, root: Path) -> int:
     """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``, compile that language's
     bundle and run the bundles' check; 1 when it finds a problem."""
+    from ..templates._bundle import bundle_entries, compile_bundles, entry_key
     base = root / f"prompts.{language}"
     sources = {**{f"_fragments/{name}": text for name, text in bundle.get("fragments", {}).items()},
                **{entry_key(s, c, m): text for s, c, m, text in bundle_entries(bundle)}}

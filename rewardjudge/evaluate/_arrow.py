@@ -106,20 +106,14 @@ def iter_tables(ds: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, Any]]
 
 
 def iter_masked_rows(ds: Any, mask: Any, n: int, chunk: int = 1024) -> Iterator[tuple[int, dict]]:
-    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in order, a chunk at a time."""
-    if _arrow_files(ds) is not None:
-        for start, table in iter_tables(ds, n, chunk):
-            hits = np.flatnonzero(mask[start:start + table.num_rows])
-            if hits.size:
-                for j, row in zip(hits.tolist(), table.take(hits).to_pylist()):
-                    yield start + j, row
-        return
-    for start in range(0, n, chunk):
-        hits = np.flatnonzero(mask[start:min(start + chunk, n)])
+    """``(index, row dict)`` for rows ``i < n`` with ``mask[i]`` true, in order, a chunk at a time,
+    decoded as ``ds[i]`` would be (``Json``, ``Image``... features)."""
+    for start, table in iter_tables(ds, n, chunk):
+        hits = np.flatnonzero(mask[start:start + table.num_rows])
         if hits.size:
-            block = ds[start:min(start + chunk, n)]
-            for j in hits.tolist():
-                yield start + j, {k: column[j] for k, column in block.items()}
+            batch = ds.features.decode_batch(table.take(hits).to_pydict())
+            for j, i in enumerate(hits.tolist()):
+                yield start + i, {k: column[j] for k, column in batch.items()}
 
 
 class ArrowSlices:

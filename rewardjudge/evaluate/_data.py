@@ -14,11 +14,11 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
-from ..thread import StringThread
+from ..thread import StringThread, message_turns
 from ._arrow import feature_leaves
 
 __all__ = ["Columns", "detect_columns", "load_data", "row_to_thread", "thread_digest"]
@@ -193,43 +193,24 @@ def _notes(given: Columns, cols: Columns, names: list[str], taken: set[str]) -> 
     return notes
 
 
-def _messages(value: Any, what: str) -> list[tuple[str, str]]:
-    if not isinstance(value, (list, tuple)):
-        got = "a str" if isinstance(value, str) else type(value).__name__
-        raise ConfigError(f"{what} must be a list of {{role, content}} messages, got {got}")
-    turns = []
-    for i, m in enumerate(value):
-        if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
-            raise ConfigError(f"{what}[{i}] must be a mapping with 'role' and 'content', got {m!r:.80}")
-        content = m["content"]
-        turns.append((m["role"], "" if content is None else content))
-    return turns
-
-
 def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = None,
                   eval_mode: bool | None = True) -> StringThread:
-    """One dataset row as a StringThread (``cols`` already resolved); ``metadata`` gets ``row``
-    (the index), ``eval`` (unless ``eval_mode`` is None), ``reference`` and the metadata columns."""
+    """One dataset row as a StringThread (``cols`` already resolved; messages read as ``message_turns``
+    reads them, as the trainers' adapters do); ``metadata`` gets ``row`` (the index), ``eval`` (unless
+    ``eval_mode`` is None), ``reference`` and the metadata columns."""
     where = f"row {index}" if index is not None else "row"
     turns = [("system", str(row[cols.system]))] if cols.system is not None and row.get(cols.system) else []
-    if cols.messages is not None:
-        turns += _messages(row[cols.messages], f"{where}: column {cols.messages!r}")
-    elif row[cols.prompt] is None:
-        raise ConfigError(f"{where}: prompt column {cols.prompt!r} is empty")
-    else:
-        turns += _turns(row[cols.prompt], "user", f"{where}: column {cols.prompt!r}")
+    column = cols.messages or cols.prompt
+    if cols.messages is None and row[column] is None:
+        raise ConfigError(f"{where}: prompt column {column!r} is empty")
+    turns += message_turns(row[column], "user", f"{where}: column {column!r}")
     if cols.completion is not None:  # an empty answer is graded (and judged) as empty, not skipped
         completion = "" if row[cols.completion] is None else row[cols.completion]
-        turns += _turns(completion, "assistant", f"{where}: column {cols.completion!r}")
+        turns += message_turns(completion, "assistant", f"{where}: column {cols.completion!r}")
     try:
         return StringThread(turns, _row_metadata(row, cols, index, eval_mode))
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-
-
-def _turns(value: Any, role: str, what: str) -> list[tuple[str, str]]:
-    """A str as one turn of ``role``, else a list of messages."""
-    return [(role, value)] if isinstance(value, str) else _messages(value, what)
 
 
 def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
@@ -251,31 +232,38 @@ def thread_digest(thread: StringThread) -> str:
     return canonical_hash({"turns": thread.turns, "metadata": thread.metadata})[:16]
 
 
-def _normalize_content_parts(value: Any) -> Any:
-    """Messages with every content as a list of parts, so rows mixing both forms share one type."""
-    if isinstance(value, list) and value and all(isinstance(m, Mapping) and "content" in m for m in value):
-        return [{**m, "content": _parts(m["content"])} for m in value]
-    return value
+def _with_parts(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row whose messages have every content as a list of parts, so rows mixing both forms share
+    one Arrow type."""
+    def parts(content: Any) -> Any:
+        if content is None or isinstance(content, str):
+            return [] if content is None else [{"type": "text", "text": content}]
+        return [dict(content)] if isinstance(content, Mapping) else content
 
-
-def _parts(content: Any) -> Any:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [dict(content)] if isinstance(content, Mapping) else content
-
-
-def _has_json_feature(feature: Any) -> bool:
-    """Whether a ``datasets`` feature holds a ``Json`` type anywhere (inferred for fields mixing
-    strings and objects, it decodes JSON-looking strings: messages must not go through it)."""
-    return any(type(f).__name__ == "Json" for f in feature_leaves(feature))
+    return {k: [{**m, "content": parts(m["content"])} for m in v]
+            if isinstance(v, list) and v and all(isinstance(m, Mapping) and "content" in m for m in v) else v
+            for k, v in row.items()}
 
 
 def _uses_content_parts(rows: Iterator[Mapping[str, Any]]) -> bool:
     """Whether some row holds messages whose content is a list of parts."""
     return any(isinstance(v, list) and any(isinstance(m, Mapping) and isinstance(m.get("content"), list)
                                            for m in v) for row in rows for v in row.values())
+
+
+def _or_with_parts(load: Callable[[], Any], rows: Callable[[], Iterator[Mapping[str, Any]]],
+                   reload: Callable[[], Any]) -> Any:
+    """``load()``; ``reload()`` (every content as parts) where rows hold content-part messages and
+    ``load`` failed (one Arrow type cannot hold str and part contents) or inferred a ``Json`` feature
+    (it decodes JSON-looking strings: messages must not go through it)."""
+    try:
+        ds = load()
+    except Exception:
+        if not _uses_content_parts(rows()):
+            raise
+        return reload()
+    json_typed = any(type(f).__name__ == "Json" for f in feature_leaves(ds.features))
+    return reload() if json_typed and _uses_content_parts(rows()) else ds
 
 
 def _json_rows(path: Path) -> Iterator[dict]:
@@ -295,8 +283,7 @@ def _json_rows(path: Path) -> Iterator[dict]:
 
 
 def _load_json_with_parts(path: Path):
-    """Load JSON(L) whose messages mix str and content-part contents (one Arrow type cannot hold
-    both) via a temporary JSONL with every content as a list of parts, written a row at a time."""
+    """JSON(L) loaded through a temporary JSONL with every content as parts, written a row at a time."""
     import tempfile
 
     import datasets
@@ -307,8 +294,7 @@ def _load_json_with_parts(path: Path):
             for row in _json_rows(path):
                 if not isinstance(row, Mapping):
                     raise ConfigError(f"{path}: every row must be a JSON object")
-                out.write(json.dumps({k: _normalize_content_parts(v) for k, v in row.items()},
-                                     ensure_ascii=False) + "\n")
+                out.write(json.dumps(_with_parts(row), ensure_ascii=False) + "\n")
         ds = datasets.Dataset.from_json(str(fixed))
         return ds.flatten_indices() if ds._indices is not None else ds
 
@@ -359,15 +345,8 @@ def _from_list(rows: list) -> Any:
 
     if not all(isinstance(r, Mapping) for r in rows):
         raise ConfigError("a list of rows must hold dicts (column -> value)")
-    try:
-        ds = datasets.Dataset.from_list([dict(r) for r in rows])
-    except Exception:  # e.g. messages mixing str and content-part contents
-        if not _uses_content_parts(iter(rows)):
-            raise
-        ds = None
-    if ds is None or (_has_json_feature(ds.features) and _uses_content_parts(iter(rows))):
-        ds = datasets.Dataset.from_list([{k: _normalize_content_parts(v) for k, v in r.items()} for r in rows])
-    return ds
+    return _or_with_parts(lambda: datasets.Dataset.from_list([dict(r) for r in rows]), lambda: iter(rows),
+                          lambda: datasets.Dataset.from_list([_with_parts(r) for r in rows]))
 
 
 def _from_file(path: Path) -> Any:
@@ -381,29 +360,15 @@ def _from_file(path: Path) -> Any:
     if loader is None:
         raise ConfigError(f"cannot read {path}: unknown file type {suffix!r}; "
                           f"expected one of {', '.join(sorted(loaders))}")
-    is_json = loader is datasets.Dataset.from_json
     try:
-        ds = loader(str(path))
-        if is_json and _has_json_feature(ds.features) and _uses_content_parts(_json_rows(path)):
-            return _load_json_with_parts(path)
-        return ds
+        if loader is not datasets.Dataset.from_json:
+            return loader(str(path))
+        return _or_with_parts(lambda: loader(str(path)), lambda: _json_rows(path),
+                              lambda: _load_json_with_parts(path))
     except ConfigError:
         raise
     except Exception as exc:  # datasets raises many kinds; say which file and why
-        fixed = _retry_with_parts(path) if is_json else None
-        if fixed is not None:
-            return fixed
         raise ConfigError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
-
-
-def _retry_with_parts(path: Path) -> Any:
-    """JSON(L) that did not load as is, loaded with content parts if that is why; else None."""
-    try:
-        return _load_json_with_parts(path) if _uses_content_parts(_json_rows(path)) else None
-    except ConfigError:
-        raise
-    except Exception:  # noqa: BLE001 - the first failure is the one to report
-        return None
 
 
 def _pick_split(dd, split: str | None):

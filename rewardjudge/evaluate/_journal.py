@@ -2,7 +2,7 @@
 per finished row, each written with one ``write`` on an ``O_APPEND`` file (a killed process leaves
 every finished line intact; ``fsync`` at most every ``sync_interval`` s and on close). A torn last
 line is dropped and truncated away; a row's last record wins. ``scan`` indexes a journal a line at a
-time (``JournalIndex``, 17 bytes a row) and ``Reader`` reads records back by offset.
+time (``JournalIndex``, 17 bytes a row: a record is read back by its offset).
 """
 
 from __future__ import annotations
@@ -16,13 +16,28 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..grade import STATUSES
 
 log = logging.getLogger("rewardjudge")
 
-__all__ = ["Journal", "JournalIndex"]
+__all__ = ["Journal", "JournalIndex", "lock_folder"]
 
 STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
+
+
+def lock_folder(out: Path, what: str = "run") -> int:
+    """Take ``out``'s lock: one writer per folder (two would interleave a journal). The descriptor to
+    close to release it; another holder is a ConfigError naming ``what`` it runs."""
+    import fcntl
+
+    fd = os.open(out / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(f"another {what} is writing to {out}; wait for it or use another folder") from None
+    return fd
 
 
 class JournalIndex:
@@ -148,17 +163,3 @@ class Journal:
             self.sync()
             os.close(self._fd)
             self._fd = None
-
-
-class Reader:
-    """Reads journal records back by offset (buffered, for mostly-forward reads)."""
-
-    def __init__(self, path: str | os.PathLike):
-        self._f = open(path, "rb")
-
-    def read(self, offset: int) -> dict[str, Any]:
-        self._f.seek(offset)
-        return json.loads(self._f.readline())
-
-    def close(self) -> None:
-        self._f.close()

@@ -13,33 +13,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from ._arrow import ArrowSlices
-from ._journal import JournalIndex, Reader
-from ._report import SummaryBuilder, grade_label
+from ._journal import JournalIndex
+from ._report import GRADE_COLUMNS, SummaryBuilder, grade_columns
 
-__all__ = ["GRADE_COLUMNS", "grade_columns"]
+__all__ = ["OrderedOutput", "quiet_datasets", "write_json"]
 
-GRADE_COLUMNS = ("grade_value", "grade_status", "grade_label", "grade_reasoning", "grade_error",
-                 "grade_raw_reply", "grade_probabilities", "grade_extra", "grade_key", "grade_version",
-                 "grade_attempts", "grade_prompt_tokens", "grade_completion_tokens", "grade_latency_s")
 _GRADE_TYPES = {"grade_value": "float64", "grade_attempts": "int64", "grade_prompt_tokens": "int64",
                 "grade_completion_tokens": "int64", "grade_latency_s": "float64"}
-_PROBABILITY_KEYS = ("probabilities", "distribution")
-
-
-def grade_columns(g: dict[str, Any]) -> dict[str, Any]:
-    """One grade (``Grade.to_dict()``) as the ``grade_*`` columns of its row."""
-    extra = g.get("extra") or {}
-    probs = g.get("distribution") or next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
-    usage = g.get("usage") or {}
-    return {
-        "grade_value": g.get("value"), "grade_status": g["status"], "grade_label": grade_label(g),
-        "grade_reasoning": g.get("reasoning"), "grade_error": g.get("error"),
-        "grade_raw_reply": g.get("raw_reply"),
-        "grade_probabilities": None if probs is None else json.dumps(probs, default=str),
-        "grade_extra": json.dumps(extra, default=str, ensure_ascii=False) if extra else None,
-        "grade_key": g.get("grader_key"), "grade_version": g.get("grader_version"),
-        "grade_attempts": int(g.get("attempts") or 0), "grade_prompt_tokens": usage.get("prompt_tokens"),
-        "grade_completion_tokens": usage.get("completion_tokens"), "grade_latency_s": g.get("latency_s")}
 
 
 def _grade_features():
@@ -73,7 +53,7 @@ class OrderedOutput:
 
     ``accept(i, grade)`` takes a row graded now; rows not in ``todo`` are read back from the journal.
     Each ``chunk`` of rows is one Parquet row group and one JSONL append, into ``*.tmp`` files that
-    ``close`` renames. With no output folder, ``memory_dataset`` joins the grades to the inputs.
+    ``close`` renames; with no output folder, they are kept for ``memory_dataset``.
     """
 
     def __init__(self, ds: Any, n: int, out: Path | None, formats: tuple[str, ...], todo: np.ndarray,
@@ -85,11 +65,12 @@ class OrderedOutput:
         self.frontier = 0
         self._ready: dict[int, dict[str, Any]] = {}
         self._moved = asyncio.Event()
-        self._buffer: dict[str, list] = {c: [] for c in GRADE_COLUMNS}  # with no folder: every row
+        self._buffer: dict[str, list] = {c: [] for c in GRADE_COLUMNS}
         self._buffer_start = 0
+        self._tables: list | None = [] if out is None else None  # with no folder: the results, in memory
         resumed = journal_path is not None and journal_path.exists() and bool((~todo & index.done).any())
-        self._reader = Reader(journal_path) if resumed else None
-        self._slices = ArrowSlices(ds, n) if out is not None else None
+        self._reader = open(journal_path, "rb") if resumed else None  # done rows, read back by offset
+        self._slices = ArrowSlices(ds, n)
         self._parquet = self._jsonl = self._schema = None
         self._tmp: dict[str, Path] = {}
         if out is not None and {"parquet", "arrow"} & set(self.formats):
@@ -113,7 +94,8 @@ class OrderedOutput:
                 if grade is None:
                     break
             else:
-                grade = self._reader.read(int(self.index.offset[i]))["grade"]
+                self._reader.seek(int(self.index.offset[i]))
+                grade = json.loads(self._reader.readline())["grade"]
             self._emit(grade)
             self.frontier += 1
         if self.frontier != start:
@@ -130,7 +112,7 @@ class OrderedOutput:
         self.builder.add(grade, label=row["grade_label"])
         for c in GRADE_COLUMNS:
             self._buffer[c].append(row[c])
-        if self.out is not None and len(self._buffer["grade_status"]) >= self.chunk:
+        if len(self._buffer["grade_status"]) >= self.chunk:
             self._flush()
 
     def _arrow_schema(self) -> Any:
@@ -150,6 +132,8 @@ class OrderedOutput:
         schema = self._arrow_schema()
         grades = [pa.array(self._buffer[c], type=schema.field(c).type) for c in GRADE_COLUMNS]
         table = pa.Table.from_arrays([*inputs.columns, *grades], schema=schema)
+        if self._tables is not None:
+            self._tables.append(table)
         if "parquet" in self._tmp:
             if self._parquet is None:
                 import pyarrow.parquet as pq
@@ -169,9 +153,9 @@ class OrderedOutput:
         """Finish the files (every row written) and move them into place."""
         if self._reader is not None:
             self._reader.close()
+        self._flush()
         if self.out is None:
             return {}
-        self._flush()
         if "parquet" in self._tmp and self._parquet is None:  # no rows: an empty file with the columns
             import pyarrow.parquet as pq
 
@@ -220,12 +204,12 @@ class OrderedOutput:
             path.unlink(missing_ok=True)
 
     def memory_dataset(self) -> Any:
-        """With no output folder: the inputs joined to the grade columns."""
-        if self.out is not None:
+        """With no output folder: the results (inputs and grade columns) as a Dataset."""
+        if self._tables is None:
             return None
         import datasets
+        import pyarrow as pa
+        from datasets.table import InMemoryTable
 
-        ds = self.ds.select(range(self.n)) if self.n < len(self.ds) else self.ds
-        grades = datasets.Dataset.from_dict(self._buffer, features=datasets.Features(_grade_features()))
-        return datasets.concatenate_datasets([ds.flatten_indices() if ds._indices is not None else ds,
-                                              grades], axis=1)
+        table = pa.concat_tables(self._tables) if self._tables else self._arrow_schema().empty_table()
+        return datasets.Dataset(InMemoryTable(table))

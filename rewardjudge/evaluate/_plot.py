@@ -17,18 +17,19 @@ Exit codes: 0 written; 2 usage error (no such run, no matplotlib).
 from __future__ import annotations
 
 import argparse
-import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..grade import STATUSES
+from ..grade import STATUSES, Grade
+from ._report import SummaryBuilder, _label_counts, _results_path, read_columns, summary_builder
 
-__all__ = ["RunHealth", "health_figure", "read_run_health", "save_health_plot"]
+__all__ = ["RunHealth", "health_figure", "read_run_health", "save_health_plot", "save_histogram"]
 
 _STATUS_COLORS = {"scored": "#4C72B0", "penalized": "#DD8452", "unscored": "#C44E52"}
 _KIND_COLORS = {"timeout": "#8172B3", "http": "#C44E52", "connection": "#937860", "invalid_reply": "#DA8BC3",
@@ -36,84 +37,33 @@ _KIND_COLORS = {"timeout": "#8172B3", "http": "#C44E52", "connection": "#937860"
 MAX_BINS = 100
 
 
+@dataclass
 class RunHealth:
     """Per row: status code (index in ``STATUSES``; -1 not done), judge latency (NaN: none) and
     unscored kind (index in ``UNSCORED_KINDS``; -1 when not unscored)."""
 
-    def __init__(self, status: np.ndarray, latency: np.ndarray, kind: np.ndarray, source: Path):
-        self.status, self.latency, self.kind, self.source = status, latency, kind, source
+    status: np.ndarray
+    latency: np.ndarray
+    kind: np.ndarray
+    source: Path
 
     @property
     def n(self) -> int:
         return int(self.status.size)
 
 
-def _kind_code(error: Any) -> int:
-    from ..rl._health import UNSCORED_KINDS, unscored_kind
-
-    return UNSCORED_KINDS.index(unscored_kind(SimpleNamespace(error=error)))
-
-
-def _source(run: str | os.PathLike) -> Path:
-    path = Path(run)
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise ConfigError(f"no evaluation run at {path}: pass an eval output folder (rewardjudge eval ... "
-                          f"--output DIR) or its results/journal file")
-    journal, parquet, jsonl = path / "journal.jsonl", path / "results.parquet", path / "results.jsonl"
-    if parquet.exists() and (not journal.exists() or parquet.stat().st_mtime >= journal.stat().st_mtime):
-        return parquet
-    for found in (journal, jsonl):
-        if found.exists():
-            return found
-    raise ConfigError(f"{path} holds no journal.jsonl or results file: is it an eval output folder?")
-
-
-def _from_rows(rows: list[tuple[int, Any, Any, Any]], source: Path) -> RunHealth:
-    n = max((r for r, *_ in rows), default=-1) + 1
-    status = np.full(n, -1, dtype=np.int8)
-    latency = np.full(n, np.nan)
-    kind = np.full(n, -1, dtype=np.int8)
-    codes = {s: i for i, s in enumerate(STATUSES)}
-    for row, st, lat, err in rows:  # a later record of a row wins (a --retry-unscored rerun)
-        status[row] = codes.get(st, -1)
-        latency[row] = np.nan if lat is None else float(lat)
-        kind[row] = _kind_code(err) if st == "unscored" else -1
-    return RunHealth(status, latency, kind, source)
-
-
 def read_run_health(run: str | os.PathLike) -> RunHealth:
     """Statuses, latencies and unscored kinds of a run's rows (see the module doc)."""
-    source = _source(run)
-    rows: list[tuple[int, Any, Any, Any]] = []
-    if source.suffix == ".parquet":
-        import pyarrow.parquet as pq
+    from ..rl._health import UNSCORED_KINDS, unscored_kind
 
-        names = set(pq.ParquetFile(source).schema_arrow.names)
-        if "grade_status" not in names:
-            raise ConfigError(f"{source} has no grade_status column (not an eval output)")
-        cols = [c for c in ("grade_status", "grade_latency_s", "grade_error") if c in names]
-        t = pq.read_table(source, columns=cols).to_pydict()
-        none = [None] * len(t["grade_status"])
-        return _from_rows([(i, *r) for i, r in enumerate(zip(t["grade_status"], t.get("grade_latency_s", none),
-                                                              t.get("grade_error", none)))], source)
-    with open(source, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn last line of a killed run's journal
-            if "grade" in rec and "row" in rec:  # a journal record
-                g = rec["grade"]
-                rows.append((int(rec["row"]), g.get("status"), g.get("latency_s"), g.get("error")))
-            elif "grade_status" in rec:  # a results row
-                rows.append((i, rec["grade_status"], rec.get("grade_latency_s"), rec.get("grade_error")))
-            else:
-                raise ConfigError(f"{source} line {i + 1} is neither a journal record nor a results row")
-    return _from_rows(rows, source)
+    source = _results_path(run, journal=True)
+    cols = read_columns(source, ("grade_status", "grade_latency_s", "grade_error"), journal=True)
+    statuses, errors = cols["grade_status"], cols["grade_error"]
+    kinds = [UNSCORED_KINDS.index(unscored_kind(SimpleNamespace(error=e))) if s == "unscored" else -1
+             for s, e in zip(statuses, errors)]
+    return RunHealth(status=np.array([STATUSES.index(s) if s in STATUSES else -1 for s in statuses], dtype=np.int8),
+                     latency=np.array([np.nan if v is None else v for v in cols["grade_latency_s"]], dtype=float),
+                     kind=np.array(kinds, dtype=np.int8), source=source)
 
 
 def _bins(n: int) -> np.ndarray:
@@ -215,12 +165,69 @@ def save_health_plot(run: str | os.PathLike, path: str | os.PathLike | None = No
                           "matplotlib)") from None
     health = read_run_health(run)
     if path is None:
-        folder = Path(run) if Path(run).is_dir() else Path(run).parent
-        path = folder / "health.png"
+        path = (Path(run) if Path(run).is_dir() else Path(run).parent) / "health.png"
+    return _save(health_figure(health, title=title), path)
+
+
+def _save(fig: Any, path: str | os.PathLike) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    health_figure(health, title=title).savefig(out)  # a bare Figure: no pyplot, no display, no global state
+    fig.savefig(out)  # a bare Figure: no pyplot, no display, no global state
     return out
+
+
+def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder", path: str | os.PathLike, *,
+                   title: str | None = None) -> Path:
+    """A PNG histogram of values (Grades, their dicts, or a run's ``SummaryBuilder``), scored and
+    penalized stacked: a bar per value when few, else 20 bins; a label-only run: a bar per label."""
+    builder = grades if isinstance(grades, SummaryBuilder) else summary_builder(grades)
+    return _save(_histogram_figure(builder, title), path)
+
+
+def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
+    """``save_histogram``'s Figure (bare: no pyplot state); whole-number count ticks."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(6, 3.5), dpi=100)
+    ax = fig.subplots()
+    if builder.labels_only:
+        labels = _label_counts(builder.labels)["labels"]
+        if labels:
+            ax.bar(list(labels), list(labels.values()), color="#4C72B0")
+        ax.set_xlabel("label")
+        drawn = bool(labels)
+    else:
+        drawn = _value_bars(ax, {s: builder.values_of(s) for s in ("scored", "penalized")})
+        ax.set_xlabel("grade value")
+    ax.set_ylabel("rows")
+    ax.set_title(title or f"grades (n={builder.n}, unscored={builder.counts.get('unscored', 0)})")
+    if not drawn:
+        ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 rows
+    fig.tight_layout()
+    return fig
+
+
+def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
+    """Scored and penalized values stacked; whether there was any value."""
+    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
+    if not distinct:
+        return False
+    if len(distinct) <= 12:
+        width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
+        bottom = np.zeros(len(distinct))
+        for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
+            heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
+            if heights.any():
+                ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
+                bottom += heights
+        ax.set_xticks(distinct)
+    else:
+        ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
+                color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
+    ax.legend()
+    return True
 
 
 def add_parser(sub: Any) -> None:
@@ -234,5 +241,5 @@ def add_parser(sub: Any) -> None:
 
 def _plot_command(args: argparse.Namespace) -> int:
     out = save_health_plot(args.run, args.output, title=args.title)
-    print(f"judge health of {_source(args.run)}: {out}")
+    print(f"judge health of {_results_path(args.run, journal=True)}: {out}")
     return 0

@@ -1,4 +1,4 @@
-"""Reports on a finished evaluation: summary, histogram, paired comparison.
+"""Reports on a finished evaluation: summary, paired comparison, a run's grade columns read back.
 
 Means, medians and bootstrap intervals (fixed seed) are over valued rows (``scored`` and
 ``penalized``); ``unscored`` rows are counted, never averaged. Label verdicts are counted per
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,8 +22,8 @@ from ..errors import ConfigError
 from ..grade import STATUSES, Grade
 from ._journal import STATUS_CODES
 
-__all__ = ["Comparison", "RunStats", "Summary", "SummaryBuilder", "bootstrap_ci", "compare", "grade_label",
-           "save_histogram", "summarize"]
+__all__ = ["GRADE_COLUMNS", "Comparison", "Summary", "SummaryBuilder", "bootstrap_ci", "compare",
+           "grade_columns", "grade_label", "read_columns", "summarize", "summary_builder"]
 
 
 #: more distinct values than this are resampled as this many equal-count quantile bins
@@ -104,6 +105,28 @@ def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
     return next((lab for lab in map(_as_label, [extra.get("label"), *fields]) if lab is not None), None)
 
 
+GRADE_COLUMNS = ("grade_value", "grade_status", "grade_label", "grade_reasoning", "grade_error",
+                 "grade_raw_reply", "grade_probabilities", "grade_extra", "grade_key", "grade_version",
+                 "grade_attempts", "grade_prompt_tokens", "grade_completion_tokens", "grade_latency_s")
+_PROBABILITY_KEYS = ("probabilities", "distribution")
+
+
+def grade_columns(g: dict[str, Any]) -> dict[str, Any]:
+    """One grade (``Grade.to_dict()``) as the ``grade_*`` columns of its row."""
+    extra = g.get("extra") or {}
+    probs = g.get("distribution") or next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
+    usage = g.get("usage") or {}
+    return {
+        "grade_value": g.get("value"), "grade_status": g["status"], "grade_label": grade_label(g),
+        "grade_reasoning": g.get("reasoning"), "grade_error": g.get("error"),
+        "grade_raw_reply": g.get("raw_reply"),
+        "grade_probabilities": None if probs is None else json.dumps(probs, default=str),
+        "grade_extra": json.dumps(extra, default=str, ensure_ascii=False) if extra else None,
+        "grade_key": g.get("grader_key"), "grade_version": g.get("grader_version"),
+        "grade_attempts": int(g.get("attempts") or 0), "grade_prompt_tokens": usage.get("prompt_tokens"),
+        "grade_completion_tokens": usage.get("completion_tokens"), "grade_latency_s": g.get("latency_s")}
+
+
 @dataclass
 class Summary:
     """What a run produced; ``labels`` counts scored rows per ``grade_label`` (``label_shares``: shares)."""
@@ -127,6 +150,19 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def line(self, name: str) -> str:
+        """The run in one line, as ``compare`` shows each side."""
+        if self.labels_only:
+            text = f"{name}: label-only verdicts (no mean)"
+        elif self.mean is None:
+            text = f"{name}: no valued rows"
+        else:
+            text = (f"{name}: mean {self.mean:.4f} [{self.ci[0]:.4f}, {self.ci[1]:.4f}]  p50 {self.p50:.4f}  "
+                    f"over {self.n - self.counts.get('unscored', 0)} valued rows")
+        if self.labels:
+            text += "  labels: " + "  ".join(f"{lab}: {k}" for lab, k in self.labels.items())
+        return text
 
     def __str__(self) -> str:
         lines = [f"rows: {self.n}  " + "  ".join(f"{s}: {self.counts.get(s, 0)}" for s in STATUSES)]
@@ -165,29 +201,17 @@ _MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under 
 class SummaryBuilder:
     """A ``Summary`` built in one pass, ``add`` a grade at a time, then ``summary()``.
 
-    Holds counters and per row its value (float64) and latency (float32): 12 bytes a row.
-    ``capacity`` preallocates them (the row count, when known).
+    Holds counters and per row its value (float64), status (int8) and latency (float32): 13 bytes a row.
     """
 
-    def __init__(self, capacity: int = 1024):
+    def __init__(self) -> None:
         self.n = self.attempts = 0
         self.counts = Counter(dict.fromkeys(STATUSES, 0))
         self.labels, self.tokens, self.errors = Counter(), Counter(), Counter()
         self.keys: set[Any] = set()
         self.versions: set[Any] = set()
         self.labels_only = False
-        self._values = np.empty(max(1, capacity))
-        self._status = np.empty(max(1, capacity), dtype=np.int8)
-        self._nv = 0
-        self._lat = np.empty(max(1, capacity), dtype=np.float32)
-        self._nl = 0
-
-    def _grow(self, name: str, used: int) -> np.ndarray:
-        arr = getattr(self, name)
-        if used == arr.size:
-            arr = np.resize(arr, arr.size * 2)
-            setattr(self, name, arr)
-        return arr
+        self._values, self._status, self._lat = array("d"), array("b"), array("f")
 
     def add(self, grade: Grade | Mapping[str, Any], label: str | None = None) -> None:
         """Count one grade (a Grade or its dict); ``label`` if already read."""
@@ -196,12 +220,10 @@ class SummaryBuilder:
         status = g.get("status")
         self.counts[status] += 1
         if g.get("value") is not None:
-            self._grow("_values", self._nv)[self._nv] = float(g["value"])
-            self._grow("_status", self._nv)[self._nv] = STATUS_CODES.get(status, 0)
-            self._nv += 1
+            self._values.append(float(g["value"]))
+            self._status.append(STATUS_CODES.get(status, 0))
         if g.get("latency_s") is not None:
-            self._grow("_lat", self._nl)[self._nl] = float(g["latency_s"])
-            self._nl += 1
+            self._lat.append(float(g["latency_s"]))
         extra = g.get("extra")
         self.labels_only |= isinstance(extra, Mapping) and extra.get("labels_only") is True
         label = grade_label(g) if label is None else label
@@ -226,17 +248,17 @@ class SummaryBuilder:
     @property
     def values(self) -> np.ndarray:
         """Values of valued rows (scored and penalized), in the order added."""
-        return self._values[:self._nv]
+        return np.array(self._values, dtype=np.float64)
 
     def values_of(self, status: str) -> np.ndarray:
-        return self.values[self._status[:self._nv] == STATUS_CODES[status]]
+        return self.values[np.array(self._status, dtype=np.int8) == STATUS_CODES[status]]
 
     def summary(self, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Summary:
         values = self.values if not self.labels_only else np.empty(0)
         scored = self.values_of("scored") if not self.labels_only else np.empty(0)
         lat: dict[str, float] = {}
-        if self._nl:
-            a = self._lat[:self._nl].astype(np.float64)
+        if self._lat:
+            a = np.array(self._lat, dtype=np.float64)
             lat = {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)),
                    "p95": float(np.quantile(a, 0.95)), "max": float(a.max())}
         return Summary(
@@ -267,96 +289,14 @@ def _label_counts(counts: Mapping[str, int]) -> dict[str, dict]:
 def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
               n_boot: int = 2000, seed: int = 0) -> Summary:
     """Summary of Grades (or their ``to_dict()`` forms), in one pass."""
-    return _builder(grades).summary(confidence=confidence, n_boot=n_boot, seed=seed)
+    return summary_builder(grades).summary(confidence=confidence, n_boot=n_boot, seed=seed)
 
 
-def _builder(grades: Iterable[Grade | Mapping[str, Any]]) -> SummaryBuilder:
+def summary_builder(grades: Iterable[Grade | Mapping[str, Any]]) -> SummaryBuilder:
     builder = SummaryBuilder()
     for g in grades:
         builder.add(g)
     return builder
-
-
-def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder", path: str | os.PathLike, *,
-                   title: str | None = None) -> Path:
-    """A PNG histogram of values (Grades, their dicts, or a run's ``SummaryBuilder``), scored and
-    penalized stacked: a bar per value when few, else 20 bins; a label-only run: a bar per label."""
-    builder = grades if isinstance(grades, SummaryBuilder) else _builder(grades)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _histogram_figure(builder, title).savefig(out)  # a bare Figure: no pyplot, no display, no global state
-    return out
-
-
-def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
-    """``save_histogram``'s Figure (bare: no pyplot state); whole-number count ticks."""
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    fig = Figure(figsize=(6, 3.5), dpi=100)
-    ax = fig.subplots()
-    if builder.labels_only:
-        labels = _label_counts(builder.labels)["labels"]
-        if labels:
-            ax.bar(list(labels), list(labels.values()), color="#4C72B0")
-        ax.set_xlabel("label")
-        drawn = bool(labels)
-    else:
-        drawn = _value_bars(ax, {s: builder.values_of(s) for s in ("scored", "penalized")})
-        ax.set_xlabel("grade value")
-    ax.set_ylabel("rows")
-    ax.set_title(title or f"grades (n={builder.n}, unscored={builder.counts.get('unscored', 0)})")
-    if not drawn:
-        ax.text(0.5, 0.5, "no valued rows", ha="center", va="center", transform=ax.transAxes)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 rows
-    fig.tight_layout()
-    return fig
-
-
-def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
-    """Scored and penalized values stacked; whether there was any value."""
-    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
-    if not distinct:
-        return False
-    if len(distinct) <= 12:
-        width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
-        bottom = np.zeros(len(distinct))
-        for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
-            heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
-            if heights.any():
-                ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
-                bottom += heights
-        ax.set_xticks(distinct)
-    else:
-        ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
-                color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
-    ax.legend()
-    return True
-
-
-@dataclass
-class RunStats:
-    """One side of a comparison: its valued rows' mean, median, interval and label counts."""
-
-    n_valued: int
-    mean: float | None
-    p50: float | None
-    ci: tuple[float, float] | None
-    labels: dict[str, int] = field(default_factory=dict)
-    label_shares: dict[str, float] = field(default_factory=dict)
-    labels_only: bool = False
-
-    def line(self, name: str) -> str:
-        if self.labels_only:
-            text = f"{name}: label-only verdicts (no mean)"
-        elif self.mean is None:
-            text = f"{name}: no valued rows"
-        else:
-            text = (f"{name}: mean {self.mean:.4f} [{self.ci[0]:.4f}, {self.ci[1]:.4f}]  "
-                    f"p50 {self.p50:.4f}  over {self.n_valued} valued rows")
-        if self.labels:
-            text += "  labels: " + "  ".join(f"{lab}: {k}" for lab, k in self.labels.items())
-        return text
 
 
 @dataclass
@@ -373,8 +313,8 @@ class Comparison:
     b_better: int
     a_better: int
     ties: int
-    a: RunStats | None = None
-    b: RunStats | None = None
+    a: Summary | None = None
+    b: Summary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -393,77 +333,100 @@ class Comparison:
             f"per row: b higher {self.b_better}, a higher {self.a_better}, ties {self.ties}"])
 
 
-def _results_path(run: str | os.PathLike) -> Path:
+def _results_path(run: str | os.PathLike, *, journal: bool = False) -> Path:
+    """A run's results file (a folder: its ``results.parquet``, else ``results.jsonl``); with
+    ``journal``, its ``journal.jsonl`` where that is newer (a run that stopped before its results)."""
     path = Path(run)
-    if path.is_dir():
-        path = next((path / n for n in ("results.parquet", "results.jsonl") if (path / n).exists()),
-                    path / "results.jsonl")
     if not path.exists():
-        raise ConfigError(f"no results at {path}: pass an evaluation output folder, its results.parquet "
-                          f"or its results.jsonl")
+        raise ConfigError(f"no evaluation run at {path}: pass an eval output folder or its results"
+                          f"{'/journal' if journal else ''} file")
+    if path.is_dir():
+        found = [path / n for n in ("results.parquet", "results.jsonl") if (path / n).exists()]
+        log = path / "journal.jsonl"
+        if journal and log.exists() and (not found or log.stat().st_mtime > found[0].stat().st_mtime):
+            found.insert(0, log)
+        if not found:
+            raise ConfigError(f"{path} holds no results file{' or journal' if journal else ''}: is it an "
+                              f"eval output folder?")
+        path = found[0]
     return path
 
 
-_NO_VALUE = "rows to compare need a 'grade_value' column (an evaluate_dataset output)"
+def _put(column: list, row: int, value: Any) -> None:
+    column.extend([None] * (row + 1 - len(column)))
+    column[row] = value
 
 
-def _read_run(run: Any) -> tuple[np.ndarray, list[str | None]]:
-    """A run's values (NaN where unscored) and labels, in row order (see ``compare``)."""
+def _read_lines(path: Path, names: Sequence[str]) -> dict[str, list]:
+    """Columns from a results JSONL (a row a line) or a journal (a row's last record wins)."""
+    out: dict[str, list] = {c: [] for c in names}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            try:
+                rec = json.loads(line) if line.strip() else None
+            except ValueError:
+                continue  # a torn last line of a killed run's journal
+            if rec is None:
+                continue
+            if "grade" in rec and "row" in rec:
+                i, rec = int(rec["row"]), grade_columns(rec["grade"])
+            elif names[0] not in rec:
+                raise ConfigError(f"{path} line {i + 1} is neither a journal record nor a results row "
+                                  f"(no {names[0]!r}: not an evaluate_dataset output)")
+            for c in names:
+                _put(out[c], i, rec.get(c))
+    return out
+
+
+def _item_columns(item: Any) -> Mapping[str, Any]:
+    if isinstance(item, Grade):
+        return grade_columns(item.to_dict())
+    if isinstance(item, Mapping):
+        return item
+    if item is None or isinstance(item, (int, float)):
+        return {"grade_value": item, "grade_status": "unscored" if item is None else "scored"}
+    raise ConfigError(f"cannot read a grade from {type(item).__name__}")
+
+
+def read_columns(run: Any, names: Sequence[str], *, journal: bool = False) -> dict[str, list]:
+    """The ``names`` grade columns of a run, in row order (a column it lacks: None per row; the
+    first name is required). A run is an ``EvalResult``, an output folder or its results file (or
+    journal, see ``_results_path``), a results Dataset, or Grades, row dicts or plain values (None:
+    unscored)."""
     if hasattr(run, "summary") and hasattr(run, "dataset"):  # an EvalResult: its results file if it wrote one
         run = run.files["parquet"] if run.output_dir and "parquet" in run.files else run.dataset
+    where = "the rows"
     if isinstance(run, (str, os.PathLike)):
-        path = _results_path(run)
-        if path.suffix == ".parquet":
-            return _read_parquet(path)
-        with open(path, encoding="utf-8") as f:
-            return _read_items(json.loads(line) for line in f if line.strip())
-    if hasattr(run, "column_names") and hasattr(run, "to_list"):
-        if "grade_value" not in run.column_names:
-            raise ConfigError(_NO_VALUE)
-        labels = run["grade_label"] if "grade_label" in run.column_names else [None] * len(run)
-        return np.asarray([math.nan if v is None else v for v in run["grade_value"]], dtype=float), list(labels)
-    return _read_items(run)
+        where = _results_path(run, journal=journal)
+        table = _read_parquet(where, names) if where.suffix == ".parquet" else _read_lines(where, names)
+    elif hasattr(run, "column_names") and hasattr(run, "to_list"):
+        table = run.select_columns([c for c in names if c in run.column_names]).to_dict()
+    else:
+        rows = [_item_columns(item) for item in run]
+        table = {c: [r.get(c) for r in rows] for c in names if all(c in r for r in rows)}
+    if names[0] not in table:
+        raise ConfigError(f"{where}: no {names[0]!r} column (not an evaluate_dataset output)")
+    n = len(table[names[0]])
+    return {c: table.get(c) or [None] * n for c in names}
 
 
-def _read_parquet(path: Path) -> tuple[np.ndarray, list[str | None]]:
+def _read_parquet(path: Path, names: Sequence[str]) -> dict[str, list]:
     import pyarrow.parquet as pq
 
-    names = set(pq.ParquetFile(path).schema_arrow.names)
-    if "grade_value" not in names:
-        raise ConfigError(f"{path} has no 'grade_value' column (not an evaluate_dataset output)")
-    table = pq.read_table(path, columns=[c for c in ("grade_value", "grade_label") if c in names])
-    values = table.column("grade_value").to_numpy(zero_copy_only=False).astype(float)
-    labels = table.column("grade_label").to_pylist() if "grade_label" in names else [None] * len(values)
-    return values, labels
+    have = set(pq.ParquetFile(path).schema_arrow.names)
+    return pq.read_table(path, columns=[c for c in names if c in have]).to_pydict()
 
 
-def _read_items(items: Iterable[Any]) -> tuple[np.ndarray, list[str | None]]:
-    """Values and labels of Grades, row dicts with grade columns, or plain values (None: unscored)."""
-    values, labels = [], []
-    for item in items:
-        if isinstance(item, Grade):
-            value, label = item.value, grade_label(item)
-        elif isinstance(item, Mapping):
-            if "grade_value" not in item:
-                raise ConfigError(_NO_VALUE)
-            value, label = item["grade_value"], item.get("grade_label")
-        elif item is None or isinstance(item, (int, float)):
-            value, label = item, None
-        else:
-            raise ConfigError(f"cannot read a grade value from {type(item).__name__}")
-        values.append(math.nan if value is None else float(value))
-        labels.append(label)
-    return np.asarray(values, dtype=float), labels
-
-
-def _run_stats(values: np.ndarray, labels: list[str | None], *, confidence: float, n_boot: int,
-               seed: int) -> RunStats:
-    # a label-only run: some row has a label and no value (only a label-only verdict does)
-    labels_only = any(lab is not None and math.isnan(v) for v, lab in zip(values.tolist(), labels))
-    valued = values[~np.isnan(values)] if not labels_only else np.empty(0)
-    counts = Counter(lab for lab in labels if lab is not None)
-    return RunStats(n_valued=int(valued.size), **_center(valued, confidence=confidence, n_boot=n_boot, seed=seed),
-                    **_label_counts(counts), labels_only=labels_only)
+def _read_run(run: Any, **boot: Any) -> tuple[np.ndarray, Summary]:
+    """A run's values (NaN where unscored), in row order, and its summary (see ``compare``)."""
+    cols = read_columns(run, ("grade_value", "grade_status", "grade_label", "grade_error"))
+    builder = SummaryBuilder()
+    for v, status, label, error in zip(*cols.values()):
+        builder.add({"value": v, "status": status or ("unscored" if v is None else "scored"), "error": error},
+                    label=label)
+        builder.labels_only |= label is not None and v is None  # only a label-only verdict has no value
+    values = np.array([math.nan if v is None else v for v in cols["grade_value"]], dtype=float)
+    return values, builder.summary(**boot)
 
 
 def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
@@ -473,13 +436,11 @@ def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, see
     list of Grades / values in row order. Rows unscored in either run are excluded (and counted).
     ``a`` and ``b`` on the result describe each run alone; a label-only run pairs no row.
     """
-    va, la = _read_run(a)
-    vb, lb = _read_run(b)
+    kw = dict(confidence=confidence, n_boot=n_boot, seed=seed)
+    (va, stats_a), (vb, stats_b) = _read_run(a, **kw), _read_run(b, **kw)
     if va.size != vb.size:
         raise ConfigError(f"the runs have {va.size} and {vb.size} rows: a paired comparison needs the "
                           f"same rows in the same order")
-    kw = dict(confidence=confidence, n_boot=n_boot, seed=seed)
-    stats_a, stats_b = _run_stats(va, la, **kw), _run_stats(vb, lb, **kw)
     for stats, v in ((stats_a, va), (stats_b, vb)):
         if stats.labels_only:  # no number to pair: the penalties alone would be a made-up difference
             v[:] = math.nan

@@ -8,7 +8,6 @@ See docs/evaluation.md.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -16,7 +15,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,14 +24,14 @@ from .._validate import validated
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
-from ..rl._health import OutageGuard
-from ._arrow import iter_masked_rows, release_mapped_pages
-from ._data import Columns, detect_columns, load_data, row_to_thread, thread_digest
-from ._journal import STATUS_CODES, Journal, JournalIndex
+from ._arrow import release_mapped_pages
+from ._data import Columns, detect_columns, load_data
+from ._journal import STATUS_CODES, Journal, JournalIndex, lock_folder
 from ._options import EvalOptions
-from ._output import GRADE_COLUMNS, OrderedOutput, grade_columns, quiet_datasets, write_json
-from ._report import Summary, SummaryBuilder, save_histogram
-from ._schedule import INPUT_ERROR_DIGEST, default_concurrency, grade_groups, row_groups
+from ._output import OrderedOutput, quiet_datasets, write_json
+from ._plot import save_histogram
+from ._report import GRADE_COLUMNS, Summary, SummaryBuilder, grade_columns
+from ._schedule import INPUT_ERROR_DIGEST, default_concurrency, grade_groups, row_groups, row_threads
 
 log = logging.getLogger("rewardjudge")
 
@@ -63,15 +62,11 @@ class EvalResult:
     def dataset(self) -> Any:
         """The results as a ``datasets.Dataset`` (memory-mapped from the written results)."""
         if self._dataset is None:
-            import datasets
-
             kind = next((k for k in ("arrow", "parquet", "jsonl") if k in self.files), None)
             if kind is None:
                 raise ConfigError("this run wrote no results file to read back")
-            load = {"arrow": datasets.load_from_disk, "parquet": datasets.Dataset.from_parquet,
-                    "jsonl": datasets.Dataset.from_json}[kind]
             with quiet_datasets():
-                self._dataset = load(str(self.files[kind]))
+                self._dataset = load_data(self.files[kind])
         return self._dataset
 
     def grades(self) -> list[Grade]:
@@ -94,17 +89,20 @@ def _grade_from_row(r: dict[str, Any]) -> Grade:
                  grader_version=r["grade_version"], extra=extra)
 
 
+def use_seal_key(grader: Grader, key_hex: str | None) -> str | None:
+    """Make a sealing ``grader`` seal under ``key_hex`` (if given); its key (None: it does not seal)."""
+    sealer = getattr(grader, "_sealer", None)
+    if sealer is not None and key_hex is not None:
+        grader._sealer = sealer = type(sealer)(bytes.fromhex(key_hex))
+    return None if sealer is None else sealer.key_hex()
+
+
 def _keep_seal_key(grader: Grader, path: Path) -> None:
     """Keep the grader's seal key beside the journal (owner-only): a resumed run seals as the first did."""
-    sealer = getattr(grader, "_sealer", None)
-    if sealer is None:
-        return
-    if path.exists():
-        grader._sealer = type(sealer)(bytes.fromhex(path.read_text().strip()))
-        return
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(sealer.key_hex())
+    key = use_seal_key(grader, path.read_text().strip() if path.exists() else None)
+    if key is not None and not path.exists():
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(key)
 
 
 def _check_manifest(old: dict[str, Any], new: dict[str, Any], out: Path) -> None:
@@ -117,31 +115,11 @@ def _check_manifest(old: dict[str, Any], new: dict[str, Any], out: Path) -> None
                           f"overwrite=True (--overwrite) to start over.")
 
 
-@contextlib.contextmanager
-def _exclusive(out: Path) -> Iterator[None]:
-    """One run per output folder at a time (two would interleave journals)."""
-    import fcntl
-
-    fd = os.open(out / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(f"another run is writing to {out}; wait for it or use another folder") from None
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock; the kernel does it too if we are killed
-
-
 def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mode: bool) -> None:
     """Refuse to resume over rows whose input changed since they were graded."""
     changed = []
-    for i, row in iter_masked_rows(ds, index.done, n):
-        try:
-            digest = thread_digest(row_to_thread(row, cols, index=i, eval_mode=eval_mode))
-        except ConfigError:
-            digest = INPUT_ERROR_DIGEST
-        if np.uint64(int(digest, 16)) != index.digest[i]:
+    for i, thread, digest in row_threads(ds, cols, index.done, n, eval_mode):
+        if np.uint64(int(digest if thread is not None else INPUT_ERROR_DIGEST, 16)) != index.digest[i]:
             changed.append(i)
             if len(changed) >= 5:
                 break
@@ -231,7 +209,7 @@ class _Run:
                                   desc=self.grader.grader_key)
         self.output = output = OrderedOutput(
             self.ds, self.n, self.out, opts.formats, self.todo, self.index, self.journal.path,
-            SummaryBuilder(capacity=self.n), chunk=min(1024, opts.group_window), ahead=8 * opts.group_window)
+            SummaryBuilder(), chunk=min(1024, opts.group_window), ahead=8 * opts.group_window)
         try:
             output.advance()  # rows already done before the first row to grade
             if self.n_todo:
@@ -285,22 +263,13 @@ def _load(data: Any, opts: EvalOptions) -> Any:
     return ds
 
 
-async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
-                            output_dir: str | os.PathLike | None = None, mode: str = "eval",
-                            resume: bool = True, retry_unscored: bool = False, overwrite: bool = False,
-                            progress: Any = True, concurrency: int | None = None,
-                            split: str | None = None, formats: tuple[str, ...] = ("parquet", "jsonl"),
-                            histogram: bool = True, confidence: float = 0.95,
-                            limit: int | None = None, group_window: int = 1024, max_group: int = 64,
-                            outage: OutageGuard | None | bool = True, outage_window: int = 64,
-                            _runner: Callable | None = None,
-                            _on_columns: Callable[[list[str]], None] | None = None) -> EvalResult:
+async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | None = None, *,
+                            _runner: Callable | None = None, **kwargs: Any) -> EvalResult:
     """The async form of ``evaluate_dataset`` (``await aevaluate_dataset(...)`` in a notebook cell)."""
     if not isinstance(grader, Grader):
         raise ConfigError(f"grader must be a Grader, got {type(grader).__name__} "
                           f"(to name one by spec, use rewardjudge.evaluate.resolve_grader)")
-    given = locals()  # the keyword arguments, validated as one model
-    opts = validated(EvalOptions, **{name: given[name] for name in EvalOptions.model_fields})
+    opts = validated(EvalOptions, **{**dict(options or {}), **kwargs})
     if grader.mode is not None and grader.mode != opts.mode:
         log.warning("grader %s has mode=%r, which wins over the run's mode=%r", grader.grader_key,
                     grader.mode, opts.mode)
@@ -308,26 +277,23 @@ async def aevaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
     cols, column_notes = detect_columns(opts.columns, ds.column_names)
     for note in column_notes:
         log.info("columns: %s", note)
-    if _on_columns is not None:
-        _on_columns(column_notes)
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
-    with _exclusive(opts.out) if opts.out is not None else contextlib.nullcontext():
+    lock = lock_folder(opts.out) if opts.out is not None else None
+    try:
         data_desc = str(data) if isinstance(data, (str, os.PathLike)) else type(data).__name__
         run = _Run(grader, opts, ds, cols, data_desc)
         files = await run.grade(_runner)
         return run.result(files, column_notes)
+    finally:
+        if lock is not None:
+            os.close(lock)  # closing releases the lock; the kernel does it too if we are killed
 
 
-def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
-                     output_dir: str | os.PathLike | None = None, mode: str = "eval",
-                     resume: bool = True, retry_unscored: bool = False, overwrite: bool = False,
-                     progress: Any = True, concurrency: int | None = None, split: str | None = None,
-                     formats: tuple[str, ...] = ("parquet", "jsonl"), histogram: bool = True,
-                     confidence: float = 0.95, limit: int | None = None, group_window: int = 1024,
-                     max_group: int = 64, outage: OutageGuard | None | bool = True,
-                     outage_window: int = 64) -> EvalResult:
+def evaluate_dataset(data: Any, grader: Grader, options: EvalOptions | None = None, **kwargs: Any) -> EvalResult:
     """Grade every row of ``data`` with ``grader``; write and return the results (an ``EvalResult``).
+
+    The options are keywords (or one ``EvalOptions`` holding them; keywords given too win):
 
     * ``data``: a ``datasets.Dataset``, a list of row dicts, a DataFrame, a local
       JSON/JSONL/Parquet/Arrow/CSV path, a ``save_to_disk`` folder or a hub name; ``split`` picks a split.
@@ -337,15 +303,16 @@ def evaluate_dataset(data: Any, grader: Grader, *, columns: Any = None,
       ``resume=False``/``overwrite=True`` start over; ``retry_unscored=True`` regrades unscored rows.
     * ``mode``: ``"eval"`` (malformed answers get the evaluation penalty) or ``"train"``; a grader's
       own ``mode`` wins.
-    * Rows sharing a prompt within ``group_window`` consecutive rows go to ``grader.grade_batch``
-      together, in balanced pieces of at most ``max_group``; output order is input order.
+    * Rows sharing a prompt within ``group_window`` (1024) consecutive rows go to ``grader.grade_batch``
+      together, in balanced pieces of at most ``max_group`` (64); output order is input order.
     * ``concurrency``: ``grade_batch`` calls in flight (default: the judge's ``max_concurrency``,
       else 32). ``progress``: a tqdm bar (True), none (False) or your tqdm-like object.
+    * ``formats``: of the results, among ``"parquet"``, ``"jsonl"`` (the default two) and ``"arrow"``;
+      ``histogram``: write ``histogram.png``; ``confidence``: of the mean's bootstrap interval (0.95).
     * ``limit``: grade only the first ``limit`` rows.
     * ``outage``: stop with ``JudgeOutage`` (rerun to resume) when over half the rows are unscored in
-      3 consecutive windows of ``outage_window`` rows (True), per an ``OutageGuard``, or never (None/False).
+      3 consecutive windows of ``outage_window`` (64) rows (True), per an ``OutageGuard``, or never (None/False).
 
     Memory stays flat however many rows there are. Works from sync code and inside a running loop.
     """
-    options = dict(locals())
-    return run_sync(aevaluate_dataset(options.pop("data"), options.pop("grader"), **options))
+    return run_sync(aevaluate_dataset(data, grader, options, **kwargs))

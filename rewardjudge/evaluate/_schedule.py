@@ -9,13 +9,27 @@ from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
 from ..graders._schedule import balanced_chunks, groups as by_prompt_group, prompt_key
+from ..thread import StringThread
 from ._arrow import iter_masked_rows
 from ._data import Columns, row_to_thread, thread_digest
 
-__all__ = ["INPUT_ERROR_DIGEST", "default_concurrency", "grade_groups", "row_groups"]
+__all__ = ["INPUT_ERROR_DIGEST", "default_concurrency", "grade_groups", "row_groups", "row_threads"]
 
 #: the journal digest of a row whose input could not become a thread
 INPUT_ERROR_DIGEST = "0" * 16
+
+
+def row_threads(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool,
+                chunk: int = 1024) -> Iterator[tuple[int, StringThread | None, str]]:
+    """``(row, thread, digest)`` for the rows in ``mask``; for a row that cannot become a thread,
+    ``(row, None, why)``."""
+    for i, row in iter_masked_rows(ds, mask, n, chunk=chunk):
+        try:
+            thread = row_to_thread(row, cols, index=i, eval_mode=eval_mode)
+        except ConfigError as exc:
+            yield i, None, str(exc)
+            continue
+        yield i, thread, thread_digest(thread)
 
 
 def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
@@ -35,16 +49,14 @@ def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, wi
         items.clear()
         return out
 
-    for i, row in iter_masked_rows(ds, mask, n, chunk=min(window, 1024)):
+    for i, thread, digest in row_threads(ds, cols, mask, n, eval_mode, chunk=min(window, 1024)):
         if i >= window_end:
             yield from flush()
             window_end = (i // window + 1) * window
-        try:
-            thread = row_to_thread(row, cols, index=i, eval_mode=eval_mode)
-        except ConfigError as exc:
-            on_input_error(i, str(exc))
-            continue
-        items.append((i, thread, thread_digest(thread)))
+        if thread is None:
+            on_input_error(i, digest)
+        else:
+            items.append((i, thread, digest))
     yield from flush()
 
 

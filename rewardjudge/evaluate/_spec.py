@@ -86,17 +86,10 @@ def _from_object(obj: Any, model: Any, spec: str) -> Grader:
                       f"callable taking the judge model and returning one")
 
 
-def _optional(module: str):
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name in (module, module.rpartition(".")[0]):
-            return None
-        raise
-
-
 def resolve_grader(spec: Any, model: Any) -> Grader:
     """A Grader from ``spec`` (see module doc), bound to ``model``; ConfigError names what was tried."""
+    from .. import catalog
+
     if isinstance(spec, Grader):
         return spec
     if callable(spec) and not isinstance(spec, str):
@@ -108,17 +101,14 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
         return BUILTIN_GRADERS[spec](model)
     if ":" in spec and not spec.endswith(".json"):
         return _from_object(_import_attribute(spec), model, spec)
+    if spec in catalog.keys():
+        return catalog.grader(spec, model)
     scorer = scorer_of(spec)
     if scorer is not None:
         return scorer.grader(model)
-    catalog = _optional("rewardjudge.catalog")
-    if catalog is not None and spec in catalog.keys():
-        return catalog.grader(spec, model)
-    tried = [f"built-in ({', '.join(sorted(BUILTIN_GRADERS))})", "module:attribute", "scorer .json file"]
-    tried += ["catalog key"] if catalog is not None else []
-    tried += [f"scorer slug in {_registry()}/"] if _optional("rewardjudge.scorers") is not None else []
-    hint = f"; catalog keys: {', '.join(catalog.keys())}" if catalog is not None else ""
-    raise ConfigError(f"unknown grader spec {spec!r} (tried {', '.join(tried)}){hint}")
+    raise ConfigError(f"unknown grader spec {spec!r} (tried built-in ({', '.join(sorted(BUILTIN_GRADERS))}), "
+                      f"module:attribute, scorer .json file, catalog key, scorer slug in {_registry()}/); "
+                      f"catalog keys: {', '.join(catalog.keys())}")
 
 
 #: the scorer registry folder a bare slug is looked up in (default ./scorers)
@@ -132,14 +122,14 @@ def _registry() -> Path:
 def scorer_of(spec: str) -> Any:
     """The Scorer a SPEC names (a .json file, or a registry slug that is no built-in,
     module:attribute or catalog key: ``resolve_grader``'s order), read before any judge; else None."""
+    from .. import catalog, scorers
+
     spec = spec.strip()
     if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
         return None
     if spec.endswith(".json"):
         return scorer_from_file(spec)
-    catalog = _optional("rewardjudge.catalog")
-    scorers = _optional("rewardjudge.scorers")
-    if (catalog is not None and spec in catalog.keys()) or scorers is None or not _registry().is_dir():
+    if spec in catalog.keys() or not _registry().is_dir():
         return None
     try:
         return scorers.ScorerRegistry(_registry()).get(spec)
@@ -150,10 +140,8 @@ def scorer_of(spec: str) -> Any:
 def scorer_from_file(spec: str) -> Any:
     """The Scorer a JSON file holds: a definition (or ``Scorer.to_dict()``'s form, as ``scorers show
     --json`` prints it), or a registry folder's scorer file (its current version)."""
-    scorers = _optional("rewardjudge.scorers")
-    if scorers is None:
-        raise ConfigError(f"grader spec {spec!r} looks like a scorer file, but rewardjudge.scorers "
-                          f"is not available")
+    from .. import scorers
+
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ConfigError(f"grader spec {spec!r}: no such scorer file")

@@ -24,7 +24,7 @@ from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader
-from ._runner import EvalResult, aevaluate_dataset
+from ._runner import EvalResult, aevaluate_dataset, use_seal_key
 from ._spec import resolve_grader
 
 __all__ = ["evaluate_dataset_ray"]
@@ -47,12 +47,8 @@ class _GraderActor:
                  cache: str | None, model_kwargs: dict[str, Any], seal_key: str | None = None):
         self.clients, self.models = _models(judge_urls, judge_model, concurrency, cache, model_kwargs)
         self.graders = [resolve_grader(grader_spec, m) for m in self.models]
-        if seal_key is not None:   # every actor seals as the driver's run does (resumes, caches)
-            from ..readouts._seal import Sealer
-
-            for g in self.graders:
-                if getattr(g, "_sealer", None) is not None:
-                    g._sealer = Sealer(bytes.fromhex(seal_key))
+        for g in self.graders:   # every actor seals as the driver's run does (resumes, caches)
+            use_seal_key(g, seal_key)
         self.urls = judge_urls
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
@@ -93,7 +89,7 @@ def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: in
                 default=str, ensure_ascii=False)})
         if not items:
             return
-        seal_key = getattr(getattr(_driver_grader, "_sealer", None), "key_hex", lambda: None)()
+        seal_key = use_seal_key(_driver_grader, None)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the driver's bar counts journaled rows
         ctx.execution_options.preserve_order = True  # rows reach the ordered writer in order
@@ -125,7 +121,7 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
                                 cache: str | os.PathLike | None = None,
                                 model_kwargs: dict[str, Any] | None = None,
                                 ray_init: dict[str, Any] | None = None, **kwargs: Any) -> EvalResult:
-    """The async form of ``evaluate_dataset_ray``."""
+    """The async form of ``evaluate_dataset_ray`` (see there)."""
     if isinstance(grader, Grader):
         raise ConfigError("pass the grader as a SPEC string or a factory f(model) -> Grader: each Ray "
                           "actor builds its own (a Grader holds connections and cannot be shipped)")
@@ -158,11 +154,9 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
             ray.shutdown()
 
 
-def evaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[str], judge_model: str,
-                         num_actors: int = 2, batch_size: int = 64, concurrency: int = 32,
-                         cache: str | os.PathLike | None = None, model_kwargs: dict[str, Any] | None = None,
-                         ray_init: dict[str, Any] | None = None, **kwargs: Any) -> EvalResult:
-    """``evaluate_dataset`` with the grading done by a pool of Ray actors.
+def evaluate_dataset_ray(data: Any, grader: Any, **options: Any) -> EvalResult:
+    """``evaluate_dataset`` with the grading done by a pool of Ray actors (the arguments are
+    ``aevaluate_dataset_ray``'s: ``judge_urls`` and ``judge_model`` are required).
 
     ``grader``: a SPEC string (see ``resolve_grader``) or a picklable factory ``f(model) -> Grader``.
     ``judge_urls``: OpenAI-compatible endpoints. ``num_actors`` actors grade ``batch_size`` groups per
@@ -170,6 +164,4 @@ def evaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[str], j
     per node. ``model_kwargs`` go to each ``OpenAIModel``. ``ray_init``: ``ray.init`` arguments when Ray
     is not running (then shut down at the end). Other keywords are ``evaluate_dataset``'s.
     """
-    options = dict(locals())
-    extra = options.pop("kwargs")
-    return run_sync(aevaluate_dataset_ray(**options, **extra))
+    return run_sync(aevaluate_dataset_ray(data, grader, **options))

@@ -5,22 +5,26 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import signal
 import sys
 from collections import Counter
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Sequence
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..rl._health import UNSCORED_KINDS, unscored_kind
-from ..thread import StringThread
 
 
 def outage_response(outage: JudgeOutage) -> web.Response:
     """503 with the judge-health summary: the outage guard stopped the server."""
     return web.json_response({"error": str(outage), "health": outage.health}, status=503)
+
+
+#: the counters a ``--workers`` front sums over its workers (requests and in-flight are each process's own)
+_SUMMED = ("forgeries", "batches", "batched_samples", "latency_count", "latency_sum")
 
 
 class _Metrics:
@@ -40,6 +44,16 @@ class _Metrics:
             if g.latency_s is not None:
                 self.latency_sum += g.latency_s
                 self.latency_count += 1
+
+    def counts(self) -> dict[str, Any]:
+        """What ``add`` sums (``GET /metrics?format=json``: a worker to its front)."""
+        return {"grades": self.grades, "unscored": self.unscored, **{k: getattr(self, k) for k in _SUMMED}}
+
+    def add(self, counts: dict[str, Any]) -> None:
+        self.grades.update(counts["grades"])
+        self.unscored.update(counts["unscored"])
+        for k in _SUMMED:
+            setattr(self, k, getattr(self, k) + counts[k])
 
     def text(self) -> str:
         """The Prometheus text exposition of the counters."""
@@ -79,7 +93,6 @@ _SAMPLES_KEY = {"/get_reward": "query", "/grade": "samples"}
 MAX_JSON_DEPTH = 64
 #: the criteria catalog's list, at its document's path (bearer token; optional idempotency_key)
 CATALOG_PATH = "/api/v1/agent_version/judge_templates"
-_ENDPOINTS = ("/get_reward", "/grade", "/health", "/metrics", CATALOG_PATH)
 #: the catalog document's error codes by HTTP status
 _DOC_CODES = {400: "bad_request", 401: "not_authenticated", 408: "temporarily_unavailable",
               409: "idempotency_key_already_used", 503: "temporarily_unavailable"}
@@ -98,23 +111,20 @@ def _too_deep(obj: Any, limit: int) -> bool:
     return False
 
 
-def sample_keys(samples: Sequence[Any], threads: Sequence[StringThread]) -> list[Hashable]:
-    """The group key of each ``/grade`` sample: its ``group``, else its prompt (the
-    thread's context turns). The ``--workers`` front routes by the same keys."""
-    keys = [s.get("group", json.dumps(t.context_turns(), sort_keys=True)) for s, t in zip(samples, threads)]
-    try:
-        return [k if isinstance(k, Hashable) else json.dumps(k, sort_keys=True, default=str) for k in keys]
-    except (TypeError, ValueError):
-        raise _BadRequest(400, "a sample's group must be a str or number") from None
+#: errors a handler may raise that answer the request (as 4xx/503), not as a 500
+_ANSWERED = (_BadRequest, ConfigError, JudgeOutage, RecursionError, UnicodeError, web.HTTPException,
+             HttpProcessingError, RequestPayloadError)
 
 
 class _HTTPService:
-    """The HTTP layer of ``RewardServer`` and of the ``--workers`` front: bearer token, limits
-    (headers within ``header_timeout`` s, body within ``body_timeout`` s: 408; over ``max_samples``:
-    413; not JSON or too deep: 400), metrics, cancellation when the client leaves, draining."""
+    """The HTTP layer of ``RewardServer``, the ``--workers`` front and the spans' ``OtlpReceiver``: bearer
+    token, limits (headers within ``header_timeout`` s, body within ``body_timeout`` s: 408; over
+    ``max_samples``: 413; not JSON or too deep: 400), metrics, cancellation when the client leaves, draining."""
 
-    def __init__(self, *, token: str | None, max_body: int, max_samples: int | None,
-                 body_timeout: float, header_timeout: float):
+    retry_after: int | None = None  # seconds a 503 tells the client to wait (a Retry-After header)
+
+    def __init__(self, *, token: str | None = None, max_body: int = 8 << 20, max_samples: int | None = None,
+                 body_timeout: float = 60.0, header_timeout: float = 60.0):
         if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int)
                                         or max_samples < 1):
             raise ConfigError(f"max_samples must be a positive int or None, got {max_samples!r}")
@@ -130,14 +140,18 @@ class _HTTPService:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
-        app.router.add_post("/get_reward", self._get_reward)
-        app.router.add_post("/grade", self._grade)
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get(CATALOG_PATH, self._judge_templates)
+        self._routes(app.router)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
+
+    def _routes(self, router: web.UrlDispatcher) -> None:
+        """The reward server's endpoints (the front's too)."""
+        router.add_post("/get_reward", self._get_reward)  # type: ignore[attr-defined]
+        router.add_post("/grade", self._grade)  # type: ignore[attr-defined]
+        router.add_get("/health", self._health)
+        router.add_get("/metrics", self._metrics)
+        router.add_get(CATALOG_PATH, self._judge_templates)
 
     async def _on_startup(self, app: web.Application) -> None:
         self._idle = asyncio.Event()
@@ -148,7 +162,7 @@ class _HTTPService:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler):
-        endpoint = request.path if request.path in _ENDPOINTS else "other"
+        endpoint = "other" if request.match_info.http_exception else request.path  # no label per unknown path
         try:
             self._admit(request)
             self.metrics.in_flight += 1
@@ -162,7 +176,7 @@ class _HTTPService:
         except asyncio.CancelledError:  # the client went away: its grading was cancelled with it
             self.metrics.requests[(endpoint, 499)] += 1
             raise
-        except (_BadRequest, ConfigError, JudgeOutage, RecursionError, UnicodeError, web.HTTPException) as exc:
+        except _ANSWERED as exc:
             response = self._error_response(request, exc)
         self.metrics.requests[(endpoint, response.status)] += 1
         return response
@@ -182,23 +196,31 @@ class _HTTPService:
     def _error_response(self, request: web.Request, exc: Exception) -> web.Response:
         if isinstance(exc, JudgeOutage):  # the outage guard stopped the server (grade_group)
             return outage_response(exc)
-        status, body = 400, {"error": str(exc)}  # a ConfigError: the request asked for something wrong
+        status, message = 400, str(exc)  # a ConfigError: the request asked for something wrong
         if isinstance(exc, _BadRequest):
             status = exc.status
-            if request.path == CATALOG_PATH:  # the catalog document's error object
-                body = {"code": exc.code or _DOC_CODES.get(status, "unknown"), "message": str(exc), "status": "error"}
         elif isinstance(exc, RecursionError):
-            body = {"error": "the body nests too deeply"}
+            message = "the body nests too deeply"
         elif isinstance(exc, UnicodeError):  # lone surrogates (\ud800 escapes) where text must be encoded
-            body = {"error": f"the body holds text that is not valid Unicode ({exc})"}
+            message = f"the body holds text that is not valid Unicode ({exc})"
         elif isinstance(exc, web.HTTPRequestEntityTooLarge):
-            status, body = 413, {"error": f"request body over the limit of {self.max_body} bytes"}
+            status, message = 413, f"request body over the limit of {self.max_body} bytes"
         elif isinstance(exc, web.HTTPException):
-            status, body = exc.status, {"error": exc.text or exc.reason}
-        response = web.json_response(body, status=status)
-        if isinstance(exc, _BadRequest) and status == 408:
+            status, message = exc.status, exc.text or exc.reason
+        elif isinstance(exc, (HttpProcessingError, RequestPayloadError)):  # e.g. a body that does not decompress
+            message = f"unreadable body: {getattr(exc, 'message', None) or exc}"
+        code = exc.code if isinstance(exc, _BadRequest) else None
+        response = web.json_response(self._error_body(request, status, message, code), status=status)
+        if status == 408:
             response.force_close()  # the rest of a slow body is not waited for
+        if status == 503 and self.retry_after is not None:
+            response.headers["Retry-After"] = str(self.retry_after)
         return response
+
+    def _error_body(self, request: web.Request, status: int, message: str, code: str | None) -> dict[str, Any]:
+        if request.path == CATALOG_PATH:  # the catalog document's error object
+            return {"code": code or _DOC_CODES.get(status, "unknown"), "message": message, "status": "error"}
+        return {"error": message}
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "draining" if self._draining else "ok", **self._about()})
@@ -207,6 +229,8 @@ class _HTTPService:
         return {}
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if request.query.get("format") == "json":  # a --workers front summing its workers
+            return web.json_response(self.metrics.counts())
         return web.Response(text=await self._metrics_text(), content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
@@ -300,29 +324,5 @@ class _HTTPService:
 
 
 def say(text: str) -> None:
+    """A line for the operator of ``rewardjudge serve`` (stderr)."""
     print(f"rewardjudge serve: {text}", file=sys.stderr, flush=True)
-
-
-def stop_event() -> asyncio.Event:
-    """An event SIGTERM or Ctrl-C sets."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
-async def serve_until(stop: asyncio.Event, service: _HTTPService, args: Any, token: str | None,
-                      what: Callable[[str], str]) -> bool:
-    """Listen on ``--host:--port``, say ``what(url)``, serve until ``stop``, then drain; True when drained."""
-    url = await service.start(args.host, args.port)
-    say(f"{what(url)} (POST /get_reward, POST /grade, GET /health, GET /metrics)"
-        f"{'; bearer token required' if token else ''}")
-    await stop.wait()
-    say("draining requests in flight...")
-    return await service.stop(args.drain_timeout)
-
-
-def stopped(drained: bool) -> int:
-    say(f"stopped ({'drained' if drained else 'drain timed out'})")
-    return 0 if drained else 1

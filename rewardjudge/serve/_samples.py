@@ -1,15 +1,17 @@
-"""Requests into threads: OpenRLHF's decoded queries and generic samples."""
+"""Requests into threads and group keys: OpenRLHF's decoded queries and generic samples (a malformed body
+is a ConfigError: a 400)."""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..rl._trl_adapter import completion_threads
+from ..thread import completion_threads
 from ..thread import StringThread
 
-__all__ = ["DEFAULT_EOS", "grade_samples", "openrlhf_thread", "sample_thread", "split_chat_markup"]
+__all__ = ["DEFAULT_EOS", "grade_body", "openrlhf_body", "openrlhf_thread", "sample_thread", "split_chat_markup"]
 
 #: end-of-sequence markers stripped from the end of a decoded response
 DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>")
@@ -92,9 +94,30 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     return thread
 
 
-def grade_samples(data: Any, *, images: bool) -> tuple[list, list[StringThread]] | None:
-    """A ``/grade`` body's samples and their threads; None when it holds no list of samples."""
+def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[Hashable]]:
+    """A ``/grade`` body's threads and group keys: a sample's ``group``, else its prompt (the thread's
+    context turns). The ``--workers`` front routes by the same keys."""
     samples = data.get("samples") if isinstance(data, dict) else None
     if not isinstance(samples, list) or not samples:
-        return None
-    return samples, [sample_thread(s, f"samples[{i}]", images=images) for i, s in enumerate(samples)]
+        raise ConfigError('expected {"samples": [{"messages": [...]} or {"prompt": ..., "completion": ...}, ...]}')
+    threads = [sample_thread(s, f"samples[{i}]", images=images) for i, s in enumerate(samples)]
+    keys = [s.get("group", json.dumps(t.context_turns(), sort_keys=True)) for s, t in zip(samples, threads)]
+    return threads, [k if isinstance(k, Hashable) else json.dumps(k, sort_keys=True, default=str) for k in keys]
+
+
+def openrlhf_body(data: Any) -> tuple[list, list, list, list[str]]:
+    """``(queries, prompts, labels, group keys)`` of a ``/get_reward`` body, one of each per sample. The group
+    is the prompt (OpenRLHF sends each sample with its prompt), else the query."""
+    if not isinstance(data, dict) or not isinstance(data.get("query"), list):
+        raise ConfigError('expected {"query": [str], "prompts": [str], "labels": [...]}')
+    queries = data["query"]
+    n = len(queries)
+    prompts = [None] * n if data.get("prompts") is None else data["prompts"]
+    labels = [None] * n if data.get("labels") is None else data["labels"]
+    if not isinstance(prompts, list) or len(prompts) != n:
+        raise ConfigError(f"prompts must be a list of {n} str (one per query)")
+    if not isinstance(labels, list) or len(labels) != n:
+        raise ConfigError(f"labels must be a list of {n} values (one per query)")
+    keys = [p if isinstance(p, str) else json.dumps(p if p is not None else q, sort_keys=True, default=str)
+            for p, q in zip(prompts, queries)]
+    return queries, prompts, labels, keys

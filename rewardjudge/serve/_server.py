@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Literal, Optional, Sequence, Union
 
 from aiohttp import web
+from pydantic import BaseModel, Field, StrictInt
 
+from .._validate import validated
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
@@ -17,8 +18,8 @@ from ..rl._health import OutageGuard
 from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
 from ._groups import PromptGroups, check_estimator, stand_in
-from ._http import DEFAULT_MAX_SAMPLES, _BadRequest, _HTTPService, _Metrics, outage_response, sample_keys, say
-from ._samples import DEFAULT_EOS, grade_samples, openrlhf_thread
+from ._http import DEFAULT_MAX_SAMPLES, _BadRequest, _HTTPService, _Metrics, outage_response, say
+from ._samples import DEFAULT_EOS, grade_body, openrlhf_body, openrlhf_thread
 
 __all__ = ["RewardServer", "group_rewards"]
 
@@ -126,36 +127,18 @@ def _client_alive(request: web.Request) -> bool:
     return transport is not None and not transport.is_closing()
 
 
-def _positive_int(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+class _Options(BaseModel):
+    """RewardServer's grouping, batching and reward options (a bad one is a ConfigError naming it; every
+    number finite: a NaN reward poisons a trainer without a mask)."""
 
-
-def _unscored_option(unscored: str | float) -> str | float:
-    """``unscored`` checked: ``"group_mean"`` or a finite number."""
-    if unscored == "group_mean":
-        return unscored
-    try:
-        unscored = float(unscored)
-    except (TypeError, ValueError):
-        raise ConfigError(f"unscored must be 'group_mean' or a number, got {unscored!r}") from None
-    if not math.isfinite(unscored):
-        raise ConfigError("unscored must be finite: a NaN reward poisons a trainer without a mask")
-    return unscored
-
-
-def _openrlhf_body(data: Any) -> tuple[list, list, list]:
-    """``(queries, prompts, labels)`` of a ``/get_reward`` body, one of each per sample."""
-    if not isinstance(data, dict) or not isinstance(data.get("query"), list):
-        raise _BadRequest(400, 'expected {"query": [str], "prompts": [str], "labels": [...]}')
-    queries = data["query"]
-    n = len(queries)
-    prompts = [None] * n if data.get("prompts") is None else data["prompts"]
-    labels = [None] * n if data.get("labels") is None else data["labels"]
-    if not isinstance(prompts, list) or len(prompts) != n:
-        raise _BadRequest(400, f"prompts must be a list of {n} str (one per query)")
-    if not isinstance(labels, list) or len(labels) != n:
-        raise _BadRequest(400, f"labels must be a list of {n} values (one per query)")
-    return queries, prompts, labels
+    batch_window: float = Field(ge=0, description="must be >= 0 seconds")
+    max_batch: StrictInt = Field(ge=1, description="must be an int >= 1")
+    group_size: Optional[StrictInt] = Field(ge=1, description="must be a positive int (or None)")
+    group_timeout: float = Field(gt=0, description="must be > 0 seconds")
+    group_keep: float = Field(ge=0, description="must be >= 0 seconds")
+    outage_window: StrictInt = Field(ge=1, description="must be a positive int (graded samples)")
+    unscored: Union[Literal["group_mean"], float] = Field(description="must be 'group_mean' or a finite number")
+    unscored_fallback: float = Field(description="must be a finite number")
 
 
 class RewardServer(_HTTPService):
@@ -177,31 +160,25 @@ class RewardServer(_HTTPService):
         if not isinstance(grader, Grader):
             raise ConfigError(f"RewardServer needs a Grader, got {type(grader).__name__}")
         grader.require_rewards("the reward server")
-        if group_size is not None and not _positive_int(group_size):
-            raise ConfigError(f"group_size must be a positive int, got {group_size!r}")
-        unscored = _unscored_option(unscored)
+        o = validated(_Options, batch_window=batch_window, max_batch=max_batch, group_size=group_size,
+                      group_timeout=group_timeout, group_keep=group_keep, outage_window=outage_window,
+                      unscored=unscored, unscored_fallback=unscored_fallback)
         self.estimator = check_estimator(estimator)
-        if self.estimator is not None and unscored != "group_mean":
-            raise ConfigError(f"unscored={unscored!r} is not exact for {self.estimator}: only the group mean "
+        if self.estimator is not None and o.unscored != "group_mean":
+            raise ConfigError(f"unscored={o.unscored!r} is not exact for {self.estimator}: only the group mean "
                               f"(unscored='group_mean') gives an unscored sample advantage 0")
-        if group_timeout <= 0 or group_keep < 0:
-            raise ConfigError("group_timeout must be > 0 and group_keep >= 0")
-        if not _positive_int(outage_window):
-            raise ConfigError(f"outage_window must be a positive int (graded samples), got {outage_window!r}")
-        self._guard, self.outage_window = OutageGuard(outage_threshold, outage_steps), outage_window
+        self._guard, self.outage_window = OutageGuard(outage_threshold, outage_steps), o.outage_window
         self._window: list[Grade] = []
         self.outage: JudgeOutage | None = None
         self._told_estimator = False
-        if batch_window < 0 or max_batch < 1:
-            raise ConfigError("batch_window must be >= 0 and max_batch >= 1")
         super().__init__(token=token, max_body=max_body, max_samples=max_samples,
                          body_timeout=body_timeout, header_timeout=header_timeout)
-        self.grader, self.unscored, self.unscored_fallback = grader, unscored, float(unscored_fallback)
+        self.grader, self.unscored, self.unscored_fallback = grader, o.unscored, o.unscored_fallback
         self.worker = False  # a --workers worker: each /grade grade carries its pid
         self.eos, self.images = tuple(eos), reads_images(grader)
-        self._batcher = _Batcher(grader, batch_window, max_batch, self.metrics)
-        self._groups = PromptGroups(self._grade_one, size=group_size, quiet=group_timeout, keep=group_keep,
-                                    fallback=self.unscored_fallback)
+        self._batcher = _Batcher(grader, o.batch_window, o.max_batch, self.metrics)
+        self._groups = PromptGroups(self._grade_one, size=o.group_size, quiet=o.group_timeout, keep=o.group_keep,
+                                    fallback=o.unscored_fallback)
 
     async def grade_group(self, threads: Sequence[StringThread],
                           groups: Sequence[Hashable] | None = None) -> list[tuple[Grade, float]]:
@@ -241,7 +218,7 @@ class RewardServer(_HTTPService):
         await self._batcher.close()
 
     async def _get_reward(self, request: web.Request) -> web.Response:
-        queries, prompts, labels = _openrlhf_body(await self._json(request))
+        queries, prompts, labels, keys = openrlhf_body(await self._json(request))
         threads = [openrlhf_thread(q, p, lab, eos=self.eos, where=f"query[{i}]")
                    for i, (q, p, lab) in enumerate(zip(queries, prompts, labels))]
         if self.estimator is None:
@@ -251,7 +228,7 @@ class RewardServer(_HTTPService):
             raise _BadRequest(500, NO_ESTIMATOR)
         if self.outage is not None:
             return outage_response(self.outage)
-        results = await self._in_groups(request, queries, prompts, labels, threads)  # an outage: 503 (middleware)
+        results = await self._in_groups(request, keys, queries, prompts, labels, threads)  # outage: 503
         rewards = [r for _, r, _ in results]
         return web.json_response({
             "rewards": rewards, "scores": rewards,
@@ -259,12 +236,10 @@ class RewardServer(_HTTPService):
                            "penalized": [float(g.status == "penalized") for g, _, _ in results],
                            "group_partial": [float(not exact) for _, _, exact in results]}})
 
-    async def _in_groups(self, request: web.Request, queries: list, prompts: list, labels: list,
+    async def _in_groups(self, request: web.Request, keys: list, queries: list, prompts: list, labels: list,
                          threads: list[StringThread]) -> list[tuple[Grade, float, bool]]:
         """Each sample through its prompt's group: ``(grade, reward, exact)``."""
-        # the group is the prompt (OpenRLHF sends each sample with its prompt); a retry is the same sample again
-        keys = [p if isinstance(p, str) else json.dumps(p if p is not None else q, sort_keys=True, default=str)
-                for p, q in zip(prompts, queries)]
+        # a retry is the same sample again: answered from the first grading
         dkeys = [json.dumps([q, p, lab], sort_keys=True, default=str) for q, p, lab in zip(queries, prompts, labels)]
         entries = [self._groups.submit(k, d, t, request, _client_alive) for k, d, t in zip(keys, dkeys, threads)]
         try:
@@ -279,12 +254,8 @@ class RewardServer(_HTTPService):
         return results
 
     async def _grade(self, request: web.Request) -> web.Response:
-        body = grade_samples(await self._json(request), images=self.images)
-        if body is None:
-            raise _BadRequest(400, 'expected {"samples": [{"messages": [...]} or {"prompt": ..., '
-                                   '"completion": ...}, ...]}')
-        samples, threads = body
-        results = await self.grade_group(threads, sample_keys(samples, threads))
+        threads, keys = grade_body(await self._json(request), images=self.images)
+        results = await self.grade_group(threads, keys)
         worker = {"worker": os.getpid()} if self.worker else {}
         return web.json_response({"grades": [
             {"value": g.value, "status": g.status, "reward": r, "reasoning": g.reasoning, "error": g.error,

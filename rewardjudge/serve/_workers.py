@@ -12,13 +12,10 @@ from typing import Any, Hashable, Sequence
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from ..errors import ConfigError
-from ._samples import grade_samples
-from ._http import _HTTPService, sample_keys
+from ._http import _HTTPService, _Metrics
+from ._samples import grade_body, openrlhf_body
 
-__all__ = ["WorkerFront", "route", "sum_metrics"]
-
-#: metric families the front answers itself (the others are the workers' sums)
-_FRONT_FAMILIES = ("rewardjudge_requests_total", "rewardjudge_in_flight_requests")
+__all__ = ["WorkerFront", "route"]
 
 
 def route(key: Hashable, n: int) -> int:
@@ -42,46 +39,11 @@ def _merge(values: list, parts: list[list[int]], n: int) -> Any:
     return first
 
 
-def sum_metrics(texts: Sequence[str], front: str) -> str:
-    """Prometheus texts of the workers summed sample by sample, the ``_FRONT_FAMILIES`` from ``front``."""
-    families: dict[str, dict] = {}
-
-    def read(text: str, only_front: bool) -> None:
-        family = None
-        for line in text.splitlines():
-            meta = line.startswith(("# HELP ", "# TYPE "))
-            if meta:
-                family = line.split()[2]
-            elif not line or line.startswith("#") or family is None:
-                continue
-            if (family in _FRONT_FAMILIES) != only_front:
-                continue
-            fam = families.setdefault(family, {"meta": [], "samples": {}})
-            if meta and line not in fam["meta"]:
-                fam["meta"].append(line)
-            elif not meta:
-                name, _, value = line.rpartition(" ")
-                fam["samples"][name] = fam["samples"].get(name, 0.0) + float(value)
-
-    for text in texts:
-        read(text, only_front=False)
-    read(front, only_front=True)
-    lines = []
-    for fam in families.values():
-        lines += fam["meta"]
-        for name, value in fam["samples"].items():
-            lines.append(f"{name} {int(value) if value == int(value) else round(value, 6)}")
-    return "\n".join(lines) + "\n"
-
-
 class WorkerFront(_HTTPService):
     """The public side of ``--workers``: routes each group's samples to one worker (``route``)."""
 
-    def __init__(self, worker_urls: Sequence[str], worker_token: str, *, token: str | None = None,
-                 max_body: int = 8 << 20, max_samples: int | None = None, body_timeout: float = 60.0,
-                 header_timeout: float = 60.0):
-        super().__init__(token=token, max_body=max_body, max_samples=max_samples, body_timeout=body_timeout,
-                         header_timeout=header_timeout)
+    def __init__(self, worker_urls: Sequence[str], worker_token: str, **limits: Any):
+        super().__init__(**limits)  # token, max_body, max_samples, body_timeout, header_timeout
         if not worker_urls:
             raise ConfigError("WorkerFront needs at least one worker")
         self.workers = list(worker_urls)
@@ -127,31 +89,25 @@ class WorkerFront(_HTTPService):
 
     async def _get_reward(self, request: web.Request) -> web.Response:
         data = await self._json(request)
-        queries = data.get("query") if isinstance(data, dict) else None
-        prompts = data.get("prompts") if isinstance(data, dict) else None
-        if not isinstance(queries, list) or not queries or (prompts is not None and (
-                not isinstance(prompts, list) or len(prompts) != len(queries))):
-            return await self._route(request, data, [0])  # malformed: a worker says why (400)
-        keys = [p if p is not None else q for p, q in zip(prompts or [None] * len(queries), queries)]
-        return await self._route(request, data, [k if isinstance(k, Hashable) else json.dumps(k) for k in keys])
+        return await self._route(request, data, openrlhf_body(data)[3])
 
     async def _grade(self, request: web.Request) -> web.Response:
         data = await self._json(request)
         # images=True: any well-formed sample has a key here; the worker refuses what its grader cannot read
-        body = grade_samples(data, images=True)
-        if body is None:
-            return await self._route(request, data, [0])  # malformed: a worker says why (400)
-        return await self._route(request, data, sample_keys(*body))
+        return await self._route(request, data, grade_body(data, images=True)[1])
 
     def _about(self) -> dict[str, Any]:
         return {"grader": self.grader_key, "workers": len(self.workers)}
 
     async def _metrics_text(self) -> str:
-        async def one(url: str) -> str:
-            async with self._session.get(f"{url}/metrics", headers=self._auth) as r:  # type: ignore[union-attr]
-                return await r.text()
+        async def one(url: str) -> dict[str, Any]:
+            async with self._session.get(f"{url}/metrics", params={"format": "json"},  # type: ignore[union-attr]
+                                         headers=self._auth) as r:
+                return await r.json()
 
-        texts = await asyncio.gather(*(one(u) for u in self.workers))
-        return sum_metrics(texts, self.metrics.text()) + (
-            "# HELP rewardjudge_workers Worker processes behind this front.\n"
-            f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")
+        total = _Metrics()
+        total.requests, total.in_flight = self.metrics.requests, self.metrics.in_flight  # the front's own
+        for counts in await asyncio.gather(*(one(u) for u in self.workers)):
+            total.add(counts)
+        return total.text() + ("# HELP rewardjudge_workers Worker processes behind this front.\n"
+                               f"# TYPE rewardjudge_workers gauge\nrewardjudge_workers {len(self.workers)}\n")

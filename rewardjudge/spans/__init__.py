@@ -2,17 +2,23 @@
 
 A ``PipelineConfig`` pins scorer versions (``JudgeConfig``), selects spans (``SpanFilter``) and samples traces
 (``trace_sampled``); spans come from ``read_otlp_file`` or an ``OtlpReceiver`` (``rewardjudge[pipeline]``).
+Names load on first use: ``rewardjudge pipeline --help`` loads neither the scorers nor aiohttp.
 
 >>> from rewardjudge.spans import trace_sampled
 >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0)
 True
 """
 
-from ._otlp import SEMCONV_VERSION, Span, read_otlp_file, span_thread
-from ._pipeline import JUDGE_V1, JudgeConfig, PipelineConfig, SpanFilter, trace_sampled
-from ._receiver import OtlpReceiver
-from ._runner import PipelineRun, SpanJudge, arun_pipeline, read_results, run_pipeline
+from .._lazy import lazy_getattr as _lazy_getattr
 
-__all__ = ["JUDGE_V1", "JudgeConfig", "OtlpReceiver", "PipelineConfig", "PipelineRun", "SEMCONV_VERSION",
-           "Span", "SpanFilter", "SpanJudge", "arun_pipeline", "read_otlp_file", "read_results", "run_pipeline",
-           "span_thread", "trace_sampled"]
+#: the semantic-conventions release whose GenAI message attributes are read (unchanged through v1.41.0)
+SEMCONV_VERSION = "1.37.0"
+
+_LAZY = {**dict.fromkeys(["Span", "read_otlp_file", "span_thread"], "._otlp"),
+         **dict.fromkeys(["JUDGE_V1", "JudgeConfig", "PipelineConfig", "SpanFilter", "trace_sampled"], "._pipeline"),
+         "OtlpReceiver": "._receiver",
+         **dict.fromkeys(["PipelineRun", "SpanJudge", "arun_pipeline", "read_results", "run_pipeline"], "._runner")}
+
+__all__ = sorted(["SEMCONV_VERSION", *_LAZY])
+
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())

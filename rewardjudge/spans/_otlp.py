@@ -19,12 +19,11 @@ from typing import Any, Iterator, Mapping
 from ..errors import ConfigError
 from ..scorers._builtins import format_messages
 from ..thread import ROLES, StringThread
+from . import SEMCONV_VERSION
 
 __all__ = ["SEMCONV_VERSION", "Span", "decode_request", "read_otlp_file", "request_from_json", "span_thread",
            "spans_of"]
 
-#: the semantic-conventions release whose GenAI message attributes are read (unchanged through v1.41.0)
-SEMCONV_VERSION = "1.37.0"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"

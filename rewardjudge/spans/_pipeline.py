@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -63,13 +62,6 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
         return False
     randomness = int(trace_id[-14:] or "0", 16)
     return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
-
-
-def _rate(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
-        raise ConfigError(f"sampling_rate must be a number in [0, 1], got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -160,15 +152,15 @@ class JudgeConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> "JudgeConfig":
         if not isinstance(data, Mapping) or "config" not in data or "scorer_version" not in data:
             raise ConfigError("a pipeline config needs 'config' (the pinned copy) and 'scorer_version'")
-        if data.get("type", JUDGE_V1) != JUDGE_V1:
-            raise ConfigError(f"pipeline config type must be {JUDGE_V1!r}, got {data.get('type')!r}")
-        unknown = sorted(set(data) - {"type", "scorer", "scorer_name", "scorer_version",
-                                      "scorer_version_number", "config", "mapping"})
+        data = dict(data)
+        kind = data.pop("type", JUDGE_V1)
+        if kind != JUDGE_V1:
+            raise ConfigError(f"pipeline config type must be {JUDGE_V1!r}, got {kind!r}")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"pipeline config: unknown key(s) {unknown}")
-        return cls(data["config"], data["scorer_version"], dict(data.get("mapping") or {}),
-                   scorer=data.get("scorer"), scorer_name=data.get("scorer_name") or data.get("scorer") or "scorer",
-                   scorer_version_number=data.get("scorer_version_number"))
+        return cls(**{**data, "mapping": dict(data.get("mapping") or {}),
+                      "scorer_name": data.get("scorer_name") or data.get("scorer") or "scorer"})
 
 
 @dataclass
@@ -190,7 +182,10 @@ class PipelineConfig:
             raise ConfigError("a pipeline needs at least one pipeline config (a pinned scorer version)")
         if isinstance(self.filter, Mapping) or self.filter is None:
             self.filter = SpanFilter.from_dict(self.filter)
-        self.sampling_rate = _rate(self.sampling_rate)
+        rate = self.sampling_rate
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:  # NaN too
+            raise ConfigError(f"sampling_rate must be a number in [0, 1], got {rate!r}")
+        self.sampling_rate = float(rate)
         seen = set()
         for c in self.pipeline_configs:
             if (c.label, c.scorer_version) in seen:
@@ -209,16 +204,14 @@ class PipelineConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
         if not isinstance(data, Mapping):
             raise ConfigError(f"a pipeline must be an object, got {type(data).__name__}")
-        unknown = sorted(set(data) - {"name", "type", "filter", "sampling_rate", "pipeline_configs"})
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ConfigError(f"pipeline: unknown key(s) {unknown}; expected name, type, filter, sampling_rate, "
-                              f"pipeline_configs")
+            raise ConfigError(f"pipeline: unknown key(s) {unknown}; expected {', '.join(known)}")
         configs = data.get("pipeline_configs")
         if not isinstance(configs, list):
             raise ConfigError("pipeline_configs must be a list of pinned scorer versions")
-        return cls(data.get("name", ""), [JudgeConfig.from_dict(c) for c in configs],
-                   SpanFilter.from_dict(data.get("filter")), data.get("sampling_rate", 1.0),
-                   data.get("type", JUDGE_V1))
+        return cls(**{"name": "", **data, "pipeline_configs": [JudgeConfig.from_dict(c) for c in configs]})
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":

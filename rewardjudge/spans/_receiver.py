@@ -4,15 +4,16 @@ answers once the selected spans are queued, 503 with ``Retry-After`` past ``max_
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections import deque
+from typing import Any
+
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestPayloadError
 
 from ..errors import ConfigError
-from ._otlp import SEMCONV_VERSION, _pb, decode_request, spans_of
+from ..serve._http import _BadRequest, _HTTPService
+from . import SEMCONV_VERSION
+from ._otlp import _pb, decode_request, spans_of
 from ._runner import SpanJudge
 
 __all__ = ["OtlpReceiver"]
@@ -22,8 +23,9 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
 
-class OtlpReceiver:
-    """``SpanJudge`` behind ``POST /v1/traces``.
+class OtlpReceiver(_HTTPService):
+    """``SpanJudge`` behind ``POST /v1/traces`` (and ``GET /health``), on the reward server's HTTP layer
+    (bearer token, body limit, draining); errors answer OTLP's ``{code, message}``.
 
     >>> receiver = OtlpReceiver(SpanJudge(pipeline, judge, output_dir="runs/live"))  # doctest: +SKIP
     >>> url = await receiver.start("127.0.0.1", 4318)                                # doctest: +SKIP
@@ -33,99 +35,57 @@ class OtlpReceiver:
                  max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2, retry_after: int = 5):
         if max_pending < 1 or batch_size < 1:
             raise ConfigError("max_pending and batch_size must be >= 1")
-        self.judge, self.token, self.max_body, self.max_pending = judge, token or None, max_body, max_pending
-        self.batch_size, self.batch_window, self.retry_after = batch_size, batch_window, retry_after
+        super().__init__(token=token, max_body=max_body)
+        self.judge, self.max_pending, self.retry_after = judge, max_pending, retry_after
+        self.batch_size, self.batch_window = batch_size, batch_window
         self.received = self.refused = 0
         self._queue: deque = deque()
         self._in_flight = 0
         self._wake = asyncio.Event()
-        self._stopping = False
         self._worker: asyncio.Task | None = None
-        self._runner: web.AppRunner | None = None
-        self.url: str | None = None
 
-    def _app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body)
-        app.router.add_post("/v1/traces", self._traces)
-        app.router.add_get("/health", self._health)
-        return app
+    def _routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/v1/traces", self._traces)
+        router.add_get("/health", self._health)
 
-    def _authorized(self, request: web.Request) -> bool:
-        if self.token is None:
-            return True
-        given = request.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), f"Bearer {self.token}".encode())
-
-    @staticmethod
-    def _error(status: int, message: str, *, headers: dict | None = None) -> web.Response:
-        return web.json_response({"code": status, "message": message}, status=status, headers=headers)
-
-    async def _body(self, request: web.Request) -> bytes:
-        """The body, at most ``max_body`` bytes after aiohttp's decompression."""
-        encoding = request.headers.get("Content-Encoding", "identity").lower()
-        if encoding not in ("identity", "gzip", "deflate"):
-            raise ConfigError(f"Content-Encoding {encoding!r} is not supported (gzip or none)")
-        chunks, size = [], 0
-        while True:
-            chunk = await request.content.read(1 << 16)
-            if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > self.max_body:
-                raise web.HTTPRequestEntityTooLarge(max_size=self.max_body, actual_size=size)
-            chunks.append(chunk)
+    def _error_body(self, request: web.Request, status: int, message: str, code: str | None) -> dict[str, Any]:
+        return {"code": status, "message": message}
 
     async def _traces(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return self._error(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
-        if self._stopping:
-            return self._error(503, "stopping", headers={"Retry-After": str(self.retry_after)})
         kind = request.content_type
         if kind not in (PROTOBUF, JSON):
-            return self._error(415, f"Content-Type must be {PROTOBUF} or {JSON}, got {kind!r}")
-        try:
-            body = await self._body(request)
-            message = decode_request(body, kind)
-        except web.HTTPRequestEntityTooLarge:
-            return self._error(413, f"body over {self.max_body} bytes")
-        except (web.HTTPException, HttpProcessingError, RequestPayloadError) as exc:  # a body that does not decompress
-            return self._error(400, f"unreadable body: {getattr(exc, 'reason', None) or exc}")
-        except ConfigError as exc:
-            return self._error(400, str(exc))
-        spans = list(spans_of(message))
-        selected = [s for s in spans if self.judge.pipeline.wants(s)]
+            raise _BadRequest(415, f"Content-Type must be {PROTOBUF} or {JSON}, got {kind!r}")
+        encoding = request.headers.get("Content-Encoding", "identity").lower()
+        if encoding not in ("identity", "gzip", "deflate"):
+            raise _BadRequest(400, f"Content-Encoding {encoding!r} is not supported (gzip or none)")
+        received = list(spans_of(decode_request(await request.read(), kind)))  # 413 past max_body, decompressed
+        selected = [s for s in received if self.judge.pipeline.wants(s)]
         if self.pending + len(selected) > self.max_pending:
             self.refused += 1
-            return self._error(503, f"{self.max_pending} spans already wait for the judge; retry later",
-                               headers={"Retry-After": str(self.retry_after)})
+            raise _BadRequest(503, f"{self.max_pending} spans already wait for the judge; retry later")
         self.received += 1
-        self.judge.run.spans_read += len(spans)
+        self.judge.run.spans_read += len(received)
         self.judge.run.spans_selected += len(selected)
         self._queue.extend(selected)
         if selected:
             self._wake.set()
-        return self._answer(kind)
-
-    @staticmethod
-    def _answer(kind: str) -> web.Response:
         if kind == JSON:
             return web.Response(body=b"{}", content_type=JSON)
         return web.Response(body=_pb().ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
 
-    async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "stopping" if self._stopping else "ok", "semconv": SEMCONV_VERSION,
-                                  "requests": self.received, "refused": self.refused,
-                                  "pending": self.pending, **self.judge.run.to_dict()})
+    def _about(self) -> dict[str, Any]:
+        return {"semconv": SEMCONV_VERSION, "requests": self.received, "refused": self.refused,
+                "pending": self.pending, **self.judge.run.to_dict()}
 
     async def _work(self) -> None:
         while True:
             if not self._queue:
                 self._wake.clear()
-                if self._stopping:
+                if self._draining:
                     return
                 await self._wake.wait()
                 continue
-            if len(self._queue) < self.batch_size and not self._stopping:
+            if len(self._queue) < self.batch_size and not self._draining:
                 await asyncio.sleep(self.batch_window)  # let a batch gather
             chunk = [self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))]
             self._in_flight = len(chunk)
@@ -142,27 +102,23 @@ class OtlpReceiver:
 
     async def start(self, host: str = "127.0.0.1", port: int = 4318) -> str:
         """Listen; returns the base URL (``port=0`` picks a free port)."""
-        self._runner = web.AppRunner(self._app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://{host}:{port}"
-        self._worker = asyncio.ensure_future(self._work())
-        return self.url
+        return await super().start(host, port)
 
-    async def stop(self, drain_timeout: float = 60.0) -> bool:
-        """Refuse new requests, judge what is queued (up to ``drain_timeout`` s), close; True when all was."""
-        self._stopping = True
+    async def _on_startup(self, app: web.Application) -> None:
+        await super()._on_startup(app)
+        self._worker = asyncio.ensure_future(self._work())
+
+    async def drain(self, timeout: float = 60.0) -> bool:
+        """Refuse new requests, then judge what is queued (up to ``timeout`` s); True when all was."""
+        drained = await super().drain(timeout)
         self._wake.set()
-        drained = True
         if self._worker is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._worker), drain_timeout)
+                await asyncio.wait_for(asyncio.shield(self._worker), timeout)
             except asyncio.TimeoutError:
                 drained = False
                 self._worker.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        self.judge.close()
         return drained and not self._queue
+
+    async def _on_cleanup(self, app: web.Application) -> None:
+        self.judge.close()
