@@ -90,6 +90,12 @@ def test_callables_in_the_context_are_refused():
         JinjaTemplate("{{ f }}").render({"f": print})
 
 
+
+def test_functions_are_callable_and_win_over_a_context_value_of_their_name():
+    t = JinjaTemplate("{{ shout(word) }}", strict=True)
+    assert t.render({"word": "hi", "shout": "data"}, functions={"shout": str.upper}) == "HI"
+    assert t.render({"word": "ok"}, functions={"shout": str.upper}) == "OK"   # strict: a function is there
+
 # -- Handlebars written in a Jinja2 template ----------------------------------------
 @pytest.mark.parametrize("source,line,column", [
     ("Intro\n{{#if ok}}yes{{/if}}", 2, 1),      # a Handlebars block would be a Jinja2 syntax error

@@ -2,7 +2,8 @@
 per finished row, each written with one ``write`` on an ``O_APPEND`` file (a killed process leaves
 every finished line intact; ``fsync`` at most every ``sync_interval`` s and on close). A torn last
 line is dropped and truncated away; a row's last record wins. ``scan`` indexes a journal a line at a
-time (``JournalIndex``, 17 bytes a row: a record is read back by its offset).
+time (``JournalIndex``, 17 bytes a row: a record is read back by its offset). ``read_records`` (the
+torn-line repair) also serves the span pipeline's ``results.jsonl``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from ..grade import STATUSES
 
 log = logging.getLogger("rewardjudge")
 
-__all__ = ["Journal", "JournalIndex", "lock_folder"]
+__all__ = ["Journal", "JournalIndex", "lock_folder", "read_records"]
 
 STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
 
@@ -38,6 +39,42 @@ def lock_folder(out: Path, what: str = "run") -> int:
         os.close(fd)
         raise ConfigError(f"another {what} is writing to {out}; wait for it or use another folder") from None
     return fd
+
+
+def read_records(path: Path, check: Callable[[dict[str, Any]], Any]
+                 ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(offset, record)`` per JSON line of ``path`` (none when it is missing) that ``check`` accepts:
+    it may normalise the record in place and raises ValueError, KeyError or TypeError on a wrong
+    shape (that line is skipped with a warning, so its work is done again). A torn last line (a
+    writer killed mid-line) is truncated away, so the next append starts on a line of its own."""
+    if not path.exists():
+        return
+    offset = 0
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            start, offset = offset, offset + len(line)
+            if not line.endswith(b"\n"):
+                log.warning("%s: dropping a torn last line (%d bytes); its work is done again", path,
+                            len(line))
+                with open(path, "r+b") as w:
+                    w.truncate(start)
+                    w.flush()
+                    os.fsync(w.fileno())
+                return
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                check(rec)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("%s line %d is unreadable (%s); its work is done again", path, lineno, exc)
+                continue
+            yield start, rec
+
+
+def _journal_shape(rec: dict[str, Any]) -> None:
+    rec["row"] = int(rec["row"])
+    rec["grade"]["status"]  # noqa: B018 - shape check
 
 
 class JournalIndex:
@@ -84,32 +121,7 @@ class Journal:
         self._size = 0
 
     def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(offset, record)`` per readable line; a torn last line is truncated away."""
-        if self.path is None or not self.path.exists():
-            return
-        offset = 0
-        with open(self.path, "rb") as f:
-            for lineno, line in enumerate(f, 1):
-                start, offset = offset, offset + len(line)
-                if not line.endswith(b"\n"):
-                    log.warning("journal %s: dropping a torn last line (%d bytes); that row is graded "
-                                "again", self.path, len(line))
-                    with open(self.path, "r+b") as w:
-                        w.truncate(start)
-                        w.flush()
-                        os.fsync(w.fileno())
-                    return
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                    rec["row"] = int(rec["row"])
-                    rec["grade"]["status"]  # noqa: B018 - shape check
-                except (ValueError, KeyError, TypeError) as exc:
-                    log.warning("journal %s line %d is unreadable (%s); that row is graded again",
-                                self.path, lineno, exc)
-                    continue
-                yield start, rec
+        return read_records(self.path, _journal_shape) if self.path is not None else iter(())
 
     def load(self) -> dict[int, dict[str, Any]]:
         """Every row's last record."""

@@ -20,7 +20,7 @@ from ._options import ProbabilityOptions, validated
 from ._base import Grader, JudgeFailure, Mode
 from ._prompt import JudgePrompt
 from ..readouts._distribution import distribution_text, read_distribution
-from ._typed_question import SEARCH_RELEVANCE_QUESTION, Question, TypedQuestionTemplate, content_paths
+from ._typed_question import Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
 
@@ -36,7 +36,8 @@ class ProbabilityJudgeGrader(Grader):
     (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
 
     Arguments: ``scale`` (grades single digits), ``question_template`` (a typed-question
-    template; default the built-in ``ProbabilityJudgeGrader/question``), ``evaluation_name`` /
+    template; default the built-in ``ProbabilityJudgeGrader/question``, for a typed-question
+    provider ``ProbabilityJudgeGrader/search_relevance_question``), ``evaluation_name`` /
     ``evaluation_description``, ``template_variables``, ``system_template`` /
     ``user_template`` (they see the thread vocabulary, ``question``, ``criteria``,
     ``content``, the scale's and the evaluation's variables), ``engine``, ``answer_prefix``
@@ -97,8 +98,8 @@ class ProbabilityJudgeGrader(Grader):
         scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
         self.question_template = TypedQuestionTemplate(
             source if source is not None
-            else SEARCH_RELEVANCE_QUESTION if self.typed
-            else prompt_source("ProbabilityJudgeGrader", "question"),
+            else prompt_source("ProbabilityJudgeGrader",
+                               "search_relevance_question" if self.typed else "question"),
             name="question_template", scales=scales, evaluation_name=self.evaluation_name,
             evaluation_description=self.evaluation_description, variables=self.template_variables)
         question = self.question_template.render(self.scale)

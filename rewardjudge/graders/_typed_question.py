@@ -23,45 +23,15 @@ from pybars import strlist
 from ..errors import ConfigError
 from ..scales import SCALES, Scale
 from ..templates._handlebars import HELPERS, Template, compile_template, to_plain
-from ..templates._pybars_overrides import with_prepare as _with_prepare
+from ..templates._prompts import prompt_source
 
 __all__ = ["Question", "SEARCH_RELEVANCE_QUESTION", "TypedQuestionError", "TypedQuestionTemplate",
            "content_paths"]
 
-#: Releval's default Jev question: search relevance of ``result`` for ``query``
-#: (the binary criteria are the document's; graded and detailed describe situations too)
-SEARCH_RELEVANCE_QUESTION = """{
-  "instructions": {{#if evaluation_description}} {
-    "search": "{{evaluation_description}}",
-    "question": "How well does `result` match what someone searching `search` wants from `query`?"
-  }{{else}}"How well does `result` match what the searcher is looking for with `query`?"{{/if}},
-  "criteria": [
-    {{#if (eq scale "binary")}}
-    "The result does not help with what the query is looking for",
-    "The result helps with what the query is looking for"
-    {{/if}}
-    {{#if (eq scale "graded")}}
-    "The result has nothing to do with what the query is looking for",
-    "The result shares a topic or a word with the query but does not help with what it is looking for",
-    "The result is a related item or a substitute: it could help, but it is not what the query asks for",
-    "The result is what the query asks for, but a detail the query specifies is missing or different",
-    "The result is exactly what the query is looking for"
-    {{/if}}
-    {{#if (eq scale "detailed")}}
-    "The result is empty, broken or spam",
-    "The result has nothing to do with what the query is looking for",
-    "The result shares a word with the query but is about something else",
-    "The result is on the query's topic but of no use for what it is looking for",
-    "The result is a loosely related item that someone searching the query would rarely want",
-    "The result is a substitute that could serve what the query is looking for, though it is not what it asks for",
-    "The result is the kind of thing the query asks for, but a detail the query specifies is wrong",
-    "The result is what the query asks for, with a minor detail missing or different",
-    "The result is what the query asks for and matches every detail it specifies",
-    "The result is exactly what the query is looking for, and as good a match as the query allows"
-    {{/if}}
-  ]
-}
-"""
+#: Releval's default Jev question: search relevance of ``result`` for ``query`` (the binary criteria
+#: are the document's; graded and detailed describe situations too), as shipped in English
+SEARCH_RELEVANCE_QUESTION = prompt_source("ProbabilityJudgeGrader", "search_relevance_question", "en",
+                                          user_dir=[])
 
 _PATH = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)`")
 
@@ -151,7 +121,7 @@ class TypedQuestionTemplate:
                  evaluation_description: str = "", variables: Mapping[str, Any] | None = None):
         self.name = name
         self.template = Template(source, name=name, strict=True)
-        self._render_fn = _with_prepare(compile_template(source)[0], _json_prepare)
+        self._render_fn = compile_template(source, _json_prepare)[0]
         self.scales = tuple(Scale.get(s) for s in scales)
         if not self.scales:
             raise ConfigError("a typed question must serve at least one scale")

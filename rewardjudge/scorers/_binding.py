@@ -23,7 +23,6 @@ from ..models._base import InferenceModel
 from ..readouts import json_objects
 from ..thread import ROLES, StringThread
 from ..templates import Template
-from ..templates._jinja import render_sandboxed
 from ..templates._plain import to_plain
 from ..templates._prompts import prompt_source
 from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages,
@@ -233,10 +232,10 @@ class ScorerBinding:
         template = self.config.template
         if template.engine != "jinja2":
             return template.render(context), missing
-        # the function built-ins are callables, which a PromptTemplate's context refuses: they go
-        # straight into the sandboxed environment, after the data (built-ins take precedence)
-        values = {**to_plain(dict(context)), **builtin_functions(to_plain(dict(sample.metadata)))}
-        return render_sandboxed(template.template._template, values, template.name), missing
+        # the function built-ins are callables, which a template's context refuses: they go in
+        # as functions, after the data (built-ins take precedence)
+        functions = builtin_functions(to_plain(dict(sample.metadata)))
+        return template.template.render(context, functions=functions), missing
 
     def to_dict(self) -> dict[str, Any]:
         return {"scorer_name": self.scorer_name, "scorer_slug": self.scorer_slug,

@@ -61,11 +61,10 @@ def with_document_fields(results: Any) -> Any:
     if hasattr(results, "dataset") and hasattr(results, "summary"):
         ds = results.dataset
     elif isinstance(results, (str, os.PathLike)):
+        from ..evaluate._data import load_data
         from ..evaluate._report import _results_path
 
-        path = _results_path(results)
-        ds = (datasets.Dataset.from_parquet(str(path)) if path.suffix == ".parquet"
-              else datasets.Dataset.from_json(str(path)))
+        ds = load_data(_results_path(results))
     if not isinstance(ds, datasets.Dataset):
         raise ConfigError(f"with_document_fields takes evaluation results, got {type(results).__name__}")
     missing = [c for c in ("grade_status", *DOCUMENT_FIELDS.values()) if c not in ds.column_names]

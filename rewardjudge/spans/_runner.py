@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import os
 import time
 from collections import Counter
@@ -17,14 +16,13 @@ from typing import Any, AsyncIterable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluate._journal import Journal
+from ..evaluate._journal import Journal, lock_folder, read_records
 from ..grade import Grade
 from ._otlp import SEMCONV_VERSION, Span, span_thread
 from ._pipeline import JudgeConfig, PipelineConfig
 
 __all__ = ["PipelineRun", "SpanJudge", "arun_pipeline", "result_key", "run_pipeline"]
 
-log = logging.getLogger("rewardjudge")
 RESULTS = "results.jsonl"
 
 
@@ -158,43 +156,18 @@ class SpanJudge:
         self._lock_fd: int | None = None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            self._lock(out)
+            self._lock_fd = lock_folder(out, "pipeline run")
             self._scan(out / RESULTS, retry_unscored)
             self.journal = Journal(out / RESULTS)
 
-    def _lock(self, out: Path) -> None:
-        import fcntl
-
-        fd = os.open(out / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ConfigError(f"another pipeline run is writing to {out}; wait for it or use another folder") \
-                from None
-        self._lock_fd = fd
-
     def _scan(self, path: Path, retry_unscored: bool) -> None:
         """Index finished results (a torn last line is cut away and judged again)."""
-        if not path.exists():
-            return
-        offset = 0
-        with open(path, "rb") as f:
-            for n, line in enumerate(f, 1):
-                start, offset = offset, offset + len(line)
-                if not line.endswith(b"\n"):
-                    log.warning("%s: dropping a torn last line; that result is judged again", path)
-                    with open(path, "r+b") as w:
-                        w.truncate(start)
-                    break
-                try:
-                    rec = json.loads(line)
-                    key = result_key(rec["trace_id"], rec["span_id"], rec["scorer_version"])
-                except (ValueError, KeyError, TypeError):
-                    log.warning("%s line %d is unreadable; that result is judged again", path, n)
-                    continue
-                if not (retry_unscored and rec.get("status") == "unscored"):
-                    self.seen.add(key)
+        def key(rec: dict[str, Any]) -> None:
+            rec["_key"] = result_key(rec["trace_id"], rec["span_id"], rec["scorer_version"])
+
+        for _, rec in read_records(path, key):
+            if not (retry_unscored and rec.get("status") == "unscored"):
+                self.seen.add(rec["_key"])
 
     def close(self) -> None:
         if self.journal is not None:

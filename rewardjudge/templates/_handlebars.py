@@ -78,31 +78,36 @@ def _known_helpers() -> set[str]:
     return set(HELPERS) | _BUILTIN_HELPERS
 
 
-def _compile(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
-    """``(render_fn, parse tree, tags)`` of ``source``, compiled once."""
+def _compile(source: str, prepare_fn: Callable[[Any, bool], Any] | None = None
+             ) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
+    """``(render_fn, parse tree, tags)`` of ``source``, compiled once (per ``prepare_fn``)."""
     if not isinstance(source, str):
         raise TemplateError(f"template source must be a str, got {type(source).__name__}")
-    return _compiled(source)
+    return _compiled(source, prepare_fn)
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(source: str) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
+def _compiled(source: str, prepare_fn: Callable[[Any, bool], Any] | None
+              ) -> tuple[Callable[..., Any], tuple, tuple[Tag, ...]]:
     tags = scan(source, _known_helpers())
     canonical = rewrite(source, tags)
     tree, pos = parse(canonical)
     if pos < len(canonical):
         raise locate_parse_error(source, tags)
     try:
-        fn = compile_canonical(canonical)
+        fn = compile_canonical(canonical, prepare_fn)
     except PybarsError as exc:
         raise locate_parse_error(source, tags) from exc
     return fn, tuple(tree), tuple(tags)
 
 
-def compile_template(source: str) -> tuple[Callable[..., Any], tuple]:
+def compile_template(source: str, prepare_fn: Callable[[Any, bool], Any] | None = None
+                     ) -> tuple[Callable[..., Any], tuple]:
     """Validate and compile ``source`` once (cached, thread-safe); return ``(render_fn, parse_tree)``,
-    ``render_fn(context, helpers=..., partials=...)`` (``partials``: name -> compiled function)."""
-    return _compile(source)[:2]
+    ``render_fn(context, helpers=..., partials=...)`` (``partials``: name -> compiled function).
+    ``prepare_fn(value, should_escape)`` turns each ``{{x}}`` / ``{{{x}}}`` value into text
+    (default: as it is, no HTML escaping); a typed question JSON-escapes with it."""
+    return _compile(source, prepare_fn)[:2]
 
 
 def partial_names(source: str) -> list[str]:
@@ -336,13 +341,12 @@ class Template:
                     if (p not in context if "." not in p else _lookup(context, p) is _MISSING)]
         return [p for p in self.variables if _lookup(context, p) is _MISSING]
 
-    def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
-               partials: Mapping[str, Any] | None = None) -> str:
-        """Render ``context``; ``partials`` add to (or replace) the template's own. A
-        ``PlainContext`` (``to_plain_context``) is used as it is (one conversion, many templates)."""
+    def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
+        """Render ``context``. A ``PlainContext`` (``to_plain_context``) is used as it is (one
+        conversion, many templates)."""
         plain = to_plain_context(context)
         key = None
-        if self._reads is not None and not partials:
+        if self._reads is not None:
             if self._memo_rest:
                 self._memo_rest -= 1
             else:
@@ -356,12 +360,8 @@ class Template:
             missing = self.missing(plain)
             if missing:
                 raise TemplateVariableError(missing, list(plain))
-        fns = self._partial_fns
-        if partials:
-            fns = {**fns, **{str(k): _as_template(str(k), v, self.strict)._fn
-                             for k, v in partials.items()}}
         try:
-            text = str(self._fn(plain, helpers=HELPERS, partials=fns))
+            text = str(self._fn(plain, helpers=HELPERS, partials=self._partial_fns))
         except TemplateError as exc:
             raise TemplateError(f"{self.name}: {exc.args[0]}") from None
         except RecursionError:

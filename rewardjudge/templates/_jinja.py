@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import TemplateError, TemplateVariableError
 from ._hbs_syntax import _line_col
@@ -114,13 +114,23 @@ class JinjaTemplate:
         """Variables the template reads that ``context`` does not hold."""
         return [v for v in self.variables if v not in context]
 
-    def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
-        plain = to_plain(dict(context))
+    def render(self, context: Mapping[str, Any], *, strict: bool | None = None,
+               functions: Mapping[str, Callable[..., Any]] | None = None) -> str:
+        """``context`` (as plain data) rendered; ``functions`` are callables the template may call,
+        put in as they are after the context (a function wins over a value of its name)."""
+        from jinja2.exceptions import SecurityError, TemplateError as JinjaError
+
+        values = {**to_plain(dict(context)), **(functions or {})}
         if self.strict if strict is None else strict:
-            missing = self.missing(plain)
+            missing = self.missing(values)
             if missing:
-                raise TemplateVariableError(missing, list(plain))
-        return render_sandboxed(self._template, plain, self.name)
+                raise TemplateVariableError(missing, list(values))
+        try:
+            return self._template.render(values)
+        except SecurityError as exc:
+            raise TemplateError(f"{self.name}: refused by the sandbox: {exc}") from None
+        except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
+            raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from None
 
     def __getstate__(self) -> dict[str, Any]:   # Jinja2's compiled code cannot pickle: recompile
         return {"source": self.source, "name": self.name, "strict": self.strict}
@@ -131,15 +141,3 @@ class JinjaTemplate:
     def __repr__(self) -> str:
         return f"JinjaTemplate(name={self.name!r}, variables={self.variables!r})"
 
-
-def render_sandboxed(compiled: Any, values: Mapping[str, Any], name: str) -> str:
-    """Render a sandboxed template; a refusal or failure is a ``TemplateError`` naming ``name``."""
-
-    from jinja2.exceptions import SecurityError, TemplateError as JinjaError
-
-    try:
-        return compiled.render(values)
-    except SecurityError as exc:
-        raise TemplateError(f"{name}: refused by the sandbox: {exc}") from None
-    except (JinjaError, TypeError, ValueError, ArithmeticError) as exc:
-        raise TemplateError(f"{name}: render failed: {type(exc).__name__}: {exc}") from None

@@ -16,7 +16,7 @@ CriterionJudgeGraderMethod = Literal[
     "criterion_helpfulness", "criterion_instruction_following", "criterion_relevance", "system",
     "user"
 ]
-ProbabilityJudgeGraderMethod = Literal["question", "system", "user"]
+ProbabilityJudgeGraderMethod = Literal["question", "search_relevance_question", "system", "user"]
 ScorerGraderMethod = Literal["output_instructions"]
 TranslateCLIMethod = Literal["user"]
 #: every prompt method name

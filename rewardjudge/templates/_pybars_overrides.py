@@ -10,7 +10,6 @@ register no module in ``sys.modules``.
 from __future__ import annotations
 
 import threading
-import types
 from typing import Any, Callable
 
 from pybars import Compiler, Scope, strlist
@@ -18,7 +17,7 @@ from pybars import Compiler, Scope, strlist
 from ..errors import TemplateError
 
 __all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "indent_lines", "parse", "prepare", "step",
-           "strlist", "truthy", "unless", "with_prepare"]
+           "strlist", "truthy", "unless"]
 
 
 def prepare(value: Any, should_escape: bool) -> Any:
@@ -182,26 +181,15 @@ def parse(canonical: str) -> tuple[Any, int]:
     return tree, pos
 
 
-def compile_canonical(canonical: str) -> Callable[..., Any]:
-    """The render function of a rewritten source, with the overrides above (``PybarsError``)."""
+def compile_canonical(canonical: str,
+                      prepare_fn: Callable[[Any, bool], Any] | None = None) -> Callable[..., Any]:
+    """The render function of a rewritten source, with the overrides above (``PybarsError``);
+    ``prepare_fn(value, should_escape)`` (true for ``{{x}}``) replaces ``prepare``."""
     with _LOCK:
         code = _COMPILER.precompile(canonical)
     namespace: dict[str, Any] = {"__name__": "rewardjudge.templates._compiled"}
     exec(compile(code, "<handlebars template>", "exec", dont_inherit=True), namespace)
     base = dict(namespace["_pybars_"]["helpers"])
-    namespace.update(prepare=prepare, resolve=resolve,
+    namespace.update(prepare=prepare_fn or prepare, resolve=resolve,
                      _pybars_={"helpers": {**base, **BUILTIN_HELPERS}})
     return namespace["render"]
-
-
-def with_prepare(fn: Callable[..., Any], prepare_fn: Callable[[Any, bool], Any]) -> Callable[..., Any]:
-    """A copy of the compiled template ``fn`` (left as it is) whose values are prepared by
-    ``prepare_fn(value, should_escape)`` (true for ``{{x}}``): to render into JSON strings."""
-    original = fn.__globals__
-    namespace = dict(original)
-    for key, value in original.items():
-        if isinstance(value, types.FunctionType) and value.__globals__ is original:
-            namespace[key] = types.FunctionType(value.__code__, namespace, value.__name__,
-                                                value.__defaults__, value.__closure__)
-    namespace["prepare"] = prepare_fn
-    return namespace[fn.__name__]
