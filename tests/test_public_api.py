@@ -159,3 +159,21 @@ def test_the_makefile_install_check_runs():
     for code in snippets:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_every_commands_help_builds_from_light_modules():
+    import subprocess
+    import sys
+
+    from rewardjudge.cli import _COMMANDS
+
+    # `--help` is what a new user runs first: building a parser must not load the model, grader,
+    # template or HTTP stacks (each is imported where its command runs)
+    heavy = ("torch", "pybars", "aiohttp", "datasets", "pydantic", "rewardjudge.graders", "rewardjudge.templates._handlebars")
+    code = ("import contextlib, io, sys\nfrom rewardjudge.cli import main\n"
+            "for name in sys.argv[1:]:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        main([name, '--help'])\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} or m.startswith({heavy!r})))")
+    out = subprocess.run([sys.executable, "-c", code, *_COMMANDS], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", (out.stdout, out.stderr)
