@@ -5,8 +5,9 @@ at each concurrency: a bare ``aiohttp`` client; ``OpenAIModel.chat`` plus a
 busy spin of S microseconds of CPU per request (half before the request, half
 after the reply, where a grader renders and reads), for a ladder of S; and the
 templated grader itself. Each figure is grades/s over bare aiohttp's in the
-same run (interleaved repeats, best kept). The last columns say what grading
-adds under that load: the grader's CPU per request minus ``chat``'s.
+same repeat (interleaved repeats, each printed; the medians reported). The last
+columns say what grading adds under that load: the grader's CPU per request minus
+``chat``'s (S=0, or the first S given).
 
 Where the client is CPU-bound, the largest S that keeps 0.9x is the budget a
 grader has for its context, render and readout on this machine; compare it
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import time
 
-from .bench_throughput import _bodies, _timed, _workers, run_aiohttp, run_rewardjudge
+from .bench_throughput import (_bodies, _timed, _workers, medians, print_repeat, run_aiohttp,
+                               run_rewardjudge)
 from .common import ServerProcess, emit, print_table
 
 
@@ -61,7 +64,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--spins", default="0,25,50,75,100,150",
                    help="comma-separated CPU microseconds added per request")
     p.add_argument("--rounds", type=int, default=8, help="requests per client = rounds x concurrency")
-    p.add_argument("--repeats", type=int, default=2, help="interleaved runs per client; best kept")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="interleaved runs per client; each printed, medians reported")
     args = p.parse_args(argv)
     concs = [int(c) for c in args.conc.split(",") if c.strip()]
     spins = [float(s) for s in args.spins.split(",") if s.strip()]
@@ -70,20 +74,21 @@ def main(argv: list[str] | None = None) -> dict:
     with ServerProcess(args.latency) as server:
         for conc in concs:
             n = conc * args.rounds
-            best: dict[str, dict] = {}
-            for _ in range(args.repeats):
-                runs = [("aiohttp", lambda: run_aiohttp(server.url, conc, n, server, bodies)),
+            runs: dict[str, list[dict]] = {}
+            for rep in range(args.repeats):
+                todo = [("aiohttp", lambda: run_aiohttp(server.url, conc, n, server, bodies)),
                         ("rewardjudge", lambda: run_rewardjudge(server.url, conc, n, server))]
-                runs += [(f"spin {s:g}", lambda s=s: run_chat_spin(server.url, conc, n, server,
+                todo += [(f"spin {s:g}", lambda s=s: run_chat_spin(server.url, conc, n, server,
                                                                    bodies, s)) for s in spins]
-                for name, make in runs:
-                    r = asyncio.run(make())
-                    if name not in best or r["rps"] > best[name]["rps"]:
-                        best[name] = r
-            base = best["aiohttp"]["rps"]
-            ratios = {name: r["rps"] / base for name, r in best.items() if name != "aiohttp"}
+                for name, make in todo:
+                    runs.setdefault(name, []).append(asyncio.run(make()))
+                print_repeat(conc, rep, runs)
+            med = medians(runs)
+            ratios = {name: r["vs_aiohttp"] for name, r in med.items() if name != "aiohttp"}
             fits = [s for s in spins if ratios[f"spin {s:g}"] >= 0.9]
-            adds_us = 1000 * (best["rewardjudge"]["client_cpu_ms"] - best["spin 0"]["client_cpu_ms"])
+            # per repeat, the grader's CPU per request minus chat's beside it; the median of those
+            adds_us = statistics.median(1000 * (g["client_cpu_ms"] - c["client_cpu_ms"])
+                                        for g, c in zip(runs["rewardjudge"], runs[f"spin {spins[0]:g}"]))
             results[str(conc)] = {"vs_aiohttp": ratios, "grading_adds_us": adds_us,
                                   "largest_spin_at_0.9x": max(fits) if fits else None}
             rows.append([conc] + [ratios[f"spin {s:g}"] for s in spins]

@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import gc
 import json
+import statistics
 import time
 from typing import Any, Awaitable, Callable
 
@@ -173,6 +174,45 @@ def run_sequential(url: str, n: int, payloads) -> float:
         return n / (time.perf_counter() - t0)
 
 
+def medians(runs: dict[str, list[dict]], base: str = "aiohttp") -> dict[str, dict]:
+    """Each client's median over its repeats: requests/s, CPU per request, and ``vs_<base>``,
+    the median of its ratio to the ``base`` run of the same repeat (runs are interleaved)."""
+    out = {}
+    for name, rs in runs.items():
+        ratios = [r["rps"] / b["rps"] for r, b in zip(rs, runs[base])]
+        out[name] = {k: statistics.median(r[k] for r in rs)
+                     for k in ("rps", "client_cpu_ms", "server_cpu_ms")}
+        out[name][f"vs_{base}"] = statistics.median(ratios)
+    return out
+
+
+def print_repeat(conc: int, rep: int, runs: dict[str, list[dict]], base: str = "aiohttp") -> None:
+    """One line per repeat: each client's ratio to ``base`` in that repeat and its CPU per request."""
+    b = runs[base][rep]["rps"]
+    print(f"  concurrency {conc}, repeat {rep + 1}: " + ", ".join(
+        f"{name} {rs[rep]['rps'] / b:.2f}x {1000 * rs[rep]['client_cpu_ms']:.0f} us/req"
+        for name, rs in runs.items()), flush=True)
+
+
+def _row(conc: int, n: int, limit: float, med: dict[str, dict], seq: float | None) -> dict:
+    """One concurrency's figures: fractions of the limit, ratios, CPU per request."""
+    rj, raw, chat, oa = med["rewardjudge"], med["aiohttp"], med["chat"], med.get("openai")
+    return {
+        "concurrency": conc, "requests": n,
+        "rewardjudge": rj["rps"] / limit, "chat": chat["rps"] / limit,
+        "aiohttp": raw["rps"] / limit,
+        "openai": oa["rps"] / limit if oa else None,
+        "sequential": seq / limit if seq else None,
+        "rj_vs_aiohttp": rj["vs_aiohttp"],
+        "chat_vs_aiohttp": chat["vs_aiohttp"],
+        "rj_vs_openai": rj["rps"] / oa["rps"] if oa else None,
+        "rj_cpu_ms": rj["client_cpu_ms"], "chat_cpu_ms": chat["client_cpu_ms"],
+        "aiohttp_cpu_ms": raw["client_cpu_ms"],
+        "openai_cpu_ms": oa["client_cpu_ms"] if oa else None,
+        "server_cpu_ms": raw["server_cpu_ms"],
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m bench.bench_throughput")
     p.add_argument("--latency", type=float, default=0.1, help="fake judge latency, seconds")
@@ -180,7 +220,8 @@ def main(argv: list[str] | None = None) -> dict:
                    help="comma-separated concurrencies")
     p.add_argument("--rounds", type=int, default=8, help="requests per client = rounds x concurrency")
     p.add_argument("--repeats", type=int, default=3,
-                   help="runs of rewardjudge and aiohttp per concurrency, interleaved; best kept")
+                   help="runs of rewardjudge, chat and aiohttp per concurrency, interleaved; "
+                        "medians reported")
     p.add_argument("--no-openai", action="store_true", help="skip the openai package's clients")
     args = p.parse_args(argv)
     concs = [int(c) for c in args.conc.split(",") if c.strip()]
@@ -191,34 +232,22 @@ def main(argv: list[str] | None = None) -> dict:
         seq = None if args.no_openai else run_sequential(server.url, max(5, int(1 / lat)), bodies)
         for conc in concs:
             n = max(conc * args.rounds, 8)
-            limit = conc / lat
-            best: dict[str, dict] = {}
-            for _ in range(args.repeats):
+            runs: dict[str, list[dict]] = {}
+            for rep in range(args.repeats):
                 # interleaved so a noisy moment on the shared machine hits both
                 for name, fn in (("aiohttp", run_aiohttp), ("chat", run_chat),
                                  ("rewardjudge", None)):
                     r = (asyncio.run(run_rewardjudge(server.url, conc, n, server)) if fn is None
                          else asyncio.run(fn(server.url, conc, n, server, bodies)))
-                    if name not in best or r["rps"] > best[name]["rps"]:
-                        best[name] = r
+                    runs.setdefault(name, []).append(r)
+                print_repeat(conc, rep, runs)
+            med = medians(runs)
             if not args.no_openai:
-                best["openai"] = asyncio.run(run_openai(server.url, conc, n, server, bodies))
-            rj, raw, chat = best["rewardjudge"], best["aiohttp"], best["chat"]
-            oa = best.get("openai")
-            row = {
-                "concurrency": conc, "requests": n,
-                "rewardjudge": rj["rps"] / limit, "chat": chat["rps"] / limit,
-                "aiohttp": raw["rps"] / limit,
-                "openai": oa["rps"] / limit if oa else None,
-                "sequential": seq / limit if seq else None,
-                "rj_vs_aiohttp": rj["rps"] / raw["rps"],
-                "chat_vs_aiohttp": chat["rps"] / raw["rps"],
-                "rj_vs_openai": rj["rps"] / oa["rps"] if oa else None,
-                "rj_cpu_ms": rj["client_cpu_ms"], "chat_cpu_ms": chat["client_cpu_ms"],
-                "aiohttp_cpu_ms": raw["client_cpu_ms"],
-                "openai_cpu_ms": oa["client_cpu_ms"] if oa else None,
-                "server_cpu_ms": raw["server_cpu_ms"],
-            }
+                try:   # the SDK timing out (at 512 it may) must not lose the table
+                    med["openai"] = asyncio.run(run_openai(server.url, conc, n, server, bodies))
+                except Exception as exc:  # noqa: BLE001
+                    print(f"  concurrency {conc}: the openai client failed: {exc!r}", flush=True)
+            row = _row(conc, n, conc / lat, med, seq)
             results[str(conc)] = row
             rows.append(list(row.values()))
             print(f"  concurrency {conc}: rewardjudge {row['rewardjudge']:.3f} of the limit, "

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -127,24 +127,33 @@ class Grader(abc.ABC):
 
     async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
         """One Grade per sample of one prompt, in order: each is ``screen``-ed (penalized
-        before any judge call), the rest go to ``judge_group``."""
+        before any judge call; a long completion in a worker thread), the rest go to
+        ``judge_group``."""
         grades: list[Grade | None] = [None] * len(samples)
-        screened: list[tuple[int, StringThread, BaseModel | None]] = []
+        screened: list[tuple[StringThread, BaseModel | None]] = []
+        at: list[int] = []
         for i, sample in enumerate(samples):
-            parsed, rejected = await self.ascreen(self.check_sample(sample), self.completion_model)
+            sample = self.check_sample(sample)
+            if len(sample.completion()) > _INLINE_CHARS:
+                parsed, rejected = await asyncio.to_thread(self.screen, sample, self.completion_model)
+            else:
+                parsed, rejected = self.screen(sample, self.completion_model)
             if rejected is None:
-                screened.append((i, sample, parsed))
+                screened.append((sample, parsed))
+                at.append(i)
             grades[i] = rejected
         if screened:
-            judged = await self.judge_group([(s, p) for _, s, p in screened])
-            for (i, _, _), grade in zip(screened, judged):
+            for i, grade in zip(at, await self.judge_group(screened)):
                 grades[i] = grade
         return grades  # type: ignore[return-value]
 
     async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
         """The Grades of screened ``(sample, parsed)`` of one prompt, in order; by default
         ``judge`` on each."""
-        return [await self.judge(sample, parsed) for sample, parsed in screened]
+        grades = []
+        for sample, parsed in screened:   # a loop, not a comprehension: no coroutine of its own
+            grades.append(await self.judge(sample, parsed))
+        return grades
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         """A screened sample's Grade (``parsed``: the completion parsed into ``completion_model``)."""
@@ -217,13 +226,6 @@ class Grader(abc.ABC):
         reason = (content_free_fields(dumped, self.content_free_phrases, completion_model)
                   if self.reject_content_free else None)
         return (parsed, None) if reason is None else (None, self.penalized(sample, f"malformed completion: {reason}"))
-
-    async def ascreen(self, sample: StringThread, completion_model: type[BaseModel] | None = None
-                      ) -> tuple[BaseModel | None, Grade | None]:
-        """``screen``; a long completion in a worker thread."""
-        if len(sample.completion()) > _INLINE_CHARS:
-            return await asyncio.to_thread(self.screen, sample, completion_model)
-        return self.screen(sample, completion_model)
 
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,
@@ -397,11 +399,15 @@ class Grader(abc.ABC):
         except (ConfigError, asyncio.CancelledError):
             raise
         except JudgeError as exc:
-            return [self.unscored(f"{type(exc).__name__}: {exc}", attempts=exc.attempts)
-                    for _ in samples]
+            return self._unscored_unit(len(samples), f"{type(exc).__name__}: {exc}", exc.attempts)
         except Exception as exc:  # keep a training loop alive; say what happened
             log.warning("grader %s raised %r; left unscored", self.grader_key, exc)
-            return [self.unscored(f"grader error: {type(exc).__name__}: {exc}") for _ in samples]
+            return self._unscored_unit(len(samples), f"grader error: {type(exc).__name__}: {exc}")
+
+    def _unscored_unit(self, n: int, reason: str, attempts: int = 0) -> list[Grade]:
+        # apart from _grade_unit: a comprehension there would give each unit in flight the
+        # closure cells of the variables it reads
+        return [self.unscored(reason, attempts=attempts) for _ in range(n)]
 
     async def grade_batch(self, samples: Iterable[StringThread]) -> list[Grade]:
         """Grade ``samples`` concurrently; one Grade per sample, in order. Its unit is a prompt
@@ -412,29 +418,34 @@ class Grader(abc.ABC):
         units = ([unit for group in groups(range(len(items)), lambda i: prompt_key(items[i]))
                   for unit in balanced_chunks(group, self.max_group or len(group))] if self.judges_groups
                  else [[i] for i in range(len(items))])
-        per_unit = await _bounded_map(self.batch_concurrency(), self._grade_unit,
-                                      [[items[i] for i in unit] for unit in units])
         results: list[Grade] = [None] * len(items)  # type: ignore[list-item]
-        for unit, grades in zip(units, per_unit):
-            if isinstance(grades, BaseException):   # every unit has finished by now
-                raise grades
-            for i, g in zip(unit, grades):
-                results[i] = g
+        usage_errors: dict[int, Exception] = {}
+        todo = iter(enumerate(units))
+
+        async def worker() -> None:
+            # a few workers take the units in turn: no task waits per unit, so a large batch
+            # holds no more in flight than its concurrency
+            for k, unit in todo:
+                try:
+                    grades = await self._grade_unit([items[i] for i in unit])
+                except Exception as exc:   # a usage error: raised once every unit has finished
+                    usage_errors[k] = exc
+                    continue
+                for i, g in zip(unit, grades):
+                    results[i] = g
+
+        limit = self.batch_concurrency() or len(units)
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(units)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:   # a worker interrupted (or this batch cancelled) stops the others too
+            for w in workers:
+                w.cancel()
+        if usage_errors:
+            raise usage_errors[min(usage_errors)]
         return results
 
     def grade_batch_sync(self, samples: Sequence[StringThread]) -> list[Grade]:
         """``grade_batch`` from synchronous code, even inside a running loop."""
         return run_sync(self.grade_batch(samples))
 
-
-async def _bounded_map(limit: int | None, fn: Callable[[Any], Awaitable[Any]],
-                       args: Sequence[Any]) -> list[Any]:
-    """``[await fn(a) for a in args]`` run concurrently, at most ``limit`` at
-    once (None: all), in order; an exception takes its result's place."""
-    slots = asyncio.Semaphore(limit or max(1, len(args)))
-
-    async def bounded(arg: Any) -> Any:
-        async with slots:
-            return await fn(arg)
-
-    return await asyncio.gather(*(bounded(a) for a in args), return_exceptions=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from functools import partial
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
@@ -212,8 +213,8 @@ class TemplatedPromptJudgeGrader(Grader):
             verdict = self.output_model.model_validate(data)
         except Exception as exc:  # ValidationError, or a validator's own error
             raise ValueError(f"does not match {self.output_model.__name__}: {exc}".replace("\n", " ")[:400]) from None
-        if getattr(verdict, "labels_only", False) is True:   # a label without a number (a scorer's spec)
-            return verdict, None
+        if _may_be_labels_only(type(verdict)) and getattr(verdict, "labels_only", False) is True:
+            return verdict, None   # a label without a number (a scorer's spec)
         return verdict, output_value(verdict)
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
@@ -225,10 +226,7 @@ class TemplatedPromptJudgeGrader(Grader):
             return self._form_request(messages, policy_texts)
         labels = self._label[1] if self._label is not None else ()
         if not self.seal:
-            texts = [t for t in policy_texts if t]
-            return messages, self._schema, lambda text: _label_to_verdict(
-                read_unsealed(text, texts, check=self._check, labels=labels, same=self._same),
-                text, self._label_verdict)
+            return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t], labels)
         seal = self._sealer.value(messages)
         if self._label is not None and not self.structured and not self._shows_schema:
             instruction = label_instruction(seal, " or ".join(labels))
@@ -238,7 +236,8 @@ class TemplatedPromptJudgeGrader(Grader):
         schema = self._wire_schema
         if schema is not None and not getattr(self.model, "caches_grammars", True):
             schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
-        return seal_messages(messages, instruction), schema, lambda text: self._read_sealed(text, seal, labels)
+        # a partial, not a closure: fewer objects for each request in flight
+        return seal_messages(messages, instruction), schema, partial(self._read_sealed, seal, labels)
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any]:
@@ -268,8 +267,12 @@ class TemplatedPromptJudgeGrader(Grader):
 
         return decision.map(made)
 
-    def _read_sealed(self, text: str, seal: str, labels: Sequence[str]) -> Any:
+    def _read_sealed(self, seal: str, labels: Sequence[str], text: str) -> Any:
         decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same)
+        return _label_to_verdict(decision, text, self._label_verdict)
+
+    def _read_unsealed(self, texts: list[str], labels: Sequence[str], text: str) -> Any:
+        decision = read_unsealed(text, texts, check=self._check, labels=labels, same=self._same)
         return _label_to_verdict(decision, text, self._label_verdict)
 
     def _same(self, a: Any, b: Any) -> bool:
@@ -443,6 +446,14 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
             return frozenset()
         reads.update(names)
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
+
+
+@functools.lru_cache(maxsize=256)
+def _may_be_labels_only(model: type[BaseModel]) -> bool:
+    """Whether a verdict of ``model`` can have ``labels_only``: asked once per class, as a
+    pydantic model answers a missing attribute slowly (it raises inside ``__getattr__``)."""
+    return (hasattr(model, "labels_only") or "labels_only" in model.model_fields
+            or model.model_config.get("extra") == "allow")
 
 
 @functools.lru_cache(maxsize=256)

@@ -283,13 +283,33 @@ class HTTPTransport:
         """``(read(status, headers, body, latency) of the reply, attempts)``: the one retry loop.
         A ``JudgeError`` that ``read`` or the POST raises is retried while it is ``retryable`` and
         ``policy`` allows; else it is raised with ``attempts`` set. Every attempt runs in this one
-        coroutine: hundreds of requests may be in flight, each holding its chain of coroutines."""
+        coroutine, the POST included: hundreds of requests may be in flight, and each coroutine
+        a request holds is resumed at every step and walked by the garbage collector."""
         n = 0
         while True:
             n += 1
             start = time.perf_counter()
             try:
-                status, headers, raw = await self.post(state, path, body, n)
+                if self.http_client is not None:
+                    status, headers, raw = await self._post_httpx(path, body)
+                else:
+                    session = state.session
+                    if session is None or session.closed:
+                        session = await self._session(state)
+                    try:
+                        r = await session.post(self._url(state, path), data=body, allow_redirects=False,
+                                               proxy=state.proxy, proxy_auth=state.proxy_auth)
+                        try:
+                            status, headers, raw = r.status, r.headers, await self._read(r, r.status == 200)
+                        finally:
+                            r.release()   # what ``async with`` does on exit, without its two coroutines
+                    except JudgeError:
+                        raise
+                    except Exception as exc:
+                        failure = self._failure(exc, n)
+                        if failure is None:
+                            raise
+                        raise failure from exc
                 return read(status, headers, raw, time.perf_counter() - start), n
             except JudgeError as exc:
                 exc.attempts = n
@@ -297,39 +317,30 @@ class HTTPTransport:
                     raise
                 await asyncio.sleep(policy.delay(n, getattr(exc, "retry_after", None)))
 
-    async def post(self, state: LoopState, path: str, body: bytes,
-                   attempt: int = 1) -> tuple[int, Any, bytes]:
-        """POST ``body``; ``(status, headers, body)`` or a retryable JudgeError."""
-        if self.http_client is not None:
-            return await self._post_httpx(path, body)
+    def _failure(self, exc: Exception, attempt: int) -> JudgeError | None:
+        """The JudgeError an aiohttp POST's exception is (None: not a transport failure)."""
         import aiohttp
 
-        session = state.session
-        if session is None or session.closed:
-            session = await self._session(state)
-        try:
-            async with session.post(self._url(state, path), data=body, allow_redirects=False,
-                                    proxy=state.proxy, proxy_auth=state.proxy_auth) as r:
-                return r.status, r.headers, await self._read(r, r.status == 200)
-        except asyncio.TimeoutError as exc:  # before OSError: TimeoutError is one since 3.11
-            raise JudgeTimeoutError(f"judge timed out after {self.timeout}s") from exc
-        except aiohttp.ClientConnectorCertificateError as exc:
+        if isinstance(exc, asyncio.TimeoutError):  # before OSError: TimeoutError is one since 3.11
+            return JudgeTimeoutError(f"judge timed out after {self.timeout}s")
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
             err = JudgeConnectionError(
                 f"judge TLS certificate not trusted ({exc.certificate_error}): pass verify= a CA "
                 f"bundle path or an ssl.SSLContext that trusts it (verify=False skips the check)")
             err.retryable = False  # it will not be trusted on the next try either
-            raise err from exc
-        except aiohttp.ClientConnectorError as exc:  # refused, unreachable, DNS: back off
-            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            return err
+        if isinstance(exc, aiohttp.ClientConnectorError):  # refused, unreachable, DNS: back off
+            return JudgeConnectionError(f"judge connection failed: {exc!r}")
+        if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
             err = JudgeConnectionError(f"judge connection failed: {exc!r}")
             if attempt == 1:
                 # usually a kept-alive connection the server had just closed: a new connection
                 # serves the retry at once (RFC 9112 9.3.1); later failures back off as usual
                 err.retry_after = 0.0  # type: ignore[attr-defined]
-            raise err from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise JudgeConnectionError(f"judge connection failed: {exc!r}") from exc
+            return err
+        if isinstance(exc, (aiohttp.ClientError, OSError)):
+            return JudgeConnectionError(f"judge connection failed: {exc!r}")
+        return None
 
     def _read(self, r: Any, whole: bool) -> Any:
         """An awaitable of the reply body, at most ``max_response_bytes`` of it (see ``_capped``)."""

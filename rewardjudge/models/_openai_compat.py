@@ -17,7 +17,7 @@ from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, LoopState, RetryPolicy, check_base_url, request_headers
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy, check_base_url, request_headers
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
 
@@ -134,15 +134,9 @@ class OpenAIModel(InferenceModel):
         """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set)."""
         return self.grammar_field is not None
 
-    def _request(self, state: LoopState, path: str, body: bytes,
-                 read: Callable[[int, Any, bytes, float], Any]) -> Any:
-        """``(read(...) of the reply, attempts)`` through the transport's one retry loop."""
-        return self._http.request(state, path, body, read, self.retry_policy)
-
-    def _completion(self, style: str | None, status: int, headers: Any, raw: bytes,
-                    latency: float) -> Completion:
+    def _completion(self, status: int, headers: Any, raw: bytes, latency: float, *,
+                    structured: bool = False) -> Completion:
         """The reply of one chat attempt, or the error it is."""
-        structured = style not in (None, "none")
         if status != 200:
             text = raw.decode("utf-8", "replace")
             if structured and refuses_response_format(status, text):
@@ -150,10 +144,14 @@ class OpenAIModel(InferenceModel):
             raise self._http.error(status, headers, text)
         return _parse_chat_body(raw, latency, structured=structured)
 
+    def _structured_completion(self, status: int, headers: Any, raw: bytes, latency: float) -> Completion:
+        return self._completion(status, headers, raw, latency, structured=True)
+
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
         """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
-        the ``grammar_field`` of the body (only where ``accepts_grammar``)."""
+        the ``grammar_field`` of the body (only where ``accepts_grammar``). A request refused
+        *because of* its ``json_schema`` form is re-sent at once in the next weaker form."""
         state = self._http.loop_state()
         if grammar is not None and self.grammar_field is None:
             raise ConfigError(f"{self!r} sends no grammar: set grammar_field (the body field "
@@ -168,40 +166,40 @@ class OpenAIModel(InferenceModel):
         # in flight (the garbage collector walks what hundreds of requests hold)
         text = json.dumps(data)
         del data
-        async with state.sem:
-            if json_schema is None:
-                completion, attempts = await self._request(state, "/chat/completions", text.encode(),
-                                                           partial(self._completion, None))
-            else:
-                completion, attempts = await self._structured(state, text, json_schema)
-        completion.attempts = attempts
-        return completion
-
-    async def _structured(self, state: LoopState, text: str,
-                          schema: dict[str, Any]) -> tuple[Completion, int]:
-        """Send ``text`` (a JSON body) with ``schema`` as the form this server takes."""
         refused = -1  # the rank of the weakest style refused during this call
-        while True:
-            style, probe = self._styles.choose(self._structured_output, self.structured_output_reprobe)
-            if RANK[style] <= refused:
-                style, probe = STYLES[refused + 1], False
-            rf = response_format_json(schema, style)
-            body = (text if rf is None else f'{text[:-1]}, "response_format": {rf}}}').encode()
-            try:
-                reply = await self._request(state, "/chat/completions", body,
-                                            partial(self._completion, style))
-            except SchemaRejected as exc:
-                # a request-shape problem, not an outage: resend now, weaker, no retry spent
-                self._styles.refused(style, str(exc), self.structured_output_reprobe)
-                refused = RANK[style]
-                continue
-            except BaseException:
+        async with state.sem:
+            while True:   # every try in this one coroutine (see HTTPTransport.request)
+                style, probe, body = self._styled(text, json_schema, refused)
+                try:
+                    completion, attempts = await self._http.request(
+                        state, "/chat/completions", body,
+                        self._completion if style in (None, "none") else self._structured_completion,
+                        self.retry_policy)
+                except SchemaRejected as exc:
+                    # a request-shape problem, not an outage: resend now, weaker, no retry spent
+                    self._styles.refused(style, str(exc), self.structured_output_reprobe)
+                    refused = RANK[style]
+                    continue
+                except BaseException:
+                    if probe:
+                        self._styles.probe_ended(style, accepted=False)
+                    raise
                 if probe:
-                    self._styles.probe_ended(style, accepted=False)
-                raise
-            if probe:
-                self._styles.probe_ended(style, accepted=True)
-            return reply
+                    self._styles.probe_ended(style, accepted=True)
+                completion.attempts = attempts
+                return completion
+
+    def _styled(self, text: str, schema: dict[str, Any] | None, refused: int
+                ) -> tuple[str | None, bool, bytes]:
+        """``(style, probe, body)``: ``text`` (a JSON body) with ``schema`` in the form this
+        server takes, stronger than the ``refused`` rank (no schema: style None)."""
+        if schema is None:
+            return None, False, text.encode()
+        style, probe = self._styles.choose(self._structured_output, self.structured_output_reprobe)
+        if RANK[style] <= refused:
+            style, probe = STYLES[refused + 1], False
+        rf = response_format_json(schema, style)
+        return style, probe, (text if rf is None else f'{text[:-1]}, "response_format": {rf}}}').encode()
 
     @property
     def continues_prefix(self) -> bool:  # type: ignore[override]
@@ -216,8 +214,9 @@ class OpenAIModel(InferenceModel):
         endpoint, path, body = self._logprobs_request([dict(m) for m in messages], params)
         state = self._http.loop_state()
         async with state.sem:
-            dist, attempts = await self._request(state, path, body,
-                                                 partial(self._distribution, endpoint, choices))
+            dist, attempts = await self._http.request(state, path, body,
+                                                      partial(self._distribution, endpoint, choices),
+                                                      self.retry_policy)
         dist.attempts = attempts
         return dist
 
