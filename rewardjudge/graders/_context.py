@@ -4,6 +4,7 @@ docs/pipeline.md), its text neutralised before any judge sees it."""
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any, Callable, Collection, Iterable
 
 from ..readouts._text import neutralize_all, neutralize_value
@@ -44,8 +45,11 @@ class _Values:
 
     def __init__(self, thread: StringThread, tags: tuple, ctl: tuple, output_schema: str):
         turns = thread.turns
-        texts = neutralize_all([c for _, c in turns], tags, ctl)
-        self.all = [(r, t) for (r, _), t in zip(turns, texts)]
+        contents = [c for _, c in turns]
+        texts = neutralize_all(contents, tags, ctl)
+        # clean texts come back as the same objects: the turns need no rebuilding
+        self.all = turns if all(map(operator.is_, texts, contents)) else [
+            (r, t) for (r, _), t in zip(turns, texts)]
         self.has_completion = bool(self.all) and self.all[-1][0] == "assistant"
         self.context = self.all[:-1] if self.has_completion else self.all
         self.completion = self.all[-1][1] if self.has_completion else ""

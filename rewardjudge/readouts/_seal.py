@@ -191,11 +191,13 @@ class _Duplicate(Exception):   # not a ValueError: a decode error is not a repea
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Duplicate(k)
-        out[k] = v
+    out = dict(pairs)   # in C; the loop below runs only when a key repeats
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Duplicate(k)
+            seen.add(k)
     return out
 
 
@@ -299,6 +301,9 @@ def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]],
 def _last(found: "list[tuple[int, int, Any]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
     """The last of ``found`` (in reply order) with the values of the earlier
     ones that disagree with it; a last ``NoVerdict`` is the reading."""
+    if len(found) == 1:   # the common reply: one verdict, nothing to order or compare
+        start, end, last = found[0]
+        return last if isinstance(last, NoVerdict) else Verdict(last, start, end, ())
     found.sort(key=lambda f: f[0])
     start, end, last = found[-1]
     if isinstance(last, NoVerdict):
