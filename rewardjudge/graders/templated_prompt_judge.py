@@ -213,9 +213,12 @@ class TemplatedPromptJudgeGrader(Grader):
             verdict = self.output_model.model_validate(data)
         except Exception as exc:  # ValidationError, or a validator's own error
             raise ValueError(f"does not match {self.output_model.__name__}: {exc}".replace("\n", " ")[:400]) from None
-        if _may_be_labels_only(type(verdict)) and getattr(verdict, "labels_only", False) is True:
-            return verdict, None   # a label without a number (a scorer's spec)
-        return verdict, output_value(verdict)
+        return verdict, self.verdict_value(verdict)
+
+    def verdict_value(self, verdict: BaseModel) -> float | None:
+        """The reward a checked verdict stands for (``output_value``); a family whose verdicts
+        are labels without numbers says None."""
+        return output_value(verdict)
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
                        ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
@@ -374,7 +377,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         # the spec's verdict model is a class built per spec (it cannot pickle): rebuild the grader
         # from its arguments, with the same seal key so requests reproduce
         binding, model, options = self._args
-        return _unpickled_scorer_grader, (binding, model, options, self._sealer)
+        return partial(ScorerJudgeGrader, binding, model, seal_key=bytes.fromhex(self._sealer.key_hex()), **options), ()
 
     @property
     def labels_only(self) -> bool:
@@ -417,18 +420,14 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         return await self.ask_judge([{"role": "user", "content": prompt}],
                                     extra={**extra, "missing_variables": missing})
 
+    def verdict_value(self, verdict: BaseModel) -> float | None:
+        return None if self.labels_only else output_value(verdict)
+
     def verdict_extra(self, verdict: BaseModel, answer: JudgeAnswer) -> dict[str, Any]:
         raw = answer.completion.raw   # the server's own model name when it gives one (an alias resolved)
         reported = raw.get("model") if isinstance(raw, dict) else None
         return {"judge_model": reported if isinstance(reported, str) and reported else self.model_name,
                 "label": verdict.label, "score": verdict.score}
-
-
-def _unpickled_scorer_grader(binding: Any, model: InferenceModel, options: dict[str, Any],
-                             sealer: Sealer) -> ScorerJudgeGrader:
-    grader = ScorerJudgeGrader(binding, model, **options)
-    grader._sealer = sealer
-    return grader
 
 
 def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
@@ -446,14 +445,6 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
             return frozenset()
         reads.update(names)
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
-
-
-@functools.lru_cache(maxsize=256)
-def _may_be_labels_only(model: type[BaseModel]) -> bool:
-    """Whether a verdict of ``model`` can have ``labels_only``: asked once per class, as a
-    pydantic model answers a missing attribute slowly (it raises inside ``__getattr__``)."""
-    return (hasattr(model, "labels_only") or "labels_only" in model.model_fields
-            or model.model_config.get("extra") == "allow")
 
 
 @functools.lru_cache(maxsize=256)
