@@ -55,9 +55,6 @@ def _chosen(argv: list[str]) -> str | None:
     return None
 
 
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
 def _share_options(parser: argparse.ArgumentParser) -> None:
     """Copy ``parser``'s options into its subcommands' parsers (recursively), with a suppressed
     default so that a value given before the subcommand is kept."""
@@ -83,7 +80,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="rewardjudge", description="LLM-as-judge reward graders.")
     p.add_argument("--version", action="version", version=f"rewardjudge {__version__}")
-    p.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper, default=None,
+    p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper, default=None,
                    help="print the library's log messages from this level on (default: warnings)")
     sub = p.add_subparsers(dest="command", required=True)
     chosen = None if argv is None else _chosen(argv)

@@ -88,18 +88,11 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
     from .models._spawn import free_port
 
     threads = demo_threads(eval_mode)
-
-    async def grade_all(judge: InferenceModel) -> tuple[list[Grade], list[Grade]]:
-        return (await demo_grader(judge).grade_batch(threads), await demo_group_grader(judge).grade_batch(threads))
-
-    if judge_url:
-        judge = OpenAIModel(judge_url, judge_model or "judge")
-        async with judge:
-            grades, group_grades = await grade_all(judge)
-    else:
+    if not judge_url:
         print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...")
-        async with spawn_judge() as judge:
-            grades, group_grades = await grade_all(judge)
+    async with (OpenAIModel(judge_url, judge_model or "judge") if judge_url else spawn_judge()) as judge:
+        grades = await demo_grader(judge).grade_batch(threads)
+        group_grades = await demo_group_grader(judge).grade_batch(threads)
     print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
     for t, g in zip(threads, grades):
         print(format_grade(t, g))

@@ -71,10 +71,6 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None):
         async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
             yield model
     elif judge == "torch":
-        from .. import models
-
-        if not hasattr(models, "TorchModel"):
-            raise ConfigError("--judge torch needs rewardjudge.models.TorchModel, which this install lacks")
         from ..models import spawn_judge
 
         # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from collections import Counter
+from itertools import chain
 from typing import Any
 
 from .. import spans
@@ -165,13 +166,9 @@ async def _arun(args: argparse.Namespace) -> int:
     for path in args.spans:
         if not os.path.exists(path):
             raise ConfigError(f"no such spans file: {path}")
-
-    def read():
-        for path in args.spans:
-            yield from spans.read_otlp_file(path, args.format)
-
+    read = chain.from_iterable(spans.read_otlp_file(path, args.format) for path in args.spans)
     async with _judges(args, pipeline) as (judge, override):
-        run = await spans.arun_pipeline(pipeline, read(), judge, output_dir=args.output, keep_prompts=args.keep_prompts,
+        run = await spans.arun_pipeline(pipeline, read, judge, output_dir=args.output, keep_prompts=args.keep_prompts,
                                   retry_unscored=args.retry_unscored, allow_model_override=override,
                                   batch_size=args.batch_size)
     return _report(run)

@@ -88,10 +88,7 @@ def _file_payload(args: argparse.Namespace) -> dict[str, Any]:
         if not isinstance(config, dict):
             raise ConfigError("--template needs a file whose 'config' is an object to put it in")
         data["config"] = {**config, "prompt_template": _read_text(args.template)}
-    if args.name is not None:
-        data["name"] = args.name
-    if args.description is not None:
-        data["description"] = args.description
+    data.update({k: getattr(args, k) for k in ("name", "description") if getattr(args, k) is not None})
     return data
 
 

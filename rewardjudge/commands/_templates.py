@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from ._judge import add_arguments
 
 # each command imports the template stack where it runs: `templates --help` must not load pybars3
 
@@ -141,38 +142,36 @@ def _contribute(bundle: dict, language: str, root: Path) -> int:
     return 1 if problems else 0
 
 
+_ROOT = ("--root", {"help": "a templates folder (default: the package's own)"})
+_PROMPTS = ("--prompts", {"help": "a user bundle folder (default: $REWARDJUDGE_PROMPTS)"})
+
+
 def add_parser(sub) -> None:
     """The ``rewardjudge templates`` command group."""
-    p = sub.add_parser("templates")
-    tsub = p.add_subparsers(dest="templates_command", required=True)
-    c = tsub.add_parser("compile", help="compile the .txt prompt sources into bundle.<lang>.json")
-    c.add_argument("--language", action="append", help="only this language (repeatable)")
-    c.add_argument("--check", action="store_true", help="write nothing; exit 1 if a bundle is stale")
-    c.add_argument("--root", help="a templates folder (default: the package's own)")
-    c.set_defaults(func=_compile)
-    k = tsub.add_parser("check", help="exit 1 if a bundle is stale or a translation is inconsistent")
-    k.add_argument("--root", help="a templates folder (default: the package's own)")
-    k.set_defaults(func=_check)
-    ls = tsub.add_parser("list", help="list the built-in prompts and their languages")
-    ls.add_argument("--prompts", help="a user bundle folder (default: $REWARDJUDGE_PROMPTS)")
-    ls.set_defaults(func=_list)
-    s = tsub.add_parser("show", help="print one built-in prompt (fragments inlined)")
-    s.add_argument("key", help="GraderClass/method, e.g. CriterionJudgeGrader/system")
-    s.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")
-    s.add_argument("--multimodal", action="store_true", help="the variant for image input, if any")
-    s.add_argument("--prompts", help="a user bundle folder (default: $REWARDJUDGE_PROMPTS)")
-    s.set_defaults(func=_show)
-    t = tsub.add_parser("translate", help="draft a translation bundle with a judge model")
-    t.add_argument("language", help="the target language slug, e.g. fr, hindi, pt_br")
-    t.add_argument("--judge", required=True, help="an OpenAI-compatible server URL ending in /v1, or 'embedded'")
-    t.add_argument("--judge-model", help="the model name (default: the server's only model)")
-    t.add_argument("--api-key", help="the server's API key (default: $OPENAI_API_KEY)")
-    t.add_argument("--out", help="the user bundle folder to write bundle.<LANG>.json into")
-    t.add_argument("--key", action="append", help="only this key (repeatable), e.g. "
-                   "CriterionJudgeGrader/system or _fragments/reply_as_json")
-    t.add_argument("--retries", type=int, default=1, help="re-asks per refused key (default 1)")
-    t.add_argument("--contribute", action="store_true",
-                   help="write the translation as .txt sources into this source checkout's "
-                        "prompts.<LANG>/ (not a user folder), compile its bundle and check them all")
-    t.add_argument("--root", help="with --contribute: a templates folder (default: the package's own)")
-    t.set_defaults(func=_translate)
+    tsub = sub.add_parser("templates").add_subparsers(dest="templates_command", required=True)
+    for name, func, help_text, arguments in (
+            ("compile", _compile, "compile the .txt prompt sources into bundle.<lang>.json", [
+                ("--language", {"action": "append", "help": "only this language (repeatable)"}),
+                ("--check", {"action": "store_true", "help": "write nothing; exit 1 if a bundle is stale"}), _ROOT]),
+            ("check", _check, "exit 1 if a bundle is stale or a translation is inconsistent", [_ROOT]),
+            ("list", _list, "list the built-in prompts and their languages", [_PROMPTS]),
+            ("show", _show, "print one built-in prompt (fragments inlined)", [
+                ("key", {"help": "GraderClass/method, e.g. CriterionJudgeGrader/system"}),
+                ("--language", {"help": "e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)"}),
+                ("--multimodal", {"action": "store_true", "help": "the variant for image input, if any"}),
+                _PROMPTS]),
+            ("translate", _translate, "draft a translation bundle with a judge model", [
+                ("language", {"help": "the target language slug, e.g. fr, hindi, pt_br"}),
+                ("--judge", {"required": True,
+                             "help": "an OpenAI-compatible server URL ending in /v1, or 'embedded'"}),
+                ("--judge-model", {"help": "the model name (default: the server's only model)"}),
+                ("--api-key", {"help": "the server's API key (default: $OPENAI_API_KEY)"}),
+                ("--out", {"help": "the user bundle folder to write bundle.<LANG>.json into"}),
+                ("--key", {"action": "append", "help": "only this key (repeatable), e.g. "
+                                                       "CriterionJudgeGrader/system or _fragments/reply_as_json"}),
+                ("--retries", {"type": int, "default": 1, "help": "re-asks per refused key (default 1)"}),
+                ("--contribute", {"action": "store_true", "help": (
+                    "write the translation as .txt sources into this source checkout's prompts.<LANG>/ "
+                    "(not a user folder), compile its bundle and check them all")}),
+                ("--root", {"help": "with --contribute: a templates folder (default: the package's own)"})])):
+        add_arguments(tsub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
