@@ -207,14 +207,6 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
     if cols.completion is not None:  # an empty answer is graded (and judged) as empty, not skipped
         completion = "" if row[cols.completion] is None else row[cols.completion]
         turns += message_turns(completion, "assistant", f"{where}: column {cols.completion!r}")
-    try:
-        return StringThread(turns, _row_metadata(row, cols, index, eval_mode))
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
-                  eval_mode: bool | None) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for col in cols.metadata:  # a column holding a dict is merged in
         metadata.update(row[col] if isinstance(row[col], Mapping) else {col: row[col]})
@@ -224,7 +216,10 @@ def _row_metadata(row: Mapping[str, Any], cols: Columns, index: int | None,
         metadata["row"] = index
     if eval_mode is not None:
         metadata["eval"] = bool(eval_mode)
-    return metadata
+    try:
+        return StringThread(turns, metadata)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def thread_digest(thread: StringThread) -> str:
@@ -308,7 +303,10 @@ def load_data(data: Any, *, split: str | None = None):
     if isinstance(data, datasets.DatasetDict):
         return _pick_split(data, split)
     if isinstance(data, list):
-        return _from_list(data)
+        if not all(isinstance(r, Mapping) for r in data):
+            raise ConfigError("a list of rows must hold dicts (column -> value)")
+        return _or_with_parts(lambda: datasets.Dataset.from_list([dict(r) for r in data]), lambda: iter(data),
+                              lambda: datasets.Dataset.from_list([_with_parts(r) for r in data]))
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
         return datasets.Dataset.from_pandas(data, preserve_index=False)
     if not isinstance(data, (str, os.PathLike)):
@@ -338,15 +336,6 @@ def _from_folder(path: Path, split: str | None) -> Any:
                           f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
     loaded = datasets.load_from_disk(str(path))
     return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
-
-
-def _from_list(rows: list) -> Any:
-    import datasets
-
-    if not all(isinstance(r, Mapping) for r in rows):
-        raise ConfigError("a list of rows must hold dicts (column -> value)")
-    return _or_with_parts(lambda: datasets.Dataset.from_list([dict(r) for r in rows]), lambda: iter(rows),
-                          lambda: datasets.Dataset.from_list([_with_parts(r) for r in rows]))
 
 
 def _from_file(path: Path) -> Any:

@@ -22,12 +22,6 @@ _GRADE_TYPES = {"grade_value": "float64", "grade_attempts": "int64", "grade_prom
                 "grade_completion_tokens": "int64", "grade_latency_s": "float64"}
 
 
-def _grade_features():
-    import datasets
-
-    return {c: datasets.Value(_GRADE_TYPES.get(c, "string")) for c in GRADE_COLUMNS}
-
-
 def write_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, default=str))
@@ -119,7 +113,8 @@ class OrderedOutput:
         if self._schema is None:
             import datasets
 
-            self._schema = datasets.Features({**self.ds.features, **_grade_features()}).arrow_schema
+            grades = {c: datasets.Value(_GRADE_TYPES.get(c, "string")) for c in GRADE_COLUMNS}
+            self._schema = datasets.Features({**self.ds.features, **grades}).arrow_schema
         return self._schema
 
     def _flush(self) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..grade import STATUSES, Grade
-from ._report import SummaryBuilder, _label_counts, _results_path, read_columns, summary_builder
+from ._report import SummaryBuilder, _label_counts, _results_path, read_columns
 
 __all__ = ["RunHealth", "health_figure", "read_run_health", "save_health_plot", "save_histogram"]
 
@@ -71,8 +71,9 @@ def _bins(n: int) -> np.ndarray:
     return np.unique(np.linspace(0, n, min(MAX_BINS, max(n, 1)) + 1).round().astype(np.int64))
 
 
-def _stacked(ax: Any, edges: np.ndarray, series: dict[str, np.ndarray], colors: dict[str, str]) -> bool:
-    """Stacked bars, one per bin, of per-row masks summed in each bin."""
+def _stacked(ax: Any, edges: np.ndarray, per: int, series: dict[str, np.ndarray], colors: dict[str, str],
+             what: str, title: str) -> bool:
+    """A panel of stacked bars, one per bin, of per-row masks summed in each bin; whether any bar."""
     left, width = edges[:-1], np.diff(edges)
     bottom = np.zeros(left.size)
     for name, mask in series.items():
@@ -81,6 +82,10 @@ def _stacked(ax: Any, edges: np.ndarray, series: dict[str, np.ndarray], colors: 
             ax.bar(left, counts, width=width, bottom=bottom, align="edge", color=colors[name], label=name,
                    linewidth=0)
             bottom += counts
+    if bottom.any():
+        ax.legend(loc="upper right", fontsize="small")
+    ax.set_ylabel(f"{what} per bin\n({per} rows a bin)" if per > 1 else what)
+    ax.set_title(title, fontsize="medium", loc="left")
     return bool(bottom.any())
 
 
@@ -94,22 +99,18 @@ def _latency_panel(ax: Any, health: RunHealth, edges: np.ndarray, per: int) -> N
             if sel.any():
                 ax.scatter(rows[sel], health.latency[sel], s=4, color=_STATUS_COLORS[s], alpha=0.5, label=s)
         if per > 1:  # a bin of one row is its dot
-            _latency_lines(ax, edges, health.latency, has)
+            bins = [((lo + hi) / 2, health.latency[lo:hi][has[lo:hi]]) for lo, hi in zip(edges[:-1], edges[1:])]
+            bins = [(mid, vals) for mid, vals in bins if vals.size]
+            mids = [mid for mid, _ in bins]
+            ax.plot(mids, [float(np.median(v)) for _, v in bins], color="black", linewidth=1.2, label="median")
+            ax.plot(mids, [float(np.quantile(v, 0.95)) for _, v in bins], color="black", linewidth=0.8,
+                    linestyle="--", label="p95")
         ax.set_ylim(bottom=0)
         ax.legend(loc="upper right", fontsize="small")
     else:
         ax.text(0.5, 0.5, "no judge latency recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylabel("judge latency (s)")
     ax.set_title("judge latency per row", fontsize="medium", loc="left")
-
-
-def _latency_lines(ax: Any, edges: np.ndarray, latency: np.ndarray, has: np.ndarray) -> None:
-    bins = [((lo + hi) / 2, latency[lo:hi][has[lo:hi]]) for lo, hi in zip(edges[:-1], edges[1:])]
-    bins = [(mid, vals) for mid, vals in bins if vals.size]
-    mids = [mid for mid, _ in bins]
-    ax.plot(mids, [float(np.median(v)) for _, v in bins], color="black", linewidth=1.2, label="median")
-    ax.plot(mids, [float(np.quantile(v, 0.95)) for _, v in bins], color="black", linewidth=0.8, linestyle="--",
-            label="p95")
 
 
 def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
@@ -127,23 +128,13 @@ def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
     counts = {s: int(np.count_nonzero(health.status == i)) for i, s in enumerate(STATUSES)}
     fig.suptitle(title or f"judge health: {n} rows  " + "  ".join(f"{s} {k}" for s, k in counts.items()))
 
-    if n and _stacked(ax_status, edges, {s: health.status == i for i, s in enumerate(STATUSES)},
-                      _STATUS_COLORS):
-        ax_status.legend(loc="upper right", fontsize="small")
-    ax_status.set_ylabel(f"rows per bin\n({per} rows a bin)" if per > 1 else "rows")
-    ax_status.set_title("status", fontsize="medium", loc="left")
-
+    _stacked(ax_status, edges, per, {s: health.status == i for i, s in enumerate(STATUSES)}, _STATUS_COLORS,
+             "rows", "status")
     _latency_panel(ax_lat, health, edges, per)
-
     unscored = health.status == STATUSES.index("unscored")
-    if n and unscored.any():
-        _stacked(ax_kind, edges, {k: unscored & (health.kind == i) for i, k in enumerate(UNSCORED_KINDS)},
-                 _KIND_COLORS)
-        ax_kind.legend(loc="upper right", fontsize="small")
-    else:
+    if not _stacked(ax_kind, edges, per, {k: unscored & (health.kind == i) for i, k in enumerate(UNSCORED_KINDS)},
+                    _KIND_COLORS, "unscored", "unscored by kind"):
         ax_kind.text(0.5, 0.5, "no unscored rows", ha="center", va="center", transform=ax_kind.transAxes)
-    ax_kind.set_ylabel(f"unscored per bin\n({per} rows a bin)" if per > 1 else "unscored")
-    ax_kind.set_title("unscored by kind", fontsize="medium", loc="left")
     ax_kind.set_xlabel("row")
 
     for ax in (ax_status, ax_kind):
@@ -180,7 +171,7 @@ def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder
                    title: str | None = None) -> Path:
     """A PNG histogram of values (Grades, their dicts, or a run's ``SummaryBuilder``), scored and
     penalized stacked: a bar per value when few, else 20 bins; a label-only run: a bar per label."""
-    builder = grades if isinstance(grades, SummaryBuilder) else summary_builder(grades)
+    builder = grades if isinstance(grades, SummaryBuilder) else SummaryBuilder(grades)
     return _save(_histogram_figure(builder, title), path)
 
 

@@ -23,7 +23,7 @@ from ..grade import STATUSES, Grade
 from ._journal import STATUS_CODES
 
 __all__ = ["GRADE_COLUMNS", "Comparison", "Summary", "SummaryBuilder", "bootstrap_ci", "compare",
-           "grade_columns", "grade_label", "read_columns", "summarize", "summary_builder"]
+           "grade_columns", "grade_label", "read_columns", "summarize"]
 
 
 #: more distinct values than this are resampled as this many equal-count quantile bins
@@ -67,10 +67,6 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.
     return (float(lo), float(hi))
 
 
-def _grade_dict(g: Grade | Mapping[str, Any]) -> Mapping[str, Any]:
-    return g.to_dict() if isinstance(g, Grade) else g
-
-
 #: verdict fields read as a label, first match wins (see ``grade_label``)
 LABEL_FIELDS = ("label", "verdict", "score", "grade", "decision")
 
@@ -94,7 +90,7 @@ def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
     >>> grade_label(Grade(value=0.6, grader_key="g", extra={"verdict": {"reasoning": "ok", "score": 4}})) is None
     True
     """
-    g = _grade_dict(grade)
+    g = grade.to_dict() if isinstance(grade, Grade) else grade
     if g.get("status", "scored" if g.get("value") is not None else "unscored") != "scored":
         return None
     extra = g.get("extra") or {}
@@ -199,12 +195,12 @@ _MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under 
 
 
 class SummaryBuilder:
-    """A ``Summary`` built in one pass, ``add`` a grade at a time, then ``summary()``.
+    """A ``Summary`` built in one pass: ``grades`` and then ``add`` a grade at a time, then ``summary()``.
 
     Holds counters and per row its value (float64), status (int8) and latency (float32): 13 bytes a row.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, grades: Iterable[Grade | Mapping[str, Any]] = ()) -> None:
         self.n = self.attempts = 0
         self.counts = Counter(dict.fromkeys(STATUSES, 0))
         self.labels, self.tokens, self.errors = Counter(), Counter(), Counter()
@@ -212,10 +208,12 @@ class SummaryBuilder:
         self.versions: set[Any] = set()
         self.labels_only = False
         self._values, self._status, self._lat = array("d"), array("b"), array("f")
+        for g in grades:
+            self.add(g)
 
     def add(self, grade: Grade | Mapping[str, Any], label: str | None = None) -> None:
         """Count one grade (a Grade or its dict); ``label`` if already read."""
-        g = _grade_dict(grade)
+        g = grade.to_dict() if isinstance(grade, Grade) else grade
         self.n += 1
         status = g.get("status")
         self.counts[status] += 1
@@ -230,7 +228,10 @@ class SummaryBuilder:
         if label is not None:
             self.labels[label] += 1
         if status == "unscored":
-            self._count_error(g.get("error"))
+            reason = (g.get("error") or "unknown").split(":")[0][:80]
+            if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
+                reason = "other"
+            self.errors[reason] += 1
         for k, v in (g.get("usage") or {}).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 self.tokens[k] += int(v)
@@ -238,12 +239,6 @@ class SummaryBuilder:
         for seen, v in ((self.keys, g.get("grader_key")), (self.versions, g.get("grader_version"))):
             if len(seen) < 2:
                 seen.add(v)
-
-    def _count_error(self, error: str | None) -> None:
-        reason = (error or "unknown").split(":")[0][:80]
-        if reason not in self.errors and len(self.errors) >= _MAX_ERROR_KINDS:
-            reason = "other"
-        self.errors[reason] += 1
 
     @property
     def values(self) -> np.ndarray:
@@ -261,22 +256,17 @@ class SummaryBuilder:
             a = np.array(self._lat, dtype=np.float64)
             lat = {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)),
                    "p95": float(np.quantile(a, 0.95)), "max": float(a.max())}
+        center = ({"mean": float(values.mean()), "p50": float(np.quantile(values, 0.5)),
+                   "ci": bootstrap_ci(values, confidence=confidence, n_boot=n_boot, seed=seed)}
+                  if values.size else {"mean": None, "p50": None, "ci": None})
         return Summary(
             n=self.n, counts=dict(self.counts), confidence=confidence,
-            **_center(values, confidence=confidence, n_boot=n_boot, seed=seed),
+            **center,
             mean_scored=float(scored.mean()) if scored.size else None,
             latency_s=lat, tokens=dict(self.tokens), attempts=self.attempts,
             grader_key=next(iter(self.keys)) if len(self.keys) == 1 else None,
             grader_version=next(iter(self.versions)) if len(self.versions) == 1 else None,
             errors=dict(self.errors), **_label_counts(dict(self.labels)), labels_only=self.labels_only)
-
-
-def _center(values: np.ndarray, **boot: Any) -> dict[str, Any]:
-    """``mean``, ``p50`` and bootstrap ``ci`` of values (None each for none)."""
-    if not values.size:
-        return {"mean": None, "p50": None, "ci": None}
-    return {"mean": float(values.mean()), "p50": float(np.quantile(values, 0.5)),
-            "ci": bootstrap_ci(values, **boot)}
 
 
 def _label_counts(counts: Mapping[str, int]) -> dict[str, dict]:
@@ -289,14 +279,7 @@ def _label_counts(counts: Mapping[str, int]) -> dict[str, dict]:
 def summarize(grades: Iterable[Grade | Mapping[str, Any]], *, confidence: float = 0.95,
               n_boot: int = 2000, seed: int = 0) -> Summary:
     """Summary of Grades (or their ``to_dict()`` forms), in one pass."""
-    return summary_builder(grades).summary(confidence=confidence, n_boot=n_boot, seed=seed)
-
-
-def summary_builder(grades: Iterable[Grade | Mapping[str, Any]]) -> SummaryBuilder:
-    builder = SummaryBuilder()
-    for g in grades:
-        builder.add(g)
-    return builder
+    return SummaryBuilder(grades).summary(confidence=confidence, n_boot=n_boot, seed=seed)
 
 
 @dataclass
@@ -352,11 +335,6 @@ def _results_path(run: str | os.PathLike, *, journal: bool = False) -> Path:
     return path
 
 
-def _put(column: list, row: int, value: Any) -> None:
-    column.extend([None] * (row + 1 - len(column)))
-    column[row] = value
-
-
 def _read_lines(path: Path, names: Sequence[str]) -> dict[str, list]:
     """Columns from a results JSONL (a row a line) or a journal (a row's last record wins)."""
     out: dict[str, list] = {c: [] for c in names}
@@ -373,9 +351,17 @@ def _read_lines(path: Path, names: Sequence[str]) -> dict[str, list]:
             elif names[0] not in rec:
                 raise ConfigError(f"{path} line {i + 1} is neither a journal record nor a results row "
                                   f"(no {names[0]!r}: not an evaluate_dataset output)")
-            for c in names:
-                _put(out[c], i, rec.get(c))
+            for c in names:  # a journal's rows may come in any order
+                out[c].extend([None] * (i + 1 - len(out[c])))
+                out[c][i] = rec.get(c)
     return out
+
+
+def _read_parquet(path: Path, names: Sequence[str]) -> dict[str, list]:
+    import pyarrow.parquet as pq
+
+    have = set(pq.ParquetFile(path).schema_arrow.names)
+    return pq.read_table(path, columns=[c for c in names if c in have]).to_pydict()
 
 
 def _item_columns(item: Any) -> Mapping[str, Any]:
@@ -408,13 +394,6 @@ def read_columns(run: Any, names: Sequence[str], *, journal: bool = False) -> di
         raise ConfigError(f"{where}: no {names[0]!r} column (not an evaluate_dataset output)")
     n = len(table[names[0]])
     return {c: table.get(c) or [None] * n for c in names}
-
-
-def _read_parquet(path: Path, names: Sequence[str]) -> dict[str, list]:
-    import pyarrow.parquet as pq
-
-    have = set(pq.ParquetFile(path).schema_arrow.names)
-    return pq.read_table(path, columns=[c for c in names if c in have]).to_pydict()
 
 
 def _read_run(run: Any, **boot: Any) -> tuple[np.ndarray, Summary]:

@@ -105,16 +105,6 @@ def _keep_seal_key(grader: Grader, path: Path) -> None:
             f.write(key)
 
 
-def _check_manifest(old: dict[str, Any], new: dict[str, Any], out: Path) -> None:
-    # the row count may change (a --limit trial, then the full run): done rows are checked by digest instead
-    differ = [k for k in ("grader_version", "mode", "columns") if old.get(k) != new.get(k)]
-    if differ:
-        detail = "; ".join(f"{k}: was {old.get(k)!r}, now {new.get(k)!r}" for k in differ)
-        raise ConfigError(f"{out} holds a run with different settings ({detail}). Resume with the same "
-                          f"grader, data and columns, or choose another output folder, or pass "
-                          f"overwrite=True (--overwrite) to start over.")
-
-
 def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mode: bool) -> None:
     """Refuse to resume over rows whose input changed since they were graded."""
     changed = []
@@ -170,7 +160,14 @@ class _Run:
                 (out / name).unlink(missing_ok=True)
             shutil.rmtree(out / "dataset", ignore_errors=True)
         elif mpath.exists():
-            _check_manifest(json.loads(mpath.read_text()), manifest, out)
+            old = json.loads(mpath.read_text())
+            # the row count may change (a --limit trial, then the full run): done rows are checked by digest
+            differ = [k for k in ("grader_version", "mode", "columns") if old.get(k) != manifest.get(k)]
+            if differ:
+                detail = "; ".join(f"{k}: was {old.get(k)!r}, now {manifest.get(k)!r}" for k in differ)
+                raise ConfigError(f"{out} holds a run with different settings ({detail}). Resume with the same "
+                                  f"grader, data and columns, or choose another output folder, or pass "
+                                  f"overwrite=True (--overwrite) to start over.")
             index, beyond = self.journal.scan(self.n)
             if beyond:  # a longer earlier run: its extra rows stay in the journal
                 log.warning("%s: %d journaled rows lie beyond this run's %d rows and are left out",

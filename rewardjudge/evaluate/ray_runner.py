@@ -30,23 +30,19 @@ from ._spec import resolve_grader
 __all__ = ["evaluate_dataset_ray"]
 
 
-def _models(judge_urls: Sequence[str], judge_model: str, concurrency: int, cache: str | None,
-            model_kwargs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    from ..models import OpenAIModel
-    from ..models._cache import CachedModel, SQLiteCache
-
-    disk = SQLiteCache(cache) if cache else None
-    clients = [OpenAIModel(url, judge_model, max_concurrency=concurrency, **model_kwargs) for url in judge_urls]
-    return clients, [CachedModel(m, cache=disk) if cache else m for m in clients]
-
-
 class _GraderActor:
     """One grader per judge endpoint, inside a Ray actor."""
 
     def __init__(self, grader_spec: Any, judge_urls: list[str], judge_model: str, concurrency: int,
                  cache: str | None, model_kwargs: dict[str, Any], seal_key: str | None = None):
-        self.clients, self.models = _models(judge_urls, judge_model, concurrency, cache, model_kwargs)
-        self.graders = [resolve_grader(grader_spec, m) for m in self.models]
+        from ..models import OpenAIModel
+        from ..models._cache import CachedModel, SQLiteCache
+
+        disk = SQLiteCache(cache) if cache else None
+        self.clients = [OpenAIModel(url, judge_model, max_concurrency=concurrency, **model_kwargs)
+                        for url in judge_urls]
+        self.graders = [resolve_grader(grader_spec, CachedModel(m, cache=disk) if cache else m)
+                        for m in self.clients]
         for g in self.graders:   # every actor seals as the driver's run does (resumes, caches)
             use_seal_key(g, seal_key)
         self.urls = judge_urls
