@@ -46,10 +46,6 @@ class JudgePrompt:
         """The top-level names the templates read, in first-use order."""
         return list(dict.fromkeys(p.split(".", 1)[0] for t in (self.system, self.user) for p in t.variables))
 
-    def mentions(self, name: str) -> bool:
-        """Whether either template reads the variable ``name``."""
-        return name in self.variables
-
     def check(self, names: Iterable[str] | None) -> None:
         """Raise ``TemplateVariableError`` when a strict template reads a name
         outside ``names`` (None: not known before a real sample; no check)."""

@@ -103,24 +103,16 @@ class TemplatedPromptJudgeGrader(Grader):
         self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
         #: what a server that compiles a grammar per request is sent, sealed (a family may state it otherwise)
         self._grammar_schema = self._schema
-        self.prompt.check(self.provided_variables())
+        parsed_names = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
+        self.prompt.check(self.context_variables(*parsed_names))
         #: the templates show the output schema (the seal instruction then need not list the fields)
-        self._shows_schema = self.prompt.mentions("output_schema")
-
-    #: the names ``context_fields`` (or an ``extract_template_context`` override) adds
-    #: (see ``Grader.context_variables``)
-    context_names: tuple[str, ...] = ()
+        self._shows_schema = "output_schema" in self.prompt.variables
 
     def context_fields(self, sample: StringThread) -> dict[str, Any]:
         """The fields a family adds to every context from ``sample`` (named in
         ``context_names``; neutralised by the caller); none here. Raising ``ConfigError``
         refuses the sample."""
         return {}
-
-    def provided_variables(self) -> set[str] | None:
-        """The names a context of this grader holds, or None when not known before a sample."""
-        fields = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
-        return self.context_variables(*fields)
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         return await self.ask_judge(*self._prompt_for(sample, parsed))
@@ -162,8 +154,6 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def _schema_text(self) -> str:
         """``{{output_schema}}``: the compact shape, or the output model's JSON Schema."""
-        if self.output_model is None:
-            return ""
         if self.output_schema_format == "compact":
             return render_schema(self.output_model)
         return _json_schema_text(self.output_model)
@@ -189,7 +179,7 @@ class TemplatedPromptJudgeGrader(Grader):
             clean = self.judge_thread(sample, self.prompt.tags)
             context = self.extract_template_context(clean, self.output_model, self.template_variables)
             context.update(self.context_fields(sample))
-            if (self.output_schema_format != "compact" and self.output_model is not None
+            if (self.output_schema_format != "compact"
                     and context.get("output_schema") == render_schema(self.output_model)):
                 context["output_schema"] = self._schema_text()  # the hook kept the default: the chosen form
         if parsed is not None:
@@ -347,9 +337,9 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
                  train_penalty: float = -1.0, eval_penalty: float = 0.0, allow_model_override: bool = False,
                  seal_key: "bytes | str | None" = None):
         model = validated(JudgeBinding, model=model).model
-        self._args = (binding, model, dict(grader_key=grader_key, reply_retries=reply_retries, language=language,
-                      default_max_tokens=default_max_tokens, mode=mode, train_penalty=train_penalty,
-                      eval_penalty=eval_penalty, allow_model_override=allow_model_override))
+        # every argument but seal_key, for __reduce__
+        self._args = (binding, model, {k: v for k, v in locals().items()
+                                       if k not in ("self", "binding", "model", "seal_key", "__class__")})
         config = binding.config
         asked = getattr(model, "name", None) or type(model).__name__
         if asked != config.model and not allow_model_override:

@@ -345,12 +345,9 @@ def trl_reward_funcs(judge: Grader | TRLRewardFunc, others: Sequence[Callable[..
     >>> funcs = trl_reward_funcs(grader, [format_reward])  # doctest: +SKIP
     >>> GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=[1.0, 0.5], ...))  # doctest: +SKIP
     """
-    if isinstance(judge, TRLRewardFunc):
-        if judge_options:
-            raise ConfigError("judge options apply when judge is a Grader, not an already built reward function")
-        reward = judge
-    else:
-        reward = trl_reward_func(judge, **judge_options)
+    if isinstance(judge, TRLRewardFunc) and judge_options:
+        raise ConfigError("judge options apply when judge is a Grader, not an already built reward function")
+    reward = judge if isinstance(judge, TRLRewardFunc) else trl_reward_func(judge, **judge_options)
     gated = [JudgeGatedReward(f, reward) for f in others]
     reward._sharers = len(gated)
     return [reward, *gated]
