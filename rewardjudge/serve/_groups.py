@@ -122,7 +122,7 @@ class PromptGroups:
                 break
             self._groups.pop(key)
 
-    def _quiet(self, key: Hashable, g: _Group) -> None:
+    def _quiet(self, g: _Group) -> None:
         g.timer = None
         g.closed_at = time.monotonic()
         self._settle(g)  # before learning from it: this group's size was not known
@@ -135,7 +135,7 @@ class PromptGroups:
     def _settle(self, g: _Group) -> None:
         size = self.size or self.learned
         full = size is not None and g.arrived >= size
-        if full and self.size is None:
+        if full:
             self._learn(g)
         if g.pending or not g.waiters or not (full or g.closed_at is not None):
             return
@@ -155,7 +155,7 @@ class PromptGroups:
         else:  # (re)armed: the group is quiet once no sample came for `quiet` s
             if g.timer is not None:
                 g.timer.cancel()
-            g.timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet, key, g)
+            g.timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet, g)
         try:
             grade = await self.grade(thread)
             if grade.status != "unscored":

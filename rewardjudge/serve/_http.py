@@ -196,9 +196,9 @@ class _HTTPService:
     def _error_response(self, request: web.Request, exc: Exception) -> web.Response:
         if isinstance(exc, JudgeOutage):  # the outage guard stopped the server (grade_group)
             return outage_response(exc)
-        status, message = 400, str(exc)  # a ConfigError: the request asked for something wrong
+        status, message, code = 400, str(exc), None  # a ConfigError: the request asked for something wrong
         if isinstance(exc, _BadRequest):
-            status = exc.status
+            status, code = exc.status, exc.code
         elif isinstance(exc, RecursionError):
             message = "the body nests too deeply"
         elif isinstance(exc, UnicodeError):  # lone surrogates (\ud800 escapes) where text must be encoded
@@ -209,7 +209,6 @@ class _HTTPService:
             status, message = exc.status, exc.text or exc.reason
         elif isinstance(exc, (HttpProcessingError, RequestPayloadError)):  # e.g. a body that does not decompress
             message = f"unreadable body: {getattr(exc, 'message', None) or exc}"
-        code = exc.code if isinstance(exc, _BadRequest) else None
         response = web.json_response(self._error_body(request, status, message, code), status=status)
         if status == 408:
             response.force_close()  # the rest of a slow body is not waited for

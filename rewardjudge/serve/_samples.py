@@ -29,21 +29,16 @@ def split_chat_markup(text: str) -> list[tuple[str, str]]:
         found = pattern.findall(text)
         if found:
             turns = [(_ROLES.get(role, "user"), body.strip("\n")) for role, body in found]
-            if turns and turns[-1][0] == "assistant" and not turns[-1][1].strip():
+            if turns[-1][0] == "assistant" and not turns[-1][1].strip():
                 turns.pop()
             return turns
     return [("user", text)] if text else []
 
 
 def _strip_eos(text: str, eos: Sequence[str]) -> str:
-    changed = True
-    while changed:
-        changed = False
-        stripped = text.rstrip()
-        for marker in eos:
-            if marker and stripped.endswith(marker):
-                text, changed = stripped[: -len(marker)], True
-                break
+    text = text.rstrip()
+    while marker := next((m for m in eos if m and text.endswith(m)), None):
+        text = text[: -len(marker)].rstrip()
     return text.strip()
 
 
@@ -56,12 +51,8 @@ def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence
     if prompt is not None and not isinstance(prompt, str):
         raise ConfigError(f"{where}: prompt must be a str, got {type(prompt).__name__}")
     prompt = prompt or ""
-    if prompt and query.startswith(prompt):
-        response = query[len(prompt):]
-    elif prompt and prompt in query:
-        response = query[query.index(prompt) + len(prompt):]
-    else:  # no prompt, or one that does not round-trip through the tokenizer: grade the whole text
-        response = query
+    # no prompt, or one that does not round-trip through the tokenizer: grade the whole text
+    response = query[query.index(prompt) + len(prompt):] if prompt and prompt in query else query
     metadata: dict[str, Any] = {"label": label, "reference": label}
     if isinstance(label, Mapping):
         metadata.update(label)
@@ -86,9 +77,9 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     if "completion" not in sample:
         raise ConfigError(f"{where} needs 'messages', or 'completion' (and usually 'prompt')")
     prompt = sample.get("prompt")
-    prompts = [[] if prompt is None else prompt]
     try:
-        [thread] = completion_threads(prompts, [sample["completion"]], [metadata], images=images)
+        [thread] = completion_threads([[] if prompt is None else prompt], [sample["completion"]], [metadata],
+                                      images=images)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {str(exc).removeprefix('row 0: ')}") from None
     return thread
@@ -112,12 +103,10 @@ def openrlhf_body(data: Any) -> tuple[list, list, list, list[str]]:
         raise ConfigError('expected {"query": [str], "prompts": [str], "labels": [...]}')
     queries = data["query"]
     n = len(queries)
-    prompts = [None] * n if data.get("prompts") is None else data["prompts"]
-    labels = [None] * n if data.get("labels") is None else data["labels"]
-    if not isinstance(prompts, list) or len(prompts) != n:
-        raise ConfigError(f"prompts must be a list of {n} str (one per query)")
-    if not isinstance(labels, list) or len(labels) != n:
-        raise ConfigError(f"labels must be a list of {n} values (one per query)")
+    prompts, labels = ([None] * n if data.get(k) is None else data[k] for k in ("prompts", "labels"))
+    for name, values, what in (("prompts", prompts, "str"), ("labels", labels, "values")):
+        if not isinstance(values, list) or len(values) != n:
+            raise ConfigError(f"{name} must be a list of {n} {what} (one per query)")
     keys = [p if isinstance(p, str) else json.dumps(p if p is not None else q, sort_keys=True, default=str)
             for p, q in zip(prompts, queries)]
     return queries, prompts, labels, keys

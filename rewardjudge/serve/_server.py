@@ -84,13 +84,10 @@ class _Batcher:
         task = asyncio.ensure_future(self._grade(items))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
-        waiting = [len(items)]
 
         def gone(fut: asyncio.Future) -> None:
-            if fut.cancelled():
-                waiting[0] -= 1
-                if waiting[0] == 0 and not task.done():
-                    task.cancel()
+            if all(f.cancelled() for _, f in items) and not task.done():
+                task.cancel()
 
         for _, fut in items:
             fut.add_done_callback(gone)
@@ -242,15 +239,13 @@ class RewardServer(_HTTPService):
         # a retry is the same sample again: answered from the first grading
         dkeys = [json.dumps([q, p, lab], sort_keys=True, default=str) for q, p, lab in zip(queries, prompts, labels)]
         entries = [self._groups.submit(k, d, t, request, _client_alive) for k, d, t in zip(keys, dkeys, threads)]
+        delivered = False  # the client left (cancelled), an outage, a usage error: kept for a retry
         try:
             results = await asyncio.gather(*(asyncio.shield(e.task) for e in entries))
-        except BaseException:  # the client left (cancelled), an outage, a usage error
+            delivered = _client_alive(request)
+        finally:
             for d, e in zip(dkeys, entries):
-                self._groups.finish(d, e, request, delivered=False)
-            raise
-        delivered = _client_alive(request)
-        for d, e in zip(dkeys, entries):
-            self._groups.finish(d, e, request, delivered)
+                self._groups.finish(d, e, request, delivered)
         return results
 
     async def _grade(self, request: web.Request) -> web.Response:

@@ -266,11 +266,9 @@ def _system(value: Any) -> list[tuple[str, str]]:
 
 def message_attributes(span: Span) -> dict[str, Any]:
     """The span's message attributes, from the span or its details event."""
-    found = {k: span.attributes[k] for k in _MESSAGE_KEYS if k in span.attributes}
-    for _, attrs in span.events:
-        for k in _MESSAGE_KEYS:
-            if k not in found and k in attrs:
-                found[k] = attrs[k]
+    found: dict[str, Any] = {}
+    for attrs in (span.attributes, *(a for _, a in span.events)):
+        found.update({k: attrs[k] for k in _MESSAGE_KEYS if k in attrs and k not in found})
     return found
 
 

@@ -216,11 +216,10 @@ class PipelineConfig:
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
         try:
-            return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            if isinstance(exc, ConfigError):
-                raise
             raise ConfigError(f"cannot read pipeline {path}: {exc}") from None
+        return cls.from_dict(data)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

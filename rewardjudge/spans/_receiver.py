@@ -69,9 +69,8 @@ class OtlpReceiver(_HTTPService):
         self._queue.extend(selected)
         if selected:
             self._wake.set()
-        if kind == JSON:
-            return web.Response(body=b"{}", content_type=JSON)
-        return web.Response(body=_pb().ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
+        body = b"{}" if kind == JSON else _pb().ExportTraceServiceResponse().SerializeToString()
+        return web.Response(body=body, content_type=kind)
 
     def _about(self) -> dict[str, Any]:
         return {"semconv": SEMCONV_VERSION, "requests": self.received, "refused": self.refused,
