@@ -29,15 +29,16 @@ _KEEPALIVE_S = 4.0
 
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
     try:
-        return max(0.0, float(value.strip()))  # type: ignore[union-attr]
-    except (AttributeError, ValueError):
+        return max(0.0, float(value.strip()))
+    except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(value.strip()) if value else None
+        return max(0.0, email.utils.parsedate_to_datetime(value.strip()).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
-    return None if when is None else max(0.0, when.timestamp() - time.time())
 
 
 @dataclass(frozen=True)
@@ -303,9 +304,7 @@ class HTTPTransport:
                             status, headers, raw = r.status, r.headers, await self._read(r, r.status == 200)
                         finally:
                             r.release()   # what ``async with`` does on exit, without its two coroutines
-                    except JudgeError:
-                        raise
-                    except Exception as exc:
+                    except Exception as exc:   # a JudgeError is no transport failure: re-raised as is
                         failure = self._failure(exc, n)
                         if failure is None:
                             raise

@@ -144,9 +144,6 @@ class OpenAIModel(InferenceModel):
             raise self._http.error(status, headers, text)
         return _parse_chat_body(raw, latency, structured=structured)
 
-    def _structured_completion(self, status: int, headers: Any, raw: bytes, latency: float) -> Completion:
-        return self._completion(status, headers, raw, latency, structured=True)
-
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
         """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
@@ -173,7 +170,7 @@ class OpenAIModel(InferenceModel):
                 try:
                     completion, attempts = await self._http.request(
                         state, "/chat/completions", body,
-                        self._completion if style in (None, "none") else self._structured_completion,
+                        partial(self._completion, structured=style not in (None, "none")),
                         self.retry_policy)
                 except SchemaRejected as exc:
                     # a request-shape problem, not an outage: resend now, weaker, no retry spent
@@ -258,6 +255,10 @@ class OpenAIModel(InferenceModel):
         await self._http.aclose()
 
 
+def _unreadable(exc: Exception, text: str) -> JudgeResponseError:
+    return JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})", body=text[:2000])
+
+
 def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
     """``(text, data, first choice, usage)`` of a reply body, or a JudgeResponseError."""
     text = raw.decode("utf-8", "replace")
@@ -265,8 +266,7 @@ def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
         data = json.loads(text)
         choice = data["choices"][0]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-        raise JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})",
-                                 body=text[:2000]) from None
+        raise _unreadable(exc, text) from None
     usage_in = data.get("usage") or {}
     usage = {k: int(usage_in[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
              if isinstance(usage_in.get(k), (int, float))}
@@ -301,8 +301,7 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
     try:
         content = choice["message"].get("content")
     except (KeyError, TypeError, AttributeError) as exc:
-        raise JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})",
-                                 body=text[:2000]) from None
+        raise _unreadable(exc, text) from None
     if not isinstance(content, str):
         raise JudgeResponseError("judge reply has no text content", body=text[:2000])
     tokens, top = _token_logprobs(choice.get("logprobs"))

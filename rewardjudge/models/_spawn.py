@@ -201,7 +201,8 @@ class spawn_judge:
 
     def _load_torch(self) -> Any:
         source, kwargs = self._torch
-        return TorchModel.load(source, **kwargs)
+        self._model = TorchModel.load(source, **kwargs)
+        return self._model
 
     def _ready(self) -> OpenAIModel:
         """Once the server started: wait for it to answer (blocking), then its model."""
@@ -212,8 +213,7 @@ class spawn_judge:
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
         if self.server is None:
-            self._model = await loop.run_in_executor(None, self._load_torch)
-            return self._model
+            return await loop.run_in_executor(None, self._load_torch)
         self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
         try:
             return await loop.run_in_executor(None, self._ready)
@@ -232,8 +232,7 @@ class spawn_judge:
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
         if self.server is None:
-            self._model = self._load_torch()
-            return self._model
+            return self._load_torch()
         self.server.start()
         try:
             return self._ready()

@@ -20,11 +20,11 @@ from ..errors import ConfigError, TemplateError
 from ._handlebars import Template, _compile, partial_names, template_variables
 from ._pybars_overrides import indent_lines
 
-__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries", "bundle_path",
-           "bundle_text",
-           "check_bundles", "compile_bundles", "discover_languages", "entry_key", "expand_fragment_refs",
-           "fragment_cycle", "fragment_refs", "inline_partials", "is_language_slug", "load_bundle",
-           "merge_bundles", "read_sources", "render_bundle", "source_dir"]
+__all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries",
+           "bundle_path", "bundle_text", "check_bundles", "compile_bundles", "discover_languages",
+           "entry_key", "expand_fragment_refs", "fragment_cycle", "fragment_refs", "inline_partials",
+           "is_language_slug", "load_bundle", "merge_bundles", "read_sources", "render_bundle",
+           "source_dir"]
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
 BUNDLE_FORMAT = 2
@@ -201,15 +201,6 @@ def _ordered(new: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, 
     return out
 
 
-def check_fragments(fragments: dict[str, str], where: str = "fragments") -> None:
-    """Every fragment compiles, uses only known fragments, and none uses itself."""
-    cycle = fragment_cycle(fragments)
-    if cycle:
-        raise ConfigError(f"{where}: fragment cycle {' -> '.join(cycle)}")
-    for name, text in fragments.items():
-        _check_prompt(f"fragment {name!r}", text, fragments)
-
-
 def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
                  previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compile one language's sources into a bundle dict (nothing written); ``previous`` (the
@@ -218,7 +209,11 @@ def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
     folder = source_dir(root, language)
     prompts, own = read_sources(folder)
     fragments = {**(read_sources(source_dir(root, "en"))[1] if language != "en" else {}), **own}
-    check_fragments(fragments, folder.name)
+    cycle = fragment_cycle(fragments)
+    if cycle:
+        raise ConfigError(f"{folder.name}: fragment cycle {' -> '.join(cycle)}")
+    for name, text in fragments.items():
+        _check_prompt(f"fragment {name!r}", text, fragments)
     sections: dict[str, dict[str, dict[str, str]]] = {s: {} for s in SECTIONS}
     for (section, cls, method), text in prompts.items():
         _check_prompt(f"{folder.name}/{entry_key(section, cls, method)}.txt", text, fragments)

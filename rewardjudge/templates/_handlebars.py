@@ -115,15 +115,19 @@ def partial_names(source: str) -> list[str]:
     return list(dict.fromkeys(t.name for t in _compile(source)[2] if t.kind == "partial"))
 
 
+def _parents(segments: list[str]) -> tuple[int, list[str]]:
+    """``(how many leading ../, the rest of the path)``."""
+    ups = 0
+    while ups < len(segments) and segments[ups] == "@_parent":
+        ups += 1
+    return ups, list(segments[ups:])
+
+
 def _path_of(segments: list[str], depth: int) -> str | None:
     """The top-level dotted path a path node refers to, or None if scoped."""
-    segs = list(segments)
-    if segs and segs[0] == "@root":
-        return ".".join(s for s in segs[1:] if s) or None
-    ups = 0
-    while segs and segs[0] == "@_parent":
-        ups += 1
-        segs.pop(0)
+    if segments and segments[0] == "@root":
+        return ".".join(s for s in segments[1:] if s) or None
+    ups, segs = _parents(segments)
     if depth - ups != 0:
         return None
     segs = [s for s in segs if s and s != "this"]
@@ -140,11 +144,7 @@ def _read_of(segments: list[str], pushed: bool) -> str | None:
     """The top-level name a path can read at any depth (``../x`` and ``@root.x`` as ``x``), None
     for block data (``@index``); ``_Unknown`` when it may be the whole context (``{{this}}`` at
     the root, ``@root`` alone). ``pushed``: inside a block whose ``this`` is never the root."""
-    segs = list(segments)
-    ups = 0
-    while segs and segs[0] == "@_parent":
-        ups += 1
-        segs.pop(0)
+    ups, segs = _parents(segments)
     if segs and segs[0] == "@root":
         rest = [x for x in segs[1:] if x and x != "this"]
         if not rest or rest[0][0] == "@":

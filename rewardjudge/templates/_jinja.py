@@ -50,7 +50,7 @@ def _lex(source: str) -> list[tuple[int, str, str]]:
         if kind != jl.TOKEN_BLOCK_BEGIN or nkind != jl.TOKEN_NAME or tag.startswith("end") \
                 or tag in ("else", "elif", *ALLOWED_STATEMENTS):
             continue
-        line_text = source.splitlines()[lineno - 1] if source.splitlines() else ""
+        line_text = (source.splitlines() or [""])[lineno - 1]
         raise TemplateError(f"template: '{{% {tag} %}}' is not allowed; allowed statements: "
                             f"{', '.join(ALLOWED_STATEMENTS)}", line=lineno,
                             column=line_text.find("{%") + 1 or 1, source=source)

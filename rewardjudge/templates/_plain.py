@@ -33,10 +33,9 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
     that are plain data of exact types already are kept, not copied."""
     if isinstance(context, PlainContext):
         return context
-    src = context if type(context) is dict else dict(context)
     out = PlainContext()
     changed: list[str] = []
-    for k, v in src.items():
+    for k, v in context.items():
         key = k if type(k) is str else str(k)
         t = type(v)
         if t is str or t is int or t is bool or v is None or _is_plain(v):

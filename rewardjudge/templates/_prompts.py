@@ -228,13 +228,6 @@ class PromptLibrary:
                               defaults={"multimodal": bool(multimodal)})
 
 
-def _class_names(owner: Any, template_class: str | type | None) -> list[str]:
-    if template_class is not None:
-        return [template_class if isinstance(template_class, str) else template_class.__name__]
-    cls = owner if isinstance(owner, type) else type(owner)
-    return [c.__name__ for c in cls.__mro__ if c is not object]
-
-
 def get_prompt(owner: Any, method: "PromptMethod | str", *, template_class: str | type | None = None,
                multimodal: bool = False, strict: bool = True, _language: str | None = None,
                _library: "PromptLibrary | None" = None, **kwargs: Any) -> str:
@@ -250,7 +243,11 @@ def get_prompt(owner: Any, method: "PromptMethod | str", *, template_class: str 
     if language is None and not isinstance(owner, type):
         language = getattr(owner, "language", None)
         language = language if isinstance(language, str) else None
-    names = _class_names(owner, template_class)
+    if template_class is not None:
+        names = [template_class if isinstance(template_class, str) else template_class.__name__]
+    else:
+        cls = owner if isinstance(owner, type) else type(owner)
+        names = [c.__name__ for c in cls.__mro__ if c is not object]
     for name in names:
         if lib.has(name, method, language):
             template = lib.template(name, method, language, multimodal=multimodal, strict=strict)
