@@ -21,6 +21,9 @@ SCORE_COLON = VerdictForm.of("Score: {score}")
 PAIR = VerdictForm.of("[[{label}]]", labels=MT_PAIR)
 ARENA_FORM = VerdictForm.of("[[{label}]]", labels=ARENA)
 CHOICE = VerdictForm.of("Verdict: {label}", labels=("A", "B"))
+BETTER = VerdictForm.of("Output ({label}) is better.", labels=("a", "b"))
+BARE = VerdictForm.of("{score}", bounds=(0, 9))
+BARE_LABEL = VerdictForm.of("{label}", labels=("1", "2", "Tie"))
 
 # (form, reply, expected value or None for NoVerdict, others)
 READ_CASES = [
@@ -72,6 +75,25 @@ READ_CASES = [
     # a label at the end of a form does not match a longer word
     (CHOICE, "Verdict: Assistant A", None, ()),
     (CHOICE, "Verdict: A", "A", ()),
+    # the pattern's final full stop is optional: the judge may go on with the sentence
+    (BETTER, "Therefore, Output (b) is better.", "b", ()),
+    (BETTER, "Output (a) is better as it follows the instruction.", "a", ()),
+    (BETTER, "Output (a) is better, but Output (b) is shorter.", "a", ()),
+    (BETTER, "Output (a) is betterment", None, ()),    # ... but not into a longer word
+    (BETTER, "Output (b) isn't better", None, ()),
+    # a bare placeholder (a judge told to reply with the score only): the verdict alone on its line
+    (BARE, "7", 7.0, ()),
+    (BARE, " 7\n", 7.0, ()),
+    (BARE, "**7**", 7.0, ()),
+    (BARE, "7.", 7.0, ()),
+    (BARE, "Score:\n\n8", 8.0, ()),
+    (BARE, "I give it 7 out of 9", None, ()),        # a number inside a line is content
+    (BARE, "7/9", None, ()),
+    (BARE, "10", None, ()),                           # bounds apply
+    (BARE, "", None, ()),
+    (BARE_LABEL, "1\n\nReason: Response 1 is better.", "1", ()),
+    (BARE_LABEL, "Tie", "Tie", ()),
+    (BARE_LABEL, "Tie breaker", None, ()),
 ]
 
 
@@ -106,6 +128,9 @@ COPY_CASES = [
     (SCORE, "Rating: [[5]]", [""], 5.0, ()),
     # a policy text passed as a bare string is one text, not its characters
     (SCORE, f"{POLICY} Rating: [[4]]", POLICY, 4.0, ()),
+    # a bare form's line inside a copy of the policy text is skipped like any other
+    (BARE, "The answer was:\n9\n\n3", ["The answer was:\n9"], 3.0, ()),
+    (BARE, "9\n3", ["9\n3"], None, ()),
 ]
 
 
@@ -148,6 +173,13 @@ LINE_CASES = [
     (RESULT, " [RESULT] 4.", 4.0),                    # the full stop is not a decimal point
     (RESULT, " [RESULT] 4.5", 4.5),
     (RESULT, "", None),
+    (BETTER, " Output (a) is better.", "a"),
+    (BETTER, " Output (a) is better", "a"),
+    (BETTER, " Output (a) is better as it is shorter", None),   # trailing words
+    (BARE, " 7", 7.0),                                # a bare form: the number alone
+    (BARE, " **7**.", 7.0),
+    (BARE, " 7 8", None),
+    (BARE, " 10", None),
 ]
 
 
@@ -173,8 +205,6 @@ BAD_FORMS = [
     ("[[{score}]]", None, (1, float("inf"))),          # infinite bounds
     ("[[{score}]]", None, (1, 2, 3)),                 # three bounds
     ("[[{score}]]", None, ("a", "b")),                # not numbers
-    ("{score}", None, None),                          # a bare placeholder: any number in the reply
-    ("  {label} ", ("A",), None),
     (None, None, None),                               # not a string
 ]
 
@@ -201,6 +231,9 @@ def test_forms_are_values():
     (PAIR, "[[<one of A, B, C>]]"),
     (CHOICE, "Verdict: <one of A, B>"),
     (VerdictForm.of("Score: {score}", bounds=(0.5, 1)), "Score: <score from 0.5 to 1>"),
+    (BETTER, "Output (<one of a, b>) is better."),
+    (BARE, "<score from 0 to 9>"),
+    (BARE_LABEL, "<one of 1, 2, Tie>"),
 ])
 def test_instruction_text_is_never_a_verdict(form, text):
     assert form.instruction_text() == text
@@ -227,3 +260,8 @@ def test_linear_on_hostile_replies():
     d = SCORE.read(many, [many[:600], "[[8]] [[8]]"])
     assert d.ok and d.value == 8.0
     assert SCORE.read("a" * n + "[[3]]", ["a" * 1000, "a" * (n // 2)]).value == 3.0
+    # a bare form: long lines of digits, spaces or emphasis, and many short lines
+    assert not BARE.read("9" * n).ok
+    assert not BARE.read(" " * n + "x").ok and not BARE.read("*" * n + "5" + "*" * n + "x").ok
+    assert BARE.read("\n" * n + "5").value == 5.0 and BARE.read("5\n" * (n // 2)).value == 5.0
+    assert BETTER.read("Output (a) is better" + "." * n + "x").value == "a"

@@ -24,6 +24,9 @@ _WHITESPACE = re.compile(r"\s+")
 #: what a run of whitespace in a pattern matches: bounded, so no start position costs more than a few steps
 _GAP = r"[ \t*_]{0,16}"
 _NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
+#: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
+_LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
+_LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
@@ -39,19 +42,25 @@ Value = Union[float, str]
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
-    """The regex of a (validated) pattern: group 1 is the value."""
+    """The regex of a (validated) pattern: group 1 is the value. The pattern's
+    final full stop is optional (the judge may go on with the sentence: ``Output
+    (a) is better, as ...``); a bare placeholder is the verdict alone on its line."""
     text = pattern.strip()
     m = _PLACEHOLDER.search(text)
     assert m is not None
-    before, after = text[:m.start()], text[m.end():]
+    before, tail = text[:m.start()], text[m.end():]
+    after = tail.rstrip(".")
+    stop = "(?:" + re.escape(tail[len(after):]) + ")?" if after != tail else ""
     if m.group() == _SCORE:
         # a bare number: not the tail of a longer number or word, nor its head
         value = ("" if before else r"(?<![\w.+-])") + _NUMBER + ("" if after else r"(?!\d)")
     else:
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+    if not (before + after).strip():
+        return re.compile(_LINE_HEAD + "(" + value + ")" + _LINE_TAIL)
     return re.compile(_bounded(_literal(before), before, True, False) + "(" + value + ")"
-                      + _bounded(_literal(after), after, False, True))
+                      + _bounded(_literal(after), after, False, True) + stop)
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
@@ -138,8 +147,10 @@ class VerdictForm:
     """A declared verdict form: ``pattern`` with one ``{score}`` (a number within
     the inclusive ``bounds``) or ``{label}`` (one of ``labels``, matched exactly,
     longest first). Literal text matches case-insensitively, with a little
-    whitespace and markdown emphasis (``**Rating**: [[8]]``); one bounded
-    ``finditer`` pass: linear. A bad form raises ``ConfigError``.
+    whitespace and markdown emphasis (``**Rating**: [[8]]``), and the pattern's
+    final full stop is optional. A bare placeholder (no literal text: a judge
+    told to reply with the score only) is the verdict alone on its line. One
+    bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
 
     >>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
     >>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
@@ -157,9 +168,6 @@ class VerdictForm:
         if len(holders) != 1:
             raise ConfigError(f"a verdict form needs exactly one {_SCORE} or {_LABEL}, "
                               f"{self.pattern!r} has {len(holders)}")
-        if not _PLACEHOLDER.sub("", self.pattern).strip():
-            raise ConfigError(f"a verdict form needs literal text around its placeholder "
-                              f"(a bare {holders[0]} is any number or word in the reply): {self.pattern!r}")
         if holders[0] == _LABEL:
             labels = _checked_labels(self.pattern, self.labels)
             if self.bounds is not None:
