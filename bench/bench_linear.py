@@ -24,6 +24,11 @@ the claim is that none grows with the square of the length, so the table
 also shows the ratio of each worst time at 256 KiB to the same input's at
 64 KiB: about 4 for a linear pass, about 16 for a quadratic one.
 
+A second table grades one such completion through each grader family (a
+scripted judge; the text neutralised, rendered and read as in training) and
+prints the longest the event loop waited during that grade: texts over 64 KiB
+are worked through in a worker thread, so the target is the same 50 ms.
+
 Run: ``python -m bench linear``.
 """
 
@@ -174,6 +179,72 @@ def worst_passes(size: int = SIZE) -> list[tuple[str, float]]:
     return [(f"{name}: {label}", seconds) for name, label, seconds, _, _ in _measure(size)]
 
 
+async def _longest_wait(coro) -> tuple[float, object]:
+    """The longest the event loop waited between two of its turns while ``coro`` ran, and its result."""
+    import asyncio
+
+    longest, done = [0.0], [False]
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while not done[0]:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest[0], last = max(longest[0], now - last), now
+
+    ticker = asyncio.ensure_future(tick())
+    await asyncio.sleep(0)
+    try:
+        result = await coro
+    finally:
+        done[0] = True
+        await ticker
+    return longest[0], result
+
+
+def _loop_graders() -> dict[str, object]:
+    import re
+
+    from rewardjudge import catalog
+    from rewardjudge.graders import CandidateJudgeGrader, TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    fail = '{"reasoning": "It names the wrong city.", "score": "FAIL"}'
+
+    def candidates(messages, params, schema):
+        ids = re.findall(r'<submission id="([a-z0-9]{14})">', messages[-1]["content"])
+        return "\n".join(f'<candidate id="{i}"><grade id="{i}">0</grade></candidate>' for i in ids)
+
+    return {
+        "templated": TemplatedPromptJudgeGrader(
+            "t", ScriptedModel(default=fail), "Grade the answer. Reply as JSON: {{output_schema}}",
+            "Question: {{last_user_turn_content}}\nAnswer: {{completion}}", reply_retries=0),
+        "catalog": catalog.grader("helpfulness", ScriptedModel(default=fail), reply_retries=0),
+        "candidate": CandidateJudgeGrader("c", ScriptedModel(candidates), max_rounds=1),
+    }
+
+
+def loop_waits(size: int = SIZE) -> list[tuple[str, str, float]]:
+    """Per grader family and hostile text: the longest event-loop wait (seconds) during one grade."""
+    import asyncio
+
+    from rewardjudge import StringThread
+
+    def thread(text: str) -> StringThread:
+        return StringThread([("user", "What is the capital of France?"), ("assistant", text)])
+
+    async def run() -> list[tuple[str, str, float]]:
+        out = []
+        for name, grader in _loop_graders().items():
+            await grader.grade(thread("Paris."))   # warm: templates compiled, tables filled
+            for label, text in hostile_texts(size).items():
+                wait, _ = await _longest_wait(grader.grade(thread(text[:size - 64] + " Paris.")))
+                out.append((name, label, wait))
+        return out
+
+    return asyncio.run(run())
+
+
 def main(argv: list[str] | None = None) -> dict:
     measured = _measure(SIZE)
     quarter = {"text": hostile_texts(SIZE // 4), "json": hostile_json(SIZE // 4)}
@@ -189,7 +260,17 @@ def main(argv: list[str] | None = None) -> dict:
                 f"target {TARGET_S * 1e3:.0f} ms; ratio: the same input at 4x the size of a quarter, "
                 f"~4 when linear, ~16 when quadratic)",
                 ["pass", "worst input", "ms", "ratio 256K/64K", f"< {TARGET_S * 1e3:.0f} ms"], rows)
-    emit("linear", {"size": SIZE, "target_ms": TARGET_S * 1e3, "passes": results})
+    waits = loop_waits(SIZE)
+    worst: dict[str, tuple[str, float]] = {}
+    for name, label, wait in waits:
+        if wait > worst.get(name, ("", -1.0))[1]:
+            worst[name] = (label, wait)
+    print_table(f"Longest event-loop wait during one grade of a hostile {SIZE // 1024} KiB completion "
+                f"(scripted judge; the worst input of each family)",
+                ["grader", "worst input", "ms", f"< {TARGET_S * 1e3:.0f} ms"],
+                [[n, label, w * 1e3, "ok" if w < TARGET_S else "OVER"] for n, (label, w) in worst.items()])
+    emit("linear", {"size": SIZE, "target_ms": TARGET_S * 1e3, "passes": results,
+                    "loop_wait_ms": {n: round(w * 1e3, 2) for n, (_, w) in worst.items()}})
     return results
 
 

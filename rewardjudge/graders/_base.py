@@ -25,8 +25,13 @@ from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._guards import content_free_fields, content_free_reason
 from ._schedule import balanced_chunks, groups, prompt_key
 
-#: texts longer than this are screened and read in a worker thread
+#: texts longer than this are screened, neutralised, rendered and read in a worker thread
 _INLINE_CHARS = 65_536
+
+
+def text_size(sample: StringThread) -> int:
+    """The characters of ``sample``'s turns (what building its judge prompt works through)."""
+    return sum(len(content) for _, content in sample.turns if isinstance(content, str))
 
 log = logging.getLogger("rewardjudge")
 
@@ -154,6 +159,15 @@ class Grader(abc.ABC):
         for sample, parsed in screened:   # a loop, not a comprehension: no coroutine of its own
             grades.append(await self.judge(sample, parsed))
         return grades
+
+    @staticmethod
+    async def off_loop(size: int, fn: "Callable[..., V]", *args: Any) -> V:
+        """``fn(*args)``, in a worker thread when ``size`` (the characters of sample text it
+        works through: neutralising, rendering) is over ``_INLINE_CHARS``, so a long
+        completion never holds the event loop (the screen and the readout do the same)."""
+        if size > _INLINE_CHARS:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         """A screened sample's Grade (``parsed``: the completion parsed into ``completion_model``)."""

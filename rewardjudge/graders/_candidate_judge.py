@@ -19,7 +19,7 @@ from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ._options import CandidateOptions, validated
-from ._base import Grader, JudgeAnswer, Mode, log
+from ._base import Grader, JudgeAnswer, Mode, log, text_size
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
 from ._candidate_grammar import candidate_grammar
@@ -223,7 +223,11 @@ class CandidateJudgeGrader(Grader):
         to single candidates whatever ``max_rounds`` says. Such a failure may be one candidate's
         doing (a text the judge quotes until it runs out of tokens); alone, each group-mate
         gets a reply about itself, so its grade never depends on its neighbours."""
-        order, ids, messages, params = self._request(members, round_no)
+        # the shuffle seed is drawn here, in request order; the neutralising and rendering of
+        # long candidates run off the event loop
+        request_seed = self._rng.getrandbits(32) if self.shuffle else None
+        order, ids, messages, params = await self.off_loop(
+            sum(text_size(c.sample) for c in members), self._request, members, round_no, request_seed)
         # where the model takes a grammar the reply protocol is enforced (and still read as any other)
         grammar = (candidate_grammar(ids, self.scale, max_tokens_per_candidate=self.max_tokens_per_candidate)
                    if getattr(self.model, "accepts_grammar", False) else None)
@@ -244,12 +248,11 @@ class CandidateJudgeGrader(Grader):
         if failed and (split or round_no < self.max_rounds):
             await self._ask_all(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
 
-    def _request(self, members: list[_Candidate], round_no: int
+    def _request(self, members: list[_Candidate], round_no: int, request_seed: int | None
                  ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:
         """One request about ``members`` (recorded in each one's ``requests``): the candidates
-        in the order shown (shuffled with a seed from the grader's stream), their ids, the
-        messages and the sampling parameters."""
-        request_seed = self._rng.getrandbits(32) if self.shuffle else None
+        in the order shown (shuffled with ``request_seed``, from the grader's stream; None:
+        not shuffled), their ids, the messages and the sampling parameters."""
         # sorted first: random.Random(seed).shuffle(sorted(order)) == order
         order = sorted(members, key=lambda c: c.index)
         if request_seed is not None:

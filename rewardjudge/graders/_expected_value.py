@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR, read_distribution
+from ..readouts._text import neutralize_controls
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value, score_choices
@@ -21,19 +22,16 @@ from ._outputs import output_value, score_choices
 __all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "weigh_verdict"]
 
 
-def score_offset(reply: str, start: int, end: int, field: str = "score") -> int | None:
-    """Where the value of ``field`` starts inside the verdict at ``reply[start:end]``: a JSON
-    object's own top-level key (inside a string value, after the quote), or a ``VERDICT
-    <seal>: <label>`` line's label. None when not found."""
+def score_offset(reply: str, start: int, end: int, field: str = "score", value_at: int = -1) -> int | None:
+    """Where the value of ``field`` starts inside the verdict at ``reply[start:end]``: a
+    line's value where the readout found it (``value_at``: after ``VERDICT <seal>:``, never
+    at an earlier colon of the line, which may be the policy's text quoted), else a JSON
+    object's own top-level key (inside a string value, after the quote). None when not found."""
+    if value_at >= 0:
+        return value_at if start <= value_at < end else None
     if reply.startswith("{", start):
         return _json_value_offset(reply, start, end, field)
-    colon = reply.find(":", start, end)
-    if colon < 0:
-        return None
-    k = colon + 1
-    while k < end and reply[k] in " \t*_`":
-        k += 1
-    return k if k < end else None
+    return None
 
 
 #: JSON whitespace; raw line breaks inside strings are read as llama.cpp's grammars let them through
@@ -61,6 +59,13 @@ def _json_value_offset(reply: str, start: int, end: int, field: str) -> int | No
     except (ValueError, IndexError, RecursionError):
         pass
     return None
+
+
+def reply_prefix(grader: Any, prefix: str) -> str:
+    """The judge's reply up to its score, as the prefix the distribution is read after: its
+    control tokens defanged (its copies of policy text may decode into ones the server would
+    read as turns of the prompt); its own tags and text as written."""
+    return neutralize_controls(prefix, grader.control_tokens())
 
 
 def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
@@ -91,11 +96,11 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
     values = score_choices(grader.output_model)
     if values is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    at = score_offset(reply, found.start, found.end)
+    at = score_offset(reply, found.start, found.end, value_at=found.value_at)
     if at is None:
         return _no_value("the score could not be located in the judge's sealed verdict")
     dist = await grader.ask_distribution(
-        grader.model, [*messages, {"role": "assistant", "content": reply[:at]}],
+        grader.model, [*messages, {"role": "assistant", "content": reply_prefix(grader, reply[:at])}],
         [str(v) for v in values])
     if isinstance(dist, JudgeFailure):
         return _no_value(dist.reason, attempts=dist.attempts)
@@ -118,7 +123,7 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
                                    f"(continues_prefix is False)")
     try:
         dist = await grader.ask_distribution(grader.model, [*messages, {"role": "assistant",
-                                                                         "content": prefix}],
+                                                                         "content": reply_prefix(grader, prefix)}],
                                              [str(g) for g in scale.grades], params)
     except GradeDistributionUnsupported as exc:
         return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")

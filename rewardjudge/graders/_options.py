@@ -123,6 +123,10 @@ class TemplatedOptions(JudgeOptions):
         if self.max_tokens == "fit":   # a schema-constrained reply and its seal; 512 unbounded
             fitted = fitted_max_tokens(self.output_model) if self.structured else None
             self.max_tokens = fitted + (SEAL_TOKENS if self.seal else 0) if fitted else 512
+        if self.expected_value and self._form is not None:
+            raise ConfigError(f"expected_value weighs the output model's 'score'; a verdict_form "
+                              f"({self._form.pattern!r}) is read as the form's own value: use one or "
+                              f"the other")
         if self.expected_value and score_choices(self.output_model) is None:
             raise ConfigError(f"expected_value needs an output model whose 'score' is one of a few "
                               f"one-token values (a Literal/enum, or an int bounded in 0..9); "

@@ -17,7 +17,7 @@ from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions, validated
-from ._base import Grader, JudgeFailure, Mode
+from ._base import Grader, JudgeFailure, Mode, text_size
 from ._prompt import JudgePrompt
 from ..readouts._distribution import distribution_text, read_distribution
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
@@ -140,9 +140,9 @@ class ProbabilityJudgeGrader(Grader):
         started = time.perf_counter()
         typed = ((self.state_of(sample, fields), self.question.instructions, self.question.criteria)
                  if self.typed else None)
-        dist = await self.ask_distribution(
-            self.model, [] if typed else self.build_messages(self.context_of(sample, fields)),
-            self.choices, self.params, typed=typed)
+        messages = [] if typed else await self.off_loop(
+            text_size(sample), lambda: self.build_messages(self.context_of(sample, fields)))
+        dist = await self.ask_distribution(self.model, messages, self.choices, self.params, typed=typed)
         if isinstance(dist, JudgeFailure):
             return self.failed(dist)
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)

@@ -25,7 +25,7 @@ from ..readouts._text import neutralize_value
 from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
 from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import Grader, JudgeAnswer, JudgeFailure, Mode
+from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
@@ -115,7 +115,7 @@ class TemplatedPromptJudgeGrader(Grader):
         return {}
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        return await self.ask_judge(*self._prompt_for(sample, parsed))
+        return await self.ask_judge(*await self.off_loop(text_size(sample), self._prompt_for, sample, parsed))
 
     def _prompt_for(self, sample: StringThread, parsed: BaseModel | None
                     ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -402,7 +402,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
                                  "scorer_version": self.version, "scorer_model": binding.config.model,
                                  "judge_model": self.model_name, **({"labels_only": True} if self.labels_only else {})}
         try:
-            prompt, missing = self.render(self.neutralized(sample))
+            prompt, missing = await self.off_loop(text_size(sample), lambda: self.render(self.neutralized(sample)))
         except OutputParserException as exc:   # the binding's MalformedCompletion: the policy's fault
             return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
         except RecursionError:

@@ -15,17 +15,20 @@ __all__ = ["Decision", "NoVerdict", "Verdict"]
 @dataclass(frozen=True)
 class Verdict(Generic[V]):
     """A verdict the judge wrote: ``value`` (a label, a number, an output
-    model), where it stands in the reply, and earlier disagreeing values."""
+    model), where it stands in the reply, earlier disagreeing values, and
+    ``value_at``: where the readout found the value itself begins (-1: not
+    recorded; a sealed line's verdict after its ``VERDICT <seal>:``)."""
 
     value: V
     start: int = 0
     end: int = 0
     others: tuple[Any, ...] = field(default=())
+    value_at: int = -1
     ok = True
 
     def map(self, fn: "Callable[[Any], Any]") -> "Verdict[Any]":
         """The same verdict with ``fn`` applied to its value and to each of ``others``."""
-        return Verdict(fn(self.value), self.start, self.end, tuple(fn(v) for v in self.others))
+        return Verdict(fn(self.value), self.start, self.end, tuple(fn(v) for v in self.others), self.value_at)
 
 
 @dataclass(frozen=True)

@@ -264,8 +264,10 @@ def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | Non
     return (got[0] if dup is None else dup), start, got[1]
 
 
-def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) -> "tuple[int, int, Any] | None":
-    """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``."""
+def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]
+              ) -> "tuple[int, int, Any, int] | None":
+    """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``, with
+    where its value begins (after the colon, spaces and emphasis)."""
     line_start = text.rfind("\n", 0, at) + 1
     if not text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict"):
         return None
@@ -273,7 +275,7 @@ def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]) ->
     line_end = len(text) if line_end < 0 else line_end
     rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
     value = read_line(rest[1:]) if rest.startswith(":") else None
-    return None if value is None else (line_start, line_end, value)
+    return None if value is None else (line_start, line_end, value, line_end - len(rest[1:].lstrip(EMPHASIS)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -284,33 +286,35 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
 
 
 def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]], Any] | None",
-               read_line: "Callable[[str], Any] | None") -> "tuple[int, int, Any] | None":
-    """``(start, end, value or NoVerdict)`` of the verdict sealed by the seal at ``at``."""
+               read_line: "Callable[[str], Any] | None") -> "tuple[int, int, Any, int] | None":
+    """``(start, end, value or NoVerdict, value_at)`` of the verdict sealed by the seal at
+    ``at`` (``value_at``: where a line's value begins; -1 for an object, read by its keys)."""
     hit = None if check is None else _sealed_object(text, at, seal)
     if hit is None:
         return None if read_line is None else _label_at(text, at, seal, read_line)
     obj, start, end = hit
     if isinstance(obj, _Duplicate):
-        return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid")
+        return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid"), -1
     try:
-        return start, end, check({k: v for k, v in obj.items() if k != SEAL_FIELD})  # type: ignore[misc]
+        return start, end, check({k: v for k, v in obj.items() if k != SEAL_FIELD}), -1  # type: ignore[misc]
     except (ValueError, TypeError) as exc:
-        return start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
+        return start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid"), -1
 
 
-def _last(found: "list[tuple[int, int, Any]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
+def _last(found: "list[tuple[int, int, Any, int]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
     """The last of ``found`` (in reply order) with the values of the earlier
     ones that disagree with it; a last ``NoVerdict`` is the reading."""
     if len(found) == 1:   # the common reply: one verdict, nothing to order or compare
-        start, end, last = found[0]
-        return last if isinstance(last, NoVerdict) else Verdict(last, start, end, ())
+        start, end, last, value_at = found[0]
+        return last if isinstance(last, NoVerdict) else Verdict(last, start, end, (), value_at)
     found.sort(key=lambda f: f[0])
-    start, end, last = found[-1]
+    start, end, last, value_at = found[-1]
     if isinstance(last, NoVerdict):
         return last
     agree = same or (lambda a, b: a == b)
     return Verdict(last, start, end,
-                   tuple(v for _, _, v in found[:-1] if not isinstance(v, NoVerdict) and not agree(v, last)))
+                   tuple(v for _, _, v, _ in found[:-1] if not isinstance(v, NoVerdict) and not agree(v, last)),
+                   value_at)
 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
@@ -326,7 +330,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
-    found: dict[int, tuple[int, int, Any]] = {}   # by start: one verdict seen from two seals is one
+    found: dict[int, tuple[int, int, Any, int]] = {}   # by start: one verdict seen from two seals is one
     for at in _occurrences(text, seal):
         hit = _sealed_at(text, at, seal, check, read_line)
         if hit is not None:
@@ -361,10 +365,11 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
     return _last(found, same)
 
 
-def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]) -> "list[tuple[int, int, Any]]":
+def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]
+                      ) -> "list[tuple[int, int, Any, int]]":
     """The JSON objects ``check`` accepts, outside copies and not nested in one
     found, tried from the reply's end."""
-    found: list[tuple[int, int, Any]] = []
+    found: list[tuple[int, int, Any, int]] = []
     start = len(text)
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
@@ -377,21 +382,24 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
         if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
             continue
         try:
-            found.append((start, end, check(obj)))
+            found.append((start, end, check(obj), -1))
         except (ValueError, TypeError):
             continue
     return found
 
 
-def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, int, Any]]":
-    """The reply's last non-blank line, when it is a label outside copies."""
+def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, int, Any, int]]":
+    """The reply's last non-blank line, when it is a label outside copies (with where its value begins)."""
     end = len(text)
     while end > 0:
         start = text.rfind("\n", 0, end) + 1
         line = text[start:end]
         if line.strip():
             head, sep, tail = line.partition(":")   # a lead word allowed: ``Verdict: PASS``
-            value = read_line(tail if sep and len(head) <= 24 else line)
-            return [] if value is None or inside_copy(copies, start, end) else [(start, end, value)]
+            read = tail if sep and len(head) <= 24 else line
+            value = read_line(read)
+            if value is None or inside_copy(copies, start, end):
+                return []
+            return [(start, end, value, end - len(read.lstrip(EMPHASIS)))]
         end = start - 1
     return []

@@ -12,12 +12,14 @@ import re
 import unicodedata
 from typing import Any, Iterable
 
-__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
+__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize", "neutralize_controls",
            "neutralize_all", "neutralize_value", "template_tag_names"]
 
-#: Tag names of the candidate reply protocol; any tag *starting* with one of
-#: these (``<grades>``, ``<candidate-input>``) is neutralised in policy text.
-PROTOCOL_TAGS: tuple[str, ...] = ("candidate", "grade", "reasoning")
+#: Tag names of the reply protocols: the candidate blocks, and the draft a reply may open
+#: with (``<think>``, ``<thinking>``: blanked before reading, so a copy of one the policy
+#: wrote would hide what the judge writes after it); any tag *starting* with one of these
+#: (``<grades>``, ``<candidate-input>``) is neutralised in policy text.
+PROTOCOL_TAGS: tuple[str, ...] = ("candidate", "grade", "reasoning", "think")
 
 _DEFANG = "["        # what a defanged tag opener becomes
 _GAP = "\x00"        # a character that folds to nothing (zero-width, combining)
@@ -104,16 +106,16 @@ _BRACKET_NAMES = (_spaced("inst"), _spaced("sys"))  # [INST], [/INST], [SYS]: '[
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> re.Pattern[str]:
-    """Tags and control tokens, as one regex, factored by their first character
-    (a '<' is tested once for all)."""
+def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool = True) -> re.Pattern[str]:
+    """Tags (unless ``tags`` is False) and control tokens, as one regex, factored by
+    their first character (a '<' is tested once for all)."""
     names = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
         alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
-    lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")"
-          + r"|\x00*(?:" + "|".join(_LT_GAP_TAILS)
-          + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + ")))")
+    controls = (r"\x00*(?:" + "|".join(_LT_GAP_TAILS)
+                + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + "))")
+    lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else "<" + controls
     bracket = r"\[" + _SLASH + "(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
     extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
     return re.compile("|".join([lt, bracket, *extra_ctl]))
@@ -141,6 +143,22 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     >>> neutralize("ok <b>bold</b> \\uff1c/candidate> <|im_end|>")
     'ok <b>bold</b> [/candidate> [|im_end|>'
     """
+    return _defang(text, tuple(extra_tags), tuple(control_tokens), True)
+
+
+def neutralize_controls(text: str, control_tokens: Iterable[str] = ()) -> str:
+    """Defang chat-template control tokens only (the common forms and ``control_tokens``),
+    leaving every tag as it is: for text the judge wrote that goes back to it inside a
+    prompt (a reply prefix), where a copy of policy text could carry a control token the
+    server would read as one.
+
+    >>> neutralize_controls('<grade id="k">1</grade> &lt;|im_start|&gt;system')
+    '<grade id="k">1</grade> [|im_start|&gt;system'
+    """
+    return _defang(text, (), tuple(control_tokens), False)
+
+
+def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, ...], tags: bool) -> str:
     if not isinstance(text, str) or not text:
         return text
     if not control_tokens and _clean(text):
@@ -150,7 +168,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     skel = _skeleton(text)
     pieces: list[str] = []
     last = 0
-    for m in _pattern(tuple(extra_tags), tuple(control_tokens)).finditer(skel):
+    for m in _pattern(extra_tags, control_tokens, tags).finditer(skel):
         start = m.start()
         pieces.append(text[last:start])
         pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
