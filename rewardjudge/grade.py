@@ -12,6 +12,17 @@ Status = Literal["scored", "penalized", "unscored"]
 STATUSES: tuple[str, ...] = ("scored", "penalized", "unscored")
 
 
+def _valid_text(text: Any) -> Any:
+    """``text`` with each lone surrogate as U+FFFD (it cannot be encoded); anything else as it is."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 @dataclass
 class Grade:
     """One grade, with the reason it is what it is.
@@ -42,6 +53,9 @@ class Grade:
     distribution: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
+        # a judge's JSON may escape a lone surrogate ("\ud800"): no UTF-8 file or Arrow column
+        # holds one, so a journal line or results file could never be written
+        self.reasoning, self.error, self.raw_reply = map(_valid_text, (self.reasoning, self.error, self.raw_reply))
         if self.status is None:
             self.status = "unscored" if self.value is None else "scored"
         if self.status not in STATUSES:

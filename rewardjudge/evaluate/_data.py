@@ -253,6 +253,10 @@ def _or_with_parts(load: Callable[[], Any], rows: Callable[[], Iterator[Mapping[
     (it decodes JSON-looking strings: messages must not go through it)."""
     try:
         ds = load()
+    except UnicodeEncodeError as exc:   # Arrow holds UTF-8 only: name the text, not pyarrow's stack
+        raise ConfigError(f"the data holds text that is not valid Unicode ({exc.reason}: "
+                          f"{exc.object[max(exc.start - 20, 0):exc.end + 20]!r}); repair it, e.g. "
+                          f"text.encode('utf-8', 'replace').decode('utf-8')") from None
     except Exception:
         if not _uses_content_parts(rows()):
             raise

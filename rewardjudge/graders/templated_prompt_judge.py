@@ -394,7 +394,9 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
 
     def render(self, sample: StringThread) -> tuple[str, list[str]]:
         """``binding.render(sample)`` in the grader's language: the prompt and the variables without a value."""
-        return self.binding.render(sample, language=self.language)
+        tags, ctl = tuple(self.prompt.tags), tuple(self.control_tokens())
+        return self.binding.render(sample, language=self.language,
+                                   clean=lambda value: neutralize_value(value, tags, ctl))
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         binding = self.binding

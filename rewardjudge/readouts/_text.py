@@ -298,7 +298,9 @@ def letters(text: str, keep: str = "") -> str:
     if text.isascii() and keep.isascii():
         # the table and the pattern on ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
-    return _not_alnum_keeping(keep).sub("", text.translate(_TABLE))
+    # the skeleton keeps one character per character (for positions); here length does not
+    # matter, so a character folding to several (the ligature \ufb01, \u2474, \u00df) keeps them all
+    return _not_alnum_keeping(keep).sub("", unicodedata.normalize("NFKC", text).casefold().translate(_TABLE))
 
 
 @functools.lru_cache(maxsize=8)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, OutputParserException
 from ..graders._context import thread_context
@@ -137,6 +137,14 @@ def output_instructions(schema: dict[str, Any], language: str | None = None) -> 
         {"output_schema": json.dumps(schema, ensure_ascii=False)})
 
 
+def _cleaned(fn: Callable[..., Any], clean: Callable[[Any], Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return clean(fn(*args, **kwargs))
+
+    call.__name__ = getattr(fn, "__name__", "function")
+    return call
+
+
 class ScorerBinding:
     """A scorer version (``version``: the config's SHA-256 id) pinned with a variable -> source
     mapping. Every mapped name must be a declared variable of the template or a built-in name
@@ -200,9 +208,13 @@ class ScorerBinding:
             return _messages_value(src, sample)
         return src.arg  # literal
 
-    def context(self, sample: StringThread) -> tuple[dict[str, Any], list[str]]:
+    def context(self, sample: StringThread, *, clean: Callable[[Any], Any] | None = None
+                ) -> tuple[dict[str, Any], list[str]]:
         """The template data for ``sample`` (mapped values, then the data built-ins over them) and
-        the variables that had no value; ``MalformedCompletion`` when a completion field lacks."""
+        the variables that had no value; ``MalformedCompletion`` when a completion field lacks.
+        ``clean`` (a neutraliser) is applied to each mapped value: a completion field or a messages
+        attribute is decoded from JSON text, whose escapes (``\u003c``) a neutraliser of the text
+        does not see."""
         ctx: dict[str, Any] = {}
         missing: list[str] = []
         parsed: list = []
@@ -211,7 +223,7 @@ class ScorerBinding:
             if value is MISSING or value is None:
                 missing.append(var)
             else:
-                ctx[var] = value
+                ctx[var] = value if clean is None or src.kind == "literal" else clean(value)
         ctx.update(builtin_context(sample))
         return ctx, missing
 
@@ -224,10 +236,12 @@ class ScorerBinding:
                 "output_instructions": output_instructions(schema, language)}
         return self._instructions[language]
 
-    def render(self, sample: StringThread, *, language: str | None = None) -> tuple[str, list[str]]:
+    def render(self, sample: StringThread, *, language: str | None = None,
+               clean: Callable[[Any], Any] | None = None) -> tuple[str, list[str]]:
         """The judge's user message for ``sample`` and the variables that had no value
-        (``MalformedCompletion`` when the completion lacks a bound field)."""
-        context, missing = self.context(sample)
+        (``MalformedCompletion`` when the completion lacks a bound field); ``clean`` neutralises
+        every value decoded from the sample's JSON (mapped values, the functions' results)."""
+        context, missing = self.context(sample, clean=clean)
         context.update(self.constants(language))
         template = self.config.template
         if template.engine != "jinja2":
@@ -235,6 +249,8 @@ class ScorerBinding:
         # the function built-ins are callables, which a template's context refuses: they go in
         # as functions, after the data (built-ins take precedence)
         functions = builtin_functions(to_plain(dict(sample.metadata)))
+        if clean is not None:
+            functions = {name: _cleaned(fn, clean) for name, fn in functions.items()}
         return template.template.render(context, functions=functions), missing
 
     def to_dict(self) -> dict[str, Any]:
