@@ -14,8 +14,8 @@ control tokens), ``neutralize_value`` (the text in a mapping, and cut in
 6-character strings in a list), ``contains_tag``, the content-free screen
 (``content_free_reason`` on the text, and ``content_free_fields`` on a
 structured completion whose answer is empty and whose list field holds the
-text cut in 6-character strings), and ``pydantic_parse`` of a completion on
-hostile JSON.
+text cut in 6-character strings), ``pydantic_parse`` of a completion on
+hostile JSON, and the reward server's stripping of trailing end markers.
 
 Each time is CPU time, the best of 3 runs (the lazily filled translation
 tables are warm; the first pass over 256 KiB of distinct characters fills
@@ -67,7 +67,8 @@ _RUNS = ["\u200b", "\x00", " ", "/", "<", "\\", "0", "25", "amp;", "\u0301\u0316
          "\u2800", "a", "\u200b/"]
 _UNITS = ["<|", "<", "< ", "<\u200b", "[INST", "[\u200b", "&#", "&lt;", "&lt;|", "\\u00", "\\u003c", "%2",
           "%3c", "<<", "<s>", "</", "<c", "<cand", "<\u200bc\u200ba", "[/", "\\\\", "\\n", "&#10;",
-          "Thought process: ", "Th\u043eught pr\u043ecess: ", "\u3164.", "``x", "\U0001f600"]
+          "Thought process: ", "Th\u043eught pr\u043ecess: ", "\u3164.", "``x", "\U0001f600",
+          "<|im_end|> ", "</s>"]
 
 
 def _cut(unit: str, size: int) -> str:
@@ -117,6 +118,7 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
     from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
     from rewardjudge.graders._guards import content_free_fields, content_free_reason
     from rewardjudge.readouts._text import contains_tag, neutralize, neutralize_value
+    from rewardjudge.serve._samples import DEFAULT_EOS, _strip_eos
 
     tags = ("response", "answer", "question", "submission")
     control = ("<|im_end|>", "<|eot_id|>", "</s>")
@@ -143,6 +145,7 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
         ("content-free screen (text)", "text", content_free_reason),
         ("content-free screen (fields)", "text", screen_fields),
         ("pydantic_parse", "json", parse),
+        ("end-marker stripping (reward server)", "text", lambda t: _strip_eos(t, DEFAULT_EOS)),
     ]
 
 

@@ -69,6 +69,8 @@ class Grade:
             self.value = float(self.value)
             if math.isnan(self.value):
                 raise ConfigError("Grade.value must not be NaN; use status='unscored'")
+            if math.isinf(self.value):  # a trainer would turn it into NaN advantages, a server into invalid JSON
+                raise ConfigError(f"Grade.value must be finite, got {self.value}")
 
     @property
     def is_label_only(self) -> bool:

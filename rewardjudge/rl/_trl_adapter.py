@@ -61,6 +61,8 @@ class _DualCall:
         return coro
 
 
+#: batches kept for the other functions of a ``trl_reward_funcs`` set (oldest dropped past it)
+_MAX_SHARED = 64
 _TRL_NONE_WARNING = "All reward functions returned None"
 _TRL_LOGGER = "trl.trainer.grpo_trainer"
 
@@ -276,11 +278,15 @@ class TRLRewardFunc(_DualCall):
         columns = {k: v for k, v in columns.items() if k not in _TRL_RESERVED}
         if not self._sharers:
             return await self.grader.grade_batch(self.threads(prompts, completions, **columns))
-        key = canonical_hash([list(prompts), list(completions)])
+        # the columns and the phase are part of what is graded: the same completions with another reference,
+        # or in evaluation, are another batch
+        key = canonical_hash([list(prompts), list(completions), columns, self.phase()])
         entry = self._shared.get(key)
         if entry is None:
             task = asyncio.ensure_future(self.grader.grade_batch(self.threads(prompts, completions, **columns)))
             entry = self._shared[key] = [task, self._sharers + 1]
+            while len(self._shared) > _MAX_SHARED:  # a set not all called (a function left out) must not grow forever
+                self._shared.pop(next(iter(self._shared)))
         entry[1] -= 1
         if entry[1] <= 0:  # every function of the set has read this batch
             self._shared.pop(key, None)

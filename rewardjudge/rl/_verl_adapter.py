@@ -136,8 +136,12 @@ class VerlScore:
 
     async def _grade(self, threads: list[StringThread], kwargs: Mapping[str, Any]) -> list:
         o = self.options
-        marker = o["on_unscored"] == "marker" or bool(kwargs.get(MANAGER_KWARG))
-        return [_result(g, o["unscored_value"], o["return_dict"], marker)
+        manager = bool(kwargs.get(MANAGER_KWARG))
+        marker = o["on_unscored"] == "marker" or manager
+        # the manager knows a failure by its NaN marker: a finite unscored_value there (read alone when
+        # return_dict=False) would be taken for the judge's score
+        unscored_value = math.nan if manager else o["unscored_value"]
+        return [_result(g, unscored_value, o["return_dict"], marker)
                 for g in await self._built().grade_batch(threads)]
 
     async def score_one(self, data_source: Any, solution_str: str, ground_truth: Any = None,

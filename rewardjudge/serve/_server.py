@@ -97,7 +97,12 @@ class _Batcher:
         self.metrics.batched_samples += len(items)
         try:
             grades = await self.grader.grade_batch([t for t, _ in items])
-        except Exception as exc:  # a usage error (template, config): every caller hears it
+        except Exception as exc:  # a usage error (template, config): its own caller hears it
+            if len(items) > 1:  # one request's bad sample must not fail the other requests batched with it
+                self.metrics.batches -= 1
+                self.metrics.batched_samples -= len(items)
+                await asyncio.gather(*(self._grade([item]) for item in items if not item[1].done()))
+                return
             for _, fut in items:
                 if not fut.done():
                     fut.set_exception(exc)
