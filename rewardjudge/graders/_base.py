@@ -139,10 +139,8 @@ class Grader(abc.ABC):
         at: list[int] = []
         for i, sample in enumerate(samples):
             sample = self.check_sample(sample)
-            if len(sample.completion()) > _INLINE_CHARS:
-                parsed, rejected = await asyncio.to_thread(self.screen, sample, self.completion_model)
-            else:
-                parsed, rejected = self.screen(sample, self.completion_model)
+            parsed, rejected = await self.off_loop(len(sample.completion()), self.screen, sample,
+                                                   self.completion_model)
             if rejected is None:
                 screened.append((sample, parsed))
                 at.append(i)
@@ -162,9 +160,9 @@ class Grader(abc.ABC):
 
     @staticmethod
     async def off_loop(size: int, fn: "Callable[..., V]", *args: Any) -> V:
-        """``fn(*args)``, in a worker thread when ``size`` (the characters of sample text it
-        works through: neutralising, rendering) is over ``_INLINE_CHARS``, so a long
-        completion never holds the event loop (the screen and the readout do the same)."""
+        """``fn(*args)``, in a worker thread when ``size`` (the characters of text it works
+        through: screening, neutralising, rendering, reading a reply) is over ``_INLINE_CHARS``,
+        so a long completion or reply never holds the event loop."""
         if size > _INLINE_CHARS:
             return await asyncio.to_thread(fn, *args)
         return fn(*args)
@@ -330,8 +328,7 @@ class Grader(abc.ABC):
                 problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
                 continue
             try:   # a rambling judge's reply is read off the loop
-                verdict = (await asyncio.to_thread(parse, completion.text) if len(completion.text) > _INLINE_CHARS
-                           else parse(completion.text))
+                verdict = await self.off_loop(len(completion.text), parse, completion.text)
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue
