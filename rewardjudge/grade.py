@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -12,15 +13,15 @@ Status = Literal["scored", "penalized", "unscored"]
 STATUSES: tuple[str, ...] = ("scored", "penalized", "unscored")
 
 
-def _valid_text(text: Any) -> Any:
-    """``text`` with each lone surrogate as U+FFFD (it cannot be encoded); anything else as it is."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: Any) -> Any:
+    """``text`` with each surrogate code point as U+FFFD (no UTF-8 request, file or Arrow column
+    can hold one); anything else as it is. The one surrogate rule: the neutraliser uses it too."""
     if not isinstance(text, str) or text.isascii():
         return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Grade:
     def __post_init__(self) -> None:
         # a judge's JSON may escape a lone surrogate ("\ud800"): no UTF-8 file or Arrow column
         # holds one, so a journal line or results file could never be written
-        self.reasoning, self.error, self.raw_reply = map(_valid_text, (self.reasoning, self.error, self.raw_reply))
+        self.reasoning, self.error, self.raw_reply = map(encodable, (self.reasoning, self.error, self.raw_reply))
         if self.status is None:
             self.status = "unscored" if self.value is None else "scored"
         if self.status not in STATUSES:

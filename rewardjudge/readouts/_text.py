@@ -12,6 +12,8 @@ import re
 import unicodedata
 from typing import Any, Iterable
 
+from ..grade import encodable
+
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize", "neutralize_controls",
            "neutralize_all", "neutralize_value", "template_tag_names"]
 
@@ -130,7 +132,6 @@ def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iter
     return bool(_pattern(tuple(extra_tags), tuple(control_tokens)).search(_skeleton(text)))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _GAPS = re.compile(_GAP + "*")
 
 
@@ -163,8 +164,7 @@ def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, .
         return text
     if not control_tokens and _clean(text):
         return text   # plain ASCII with no bracket or escape: nothing to defang
-    if not text.isascii():   # a surrogate cannot be encoded: it would fail a shared request
-        text = _SURROGATE.sub("\ufffd", text)
+    text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
     pieces: list[str] = []
     last = 0
