@@ -103,6 +103,17 @@ def test_ligatures_in_real_answers_pass(text):
     assert content_free_reason(text) is None
 
 
+@pytest.mark.parametrize("text", ["Th0ught process:", "5tep 1", "L3t's th1nk st3p by st3p.", "4nsw3r:",
+                                  "Fin4l 4nswer. R3asoning."])
+def test_master_keys_with_digits_for_letters_are_content_free(text):
+    assert content_free_reason(text) is not None
+
+
+@pytest.mark.parametrize("text", ["42", "7", "101", "S0lution: 12", "Step 1: 3 + 4 = 7", "Answer: 5"])
+def test_numbers_and_answers_with_digits_pass(text):
+    assert content_free_reason(text) is None
+
+
 # -- evaluation: hostile rows and judge replies ----------------------------------------------------
 def _evaluate(rows, reply, tmp_path):
     from rewardjudge.evaluate import evaluate_dataset

@@ -33,11 +33,19 @@ _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 _SHOWN = 40
 
 
+#: digits written for the letters they look like (``Th0ught pr0cess``): a key's letter matches either
+_LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4", "s": "5", "g": "9",
+                     "t": "7", "b": "8"}
+
+
 @functools.lru_cache(maxsize=64)
 def _keys_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
-    """Master keys (and ``extra_keys``) in ``letters`` form, longest first."""
+    """Master keys (and ``extra_keys``) in ``letters`` form, longest first; a letter
+    also matches the digit that looks like it."""
     forms = {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
-    return re.compile("|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f))))
+    return re.compile("|".join(
+        "".join(f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form)
+        for form in sorted(forms, key=lambda f: (-len(f), f))))
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
