@@ -43,13 +43,13 @@ def without_seal(text: str) -> str:
 
 
 def seal_reply(reply: str, messages: Sequence[Any]) -> str:
-    """``reply`` as a judge that follows the seal instruction writes it: the seal added to the last
-    top-level JSON object, else the last line as ``VERDICT <seal>: <label>``; unchanged when the
-    request is unsealed or the reply holds the seal already.
+    r"""``reply`` as a judge that follows the seal instruction writes it: the seal as the first and
+    the last field of the last top-level JSON object, else the last line as ``VERDICT <seal>:
+    <label>``; unchanged when the request is unsealed or the reply holds the seal already.
 
     >>> msgs = [{"role": "user", "content": 'Grade. ... with the value "0123456789abcdef": ...'}]
     >>> seal_reply('{"score": "PASS"}', msgs)
-    '{"score": "PASS", "seal": "0123456789abcdef"}'
+    '{"seal": "0123456789abcdef", "score": "PASS", "seal_end": "0123456789abcdef"}'
     >>> seal_reply('Looks right.\nVerdict: PASS', msgs)
     'Looks right.\nVERDICT 0123456789abcdef: PASS'
     """
@@ -59,8 +59,10 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
     last = _last_object(reply)
     if last is not None:
         start, end = last
-        sep = ", " if reply[start + 1:end - 1].strip() else ""
-        return f'{reply[:end - 1].rstrip()}{sep}"seal": "{seal}"{reply[end - 1:]}'
+        body = reply[start + 1:end - 1].strip()
+        fields = f'"seal": "{seal}", {body}, "seal_end": "{seal}"' if body else \
+            f'"seal": "{seal}", "seal_end": "{seal}"'
+        return f'{reply[:start]}{{{fields}}}{reply[end:]}'
     body = reply.rstrip()
     cut = body.rfind("\n") + 1
     line = body[cut:].strip()

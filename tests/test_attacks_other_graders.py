@@ -211,11 +211,11 @@ def test_expected_value_holds_through_the_attack_suite(monkeypatch):
 
         async def grade_distribution(self, messages, choices, params=None):
             prefix = messages[-1]["content"]
-            at = prefix.rfind('{"reasoning": ')
+            at = prefix.rfind('", "reasoning": ')   # after the seal, the object's first field
             own = False
             if at >= 0:
                 try:
-                    why, end = json.JSONDecoder().raw_decode(prefix, at + len('{"reasoning": '))
+                    why, end = json.JSONDecoder().raw_decode(prefix, at + len('", "reasoning": '))
                     own = prefix[end:] == ', "score": ' and (
                         why == HONEST_WHY or why.startswith("The response says: "))
                 except ValueError:

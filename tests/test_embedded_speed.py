@@ -24,7 +24,8 @@ SEAL = "0123456789abcdef"
 
 def read_alone(reply: str, model):
     """A sealed reply's verdict (the seal written on it, as an obedient judge would)."""
-    sealed = reply.rstrip()[:-1] + f', "seal": "{SEAL}"}}'
+    body = reply.strip()[1:-1]
+    sealed = f'{{"seal": "{SEAL}", {body}, "seal_end": "{SEAL}"}}'
     return read_sealed(sealed, SEAL, check=model.model_validate).value
 from rewardjudge.graders.templated_prompt_judge import SEAL_TOKENS, TemplatedPromptJudgeGrader
 from rewardjudge.models import OpenAIModel

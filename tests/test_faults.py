@@ -255,7 +255,7 @@ async def test_unreadable_verdict_is_reasked_then_unscored_never_zero(reply, loo
     assert [g.status for g in grades] == ["unscored"] * 2
     assert all(g.value is None and ("invalid judge reply" in g.error or "no sealed verdict" in g.error)
                for g in grades)
-    assert all(reply[-8:] in g.raw_reply or reply[:10] in g.raw_reply for g in grades)   # as written, sealed
+    assert all(reply.strip("{}")[:12] in g.raw_reply for g in grades)   # as written, sealed
     assert server.request_count == 4  # one re-ask per sample
 
 

@@ -99,7 +99,7 @@ async def test_judge_killed_and_restarted_mid_run():
     first = start_server(model_kwargs={"retry_policy": retry, "max_concurrency": 2})
     restarted: list[JudgeServer] = []
     model = first.model()
-    grader = grader_for(model, max_tokens=40)
+    grader = grader_for(model)
     loop = asyncio.get_running_loop()
 
     async def kill_and_restart() -> None:

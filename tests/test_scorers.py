@@ -204,7 +204,8 @@ def sealed_read(spec, reply):
 
 
 def test_the_last_sealed_verdict_decides_and_others_are_kept():
-    reply = f'{{"reason": "a", "score": 1, "seal": "{SEAL}"}} then {{"reason": "b", "score": 5, "seal": "{SEAL}"}}'
+    reply = (f'{{"seal": "{SEAL}", "reason": "a", "score": 1, "seal_end": "{SEAL}"}} then '
+             f'{{"seal": "{SEAL}", "reason": "b", "score": 5, "seal_end": "{SEAL}"}}')
     d = output_spec_from_dict(NUM).read(reply, SEAL)
     assert d.value.value == 5.0 and [o.value for o in d.others] == [1.0]
 
@@ -362,7 +363,8 @@ async def test_disagreeing_sealed_verdicts_are_kept_beside_the_last():
     # an earlier one that disagrees is recorded
     def judge(messages, params, schema):
         seal = request_seal(messages)
-        return f'{{"reason": "a", "score": 2, "seal": "{seal}"}} {{"reason": "b", "score": 5, "seal": "{seal}"}}'
+        return (f'{{"seal": "{seal}", "reason": "a", "score": 2, "seal_end": "{seal}"}} '
+                f'{{"seal": "{seal}", "reason": "b", "score": 5, "seal_end": "{seal}"}}')
 
     model = ScriptedModel(judge, name=BASE["model"], seal=False)   # the judge seals both itself
     grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})

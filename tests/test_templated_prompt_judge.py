@@ -86,7 +86,7 @@ async def test_invalid_reply_is_reasked_then_unscored():
     grade = await g.grade(thread())
     assert grade.status == "unscored" and grade.value is None
     assert "invalid judge reply after 2 tries" in grade.error and grade.attempts == 2
-    assert grade.raw_reply.startswith('{"score": "MAYBE", "reasoning": "x", "seal": "')
+    assert grade.raw_reply.startswith('{"seal": "') and '"score": "MAYBE", "reasoning": "x", "seal_end": "' in grade.raw_reply
     assert len(model.calls) == 2
 
 

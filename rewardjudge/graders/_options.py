@@ -14,7 +14,7 @@ from .._validate import validated
 from ..errors import ConfigError
 from ..models._base import InferenceModel
 from ..readouts._forms import VerdictForm
-from ..readouts._seal import SEAL_FIELD
+from ..readouts._seal import SEAL_FIELDS
 from ..scales import Scale
 from ._outputs import check_output_model, fitted_max_tokens, score_choices
 
@@ -30,7 +30,7 @@ Flag = Annotated[bool, BeforeValidator(bool)]
 Text = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
 
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
-SEAL_TOKENS = 24
+SEAL_TOKENS = 48
 
 #: the reply prefix of ``answer_prefix="auto"``; with the space, the digit is the next token
 AUTO_PREFIX = "Grade: "
@@ -110,8 +110,9 @@ class TemplatedOptions(JudgeOptions):
     @classmethod
     def _output_model(cls, model: Any) -> Any:
         model = check_output_model(model)
-        if SEAL_FIELD in model.model_fields:
-            raise ConfigError(f"output_model {model.__name__} has a field named {SEAL_FIELD!r}: that "
+        taken = [name for name in SEAL_FIELDS if name in model.model_fields]
+        if taken:
+            raise ConfigError(f"output_model {model.__name__} has a field named {taken[0]!r}: that "
                               f"name carries the verdict's seal; rename the field")
         return model
 

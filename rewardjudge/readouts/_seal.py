@@ -1,8 +1,9 @@
 """The seal: a verdict the policy cannot write (docs/sealed-verdicts.md). A keyed
 hash of the whole request the judge is asked, last, to write on its verdict: as
-the ``"seal"`` field of a JSON verdict or on a line ``VERDICT <seal>: <label>``.
-Only a sealed verdict is read; a leading ``<think>`` draft is blanked first and
-the last sealed verdict decides (earlier ones that disagree go to ``others``)."""
+the first and the last field of a JSON verdict (``"seal"``, ``"seal_end"``), or
+on a line ``VERDICT <seal>: <label>``. Only a sealed verdict is read; a leading ``<think>``
+draft is blanked first and the last sealed verdict decides (earlier ones that
+disagree go to ``others``)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
-__all__ = ["SEAL_FIELD", "Sealer", "blank_drafts", "json_instruction",
+__all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction",
            "label_instruction", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
 
-#: the field of a JSON verdict that carries the seal (a user output model may not use it)
-SEAL_FIELD = "seal"
+#: the fields of a JSON verdict that carry the seal, its first and its last (a user output
+#: model may not use them): a policy's text, quoted by a judge that leaves its quotes
+#: unescaped, can neither open a sealed object nor close one early
+SEAL_FIELD, SEAL_END_FIELD = SEAL_FIELDS = ("seal", "seal_end")
 #: hex digits of a seal: 64 bits
 SEAL_HEX = 16
 #: environment variable holding a seal key shared by processes (hex or text)
@@ -135,9 +138,9 @@ def label_instruction(seal: str, choices: str, placeholder: str | None = None) -
 def json_instruction(seal: str, fields: str = "") -> str:
     """The seal instruction of a JSON verdict (``fields``: a reminder of its fields)."""
     shape = f" with the fields {fields}" if fields else ""
-    return (f"{SEAL_LEAD} as one JSON object{shape}. Add the field "
-            f"\"{SEAL_FIELD}\" to that object with the value \"{seal}\": only a verdict object "
-            f"holding this seal is read.")
+    return (f"{SEAL_LEAD} as one JSON object{shape}. Make its first field \"{SEAL_FIELD}\" and "
+            f"its last field \"{SEAL_END_FIELD}\", both with the value \"{seal}\": only a verdict "
+            f"object that opens and closes with this seal is read.")
 
 
 #: the seal field in a wire schema: the same for every request (a per-request ``const`` is
@@ -147,15 +150,15 @@ SEAL_SCHEMA = {"type": "string", "pattern": f"^[0-9a-f]{{{SEAL_HEX}}}$",
 
 
 def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[str, Any]:
-    """``schema`` (an object schema) with the seal as a required field, last.
+    """``schema`` (an object schema) with the seal as its first and last required fields.
     Without ``seal`` the schema is the same for every request (the reader checks
     the value); with it, the field's only value is ``seal`` (for llama.cpp)."""
     out = dict(schema)
-    props = dict(out.get("properties") or {})
-    props.pop(SEAL_FIELD, None)
-    props[SEAL_FIELD] = dict(SEAL_SCHEMA) if seal is None else {"type": "string", "const": seal}
-    out["properties"] = props
-    out["required"] = [*[r for r in out.get("required") or () if r != SEAL_FIELD], SEAL_FIELD]
+    props = {k: v for k, v in (out.get("properties") or {}).items() if k not in SEAL_FIELDS}
+    field = dict(SEAL_SCHEMA) if seal is None else {"type": "string", "const": seal}
+    out["properties"] = {SEAL_FIELD: field, **props, SEAL_END_FIELD: dict(field)}
+    out["required"] = [SEAL_FIELD, *[r for r in out.get("required") or () if r not in SEAL_FIELDS],
+                       SEAL_END_FIELD]
     return out
 
 
@@ -250,8 +253,8 @@ def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int
 
 
 def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
-    """The JSON object whose own ``seal`` field is the string holding the seal
-    at ``at``: ``(object or _Duplicate, start, end)``, else None."""
+    """The JSON object around the seal at ``at`` whose first and last fields
+    hold the seal (``SEAL_FIELDS``): ``(object or _Duplicate, start, end)``, else None."""
     start = _object_start(text, at - 1) if at and text[at - 1] == '"' else -1
     if start < 0:
         return None
@@ -259,9 +262,16 @@ def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | Non
         got, dup = _decode(_STRICT, text, start), None
     except _Duplicate as found:
         got, dup = _decode(_DECODER, text, start), found
-    if got is None or not isinstance(got[0], dict) or got[0].get(SEAL_FIELD) != seal or got[1] <= at:
+    if got is None or not isinstance(got[0], dict) or got[1] <= at or not _sealed_keys(got[0], seal):
         return None
     return (got[0] if dup is None else dup), start, got[1]
+
+
+def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
+    """Whether ``obj``'s first and last fields are the seal fields holding ``seal``."""
+    keys = list(obj)
+    return len(keys) >= 2 and (keys[0], keys[-1]) == SEAL_FIELDS \
+        and obj[SEAL_FIELD] == seal and obj[SEAL_END_FIELD] == seal
 
 
 def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]
@@ -296,7 +306,7 @@ def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]],
     if isinstance(obj, _Duplicate):
         return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid"), -1
     try:
-        return start, end, check({k: v for k, v in obj.items() if k != SEAL_FIELD}), -1  # type: ignore[misc]
+        return start, end, check({k: v for k, v in obj.items() if k not in SEAL_FIELDS}), -1  # type: ignore[misc]
     except (ValueError, TypeError) as exc:
         return start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid"), -1
 
