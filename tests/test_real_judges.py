@@ -113,6 +113,17 @@ def llmbar_rating(reply: str) -> "int | None":
         return None
 
 
+_ARENA_BENCH = re.compile(r"\[\[(\d*?)\]\]")
+
+
+def arena_bench_single(reply: str) -> "int | None":
+    """arena-hard-auto judge.py as of the arena-bench-v1 runs (commit
+    4a705dd6963f777aba2ae79259e3013934e6e012): every ``[[digits]]`` (empty ones
+    dropped); exactly one -> its integer, none or several (even equal) -> None."""
+    found = [m for m in _ARENA_BENCH.findall(reply) if m != ""]
+    return int(found[0]) if len(found) == 1 else None
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -136,6 +147,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     "llmbar_cot": (VerdictForm.of("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
     # LLMBar's Vanilla prompt: 'Your response should be either "Output (a)" or "Output (b)"'
     "llmbar_vanilla": (VerdictForm.of("Output ({label})", labels=("a", "b")), llmbar_vanilla, lambda v: v),
+    # arena-bench-v1's single-grading system prompt (data/arena-bench-v1_config.yaml): 'rate the response on a
+    # scale of 1 to 10 by strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'
+    "arena_bench_single": (VerdictForm.of("[[{score}]]", bounds=(1, 10)), arena_bench_single, _num),
     # LLMBar's Rating prompt: 'Your response should be ONLY the score, an integer between 0 and 9'
     "llmbar_rating": (VerdictForm.of("{score}", bounds=(0, 9)), llmbar_rating, _num),
 }
@@ -272,7 +286,7 @@ async def test_templated_grader_replays_real_replies(source):
     sample = [r for i, r in enumerate(rows)
               if i % 10 == 0 or r["expected"] is None or not form.read(r["reply"]).ok]
     thread = StringThread([("user", "Rate the answer."), ("assistant", "a policy answer under test")])
-    checked = agreed = 0
+    checked = agreed = scored = 0
     for row in sample:
         model = ScriptedModel([row["reply"]], default=row["reply"], seal=False)
         grader = TemplatedPromptJudgeGrader(
@@ -285,10 +299,14 @@ async def test_templated_grader_replays_real_replies(source):
             continue
         want = float(values[read.value]) if values else float(read.value)
         assert grade.status == "scored" and grade.value == want, (row["origin"], read, grade)
+        scored += 1
         expected = as_value(row["expected"])
-        if expected is not None and read.value == expected:
+        if expected is None:
+            continue        # the source's parser read nothing here (e.g. an int-only parser and "[[9.5]]"): counted apart
+        if read.value == expected:
             agreed += 1
         checked += 1
-    print(f"\n{source}: grader replay: {checked} sampled replies scored as the form reads them, "
-          f"{agreed} of them as the source's parser reads them; {len(sample) - checked} not scored")
+    print(f"\n{source}: grader replay: {scored} sampled replies scored as the form reads them, "
+          f"{checked} of them where the source read a verdict, {agreed} as the source's parser reads them; "
+          f"{len(sample) - scored} not scored")
     assert agreed == checked >= 25

@@ -59,6 +59,13 @@ READ_CASES = [
     (SCORE_COLON, "Score: 1234567890123456789", None, ()),
     # a final full stop after a number
     (RESULT, "Feedback: fine. [RESULT] 3.", 3.0, ()),
+    # a spaced-off verdict echoed as the prompt wrote it ("[RESULT] (an integer between 1 and 5)"),
+    # or after a colon: read as prometheus-eval's parser reads it (eval/parser.py)
+    (RESULT, "Feedback: fine. [RESULT] (4)", 4.0, ()),
+    (RESULT, "Feedback: fine. [RESULT] [4]", 4.0, ()),
+    (RESULT, "Feedback: fine. [RESULT]: 4", 4.0, ()),
+    (RESULT, "Feedback: fine. [RESULT] (4]", None, ()),
+    (RESULT, "Feedback: fine. [RESULT] (7)", None, ()),
     # two verdicts: the last decides, the earlier disagreeing one is kept
     (SCORE, "First [[7]] then, on reflection, [[9]]", 9.0, (7.0,)),
     # two agreeing verdicts: nothing in others

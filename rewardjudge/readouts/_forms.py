@@ -42,7 +42,7 @@ Value = Union[float, str]
 
 @functools.lru_cache(maxsize=256)
 def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
-    """The regex of a (validated) pattern: group 1 is the value. The pattern's
+    """The regex of a (validated) pattern: group ``v`` is the value. The pattern's
     final full stop is optional (the judge may go on with the sentence: ``Output
     (a) is better, as ...``); a bare placeholder is the verdict alone on its line."""
     text = pattern.strip()
@@ -58,9 +58,15 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
     if not (before + after).strip():
-        return re.compile(_LINE_HEAD + "(" + value + ")" + _LINE_TAIL)
-    return re.compile(_bounded(_literal(before), before, True, False) + "(" + value + ")"
-                      + _bounded(_literal(after), after, False, True) + stop)
+        return re.compile(_LINE_HEAD + "(?P<v>" + value + ")" + _LINE_TAIL)
+    head = _bounded(_literal(before), before, True, False)
+    if before.strip() and before != before.rstrip():
+        # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
+        # "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"
+        head = _bounded(_literal(before.rstrip()), before, True, False) + ":?" + _GAP
+        return re.compile(head + r"(?:(?P<o1>\()|(?P<o2>\[))?(?P<v>" + value + r")(?(o1)\))(?(o2)\])"
+                          + _bounded(_literal(after), after, False, True) + stop)
+    return re.compile(head + "(?P<v>" + value + ")" + _bounded(_literal(after), after, False, True) + stop)
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
@@ -198,7 +204,7 @@ class VerdictForm:
         outside ``bounds`` is not one)."""
         if not isinstance(text, str):
             return []
-        found = ((self._value(m.group(1)), m) for m in self._regex().finditer(text))
+        found = ((self._value(m.group("v")), m) for m in self._regex().finditer(text))
         return [Verdict(v, *m.span()) for v, m in found if v is not None]
 
     def read(self, text: str, policy_texts: Sequence[str] = ()) -> Decision:
@@ -229,7 +235,7 @@ class VerdictForm:
         for candidate in (raw, unwrap(raw)):
             m = regex.fullmatch(candidate)
             if m is not None:
-                return self._value(m.group(1))
+                return self._value(m.group("v"))
         return None
 
     def instruction_text(self) -> str:
