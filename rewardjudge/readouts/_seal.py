@@ -216,33 +216,27 @@ def _occurrences(text: str, seal: str) -> list[int]:
     return found[-_MAX_OCCURRENCES:]
 
 
-#: over the text reversed: everything up to the next bracket outside strings, and that bracket.
-#: A string (from a quote no odd run of backslashes precedes) is skipped whole; an escaped quote
-#: outside a string is no quote. Possessive throughout: linear
-_TO_BRACKET = re.compile(r'(?:"(?=(?:\\\\)*+(?!\\))(?:[^"]++|"(?=\\(?:\\\\)*+(?!\\)))*+(?:"|\Z)'
-                         r'|"(?=\\(?:\\\\)*+(?!\\))|[^"{}\[\]]++)*+([{}\[\]])')
+#: whitespace looked at between the tokens of an object's opening ``{ "seal": "``
+_OPENING_GAP = 64
 
 
-def _object_start(text: str, quote: int) -> int:
-    """The offset of the ``{`` opening the innermost JSON object around the
-    string starting at ``quote`` (exact for JSON, linear); -1 when there is none."""
-    if quote <= 0:
+def _opening(text: str, at: int) -> int:
+    """The offset of the ``{`` of an object whose first field is the seal string
+    at ``at`` (``{ "seal": "<seal>``, with whitespace), -1 when it stands elsewhere."""
+    if at < 1 or text[at - 1] != '"':
         return -1
-    rev = text[quote - 1::-1]
-    depth, pos = 0, 0
-    while True:
-        m = _TO_BRACKET.match(rev, pos)
-        if m is None:
+    lo = max(0, at - 4 * _OPENING_GAP - 8)
+    head = text[lo:at - 1]
+    for token in _OPENING_TOKENS:
+        stripped = head.rstrip()
+        if not stripped.endswith(token) or len(head) - len(stripped) > _OPENING_GAP:
             return -1
-        ch, pos = m.group(1), m.end()
-        if ch in "}]":
-            depth += 1
-        elif depth:
-            depth -= 1
-        elif ch == "{":
-            return quote - pos
-        else:
-            return -1   # inside an array: not an object's field
+        head = stripped[:-len(token)]
+    return lo + len(head)
+
+
+#: the tokens before a seal's opening quote, last first
+_OPENING_TOKENS = (":", f'"{SEAL_FIELD}"', "{")
 
 
 def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int] | None":
@@ -253,9 +247,10 @@ def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int
 
 
 def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
-    """The JSON object around the seal at ``at`` whose first and last fields
-    hold the seal (``SEAL_FIELDS``): ``(object or _Duplicate, start, end)``, else None."""
-    start = _object_start(text, at - 1) if at and text[at - 1] == '"' else -1
+    """The JSON object opening with the seal at ``at`` whose first and last
+    fields hold the seal (``SEAL_FIELDS``): ``(object or _Duplicate, start, end)``,
+    else None."""
+    start = _opening(text, at)
     if start < 0:
         return None
     try:   # the strict decode succeeds on every object without a repeated key
