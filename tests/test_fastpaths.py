@@ -386,16 +386,16 @@ def test_thread_context_equals_the_piece_by_piece_vocabulary():
 # small shortcuts: flat objects, request fields, loop state
 # --------------------------------------------------------------------------
 def test_flat_objects_are_never_too_deep_and_nested_ones_are_still_measured():
-    from rewardjudge.readouts._scan import MAX_DEPTH, _too_deep
+    from rewardjudge.readouts._scan import MAX_DEPTH, too_deep
 
-    assert not _too_deep({"reasoning": "x", "score": 1, "none": None})
+    assert not too_deep({"reasoning": "x", "score": 1, "none": None})
     deep: dict = {}
     node = deep
     for _ in range(MAX_DEPTH + 1):
         node["a"] = {}
         node = node["a"]
-    assert _too_deep({"flat": 1, "nested": deep})
-    assert not _too_deep({"flat": 1, "nested": {"b": [1, {"c": 2}]}})
+    assert too_deep({"flat": 1, "nested": deep})
+    assert not too_deep({"flat": 1, "nested": {"b": [1, {"c": 2}]}})
 
 
 def test_generation_params_fields_are_a_new_dict_each_time():

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "json_objects"]
+__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "json_objects", "too_deep"]
 
 MAX_SPAN = 16_384      # characters decoded first from each start (wider windows follow)
 MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
@@ -43,14 +43,14 @@ def _finite_float(text: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float, strict=False)
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether a decoded value nests deeper than MAX_DEPTH (iterative)."""
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether a decoded value nests lists and objects deeper than ``limit`` (iterative)."""
     if type(value) is dict and not any(isinstance(v, (dict, list)) for v in value.values()):
-        return MAX_DEPTH < 1   # a flat object (a verdict): one level
+        return limit < 1   # a flat object (a verdict): one level
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > limit:
             return True
         kids = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
         stack.extend((v, depth + 1) for v in kids if isinstance(v, (dict, list)))
@@ -139,7 +139,7 @@ def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
                 return None
             budget[0] -= 8 * size
             size *= 8
-    if not isinstance(value, dict) or _too_deep(value):
+    if not isinstance(value, dict) or too_deep(value):
         return None
     return JsonSpan(i, i + end, value)
 

@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
+from ..readouts._scan import too_deep
 from ..rl._health import UNSCORED_KINDS, unscored_kind
 
 
@@ -96,19 +97,6 @@ CATALOG_PATH = "/api/v1/agent_version/judge_templates"
 #: the catalog document's error codes by HTTP status
 _DOC_CODES = {400: "bad_request", 401: "not_authenticated", 408: "temporarily_unavailable",
               409: "idempotency_key_already_used", 503: "temporarily_unavailable"}
-
-
-def _too_deep(obj: Any, limit: int) -> bool:
-    """Whether ``obj`` nests lists and objects more than ``limit`` deep (no recursion)."""
-    stack = [(obj, 1)] if isinstance(obj, (dict, list)) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        for child in (node.values() if isinstance(node, dict) else node):
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
-    return False
 
 
 #: errors a handler may raise that answer the request (as 4xx/503), not as a 500
@@ -274,7 +262,7 @@ class _HTTPService:
             raise _BadRequest(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels") from None
         except ValueError as exc:
             raise _BadRequest(400, f"the body is not JSON ({exc})") from None
-        if _too_deep(data, MAX_JSON_DEPTH):
+        if too_deep(data, MAX_JSON_DEPTH):
             raise _BadRequest(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels")
         items = data.get(_SAMPLES_KEY.get(request.path, "")) if isinstance(data, dict) else None
         if self.max_samples is not None and isinstance(items, list) and len(items) > self.max_samples:
