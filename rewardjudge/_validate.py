@@ -10,7 +10,12 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError
 
-__all__ = ["validated"]
+__all__ = ["finite_number", "validated"]
+
+
+def finite_number(v: Any) -> bool:
+    """Whether ``v`` is an int or float (not a bool) and finite."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:

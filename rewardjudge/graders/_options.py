@@ -4,13 +4,12 @@ at construction. Each family keeps its validated options as ``options``."""
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool,
                       StrictFloat, StrictInt, StrictStr, field_validator, model_validator)
 
-from .._validate import validated
+from .._validate import finite_number, validated
 from ..errors import ConfigError
 from ..models._base import InferenceModel
 from ..readouts._forms import VerdictForm
@@ -139,10 +138,6 @@ class TemplatedOptions(JudgeOptions):
         return self._form
 
 
-def _finite(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[VerdictForm | None, dict[str, float]]":
     """The declared verdict form, checked: ``{label}`` needs ``label_values``, ``{score}`` none."""
     if pattern is None:
@@ -151,7 +146,7 @@ def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[Verdi
         return None, {}
     values = dict(label_values or {})
     for label, v in values.items():
-        if not isinstance(label, str) or not _finite(v):
+        if not isinstance(label, str) or not finite_number(v):
             raise ConfigError(f"label_values must map each label to a finite number, got {label!r}: {v!r}")
     if not isinstance(pattern, str):
         raise ConfigError(f"verdict_form must be a pattern string, got {pattern!r}")

@@ -10,13 +10,12 @@ lowest grade first, in [0, 1], summing to at most 1; the rest is mass outside th
 from __future__ import annotations
 
 import json
-import math
 from functools import partial
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from .._validate import validated
+from .._validate import finite_number, validated
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
@@ -159,8 +158,7 @@ class TypedQuestionClient(InferenceModel):
             raise bad(f"must give {n_choices} probabilities (one per criterion) under "
                       f"answers.{self.question_name}.probabilities, got {json.dumps(probs)[:80]}")
         for i, p in enumerate(probs):
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) \
-                    or not -_SUM_TOLERANCE <= p <= 1 + _SUM_TOLERANCE:
+            if not finite_number(p) or not -_SUM_TOLERANCE <= p <= 1 + _SUM_TOLERANCE:
                 raise bad(f"probability {i} is not a number in [0, 1]: {p!r}")
         out = [min(1.0, max(0.0, float(p))) for p in probs]
         if sum(out) > 1 + _SUM_TOLERANCE:

@@ -5,13 +5,13 @@ SHA-256 of the canonical JSON of the validated, normalised config (key order, wh
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .._hash import canonical_hash, canonical_json
+from .._validate import finite_number
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
@@ -24,7 +24,7 @@ MAX_MODEL_CHARS = 200
 
 
 def _number(name: str, value: Any, lo: float, hi: float | None, *, lo_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite_number(value):
         raise ConfigError(f"params.{name} must be a number, got {value!r}")
     low_ok = value > lo if lo_open else value >= lo
     if not low_ok or (hi is not None and value > hi):

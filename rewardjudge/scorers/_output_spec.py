@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, model_validator
 
+from .._validate import finite_number
 from ..readouts._decision import Decision
 from ..readouts._seal import read_sealed
 from ..errors import ConfigError
@@ -48,10 +48,6 @@ class Verdict(BaseModel):
 
     def to_value(self) -> float | None:
         return self.value
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 class OutputSpec:
@@ -197,7 +193,7 @@ class CategoricalSpec(OutputSpec):
             raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
                               f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
         for lab, v in values.items():
-            if not _is_number(v):
+            if not finite_number(v):
                 raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
         return {lab: float(values[lab]) for lab in self.labels}
 
@@ -249,7 +245,7 @@ class NumericSpec(OutputSpec):
 
     def __init__(self, min: float, max: float):
         for name, v in (("min", min), ("max", max)):
-            if not _is_number(v):
+            if not finite_number(v):
                 raise ConfigError(f"output_spec.{name} must be a finite number, got {v!r}")
         if min > max:
             raise ConfigError(f"output_spec.min ({min}) must be <= output_spec.max ({max})")
@@ -270,7 +266,7 @@ class NumericSpec(OutputSpec):
         return self._field_schema()
 
     def _read(self, value: Any) -> tuple[float, str | None]:
-        if not _is_number(value):
+        if not finite_number(value):
             raise ValueError(f"'score' must be a number, got {value!r:.60}")
         if not self.min <= value <= self.max:
             raise ValueError(f"'score' must be within [{self.min:g}, {self.max:g}], got {value}")
