@@ -1,16 +1,27 @@
 """Options validated once, by pydantic: a bad value is a ConfigError naming
-the argument and the value given, raised at construction."""
+the argument and the value given, raised at construction; and the checks of
+values read from JSON. Light: pydantic is imported where ``validated`` runs."""
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 
-__all__ = ["finite_number", "validated"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["finite_number", "json_value", "validated"]
+
+
+def json_value(text: str | bytes, what: Any) -> Any:
+    """``text`` decoded as JSON, else a ConfigError saying ``what`` is not valid JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{what} is not valid JSON: {exc}") from None
 
 
 def finite_number(v: Any) -> bool:
@@ -21,6 +32,8 @@ def finite_number(v: Any) -> bool:
 def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
     """``options(**values)``; else the first validator's own ConfigError, or one
     naming each bad argument and its value."""
+    from pydantic import ValidationError
+
     def problem(name: str) -> str:
         field = options.model_fields.get(name)
         rule = field.description if field is not None and field.description else "is invalid"

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._validate import json_value
 from ..errors import ConfigError
 from ..thread import StringThread
 from ._judge import add_arguments
@@ -29,13 +30,6 @@ def registry(args: argparse.Namespace):
     from ..scorers._registry import ScorerRegistry
 
     return ScorerRegistry(args.registry or os.environ.get(REGISTRY_ENV) or "scorers")
-
-
-def _read_json(path: str) -> Any:
-    try:
-        return json.loads(_read_text(path, stdin=True))
-    except ValueError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _read_text(path: str, stdin: bool = False) -> str:
@@ -80,7 +74,7 @@ def _guard(fn):
 
 
 def _file_payload(args: argparse.Namespace) -> dict[str, Any]:
-    data = _read_json(args.file) if args.file else {}
+    data = json_value(_read_text(args.file, stdin=True), args.file) if args.file else {}
     if not isinstance(data, dict):
         raise ConfigError(f"{args.file} must hold a JSON object with 'name' and 'config'")
     if args.template:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .._hash import canonical_hash
+from .._validate import json_value
 from ..errors import ConfigError
 from ..thread import StringThread, message_turns
 from ._arrow import feature_leaves
@@ -88,10 +89,7 @@ def _parse_text(text: str) -> Any:
     """``"role=column,..."`` or a JSON object, as a mapping (checked by ``Columns.parse``)."""
     text = text.strip()
     if text.startswith("{"):
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"--columns is not valid JSON: {exc}") from None
+        return json_value(text, "--columns")
     pairs: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         role, eq, col = part.partition("=")

@@ -16,12 +16,12 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from .._validate import json_value
 from ..errors import ConfigError
 from ..graders._base import Grader
 
@@ -145,10 +145,7 @@ def scorer_from_file(spec: str) -> Any:
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ConfigError(f"grader spec {spec!r}: no such scorer file")
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ConfigError(f"scorer file {path} is not valid JSON: {exc}") from None
+    data = json_value(path.read_text(), f"scorer file {path}")
     if isinstance(data, dict) and "slug" in data and "versions" in data:  # a registry's own file
         return scorers.ScorerRegistry(path.parent).get(data["slug"])
     return scorers.Scorer.from_dict(data)

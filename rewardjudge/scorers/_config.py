@@ -4,14 +4,13 @@ SHA-256 of the canonical JSON of the validated, normalised config (key order, wh
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .._hash import canonical_hash, canonical_json
-from .._validate import finite_number
+from .._validate import finite_number, json_value
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
@@ -135,11 +134,7 @@ class ScorerConfig:
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"scorer config is not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(json_value(text, "scorer config"))
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised JSON form (what is hashed and stored)."""

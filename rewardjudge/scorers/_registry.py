@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from .._validate import json_value
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig
@@ -84,11 +85,9 @@ class ScorerRegistry:
 
     def _read(self, path: Path) -> Scorer:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_value(path.read_text(encoding="utf-8"), path)
         except FileNotFoundError:
             raise ScorerNotFound(f"no scorer {path.stem!r} in {self.path}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path} is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FILE_FORMAT or not data.get("versions"):
             raise ConfigError(f"{path} is not a format-{FILE_FORMAT} scorer file")
         history = [ScorerVersion.from_dict(v) for v in data["versions"]]
