@@ -127,8 +127,7 @@ class StringThread:
     def turns(self) -> list[tuple[str, str]]:
         return list(self._turns)
 
-    def get_turns(self) -> list[tuple[str, str]]:
-        return list(self._turns)
+    get_turns = turns.fget   # the method form of ``turns``
 
     def messages(self) -> list[dict[str, str]]:
         """The turns as OpenAI-style message dicts."""
