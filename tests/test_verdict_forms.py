@@ -66,6 +66,12 @@ READ_CASES = [
     (RESULT, "Feedback: fine. [RESULT]: 4", 4.0, ()),
     (RESULT, "Feedback: fine. [RESULT] (4]", None, ()),
     (RESULT, "Feedback: fine. [RESULT] (7)", None, ()),
+    # a verdict inside a tag, on a line of its own there (Flow-Judge-style <score> blocks)
+    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<feedback>\nok\n</feedback>\n<score>\n3\n</score>",
+     3.0, ()),
+    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<score> 4 </score>", 4.0, ()),
+    (VerdictForm.of("<answer>{label}</answer>", labels=("A", "B")), "<answer>\nB\n</answer>", "B", ()),
+    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<score>\n\n\n" + " " * 20 + "3</score>", None, ()),
     # two verdicts: the last decides, the earlier disagreeing one is kept
     (SCORE, "First [[7]] then, on reflection, [[9]]", 9.0, (7.0,)),
     # two agreeing verdicts: nothing in others

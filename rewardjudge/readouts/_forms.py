@@ -66,7 +66,14 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
         head = _bounded(_literal(before.rstrip()), before, True, False) + ":?" + _GAP
         return re.compile(head + r"(?:(?P<o1>\()|(?P<o2>\[))?(?P<v>" + value + r")(?(o1)\))(?(o2)\])"
                           + _bounded(_literal(after), after, False, True) + stop)
-    return re.compile(head + "(?P<v>" + value + ")" + _bounded(_literal(after), after, False, True) + stop)
+    # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
+    inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
+    return re.compile(head + inner_head + "(?P<v>" + value + ")" + inner_tail
+                      + _bounded(_literal(after), after, False, True) + stop)
+
+
+#: whitespace (line breaks too) allowed between a tag and the verdict it holds
+_TAG_GAP = r"\s{0,16}"
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
