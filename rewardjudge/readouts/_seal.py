@@ -3,7 +3,7 @@ hash of the whole request the judge is asked, last, to write on its verdict: as
 the first and the last field of a JSON verdict (``"seal"``, ``"seal_end"``), or
 on a line ``VERDICT <seal>: <label>``. Only a sealed verdict is read; a leading ``<think>``
 draft is blanked first and the last sealed verdict decides (earlier ones that
-disagree go to ``others``)."""
+disagree go to ``others``); a last sealed JSON object that cannot be read is the reading."""
 
 from __future__ import annotations
 
@@ -216,27 +216,22 @@ def _occurrences(text: str, seal: str) -> list[int]:
     return found[-_MAX_OCCURRENCES:]
 
 
-#: whitespace looked at between the tokens of an object's opening ``{ "seal": "``
-_OPENING_GAP = 64
+#: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between), ending right at its seal
+_OPENING = re.compile(r'\{[ \t\r\n]*"seal"[ \t\r\n]*:[ \t\r\n]*"')
+#: the most characters from an opening's ``{`` to its seal
+_OPENING_MAX = 64
 
 
 def _opening(text: str, at: int) -> int:
-    """The offset of the ``{`` of an object whose first field is the seal string
-    at ``at`` (``{ "seal": "<seal>``, with whitespace), -1 when it stands elsewhere."""
-    if at < 1 or text[at - 1] != '"':
+    """The offset of the ``{`` of the object whose first field is the seal at ``at``
+    (``{"seal": "<seal>``), or -1: a bounded look back, never a scan of the reply."""
+    if at < 2 or text[at - 1] != '"':
         return -1
-    lo = max(0, at - 4 * _OPENING_GAP - 8)
-    head = text[lo:at - 1]
-    for token in _OPENING_TOKENS:
-        stripped = head.rstrip()
-        if not stripped.endswith(token) or len(head) - len(stripped) > _OPENING_GAP:
-            return -1
-        head = stripped[:-len(token)]
-    return lo + len(head)
-
-
-#: the tokens before a seal's opening quote, last first
-_OPENING_TOKENS = (":", f'"{SEAL_FIELD}"', "{")
+    start = text.rfind("{", max(0, at - _OPENING_MAX), at)
+    if start < 0:
+        return -1
+    m = _OPENING.match(text, start, at)
+    return start if m is not None and m.end() == at else -1
 
 
 def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int] | None":
@@ -246,10 +241,16 @@ def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int
         return None
 
 
+class _Broken:   # a sealed opening that does not begin one object closed by its seal
+    pass
+
+
 def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
-    """The JSON object opening with the seal at ``at`` whose first and last
-    fields hold the seal (``SEAL_FIELDS``): ``(object or _Duplicate, start, end)``,
-    else None."""
+    """The JSON object the seal at ``at`` opens (its first field): ``(object, _Duplicate
+    or _Broken; start, end)``; None when the seal at ``at`` opens no object. An opening
+    whose object does not decode, or does not end with ``seal_end`` holding the seal, is
+    ``_Broken``: a verdict the reply holds but that cannot be read (policy text quoted
+    in it without escaping may have broken it), never skipped for an earlier one."""
     start = _opening(text, at)
     if start < 0:
         return None
@@ -257,8 +258,8 @@ def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | Non
         got, dup = _decode(_STRICT, text, start), None
     except _Duplicate as found:
         got, dup = _decode(_DECODER, text, start), found
-    if got is None or not isinstance(got[0], dict) or got[1] <= at or not _sealed_keys(got[0], seal):
-        return None
+    if got is None or not isinstance(got[0], dict) or not _sealed_keys(got[0], seal):
+        return _Broken(), start, at + len(seal)
     return (got[0] if dup is None else dup), start, got[1]
 
 
@@ -298,6 +299,10 @@ def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]],
     if hit is None:
         return None if read_line is None else _label_at(text, at, seal, read_line)
     obj, start, end = hit
+    if isinstance(obj, _Broken):
+        return start, end, NoVerdict("the sealed verdict is not one JSON object whose first field is "
+                                     f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal",
+                                     kind="invalid"), -1
     if isinstance(obj, _Duplicate):
         return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid"), -1
     try:
