@@ -183,3 +183,53 @@ async def test_llama_cpp_chat_and_completions_agree():
     assert via_chat.top_k == 20 and 0.0 <= via_chat.valid_mass <= 1.0
     # after "Grade: " most of the mass is on the digits (measured ~0.8 for this model)
     assert after_prefix.valid_mass > 0.5
+
+
+# -- named answer tokens (AlpacaEval-style preference tokens) ------------------------------------
+PREFERENCE = {"m": 1.0, "M": 0.0}
+
+
+def _preference_grader(model, **kw) -> ProbabilityJudgeGrader:
+    return ProbabilityJudgeGrader(
+        "preference", model, tokens=PREFERENCE, answer_prefix="Preferred output: ",
+        system_template="Which output is better, m or M? Answer with the letter only.",
+        user_template="Output (m): {{completion}}\nOutput (M): {{metadata.reference}}", **kw)
+
+
+def _preference_sample() -> StringThread:
+    return StringThread([("user", "Capital of France?"), ("assistant", "Paris.")],
+                        metadata={"reference": "Lyon."})
+
+
+async def test_named_tokens_are_read_after_the_prefix_as_a_reward():
+    top = {"m": lp(0.6), " M": lp(0.3), "The": lp(0.1)}
+    with FakeJudgeServer(lambda req: Fault.reply("m", logprobs=[top])) as server:
+        async with model_for(server, chat_template=CHATML) as model:
+            grade = await _preference_grader(model).grade(_preference_sample())
+            most_likely = await _preference_grader(model, value="most_likely").grade(_preference_sample())
+        prompt = server.requests[0]["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\nPreferred output: ")
+    assert (grade.status, most_likely.value) == ("scored", 1.0)
+    assert grade.value == pytest.approx(0.6 / 0.9) and grade.distribution == pytest.approx({"m": 2 / 3, "M": 1 / 3})
+    assert grade.extra["most_likely_token"] == "m" and grade.extra["outside_mass"] == pytest.approx(0.1)
+
+
+async def test_named_tokens_the_judge_did_not_write_are_unscored_never_zero():
+    with FakeJudgeServer(lambda req: Fault.reply("4", logprobs=[{"4": lp(0.9), "m": lp(0.05)}])) as server:
+        async with model_for(server, chat_template=CHATML) as model:
+            grade = await _preference_grader(model).grade(_preference_sample())
+    assert (grade.status, grade.value) == ("unscored", None)
+    assert "the tokens 'm', 'M'" in grade.error
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"tokens": {"m": 1.0}}, "at least two"),
+    ({"tokens": {"m ": 1.0, "M": 0.0}}, "surrounding whitespace"),
+    ({"tokens": {"m": float("inf"), "M": 0.0}}, "finite"),
+    ({"tokens": {"m": 1.0, "M": 0.0}, "system_template": None}, "system_template"),
+])
+def test_named_tokens_are_checked_at_construction(kwargs, fragment):
+    model = OpenAIModel("http://127.0.0.1:9/v1", "fake", api_key="k", chat_template=CHATML)
+    kw = {"system_template": "Answer m or M.", "user_template": "{{completion}}", **kwargs}
+    with pytest.raises(ConfigError, match=fragment):
+        ProbabilityJudgeGrader("p", model, **kw)

@@ -217,6 +217,8 @@ class ProbabilityOptions(BaseModel):
     evaluation_name: Text = ""
     evaluation_description: Text = ""
     template_variables: Variables = {}
+    tokens: Optional[dict[StrictStr, Real]] = Field(
+        None, description="must map each answer token (a non-empty string) to its reward")
 
     @property
     def typed(self) -> bool:
@@ -231,6 +233,8 @@ class ProbabilityOptions(BaseModel):
         if self.title_field is not None and (self.completion_model is None
                                              or self.title_field not in self.completion_model.model_fields):
             raise ConfigError(f"title_field={self.title_field!r} must name a field of completion_model")
+        if self.tokens is not None:
+            _check_tokens(self.tokens, self.typed)
         if self.answer_prefix == "auto":
             self.answer_prefix = AUTO_PREFIX
         if not self.typed and (self.answer_prefix is None or not model.continues_prefix):
@@ -242,3 +246,17 @@ class ProbabilityOptions(BaseModel):
                    f"logprobs_endpoint='completions' and the judge's chat_template"
                    if not model.continues_prefix else "answer_prefix=None turns it off"))
         return self
+
+
+def _check_tokens(tokens: "dict[str, float]", typed: bool) -> None:
+    """Named answer tokens (``{"m": 1.0, "M": 0.0}``): at least two, each a bare token with a finite reward."""
+    if typed:
+        raise ConfigError("tokens= names the judge's answer tokens; a typed-question provider answers "
+                          "per criterion of the scale instead")
+    if len(tokens) < 2:
+        raise ConfigError(f"tokens must name at least two answer tokens, got {tokens!r}")
+    for token, reward in tokens.items():
+        if not token.strip() or token != token.strip():
+            raise ConfigError(f"each answer token must be non-empty without surrounding whitespace, got {token!r}")
+        if not finite_number(reward):
+            raise ConfigError(f"the reward of token {token!r} must be a finite number, got {reward!r}")

@@ -43,8 +43,10 @@ class ProbabilityJudgeGrader(Grader):
     ``content``, the scale's and the evaluation's variables), ``engine``, ``answer_prefix``
     (the grade is read right after it; ``"auto"``: ``"Grade: "``), ``value`` (``"expected"``
     or ``"most_likely"``), ``min_valid_mass`` (below it: unscored), ``completion_model``,
-    ``title_field`` (sent as ``result.title`` to a typed-question provider), ``seed`` and the
-    penalty settings of ``Grader``.
+    ``title_field`` (sent as ``result.title`` to a typed-question provider), ``tokens`` (named
+    answer tokens and their rewards instead of the scale's digits, e.g. AlpacaEval's
+    ``{"m": 1.0, "M": 0.0}``; your own ``system_template`` and ``user_template`` ask for one of
+    them), ``seed`` and the penalty settings of ``Grader``.
 
     ``extra`` of a scored Grade: ``probabilities``, ``expected_grade``, ``most_likely_grade``,
     ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
@@ -57,7 +59,8 @@ class ProbabilityJudgeGrader(Grader):
                  system_template: str | None = None, user_template: str | None = None,
                  answer_prefix: str | None = "auto", value: ValueMode = "expected",
                  min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
-                 title_field: str | None = None, engine: str = "handlebars",
+                 title_field: str | None = None, tokens: Mapping[str, float] | None = None,
+                 engine: str = "handlebars",
                  seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
                  eval_penalty: float = 0.0, reject_content_free: bool | None = None,
                  max_completion_chars: int | None = None):
@@ -69,8 +72,13 @@ class ProbabilityJudgeGrader(Grader):
             ProbabilityOptions, model=self.model, completion_model=completion_model, scale=scale, value=value,
             min_valid_mass=min_valid_mass, seed=seed, answer_prefix=answer_prefix, title_field=title_field,
             evaluation_name=evaluation_name, evaluation_description=evaluation_description,
-            template_variables=template_variables)
+            template_variables=template_variables, tokens=tokens)
+        if opts.tokens is not None and (system_template is None or user_template is None):
+            raise ConfigError("tokens= names the judge's answer tokens: pass the system_template and "
+                              "user_template that ask for one of them (the built-in prompt asks for a grade digit)")
         self.scale, self.title_field, self.typed = opts.scale, opts.title_field, opts.typed
+        #: named answer tokens and their rewards (None: the scale's grade digits)
+        self.tokens: dict[str, float] | None = opts.tokens
         self.value_mode, self.min_valid_mass, self.answer_prefix = opts.value, opts.min_valid_mass, opts.answer_prefix
         self.template_variables = opts.template_variables
         self.evaluation_name, self.evaluation_description = opts.evaluation_name, opts.evaluation_description
@@ -81,7 +89,7 @@ class ProbabilityJudgeGrader(Grader):
             else prompt_source("ProbabilityJudgeGrader", "system"),
             user_template if user_template is not None
             else prompt_source("ProbabilityJudgeGrader", "user"), prefix=self.answer_prefix, engine=engine)
-        self.choices = [str(g) for g in self.scale.grades]
+        self.choices = list(self.tokens) if self.tokens else [str(g) for g in self.scale.grades]
         self.params = GenerationParams(seed=opts.seed)
         self._base_context = {
             **self.template_variables, **self.scale.template_vars(),
@@ -152,6 +160,8 @@ class ProbabilityJudgeGrader(Grader):
         raw = distribution_text(dist.probs, dist.outside)
         common = {"raw_reply": raw, "usage": dict(dist.usage), "attempts": dist.attempts,
                   "latency_s": latency_s}
+        if self.tokens:
+            return self._token_grade(dist, common)
         s = read_distribution(dist, self.scale.grades, self.min_valid_mass)
         if not s.ok:
             return self.unscored(
@@ -171,8 +181,28 @@ class ProbabilityJudgeGrader(Grader):
                      extra={**s.as_extra(), "top_k": dist.top_k, "scale": self.scale.name},
                      distribution={str(k): v for k, v in s.probabilities.items()}, **common)
 
+    def _token_grade(self, dist: TokenDistribution, common: dict[str, Any]) -> Grade:
+        """The Grade of a distribution over named answer tokens: the expected reward, or the most
+        likely token's."""
+        tokens = self.tokens or {}
+        s = read_distribution(dist, list(tokens), self.min_valid_mass, values=tokens)
+        if not s.ok:
+            return self.unscored(f"{s.reason}: it did not answer with one of them", **common,
+                                 extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
+                                        "raw_probabilities": dict(dist.probs), "top_k": dist.top_k})
+        value = s.expected if self.value_mode == "expected" else tokens[s.most_likely]
+        reasoning = (f"expected reward {s.expected:.2f}; most likely {s.most_likely!r} "
+                     f"({s.probabilities[s.most_likely]:.0%}); confidence {s.confidence:.2f}; "
+                     f"{s.outside_mass:.0%} of the probability outside the tokens")
+        extra = {**s.as_extra(), "top_k": dist.top_k}
+        extra["most_likely_token"] = extra.pop("most_likely_grade")
+        extra["expected_reward"] = extra.pop("expected_grade")
+        return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
+                     grader_version=self.version, extra=extra, distribution=dict(s.probabilities), **common)
+
     def config(self) -> dict[str, Any]:
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],
+                **({"tokens": self.tokens} if self.tokens else {}),
                 "question": self.question.text, **self.prompt.sources(),
                 "answer_prefix": self.answer_prefix,
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),

@@ -52,9 +52,12 @@ def confidence(probs: Sequence[float]) -> float:
     return max(0.0, min(1.0, 1.0 - h / math.log(n)))
 
 
-def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSummary:
+def summarize(dist: TokenDistribution, grades: Sequence[Any],
+              values: "Mapping[Any, float] | None" = None) -> DistributionSummary:
     """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``;
-    ``ZeroDivisionError`` when no mass fell on any grade (check ``valid_mass`` first).
+    ``values``: the number each grade stands for (default the grade itself: named
+    tokens such as ``{"m": 1.0, "M": 0.0}`` carry theirs). ``ZeroDivisionError``
+    when no mass fell on any grade (check ``valid_mass`` first).
 
     >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
     >>> s = summarize(d, [0, 1, 2]); round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
@@ -62,22 +65,26 @@ def summarize(dist: TokenDistribution, grades: Sequence[int]) -> DistributionSum
     """
     norm = dist.normalized()
     probabilities = {g: norm.get(str(g), 0.0) for g in grades}
-    expected = sum(g * p for g, p in probabilities.items())
+    number = values if values is not None else {g: g for g in grades}
+    expected = sum(number[g] * p for g, p in probabilities.items())
     top = max(probabilities.values())
-    most_likely = min(g for g, p in probabilities.items() if p == top)  # ties: the lower grade
+    most_likely = min((g for g, p in probabilities.items() if p == top), key=number.__getitem__)  # ties: the lower
     return DistributionSummary(probabilities, expected, most_likely,
                                confidence(list(probabilities.values())),
                                dist.valid_mass, dist.outside)
 
 
-def read_distribution(dist: TokenDistribution, grades: Sequence[int], floor: float,
-                      name: str = "floor") -> "DistributionSummary | NoVerdict":
+def read_distribution(dist: TokenDistribution, grades: Sequence[Any], floor: float,
+                      name: str = "floor", values: "Mapping[Any, float] | None" = None
+                      ) -> "DistributionSummary | NoVerdict":
     """The distribution's reading over ``grades`` (``summarize``), or why there is
     none: nothing, or less than ``floor`` (the option ``name``), fell on them."""
     if dist.valid_mass <= 0.0 or dist.valid_mass < floor:
-        return NoVerdict(f"only {dist.valid_mass:.1%} of the judge's probability fell on the grades "
-                         f"{min(grades)}-{max(grades)} ({name} {floor:.0%})", kind="invalid")
-    return summarize(dist, grades)
+        shown = (f"the tokens {', '.join(map(repr, grades))}" if values is not None
+                 else f"the grades {min(grades)}-{max(grades)}")
+        return NoVerdict(f"only {dist.valid_mass:.1%} of the judge's probability fell on {shown} "
+                         f"({name} {floor:.0%})", kind="invalid")
+    return summarize(dist, grades, values)
 
 
 def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:
