@@ -1,7 +1,7 @@
 """Per-request seal in a judge's JSON schema: what a grammar-constrained server pays for it.
 
-The verdict JSON carries a per-request "seal" (16 hex characters the policy
-never sees). A server that enforces the JSON schema (vLLM and SGLang compile
+The verdict JSON carries a per-request seal (16 hex characters the policy
+never sees) as its first and last fields, "seal" and "seal_end". A server that enforces the JSON schema (vLLM and SGLang compile
 one grammar per distinct schema with xgrammar and keep a cache keyed by the
 schema text; llama.cpp converts the schema to GBNF on every request anyway)
 can be sent either
@@ -46,10 +46,13 @@ random merges leave many tokens undecided inside a free-text string): compare
 variants there, not vocabularies. Prints tables and one ``BENCH {json}``
 line. Nothing here is imported by the project's tests.
 
-One run (xgrammar 0.2.9, 2-core dev machine, 5 rounds x 20): a new schema per
-request costs 5.7-6.6 ms (49k) / 18-20 ms (128k) against 0.01-0.1 ms for a
-cache hit, 140-200x per round; (a) adds 350 / 830 KiB per request to the
-compiler cache; the per-token mask cost of (a) and (b) is the same (ratio 1.0).
+One run with the seal as one field (xgrammar 0.2.9, 2-core dev machine, 5 rounds x 20): a new
+schema per request cost 5.7-6.6 ms (49k) / 18-20 ms (128k) against 0.01-0.1 ms for a cache hit,
+140-200x per round. With the seal first and last (two fields; a busy machine, 3 rounds x 10 and
+2 x 3): 6.0-6.9 ms (49k) / 19-21 ms (128k) against 0.05-0.09 ms for the constant schema, 68-120x
+(49k) and 215-233x (128k); (a) adds 365 / 845 KiB per request to the compiler cache; the
+per-token mask cost of (a), (b) and the schema the library sends (``b_shipped``: pattern plus
+lengths, of which xgrammar keeps the pattern and warns once per compile) is the same.
 """
 
 from __future__ import annotations
@@ -85,12 +88,13 @@ def verdict_schema(seal: dict[str, Any], graded: bool = False) -> dict[str, Any]
     score = {"type": "integer", "enum": [0, 1, 2, 3, 4]} if graded else {"enum": ["PASS", "FAIL"]}
     return {
         "type": "object",
-        "properties": {
+        "properties": {   # the seal first and last, as the library's wire schema has it
+            "seal": seal,
             "reasoning": {"type": "string", "maxLength": 300},
             "score": score,
-            "seal": seal,
+            "seal_end": seal,
         },
-        "required": ["reasoning", "score", "seal"],
+        "required": ["seal", "reasoning", "score", "seal_end"],
         "additionalProperties": False,
     }
 
@@ -276,7 +280,7 @@ def bench_compile(xg: Any, info: Any, graded: bool, rounds: int, per_round: int,
 def bench_mask(xg: Any, info: Any, rounds: int) -> dict[str, Any]:
     """fill_next_token_bitmask + accept_token over one reply, per schema variant."""
     seal = new_seal()
-    reply = json.dumps({"reasoning": REASONING, "score": "PASS", "seal": seal})
+    reply = json.dumps({"seal": seal, "reasoning": REASONING, "score": "PASS", "seal_end": seal})
     ids = greedy_tokenize(reply, info)
     stop = list(info.stop_token_ids)[0]
     comp = xg.GrammarCompiler(info, max_threads=8, cache_enabled=True)
@@ -285,6 +289,9 @@ def bench_mask(xg: Any, info: Any, rounds: int) -> dict[str, Any]:
         "b_pattern": comp.compile_json_schema(verdict_schema(SEAL_B_PATTERN)),
         "b_length": comp.compile_json_schema(verdict_schema(SEAL_B_LENGTH)),
     }
+    if importlib.util.find_spec("pydantic") is not None:   # the library imports: its own seal field too
+        from rewardjudge.readouts._seal import SEAL_SCHEMA
+        grammars["b_shipped"] = comp.compile_json_schema(verdict_schema(SEAL_SCHEMA))
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     per_token: dict[str, list[float]] = {k: [] for k in grammars}
     per_reply: dict[str, list[float]] = {k: [] for k in grammars}
