@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -29,6 +30,10 @@ from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ._expected_value import expected_grade
+
+#: an image a vision judge is sent: an http(s) URL or a data:image URL, no whitespace or control
+#: characters (a policy's field: never a file:, internal-scheme or text-carrying URL)
+_IMAGE_URL = re.compile(r"(?i:https?://|data:image/)[^\x00-\x20\x7f]*\Z")
 
 __all__ = ["CandidateJudgeGrader"]
 
@@ -195,6 +200,12 @@ class CandidateJudgeGrader(Grader):
                 continue
             if not isinstance(data, Mapping):
                 raise ConfigError(f"extract_candidate must return a mapping, got {type(data).__name__}")
+            if self.include_images and isinstance(data.get("image"), str) and data["image"] \
+                    and not _IMAGE_URL.match(data["image"]):
+                # the policy chose it: no file:, internal-scheme or text-bearing URL reaches the judge
+                grades[i] = self.penalized(sample, "malformed completion: its image is not an http(s) URL "
+                                                   f"or a data:image URL ({data['image'][:40]!r})")
+                continue
             members.append(_Candidate(i, sample, dict(data)))
         started = time.perf_counter()
         await self._ask_all(balanced_chunks(members, self.batch_size), 1)
