@@ -19,7 +19,7 @@ from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
-from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
+from ..readouts._seal import (Sealer, json_instruction, label_instruction, label_placeholder, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
 from ..thread import StringThread
@@ -243,7 +243,8 @@ class TemplatedPromptJudgeGrader(Grader):
         shown = form.instruction_text()
         return (seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown)),
                 None,
-                lambda text: self._form_verdict(read_sealed(text, seal, read_line=form.read_line), text))
+                lambda text: self._form_verdict(read_sealed(text, seal, read_line=form.read_line,
+                                                             placeholder=shown), text))
 
     def _form_verdict(self, decision: Any, text: str) -> Any:
         """A declared form's decision as ``(verdict, value)``: a score is its own
@@ -261,7 +262,8 @@ class TemplatedPromptJudgeGrader(Grader):
         return decision.map(made)
 
     def _read_sealed(self, seal: str, labels: Sequence[str], text: str) -> Any:
-        decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same)
+        decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same,
+                               placeholder=label_placeholder(" or ".join(labels)))
         return _label_to_verdict(decision, text, self._label_verdict)
 
     def _read_unsealed(self, texts: list[str], labels: Sequence[str], text: str) -> Any:

@@ -20,7 +20,7 @@ from ._decision import Decision, NoVerdict, Verdict
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction",
-           "label_instruction", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
+           "label_instruction", "label_placeholder", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
 
 #: the fields of a JSON verdict that carry the seal, its first and its last (a user output
 #: model may not use them): a policy's text, quoted by a judge that leaves its quotes
@@ -126,10 +126,15 @@ def seal_messages(messages: Sequence[Mapping[str, Any]], instruction: str) -> li
 SEAL_LEAD = "\n\nEnd your reply with your verdict"
 
 
+def label_placeholder(choices: str) -> str:
+    """What a label instruction shows where the verdict goes (``<PASS or FAIL>``)."""
+    return f"<{choices}>"
+
+
 def label_instruction(seal: str, choices: str, placeholder: str | None = None) -> str:
     """The seal instruction of a verdict on a line: ``choices`` after the colon,
     shown as ``placeholder`` (default ``<choices>``) so an echoed prompt is no verdict."""
-    shown = placeholder if placeholder is not None else f"<{choices}>"
+    shown = placeholder if placeholder is not None else label_placeholder(choices)
     return (f"{SEAL_LEAD} on a line of its own: the word VERDICT, the code {seal}, a colon, then "
             f"{choices}, like this:\nVERDICT {seal}: {shown}\n"
             f"Only a verdict on that line with that code is read.")
@@ -270,18 +275,29 @@ def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
         and obj[SEAL_FIELD] == seal and obj[SEAL_END_FIELD] == seal
 
 
-def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any]
+def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], placeholder: str = ""
               ) -> "tuple[int, int, Any, int] | None":
     """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``, with
-    where its value begins (after the colon, spaces and emphasis)."""
+    where its value begins (after the colon, spaces and emphasis). A sealed line whose
+    rest cannot be read (``FAIL, because ...``) is a ``NoVerdict`` at its place, never
+    skipped for an earlier sealed verdict (a draft the judge revised); only a copy of the
+    instruction's own line (its ``placeholder``) is no verdict at all."""
     line_start = text.rfind("\n", 0, at) + 1
     if not text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict"):
         return None
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
     rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
-    value = read_line(rest[1:]) if rest.startswith(":") else None
-    return None if value is None else (line_start, line_end, value, line_end - len(rest[1:].lstrip(EMPHASIS)))
+    if not rest.startswith(":"):
+        return None
+    value = read_line(rest[1:])
+    if value is None:
+        if placeholder and unwrap(rest[1:]) == unwrap(placeholder):
+            return None   # the seal instruction's example line, echoed
+        return line_start, line_end, NoVerdict(
+            f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest[1:])[:80]!r}",
+            kind="invalid"), -1
+    return line_start, line_end, value, line_end - len(rest[1:].lstrip(EMPHASIS))
 
 
 @functools.lru_cache(maxsize=256)
@@ -292,12 +308,13 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
 
 
 def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]], Any] | None",
-               read_line: "Callable[[str], Any] | None") -> "tuple[int, int, Any, int] | None":
+               read_line: "Callable[[str], Any] | None", placeholder: str = ""
+               ) -> "tuple[int, int, Any, int] | None":
     """``(start, end, value or NoVerdict, value_at)`` of the verdict sealed by the seal at
     ``at`` (``value_at``: where a line's value begins; -1 for an object, read by its keys)."""
     hit = None if check is None else _sealed_object(text, at, seal)
     if hit is None:
-        return None if read_line is None else _label_at(text, at, seal, read_line)
+        return None if read_line is None else _label_at(text, at, seal, read_line, placeholder)
     obj, start, end = hit
     if isinstance(obj, _Broken):
         return start, end, NoVerdict("the sealed verdict is not one JSON object whose first field is "
@@ -329,20 +346,22 @@ def _last(found: "list[tuple[int, int, Any, int]]", same: "Callable[[Any, Any], 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
-                same: "Callable[[Any, Any], bool] | None" = None) -> Decision:
+                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
     """The last sealed verdict of a judge reply, or why there is none (linear).
 
     ``check`` validates a sealed JSON object (seal field removed) into a value,
     raising ``ValueError`` when it does not fit: JSON is read only with it.
     ``labels`` or ``read_line`` read the rest of a ``VERDICT <seal>:`` line: the
     label form is read only with one of them. ``same``: when two values agree
-    (default ``==``)."""
+    (default ``==``). A ``VERDICT <seal>:`` line whose rest is not one verdict is the
+    reading at its place (``NoVerdict``), unless the rest is ``placeholder``: the seal
+    instruction's example line (``label_instruction``), which a judge may echo."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
     found: dict[int, tuple[int, int, Any, int]] = {}   # by start: one verdict seen from two seals is one
     for at in _occurrences(text, seal):
-        hit = _sealed_at(text, at, seal, check, read_line)
+        hit = _sealed_at(text, at, seal, check, read_line, placeholder)
         if hit is not None:
             found.setdefault(hit[0], hit)
     if not found:
