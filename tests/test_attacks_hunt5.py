@@ -104,3 +104,58 @@ def test_the_reader_takes_an_unreadable_last_sealed_line_as_the_reading():
     # an unreadable line before the final one does not matter
     got = read_sealed(f"VERDICT {seal}: PASS?? unsure\nVERDICT {seal}: FAIL", seal, labels=("PASS", "FAIL"))
     assert got.ok and got.value == "FAIL" and got.others == (), got
+
+
+# -- 2. a scorer shows the judge only the completion fields it binds -------------------------
+# The content-free screen read the completion's whole text: a master key or an empty answer in
+# the bound field, beside any other field ('{"answer": "Thought process:", "id": 7}'), passed it
+# and reached the judge alone ("Answer: Thought process:"), where a fooled judge scores it.
+
+def _scorer(model, template="Question: {{last_user_message}}\nAnswer: {{answer}}\nIs it correct?\n"
+                             "{{output_instructions}}", mapping=None):
+    from rewardjudge.scorers import Scorer
+
+    scorer = Scorer("bound", {"model": "judge", "output_spec": {"type": "boolean"}, "prompt_template": template})
+    return scorer.grader(model, {"answer": "completion:answer"} if mapping is None else mapping,
+                         allow_model_override=True, reply_retries=0)
+
+
+_FOOLED = '{"reason": "Meets the criterion.", "verdict": true}'
+
+
+@pytest.mark.parametrize("completion", [
+    '{"answer": "Thought process:", "id": 7}',
+    '{"answer": "Let\'s solve this problem step by step.", "confidence": 0.9}',
+    '{"answer": "", "id": 7}',
+    '{"answer": "\\u3164\\u200b", "n": 1}',
+    '{"answer": "```\\n```", "lang": "python"}',
+    '{"answer": ["Sure", "Solution:"], "meta": {"k": "padding words"}}',
+    'Here it is: {"answer": "\\u89e3\\u7b54", "note": "see above"}',
+])
+async def test_a_content_free_bound_field_is_penalized_without_a_judge_call(completion):
+    model = ScriptedModel([_FOOLED] * 3)
+    grade = await _scorer(model).grade(_thread(completion))
+    assert grade.status == "penalized" and grade.value == -1.0, grade
+    assert "content-free" in grade.error or "empty" in grade.error, grade.error
+    assert model.calls == []
+
+
+@pytest.mark.parametrize("completion", ['{"answer": "Paris", "id": 7}', '{"answer": 42, "note": ""}',
+                                        '{"answer": "Step 1: Paris.", "id": 1}',
+                                        '{"answer": {"city": "Paris"}, "x": ""}'])
+async def test_a_bound_field_with_content_is_judged(completion):
+    # held: an answer with content (a number, an object) goes to the judge, graded as it says
+    model = ScriptedModel([_FOOLED])
+    grade = await _scorer(model).grade(_thread(completion))
+    assert (grade.status, grade.value) == ("scored", 1.0), grade
+    assert len(model.calls) == 1
+
+
+async def test_a_missing_bound_field_and_an_unbound_scorer_keep_their_grades():
+    # held: a lacking field is penalized (malformed); a scorer binding no field screens the text only
+    model = ScriptedModel([_FOOLED])
+    missing = await _scorer(model).grade(_thread('{"other": "Paris"}'))
+    assert missing.status == "penalized" and "no field 'answer'" in missing.error, missing
+    whole = await _scorer(model, "Q: {{last_user_message}}\nA: {{completion}}\n{{output_instructions}}",
+                          mapping={}).grade(_thread('{"answer": "", "id": 7}'))
+    assert (whole.status, whole.value) == ("scored", 1.0), whole

@@ -26,6 +26,7 @@ from ..thread import StringThread
 from ._context import THREAD_VARIABLES, thread_context
 from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
+from ._guards import content_free_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
@@ -406,13 +407,27 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
                                  "scorer_version": self.version, "scorer_model": binding.config.model,
                                  "judge_model": self.model_name, **({"labels_only": True} if self.labels_only else {})}
         try:
-            prompt, missing = await self.off_loop(text_size(sample), lambda: self.render(self.neutralized(sample)))
+            prepared = await self.off_loop(text_size(sample), self._prepare, sample)
         except OutputParserException as exc:   # the binding's MalformedCompletion: the policy's fault
             return self.penalized(sample, f"malformed completion: {exc}", extra=extra)
         except RecursionError:
             return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
+        if isinstance(prepared, str):
+            return self.penalized(sample, f"malformed completion: {prepared}", extra=extra)
+        prompt, missing = prepared
         return await self.ask_judge([{"role": "user", "content": prompt}],
                                     extra={**extra, "missing_variables": missing})
+
+    def _prepare(self, sample: StringThread) -> "tuple[str, list[str]] | str":
+        """The judge prompt and the variables without a value; or why the completion is
+        content-free: the screen saw its whole text, but a binding shows the judge only the
+        fields it reads (``completion:<path>``), and those must not all be content-free."""
+        if self.reject_content_free:
+            fields = self.binding.completion_fields(sample)
+            reason = content_free_fields(fields, self.content_free_phrases) if fields else None
+            if reason is not None:
+                return reason.replace("every text field", "every bound completion field", 1)
+        return self.render(self.neutralized(sample))
 
     def verdict_value(self, verdict: BaseModel) -> float | None:
         return None if self.labels_only else output_value(verdict)

@@ -227,6 +227,14 @@ class ScorerBinding:
         ctx.update(builtin_context(sample))
         return ctx, missing
 
+    def completion_fields(self, sample: StringThread) -> dict[str, Any]:
+        """The values of the variables bound to a field of the completion (``completion:<path>``),
+        by variable: what the judge is shown of a structured completion (the content-free screen
+        reads them); ``MalformedCompletion`` when a field lacks."""
+        parsed: list = []
+        return {var: _completion_value(var, src.arg, sample, parsed) for var, src in self._sources.items()
+                if src.kind == "completion" and src.arg is not None}
+
     def constants(self, language: str | None = None) -> dict[str, str]:
         """``output_schema`` and ``output_instructions`` (in ``language``) for this version."""
         if language not in self._instructions:
