@@ -33,7 +33,7 @@ from ._expected_value import expected_grade
 
 #: an image a vision judge is sent: an http(s) URL or a data:image URL, no whitespace or control
 #: characters (a policy's field: never a file:, internal-scheme or text-carrying URL)
-_IMAGE_URL = re.compile(r"(?i:https?://|data:image/)[^\x00-\x20\x7f]*\Z")
+_IMAGE_URL = re.compile(r"(?i:https?://|data:image/)[^\x00-\x20\x7f-\xa0\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]*\Z")
 
 __all__ = ["CandidateJudgeGrader"]
 
