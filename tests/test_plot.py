@@ -82,7 +82,9 @@ def test_plot_draws_a_runs_judge_health(run_with_failures, capsys):
     from rewardjudge.rl._health import UNSCORED_KINDS
 
     kinds = {UNSCORED_KINDS[k] for k in health.kind[health.status == 2]}
-    assert kinds == {"http", "no_sealed_verdict"}
+    # the fake judge seals its prose as a verdict line ("VERDICT <seal>: this is not a verdict"):
+    # a sealed line that holds no verdict is an invalid reply
+    assert kinds == {"http", "invalid_reply"}
     # --output elsewhere, and a results file instead of the folder
     code, _, err = main_in_process(capsys, "plot", str(out / "results.jsonl"), "-o", str(out / "x" / "h.png"))
     assert code == 0, err
