@@ -320,7 +320,7 @@ async def test_two_hundred_samples_with_twenty_percent_faults(transport, loop_er
         return None
 
     judge = Judge(faults)
-    grades, server = await run_batch(judge, transport, range(200), latency=0.005, timeout=0.5,
+    grades, server = await run_batch(judge, transport, range(200), latency=0.005, timeout=2.0,
                                      concurrency=32)
     assert len(grades) == 200
     check_grades(grades, range(200))
