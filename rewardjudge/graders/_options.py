@@ -11,7 +11,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from .._validate import finite_number, validated
 from ..errors import ConfigError
-from ..models._base import InferenceModel
+from ..models._base import InferenceModel, check_choices
 from ..readouts._forms import VerdictForm
 from ..readouts._seal import SEAL_FIELDS
 from ..scales import Scale
@@ -255,8 +255,7 @@ def _check_tokens(tokens: "dict[str, float]", typed: bool) -> None:
                           "per criterion of the scale instead")
     if len(tokens) < 2:
         raise ConfigError(f"tokens must name at least two answer tokens, got {tokens!r}")
+    check_choices(list(tokens))   # the choices a distribution is read over: bare, non-empty tokens
     for token, reward in tokens.items():
-        if not token.strip() or token != token.strip():
-            raise ConfigError(f"each answer token must be non-empty without surrounding whitespace, got {token!r}")
         if not finite_number(reward):
             raise ConfigError(f"the reward of token {token!r} must be a finite number, got {reward!r}")

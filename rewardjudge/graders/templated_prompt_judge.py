@@ -426,7 +426,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
             fields = self.binding.completion_fields(sample)
             reason = content_free_fields(fields, self.content_free_phrases) if fields else None
             if reason is not None:
-                return reason.replace("every text field", "every bound completion field", 1)
+                return reason
         return self.render(self.neutralized(sample))
 
     def verdict_value(self, verdict: BaseModel) -> float | None:

@@ -222,7 +222,7 @@ def _occurrences(text: str, seal: str) -> list[int]:
 
 
 #: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between), ending right at its seal
-_OPENING = re.compile(r'\{[ \t\r\n]*"seal"[ \t\r\n]*:[ \t\r\n]*"')
+_OPENING = re.compile(r'\{[ \t\r\n]*"%s"[ \t\r\n]*:[ \t\r\n]*"' % re.escape(SEAL_FIELD))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
 
