@@ -497,3 +497,19 @@ async def test_receiver_refuses_broken_and_oversized_bodies():
                 assert r.status == 400
     finally:
         await receiver.stop(2)
+
+
+async def test_receiver_answers_408_to_a_body_that_does_not_arrive():
+    receiver = OtlpReceiver(SpanJudge(doc_pipeline(), judge()), body_timeout=0.3)
+    url = await receiver.start()
+    host, port = url.rsplit("/", 1)[1].split(":")
+    try:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                     b"Content-Length: 1000\r\n\r\n\x0a")   # one byte of a thousand, then nothing
+        reply = await asyncio.wait_for(reader.read(65536), 10)
+        writer.close()
+    finally:
+        await receiver.stop(2)
+    assert reply.startswith(b"HTTP/1.1 408") and b"did not arrive within 0.3 s" in reply
+    assert receiver.metrics.requests[("/v1/traces", 408)] == 1

@@ -250,12 +250,16 @@ class _HTTPService:
             self._idempotent[key] = (query, answer)
         return web.json_response(answer)
 
-    async def _json(self, request: web.Request) -> Any:
-        """The request's JSON body, within the time, size, depth and sample limits."""
+    async def _body(self, request: web.Request) -> bytes:
+        """The request's body (decompressed), within ``body_timeout`` (408) and ``max_body`` (413)."""
         try:
-            body = await asyncio.wait_for(request.read(), self.body_timeout)  # 413 past client_max_size
+            return await asyncio.wait_for(request.read(), self.body_timeout)  # 413 past client_max_size
         except asyncio.TimeoutError:
             raise _BadRequest(408, f"the request body did not arrive within {self.body_timeout:g} s") from None
+
+    async def _json(self, request: web.Request) -> Any:
+        """The request's JSON body, within the time, size, depth and sample limits."""
+        body = await self._body(request)
         try:
             data = json.loads(body)
         except RecursionError:

@@ -25,17 +25,18 @@ JSON = "application/json"
 
 class OtlpReceiver(_HTTPService):
     """``SpanJudge`` behind ``POST /v1/traces`` (and ``GET /health``), on the reward server's HTTP layer
-    (bearer token, body limit, draining); errors answer OTLP's ``{code, message}``.
+    (bearer token, body size and time limits: 413, 408; draining); errors answer OTLP's ``{code, message}``.
 
     >>> receiver = OtlpReceiver(SpanJudge(pipeline, judge, output_dir="runs/live"))  # doctest: +SKIP
     >>> url = await receiver.start("127.0.0.1", 4318)                                # doctest: +SKIP
     """
 
     def __init__(self, judge: SpanJudge, *, token: str | None = None, max_body: int = 16 << 20,
-                 max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2, retry_after: int = 5):
+                 max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2, retry_after: int = 5,
+                 body_timeout: float = 60.0):
         if max_pending < 1 or batch_size < 1:
             raise ConfigError("max_pending and batch_size must be >= 1")
-        super().__init__(token=token, max_body=max_body)
+        super().__init__(token=token, max_body=max_body, body_timeout=body_timeout)
         self.judge, self.max_pending, self.retry_after = judge, max_pending, retry_after
         self.batch_size, self.batch_window = batch_size, batch_window
         self.received = self.refused = 0
@@ -58,7 +59,7 @@ class OtlpReceiver(_HTTPService):
         encoding = request.headers.get("Content-Encoding", "identity").lower()
         if encoding not in ("identity", "gzip", "deflate"):
             raise _BadRequest(400, f"Content-Encoding {encoding!r} is not supported (gzip or none)")
-        received = list(spans_of(decode_request(await request.read(), kind)))  # 413 past max_body, decompressed
+        received = list(spans_of(decode_request(await self._body(request), kind)))
         selected = [s for s in received if self.judge.pipeline.wants(s)]
         if self.pending + len(selected) > self.max_pending:
             self.refused += 1
