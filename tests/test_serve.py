@@ -124,14 +124,18 @@ async def test_grade_endpoint_bad_requests_token_and_metrics():
             assert [g["status"] for g in grades] == ["scored", "unscored", "scored"]
             assert [g["value"] for g in grades] == [1.0, None, 0.0]
             assert grades[1]["reward"] == 0.5 and "503" in grades[1]["error"]  # same prompt: one group
+            other_query = [samples[0], {**samples[1], "metadata": {"reference": "4", "query": {"id": 2}}}]
+            async with s.post(f"{server.url}/grade", json={"samples": other_query}, headers=auth) as r:
+                grades = (await r.json())["grades"]
+            assert grades[1]["reward"] == 0.0  # another metadata query: its own group, no usable reward
             image = {"prompt": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}],
                      "completion": "a cat"}
             async with s.post(f"{server.url}/grade", json={"samples": [samples[0], image]}, headers=auth) as r:
                 assert r.status == 400 and "samples[1]" in (await r.json())["error"]
             async with s.get(f"{server.url}/metrics", headers=auth) as r:
                 text = await r.text()
-    assert 'rewardjudge_grades_total{status="unscored"} 1' in text
-    assert 'rewardjudge_unscored_total{kind="http"} 1' in text
+    assert 'rewardjudge_grades_total{status="unscored"} 2' in text
+    assert 'rewardjudge_unscored_total{kind="http"} 2' in text
     assert 'rewardjudge_requests_total{endpoint="/get_reward",code="413"} 1' in text
 
 

@@ -8,8 +8,8 @@ import re
 from typing import Any, Hashable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..thread import completion_threads
-from ..thread import StringThread
+from ..graders._schedule import prompt_key
+from ..thread import StringThread, completion_threads
 
 __all__ = ["DEFAULT_EOS", "grade_body", "openrlhf_body", "openrlhf_thread", "sample_thread", "split_chat_markup"]
 
@@ -90,13 +90,14 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
 
 
 def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[Hashable]]:
-    """A ``/grade`` body's threads and group keys: a sample's ``group``, else its prompt (the thread's
-    context turns). The ``--workers`` front routes by the same keys."""
+    """A ``/grade`` body's threads and group keys: a sample's ``group``, else its prompt as the graders'
+    scheduler reads it (``prompt_key``: context turns and ``metadata["query"]``). The ``--workers`` front
+    routes by the same keys."""
     samples = data.get("samples") if isinstance(data, dict) else None
     if not isinstance(samples, list) or not samples:
         raise ConfigError('expected {"samples": [{"messages": [...]} or {"prompt": ..., "completion": ...}, ...]}')
     threads = [sample_thread(s, f"samples[{i}]", images=images) for i, s in enumerate(samples)]
-    keys = [s.get("group", json.dumps(t.context_turns(), sort_keys=True)) for s, t in zip(samples, threads)]
+    keys = [s["group"] if "group" in s else prompt_key(t) for s, t in zip(samples, threads)]
     return threads, [k if isinstance(k, Hashable) else json.dumps(k, sort_keys=True, default=str) for k in keys]
 
 
