@@ -1,6 +1,7 @@
-"""OpenRLHF's groups as the reward server sees them (docs/serve.md): which estimator a stand-in
-reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean), a
-prompt's samples gathered into its group, and retried requests answered once.
+"""Groups as the reward server sees them (docs/serve.md): which OpenRLHF estimator a stand-in
+reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean), the
+stand-in rewards of one request's groups (``/grade``), and OpenRLHF's prompts gathered into
+groups across requests (``/get_reward``), retried requests answered once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Awaitable, Callable, Hashable, Sequence
 from ..errors import ConfigError
 from ..grade import Grade
 
-__all__ = ["OPENRLHF_ESTIMATORS", "EXACT_ESTIMATORS", "check_estimator", "stand_in", "PromptGroups"]
+__all__ = ["OPENRLHF_ESTIMATORS", "EXACT_ESTIMATORS", "check_estimator", "group_rewards", "stand_in", "PromptGroups"]
 
 #: ``--algo.advantage.estimator`` choices of OpenRLHF 0.11.2 (cli/train_ppo_ray.py)
 OPENRLHF_ESTIMATORS = ("gae", "reinforce", "rloo", "reinforce_baseline", "group_norm", "dr_grpo", "flash_reinforce")
@@ -62,6 +63,26 @@ def check_estimator(estimator: str | None) -> str | None:
 def stand_in(values: Sequence[float], fallback: float) -> float:
     """The reward of an unscored sample: the mean of its group's usable rewards, else ``fallback``."""
     return statistics.fmean(values) if values else float(fallback)
+
+
+def group_rewards(grades: Sequence[Grade], groups: Sequence[Hashable], *,
+                  unscored: str | float = "group_mean", fallback: float = 0.0) -> list[float]:
+    """The reward a trainer without a mask gets for each grade: its value, or for an unscored one
+    the mean of its group's usable rewards (``fallback`` when none), or ``unscored`` when a number.
+
+    >>> from rewardjudge import Grade
+    >>> group_rewards([Grade(1.0, "g"), Grade(0.0, "g"), Grade(None, "g")], ["p", "p", "p"])
+    [1.0, 0.0, 0.5]
+    """
+    if len(grades) != len(groups):
+        raise ConfigError(f"{len(groups)} group keys for {len(grades)} grades")
+    usable: dict[Hashable, list[float]] = {}
+    for g, key in zip(grades, groups):
+        if g.status != "unscored":
+            usable.setdefault(key, []).append(float(g.value))  # type: ignore[arg-type]
+    return [float(g.value) if g.status != "unscored"  # type: ignore[arg-type]
+            else stand_in(usable.get(key, ()), fallback) if unscored == "group_mean" else float(unscored)
+            for g, key in zip(grades, groups)]
 
 
 @dataclass(slots=True, eq=False)

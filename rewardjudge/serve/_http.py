@@ -19,11 +19,6 @@ from ..readouts._scan import too_deep
 from ..rl._health import UNSCORED_KINDS, unscored_kind
 
 
-def outage_response(outage: JudgeOutage) -> web.Response:
-    """503 with the judge-health summary: the outage guard stopped the server."""
-    return web.json_response({"error": str(outage), "health": outage.health}, status=503)
-
-
 #: the counters a ``--workers`` front sums over its workers (requests and in-flight are each process's own)
 _SUMMED = ("forgeries", "batches", "batched_samples", "latency_count", "latency_sum")
 
@@ -182,8 +177,8 @@ class _HTTPService:
             raise _BadRequest(503, "the server is shutting down")
 
     def _error_response(self, request: web.Request, exc: Exception) -> web.Response:
-        if isinstance(exc, JudgeOutage):  # the outage guard stopped the server (grade_group)
-            return outage_response(exc)
+        if isinstance(exc, JudgeOutage):  # the outage guard stopped the server: 503 with the judge's health
+            return web.json_response({"error": str(exc), "health": exc.health}, status=503)
         status, message, code = 400, str(exc), None  # a ConfigError: the request asked for something wrong
         if isinstance(exc, _BadRequest):
             status, code = exc.status, exc.code

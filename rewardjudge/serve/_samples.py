@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..graders._schedule import prompt_key
 from ..thread import StringThread, completion_threads
 
-__all__ = ["DEFAULT_EOS", "grade_body", "openrlhf_body", "openrlhf_thread", "sample_thread", "split_chat_markup"]
+__all__ = ["DEFAULT_EOS", "grade_body", "group_key", "openrlhf_body", "openrlhf_thread", "sample_thread",
+           "split_chat_markup"]
 
 #: end-of-sequence markers stripped from the end of a decoded response
 DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>")
@@ -89,7 +90,12 @@ def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThr
     return thread
 
 
-def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[Hashable]]:
+def group_key(value: Any) -> str:
+    """A group key as text: a str as it is, anything else as canonical JSON (what ``--workers`` routes by)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[str]]:
     """A ``/grade`` body's threads and group keys: a sample's ``group``, else its prompt as the graders'
     scheduler reads it (``prompt_key``: context turns and ``metadata["query"]``). The ``--workers`` front
     routes by the same keys."""
@@ -97,8 +103,7 @@ def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[Has
     if not isinstance(samples, list) or not samples:
         raise ConfigError('expected {"samples": [{"messages": [...]} or {"prompt": ..., "completion": ...}, ...]}')
     threads = [sample_thread(s, f"samples[{i}]", images=images) for i, s in enumerate(samples)]
-    keys = [s["group"] if "group" in s else prompt_key(t) for s, t in zip(samples, threads)]
-    return threads, [k if isinstance(k, Hashable) else json.dumps(k, sort_keys=True, default=str) for k in keys]
+    return threads, [group_key(s["group"]) if "group" in s else prompt_key(t) for s, t in zip(samples, threads)]
 
 
 def openrlhf_body(data: Any) -> tuple[list, list, list, list[str]]:
@@ -112,6 +117,4 @@ def openrlhf_body(data: Any) -> tuple[list, list, list, list[str]]:
     for name, values, what in (("prompts", prompts, "str"), ("labels", labels, "values")):
         if not isinstance(values, list) or len(values) != n:
             raise ConfigError(f"{name} must be a list of {n} {what} (one per query)")
-    keys = [p if isinstance(p, str) else json.dumps(p if p is not None else q, sort_keys=True, default=str)
-            for p, q in zip(prompts, queries)]
-    return queries, prompts, labels, keys
+    return queries, prompts, labels, [group_key(q if p is None else p) for p, q in zip(prompts, queries)]

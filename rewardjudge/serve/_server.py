@@ -17,31 +17,11 @@ from ..graders._base import Grader
 from ..rl._health import OutageGuard
 from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
-from ._groups import PromptGroups, check_estimator, stand_in
-from ._http import DEFAULT_MAX_SAMPLES, _BadRequest, _HTTPService, _Metrics, outage_response, say
+from ._groups import PromptGroups, check_estimator, group_rewards
+from ._http import DEFAULT_MAX_SAMPLES, _BadRequest, _HTTPService, _Metrics, say
 from ._samples import DEFAULT_EOS, grade_body, openrlhf_body, openrlhf_thread
 
 __all__ = ["RewardServer", "group_rewards"]
-
-
-def group_rewards(grades: Sequence[Grade], groups: Sequence[Hashable], *,
-                  unscored: str | float = "group_mean", fallback: float = 0.0) -> list[float]:
-    """The reward a trainer without a mask gets for each grade: its value, or for an unscored one
-    the mean of its group's usable rewards (``fallback`` when none), or ``unscored`` when a number.
-
-    >>> from rewardjudge import Grade
-    >>> group_rewards([Grade(1.0, "g"), Grade(0.0, "g"), Grade(None, "g")], ["p", "p", "p"])
-    [1.0, 0.0, 0.5]
-    """
-    if len(grades) != len(groups):
-        raise ConfigError(f"{len(groups)} group keys for {len(grades)} grades")
-    usable: dict[Hashable, list[float]] = {}
-    for g, key in zip(grades, groups):
-        if g.status != "unscored":
-            usable.setdefault(key, []).append(float(g.value))  # type: ignore[arg-type]
-    return [float(g.value) if g.status != "unscored"  # type: ignore[arg-type]
-            else stand_in(usable.get(key, ()), fallback) if unscored == "group_mean" else float(unscored)
-            for g, key in zip(grades, groups)]
 
 
 class _Batcher:
@@ -228,8 +208,8 @@ class RewardServer(_HTTPService):
                 self._told_estimator = True
                 say(f"/get_reward refused: {NO_ESTIMATOR}")
             raise _BadRequest(500, NO_ESTIMATOR)
-        if self.outage is not None:
-            return outage_response(self.outage)
+        if self.outage is not None:  # before the samples join their groups (503)
+            raise self.outage
         results = await self._in_groups(request, keys, queries, prompts, labels, threads)  # outage: 503
         rewards = [r for _, r, _ in results]
         return web.json_response({

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from typing import Any, Hashable, Sequence
+from typing import Any, Sequence
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
@@ -18,10 +18,9 @@ from ._samples import grade_body, openrlhf_body
 __all__ = ["WorkerFront", "route"]
 
 
-def route(key: Hashable, n: int) -> int:
-    """The worker (0..n-1) of a group key: the same key, the same worker, in every process."""
-    text = key if isinstance(key, str) else json.dumps(key, sort_keys=True, default=str)
-    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % n
+def route(key: str, n: int) -> int:
+    """The worker (0..n-1) of a group key (``group_key``): the same key, the same worker, in every process."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % n
 
 
 def _merge(values: list, parts: list[list[int]], n: int) -> Any:
@@ -67,7 +66,7 @@ class WorkerFront(_HTTPService):
                                       headers={**self._auth, "Content-Type": "application/json"}) as r:
             return r.status, await r.read()
 
-    async def _route(self, request: web.Request, data: dict, keys: Sequence[Hashable]) -> web.Response:
+    async def _route(self, request: web.Request, data: dict, keys: Sequence[str]) -> web.Response:
         """Send each sample to its key's worker; one reply."""
         n = len(keys)
         parts: dict[int, list[int]] = {}
