@@ -48,16 +48,14 @@ class _DualCall:
     __defaults__ = None
     __kwdefaults__ = None
     _is_coroutine_marker = getattr(inspect, "_is_coroutine_mark", None)
-
-    def _runner(self) -> LoopThread:
-        raise NotImplementedError
+    _loop_thread: LoopThread  # where a call from plain code runs
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         coro = self._acall(*args, **kwargs)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return self._runner().run(coro)
+            return self._loop_thread.run(coro)
         return coro
 
 
@@ -161,22 +159,16 @@ class TRLRewardFunc(_DualCall):
     def _fresh(self) -> None:  # the state that is not pickled
         self._trainer: Any = None
         self._shared: dict[str, list] = {}
-        self._loop_thread: LoopThread | None = None
-        self._warned, self._lock = False, threading.Lock()
+        self._loop_thread = LoopThread(f"rewardjudge-trl-{self.__name__}")  # its thread starts on first use
+        self._warned = False
 
     def __getstate__(self) -> dict[str, Any]:
-        drop = ("_trainer", "_shared", "_loop_thread", "_warned", "_lock")
+        drop = ("_trainer", "_shared", "_loop_thread", "_warned")
         return {k: v for k, v in self.__dict__.items() if k not in drop}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._fresh()
-
-    def _runner(self) -> LoopThread:
-        with self._lock:
-            if self._loop_thread is None:
-                self._loop_thread = LoopThread(f"rewardjudge-trl-{self.__name__}")
-            return self._loop_thread
 
     def attach(self, trainer: Any) -> "TRLRewardFunc":
         """Follow ``trainer``'s phase (evaluation penalties while its model is in eval mode) and
@@ -239,7 +231,7 @@ class TRLRewardFunc(_DualCall):
         if trainer_state is not None:  # called by a trainer
             self._first_trainer_call()
             loop = asyncio.get_running_loop()
-            if self._loop_thread is None or self._loop_thread._loop is not loop:
+            if self._loop_thread._loop is not loop:  # a trainer's own loop
                 _close_on_exit(self, loop)
         grades = await self.grades_for(prompts, completions, **columns)
         self.last_grades = grades
@@ -323,8 +315,9 @@ class JudgeGatedReward(_DualCall):
         self.__name__ = getattr(inner, "__name__", type(func).__name__)
         self.__qualname__ = self.__name__
 
-    def _runner(self) -> LoopThread:
-        return self.judge._runner()  # the judge's loop: a batch it graded there is shared
+    @property
+    def _loop_thread(self) -> LoopThread:  # type: ignore[override]
+        return self.judge._loop_thread  # the judge's loop: a batch it graded there is shared
 
     async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
                      **kwargs: Any) -> list[float | None]:

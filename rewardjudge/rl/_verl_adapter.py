@@ -7,7 +7,6 @@ An unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s m
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ..errors import ConfigError
@@ -104,8 +103,7 @@ class VerlScore:
         key = spec.grader_key if isinstance(spec, Grader) else str(spec)
         self.__name__ = self.__qualname__ = f"compute_score_{key}".replace("-", "_")
         self._grader: Grader | None = spec if isinstance(spec, Grader) else None
-        self._runner: LoopThread | None = None
-        self._lock = threading.Lock()
+        self._runner = LoopThread(f"rewardjudge-verl-{self.__name__}")  # its thread starts on the first call
 
     def __getstate__(self) -> dict[str, Any]:
         if isinstance(self.spec, Grader):
@@ -160,11 +158,7 @@ class VerlScore:
         return await self._grade(threads, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            if self._runner is None:
-                self._runner = LoopThread(f"rewardjudge-verl-{self.__name__}")
-            runner = self._runner
-        return runner.run((self.score_batch if self.batch else self.score_one)(*args, **kwargs))
+        return self._runner.run((self.score_batch if self.batch else self.score_one)(*args, **kwargs))
 
     def coroutine_function(self) -> Callable[..., Any]:
         """The ``async``/``async_batch`` form: a coroutine function (verl's reward loop awaits it)."""
@@ -179,17 +173,15 @@ class VerlScore:
 
     def close(self) -> None:
         """Close the loop thread, and the judge client of a grader built from a SPEC (built again next call)."""
-        with self._lock:
-            runner, self._runner = self._runner, None
-        if runner is None:
+        if self._runner._loop is None:  # no call ran on it (or it is closed already)
             return
         built = None if isinstance(self.spec, Grader) else self._grader
         aclose = getattr(getattr(built, "model", None), "aclose", None)
         try:
             if aclose is not None:
-                runner.run(aclose())
+                self._runner.run(aclose())
         finally:
-            runner.close()
+            self._runner.close()
             if built is not None:
                 self._grader = None
 
