@@ -9,4 +9,4 @@ from .._lazy import lazy_getattr as _lazy_getattr
 
 __all__ = ["RewardServer", "openrlhf_reward_func"]
 
-__getattr__ = _lazy_getattr(__name__, {"RewardServer": "._server", "openrlhf_reward_func": "._openrlhf"}, globals())
+__getattr__ = _lazy_getattr(__name__, {"RewardServer": "._server", "openrlhf_reward_func": "._groups"}, globals())

@@ -1,7 +1,8 @@
 """Groups as the reward server sees them (docs/serve.md): which OpenRLHF estimator a stand-in
-reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean), the
-stand-in rewards of one request's groups (``/grade``), and OpenRLHF's prompts gathered into
-groups across requests (``/get_reward``), retried requests answered once.
+reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean) and the
+refused ``.py`` reward form (``openrlhf_reward_func``); the stand-in rewards of one request's
+groups (``/grade``); OpenRLHF's prompts gathered into groups across requests (``/get_reward``),
+retried requests answered once.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import collections
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Hashable, Sequence
+from typing import Any, Awaitable, Callable, Hashable, NoReturn, Sequence
 
 from ..errors import ConfigError
 from ..grade import Grade
 
-__all__ = ["OPENRLHF_ESTIMATORS", "EXACT_ESTIMATORS", "check_estimator", "group_rewards", "stand_in", "PromptGroups"]
+__all__ = ["OPENRLHF_ESTIMATORS", "EXACT_ESTIMATORS", "check_estimator", "group_rewards", "openrlhf_reward_func",
+           "stand_in", "PromptGroups"]
 
 #: ``--algo.advantage.estimator`` choices of OpenRLHF 0.11.2 (cli/train_ppo_ray.py)
 OPENRLHF_ESTIMATORS = ("gae", "reinforce", "rloo", "reinforce_baseline", "group_norm", "dr_grpo", "flash_reinforce")
@@ -58,6 +60,22 @@ def check_estimator(estimator: str | None) -> str | None:
         f"moving its group's other advantages: {_WHY[estimator]}, and OpenRLHF has no per-sample mask a reward "
         f"server could use (dynamic filtering drops whole groups). Run OpenRLHF with "
         f"--algo.advantage.estimator dr_grpo and serve with --estimator dr_grpo; {DR_GRPO_CONDITIONS}.")
+
+
+PY_FORM_REFUSED = (
+    "OpenRLHF's .py reward form cannot keep judge failures out of training: OpenRLHF calls reward_func with one "
+    "sample at a time through asyncio.to_thread (a pool of a few threads) and swallows what it raises, and a "
+    "sample the judge could not score needs its group's other rewards before it can be answered, so waiting for "
+    "them would hold the pool until a timeout (6 prompts x 4 samples took 26 s) and answering at once would be a "
+    "made-up number. Use the HTTP form: `rewardjudge serve --grader SPEC --judge URL --estimator dr_grpo "
+    "--group-size N` and OpenRLHF's `--reward.remote_url http://127.0.0.1:5000/get_reward` with "
+    "`--algo.advantage.estimator dr_grpo --rollout.n_samples_per_prompt N` (recipes/openrlhf_remote_rm.sh).")
+
+
+def openrlhf_reward_func(spec: Any = None, *, judge: str | None = None, judge_model: str | None = None,
+                         **options: Any) -> NoReturn:
+    """Refuses OpenRLHF's ``.py`` reward form when OpenRLHF loads the file (ConfigError naming the HTTP form)."""
+    raise ConfigError(PY_FORM_REFUSED)
 
 
 def stand_in(values: Sequence[float], fallback: float) -> float:

@@ -46,6 +46,13 @@ def source_of(value: Any, variable: str = "?") -> str:
     return value.strip()
 
 
+def _known_keys(where: str, data: Mapping[str, Any], allowed: Any) -> None:
+    """A ConfigError naming the keys of ``data`` not in ``allowed`` (a typo must not pass silently)."""
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(allowed)}")
+
+
 _RANDOM_BITS = 56
 
 
@@ -76,9 +83,7 @@ class SpanFilter:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SpanFilter":
         data = dict(DEFAULT_FILTER if data is None else data)
-        unknown = sorted(set(data) - {"span_name", "attributes", "has_messages"})
-        if unknown:
-            raise ConfigError(f"filter: unknown key(s) {unknown}; allowed: span_name, attributes, has_messages")
+        _known_keys("filter", data, [f.name for f in fields(cls)])
         names = data.get("span_name") or ()
         names = (names,) if isinstance(names, str) else tuple(names)
         attrs = data.get("attributes") or {}
@@ -156,9 +161,7 @@ class JudgeConfig:
         kind = data.pop("type", JUDGE_V1)
         if kind != JUDGE_V1:
             raise ConfigError(f"pipeline config type must be {JUDGE_V1!r}, got {kind!r}")
-        unknown = sorted(set(data) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ConfigError(f"pipeline config: unknown key(s) {unknown}")
+        _known_keys("pipeline config", data, [f.name for f in fields(cls)])
         return cls(**{**data, "mapping": dict(data.get("mapping") or {}),
                       "scorer_name": data.get("scorer_name") or data.get("scorer") or "scorer"})
 
@@ -204,10 +207,7 @@ class PipelineConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
         if not isinstance(data, Mapping):
             raise ConfigError(f"a pipeline must be an object, got {type(data).__name__}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ConfigError(f"pipeline: unknown key(s) {unknown}; expected {', '.join(known)}")
+        _known_keys("pipeline", data, [f.name for f in fields(cls)])
         configs = data.get("pipeline_configs")
         if not isinstance(configs, list):
             raise ConfigError("pipeline_configs must be a list of pinned scorer versions")
