@@ -110,7 +110,7 @@ def graders(judge: Any) -> dict[str, Any]:
     from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
     from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
     from rewardjudge.graders._probability_judge import ProbabilityJudgeGrader
-    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.graders.templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
     from rewardjudge.scorers import Scorer, ScorerConfig
 
     scorer = Scorer("Answer quality", ScorerConfig.from_dict({
@@ -129,7 +129,7 @@ def graders(judge: Any) -> dict[str, Any]:
         "catalog-completeness": catalog.grader("completeness", judge),
         "catalog-helpfulness": catalog.grader("helpfulness", judge),
         "catalog-correctness": catalog.grader("correctness", judge),
-        "scorer": scorer.grader(judge, {"question": "turn:user", "answer": "completion"}),
+        "scorer": ScorerGrader(scorer, judge, {"question": "turn:user", "answer": "completion"}),
         "candidate": CandidateJudgeGrader("candidate", judge, batch_size=4, seed=0),
         "probability": ProbabilityJudgeGrader("probability", judge),
     }

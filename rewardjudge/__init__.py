@@ -27,13 +27,12 @@ _LAZY = {
     "StringThread": "rewardjudge.thread",
     "Scale": "rewardjudge.scales",
     **dict.fromkeys(["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader",
-                     "JudgeOutput", "ProbabilityJudgeGrader", "TemplatedPromptJudgeGrader"],
+                     "JudgeOutput", "ProbabilityJudgeGrader", "ScorerGrader", "TemplatedPromptJudgeGrader"],
                     "rewardjudge.graders"),
     **dict.fromkeys(["CachedModel", "InferenceModel", "OpenAIModel", "spawn_judge", "TorchModel"],
                     "rewardjudge.models"),
     "CriterionJudgeGrader": "rewardjudge.catalog",
     "Scorer": "rewardjudge.scorers",
-    "ScorerGrader": "rewardjudge.scorers",
     "evaluate_dataset": "rewardjudge.evaluate",
     "judge_health": "rewardjudge.rl",
     "trl_reward_funcs": "rewardjudge.rl",
@@ -45,11 +44,11 @@ if TYPE_CHECKING:  # what editors and type checkers see
     from .evaluate import evaluate_dataset
     from .grade import Grade
     from .graders import (BinaryJudgeOutput, CandidateJudgeGrader, GradedJudgeOutput, Grader, JudgeOutput,
-                          ProbabilityJudgeGrader, TemplatedPromptJudgeGrader)
+                          ProbabilityJudgeGrader, ScorerGrader, TemplatedPromptJudgeGrader)
     from .models import CachedModel, InferenceModel, OpenAIModel, TorchModel, spawn_judge
     from .rl import judge_health, trl_reward_funcs, verl_compute_score
     from .scales import Scale
-    from .scorers import Scorer, ScorerGrader
+    from .scorers import Scorer
     from .thread import StringThread
 
 __all__ = sorted([

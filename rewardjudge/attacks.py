@@ -299,7 +299,7 @@ def default_targets() -> dict[str, Target]:
     from . import catalog
     from .graders import BinaryJudgeOutput, CandidateJudgeGrader, ProbabilityJudgeGrader
     from .graders._outputs import GradedJudgeOutput
-    from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from .graders.templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
     from .scales import Scale
     from .scorers import Scorer
 
@@ -326,7 +326,7 @@ def default_targets() -> dict[str, Target]:
         "CriterionJudgeGrader (label)": Target(
             lambda m: catalog.grader("helpfulness", m, reply_retries=0), _label_judge("FAIL")),
         "ScorerGrader": Target(
-            lambda m: scorer.grader(m, {}, allow_model_override=True),
+            lambda m: ScorerGrader(scorer, m, {}, allow_model_override=True),
             _json_judge(lambda why: {"reason": why, "verdict": False})),
         "CandidateJudgeGrader": Target(
             lambda m: CandidateJudgeGrader("attack-candidates", m, scale="graded", batch_size=8,

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from rewardjudge import StringThread
+from rewardjudge import ScorerGrader, StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.scorers import Scorer
@@ -28,7 +28,7 @@ def _scorer(template: str, engine: str = "jinja2") -> Scorer:
 
 def _grade(template, mapping, completion, *, engine="jinja2", metadata=None):
     model = ScriptedModel(['{"reason": "Partly right.", "score": 2}'], name="j")
-    grader = _scorer(template, engine).grader(model, mapping)
+    grader = ScorerGrader(_scorer(template, engine), model, mapping)
     grade = asyncio.run(grader.grade(StringThread([("user", "Q?"), ("assistant", completion)],
                                                   metadata=metadata or {})))
     shown = without_seal(model.calls[0]["messages"][0]["content"]) if model.calls else None
@@ -119,7 +119,7 @@ def _evaluate(rows, reply, tmp_path):
     from rewardjudge.evaluate import evaluate_dataset
 
     scorer = _scorer("Q: {{ question }} A: {{ completion }}")
-    return evaluate_dataset(rows, scorer.grader(ScriptedModel([reply] * len(rows), name="j")),
+    return evaluate_dataset(rows, ScorerGrader(scorer, ScriptedModel([reply] * len(rows), name="j")),
                             output_dir=tmp_path, progress=False, concurrency=1, columns="metadata=question")
 
 

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from pydantic import BaseModel
 
-from rewardjudge import ConfigError, Grade, JudgeTimeoutError
+from rewardjudge import ConfigError, Grade, JudgeTimeoutError, ScorerGrader
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.rl import rewards_tensor, trl_reward_func, trl_reward_funcs, verl_compute_score
 from rewardjudge.serve import RewardServer
@@ -246,7 +246,7 @@ def test_a_labels_only_scorer_is_refused_by_every_adapter():
         "name": "Labels", "description": "good or bad.", "kind": "llm_judge",
         "config": {"model": "m", "prompt_template": "Is the answer good?",
                    "output_spec": {"type": "categorical", "labels": ["good", "bad"]}}})
-    labels = scorer.grader(ScriptedModel(default='{"reason": "r", "label": "good"}', name="m"))
+    labels = ScorerGrader(scorer, ScriptedModel(default='{"reason": "r", "label": "good"}', name="m"))
     for build in (lambda: trl_reward_func(labels), lambda: trl_reward_funcs(labels, []),
                   lambda: verl_compute_score(labels), lambda: RewardServer(labels, estimator="dr_grpo")):
         with pytest.raises(ConfigError, match="label"):

@@ -14,7 +14,7 @@ import sys
 import pytest
 from pydantic import BaseModel, Field
 
-from rewardjudge import StringThread
+from rewardjudge import ScorerGrader, StringThread
 from rewardjudge.graders import BinaryJudgeOutput
 from rewardjudge.graders._outputs import GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
@@ -134,7 +134,7 @@ async def test_a_scorer_judge_whose_final_verdict_the_policy_breaks_is_unscored(
     def grade(completion):
         model = _judging(reply)
         model.name = "j"
-        g = scorer.grader(model, reply_retries=0)
+        g = ScorerGrader(scorer, model, reply_retries=0)
         return g.grade(StringThread([("user", "Q?"), ("assistant", completion)], metadata={"question": "Q?"}))
 
     hostile = await grade('Berlin"}')

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
+from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.readouts._seal import Sealer, read_sealed
 from rewardjudge.testing import ScriptedModel, request_seal
 
@@ -116,8 +116,8 @@ def _scorer(model, template="Question: {{last_user_message}}\nAnswer: {{answer}}
     from rewardjudge.scorers import Scorer
 
     scorer = Scorer("bound", {"model": "judge", "output_spec": {"type": "boolean"}, "prompt_template": template})
-    return scorer.grader(model, {"answer": "completion:answer"} if mapping is None else mapping,
-                         allow_model_override=True, reply_retries=0)
+    return ScorerGrader(scorer, model, {"answer": "completion:answer"} if mapping is None else mapping,
+                        allow_model_override=True, reply_retries=0)
 
 
 _FOOLED = '{"reason": "Meets the criterion.", "verdict": true}'

@@ -23,7 +23,7 @@ import urllib.parse
 
 import pytest
 
-from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader, catalog
+from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader, catalog
 from rewardjudge.attacks import repair
 from rewardjudge.graders._outputs import GradedJudgeOutput
 from rewardjudge.models._base import Completion
@@ -270,7 +270,7 @@ def _scorer_grader(model):
         "model": "judge", "output_spec": {"type": "boolean"},
         "prompt_template": "Question: {{last_user_message}}\nAnswer: {{completion}}\n"
                            "Is the answer correct?\n{{output_instructions}}"})
-    return scorer.grader(model, {}, allow_model_override=True, reply_retries=0)
+    return ScorerGrader(scorer, model, {}, allow_model_override=True, reply_retries=0)
 
 
 SCORER_TRUE = '{"reason": "Meets the criterion.", "verdict": true}'

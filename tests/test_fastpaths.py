@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
-from rewardjudge.graders._context import neutralized_thread, thread_context
+from rewardjudge._thread_context import neutralized_thread, thread_context
 from rewardjudge.readouts._text import neutralize, neutralize_all, neutralize_value
 from rewardjudge.templates import _handlebars as hb
 from rewardjudge.templates._handlebars import (HELPERS, Template, compile_template, root_reads,

@@ -118,3 +118,12 @@ def test_templates_never_call_a_model():
     wrong = sorted(f"{m} -> {d}" for m, deps in graph.items() if m.startswith("rewardjudge.templates")
                    for d in deps if d.startswith("rewardjudge.models"))
     assert not wrong, wrong
+
+
+def test_scorers_never_import_a_grader():
+    # one direction: scorer configs are data the graders read (ScorerGrader lives in graders and
+    # imports scorers); no scorer module imports a grader, at module level or inside a function
+    graph = import_graph(function_local=True)
+    wrong = sorted(f"{m} -> {d}" for m, deps in graph.items() if m.startswith("rewardjudge.scorers")
+                   for d in deps if d.startswith("rewardjudge.graders"))
+    assert not wrong, wrong

@@ -79,7 +79,7 @@ SUBPACKAGE_API = {
                              "summarize"],
     "rewardjudge.commands": [],   # the command line only: run as `rewardjudge COMMAND`
     "rewardjudge.graders": ["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader",
-                            "JudgeOutput", "ProbabilityJudgeGrader", "TemplatedPromptJudgeGrader"],
+                            "JudgeOutput", "ProbabilityJudgeGrader", "ScorerGrader", "TemplatedPromptJudgeGrader"],
     "rewardjudge.models": ["CachedModel", "Completion", "GenerationParams", "GradeDistributionUnsupported",
                            "InferenceModel", "OpenAIModel", "RetryPolicy", "TokenDistribution", "TorchModel",
                            "TypedQuestionClient", "embedded_model_path", "spawn_judge"],
@@ -88,7 +88,7 @@ SUBPACKAGE_API = {
                        "verl_compute_score"],
     "rewardjudge.scorers": ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec",
                             "DOCUMENT_FIELDS", "NumericSpec", "Scorer", "ScorerBinding", "ScorerConfig",
-                            "ScorerGrader", "ScorerNotFound", "ScorerRegistry", "document_fields", "scorer_result",
+                            "ScorerNotFound", "ScorerRegistry", "document_fields", "scorer_result",
                             "with_document_fields"],
     "rewardjudge.serve": ["RewardServer", "openrlhf_reward_func"],
     "rewardjudge.spans": ["JUDGE_V1", "JudgeConfig", "OtlpReceiver", "PipelineConfig", "PipelineRun", "SEMCONV_VERSION",

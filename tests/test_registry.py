@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rewardjudge import StringThread
+from rewardjudge import ScorerGrader, StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.scorers import ScorerBinding, ScorerNotFound, ScorerRegistry
 from rewardjudge.testing import ScriptedModel, without_seal
@@ -114,7 +114,7 @@ async def test_a_binding_pins_its_version_across_updates(registry):
     assert pinned.version == s.version != latest.version
     model = ScriptedModel(default='{"reason": "ok", "verdict": true}', name=CONFIG["model"])
     t = StringThread([("user", "2+2?"), ("assistant", "4")])
-    old, new = await pinned.grader(model).grade(t), await latest.grader(model).grade(t)
+    old, new = await ScorerGrader(pinned, model).grade(t), await ScorerGrader(latest, model).grade(t)
     assert old.grader_version == s.version and new.grader_version == latest.version
     assert model.calls[0]["messages"][0]["content"].startswith("Q: 2+2?")   # the pinned template
     assert without_seal(model.calls[1]["messages"][0]["content"]) == "Changed: 2+2?"

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from rewardjudge import StringThread
+from rewardjudge import ScorerGrader, StringThread
 from rewardjudge.core.structured_output import OutputParserException
 from rewardjudge.errors import ConfigError, JudgeHTTPError, TemplateError
-from rewardjudge.scorers import BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig, ScorerGrader
+from rewardjudge.scorers import BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig
 from rewardjudge.scorers._config import ScorerParams
 from rewardjudge.scorers._output_spec import output_spec_from_dict
 from rewardjudge.readouts._seal import json_instruction, sealed_schema
@@ -265,8 +265,8 @@ def make_grader(replies, spec=None, template=None, mapping=None, **kwargs) -> tu
     if template is not None:
         changes["prompt_template"] = template
     scorer = Scorer("Answer quality", cfg(**changes))
-    grader = scorer.grader(model, mapping if mapping is not None else
-                           {"question": "turn:user", "answer": "completion:answer"}, **kwargs)
+    grader = ScorerGrader(scorer, model, mapping if mapping is not None else
+                          {"question": "turn:user", "answer": "completion:answer"}, **kwargs)
     return grader, model
 
 
@@ -329,7 +329,7 @@ async def test_jinja_scorer_and_builtin_variables():
                 "{{ output_instructions }}")
     model = ScriptedModel(['{"reason": "r", "verdict": false}'], name=BASE["model"])
     scorer = Scorer("Correct?", cfg(prompt_template=template, output_spec=BOOL))
-    grade = await scorer.grader(model).grade(thread(reference="4"))
+    grade = await ScorerGrader(scorer, model).grade(thread(reference="4"))
     prompt = without_seal(model.calls[0]["messages"][0]["content"])
     assert prompt.startswith("Reference: 4\nsystem: Answer in JSON.\nuser: 2+2?\nassistant: ")
     assert '"verdict"' in prompt  # the built-in instructions carry the schema
@@ -351,7 +351,7 @@ async def test_grade_batch_keeps_order_and_names_the_version():
     replies = {"1": '{"reason": "a", "score": 1}', "2": '{"reason": "b", "score": 2}'}
     model = ScriptedModel(lambda messages, params, schema: replies[without_seal(messages[0]["content"])[-1]],
                           name=BASE["model"])
-    grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
+    grader = ScorerGrader(Scorer("S", cfg()), model, {"question": "turn:user", "answer": "completion:answer"})
     grades = await grader.grade_batch([thread('{"answer": "2"}'), thread('{"answer": "1"}')])
     assert [g.value for g in grades] == [2.0, 1.0]
     assert {g.grader_version for g in grades} == {cfg().version_id}
@@ -367,7 +367,7 @@ async def test_disagreeing_sealed_verdicts_are_kept_beside_the_last():
                 f'{{"seal": "{seal}", "reason": "b", "score": 5, "seal_end": "{seal}"}}')
 
     model = ScriptedModel(judge, name=BASE["model"], seal=False)   # the judge seals both itself
-    grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
+    grader = ScorerGrader(Scorer("S", cfg()), model, {"question": "turn:user", "answer": "completion:answer"})
     grade = await grader.grade(thread())
     assert (grade.value, grade.reasoning, grade.extra["score"]) == (5.0, "b", 5)
     assert [v["score"] for v in grade.extra["disagreeing_verdicts"]] == [2]
@@ -379,7 +379,7 @@ async def test_a_scorer_grader_pickles_after_grading_with_its_seal_key():
     import pickle
 
     model = ScriptedModel(['{"reason": "a", "score": 2}'] * 2, name=BASE["model"])
-    grader = Scorer("S", cfg()).grader(model, {"question": "turn:user", "answer": "completion:answer"})
+    grader = ScorerGrader(Scorer("S", cfg()), model, {"question": "turn:user", "answer": "completion:answer"})
     first = await grader.grade(thread())
     copy = pickle.loads(pickle.dumps(grader))
     again = await copy.grade(thread())
@@ -388,13 +388,26 @@ async def test_a_scorer_grader_pickles_after_grading_with_its_seal_key():
     assert sent[-1] == model.calls[0]["messages"]
 
 
-def test_a_binding_is_required():
-    with pytest.raises(ConfigError, match="ScorerBinding"):
+def test_a_scorer_or_a_binding_is_required():
+    with pytest.raises(ConfigError, match="a Scorer or a ScorerBinding"):
         ScorerGrader(cfg(), ScriptedModel(name=BASE["model"]))
+
+
+def test_a_scorer_with_a_mapping_is_its_binding():
+    scorer, model = Scorer("Answer quality", cfg()), ScriptedModel(name=BASE["model"])
+    mapping = {"question": "turn:user", "answer": "completion:answer"}
+    direct, bound = ScorerGrader(scorer, model, mapping), ScorerGrader(scorer.bind(mapping), model)
+    assert direct.grader_key == bound.grader_key == "answer-quality"
+    assert direct.version == bound.version == scorer.version
+    assert direct.config() == bound.config()
+    assert ScorerGrader(scorer, model, mapping, grader_key="k").grader_key == "k"
+    with pytest.raises(ConfigError, match="carries its own mapping"):
+        ScorerGrader(scorer.bind(mapping), model, mapping)
+
 
 def test_grader_refuses_a_non_model():
     with pytest.raises(ConfigError, match="InferenceModel"):
-        Scorer("S", cfg()).grader("gpt-judge")
+        ScorerGrader(Scorer("S", cfg()), "gpt-judge")
 
 
 def test_builtin_variable_names_are_documented():
@@ -412,8 +425,8 @@ async def test_scorers_run_on_the_spawned_judge():
             scorer = Scorer("Spawned", cfg(output_spec=spec, params={"temperature": 0, "max_tokens": 64},
                                            prompt_template="Question: {{question}}\nAnswer: {{answer}}\n"
                                                            "Judge the answer.\n{{output_instructions}}"))
-            grader = scorer.grader(judge, {"question": "turn:user", "answer": "completion:answer"},
-                                   reply_retries=1, allow_model_override=True)
+            grader = ScorerGrader(scorer, judge, {"question": "turn:user", "answer": "completion:answer"},
+                                  reply_retries=1, allow_model_override=True)
             grades = await grader.grade_batch([thread('{"answer": "4"}'), thread("not json")])
             assert [g.status for g in grades][1] == "penalized"  # no judge call for it
             grades = grades[:1]
@@ -455,7 +468,7 @@ def support_thread(**metadata) -> StringThread:
 async def test_the_documents_good_bad_labels_never_become_a_number_without_values():
     scorer = doc_scorer(output_spec={"type": "categorical", "labels": ["good", "bad"]})
     assert scorer.config.output_spec.parse('{"reason": "r", "label": "good"}').value is None
-    grader = scorer.grader(ScriptedModel(default='{"reason": "r", "label": "good"}', name=DOC_MODEL))
+    grader = ScorerGrader(scorer, ScriptedModel(default='{"reason": "r", "label": "good"}', name=DOC_MODEL))
     grade = await grader.grade(support_thread(eval=True))
     # a label-only verdict: scored, the label kept, no number (never 0.0 or 1.0 from the order)
     assert (grade.status, grade.value, grade.extra["label"]) == ("scored", None, "good")
@@ -470,7 +483,7 @@ async def test_good_scores_its_explicit_value_and_the_label_is_reported():
     scorer = doc_scorer(output_spec={"type": "categorical", "labels": ["good", "bad"],
                                      "values": {"good": 1.0, "bad": 0.0}})
     model = ScriptedModel(default='{"reason": "resolves it", "label": "good"}', name=DOC_MODEL)
-    grades = await scorer.grader(model).grade_batch([support_thread(eval=True)] * 3)
+    grades = await ScorerGrader(scorer, model).grade_batch([support_thread(eval=True)] * 3)
     assert [g.value for g in grades] == [1.0, 1.0, 1.0]  # the old order rule gave "good" 0.0
     assert {g.extra["label"] for g in grades} == {"good"}
 
@@ -482,7 +495,7 @@ async def test_the_documents_jinja2_template_renders_by_default():
     scorer = doc_scorer(prompt_template=template)
     assert scorer.config.template_engine == "jinja2" and scorer.variables == ["product"]
     model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
-    grader = scorer.grader(model)
+    grader = ScorerGrader(scorer, model)
     await grader.grade(support_thread(product="acme router"))
     await grader.grade(support_thread())
     with_product, without = (without_seal(c["messages"][0]["content"]) for c in model.calls)
@@ -495,7 +508,7 @@ async def test_handlebars_on_request():
     scorer = doc_scorer(template_engine="handlebars",
                         prompt_template="{{#if product}}Product: {{product}}\n{{/if}}Answer: {{completion}}")
     model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
-    await scorer.grader(model).grade(support_thread(product="acme"))
+    await ScorerGrader(scorer, model).grade(support_thread(product="acme"))
     assert without_seal(model.calls[0]["messages"][0]["content"]) == "Product: acme\nAnswer: Restart it, then call us."
 
 
@@ -528,13 +541,13 @@ def test_loop_variables_and_set_locals_are_not_declared_variables():
 # 3. the scorer's model is the model asked
 def test_a_judge_bound_to_another_model_is_refused():
     with pytest.raises(ConfigError) as err:
-        doc_scorer().grader(ScriptedModel(name="gpt-judge"))
+        ScorerGrader(doc_scorer(), ScriptedModel(name="gpt-judge"))
     assert "'mistral-small-latest'" in str(err.value) and "allow_model_override" in str(err.value)
 
 
 async def test_an_explicit_override_runs_and_every_grade_says_which_model_answered():
     model = ScriptedModel(default='{"reason": "r", "score": 3}', name="gpt-judge")
-    grade = await doc_scorer().grader(model, allow_model_override=True).grade(support_thread())
+    grade = await ScorerGrader(doc_scorer(), model, allow_model_override=True).grade(support_thread())
     assert (grade.extra["judge_model"], grade.extra["scorer_model"]) == ("gpt-judge", DOC_MODEL)
 
 
@@ -545,7 +558,7 @@ async def test_the_request_names_the_scorers_model_with_its_params_and_strict_sc
     scorer = doc_scorer()
     with FakeJudgeServer(lambda req: '{"reason": "clear steps", "score": 4}') as server:
         async with OpenAIModel(server.url, scorer.config.model, max_retries=0) as judge:
-            grade = await scorer.grader(judge).grade(support_thread(product="acme"))
+            grade = await ScorerGrader(scorer, judge).grade(support_thread(product="acme"))
     request = server.requests[0]
     assert request["model"] == DOC_MODEL and (request["temperature"], request["seed"]) == (0.0, 42)
     assert [{**m, "content": without_seal(m["content"])} for m in request["messages"]] == [
@@ -559,7 +572,7 @@ async def test_the_model_a_server_reports_is_the_one_recorded():
     from rewardjudge.models._base import Completion
 
     reply = Completion(text='{"reason": "r", "score": 5}', raw={"model": "mistral-small-2503"})
-    grade = await doc_scorer().grader(ScriptedModel([reply], name=DOC_MODEL)).grade(support_thread())
+    grade = await ScorerGrader(doc_scorer(), ScriptedModel([reply], name=DOC_MODEL)).grade(support_thread())
     assert grade.extra["judge_model"] == "mistral-small-2503"  # the alias resolved by the server
 
 
@@ -580,7 +593,7 @@ async def test_attr_and_the_transcript_formatters():
     scorer = doc_scorer(prompt_template=template)
     assert scorer.variables == []  # the functions are built-ins, not variables
     model = ScriptedModel(default='{"reason": "r", "score": 4}', name=DOC_MODEL)
-    await scorer.grader(model).grade(support_thread(**SPAN))
+    await ScorerGrader(scorer, model).grade(support_thread(**SPAN))
     assert without_seal(model.calls[0]["messages"][0]["content"]) == (
         "Product: Router X\nInput:\nsystem: Be brief.\nuser: It blinks red.\n"
         "Output:\nassistant: Restart it.\nassistant: Did that work?")
@@ -649,7 +662,7 @@ async def test_a_grammar_building_judge_gets_the_range_as_an_enum_and_others_kee
     grammar_judge.caches_grammars = False
     plain_judge = ScriptedModel(['{"reason": "ok", "score": 4}'], name="judge")
     for judge in (grammar_judge, plain_judge):
-        grade = await Scorer("s", config).grader(judge, {}).grade(sample)
+        grade = await ScorerGrader(Scorer("s", config), judge, {}).grade(sample)
         assert (grade.status, grade.value) == ("scored", 4.0)
     field = grammar_judge.calls[0]["json_schema"]["properties"]["score"]
     assert field["enum"] == [1, 2, 3, 4, 5]

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from rewardjudge import Grade, StringThread
+from rewardjudge import Grade, ScorerGrader, StringThread
 from rewardjudge.errors import ConfigError
 from rewardjudge.evaluate import compare, evaluate_dataset, resolve_grader, summarize
 from rewardjudge.scorers import (DOCUMENT_FIELDS, Scorer, ScorerRegistry, document_fields, scorer_result,
@@ -82,7 +82,7 @@ def test_name_or_description_never_makes_a_version_a_config_change_does(tmp_path
 @pytest.mark.parametrize("spec,reply,score_value,score_label", OUTPUT_TYPES)
 async def test_each_output_type_gives_the_documents_result_fields(spec, reply, score_value, score_label):
     judge = ScriptedModel(default=json.dumps({"reason": "Answers it.", **reply}), name=MODEL)
-    grade = await with_spec(spec).grader(judge).grade(support())
+    grade = await ScorerGrader(with_spec(spec), judge).grade(support())
     # one chat completion with a single user message: the rendered prompt_template
     sent = judge.calls[0]["messages"]
     assert [m["role"] for m in sent] == ["user"]
@@ -107,7 +107,7 @@ def test_the_mapping_is_one_table():
 async def test_an_optional_attribute_renders_empty_and_the_if_block_keeps_the_prompt_clean():
     template = "Grade the answer.{% if product %}\nProduct: {{ product }}{% endif %}"
     judge = ScriptedModel(default='{"reason": "ok", "score": 3}', name=MODEL)
-    grade = await with_spec({"type": "numeric", "min": 1, "max": 5}, template).grader(judge).grade(support(None))
+    grade = await ScorerGrader(with_spec({"type": "numeric", "min": 1, "max": 5}, template), judge).grade(support(None))
     assert without_seal(judge.calls[0]["messages"][0]["content"]).startswith("Grade the answer.")
     assert "Product" not in judge.calls[0]["messages"][0]["content"]
     assert grade.extra["missing_variables"] == ["product"]
@@ -128,7 +128,7 @@ def label_judge(messages, params, schema):
 
 def test_evaluate_dataset_counts_a_label_only_scorer_by_label(tmp_path):
     scorer = with_spec(LABELS, "Answer: {{ completion }}\nProduct: {{ product }}")
-    grader = scorer.grader(ScriptedModel(label_judge, name=MODEL))
+    grader = ScorerGrader(scorer, ScriptedModel(label_judge, name=MODEL))
     result = evaluate_dataset(rows(), grader, columns="prompt=prompt,completion=completion,metadata=product",
                               output_dir=tmp_path / "run", progress=False)
     s = result.summary
@@ -160,7 +160,7 @@ def test_a_numeric_scorer_keeps_its_mean_and_its_score_value(tmp_path):
         return json.dumps({"reason": "r", "score": 1 + n % 5})
 
     scorer = with_spec({"type": "numeric", "min": 1, "max": 5}, "Answer: {{ completion }}")
-    result = evaluate_dataset(rows(5), scorer.grader(ScriptedModel(judge, name=MODEL)), progress=False,
+    result = evaluate_dataset(rows(5), ScorerGrader(scorer, ScriptedModel(judge, name=MODEL)), progress=False,
                               columns="prompt=prompt,completion=completion")
     assert result.summary.mean == 3.0 and not result.summary.labels_only and result.summary.labels == {}
     assert with_document_fields(result)["score_value"] == [1.0, 2.0, 3.0, 4.0, 5.0]
@@ -203,7 +203,7 @@ def test_the_eval_command_counts_a_label_only_scorer_file(tmp_path, capsys):
 
 # -- a reward still refuses it, with the reason ------------------------------------------
 def label_grader():
-    return with_spec(LABELS).grader(ScriptedModel(default='{"reason": "r", "label": "good"}', name=MODEL))
+    return ScorerGrader(with_spec(LABELS), ScriptedModel(default='{"reason": "r", "label": "good"}', name=MODEL))
 
 
 def check_refusal(err: pytest.ExceptionInfo) -> None:

@@ -85,6 +85,7 @@ async def _run_eval(args: argparse.Namespace):
     from ..evaluate._runner import aevaluate_dataset
     from ..evaluate._spec import _import_attribute, resolve_grader, scorer_of
     from ..graders._base import Grader
+    from ..graders.templated_prompt_judge import ScorerGrader
 
     # what can be checked without a judge is checked before one is asked or spawned
     obj = _import_attribute(args.grader) if ":" in args.grader else None
@@ -104,7 +105,7 @@ async def _run_eval(args: argparse.Namespace):
 
             model = CachedModel(model, cache=args.cache)
         if scorer is not None:
-            grader = scorer.grader(model, allow_model_override=args.allow_model_override)
+            grader = ScorerGrader(scorer, model, allow_model_override=args.allow_model_override)
         else:
             grader = resolve_grader(args.grader, model)
             if getattr(grader, "binding", None) is not None:  # a scorer built by a module:attribute factory

@@ -211,11 +211,13 @@ def _test_judge(binding, args: argparse.Namespace):
 
 
 async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
+    from ..graders.templated_prompt_judge import ScorerGrader
+
     async with _test_judge(binding, args) as judge:
         # --judge-model, like --judge embedded/torch, names another model on purpose: the override is explicit
         asked = getattr(judge, "name", None) or binding.config.model
-        grader = binding.grader(judge, reply_retries=0, mode="eval", language=args.language,
-                                allow_model_override=asked != binding.config.model)
+        grader = ScorerGrader(binding, judge, reply_retries=0, mode="eval", language=args.language,
+                              allow_model_override=asked != binding.config.model)
         return await grader.grade_batch(samples)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from .._validate import json_value
 from ..errors import ConfigError
 from ..graders._base import Grader
+from ..graders.templated_prompt_judge import ScorerGrader
 
 __all__ = ["BUILTIN_GRADERS", "resolve_grader"]
 
@@ -105,7 +106,7 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
         return catalog.grader(spec, model)
     scorer = scorer_of(spec)
     if scorer is not None:
-        return scorer.grader(model)
+        return ScorerGrader(scorer, model)
     raise ConfigError(f"unknown grader spec {spec!r} (tried built-in ({', '.join(sorted(BUILTIN_GRADERS))}), "
                       f"module:attribute, scorer .json file, catalog key, scorer slug in {_registry()}/); "
                       f"catalog keys: {', '.join(catalog.keys())}")

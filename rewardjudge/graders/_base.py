@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from .._hash import canonical_hash
 from .._sync import run_sync
+from .._thread_context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
@@ -21,7 +22,6 @@ from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding, validated
-from ._context import THREAD_VARIABLES, neutralized_thread, thread_context
 from ._guards import content_free_fields, content_free_reason
 from ._schedule import balanced_chunks, groups, prompt_key
 

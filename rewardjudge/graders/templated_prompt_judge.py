@@ -13,6 +13,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
+from .._thread_context import THREAD_VARIABLES, thread_context
 from ..core.structured_output import render_schema
 from ..errors import ConfigError, OutputParserException, TemplateVariableError
 from ..templates import _handlebars as _hb
@@ -22,8 +23,9 @@ from ..readouts._decision import Verdict
 from ..readouts._seal import (Sealer, json_instruction, label_instruction, label_placeholder, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
+from ..scorers import Scorer, ScorerBinding
+from ..scorers._config import slugify
 from ..thread import StringThread
-from ._context import THREAD_VARIABLES, thread_context
 from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
 from ._guards import content_free_fields
@@ -34,7 +36,7 @@ from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, 
                        _label_to_verdict,
                        output_value, schema_fields, verdict_reasoning)
 
-__all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "TemplatedPromptJudgeGrader"]
+__all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "ScorerGrader", "TemplatedPromptJudgeGrader"]
 
 log = logging.getLogger("rewardjudge")
 
@@ -330,8 +332,8 @@ class TemplatedPromptJudgeGrader(Grader):
 
 
 class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
-    """A pinned scorer version as a templated grader (its public factory is
-    ``rewardjudge.scorers.ScorerGrader``): the binding (scorer data, read here) builds the
+    """A pinned scorer version as a templated grader (its public factory is ``ScorerGrader``,
+    below): the binding (scorer data, read here) builds the
     context and renders the one user message, the output spec's verdict model is the readout.
     A completion lacking a bound field is penalized without a judge call."""
 
@@ -437,6 +439,36 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         reported = raw.get("model") if isinstance(raw, dict) else None
         return {"judge_model": reported if isinstance(reported, str) and reported else self.model_name,
                 "label": verdict.label, "score": verdict.score}
+
+
+def ScorerGrader(scorer: "Scorer | ScorerBinding", model: InferenceModel, mapping: Mapping[str, str] | None = None,
+                 *, grader_key: str | None = None,
+                 **options: Any) -> ScorerJudgeGrader:  # noqa: N802 (the public name, kept as a factory)
+    """A templated grader running one scorer version on ``model``: a ``Scorer``'s current version
+    bound with ``mapping`` (variable -> source, see ``Scorer.bind``), or a ``ScorerBinding`` (a
+    version already pinned, which carries its own mapping).
+
+    ``model.name`` must equal ``config.model`` unless ``allow_model_override=True``.
+    ``grader_key`` defaults to the scorer's slug (or name); ``language`` is that of the built-in
+    ``output_instructions``; ``default_max_tokens`` (512) applies when the params leave it unset;
+    ``reply_retries``, ``mode``, the penalties and ``seal_key`` as for any templated grader. A
+    completion lacking a bound field is penalized without a judge call; an unusable reply is
+    re-asked ``reply_retries`` times, then unscored. A label-only spec scores with value None.
+
+    >>> grader = ScorerGrader(scorer, OpenAIModel(url, scorer.config.model),  # doctest: +SKIP
+    ...                       {"answer": "completion:answer"})
+    """
+    if isinstance(scorer, Scorer):
+        binding = scorer.bind(mapping)
+    elif not isinstance(scorer, ScorerBinding):
+        raise ConfigError(f"ScorerGrader needs a Scorer or a ScorerBinding, got {type(scorer).__name__}")
+    elif mapping is not None:
+        raise ConfigError("a ScorerBinding carries its own mapping: pass a mapping only with a Scorer "
+                          "(or bind the scorer with it)")
+    else:
+        binding = scorer
+    key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
+    return ScorerJudgeGrader(binding, model, grader_key=key, **options)
 
 
 def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:

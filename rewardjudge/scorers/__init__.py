@@ -2,10 +2,12 @@
 
 See docs/scorers.md: ``Scorer``, ``ScorerConfig`` (``version_id``: SHA-256 of its canonical JSON),
 output specs, built-ins, ``ScorerBinding`` (a pinned version and a variable -> source mapping),
-``ScorerRegistry``, ``ScorerGrader`` and the document's result names (``DOCUMENT_FIELDS``).
+``ScorerRegistry`` and the document's result names (``DOCUMENT_FIELDS``). Scorers are data: the
+grader that runs one is ``rewardjudge.ScorerGrader`` (in ``rewardjudge.graders``), and nothing here
+imports a grader.
 """
 
-from ._binding import ScorerBinding, ScorerGrader
+from ._binding import ScorerBinding
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES
 from ._config import ScorerConfig
 from ._fields import DOCUMENT_FIELDS, document_fields, scorer_result, with_document_fields
@@ -14,5 +16,5 @@ from ._registry import ScorerNotFound, ScorerRegistry
 from ._scorer import Scorer
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_VARIABLES", "BooleanSpec", "CategoricalSpec", "DOCUMENT_FIELDS",
-           "NumericSpec", "Scorer", "ScorerBinding", "ScorerConfig", "ScorerGrader", "ScorerNotFound",
+           "NumericSpec", "Scorer", "ScorerBinding", "ScorerConfig", "ScorerNotFound",
            "ScorerRegistry", "document_fields", "scorer_result", "with_document_fields"]

@@ -16,10 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .._thread_context import thread_context
 from ..errors import ConfigError, OutputParserException
-from ..graders._context import thread_context
-from ..graders.templated_prompt_judge import ScorerJudgeGrader, TemplatedPromptJudgeGrader
-from ..models._base import InferenceModel
 from ..readouts import json_objects
 from ..thread import ROLES, StringThread
 from ..templates import Template
@@ -27,9 +25,9 @@ from ..templates._plain import to_plain
 from ..templates._prompts import prompt_source
 from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages,
                         lookup_attribute, lookup_path, role_lines)
-from ._config import ScorerConfig, slugify
+from ._config import ScorerConfig
 
-__all__ = ["MalformedCompletion", "ScorerBinding", "ScorerGrader", "output_instructions", "parse_source"]
+__all__ = ["MalformedCompletion", "ScorerBinding", "output_instructions", "parse_source"]
 
 log = logging.getLogger("rewardjudge")
 
@@ -279,27 +277,3 @@ class ScorerBinding:
     def __repr__(self) -> str:
         return (f"ScorerBinding({self.scorer_slug or self.scorer_name!r}, version={self.version[:12]}, "
                 f"mapping={self.mapping!r})")
-
-    def grader(self, model: InferenceModel, **kwargs: Any) -> TemplatedPromptJudgeGrader:
-        """A grader running this pinned version on ``model`` (``ScorerGrader``)."""
-        return ScorerGrader(self, model, **kwargs)
-
-
-
-def ScorerGrader(binding: ScorerBinding, model: InferenceModel, *, grader_key: str | None = None,
-                 **options: Any) -> TemplatedPromptJudgeGrader:  # noqa: N802 (the public name, kept as a factory)
-    """A templated grader running one pinned scorer version (a ``ScorerBinding``) on ``model``.
-
-    ``model.name`` must equal ``config.model`` unless ``allow_model_override=True``.
-    ``grader_key`` defaults to the scorer's slug (or name); ``language`` is that of the built-in
-    ``output_instructions``; ``default_max_tokens`` (512) applies when the params leave it unset;
-    ``reply_retries``, ``mode``, the penalties and ``seal_key`` as for any templated grader. A
-    completion lacking a bound field is penalized without a judge call; an unusable reply is
-    re-asked ``reply_retries`` times, then unscored. A label-only spec scores with value None.
-
-    >>> grader = scorer.grader(OpenAIModel(url, scorer.config.model), {"answer": "completion:answer"})  # doctest: +SKIP
-    """
-    if not isinstance(binding, ScorerBinding):
-        raise ConfigError(f"binding must be a ScorerBinding, got {type(binding).__name__}")
-    key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
-    return ScorerJudgeGrader(binding, model, grader_key=key, **options)

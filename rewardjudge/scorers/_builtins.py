@@ -26,7 +26,7 @@ BUILTIN_VARIABLES: dict[str, str] = {
     "metadata": "the sample's metadata, i.e. the span's attributes (e.g. {{ metadata.reference }})",
     "output_schema": "the reply's JSON schema, as JSON text",
     "output_instructions": "a sentence telling the judge how to reply (built-in, translated)",
-    # the thread vocabulary every grader shares (rewardjudge.graders._context)
+    # the thread vocabulary every grader shares (rewardjudge._thread_context)
     "turns": "every turn, completion included, as [{role, content}]",
     "thread": "every turn as text ('[role]' headed blocks)",
     "context_turns": "the turns before the completion, as [{role, content}]",

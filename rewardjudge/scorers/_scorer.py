@@ -63,7 +63,7 @@ class ScorerVersion:
 class Scorer:
     """A judge definition: ``name``, ``description``, ``config`` (a ``ScorerConfig`` or its JSON
     form) and, from a registry, ``slug`` and ``history``. ``version`` is the config's id;
-    ``bind(mapping)`` pins it; ``grader(model, mapping)`` makes the Grader in one step.
+    ``bind(mapping)`` pins it; ``ScorerGrader(scorer, model, mapping)`` runs it.
 
     >>> Scorer("Helpful", {"model": "judge", "output_spec": {"type": "boolean"},
     ...                    "prompt_template": "Q: {{ question }} A: {{ completion }}"}).variables
@@ -100,11 +100,6 @@ class Scorer:
     def bind(self, mapping: Mapping[str, str] | None = None) -> ScorerBinding:
         """Pin the current version with a variable -> source mapping (see ``binding.py``)."""
         return ScorerBinding(self.config, mapping, scorer_name=self.name, scorer_slug=self.slug)
-
-    def grader(self, model, mapping: Mapping[str, str] | None = None, **kwargs: Any):
-        """A ``ScorerGrader`` for the current version on ``model`` (an ``InferenceModel`` whose
-        ``name`` is ``config.model``, unless ``allow_model_override=True``)."""
-        return self.bind(mapping).grader(model, **kwargs)
 
     @property
     def latest_version(self) -> dict[str, Any]:

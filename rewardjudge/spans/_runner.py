@@ -141,14 +141,16 @@ class SpanJudge:
     def __init__(self, pipeline: PipelineConfig, judge: Any, *, output_dir: str | os.PathLike | None = None,
                  keep_prompts: bool = False, retry_unscored: bool = False, allow_model_override: bool = False,
                  reply_retries: int = 1):
+        from ..graders.templated_prompt_judge import ScorerGrader
+
         self.pipeline, self.keep_prompts = pipeline, keep_prompts
         self.graders = []
         for jc in pipeline.pipeline_configs:
             model = judge.get(jc.config.model) if isinstance(judge, Mapping) else judge
             if model is None:
                 raise ConfigError(f"no judge for model {jc.config.model!r} (scorer {jc.label!r})")
-            self.graders.append((jc, jc.binding.grader(model, mode="eval", reply_retries=reply_retries,
-                                                       allow_model_override=allow_model_override)))
+            self.graders.append((jc, ScorerGrader(jc.binding, model, mode="eval", reply_retries=reply_retries,
+                                                  allow_model_override=allow_model_override)))
         out = None if output_dir is None else Path(output_dir)
         self.run = PipelineRun(results=[] if out is None else None, output=out)
         self.seen = _Seen()

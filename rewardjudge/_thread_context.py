@@ -1,5 +1,5 @@
-"""The one template vocabulary for a thread, shared by every grader (the table in
-docs/pipeline.md), its text neutralised before any judge sees it."""
+"""The one template vocabulary for a thread, shared by every grader and by scorer bindings (the
+table in docs/pipeline.md), its text neutralised before any judge sees it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import functools
 import operator
 from typing import Any, Callable, Collection, Iterable
 
-from ..readouts._text import neutralize_all, neutralize_value
-from ..thread import StringThread, format_turns
+from .readouts._text import neutralize_all, neutralize_value
+from .thread import StringThread, format_turns
 
 __all__ = ["THREAD_VARIABLES", "neutralized_thread", "thread_context"]
 
