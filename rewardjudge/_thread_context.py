@@ -35,9 +35,19 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
     """The vocabulary above for ``thread``, its text neutralised; ``names``:
     only these keys (and ``completion`` and ``metadata``), None for all."""
     values = _Values(thread, tuple(tags), tuple(control_tokens), output_schema)
-    keys = THREAD_VARIABLES if names is None else dict.fromkeys(
-        ("completion", "metadata", *(n for n in names if n in _VALUES)))
+    if names is None:
+        keys = THREAD_VARIABLES
+    elif type(names) is frozenset:   # a grader's own names, the same for every sample
+        keys = _selected(names)
+    else:
+        keys = _selected.__wrapped__(names)
     return {k: _VALUES[k](values) for k in keys}
+
+
+@functools.lru_cache(maxsize=64)
+def _selected(names: "Collection[str]") -> tuple[str, ...]:
+    """The keys ``thread_context`` builds for ``names`` (a template's reads, never policy text)."""
+    return tuple(dict.fromkeys(("completion", "metadata", *(n for n in names if n in _VALUES))))
 
 
 class _Values:
@@ -50,15 +60,17 @@ class _Values:
         # clean texts come back as the same objects: the turns need no rebuilding
         self.all = turns if all(map(operator.is_, texts, contents)) else [
             (r, t) for (r, _), t in zip(turns, texts)]
-        self.has_completion = bool(self.all) and self.all[-1][0] == "assistant"
-        self.context = self.all[:-1] if self.has_completion else self.all
-        self.completion = self.all[-1][1] if self.has_completion else ""
-        last_user = next((i for i in range(len(self.context) - 1, -1, -1) if self.context[i][0] == "user"),
-                         None)
-        self.no_user = last_user is None
-        self.without_last_user = (list(self.context) if last_user is None
-                                  else self.context[:last_user] + self.context[last_user + 1:])
-        self.last_user_text = "" if last_user is None else self.context[last_user][1]
+        turns = self.all
+        self.has_completion = has_completion = bool(turns) and turns[-1][0] == "assistant"
+        self.context = context = turns[:-1] if has_completion else turns
+        self.completion = turns[-1][1] if has_completion else ""
+        last_user = len(context) - 1
+        while last_user >= 0 and context[last_user][0] != "user":
+            last_user -= 1
+        self.no_user = last_user < 0
+        self.without_last_user = (list(context) if last_user < 0
+                                  else context[:last_user] + context[last_user + 1:])
+        self.last_user_text = "" if last_user < 0 else context[last_user][1]
         self.thread, self.tags, self.ctl, self.output_schema = thread, tags, ctl, output_schema
 
     @functools.cached_property
