@@ -78,7 +78,7 @@ def resolve(context: Any, *segments: str) -> Any:
     if not first or first[0] == "@" or first == "this" or type(context) is not Scope:
         return _resolve_path(context, segments)
     inner = context.context
-    if type(inner) is dict and not context.overrides:   # the common case, in short
+    if isinstance(inner, dict) and not context.overrides:   # the common case (a PlainContext too), in short
         value = inner.get(first)
         if value is not None and type(value) is not Scope:
             return value if len(segments) == 1 else _resolve_path(value, segments[1:])
