@@ -71,7 +71,8 @@ class JudgePrompt:
         """The chat messages for ``context``: the system message (if it has text), the user
         message (``image_parts`` after the text), the reply prefix (if any)."""
         system, user = self.render(context)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system.strip() else []
+        messages: list[dict[str, Any]] = ([{"role": "system", "content": system}]
+                                          if system and not system.isspace() else [])
         messages.append({"role": "user", "content": [{"type": "text", "text": user}, *map(dict, image_parts)]
                          if image_parts else user})
         if self.prefix is not None:

@@ -100,6 +100,9 @@ class TemplatedPromptJudgeGrader(Grader):
                                        max_tokens=opts.max_tokens, seed=opts.seed)
         self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
         self._label = _label_form(self.output_model)
+        #: the labels a sealed reply may give, and how the seal instruction shows them
+        self._labels = self._label[1] if self._label is not None else ()
+        self._placeholder = label_placeholder(" or ".join(self._labels))
         self.prompt = JudgePrompt(system_template, user_template, engine=engine, strict=strict_templates)
         self._schema = self.output_model.model_json_schema() if self.structured else None
         #: what the server is asked to enforce: the schema plus the seal field (one for every request)
@@ -220,12 +223,11 @@ class TemplatedPromptJudgeGrader(Grader):
         last verdict outside any verbatim copy of the policy's text (docs/sealed-verdicts.md)."""
         if self.form is not None:
             return self._form_request(messages, policy_texts)
-        labels = self._label[1] if self._label is not None else ()
         if not self.seal:
-            return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t], labels)
+            return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t])
         seal = self._sealer.value(messages)
         if self._label is not None and not self.structured and not self._shows_schema:
-            instruction = label_instruction(seal, " or ".join(labels))
+            instruction = label_instruction(seal, " or ".join(self._labels))
         else:
             instruction = json_instruction(seal, "" if self._shows_schema
                                            else schema_fields(self.output_model))
@@ -233,7 +235,7 @@ class TemplatedPromptJudgeGrader(Grader):
         if schema is not None and not getattr(self.model, "caches_grammars", True):
             schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
         # a partial, not a closure: fewer objects for each request in flight
-        return seal_messages(messages, instruction), schema, partial(self._read_sealed, seal, labels)
+        return seal_messages(messages, instruction), schema, partial(self._read_sealed, seal)
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any]:
@@ -264,13 +266,13 @@ class TemplatedPromptJudgeGrader(Grader):
 
         return decision.map(made)
 
-    def _read_sealed(self, seal: str, labels: Sequence[str], text: str) -> Any:
-        decision = read_sealed(text, seal, check=self._check, labels=labels, same=self._same,
-                               placeholder=label_placeholder(" or ".join(labels)))
+    def _read_sealed(self, seal: str, text: str) -> Any:
+        decision = read_sealed(text, seal, check=self._check, labels=self._labels, same=self._same,
+                               placeholder=self._placeholder)
         return _label_to_verdict(decision, text, self._label_verdict)
 
-    def _read_unsealed(self, texts: list[str], labels: Sequence[str], text: str) -> Any:
-        decision = read_unsealed(text, texts, check=self._check, labels=labels, same=self._same)
+    def _read_unsealed(self, texts: list[str], text: str) -> Any:
+        decision = read_unsealed(text, texts, check=self._check, labels=self._labels, same=self._same)
         return _label_to_verdict(decision, text, self._label_verdict)
 
     def _same(self, a: Any, b: Any) -> bool:
