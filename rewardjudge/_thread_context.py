@@ -35,19 +35,15 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
     """The vocabulary above for ``thread``, its text neutralised; ``names``:
     only these keys (and ``completion`` and ``metadata``), None for all."""
     values = _Values(thread, tuple(tags), tuple(control_tokens), output_schema)
-    if names is None:
-        keys = THREAD_VARIABLES
-    elif type(names) is frozenset:   # a grader's own names, the same for every sample
-        keys = _selected(names)
-    else:
-        keys = _selected.__wrapped__(names)
+    keys = THREAD_VARIABLES if names is None else _selected(frozenset(names))
     return {k: _VALUES[k](values) for k in keys}
 
 
 @functools.lru_cache(maxsize=64)
-def _selected(names: "Collection[str]") -> tuple[str, ...]:
-    """The keys ``thread_context`` builds for ``names`` (a template's reads, never policy text)."""
-    return tuple(dict.fromkeys(("completion", "metadata", *(n for n in names if n in _VALUES))))
+def _selected(names: frozenset[str]) -> tuple[str, ...]:
+    """The keys ``thread_context`` builds for ``names`` (a grader's template reads, the same for
+    every sample; never policy text), in the vocabulary's order."""
+    return tuple(k for k in THREAD_VARIABLES if k in names or k in ("completion", "metadata"))
 
 
 class _Values:
