@@ -60,9 +60,9 @@ def test_lookalike_master_keys_are_content_free(text):
 # -- held: named tokens: ties go to the lower reward, negative rewards, too little mass ---------
 def test_named_tokens_tie_and_negative_rewards():
     values = {"m": 1.0, "M": -1.0}
-    s = read_distribution(TokenDistribution({"m": 0.4, "M": 0.4}), list(values), 0.5, values=values)
+    s = read_distribution(TokenDistribution({"m": 0.4, "M": 0.4}), values, 0.5)
     assert s.most_likely == "M" and s.expected == pytest.approx(0.0)
-    low = read_distribution(TokenDistribution({"m": 0.1, "M": 0.1}), list(values), 0.5, values=values)
+    low = read_distribution(TokenDistribution({"m": 0.1, "M": 0.1}), values, 0.5)
     assert not low.ok
 
 

@@ -12,7 +12,7 @@ from rewardjudge import Grade, Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeTimeoutError
 from rewardjudge.graders import ProbabilityJudgeGrader
 from rewardjudge.graders._expected_value import score_choices
-from rewardjudge.readouts._distribution import confidence, summarize
+from rewardjudge.readouts._distribution import confidence, read_distribution
 from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.graders._typed_question import TypedQuestionError
@@ -108,7 +108,7 @@ def test_confidence_is_one_minus_normalised_entropy():
     assert confidence([1.0, 0.0, 0.0]) == 1.0
     assert math.isclose(confidence([0.25] * 4), 0.0, abs_tol=1e-12)
     assert 0.0 < confidence([0.7, 0.2, 0.1]) < 1.0
-    s = summarize(TokenDistribution({"0": 0.0, "1": 0.5}), [0, 1])
+    s = read_distribution(TokenDistribution({"0": 0.0, "1": 0.5}), {0: 0, 1: 1}, 0.0)
     assert s.confidence == 1.0 and s.most_likely == 1
 
 
@@ -255,8 +255,9 @@ async def test_templated_expected_value_reads_the_score_position():
     # values of scores 2, 3, 4 are .5, .75, 1 -> (.2*.5 + .4*.75 + .2*1)/.8
     assert math.isclose(g.value, (0.1 + 0.3 + 0.2) / 0.8)
     assert g.extra["sampled_value"] == 0.75 and g.status == "scored"
-    # the distribution is one typed field of the Grade, and evaluation results keep it
-    assert g.distribution == pytest.approx({"2": 0.25, "3": 0.5, "4": 0.25})
+    # the distribution is one typed field of the Grade (every score, as the candidate judge's),
+    # and evaluation results keep it
+    assert g.distribution == pytest.approx({"0": 0.0, "1": 0.0, "2": 0.25, "3": 0.5, "4": 0.25})
     from rewardjudge.evaluate._runner import grade_columns
     assert json.loads(grade_columns(g.to_dict())["grade_probabilities"]) == g.distribution
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import re
 from json.decoder import scanstring
-from typing import Any, Sequence
-
-from pydantic import BaseModel
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
@@ -19,7 +17,7 @@ from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value, score_choices
 
-__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset", "weigh_verdict"]
+__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset"]
 
 
 def score_offset(reply: str, start: int, end: int, field: str = "score", value_at: int = -1) -> int | None:
@@ -61,54 +59,52 @@ def _json_value_offset(reply: str, start: int, end: int, field: str) -> int | No
     return None
 
 
-def reply_prefix(grader: Any, prefix: str) -> str:
-    """The judge's reply up to its score, as the prefix the distribution is read after: its
-    control tokens defanged (its copies of policy text may decode into ones the server would
-    read as turns of the prompt); its own tags and text as written."""
-    return neutralize_controls(prefix, grader.control_tokens())
+async def _distribution_after(grader: Any, messages: Sequence[Message], prefix: str, choices: Sequence[Any],
+                              params: GenerationParams | None = None) -> "TokenDistribution | JudgeFailure":
+    """The probability of each of ``choices`` right after ``prefix``, the judge's reply up to
+    its score, sent as an assistant prefix: its control tokens defanged (its copies of policy
+    text may decode into ones the server would read as turns of the prompt); its own tags and
+    text as written."""
+    return await grader.ask_distribution(
+        grader.model, [*messages, {"role": "assistant",
+                                   "content": neutralize_controls(prefix, grader.control_tokens())}],
+        [str(c) for c in choices], params)
 
 
-def weigh_verdict(dist: TokenDistribution, verdict: BaseModel, output_model: type[BaseModel],
-                  values: Sequence[Any], min_valid_mass: float) -> dict[str, Any]:
-    """Average the verdict's value over ``dist``, the probability of each score in ``values``:
-    ``{"expected_value": v | None, "score_probabilities": {...}, ...}`` (None, with a
-    ``distribution_error``, when less than ``min_valid_mass`` fell on valid scores)."""
-    raw = verdict.model_dump(mode="json")
-    info: dict[str, Any] = {"score_probabilities": dict(dist.probs), "valid_mass": dist.valid_mass,
-                            "outside_mass": dist.outside, "top_k": dist.top_k}
-    if dist.valid_mass < min_valid_mass:
-        info.update(expected_value=None,
-                    distribution_error=f"only {dist.valid_mass:.1%} of the judge's probability fell on "
-                                       f"valid scores (floor {min_valid_mass:.0%})")
-        return info
-    norm = dist.normalized()
-    info["expected_value"] = sum(norm.get(str(v), 0.0) * output_value(output_model.model_validate({**raw, "score": v}))
-                                 for v in values)
-    return info
+def _weighed(dist: "TokenDistribution | JudgeFailure", values: Mapping[Any, float], floor: float, option: str,
+             shown: str, scale: Scale | None = None) -> Expectation:
+    """The Expectation of ``dist`` over the choices of ``values`` (``read_distribution``): with
+    ``scale``, the reward of the expected grade and the grade distribution's summary in
+    ``extra``. None, with ``distribution_error``, when the read failed or too little fell on them."""
+    if isinstance(dist, JudgeFailure):
+        return _no_value(dist.reason, attempts=dist.attempts)
+    extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
+                             "outside_mass": dist.outside, "top_k": dist.top_k}
+    cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
+    summary = read_distribution(dist, values, floor, option=option, shown=shown)
+    if not summary.ok:
+        return Expectation(None, {**extra, "distribution_error": summary.reason}, **cost)
+    value = summary.expected if scale is None else scale.to_reward(summary.expected)
+    return Expectation(value, {**extra, **(summary.as_extra() if scale else {}), "expected_value": value},
+                       distribution={str(k): v for k, v in summary.probabilities.items()}, **cost)
 
 
 async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
                            found: Any) -> Expectation:
-    """The expected value of the sealed verdict ``found``, read with the reply cut right
-    before its score as an assistant prefix (``weigh_verdict``). None, with
-    ``distribution_error``, when that cannot be read; usage errors are raised."""
-    floor = getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR)
-    values = score_choices(grader.output_model)
-    if values is None:
+    """The expected value of the sealed verdict ``found``: its value with each score in turn,
+    weighed by the score's probability read with the reply cut right before its score. None,
+    with ``distribution_error``, when that cannot be read; usage errors are raised."""
+    scores = score_choices(grader.output_model)
+    if scores is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
     at = score_offset(reply, found.start, found.end, value_at=found.value_at)
     if at is None:
         return _no_value("the score could not be located in the judge's sealed verdict")
-    dist = await grader.ask_distribution(
-        grader.model, [*messages, {"role": "assistant", "content": reply_prefix(grader, reply[:at])}],
-        [str(v) for v in values])
-    if isinstance(dist, JudgeFailure):
-        return _no_value(dist.reason, attempts=dist.attempts)
-    info = weigh_verdict(dist, found.value[0], grader.output_model, values, floor)
-    value = info.get("expected_value")
-    return Expectation(None if value is None else float(value), info, attempts=dist.attempts,
-                       distribution=None if value is None
-                       else {str(v): p for v, p in dist.normalized().items()})
+    dist = await _distribution_after(grader, messages, reply[:at], scores)
+    raw = found.value[0].model_dump(mode="json")
+    values = {v: output_value(grader.output_model.model_validate({**raw, "score": v})) for v in scores}
+    return _weighed(dist, values, getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR), "floor",
+                    "valid scores")
 
 
 async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, scale: Scale,
@@ -122,9 +118,7 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
                                    f"cannot read probabilities after a reply prefix "
                                    f"(continues_prefix is False)")
     try:
-        dist = await grader.ask_distribution(grader.model, [*messages, {"role": "assistant",
-                                                                         "content": reply_prefix(grader, prefix)}],
-                                             [str(g) for g in scale.grades], params)
+        dist = await _distribution_after(grader, messages, prefix, scale.grades, params)
     except GradeDistributionUnsupported as exc:
         return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")
     except ConfigError:
@@ -133,17 +127,8 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
         log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
                     grader.grader_key, exc)
         return _no_value(f"{type(exc).__name__}: {exc}")
-    if isinstance(dist, JudgeFailure):
-        return _no_value(dist.reason, attempts=dist.attempts)
-    extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
-                             "outside_mass": dist.outside, "top_k": dist.top_k}
-    cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
-    summary = read_distribution(dist, scale.grades, grader.expected_value_floor, "expected_value_floor")
-    if not summary.ok:
-        return Expectation(None, {**extra, "distribution_error": summary.reason}, **cost)
-    value = scale.to_reward(summary.expected)
-    return Expectation(value, {**extra, **summary.as_extra(), "expected_value": value},
-                       distribution={str(k): v for k, v in summary.probabilities.items()}, **cost)
+    return _weighed(dist, {g: g for g in scale.grades}, grader.expected_value_floor, "expected_value_floor",
+                    f"the grades {scale.min}-{scale.max}", scale)
 
 
 def _unreadable(grader: Any, reason: str) -> Expectation:

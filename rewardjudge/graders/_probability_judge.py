@@ -156,49 +156,38 @@ class ProbabilityJudgeGrader(Grader):
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
 
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
-        """The Grade a distribution over this grader's choices gives."""
-        raw = distribution_text(dist.probs, dist.outside)
-        common = {"raw_reply": raw, "usage": dict(dist.usage), "attempts": dist.attempts,
-                  "latency_s": latency_s}
-        if self.tokens:
-            return self._token_grade(dist, common)
-        s = read_distribution(dist, self.scale.grades, self.min_valid_mass)
+        """The Grade a distribution over this grader's choices gives: the expected reward, or the
+        most likely choice's (a grade on the scale, or one of the named ``tokens``)."""
+        common = {"raw_reply": distribution_text(dist.probs, dist.outside), "usage": dict(dist.usage),
+                  "attempts": dist.attempts, "latency_s": latency_s}
+        tokens, scale = self.tokens, self.scale
+        values = tokens or {g: g for g in scale.grades}
+        s = read_distribution(dist, values, self.min_valid_mass,
+                              shown=None if tokens else f"the grades {scale.min}-{scale.max}")
+        named = {} if tokens else {"scale": scale.name}
         if not s.ok:
-            return self.unscored(
-                f"{s.reason}: it did not answer with a grade" + (
-                    "" if self.answer_prefix is not None else "; a reply prefix helps small judges "
-                    "(answer_prefix='Grade: ', which needs model.continues_prefix)"),
-                **common,
-                extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
-                       "raw_probabilities": dict(dist.probs), "top_k": dist.top_k,
-                       "scale": self.scale.name})
-        grade = s.expected if self.value_mode == "expected" else s.most_likely
-        reasoning = (f"expected grade {s.expected:.2f} on {self.scale.min}-{self.scale.max}; most "
-                     f"likely {s.most_likely} ({s.probabilities[s.most_likely]:.0%}); confidence "
-                     f"{s.confidence:.2f}; {s.outside_mass:.0%} of the probability outside the grades")
-        return Grade(value=self.scale.to_reward(grade), grader_key=self.grader_key, reasoning=reasoning,
-                     status="scored", grader_version=self.version,
-                     extra={**s.as_extra(), "top_k": dist.top_k, "scale": self.scale.name},
-                     distribution={str(k): v for k, v in s.probabilities.items()}, **common)
-
-    def _token_grade(self, dist: TokenDistribution, common: dict[str, Any]) -> Grade:
-        """The Grade of a distribution over named answer tokens: the expected reward, or the most
-        likely token's."""
-        tokens = self.tokens or {}
-        s = read_distribution(dist, list(tokens), self.min_valid_mass, values=tokens)
-        if not s.ok:
-            return self.unscored(f"{s.reason}: it did not answer with one of them", **common,
+            hint = "it did not answer with one of them" if tokens else "it did not answer with a grade" + (
+                "" if self.answer_prefix is not None else "; a reply prefix helps small judges "
+                "(answer_prefix='Grade: ', which needs model.continues_prefix)")
+            return self.unscored(f"{s.reason}: {hint}", **common,
                                  extra={"valid_mass": dist.valid_mass, "outside_mass": dist.outside,
-                                        "raw_probabilities": dict(dist.probs), "top_k": dist.top_k})
-        value = s.expected if self.value_mode == "expected" else tokens[s.most_likely]
-        reasoning = (f"expected reward {s.expected:.2f}; most likely {s.most_likely!r} "
-                     f"({s.probabilities[s.most_likely]:.0%}); confidence {s.confidence:.2f}; "
-                     f"{s.outside_mass:.0%} of the probability outside the tokens")
-        extra = {**s.as_extra(), "top_k": dist.top_k}
-        extra["most_likely_token"] = extra.pop("most_likely_grade")
-        extra["expected_reward"] = extra.pop("expected_grade")
+                                        "raw_probabilities": dict(dist.probs), "top_k": dist.top_k, **named})
+        value = s.expected if self.value_mode == "expected" else values[s.most_likely]
+        extra = {**s.as_extra(), "top_k": dist.top_k, **named}
+        if tokens:
+            reasoning = (f"expected reward {s.expected:.2f}; most likely {s.most_likely!r} "
+                         f"({s.probabilities[s.most_likely]:.0%}); confidence {s.confidence:.2f}; "
+                         f"{s.outside_mass:.0%} of the probability outside the tokens")
+            extra["most_likely_token"] = extra.pop("most_likely_grade")
+            extra["expected_reward"] = extra.pop("expected_grade")
+        else:
+            value = scale.to_reward(value)
+            reasoning = (f"expected grade {s.expected:.2f} on {scale.min}-{scale.max}; most "
+                         f"likely {s.most_likely} ({s.probabilities[s.most_likely]:.0%}); confidence "
+                         f"{s.confidence:.2f}; {s.outside_mass:.0%} of the probability outside the grades")
         return Grade(value=value, grader_key=self.grader_key, reasoning=reasoning, status="scored",
-                     grader_version=self.version, extra=extra, distribution=dict(s.probabilities), **common)
+                     grader_version=self.version, extra=extra,
+                     distribution={str(k): v for k, v in s.probabilities.items()}, **common)
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],

@@ -1,6 +1,7 @@
-"""The token-distribution readout: a judge's next-token probabilities over the
-grades, renormalised into a grade distribution (``summarize``), and a compact
-record of one kept as a grade's raw reply (``distribution_text``)."""
+"""The token-distribution readout: a judge's next-token probabilities over a few
+choices, renormalised and weighed into an expected value (``read_distribution``: every
+family's one expected-value step), and a compact record of one kept as a grade's raw
+reply (``distribution_text``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..models._base import TokenDistribution
 from ._decision import NoVerdict
 
 __all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "distribution_text",
-           "read_distribution", "summarize"]
+           "read_distribution"]
 
 #: default floor of valid-score probability for the expected-value option
 EXPECTED_VALUE_FLOOR = 0.5
@@ -21,12 +22,13 @@ EXPECTED_VALUE_FLOOR = 0.5
 
 @dataclass(frozen=True)
 class DistributionSummary:
-    """A grade distribution renormalised over the valid grades (``probabilities``
-    sum to 1); ``valid_mass`` / ``outside_mass``: raw mass on and off them."""
+    """A distribution renormalised over the valid choices (``probabilities`` sum to 1),
+    its expected value and most likely choice; ``valid_mass`` / ``outside_mass``: raw
+    mass on and off them."""
 
-    probabilities: dict[int, float]
+    probabilities: dict[Any, float]
     expected: float
-    most_likely: int
+    most_likely: Any
     confidence: float
     valid_mass: float
     outside_mass: float
@@ -52,39 +54,30 @@ def confidence(probs: Sequence[float]) -> float:
     return max(0.0, min(1.0, 1.0 - h / math.log(n)))
 
 
-def summarize(dist: TokenDistribution, grades: Sequence[Any],
-              values: "Mapping[Any, float] | None" = None) -> DistributionSummary:
-    """Renormalise ``dist`` (whose choices are ``str(grade)``) over ``grades``;
-    ``values``: the number each grade stands for (default the grade itself: named
-    tokens such as ``{"m": 1.0, "M": 0.0}`` carry theirs). ``ZeroDivisionError``
-    when no mass fell on any grade (check ``valid_mass`` first).
+def read_distribution(dist: TokenDistribution, values: Mapping[Any, float], floor: float, *,
+                      option: str = "floor", shown: str | None = None) -> "DistributionSummary | NoVerdict":
+    """The one expected-value step: ``dist`` (whose choices are ``str(choice)``) renormalised
+    over the choices of ``values``, each worth ``values[choice]`` (a grade itself, a named
+    token's reward, a verdict's value), or why there is none: nothing, or less than ``floor``
+    (the option ``option``), fell on ``shown`` (default: the choices, named).
 
     >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
-    >>> s = summarize(d, [0, 1, 2]); round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
+    >>> s = read_distribution(d, {0: 0, 1: 1, 2: 2}, 0.5)
+    >>> round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
     (1.375, 2, 0.2)
     """
-    norm = dist.normalized()
-    probabilities = {g: norm.get(str(g), 0.0) for g in grades}
-    number = values if values is not None else {g: g for g in grades}
-    expected = sum(number[g] * p for g, p in probabilities.items())
-    top = max(probabilities.values())
-    most_likely = min((g for g, p in probabilities.items() if p == top), key=number.__getitem__)  # ties: the lower
-    return DistributionSummary(probabilities, expected, most_likely,
-                               confidence(list(probabilities.values())),
-                               dist.valid_mass, dist.outside)
-
-
-def read_distribution(dist: TokenDistribution, grades: Sequence[Any], floor: float,
-                      name: str = "floor", values: "Mapping[Any, float] | None" = None
-                      ) -> "DistributionSummary | NoVerdict":
-    """The distribution's reading over ``grades`` (``summarize``), or why there is
-    none: nothing, or less than ``floor`` (the option ``name``), fell on them."""
     if dist.valid_mass <= 0.0 or dist.valid_mass < floor:
-        shown = (f"the tokens {', '.join(map(repr, grades))}" if values is not None
-                 else f"the grades {min(grades)}-{max(grades)}")
+        shown = shown or f"the tokens {', '.join(map(repr, values))}"
         return NoVerdict(f"only {dist.valid_mass:.1%} of the judge's probability fell on {shown} "
-                         f"({name} {floor:.0%})", kind="invalid")
-    return summarize(dist, grades, values)
+                         f"({option} {floor:.0%})", kind="invalid")
+    norm = dist.normalized()
+    probabilities = {c: norm.get(str(c), 0.0) for c in values}
+    expected = sum(values[c] * p for c, p in probabilities.items())
+    top = max(probabilities.values())
+    # ties: the lower value
+    most_likely = min((c for c, p in probabilities.items() if p == top), key=values.__getitem__)
+    return DistributionSummary(probabilities, expected, most_likely, confidence(list(probabilities.values())),
+                               dist.valid_mass, dist.outside)
 
 
 def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:
