@@ -203,7 +203,7 @@ def test_outputs_hold_inputs_and_grade_columns(tmp_path):
 class _ProbabilityGrader(Grader):
     async def grade(self, sample):
         return Grade(value=0.75, grader_key=self.grader_key, grader_version=self.version,
-                     extra={"probabilities": {"1": 0.25, "2": 0.75}})
+                     distribution={"1": 0.25, "2": 0.75})
 
 
 def test_probabilities_get_a_column_when_present():

@@ -104,13 +104,12 @@ def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
 GRADE_COLUMNS = ("grade_value", "grade_status", "grade_label", "grade_reasoning", "grade_error",
                  "grade_raw_reply", "grade_probabilities", "grade_extra", "grade_key", "grade_version",
                  "grade_attempts", "grade_prompt_tokens", "grade_completion_tokens", "grade_latency_s")
-_PROBABILITY_KEYS = ("probabilities", "distribution")
 
 
 def grade_columns(g: dict[str, Any]) -> dict[str, Any]:
     """One grade (``Grade.to_dict()``) as the ``grade_*`` columns of its row."""
     extra = g.get("extra") or {}
-    probs = g.get("distribution") or next((extra[k] for k in _PROBABILITY_KEYS if k in extra), None)
+    probs = g.get("distribution") or None   # Grade.distribution: the one place a grader puts one
     usage = g.get("usage") or {}
     return {
         "grade_value": g.get("value"), "grade_status": g["status"], "grade_label": grade_label(g),
