@@ -194,17 +194,18 @@ def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, di
     return "score", labels, reasoning, {lab: output_value(model.model_construct(score=lab)) for lab in labels}
 
 
-def _label_to_verdict(decision: Decision, text: str,
-                      make: "Callable[[str, str], tuple[BaseModel, float]]") -> Decision:
-    """A decision whose verdict is a bare label made into ``(verdict, value)`` by
-    ``make(label, reasoning before the verdict line)``; any other decision as it is."""
+def made_verdicts(decision: Decision, text: str,
+                  make: "Callable[[Any, str], tuple[BaseModel, float]]") -> Decision:
+    """A decision whose values are made into ``(verdict, value)`` where they are not yet (a
+    bare label, a declared form's number or label) by ``make(value, the reply before the
+    verdict, stripped)``; ValueError makes it a ``NoVerdict``; any other decision as it is."""
     if not isinstance(decision, Verdict):
         return decision
-    if not isinstance(decision.value, str) and not any(isinstance(v, str) for v in decision.others):
-        return decision   # no bare label in it (a JSON verdict): nothing to make
-    reasoning = bounded_reasoning(text[:decision.start].strip())
+    if all(isinstance(v, tuple) for v in (decision.value, *decision.others)):
+        return decision   # every value a checked JSON verdict: nothing to make
+    before = text[:decision.start].strip()
     try:
-        return decision.map(lambda v: make(v, reasoning or v) if isinstance(v, str) else v)
+        return decision.map(lambda v: v if isinstance(v, tuple) else make(v, before))
     except ValueError as exc:
         return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
 

@@ -32,9 +32,8 @@ from ._guards import content_free_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
-                       JudgeOutput, _label_form,
-                       _label_to_verdict,
-                       output_value, schema_fields, verdict_reasoning)
+                       JudgeOutput, _label_form, bounded_reasoning, made_verdicts, output_value, schema_fields,
+                       verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "ScorerGrader", "TemplatedPromptJudgeGrader"]
 
@@ -243,37 +242,30 @@ class TemplatedPromptJudgeGrader(Grader):
         form = self.form
         if not self.seal:
             texts = [t for t in policy_texts if t]
-            return messages, None, lambda text: self._form_verdict(form.read(text, texts), text)
+            return messages, None, lambda text: made_verdicts(form.read(text, texts), text, self._declared)
         seal = self._sealer.value(messages)
         shown = form.instruction_text()
         return (seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown)),
                 None,
-                lambda text: self._form_verdict(read_sealed(text, seal, read_line=form.read_line,
-                                                             placeholder=shown), text))
+                lambda text: made_verdicts(read_sealed(text, seal, read_line=form.read_line, placeholder=shown),
+                                           text, self._declared))
 
-    def _form_verdict(self, decision: Any, text: str) -> Any:
-        """A declared form's decision as ``(verdict, value)``: a score is its own
-        value, a label the value ``label_values`` gives it."""
-        if not isinstance(decision, Verdict):
-            return decision
-        reasoning = text[:decision.start].strip()[-REASONING_MAX_CHARS:]
-
-        def made(v: Any) -> tuple[BaseModel, float]:
-            value = float(v) if isinstance(v, float) else float(self.label_values[v])
-            verdict = DeclaredVerdict(reasoning=reasoning, score=v if isinstance(v, float) else None,
-                                      label=v if isinstance(v, str) else None, value=value)
-            return verdict, value
-
-        return decision.map(made)
+    def _declared(self, v: "float | str", before: str) -> tuple[BaseModel, float]:
+        """A declared form's value as ``(verdict, value)``: a score is its own value, a label
+        the value ``label_values`` gives it; the reasoning, the reply's last characters before it."""
+        value = float(v) if isinstance(v, float) else float(self.label_values[v])
+        verdict = DeclaredVerdict(reasoning=before[-REASONING_MAX_CHARS:], value=value,
+                                  score=v if isinstance(v, float) else None, label=v if isinstance(v, str) else None)
+        return verdict, value
 
     def _read_sealed(self, seal: str, text: str) -> Any:
         decision = read_sealed(text, seal, check=self._check, labels=self._labels, same=self._same,
                                placeholder=self._placeholder)
-        return _label_to_verdict(decision, text, self._label_verdict)
+        return made_verdicts(decision, text, self._label_verdict)
 
     def _read_unsealed(self, texts: list[str], text: str) -> Any:
         decision = read_unsealed(text, texts, check=self._check, labels=self._labels, same=self._same)
-        return _label_to_verdict(decision, text, self._label_verdict)
+        return made_verdicts(decision, text, self._label_verdict)
 
     def _same(self, a: Any, b: Any) -> bool:
         """Two read verdicts agree when their rewards do (a bare label is worth its value)."""
@@ -281,8 +273,10 @@ class TemplatedPromptJudgeGrader(Grader):
             return v[1] if isinstance(v, tuple) else (self._label[3].get(v) if self._label else v)
         return value(a) == value(b)
 
-    def _label_verdict(self, label: str, reasoning: str) -> tuple[BaseModel, float]:
+    def _label_verdict(self, label: str, before: str) -> tuple[BaseModel, float]:
+        """A bare label as ``(verdict, value)``: the reasoning, the reply before it (cut), or the label."""
         name, _, reasoning_name = self._label[:3]   # type: ignore[index]
+        reasoning = bounded_reasoning(before) or label
         return self._check({name: label, **({} if reasoning_name is None else {reasoning_name: reasoning})})
 
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = (),
