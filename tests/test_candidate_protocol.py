@@ -144,7 +144,7 @@ def test_the_last_word_decides_and_earlier_disagreeing_grades_are_kept():
     assert r.decisions["mq2"].value.grade == 2 and r.decisions["mq2"].others == ()
     # the verdict's span and the grade's offset are the last grade element's
     last = reply.rindex('<grade id="ka7">')
-    assert r.decisions["ka7"].start == last and reply[r.decisions["ka7"].value.grade_at] == "1"
+    assert r.decisions["ka7"].start == last and reply[r.decisions["ka7"].value_at] == "1"
 
 
 def test_reasoning_kept_verbatim_and_unbound_grades_counted():

@@ -314,7 +314,7 @@ class CandidateJudgeGrader(Grader):
         expectations: list[Any] = [None] * len(judged)
         if self.expected_value and judged:   # a usage error is raised once every read has finished
             expectations = await asyncio.gather(*(
-                expected_grade(self, messages, completion.text[:d.value.grade_at], self.scale, params)
+                expected_grade(self, messages, completion.text[:d.value_at], self.scale, params)
                 for _, _, d in judged), return_exceptions=True)
             for e in expectations:
                 if isinstance(e, BaseException):

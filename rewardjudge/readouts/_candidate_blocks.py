@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..scales import Scale
-from ._decision import Decision, NoVerdict, Verdict
+from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._seal import Sealer, blank_drafts
 
 __all__ = ["CandidateReading", "CandidateVerdict", "ID_LENGTH", "new_candidate_ids",
@@ -57,13 +57,12 @@ def new_candidate_ids(n: int, *, sealer: Sealer | None = None, request: Any = No
 
 @dataclass(frozen=True)
 class CandidateVerdict:
-    """One judged candidate: its id, integer grade and reasoning (None if absent);
-    ``reply[:grade_at]`` is the prefix after which the judge wrote the grade."""
+    """One judged candidate: its id, integer grade and reasoning (None if absent); its
+    ``Verdict``'s ``value_at`` is where in the reply the judge wrote the grade."""
 
     id: str
     grade: int
     reasoning: str | None = None
-    grade_at: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -130,7 +129,7 @@ class _Block:
         return (text[a:b].strip() or None) if 0 <= a <= b else None
 
 
-#: per id its grade elements: (start, end, grade_at, grade or why not, the block it stands in)
+#: per id its grade elements: (start, end, where the grade begins, grade or why not, the block it stands in)
 _Grades = dict[str, list[tuple[int, int, int, "int | str", "_Block | None"]]]
 
 
@@ -162,13 +161,14 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
 def _decide(cid: str, found: list, reasoned: "_Block | None", text: str) -> Decision:
     if not found:
         return NoVerdict(f'no <grade id="{cid}"> in the reply', kind="no sealed verdict")
-    start, end, at, last, here = found[-1]
-    if isinstance(last, str):
-        return NoVerdict(last, kind="invalid")
+    decision = last_decides([NoVerdict(g, kind="invalid") if isinstance(g, str)
+                             else Verdict(g, start, end, (), at) for start, end, at, g, _ in found])
+    if isinstance(decision, NoVerdict):
+        return decision
+    here = found[-1][-1]
     own = here if here is not None and here.reasoning(text) else reasoned
-    others = tuple(g for *_, g, _ in found[:-1] if isinstance(g, int) and g != last)
-    return Verdict(CandidateVerdict(cid, last, None if own is None else own.reasoning(text), at),
-                   start, end, others)
+    reasoning = None if own is None else own.reasoning(text)
+    return replace(decision, value=CandidateVerdict(cid, decision.value, reasoning))
 
 
 def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> CandidateReading:

@@ -4,12 +4,13 @@ disagree with it are its ``others`` (graders record them in ``Grade.extra``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, TypeVar, Union
+import operator
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Generic, Sequence, TypeVar, Union
 
 V = TypeVar("V")
 
-__all__ = ["Decision", "NoVerdict", "Verdict"]
+__all__ = ["Decision", "NoVerdict", "Verdict", "last_decides"]
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,15 @@ class NoVerdict:
 
 
 Decision = Union[Verdict, NoVerdict]
+
+
+def last_decides(found: "Sequence[Decision]", same: "Callable[[Any, Any], bool] | None" = None) -> Decision:
+    """The decision of a reply's readings ``found`` (in reply order, at least one): the last
+    one, a ``NoVerdict`` as it is, a verdict with the values of the earlier verdicts that
+    disagree with it (``same``, default ``==``) as its ``others``."""
+    last = found[-1]
+    if isinstance(last, NoVerdict) or len(found) == 1:
+        return last
+    agree = same or operator.eq
+    return replace(last, others=tuple(d.value for d in found[:-1]
+                                      if isinstance(d, Verdict) and not agree(d.value, last.value)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from ..errors import ConfigError
-from ._decision import Decision, NoVerdict, Verdict
+from ._decision import Decision, NoVerdict, Verdict, last_decides
 
 __all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
@@ -228,9 +228,7 @@ class VerdictForm:
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
-        last = found[-1]
-        return Verdict(last.value, last.start, last.end,
-                       tuple(v.value for v in found[:-1] if v.value != last.value))
+        return last_decides(found)
 
     def read_line(self, rest: str) -> "Value | None":
         """The value of what follows ``VERDICT <seal>:`` when it is exactly one

@@ -16,7 +16,7 @@ import secrets
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ._decision import Decision, NoVerdict, Verdict
+from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction",
@@ -246,26 +246,26 @@ def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int
         return None
 
 
-class _Broken:   # a sealed opening that does not begin one object closed by its seal
-    pass
-
-
-def _sealed_object(text: str, at: int, seal: str) -> "tuple[Any, int, int] | None":
-    """The JSON object the seal at ``at`` opens (its first field): ``(object, _Duplicate
-    or _Broken; start, end)``; None when the seal at ``at`` opens no object. An opening
-    whose object does not decode, or does not end with ``seal_end`` holding the seal, is
-    ``_Broken``: a verdict the reply holds but that cannot be read (policy text quoted
-    in it without escaping may have broken it), never skipped for an earlier one."""
-    start = _opening(text, at)
-    if start < 0:
-        return None
+def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, Any]], Any]) -> Decision:
+    """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
+    seal fields removed. An object that does not decode, repeats a key, or does not end with
+    ``seal_end`` holding the seal is a ``NoVerdict``: a verdict the reply holds but that cannot
+    be read (policy text quoted in it without escaping may have broken it), never skipped for
+    an earlier one."""
     try:   # the strict decode succeeds on every object without a repeated key
         got, dup = _decode(_STRICT, text, start), None
     except _Duplicate as found:
         got, dup = _decode(_DECODER, text, start), found
     if got is None or not isinstance(got[0], dict) or not _sealed_keys(got[0], seal):
-        return _Broken(), start, at + len(seal)
-    return (got[0] if dup is None else dup), start, got[1]
+        return NoVerdict("the sealed verdict is not one JSON object whose first field is "
+                         f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal", kind="invalid")
+    if dup is not None:
+        return NoVerdict(f"the sealed verdict repeats the key {dup.args[0]!r}", kind="invalid")
+    obj, end = got
+    try:
+        return Verdict(check({k: v for k, v in obj.items() if k not in SEAL_FIELDS}), start, end)
+    except (ValueError, TypeError) as exc:
+        return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
 
 
 def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
@@ -276,11 +276,11 @@ def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
 
 
 def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], placeholder: str = ""
-              ) -> "tuple[int, int, Any, int] | None":
-    """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at``, with
-    where its value begins (after the colon, spaces and emphasis). A sealed line whose
-    rest cannot be read (``FAIL, because ...``) is a ``NoVerdict`` at its place, never
-    skipped for an earlier sealed verdict (a draft the judge revised); only a copy of the
+              ) -> "tuple[int, Decision] | None":
+    """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at`` (its ``value_at``:
+    where its value begins, after the colon, spaces and emphasis), with where its line starts. A
+    sealed line whose rest cannot be read (``FAIL, because ...``) is a ``NoVerdict`` at its place,
+    never skipped for an earlier sealed verdict (a draft the judge revised); only a copy of the
     instruction's own line (its ``placeholder``) is no verdict at all."""
     line_start = text.rfind("\n", 0, at) + 1
     if not text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict"):
@@ -294,10 +294,10 @@ def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], pl
     if value is None:
         if placeholder and unwrap(rest[1:]) == unwrap(placeholder):
             return None   # the seal instruction's example line, echoed
-        return line_start, line_end, NoVerdict(
+        return line_start, NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest[1:])[:80]!r}",
-            kind="invalid"), -1
-    return line_start, line_end, value, line_end - len(rest[1:].lstrip(EMPHASIS))
+            kind="invalid")
+    return line_start, Verdict(value, line_start, line_end, (), line_end - len(rest[1:].lstrip(EMPHASIS)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -308,40 +308,19 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
 
 
 def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]], Any] | None",
-               read_line: "Callable[[str], Any] | None", placeholder: str = ""
-               ) -> "tuple[int, int, Any, int] | None":
-    """``(start, end, value or NoVerdict, value_at)`` of the verdict sealed by the seal at
-    ``at`` (``value_at``: where a line's value begins; -1 for an object, read by its keys)."""
-    hit = None if check is None else _sealed_object(text, at, seal)
-    if hit is None:
-        return None if read_line is None else _label_at(text, at, seal, read_line, placeholder)
-    obj, start, end = hit
-    if isinstance(obj, _Broken):
-        return start, end, NoVerdict("the sealed verdict is not one JSON object whose first field is "
-                                     f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal",
-                                     kind="invalid"), -1
-    if isinstance(obj, _Duplicate):
-        return start, end, NoVerdict(f"the sealed verdict repeats the key {obj.args[0]!r}", kind="invalid"), -1
-    try:
-        return start, end, check({k: v for k, v in obj.items() if k not in SEAL_FIELDS}), -1  # type: ignore[misc]
-    except (ValueError, TypeError) as exc:
-        return start, end, NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid"), -1
+               read_line: "Callable[[str], Any] | None", placeholder: str = "") -> "tuple[int, Decision] | None":
+    """The verdict sealed by the seal at ``at`` (the first field of a JSON object, or a
+    ``VERDICT <seal>:`` line), with where it starts; None when that seal seals none."""
+    start = -1 if check is None else _opening(text, at)
+    if start >= 0:
+        return start, _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
+    return None if read_line is None else _label_at(text, at, seal, read_line, placeholder)
 
 
-def _last(found: "list[tuple[int, int, Any, int]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
-    """The last of ``found`` (in reply order) with the values of the earlier
-    ones that disagree with it; a last ``NoVerdict`` is the reading."""
-    if len(found) == 1:   # the common reply: one verdict, nothing to order or compare
-        start, end, last, value_at = found[0]
-        return last if isinstance(last, NoVerdict) else Verdict(last, start, end, (), value_at)
+def _in_order(found: "list[tuple[int, Decision]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
+    """``last_decides`` over ``found`` (with where each starts), put in reply order."""
     found.sort(key=lambda f: f[0])
-    start, end, last, value_at = found[-1]
-    if isinstance(last, NoVerdict):
-        return last
-    agree = same or (lambda a, b: a == b)
-    return Verdict(last, start, end,
-                   tuple(v for _, _, v, _ in found[:-1] if not isinstance(v, NoVerdict) and not agree(v, last)),
-                   value_at)
+    return last_decides([d for _, d in found], same)
 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
@@ -359,15 +338,15 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
-    found: dict[int, tuple[int, int, Any, int]] = {}   # by start: one verdict seen from two seals is one
+    found: dict[int, Decision] = {}   # by start: one verdict seen from two seals is one
     for at in _occurrences(text, seal):
         hit = _sealed_at(text, at, seal, check, read_line, placeholder)
         if hit is not None:
-            found.setdefault(hit[0], hit)
+            found.setdefault(*hit)
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
-    return _last(list(found.values()), same)
+    return _in_order(list(found.items()), same)
 
 
 # unsealed reading (opt-in): replaying a benchmark's calibrated prompt as is
@@ -391,14 +370,14 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
         found += _unsealed_label(text, copies, _label_reader(tuple(labels)))
     if not found:
         return NoVerdict("no verdict in the reply", kind="no verdict")
-    return _last(found, same)
+    return _in_order(found, same)
 
 
 def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]
-                      ) -> "list[tuple[int, int, Any, int]]":
+                      ) -> "list[tuple[int, Decision]]":
     """The JSON objects ``check`` accepts, outside copies and not nested in one
     found, tried from the reply's end."""
-    found: list[tuple[int, int, Any, int]] = []
+    found: list[tuple[int, Decision]] = []
     start = len(text)
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
@@ -411,13 +390,13 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
         if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
             continue
         try:
-            found.append((start, end, check(obj), -1))
+            found.append((start, Verdict(check(obj), start, end)))
         except (ValueError, TypeError):
             continue
     return found
 
 
-def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, int, Any, int]]":
+def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, Decision]]":
     """The reply's last non-blank line, when it is a label outside copies (with where its value begins)."""
     end = len(text)
     while end > 0:
@@ -429,6 +408,6 @@ def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> 
             value = read_line(read)
             if value is None or inside_copy(copies, start, end):
                 return []
-            return [(start, end, value, end - len(read.lstrip(EMPHASIS)))]
+            return [(start, Verdict(value, start, end, (), end - len(read.lstrip(EMPHASIS))))]
         end = start - 1
     return []
