@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR, read_distribution
+from ..readouts._distribution import read_distribution
 from ..readouts._text import neutralize_controls
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
@@ -71,8 +71,8 @@ async def _distribution_after(grader: Any, messages: Sequence[Message], prefix: 
         [str(c) for c in choices], params)
 
 
-def _weighed(dist: "TokenDistribution | JudgeFailure", values: Mapping[Any, float], floor: float, option: str,
-             shown: str, scale: Scale | None = None) -> Expectation:
+def _weighed(dist: "TokenDistribution | JudgeFailure", values: Mapping[Any, float], floor: float, shown: str,
+             scale: Scale | None = None) -> Expectation:
     """The Expectation of ``dist`` over the choices of ``values`` (``read_distribution``): with
     ``scale``, the reward of the expected grade and the grade distribution's summary in
     ``extra``. None, with ``distribution_error``, when the read failed or too little fell on them."""
@@ -81,7 +81,7 @@ def _weighed(dist: "TokenDistribution | JudgeFailure", values: Mapping[Any, floa
     extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
                              "outside_mass": dist.outside, "top_k": dist.top_k}
     cost = {"attempts": dist.attempts, "usage": dict(dist.usage), "latency_s": dist.latency_s}
-    summary = read_distribution(dist, values, floor, option=option, shown=shown)
+    summary = read_distribution(dist, values, floor, option="expected_value_floor", shown=shown)
     if not summary.ok:
         return Expectation(None, {**extra, "distribution_error": summary.reason}, **cost)
     value = summary.expected if scale is None else scale.to_reward(summary.expected)
@@ -103,8 +103,7 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
     dist = await _distribution_after(grader, messages, reply[:at], scores)
     raw = found.value[0].model_dump(mode="json")
     values = {v: output_value(grader.output_model.model_validate({**raw, "score": v})) for v in scores}
-    return _weighed(dist, values, getattr(grader, "expected_value_floor", EXPECTED_VALUE_FLOOR), "floor",
-                    "valid scores")
+    return _weighed(dist, values, grader.expected_value_floor, "valid scores")
 
 
 async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, scale: Scale,
@@ -127,7 +126,7 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
         log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
                     grader.grader_key, exc)
         return _no_value(f"{type(exc).__name__}: {exc}")
-    return _weighed(dist, {g: g for g in scale.grades}, grader.expected_value_floor, "expected_value_floor",
+    return _weighed(dist, {g: g for g in scale.grades}, grader.expected_value_floor,
                     f"the grades {scale.min}-{scale.max}", scale)
 
 

@@ -12,6 +12,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from .._validate import finite_number, validated
 from ..errors import ConfigError
 from ..models._base import InferenceModel, check_choices
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ..readouts._forms import VerdictForm
 from ..readouts._seal import SEAL_FIELDS
 from ..scales import Scale
@@ -177,7 +178,7 @@ class CandidateOptions(Sampling):
     template_variables: Variables = {}
     shuffle: Flag = True
     expected_value: Flag = False
-    expected_value_floor: Real = Field(0.5, ge=0.0, le=1.0,
+    expected_value_floor: Real = Field(EXPECTED_VALUE_FLOOR, ge=0.0, le=1.0,
                                          description="must be a probability in [0, 1]")
 
     @model_validator(mode="after")

@@ -210,20 +210,12 @@ def made_verdicts(decision: Decision, text: str,
         return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
 
 
-def schema_fields(model: "type[BaseModel] | dict[str, Any]") -> str:
-    """A short list of a verdict's fields for a seal instruction: ``"reasoning" (text),
-    "score" ("PASS" or "FAIL")``; ``model`` is an output model (cached) or an object schema."""
-    return _fields_text(model) if isinstance(model, dict) else _model_fields_text(model)
-
-
 @functools.lru_cache(maxsize=1024)
-def _model_fields_text(model: type[BaseModel]) -> str:
-    return _fields_text(model.model_json_schema())
-
-
-def _fields_text(schema: "dict[str, Any]") -> str:
+def schema_fields(model: type[BaseModel]) -> str:
+    """A short list of a verdict's fields for a seal instruction: ``"reasoning" (text),
+    "score" ("PASS" or "FAIL")`` (cached per output model)."""
     out = []
-    for name, node in (schema.get("properties") or {}).items():
+    for name, node in (model.model_json_schema().get("properties") or {}).items():
         if "enum" in node:
             kind = " or ".join(json.dumps(v) for v in node["enum"])
         elif "const" in node:

@@ -20,6 +20,7 @@ from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
+from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ..readouts._seal import (Sealer, json_instruction, label_instruction, label_placeholder, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
@@ -65,7 +66,7 @@ class TemplatedPromptJudgeGrader(Grader):
     """
 
     #: the least probability on valid scores for the expected-value option to apply
-    expected_value_floor: float = 0.5
+    expected_value_floor: float = EXPECTED_VALUE_FLOOR
 
     def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
                  user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
