@@ -4,59 +4,18 @@ every score token where the judge wrote its score, and the verdict's value avera
 
 from __future__ import annotations
 
-import json
-import re
-from json.decoder import scanstring
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
 from ..readouts._distribution import read_distribution
+from ..readouts._seal import value_offset
 from ..readouts._text import neutralize_controls
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value, score_choices
 
-__all__ = ["expected_grade", "expected_verdict", "score_choices", "score_offset"]
-
-
-def score_offset(reply: str, start: int, end: int, field: str = "score", value_at: int = -1) -> int | None:
-    """Where the value of ``field`` starts inside the verdict at ``reply[start:end]``: a
-    line's value where the readout found it (``value_at``: after ``VERDICT <seal>:``, never
-    at an earlier colon of the line, which may be the policy's text quoted), else a JSON
-    object's own top-level key (inside a string value, after the quote). None when not found."""
-    if value_at >= 0:
-        return value_at if start <= value_at < end else None
-    if reply.startswith("{", start):
-        return _json_value_offset(reply, start, end, field)
-    return None
-
-
-#: JSON whitespace; raw line breaks inside strings are read as llama.cpp's grammars let them through
-_WS = re.compile(r"[ \t\r\n]*")
-_DECODER = json.JSONDecoder(strict=False)
-
-
-def _json_value_offset(reply: str, start: int, end: int, field: str) -> int | None:
-    """The start of the value of the object's own key ``field`` (inside a string, after
-    its quote), reading the object at ``reply[start:end]`` key by key."""
-    try:
-        i = _WS.match(reply, start + 1).end()
-        while i < end and reply[i] == '"':
-            key, i = scanstring(reply, i + 1, False)
-            i = _WS.match(reply, i).end()
-            if reply[i] != ":":
-                return None
-            i = _WS.match(reply, i + 1).end()
-            if key == field:
-                return i + 1 if reply[i] == '"' else i
-            i = _WS.match(reply, _DECODER.raw_decode(reply, i)[1]).end()
-            if reply[i] != ",":
-                return None
-            i = _WS.match(reply, i + 1).end()
-    except (ValueError, IndexError, RecursionError):
-        pass
-    return None
+__all__ = ["expected_grade", "expected_verdict", "score_choices"]
 
 
 async def _distribution_after(grader: Any, messages: Sequence[Message], prefix: str, choices: Sequence[Any],
@@ -97,7 +56,7 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
     scores = score_choices(grader.output_model)
     if scores is None:
         raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
-    at = score_offset(reply, found.start, found.end, value_at=found.value_at)
+    at = value_offset(reply, found)
     if at is None:
         return _no_value("the score could not be located in the judge's sealed verdict")
     dist = await _distribution_after(grader, messages, reply[:at], scores)

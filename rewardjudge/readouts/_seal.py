@@ -13,14 +13,15 @@ import json
 import os
 import re
 import secrets
+from json.decoder import scanstring
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
-__all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction",
-           "label_instruction", "label_placeholder", "read_sealed", "read_unsealed", "seal_messages", "sealed_schema"]
+__all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "label_placeholder",
+           "read_sealed", "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
 
 #: the fields of a JSON verdict that carry the seal, its first and its last (a user output
 #: model may not use them): a policy's text, quoted by a judge that leaves its quotes
@@ -221,8 +222,10 @@ def _occurrences(text: str, seal: str) -> list[int]:
     return found[-_MAX_OCCURRENCES:]
 
 
+#: JSON whitespace
+_WS = re.compile(r"[ \t\r\n]*")
 #: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between), ending right at its seal
-_OPENING = re.compile(r'\{[ \t\r\n]*"%s"[ \t\r\n]*:[ \t\r\n]*"' % re.escape(SEAL_FIELD))
+_OPENING = re.compile(r'\{%s"%s"%s:%s"' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
 
@@ -273,6 +276,36 @@ def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
     keys = list(obj)
     return len(keys) >= 2 and (keys[0], keys[-1]) == SEAL_FIELDS \
         and obj[SEAL_FIELD] == seal and obj[SEAL_END_FIELD] == seal
+
+
+def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
+    """Where the value of ``field`` starts inside the sealed ``verdict`` of ``reply``: a
+    line's value where the readout found it (``value_at``: after ``VERDICT <seal>:``, never
+    at an earlier colon of the line, which may be the policy's text quoted), else a JSON
+    object's own top-level key (inside a string value, after the quote), read key by key.
+    None when not found."""
+    start, end = verdict.start, verdict.end
+    if verdict.value_at >= 0:
+        return verdict.value_at if start <= verdict.value_at < end else None
+    if not reply.startswith("{", start):
+        return None
+    try:
+        i = _WS.match(reply, start + 1).end()
+        while i < end and reply[i] == '"':
+            key, i = scanstring(reply, i + 1, False)
+            i = _WS.match(reply, i).end()
+            if reply[i] != ":":
+                return None
+            i = _WS.match(reply, i + 1).end()
+            if key == field:
+                return i + 1 if reply[i] == '"' else i
+            i = _WS.match(reply, _DECODER.raw_decode(reply, i)[1]).end()
+            if reply[i] != ",":
+                return None
+            i = _WS.match(reply, i + 1).end()
+    except (ValueError, IndexError, RecursionError):
+        pass
+    return None
 
 
 def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], placeholder: str = ""
