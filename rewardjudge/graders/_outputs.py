@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -205,9 +206,10 @@ def made_verdicts(decision: Decision, text: str,
         return decision   # every value a checked JSON verdict: nothing to make
     before = text[:decision.start].strip()
     try:
-        return decision.map(lambda v: v if isinstance(v, tuple) else make(v, before))
+        made = [v if isinstance(v, tuple) else make(v, before) for v in (decision.value, *decision.others)]
     except ValueError as exc:
         return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
+    return dataclasses.replace(decision, value=made[0], others=tuple(made[1:]))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -19,7 +19,7 @@ from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions, validated
 from ._base import Grader, JudgeFailure, Mode, text_size
 from ._prompt import JudgePrompt
-from ..readouts._distribution import distribution_text, read_distribution
+from ..readouts._distribution import read_distribution
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
@@ -158,8 +158,9 @@ class ProbabilityJudgeGrader(Grader):
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
         """The Grade a distribution over this grader's choices gives: the expected reward, or the
         most likely choice's (a grade on the scale, or one of the named ``tokens``)."""
-        common = {"raw_reply": distribution_text(dist.probs, dist.outside), "usage": dict(dist.usage),
-                  "attempts": dist.attempts, "latency_s": latency_s}
+        raw = {"probabilities": {k: round(v, 6) for k, v in dist.probs.items()}, "outside": round(dist.outside, 6)}
+        common = {"raw_reply": json.dumps(raw), "usage": dict(dist.usage), "attempts": dist.attempts,
+                  "latency_s": latency_s}
         tokens, scale = self.tokens, self.scale
         values = tokens or {g: g for g in scale.grades}
         s = read_distribution(dist, values, self.min_valid_mass,

@@ -27,10 +27,6 @@ class Verdict(Generic[V]):
     value_at: int = -1
     ok = True
 
-    def map(self, fn: "Callable[[Any], Any]") -> "Verdict[Any]":
-        """The same verdict with ``fn`` applied to its value and to each of ``others``."""
-        return Verdict(fn(self.value), self.start, self.end, tuple(fn(v) for v in self.others), self.value_at)
-
 
 @dataclass(frozen=True)
 class NoVerdict:

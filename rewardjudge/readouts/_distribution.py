@@ -1,11 +1,9 @@
 """The token-distribution readout: a judge's next-token probabilities over a few
 choices, renormalised and weighed into an expected value (``read_distribution``: every
-family's one expected-value step), and a compact record of one kept as a grade's raw
-reply (``distribution_text``)."""
+family's one expected-value step)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -13,8 +11,7 @@ from typing import Any, Mapping, Sequence
 from ..models._base import TokenDistribution
 from ._decision import NoVerdict
 
-__all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "distribution_text",
-           "read_distribution"]
+__all__ = ["EXPECTED_VALUE_FLOOR", "DistributionSummary", "confidence", "read_distribution"]
 
 #: default floor of valid-score probability for the expected-value option
 EXPECTED_VALUE_FLOOR = 0.5
@@ -78,9 +75,3 @@ def read_distribution(dist: TokenDistribution, values: Mapping[Any, float], floo
     most_likely = min((c for c, p in probabilities.items() if p == top), key=values.__getitem__)
     return DistributionSummary(probabilities, expected, most_likely, confidence(list(probabilities.values())),
                                dist.valid_mass, dist.outside)
-
-
-def distribution_text(probabilities: Mapping[Any, float], outside: float) -> str:
-    """A compact JSON record of a distribution, used as a grade's raw reply."""
-    return json.dumps({"probabilities": {str(k): round(v, 6) for k, v in probabilities.items()},
-                       "outside": round(outside, 6)})
