@@ -12,9 +12,8 @@ import pytest
 
 from rewardjudge import StringThread
 from rewardjudge.errors import ConfigError
-from rewardjudge.graders._candidate_grammar import candidate_grammar
 from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
-from rewardjudge.readouts._candidate_blocks import read_candidate_reply
+from rewardjudge.readouts._candidate_blocks import candidate_grammar, read_candidate_reply
 from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
                                          fitted_max_tokens)
 from rewardjudge.readouts._seal import read_sealed
