@@ -23,7 +23,8 @@ from ._options import CandidateOptions, validated
 from ._base import Grader, JudgeAnswer, Mode, log, text_size
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
-from ..readouts._candidate_blocks import CandidateVerdict, candidate_grammar, new_candidate_ids, read_candidate_reply
+from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, new_candidate_ids,
+                                         read_candidate_reply)
 from ..readouts._decision import NoVerdict, Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
