@@ -43,7 +43,9 @@ _CONFUSABLE = {c: latin for latin, chars in {
     "u": "\u03c5\u1d1c\u057d", "v": "\u03bd\u1d20\u0475", "x": "\u0445\u03c7", "y": "\u0443\u028f\u03b3",
     "z": "\u1d22",
 }.items() for c in chars}
-_DROP_CATEGORIES = {"Cf", "Mn", "Me", "Cc"}
+# dropped: format and control characters, combining marks, and modifier letters (Lm: length
+# and tone marks, iteration marks, the tatweel, ``ː``), which stand beside a letter, never for one
+_DROP_CATEGORIES = {"Cf", "Mn", "Me", "Cc", "Lm"}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -284,8 +286,9 @@ def template_tag_names(*sources: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")))
 
 
-# also dropped: fillers that render as blank space, modifier letters read as apostrophes ("Letʼs")
-_FILLERS = "\u115f\u1160\u2800\u3164\uffa0\u02b9\u02bb\u02bc\u02bd\u02c8\u02ca\u02cb"
+# also dropped: fillers that render as blank space (modifier letters, read as apostrophes in
+# "Letʼs", fold to nothing in ``_fold_char``)
+_FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
 
 
 def letters(text: str, keep: str = "") -> str:
