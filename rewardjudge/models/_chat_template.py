@@ -23,9 +23,10 @@ from ..errors import ConfigError
 __all__ = ["ChatTemplate"]
 
 
-#: literal special-token shapes inside a chat template's source
+#: literal special-token shapes inside a chat template's source (``[A_NAME]`` in capitals: Mistral's
+#: tekken control tokens, ``[INST]``, ``[SYSTEM_PROMPT]``, ``[TOOL_RESULTS]``...)
 _SPECIAL = re.compile(r"<\|[^|<>\s'\"]{1,40}\|>|<\uff5c[^<>\s'\"]{1,40}\uff5c>|<(?:start|end)_of_turn>|"
-                      r"\[/?(?:INST|SYS|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]|<</?SYS>>|</?s>")
+                      r"\[/?[A-Z][A-Z_]{1,31}\]|<</?SYS>>|</?s>")
 
 
 class ChatTemplate:
