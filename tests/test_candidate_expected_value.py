@@ -94,8 +94,8 @@ async def test_expected_values_per_candidate():
     assert [g.extra["sampled_value"] for g in (a, b, c)] == [1.0, 0.25, 0.5]
     assert math.isclose(a.value, 0.9375) and math.isclose(a.extra["expected_grade"], 3.75)
     assert math.isclose(b.value, 5 / 36) and math.isclose(b.extra["outside_mass"], 0.1)
-    assert math.isclose(sum(b.extra["probabilities"].values()), 1.0)
-    assert list(b.extra["probabilities"]) == [0, 1, 2, 3, 4]
+    assert math.isclose(sum(b.distribution.values()), 1.0)
+    assert list(b.distribution) == ["0", "1", "2", "3", "4"]
     assert c.value == 0.5 and c.extra["confidence"] == 1.0 and c.extra["most_likely_grade"] == 2
     assert all(g.extra["expected_value"] == g.value for g in (a, b, c))
     # the read's usage and attempt are added to the candidate's share of the chat request
@@ -309,5 +309,5 @@ async def test_embedded_judge_reads_a_distribution_at_each_grade():
         assert g.status == "scored" and g.extra["top_k"] == 20
         assert 0.0 <= g.extra["outside_mass"] <= 1.0 and g.usage["prompt_tokens"] > 0
         if g.extra["valid_mass"] > 0:   # the model's own numbers: noise, but a distribution
-            assert math.isclose(sum(g.extra["probabilities"].values()), 1.0)
+            assert math.isclose(sum(g.distribution.values()), 1.0)
             assert 0.0 <= g.value <= 1.0 and g.value == g.extra["expected_grade"] / 4

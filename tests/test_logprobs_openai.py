@@ -152,7 +152,7 @@ async def test_probability_grader_over_http():
                 StringThread([("user", "2+2?"), ("assistant", "4")]),
                 StringThread([("user", "2+2?"), ("assistant", "5")])])
     assert [g.status for g in grades] == ["scored", "scored"]
-    assert grades[0].extra["probabilities"] == pytest.approx({0: 0, 1: 0, 2: 0, 3: 0.75, 4: 0.25})
+    assert grades[0].distribution == pytest.approx({"0": 0, "1": 0, "2": 0, "3": 0.75, "4": 0.25})
     assert grades[0].value == pytest.approx((3 * 0.75 + 4 * 0.25) / 4)
     assert grades[0].extra["top_k"] == 3
     # the grade is read right after the answer prefix the library wrote

@@ -52,10 +52,10 @@ def thread(answer: str = "Paris.") -> StringThread:
 async def test_distribution_sums_to_one_over_valid_grades():
     model = DistModel(lambda m, c: {"0": 0.05, "1": 0.05, "2": 0.1, "3": 0.3, "4": 0.3})
     g = await ProbabilityJudgeGrader("p", model).grade(thread())
-    probs = g.extra["probabilities"]
-    assert list(probs) == [0, 1, 2, 3, 4]
+    probs = g.distribution
+    assert list(probs) == ["0", "1", "2", "3", "4"] and "probabilities" not in g.extra   # one home
     assert math.isclose(sum(probs.values()), 1.0)
-    assert math.isclose(probs[3], 0.3 / 0.8)
+    assert math.isclose(probs["3"], 0.3 / 0.8)
     assert math.isclose(g.extra["outside_mass"], 0.2) and math.isclose(g.extra["valid_mass"], 0.8)
     assert model.calls[0]["choices"] == ["0", "1", "2", "3", "4"]
 

@@ -200,7 +200,7 @@ async def test_probability_grader_on_a_torch_model(tiny):
                                        for a in ("yes", "no", "maybe")])
     assert judge.batches["dist"] == 1  # the batch went through one prefill
     for g in grades:
-        assert g.status == "scored" and sum(g.extra["probabilities"].values()) == pytest.approx(1.0)
+        assert g.status == "scored" and sum(g.distribution.values()) == pytest.approx(1.0)
         assert g.extra["top_k"] is None
     await judge.aclose()
 
@@ -372,7 +372,7 @@ async def test_prefix_sharing_on_the_embedded_judge_matches_full_prompts(embedde
     assert sharing.prefix_stats["computed"] == 1
     for a, b in zip(want, got):
         assert a.status == b.status == "scored"
-        pa, pb = a.extra["probabilities"], b.extra["probabilities"]
+        pa, pb = a.distribution, b.distribution
         assert max(abs(pa[g] - pb[g]) for g in pa) < 1e-3
         assert b.value == pytest.approx(a.value, abs=1e-3)
     await plain.aclose()
@@ -398,7 +398,7 @@ async def test_llama_cpp_and_torch_give_close_distributions(embedded):
                                                      min_valid_mass=0.0).grade_batch(threads)
             for a, b in zip(via_http, via_torch):
                 assert a.status == b.status == "scored", (a.error, b.error)
-                pa, pb = a.extra["probabilities"], b.extra["probabilities"]
+                pa, pb = a.distribution, b.distribution
                 assert max(abs(pa[g] - pb[g]) for g in pa) < 0.06, (scale, pa, pb)
                 assert abs(a.value - b.value) < 0.06
                 assert abs(a.extra["valid_mass"] - b.extra["valid_mass"]) < 0.06

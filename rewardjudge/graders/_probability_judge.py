@@ -32,7 +32,7 @@ class ProbabilityJudgeGrader(Grader):
 
     >>> grader = ProbabilityJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
     >>> g = await grader.grade(thread)                                      # doctest: +SKIP
-    >>> g.value, g.extra["probabilities"], g.extra["confidence"]            # doctest: +SKIP
+    >>> g.value, g.distribution, g.extra["confidence"]            # doctest: +SKIP
     (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
 
     Arguments: ``scale`` (grades single digits), ``question_template`` (a typed-question
@@ -48,8 +48,8 @@ class ProbabilityJudgeGrader(Grader):
     ``{"m": 1.0, "M": 0.0}``; your own ``system_template`` and ``user_template`` ask for one of
     them), ``seed`` and the penalty settings of ``Grader``.
 
-    ``extra`` of a scored Grade: ``probabilities``, ``expected_grade``, ``most_likely_grade``,
-    ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
+    A scored Grade's ``distribution`` is ``{"grade": p}``; its ``extra``: ``expected_grade``,
+    ``most_likely_grade``, ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",

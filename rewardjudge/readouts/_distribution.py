@@ -32,7 +32,7 @@ class DistributionSummary:
     ok = True
 
     def as_extra(self) -> dict[str, Any]:
-        return {"probabilities": dict(self.probabilities), "expected_grade": self.expected,
+        return {"expected_grade": self.expected,
                 "most_likely_grade": self.most_likely, "confidence": self.confidence,
                 "valid_mass": self.valid_mass, "outside_mass": self.outside_mass}
 
