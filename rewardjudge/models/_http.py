@@ -279,11 +279,13 @@ class HTTPTransport:
             url = state.urls[path] = URL(self.base_url + path)
         return url
 
-    async def request(self, state: LoopState, path: str, body: bytes, read: Callable[[int, Any, bytes, float], T],
-                      policy: RetryPolicy) -> tuple[T, int]:
-        """``(read(status, headers, body, latency) of the reply, attempts)``: the one retry loop.
-        A ``JudgeError`` that ``read`` or the POST raises is retried while it is ``retryable`` and
-        ``policy`` allows; else it is raised with ``attempts`` set. Every attempt runs in this one
+    async def request(self, state: LoopState, path: str, body: bytes, read: Callable[[bytes, float], T],
+                      policy: RetryPolicy, refused: Callable[[int, str], Exception | None] | None = None
+                      ) -> tuple[T, int]:
+        """``(read(body, latency) of a 200 reply, attempts)``: the one retry loop. Any other reply
+        is what ``refused(status, text)`` makes of it, else its ``error``. A ``JudgeError`` that
+        ``read`` or the POST raises is retried while it is ``retryable`` and ``policy`` allows;
+        else it is raised with ``attempts`` set. Every attempt runs in this one
         coroutine, the POST included: hundreds of requests may be in flight, and each coroutine
         a request holds is resumed at every step and walked by the garbage collector."""
         n = 0
@@ -309,7 +311,10 @@ class HTTPTransport:
                         if failure is None:
                             raise
                         raise failure from exc
-                return read(status, headers, raw, time.perf_counter() - start), n
+                if status != 200:
+                    text = raw.decode("utf-8", "replace")
+                    raise (refused and refused(status, text)) or self.error(status, headers, text)
+                return read(raw, time.perf_counter() - start), n
             except JudgeError as exc:
                 exc.attempts = n
                 if not exc.retryable or n > policy.max_retries:

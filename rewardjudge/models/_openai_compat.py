@@ -134,16 +134,6 @@ class OpenAIModel(InferenceModel):
         """True when ``chat(..., grammar=...)`` sends a GBNF grammar (``grammar_field`` is set)."""
         return self.grammar_field is not None
 
-    def _completion(self, status: int, headers: Any, raw: bytes, latency: float, *,
-                    structured: bool = False) -> Completion:
-        """The reply of one chat attempt, or the error it is."""
-        if status != 200:
-            text = raw.decode("utf-8", "replace")
-            if structured and refuses_response_format(status, text):
-                raise SchemaRejected(text)
-            raise self._http.error(status, headers, text)
-        return _parse_chat_body(raw, latency, structured=structured)
-
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
         """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
@@ -167,11 +157,11 @@ class OpenAIModel(InferenceModel):
         async with state.sem:
             while True:   # every try in this one coroutine (see HTTPTransport.request)
                 style, probe, body = self._styled(text, json_schema, refused)
+                structured = style not in (None, "none")
                 try:
                     completion, attempts = await self._http.request(
-                        state, "/chat/completions", body,
-                        partial(self._completion, structured=style not in (None, "none")),
-                        self.retry_policy)
+                        state, "/chat/completions", body, partial(_parse_chat_body, structured=structured),
+                        self.retry_policy, _schema_refusal if structured else None)
                 except SchemaRejected as exc:
                     # a request-shape problem, not an outage: resend now, weaker, no retry spent
                     self._styles.refused(style, str(exc), self.structured_output_reprobe)
@@ -212,7 +202,8 @@ class OpenAIModel(InferenceModel):
         state = self._http.loop_state()
         async with state.sem:
             dist, attempts = await self._http.request(state, path, body,
-                                                      partial(self._distribution, endpoint, choices),
+                                                      partial(_parse_distribution, endpoint=endpoint,
+                                                              choices=choices),
                                                       self.retry_policy)
         dist.attempts = attempts
         return dist
@@ -244,12 +235,6 @@ class OpenAIModel(InferenceModel):
         payload.update(prompt=self.chat_template(msgs), logprobs=self.max_top_logprobs)
         return endpoint, "/completions", json.dumps(payload).encode()
 
-    def _distribution(self, endpoint: str, choices: list[str], status: int, headers: Any,
-                      raw: bytes, latency: float) -> TokenDistribution:
-        if status != 200:
-            raise self._http.error(status, headers, raw.decode("utf-8", "replace"))
-        return _parse_distribution(raw, endpoint, choices, latency)
-
     async def aclose(self) -> None:
         """Close the HTTP sessions (``HTTPTransport.aclose``); safe to call twice, reopened if used."""
         await self._http.aclose()
@@ -273,8 +258,13 @@ def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
     return text, data, choice, usage
 
 
-def _parse_distribution(raw: bytes, endpoint: str, choices: list[str],
-                        latency: float) -> TokenDistribution:
+def _schema_refusal(status: int, text: str) -> SchemaRejected | None:
+    """A structured request's error reply that refuses its response_format (resent weaker)."""
+    return SchemaRejected(text) if refuses_response_format(status, text) else None
+
+
+def _parse_distribution(raw: bytes, latency: float, *, endpoint: str,
+                        choices: list[str]) -> TokenDistribution:
     """Read the first generated position's top logprobs from a chat or completions body."""
     text, data, choice, usage = _read_body(raw)
     lp = choice.get("logprobs") if isinstance(choice, dict) else None
@@ -297,6 +287,7 @@ def _parse_distribution(raw: bytes, endpoint: str, choices: list[str],
 
 
 def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Completion:
+    """The reply of one chat attempt (a 200 body), or the JudgeResponseError it is."""
     text, data, choice, usage = _read_body(raw)
     try:
         content = choice["message"].get("content")

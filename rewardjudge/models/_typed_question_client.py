@@ -129,11 +129,9 @@ class TypedQuestionClient(InferenceModel):
             raise ConfigError(f"invalid typed-question request: {'; '.join(problems)}")
         return body
 
-    def _answer(self, n_choices: int, status: int, headers: Any, raw: bytes, latency: float) -> dict[str, Any]:
+    def _answer(self, n_choices: int, raw: bytes, latency: float) -> dict[str, Any]:
         """The probabilities of the one question asked, checked (see the module docstring)."""
         text = raw.decode("utf-8", "replace")
-        if status != 200:
-            raise self._http.error(status, headers, text)
 
         def bad(why: str) -> JudgeResponseError:
             return JudgeResponseError(f"typed-question reply {why}", body=text[:2000])
