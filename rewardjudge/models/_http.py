@@ -220,11 +220,14 @@ async def _capped(chunks: Any, whole: bool, cap: int, close: Any) -> bytes:
 
 
 class HTTPTransport:
-    """POSTs to ``base_url`` + a path; ``(status, headers, body)`` or a retryable JudgeError."""
+    """POSTs to ``base_url`` (checked: ``check_base_url``) + a path, with the headers
+    ``request_headers`` makes of ``api_key`` and ``headers``; the one retry loop is ``request``."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], verify: Any, timeout: float,
+    def __init__(self, base_url: str, api_key: Any, headers: Any, verify: Any, timeout: float,
                  max_concurrency: int, max_response_bytes: int, http_client: Any = None):
-        self.base_url, self.headers, self.verify = base_url, headers, verify
+        self.base_url = check_base_url(base_url)
+        self.api_key, self.headers = request_headers(api_key, headers)
+        self.verify = verify
         self.timeout, self.max_concurrency = timeout, max_concurrency
         self.max_response_bytes, self.http_client = max_response_bytes, http_client
         self.ssl = ssl_option(verify)

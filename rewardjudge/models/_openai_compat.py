@@ -17,7 +17,7 @@ from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy, check_base_url, request_headers
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
 
@@ -35,7 +35,7 @@ class OpenAIModelOptions(BaseModel):
     base_url: StrictStr = Field(description="must be an http(s) URL ending in /v1")
     model: StrictStr = Field(min_length=1,
                              description="(the judge model's name on the server) is required")
-    api_key: Any = None            # checked by request_headers (not echoed)
+    api_key: Any = None            # checked by _http.request_headers (not echoed)
     max_concurrency: StrictInt = Field(64, ge=1, description="must be an int >= 1 (requests in flight)")
     timeout: Union[StrictFloat, StrictInt] = Field(60.0, gt=0, description="must be a number of seconds > 0")
     max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
@@ -46,7 +46,7 @@ class OpenAIModelOptions(BaseModel):
         DEFAULT_REPROBE_AFTER, ge=1, description="must be an int >= 1 (requests) or None")
     http_client: Any = None
     extra_body: Optional[Mapping[Any, Any]] = Field(None, description="must be a dict")
-    headers: Any = None            # checked by request_headers (not echoed)
+    headers: Any = None            # checked by _http.request_headers (not echoed)
     verify: Any = True             # checked by _http.ssl_option
     max_response_bytes: StrictInt = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024,
                                           description="must be an int >= 1024")
@@ -92,11 +92,10 @@ class OpenAIModel(InferenceModel):
         args = dict(locals())
         del args["self"]
         opts = self.options = validated(OpenAIModelOptions, **args)
-        self.base_url = check_base_url(opts.base_url)
-        self.model = self.name = opts.model
-        self.api_key, wire_headers = request_headers(opts.api_key, opts.headers)
-        self._http = HTTPTransport(self.base_url, wire_headers, opts.verify, opts.timeout,
+        self._http = HTTPTransport(opts.base_url, opts.api_key, opts.headers, opts.verify, opts.timeout,
                                    opts.max_concurrency, opts.max_response_bytes, opts.http_client)
+        self.base_url, self.api_key = self._http.base_url, self._http.api_key
+        self.model = self.name = opts.model
         self.verify, self.timeout = opts.verify, opts.timeout
         self.max_concurrency, self.max_response_bytes = opts.max_concurrency, opts.max_response_bytes
         self.retry_policy = opts.retry_policy or RetryPolicy(max_retries=opts.max_retries)

@@ -19,7 +19,7 @@ from .._validate import finite_number, validated
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy, check_base_url, request_headers
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy
 
 __all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME", "request_problems"]
 
@@ -60,7 +60,7 @@ class TypedQuestionOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
-    base_url: StrictStr = Field(description="must be an http(s) URL")   # and check_base_url's rules
+    base_url: StrictStr = Field(description="must be an http(s) URL")   # and _http.check_base_url's rules
     model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
     path: StrictStr = Field("/questions", pattern="^/", description="must start with '/'")
     api_key: Any = None      # checked as a header value (not echoed)
@@ -100,13 +100,12 @@ class TypedQuestionClient(InferenceModel):
             raise ConfigError("pass retry_policy or max_retries, not both")
         self.retry_policy = retry_policy or (RetryPolicy(max_retries=max_retries)
                                              if max_retries is not None else RetryPolicy())
-        self.base_url = check_base_url(base_url)
+        self.timeout, self.max_concurrency = float(timeout), max_concurrency
+        self._http = HTTPTransport(base_url, api_key or "", headers,   # "": no OPENAI_API_KEY here
+                                   True, self.timeout, max_concurrency, DEFAULT_MAX_RESPONSE_BYTES)
+        self.base_url = self._http.base_url
         self.model, self.path, self.name = model, path, name or f"typed:{model}"
         self.question_name, self.question_type = question_name, question_type
-        self.timeout, self.max_concurrency = float(timeout), max_concurrency
-        _, wire_headers = request_headers(api_key or "", headers)   # no OPENAI_API_KEY here
-        self._http = HTTPTransport(self.base_url, wire_headers, True, self.timeout, max_concurrency,
-                                   DEFAULT_MAX_RESPONSE_BYTES)
 
     def __repr__(self) -> str:
         return f"TypedQuestionClient({self.base_url!r}, {self.model!r})"
