@@ -7,21 +7,28 @@ import json
 import os
 import urllib.error
 import urllib.request
+from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["model_name", "served_models"]
+__all__ = ["get_models", "model_name", "served_models"]
+
+
+def get_models(url: str, timeout: float) -> Any:
+    """The JSON reply of ``GET {url}/models`` (``OPENAI_API_KEY``, when set, as a bearer token);
+    urllib's errors (``OSError``: unreachable, any status but 2xx) and ``ValueError`` pass."""
+    request = urllib.request.Request(url.rstrip("/") + "/models")
+    if os.environ.get("OPENAI_API_KEY"):
+        request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return json.load(r)
 
 
 def served_models(url: str, timeout: float) -> list[str] | None:
     """The model names a judge server lists (GET /models); None when it lists none (the endpoint
     is optional); a ConfigError when it cannot be reached."""
-    request = urllib.request.Request(url.rstrip("/") + "/models")
-    if os.environ.get("OPENAI_API_KEY"):
-        request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")
     try:
-        with urllib.request.urlopen(request, timeout=min(timeout, 10.0)) as r:
-            data = json.load(r).get("data", [])
+        data = get_models(url, min(timeout, 10.0)).get("data", [])
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise ConfigError(f"the judge at {url} refused the request (HTTP {exc.code}): set OPENAI_API_KEY "

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from .._paths import embedded_model_path
 from ..errors import ConfigError, JudgeStartupError
 from ._chat_template import ChatTemplate
+from ._discover import get_models
 from ._openai_compat import OpenAIModel
 from ._torch_model import TorchModel
 
@@ -123,18 +124,16 @@ class JudgeServer:
         _LIVE.add(self)
 
     def wait_ready(self) -> None:
-        """Block until the server answers, or raise JudgeStartupError."""
-        import urllib.request
-
+        """Block until the server lists its models, or raise JudgeStartupError."""
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
                 raise JudgeStartupError(f"{self.backend} judge server exited with code {code} "
                                         f"before answering", log_tail=self.log_tail())
-            with contextlib.suppress(OSError), urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
-                if r.status == 200:
-                    return
+            with contextlib.suppress(OSError, ValueError):  # not listening yet, or still loading
+                get_models(self.base_url, 2)
+                return
             time.sleep(0.2)
         self.stop()
         raise JudgeStartupError(f"{self.backend} judge server did not answer within "
