@@ -228,9 +228,8 @@ def bare_full(model, tensors) -> float:
 def bare_shared(model, prefix, tensors) -> float:
     """Seconds for the prefix's keys/values computed once, then suffix-only forwards."""
     import torch
-    from transformers import DynamicCache
 
-    from rewardjudge.models._torch_model import _cache_tensors, _new_dynamic_cache, _output_cache
+    from rewardjudge.models._torch_setup import expanded_cache, output_layers
 
     dev = next(model.parameters()).device
     _sync(dev)
@@ -238,14 +237,12 @@ def bare_shared(model, prefix, tensors) -> float:
     keep = []
     with torch.inference_mode():
         out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
-        layers = _cache_tensors(_output_cache(out))
+        layers = output_layers(out)
         arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         skip = prefix.shape[1]
         for ids, mask, positions in tensors:
             n = ids.shape[0]
-            cache = _new_dynamic_cache(DynamicCache, model.config)
-            for i, (k, v) in enumerate(layers):
-                cache.update(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1), i)
+            cache = expanded_cache(layers, n, model.config)
             attn = torch.cat([torch.ones((n, skip), dtype=mask.dtype, device=dev), mask], 1)
             keep.append(model(input_ids=ids, attention_mask=attn, position_ids=positions + skip,
                               use_cache=True, logits_to_keep=1, **{arg: cache}).logits[:, -1, :])
@@ -371,7 +368,7 @@ def run_model(args, device) -> dict[str, Any]:
     import torch
 
     from rewardjudge.models import TorchModel
-    from rewardjudge.models._torch_model import _resolve_device_dtype
+    from rewardjudge.models._torch_setup import _resolve_device_dtype
 
     _, dtype = _resolve_device_dtype(str(device), args.dtype)
     tok = make_tokenizer()

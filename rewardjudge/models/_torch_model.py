@@ -25,9 +25,9 @@ from ._base import (Completion, GenerationParams, InferenceModel, Message, Token
                    check_choices)
 from ._chat_template import ChatTemplate, split_prefix
 from ._torch_batches import Batch, InFlight, Job, chunks, fail, make_batch, reply, settle_distributions
-from ._torch_setup import (CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, TorchModelOptions, _cache_tensors,
-                           _full_attention_only, _import_transformers, _new_dynamic_cache, _output_cache,
-                           _resolve_device_dtype, checkpoint_folder, converted_gguf_dir, default_cache_dir)
+from ._torch_setup import (CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, TorchModelOptions, _full_attention_only,
+                           _import_transformers, _resolve_device_dtype, checkpoint_folder, converted_gguf_dir,
+                           default_cache_dir, expanded_cache, output_layers)
 
 __all__ = ["TorchModel", "converted_gguf_dir", "default_cache_dir"]
 
@@ -341,13 +341,12 @@ class TorchModel(InferenceModel):
     def _prefix_cache(self, prefix: tuple[int, ...], batch_size: int) -> Any:
         """A fresh cache holding ``prefix``'s keys/values for each of ``batch_size`` rows."""
         import torch
-        from transformers import DynamicCache
 
         layers = self._prefixes.get(prefix)
         if layers is None:
             ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
             out = self.model(input_ids=ids, use_cache=True, **self._last_logits)
-            layers = [(k.detach(), v.detach()) for k, v in _cache_tensors(_output_cache(out))]
+            layers = [(k.detach(), v.detach()) for k, v in output_layers(out)]
             self._prefixes[prefix] = layers
             while len(self._prefixes) > self.prefix_cache_size:
                 self._prefixes.popitem(last=False)
@@ -355,11 +354,7 @@ class TorchModel(InferenceModel):
         else:
             self._prefixes.move_to_end(prefix)
             self.prefix_stats["reused"] += 1
-        cache = _new_dynamic_cache(DynamicCache, self.model.config)
-        for i, (k, v) in enumerate(layers):
-            # expand is a view: the cache copies it once when it appends the suffix
-            cache.update(k.expand(batch_size, -1, -1, -1), v.expand(batch_size, -1, -1, -1), i)
-        return cache
+        return expanded_cache(layers, batch_size, self.model.config)
 
     def _launch(self, batch: Batch) -> InFlight:
         import torch

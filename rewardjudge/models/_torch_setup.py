@@ -117,14 +117,32 @@ def checkpoint_folder(source: str | os.PathLike, cache_dir: str | os.PathLike | 
     return path, f"torch:{path.name}"
 
 
-def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
-    """Per layer ``(keys, values)`` of a transformers cache (any of its layouts)."""
+def output_layers(out: Any) -> list[tuple[Any, Any]]:
+    """Per layer ``(keys, values)`` of the cache a forward returned (``cache`` in transformers
+    >= 5.2x, else ``past_key_values``), in any of its layouts."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    cache = cache if cache is not None else out.past_key_values
     layers = getattr(cache, "layers", None)
     if layers is not None:  # transformers >= 4.56: DynamicCache.layers[i].keys / .values
         return [(layer.keys, layer.values) for layer in layers]
     if hasattr(cache, "key_cache"):
         return list(zip(cache.key_cache, cache.value_cache))
     return [(k, v) for k, v in cache]  # the legacy tuple of tuples
+
+
+def expanded_cache(layers: list[tuple[Any, Any]], rows: int, config: Any) -> Any:
+    """A fresh ``DynamicCache`` holding the keys/values ``layers`` for each of ``rows`` rows."""
+    from transformers import DynamicCache
+
+    # transformers 5 builds its layers from the config; 4.x takes no argument
+    try:
+        cache = DynamicCache(config=config)
+    except TypeError:
+        cache = DynamicCache()
+    for i, (k, v) in enumerate(layers):
+        # expand is a view: the cache copies it once when it appends the suffix
+        cache.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), i)
+    return cache
 
 
 def _full_attention_only(config: Any) -> bool:
@@ -137,17 +155,3 @@ def _full_attention_only(config: Any) -> bool:
         if types and any(t != "full_attention" for t in types):
             return False
     return True
-
-
-def _output_cache(out: Any) -> Any:
-    """The cache a forward returned (``cache`` in transformers >= 5.2x, else ``past_key_values``)."""
-    cache = out.get("cache") if hasattr(out, "get") else None
-    return cache if cache is not None else out.past_key_values
-
-
-def _new_dynamic_cache(cls: Any, config: Any) -> Any:
-    # transformers 5 builds its layers from the config; 4.x takes no argument
-    try:
-        return cls(config=config)
-    except TypeError:
-        return cls()
