@@ -23,12 +23,10 @@ __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
                 json_schema: dict[str, Any] | None, grammar: str | None = None) -> str:
     """SHA-256 hex of a judge request's canonical JSON: every field of ``GenerationParams`` (not
-    only those sent), and a GBNF ``grammar`` when there is one (older keys stay valid)."""
-    p = dataclasses.asdict(params or GenerationParams())
-    if p.get("stop") is not None:
-        p["stop"] = list(p["stop"])
-    request = {"model": model_name, "params": p, "json_schema": json_schema,
-               "messages": [dict(m) for m in messages]}
+    only those sent; ``stop`` a JSON list), and a GBNF ``grammar`` when there is one (older keys
+    stay valid)."""
+    request = {"model": model_name, "params": dataclasses.asdict(params or GenerationParams()),
+               "json_schema": json_schema, "messages": [dict(m) for m in messages]}
     if grammar is not None:
         request["grammar"] = grammar
     return canonical_hash(request)
