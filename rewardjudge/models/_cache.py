@@ -32,18 +32,6 @@ def request_key(model_name: str, messages: Sequence[Message], params: Generation
     return canonical_hash(request)
 
 
-def _to_record(c: Completion) -> str:
-    d = dataclasses.asdict(c)
-    d.pop("raw", None)
-    return json.dumps(d, ensure_ascii=False)
-
-
-def _from_record(text: str) -> Completion:
-    d = json.loads(text)
-    fields = {f.name for f in dataclasses.fields(Completion)}
-    return Completion(**{k: v for k, v in d.items() if k in fields})
-
-
 def _as_hit(c: Completion) -> Completion:
     # a fresh object per caller: graders may mutate what they get back
     return dataclasses.replace(c, attempts=0, latency_s=0.0, usage=dict(c.usage),
@@ -73,12 +61,18 @@ class SQLiteCache:
     def get(self, key: str) -> Completion | None:
         with self._lock:
             row = self._conn.execute("SELECT reply FROM completions WHERE key = ?", (key,)).fetchone()
-        return None if row is None else _from_record(row[0])
+        if row is None:
+            return None
+        fields = {f.name for f in dataclasses.fields(Completion)}   # a field it no longer has is dropped
+        return Completion(**{k: v for k, v in json.loads(row[0]).items() if k in fields})
 
     def put(self, key: str, model_name: str, completion: Completion) -> None:
+        record = dataclasses.asdict(completion)
+        record.pop("raw")   # the reply body is not kept on disk
+        reply = json.dumps(record, ensure_ascii=False)
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO completions (key, model, reply, created) "
-                               "VALUES (?, ?, ?, ?)", (key, model_name, _to_record(completion), time.time()))
+                               "VALUES (?, ?, ?, ?)", (key, model_name, reply, time.time()))
 
     def __len__(self) -> int:
         with self._lock:
