@@ -282,47 +282,49 @@ class HTTPTransport:
             url = state.urls[path] = URL(self.base_url + path)
         return url
 
-    async def request(self, state: LoopState, path: str, body: bytes, read: Callable[[bytes, float], T],
-                      policy: RetryPolicy, refused: Callable[[int, str], Exception | None] | None = None
-                      ) -> tuple[T, int]:
-        """``(read(body, latency) of a 200 reply, attempts)``: the one retry loop. Any other reply
-        is what ``refused(status, text)`` makes of it, else its ``error``. A ``JudgeError`` that
-        ``read`` or the POST raises is retried while it is ``retryable`` and ``policy`` allows;
-        else it is raised with ``attempts`` set. Every attempt runs in this one
-        coroutine, the POST included: hundreds of requests may be in flight, and each coroutine
-        a request holds is resumed at every step and walked by the garbage collector."""
+    async def request(self, path: str, body: bytes, read: Callable[[bytes, float], T], policy: RetryPolicy,
+                      refused: Callable[[int, str], Exception | None] | None = None) -> tuple[T, int]:
+        """``(read(body, latency) of a 200 reply, attempts)``: the one retry loop, within the running
+        loop's ``max_concurrency``. Any other reply is what ``refused(status, text)`` makes of it,
+        else its ``error``. A ``JudgeError`` that ``read`` or the POST raises is retried while it is
+        ``retryable`` and ``policy`` allows; else it is raised with ``attempts`` set. Every attempt
+        runs in this one coroutine, the POST included: hundreds of requests may be in flight, and
+        each coroutine a request holds is resumed at every step and walked by the garbage collector."""
+        state = self.loop_state()
         n = 0
-        while True:
-            n += 1
-            start = time.perf_counter()
-            try:
-                if self.http_client is not None:
-                    status, headers, raw = await self._post_httpx(path, body)
-                else:
-                    session = state.session
-                    if session is None or session.closed:
-                        session = await self._session(state)
-                    try:
-                        r = await session.post(self._url(state, path), data=body, allow_redirects=False,
-                                               proxy=state.proxy, proxy_auth=state.proxy_auth)
+        async with state.sem:
+            while True:
+                n += 1
+                start = time.perf_counter()
+                try:
+                    if self.http_client is not None:
+                        status, headers, raw = await self._post_httpx(path, body)
+                    else:
+                        session = state.session
+                        if session is None or session.closed:
+                            session = await self._session(state)
                         try:
-                            status, headers, raw = r.status, r.headers, await self._read(r, r.status == 200)
-                        finally:
-                            r.release()   # what ``async with`` does on exit, without its two coroutines
-                    except Exception as exc:   # a JudgeError is no transport failure: re-raised as is
-                        failure = self._failure(exc, n)
-                        if failure is None:
-                            raise
-                        raise failure from exc
-                if status != 200:
-                    text = raw.decode("utf-8", "replace")
-                    raise (refused and refused(status, text)) or self.error(status, headers, text)
-                return read(raw, time.perf_counter() - start), n
-            except JudgeError as exc:
-                exc.attempts = n
-                if not exc.retryable or n > policy.max_retries:
-                    raise
-                await asyncio.sleep(policy.delay(n, getattr(exc, "retry_after", None)))
+                            r = await session.post(self._url(state, path), data=body, allow_redirects=False,
+                                                   proxy=state.proxy, proxy_auth=state.proxy_auth)
+                            try:
+                                status, headers = r.status, r.headers
+                                raw = await self._read(r, status == 200)
+                            finally:
+                                r.release()   # what ``async with`` does on exit, without its two coroutines
+                        except Exception as exc:   # a JudgeError is no transport failure: re-raised as is
+                            failure = self._failure(exc, n)
+                            if failure is None:
+                                raise
+                            raise failure from exc
+                    if status != 200:
+                        text = raw.decode("utf-8", "replace")
+                        raise (refused and refused(status, text)) or self.error(status, headers, text)
+                    return read(raw, time.perf_counter() - start), n
+                except JudgeError as exc:
+                    exc.attempts = n
+                    if not exc.retryable or n > policy.max_retries:
+                        raise
+                    await asyncio.sleep(policy.delay(n, getattr(exc, "retry_after", None)))
 
     def _failure(self, exc: Exception, attempt: int) -> JudgeError | None:
         """The JudgeError an aiohttp POST's exception is (None: not a transport failure)."""

@@ -138,7 +138,6 @@ class OpenAIModel(InferenceModel):
         """The judge's reply. ``grammar``: a GBNF grammar the reply must follow, sent in
         the ``grammar_field`` of the body (only where ``accepts_grammar``). A request refused
         *because of* its ``json_schema`` form is re-sent at once in the next weaker form."""
-        state = self._http.loop_state()
         if grammar is not None and self.grammar_field is None:
             raise ConfigError(f"{self!r} sends no grammar: set grammar_field (the body field "
                               f"its server reads a GBNF grammar from, e.g. 'grammar')")
@@ -153,27 +152,26 @@ class OpenAIModel(InferenceModel):
         text = json.dumps(data)
         del data
         refused = -1  # the rank of the weakest style refused during this call
-        async with state.sem:
-            while True:   # every try in this one coroutine (see HTTPTransport.request)
-                style, probe, body = self._styled(text, json_schema, refused)
-                structured = style not in (None, "none")
-                try:
-                    completion, attempts = await self._http.request(
-                        state, "/chat/completions", body, partial(_parse_chat_body, structured=structured),
-                        self.retry_policy, _schema_refusal if structured else None)
-                except SchemaRejected as exc:
-                    # a request-shape problem, not an outage: resend now, weaker, no retry spent
-                    self._styles.refused(style, str(exc), self.structured_output_reprobe)
-                    refused = RANK[style]
-                    continue
-                except BaseException:
-                    if probe:
-                        self._styles.probe_ended(style, accepted=False)
-                    raise
+        while True:   # every try in this one coroutine (see HTTPTransport.request)
+            style, probe, body = self._styled(text, json_schema, refused)
+            structured = style not in (None, "none")
+            try:
+                completion, attempts = await self._http.request(
+                    "/chat/completions", body, partial(_parse_chat_body, structured=structured),
+                    self.retry_policy, _schema_refusal if structured else None)
+            except SchemaRejected as exc:
+                # a request-shape problem, not an outage: resend now, weaker, no retry spent
+                self._styles.refused(style, str(exc), self.structured_output_reprobe)
+                refused = RANK[style]
+                continue
+            except BaseException:
                 if probe:
-                    self._styles.probe_ended(style, accepted=True)
-                completion.attempts = attempts
-                return completion
+                    self._styles.probe_ended(style, accepted=False)
+                raise
+            if probe:
+                self._styles.probe_ended(style, accepted=True)
+            completion.attempts = attempts
+            return completion
 
     def _styled(self, text: str, schema: dict[str, Any] | None, refused: int
                 ) -> tuple[str | None, bool, bytes]:
@@ -198,12 +196,8 @@ class OpenAIModel(InferenceModel):
         of one token, ``max_top_logprobs`` alternatives, no ``response_format``, temperature 1."""
         choices = check_choices(choices)
         endpoint, path, body = self._logprobs_request([dict(m) for m in messages], params)
-        state = self._http.loop_state()
-        async with state.sem:
-            dist, attempts = await self._http.request(state, path, body,
-                                                      partial(_parse_distribution, endpoint=endpoint,
-                                                              choices=choices),
-                                                      self.retry_policy)
+        dist, attempts = await self._http.request(
+            path, body, partial(_parse_distribution, endpoint=endpoint, choices=choices), self.retry_policy)
         dist.attempts = attempts
         return dist
 

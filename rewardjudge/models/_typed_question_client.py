@@ -168,10 +168,8 @@ class TypedQuestionClient(InferenceModel):
         "raw" (the body), "latency_s", "attempts", "request"}``, or a ``JudgeError`` after retries."""
         request = self.build_request(state, instructions, criteria)
         body = json.dumps(request, ensure_ascii=False).encode()
-        state = self._http.loop_state()
-        async with state.sem:
-            answer, attempts = await self._http.request(state, self.path, body, partial(self._answer, len(criteria)),
-                                                        self.retry_policy)
+        answer, attempts = await self._http.request(self.path, body, partial(self._answer, len(criteria)),
+                                                    self.retry_policy)
         answer.update(attempts=attempts, request=request)
         return answer
 
