@@ -14,12 +14,12 @@ from ..errors import ConfigError
 __all__ = ["get_models", "model_name", "served_models"]
 
 
-def get_models(url: str, timeout: float) -> Any:
-    """The JSON reply of ``GET {url}/models`` (``OPENAI_API_KEY``, when set, as a bearer token);
+def get_models(url: str, timeout: float, api_key: str | None = None) -> Any:
+    """The JSON reply of ``GET {url}/models`` (``api_key``, when given, as a bearer token);
     urllib's errors (``OSError``: unreachable, any status but 2xx) and ``ValueError`` pass."""
     request = urllib.request.Request(url.rstrip("/") + "/models")
-    if os.environ.get("OPENAI_API_KEY"):
-        request.add_header("Authorization", f"Bearer {os.environ['OPENAI_API_KEY']}")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
     with urllib.request.urlopen(request, timeout=timeout) as r:
         return json.load(r)
 
@@ -28,7 +28,7 @@ def served_models(url: str, timeout: float) -> list[str] | None:
     """The model names a judge server lists (GET /models); None when it lists none (the endpoint
     is optional); a ConfigError when it cannot be reached."""
     try:
-        data = get_models(url, min(timeout, 10.0)).get("data", [])
+        data = get_models(url, min(timeout, 10.0), os.environ.get("OPENAI_API_KEY")).get("data", [])
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise ConfigError(f"the judge at {url} refused the request (HTTP {exc.code}): set OPENAI_API_KEY "
