@@ -34,7 +34,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, JudgeOutage
-from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_options, open_judge
+from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_kind, judge_options, open_judge
 
 
 def add_parser(sub) -> None:
@@ -91,8 +91,8 @@ async def _run_eval(args: argparse.Namespace):
     obj = _import_attribute(args.grader) if ":" in args.grader else None
     if args.judge is None and not isinstance(obj, Grader):  # only a Grader with its own judge model
         raise ConfigError(f"--judge is required: {JUDGE_HELP}")
-    if args.judge not in (None, "embedded", "torch") and not args.judge.startswith(("http://", "https://")):
-        raise ConfigError(f"--judge {args.judge!r} is not understood; give {JUDGE_HELP}")
+    if args.judge is not None:
+        judge_kind(args.judge)
     data = load_data(args.data, split=args.split)
     scorer = scorer_of(args.grader) if args.judge is not None else None
     columns = args.columns if scorer is None else _check_scorer_variables(scorer.bind(None), args.columns, data)

@@ -10,7 +10,8 @@ from typing import Any
 from ..errors import ConfigError, JudgeError
 
 # light on purpose: every command's parser imports this module, and `--help` must not load the model stack
-__all__ = ["JUDGE_HELP", "add_arguments", "check_torch_judge", "judge_options", "open_judge"]
+__all__ = ["JUDGE_HELP", "add_arguments", "check_torch_judge", "judge_kind", "judge_options", "open_judge",
+           "url_model"]
 
 JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
               "SmolLM2-135M judge on llama-cpp-python's server; noise verdicts, for trying the "
@@ -54,23 +55,44 @@ def _check_override(args: argparse.Namespace, prefer: str | None, name: str, whe
                       f"this scorer version on {name!r} (its grades then record judge_model={name!r})")
 
 
+def judge_kind(judge: str) -> str:
+    """``"embedded"``, ``"torch"`` or ``"url"`` (an OpenAI-compatible server); else a usage error."""
+    if judge in ("embedded", "torch"):
+        return judge
+    if judge.startswith(("http://", "https://")):
+        return "url"
+    raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
+
+
+def url_model(args: argparse.Namespace, name: str, **options: Any) -> Any:
+    """Model ``name`` on the ``--judge`` server, with the command's judge options (``options`` in
+    place of the command's: what a command fixes itself)."""
+    from ..models import OpenAIModel
+
+    args = argparse.Namespace(**{**vars(args), **options})
+    return OpenAIModel(args.judge, name, max_concurrency=getattr(args, "concurrency", None) or 64,
+                       timeout=args.timeout, max_retries=getattr(args, "max_retries", 3),
+                       structured_output=getattr(args, "structured_output", "json_schema"))
+
+
 @contextlib.asynccontextmanager
-async def open_judge(args: argparse.Namespace, prefer: str | None = None):
-    """The judge model of ``--judge`` and its options: a URL server (checked, then probed), the spawned
-    embedded judge or the torch judge. ``prefer``: the model a scorer names (another needs
-    ``--allow-model-override``)."""
-    judge = args.judge
-    conc = getattr(args, "concurrency", None)
-    if judge == "embedded":
+async def open_judge(args: argparse.Namespace, prefer: str | None = None, **options: Any):
+    """The judge model of ``--judge`` and its options (``options`` in place of the command's): a URL
+    server (checked, then probed), the spawned embedded judge or the torch judge. ``prefer``: the
+    model a scorer names (another needs ``--allow-model-override``)."""
+    args = argparse.Namespace(**{**vars(args), **options})
+    judge, kind = args.judge, judge_kind(args.judge)
+    if kind == "embedded":
         from ..models import spawn_judge
         from ..models._spawn import EMBEDDED_ALIAS
 
         _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
         print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...", file=sys.stderr)
+        conc = getattr(args, "concurrency", None)
         kwargs = {"max_concurrency": conc} if conc else {}
         async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
             yield model
-    elif judge == "torch":
+    elif kind == "torch":
         from ..models import spawn_judge
 
         # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
@@ -78,20 +100,14 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None):
         async with spawn_judge("torch", args.judge_model) as model:
             _check_override(args, prefer, getattr(model, "name", "torch"), "--judge torch serves")
             yield model
-    elif judge.startswith(("http://", "https://")):
-        from ..models import OpenAIModel
+    else:
         from ..models._discover import model_name
 
         name = model_name(judge, args.judge_model, args.timeout, prefer)
         _check_override(args, prefer, name, f"the judge at {judge} is asked for")
-        model = OpenAIModel(judge, name, max_concurrency=conc or 64, timeout=args.timeout,
-                            max_retries=getattr(args, "max_retries", 3),
-                            structured_output=getattr(args, "structured_output", "json_schema"))
-        async with model:
+        async with url_model(args, name) as model:
             await _probe(model)
             yield model
-    else:
-        raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
 
 
 def check_torch_judge(args: argparse.Namespace, grader: Any) -> None:

@@ -26,9 +26,9 @@ from typing import Any
 
 from .. import spans
 from ..errors import ConfigError
-from ._judge import add_arguments, judge_options, open_judge
-from ._scorers import REGISTRY_ENV, registry, split_map
-from ._serve import serve_until, stop_event
+from ._judge import add_arguments, judge_kind, judge_options, open_judge, url_model
+from ._scorers import REGISTRY_OPTION, registry, split_map
+from ._serve import HOST_OPTION, serve_until, stop_event
 
 # `spans` is a lazy door: its names load when a subcommand runs, so `pipeline --help` stays light
 TOKEN_ENV = "REWARDJUDGE_PIPELINE_TOKEN"  # the receiver's bearer token when --token is not given
@@ -36,7 +36,7 @@ _PIN_ARGUMENTS = [
     ("--scorer", {"action": "append", "required": True, "metavar": "SLUG[@VERSION]|FILE.json",
                   "help": "a registry scorer (current version, or @number / @id prefix) or a scorer JSON "
                           "file; repeat for several"}),
-    ("--registry", {"help": f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"}),
+    REGISTRY_OPTION,
     ("--map", {"action": "append", "default": [], "metavar": "VAR=SOURCE",
                "help": "where a variable comes from: attr(\"key\"), transcript, input_messages, "
                        "output_messages, format_input_transcript(\"key\"), format_output_transcript(\"key\"), "
@@ -65,7 +65,7 @@ _RUN_ARGUMENTS = [
                   "help": "the files' encoding (default: from each file's name, else its first bytes)"}),
 ]
 _RECEIVE_ARGUMENTS = [
-    ("--host", {"default": "127.0.0.1", "help": "address to listen on (default 127.0.0.1: this machine only)"}),
+    HOST_OPTION,
     ("--port", {"type": int, "default": 4318, "help": "port (default 4318, OTLP/HTTP's)"}),
     ("--token", {"help": f"bearer token required on /v1/traces (default ${TOKEN_ENV})"}),
     ("--max-pending", {"type": int, "default": 10_000, "help": "selected spans waiting for the judge; beyond, "
@@ -132,7 +132,7 @@ async def _judges(args: argparse.Namespace, pipeline: Any):
     with nothing left asks the judge nothing), or one for all."""
     from ..models._discover import served_models
 
-    if args.judge_model or not args.judge.startswith(("http://", "https://")):
+    if args.judge_model or judge_kind(args.judge) != "url":
         async with open_judge(args) as model:
             yield model, True
         return
@@ -142,12 +142,8 @@ async def _judges(args: argparse.Namespace, pipeline: Any):
     if missing:
         raise ConfigError(f"the judge at {args.judge} does not serve {missing} (the pinned versions' model); it "
                           f"lists {served}: pass --judge-model NAME to run them on another model")
-    from ..models import OpenAIModel
-
     async with contextlib.AsyncExitStack() as stack:
-        yield {n: await stack.enter_async_context(OpenAIModel(
-            args.judge, n, max_concurrency=args.concurrency or 64, timeout=args.timeout,
-            max_retries=args.max_retries, structured_output=args.structured_output)) for n in names}, False
+        yield {n: await stack.enter_async_context(url_model(args, n)) for n in names}, False
 
 
 def _report(run: Any) -> int:

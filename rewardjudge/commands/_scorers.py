@@ -23,6 +23,7 @@ from ._judge import add_arguments
 
 # the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
+REGISTRY_OPTION = ("--registry", {"help": f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"})
 
 
 def registry(args: argparse.Namespace):
@@ -198,16 +199,12 @@ def _test_judge(binding, args: argparse.Namespace):
     """The judge of ``scorers test`` (an async context manager): a URL server asked for
     ``config.model`` (or ``--judge-model``), one try per request; the embedded or torch judge
     through ``rewardjudge eval``'s factory."""
-    if args.judge.startswith(("http://", "https://")):
-        from ..models import OpenAIModel
+    from ._judge import check_torch_judge, judge_kind, open_judge, url_model
 
-        return OpenAIModel(args.judge, args.judge_model or binding.config.model, timeout=args.timeout,
-                           max_retries=0)
-    from ._judge import check_torch_judge, open_judge
-
+    if judge_kind(args.judge) == "url":
+        return url_model(args, args.judge_model or binding.config.model, max_retries=0)
     check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
-    return open_judge(argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
-                                         timeout=args.timeout, max_retries=0, structured_output="json_schema"))
+    return open_judge(args, max_retries=0)
 
 
 async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
@@ -317,8 +314,7 @@ _SUBCOMMANDS = {
 
 def add_parser(sub) -> None:
     """The ``rewardjudge scorers`` command group."""
-    p = sub.add_parser("scorers")
-    p.add_argument("--registry", help=f"registry folder (default: ${REGISTRY_ENV} or ./scorers)")
+    p = add_arguments(sub.add_parser("scorers"), [REGISTRY_OPTION])
     ssub = p.add_subparsers(dest="scorers_command", required=True)
     for name, (func, help_text, arguments) in _SUBCOMMANDS.items():
         add_arguments(ssub.add_parser(name, help=help_text), arguments).set_defaults(func=_guard(func))

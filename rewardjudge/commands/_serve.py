@@ -25,6 +25,9 @@ from ._judge import add_arguments, judge_options, open_judge
 
 # the grader and HTTP stacks are imported where a server starts, not here: `serve --help` stays light
 TOKEN_ENV = "REWARDJUDGE_SERVE_TOKEN"
+#: the listening address of serve and pipeline receive
+HOST_OPTION = ("--host", {"default": "127.0.0.1",
+                          "help": "address to listen on (default 127.0.0.1: this machine only)"})
 
 
 def _share_or_off(text: str) -> float | None:
@@ -35,7 +38,7 @@ _OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--grader", dict(required=True, help="grader SPEC (as for `rewardjudge eval`): demo, "
                                           "module:attr, file.py:attr, scorer.json, catalog key")),
     *judge_options("the model name on the judge server (default: its only model)"),
-    ("--host", dict(default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")),
+    HOST_OPTION,
     ("--port", dict(type=int, default=5000)),
     ("--token", dict(help=f"bearer token required on every endpoint but /health (default ${TOKEN_ENV})")),
     ("--estimator", dict(choices=OPENRLHF_ESTIMATORS, help=(

@@ -93,11 +93,9 @@ def _translate(args: argparse.Namespace) -> int:
         english = merge_bundles(english, b)
     if args.api_key:
         os.environ["OPENAI_API_KEY"] = args.api_key  # read by the judge model this process builds
-    judge_args = argparse.Namespace(judge=args.judge, judge_model=args.judge_model, concurrency=None,
-                                    timeout=120.0, max_retries=3, structured_output="none")
 
-    async def run():
-        async with open_judge(judge_args) as model:  # the one judge factory: URL (checked first) or embedded
+    async def run():  # the one judge factory: URL (checked first) or embedded
+        async with open_judge(args, timeout=120.0, max_retries=3, structured_output="none") as model:
             return await translate_bundle(model, language, english, retries=args.retries,
                                           keys=args.key or None)
 
