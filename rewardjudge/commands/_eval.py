@@ -39,17 +39,16 @@ from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_kind, ju
 
 def add_parser(sub) -> None:
     """Register ``eval`` and ``compare``."""
-    judge = dict(judge_options("the model name on the server (default: a scorer's config.model when the server "
-                               "lists it, else the server's only model, from GET /v1/models); with --judge torch, "
-                               "a local checkpoint folder or .gguf (default: the embedded model)"))
-    judge["--judge"] = {"help": JUDGE_HELP}  # not required: a Grader that brings its own judge model needs none
-    judge["--concurrency"] = {"type": int, "help": "judge requests in flight (default 64; 4 for the embedded judge)"}
+    # --judge not required: a Grader that brings its own judge model needs none
+    judge = judge_options("the model name on the server (default: a scorer's config.model when the server lists "
+                          "it, else the server's only model, from GET /v1/models); with --judge torch, a local "
+                          "checkpoint folder or .gguf (default: the embedded model)", required=False)
     p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")
     p.add_argument("--grader", required=True, help="'demo', module:attribute, path/to/file.py:attribute (a Grader, "
                    "or a function taking the judge model and returning one), a catalog key or a scorer")
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
-    add_arguments(p, judge.items())
+    add_arguments(p, judge)
     p.add_argument("--allow-model-override", action="store_true",
                    help="run a scorer version on a judge model other than its config.model (the grades "
                         "record judge_model); without it a mismatch is a usage error")

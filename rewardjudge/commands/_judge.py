@@ -18,11 +18,15 @@ JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn 
               "pipeline) or 'torch' (the in-process transformers judge)")
 
 
-def judge_options(model_help: str) -> list[tuple[str, dict[str, Any]]]:
-    """The options ``open_judge`` reads, for ``add_arguments``; ``model_help`` says what ``--judge-model`` picks."""
-    return [("--judge", {"required": True, "help": JUDGE_HELP}), ("--judge-model", {"help": model_help}),
-            ("--concurrency", {"type": int, "help": "judge requests in flight (default 64)"}),
+def judge_options(model_help: str, judge_help: str = JUDGE_HELP, *,
+                  required: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """The options ``open_judge`` reads, for ``add_arguments``: ``--judge`` (``judge_help``; ``required``),
+    ``--judge-model`` (``model_help`` says what it picks), ``--timeout``, then the request tuning ones
+    (a command that fixes those itself takes the first two or three)."""
+    return [("--judge", {"required": required, "help": judge_help}), ("--judge-model", {"help": model_help}),
             ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
+            ("--concurrency", {"type": int, "help": "judge requests in flight (default 64; 4 for the embedded "
+                                                    "judge)"}),
             ("--max-retries", {"type": int, "default": 3, "help": "retries per judge request"}),
             ("--structured-output", {"choices": ("json_schema", "json_object", "none"), "default": "json_schema",
                                      "help": "how the reply schema is requested from a URL judge"})]

@@ -19,7 +19,7 @@ from typing import Any
 from .._validate import json_value
 from ..errors import ConfigError
 from ..thread import StringThread
-from ._judge import add_arguments
+from ._judge import add_arguments, judge_options
 
 # the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
@@ -299,14 +299,12 @@ _SUBCOMMANDS = {
         ("--map", {"action": "append", "metavar": "VAR=SOURCE",
                    "help": "bind a variable (e.g. question=turn:user); unmapped ones read metadata"}),
         ("--version", {"help": "a version number, id or id prefix (default: current)"}),
-        ("--judge", {"help": "grade each sample on an OpenAI-compatible server URL ending in /v1, 'embedded' "
-                             "(spawn the bundled SmolLM2-135M judge; noise verdicts) or 'torch' (the "
-                             "in-process transformers judge); the embedded and torch judges answer in place "
-                             "of the scorer's config.model"}),
-        ("--judge-model", {"help": "ask for this model instead of the scorer's config.model (an explicit "
-                                   "override; grades record it); with --judge torch, a local checkpoint "
-                                   "folder or .gguf"}),
-        ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
+        *judge_options("ask for this model instead of the scorer's config.model (an explicit override; grades "
+                       "record it); with --judge torch, a local checkpoint folder or .gguf",
+                       "grade each sample on an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the "
+                       "bundled SmolLM2-135M judge; noise verdicts) or 'torch' (the in-process transformers "
+                       "judge); the embedded and torch judges answer in place of the scorer's config.model",
+                       required=False)[:3],   # --judge, --judge-model, --timeout: one try per request
         ("--language", {"help": "language of the built-in output_instructions"}), _JSON]),
     "delete": (_delete, "delete a scorer and every version of it", [_SLUG]),
 }

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._judge import add_arguments
+from ._judge import add_arguments, judge_options
 
 # each command imports the template stack where it runs: `templates --help` must not load pybars3
 
@@ -160,9 +160,8 @@ def add_parser(sub) -> None:
                 _PROMPTS]),
             ("translate", _translate, "draft a translation bundle with a judge model", [
                 ("language", {"help": "the target language slug, e.g. fr, hindi, pt_br"}),
-                ("--judge", {"required": True,
-                             "help": "an OpenAI-compatible server URL ending in /v1, or 'embedded'"}),
-                ("--judge-model", {"help": "the model name (default: the server's only model)"}),
+                *judge_options("the model name (default: the server's only model)",
+                               "an OpenAI-compatible server URL ending in /v1, or 'embedded'")[:2],
                 ("--api-key", {"help": "the server's API key (default: $OPENAI_API_KEY)"}),
                 ("--out", {"help": "the user bundle folder to write bundle.<LANG>.json into"}),
                 ("--key", {"action": "append", "help": "only this key (repeatable), e.g. "
