@@ -92,12 +92,11 @@ def _http_limits(args: argparse.Namespace, token: str | None) -> dict[str, Any]:
                 body_timeout=args.body_timeout, header_timeout=args.header_timeout)
 
 
-def stop_event() -> asyncio.Event:
-    """An event SIGTERM or Ctrl-C sets."""
+def stop_event(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> asyncio.Event:
+    """An event ``signals`` set (default: SIGTERM or Ctrl-C)."""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    for sig in signals:
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     return stop
 
 
@@ -216,10 +215,9 @@ def _worker_main(settings: dict[str, Any], token: str, send: Any) -> None:
 
 
 async def _worker(args: argparse.Namespace, token: str, send: Any) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.add_reader(multiprocessing.parent_process().sentinel, stop.set)  # type: ignore[union-attr]
+    stop = stop_event((signal.SIGTERM,))
+    asyncio.get_running_loop().add_reader(multiprocessing.parent_process().sentinel,  # type: ignore[union-attr]
+                                          stop.set)
     async with server_from_args(args, token) as server:
         server.worker = True
         send.send(await server.start("127.0.0.1", 0))

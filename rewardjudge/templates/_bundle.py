@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
 from ._handlebars import Template, _compile, partial_names, template_variables
+from ._prompt import ENGINES
 from ._pybars_overrides import indent_lines
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries",
@@ -264,7 +265,7 @@ def load_bundle(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid JSON ({exc}); run `rewardjudge templates compile`") from None
     if isinstance(data, dict) and "fragments" not in data and isinstance(data.get("_fragments"), dict):
         data["fragments"] = data.pop("_fragments")
-    if isinstance(data, dict) and data.get(ENGINE_KEY, "handlebars") not in ("handlebars", "jinja2"):
+    if isinstance(data, dict) and data.get(ENGINE_KEY, "handlebars") not in ENGINES:
         raise ConfigError(f"{path}: \"engine\" is \"handlebars\" (the default) or \"jinja2\", "
                           f"got {data.get(ENGINE_KEY)!r}")
     if not (isinstance(data, dict) and data.get("format") == BUNDLE_FORMAT

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError
-from ._bundle import (ENGINE_KEY, MULTIMODAL, TEMPLATES_DIR, build_bundle, bundle_path,
-                      bundle_text, discover_languages, expand_fragment_refs, inline_partials, is_language_slug,
+from ._bundle import (ENGINE_KEY, MULTIMODAL, TEMPLATES_DIR, build_bundle, bundle_path, bundle_text,
+                      discover_languages, entry_key, expand_fragment_refs, inline_partials, is_language_slug,
                       load_bundle, merge_bundles, source_dir)
 from ._prompt import PromptTemplate
 
@@ -75,11 +75,12 @@ def user_dirs(user_dir: str | Path | Sequence[str | Path] | None = None) -> list
     return [Path(p).expanduser() for p in ([user_dir] if isinstance(user_dir, (str, Path)) else user_dir)]
 
 
-def _load_user_bundle(folder: Path, language: str) -> dict[str, Any] | None:
-    """A user folder's bundle for ``language``: its JSON bundle, its sources, or both merged."""
+def _load_bundle(folder: Path, language: str, shipped: bool) -> dict[str, Any] | None:
+    """``folder``'s bundle for ``language``: its JSON bundle (``shipped``: English must have one), and
+    in a user folder its sources too, merged over it."""
     path = bundle_path(folder, language)
-    bundle = load_bundle(path) if path.is_file() else None
-    if source_dir(folder, language).is_dir():
+    bundle = load_bundle(path) if path.is_file() or (shipped and language == "en") else None
+    if not shipped and source_dir(folder, language).is_dir():
         built = build_bundle(folder, language)
         bundle = merge_bundles(bundle, built) if bundle else built
     return bundle
@@ -121,9 +122,7 @@ class PromptLibrary:
         key = (str(where), language)
         with self._lock:
             if key not in self._bundles:
-                path = bundle_path(where, language)
-                self._bundles[key] = (_load_user_bundle(where, language) if where != self.root
-                                      else load_bundle(path) if path.is_file() or language == "en" else None)
+                self._bundles[key] = _load_bundle(where, language, shipped=where == self.root)
             return self._bundles[key]
 
     def _language(self, language: str | None, user_dir=None) -> str:
@@ -173,9 +172,9 @@ class PromptLibrary:
 
     def _source_file(self, grader_class: str, method: str, multimodal: bool) -> Path | None:
         """The English ``.txt`` source of a prompt (its multimodal variant first), if any."""
-        folder = source_dir(self.root, "en") / grader_class
-        names = ([f"{method}.{MULTIMODAL}.txt"] if multimodal else []) + [f"{method}.txt"]
-        return next((folder / name for name in names if (folder / name).is_file()), None)
+        sections = [MULTIMODAL, "prompts"] if multimodal else ["prompts"]
+        paths = [source_dir(self.root, "en") / f"{entry_key(s, grader_class, method)}.txt" for s in sections]
+        return next((path for path in paths if path.is_file()), None)
 
     def _lookup(self, grader_class: str, method: str, language: str | None = None, *,
                 multimodal: bool = False, user_dir=None) -> tuple[str, str]:
