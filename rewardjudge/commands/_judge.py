@@ -68,12 +68,10 @@ def judge_kind(judge: str) -> str:
     raise ConfigError(f"--judge {judge!r} is not understood; give {JUDGE_HELP}")
 
 
-def url_model(args: argparse.Namespace, name: str, **options: Any) -> Any:
-    """Model ``name`` on the ``--judge`` server, with the command's judge options (``options`` in
-    place of the command's: what a command fixes itself)."""
+def url_model(args: argparse.Namespace, name: str) -> Any:
+    """Model ``name`` on the ``--judge`` server, with the command's judge options."""
     from ..models import OpenAIModel
 
-    args = argparse.Namespace(**{**vars(args), **options})
     return OpenAIModel(args.judge, name, max_concurrency=getattr(args, "concurrency", None) or 64,
                        timeout=args.timeout, max_retries=getattr(args, "max_retries", 3),
                        structured_output=getattr(args, "structured_output", "json_schema"))

@@ -202,7 +202,7 @@ def _test_judge(binding, args: argparse.Namespace):
     from ._judge import check_torch_judge, judge_kind, open_judge, url_model
 
     if judge_kind(args.judge) == "url":
-        return url_model(args, args.judge_model or binding.config.model, max_retries=0)
+        return url_model(argparse.Namespace(**vars(args), max_retries=0), args.judge_model or binding.config.model)
     check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
     return open_judge(args, max_retries=0)
 
