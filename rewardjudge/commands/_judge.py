@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConfigError, JudgeError
 
 # light on purpose: every command's parser imports this module, and `--help` must not load the model stack
-__all__ = ["JUDGE_HELP", "add_arguments", "check_torch_judge", "judge_kind", "judge_options", "open_judge",
+__all__ = ["JUDGE_HELP", "add_arguments", "add_subcommands", "check_torch_judge", "judge_kind", "judge_options", "open_judge",
            "url_model"]
 
 JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn the bundled "
@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser, arguments: Any) -> argparse.A
     for flags, options in arguments:
         parser.add_argument(*flags.split(), **options)
     return parser
+
+
+def add_subcommands(parser: argparse.ArgumentParser, dest: str, table: dict[str, tuple[Any, str, Any]]) -> None:
+    """A command group: each ``name: (func, help, arguments)`` of ``table`` as a subcommand of ``parser``."""
+    sub = parser.add_subparsers(dest=dest, required=True)
+    for name, (func, help_text, arguments) in table.items():
+        add_arguments(sub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
 
 
 async def _probe(model: Any) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import spans
 from ..errors import ConfigError
-from ._judge import add_arguments, judge_kind, judge_options, open_judge, url_model
+from ._judge import add_subcommands, judge_kind, judge_options, open_judge, url_model
 from ._scorers import REGISTRY_OPTION, registry, split_map
 from ._serve import HOST_OPTION, serve_until, stop_event
 
@@ -79,16 +79,13 @@ _RECEIVE_ARGUMENTS = [
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("pipeline", description=__doc__.format(semconv=spans.SEMCONV_VERSION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    psub = p.add_subparsers(dest="pipeline_command", required=True)
-    for name, func, help_text, arguments in (
-            ("pin", _pin, "write a judge-v1 pipeline pinning scorer versions (copies of their configs)",
-             _PIN_ARGUMENTS),
-            ("run", lambda args: asyncio.run(_arun(args)), "judge the spans of OTLP files (JSON or protobuf)",
-             _JUDGE_ARGUMENTS + _RUN_ARGUMENTS),
-            ("receive", lambda args: asyncio.run(_areceive(args)),
-             "an OTLP/HTTP receiver (POST /v1/traces) judging what it receives",
-             _JUDGE_ARGUMENTS + _RECEIVE_ARGUMENTS)):
-        add_arguments(psub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
+    add_subcommands(p, "pipeline_command", {
+        "pin": (_pin, "write a judge-v1 pipeline pinning scorer versions (copies of their configs)", _PIN_ARGUMENTS),
+        "run": (lambda args: asyncio.run(_arun(args)), "judge the spans of OTLP files (JSON or protobuf)",
+                _JUDGE_ARGUMENTS + _RUN_ARGUMENTS),
+        "receive": (lambda args: asyncio.run(_areceive(args)),
+                    "an OTLP/HTTP receiver (POST /v1/traces) judging what it receives",
+                    _JUDGE_ARGUMENTS + _RECEIVE_ARGUMENTS)})
 
 
 def _pin(args: argparse.Namespace) -> int:

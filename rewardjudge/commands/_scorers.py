@@ -19,7 +19,7 @@ from typing import Any
 from .._validate import json_value
 from ..errors import ConfigError
 from ..thread import StringThread
-from ._judge import add_arguments, judge_options
+from ._judge import add_arguments, add_subcommands, judge_options
 
 # the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
 REGISTRY_ENV = "REWARDJUDGE_SCORERS"
@@ -312,7 +312,5 @@ _SUBCOMMANDS = {
 
 def add_parser(sub) -> None:
     """The ``rewardjudge scorers`` command group."""
-    p = add_arguments(sub.add_parser("scorers"), [REGISTRY_OPTION])
-    ssub = p.add_subparsers(dest="scorers_command", required=True)
-    for name, (func, help_text, arguments) in _SUBCOMMANDS.items():
-        add_arguments(ssub.add_parser(name, help=help_text), arguments).set_defaults(func=_guard(func))
+    add_subcommands(add_arguments(sub.add_parser("scorers"), [REGISTRY_OPTION]), "scorers_command",
+                    {name: (_guard(func), *rest) for name, (func, *rest) in _SUBCOMMANDS.items()})

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._judge import add_arguments, judge_options
+from ._judge import add_subcommands, judge_options
 
 # each command imports the template stack where it runs: `templates --help` must not load pybars3
 
@@ -146,29 +146,27 @@ _PROMPTS = ("--prompts", {"help": "a user bundle folder (default: $REWARDJUDGE_P
 
 def add_parser(sub) -> None:
     """The ``rewardjudge templates`` command group."""
-    tsub = sub.add_parser("templates").add_subparsers(dest="templates_command", required=True)
-    for name, func, help_text, arguments in (
-            ("compile", _compile, "compile the .txt prompt sources into bundle.<lang>.json", [
-                ("--language", {"action": "append", "help": "only this language (repeatable)"}),
-                ("--check", {"action": "store_true", "help": "write nothing; exit 1 if a bundle is stale"}), _ROOT]),
-            ("check", _check, "exit 1 if a bundle is stale or a translation is inconsistent", [_ROOT]),
-            ("list", _list, "list the built-in prompts and their languages", [_PROMPTS]),
-            ("show", _show, "print one built-in prompt (fragments inlined)", [
-                ("key", {"help": "GraderClass/method, e.g. CriterionJudgeGrader/system"}),
-                ("--language", {"help": "e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)"}),
-                ("--multimodal", {"action": "store_true", "help": "the variant for image input, if any"}),
-                _PROMPTS]),
-            ("translate", _translate, "draft a translation bundle with a judge model", [
-                ("language", {"help": "the target language slug, e.g. fr, hindi, pt_br"}),
-                *judge_options("the model name (default: the server's only model)",
-                               "an OpenAI-compatible server URL ending in /v1, or 'embedded'")[:2],
-                ("--api-key", {"help": "the server's API key (default: $OPENAI_API_KEY)"}),
-                ("--out", {"help": "the user bundle folder to write bundle.<LANG>.json into"}),
-                ("--key", {"action": "append", "help": "only this key (repeatable), e.g. "
-                                                       "CriterionJudgeGrader/system or _fragments/reply_as_json"}),
-                ("--retries", {"type": int, "default": 1, "help": "re-asks per refused key (default 1)"}),
-                ("--contribute", {"action": "store_true", "help": (
-                    "write the translation as .txt sources into this source checkout's prompts.<LANG>/ "
-                    "(not a user folder), compile its bundle and check them all")}),
-                ("--root", {"help": "with --contribute: a templates folder (default: the package's own)"})])):
-        add_arguments(tsub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
+    add_subcommands(sub.add_parser("templates"), "templates_command", {
+        "compile": (_compile, "compile the .txt prompt sources into bundle.<lang>.json", [
+            ("--language", {"action": "append", "help": "only this language (repeatable)"}),
+            ("--check", {"action": "store_true", "help": "write nothing; exit 1 if a bundle is stale"}), _ROOT]),
+        "check": (_check, "exit 1 if a bundle is stale or a translation is inconsistent", [_ROOT]),
+        "list": (_list, "list the built-in prompts and their languages", [_PROMPTS]),
+        "show": (_show, "print one built-in prompt (fragments inlined)", [
+            ("key", {"help": "GraderClass/method, e.g. CriterionJudgeGrader/system"}),
+            ("--language", {"help": "e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)"}),
+            ("--multimodal", {"action": "store_true", "help": "the variant for image input, if any"}),
+            _PROMPTS]),
+        "translate": (_translate, "draft a translation bundle with a judge model", [
+            ("language", {"help": "the target language slug, e.g. fr, hindi, pt_br"}),
+            *judge_options("the model name (default: the server's only model)",
+                           "an OpenAI-compatible server URL ending in /v1, or 'embedded'")[:2],
+            ("--api-key", {"help": "the server's API key (default: $OPENAI_API_KEY)"}),
+            ("--out", {"help": "the user bundle folder to write bundle.<LANG>.json into"}),
+            ("--key", {"action": "append", "help": "only this key (repeatable), e.g. "
+                                                   "CriterionJudgeGrader/system or _fragments/reply_as_json"}),
+            ("--retries", {"type": int, "default": 1, "help": "re-asks per refused key (default 1)"}),
+            ("--contribute", {"action": "store_true", "help": (
+                "write the translation as .txt sources into this source checkout's prompts.<LANG>/ "
+                "(not a user folder), compile its bundle and check them all")}),
+            ("--root", {"help": "with --contribute: a templates folder (default: the package's own)"})])})
