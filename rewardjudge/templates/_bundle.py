@@ -23,7 +23,7 @@ from ._pybars_overrides import indent_lines
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "TEMPLATES_DIR", "build_bundle", "bundle_entries",
            "bundle_path", "bundle_text", "check_bundles", "compile_bundles", "discover_languages",
-           "entry_key", "expand_fragment_refs", "fragment_cycle", "fragment_refs", "inline_partials",
+           "entry_key", "expand_fragment_refs", "fragment_cycle", "fragment_refs",
            "is_language_slug", "load_bundle", "merge_bundles", "read_sources", "render_bundle",
            "source_dir"]
 
@@ -44,23 +44,22 @@ def fragment_refs(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) or m.group(3) for m in _FRAGMENT_REF.finditer(text)))
 
 
-def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars") -> str:
+def expand_fragment_refs(text: str, fragments: dict[str, str], *, engine: str = "handlebars",
+                         _stack: tuple[str, ...] = ()) -> str:
     """``text`` with every ``{{ _fragments.name }}`` replaced by that fragment's source (one final
-    newline dropped), recursively; for a Jinja2 prompt ``{{> name}}`` partials are inlined too
-    (``inline_partials``). An unknown name or a cycle raises ``ConfigError``.
+    newline dropped), recursively; for a Jinja2 prompt (``engine="jinja2"``) every ``{{> name}}`` of
+    a known fragment is inlined too (a standalone partial's line by the fragment, indented like the
+    tag): one self-contained source. An unknown name or a cycle raises ``ConfigError``.
 
-    >>> expand_fragment_refs("A {{ _fragments.rule }} B", {"rule": "be {{tone}}\n"})
+    >>> expand_fragment_refs("A {{ _fragments.rule }} B", {"rule": "be {{tone}}\\n"})
     'A be {{tone}} B'
+    >>> expand_fragment_refs("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"}, engine="jinja2")
+    'A\\n  be fair\\nB'
     """
-    return _inline(text, fragments, engine == "jinja2", ())
-
-
-def _inline(text: str, fragments: dict[str, str], partials: bool, stack: tuple[str, ...]) -> str:
-    """``expand_fragment_refs`` and ``inline_partials``: one recursion, one cycle check."""
     def body(name: str) -> str:
-        if name in stack:
-            raise ConfigError(f"fragment cycle {' -> '.join((*stack, name))}")
-        return _inline(fragments[name], fragments, partials, (*stack, name))
+        if name in _stack:
+            raise ConfigError(f"fragment cycle {' -> '.join((*_stack, name))}")
+        return expand_fragment_refs(fragments[name], fragments, engine=engine, _stack=(*_stack, name))
 
     def ref(m: re.Match) -> str:
         name = m.group(1) or m.group(3)
@@ -72,7 +71,7 @@ def _inline(text: str, fragments: dict[str, str], partials: bool, stack: tuple[s
 
     if "_fragments" in text:
         text = _FRAGMENT_REF.sub(ref, text)
-    if not partials or "{{>" not in text:
+    if engine != "jinja2" or "{{>" not in text:
         return text
     out, pos = [], 0
     for tag in _compile(text)[2]:
@@ -227,17 +226,6 @@ def build_bundle(root: Path = TEMPLATES_DIR, language: str = "en",
         out[section] = {cls: _ordered(methods, prev_sec.get(cls))
                         for cls, methods in _ordered(sections[section], prev_sec).items()}
     return out
-
-
-def inline_partials(text: str, fragments: dict[str, str]) -> str:
-    """``text`` with every ``{{> name}}`` of a known fragment replaced by its text (a standalone
-    partial's line by the fragment, indented like the tag), and ``{{ _fragments.name }}`` as
-    ``expand_fragment_refs`` does: one self-contained source.
-
-    >>> inline_partials("A\\n  {{> rule}}\\nB", {"rule": "be fair\\n"})
-    'A\\n  be fair\\nB'
-    """
-    return _inline(text, fragments, True, ())
 
 
 def merge_bundles(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:

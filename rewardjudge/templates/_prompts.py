@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from ..errors import ConfigError
 from ._bundle import (ENGINE_KEY, MULTIMODAL, TEMPLATES_DIR, build_bundle, bundle_path, bundle_text,
-                      discover_languages, entry_key, expand_fragment_refs, inline_partials, is_language_slug,
+                      discover_languages, entry_key, expand_fragment_refs, is_language_slug,
                       load_bundle, merge_bundles, source_dir)
 from ._prompt import PromptTemplate
 
@@ -211,7 +211,8 @@ class PromptLibrary:
         """A self-contained source of a built-in prompt (fragments inlined)."""
         text, _ = self._lookup(grader_class, method, language, multimodal=multimodal,
                                user_dir=user_dir)
-        return inline_partials(text, self._fragments_or_sources(language, user_dir))
+        # every partial inlined too, as for a Jinja2 prompt
+        return expand_fragment_refs(text, self._fragments_or_sources(language, user_dir), engine="jinja2")
 
     def template(self, grader_class: str, method: str, language: str | None = None, *,
                  multimodal: bool = False, strict: bool = True, user_dir=None,
