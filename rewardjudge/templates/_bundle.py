@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ConfigError, TemplateError
-from ._handlebars import Template, _compile, partial_names, template_variables
+from ._handlebars import Template, _compile, partial_names
 from ._prompt import ENGINES
 from ._pybars_overrides import indent_lines
 
@@ -179,13 +179,15 @@ def fragment_cycle(fragments: dict[str, str]) -> list[str] | None:
     return next(filter(None, (visit(name, []) for name in sorted(fragments))), None)
 
 
-def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> None:
+def _check_prompt(where: str, text: str, fragments: dict[str, str]) -> Template:
+    """A bundle text as its template (``{{ _fragments.x }}`` expanded, the fragments its partials);
+    ``ConfigError`` saying ``where`` when it is invalid."""
     try:
         text = expand_fragment_refs(text, fragments)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
-        Template(text, name=where, strict=False, partials=fragments)
+        return Template(text, name=where, strict=False, partials=fragments)
     except TemplateError as exc:
         used = re.search(r"uses partial '([^']+)', which is not defined", str(exc))
         if used:
@@ -392,13 +394,10 @@ def compare_to_english(bundle: dict[str, Any], english: dict[str, Any]) -> list[
         if original is None:
             problems.append(f"{language}: {key} has no English original")
             continue
-        extra = set(_variables(text, fragments)) - set(_variables(original, en_fragments))
+        # the variables each reads, its fragments' included
+        extra = (set(_check_prompt(key, text, fragments).variables)
+                 - set(_check_prompt(key, original, en_fragments).variables))
         if extra:
             problems.append(f"{language}: {key} reads {sorted(extra)}, which the English "
                             f"prompt does not use (the grader may not provide them)")
     return problems
-
-
-def _variables(text: str, fragments: dict[str, str]) -> list[str]:
-    """The variables a prompt reads, its fragments' included."""
-    return template_variables(expand_fragment_refs(text, fragments), fragments)
