@@ -31,7 +31,7 @@ from ._options import EvalOptions
 from ._output import OrderedOutput, quiet_datasets, write_json
 from ._plot import save_histogram
 from ._report import GRADE_COLUMNS, Summary, SummaryBuilder, grade_columns
-from ._schedule import INPUT_ERROR_DIGEST, default_concurrency, grade_groups, row_groups, row_threads
+from ._schedule import INPUT_ERROR_DIGEST, grade_groups, row_groups, row_threads
 
 log = logging.getLogger("rewardjudge")
 
@@ -217,7 +217,7 @@ class _Run:
                     await runner(self.grader, groups, self.on_done)
                 else:
                     await grade_groups(self.grader, groups,
-                                       concurrency=opts.concurrency or default_concurrency(self.grader),
+                                       concurrency=opts.concurrency or self.grader.batch_concurrency() or 32,
                                        on_done=self.on_done, admit=output.admit)
             if output.frontier < self.n:  # only a runner that skipped rows: never write a partial result
                 raise ConfigError(f"row {output.frontier} was not graded; run again to finish it")

@@ -8,12 +8,12 @@ from typing import Any, Awaitable, Callable, Iterator
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
-from ..graders._schedule import balanced_chunks, groups as by_prompt_group, prompt_key
+from ..graders._schedule import prompt_units
 from ..thread import StringThread
 from ._arrow import iter_masked_rows
 from ._data import Columns, row_to_thread, thread_digest
 
-__all__ = ["INPUT_ERROR_DIGEST", "default_concurrency", "grade_groups", "row_groups", "row_threads"]
+__all__ = ["INPUT_ERROR_DIGEST", "grade_groups", "row_groups", "row_threads"]
 
 #: the journal digest of a row whose input could not become a thread
 INPUT_ERROR_DIGEST = "0" * 16
@@ -43,8 +43,7 @@ def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, wi
     window_end = window
 
     def flush() -> list[list[tuple[int, Any, str]]]:
-        out = [piece for members in by_prompt_group(items, lambda item: prompt_key(item[1]))
-               for piece in balanced_chunks(members, max_group)]
+        out = prompt_units(items, lambda item: item[1], max_group)
         out.sort(key=lambda g: g[0][0])
         items.clear()
         return out
@@ -107,8 +106,3 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
             await asyncio.gather(*list(tasks), return_exceptions=True)
     if failure:
         raise failure[0]
-
-
-def default_concurrency(grader: Grader) -> int:
-    limit = getattr(getattr(grader, "model", None), "max_concurrency", None)
-    return limit if isinstance(limit, int) and limit > 0 else 32

@@ -23,7 +23,7 @@ from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding, validated
 from ._guards import content_free_fields, content_free_reason
-from ._schedule import balanced_chunks, groups, prompt_key
+from ._schedule import prompt_units
 
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
 _INLINE_CHARS = 65_536
@@ -426,8 +426,7 @@ class Grader(abc.ABC):
         most ``batch_concurrency()`` at once;
         a usage error (``ConfigError``) is raised after every other unit has finished."""
         items = [self.check_sample(s) for s in samples]
-        units = ([unit for group in groups(range(len(items)), lambda i: prompt_key(items[i]))
-                  for unit in balanced_chunks(group, self.max_group or len(group))] if self.judges_groups
+        units = (prompt_units(range(len(items)), items.__getitem__, self.max_group) if self.judges_groups
                  else [[i] for i in range(len(items))])
         results: list[Grade] = [None] * len(items)  # type: ignore[list-item]
         usage_errors: dict[int, Exception] = {}

@@ -1,6 +1,6 @@
 """Scheduling by prompt group, the same for every door that hands samples to a grader:
 ``prompt_key`` says which prompt a sample answers, ``groups`` gathers each prompt's samples,
-``balanced_chunks`` splits a group too large into near-equal pieces."""
+``balanced_chunks`` splits a group too large into near-equal pieces, ``prompt_units`` does both."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Callable, Hashable, Sequence, TypeVar
 
 from ..thread import StringThread
 
-__all__ = ["balanced_chunks", "groups", "prompt_key"]
+__all__ = ["balanced_chunks", "groups", "prompt_key", "prompt_units"]
 
 T = TypeVar("T")
 
@@ -46,3 +46,10 @@ def balanced_chunks(items: Sequence[T], size: int) -> list[list[T]]:
     base, extra = divmod(len(items), max(1, n_chunks))
     cuts = [k * base + min(k, extra) for k in range(n_chunks + 1)]
     return [items[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def prompt_units(items: Sequence[T], thread_of: Callable[[T], StringThread], max_group: int | None) -> list[list[T]]:
+    """``items`` gathered by the prompt their thread answers, each group in balanced pieces of at
+    most ``max_group`` (None: whole), in the order of each group's first item."""
+    return [unit for group in groups(items, lambda item: prompt_key(thread_of(item)))
+            for unit in balanced_chunks(group, max_group or len(group))]
