@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 from typing import Any, Awaitable, Callable, Iterator
 
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
-from ..graders._schedule import prompt_units
+from ..graders._schedule import in_turn, prompt_units
 from ..thread import StringThread
 from ._arrow import iter_masked_rows
 from ._data import Columns, row_to_thread, thread_digest
@@ -62,15 +62,18 @@ def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, wi
 async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
                        on_done: Callable[[int, str, Grade], None],
                        admit: Callable[[int], Awaitable[None]] | None = None) -> None:
-    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight, ``on_done`` per
-    row; ``admit(last_row)`` is awaited before a group is sent (back-pressure). A ConfigError stops
-    the run after the groups in flight, raised naming its first row.
+    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight (``in_turn``, as
+    ``grade_batch`` works through its own units), ``on_done`` per row; ``admit(last_row)`` is awaited
+    before a group is sent (back-pressure). A ConfigError stops the run after the groups in flight,
+    raised naming its first row.
     """
     failure: list[BaseException] = []
-    slots = asyncio.Semaphore(max(1, concurrency))
-    tasks: set[asyncio.Task] = set()
 
     async def run(group: list[tuple[int, Any, str]]) -> None:
+        if admit is not None:
+            await admit(group[-1][0])
+        if failure:   # it failed while this group waited
+            return
         try:
             grades = await grader.grade_batch([thread for _, thread, _ in group])
             if len(grades) != len(group):
@@ -80,29 +83,12 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
             failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}")
                            if isinstance(exc, ConfigError) else exc)
             return
-        finally:
-            slots.release()
         try:
             for (i, _, digest), grade in zip(group, grades):
                 on_done(i, digest, grade)
         except JudgeOutage as exc:  # every row of the group is journaled first; then the run stops
             failure.append(exc)
 
-    try:
-        for group in groups:
-            if failure:
-                break
-            if admit is not None:
-                await admit(group[-1][0])
-            await slots.acquire()
-            if failure:
-                slots.release()
-                break
-            task = asyncio.ensure_future(run(group))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-    finally:
-        if tasks:
-            await asyncio.gather(*list(tasks), return_exceptions=True)
+    await in_turn(run, itertools.takewhile(lambda _: not failure, groups), concurrency)
     if failure:
         raise failure[0]
