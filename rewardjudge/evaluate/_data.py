@@ -1,4 +1,5 @@
-"""Datasets in, threads out: ``load_data`` (inputs: see docs/evaluation.md) and ``Columns``.
+"""Datasets in, threads out: ``load_data`` (inputs: see docs/evaluation.md), ``Columns``, and the rows
+to grade as threads (``row_threads``) in prompt groups (``row_groups``).
 
 A role left unset is mapped only to a column whose name leaves no doubt (``_SURE``); names that
 might be meant (``_MAYBE``) are only pointed out by ``detect_columns``.
@@ -19,10 +20,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from .._hash import canonical_hash
 from .._validate import json_value
 from ..errors import ConfigError
+from ..graders._schedule import prompt_units
 from ..thread import StringThread, message_turns
-from ._arrow import feature_leaves
+from ._arrow import feature_leaves, iter_masked_rows
 
-__all__ = ["Columns", "detect_columns", "load_data", "row_to_thread", "thread_digest"]
+__all__ = ["Columns", "detect_columns", "load_data", "row_groups", "row_threads", "row_to_thread", "thread_digest"]
 
 #: names mapped to a role without being asked: each is that role in every common dataset format
 _SURE = {
@@ -223,6 +225,46 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
 def thread_digest(thread: StringThread) -> str:
     """First 16 hex digits of the SHA-256 of a thread's turns and metadata (checked on resume)."""
     return canonical_hash({"turns": thread.turns, "metadata": thread.metadata})[:16]
+
+
+def row_threads(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool,
+                chunk: int = 1024) -> Iterator[tuple[int, StringThread | None, str]]:
+    """``(row, thread, digest)`` for the rows in ``mask``; for a row that cannot become a thread,
+    ``(row, None, why)``."""
+    for i, row in iter_masked_rows(ds, mask, n, chunk=chunk):
+        try:
+            thread = row_to_thread(row, cols, index=i, eval_mode=eval_mode)
+        except ConfigError as exc:
+            yield i, None, str(exc)
+            continue
+        yield i, thread, thread_digest(thread)
+
+
+def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
+               on_input_error: Callable[[int, str], None]) -> Iterator[list[tuple[int, Any, str]]]:
+    """The rows to grade as groups ``[(row, thread, digest), ...]``, in order of first row.
+
+    Within each ``window`` of rows, rows with the same ``prompt_key`` form one group, in balanced
+    pieces of at most ``max_group``. A row that cannot become a thread goes to ``on_input_error``.
+    """
+    items: list[tuple[int, Any, str]] = []
+    window_end = window
+
+    def flush() -> list[list[tuple[int, Any, str]]]:
+        out = prompt_units(items, lambda item: item[1], max_group)
+        out.sort(key=lambda g: g[0][0])
+        items.clear()
+        return out
+
+    for i, thread, digest in row_threads(ds, cols, mask, n, eval_mode, chunk=min(window, 1024)):
+        if i >= window_end:
+            yield from flush()
+            window_end = (i // window + 1) * window
+        if thread is None:
+            on_input_error(i, digest)
+        else:
+            items.append((i, thread, digest))
+    yield from flush()
 
 
 def _with_parts(row: Mapping[str, Any]) -> dict[str, Any]:

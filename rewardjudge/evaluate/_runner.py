@@ -8,6 +8,7 @@ See docs/evaluation.md.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -15,28 +16,30 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 import numpy as np
 
 from .._sync import run_sync
 from .._validate import validated
-from ..errors import ConfigError
+from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
+from ..graders._schedule import in_turn
 from ._arrow import release_mapped_pages
-from ._data import Columns, detect_columns, load_data
+from ._data import Columns, detect_columns, load_data, row_groups, row_threads
 from ._journal import STATUS_CODES, Journal, JournalIndex, lock_folder
 from ._options import EvalOptions
 from ._output import OrderedOutput, quiet_datasets, write_json
 from ._plot import save_histogram
 from ._report import GRADE_COLUMNS, Summary, SummaryBuilder, grade_columns
-from ._schedule import INPUT_ERROR_DIGEST, grade_groups, row_groups, row_threads
 
 log = logging.getLogger("rewardjudge")
 
 __all__ = ["EvalResult", "aevaluate_dataset", "evaluate_dataset", "GRADE_COLUMNS", "grade_columns"]
 
+#: the journal digest of a row whose input could not become a thread
+INPUT_ERROR_DIGEST = "0" * 16
 MANIFEST_FORMAT = 1
 #: what a fresh start (overwrite=True, resume=False) removes from the output folder
 _RUN_FILES = ("journal.jsonl", "manifest.json", "summary.json", "results.parquet", "results.jsonl",
@@ -116,6 +119,41 @@ def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mod
     if changed:
         raise ConfigError(f"rows {changed} changed since they were graded in this output folder; "
                           f"use another output folder or overwrite=True (--overwrite)")
+
+
+async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
+                       on_done: Callable[[int, str, Grade], None],
+                       admit: Callable[[int], Awaitable[None]] | None = None) -> None:
+    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight (``in_turn``, as
+    ``grade_batch`` works through its own units), ``on_done`` per row; ``admit(last_row)`` is awaited
+    before a group is sent (back-pressure). A ConfigError stops the run after the groups in flight,
+    raised naming its first row.
+    """
+    failure: list[BaseException] = []
+
+    async def run(group: list[tuple[int, Any, str]]) -> None:
+        if admit is not None:
+            await admit(group[-1][0])
+        if failure:   # it failed while this group waited
+            return
+        try:
+            grades = await grader.grade_batch([thread for _, thread, _ in group])
+            if len(grades) != len(group):
+                raise ConfigError(f"{type(grader).__name__}.grade_batch returned {len(grades)} grades "
+                                  f"for {len(group)} samples")
+        except Exception as exc:  # noqa: BLE001 - re-raised below, after the groups in flight
+            failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}")
+                           if isinstance(exc, ConfigError) else exc)
+            return
+        try:
+            for (i, _, digest), grade in zip(group, grades):
+                on_done(i, digest, grade)
+        except JudgeOutage as exc:  # every row of the group is journaled first; then the run stops
+            failure.append(exc)
+
+    await in_turn(run, itertools.takewhile(lambda _: not failure, groups), concurrency)
+    if failure:
+        raise failure[0]
 
 
 def _make_progress(progress: bool | Any, total: int, initial: int, desc: str):
