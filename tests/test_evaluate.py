@@ -90,7 +90,7 @@ def test_columns_are_found_by_unambiguous_names_only():
                      "reference: not mapped; 'expected' might be it (map it with --columns reference=expected)"]
     cols, notes = detect_columns("reference=expected", ["question", "response", "expected"])
     assert cols.reference == "expected" and "reference: 'expected' (given)" in notes
-    assert Columns().resolve(["prompt", "completion", "ground_truth"]).reference == "ground_truth"
+    assert detect_columns(Columns(), ["prompt", "completion", "ground_truth"])[0].reference == "ground_truth"
 
 
 @pytest.mark.parametrize("names,message", [

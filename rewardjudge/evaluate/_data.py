@@ -79,10 +79,6 @@ class Columns:
                 raise ConfigError(f"column for {k!r} must be a column name, got {v!r}")
         return cls(metadata=(meta,) if isinstance(meta, str) else tuple(meta), **values)
 
-    def resolve(self, column_names: Sequence[str]) -> "Columns":
-        """Fill unset roles from unambiguous names and check every column exists."""
-        return detect_columns(self, column_names)[0]
-
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "metadata": list(self.metadata)}
 

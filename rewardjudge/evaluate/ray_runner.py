@@ -70,9 +70,8 @@ class _GraderActor:
                 "endpoint": [url for rows, _, url in done for _ in rows]}
 
 
-def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: int,
-                expected_version: str) -> Callable:
-    async def run(_driver_grader: Grader, groups: Iterator[list[tuple[int, Any, str]]],
+def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: int) -> Callable:
+    async def run(driver_grader: Grader, groups: Iterator[list[tuple[int, Any, str]]],
                   on_done: Callable[[int, str, Grade], None]) -> None:
         import ray
 
@@ -85,7 +84,7 @@ def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: in
                 default=str, ensure_ascii=False)})
         if not items:
             return
-        seal_key = use_seal_key(_driver_grader, None)
+        seal_key = use_seal_key(driver_grader, None)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the driver's bar counts journaled rows
         ctx.execution_options.preserve_order = True  # rows reach the ordered writer in order
@@ -98,10 +97,10 @@ def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: in
             for batch in graded.iter_batches(batch_size=None, batch_format="numpy"):
                 for row, text in zip(batch["row"], batch["grade"]):
                     g = json.loads(text)
-                    if g.get("grader_version") != expected_version:
+                    if g.get("grader_version") != driver_grader.version:
                         raise ConfigError(f"a Ray actor built grader version {g.get('grader_version')} but the "
-                                          f"driver's is {expected_version}: the grader factory must build the "
-                                          f"same grader everywhere")
+                                          f"driver's is {driver_grader.version}: the grader factory must build "
+                                          f"the same grader everywhere")
                     on_done(int(row), digests[int(row)], Grade(**g))
         except ray.exceptions.RayTaskError as exc:
             cause = exc.as_instanceof_cause() if hasattr(exc, "as_instanceof_cause") else exc
@@ -141,8 +140,7 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
     try:
         actor_kwargs = dict(grader_spec=grader, judge_urls=urls, judge_model=judge_model, concurrency=concurrency,
                             cache=None if cache is None else str(cache), model_kwargs=model_kwargs)
-        runner = _ray_runner(actor_kwargs, num_actors=num_actors, batch_size=batch_size,
-                             expected_version=driver_grader.version)
+        runner = _ray_runner(actor_kwargs, num_actors=num_actors, batch_size=batch_size)
         return await aevaluate_dataset(data, driver_grader, _runner=runner, **kwargs)
     finally:
         await probe.aclose()
