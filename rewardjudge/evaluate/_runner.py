@@ -8,7 +8,7 @@ See docs/evaluation.md.
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 import json
 import logging
 import os
@@ -25,7 +25,6 @@ from .._validate import validated
 from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
-from ..graders._schedule import in_turn
 from ._arrow import release_mapped_pages
 from ._data import Columns, detect_columns, load_data, row_groups, row_threads
 from ._journal import STATUS_CODES, Journal, JournalIndex, lock_folder
@@ -124,18 +123,18 @@ def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mod
 async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
                        on_done: Callable[[int, str, Grade], None],
                        admit: Callable[[int], Awaitable[None]] | None = None) -> None:
-    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight (``in_turn``, as
-    ``grade_batch`` works through its own units), ``on_done`` per row; ``admit(last_row)`` is awaited
-    before a group is sent (back-pressure). A ConfigError stops the run after the groups in flight,
-    raised naming its first row.
+    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight, ``on_done`` per
+    row; ``admit(last_row)`` is awaited before a group is sent (back-pressure). A ConfigError stops
+    the run after the groups in flight, raised naming its first row.
+
+    Unlike ``grade_batch``'s pool, a stop (an error, or the caller cancelled: the CLI's first
+    Ctrl-C) waits for the groups in flight, so their rows are journaled.
     """
     failure: list[BaseException] = []
+    slots = asyncio.Semaphore(max(1, concurrency))
+    tasks: set[asyncio.Task] = set()
 
     async def run(group: list[tuple[int, Any, str]]) -> None:
-        if admit is not None:
-            await admit(group[-1][0])
-        if failure:   # it failed while this group waited
-            return
         try:
             grades = await grader.grade_batch([thread for _, thread, _ in group])
             if len(grades) != len(group):
@@ -145,13 +144,30 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
             failure.append(ConfigError(f"row {group[0][0]}: {type(exc).__name__}: {exc}")
                            if isinstance(exc, ConfigError) else exc)
             return
+        finally:
+            slots.release()
         try:
             for (i, _, digest), grade in zip(group, grades):
                 on_done(i, digest, grade)
         except JudgeOutage as exc:  # every row of the group is journaled first; then the run stops
             failure.append(exc)
 
-    await in_turn(run, itertools.takewhile(lambda _: not failure, groups), concurrency)
+    try:
+        for group in groups:
+            if failure:
+                break
+            if admit is not None:
+                await admit(group[-1][0])
+            await slots.acquire()
+            if failure:
+                slots.release()
+                break
+            task = asyncio.ensure_future(run(group))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    finally:
+        if tasks:
+            await asyncio.gather(*list(tasks), return_exceptions=True)
     if failure:
         raise failure[0]
 

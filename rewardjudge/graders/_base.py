@@ -23,7 +23,7 @@ from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding, validated
 from ._guards import content_free_fields, content_free_reason
-from ._schedule import in_turn, prompt_units
+from ._schedule import prompt_units
 
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
 _INLINE_CHARS = 65_536
@@ -430,18 +430,27 @@ class Grader(abc.ABC):
                  else [[i] for i in range(len(items))])
         results: list[Grade] = [None] * len(items)  # type: ignore[list-item]
         usage_errors: dict[int, Exception] = {}
+        todo = iter(enumerate(units))
 
-        async def grade(job: tuple[int, list[int]]) -> None:
-            k, unit = job
-            try:
-                grades = await self._grade_unit([items[i] for i in unit])
-            except Exception as exc:   # a usage error: raised once every unit has finished
-                usage_errors[k] = exc
-                return
-            for i, g in zip(unit, grades):
-                results[i] = g
+        async def worker() -> None:
+            # a few workers take the units in turn: no task waits per unit, so a large batch
+            # holds no more in flight than its concurrency
+            for k, unit in todo:
+                try:
+                    grades = await self._grade_unit([items[i] for i in unit])
+                except Exception as exc:   # a usage error: raised once every unit has finished
+                    usage_errors[k] = exc
+                    continue
+                for i, g in zip(unit, grades):
+                    results[i] = g
 
-        await in_turn(grade, enumerate(units), min(self.batch_concurrency() or len(units), len(units)))
+        limit = self.batch_concurrency() or len(units)
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(units)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:   # a worker interrupted (or this batch cancelled) stops the others too
+            for w in workers:
+                w.cancel()
         if usage_errors:
             raise usage_errors[min(usage_errors)]
         return results

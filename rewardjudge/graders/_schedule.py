@@ -1,17 +1,15 @@
 """Scheduling by prompt group, the same for every door that hands samples to a grader:
 ``prompt_key`` says which prompt a sample answers, ``groups`` gathers each prompt's samples,
-``balanced_chunks`` splits a group too large into near-equal pieces, ``prompt_units`` does both;
-``in_turn`` works through units (or a stream of them) with a bounded number in flight."""
+``balanced_chunks`` splits a group too large into near-equal pieces, ``prompt_units`` does both."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Awaitable, Callable, Hashable, Iterable, Sequence, TypeVar
+from typing import Callable, Hashable, Sequence, TypeVar
 
 from ..thread import StringThread
 
-__all__ = ["balanced_chunks", "groups", "in_turn", "prompt_key", "prompt_units"]
+__all__ = ["balanced_chunks", "groups", "prompt_key", "prompt_units"]
 
 T = TypeVar("T")
 
@@ -55,21 +53,3 @@ def prompt_units(items: Sequence[T], thread_of: Callable[[T], StringThread], max
     most ``max_group`` (None: whole), in the order of each group's first item."""
     return [unit for group in groups(items, lambda item: prompt_key(thread_of(item)))
             for unit in balanced_chunks(group, max_group or len(group))]
-
-
-async def in_turn(work: Callable[[T], Awaitable[None]], items: Iterable[T], limit: int) -> None:
-    """``await work(item)`` for each of ``items``, at most ``limit`` at once: a few workers take the
-    items in turn (no task waits per item, so a large batch, or an endless stream read as it goes,
-    holds no more in flight than ``limit``). An exception ``work`` lets out stops the others too."""
-    todo = iter(items)
-
-    async def worker() -> None:
-        for item in todo:
-            await work(item)
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, limit))]
-    try:
-        await asyncio.gather(*workers)
-    finally:   # a worker interrupted (or the caller cancelled) stops the others too
-        for w in workers:
-            w.cancel()
