@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -10,7 +11,7 @@ import datasets
 import pytest
 
 from rewardjudge.errors import ConfigError, JudgeHTTPError
-from rewardjudge.evaluate import compare, evaluate_dataset, resolve_grader, summarize
+from rewardjudge.evaluate import aevaluate_dataset, compare, evaluate_dataset, resolve_grader, summarize
 from rewardjudge.evaluate._data import Columns, detect_columns, load_data
 from rewardjudge.evaluate._journal import Journal
 from rewardjudge.evaluate._report import bootstrap_ci, grade_label
@@ -250,6 +251,31 @@ def test_rerun_resumes_without_asking_the_judge_again(tmp_path):
     assert len(model.calls) == 7 and result.resumed == 5 and result.graded_now == 7
     assert result.dataset["grade_value"] == EXPECTED
     assert len(Journal(journal).load()) == 12
+
+
+async def test_a_cancelled_run_journals_the_rows_already_at_the_judge(tmp_path):
+    """A stop (the CLI's first Ctrl-C cancels the run) waits for the rows in flight: the judge's
+    answers to them reach the journal, so a resume does not ask for them again."""
+    out, release, at_judge = tmp_path / "run", asyncio.Event(), []
+
+    async def held(messages, params, schema):
+        at_judge.append(messages)
+        await release.wait()
+        return verdict(messages, params, schema)
+
+    run = asyncio.ensure_future(aevaluate_dataset(rows(), make_grader(ScriptedModel(held)), columns=COLS,
+                                                  output_dir=out, progress=False, concurrency=4))
+    for _ in range(500):
+        if len(at_judge) == 4:
+            break
+        await asyncio.sleep(0.01)
+    assert len(at_judge) == 4
+    run.cancel()
+    await asyncio.sleep(0.05)        # the cancellation lands while the four rows are at the judge
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert len(Journal(out / "journal.jsonl").load()) == 4
 
 
 def test_retry_unscored_grades_only_the_failed_rows(tmp_path):
