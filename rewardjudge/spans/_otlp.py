@@ -274,10 +274,14 @@ def message_attributes(span: Span) -> dict[str, Any]:
 
 def span_thread(span: Span) -> StringThread:
     """The conversation a GenAI span records (system, input, then output messages) as a thread;
-    metadata: resource and span attributes, the message attributes, ``trace_id``/``span_id``/``span_name``."""
+    metadata: resource and span attributes, the message attributes, ``trace_id``/``span_id``/``span_name``.
+    Messages nested too deep to read are a ``ConfigError`` (the span is unreadable)."""
     messages = message_attributes(span)
-    turns = (_system(messages.get(SYSTEM_INSTRUCTIONS)) + _messages(messages.get(INPUT_MESSAGES), "user")
-             + _messages(messages.get(OUTPUT_MESSAGES), "assistant"))
+    try:
+        turns = (_system(messages.get(SYSTEM_INSTRUCTIONS)) + _messages(messages.get(INPUT_MESSAGES), "user")
+                 + _messages(messages.get(OUTPUT_MESSAGES), "assistant"))
+    except RecursionError:   # one span's messages (a model's text read as JSON) must not sink its batch
+        raise ConfigError("its messages nest too deep to read") from None
     metadata = {**span.resource, **span.attributes, **messages, "trace_id": span.trace_id,
                 "span_id": span.span_id, "span_name": span.name}
     return StringThread(turns, metadata)
