@@ -152,3 +152,15 @@ def test_reasoning_content_and_tool_calls_are_not_the_reply():
     with pytest.raises(JudgeResponseError):
         _parse_chat_body(_body({"content": None, "tool_calls": [{"function": {"arguments": sealed}}]}),
                          0.1, structured=False)
+
+
+# -- 5. an OTLP/JSON file (one object, or a line of one per line) nested too deep raised
+# RecursionError out of read_otlp_file in place of the ConfigError naming the file and line
+@pytest.mark.parametrize("lines", [1, 2])
+def test_an_otlp_json_file_nested_too_deep_is_a_config_error(tmp_path, lines):
+    from rewardjudge.spans import read_otlp_file
+
+    path = tmp_path / "deep.json"
+    path.write_text("\n".join(["{}"] * (lines - 1) + ['{"a":' + "[" * 100_000 + "]" * 100_000 + "}"]) + "\n")
+    with pytest.raises(ConfigError, match="deep.json"):
+        list(read_otlp_file(path, format="json"))

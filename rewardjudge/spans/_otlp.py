@@ -127,7 +127,7 @@ def request_from_json(data: Any) -> Any:
     if isinstance(data, (bytes, bytearray, str)):
         try:
             data = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:   # nested too deep: unreadable, not a crash
             raise ConfigError(f"OTLP/JSON body is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"OTLP/JSON must be an object with resourceSpans, got {type(data).__name__}")
@@ -212,7 +212,7 @@ def _json_file(f: Any, path: str) -> Iterator[Span]:
         f.seek(0)
         try:
             data = json.loads(f.read())
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ConfigError(f"{path} is not OTLP/JSON (one object, or one object per line): {exc}") from None
         for item in data if isinstance(data, list) else [data]:
             yield from spans_of(request_from_json(item))
