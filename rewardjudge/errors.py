@@ -106,6 +106,13 @@ class JudgeOutage(JudgeError):
         super().__init__(message)
 
 
+class UnmaskedJudgeFailure(BaseException):
+    """A judge failure reached a trainer path that would turn it into a number (verl's compute_score outside
+    rewardjudge's manager); the message names the configuration that keeps it out of training. A
+    ``BaseException``, like ``SystemExit``: a trainer's ``except Exception`` fallback (verl's ``rate_limited``
+    manager makes any exception reward 0.0) cannot swallow it."""
+
+
 class OutputParserException(RewardJudgeError, ValueError):
     """Text could not be parsed into the expected model: ``reason`` says what failed, ``text`` is the input."""
 

@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import ConfigError, Grade, JudgeTimeoutError, ScorerGrader
+from rewardjudge.errors import UnmaskedJudgeFailure
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.rl import rewards_tensor, trl_reward_func, trl_reward_funcs, verl_compute_score
 from rewardjudge.serve import RewardServer
@@ -119,7 +120,7 @@ def test_verl_manager_marker_is_nan_whatever_unscored_value():
     compute_score = verl_compute_score(grader(), return_dict=False, unscored_value=0.0)
     try:
         assert math.isnan(compute_score("s", "slow", "4", {"question": "q"}, rewardjudge_manager=True))
-        with pytest.raises(ConfigError, match="not running under rewardjudge's verl manager"):
+        with pytest.raises(UnmaskedJudgeFailure, match="not running under rewardjudge's verl manager"):
             compute_score("s", "slow", "4", {"question": "q"})  # default: raise, not 0.0
         out = compute_score("s", "4", "4", {"question": "q"}, rewardjudge_manager=True)
         assert out == 1.0

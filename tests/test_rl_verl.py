@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import ConfigError, JudgeTimeoutError
+from rewardjudge.errors import UnmaskedJudgeFailure
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.rl import verl_compute_score
 from rewardjudge.testing import ScriptedModel
@@ -71,8 +72,9 @@ def test_malformed_solutions_are_penalized_by_phase(extra_info, mode, expected):
 def test_unscored_raises_outside_our_manager_with_the_config_that_works():
     grader, _ = make_grader()
     compute_score = verl_compute_score(grader)
-    with pytest.raises(ConfigError) as err:  # verl's naive manager + grpo would drop the step silently
+    with pytest.raises(UnmaskedJudgeFailure) as err:  # verl's naive manager + grpo would drop the step silently
         compute_score("src", '{"answer": "slow"}', "4", {})
+    assert not isinstance(err.value, Exception)  # no `except Exception` fallback makes it a reward
     assert "JudgeTimeoutError" in str(err.value)
     assert "reward.reward_manager.name=RewardJudgeManager" in str(err.value)
     assert "algorithm.adv_estimator=rewardjudge_grpo" in str(err.value)

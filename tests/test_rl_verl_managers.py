@@ -20,6 +20,7 @@ from verl.trainer.ppo import core_algos  # noqa: E402
 from verl.trainer.ppo.reward import load_reward_manager  # noqa: E402
 
 from rewardjudge import ConfigError  # noqa: E402
+from rewardjudge.errors import UnmaskedJudgeFailure  # noqa: E402
 from rewardjudge.rl import verl_compute_score  # noqa: E402
 from rewardjudge.rl.verl_manager import ESTIMATOR, EXTRA_KEYS  # noqa: E402
 
@@ -70,7 +71,7 @@ def config(path, fn, manager="naive", source="register", module=None):
                                       "module": {"path": module, "name": manager}},
                    "num_workers": 1, "reward_kwargs": {"max_resp_len": 64, "overlong_buffer_cfg": None},
                    "sandbox_fusion": None, "reward_model": {"enable": False}},
-        "data": {"max_response_length": 64}})
+        "data": {"max_response_length": 64}, "trainer": {"experiment_name": "test"}})
 
 
 def batch(tok, answers, truths, uids):
@@ -121,18 +122,32 @@ def test_our_manager_calls_both_forms_and_keeps_the_marker(tok, reward_file, fn)
 
 @pytest.mark.parametrize("manager, fn", [
     ("naive", "sync_score"), ("naive", "async_score"), ("dapo", "sync_score"), ("dapo", "async_score"),
+    ("gdpo", "sync_score"), ("gdpo", "async_score"),
 ])
 def test_verls_own_managers_fail_loudly_at_the_first_judge_failure(tok, reward_file, manager, fn):
     # verl's default (naive + grpo) would turn the group NaN and drop the step with one WARN
     mgr = load_reward_manager(config(reward_file, fn, manager), tok)
     outs = run_manager(mgr, batch(tok, ANSWERS[:2], TRUTHS[:2], UIDS[:2]))
     assert [o["reward_score"] for o in outs] == [1.0, 0.0]  # the judge's verdicts pass through
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(UnmaskedJudgeFailure) as err:
         run_manager(mgr, batch(tok, ["slow"], ["4"], ["a"]))
     message = str(err.value)
     assert "JudgeTimeoutError" in message  # why the judge failed
     assert "reward.reward_manager.module.path=pkg://rewardjudge.rl.verl_manager" in message
     assert "algorithm.adv_estimator=rewardjudge_grpo" in message
+
+
+@pytest.mark.parametrize("fn", ["sync_score", "async_score"])
+def test_verls_rate_limited_manager_is_refused_at_the_first_call(tok, reward_file, fn):
+    # rate_limited makes anything compute_score raises (and a call over reward.timeout) reward 0.0
+    mgr = load_reward_manager(config(reward_file, fn, "rate_limited"), tok)
+    for answers in (["4"], ["slow"]):  # a scored sample and a judge failure alike
+        with pytest.raises(UnmaskedJudgeFailure) as err:
+            run_manager(mgr, batch(tok, answers, ["4"], ["a"]))
+        message = str(err.value)
+        assert "rate_limited" in message and "reward 0.0" in message
+        assert "reward.reward_manager.name=RewardJudgeManager" in message
+        assert "algorithm.adv_estimator=rewardjudge_grpo" in message
 
 
 def test_verls_own_grpo_with_the_nan_marker_poisons_the_group():

@@ -1,15 +1,18 @@
 """verl_compute_score: any grader as a verl ``compute_score`` function (docs/training.md).
 
 An unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s manager (or
-``on_unscored="marker"``) and raises ``ConfigError`` anywhere else.
+``on_unscored="marker"``) and raises ``UnmaskedJudgeFailure`` anywhere else; under verl's ``rate_limited``
+manager, which makes anything a reward function raises (and any call over its timeout) reward 0.0, the
+first call raises it.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnmaskedJudgeFailure
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
 from ..thread import StringThread, message_turns
@@ -29,6 +32,25 @@ MANAGER_KWARG = "rewardjudge_manager"
 MANAGER_CONFIG = ("    reward.reward_manager.source=importlib reward.reward_manager.module.path="
                   "pkg://rewardjudge.rl.verl_manager reward.reward_manager.name=RewardJudgeManager\n"
                   "    algorithm.adv_estimator=rewardjudge_grpo")
+#: verl's reward manager that turns what compute_score raises, and a call over its timeout, into reward 0.0
+_SWALLOWING = ("verl.experimental.reward_loop.reward_manager.limited", "RateLimitedRewardManager")
+
+
+def _refuse_swallowing_manager(kwargs: Mapping[str, Any]) -> None:
+    """``UnmaskedJudgeFailure`` when this call comes from verl's ``rate_limited`` manager (found up the
+    calling frames: its ``_compute_reward``, or the lambda it runs in an executor thread)."""
+    if kwargs.get(MANAGER_KWARG):
+        return
+    manager = getattr(sys.modules.get(_SWALLOWING[0]), _SWALLOWING[1], None)
+    frame = sys._getframe(1) if manager is not None else None
+    while frame is not None:
+        if isinstance(frame.f_locals.get("self"), manager):
+            raise UnmaskedJudgeFailure(
+                "verl's rate_limited reward manager turns anything compute_score raises (a judge failure "
+                "included) and any call over reward.timeout into reward 0.0, so a judge failure would train as "
+                f"a real 0. Run it with:\n{MANAGER_CONFIG}\n(limit the judge's load with "
+                "judge_options={'max_concurrency': N}, the requests in flight)")
+        frame = frame.f_back
 
 
 def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: Any, solution_str: Any,
@@ -73,7 +95,7 @@ def _batch_threads(mode: str | None, prompt_keys: Sequence[str], data_sources: A
 
 def _result(grade: Grade, unscored_value: float, return_dict: bool, marker: bool) -> float | dict[str, float]:
     if grade.status == "unscored" and not marker:
-        raise ConfigError(
+        raise UnmaskedJudgeFailure(
             f"the judge failed on a sample ({grade.error or 'no reason given'}) and this compute_score is not "
             f"running under rewardjudge's verl manager, so nothing keeps the failure out of training (under "
             f"verl's `naive` manager and `grpo` a NaN turns the group's advantages NaN and verl drops the "
@@ -158,6 +180,7 @@ class VerlScore:
         return await self._grade(threads, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _refuse_swallowing_manager(kwargs)
         return self._runner.run((self.score_batch if self.batch else self.score_one)(*args, **kwargs))
 
     def coroutine_function(self) -> Callable[..., Any]:
@@ -165,6 +188,7 @@ class VerlScore:
         method = self.score_batch if self.batch else self.score_one
 
         async def compute_score(*args: Any, **kwargs: Any) -> Any:
+            _refuse_swallowing_manager(kwargs)
             return await method(*args, **kwargs)
 
         compute_score.__name__ = compute_score.__qualname__ = self.__name__
@@ -198,7 +222,8 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
     ``form``: ``"single"`` is ``compute_score(data_source, solution_str, ground_truth, extra_info=None,
     **kwargs)`` on a private loop, ``"async"`` a coroutine function, ``"batch"``/``"async_batch"`` the
     plural names. Each result is a dict of floats (or the score alone, ``return_dict=False``); an
-    unscored grade raises ``ConfigError`` unless under the verl manager or ``on_unscored="marker"``.
+    unscored grade raises ``UnmaskedJudgeFailure`` (a ``BaseException``: no ``except Exception`` in a
+    trainer makes it a number) unless under the verl manager or ``on_unscored="marker"``.
     A SPEC string ``grader`` (with ``judge=URL``, else the SPEC's own model) gives a picklable ``VerlScore``.
 
     >>> compute_score = verl_compute_score(grader)  # doctest: +SKIP
