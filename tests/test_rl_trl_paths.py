@@ -167,6 +167,22 @@ def test_attach_refuses_ungated_plain_functions_and_normalize_then_sum(tiny_poli
         reward.attach(trainer)
 
 
+def test_an_unattached_judge_is_attached_by_its_trainers_first_call(tiny_policy, tmp_path):
+    # no attach(): GRPOTrainer's first reward call attaches it (its log_metric is bound to the trainer),
+    # so the phase follows the trainer; an ungated function beside it is refused there
+    # (test_rl_trl.py::test_judge_failures_leave_the_baseline_with_several_reward_functions)
+    from trl import GRPOTrainer
+
+    model, tok = tiny_policy
+    funcs = trl_reward_funcs(grader_for(ScriptedModel(default=PASS)), [length_reward])
+    trainer = GRPOTrainer(model=model, reward_funcs=funcs, processing_class=tok, train_dataset=_dataset(4),
+                          args=_config(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # attached: no "not attached" warning
+        trainer.train()
+    assert funcs[0]._trainer is trainer
+
+
 def test_an_unattached_reward_warns_once_when_a_trainer_calls_it():
     reward = trl_reward_func(grader_for(ScriptedModel(default=PASS)))
     kw = dict(prompts=["q"], completions=["a"], reference=["r"])

@@ -229,7 +229,7 @@ class TRLRewardFunc(_DualCall):
                      log_metric: Callable[[str, float], None] | None = None,
                      log_extra: Callable[[str, list], None] | None = None, **columns: Any) -> list[float | None]:
         if trainer_state is not None:  # called by a trainer
-            self._first_trainer_call()
+            self._first_trainer_call(getattr(log_metric, "__self__", None))
             loop = asyncio.get_running_loop()
             if self._loop_thread._loop is not loop:  # a trainer's own loop
                 _close_on_exit(self, loop)
@@ -252,7 +252,12 @@ class TRLRewardFunc(_DualCall):
             log_extra(f"{key}/status", [g.status for g in grades])
             log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or "" for g in grades])
 
-    def _first_trainer_call(self) -> None:
+    def _first_trainer_call(self, trainer: Any) -> None:
+        """Attach to ``trainer`` (TRL's GRPOTrainer hands its reward functions ``log_metric`` bound to itself)
+        when it was not attached, with attach's refusals; warn once where no trainer can be found."""
+        funcs = getattr(trainer, "reward_funcs", None)
+        if self._trainer is None and isinstance(funcs, (list, tuple)) and any(f is self for f in funcs):
+            self.attach(trainer)
         if self._warned:
             return
         self._warned = True
