@@ -242,39 +242,38 @@ def _opening(text: str, at: int) -> int:
     return start if m is not None and m.end() == at else -1
 
 
-def _decode(decoder: json.JSONDecoder, text: str, start: int) -> "tuple[Any, int] | None":
-    try:
-        return decoder.raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return None
-
-
 def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, Any]], Any]) -> Decision:
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed. An object that does not decode, repeats a key, or does not end with
     ``seal_end`` holding the seal is a ``NoVerdict``: a verdict the reply holds but that cannot
     be read (policy text quoted in it without escaping may have broken it), never skipped for
     an earlier one."""
+    dup = None
     try:   # the strict decode succeeds on every object without a repeated key
-        got, dup = _decode(_STRICT, text, start), None
+        obj, end = _STRICT.raw_decode(text, start)
     except _Duplicate as found:
-        got, dup = _decode(_DECODER, text, start), found
-    if got is None or not isinstance(got[0], dict) or not _sealed_keys(got[0], seal):
+        dup = found
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            obj = None
+    except (ValueError, RecursionError):
+        obj = None
+    if type(obj) is not dict or not _sealed_keys(obj, seal):
         return NoVerdict("the sealed verdict is not one JSON object whose first field is "
                          f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal", kind="invalid")
     if dup is not None:
         return NoVerdict(f"the sealed verdict repeats the key {dup.args[0]!r}", kind="invalid")
-    obj, end = got
+    del obj[SEAL_FIELD], obj[SEAL_END_FIELD]   # a fresh dict: the fields between, in order
     try:
-        return Verdict(check({k: v for k, v in obj.items() if k not in SEAL_FIELDS}), start, end)
+        return Verdict(check(obj), start, end)
     except (ValueError, TypeError) as exc:
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
 
 
 def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
     """Whether ``obj``'s first and last fields are the seal fields holding ``seal``."""
-    keys = list(obj)
-    return len(keys) >= 2 and (keys[0], keys[-1]) == SEAL_FIELDS \
+    return len(obj) >= 2 and next(iter(obj)) == SEAL_FIELD and next(reversed(obj)) == SEAL_END_FIELD \
         and obj[SEAL_FIELD] == seal and obj[SEAL_END_FIELD] == seal
 
 
@@ -308,16 +307,34 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
     return None
 
 
-def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], placeholder: str = ""
-              ) -> "tuple[int, Decision] | None":
-    """A label verdict ``VERDICT <seal>: <label>`` around the seal at ``at`` (its ``value_at``:
-    where its value begins, after the colon, spaces and emphasis), with where its line starts. A
-    sealed line whose rest cannot be read (``FAIL, because ...``) is a ``NoVerdict`` at its place,
-    never skipped for an earlier sealed verdict (a draft the judge revised); only a copy of the
-    instruction's own line (its ``placeholder``) is no verdict at all."""
-    line_start = text.rfind("\n", 0, at) + 1
-    if not text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict"):
-        return None
+#: characters a seal's line is read back for the word ``VERDICT`` before it (a longer run of
+#: emphasis there: the whole line)
+_LOOK_BACK = 64
+_VERDICT_WORD = "verdict"
+
+
+def _verdict_line(text: str, at: int) -> int:
+    """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` right before the
+    seal (emphasis between allowed, case folded), else -1. ``casefold`` goes character by
+    character, so the word is decided by the last few characters before the seal: a bounded
+    look back, never a copy of the line."""
+    lo = max(0, at - _LOOK_BACK)
+    nl = text.rfind("\n", lo, at)
+    head = text[lo if nl < 0 else nl + 1:at].rstrip(EMPHASIS)
+    if nl < 0 < lo and len(head) < len(_VERDICT_WORD):   # all emphasis so far: the whole line
+        head = text[text.rfind("\n", 0, at) + 1:at].rstrip(EMPHASIS)
+    if not head[-len(_VERDICT_WORD):].casefold().endswith(_VERDICT_WORD):
+        return -1
+    return nl + 1 if nl >= 0 else text.rfind("\n", 0, at) + 1
+
+
+def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
+              placeholder: str = "") -> "Decision | None":
+    """The label verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from
+    ``line_start`` (its ``value_at``: where its value begins, after the colon, spaces and
+    emphasis). A sealed line whose rest cannot be read (``FAIL, because ...``) is a ``NoVerdict``
+    at its place, never skipped for an earlier sealed verdict (a draft the judge revised); only a
+    copy of the instruction's own line (its ``placeholder``) is no verdict at all."""
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
     rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
@@ -327,10 +344,10 @@ def _label_at(text: str, at: int, seal: str, read_line: Callable[[str], Any], pl
     if value is None:
         if placeholder and unwrap(rest[1:]) == unwrap(placeholder):
             return None   # the seal instruction's example line, echoed
-        return line_start, NoVerdict(
+        return NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest[1:])[:80]!r}",
             kind="invalid")
-    return line_start, Verdict(value, line_start, line_end, (), line_end - len(rest[1:].lstrip(EMPHASIS)))
+    return Verdict(value, line_start, line_end, (), line_end - len(rest[1:].lstrip(EMPHASIS)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -338,16 +355,6 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
     """Reads the rest of a sealed line as exactly one of ``labels`` (case folded, ``unwrap``-ped)."""
     canon = {lab.casefold(): lab for lab in labels}
     return lambda rest: canon.get(unwrap(rest).casefold())
-
-
-def _sealed_at(text: str, at: int, seal: str, check: "Callable[[dict[str, Any]], Any] | None",
-               read_line: "Callable[[str], Any] | None", placeholder: str = "") -> "tuple[int, Decision] | None":
-    """The verdict sealed by the seal at ``at`` (the first field of a JSON object, or a
-    ``VERDICT <seal>:`` line), with where it starts; None when that seal seals none."""
-    start = -1 if check is None else _opening(text, at)
-    if start >= 0:
-        return start, _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
-    return None if read_line is None else _label_at(text, at, seal, read_line, placeholder)
 
 
 def _in_order(found: "list[tuple[int, Decision]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
@@ -371,14 +378,24 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text)
-    found: dict[int, Decision] = {}   # by start: one verdict seen from two seals is one
+    # by start: one verdict seen from two seals is one, read from the first of them
+    found: dict[int, Decision] = {}
     for at in _occurrences(text, seal):
-        hit = _sealed_at(text, at, seal, check, read_line, placeholder)
-        if hit is not None:
-            found.setdefault(*hit)
+        start = -1 if check is None else _opening(text, at)
+        if start >= 0:   # the seal opens a JSON object
+            if start not in found:
+                found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
+        elif read_line is not None:   # or it may stand on a VERDICT line
+            start = _verdict_line(text, at)
+            if start >= 0 and start not in found:
+                decision = _label_at(text, at, start, seal, read_line, placeholder)
+                if decision is not None:
+                    found[start] = decision
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
+    if len(found) == 1:
+        return next(iter(found.values()))
     return _in_order(list(found.items()), same)
 
 
