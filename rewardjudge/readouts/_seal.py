@@ -169,15 +169,15 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
 
 
 # the reply
-_DRAFT_OPEN = re.compile(r"<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
+#: a draft's opening tag after leading whitespace (``\s`` is ``str.isspace``, as ``str.lstrip``)
+_DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
 def blank_drafts(text: str) -> str:
     """``text`` with a leading ``<think>``/``<thinking>`` draft (an unclosed one
     runs to the end) replaced by spaces, so offsets hold; a verdict inside it is
     never read. A tag elsewhere is text (maybe the policy's) and hides nothing."""
-    lead = len(text) - len(text.lstrip())
-    m = _DRAFT_OPEN.match(text, lead)
+    m = _DRAFT_OPEN.match(text)
     if m is None:
         return text
     close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
@@ -228,11 +228,15 @@ _WS = re.compile(r"[ \t\r\n]*")
 _OPENING = re.compile(r'\{%s"%s"%s:%s"' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
+#: the opening as most judges and ``json.dumps`` write it
+_OPENING_USUAL = '{"%s": "' % SEAL_FIELD
 
 
 def _opening(text: str, at: int) -> int:
     """The offset of the ``{`` of the object whose first field is the seal at ``at``
     (``{"seal": "<seal>``), or -1: a bounded look back, never a scan of the reply."""
+    if text.endswith(_OPENING_USUAL, 0, at):   # no other ``{`` can open it
+        return at - len(_OPENING_USUAL)
     if at < 2 or text[at - 1] != '"':
         return -1
     start = text.rfind("{", max(0, at - _OPENING_MAX), at)
@@ -318,6 +322,9 @@ def _verdict_line(text: str, at: int) -> int:
     seal (emphasis between allowed, case folded), else -1. ``casefold`` goes character by
     character, so the word is decided by the last few characters before the seal: a bounded
     look back, never a copy of the line."""
+    last = text[at - 1:at]
+    if last not in EMPHASIS and not last.casefold().endswith("t"):   # the usual seal: not after the word
+        return -1
     lo = max(0, at - _LOOK_BACK)
     nl = text.rfind("\n", lo, at)
     head = text[lo if nl < 0 else nl + 1:at].rstrip(EMPHASIS)
