@@ -202,7 +202,8 @@ def made_verdicts(decision: Decision, text: str,
     verdict, stripped)``; ValueError makes it a ``NoVerdict``; any other decision as it is."""
     if not isinstance(decision, Verdict):
         return decision
-    if all(isinstance(v, tuple) for v in (decision.value, *decision.others)):
+    others = decision.others
+    if isinstance(decision.value, tuple) and (not others or all(isinstance(v, tuple) for v in others)):
         return decision   # every value a checked JSON verdict: nothing to make
     before = text[:decision.start].strip()
     try:
