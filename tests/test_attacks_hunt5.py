@@ -106,6 +106,24 @@ def test_the_reader_takes_an_unreadable_last_sealed_line_as_the_reading():
     assert got.ok and got.value == "FAIL" and got.others == (), got
 
 
+
+@pytest.mark.parametrize("key", [b"k" * 16, b"k" * 64, b"k" * 65, b"z" * 200, "a text key of 16+ bytes"])
+def test_the_seal_is_hmac_sha256_of_every_message_framed(key):
+    # the seal is computed from pad states hashed once per Sealer: it stays HMAC-SHA256 itself,
+    # with and without a remembered long first message
+    import hmac
+
+    from rewardjudge.readouts._seal import SEAL_HEX, _frame
+
+    raw = key.encode() if isinstance(key, str) else key
+    sealer = Sealer(key)
+    for messages in ([{"role": "user", "content": "x"}],
+                     [{"role": "system", "content": "s" * 300}, {"role": "user", "content": "y"}],
+                     [{"role": "system", "content": "s" * 300}, {"role": "user", "content": [{"type": "text"}]}],
+                     [{"candidate-ids": {"round": 1}}]):
+        want = hmac.new(raw, b"".join(_frame(m) for m in messages), "sha256").hexdigest()[:SEAL_HEX]
+        assert sealer.value(messages) == sealer.value(messages) == want
+
 # -- 2. a scorer shows the judge only the completion fields it binds -------------------------
 # The content-free screen read the completion's whole text: a master key or an empty answer in
 # the bound field, beside any other field ('{"answer": "Thought process:", "id": 7}'), passed it

@@ -56,7 +56,8 @@ _PREFIXES = 16
 def _frame(m: Mapping[str, Any]) -> bytes:
     """One message as the seal hashes it: its length, its kind, its role and content."""
     content = m.get("content")
-    rest = {k: v for k, v in m.items() if k not in ("role", "content")}
+    rest = {} if len(m) == 2 and "role" in m and "content" in m else \
+        {k: v for k, v in m.items() if k not in ("role", "content")}
     if isinstance(content, str) and not rest:
         part, tag = content, b"s"
     else:
@@ -311,28 +312,16 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
     return None
 
 
-#: characters a seal's line is read back for the word ``VERDICT`` before it (a longer run of
-#: emphasis there: the whole line)
-_LOOK_BACK = 64
-_VERDICT_WORD = "verdict"
-
-
 def _verdict_line(text: str, at: int) -> int:
     """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` right before the
     seal (emphasis between allowed, case folded), else -1. ``casefold`` goes character by
-    character, so the word is decided by the last few characters before the seal: a bounded
-    look back, never a copy of the line."""
+    character: a seal after a character that is no emphasis and folds to no final ``t`` (the
+    closing quote of a JSON field) is rejected at once, without a look at its line."""
     last = text[at - 1:at]
-    if last not in EMPHASIS and not last.casefold().endswith("t"):   # the usual seal: not after the word
+    if last not in EMPHASIS and not last.casefold().endswith("t"):
         return -1
-    lo = max(0, at - _LOOK_BACK)
-    nl = text.rfind("\n", lo, at)
-    head = text[lo if nl < 0 else nl + 1:at].rstrip(EMPHASIS)
-    if nl < 0 < lo and len(head) < len(_VERDICT_WORD):   # all emphasis so far: the whole line
-        head = text[text.rfind("\n", 0, at) + 1:at].rstrip(EMPHASIS)
-    if not head[-len(_VERDICT_WORD):].casefold().endswith(_VERDICT_WORD):
-        return -1
-    return nl + 1 if nl >= 0 else text.rfind("\n", 0, at) + 1
+    line_start = text.rfind("\n", 0, at) + 1
+    return line_start if text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict") else -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
