@@ -28,6 +28,11 @@ class LoopThread:
         self._lock = threading.Lock()
         _LIVE.add(self)
 
+    @property
+    def loop(self) -> "asyncio.AbstractEventLoop | None":
+        """The loop calls run on: None before the first ``run`` and after ``close``."""
+        return self._loop
+
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._thread is None or not self._thread.is_alive():

@@ -231,7 +231,7 @@ class TRLRewardFunc(_DualCall):
         if trainer_state is not None:  # called by a trainer
             self._first_trainer_call(getattr(log_metric, "__self__", None))
             loop = asyncio.get_running_loop()
-            if self._loop_thread._loop is not loop:  # a trainer's own loop
+            if self._loop_thread.loop is not loop:  # a trainer's own loop
                 _close_on_exit(self, loop)
         grades = await self.grades_for(prompts, completions, **columns)
         self.last_grades = grades

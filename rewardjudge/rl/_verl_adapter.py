@@ -197,7 +197,7 @@ class VerlScore:
 
     def close(self) -> None:
         """Close the loop thread, and the judge client of a grader built from a SPEC (built again next call)."""
-        if self._runner._loop is None:  # no call ran on it (or it is closed already)
+        if self._runner.loop is None:  # no call ran on it (or it is closed already)
             return
         built = None if isinstance(self.spec, Grader) else self._grader
         aclose = getattr(getattr(built, "model", None), "aclose", None)
