@@ -4,6 +4,7 @@ values read from JSON. Light: pydantic is imported where ``validated`` runs."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,10 @@ def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
 
     def problem(name: str) -> str:
         field = options.model_fields.get(name)
+        if field is None and name in values:   # a misspelt or foreign option
+            near = difflib.get_close_matches(name, list(options.model_fields), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            return f"{name!r} is not an option here{hint}; the options are the fields of {options.__name__}"
         rule = field.description if field is not None and field.description else "is invalid"
         return f"{name} {rule}, got {values.get(name)!r}"
 

@@ -624,7 +624,9 @@ def test_unseeded_grader_pickles_for_trainers_that_ship_reward_functions():
 
     g = CandidateJudgeGrader("c", OpenAIModel("http://127.0.0.1:9/v1", "judge"))
     copy = pickle.loads(pickle.dumps(g))
-    assert copy.version == g.version and copy.options == g.options
+    # the options hold the judge too: a copy of it, equal in what it was given
+    assert copy.version == g.version and copy.options.model.options == g.options.model.options
+    assert copy.options.model_dump(exclude={"model"}) == g.options.model_dump(exclude={"model"})
     assert isinstance(copy._rng.getrandbits(32), int)
 
 

@@ -79,3 +79,19 @@ async def test_usage_error_is_raised_after_every_other_sample(limit):
     with pytest.raises(ConfigError, match="bad sample"):
         await g.grade_batch(samples)
     assert g._in_progress == 0 and g._peak >= 1
+
+
+def test_an_unknown_option_is_a_config_error_naming_the_nearest_option():
+    # options beyond the seed's arguments are the fields of one pydantic model per family
+    from rewardjudge import CandidateJudgeGrader, OpenAIModel, TemplatedPromptJudgeGrader
+    from rewardjudge.graders import CandidateOptions, TemplatedOptions
+
+    judge = OpenAIModel("http://127.0.0.1:9/v1", "judge")
+    with pytest.raises(ConfigError, match=r"'temprature' is not an option.*'temperature'.*TemplatedOptions"):
+        TemplatedPromptJudgeGrader("k", judge, "s", "u", temprature=0.1)
+    with pytest.raises(ConfigError, match=r"'batchsize' is not an option.*'batch_size'.*CandidateOptions"):
+        CandidateJudgeGrader("k", judge, batchsize=4)
+    g = TemplatedPromptJudgeGrader("k", judge, "s", "u", reply_retries=3, train_penalty=-2)
+    assert isinstance(g.options, TemplatedOptions) and g.options.reply_retries == g.reply_retries == 3
+    assert g.train_penalty == -2.0 and isinstance(g.train_penalty, float)
+    assert "batch_size" in CandidateOptions.model_fields

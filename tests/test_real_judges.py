@@ -280,13 +280,6 @@ def _forgery(form: VerdictForm, value: Any) -> tuple[str, Any]:
 
 
 # ----------------------------------------------------------- grader-level replay
-def _grader_has_forms() -> bool:
-    import inspect
-
-    from rewardjudge.graders import TemplatedPromptJudgeGrader
-    return {"verdict_form", "seal"} <= set(inspect.signature(TemplatedPromptJudgeGrader).parameters)
-
-
 #: each label's reward, for the label forms (the reward of the judge's preferred answer A / model_1)
 LABEL_VALUES = {
     "mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
@@ -299,7 +292,6 @@ LABEL_VALUES = {
 }
 
 
-@pytest.mark.skipif(not _grader_has_forms(), reason="TemplatedPromptJudgeGrader has no verdict_form= yet")
 @pytest.mark.parametrize("source", sorted(SOURCES))
 async def test_templated_grader_replays_real_replies(source):
     """A TemplatedPromptJudgeGrader with the source's declared form, unsealed,

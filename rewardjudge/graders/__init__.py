@@ -1,10 +1,14 @@
-"""Graders: turn a sample into a Grade."""
+"""Graders: turn a sample into a Grade. Each family's keyword options are the fields
+of its options model (``TemplatedOptions``, ``CandidateOptions``, ``ProbabilityOptions``;
+``GraderOptions`` for every grader)."""
 
 from ._base import Grader
 from ._candidate_judge import CandidateJudgeGrader
+from ._options import CandidateOptions, GraderOptions, ProbabilityOptions, TemplatedOptions
 from ._outputs import BinaryJudgeOutput, GradedJudgeOutput, JudgeOutput
 from ._probability_judge import ProbabilityJudgeGrader
 from .templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
 
-__all__ = ["BinaryJudgeOutput", "CandidateJudgeGrader", "GradedJudgeOutput", "Grader", "JudgeOutput",
-           "ProbabilityJudgeGrader", "ScorerGrader", "TemplatedPromptJudgeGrader"]
+__all__ = ["BinaryJudgeOutput", "CandidateJudgeGrader", "CandidateOptions", "GradedJudgeOutput", "Grader",
+           "GraderOptions", "JudgeOutput", "ProbabilityJudgeGrader", "ProbabilityOptions", "ScorerGrader",
+           "TemplatedOptions", "TemplatedPromptJudgeGrader"]

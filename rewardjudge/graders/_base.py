@@ -101,30 +101,25 @@ class Grader(abc.ABC):
     #: completions longer than this many characters are penalized unread
     max_completion_chars: int = 262_144
 
-    def __init__(self, grader_key: str, *, mode: Mode | None = None, train_penalty: float = -1.0,
-                 eval_penalty: float = 0.0, reject_content_free: bool | None = None,
-                 max_completion_chars: int | None = None):
-        opts = validated(GraderOptions, grader_key=grader_key, mode=mode, train_penalty=train_penalty,
-                         eval_penalty=eval_penalty, reject_content_free=reject_content_free,
-                         **({} if max_completion_chars is None
-                            else {"max_completion_chars": max_completion_chars}))
-        self.grader_key = opts.grader_key
-        self.mode = opts.mode
-        self.train_penalty = float(opts.train_penalty)
-        self.eval_penalty = float(opts.eval_penalty)
-        if opts.reject_content_free is not None:
-            self.reject_content_free = opts.reject_content_free
-        if max_completion_chars is not None:
-            self.max_completion_chars = opts.max_completion_chars
+    def __init__(self, grader_key: str, **options: Any):
+        """``options``: the fields of ``GraderOptions`` (``mode``, ``train_penalty``,
+        ``eval_penalty``, ``reject_content_free``, ``max_completion_chars``)."""
+        self.take_options(validated(GraderOptions, grader_key=grader_key, **options))
 
     #: the pydantic model a completion is parsed into before any judge call (None: text)
     completion_model: type[BaseModel] | None = None
 
-    def bind_judge(self, model: Any, completion_model: Any = None) -> None:
-        """Set ``model`` (the judge) and ``completion_model``, validated."""
-        opts = validated(JudgeBinding, model=model, completion_model=completion_model)
-        self.model = opts.model
-        self.completion_model = opts.completion_model
+    def take_options(self, opts: GraderOptions) -> None:
+        """Set the options every grader shares from ``opts`` (a family's options model,
+        validated), and the judge and ``completion_model`` where it binds one."""
+        self.grader_key, self.mode = opts.grader_key, opts.mode
+        self.train_penalty, self.eval_penalty = opts.train_penalty, opts.eval_penalty
+        if opts.reject_content_free is not None:
+            self.reject_content_free = opts.reject_content_free
+        if opts.max_completion_chars is not None:
+            self.max_completion_chars = opts.max_completion_chars
+        if isinstance(opts, JudgeBinding):
+            self.model, self.completion_model = opts.model, opts.completion_model
 
     async def grade(self, sample: StringThread) -> Grade:
         """Grade one sample: a group of one (``grade_group``)."""

@@ -9,18 +9,17 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from pydantic import BaseModel
 
 from ..errors import ConfigError, JudgeHTTPError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
-from ..scales import Scale
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ._options import CandidateOptions, validated
-from ._base import Grader, JudgeAnswer, Mode, log, text_size
+from ._base import Grader, JudgeAnswer, log, text_size
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
 from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, new_candidate_ids,
@@ -28,7 +27,6 @@ from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, n
 from ..readouts._decision import NoVerdict, Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ._expected_value import expected_grade
 
 #: an image a vision judge is sent: an http(s) URL or a data:image URL, no whitespace or control
@@ -79,7 +77,7 @@ class CandidateJudgeGrader(Grader):
     reason; a request that grades none of its candidates (cut off, HTTP 400/413, no sealed grade)
     is split down to single candidates whatever ``max_rounds`` says.
 
-    Arguments: ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
+    Options (the fields of ``CandidateOptions``): ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
     built-in ``CandidateJudgeGrader`` prompts; ``""``: no system message), which see ``query``,
     ``query_text``, ``candidates`` (``{id, title, fields, image?}``), the scale's variables, the
     evaluation's, the thread vocabulary and ``template_variables``, and must show every
@@ -87,48 +85,31 @@ class CandidateJudgeGrader(Grader):
     ``include_images``; ``max_rounds``; ``shuffle`` / ``seed``; ``temperature``, ``top_p``,
     ``max_tokens_per_candidate``; ``protected_tags``; ``seal_key`` (default the judge's, else
     ``REWARDJUDGE_SEAL_KEY``, else random per process); ``expected_value`` /
-    ``expected_value_floor``; the penalty settings of ``Grader``.
+    ``expected_value_floor``; ``engine``, ``strict_templates``; the penalty settings of ``Grader``.
 
     A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra`` holds
     ``scale``, ``rounds``, ``failures``, ``requests`` (``round``, ``seed``, ``order``, ``ids``),
     and when scored ``grade``, ``candidate_id``, ``position``, ``order``, ``shuffle_seed``.
     """
 
-    def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
-                 batch_size: int = 8, template: str | None = None, system_template: str | None = None,
-                 completion_model: type[BaseModel] | None = None, title_field: str | None = None,
-                 image_field: str | None = None, include_images: bool = False, evaluation_name: str = "",
-                 evaluation_description: str = "", max_rounds: int = 3, shuffle: bool = True,
-                 seed: int | None = None, temperature: float | None = 0.0, top_p: float | None = None,
-                 max_tokens_per_candidate: int | None = 256, template_variables: Mapping[str, Any] | None = None,
-                 protected_tags: Sequence[str] = (), strict_templates: bool = True,
-                 engine: str = "handlebars", seal_key: "bytes | str | None" = None,
-                 expected_value: bool = False, expected_value_floor: float = EXPECTED_VALUE_FLOOR,
-                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0):
-        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty)
-        self.bind_judge(model, completion_model)
-        opts = self.options = validated(
-            CandidateOptions, scale=scale, expected_value=expected_value, batch_size=batch_size,
-            max_rounds=max_rounds, include_images=include_images, expected_value_floor=expected_value_floor,
-            completion_model=completion_model, title_field=title_field, image_field=image_field,
-            temperature=temperature, top_p=top_p, seed=seed, max_tokens_per_candidate=max_tokens_per_candidate,
-            shuffle=shuffle, evaluation_name=evaluation_name, evaluation_description=evaluation_description,
-            template_variables=template_variables)
+    def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
+        opts = self.options = validated(CandidateOptions, grader_key=grader_key, model=model, **options)
+        self.take_options(opts)
         for name in _OPTION_NAMES:
             setattr(self, name, getattr(opts, name))
-        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
-        self._rng = random.Random(seed)   # every request's shuffle seed, from one stream
+        self._sealer = Sealer(opts.seal_key if opts.seal_key is not None else getattr(self.model, "seal_key", None))
+        self._rng = random.Random(opts.seed)   # every request's shuffle seed, from one stream
         user_src = (prompt_source("CandidateJudgeGrader", "user", multimodal=self.include_images)
-                    if template is None else template)
-        system_src = (prompt_source("CandidateJudgeGrader", "system") if system_template is None
-                      else system_template)
-        self.prompt = JudgePrompt(system_src, user_src, engine=engine, strict=strict_templates,
+                    if opts.template is None else opts.template)
+        system_src = (prompt_source("CandidateJudgeGrader", "system") if opts.system_template is None
+                      else opts.system_template)
+        self.prompt = JudgePrompt(system_src, user_src, engine=opts.engine, strict=opts.strict_templates,
                                   strip=True, names=("system_template", "template"))
         # a template that does not describe the sealed grade form gets it said last
         self._protocol_note = None if "<grade id=" in system_src + user_src else _PROTOCOL_NOTE
         # candidate text may not open or close the templates' own delimiters either
         self.protected_tags = tuple(dict.fromkeys(
-            [t.casefold() for t in protected_tags]
+            [t.casefold() for t in opts.protected_tags]
             + [t for t in self.prompt.tags if t not in PROTOCOL_TAGS]))
         self._check_templates()
 

@@ -1,6 +1,8 @@
-"""Grader options validated once, by pydantic: a bad value is a ConfigError
-naming the argument and the value given (or a check's own message), raised
-at construction. Each family keeps its validated options as ``options``."""
+"""Grader options: one pydantic model per family, the one place each option is
+named, defaulted and checked. A constructor takes the seed's arguments and
+``**options``, the fields of its family's model; a bad value is a ConfigError
+naming the option and the value given (or a check's own message), raised at
+construction. Each grader keeps its validated options as ``options``."""
 
 from __future__ import annotations
 
@@ -47,16 +49,17 @@ ScaleOption = Annotated[Any, BeforeValidator(Scale.get)]
 
 
 class GraderOptions(BaseModel):
-    """What every grader takes: its key, penalty mode and penalties, guards."""
+    """What every grader takes: its key, penalty mode and penalties, guards
+    (None: the grader class's own default)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     grader_key: str = Field(min_length=1, description="must be a non-empty str")
     mode: Optional[Literal["train", "eval"]] = Field(None, description="must be 'train', 'eval' or None")
-    train_penalty: Number = Field(-1.0, description="must be a finite number (a reward)")
-    eval_penalty: Number = Field(0.0, description="must be a finite number (a reward)")
+    train_penalty: Real = Field(-1.0, description="must be a finite number (a reward)")
+    eval_penalty: Real = Field(0.0, description="must be a finite number (a reward)")
     reject_content_free: Optional[StrictBool] = Field(None, description="must be True, False or None")
-    max_completion_chars: StrictInt = Field(262_144, ge=1, description="must be an int >= 1")
+    max_completion_chars: Optional[StrictInt] = Field(None, ge=1, description="must be an int >= 1 (or None)")
 
 
 class JudgeBinding(BaseModel):
@@ -68,6 +71,24 @@ class JudgeBinding(BaseModel):
     model: InferenceModel = Field(description="must be an InferenceModel (a spawned or remote judge)")
     completion_model: Optional[type[BaseModel]] = Field(
         None, description="must be a pydantic BaseModel subclass (or None)")
+
+
+class PromptOptions(BaseModel):
+    """How a family's templates are compiled."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    #: "handlebars" or "jinja2" (checked by the template)
+    engine: Any = "handlebars"
+    #: a template reading a variable the context lacks fails at construction (False: renders empty)
+    strict_templates: Flag = True
+
+
+class SealOptions(PromptOptions):
+    """A sealing family's templates, and the key of its seals."""
+
+    #: bytes or text of 16 bytes or more (None: the judge's, else REWARDJUDGE_SEAL_KEY, else random per process)
+    seal_key: Any = None
 
 
 class Sampling(BaseModel):
@@ -88,9 +109,10 @@ class JudgeOptions(Sampling):
     reply_retries: StrictInt = Field(1, ge=0, le=20, description="must be >= 0 and <= 20 (an int)")
 
 
-class TemplatedOptions(JudgeOptions):
-    """The templated judge's settings: ``max_tokens="fit"`` becomes the fitted budget, a
-    ``verdict_form`` turns ``structured`` off and is checked into ``form``."""
+class TemplatedOptions(JudgeOptions, SealOptions, JudgeBinding, GraderOptions):
+    """The templated judge's options: ``max_tokens="fit"`` becomes the fitted budget, a
+    ``verdict_form`` (with ``label_values`` or ``score_bounds``) turns ``structured``
+    off and is checked into ``form``; ``expected_value`` weighs a one-token score."""
 
     output_model: Any = None
     max_tokens: Optional[Literal["fit"] | Annotated[StrictInt, Field(ge=1)]] = Field(
@@ -161,15 +183,18 @@ def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[Verdi
     return form, {k: float(v) for k, v in values.items()}
 
 
-class CandidateOptions(Sampling):
-    """The candidate (group) judge's settings, checked together."""
+class CandidateOptions(Sampling, SealOptions, JudgeBinding, GraderOptions):
+    """The candidate (group) judge's options, checked together: its own ``template`` and
+    ``system_template`` (None: the shipped ones), tags candidate text may not write."""
 
-    scale: ScaleOption = "graded"
+    template: Any = None
+    system_template: Any = None
+    protected_tags: tuple[StrictStr, ...] = Field((), description="must be a sequence of tag names")
+    scale: ScaleOption = Field("graded", validate_default=True)
     batch_size: StrictInt = Field(8, ge=1, description="must be an int >= 1")
     max_rounds: StrictInt = Field(3, ge=1, description="must be an int >= 1 (1 = no re-asks)")
     max_tokens_per_candidate: Optional[StrictInt] = Field(256, ge=1,
                                                           description="must be an int >= 1 (or None)")
-    completion_model: Any = None
     title_field: Optional[str] = None
     image_field: Optional[str] = None
     include_images: StrictBool = Field(False, description="must be True or False")
@@ -200,14 +225,14 @@ class CandidateOptions(Sampling):
         return self
 
 
-class ProbabilityOptions(BaseModel):
-    """The probability judge's settings, checked together (``"auto"`` prefix: ``AUTO_PREFIX``)."""
+class ProbabilityOptions(PromptOptions, JudgeBinding, GraderOptions):
+    """The probability judge's options, checked together (``"auto"`` prefix: ``AUTO_PREFIX``;
+    ``question_template``: a typed question; ``tokens``: named answer tokens and their rewards)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    model: Any = None
-    completion_model: Any = None
-    scale: ScaleOption = "graded"
+    system_template: Any = None
+    user_template: Any = None
+    question_template: Any = None
+    scale: ScaleOption = Field("graded", validate_default=True)
     value: Literal["expected", "most_likely"] = Field("expected",
                                                       description="must be 'expected' or 'most_likely'")
     min_valid_mass: Real = Field(0.5, ge=0.0, le=1.0, description="must be a number in [0, 1]")

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel, TokenDistribution
-from ..scales import SCALES, Scale
+from ..scales import SCALES
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions, validated
-from ._base import Grader, JudgeFailure, Mode, text_size
+from ._base import Grader, JudgeFailure, text_size
 from ._prompt import JudgePrompt
 from ..readouts._distribution import read_distribution
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
@@ -35,12 +35,12 @@ class ProbabilityJudgeGrader(Grader):
     >>> g.value, g.distribution, g.extra["confidence"]            # doctest: +SKIP
     (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
 
-    Arguments: ``scale`` (grades single digits), ``question_template`` (a typed-question
+    Options (the fields of ``ProbabilityOptions``): ``scale`` (grades single digits), ``question_template`` (a typed-question
     template; default the built-in ``ProbabilityJudgeGrader/question``, for a typed-question
     provider ``ProbabilityJudgeGrader/search_relevance_question``), ``evaluation_name`` /
     ``evaluation_description``, ``template_variables``, ``system_template`` /
     ``user_template`` (they see the thread vocabulary, ``question``, ``criteria``,
-    ``content``, the scale's and the evaluation's variables), ``engine``, ``answer_prefix``
+    ``content``, the scale's and the evaluation's variables), ``engine``, ``strict_templates``, ``answer_prefix``
     (the grade is read right after it; ``"auto"``: ``"Grade: "``), ``value`` (``"expected"``
     or ``"most_likely"``), ``min_valid_mass`` (below it: unscored), ``completion_model``,
     ``title_field`` (sent as ``result.title`` to a typed-question provider), ``tokens`` (named
@@ -52,27 +52,10 @@ class ProbabilityJudgeGrader(Grader):
     ``most_likely_grade``, ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
     """
 
-    def __init__(self, grader_key: str, model: InferenceModel, *, scale: str | Scale = "graded",
-                 question_template: str | None = None, evaluation_name: str = "",
-                 evaluation_description: str = "",
-                 template_variables: Mapping[str, Any] | None = None,
-                 system_template: str | None = None, user_template: str | None = None,
-                 answer_prefix: str | None = "auto", value: ValueMode = "expected",
-                 min_valid_mass: float = 0.5, completion_model: type[BaseModel] | None = None,
-                 title_field: str | None = None, tokens: Mapping[str, float] | None = None,
-                 engine: str = "handlebars",
-                 seed: int | None = None, mode: Mode | None = None, train_penalty: float = -1.0,
-                 eval_penalty: float = 0.0, reject_content_free: bool | None = None,
-                 max_completion_chars: int | None = None):
-        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
-                         reject_content_free=reject_content_free,
-                         max_completion_chars=max_completion_chars)
-        self.bind_judge(model, completion_model)
-        opts = self.options = validated(
-            ProbabilityOptions, model=self.model, completion_model=completion_model, scale=scale, value=value,
-            min_valid_mass=min_valid_mass, seed=seed, answer_prefix=answer_prefix, title_field=title_field,
-            evaluation_name=evaluation_name, evaluation_description=evaluation_description,
-            template_variables=template_variables, tokens=tokens)
+    def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
+        opts = self.options = validated(ProbabilityOptions, grader_key=grader_key, model=model, **options)
+        self.take_options(opts)
+        system_template, user_template = opts.system_template, opts.user_template
         if opts.tokens is not None and (system_template is None or user_template is None):
             raise ConfigError("tokens= names the judge's answer tokens: pass the system_template and "
                               "user_template that ask for one of them (the built-in prompt asks for a grade digit)")
@@ -83,12 +66,13 @@ class ProbabilityJudgeGrader(Grader):
         self.template_variables = opts.template_variables
         self.evaluation_name, self.evaluation_description = opts.evaluation_name, opts.evaluation_description
         #: the question of this run, rendered once
-        self.question: Question = self._question(question_template)
+        self.question: Question = self._question(opts.question_template)
         self.prompt = JudgePrompt(
             system_template if system_template is not None
             else prompt_source("ProbabilityJudgeGrader", "system"),
             user_template if user_template is not None
-            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=self.answer_prefix, engine=engine)
+            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=self.answer_prefix, engine=opts.engine,
+            strict=opts.strict_templates)
         self.choices = list(self.tokens) if self.tokens else [str(g) for g in self.scale.grades]
         self.params = GenerationParams(seed=opts.seed)
         self._base_context = {

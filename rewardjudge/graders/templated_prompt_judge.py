@@ -9,7 +9,7 @@ import functools
 import json
 import logging
 from functools import partial
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -55,14 +55,15 @@ class TemplatedPromptJudgeGrader(Grader):
     ...     output_model=BinaryJudgeOutput, temperature=0.0)
     >>> grade = await grader.grade(thread)  # doctest: +SKIP
 
-    Arguments beyond the seed API: ``completion_model`` (its fields join the context, also
-    under ``parsed``), ``template_variables``, ``max_tokens`` (default ``"fit"``:
+    Options beyond the seed's arguments are the fields of ``TemplatedOptions``, validated
+    into ``options``: ``completion_model`` (its fields join the context, also under
+    ``parsed``), ``template_variables``, ``max_tokens`` (default ``"fit"``:
     ``fitted_max_tokens``, else 512), ``top_p``, ``seed``, ``reply_retries``,
     ``strict_templates``, ``engine`` (``"handlebars"`` or ``"jinja2"``), ``structured`` (ask
     for the output model's JSON schema), ``expected_value`` (a one-token score's expected
     value, floor ``expected_value_floor``), ``seal`` / ``seal_key``, ``verdict_form`` with
-    ``label_values`` or ``score_bounds``, ``output_schema_format``, the penalty settings of
-    ``Grader`` and ``reject_content_free``; checked into ``options`` (``TemplatedOptions``).
+    ``label_values`` or ``score_bounds``, ``output_schema_format``, and the penalty settings
+    of ``Grader`` (``GraderOptions``).
     """
 
     #: the least probability on valid scores for the expected-value option to apply
@@ -70,27 +71,10 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
                  user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
-                 temperature: float = 0.0, *, completion_model: type[BaseModel] | None = None,
-                 template_variables: Mapping[str, Any] | None = None,
-                 max_tokens: int | None | Literal["fit"] = "fit",
-                 top_p: float | None = None, seed: int | None = None, reply_retries: int = 1,
-                 strict_templates: bool = True, engine: str = "handlebars", structured: bool = True,
-                 expected_value: bool = False,
-                 mode: Mode | None = None, train_penalty: float = -1.0, eval_penalty: float = 0.0,
-                 reject_content_free: bool | None = None, max_completion_chars: int | None = None,
-                 seal: bool = True, seal_key: "bytes | str | None" = None,
-                 verdict_form: str | None = None, label_values: Mapping[str, float] | None = None,
-                 score_bounds: tuple[float, float] | None = None,
-                 output_schema_format: Literal["compact", "json_schema"] = "compact"):
-        super().__init__(grader_key, mode=mode, train_penalty=train_penalty, eval_penalty=eval_penalty,
-                         reject_content_free=reject_content_free,
-                         max_completion_chars=max_completion_chars)
-        self.bind_judge(model, completion_model)
-        opts = self.options = validated(
-            TemplatedOptions, output_model=output_model, seal=seal, output_schema_format=output_schema_format,
-            verdict_form=verdict_form, label_values=label_values, score_bounds=score_bounds,
-            structured=structured, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed,
-            reply_retries=reply_retries, template_variables=template_variables, expected_value=expected_value)
+                 temperature: float = 0.0, **options: Any):
+        opts = self.options = validated(TemplatedOptions, grader_key=grader_key, model=model,
+                                        output_model=output_model, temperature=temperature, **options)
+        self.take_options(opts)
         self.output_model, self.seal = opts.output_model, opts.seal
         self.output_schema_format = opts.output_schema_format
         self.form, self.label_values = opts.form, opts.label_values
@@ -98,15 +82,15 @@ class TemplatedPromptJudgeGrader(Grader):
         self.template_variables, self.reply_retries = opts.template_variables, opts.reply_retries
         self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
                                        max_tokens=opts.max_tokens, seed=opts.seed)
-        self._sealer = Sealer(seal_key if seal_key is not None else getattr(self.model, "seal_key", None))
+        self._sealer = Sealer(opts.seal_key if opts.seal_key is not None else getattr(self.model, "seal_key", None))
         self._label = _label_form(self.output_model)
         #: the labels a sealed reply may give, and how the seal instruction shows them
         self._labels = self._label[1] if self._label is not None else ()
         self._placeholder = label_placeholder(" or ".join(self._labels))
-        self.prompt = JudgePrompt(system_template, user_template, engine=engine, strict=strict_templates)
+        self.prompt = JudgePrompt(system_template, user_template, engine=opts.engine, strict=opts.strict_templates)
         self._schema = self.output_model.model_json_schema() if self.structured else None
         #: what the server is asked to enforce: the schema plus the seal field (one for every request)
-        self._wire_schema = sealed_schema(self._schema) if self._schema is not None and seal else self._schema
+        self._wire_schema = sealed_schema(self._schema) if self._schema is not None and self.seal else self._schema
         #: what a server that compiles a grammar per request is sent, sealed (a family may state it otherwise)
         self._grammar_schema = self._schema
         parsed_names = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")

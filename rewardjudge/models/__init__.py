@@ -2,7 +2,7 @@
 
 from ._base import Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, TokenDistribution
 from ._cache import CachedModel
-from ._openai_compat import OpenAIModel
+from ._openai_compat import OpenAIModel, OpenAIModelOptions
 from ._http import RetryPolicy
 from .._paths import embedded_model_path
 from ._spawn import spawn_judge
@@ -10,5 +10,5 @@ from ._torch_model import TorchModel
 from ._typed_question_client import TypedQuestionClient
 
 __all__ = ["CachedModel", "Completion", "GenerationParams", "GradeDistributionUnsupported", "InferenceModel",
-           "OpenAIModel", "RetryPolicy", "TokenDistribution", "TorchModel", "TypedQuestionClient",
+           "OpenAIModel", "OpenAIModelOptions", "RetryPolicy", "TokenDistribution", "TorchModel", "TypedQuestionClient",
            "embedded_model_path", "spawn_judge"]

@@ -28,7 +28,8 @@ DEFAULT_REPROBE_AFTER = 1000
 
 
 class OpenAIModelOptions(BaseModel):
-    """What ``OpenAIModel(...)`` was given, checked (the URL, headers and TLS in ``_http.py``)."""
+    """``OpenAIModel``'s options: the fields after ``base_url`` and ``model`` are its
+    keyword options, checked here (the URL, headers and TLS in ``_http.py``)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
@@ -79,19 +80,8 @@ class OpenAIModel(InferenceModel):
     >>> async with model: reply = await model.chat([{"role": "user", "content": "hi"}])  # doctest: +SKIP
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 max_concurrency: int = 64, timeout: float = 60.0, max_retries: int = 3,
-                 retry_policy: RetryPolicy | None = None,
-                 structured_output: StructuredStyle = "json_schema",
-                 structured_output_reprobe: int | None = DEFAULT_REPROBE_AFTER,
-                 http_client: Any = None, extra_body: dict[str, Any] | None = None,
-                 headers: Mapping[str, str] | None = None, verify: Any = True,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 chat_template: Any = None, max_top_logprobs: int = 20,
-                 logprobs_endpoint: LogprobsEndpoint = "auto", grammar_field: str | None = None):
-        args = dict(locals())
-        del args["self"]
-        opts = self.options = validated(OpenAIModelOptions, **args)
+    def __init__(self, base_url: str, model: str, **options: Any):
+        opts = self.options = validated(OpenAIModelOptions, base_url=base_url, model=model, **options)
         self._http = HTTPTransport(opts.base_url, opts.api_key, opts.headers, opts.verify, opts.timeout,
                                    opts.max_concurrency, opts.max_response_bytes, opts.http_client)
         self.base_url, self.api_key = self._http.base_url, self._http.api_key
@@ -105,7 +95,7 @@ class OpenAIModel(InferenceModel):
         self.extra_body = dict(opts.extra_body or {})
         self.grammar_field = opts.grammar_field
         self.chat_template: Callable[[list[Message]], str] | None = (
-            ChatTemplate(chat_template) if isinstance(chat_template, str) else chat_template)
+            ChatTemplate(opts.chat_template) if isinstance(opts.chat_template, str) else opts.chat_template)
         self.max_top_logprobs = opts.max_top_logprobs
         self.logprobs_endpoint = opts.logprobs_endpoint
 
