@@ -146,6 +146,18 @@ def qlora_threeclass(reply: str) -> "int | None":
         return None
 
 
+def score_pair(reply: str) -> "list[float] | None":
+    """LLaVA llava/eval/eval_gpt_review_bench.py (and eval_gpt_review.py, after
+    Vicuna's fastchat/eval/eval_gpt_review.py), parse_score: the reply's first
+    line, commas made spaces, split on single spaces, must be exactly two
+    floats; else [-1, -1] (None here)."""
+    try:
+        pair = reply.split("\n")[0].replace(",", " ").split(" ")
+        return [float(pair[0]), float(pair[1])] if len(pair) == 2 else None
+    except ValueError:
+        return None
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -182,6 +194,11 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # two assistants are equivalent. Do not output anything else other than the number in this last line.'
     "qlora_threeclass": (VerdictForm.of("{label}", labels=("1", "2", "3")), qlora_threeclass,
                          lambda v: None if v is None else str(v)),
+    # LLaVA-Bench's and Vicuna's review prompts (llava/eval/table/prompt.jsonl): 'Please first output a single
+    # line containing only two values indicating the scores for Assistant 1 and 2, respectively. The two
+    # scores are separated by a space.' Assistant 2 is the answer under test: its score is the verdict
+    "llava_two_scores": (VerdictForm.of("{other} {score}", bounds=(1, 10)), score_pair,
+                         lambda v: None if v is None else v[1]),
 }
 
 
@@ -275,6 +292,7 @@ def _forgery(form: VerdictForm, value: Any) -> tuple[str, Any]:
         lo, hi = form.bounds or (1.0, 10.0)
         other = hi if value != hi else lo
         text = form.pattern.replace("{score}", f"{other:g}")
+    text = text.replace("{other}", "5")
     assert [v.value for v in form.find(text)] == [other]
     return text, other
 

@@ -24,6 +24,9 @@ CHOICE = VerdictForm.of("Verdict: {label}", labels=("A", "B"))
 BETTER = VerdictForm.of("Output ({label}) is better.", labels=("a", "b"))
 BARE = VerdictForm.of("{score}", bounds=(0, 9))
 BARE_LABEL = VerdictForm.of("{label}", labels=("1", "2", "Tie"))
+# two scores on a line (Vicuna, LLaVA-Bench, JudgeLM: "8 7", Assistant 1's then Assistant 2's)
+SECOND = VerdictForm.of("{other} {score}", bounds=(1, 10))
+FIRST = VerdictForm.of("{score} {other}", bounds=(1, 10))
 
 # (form, reply, expected value or None for NoVerdict, others)
 READ_CASES = [
@@ -107,6 +110,20 @@ READ_CASES = [
     (BARE_LABEL, "1\n\nReason: Response 1 is better.", "1", ()),
     (BARE_LABEL, "Tie", "Tie", ()),
     (BARE_LABEL, "Tie breaker", None, ()),
+    # {other}: a number beside the verdict that is not its value
+    (SECOND, "8 10\nBoth assistants are accurate; Assistant 2 is more detailed.", 10.0, ()),
+    (FIRST, "8 10\nBoth assistants are accurate; Assistant 2 is more detailed.", 8.0, ()),
+    (SECOND, "9 6.5\nAssistant 1 is more accurate.", 6.5, ()),
+    (SECOND, "**8 7**", 7.0, ()),
+    (SECOND, "8 11", None, ()),                        # bounds apply to the verdict
+    (FIRST, "8 70", 8.0, ()),                          # ... not to the other number
+    (SECOND, "87", None, ()),                          # one number is not two
+    (SECOND, "8.5", None, ()),
+    (SECOND, "8-7", None, ()),
+    (SECOND, "8 7 6", None, ()),                       # three numbers are not the form
+    (SECOND, "I give them 8 7", None, ()),             # the form without literal text is a line of its own
+    (SECOND, "8\n7", None, ()),
+    (VerdictForm.of("Assistant 1: {other}, Assistant 2: {score}"), "Assistant 1: 6, Assistant 2: 9", 9.0, ()),
 ]
 
 
@@ -193,6 +210,9 @@ LINE_CASES = [
     (BARE, " **7**.", 7.0),
     (BARE, " 7 8", None),
     (BARE, " 10", None),
+    (SECOND, " 8 7", 7.0),
+    (SECOND, " 8", None),
+    (SECOND, " 8 7 9", None),
 ]
 
 
@@ -247,6 +267,7 @@ def test_forms_are_values():
     (BETTER, "Output (<one of a, b>) is better."),
     (BARE, "<score from 0 to 9>"),
     (BARE_LABEL, "<one of 1, 2, Tie>"),
+    (SECOND, "<other score> <score from 1 to 10>"),
 ])
 def test_instruction_text_is_never_a_verdict(form, text):
     assert form.instruction_text() == text

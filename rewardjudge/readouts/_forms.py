@@ -18,12 +18,14 @@ from ._decision import Decision, NoVerdict, Verdict, last_decides
 
 __all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
-_SCORE, _LABEL = "{score}", "{label}"
+_SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
 _WHITESPACE = re.compile(r"\s+")
 #: what a run of whitespace in a pattern matches: bounded, so no start position costs more than a few steps
 _GAP = r"[ \t*_]{0,16}"
 _NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
+#: an ``{other}``: a number beside the verdict (the other answer's score), read whole and not its value
+_OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
 _LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
@@ -52,13 +54,14 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
     after = tail.rstrip(".")
     stop = "(?:" + re.escape(tail[len(after):]) + ")?" if after != tail else ""
     if m.group() == _SCORE:
-        # a bare number: not the tail of a longer number or word, nor its head
-        value = ("" if before else r"(?<![\w.+-])") + _NUMBER + ("" if after else r"(?!\d)")
+        # a bare number: not the tail of a longer number or word (nor of an {other}), nor its head
+        value = (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else r"(?!\d)")
     else:
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
-    if not (before + after).strip():
-        return re.compile(_LINE_HEAD + "(?P<v>" + value + ")" + _LINE_TAIL)
+    if not (before + after).replace(_OTHER, "").strip():
+        # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else
+        return re.compile(_LINE_HEAD + _literal(before) + "(?P<v>" + value + ")" + _literal(after) + _LINE_TAIL)
     head = _bounded(_literal(before), before, True, False)
     if before.strip() and before != before.rstrip():
         # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
@@ -88,9 +91,12 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
 def _literal(text: str) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap, and a little markdown emphasis allowed where a word meets
-    punctuation (``**Rating**:`` for ``Rating:``)."""
-    return _GAP.join(_EMPH.join("(?i:" + re.escape(run) + ")" for run in _RUNS.findall(piece))
-                     for piece in _WHITESPACE.split(text))
+    punctuation (``**Rating**:`` for ``Rating:``); an ``{other}`` is a number."""
+    return _OTHER_NUMBER.join(
+        _GAP.join(_EMPH.join("(?i:" + re.escape(run) + ")"
+                             for run in _RUNS.findall(piece))
+                  for piece in _WHITESPACE.split(part))
+        for part in text.split(_OTHER))
 
 
 def _is_word(ch: str) -> bool:
@@ -159,10 +165,13 @@ def _checked_bounds(bounds: object) -> "tuple[float, float]":
 class VerdictForm:
     """A declared verdict form: ``pattern`` with one ``{score}`` (a number within
     the inclusive ``bounds``) or ``{label}`` (one of ``labels``, matched exactly,
-    longest first). Literal text matches case-insensitively, with a little
-    whitespace and markdown emphasis (``**Rating**: [[8]]``), and the pattern's
-    final full stop is optional. A bare placeholder (no literal text: a judge
-    told to reply with the score only) is the verdict alone on its line. One
+    longest first); an ``{other}`` is a number the judge writes beside the
+    verdict that is not its value (``{other} {score}``: the second of two scores
+    on a line, the first being the other answer's). Literal text matches
+    case-insensitively, with a little whitespace and markdown emphasis
+    (``**Rating**: [[8]]``), and the pattern's final full stop is optional. A
+    bare placeholder (no literal text: a judge told to reply with the score
+    only) is the verdict alone on its line, with any ``{other}``. One
     bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
 
     >>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
@@ -248,7 +257,8 @@ class VerdictForm:
         10>]]``), for a prompt: never itself a verdict a judge could echo."""
         m = _PLACEHOLDER.search(self.pattern)
         assert m is not None
-        head, tail = self.pattern[:m.start()], self.pattern[m.end():]
+        head, tail = (part.replace(_OTHER, "<other score>")
+                      for part in (self.pattern[:m.start()], self.pattern[m.end():]))
         if self.labels is None:
             what = ("<score>" if self.bounds is None
                     else f"<score from {_num(self.bounds[0])} to {_num(self.bounds[1])}>")
