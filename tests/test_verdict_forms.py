@@ -124,6 +124,11 @@ READ_CASES = [
     (SECOND, "I give them 8 7", None, ()),             # the form without literal text is a line of its own
     (SECOND, "8\n7", None, ()),
     (VerdictForm.of("Assistant 1: {other}, Assistant 2: {score}"), "Assistant 1: 6, Assistant 2: 9", 9.0, ()),
+    # a quote mark of the form matches either (AlpacaEval's Python list written as JSON, and back)
+    (VerdictForm.of("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
+     '[\n    {"model": "model_2", "rank": 1},\n    {"model": "model_1", "rank": 2}\n]', "model_2", ()),
+    (VerdictForm.of('"score": "{score}"'), "{'score': '7'}", 7.0, ()),
+    (VerdictForm.of('"score": "{score}"'), '{"score": 7}', None, ()),
 ]
 
 

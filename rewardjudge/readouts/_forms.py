@@ -32,6 +32,8 @@ _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
+#: a quote mark of a pattern matches either: judges write Python's quotes where a form has JSON's, and back
+_QUOTE = re.compile(r"['\"]")
 #: spaces and markdown emphasis tolerated around a sealed line's verdict
 EMPHASIS = " \t*_`~"
 
@@ -91,9 +93,10 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
 def _literal(text: str) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap, and a little markdown emphasis allowed where a word meets
-    punctuation (``**Rating**:`` for ``Rating:``); an ``{other}`` is a number."""
+    punctuation (``**Rating**:`` for ``Rating:``), either quote mark for
+    either; an ``{other}`` is a number."""
     return _OTHER_NUMBER.join(
-        _GAP.join(_EMPH.join("(?i:" + re.escape(run) + ")"
+        _GAP.join(_EMPH.join("(?i:" + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
                              for run in _RUNS.findall(piece))
                   for piece in _WHITESPACE.split(part))
         for part in text.split(_OTHER))
