@@ -147,8 +147,9 @@ def qlora_threeclass(reply: str) -> "int | None":
 
 
 def score_pair(reply: str) -> "list[float] | None":
-    """LLaVA llava/eval/eval_gpt_review_bench.py (and eval_gpt_review.py, after
-    Vicuna's fastchat/eval/eval_gpt_review.py), parse_score: the reply's first
+    """LLaVA llava/eval/eval_gpt_review_bench.py (and eval_gpt_review.py) and
+    QLoRA eval/eval_gpt_review.py, after Vicuna's fastchat/eval/eval_gpt_review.py,
+    parse_score: the reply's first
     line, commas made spaces, split on single spaces, must be exactly two
     floats; else [-1, -1] (None here)."""
     try:
@@ -199,6 +200,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # scores are separated by a space.' Assistant 2 is the answer under test: its score is the verdict
     "llava_two_scores": (VerdictForm.of("{other} {score}", bounds=(1, 10)), score_pair,
                          lambda v: None if v is None else v[1]),
+    # QLoRA's relative review prompts (eval/prompts/vicuna_prompt_relative.jsonl), the same words; Assistant 1
+    # is gpt-3.5's answer, Assistant 2 the model's under test
+    "qlora_relative": (VerdictForm.of("{other} {score}", bounds=(1, 10)), score_pair,
+                       lambda v: None if v is None else v[1]),
 }
 
 
