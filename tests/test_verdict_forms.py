@@ -304,3 +304,7 @@ def test_linear_on_hostile_replies():
     assert not BARE.read(" " * n + "x").ok and not BARE.read("*" * n + "5" + "*" * n + "x").ok
     assert BARE.read("\n" * n + "5").value == 5.0 and BARE.read("5\n" * (n // 2)).value == 5.0
     assert BETTER.read("Output (a) is better" + "." * n + "x").value == "a"
+    # two numbers a line: a line of many numbers, and many lines of two
+    assert not SECOND.read("8 " * (n // 2)).ok and not SECOND.read("8" * n + " 7").ok
+    assert SECOND.read("8 7\n" * (n // 4)).value == 7.0
+    assert VerdictForm.of("[[{score}, {other}]]").read("[[1, " * (n // 4) + "[[2, 3]]").value == 2.0
