@@ -308,3 +308,17 @@ def test_linear_on_hostile_replies():
     assert not SECOND.read("8 " * (n // 2)).ok and not SECOND.read("8" * n + " 7").ok
     assert SECOND.read("8 7\n" * (n // 4)).value == 7.0
     assert VerdictForm.of("[[{score}, {other}]]").read("[[1, " * (n // 4) + "[[2, 3]]").value == 2.0
+
+
+async def test_a_two_score_form_through_the_sealed_grader():
+    """The grader asks for ``VERDICT <seal>: <other score> <score from 1 to 10>`` and
+    reads the sealed line's second number."""
+    from rewardjudge import StringThread, TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    judge = ScriptedModel(["Both are right; the second is clearer.\n8 9"])      # seals its last line
+    grader = TemplatedPromptJudgeGrader("pair", judge, "Score both answers from 1 to 10.", "{{completion}}",
+                                        verdict_form="{other} {score}", score_bounds=(1, 10))
+    grade = await grader.grade(StringThread([("user", "Name a prime."), ("assistant", "7")]))
+    assert (grade.status, grade.value) == ("scored", 9.0)
+    assert "<other score> <score from 1 to 10>" in judge.calls[0]["messages"][-1]["content"]
