@@ -91,7 +91,7 @@ SUBPACKAGE_API = {
                             "DOCUMENT_FIELDS", "NumericSpec", "Scorer", "ScorerBinding", "ScorerConfig",
                             "ScorerNotFound", "ScorerRegistry", "document_fields", "scorer_result",
                             "with_document_fields"],
-    "rewardjudge.serve": ["RewardServer", "openrlhf_reward_func"],
+    "rewardjudge.serve": ["RewardServer", "ServerOptions", "openrlhf_reward_func"],
     "rewardjudge.spans": ["JUDGE_V1", "JudgeConfig", "OtlpReceiver", "PipelineConfig", "PipelineRun", "SEMCONV_VERSION",
                           "Span", "SpanFilter", "SpanJudge", "arun_pipeline", "read_otlp_file", "read_results",
                           "run_pipeline", "span_thread", "trace_sampled"],

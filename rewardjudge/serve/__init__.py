@@ -2,11 +2,11 @@
 
 ``POST /get_reward`` (OpenRLHF's ``--reward.remote_url``, needs ``--estimator dr_grpo``),
 ``POST /grade``, ``GET /health``, ``GET /metrics``. OpenRLHF's ``.py`` form is refused.
-Both names load on first use: the command line's parser imports this package without aiohttp.
+The names load on first use: the command line's parser imports this package without aiohttp.
 """
 
 from .._lazy import lazy_getattr as _lazy_getattr
 
-__all__ = ["RewardServer", "openrlhf_reward_func"]
+__all__ = ["RewardServer", "ServerOptions", "openrlhf_reward_func"]
 
-__getattr__ = _lazy_getattr(__name__, {"RewardServer": "._server", "openrlhf_reward_func": "._groups"}, globals())
+__getattr__ = _lazy_getattr(__name__, {"RewardServer": "._server", "ServerOptions": "._server", "openrlhf_reward_func": "._groups"}, globals())

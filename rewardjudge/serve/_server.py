@@ -8,7 +8,7 @@ import os
 from typing import Any, Hashable, Literal, Optional, Sequence, Union
 
 from aiohttp import web
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from .._validate import validated
 from ..errors import ConfigError, JudgeOutage
@@ -109,18 +109,31 @@ def _client_alive(request: web.Request) -> bool:
     return transport is not None and not transport.is_closing()
 
 
-class _Options(BaseModel):
-    """RewardServer's grouping, batching and reward options (a bad one is a ConfigError naming it; every
-    number finite: a NaN reward poisons a trainer without a mask)."""
+class ServerOptions(BaseModel):
+    """``RewardServer``'s keyword options: grouping, batching, rewards and limits (a bad one
+    is a ConfigError naming it; every number finite: a NaN reward poisons a trainer without a
+    mask). The estimator, the outage guard and the HTTP limits are checked where they are used."""
 
-    batch_window: float = Field(ge=0, description="must be >= 0 seconds")
-    max_batch: StrictInt = Field(ge=1, description="must be an int >= 1")
-    group_size: Optional[StrictInt] = Field(ge=1, description="must be a positive int (or None)")
-    group_timeout: float = Field(gt=0, description="must be > 0 seconds")
-    group_keep: float = Field(ge=0, description="must be >= 0 seconds")
-    outage_window: StrictInt = Field(ge=1, description="must be a positive int (graded samples)")
-    unscored: Union[Literal["group_mean"], float] = Field(description="must be 'group_mean' or a finite number")
-    unscored_fallback: float = Field(description="must be a finite number")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    batch_window: float = Field(0.005, ge=0, description="must be >= 0 seconds")
+    max_batch: StrictInt = Field(512, ge=1, description="must be an int >= 1")
+    group_size: Optional[StrictInt] = Field(None, ge=1, description="must be a positive int (or None)")
+    group_timeout: float = Field(60.0, gt=0, description="must be > 0 seconds")
+    group_keep: float = Field(600.0, ge=0, description="must be >= 0 seconds")
+    estimator: Any = None
+    outage_threshold: Any = 0.5
+    outage_steps: Any = 3
+    outage_window: StrictInt = Field(64, ge=1, description="must be a positive int (graded samples)")
+    unscored: Union[Literal["group_mean"], float] = Field("group_mean",
+                                                          description="must be 'group_mean' or a finite number")
+    unscored_fallback: float = Field(0.0, description="must be a finite number")
+    token: Any = None
+    max_body: Any = 8 << 20
+    eos: Any = DEFAULT_EOS
+    max_samples: Any = DEFAULT_MAX_SAMPLES
+    body_timeout: Any = 60.0
+    header_timeout: Any = 60.0
 
 
 class RewardServer(_HTTPService):
@@ -130,34 +143,27 @@ class RewardServer(_HTTPService):
     Samples within ``batch_window`` s are graded together; ``/get_reward`` groups follow
     ``PromptGroups(group_size, group_timeout, group_keep)``. ``outage_threshold`` over
     ``outage_steps`` windows of ``outage_window`` samples makes every later request 503.
+    The options are the fields of ``ServerOptions``.
     """
 
-    def __init__(self, grader: Grader, *, batch_window: float = 0.005, max_batch: int = 512,
-                 group_size: int | None = None, group_timeout: float = 60.0, group_keep: float = 600.0,
-                 estimator: str | None = None, outage_threshold: float | None = 0.5, outage_steps: int = 3,
-                 outage_window: int = 64, unscored: str | float = "group_mean", unscored_fallback: float = 0.0,
-                 token: str | None = None, max_body: int = 8 << 20, eos: Sequence[str] = DEFAULT_EOS,
-                 max_samples: int | None = DEFAULT_MAX_SAMPLES, body_timeout: float = 60.0,
-                 header_timeout: float = 60.0):
+    def __init__(self, grader: Grader, **options: Any):
         if not isinstance(grader, Grader):
             raise ConfigError(f"RewardServer needs a Grader, got {type(grader).__name__}")
         grader.require_rewards("the reward server")
-        o = validated(_Options, batch_window=batch_window, max_batch=max_batch, group_size=group_size,
-                      group_timeout=group_timeout, group_keep=group_keep, outage_window=outage_window,
-                      unscored=unscored, unscored_fallback=unscored_fallback)
-        self.estimator = check_estimator(estimator)
+        o = self.options = validated(ServerOptions, **options)
+        self.estimator = check_estimator(o.estimator)
         if self.estimator is not None and o.unscored != "group_mean":
             raise ConfigError(f"unscored={o.unscored!r} is not exact for {self.estimator}: only the group mean "
                               f"(unscored='group_mean') gives an unscored sample advantage 0")
-        self._guard, self.outage_window = OutageGuard(outage_threshold, outage_steps), o.outage_window
+        self._guard, self.outage_window = OutageGuard(o.outage_threshold, o.outage_steps), o.outage_window
         self._window: list[Grade] = []
         self.outage: JudgeOutage | None = None
         self._told_estimator = False
-        super().__init__(token=token, max_body=max_body, max_samples=max_samples,
-                         body_timeout=body_timeout, header_timeout=header_timeout)
+        super().__init__(token=o.token, max_body=o.max_body, max_samples=o.max_samples,
+                         body_timeout=o.body_timeout, header_timeout=o.header_timeout)
         self.grader, self.unscored, self.unscored_fallback = grader, o.unscored, o.unscored_fallback
         self.worker = False  # a --workers worker: each /grade grade carries its pid
-        self.eos, self.images = tuple(eos), reads_images(grader)
+        self.eos, self.images = tuple(o.eos), reads_images(grader)
         self._batcher = _Batcher(grader, o.batch_window, o.max_batch, self.metrics)
         self._groups = PromptGroups(self._grade_one, size=o.group_size, quiet=o.group_timeout, keep=o.group_keep,
                                     fallback=o.unscored_fallback)
