@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .._paths import embedded_model_path
 from .._validate import validated
@@ -41,17 +41,11 @@ class TorchModel(InferenceModel):
     models only), ``min_prefix_tokens`` and ``prefix_cache_size`` control prefix sharing. ``chat``
     ignores ``json_schema``. ``options`` holds the arguments, checked."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None,
-                 chat_template: str | Callable[[list[Message]], str] | None = None,
-                 max_batch_size: int = 16, max_batch_tokens: int | None = None,
-                 max_new_tokens: int = 256, share_prefix: bool = True, min_prefix_tokens: int = 32,
-                 prefix_cache_size: int = 4):
-        args = dict(locals())
-        del args["self"], args["model"], args["tokenizer"]
-        opts = self.options = validated(TorchModelOptions, **args)
-        self._use_tokenizer(tokenizer, chat_template)
+    def __init__(self, model: Any, tokenizer: Any, **options: Any):
+        opts = self.options = validated(TorchModelOptions, **options)
+        self._use_tokenizer(tokenizer, opts.chat_template)
         self.model = model.eval()
-        self.name = name or f"torch:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
+        self.name = opts.name or f"torch:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
         self.max_batch_size = opts.max_batch_size
         self.max_batch_tokens = opts.max_batch_tokens or (
             CPU_BATCH_TOKENS if self.device.type == "cpu" else GPU_BATCH_TOKENS)

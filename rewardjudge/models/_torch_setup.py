@@ -20,7 +20,7 @@ GPU_BATCH_TOKENS = 65536
 
 
 class TorchModelOptions(BaseModel):
-    """What ``TorchModel(model, tokenizer, ...)`` was given, checked (see its docstring)."""
+    """``TorchModel(model, tokenizer, **options)``'s keyword options, checked (see its docstring)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 

@@ -56,7 +56,8 @@ def request_problems(body: Any, question_type: str | None = None) -> list[str]:
 
 
 class TypedQuestionOptions(BaseModel):
-    """What ``TypedQuestionClient(...)`` was given, checked (see its docstring)."""
+    """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
+    keyword options, checked here (see its docstring)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
@@ -87,25 +88,18 @@ class TypedQuestionClient(InferenceModel):
     #: graders that know typed questions ask them instead of sending a prompt
     answers_typed_questions = True
 
-    def __init__(self, base_url: str, model: str = "jev-latest", *, path: str = "/questions",
-                 api_key: str | None = None, headers: Mapping[str, str] | None = None,
-                 question_name: str = DEFAULT_QUESTION_NAME, question_type: str = "score",
-                 timeout: float = 60.0, retry_policy: RetryPolicy | None = None,
-                 max_retries: int | None = None, max_concurrency: int = 16,
-                 name: str | None = None):
-        args = dict(locals())
-        del args["self"]
-        self.options = validated(TypedQuestionOptions, **args)
-        if retry_policy is not None and max_retries is not None:
+    def __init__(self, base_url: str, model: str = "jev-latest", **options: Any):
+        o = self.options = validated(TypedQuestionOptions, base_url=base_url, model=model, **options)
+        if o.retry_policy is not None and o.max_retries is not None:
             raise ConfigError("pass retry_policy or max_retries, not both")
-        self.retry_policy = retry_policy or (RetryPolicy(max_retries=max_retries)
-                                             if max_retries is not None else RetryPolicy())
-        self.timeout, self.max_concurrency = float(timeout), max_concurrency
-        self._http = HTTPTransport(base_url, api_key or "", headers,   # "": no OPENAI_API_KEY here
-                                   True, self.timeout, max_concurrency, DEFAULT_MAX_RESPONSE_BYTES)
+        self.retry_policy = o.retry_policy or (RetryPolicy(max_retries=o.max_retries)
+                                               if o.max_retries is not None else RetryPolicy())
+        self.timeout, self.max_concurrency = float(o.timeout), o.max_concurrency
+        self._http = HTTPTransport(base_url, o.api_key or "", o.headers,   # "": no OPENAI_API_KEY here
+                                   True, self.timeout, o.max_concurrency, DEFAULT_MAX_RESPONSE_BYTES)
         self.base_url = self._http.base_url
-        self.model, self.path, self.name = model, path, name or f"typed:{model}"
-        self.question_name, self.question_type = question_name, question_type
+        self.model, self.path, self.name = model, o.path, o.name or f"typed:{model}"
+        self.question_name, self.question_type = o.question_name, o.question_type
 
     def __repr__(self) -> str:
         return f"TypedQuestionClient({self.base_url!r}, {self.model!r})"
