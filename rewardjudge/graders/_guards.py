@@ -26,8 +26,15 @@ MASTER_KEYS: frozenset[str] = frozenset({
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
                     "\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufe00-\ufe0f]*")
 
-# Markdown that is no answer by itself: a code fence and its language (tags are content here)
-_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+# Markup that is no answer by itself: a code fence and its language, a bare tag (``<think>``,
+# ``</answer>``, ``<b/>``) and a control token (``<|im_end|>``, ``</s>``): the letters of its name are
+# no content (``<think></think>`` alone, ``<b>Answer</b>``, reached the judge)
+_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*|<[/|]?[A-Za-z_][\w:.-]{0,63}\|?[ \t]{0,8}/?>")
+
+
+def _unmarked(text: str) -> str:
+    """``text`` with its markup (``_MARKUP``) set aside as spaces."""
+    return _MARKUP.sub(" ", text) if "`" in text or "~" in text or "<" in text else text
 
 #: the longest text quoted in a reason
 _SHOWN = 40
@@ -59,10 +66,7 @@ def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
     over them joined (30,000 short strings cost one pass, not 30,000 calls)."""
     joiner = free_joiner(texts)
     if joiner is not None:
-        joined = joiner.join(texts)
-        if "`" in joined or "~" in joined:
-            joined = _MARKUP.sub(" ", joined)
-        found = letters(joined, keep=joiner)
+        found = letters(_unmarked(joiner.join(texts)), keep=joiner)
         if found.count(joiner) == len(texts) - 1:
             # each text's letters between joiners: all of them master keys or nothing
             return not _keys_pattern(keys).sub("", found).replace(joiner, "")
@@ -84,7 +88,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
         return "completion is not text"
     if _BLANK.fullmatch(text):
         return "empty completion"
-    text_letters = letters(_MARKUP.sub(" ", text) if "`" in text or "~" in text else text)
+    text_letters = letters(_unmarked(text))
     if not text_letters or _only_keys(text_letters, tuple(extra_keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
