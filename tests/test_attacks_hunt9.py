@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
-from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
+from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.graders._guards import content_free_fields, content_free_reason
+from rewardjudge.scorers import Scorer
 from rewardjudge.testing import ScriptedModel
 
 QUESTION = "What is the capital of France?"
@@ -45,3 +47,49 @@ def test_markup_alone_is_content_free(text):
 def test_markup_around_an_answer_keeps_it(text):
     assert content_free_reason(text) is None
     assert content_free_fields({"answers": [text] * 9}) is None
+
+
+# -- 2. a lone surrogate in a judge's sealed verdict: the policy writes the escape ``\ud800`` as
+# text; a judge quoting it in its JSON reasoning without escaping the backslash writes a verdict
+# whose reasoning decodes to a lone surrogate, which no pydantic text field validates: the whole
+# verdict was refused (unscored, an escape the policy chose). It is now read, the surrogate as U+FFFD.
+_SURROGATE_POLICY = "Berlin \\ud800 \\udfff"
+
+
+def _quoting_judge(score) -> ScriptedModel:
+    def reply(messages, params, schema):
+        shown = messages[-1]["content"].split("Answer: ", 1)[1].strip()
+        return '{"reasoning": "It says %s, which is wrong.", "score": %s}' % (shown, json.dumps(score))
+    return ScriptedModel(reply)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_a_lone_surrogate_quoted_into_the_verdict_is_read_not_refused(structured):
+    judge = _quoting_judge("FAIL")
+    grade = asyncio.run(_grader(judge, structured=structured).grade(_thread(_SURROGATE_POLICY)))
+    assert (grade.status, grade.value) == ("scored", 0.0), grade.error
+    assert "\ufffd" in grade.reasoning and "\\ud800" not in grade.extra["verdict"]["reasoning"]
+
+
+def test_a_lone_surrogate_quoted_into_a_scorer_verdict_is_read():
+    # held: a scorer's verdict model takes the reason as it is (the Grade makes it encodable)
+    scorer = Scorer("hunt9", {"model": "scripted", "output_spec": {"type": "boolean"},
+                              "prompt_template": "Answer: {{completion}}\n{{output_instructions}}"})
+
+    def reply(messages, params, schema):
+        shown = messages[-1]["content"].split("Answer: ", 1)[1].split("\n", 1)[0]
+        return '{"reason": "It says %s.", "verdict": false}' % shown
+    grade = asyncio.run(ScorerGrader(scorer, ScriptedModel(reply), {}, reply_retries=0).grade(
+        _thread(_SURROGATE_POLICY)))
+    assert (grade.status, grade.value) == ("scored", 0.0), grade.error
+
+
+def test_escaped_surrogate_pairs_and_a_label_reply_with_a_surrogate_are_read():
+    # an emoji escaped as a surrogate pair decodes to one code point: read as it is
+    grade = asyncio.run(_grader(ScriptedModel(['{"reasoning": "ok \\ud83d\\ude00", "score": "PASS"}'])).grade(
+        _thread("Paris.")))
+    assert (grade.status, grade.value, grade.reasoning) == ("scored", 1.0, "ok \U0001f600")
+    # a label verdict's reasoning is the reply before it: a lone surrogate there is no refusal
+    grade = asyncio.run(_grader(ScriptedModel(["Says Berlin \ud800.\nVerdict: FAIL"]), structured=False).grade(
+        _thread("Berlin")))
+    assert (grade.status, grade.value) == ("scored", 0.0), grade.error

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
+from ..grade import encodable
 from ..scales import Scale
 from ..readouts._decision import Decision, NoVerdict, Verdict
 
@@ -205,7 +206,7 @@ def made_verdicts(decision: Decision, text: str,
     others = decision.others
     if isinstance(decision.value, tuple) and (not others or all(isinstance(v, tuple) for v in others)):
         return decision   # every value a checked JSON verdict: nothing to make
-    before = text[:decision.start].strip()
+    before = encodable(text[:decision.start].strip())   # a lone surrogate validates as no text field
     try:
         made = [v if isinstance(v, tuple) else make(v, before) for v in (decision.value, *decision.others)]
     except ValueError as exc:

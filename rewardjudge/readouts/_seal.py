@@ -17,6 +17,7 @@ from json.decoder import scanstring
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
@@ -271,9 +272,33 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return NoVerdict(f"the sealed verdict repeats the key {dup.args[0]!r}", kind="invalid")
     del obj[SEAL_FIELD], obj[SEAL_END_FIELD]   # a fresh dict: the fields between, in order
     try:
-        return Verdict(check(obj), start, end)
+        return Verdict(check(_without_surrogates(obj, text, start, end)), start, end)
     except (ValueError, TypeError) as exc:
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
+
+
+#: an escape of a surrogate code point: the one way a decoded verdict can hold a lone one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
+    """``obj`` (decoded from ``text[start:end]``) with each lone surrogate in its keys and strings
+    as U+FFFD. A judge quoting the policy's literal ``\\ud800`` in its reasoning without escaping
+    the backslash wrote a lone one, which no text field validates: its verdict was refused."""
+    if _SURROGATE_ESCAPE.search(text, start, end) is None:
+        return obj
+    root = [obj]
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        pairs = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        if isinstance(node, dict):
+            node.clear()
+        for k, v in pairs:
+            if isinstance(v, (dict, list)):
+                stack.append(v)
+            node[encodable(k)] = encodable(v)
+    return root[0]
 
 
 def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
@@ -436,7 +461,7 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
         if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
             continue
         try:
-            found.append((start, Verdict(check(obj), start, end)))
+            found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
         except (ValueError, TypeError):
             continue
     return found
