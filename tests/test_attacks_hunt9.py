@@ -9,6 +9,8 @@ import pytest
 
 from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.graders._guards import content_free_fields, content_free_reason
+from rewardjudge.readouts import _text
+from rewardjudge.readouts._text import letters
 from rewardjudge.scorers import Scorer
 from rewardjudge.testing import ScriptedModel
 
@@ -93,3 +95,31 @@ def test_escaped_surrogate_pairs_and_a_label_reply_with_a_surrogate_are_read():
     grade = asyncio.run(_grader(ScriptedModel(["Says Berlin \ud800.\nVerdict: FAIL"]), structured=False).grade(
         _thread("Berlin")))
     assert (grade.status, grade.value) == ("scored", 0.0), grade.error
+
+
+# -- 3. a stall in the content-free screen: ``letters`` took NFKC of the whole text, and CPython
+# orders each run of combining marks by insertion: 256 KiB of U+0F73 (it decomposes into two marks
+# of different classes) or of U+0301 U+0316 took minutes in one call, holding the interpreter
+# lock. Each character is now folded on its own (a lazily filled table); the letters are the same.
+@pytest.mark.parametrize("run", ["\u0f73", "\u0301\u0316", "a\u0f73\u0f73"])
+def test_letters_never_normalises_more_than_one_character_at_once(run, monkeypatch):
+    seen = []
+    real = _text.unicodedata.normalize
+
+    def normalize(form, text):
+        seen.append(len(text))
+        return real(form, text)
+    monkeypatch.setattr(_text.unicodedata, "normalize", normalize)
+    text = run * 2048
+    assert letters(text) == ("a" * 2048 if run.startswith("a") else "")
+    assert (content_free_reason(text + " Thought process:") is None) == run.startswith("a")
+    assert max(seen, default=1) == 1
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Café crème", "cafecreme"), ("e\u0301te\u0301", "ete"), ("\ufb01nal \u2474", "final1"), ("Straße", "strasse"),
+    ("\uff34\uff48\u043eught", "thought"), ("\u304b\u3099\u3044\u305b\u3064", "かいせつ"), ("\u00bd", "12"),
+    ("\U0001d400nswer", "answer"), ("Thought\u02d0 process", "thoughtprocess"), ("\u3164\u2800x", "x"),
+])
+def test_letters_character_by_character_are_the_letters_of_the_whole_text(text, expected):
+    assert letters(text) == expected

@@ -312,7 +312,21 @@ def letters(text: str, keep: str = "") -> str:
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
     # the skeleton keeps one character per character (for positions); here length does not
     # matter, so a character folding to several (the ligature \ufb01, \u2474, \u00df) keeps them all
-    return _not_alnum_keeping(keep).sub("", unicodedata.normalize("NFKC", text).casefold().translate(_TABLE))
+    return _not_alnum_keeping(keep).sub("", text.translate(_LETTERS))
+
+
+class _LetterTable(dict):
+    """A ``str.translate`` table filled lazily: each character's NFKC form, case-folded, as
+    skeleton. Character by character: NFKC of a whole text reorders each run of combining marks
+    by insertion (quadratic: 256 KiB of U+0F73 took minutes); composing them back changes no
+    letter of the skeleton, which drops the marks."""
+
+    def __missing__(self, code: int) -> str:
+        folded = self[code] = unicodedata.normalize("NFKC", chr(code)).casefold().translate(_TABLE)
+        return folded
+
+
+_LETTERS = _LetterTable()
 
 
 @functools.lru_cache(maxsize=8)
