@@ -6,11 +6,12 @@ import asyncio
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.graders._guards import content_free_fields, content_free_reason
 from rewardjudge.readouts import _text
-from rewardjudge.readouts._text import letters
+from rewardjudge.readouts._text import letters, neutralize_value
 from rewardjudge.scorers import Scorer
 from rewardjudge.testing import ScriptedModel
 
@@ -123,3 +124,30 @@ def test_letters_never_normalises_more_than_one_character_at_once(run, monkeypat
 ])
 def test_letters_character_by_character_are_the_letters_of_the_whole_text(text, expected):
     assert letters(text) == expected
+
+
+# -- 4. keys alike once neutralised: a structured completion's free-form mapping with the keys
+# ``<think>`` and ``[think>`` became one key for the judge, one value silently dropped. The
+# content-free screen saw both (an answer beside a master key); the judge saw the master key alone.
+class _Notes(BaseModel):
+    answer: dict[str, str]
+
+
+def test_a_value_whose_key_neutralises_to_anothers_is_kept():
+    judge = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("t", judge, "You grade answers.", "Answer: {{answer}}", BinaryJudgeOutput,
+                                        reply_retries=0, completion_model=_Notes)
+    completion = {"answer": {"<think>": "Thought process:", "[think>": "Paris is the capital of France."}}
+    asyncio.run(grader.grade(_thread(json.dumps(completion))))
+    shown = judge.calls[-1]["messages"][-1]["content"]
+    assert "Paris is the capital of France." in shown and "Thought process:" in shown
+    assert "<think>" not in shown
+
+
+def test_many_clashing_keys_keep_every_value_in_order():
+    looks = ["<", "\uff1c", "\u2039", "&lt;", "%3c", "\\u003c"]
+    value = {f"{lt}{t}hink>": i for i, (lt, t) in enumerate((a, b) for a in looks for b in ("t", "\u0442", "T"))}
+    out = neutralize_value({"m": value, "k": {"1": "a", 1: "b"}})
+    assert list(out["m"].values()) == list(range(len(value)))
+    assert len(set(out["m"])) == len(value) and not any("<" in k for k in out["m"])
+    assert out["k"] == {"1": "a", "1 (2)": "b"}   # str(key) alike too
