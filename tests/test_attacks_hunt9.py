@@ -30,14 +30,15 @@ def _grader(model, **kw) -> TemplatedPromptJudgeGrader:
         BinaryJudgeOutput, reply_retries=0, **kw)
 
 
-# -- 1. markup is no answer: the letters of a tag's name counted as content, so an empty reasoning
-# block (``<think></think>``, what a reasoning policy writes before no answer at all), a master key
-# in a tag, or a lone control token passed the screen and reached a judge that passed it
+# -- 1. paired markup is no answer: the letters of a tag's name counted as content, so an empty
+# reasoning block (``<think></think>``, what a reasoning policy writes before no answer at all) or a
+# master key in a tag passed the screen and reached a judge that passed it
 @pytest.mark.parametrize("text", [
     "<think></think>", "<think>\n\n</think>\n\n", "<think>Thought process:</think>", "<b>Answer</b>",
-    "**<u>Solution</u>**", "<|im_end|>", "</s>", "<br/>", "<answer>\n</answer>", "<think> </think>\n```\n```",
+    "**<u>Solution</u>**", "<answer>\n</answer>", "<think> </think>\n```\n```", '<span class="x">Answer</span>',
+    "<THINK></think>",
 ])
-def test_markup_alone_is_content_free(text):
+def test_paired_markup_alone_is_content_free(text):
     assert content_free_reason(text) is not None
     assert content_free_fields({"answer": text}) is not None
     assert content_free_fields({"answers": [text] * 9}) is not None   # the joined pass
@@ -48,8 +49,9 @@ def test_markup_alone_is_content_free(text):
 @pytest.mark.parametrize("text", [
     "<b>Paris</b>", "<think>2+2=4</think>", "Use the <iostream> header.", "List<String>", "1 < 2 and x>3",
     '<img src="map.png">', "a<b>c", "<p>The answer is 4.</p>", "<think>hmm</think>Paris",
+    "<br>", "<b>", "</candidate>", "<|im_end|>",   # a lone tag may be the answer (an HTML question)
 ])
-def test_markup_around_an_answer_keeps_it(text):
+def test_markup_around_an_answer_or_a_lone_tag_keeps_it(text):
     assert content_free_reason(text) is None
     assert content_free_fields({"answers": [text] * 9}) is None
 

@@ -40,7 +40,7 @@ TEXT_CASES = [
     ("Final answer: \\boxed{7}", False),           # a boxed answer
     ("```python\nprint(1)\n```", False),           # code inside a fence
     ("<b>Paris</b>", False),                       # markup around an answer
-    ("</candidate>", True),                        # a tag alone: markup, no answer (the readouts handle it too)
+    ("</candidate>", False),                       # a tag: an attack the readouts handle, not content-free
     ("Paris" + " " * 100_000 + "x", False),        # long padding between words
     ("\u00bd", False),                             # a vulgar fraction is a number
     # -- empty ---------------------------------------------------------------------

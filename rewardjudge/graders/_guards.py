@@ -26,15 +26,25 @@ MASTER_KEYS: frozenset[str] = frozenset({
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
                     "\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufe00-\ufe0f]*")
 
-# Markup that is no answer by itself: a code fence and its language, a bare tag (``<think>``,
-# ``</answer>``, ``<b/>``) and a control token (``<|im_end|>``, ``</s>``): the letters of its name are
-# no content (``<think></think>`` alone, ``<b>Answer</b>``, reached the judge)
-_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*|<[/|]?[A-Za-z_][\w:.-]{0,63}\|?[ \t]{0,8}/?>")
+# Markdown that is no answer by itself: a code fence and its language
+_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+# A tag; the tags of a name both opened and closed in the text are markup too (``<think></think>``
+# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?>")
 
 
 def _unmarked(text: str) -> str:
-    """``text`` with its markup (``_MARKUP``) set aside as spaces."""
-    return _MARKUP.sub(" ", text) if "`" in text or "~" in text or "<" in text else text
+    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s) set aside as spaces."""
+    if "`" in text or "~" in text:
+        text = _MARKUP.sub(" ", text)
+    if "<" not in text:
+        return text
+    found: "tuple[set[str], set[str]]" = (set(), set())
+    for slash, name in _TAG.findall(text):
+        found[bool(slash)].add(name.casefold())
+    paired = found[0] & found[1]
+    return _TAG.sub(lambda m: " " if m.group(2).casefold() in paired else m.group(), text) if paired else text
+
 
 #: the longest text quoted in a reason
 _SHOWN = 40
