@@ -226,3 +226,15 @@ def test_new_attack_classes_hold_in_every_grader_and_declared_form():
     report = asyncio.run(run_attack_suite(_targets(), [Attack(n, t, "hunt9") for n, t in _HELD], modes))
     assert report.outcomes
     assert [o for o in report.outcomes if o.changed or o.benign_changed or o.escaped] == []
+
+
+def test_the_letter_table_stays_bounded_whatever_characters_policy_text_walks():
+    # the screen remembers each character's letters; policy text may hold any code point,
+    # so the table stops growing at its bound and reads the rest as before
+    from rewardjudge.readouts import _text
+
+    walk = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 3 * _text._LETTERS_KEPT) if chr(c).isprintable())
+    before = _text.letters(walk[:1000])
+    _text.letters(walk)
+    assert len(_text._LETTERS) <= _text._LETTERS_KEPT
+    assert _text.letters(walk[:1000]) == before and _text.letters("Ｐａｒｉｓ") == "paris"

@@ -334,11 +334,18 @@ class _LetterTable(dict):
     """A ``str.translate`` table filled lazily: each character's NFKC form, case-folded, as
     skeleton. Character by character: NFKC of a whole text reorders each run of combining marks
     by insertion (quadratic: 256 KiB of U+0F73 took minutes); composing them back changes no
-    letter of the skeleton, which drops the marks."""
+    letter of the skeleton, which drops the marks. At most ``_LETTERS_KEPT`` characters are
+    remembered: policy text may walk the whole of Unicode, and the table must not grow with it."""
 
     def __missing__(self, code: int) -> str:
-        folded = self[code] = unicodedata.normalize("NFKC", chr(code)).casefold().translate(_TABLE)
+        folded = unicodedata.normalize("NFKC", chr(code)).casefold().translate(_TABLE)
+        if len(self) < _LETTERS_KEPT:
+            self[code] = folded
         return folded
+
+
+#: characters whose letters are remembered (every script in use fits; about 10 MB at most)
+_LETTERS_KEPT = 1 << 16
 
 
 _LETTERS = _LetterTable()
