@@ -30,19 +30,23 @@ def finite_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
+def validated(options: type[BaseModel], where: str = "", /, **values: Any) -> BaseModel:
     """``options(**values)``; else the first validator's own ConfigError, or one
-    naming each bad argument and its value."""
+    naming each bad argument and its value. ``where``: the JSON object the values
+    are the keys of (``"params"``), named before each key, unknown keys listed together."""
     from pydantic import ValidationError
 
-    def problem(name: str) -> str:
+    def problem(name: str, missing: bool = False) -> str:
         field = options.model_fields.get(name)
         if field is None and name in values:   # a misspelt or foreign option
             near = difflib.get_close_matches(name, list(options.model_fields), n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             return f"{name!r} is not an option here{hint}; the options are the fields of {options.__name__}"
+        label = f"{where}.{name}" if where else name
+        if missing:
+            return f"{label} is required"
         rule = field.description if field is not None and field.description else "is invalid"
-        return f"{name} {rule}, got {values.get(name)!r}"
+        return f"{label} {rule}, got {values.get(name)!r:.200}"
 
     try:
         out = options(**values)
@@ -52,7 +56,11 @@ def validated(options: type[BaseModel], /, **values: Any) -> BaseModel:
             if isinstance((err.get("ctx") or {}).get("error"), ConfigError):
                 raise err["ctx"]["error"] from None
         names = list(dict.fromkeys(str(err.get("loc", ("(options)",))[0]) for err in errors))
-        raise ConfigError("; ".join(problem(n) for n in names)) from None
+        missing = {str(err["loc"][0]) for err in errors if err["type"] == "missing"}
+        unknown = sorted(n for n in names if n not in options.model_fields) if where else []
+        said = [f"{where}: unknown key(s) {unknown}; allowed: {list(options.model_fields)}"] if unknown else []
+        said += [problem(n, n in missing) for n in names if n not in unknown]
+        raise ConfigError("; ".join(said)) from None
     for name, v in out:
         if isinstance(v, float) and not math.isfinite(v):
             raise ConfigError(problem(name))

@@ -72,7 +72,7 @@ def test_create_show_versions_update(capsys, reg, scorer_file, tmp_path):
 
 
 @pytest.mark.parametrize("change,message", [
-    ({"config": {**SCORER["config"], "params": {"top_p": 0}}}, "params.top_p must be in (0, 1]"),  # bad param
+    ({"config": {**SCORER["config"], "params": {"top_p": 0}}}, "params.top_p must be a number in (0, 1], got 0"),  # bad param
     ({"config": {**SCORER["config"], "prompt_template": "{% if x %}"}}, "endif"),                 # bad template
     ({"config": {**SCORER["config"], "prompt_template": "{{#if x}}y{{/if}}"}}, "Handlebars syntax"),  # wrong engine
     ({"name": ""}, "non-empty string"),                                                          # no name

@@ -68,14 +68,15 @@ def test_name_and_description_are_not_part_of_the_version():
 
 # -- validation -------------------------------------------------------------------
 @pytest.mark.parametrize("params,message", [
-    ({"temperature": -0.1}, "params.temperature must be in [0, 1.5]"),   # below range
-    ({"temperature": 1.6}, "params.temperature must be in [0, 1.5]"),    # above range
+    ({"temperature": -0.1}, "params.temperature must be a number in [0, 1.5], got -0.1"),  # below range
+    ({"temperature": 1.6}, "params.temperature must be a number in [0, 1.5], got 1.6"),    # above range
     ({"temperature": "0"}, "params.temperature must be a number"),       # a string
-    ({"top_p": 0}, "params.top_p must be in (0, 1]"),                    # 0 excluded
-    ({"top_p": 1.01}, "params.top_p must be in (0, 1]"),                 # above 1
-    ({"max_tokens": -1}, "params.max_tokens must be >= 0"),              # negative
+    ({"top_p": 0}, "params.top_p must be a number in (0, 1], got 0"),          # 0 excluded
+    ({"top_p": 1.01}, "params.top_p must be a number in (0, 1], got 1.01"),    # above 1
+    ({"max_tokens": -1}, "params.max_tokens must be a whole number >= 0, got -1"),  # negative
     ({"max_tokens": 2.5}, "params.max_tokens must be a whole number"),   # fractional
-    ({"seed": -3}, "params.seed must be >= 0"),                          # negative seed
+    ({"seed": -3}, "params.seed must be a whole number >= 0, got -3"),   # negative seed
+    ({"seed": float("inf")}, "params.seed must be a whole number >= 0, got inf"),  # not an OverflowError
     ({"seed": True}, "params.seed must be a whole number"),              # a bool is not a seed
     ({"temprature": 0}, "unknown key(s) ['temprature']"),                # a typo
     ({"seed": 1, "random_seed": 2}, "either seed or random_seed"),       # contradicting aliases
@@ -121,6 +122,14 @@ def test_configs_are_validated(changes, message):
     with pytest.raises(ConfigError) as err:
         cfg(**changes)
     assert message in str(err.value)
+
+
+def test_a_missing_key_is_named_and_a_long_value_cut():
+    with pytest.raises(ConfigError, match=r"^config\.output_spec is required$"):
+        ScorerConfig.from_dict({"model": "m", "prompt_template": "x"})
+    with pytest.raises(ConfigError) as err:   # the 20 001 characters are not all echoed back
+        cfg(prompt_template="x" * 20_001)
+    assert str(err.value).startswith("config.prompt_template must be") and len(str(err.value)) < 400
 
 
 @pytest.mark.parametrize("template,engine", [

@@ -4,61 +4,46 @@ SHA-256 of the canonical JSON of the validated, normalised config (key order, wh
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictFloat,
+                      StrictInt, StrictStr, model_validator)
 
 from .._hash import canonical_hash, canonical_json
-from .._validate import finite_number, json_value
+from .._validate import json_value, validated
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
 from ._output_spec import OutputSpec, output_spec_from_dict
 
-__all__ = ["ScorerConfig", "ScorerParams", "scorer_template", "slugify"]
+__all__ = ["ScorerConfig", "ScorerParams", "slugify"]
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
 
-
-def _number(name: str, value: Any, lo: float, hi: float | None, *, lo_open: bool = False) -> float:
-    if not finite_number(value):
-        raise ConfigError(f"params.{name} must be a number, got {value!r}")
-    low_ok = value > lo if lo_open else value >= lo
-    if not low_ok or (hi is not None and value > hi):
-        left = "(" if lo_open else "["
-        raise ConfigError(f"params.{name} must be in {left}{lo:g}, {hi:g}], got {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ConfigError(f"params.{name} must be a whole number >= 0, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"params.{name} must be >= 0, got {value!r}")
-    return int(value)
+#: a finite number, kept as a float (``1`` and ``1.0`` hash alike)
+Real = Annotated[StrictFloat | StrictInt, AfterValidator(float)]
+#: a whole number, kept as an int (a JSON ``7.0`` is the seed 7)
+Whole = Annotated[StrictInt | Annotated[StrictFloat, Field(multiple_of=1)], AfterValidator(int)]
+#: a JSON object's form: finite numbers only; "non-blank" is a search for a non-space
+#: character (Python's re: the whitespace that ``str.strip`` removes)
+_JSON_FORM = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, regex_engine="python-re",
+                        arbitrary_types_allowed=True)
 
 
-_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
-
-
-@dataclass(frozen=True)
-class ScorerParams:
+class ScorerParams(BaseModel):
     """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1], ``max_tokens`` >= 0 (0: the
     server's default), ``seed`` >= 0 (alias ``random_seed``). Unset params are not sent."""
 
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
+    model_config = _JSON_FORM
 
-    def __post_init__(self) -> None:
-        for name, check in (("temperature", lambda n, v: _number(n, v, 0, 1.5)),
-                            ("top_p", lambda n, v: _number(n, v, 0, 1, lo_open=True)),
-                            ("max_tokens", _count), ("seed", _count)):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, check(name, getattr(self, name)))
+    temperature: Optional[Real] = Field(None, ge=0, le=1.5, description="must be a number in [0, 1.5]")
+    top_p: Optional[Real] = Field(None, gt=0, le=1, description="must be a number in (0, 1]")
+    max_tokens: Optional[Whole] = Field(None, ge=0, description="must be a whole number >= 0")
+    seed: Optional[Whole] = Field(None, ge=0, description="must be a whole number >= 0")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
@@ -67,54 +52,67 @@ class ScorerParams:
         if not isinstance(data, Mapping):
             raise ConfigError(f"params must be an object, got {data!r:.80}")
         data = dict(data)
-        if "random_seed" in data:
-            if "seed" in data and data["seed"] != data["random_seed"]:
+        if "random_seed" in data:   # the alias; the same seed under both names is no conflict
+            seed = data.pop("random_seed")
+            if data.setdefault("seed", seed) != seed:
                 raise ConfigError("params: give either seed or random_seed, not both")
-            data["seed"] = data.pop("random_seed")
-        unknown = sorted(set(data) - set(_PARAMS))
-        if unknown:
-            raise ConfigError(f"params: unknown key(s) {unknown}; allowed: {list(_PARAMS)}")
-        return cls(**data)
+        return validated(cls, "params", **data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _PARAMS if getattr(self, k) is not None}
+        return self.model_dump(exclude_none=True)
 
 
-class ScorerConfig:
+def _engine(engine: Any) -> Any:
+    """An engine's alias as its name; anything else as it is, for the field to refuse."""
+    with contextlib.suppress(ConfigError):
+        return normalize_engine(engine)
+    return engine
+
+
+class ScorerConfig(BaseModel):
     """What defines a scorer's behaviour; validated (template compiled) at construction.
 
     ``model``: the judge model's name (1-200 chars); ``prompt_template``: sandboxed Jinja2
     (default) or Handlebars (``template_engine="handlebars"``), at most 20 000 characters,
     compiled into ``template`` (a non-strict ``PromptTemplate``: an undefined variable renders
-    empty); ``output_spec`` and ``params``: objects or their JSON forms.
+    empty); ``output_spec`` and ``params``: objects or their JSON forms. Build one with
+    ``from_dict`` or ``from_json``: a bad value is a ConfigError naming the key and the value.
 
     >>> ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
     ...                         "output_spec": {"type": "boolean"}}).variables
     ['answer']
     """
 
-    __slots__ = ("model", "prompt_template", "template_engine", "output_spec", "params", "template")
+    model_config = _JSON_FORM
 
-    def __init__(self, model: str, prompt_template: str, output_spec: OutputSpec | Mapping[str, Any],
-                 params: ScorerParams | Mapping[str, Any] | None = None, *,
-                 template_engine: str = "jinja2"):
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("config.model must name the judge model (a non-empty string)")
-        if len(model) > MAX_MODEL_CHARS:
-            raise ConfigError(f"config.model is at most {MAX_MODEL_CHARS} characters, got {len(model)}")
-        if not isinstance(prompt_template, str) or not prompt_template.strip():
-            raise ConfigError("config.prompt_template must be a non-empty template string")
-        if len(prompt_template) > MAX_TEMPLATE_CHARS:
-            raise ConfigError(f"config.prompt_template is at most {MAX_TEMPLATE_CHARS} characters, "
-                              f"got {len(prompt_template)}")
-        self.model = model
-        self.prompt_template = prompt_template
-        self.output_spec = output_spec_from_dict(output_spec)
-        self.params = ScorerParams.from_dict(params)
-        self.template = scorer_template(prompt_template, template_engine)
-        self.template_engine = self.template.engine
+    model: StrictStr = Field(pattern=r"\S", max_length=MAX_MODEL_CHARS, description=(
+        f"must name the judge model (a non-empty string of at most {MAX_MODEL_CHARS} characters)"))
+    prompt_template: StrictStr = Field(pattern=r"\S", max_length=MAX_TEMPLATE_CHARS, description=(
+        f"must be a non-empty template string of at most {MAX_TEMPLATE_CHARS} characters"))
+    template_engine: Annotated[Literal["handlebars", "jinja2"], BeforeValidator(_engine)] = Field(
+        "jinja2", description=f"must be one of {ENGINES}")
+    output_spec: Annotated[OutputSpec, BeforeValidator(output_spec_from_dict)]
+    params: Annotated[ScorerParams, BeforeValidator(ScorerParams.from_dict)] = ScorerParams()
+    _template: PromptTemplate = PrivateAttr()
 
-    _KEYS = ("model", "prompt_template", "template_engine", "output_spec", "params")
+    @model_validator(mode="after")
+    def _compile(self) -> "ScorerConfig":
+        """The checked, non-strict template. A Handlebars template cannot call the Jinja2
+        function built-ins, so one naming them is refused."""
+        template = PromptTemplate(self.prompt_template, self.template_engine, name="prompt_template", strict=False)
+        called = [v for v in template.variables
+                  if self.template_engine == "handlebars" and v.split(".", 1)[0] in BUILTIN_FUNCTIONS]
+        if called:
+            raise TemplateError(f"prompt_template: {called[0]!r} is a Jinja2 built-in function; Handlebars "
+                                f"templates cannot call it: read the attribute as {{{{metadata.key}}}}, "
+                                f"or use Jinja2 (the default engine)")
+        self._template = template
+        return self
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The compiled ``prompt_template``."""
+        return self._template
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ScorerConfig":
@@ -123,14 +121,7 @@ class ScorerConfig:
             return data
         if not isinstance(data, Mapping):
             raise ConfigError(f"a scorer config must be an object, got {type(data).__name__}")
-        unknown = sorted(set(data) - set(cls._KEYS))
-        if unknown:
-            raise ConfigError(f"config: unknown key(s) {unknown}; allowed: {list(cls._KEYS)}")
-        lacking = next((k for k in ("model", "prompt_template", "output_spec") if k not in data), None)
-        if lacking:
-            raise ConfigError(f"config.{lacking} is required")
-        return cls(data["model"], data["prompt_template"], data["output_spec"], data.get("params"),
-                   template_engine=data.get("template_engine", "jinja2"))
+        return validated(cls, "config", **data)
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":
@@ -167,26 +158,6 @@ class ScorerConfig:
         return (f"ScorerConfig(model={self.model!r}, engine={self.template_engine!r}, "
                 f"output_spec={self.output_spec.to_dict()!r}, params={self.params.to_dict()!r}, "
                 f"version={self.version_id[:12]})")
-
-
-def scorer_template(source: str, engine: str) -> PromptTemplate:
-    """The checked, non-strict template of a scorer. A Handlebars template cannot call the Jinja2
-    function built-ins, so one naming them is refused.
-
-    >>> scorer_template("Product: {{ product }}{% for s in steps %} {{ s }}{% endfor %}", "jinja2").variables
-    ['product', 'steps']
-    """
-    try:
-        engine = normalize_engine(engine)
-    except ConfigError:
-        raise ConfigError(f"config.template_engine must be one of {ENGINES}, got {engine!r}") from None
-    template = PromptTemplate(source, engine, name="prompt_template", strict=False)
-    called = [v for v in template.variables if engine == "handlebars" and v.split(".", 1)[0] in BUILTIN_FUNCTIONS]
-    if called:
-        raise TemplateError(f"prompt_template: {called[0]!r} is a Jinja2 built-in function; Handlebars "
-                            f"templates cannot call it: read the attribute as {{{{metadata.key}}}}, "
-                            f"or use Jinja2 (the default engine)")
-    return template
 
 
 def slugify(name: str) -> str:
