@@ -132,6 +132,20 @@ def test_a_missing_key_is_named_and_a_long_value_cut():
     assert str(err.value).startswith("config.prompt_template must be") and len(str(err.value)) < 400
 
 
+@pytest.mark.parametrize("changes,message", [
+    ({"kind": "rubric"}, "scorer.kind must be 'llm_judge', got 'rubric'"),
+    ({"name": " "}, "scorer.name must be a non-empty string of at most 200 characters, got ' '"),
+    ({"description": 3}, "scorer.description must be a string of at most 2000 characters (or None), got 3"),
+    ({"latest_version": [1]}, "scorer.latest_version must be an object, got [1]"),
+    ({"config": None}, "a scorer config must be an object"),
+    ({"nmae": "x"}, "scorer: unknown key(s) ['nmae']"),
+])
+def test_scorers_are_validated_naming_the_key_and_value(changes, message):
+    with pytest.raises(ConfigError) as err:
+        Scorer.from_dict({"name": "Helpful", "config": BASE, **changes})
+    assert message in str(err.value)
+
+
 @pytest.mark.parametrize("template,engine", [
     ("{{#if x}}unclosed", "handlebars"),          # Handlebars structure is checked at save time
     ("{% macro m() %}{% endmacro %}", "jinja2"),  # the document: macro is not available

@@ -16,11 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .._validate import json_value
+from .._validate import json_value, validated
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig
-from ._scorer import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Scorer, ScorerVersion, check_text, make_slug
+from ._scorer import Scorer, ScorerForm, ScorerVersion, make_slug
 
 __all__ = ["ScorerNotFound", "ScorerRegistry"]
 
@@ -139,16 +139,14 @@ class ScorerRegistry:
         """Change name, description and/or config; a config whose hash differs makes a version."""
         with self._locked():
             scorer = self.get(slug)
-            if name is not None:
-                scorer.name = check_text(name, "name", MAX_NAME_CHARS, required=True)
-            if description is not None:
-                scorer.description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
-            if config is not None:
-                new = ScorerConfig.from_dict(config)
-                if new.version_id != scorer.version:
-                    number = max(v.number for v in scorer.history) + 1
-                    scorer.history.append(ScorerVersion(new.version_id, number, _now(), new))
-                    scorer.config = new
+            form = validated(ScorerForm, "scorer", name=scorer.name if name is None else name,
+                             description=scorer.description if description is None else description,
+                             config=scorer.config if config is None else config)
+            scorer.name, scorer.description = form.name, form.description
+            if form.config.version_id != scorer.version:
+                number = max(v.number for v in scorer.history) + 1
+                scorer.history.append(ScorerVersion(form.config.version_id, number, _now(), form.config))
+                scorer.config = form.config
             scorer.updated_at = _now()
             self._write(scorer)
         return self.get(slug)

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+
+from .._validate import validated
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig, slugify
 
-__all__ = ["Scorer", "ScorerVersion", "check_text", "make_slug"]
+__all__ = ["Scorer", "ScorerForm", "ScorerVersion", "make_slug"]
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
 KIND = "llm_judge"
-# keys of Scorer.to_dict(), new and earlier shapes; the registry-side ones are ignored on input
-_SCORER_KEYS = {"name", "description", "kind", "config", "slug", "latest_version", "version",
-                "version_number", "variables", "created_at", "updated_at"}
 
 
 def make_slug(name: str) -> str:
@@ -26,16 +26,27 @@ def make_slug(name: str) -> str:
     return f"{slugify(name)}-{secrets.token_hex(4)}"
 
 
-def check_text(value: Any, what: str, limit: int, *, required: bool = False) -> str:
-    """A scorer's ``name`` (``required``: non-empty) or ``description`` (None: ""), at most ``limit`` characters."""
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise ConfigError(f"a scorer {what} must be a non-empty string" if required else
-                          f"a scorer {what} must be a string, got {type(value).__name__}")
-    if len(value) > limit:
-        raise ConfigError(f"a scorer {what} is at most {limit} characters, got {len(value)}")
-    return value
+class ScorerForm(BaseModel):
+    """A scorer's JSON form, new or earlier (``to_dict``'s, or with top-level ``version``,
+    ``version_number``, ``variables``): name, description, kind and config count; the
+    registry's fields are information only."""
+
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re", arbitrary_types_allowed=True)
+
+    name: StrictStr = Field(pattern=r"\S", max_length=MAX_NAME_CHARS, description=(
+        f"must be a non-empty string of at most {MAX_NAME_CHARS} characters"))
+    description: Annotated[StrictStr, BeforeValidator(lambda v: "" if v is None else v)] = Field(
+        "", max_length=MAX_DESCRIPTION_CHARS, description=f"must be a string of at most {MAX_DESCRIPTION_CHARS} "
+                                                           f"characters (or None)")
+    kind: Literal["llm_judge"] = Field(KIND, description=f"must be {KIND!r}")
+    config: Annotated[ScorerConfig, BeforeValidator(ScorerConfig.from_dict)]
+    latest_version: Optional[dict] = Field(None, description="must be an object")
+    slug: Any = None
+    version: Any = None
+    version_number: Any = None
+    variables: Any = None
+    created_at: Any = None
+    updated_at: Any = None
 
 
 @dataclass(frozen=True)
@@ -75,9 +86,8 @@ class Scorer:
     def __init__(self, name: str, config: ScorerConfig | Mapping[str, Any], description: str = "", *,
                  slug: str | None = None, history: list[ScorerVersion] | None = None,
                  created_at: str | None = None, updated_at: str | None = None):
-        self.name = check_text(name, "name", MAX_NAME_CHARS, required=True)
-        self.description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
-        self.config = ScorerConfig.from_dict(config)
+        form = validated(ScorerForm, "scorer", name=name, description=description, config=config)
+        self.name, self.description, self.config = form.name, form.description, form.config
         self.slug = slug
         self.history = list(history or [])
         self.created_at = created_at
@@ -125,21 +135,8 @@ class Scorer:
         fields are information only: the config is what counts."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a scorer must be an object, got {type(data).__name__}")
-        kind = data.get("kind", KIND)
-        if kind != KIND:
-            raise ConfigError(f"scorer kind must be {KIND!r}, got {kind!r}")
-        lacking = next((k for k in ("name", "config") if k not in data), None)
-        if lacking:
-            raise ConfigError(f"a scorer needs {lacking!r}")
-        unknown = sorted(set(data) - _SCORER_KEYS)
-        if unknown:
-            raise ConfigError(f"scorer: unknown key(s) {unknown}; expected name, description, kind, "
-                              f"config")
-        scorer = cls(data["name"], data["config"], data.get("description", ""))
-        latest = data.get("latest_version")
-        if latest is not None and not isinstance(latest, Mapping):
-            raise ConfigError(f"scorer: latest_version must be an object, got {type(latest).__name__}")
-        return scorer
+        form = validated(ScorerForm, "scorer", **data)
+        return cls(form.name, form.config, form.description)
 
     def __repr__(self) -> str:
         return f"Scorer({self.name!r}, slug={self.slug!r}, version={self.version[:12]})"
