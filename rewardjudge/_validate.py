@@ -7,14 +7,14 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import ConfigError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["finite_number", "json_value", "validated"]
+__all__ = ["finite_number", "json_value", "validated", "validated_object"]
 
 
 def json_value(text: str | bytes, what: Any) -> Any:
@@ -65,3 +65,15 @@ def validated(options: type[BaseModel], where: str = "", /, **values: Any) -> Ba
         if isinstance(v, float) and not math.isfinite(v):
             raise ConfigError(problem(name))
     return out
+
+
+def validated_object(options: type[BaseModel], where: str, data: Any) -> BaseModel:
+    """The JSON object ``data`` validated as ``options`` (``validated``): anything
+    but a mapping with text keys is a ConfigError saying what ``where`` must be."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be an object, got {type(data).__name__}")
+    odd = [k for k in data if not isinstance(k, str)]
+    if odd:
+        raise ConfigError(f"{where}: every key must be a string, got {odd[0]!r:.80}")
+    return validated(options, where, **data)
+

@@ -137,7 +137,7 @@ def test_a_missing_key_is_named_and_a_long_value_cut():
     ({"name": " "}, "scorer.name must be a non-empty string of at most 200 characters, got ' '"),
     ({"description": 3}, "scorer.description must be a string of at most 2000 characters (or None), got 3"),
     ({"latest_version": [1]}, "scorer.latest_version must be an object, got [1]"),
-    ({"config": None}, "a scorer config must be an object"),
+    ({"config": None}, "config must be an object, got NoneType"),
     ({"nmae": "x"}, "scorer: unknown key(s) ['nmae']"),
 ])
 def test_scorers_are_validated_naming_the_key_and_value(changes, message):
@@ -693,3 +693,14 @@ async def test_a_grammar_building_judge_gets_the_range_as_an_enum_and_others_kee
     assert "enum" not in plain and (plain["minimum"], plain["maximum"]) == (1, 5)
     wide = output_spec_from_dict({"type": "numeric", "min": 0, "max": 100}).json_schema(grammar=True)
     assert "enum" not in wide["properties"]["score"]   # too many values: min/max as before
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ScorerParams.from_dict({1: 0.5}),
+    lambda: ScorerConfig.from_dict({None: "m"}),
+    lambda: Scorer.from_dict({("name",): "x"}),
+])
+def test_a_json_form_with_a_key_that_is_not_text_is_a_config_error(build):
+    # a mapping from Python code may hold any key; it is refused as a config, not a TypeError
+    with pytest.raises(ConfigError, match="every key must be a string"):
+        build()

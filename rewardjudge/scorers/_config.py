@@ -13,7 +13,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       StrictInt, StrictStr, model_validator)
 
 from .._hash import canonical_hash, canonical_json
-from .._validate import json_value, validated
+from .._validate import json_value, validated_object
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
@@ -49,14 +49,12 @@ class ScorerParams(BaseModel):
     def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
         if data is None or isinstance(data, ScorerParams):
             return cls() if data is None else data
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"params must be an object, got {data!r:.80}")
-        data = dict(data)
-        if "random_seed" in data:   # the alias; the same seed under both names is no conflict
+        data = dict(data) if isinstance(data, Mapping) else data
+        if isinstance(data, dict) and "random_seed" in data:   # the alias; the same seed under both names is no conflict
             seed = data.pop("random_seed")
             if data.setdefault("seed", seed) != seed:
                 raise ConfigError("params: give either seed or random_seed, not both")
-        return validated(cls, "params", **data)
+        return validated_object(cls, "params", data)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -119,9 +117,7 @@ class ScorerConfig(BaseModel):
         """Build from the JSON form; unknown keys are refused (a typo must not pass silently)."""
         if isinstance(data, ScorerConfig):
             return data
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a scorer config must be an object, got {type(data).__name__}")
-        return validated(cls, "config", **data)
+        return validated_object(cls, "config", data)
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":

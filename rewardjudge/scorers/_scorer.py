@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
-from .._validate import validated
+from .._validate import validated, validated_object
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig, slugify
@@ -133,9 +133,7 @@ class Scorer:
         """Build from ``{"name", "description"?, "kind"?, "config"}`` or ``to_dict()``'s form (new or
         earlier, with top-level ``version``, ``version_number``, ``variables``); the registry
         fields are information only: the config is what counts."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a scorer must be an object, got {type(data).__name__}")
-        form = validated(ScorerForm, "scorer", **data)
+        form = validated_object(ScorerForm, "scorer", data)
         return cls(form.name, form.config, form.description)
 
     def __repr__(self) -> str:
