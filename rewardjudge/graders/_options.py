@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool,
-                      StrictFloat, StrictInt, StrictStr, field_validator, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr,
+                      field_validator, model_validator)
 
+from .._option_types import Flag, Number, Real, Text
 from .._validate import finite_number, validated
 from ..errors import ConfigError
 from ..models._base import InferenceModel, check_choices
@@ -22,14 +23,6 @@ from ._outputs import check_output_model, fitted_max_tokens, score_choices
 
 __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", "ProbabilityOptions",
            "TemplatedOptions", "validated"]
-
-Number = StrictFloat | StrictInt
-#: a number kept as a float
-Real = Annotated[Number, AfterValidator(float)]
-#: a flag taken as Python takes it (``bool(value)``)
-Flag = Annotated[bool, BeforeValidator(bool)]
-#: a text option where None means ""
-Text = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
 
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
 SEAL_TOKENS = 48

@@ -10,8 +10,9 @@ import math
 from functools import partial
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from .._option_types import Number
 from .._validate import validated
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
@@ -38,7 +39,7 @@ class OpenAIModelOptions(BaseModel):
                              description="(the judge model's name on the server) is required")
     api_key: Any = None            # checked by _http.request_headers (not echoed)
     max_concurrency: StrictInt = Field(64, ge=1, description="must be an int >= 1 (requests in flight)")
-    timeout: Union[StrictFloat, StrictInt] = Field(60.0, gt=0, description="must be a number of seconds > 0")
+    timeout: Number = Field(60.0, gt=0, description="must be a number of seconds > 0")
     max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
     retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
     structured_output: StructuredStyle = Field("json_schema",

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from .._option_types import Number
 from .._validate import finite_number, validated
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
@@ -69,7 +70,7 @@ class TypedQuestionOptions(BaseModel):
     question_name: StrictStr = Field(DEFAULT_QUESTION_NAME, pattern=_TEXT,
                                      description="must be a non-empty string")
     question_type: StrictStr = Field("score", pattern=_TEXT, description="must be a non-empty string")
-    timeout: Union[StrictFloat, StrictInt] = Field(60.0, gt=0, description="must be a number of seconds > 0")
+    timeout: Number = Field(60.0, gt=0, description="must be a number of seconds > 0")
     retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
     max_retries: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None)")
     max_concurrency: StrictInt = Field(16, ge=1, description="must be an int >= 1")

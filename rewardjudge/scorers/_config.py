@@ -9,10 +9,10 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictFloat,
-                      StrictInt, StrictStr, model_validator)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictStr, model_validator
 
 from .._hash import canonical_hash, canonical_json
+from .._option_types import Real, Whole
 from .._validate import json_value, validated_object
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
@@ -24,10 +24,6 @@ __all__ = ["ScorerConfig", "ScorerParams", "slugify"]
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
 
-#: a finite number, kept as a float (``1`` and ``1.0`` hash alike)
-Real = Annotated[StrictFloat | StrictInt, AfterValidator(float)]
-#: a whole number, kept as an int (a JSON ``7.0`` is the seed 7)
-Whole = Annotated[StrictInt | Annotated[StrictFloat, Field(multiple_of=1)], AfterValidator(int)]
 #: a JSON object's form: finite numbers only; "non-blank" is a search for a non-space
 #: character (Python's re: the whitespace that ``str.strip`` removes)
 _JSON_FORM = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, regex_engine="python-re",
