@@ -9,10 +9,10 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictStr, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, PrivateAttr, StrictStr, model_validator
 
 from .._hash import canonical_hash, canonical_json
-from .._option_types import Real, Whole
+from .._option_types import JSON_FORM, Real, Whole
 from .._validate import json_value, validated_object
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
@@ -24,17 +24,12 @@ __all__ = ["ScorerConfig", "ScorerParams", "slugify"]
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
 
-#: a JSON object's form: finite numbers only; "non-blank" is a search for a non-space
-#: character (Python's re: the whitespace that ``str.strip`` removes)
-_JSON_FORM = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, regex_engine="python-re",
-                        arbitrary_types_allowed=True)
-
 
 class ScorerParams(BaseModel):
     """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1], ``max_tokens`` >= 0 (0: the
     server's default), ``seed`` >= 0 (alias ``random_seed``). Unset params are not sent."""
 
-    model_config = _JSON_FORM
+    model_config = JSON_FORM
 
     temperature: Optional[Real] = Field(None, ge=0, le=1.5, description="must be a number in [0, 1.5]")
     top_p: Optional[Real] = Field(None, gt=0, le=1, description="must be a number in (0, 1]")
@@ -77,7 +72,7 @@ class ScorerConfig(BaseModel):
     ['answer']
     """
 
-    model_config = _JSON_FORM
+    model_config = JSON_FORM
 
     model: StrictStr = Field(pattern=r"\S", max_length=MAX_MODEL_CHARS, description=(
         f"must name the judge model (a non-empty string of at most {MAX_MODEL_CHARS} characters)"))
