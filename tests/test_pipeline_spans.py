@@ -251,6 +251,28 @@ def test_filter():
         doc_pipeline(filter={"name": "chat"})
 
 
+@pytest.mark.parametrize("change,message", [   # "pinned": changes to the pipeline config (... drops a key)
+    ({"sampling_rate": "0.5"}, "pipeline.sampling_rate must be a number in [0, 1], got '0.5'"),
+    ({"name": " "}, "pipeline.name must be a non-empty string (the pipeline's name), got ' '"),
+    ({"pipeline_configs": []}, "pipeline.pipeline_configs must be a non-empty list"),
+    ({"filter": {"span_name": ["chat *", 3]}}, "filter.span_name must be a glob or a list of globs, got ['chat *', 3]"),
+    ({"filter": "chat *"}, "filter must be an object, got str"),
+    ({"pinned": {"type": "judge-v2"}}, "pipeline_config.type must be 'judge-v1', got 'judge-v2'"),
+    ({"pinned": {"scorer_version_number": "one"}}, "pipeline_config.scorer_version_number must be a whole number"),
+    ({"pinned": {"mapping": ["product"]}}, "pipeline_config.mapping must be an object: variable -> source, got"),
+    ({"pinned": {"scorer_version": ...}}, "pipeline_config.scorer_version is required"),
+    ({"pinned": {"colour": "red"}}, "pipeline_config: unknown key(s) ['colour']"),
+])
+def test_a_pipeline_json_error_names_the_key_and_the_value(change, message):
+    data = doc_pipeline().to_dict()
+    pinned = {**data["pipeline_configs"][0], **change.get("pinned", {})}
+    data = {**data, "pipeline_configs": [{k: v for k, v in pinned.items() if v is not ...}],
+            **{k: v for k, v in change.items() if k != "pinned"}}
+    with pytest.raises(ConfigError) as err:
+        PipelineConfig.from_dict(data)
+    assert message in str(err.value)
+
+
 def test_sampling_is_decided_by_the_trace_id():
     rng = random.Random(7)
     ids = [rng.randbytes(16).hex() for _ in range(4000)]

@@ -10,10 +10,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
 
+from pydantic import BaseModel, BeforeValidator, Field, InstanceOf, StrictStr, model_validator
+
+from .._option_types import JSON_FORM, Flag, Real, Whole
+from .._validate import validated, validated_object
 from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
 from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
@@ -46,13 +50,6 @@ def source_of(value: Any, variable: str = "?") -> str:
     return value.strip()
 
 
-def _known_keys(where: str, data: Mapping[str, Any], allowed: Any) -> None:
-    """A ConfigError naming the keys of ``data`` not in ``allowed`` (a typo must not pass silently)."""
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(allowed)}")
-
-
 _RANDOM_BITS = 56
 
 
@@ -71,6 +68,16 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
     return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
 
 
+class _FilterForm(BaseModel):
+    model_config = JSON_FORM
+
+    span_name: Annotated[tuple[StrictStr, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v or ())] = (
+        Field((), description="must be a glob or a list of globs"))
+    attributes: Annotated[dict[str, Any], BeforeValidator(lambda v: v or {})] = Field(
+        {}, description='must be an object: key -> value, [values] or "*"')
+    has_messages: Flag = True
+
+
 @dataclass(frozen=True)
 class SpanFilter:
     """Which spans a pipeline judges: ``span_name`` globs (one must match), ``attributes``
@@ -82,15 +89,11 @@ class SpanFilter:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SpanFilter":
-        data = dict(DEFAULT_FILTER if data is None else data)
-        _known_keys("filter", data, [f.name for f in fields(cls)])
-        names = data.get("span_name") or ()
-        names = (names,) if isinstance(names, str) else tuple(names)
-        attrs = data.get("attributes") or {}
-        if not isinstance(attrs, Mapping) or not all(isinstance(n, str) for n in names):
-            raise ConfigError("filter: span_name is a glob or a list of globs; attributes an object")
-        return cls(names, tuple((str(k), tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()),
-                   bool(data.get("has_messages", True)))
+        if isinstance(data, SpanFilter):
+            return data
+        form = validated_object(_FilterForm, "filter", DEFAULT_FILTER if data is None else data)
+        return cls(form.span_name, tuple((k, tuple(v) if isinstance(v, list) else v)
+                                         for k, v in form.attributes.items()), form.has_messages)
 
     def to_dict(self) -> dict[str, Any]:
         return {"span_name": list(self.span_name),
@@ -107,6 +110,27 @@ class SpanFilter:
         return not self.has_messages or OUTPUT_MESSAGES in message_attributes(span)
 
 
+class _JudgeForm(BaseModel):
+    model_config = JSON_FORM
+
+    type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}")
+    config: Annotated[ScorerConfig, BeforeValidator(ScorerConfig.from_dict)]
+    scorer_version: StrictStr = Field(description="must be the pinned config's version id (a string)")
+    mapping: Annotated[dict[str, Any], BeforeValidator(lambda v: {} if v is None else v)] = Field(
+        {}, description="must be an object: variable -> source")
+    scorer: Optional[StrictStr] = Field(None, description="must be the registry slug (a string) or null")
+    scorer_name: Optional[StrictStr] = Field(None, description="must be a string or null")
+    scorer_version_number: Optional[Whole] = Field(None, description="must be a whole number or null")
+
+    @model_validator(mode="after")
+    def _pinned(self) -> "_JudgeForm":
+        if self.config.version_id != self.scorer_version:
+            raise ConfigError(f"pipeline config for {self.scorer or self.scorer_name!r} pins scorer_version "
+                              f"{self.scorer_version[:12]} but its config hashes to "
+                              f"{self.config.version_id[:12]}: the copy was edited; pin the version again")
+        return self
+
+
 @dataclass
 class JudgeConfig:
     """One ``pipeline_configs[]`` entry: a scorer version's config (a copy), its checked
@@ -120,14 +144,8 @@ class JudgeConfig:
     scorer_version_number: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.config, ScorerConfig):
-            self.config = ScorerConfig.from_dict(self.config)
-        if self.config.version_id != self.scorer_version:
-            raise ConfigError(f"pipeline config for {self.scorer or self.scorer_name!r} pins scorer_version "
-                              f"{str(self.scorer_version)[:12]} but its config hashes to "
-                              f"{self.config.version_id[:12]}: the copy was edited; pin the version again")
-        if not isinstance(self.mapping, Mapping):
-            raise ConfigError("a pipeline config's mapping is an object: variable -> source")
+        form = validated(_JudgeForm, "pipeline_config", **vars(self))
+        self.config, self.mapping, self.scorer_version_number = form.config, form.mapping, form.scorer_version_number
         self.binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
                                      scorer_name=self.scorer_name, scorer_slug=self.scorer)
 
@@ -155,15 +173,31 @@ class JudgeConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "JudgeConfig":
-        if not isinstance(data, Mapping) or "config" not in data or "scorer_version" not in data:
-            raise ConfigError("a pipeline config needs 'config' (the pinned copy) and 'scorer_version'")
-        data = dict(data)
-        kind = data.pop("type", JUDGE_V1)
-        if kind != JUDGE_V1:
-            raise ConfigError(f"pipeline config type must be {JUDGE_V1!r}, got {kind!r}")
-        _known_keys("pipeline config", data, [f.name for f in fields(cls)])
-        return cls(**{**data, "mapping": dict(data.get("mapping") or {}),
-                      "scorer_name": data.get("scorer_name") or data.get("scorer") or "scorer"})
+        if isinstance(data, JudgeConfig):
+            return data
+        f = validated_object(_JudgeForm, "pipeline_config", data)
+        return cls(f.config, f.scorer_version, f.mapping, f.scorer, f.scorer_name or f.scorer or "scorer",
+                   f.scorer_version_number)
+
+
+class _PipelineForm(BaseModel):
+    model_config = JSON_FORM
+
+    name: StrictStr = Field(pattern=r"\S", description="must be a non-empty string (the pipeline's name)")
+    pipeline_configs: list[Annotated[InstanceOf[JudgeConfig], BeforeValidator(JudgeConfig.from_dict)]] = Field(
+        min_length=1, description="must be a non-empty list of pipeline configs (pinned scorer versions)")
+    filter: Annotated[InstanceOf[SpanFilter], BeforeValidator(SpanFilter.from_dict)] = Field(
+        None, validate_default=True)
+    sampling_rate: Real = Field(1.0, ge=0, le=1, description="must be a number in [0, 1]")
+    type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}, the only pipeline type")
+
+    @model_validator(mode="after")
+    def _pinned_once(self) -> "_PipelineForm":
+        pins = [(c.label, c.scorer_version) for c in self.pipeline_configs]
+        twice = next((p for i, p in enumerate(pins) if p in pins[:i]), None)
+        if twice:
+            raise ConfigError(f"scorer {twice[0]!r} version {twice[1][:12]} is pinned twice")
+        return self
 
 
 @dataclass
@@ -177,23 +211,7 @@ class PipelineConfig:
     type: str = JUDGE_V1
 
     def __post_init__(self) -> None:
-        if self.type != JUDGE_V1:
-            raise ConfigError(f"the only pipeline type is {JUDGE_V1!r}, got {self.type!r}")
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ConfigError("a pipeline needs a name")
-        if not self.pipeline_configs:
-            raise ConfigError("a pipeline needs at least one pipeline config (a pinned scorer version)")
-        if isinstance(self.filter, Mapping) or self.filter is None:
-            self.filter = SpanFilter.from_dict(self.filter)
-        rate = self.sampling_rate
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:  # NaN too
-            raise ConfigError(f"sampling_rate must be a number in [0, 1], got {rate!r}")
-        self.sampling_rate = float(rate)
-        seen = set()
-        for c in self.pipeline_configs:
-            if (c.label, c.scorer_version) in seen:
-                raise ConfigError(f"scorer {c.label!r} version {c.scorer_version[:12]} is pinned twice")
-            seen.add((c.label, c.scorer_version))
+        vars(self).update(validated(_PipelineForm, "pipeline", **vars(self)))
 
     def wants(self, span: Span) -> bool:
         """The span passes the filter and its trace is in the sample."""
@@ -205,13 +223,7 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a pipeline must be an object, got {type(data).__name__}")
-        _known_keys("pipeline", data, [f.name for f in fields(cls)])
-        configs = data.get("pipeline_configs")
-        if not isinstance(configs, list):
-            raise ConfigError("pipeline_configs must be a list of pinned scorer versions")
-        return cls(**{"name": "", **data, "pipeline_configs": [JudgeConfig.from_dict(c) for c in configs]})
+        return cls(**dict(validated_object(_PipelineForm, "pipeline", data)))
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
