@@ -95,13 +95,14 @@ def test_param_bounds_are_inclusive_where_documented():
 @pytest.mark.parametrize("spec,message", [
     ({"type": "categorical", "labels": []}, "non-empty list"),                    # no labels
     ({"type": "categorical", "labels": ["a", "a"]}, "repeated: ['a']"),          # duplicates
-    ({"type": "categorical", "labels": ["a", " "]}, "labels[1] must be a non-empty"),  # blank label
+    ({"type": "categorical", "labels": ["a", " "]}, "labels must be a non-empty list of at most 50 distinct "
+                                                   "non-empty strings, got ['a', ' ']"),  # blank label
     ({"type": "categorical", "labels": ["a", "b"], "values": {"a": 1}}, "missing: ['b']"),  # partial values
     ({"type": "categorical", "labels": ["a"], "values": {"a": "hi"}}, "finite number"),  # non-numeric value
     ({"type": "numeric", "min": 5, "max": 1}, "must be <= output_spec.max"),      # inverted range
     ({"type": "numeric", "min": float("nan"), "max": 1}, "finite number"),        # NaN bound
-    ({"type": "numeric", "min": 1}, "needs 'max'"),                               # missing bound
-    ({"type": "boolean", "labels": ["x"]}, "takes only ['type']"),                # extra key
+    ({"type": "numeric", "min": 1}, "output_spec.max is required"),               # missing bound
+    ({"type": "boolean", "labels": ["x"]}, "unknown key(s) ['labels']; allowed: ['type']"),  # extra key
     ({"type": "score"}, "must be one of"),                                        # unknown type
     ("boolean", "must be an object"),                                             # not an object
 ])

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, Field, StrictStr, model_validator
 
-from .._validate import finite_number
+from .._option_types import JSON_FORM, Real
+from .._validate import finite_number, validated, validated_object
 from ..readouts._decision import Decision
 from ..readouts._seal import read_sealed
 from ..errors import ConfigError
@@ -159,17 +160,27 @@ class BooleanSpec(OutputSpec):
         return "boolean (true -> 1.0, false -> 0.0)"
 
 
-def _check_labels(labels: Any) -> None:
-    if isinstance(labels, str) or not isinstance(labels, (list, tuple)) or not labels:
-        raise ConfigError("output_spec.labels must be a non-empty list of strings")
-    if len(labels) > MAX_LABELS:
-        raise ConfigError(f"output_spec.labels: at most {MAX_LABELS} labels, got {len(labels)}")
-    for i, lab in enumerate(labels):
-        if not isinstance(lab, str) or not lab.strip():
-            raise ConfigError(f"output_spec.labels[{i}] must be a non-empty string, got {lab!r}")
-    if len(set(labels)) != len(labels):
-        dup = sorted({lab for lab in labels if labels.count(lab) > 1})
-        raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
+class _CategoricalForm(BaseModel):
+    model_config = JSON_FORM
+
+    type: Literal["categorical"]
+    labels: list[Annotated[StrictStr, Field(pattern=r"\S")]] = Field(
+        min_length=1, max_length=MAX_LABELS,
+        description=f"must be a non-empty list of at most {MAX_LABELS} distinct non-empty strings")
+    values: Optional[dict[str, Real]] = Field(None, description=(
+        "must map each label to a finite number, e.g. {\"good\": 1, \"bad\": 0}"))
+
+    @model_validator(mode="after")
+    def _labels_and_values(self) -> "_CategoricalForm":
+        dup = sorted({lab for lab in self.labels if self.labels.count(lab) > 1})
+        if dup:
+            raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
+        unknown = sorted(set(self.values or ()) - set(self.labels))
+        lacking = [lab for lab in self.labels if self.values is not None and lab not in self.values]
+        if unknown or lacking:
+            raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
+                              f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
+        return self
 
 
 class CategoricalSpec(OutputSpec):
@@ -179,23 +190,10 @@ class CategoricalSpec(OutputSpec):
     field = "label"
 
     def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
-        _check_labels(labels)
-        self.labels = tuple(labels)
-        self.values: dict[str, float] | None = None if values is None else self._checked_values(values)
-
-    def _checked_values(self, values: Any) -> dict[str, float]:
-        if not isinstance(values, Mapping):
-            raise ConfigError("output_spec.values must map each label to a number, e.g. "
-                              + json.dumps(self.example_values()))
-        unknown = sorted(set(values) - set(self.labels))
-        lacking = [lab for lab in self.labels if lab not in values]
-        if unknown or lacking:
-            raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
-                              f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
-        for lab, v in values.items():
-            if not finite_number(v):
-                raise ConfigError(f"output_spec.values[{lab!r}] must be a finite number, got {v!r}")
-        return {lab: float(values[lab]) for lab in self.labels}
+        form = validated(_CategoricalForm, "output_spec", type=self.type, labels=labels, values=values)
+        self.labels = tuple(form.labels)
+        self.values: dict[str, float] | None = (None if form.values is None
+                                                else {lab: form.values[lab] for lab in self.labels})
 
     @property
     def has_values(self) -> bool:
@@ -237,6 +235,20 @@ class CategoricalSpec(OutputSpec):
         return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
 
 
+class _NumericForm(BaseModel):
+    model_config = JSON_FORM
+
+    type: Literal["numeric"]
+    min: Real = Field(description="must be a finite number")
+    max: Real = Field(description="must be a finite number")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "_NumericForm":
+        if self.min > self.max:
+            raise ConfigError(f"output_spec.min ({self.min}) must be <= output_spec.max ({self.max})")
+        return self
+
+
 class NumericSpec(OutputSpec):
     """A number in ``[min, max]``; the Grade's value is that number."""
 
@@ -244,12 +256,8 @@ class NumericSpec(OutputSpec):
     field = "score"
 
     def __init__(self, min: float, max: float):
-        for name, v in (("min", min), ("max", max)):
-            if not finite_number(v):
-                raise ConfigError(f"output_spec.{name} must be a finite number, got {v!r}")
-        if min > max:
-            raise ConfigError(f"output_spec.min ({min}) must be <= output_spec.max ({max})")
-        self.min, self.max = float(min), float(max)
+        form = validated(_NumericForm, "output_spec", type=self.type, min=min, max=max)
+        self.min, self.max = form.min, form.max
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "numeric", "min": self.min, "max": self.max}
@@ -276,30 +284,24 @@ class NumericSpec(OutputSpec):
         return f"numeric {self.min:g}..{self.max:g} (the score is the value)"
 
 
-_KEYS = {"boolean": {"type"}, "categorical": {"type", "labels", "values"},
-         "numeric": {"type", "min", "max"}}
+class _BooleanForm(BaseModel):
+    model_config = JSON_FORM
+
+    type: Literal["boolean"]
+
+
+_SPECS = {"boolean": (_BooleanForm, BooleanSpec), "categorical": (_CategoricalForm, CategoricalSpec),
+          "numeric": (_NumericForm, NumericSpec)}
 
 
 def output_spec_from_dict(data: Any) -> OutputSpec:
     """Build and validate an output spec from its JSON form (or pass a spec through)."""
     if isinstance(data, OutputSpec):
         return data
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"output_spec must be an object like {{\"type\": \"boolean\"}}, got {data!r:.80}")
-    kind = data.get("type")
-    if kind not in _KEYS:
-        raise ConfigError(f"output_spec.type must be one of {sorted(_KEYS)}, got {kind!r}")
-    unknown = sorted(set(data) - _KEYS[kind])
-    if unknown:
-        raise ConfigError(f"output_spec of type {kind!r} takes only {sorted(_KEYS[kind])}; "
-                          f"unknown: {unknown}")
-    if kind == "boolean":
-        return BooleanSpec()
-    if kind == "categorical":
-        if "labels" not in data:
-            raise ConfigError("a categorical output_spec needs 'labels'")
-        return CategoricalSpec(data["labels"], data.get("values"))
-    for key in ("min", "max"):
-        if key not in data:
-            raise ConfigError(f"a numeric output_spec needs {key!r}")
-    return NumericSpec(data["min"], data["max"])
+    kind = data.get("type") if isinstance(data, Mapping) else "boolean"   # not an object: any form says so
+    if kind not in _SPECS:
+        raise ConfigError(f"output_spec.type must be one of {sorted(_SPECS)}, got {kind!r:.80}")
+    form, spec = _SPECS[kind]
+    values = dict(validated_object(form, "output_spec", data))
+    del values["type"]
+    return spec(**values)
