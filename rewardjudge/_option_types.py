@@ -1,15 +1,50 @@
-"""The field types option models share (graders, judges, scorers): numbers kept
-as floats or ints, flags and text taken as Python takes them. Checked through
-``_validate.validated``: a bad value is a ConfigError naming the field. ``JSON_FORM``: the
-config of a model that is a JSON object's form."""
+"""The base every option model shares (graders, judges, scorers, evaluation,
+JSON forms) and its field types: numbers kept as floats or ints, flags and text
+taken as Python takes them. A model built with a bad value, however it is built
+(a constructor's ``**options``, ``TemplatedOptions(...)``, ``model_validate``), raises
+a ConfigError naming the field and the value. ``JSON_FORM``: the config of a model
+that is a JSON object's form."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+from typing import Annotated, Any, ClassVar, Mapping
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt,
+                      ValidationError)
 
-__all__ = ["Flag", "JSON_FORM", "Number", "Real", "Text", "Whole"]
+from ._validate import config_error, problem
+from .errors import ConfigError
+
+__all__ = ["Flag", "JSON_FORM", "Number", "Options", "Real", "Text", "Whole"]
+
+
+class Options(BaseModel):
+    """An option model: pydantic's failure is a ConfigError (``_validate.config_error``),
+    and a float field is finite."""
+
+    #: the JSON object these are the keys of (``"params"``), named before each key in a
+    #: message; "" for a constructor's keyword options
+    where: ClassVar[str] = ""
+
+    def __init__(self, /, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise config_error(type(self), values, exc) from None
+        for name, v in self:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(problem(type(self), values, name))
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        # pydantic runs ``__init__`` inside its own validation here and wraps what it raises
+        if not isinstance(obj, (Mapping, cls)):
+            raise ConfigError(f"{cls.where or cls.__name__} must be an object, got {type(obj).__name__}")
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise config_error(cls, obj if isinstance(obj, Mapping) else {}, exc) from None
 
 #: an int or a float, never a bool or a numeric string
 Number = StrictFloat | StrictInt

@@ -95,3 +95,27 @@ def test_an_unknown_option_is_a_config_error_naming_the_nearest_option():
     assert isinstance(g.options, TemplatedOptions) and g.options.reply_retries == g.reply_retries == 3
     assert g.train_penalty == -2.0 and isinstance(g.train_penalty, float)
     assert "batch_size" in CandidateOptions.model_fields
+
+
+def test_an_option_model_built_directly_raises_config_error_naming_the_field():
+    # the option models are public: built by hand or from a dict, a bad value is the same
+    # ConfigError a constructor raises, never pydantic's ValidationError
+    from rewardjudge import OpenAIModel
+    from rewardjudge.graders import TemplatedOptions
+    from rewardjudge.models import OpenAIModelOptions
+    from rewardjudge.scorers import ScorerConfig
+
+    judge = OpenAIModel("http://127.0.0.1:9/v1", "judge")
+    with pytest.raises(ConfigError, match=r"train_penalty must be a finite number.*got 'x'"):
+        TemplatedOptions(grader_key="k", model=judge, train_penalty="x")
+    with pytest.raises(ConfigError, match=r"train_penalty .*got inf"):
+        TemplatedOptions(grader_key="k", model=judge, train_penalty=float("inf"))
+    with pytest.raises(ConfigError, match=r"'temprature' is not an option.*'temperature'"):
+        TemplatedOptions.model_validate({"grader_key": "k", "model": judge, "temprature": 0.1})
+    with pytest.raises(ConfigError, match=r"config: unknown key\(s\) \['bogus'\]"):
+        ScorerConfig.model_validate({"model": "m", "prompt_template": "x", "bogus": 1})
+    with pytest.raises(ConfigError, match="config must be an object, got list"):
+        ScorerConfig.model_validate([1])
+    with pytest.raises(ConfigError, match="model"):
+        OpenAIModelOptions(base_url="http://127.0.0.1:9/v1", model="")
+    assert TemplatedOptions(grader_key="k", model=judge, train_penalty=-2).train_penalty == -2.0

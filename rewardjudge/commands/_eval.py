@@ -119,16 +119,15 @@ async def _run_eval(args: argparse.Namespace):
 
 def _options(args: argparse.Namespace, columns: Any, data: Any) -> Any:
     """The run's ``EvalOptions``, checked before any judge; the column mapping said on stderr."""
-    from .._validate import validated
     from ..evaluate._data import detect_columns
     from ..evaluate._options import EvalOptions
 
     notes = detect_columns(columns, data.column_names)[1]
     print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
-    return validated(EvalOptions, columns=columns, output_dir=args.output, mode=args.mode,
-                     retry_unscored=args.retry_unscored, overwrite=args.overwrite, progress=not args.no_progress,
-                     concurrency=args.concurrency, split=args.split, limit=args.limit,
-                     formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
+    return EvalOptions(columns=columns, output_dir=args.output, mode=args.mode,
+                       retry_unscored=args.retry_unscored, overwrite=args.overwrite, progress=not args.no_progress,
+                       concurrency=args.concurrency, split=args.split, limit=args.limit,
+                       formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
 
 
 def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:

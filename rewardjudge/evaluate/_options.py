@@ -6,14 +6,15 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
+from .._option_types import Options
 from ..rl._health import OutageGuard
 
 __all__ = ["EvalOptions"]
 
 
-class EvalOptions(BaseModel):
+class EvalOptions(Options):
     """The keyword arguments of ``evaluate_dataset`` (its docstring says what each does)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)

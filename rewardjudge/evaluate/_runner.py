@@ -21,7 +21,6 @@ from typing import Any, Awaitable, Callable, Iterator
 import numpy as np
 
 from .._sync import run_sync
-from .._validate import validated
 from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
@@ -320,7 +319,7 @@ async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | No
     if not isinstance(grader, Grader):
         raise ConfigError(f"grader must be a Grader, got {type(grader).__name__} "
                           f"(to name one by spec, use rewardjudge.evaluate.resolve_grader)")
-    opts = validated(EvalOptions, **{**dict(options or {}), **kwargs})
+    opts = EvalOptions(**{**dict(options or {}), **kwargs})
     if grader.mode is not None and grader.mode != opts.mode:
         log.warning("grader %s has mode=%r, which wins over the run's mode=%r", grader.grader_key,
                     grader.mode, opts.mode)

@@ -21,7 +21,7 @@ from ..models._base import Completion, GenerationParams, InferenceModel, Message
 from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
-from ._options import GraderOptions, JudgeBinding, validated
+from ._options import GraderOptions, JudgeBinding
 from ._guards import content_free_fields, content_free_reason
 from ._schedule import prompt_units
 
@@ -104,7 +104,7 @@ class Grader(abc.ABC):
     def __init__(self, grader_key: str, **options: Any):
         """``options``: the fields of ``GraderOptions`` (``mode``, ``train_penalty``,
         ``eval_penalty``, ``reject_content_free``, ``max_completion_chars``)."""
-        self.take_options(validated(GraderOptions, grader_key=grader_key, **options))
+        self.take_options(GraderOptions(grader_key=grader_key, **options))
 
     #: the pydantic model a completion is parsed into before any judge call (None: text)
     completion_model: type[BaseModel] | None = None

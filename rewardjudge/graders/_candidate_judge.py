@@ -18,7 +18,7 @@ from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
-from ._options import CandidateOptions, validated
+from ._options import CandidateOptions
 from ._base import Grader, JudgeAnswer, log, text_size
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks
@@ -93,7 +93,7 @@ class CandidateJudgeGrader(Grader):
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
-        opts = self.options = validated(CandidateOptions, grader_key=grader_key, model=model, **options)
+        opts = self.options = CandidateOptions(grader_key=grader_key, model=model, **options)
         self.take_options(opts)
         for name in _OPTION_NAMES:
             setattr(self, name, getattr(opts, name))

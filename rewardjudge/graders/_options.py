@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr,
                       field_validator, model_validator)
 
-from .._option_types import Flag, Number, Real, Text
-from .._validate import finite_number, validated
+from .._option_types import Flag, Number, Options, Real, Text
+from .._validate import finite_number
 from ..errors import ConfigError
 from ..models._base import InferenceModel, check_choices
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR
@@ -22,7 +22,7 @@ from ..scales import Scale
 from ._outputs import check_output_model, fitted_max_tokens, score_choices
 
 __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", "ProbabilityOptions",
-           "TemplatedOptions", "validated"]
+           "TemplatedOptions"]
 
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
 SEAL_TOKENS = 48
@@ -41,7 +41,7 @@ Variables = Annotated[dict, BeforeValidator(_mapping)]
 ScaleOption = Annotated[Any, BeforeValidator(Scale.get)]
 
 
-class GraderOptions(BaseModel):
+class GraderOptions(Options):
     """What every grader takes: its key, penalty mode and penalties, guards
     (None: the grader class's own default)."""
 
@@ -55,7 +55,7 @@ class GraderOptions(BaseModel):
     max_completion_chars: Optional[StrictInt] = Field(None, ge=1, description="must be an int >= 1 (or None)")
 
 
-class JudgeBinding(BaseModel):
+class JudgeBinding(Options):
     """What every judge-asking family takes: the judge, and the model a
     completion is parsed into before any judge call."""
 
@@ -66,7 +66,7 @@ class JudgeBinding(BaseModel):
         None, description="must be a pydantic BaseModel subclass (or None)")
 
 
-class PromptOptions(BaseModel):
+class PromptOptions(Options):
     """How a family's templates are compiled."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -84,7 +84,7 @@ class SealOptions(PromptOptions):
     seal_key: Any = None
 
 
-class Sampling(BaseModel):
+class Sampling(Options):
     """Sampling settings of a judge request."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)

@@ -16,7 +16,7 @@ from ..scales import SCALES
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
-from ._options import ProbabilityOptions, validated
+from ._options import ProbabilityOptions
 from ._base import Grader, JudgeFailure, text_size
 from ._prompt import JudgePrompt
 from ..readouts._distribution import read_distribution
@@ -53,7 +53,7 @@ class ProbabilityJudgeGrader(Grader):
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
-        opts = self.options = validated(ProbabilityOptions, grader_key=grader_key, model=model, **options)
+        opts = self.options = ProbabilityOptions(grader_key=grader_key, model=model, **options)
         self.take_options(opts)
         system_template, user_template = opts.system_template, opts.user_template
         if opts.tokens is not None and (system_template is None or user_template is None):

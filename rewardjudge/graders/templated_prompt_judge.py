@@ -27,7 +27,7 @@ from ..readouts._text import neutralize_value
 from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
-from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions, validated  # noqa: F401 (SEAL_TOKENS: tests read it here)
+from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
 from ._guards import content_free_fields
 from ._prompt import JudgePrompt
@@ -72,8 +72,8 @@ class TemplatedPromptJudgeGrader(Grader):
     def __init__(self, grader_key: str, model: InferenceModel, system_template: str,
                  user_template: str, output_model: type[BaseModel] = BinaryJudgeOutput,
                  temperature: float = 0.0, **options: Any):
-        opts = self.options = validated(TemplatedOptions, grader_key=grader_key, model=model,
-                                        output_model=output_model, temperature=temperature, **options)
+        opts = self.options = TemplatedOptions(grader_key=grader_key, model=model,
+                                               output_model=output_model, temperature=temperature, **options)
         self.take_options(opts)
         self.output_model, self.seal = opts.output_model, opts.seal
         self.output_schema_format = opts.output_schema_format
@@ -322,7 +322,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
                  language: str | None = None, default_max_tokens: int = 512, mode: Mode | None = None,
                  train_penalty: float = -1.0, eval_penalty: float = 0.0, allow_model_override: bool = False,
                  seal_key: "bytes | str | None" = None):
-        model = validated(JudgeBinding, model=model).model
+        model = JudgeBinding(model=model).model
         # every argument but seal_key, for __reduce__
         self._args = (binding, model, {k: v for k, v in locals().items()
                                        if k not in ("self", "binding", "model", "seal_key", "__class__")})

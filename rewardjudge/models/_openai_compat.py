@@ -10,10 +10,10 @@ import math
 from functools import partial
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
-from .._option_types import Number
-from .._validate import validated
+from .._option_types import Number, Options
+
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
@@ -28,7 +28,7 @@ LogprobsEndpoint = Literal["auto", "chat", "completions"]
 DEFAULT_REPROBE_AFTER = 1000
 
 
-class OpenAIModelOptions(BaseModel):
+class OpenAIModelOptions(Options):
     """``OpenAIModel``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (the URL, headers and TLS in ``_http.py``)."""
 
@@ -82,7 +82,7 @@ class OpenAIModel(InferenceModel):
     """
 
     def __init__(self, base_url: str, model: str, **options: Any):
-        opts = self.options = validated(OpenAIModelOptions, base_url=base_url, model=model, **options)
+        opts = self.options = OpenAIModelOptions(base_url=base_url, model=model, **options)
         self._http = HTTPTransport(opts.base_url, opts.api_key, opts.headers, opts.verify, opts.timeout,
                                    opts.max_concurrency, opts.max_response_bytes, opts.http_client)
         self.base_url, self.api_key = self._http.base_url, self._http.api_key

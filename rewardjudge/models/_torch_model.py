@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from .._paths import embedded_model_path
-from .._validate import validated
+
 from ..errors import ConfigError, JudgeError
 from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
@@ -42,7 +42,7 @@ class TorchModel(InferenceModel):
     ignores ``json_schema``. ``options`` holds the arguments, checked."""
 
     def __init__(self, model: Any, tokenizer: Any, **options: Any):
-        opts = self.options = validated(TorchModelOptions, **options)
+        opts = self.options = TorchModelOptions(**options)
         self._use_tokenizer(tokenizer, opts.chat_template)
         self.model = model.eval()
         self.name = opts.name or f"torch:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
+from .._option_types import Options
 from .._hash import canonical_hash
 from .._paths import built_once, cache_root
 from ..errors import ConfigError
@@ -19,7 +20,7 @@ CPU_BATCH_TOKENS = 2048
 GPU_BATCH_TOKENS = 65536
 
 
-class TorchModelOptions(BaseModel):
+class TorchModelOptions(Options):
     """``TorchModel(model, tokenizer, **options)``'s keyword options, checked (see its docstring)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)

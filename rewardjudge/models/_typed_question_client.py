@@ -13,10 +13,10 @@ import json
 from functools import partial
 from typing import Any, Mapping, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
-from .._option_types import Number
-from .._validate import finite_number, validated
+from .._option_types import Number, Options
+from .._validate import finite_number
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
@@ -56,7 +56,7 @@ def request_problems(body: Any, question_type: str | None = None) -> list[str]:
     return problems
 
 
-class TypedQuestionOptions(BaseModel):
+class TypedQuestionOptions(Options):
     """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (see its docstring)."""
 
@@ -90,7 +90,7 @@ class TypedQuestionClient(InferenceModel):
     answers_typed_questions = True
 
     def __init__(self, base_url: str, model: str = "jev-latest", **options: Any):
-        o = self.options = validated(TypedQuestionOptions, base_url=base_url, model=model, **options)
+        o = self.options = TypedQuestionOptions(base_url=base_url, model=model, **options)
         if o.retry_policy is not None and o.max_retries is not None:
             raise ConfigError("pass retry_policy or max_retries, not both")
         self.retry_policy = o.retry_policy or (RetryPolicy(max_retries=o.max_retries)

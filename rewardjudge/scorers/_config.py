@@ -9,10 +9,10 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, BeforeValidator, Field, PrivateAttr, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, StrictStr, model_validator
 
 from .._hash import canonical_hash, canonical_json
-from .._option_types import JSON_FORM, Real, Whole
+from .._option_types import JSON_FORM, Options, Real, Whole
 from .._validate import json_value, validated_object
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
@@ -25,9 +25,11 @@ MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
 
 
-class ScorerParams(BaseModel):
+class ScorerParams(Options):
     """Sampling params: ``temperature`` in [0, 1.5], ``top_p`` in (0, 1], ``max_tokens`` >= 0 (0: the
     server's default), ``seed`` >= 0 (alias ``random_seed``). Unset params are not sent."""
+
+    where = "params"
 
     model_config = JSON_FORM
 
@@ -45,7 +47,7 @@ class ScorerParams(BaseModel):
             seed = data.pop("random_seed")
             if data.setdefault("seed", seed) != seed:
                 raise ConfigError("params: give either seed or random_seed, not both")
-        return validated_object(cls, "params", data)
+        return validated_object(cls, data)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -58,7 +60,7 @@ def _engine(engine: Any) -> Any:
     return engine
 
 
-class ScorerConfig(BaseModel):
+class ScorerConfig(Options):
     """What defines a scorer's behaviour; validated (template compiled) at construction.
 
     ``model``: the judge model's name (1-200 chars); ``prompt_template``: sandboxed Jinja2
@@ -71,6 +73,8 @@ class ScorerConfig(BaseModel):
     ...                         "output_spec": {"type": "boolean"}}).variables
     ['answer']
     """
+
+    where = "config"
 
     model_config = JSON_FORM
 
@@ -108,7 +112,7 @@ class ScorerConfig(BaseModel):
         """Build from the JSON form; unknown keys are refused (a typo must not pass silently)."""
         if isinstance(data, ScorerConfig):
             return data
-        return validated_object(cls, "config", data)
+        return validated_object(cls, data)
 
     @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, Field, StrictStr, model_validator
 
-from .._option_types import JSON_FORM, Real
-from .._validate import finite_number, validated, validated_object
+from .._option_types import JSON_FORM, Options, Real
+from .._validate import finite_number, validated_object
 from ..readouts._decision import Decision
 from ..readouts._seal import read_sealed
 from ..errors import ConfigError
@@ -160,7 +160,9 @@ class BooleanSpec(OutputSpec):
         return "boolean (true -> 1.0, false -> 0.0)"
 
 
-class _CategoricalForm(BaseModel):
+class _CategoricalForm(Options):
+
+    where = "output_spec"
     model_config = JSON_FORM
 
     type: Literal["categorical"]
@@ -190,7 +192,7 @@ class CategoricalSpec(OutputSpec):
     field = "label"
 
     def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
-        form = validated(_CategoricalForm, "output_spec", type=self.type, labels=labels, values=values)
+        form = _CategoricalForm(type=self.type, labels=labels, values=values)
         self.labels = tuple(form.labels)
         self.values: dict[str, float] | None = (None if form.values is None
                                                 else {lab: form.values[lab] for lab in self.labels})
@@ -235,7 +237,9 @@ class CategoricalSpec(OutputSpec):
         return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
 
 
-class _NumericForm(BaseModel):
+class _NumericForm(Options):
+
+    where = "output_spec"
     model_config = JSON_FORM
 
     type: Literal["numeric"]
@@ -256,7 +260,7 @@ class NumericSpec(OutputSpec):
     field = "score"
 
     def __init__(self, min: float, max: float):
-        form = validated(_NumericForm, "output_spec", type=self.type, min=min, max=max)
+        form = _NumericForm(type=self.type, min=min, max=max)
         self.min, self.max = form.min, form.max
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,7 +288,9 @@ class NumericSpec(OutputSpec):
         return f"numeric {self.min:g}..{self.max:g} (the score is the value)"
 
 
-class _BooleanForm(BaseModel):
+class _BooleanForm(Options):
+
+    where = "output_spec"
     model_config = JSON_FORM
 
     type: Literal["boolean"]
@@ -302,6 +308,6 @@ def output_spec_from_dict(data: Any) -> OutputSpec:
     if kind not in _SPECS:
         raise ConfigError(f"output_spec.type must be one of {sorted(_SPECS)}, got {kind!r:.80}")
     form, spec = _SPECS[kind]
-    values = dict(validated_object(form, "output_spec", data))
+    values = dict(validated_object(form, data))
     del values["type"]
     return spec(**values)

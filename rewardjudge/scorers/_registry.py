@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .._validate import json_value, validated
+from .._validate import json_value
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig
@@ -139,9 +139,9 @@ class ScorerRegistry:
         """Change name, description and/or config; a config whose hash differs makes a version."""
         with self._locked():
             scorer = self.get(slug)
-            form = validated(ScorerForm, "scorer", name=scorer.name if name is None else name,
-                             description=scorer.description if description is None else description,
-                             config=scorer.config if config is None else config)
+            form = ScorerForm(name=scorer.name if name is None else name,
+                              description=scorer.description if description is None else description,
+                              config=scorer.config if config is None else config)
             scorer.name, scorer.description = form.name, form.description
             if form.config.version_id != scorer.version:
                 number = max(v.number for v in scorer.history) + 1

@@ -7,9 +7,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import BeforeValidator, ConfigDict, Field, StrictStr
 
-from .._validate import validated, validated_object
+from .._option_types import Options
+from .._validate import validated_object
 from ..errors import ConfigError
 from ._binding import ScorerBinding
 from ._config import ScorerConfig, slugify
@@ -26,10 +27,12 @@ def make_slug(name: str) -> str:
     return f"{slugify(name)}-{secrets.token_hex(4)}"
 
 
-class ScorerForm(BaseModel):
+class ScorerForm(Options):
     """A scorer's JSON form, new or earlier (``to_dict``'s, or with top-level ``version``,
     ``version_number``, ``variables``): name, description, kind and config count; the
     registry's fields are information only."""
+
+    where = "scorer"
 
     model_config = ConfigDict(extra="forbid", regex_engine="python-re", arbitrary_types_allowed=True)
 
@@ -86,7 +89,7 @@ class Scorer:
     def __init__(self, name: str, config: ScorerConfig | Mapping[str, Any], description: str = "", *,
                  slug: str | None = None, history: list[ScorerVersion] | None = None,
                  created_at: str | None = None, updated_at: str | None = None):
-        form = validated(ScorerForm, "scorer", name=name, description=description, config=config)
+        form = ScorerForm(name=name, description=description, config=config)
         self.name, self.description, self.config = form.name, form.description, form.config
         self.slug = slug
         self.history = list(history or [])
@@ -133,7 +136,7 @@ class Scorer:
         """Build from ``{"name", "description"?, "kind"?, "config"}`` or ``to_dict()``'s form (new or
         earlier, with top-level ``version``, ``version_number``, ``variables``); the registry
         fields are information only: the config is what counts."""
-        form = validated_object(ScorerForm, "scorer", data)
+        form = validated_object(ScorerForm, data)
         return cls(form.name, form.config, form.description)
 
     def __repr__(self) -> str:

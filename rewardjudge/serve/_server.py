@@ -8,9 +8,10 @@ import os
 from typing import Any, Hashable, Literal, Optional, Sequence, Union
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
-from .._validate import validated
+
+from .._option_types import Options
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
@@ -109,7 +110,7 @@ def _client_alive(request: web.Request) -> bool:
     return transport is not None and not transport.is_closing()
 
 
-class ServerOptions(BaseModel):
+class ServerOptions(Options):
     """``RewardServer``'s keyword options: grouping, batching, rewards and limits (a bad one
     is a ConfigError naming it; every number finite: a NaN reward poisons a trainer without a
     mask). The estimator, the outage guard and the HTTP limits are checked where they are used."""
@@ -150,7 +151,7 @@ class RewardServer(_HTTPService):
         if not isinstance(grader, Grader):
             raise ConfigError(f"RewardServer needs a Grader, got {type(grader).__name__}")
         grader.require_rewards("the reward server")
-        o = self.options = validated(ServerOptions, **options)
+        o = self.options = ServerOptions(**options)
         self.estimator = check_estimator(o.estimator)
         if self.estimator is not None and o.unscored != "group_mean":
             raise ConfigError(f"unscored={o.unscored!r} is not exact for {self.estimator}: only the group mean "

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, BeforeValidator, Field, InstanceOf, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, InstanceOf, StrictStr, model_validator
 
-from .._option_types import JSON_FORM, Flag, Real, Whole
-from .._validate import validated, validated_object
+from .._option_types import JSON_FORM, Flag, Options, Real, Whole
+from .._validate import validated_object
 from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
 from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
@@ -68,7 +68,9 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
     return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
 
 
-class _FilterForm(BaseModel):
+class _FilterForm(Options):
+
+    where = "filter"
     model_config = JSON_FORM
 
     span_name: Annotated[tuple[StrictStr, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v or ())] = (
@@ -91,7 +93,7 @@ class SpanFilter:
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SpanFilter":
         if isinstance(data, SpanFilter):
             return data
-        form = validated_object(_FilterForm, "filter", DEFAULT_FILTER if data is None else data)
+        form = validated_object(_FilterForm, DEFAULT_FILTER if data is None else data)
         return cls(form.span_name, tuple((k, tuple(v) if isinstance(v, list) else v)
                                          for k, v in form.attributes.items()), form.has_messages)
 
@@ -110,7 +112,9 @@ class SpanFilter:
         return not self.has_messages or OUTPUT_MESSAGES in message_attributes(span)
 
 
-class _JudgeForm(BaseModel):
+class _JudgeForm(Options):
+
+    where = "pipeline_config"
     model_config = JSON_FORM
 
     type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}")
@@ -144,7 +148,7 @@ class JudgeConfig:
     scorer_version_number: int | None = None
 
     def __post_init__(self) -> None:
-        form = validated(_JudgeForm, "pipeline_config", **vars(self))
+        form = _JudgeForm(**vars(self))
         self.config, self.mapping, self.scorer_version_number = form.config, form.mapping, form.scorer_version_number
         self.binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
                                      scorer_name=self.scorer_name, scorer_slug=self.scorer)
@@ -175,12 +179,14 @@ class JudgeConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> "JudgeConfig":
         if isinstance(data, JudgeConfig):
             return data
-        f = validated_object(_JudgeForm, "pipeline_config", data)
+        f = validated_object(_JudgeForm, data)
         return cls(f.config, f.scorer_version, f.mapping, f.scorer, f.scorer_name or f.scorer or "scorer",
                    f.scorer_version_number)
 
 
-class _PipelineForm(BaseModel):
+class _PipelineForm(Options):
+
+    where = "pipeline"
     model_config = JSON_FORM
 
     name: StrictStr = Field(pattern=r"\S", description="must be a non-empty string (the pipeline's name)")
@@ -211,7 +217,7 @@ class PipelineConfig:
     type: str = JUDGE_V1
 
     def __post_init__(self) -> None:
-        vars(self).update(validated(_PipelineForm, "pipeline", **vars(self)))
+        vars(self).update(_PipelineForm(**vars(self)))
 
     def wants(self, span: Span) -> bool:
         """The span passes the filter and its trace is in the sample."""
@@ -223,7 +229,7 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
-        return cls(**dict(validated_object(_PipelineForm, "pipeline", data)))
+        return cls(**dict(validated_object(_PipelineForm, data)))
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
