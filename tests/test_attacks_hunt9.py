@@ -228,13 +228,24 @@ def test_new_attack_classes_hold_in_every_grader_and_declared_form():
     assert [o for o in report.outcomes if o.changed or o.benign_changed or o.escaped] == []
 
 
-def test_the_letter_table_stays_bounded_whatever_characters_policy_text_walks():
-    # the screen remembers each character's letters; policy text may hold any code point,
-    # so the table stops growing at its bound and reads the rest as before
+def test_the_letter_tables_stay_bounded_whatever_characters_policy_text_walks():
+    # the screen remembers each character's skeleton and letters; policy text may hold any code
+    # point, so the tables stop growing at their bound and read the rest as before
     from rewardjudge.readouts import _text
 
-    walk = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 3 * _text._LETTERS_KEPT) if chr(c).isprintable())
+    walk = "".join(map(chr, range(0x4E00, 0x4E00 + 3 * _text._KEPT)))
     before = _text.letters(walk[:1000])
     _text.letters(walk)
-    assert len(_text._LETTERS) <= _text._LETTERS_KEPT
+    assert len(_text._LETTERS) <= _text._KEPT and len(_text._TABLE) <= _text._KEPT + 256
     assert _text.letters(walk[:1000]) == before and _text.letters("Ｐａｒｉｓ") == "paris"
+
+
+def test_every_assigned_character_is_remembered_once_folded():
+    # text in any script is folded once per process, not on every pass (a table too small for
+    # the assigned code points folded the rest again on each grade, ~50 ms per 256 KiB)
+    import unicodedata
+
+    from rewardjudge.readouts import _text
+
+    assigned = sum(unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co") for c in range(0x110000))
+    assert assigned < _text._KEPT

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from ..grade import encodable
 
@@ -48,7 +48,6 @@ _CONFUSABLE = {c: latin for latin, chars in {
 _DROP_CATEGORIES = {"Cf", "Mn", "Me", "Cc", "Lm"}
 
 
-@functools.lru_cache(maxsize=65536)
 def _fold_char(ch: str) -> str:
     """One character's skeleton: always exactly one character, so positions
     in the skeleton are positions in the text."""
@@ -59,15 +58,30 @@ def _fold_char(ch: str) -> str:
     return out[0] if out else _GAP
 
 
-class _Table(dict):
-    """A ``str.translate`` table filled lazily, one character at a time."""
+#: characters a lazily filled table remembers: every assigned code point fits (about 150,000, so
+#: text in any script costs its folding once per process); policy text may walk the whole code
+#: space, and a table must not grow with it (tens of MB at most)
+_KEPT = 1 << 18
+
+
+class _FoldTable(dict):
+    """A ``str.translate`` table filled lazily by ``fold``, one character at a time; at most
+    ``_KEPT`` characters are remembered, the rest are folded again each time."""
+
+    __slots__ = ("fold",)
+
+    def __init__(self, fold: "Callable[[str], str]", known: "Mapping[int, str]" = ()) -> None:
+        super().__init__(known)
+        self.fold = fold
 
     def __missing__(self, code: int) -> str:
-        folded = self[code] = _fold_char(chr(code))
+        folded = self.fold(chr(code))
+        if len(self) < _KEPT:
+            self[code] = folded
         return folded
 
 
-_TABLE = _Table({ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()})
+_TABLE = _FoldTable(_fold_char, {ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()})
 
 # Escapes of '<' (on the skeleton), replaced by '<' padded with gaps so the length holds. A run of
 # backslashes is tried from its first one only (the look-behind): from every one would be quadratic.
@@ -330,25 +344,14 @@ def letters(text: str, keep: str = "") -> str:
     return _not_alnum_keeping(keep).sub("", text.translate(_LETTERS))
 
 
-class _LetterTable(dict):
-    """A ``str.translate`` table filled lazily: each character's NFKC form, case-folded, as
-    skeleton. Character by character: NFKC of a whole text reorders each run of combining marks
-    by insertion (quadratic: 256 KiB of U+0F73 took minutes); composing them back changes no
-    letter of the skeleton, which drops the marks. At most ``_LETTERS_KEPT`` characters are
-    remembered: policy text may walk the whole of Unicode, and the table must not grow with it."""
-
-    def __missing__(self, code: int) -> str:
-        folded = unicodedata.normalize("NFKC", chr(code)).casefold().translate(_TABLE)
-        if len(self) < _LETTERS_KEPT:
-            self[code] = folded
-        return folded
+def _letters_of(ch: str) -> str:
+    """One character's NFKC form, case-folded, as skeleton. Character by character: NFKC of a
+    whole text reorders each run of combining marks by insertion (quadratic: 256 KiB of U+0F73
+    took minutes); composing them back changes no letter of the skeleton, which drops the marks."""
+    return unicodedata.normalize("NFKC", ch).casefold().translate(_TABLE)
 
 
-#: characters whose letters are remembered (every script in use fits; about 10 MB at most)
-_LETTERS_KEPT = 1 << 16
-
-
-_LETTERS = _LetterTable()
+_LETTERS = _FoldTable(_letters_of)
 
 
 @functools.lru_cache(maxsize=8)
