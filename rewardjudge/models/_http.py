@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
 from urllib.parse import urlsplit
 
+from pydantic import ConfigDict, Field, StrictInt
+
+from .._option_types import Options, Real
 from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeResponseError,
                       JudgeTimeoutError)
 
@@ -41,27 +44,19 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Options):
     """How ``HTTPTransport.request``, the one retry loop, retries a ``JudgeError`` whose
     ``retryable`` is True: ``max_retries`` retries after the first attempt (so at most
     ``max_retries + 1`` attempts). The wait before retry ``k`` (1-based) is a uniform draw in
     ``[0, min(max_delay, base_delay * 2**(k-1))]`` (full jitter), or the server's Retry-After
     when it gives one (capped by ``max_retry_after``)."""
 
-    max_retries: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 20.0
-    max_retry_after: float = 60.0
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
-                or self.max_retries < 0:
-            raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
-        for name in ("base_delay", "max_delay", "max_retry_after"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-                raise ConfigError(f"{name} must be a number of seconds >= 0, got {v!r}")
+    max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
+    base_delay: Real = Field(0.5, ge=0, description="must be a number of seconds >= 0")
+    max_delay: Real = Field(20.0, ge=0, description="must be a number of seconds >= 0")
+    max_retry_after: Real = Field(60.0, ge=0, description="must be a number of seconds >= 0")
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
