@@ -169,3 +169,16 @@ async def test_bad_samples_raise_config_error(bad):
     with pytest.raises(ConfigError, match="a sample must be a StringThread"):
         await g.grade_batch([StringThread([("user", "q"), ("assistant", "a")]), bad])
     assert g.model.calls == []  # checked before any judge call
+
+
+def test_both_retry_options_are_refused_by_every_judge_client():
+    # max_retries beside a whole retry_policy would be silently ignored by one of them
+    from rewardjudge.models import TypedQuestionClient
+
+    for client in (lambda **kw: OpenAIModel("http://127.0.0.1:9/v1", "judge", **kw),
+                   lambda **kw: TypedQuestionClient("http://127.0.0.1:9/v1", **kw)):
+        with pytest.raises(ConfigError, match="pass retry_policy or max_retries, not both"):
+            client(max_retries=1, retry_policy=RetryPolicy(max_retries=5))
+        assert client(max_retries=1).retry_policy.max_retries == 1
+        assert client(retry_policy=RetryPolicy(max_retries=5)).retry_policy.max_retries == 5
+        assert client().retry_policy == RetryPolicy()

@@ -16,10 +16,10 @@ import ssl
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from .._option_types import Options, Real
 from ..errors import (ConfigError, JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeResponseError,
@@ -62,6 +62,28 @@ class RetryPolicy(Options):
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_retry_after)
         return random.uniform(0.0, min(self.max_delay, self.base_delay * (2 ** (retry - 1))))
+
+
+class Retries(Options):
+    """A judge client's retry options: ``max_retries`` (None: ``RetryPolicy``'s 3) or a whole
+    ``retry_policy``, not both (one of them would be ignored)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    max_retries: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None: 3)")
+    retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "Retries":
+        if self.retry_policy is not None and self.max_retries is not None:
+            raise ConfigError("pass retry_policy or max_retries, not both")
+        return self
+
+    def policy(self) -> RetryPolicy:
+        """The retry policy these options ask for."""
+        if self.retry_policy is not None:
+            return self.retry_policy
+        return RetryPolicy() if self.max_retries is None else RetryPolicy(max_retries=self.max_retries)
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")

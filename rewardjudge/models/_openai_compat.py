@@ -12,13 +12,13 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
-from .._option_types import Number, Options
+from .._option_types import Number
 
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
 
@@ -28,7 +28,7 @@ LogprobsEndpoint = Literal["auto", "chat", "completions"]
 DEFAULT_REPROBE_AFTER = 1000
 
 
-class OpenAIModelOptions(Options):
+class OpenAIModelOptions(Retries):
     """``OpenAIModel``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (the URL, headers and TLS in ``_http.py``)."""
 
@@ -40,8 +40,6 @@ class OpenAIModelOptions(Options):
     api_key: Any = None            # checked by _http.request_headers (not echoed)
     max_concurrency: StrictInt = Field(64, ge=1, description="must be an int >= 1 (requests in flight)")
     timeout: Number = Field(60.0, gt=0, description="must be a number of seconds > 0")
-    max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
-    retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
     structured_output: StructuredStyle = Field("json_schema",
                                                description="must be json_schema, json_object or none")
     structured_output_reprobe: Optional[StrictInt] = Field(
@@ -89,7 +87,7 @@ class OpenAIModel(InferenceModel):
         self.model = self.name = opts.model
         self.verify, self.timeout = opts.verify, opts.timeout
         self.max_concurrency, self.max_response_bytes = opts.max_concurrency, opts.max_response_bytes
-        self.retry_policy = opts.retry_policy or RetryPolicy(max_retries=opts.max_retries)
+        self.retry_policy = opts.policy()
         self._structured_output: str = opts.structured_output
         self.structured_output_reprobe = opts.structured_output_reprobe
         self._styles = StyleLearner(self.base_url)

@@ -15,12 +15,12 @@ from typing import Any, Mapping, Optional, Sequence
 
 from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
-from .._option_types import Number, Options
+from .._option_types import Number
 from .._validate import finite_number
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, RetryPolicy
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries
 
 __all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME", "request_problems"]
 
@@ -56,7 +56,7 @@ def request_problems(body: Any, question_type: str | None = None) -> list[str]:
     return problems
 
 
-class TypedQuestionOptions(Options):
+class TypedQuestionOptions(Retries):
     """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (see its docstring)."""
 
@@ -71,8 +71,6 @@ class TypedQuestionOptions(Options):
                                      description="must be a non-empty string")
     question_type: StrictStr = Field("score", pattern=_TEXT, description="must be a non-empty string")
     timeout: Number = Field(60.0, gt=0, description="must be a number of seconds > 0")
-    retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")
-    max_retries: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None)")
     max_concurrency: StrictInt = Field(16, ge=1, description="must be an int >= 1")
     name: Optional[StrictStr] = Field(None, description="must be a str (or None)")
 
@@ -91,10 +89,7 @@ class TypedQuestionClient(InferenceModel):
 
     def __init__(self, base_url: str, model: str = "jev-latest", **options: Any):
         o = self.options = TypedQuestionOptions(base_url=base_url, model=model, **options)
-        if o.retry_policy is not None and o.max_retries is not None:
-            raise ConfigError("pass retry_policy or max_retries, not both")
-        self.retry_policy = o.retry_policy or (RetryPolicy(max_retries=o.max_retries)
-                                               if o.max_retries is not None else RetryPolicy())
+        self.retry_policy = o.policy()
         self.timeout, self.max_concurrency = float(o.timeout), o.max_concurrency
         self._http = HTTPTransport(base_url, o.api_key or "", o.headers,   # "": no OPENAI_API_KEY here
                                    True, self.timeout, o.max_concurrency, DEFAULT_MAX_RESPONSE_BYTES)
