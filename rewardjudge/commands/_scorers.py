@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,15 @@ from ..thread import StringThread
 from ._judge import add_arguments, add_subcommands, judge_options
 
 # the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
-REGISTRY_ENV = "REWARDJUDGE_SCORERS"
-REGISTRY_OPTION = ("--registry", {"help": f"registry folder (default: ${REGISTRY_ENV} or ./scorers)"})
+REGISTRY_OPTION = ("--registry", {"help": "registry folder (default: $REWARDJUDGE_SCORERS or ./scorers)"})
 
 
 def registry(args: argparse.Namespace):
     """The registry ``--registry`` (else ``$REWARDJUDGE_SCORERS``, else ``./scorers``) names."""
+    from ..evaluate._spec import registry_folder
     from ..scorers._registry import ScorerRegistry
 
-    return ScorerRegistry(args.registry or os.environ.get(REGISTRY_ENV) or "scorers")
+    return ScorerRegistry(registry_folder(args.registry))
 
 
 def _read_text(path: str, stdin: bool = False) -> str:

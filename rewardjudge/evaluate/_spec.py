@@ -108,7 +108,7 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
     if scorer is not None:
         return ScorerGrader(scorer, model)
     raise ConfigError(f"unknown grader spec {spec!r} (tried built-in ({', '.join(sorted(BUILTIN_GRADERS))}), "
-                      f"module:attribute, scorer .json file, catalog key, scorer slug in {_registry()}/); "
+                      f"module:attribute, scorer .json file, catalog key, scorer slug in {registry_folder()}/); "
                       f"catalog keys: {', '.join(catalog.keys())}")
 
 
@@ -116,8 +116,9 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
 SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
-def _registry() -> Path:
-    return Path(os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
+def registry_folder(given: str | os.PathLike | None = None) -> Path:
+    """The scorer registry folder: ``given``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``."""
+    return Path(given or os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
 
 
 def scorer_of(spec: str) -> Any:
@@ -126,14 +127,12 @@ def scorer_of(spec: str) -> Any:
     from .. import catalog, scorers
 
     spec = spec.strip()
-    if spec in BUILTIN_GRADERS or (":" in spec and not spec.endswith(".json")):
-        return None
     if spec.endswith(".json"):
         return scorer_from_file(spec)
-    if spec in catalog.keys() or not _registry().is_dir():
+    if spec in BUILTIN_GRADERS or ":" in spec or spec in catalog.keys() or not registry_folder().is_dir():
         return None
     try:
-        return scorers.ScorerRegistry(_registry()).get(spec)
+        return scorers.ScorerRegistry(registry_folder()).get(spec)
     except scorers.ScorerNotFound:
         return None
 
