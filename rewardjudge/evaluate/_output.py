@@ -146,35 +146,32 @@ class OrderedOutput:
 
     def close(self) -> dict[str, Path]:
         """Finish the files (every row written) and move them into place."""
-        if self._reader is not None:
-            self._reader.close()
         self._flush()
-        if self.out is None:
-            return {}
         if "parquet" in self._tmp and self._parquet is None:  # no rows: an empty file with the columns
             import pyarrow.parquet as pq
 
             pq.write_table(self._arrow_schema().empty_table(), self._tmp["parquet"])
-        self._close_writers()
+        self._close_files()
+        if self.out is None:
+            return {}
         files: dict[str, Path] = {}
-        if "jsonl" in self._tmp:
-            files["jsonl"] = self.out / "results.jsonl"
-            os.replace(self._tmp["jsonl"], files["jsonl"])
         if "arrow" in self.formats:  # a folder datasets.load_from_disk reads
             files["arrow"] = self._save_arrow(self._tmp["parquet"])
-        if "parquet" in self.formats:
-            files["parquet"] = self.out / "results.parquet"
-            os.replace(self._tmp["parquet"], files["parquet"])
-        elif "parquet" in self._tmp:   # written for the arrow folder only
-            self._tmp["parquet"].unlink(missing_ok=True)
+        for kind, tmp in self._tmp.items():
+            if kind in self.formats:
+                files[kind] = self.out / f"results.{kind}"
+                os.replace(tmp, files[kind])
+            else:   # a parquet file written for the arrow folder only
+                tmp.unlink(missing_ok=True)
         return files
 
-    def _close_writers(self, quiet: bool = False) -> None:
-        writers, self._parquet, self._jsonl = (self._parquet, self._jsonl), None, None
-        for w in writers:
-            if w is not None:
+    def _close_files(self, quiet: bool = False) -> None:
+        files = (self._parquet, self._jsonl, self._reader)
+        self._parquet = self._jsonl = self._reader = None
+        for f in files:
+            if f is not None:
                 with contextlib.suppress(Exception) if quiet else contextlib.nullcontext():
-                    w.close()
+                    f.close()
 
     def _save_arrow(self, parquet: Path) -> Path:
         import datasets
@@ -192,9 +189,7 @@ class OrderedOutput:
 
     def abort(self) -> None:
         """Drop the unfinished files (the journal keeps every finished row)."""
-        self._close_writers(quiet=True)
-        if self._reader is not None:
-            self._reader.close()
+        self._close_files(quiet=True)
         for path in self._tmp.values():
             path.unlink(missing_ok=True)
 
