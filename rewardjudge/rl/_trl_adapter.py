@@ -93,9 +93,7 @@ _ONCE = _OncePerRun()
 
 
 def _install_warning_filter(reset: bool) -> None:
-    logger = logging.getLogger(_TRL_LOGGER)
-    if _ONCE not in logger.filters:
-        logger.addFilter(_ONCE)
+    logging.getLogger(_TRL_LOGGER).addFilter(_ONCE)  # a filter already there is not added again
     if reset:
         _ONCE.reset()
 
@@ -317,8 +315,7 @@ class JudgeGatedReward(_DualCall):
         inner = func
         while hasattr(inner, "func") and not hasattr(inner, "__name__"):  # functools.partial
             inner = inner.func
-        self.__name__ = getattr(inner, "__name__", type(func).__name__)
-        self.__qualname__ = self.__name__
+        self.__name__ = self.__qualname__ = getattr(inner, "__name__", type(func).__name__)
 
     @property
     def _loop_thread(self) -> LoopThread:  # type: ignore[override]

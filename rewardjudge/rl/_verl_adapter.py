@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence, get_args
 
 from ..errors import ConfigError, UnmaskedJudgeFailure
 from ..grade import STATUSES, Grade
@@ -22,7 +22,7 @@ from ._health import total_tokens
 __all__ = ["EXTRA_KEYS", "VerlScore", "verl_compute_score"]
 
 Form = Literal["single", "async", "batch", "async_batch"]
-FORMS = ("single", "async", "batch", "async_batch")
+FORMS = get_args(Form)
 _EVAL_SPLITS = frozenset({"test", "val", "valid", "validation", "eval", "evaluation", "dev"})
 #: the keys of every result dict (and of every sample's reward_extra_info under our manager)
 EXTRA_KEYS = ("score", *STATUSES, "forgery", "judge_attempts", "judge_latency_s", "judge_tokens")

@@ -240,13 +240,10 @@ def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
         yield from spans_of(decode_request(body))
 
 
-def _role(role: str, default: str) -> str:
-    role = (role or default).lower()
-    return role if role in ROLES else default
-
-
 def _messages(value: Any, default: str) -> list[tuple[str, str]]:
-    return [(_role(r, default), t) for r, t in format_messages(value, default)]
+    """The turns of a message attribute; a role that is none of ``ROLES`` reads as ``default``."""
+    return [(role if (role := (r or default).lower()) in ROLES else default, t)
+            for r, t in format_messages(value, default)]
 
 
 def _system(value: Any) -> list[tuple[str, str]]:

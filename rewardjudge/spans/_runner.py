@@ -56,9 +56,6 @@ class _Seen:
         i = int(np.searchsorted(self._base, np.uint64(key)))
         return i < len(self._base) and int(self._base[i]) == key
 
-    def __len__(self) -> int:
-        return len(self._base) + len(self._new)
-
 
 @dataclass
 class _Tally:
