@@ -66,11 +66,6 @@ def read_run_health(run: str | os.PathLike) -> RunHealth:
                      kind=np.array(kinds, dtype=np.int8), source=source)
 
 
-def _bins(n: int) -> np.ndarray:
-    """Bin edges over rows 0..n (at most ``MAX_BINS`` bins of equal size)."""
-    return np.unique(np.linspace(0, n, min(MAX_BINS, max(n, 1)) + 1).round().astype(np.int64))
-
-
 def _stacked(ax: Any, edges: np.ndarray, per: int, series: dict[str, np.ndarray], colors: dict[str, str],
              what: str, title: str) -> bool:
     """A panel of stacked bars, one per bin, of per-row masks summed in each bin; whether any bar."""
@@ -121,7 +116,7 @@ def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
     from ..rl._health import UNSCORED_KINDS
 
     n = health.n
-    edges = _bins(n)
+    edges = np.unique(np.linspace(0, n, min(MAX_BINS, max(n, 1)) + 1).round().astype(np.int64))  # equal bins
     per = int(np.diff(edges).max()) if n else 0
     fig = Figure(figsize=(8, 8), dpi=100)
     ax_status, ax_lat, ax_kind = fig.subplots(3, 1, sharex=True)
@@ -185,7 +180,7 @@ def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
     if builder.labels_only:
         labels = _label_counts(builder.labels)["labels"]
         if labels:
-            ax.bar(list(labels), list(labels.values()), color="#4C72B0")
+            ax.bar(list(labels), list(labels.values()), color=_STATUS_COLORS["scored"])
         ax.set_xlabel("label")
         drawn = bool(labels)
     else:
@@ -202,21 +197,20 @@ def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
 
 def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
     """Scored and penalized values stacked; whether there was any value."""
-    distinct = np.unique(np.concatenate([by["scored"], by["penalized"]])).tolist()
+    distinct = np.unique(np.concatenate(list(by.values()))).tolist()
     if not distinct:
         return False
     if len(distinct) <= 12:
         width = 0.8 * (min(np.diff(distinct)) if len(distinct) > 1 else 1.0)
         bottom = np.zeros(len(distinct))
-        for status, color in (("scored", "#4C72B0"), ("penalized", "#DD8452")):
-            heights = np.array([np.count_nonzero(by[status] == v) for v in distinct], dtype=float)
+        for status, values in by.items():
+            heights = np.array([np.count_nonzero(values == v) for v in distinct], dtype=float)
             if heights.any():
-                ax.bar(distinct, heights, width=width, bottom=bottom, color=color, label=status)
+                ax.bar(distinct, heights, width=width, bottom=bottom, color=_STATUS_COLORS[status], label=status)
                 bottom += heights
         ax.set_xticks(distinct)
     else:
-        ax.hist([by["scored"], by["penalized"]], bins=20, stacked=True,
-                color=["#4C72B0", "#DD8452"], label=["scored", "penalized"])
+        ax.hist(list(by.values()), bins=20, stacked=True, color=[_STATUS_COLORS[s] for s in by], label=list(by))
     ax.legend()
     return True
 
