@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from collections import Counter
@@ -89,31 +88,26 @@ def add_parser(sub: Any) -> None:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from ..scorers import Scorer
+    from .._validate import json_value
+    from ..evaluate._spec import scorer_from_file
     from ..scorers._builtins import BUILTIN_NAMES
 
     mapping = split_map(args.map, "product='attr(\"app.product\")'")
     configs = []
     for ref in args.scorer:
         if ref.endswith(".json") and os.path.exists(ref):
-            with open(ref, encoding="utf-8") as f:
-                scorer, version = Scorer.from_dict(json.load(f)), None
+            scorer, version = scorer_from_file(ref), None
         else:
             slug, _, version = ref.partition("@")
             scorer = registry(args).get(slug)
             version = registry(args).version(slug, version or None).number
         wanted = set(scorer.variables) | BUILTIN_NAMES
-        mapped = {k: v for k, v in mapping.items() if k in wanted}
-        configs.append(spans.JudgeConfig.pin(scorer, mapped, version=version))
+        configs.append(spans.JudgeConfig.pin(scorer, {k: v for k, v in mapping.items() if k in wanted},
+                                             version=version))
     unused = set(mapping) - {k for c in configs for k in c.mapping}
     if unused:
         raise ConfigError(f"--map names {sorted(unused)}, which no pinned scorer reads")
-    try:
-        flt = spans.SpanFilter.from_dict(json.loads(args.filter) if args.filter else None)
-    except ValueError as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        raise ConfigError(f"--filter is not JSON: {exc}") from None
+    flt = spans.SpanFilter.from_dict(json_value(args.filter, "--filter") if args.filter else None)
     pipeline = spans.PipelineConfig(args.name, configs, flt, args.sampling_rate)
     pipeline.save(args.output)
     for c in configs:
