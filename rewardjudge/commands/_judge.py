@@ -91,8 +91,9 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None, **opti
     model a scorer names (another needs ``--allow-model-override``)."""
     args = argparse.Namespace(**{**vars(args), **options})
     judge, kind = args.judge, judge_kind(args.judge)
+    from ..models import spawn_judge
+
     if kind == "embedded":
-        from ..models import spawn_judge
         from ..models._spawn import EMBEDDED_ALIAS
 
         _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
@@ -102,8 +103,6 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None, **opti
         async with spawn_judge(model_kwargs={"timeout": args.timeout, **kwargs}) as model:
             yield model
     elif kind == "torch":
-        from ..models import spawn_judge
-
         # --judge-model: a local checkpoint folder or .gguf (default: the embedded SmolLM2 GGUF)
         print("loading the in-process torch judge...", file=sys.stderr)
         async with spawn_judge("torch", args.judge_model) as model:

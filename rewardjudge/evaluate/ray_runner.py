@@ -50,24 +50,22 @@ class _GraderActor:
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         from ..thread import StringThread
 
-        n = len(self.graders)
-
-        async def one(text: str) -> tuple[list[int], list[str], str]:
+        async def one(text: str) -> list[tuple[int, str, str]]:
             group = json.loads(text)
             rows = [int(r) for r in group["rows"]]
             threads = [StringThread([tuple(t) for t in d["turns"]], d["metadata"]) for d in group["threads"]]
-            grades = await self.graders[rows[0] % n].grade_batch(threads)
-            return rows, [json.dumps(g.to_dict(), default=str, ensure_ascii=False) for g in grades], \
-                self.urls[rows[0] % n]
+            k = rows[0] % len(self.graders)
+            grades = await self.graders[k].grade_batch(threads)
+            return [(r, json.dumps(g.to_dict(), default=str, ensure_ascii=False), self.urls[k])
+                    for r, g in zip(rows, grades)]
 
         try:
-            done = await asyncio.gather(*(one(text) for text in batch["group"]))
+            done = [item for part in await asyncio.gather(*(one(text) for text in batch["group"])) for item in part]
         finally:
             # Ray Data gives an actor no async teardown: close connections after each
             # batch (the next batch reopens them) rather than leak them at exit
             await asyncio.gather(*(c.aclose() for c in self.clients))
-        return {"row": [r for rows, _, _ in done for r in rows], "grade": [g for _, gs, _ in done for g in gs],
-                "endpoint": [url for rows, _, url in done for _ in rows]}
+        return {name: [item[i] for item in done] for i, name in enumerate(("row", "grade", "endpoint"))}
 
 
 def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: int) -> Callable:
