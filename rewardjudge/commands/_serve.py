@@ -104,22 +104,22 @@ async def serve_until(stop: asyncio.Event, service: Any, args: argparse.Namespac
                       command: str = "serve") -> bool:
     """Listen on ``--host:--port``, say ``announce(url)``, serve until ``stop``, then drain (``--drain-timeout``);
     True when drained. Used by ``serve`` and ``pipeline receive``."""
+    from ..serve._http import say
+
     try:
         url = await service.start(args.host, args.port)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
-    _say(announce(url), command)
+    say(announce(url), command)
     await stop.wait()
-    _say("draining: finishing the work in flight...", command)
+    say("draining: finishing the work in flight...", command)
     return await service.stop(args.drain_timeout)
 
 
-def _say(text: str, command: str = "serve") -> None:
-    print(f"rewardjudge {command}: {text}", file=sys.stderr, flush=True)
-
-
 def _stopped(drained: bool) -> int:
-    _say(f"stopped ({'drained' if drained else 'drain timed out'})")
+    from ..serve._http import say
+
+    say(f"stopped ({'drained' if drained else 'drain timed out'})")
     return 0 if drained else 1
 
 

@@ -309,6 +309,6 @@ class _HTTPService:
         await self.stop()
 
 
-def say(text: str) -> None:
-    """A line for the operator of ``rewardjudge serve`` (stderr)."""
-    print(f"rewardjudge serve: {text}", file=sys.stderr, flush=True)
+def say(text: str, command: str = "serve") -> None:
+    """A line for the operator of ``rewardjudge serve`` (or ``command``: ``pipeline receive``) on stderr."""
+    print(f"rewardjudge {command}: {text}", file=sys.stderr, flush=True)
