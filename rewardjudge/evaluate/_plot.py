@@ -20,7 +20,6 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -59,7 +58,7 @@ def read_run_health(run: str | os.PathLike) -> RunHealth:
     source = _results_path(run, journal=True)
     cols = read_columns(source, ("grade_status", "grade_latency_s", "grade_error"), journal=True)
     statuses, errors = cols["grade_status"], cols["grade_error"]
-    kinds = [UNSCORED_KINDS.index(unscored_kind(SimpleNamespace(error=e))) if s == "unscored" else -1
+    kinds = [UNSCORED_KINDS.index(unscored_kind(e)) if s == "unscored" else -1
              for s, e in zip(statuses, errors)]
     return RunHealth(status=np.array([STATUSES.index(s) if s in STATUSES else -1 for s in statuses], dtype=np.int8),
                      latency=np.array([np.nan if v is None else v for v in cols["grade_latency_s"]], dtype=float),

@@ -32,9 +32,9 @@ def checked_grades(grades: Sequence[Grade]) -> list[Grade]:
     return grades
 
 
-def unscored_kind(grade: Grade) -> str:
-    """Why an unscored grade is unscored: one of ``UNSCORED_KINDS``."""
-    text = (grade.error or "").strip()
+def unscored_kind(error: str | None) -> str:
+    """Why an unscored grade with this ``error`` is unscored: one of ``UNSCORED_KINDS``."""
+    text = (error or "").strip()
     return next((kind for kind, prefixes in _KIND_PREFIXES.items() if text.startswith(prefixes)), "other")
 
 
@@ -96,7 +96,7 @@ def _counts(grades: list[Grade]) -> dict[str, float]:
     judged = [g for g in grades if g.attempts > 0]
     out = {"count": float(n), **{s: float(k) for s, k in by_status.items()},
            **{f"{s}_rate": _rate(k, n) for s, k in by_status.items()}}
-    kinds = [unscored_kind(g) for g in grades if g.status == "unscored"]
+    kinds = [unscored_kind(g.error) for g in grades if g.status == "unscored"]
     out.update({f"unscored/{kind}": float(kinds.count(kind)) for kind in UNSCORED_KINDS})
     forgeries = sum(1 for g in grades if g.extra.get("forgery"))
     out.update(policy_parse_failure_rate=_rate(by_status["penalized"], n),

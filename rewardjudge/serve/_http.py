@@ -34,7 +34,7 @@ class _Metrics:
         for g in grades:
             self.grades[g.status] += 1
             if g.status == "unscored":
-                self.unscored[unscored_kind(g)] += 1
+                self.unscored[unscored_kind(g.error)] += 1
             if g.extra.get("forgery"):
                 self.forgeries += 1
             if g.latency_s is not None:
