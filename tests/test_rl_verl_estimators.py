@@ -179,6 +179,6 @@ def test_outage_guard_stops_the_run_from_the_estimator(graded):
     off = algorithm(PREFIX + "rloo", rewardjudge={"outage_threshold": None})
     for _ in range(4):  # off: trains on (the others are masked)
         fn(token_level_rewards=rewards, response_mask=torch.ones(8, 3), index=np.array(["a"] * 8), config=off)
-    with pytest.raises(ConfigError, match="outage threshold"):
+    with pytest.raises(ConfigError, match=r"algorithm\.rewardjudge\.outage_threshold must be a share"):
         load_reward_manager(manager_config(graded["path"], PREFIX + "grpo", rewardjudge={"outage_threshold": 2}),
                             graded["tok"])

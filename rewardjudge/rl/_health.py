@@ -6,12 +6,15 @@ import bisect
 import math
 import statistics
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
+from pydantic import ConfigDict, Field, StrictInt
+
+from .._option_types import Options, Real
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 
-__all__ = ["OutageGuard", "checked_grades", "judge_health", "total_tokens", "unscored_kind"]
+__all__ = ["OutageGuard", "OutageOptions", "checked_grades", "judge_health", "total_tokens", "unscored_kind"]
 
 #: unscored kind -> how an unscored grade's ``error`` starts (the judge error's class name, or the readout's reason)
 _KIND_PREFIXES = {"timeout": ("JudgeTimeoutError",), "http": ("JudgeHTTPError",),
@@ -132,6 +135,17 @@ def _scores(values: list[float], edges: list[float]) -> dict[str, float]:
     return out
 
 
+class OutageOptions(Options):
+    """An outage guard's setting: the TRL reward function's, the reward server's, and verl's
+    ``algorithm.rewardjudge``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    outage_threshold: Optional[Real] = Field(0.5, ge=0, lt=1,
+                                             description="must be a share in [0, 1) or None (off)")
+    outage_steps: StrictInt = Field(3, ge=1, description="must be a positive int")
+
+
 class OutageGuard:
     """Stops a run whose judge is down: ``observe(grades)`` once per step raises ``JudgeOutage``
     (with that step's ``judge_health``) when the unscored share is over ``threshold`` for
@@ -147,13 +161,8 @@ class OutageGuard:
     """
 
     def __init__(self, threshold: float | None = 0.5, steps: int = 3):
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                      or not 0 <= threshold < 1):
-            raise ConfigError(f"outage threshold must be a share in [0, 1) or None (off), got {threshold!r}")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ConfigError(f"outage steps must be a positive int, got {steps!r}")
-        self.threshold = None if threshold is None else float(threshold)
-        self.steps = steps
+        o = OutageOptions(outage_threshold=threshold, outage_steps=steps)
+        self.threshold, self.steps = o.outage_threshold, o.outage_steps
         self.streak = 0
         self.rates: list[float] = []  # unscored share of the steps in the current streak
 

@@ -24,9 +24,10 @@ except ImportError as exc:  # pragma: no cover - depends on the installed verl
                       f"Install it with `pip install --no-deps verl==0.9.1` plus ray, tensordict, "
                       f"transformers") from exc
 
+from .._validate import validated_object
 from ..errors import ConfigError
 from ..grade import Grade
-from ._health import OutageGuard
+from ._health import OutageGuard, OutageOptions
 from ._verl_adapter import EXTRA_KEYS, MANAGER_KWARG
 
 __all__ = ["ESTIMATOR", "EXACT", "EXTRA_KEYS", "PREFIX", "REFUSED", "RewardJudgeManager",
@@ -60,21 +61,18 @@ def _config_get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None and default is not None else value
 
 
+class _VerlOutage(OutageOptions):
+    where = "algorithm.rewardjudge"
+
+
 _GUARDS: dict[tuple, OutageGuard] = {}  # kept across steps in verl's trainer process, one per setting
 
 
 def _guard(algorithm: Any) -> OutageGuard:
     """The outage guard ``algorithm.rewardjudge`` sets up; ConfigError when malformed."""
-    options = _config_get(algorithm, "rewardjudge", None) or {}
-    if not hasattr(options, "get"):
-        raise ConfigError(f"algorithm.rewardjudge must be a mapping, got {type(options).__name__}")
-    unknown = set(options.keys()) - {"outage_threshold", "outage_steps"}
-    if unknown:
-        raise ConfigError(f"algorithm.rewardjudge: unknown option(s) {sorted(unknown)}; "
-                          f"known: outage_threshold, outage_steps")
-    setting = (options["outage_threshold"] if "outage_threshold" in options else 0.5, options.get("outage_steps", 3))
-    guard = OutageGuard(*setting)  # validates before the setting is hashed
-    return _GUARDS.setdefault(setting, guard)
+    o = validated_object(_VerlOutage, _config_get(algorithm, "rewardjudge", None) or {})
+    setting = (o.outage_threshold, o.outage_steps)
+    return _GUARDS.setdefault(setting, OutageGuard(*setting))
 
 
 def check_estimator(name: Any) -> str:

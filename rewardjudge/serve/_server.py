@@ -11,11 +11,10 @@ from aiohttp import web
 from pydantic import ConfigDict, Field, StrictInt
 
 
-from .._option_types import Options
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
-from ..rl._health import OutageGuard
+from ..rl._health import OutageGuard, OutageOptions
 from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
 from ._groups import PromptGroups, check_estimator, group_rewards
@@ -110,7 +109,7 @@ def _client_alive(request: web.Request) -> bool:
     return transport is not None and not transport.is_closing()
 
 
-class ServerOptions(Options):
+class ServerOptions(OutageOptions):
     """``RewardServer``'s keyword options: grouping, batching, rewards and limits (a bad one
     is a ConfigError naming it; every number finite: a NaN reward poisons a trainer without a
     mask). The estimator, the outage guard and the HTTP limits are checked where they are used."""
@@ -123,8 +122,6 @@ class ServerOptions(Options):
     group_timeout: float = Field(60.0, gt=0, description="must be > 0 seconds")
     group_keep: float = Field(600.0, ge=0, description="must be >= 0 seconds")
     estimator: Any = None
-    outage_threshold: Any = 0.5
-    outage_steps: Any = 3
     outage_window: StrictInt = Field(64, ge=1, description="must be a positive int (graded samples)")
     unscored: Union[Literal["group_mean"], float] = Field("group_mean",
                                                           description="must be 'group_mean' or a finite number")
