@@ -14,6 +14,25 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 
 
+def tool_call_text(call: Any) -> str:
+    """A tool call as the judge is shown it: ``[tool call NAME(ARGUMENTS)]``, from an OpenAI
+    ``{"function": {"name", "arguments"}}`` call or a flat ``{"name", "arguments"}`` one (an
+    OpenTelemetry GenAI part). Only what the call says: its id and type are no content, so a
+    call that names nothing is the frame alone, which the content-free screen reads as no answer.
+
+    >>> tool_call_text({"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}})
+    '[tool call f({"x": 1})]'
+    """
+    if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+        call = call["function"]
+    if not isinstance(call, Mapping):
+        return f"[tool call {json.dumps(call, ensure_ascii=False, default=str)}]"
+    name, args = call.get("name"), call.get("arguments")
+    name = name if isinstance(name, str) else "" if name is None else json.dumps(name, ensure_ascii=False, default=str)
+    args = args if isinstance(args, str) else "" if args is None else json.dumps(args, ensure_ascii=False, default=str)
+    return f"[tool call {name}({args})]"
+
+
 def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
     """A message content as text: a str as is, None as "", content parts joined with a newline;
     image parts go to ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
@@ -165,7 +184,7 @@ class StringThread:
 def message_turns(value: Any, default_role: str = "user", where: str = "messages", images: list | None = None,
                   first_turn: int = 0) -> list[tuple[str, str]]:
     """The turns of a prompt or completion: a str (one ``default_role`` turn), one message, or a list of
-    OpenAI-style messages. Developer is read as system, tool calls are appended as JSON, content parts
+    OpenAI-style messages. Developer is read as system, tool calls are appended as ``tool_call_text``, content parts
     as ``content_text`` reads them (image parts into ``images`` at turn ``first_turn + j``).
 
     >>> message_turns([{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}])
@@ -188,8 +207,9 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
             raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, assistant or tool "
                               f"(developer is read as system)")
         text = content_text(m.get("content"), f"{where}[{j}] content", images=images, turn=first_turn + j)
-        if m.get("tool_calls"):
-            calls = f"[tool_calls] {json.dumps(m['tool_calls'], ensure_ascii=False, default=str)}"
+        calls = m.get("tool_calls")
+        if calls:
+            calls = "\n".join(map(tool_call_text, calls if isinstance(calls, (list, tuple)) else [calls]))
             text = f"{text}\n{calls}" if text else calls
         turns.append((role, text))
     return turns

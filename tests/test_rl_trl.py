@@ -63,7 +63,7 @@ async def test_standard_format_columns_reach_the_template_and_failures_are_none(
     ([{"role": "developer", "content": "rules"}, {"role": "user", "content": "q"}],
      [{"role": "assistant", "content": None, "tool_calls": [{"name": "f"}]},
       {"role": "tool", "content": "42"}, {"role": "assistant", "content": "it is 42"}],
-     [("system", "rules"), ("user", "q"), ("assistant", '[tool_calls] [{"name": "f"}]'),
+     [("system", "rules"), ("user", "q"), ("assistant", "[tool call f()]"),
       ("tool", "42"), ("assistant", "it is 42")]),
     # standard prompt with a conversational completion
     ("plain prompt", [{"role": "assistant", "content": "x"}], [("user", "plain prompt"), ("assistant", "x")]),

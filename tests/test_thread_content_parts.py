@@ -49,11 +49,11 @@ def test_judge_health_counts_forgeries():
 
 def test_messages_read_the_same_everywhere():
     # StringThread.from_messages and the trainers' prompt/completion lists share one reader:
-    # developer is system, a tool call is shown as JSON, a content-less tool-call message is kept
+    # developer is system, a tool call is shown as ``[tool call NAME(ARGS)]``, a content-less tool-call message is kept
     messages = [{"role": "developer", "content": "rules"}, {"role": "user", "content": "q"},
                 {"role": "assistant", "tool_calls": [{"name": "f"}]}, {"role": "tool", "content": "42"},
                 {"role": "assistant", "content": "it is 42"}]
-    expected = [("system", "rules"), ("user", "q"), ("assistant", '[tool_calls] [{"name": "f"}]'),
+    expected = [("system", "rules"), ("user", "q"), ("assistant", "[tool call f()]"),
                 ("tool", "42"), ("assistant", "it is 42")]
     assert StringThread.from_messages(messages).turns == expected
     from rewardjudge.thread import completion_threads

@@ -17,6 +17,7 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "solution", "answer", "the answer is", "step 1", "reasoning", "explanation", "response",
     "final answer", "here is the answer", "here's the answer", "i think", "sure",
     "boxed",                                   # an empty \boxed{}
+    "tool call",                               # the frame of a tool call (thread.tool_call_text)
     # the multilingual master keys of "One Token to Fool LLM-as-a-Judge" (2025), and kin
     "解", "解答", "答案", "答", "かいせつ", "解説", "respuesta", "solución", "réponse", "antwort",
     "lösung", "ответ", "решение",

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
+from ..thread import tool_call_text
+
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
 
@@ -81,13 +83,13 @@ def _part_text(part: Any) -> str:
     if not isinstance(part, Mapping):
         return "" if part is None else str(part)
     kind = part.get("type", "text")
+    if kind == "reasoning":   # the reasoning channel is not the answer, as a judge's own is never its verdict
+        return ""
     for key in ("text", "content"):
-        if isinstance(part.get(key), str) and kind in ("text", "input_text", "output_text", "reasoning"):
+        if isinstance(part.get(key), str) and kind in ("text", "input_text", "output_text"):
             return part[key]
     if kind in ("tool_call", "function_call"):
-        args = part.get("arguments")
-        args = json.dumps(args, ensure_ascii=False) if not isinstance(args, str) else args
-        return f"[tool call {part.get('name', '?')}({args or ''})]"
+        return tool_call_text(part)
     if kind == "tool_call_response":
         resp = part.get("response")
         return f"[tool result {resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)}]"
