@@ -230,9 +230,14 @@ class Grader(abc.ABC):
         except (UnicodeError, ValueError, RecursionError) as exc:
             return None, self.penalized(sample, f"malformed completion: its fields cannot be "
                                                 f"written as JSON ({type(exc).__name__})")
-        reason = (content_free_fields(dumped, self.content_free_phrases, completion_model)
+        reason = (content_free_fields(self.shown_fields(dumped), self.content_free_phrases, completion_model)
                   if self.reject_content_free else None)
         return (parsed, None) if reason is None else (None, self.penalized(sample, f"malformed completion: {reason}"))
+
+    def shown_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a parsed structured completion the judge is shown (all, unless a
+        family knows better): the content-free screen reads them."""
+        return fields
 
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,

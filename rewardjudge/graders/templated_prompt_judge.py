@@ -142,6 +142,19 @@ class TemplatedPromptJudgeGrader(Grader):
             return frozenset()
         return names
 
+    def shown_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The parsed completion's fields the judge is shown, which the content-free screen reads:
+        those the templates read by name, where that is known and no name read shows the whole
+        completion (``completion``, ``parsed``, ``turns`` ...). The screen read every field, so a
+        content-free field shown beside a rich one the templates never read reached the judge."""
+        reads = _reads_of(self, self.prompt)
+        if reads is None or _hb.HELPERS != _hb._HELPERS_AS_SHIPPED:   # a helper may read any name
+            return fields
+        if any((name not in fields or name in THREAD_VARIABLES) and name not in _BESIDE_COMPLETION
+               for name in reads):
+            return fields   # a name that shows the completion whole, or one not known here
+        return {k: v for k, v in fields.items() if k in reads}
+
     def _schema_text(self) -> str:
         """``{{output_schema}}``: the compact shape, or the output model's JSON Schema."""
         if self.output_schema_format == "compact":
@@ -218,8 +231,9 @@ class TemplatedPromptJudgeGrader(Grader):
         schema = self._wire_schema
         if schema is not None and not getattr(self.model, "caches_grammars", True):
             schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
+        sent = seal_messages(messages, instruction)
         # a partial, not a closure: fewer objects for each request in flight
-        return seal_messages(messages, instruction), schema, partial(self._read_sealed, seal)
+        return sent, schema, partial(self._read_sealed, seal, sent)
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any]:
@@ -230,10 +244,9 @@ class TemplatedPromptJudgeGrader(Grader):
             return messages, None, lambda text: made_verdicts(form.read(text, texts), text, self._declared)
         seal = self._sealer.value(messages)
         shown = form.instruction_text()
-        return (seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown)),
-                None,
-                lambda text: made_verdicts(read_sealed(text, seal, read_line=form.read_line, placeholder=shown),
-                                           text, self._declared))
+        sent = seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown))
+        return sent, None, lambda text: made_verdicts(
+            read_sealed(text, seal, read_line=form.read_line, placeholder=shown, request=sent), text, self._declared)
 
     def _declared(self, v: "float | str", before: str) -> tuple[BaseModel, float]:
         """A declared form's value as ``(verdict, value)``: a score is its own value, a label
@@ -243,9 +256,9 @@ class TemplatedPromptJudgeGrader(Grader):
                                   score=v if isinstance(v, float) else None, label=v if isinstance(v, str) else None)
         return verdict, value
 
-    def _read_sealed(self, seal: str, text: str) -> Any:
+    def _read_sealed(self, seal: str, sent: list[dict[str, Any]], text: str) -> Any:
         decision = read_sealed(text, seal, check=self._check, labels=self._labels, same=self._same,
-                               placeholder=self._placeholder)
+                               placeholder=self._placeholder, request=sent)
         return made_verdicts(decision, text, self._label_verdict)
 
     def _read_unsealed(self, texts: list[str], text: str) -> Any:
@@ -452,21 +465,38 @@ def ScorerGrader(scorer: "Scorer | ScorerBinding", model: InferenceModel, mappin
     return ScorerJudgeGrader(binding, model, grader_key=key, **options)
 
 
-def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
-    """``TemplatedPromptJudgeGrader._unread_names`` before the helpers check."""
+def _reads_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> "frozenset[str] | None":
+    """The root names ``grader``'s templates read, where that is known (Handlebars templates
+    whose every read is a named path, this class's own context, prompt and rendering; the
+    helpers unchecked); None otherwise."""
     cls = type(grader)
     if (getattr(cls.extract_template_context, "__func__", None) is not _SEED_HOOK
             or cls.context_of is not TemplatedPromptJudgeGrader.context_of
             or cls.build_messages is not Grader.build_messages or type(prompt) is not JudgePrompt):
-        return frozenset()
+        return None
     reads: set[str] = set()
     for template in (prompt.system, prompt.user):
         impl = getattr(template, "template", None)
         names = getattr(impl, "_reads", None) if type(impl) is _hb.Template else None
         if names is None:
-            return frozenset()
+            return None
         reads.update(names)
+    return frozenset(reads)
+
+
+def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
+    """``TemplatedPromptJudgeGrader._unread_names`` before the helpers check."""
+    reads = _reads_of(grader, prompt)
+    if reads is None:
+        return frozenset()
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
+
+
+#: names of the vocabulary that show no part of the completion: a template reading only these and
+#: some of a structured completion's fields shows the judge those fields alone
+_BESIDE_COMPLETION = frozenset({"context_turns", "context_str", "context_turns_without_last_user",
+                                "context_str_without_last_user", "last_user_turn_content", "last_user_message",
+                                "metadata", "output_schema"})
 
 
 @functools.lru_cache(maxsize=256)

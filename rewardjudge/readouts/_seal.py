@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
+from ._text import holds_draft_tag
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "label_placeholder",
            "read_sealed", "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
@@ -175,16 +176,33 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
 _DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
-def blank_drafts(text: str) -> str:
+def blank_drafts(text: str, request: Sequence[Mapping[str, Any]] = ()) -> str:
     """``text`` with a leading ``<think>``/``<thinking>`` draft (an unclosed one
     runs to the end) replaced by spaces, so offsets hold; a verdict inside it is
-    never read. A tag elsewhere is text (maybe the policy's) and hides nothing."""
+    never read. A tag elsewhere is text (maybe the policy's) and hides nothing.
+    Nor does an unclosed one when the ``request`` (the messages the judge was sent)
+    shows a draft tag: the reply may open by repeating the policy's text with the
+    neutraliser's ``[`` turned back into ``<``, and running that to the end blanked
+    the judge's own verdict (the grade escaped to unscored)."""
     m = _DRAFT_OPEN.match(text)
     if m is None:
         return text
     close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
+    if close is None and any(holds_draft_tag(t) for t in _request_texts(request)):
+        return text
     end = len(text) if close is None else close.end()
     return " " * end + text[end:]
+
+
+def _request_texts(request: Sequence[Mapping[str, Any]]) -> "list[str]":
+    """The text of each message and content part of ``request``."""
+    out: list[str] = []
+    for m in request:
+        content = m.get("content")
+        parts = content if isinstance(content, list) else [content]
+        out += [p if isinstance(p, str) else p.get("text") for p in parts
+                if isinstance(p, str) or (isinstance(p, Mapping) and isinstance(p.get("text"), str))]
+    return out
 
 
 #: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it
@@ -386,7 +404,8 @@ def _in_order(found: "list[tuple[int, Decision]]", same: "Callable[[Any, Any], b
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
-                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
+                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "",
+                request: Sequence[Mapping[str, Any]] = ()) -> Decision:
     """The last sealed verdict of a judge reply, or why there is none (linear).
 
     ``check`` validates a sealed JSON object (seal field removed) into a value,
@@ -395,10 +414,11 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     label form is read only with one of them. ``same``: when two values agree
     (default ``==``). A ``VERDICT <seal>:`` line whose rest is not one verdict is the
     reading at its place (``NoVerdict``), unless the rest is ``placeholder``: the seal
-    instruction's example line (``label_instruction``), which a judge may echo."""
+    instruction's example line (``label_instruction``), which a judge may echo. ``request``:
+    the messages sent, which tell a leading draft from a copy of policy text (``blank_drafts``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
-    text = blank_drafts(text)
+    text = blank_drafts(text, request)
     # by start: one verdict seen from two seals is one, read from the first of them
     found: dict[int, Decision] = {}
     for at in _occurrences(text, seal):

@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..grade import encodable
 
-__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize", "neutralize_controls",
-           "neutralize_all", "neutralize_value", "template_tag_names"]
+__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "holds_draft_tag", "letters", "neutralize",
+           "neutralize_controls", "neutralize_all", "neutralize_value", "template_tag_names"]
 
 #: Tag names of the reply protocols: the candidate blocks, and the draft a reply may open
 #: with (``<think>``, ``<thinking>``: blanked before reading, so a copy of one the policy
@@ -155,6 +155,20 @@ def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iter
     (True, False)
     """
     return bool(_pattern(tuple(extra_tags), tuple(control_tokens)).search(_skeleton(text)))
+
+
+#: a draft tag (``<think``, ``</thinking``) on the skeleton, opened by '<' or by the '[' the
+#: neutraliser leaves in its place: a judge repeating policy text may turn that back into '<'
+_DRAFT_TAG = re.compile(r"[<\[][\s/\x00]*" + _spaced("think"))
+
+
+def holds_draft_tag(text: str) -> bool:
+    """Whether ``text`` holds a draft tag, as written or as neutralised (linear).
+
+    >>> holds_draft_tag("Berlin [think>"), holds_draft_tag("\uff1cTHINKING"), holds_draft_tag("I think so")
+    (True, True, False)
+    """
+    return isinstance(text, str) and _DRAFT_TAG.search(_skeleton(text)) is not None
 
 
 _GAPS = re.compile(_GAP + "*")
