@@ -175,10 +175,10 @@ def output_value(parsed: BaseModel) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, dict[str, float]] | None":
-    """``(field, labels, reasoning_field, value of each label)`` when a verdict of ``model``
-    can be one bare label (``score`` a Literal of strings, every other required field a
-    reasoning string); None otherwise."""
+def _label_form(model: type[BaseModel]) -> "tuple[str | None, dict[str, float]] | None":
+    """``(reasoning_field, value of each label)`` when a verdict of ``model`` can be one bare
+    label (``score`` a Literal of strings, every other required field a reasoning string);
+    None otherwise."""
     field = model.model_fields.get("score")
     if field is None or typing.get_origin(field.annotation) is not typing.Literal:
         return None
@@ -193,7 +193,7 @@ def _label_form(model: type[BaseModel]) -> "tuple[str, list[str], str | None, di
             reasoning = reasoning or name
         elif f.is_required():
             return None
-    return "score", labels, reasoning, {lab: output_value(model.model_construct(score=lab)) for lab in labels}
+    return reasoning, {lab: output_value(model.model_construct(score=lab)) for lab in labels}
 
 
 def made_verdicts(decision: Decision, text: str,

@@ -21,7 +21,7 @@ from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
 from ..readouts._distribution import EXPECTED_VALUE_FLOOR
-from ..readouts._seal import (Sealer, json_instruction, label_instruction, label_placeholder, read_sealed,
+from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
 from ..scorers import Scorer, ScorerBinding
@@ -83,10 +83,11 @@ class TemplatedPromptJudgeGrader(Grader):
         self.params = GenerationParams(temperature=opts.temperature, top_p=opts.top_p,
                                        max_tokens=opts.max_tokens, seed=opts.seed)
         self._sealer = Sealer(opts.seal_key if opts.seal_key is not None else getattr(self.model, "seal_key", None))
-        self._label = _label_form(self.output_model)
-        #: the labels a sealed reply may give, and how the seal instruction shows them
-        self._labels = self._label[1] if self._label is not None else ()
-        self._placeholder = label_placeholder(" or ".join(self._labels))
+        #: a bare label's reasoning field and each label's value; the labels a sealed reply may
+        #: give, and how the seal instruction shows them
+        self._label_reasoning, self._bare_labels = _label_form(self.output_model) or (None, {})
+        self._labels = tuple(self._bare_labels)
+        self._placeholder = f"<{' or '.join(self._labels)}>"
         self.prompt = JudgePrompt(system_template, user_template, engine=opts.engine, strict=opts.strict_templates)
         self._schema = self.output_model.model_json_schema() if self.structured else None
         #: what the server is asked to enforce: the schema plus the seal field (one for every request)
@@ -223,8 +224,8 @@ class TemplatedPromptJudgeGrader(Grader):
         if not self.seal:
             return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t])
         seal = self._sealer.value(messages)
-        if self._label is not None and not self.structured and not self._shows_schema:
-            instruction = label_instruction(seal, " or ".join(self._labels))
+        if self._labels and not self.structured and not self._shows_schema:
+            instruction = label_instruction(seal, " or ".join(self._labels), self._placeholder)
         else:
             instruction = json_instruction(seal, "" if self._shows_schema
                                            else schema_fields(self.output_model))
@@ -268,14 +269,13 @@ class TemplatedPromptJudgeGrader(Grader):
     def _same(self, a: Any, b: Any) -> bool:
         """Two read verdicts agree when their rewards do (a bare label is worth its value)."""
         def value(v: Any) -> Any:
-            return v[1] if isinstance(v, tuple) else (self._label[3].get(v) if self._label else v)
+            return v[1] if isinstance(v, tuple) else self._bare_labels.get(v, v)
         return value(a) == value(b)
 
     def _label_verdict(self, label: str, before: str) -> tuple[BaseModel, float]:
         """A bare label as ``(verdict, value)``: the reasoning, the reply before it (cut), or the label."""
-        name, _, reasoning_name = self._label[:3]   # type: ignore[index]
-        reasoning = bounded_reasoning(before) or label
-        return self._check({name: label, **({} if reasoning_name is None else {reasoning_name: reasoning})})
+        field = self._label_reasoning
+        return self._check({"score": label, **({} if field is None else {field: bounded_reasoning(before) or label})})
 
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = (),
                         extra: Mapping[str, Any] | None = None) -> Grade:

@@ -22,8 +22,8 @@ from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 from ._text import holds_draft_tag
 
-__all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "label_placeholder",
-           "read_sealed", "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
+__all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
+           "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
 
 #: the fields of a JSON verdict that carry the seal, its first and its last (a user output
 #: model may not use them): a policy's text, quoted by a judge that leaves its quotes
@@ -130,17 +130,11 @@ def seal_messages(messages: Sequence[Mapping[str, Any]], instruction: str) -> li
 SEAL_LEAD = "\n\nEnd your reply with your verdict"
 
 
-def label_placeholder(choices: str) -> str:
-    """What a label instruction shows where the verdict goes (``<PASS or FAIL>``)."""
-    return f"<{choices}>"
-
-
-def label_instruction(seal: str, choices: str, placeholder: str | None = None) -> str:
-    """The seal instruction of a verdict on a line: ``choices`` after the colon,
-    shown as ``placeholder`` (default ``<choices>``) so an echoed prompt is no verdict."""
-    shown = placeholder if placeholder is not None else label_placeholder(choices)
+def label_instruction(seal: str, choices: str, placeholder: str) -> str:
+    """The seal instruction of a verdict on a line: ``choices`` after the colon, shown as
+    ``placeholder`` (``<PASS or FAIL>``) so an echoed prompt is no verdict."""
     return (f"{SEAL_LEAD} on a line of its own: the word VERDICT, the code {seal}, a colon, then "
-            f"{choices}, like this:\nVERDICT {seal}: {shown}\n"
+            f"{choices}, like this:\nVERDICT {seal}: {placeholder}\n"
             f"Only a verdict on that line with that code is read.")
 
 
@@ -396,12 +390,6 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
     return lambda rest: canon.get(unwrap(rest).casefold())
 
 
-def _in_order(found: "list[tuple[int, Decision]]", same: "Callable[[Any, Any], bool] | None") -> Decision:
-    """``last_decides`` over ``found`` (with where each starts), put in reply order."""
-    found.sort(key=lambda f: f[0])
-    return last_decides([d for _, d in found], same)
-
-
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
                 same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "",
@@ -435,9 +423,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
-    if len(found) == 1:
-        return next(iter(found.values()))
-    return _in_order(list(found.items()), same)
+    return last_decides([found[start] for start in sorted(found)], same)
 
 
 # unsealed reading (opt-in): replaying a benchmark's calibrated prompt as is
@@ -461,7 +447,7 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
         found += _unsealed_label(text, copies, _label_reader(tuple(labels)))
     if not found:
         return NoVerdict("no verdict in the reply", kind="no verdict")
-    return _in_order(found, same)
+    return last_decides([d for _, d in sorted(found, key=lambda f: f[0])], same)
 
 
 def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]
