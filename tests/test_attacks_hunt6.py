@@ -9,7 +9,7 @@ import pytest
 from rewardjudge.graders._candidate_judge import _IMAGE_URL
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.models._base import TokenDistribution
-from rewardjudge.readouts._distribution import read_distribution
+from rewardjudge.graders._expected_value import read_distribution
 from rewardjudge.readouts._forms import VerdictForm
 from rewardjudge.readouts._seal import read_sealed
 from rewardjudge.testing import ScriptedModel

@@ -11,8 +11,7 @@ from pydantic import BaseModel, Field
 from rewardjudge import Grade, Scale, StringThread
 from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeTimeoutError
 from rewardjudge.graders import ProbabilityJudgeGrader
-from rewardjudge.graders._expected_value import score_choices
-from rewardjudge.readouts._distribution import confidence, read_distribution
+from rewardjudge.graders._expected_value import confidence, read_distribution, score_choices
 from rewardjudge.graders._outputs import BinaryJudgeOutput, GradedJudgeOutput
 from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 from rewardjudge.graders._typed_question import TypedQuestionError

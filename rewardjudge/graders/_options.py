@@ -15,7 +15,6 @@ from .._option_types import Flag, Number, Options, Real, Text
 from .._validate import finite_number
 from ..errors import ConfigError
 from ..models._base import InferenceModel, check_choices
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ..readouts._forms import VerdictForm
 from ..readouts._seal import SEAL_FIELDS
 from ..scales import Scale
@@ -26,6 +25,9 @@ __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", 
 
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
 SEAL_TOKENS = 48
+
+#: default floor of valid-score probability for the expected-value option
+EXPECTED_VALUE_FLOOR = 0.5
 
 #: the reply prefix of ``answer_prefix="auto"``; with the space, the digit is the next token
 AUTO_PREFIX = "Grade: "

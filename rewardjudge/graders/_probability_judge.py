@@ -18,8 +18,8 @@ from ..thread import StringThread
 from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions
 from ._base import Grader, JudgeFailure, text_size
+from ._expected_value import read_distribution
 from ._prompt import JudgePrompt
-from ..readouts._distribution import read_distribution
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]

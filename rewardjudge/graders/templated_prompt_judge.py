@@ -20,14 +20,13 @@ from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict
-from ..readouts._distribution import EXPECTED_VALUE_FLOOR
 from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
 from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
-from ._options import SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
+from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
 from ._guards import content_free_fields
 from ._prompt import JudgePrompt
