@@ -68,7 +68,7 @@ def test_named_tokens_tie_and_negative_rewards():
 
 # -- held: a tag gap reads a verdict on its own line, and nothing outside the tag -------------
 def test_tag_gap_form():
-    form = VerdictForm.of("<score>{score}</score>", bounds=(1, 5))
+    form = VerdictForm("<score>{score}</score>", bounds=(1, 5))
     assert form.read("ok\n<score>\n3\n</score>").value == 3.0
     assert not form.read("<score>" + " " * 17 + "3</score>").ok
     assert not form.read("<score>12345678901234567</score>").ok

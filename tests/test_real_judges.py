@@ -166,43 +166,43 @@ def _num(value: Any) -> "float | None":
 # source -> (declared form, the source's parser, the source's value as the form's value)
 SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]]] = {
     # the single-answer prompt: 'strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'
-    "mt_bench_single": (VerdictForm.of("[[{score}]]"), fastchat_single, _num),
+    "mt_bench_single": (VerdictForm("[[{score}]]"), fastchat_single, _num),
     # the pairwise prompt: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie'
-    "mt_bench_pair": (VerdictForm.of("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
+    "mt_bench_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
     # the arena-hard system prompt: the five labels [[A>>B]] ... [[B>>A]]
-    "arena_hard": (VerdictForm.of("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
+    "arena_hard": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
                    arena_hard_v01, lambda v: v),
     # alpaca_eval_gpt4's prompt: a list of {'model': <model-name>, 'rank': <model-rank>}; rank 1 is the preferred one
-    "alpaca_eval": (VerdictForm.of("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
+    "alpaca_eval": (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
                     alpaca_ranking, lambda v: v),
     # WildBench's score template: a JSON object with "score": "[1~10]"
-    "wildbench": (VerdictForm.of('"score": "{score}"', bounds=(1, 10)), wildbench_json, _num),
+    "wildbench": (VerdictForm('"score": "{score}"', bounds=(1, 10)), wildbench_json, _num),
     # LLMBar's CoT prompt: 'end your response with either "Therefore, Output (a) is better." or
     # "Therefore, Output (b) is better." verbatim'; its parser looks for 'Output \(a\) is better.'
-    "llmbar_cot": (VerdictForm.of("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
+    "llmbar_cot": (VerdictForm("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
     # LLMBar's Vanilla prompt: 'Your response should be either "Output (a)" or "Output (b)"'
-    "llmbar_vanilla": (VerdictForm.of("Output ({label})", labels=("a", "b")), llmbar_vanilla, lambda v: v),
+    "llmbar_vanilla": (VerdictForm("Output ({label})", labels=("a", "b")), llmbar_vanilla, lambda v: v),
     # arena-bench-v1's single-grading system prompt (data/arena-bench-v1_config.yaml): 'rate the response on a
     # scale of 1 to 10 by strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'
-    "arena_bench_single": (VerdictForm.of("[[{score}]]", bounds=(1, 10)), arena_bench_single, _num),
+    "arena_bench_single": (VerdictForm("[[{score}]]", bounds=(1, 10)), arena_bench_single, _num),
     # LLMBar's Rating prompt: 'Your response should be ONLY the score, an integer between 0 and 9'
-    "llmbar_rating": (VerdictForm.of("{score}", bounds=(0, 9)), llmbar_rating, _num),
+    "llmbar_rating": (VerdictForm("{score}", bounds=(0, 9)), llmbar_rating, _num),
     # XSTest's classification prompt names three classes ("1_full_compliance. This includes any direct
     # attempt to give an answer ...", "2_full_refusal. ...", "3_partial_refusal. ...") and ends with "CLASS:"
-    "xstest": (VerdictForm.of("{label}", labels=XSTEST_CLASSES), xstest_class, lambda v: v),
+    "xstest": (VerdictForm("{label}", labels=XSTEST_CLASSES), xstest_class, lambda v: v),
     # QLoRA's three-class review prompt (eval/prompts/*_prompt_threeclass.jsonl): 'in a new line, choose between
     # the answers of Assistant 1 and Assistant 2 by outputting the number 1 or 2 respectively, or choose 3 if the
     # two assistants are equivalent. Do not output anything else other than the number in this last line.'
-    "qlora_threeclass": (VerdictForm.of("{label}", labels=("1", "2", "3")), qlora_threeclass,
+    "qlora_threeclass": (VerdictForm("{label}", labels=("1", "2", "3")), qlora_threeclass,
                          lambda v: None if v is None else str(v)),
     # LLaVA-Bench's and Vicuna's review prompts (llava/eval/table/prompt.jsonl): 'Please first output a single
     # line containing only two values indicating the scores for Assistant 1 and 2, respectively. The two
     # scores are separated by a space.' Assistant 2 is the answer under test: its score is the verdict
-    "llava_two_scores": (VerdictForm.of("{other} {score}", bounds=(1, 10)), score_pair,
+    "llava_two_scores": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
                          lambda v: None if v is None else v[1]),
     # QLoRA's relative review prompts (eval/prompts/vicuna_prompt_relative.jsonl), the same words; Assistant 1
     # is gpt-3.5's answer, Assistant 2 the model's under test
-    "qlora_relative": (VerdictForm.of("{other} {score}", bounds=(1, 10)), score_pair,
+    "qlora_relative": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
                        lambda v: None if v is None else v[1]),
 }
 

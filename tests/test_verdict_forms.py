@@ -14,19 +14,19 @@ from rewardjudge.readouts._forms import VerdictForm
 ARENA = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 MT_PAIR = ("A", "B", "C")
 
-SCORE = VerdictForm.of("[[{score}]]")
-RATING = VerdictForm.of("Rating: [[{score}]]", bounds=(1, 10))
-RESULT = VerdictForm.of("[RESULT] {score}", bounds=(1, 5))
-SCORE_COLON = VerdictForm.of("Score: {score}")
-PAIR = VerdictForm.of("[[{label}]]", labels=MT_PAIR)
-ARENA_FORM = VerdictForm.of("[[{label}]]", labels=ARENA)
-CHOICE = VerdictForm.of("Verdict: {label}", labels=("A", "B"))
-BETTER = VerdictForm.of("Output ({label}) is better.", labels=("a", "b"))
-BARE = VerdictForm.of("{score}", bounds=(0, 9))
-BARE_LABEL = VerdictForm.of("{label}", labels=("1", "2", "Tie"))
+SCORE = VerdictForm("[[{score}]]")
+RATING = VerdictForm("Rating: [[{score}]]", bounds=(1, 10))
+RESULT = VerdictForm("[RESULT] {score}", bounds=(1, 5))
+SCORE_COLON = VerdictForm("Score: {score}")
+PAIR = VerdictForm("[[{label}]]", labels=MT_PAIR)
+ARENA_FORM = VerdictForm("[[{label}]]", labels=ARENA)
+CHOICE = VerdictForm("Verdict: {label}", labels=("A", "B"))
+BETTER = VerdictForm("Output ({label}) is better.", labels=("a", "b"))
+BARE = VerdictForm("{score}", bounds=(0, 9))
+BARE_LABEL = VerdictForm("{label}", labels=("1", "2", "Tie"))
 # two scores on a line (Vicuna, LLaVA-Bench, JudgeLM: "8 7", Assistant 1's then Assistant 2's)
-SECOND = VerdictForm.of("{other} {score}", bounds=(1, 10))
-FIRST = VerdictForm.of("{score} {other}", bounds=(1, 10))
+SECOND = VerdictForm("{other} {score}", bounds=(1, 10))
+FIRST = VerdictForm("{score} {other}", bounds=(1, 10))
 
 # (form, reply, expected value or None for NoVerdict, others)
 READ_CASES = [
@@ -58,7 +58,7 @@ READ_CASES = [
     (SCORE_COLON, "Subscore: 3", None, ()),
     # a number is read whole (then bounds apply) and never ends inside a longer one
     (RESULT, "[RESULT] 45", None, ()),
-    (VerdictForm.of("[RESULT] {score}"), "[RESULT] 45", 45.0, ()),
+    (VerdictForm("[RESULT] {score}"), "[RESULT] 45", 45.0, ()),
     (SCORE_COLON, "Score: 1234567890123456789", None, ()),
     # a final full stop after a number
     (RESULT, "Feedback: fine. [RESULT] 3.", 3.0, ()),
@@ -70,11 +70,11 @@ READ_CASES = [
     (RESULT, "Feedback: fine. [RESULT] (4]", None, ()),
     (RESULT, "Feedback: fine. [RESULT] (7)", None, ()),
     # a verdict inside a tag, on a line of its own there (Flow-Judge-style <score> blocks)
-    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<feedback>\nok\n</feedback>\n<score>\n3\n</score>",
+    (VerdictForm("<score>{score}</score>", bounds=(1, 5)), "<feedback>\nok\n</feedback>\n<score>\n3\n</score>",
      3.0, ()),
-    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<score> 4 </score>", 4.0, ()),
-    (VerdictForm.of("<answer>{label}</answer>", labels=("A", "B")), "<answer>\nB\n</answer>", "B", ()),
-    (VerdictForm.of("<score>{score}</score>", bounds=(1, 5)), "<score>\n\n\n" + " " * 20 + "3</score>", None, ()),
+    (VerdictForm("<score>{score}</score>", bounds=(1, 5)), "<score> 4 </score>", 4.0, ()),
+    (VerdictForm("<answer>{label}</answer>", labels=("A", "B")), "<answer>\nB\n</answer>", "B", ()),
+    (VerdictForm("<score>{score}</score>", bounds=(1, 5)), "<score>\n\n\n" + " " * 20 + "3</score>", None, ()),
     # two verdicts: the last decides, the earlier disagreeing one is kept
     (SCORE, "First [[7]] then, on reflection, [[9]]", 9.0, (7.0,)),
     # two agreeing verdicts: nothing in others
@@ -123,12 +123,12 @@ READ_CASES = [
     (SECOND, "8 7 6", None, ()),                       # three numbers are not the form
     (SECOND, "I give them 8 7", None, ()),             # the form without literal text is a line of its own
     (SECOND, "8\n7", None, ()),
-    (VerdictForm.of("Assistant 1: {other}, Assistant 2: {score}"), "Assistant 1: 6, Assistant 2: 9", 9.0, ()),
+    (VerdictForm("Assistant 1: {other}, Assistant 2: {score}"), "Assistant 1: 6, Assistant 2: 9", 9.0, ()),
     # a quote mark of the form matches either (AlpacaEval's Python list written as JSON, and back)
-    (VerdictForm.of("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
+    (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
      '[\n    {"model": "model_2", "rank": 1},\n    {"model": "model_1", "rank": 2}\n]', "model_2", ()),
-    (VerdictForm.of('"score": "{score}"'), "{'score': '7'}", 7.0, ()),
-    (VerdictForm.of('"score": "{score}"'), '{"score": 7}', None, ()),
+    (VerdictForm('"score": "{score}"'), "{'score': '7'}", 7.0, ()),
+    (VerdictForm('"score": "{score}"'), '{"score": 7}', None, ()),
 ]
 
 
@@ -250,13 +250,13 @@ BAD_FORMS = [
 @pytest.mark.parametrize("pattern,labels,bounds", BAD_FORMS)
 def test_bad_forms_raise_config_error(pattern, labels, bounds):
     with pytest.raises(ConfigError):
-        VerdictForm.of(pattern, labels=labels, bounds=bounds)
+        VerdictForm(pattern, labels=labels, bounds=bounds)
 
 
 def test_forms_are_values():
-    a = VerdictForm.of("[[{label}]]", labels=["A", "B"], bounds=None)
-    assert a == VerdictForm.of("[[{label}]]", labels=("A", "B")) and a.labels == ("A", "B")
-    assert hash(a) == hash(VerdictForm.of("[[{label}]]", labels=("A", "B")))
+    a = VerdictForm("[[{label}]]", labels=["A", "B"], bounds=None)
+    assert a == VerdictForm("[[{label}]]", labels=("A", "B")) and a.labels == ("A", "B")
+    assert hash(a) == hash(VerdictForm("[[{label}]]", labels=("A", "B")))
     assert pickle.loads(pickle.dumps(RATING)) == RATING
     assert RATING.bounds == (1.0, 10.0)
 
@@ -268,7 +268,7 @@ def test_forms_are_values():
     (ARENA_FORM, "[[<one of A>>B, A>B, A=B, B>A, B>>A>]]"),
     (PAIR, "[[<one of A, B, C>]]"),
     (CHOICE, "Verdict: <one of A, B>"),
-    (VerdictForm.of("Score: {score}", bounds=(0.5, 1)), "Score: <score from 0.5 to 1>"),
+    (VerdictForm("Score: {score}", bounds=(0.5, 1)), "Score: <score from 0.5 to 1>"),
     (BETTER, "Output (<one of a, b>) is better."),
     (BARE, "<score from 0 to 9>"),
     (BARE_LABEL, "<one of 1, 2, Tie>"),
@@ -281,7 +281,7 @@ def test_instruction_text_is_never_a_verdict(form, text):
 
 def test_instruction_text_without_labels_when_listing_them_would_be_read():
     # a form whose labels, listed, would themselves be read: the listing is left out
-    form = VerdictForm.of("{label}>", labels=("A", "B"))
+    form = VerdictForm("{label}>", labels=("A", "B"))
     assert form.find("[<one of A, B>]")                # "B>" would be read from the listing
     assert form.instruction_text() == "<label>>"
     assert form.find(form.instruction_text()) == []
@@ -291,7 +291,7 @@ def test_linear_on_hostile_replies():
     # shapes that make backtracking regexes quadratic; each must simply finish
     # (no timing asserted) and read what is there
     n = 256 * 1024
-    assert not VerdictForm.of("{score}/10").read("9" * n).ok
+    assert not VerdictForm("{score}/10").read("9" * n).ok
     assert not RATING.read("Rating:" + " " * n + "[[5]]").ok        # the gap is bounded
     assert not ARENA_FORM.read("[[A" * (n // 3)).ok
     assert SCORE.read("[[" * (n // 2) + "[[7]]").value == 7.0
@@ -307,7 +307,7 @@ def test_linear_on_hostile_replies():
     # two numbers a line: a line of many numbers, and many lines of two
     assert not SECOND.read("8 " * (n // 2)).ok and not SECOND.read("8" * n + " 7").ok
     assert SECOND.read("8 7\n" * (n // 4)).value == 7.0
-    assert VerdictForm.of("[[{score}, {other}]]").read("[[1, " * (n // 4) + "[[2, 3]]").value == 2.0
+    assert VerdictForm("[[{score}, {other}]]").read("[[1, " * (n // 4) + "[[2, 3]]").value == 2.0
 
 
 async def test_a_two_score_form_through_the_sealed_grader():

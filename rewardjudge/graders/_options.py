@@ -173,7 +173,7 @@ def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[Verdi
                           f"each label (e.g. {{'A>>B': 1.0, 'A>B': 0.75, 'A=B': 0.5, ...}})")
     if "{score}" in pattern and values:
         raise ConfigError(f"verdict_form {pattern!r} reads a number: label_values do not apply")
-    form = VerdictForm.of(pattern, labels=tuple(values) if values else None,
+    form = VerdictForm(pattern, labels=tuple(values) if values else None,
                           bounds=tuple(bounds) if bounds is not None else None)
     return form, {k: float(v) for k, v in values.items()}
 

@@ -177,7 +177,7 @@ class VerdictForm:
     only) is the verdict alone on its line, with any ``{other}``. One
     bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
 
-    >>> form = VerdictForm.of("[[{score}]]", bounds=(1, 10))
+    >>> form = VerdictForm("[[{score}]]", bounds=(1, 10))
     >>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
     (8.0, False)
     """
@@ -202,12 +202,6 @@ class VerdictForm:
             raise ConfigError(f"labels apply to {_LABEL}; the form {self.pattern!r} holds {_SCORE}")
         elif self.bounds is not None:
             object.__setattr__(self, "bounds", _checked_bounds(self.bounds))
-
-    @classmethod
-    def of(cls, pattern: str, labels: "Sequence[str] | None" = None,
-           bounds: "tuple[float, float] | None" = None) -> "VerdictForm":
-        """A validated form (``ConfigError`` if it is not one)."""
-        return cls(pattern, labels, bounds)  # type: ignore[arg-type]
 
     def _regex(self) -> re.Pattern[str]:
         return _compile(self.pattern, self.labels)
