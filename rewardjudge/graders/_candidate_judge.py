@@ -115,7 +115,7 @@ class CandidateJudgeGrader(Grader):
 
     def _check_templates(self) -> None:
         """Fail at construction when a template reads a missing variable or never shows the ids."""
-        probe_ids = new_candidate_ids(2)
+        probe_ids = new_candidate_ids(2, sealer=self._sealer, request="probe")
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
         candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
         ctx = CandidateJudgeGrader.request_context(self, probe_thread, candidates)

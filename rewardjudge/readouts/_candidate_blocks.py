@@ -8,7 +8,6 @@ the reply is still read as any other."""
 from __future__ import annotations
 
 import re
-import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -34,23 +33,20 @@ def _spell(value: int) -> str:
         _ID_REST[rest // len(_ID_REST) ** k % len(_ID_REST)] for k in range(ID_LENGTH - 1))
 
 
-def new_candidate_ids(n: int, *, sealer: Sealer | None = None, request: Any = None) -> list[str]:
-    """``n`` distinct opaque ids for one request, 64 bits each: with a ``sealer``
-    a keyed hash of ``request`` (what it shows, the ids aside) and each position,
-    so the same request gets the same ids (a cache hit, a replay); without one,
-    drawn from the OS's CSPRNG.
+def new_candidate_ids(n: int, *, sealer: Sealer, request: Any) -> list[str]:
+    """``n`` distinct opaque ids for one request, 64 bits each: a keyed hash of ``request``
+    (what it shows, the ids aside) and each position, so the same request gets the same ids
+    (a cache hit, a replay) and no completion can name one.
 
     >>> s = Sealer(b"k" * 32)
     >>> new_candidate_ids(2, sealer=s, request="x") == new_candidate_ids(2, sealer=s, request="x")
     True
     """
-    if sealer is not None:
-        base = sealer.value([{"candidate-ids": request}])
+    base = sealer.value([{"candidate-ids": request}])
     out: list[str] = []
     salt = 0
     while len(out) < n:
-        cid = _spell(secrets.randbits(64) if sealer is None
-                     else int(sealer.value([{"request": base, "index": len(out), "salt": salt}]), 16))
+        cid = _spell(int(sealer.value([{"request": base, "index": len(out), "salt": salt}]), 16))
         if cid in out:   # 2**-64 a pair; a new draw keeps the ids distinct
             salt += 1
         else:
