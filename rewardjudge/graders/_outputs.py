@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
 import typing
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
-from ..grade import encodable
 from ..scales import Scale
-from ..readouts._decision import Decision, NoVerdict, Verdict
 
 
 #: the most characters a built-in verdict's reasoning holds (the schema's ``maxLength``; a
@@ -194,24 +191,6 @@ def _label_form(model: type[BaseModel]) -> "tuple[str | None, dict[str, float]] 
         elif f.is_required():
             return None
     return reasoning, {lab: output_value(model.model_construct(score=lab)) for lab in labels}
-
-
-def made_verdicts(decision: Decision, text: str,
-                  make: "Callable[[Any, str], tuple[BaseModel, float]]") -> Decision:
-    """A decision whose values are made into ``(verdict, value)`` where they are not yet (a
-    bare label, a declared form's number or label) by ``make(value, the reply before the
-    verdict, stripped)``; ValueError makes it a ``NoVerdict``; any other decision as it is."""
-    if not isinstance(decision, Verdict):
-        return decision
-    others = decision.others
-    if isinstance(decision.value, tuple) and (not others or all(isinstance(v, tuple) for v in others)):
-        return decision   # every value a checked JSON verdict: nothing to make
-    before = encodable(text[:decision.start].strip())   # a lone surrogate validates as no text field
-    try:
-        made = [v if isinstance(v, tuple) else make(v, before) for v in (decision.value, *decision.others)]
-    except ValueError as exc:
-        return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
-    return dataclasses.replace(decision, value=made[0], others=tuple(made[1:]))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -19,7 +19,7 @@ from ..errors import ConfigError, OutputParserException, TemplateVariableError
 from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
-from ..readouts._decision import Verdict
+from ..readouts._decision import Verdict, made_verdicts
 from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
@@ -32,7 +32,7 @@ from ._guards import content_free_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
-                       JudgeOutput, _label_form, bounded_reasoning, made_verdicts, output_value, schema_fields,
+                       JudgeOutput, _label_form, bounded_reasoning, output_value, schema_fields,
                        verdict_reasoning)
 
 __all__ = ["BinaryJudgeOutput", "GradedJudgeOutput", "JudgeOutput", "ScorerGrader", "TemplatedPromptJudgeGrader"]

@@ -8,9 +8,11 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Sequence, TypeVar, Union
 
+from ..grade import encodable
+
 V = TypeVar("V")
 
-__all__ = ["Decision", "NoVerdict", "Verdict", "last_decides"]
+__all__ = ["Decision", "NoVerdict", "Verdict", "last_decides", "made_verdicts"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +53,18 @@ def last_decides(found: "Sequence[Decision]", same: "Callable[[Any, Any], bool] 
     agree = same or operator.eq
     return replace(last, others=tuple(d.value for d in found[:-1]
                                       if isinstance(d, Verdict) and not agree(d.value, last.value)))
+
+
+def made_verdicts(decision: Decision, text: str, make: "Callable[[Any, str], tuple[Any, float]]") -> Decision:
+    """``decision`` with its values made into ``(verdict, value)`` where they are not yet (a bare
+    label, a declared form's number or label) by ``make(value, the reply before the verdict,
+    stripped)``; ValueError makes it a ``NoVerdict``; any other decision as it is."""
+    values = (decision.value, *decision.others) if isinstance(decision, Verdict) else ()
+    if all(isinstance(v, tuple) for v in values):
+        return decision   # no verdict, or every value a checked JSON verdict: nothing to make
+    before = encodable(text[:decision.start].strip())   # a lone surrogate validates as no text field
+    try:
+        made = [v if isinstance(v, tuple) else make(v, before) for v in values]
+    except ValueError as exc:
+        return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
+    return replace(decision, value=made[0], others=tuple(made[1:]))
