@@ -277,7 +277,9 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
             obj = None
     except (ValueError, RecursionError):
         obj = None
-    if type(obj) is not dict or not _sealed_keys(obj, seal):
+    # the seal fields first and last, both the seal
+    if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD \
+            or next(reversed(obj)) != SEAL_END_FIELD or obj[SEAL_FIELD] != seal or obj[SEAL_END_FIELD] != seal:
         return NoVerdict("the sealed verdict is not one JSON object whose first field is "
                          f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal", kind="invalid")
     if dup is not None:
@@ -311,12 +313,6 @@ def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
                 stack.append(v)
             node[encodable(k)] = encodable(v)
     return root[0]
-
-
-def _sealed_keys(obj: "dict[str, Any]", seal: str) -> bool:
-    """Whether ``obj``'s first and last fields are the seal fields holding ``seal``."""
-    return len(obj) >= 2 and next(iter(obj)) == SEAL_FIELD and next(reversed(obj)) == SEAL_END_FIELD \
-        and obj[SEAL_FIELD] == seal and obj[SEAL_END_FIELD] == seal
 
 
 def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
