@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,9 +23,6 @@ from ._prompt import JudgePrompt
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
 
 __all__ = ["ProbabilityJudgeGrader"]
-
-ValueMode = Literal["expected", "most_likely"]
-
 
 class ProbabilityJudgeGrader(Grader):
     """Grades from the judge's probability of each grade token.
