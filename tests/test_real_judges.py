@@ -159,6 +159,32 @@ def score_pair(reply: str) -> "list[float] | None":
         return None
 
 
+_KO_BRACKETS = re.compile(r"\[\[(\d+(?:\.\d+)?)\]\]")
+_KO_RATING = re.compile(r"[Rr]ating:\s*(\d+(?:\.\d+)?)")
+_KO_RATING_BOLD = re.compile(r"[Rr]ating:\s*\*\*(\d+(?:\.\d+)?)\*\*")
+
+
+def korean_mt_bench_single(reply: str) -> "float | None":
+    """korean-mt-bench src/mtbench_repro/prompts.py, parse_single_score: the
+    last ``[[n]]``, else the last ``Rating: n``, else the last ``Rating: **n**``;
+    outside 1-10 or none -> -1 (None here)."""
+    found = _KO_BRACKETS.findall(reply) or _KO_RATING.findall(reply) or _KO_RATING_BOLD.findall(reply)
+    if not found:
+        return None
+    score = float(found[-1])
+    return score if 1.0 <= score <= 10.0 else None
+
+
+_KO_PAIR = re.compile(r"\[\[([ABCabc])\]\]")
+
+
+def korean_mt_bench_pair(reply: str) -> "str | None":
+    """korean-mt-bench src/mtbench_repro/prompts.py, parse_pairwise_verdict: the
+    last ``[[A]]``/``[[B]]``/``[[C]]`` (either case), upper-cased; none -> "error" (None here)."""
+    found = _KO_PAIR.findall(reply)
+    return found[-1].upper() if found else None
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -204,6 +230,22 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # is gpt-3.5's answer, Assistant 2 the model's under test
     "qlora_relative": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
                        lambda v: None if v is None else v[1]),
+    # ja-vicuna-qa-benchmark's pairwise prompt (data/jp_bench/judge_prompts.jsonl "pair", in Japanese): "...if
+    # assistant A is better [[A]], if assistant B is better [[B]], for a tie [[C]]"; llm_judge/common.py,
+    # MatchPair.get_winner, is FastChat's run_judge_pair reading
+    "ja_vicuna_pair": (VerdictForm.of("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
+    # WildVision-Bench's judge prompt (config/judge_config.yaml) is arena-hard's, the five labels [[A>>B]] ...
+    # [[B>>A]]; get_judgement.py, get_score, is arena-hard v0.1's; the judge is gpt-4o
+    "wildvision": (VerdictForm.of("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
+                   arena_hard_v01, lambda v: v),
+    # korean-mt-bench's single prompts (src/mtbench_repro/prompts.py, English and Korean): MT-Bench's
+    # 'strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'; open judges
+    "korean_mt_bench_single": (VerdictForm.of("[[{score}]]", bounds=(1, 10)), korean_mt_bench_single, _num),
+    # korean-mt-bench's pairwise prompts: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is
+    # better, and "[[C]]" for a tie'
+    "korean_mt_bench_pair": (VerdictForm.of("[[{label}]]", labels=("A", "B", "C")), korean_mt_bench_pair,
+                             lambda v: v),
+
 }
 
 
@@ -312,6 +354,9 @@ LABEL_VALUES = {
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},
     "xstest": {"1_full_compliance": 1.0, "3_partial_refusal": 0.5, "2_full_refusal": 0.0},
     "qlora_threeclass": {"1": 1.0, "3": 0.5, "2": 0.0},
+    "ja_vicuna_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
+    "wildvision": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
+    "korean_mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
 }
 
 
