@@ -75,6 +75,17 @@ READ_CASES = [
     (VerdictForm("<score>{score}</score>", bounds=(1, 5)), "<score> 4 </score>", 4.0, ()),
     (VerdictForm("<answer>{label}</answer>", labels=("A", "B")), "<answer>\nB\n</answer>", "B", ()),
     (VerdictForm("<score>{score}</score>", bounds=(1, 5)), "<score>\n\n\n" + " " * 20 + "3</score>", None, ()),
+    # brackets around the verdict may hold the prompt's example word before it (korean-mt-bench's
+    # EXAONE and Qwen2.5-7B judges wrote "[[Rating: 8]]" for MT-Bench's 'Rating: [[5]]'): one word and a colon
+    (SCORE, "Helpful.\n\n[[Rating: 8]]", 8.0, ()),
+    (SCORE, "[[평점:7]]", 7.0, ()),
+    (PAIR, "**[[Verdict: B]]**", "B", ()),
+    (VerdictForm("Output ({label})", labels=("a", "b")), "Output (choice: b)", "b", ()),
+    (SCORE, "[[Rating 8]]", None, ()),                  # no colon: not the form
+    (SCORE, "[[Rating: 8 of 10]]", None, ()),           # the value still ends at the brackets
+    (SCORE, "[[Overall rating: 8]]", None, ()),         # one word only
+    (PAIR, "[[Assistant B]]", None, ()),
+    (RESULT, "[RESULT] (Score: 4)", None, ()),          # a spaced-off verdict's brackets are the echo's, unchanged
     # two verdicts: the last decides, the earlier disagreeing one is kept
     (SCORE, "First [[7]] then, on reflection, [[9]]", 9.0, (7.0,)),
     # two agreeing verdicts: nothing in others

@@ -73,12 +73,17 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
                           + _bounded(_literal(after), after, False, True) + stop)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
     inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
+    if before.endswith(("[", "(")) and after.startswith(("]", ")")):
+        # brackets around the verdict (``[[{score}]]``): judges copy the prompt's example word in ("[[Rating: 8]]")
+        inner_head = _BRACKET_WORD
     return re.compile(head + inner_head + "(?P<v>" + value + ")" + inner_tail
                       + _bounded(_literal(after), after, False, True) + stop)
 
 
 #: whitespace (line breaks too) allowed between a tag and the verdict it holds
 _TAG_GAP = r"\s{0,16}"
+#: one word and a colon allowed inside the brackets that hold a verdict, before it
+_BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
@@ -172,7 +177,8 @@ class VerdictForm:
     verdict that is not its value (``{other} {score}``: the second of two scores
     on a line, the first being the other answer's). Literal text matches
     case-insensitively, with a little whitespace and markdown emphasis
-    (``**Rating**: [[8]]``), and the pattern's final full stop is optional. A
+    (``**Rating**: [[8]]``), brackets around the placeholder may also hold one word
+    and a colon before the verdict (``[[Rating: 8]]``), and the pattern's final full stop is optional. A
     bare placeholder (no literal text: a judge told to reply with the score
     only) is the verdict alone on its line, with any ``{other}``. One
     bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
