@@ -233,17 +233,17 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # ja-vicuna-qa-benchmark's pairwise prompt (data/jp_bench/judge_prompts.jsonl "pair", in Japanese): "...if
     # assistant A is better [[A]], if assistant B is better [[B]], for a tie [[C]]"; llm_judge/common.py,
     # MatchPair.get_winner, is FastChat's run_judge_pair reading
-    "ja_vicuna_pair": (VerdictForm.of("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
+    "ja_vicuna_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
     # WildVision-Bench's judge prompt (config/judge_config.yaml) is arena-hard's, the five labels [[A>>B]] ...
     # [[B>>A]]; get_judgement.py, get_score, is arena-hard v0.1's; the judge is gpt-4o
-    "wildvision": (VerdictForm.of("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
+    "wildvision": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
                    arena_hard_v01, lambda v: v),
     # korean-mt-bench's single prompts (src/mtbench_repro/prompts.py, English and Korean): MT-Bench's
     # 'strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'; open judges
-    "korean_mt_bench_single": (VerdictForm.of("[[{score}]]", bounds=(1, 10)), korean_mt_bench_single, _num),
+    "korean_mt_bench_single": (VerdictForm("[[{score}]]", bounds=(1, 10)), korean_mt_bench_single, _num),
     # korean-mt-bench's pairwise prompts: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is
     # better, and "[[C]]" for a tie'
-    "korean_mt_bench_pair": (VerdictForm.of("[[{label}]]", labels=("A", "B", "C")), korean_mt_bench_pair,
+    "korean_mt_bench_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), korean_mt_bench_pair,
                              lambda v: v),
 
 }
