@@ -162,3 +162,24 @@ def test_the_screen_reads_the_structured_fields_the_judge_is_shown(user, penaliz
     grade = asyncio.run(grader.grade(StringThread([("user", QUESTION), ("assistant", json.dumps(_RICH))])))
     assert (grade.status == "penalized") == penalized, grade
     assert (judge.calls == []) == penalized
+
+
+# -- a message attribute's JSON text is read as messages only when it holds messages: a span
+# whose recorded output is a structured answer ({"answer": "4"}) was read as one message with
+# no content, so the judge was shown nothing (and the screen penalized it as content-free); a
+# list of numbers became one turn per number
+@pytest.mark.parametrize("text", ['{"answer": "4", "confidence": "high"}', '[1, 2, 3]', '["a", "b"]'])
+def test_json_text_that_holds_no_messages_is_shown_as_written(text):
+    from rewardjudge.scorers._builtins import format_messages
+
+    assert format_messages(text, "assistant") == [("assistant", text)]
+    assert format_messages('[{"role": "user", "content": "Hi"}]', "assistant") == [("user", "Hi")]
+    assert format_messages("[]", "assistant") == []
+
+
+def test_a_message_mapping_shows_its_tool_calls_and_a_value_mapping_is_shown_whole():
+    from rewardjudge.scorers._builtins import format_messages
+
+    call = {"role": "assistant", "tool_calls": [{"function": {"name": "lookup", "arguments": '{"q": "x"}'}}]}
+    assert format_messages(call, "assistant") == [("assistant", '[tool call lookup({"q": "x"})]')]
+    assert format_messages({"answer": 4}, "assistant") == [("assistant", '{"answer": 4}')]

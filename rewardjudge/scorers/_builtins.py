@@ -3,7 +3,8 @@ functions (``BUILTIN_FUNCTIONS``: ``attr``, ``format_input_transcript``,
 ``format_output_transcript``) and their values; see docs/scorers.md.
 
 A messages attribute may hold ``{"role", "content"}`` messages, OpenTelemetry GenAI messages
-(``{"role", "parts": [...]}``), the JSON text of either, or a plain string (one message).
+(``{"role", "parts": [...]}``), the JSON text of either, or a plain string (one message; JSON
+text that holds no messages, such as a structured answer, is a plain string).
 
 >>> f = builtin_functions({"gen_ai.input.messages": '[{"role": "user", "content": "Hi"}]'})
 >>> f["format_input_transcript"]("gen_ai.input.messages")
@@ -103,26 +104,43 @@ def _content_text(content: Any) -> str:
 
 
 def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
-    """``(role, text)`` pairs from a messages value (see the module doc)."""
+    """``(role, text)`` pairs from a messages value (see the module doc). JSON text is read as
+    messages only when it holds messages; any other text (a structured answer such as
+    ``{"answer": "4"}``, a list of numbers) is one ``default_role`` turn, as written."""
     if value is None:
         return []
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("[", "{"):
             try:
-                return format_messages(json.loads(text), default_role)
+                parsed = json.loads(text)
             except ValueError:
-                pass
+                parsed = None
+            if _holds_messages(parsed):
+                return format_messages(parsed, default_role)
         return [(default_role, value)]
     if isinstance(value, Mapping):
-        if isinstance(value.get("messages"), (list, tuple)) and not ({"role", "content", "parts"} & set(value)):
+        if not _holds_messages(value):   # a value, not a message: shown whole
+            return [(default_role, json.dumps(value, ensure_ascii=False, default=str))]
+        if "role" not in value:
             return format_messages(value["messages"], default_role)
-        role = value.get("role") or default_role
         body = value["content"] if "content" in value else value.get("parts")
-        return [(str(role), _content_text(body))]
+        calls = value.get("tool_calls")
+        calls = calls if isinstance(calls, (list, tuple)) else [calls] if calls else []
+        return [(str(value["role"] or default_role), "\n".join(
+            t for t in (_content_text(body), *map(tool_call_text, calls)) if t))]
     if isinstance(value, (list, tuple)):
         return [turn for item in value for turn in format_messages(item, default_role)]
     return [(default_role, str(value))]
+
+
+def _holds_messages(value: Any) -> bool:
+    """Whether ``value`` is messages: a message (a mapping with a ``role``), a mapping holding a
+    ``messages`` list, or a list of those (``[]``: no messages)."""
+    if isinstance(value, Mapping):
+        return "role" in value or isinstance(value.get("messages"), (list, tuple))
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, Mapping) and _holds_messages(v) for v in value)
 
 
 def builtin_functions(attributes: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
