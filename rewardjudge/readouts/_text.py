@@ -136,16 +136,34 @@ _BRACKET_NAMES = tuple(map(_spaced, ("inst", "sys", "system_prompt", "available_
 def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool = True) -> re.Pattern[str]:
     """Tags (unless ``tags`` is False) and control tokens, as one regex, factored by
     their first character (a '<' is tested once for all)."""
-    names = sorted({t.casefold() for t in extra_tags if t} - set(PROTOCOL_TAGS), key=len, reverse=True)
+    names = sorted({t.casefold() for t in extra_tags if t and t[0] != "["} - set(PROTOCOL_TAGS),
+                   key=len, reverse=True)
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
         alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
+    labels = sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == "["},
+                    key=len, reverse=True)
     controls = (r"\x00*(?:" + "|".join(_LT_GAP_TAILS)
                 + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + "))")
     lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else "<" + controls
     bracket = r"\[" + _SLASH + "(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
+    if labels:   # a template's bracketed delimiter line, its closing bracket optional
+        bracket += r"|\[[\s\x00]{0,8}(?:" + "|".join(map(_spaced_words, labels)) + r")(?!\w)"
     extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
     return re.compile("|".join([lt, bracket, *extra_ctl]))
+
+
+#: what a label's apostrophe matches, or nothing (``Assistantʼs``: a modifier letter folds to a gap)
+_APOSTROPHE = "(?:" + _GAP + "*['\u2018\u2019\u2032\uff07`\u00b4])?"
+
+
+def _spaced_words(label: str) -> str:
+    """A regex for ``label`` with gaps allowed inside its words, any apostrophe for its
+    own, and a short run of whitespace between words. Each optional part starts with what
+    it needs, so a failed try costs one pass over a run of gaps: linear."""
+    def word(w: str) -> str:
+        return re.escape(w[0]) + "".join(_APOSTROPHE if c == "'" else _GAP + "*" + re.escape(c) for c in w[1:])
+    return r"[\s\x00]{1,8}".join(map(word, label.split()))
 
 
 def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> bool:
@@ -330,12 +348,21 @@ def _texts_in(value: Any) -> "list[str]":
 
 
 _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
+#: a template's delimiter line: a bracketed label alone on its line, no placeholder in it
+#: (MT-Bench's and JudgeLM's ``[The Start of Assistant's Answer]``, ``[Question]``)
+_TEMPLATE_BRACKET = re.compile(r"^[ \t]*\[([A-Za-z][^\[\]{}<>\n]{0,78})\][ \t]*:?[ \t]*$", re.M)
 
 
 def template_tag_names(*sources: str) -> list[str]:
     """The XML-like tag names templates write (``<submission id=…>`` ->
-    ``submission``), so policy text can be kept from closing or forging them."""
-    return list(dict.fromkeys(m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")))
+    ``submission``) and their bracketed delimiter lines, each as ``[`` and its label
+    (``[The End of Assistant's Answer]`` -> ``[the end of assistant's answer``), so
+    policy text can be kept from closing or forging them: a judge reads the prompt's
+    structure where the policy's text imitates it."""
+    found = [m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")]
+    found += ["[" + " ".join(m.group(1).casefold().split()) for src in sources
+              for m in _TEMPLATE_BRACKET.finditer(src or "")]
+    return list(dict.fromkeys(found))
 
 
 # also dropped: fillers that render as blank space (modifier letters, read as apostrophes in
