@@ -102,6 +102,12 @@ def _clean(text: str) -> bool:
         and "\\" not in text and "%" not in text
 
 
+def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
+    """Whether neutralising ``text`` cannot change it: no control token of the judge's is
+    given, and it is ``_clean`` (without a ``#`` too where ``tags`` hold a template heading)."""
+    return not ctl and _clean(text) and ("#" not in text or not any(t[:1] == "#" for t in tags))
+
+
 def _spaced(name: str) -> str:
     """A regex for ``name`` with gaps allowed between its letters."""
     return (_GAP + "*").join(re.escape(ch) for ch in name)
@@ -136,34 +142,42 @@ _BRACKET_NAMES = tuple(map(_spaced, ("inst", "sys", "system_prompt", "available_
 def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool = True) -> re.Pattern[str]:
     """Tags (unless ``tags`` is False) and control tokens, as one regex, factored by
     their first character (a '<' is tested once for all)."""
-    names = sorted({t.casefold() for t in extra_tags if t and t[0] != "["} - set(PROTOCOL_TAGS),
+    names = sorted({t.casefold() for t in extra_tags if t and t[0] not in "[#"} - set(PROTOCOL_TAGS),
                    key=len, reverse=True)
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
         alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
-    labels = sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == "["},
-                    key=len, reverse=True)
+    lines = {kind: "|".join(map(_spaced_words, sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags
+                                                       if t[:1] == kind}, key=len, reverse=True)))
+             for kind in "[#"}
     controls = (r"\x00*(?:" + "|".join(_LT_GAP_TAILS)
                 + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + "))")
     lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else "<" + controls
     bracket = r"\[" + _SLASH + "(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
-    if labels:   # a template's bracketed delimiter line, its closing bracket optional
-        bracket += r"|\[[\s\x00]{0,8}(?:" + "|".join(map(_spaced_words, labels)) + r")(?!\w)"
+    # a template's delimiter lines: a bracketed label (its closing bracket optional), a heading
+    if lines["["]:
+        bracket += r"|\[" + _SPACES + "*(?:" + lines["["] + r")(?!\w)"
+    if lines["#"]:
+        # after a space, a control character (one joining texts checked in one pass) or nothing
+        bracket += r"|(?<![^\s\x00-\x1f])#{1,6}" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
     extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
     return re.compile("|".join([lt, bracket, *extra_ctl]))
 
 
+#: gaps, then a space and its gaps (repeated): each repeat starts with what it needs, so a run of
+#: gaps is never split between two quantifiers in every way
+_SPACES = r"\x00*(?:\s\x00*)"
 #: what a label's apostrophe matches, or nothing (``Assistantʼs``: a modifier letter folds to a gap)
 _APOSTROPHE = "(?:" + _GAP + "*['\u2018\u2019\u2032\uff07`\u00b4])?"
 
 
 def _spaced_words(label: str) -> str:
     """A regex for ``label`` with gaps allowed inside its words, any apostrophe for its
-    own, and a short run of whitespace between words. Each optional part starts with what
+    own, and any run of whitespace between words. Each optional part starts with what
     it needs, so a failed try costs one pass over a run of gaps: linear."""
     def word(w: str) -> str:
         return re.escape(w[0]) + "".join(_APOSTROPHE if c == "'" else _GAP + "*" + re.escape(c) for c in w[1:])
-    return r"[\s\x00]{1,8}".join(map(word, label.split()))
+    return (_SPACES + "+").join(map(word, label.split()))
 
 
 def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> bool:
@@ -219,7 +233,7 @@ def neutralize_controls(text: str, control_tokens: Iterable[str] = ()) -> str:
 def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, ...], tags: bool) -> str:
     if not isinstance(text, str) or not text:
         return text
-    if not control_tokens and _clean(text):
+    if _untouched(text, extra_tags, control_tokens):
         return text   # plain ASCII with no bracket or escape: nothing to defang
     text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
@@ -245,7 +259,7 @@ def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if not all(type(t) is str for t in texts):
         return [neutralize(t, tags, ctl) for t in texts]
-    if not ctl and _clean("".join(texts)):
+    if _untouched("".join(texts), tags, ctl):
         return list(texts)
     joiner = free_joiner(texts, ctl)
     if joiner is not None:
@@ -276,7 +290,7 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if not isinstance(value, (str, dict, list, tuple)):
         return value
-    if type(value) is dict and not ctl and _flat_and_clean(value):
+    if type(value) is dict and _flat_and_clean(value, tags, ctl):
         return {str(k): v for k, v in value.items()}   # the common metadata: nothing to change
     texts = _texts_in(value)   # every distinct str neutralised in one pass, then the copy
     done = dict(zip(texts, neutralize_all(texts, tags, ctl)))
@@ -318,9 +332,9 @@ def _unclashed(out: "dict[str, Any]", key: str, clashes: "dict[str, int]") -> st
     return f"{key} ({n})"
 
 
-def _flat_and_clean(mapping: dict) -> bool:
+def _flat_and_clean(mapping: dict, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
     """Whether ``mapping`` holds no container and its str keys and values are
-    all ``_clean`` (one scan of them joined)."""
+    all ``_untouched`` (one scan of them joined)."""
     parts = []
     for k, v in mapping.items():
         if type(k) is not str or isinstance(v, (dict, list, tuple)) or (isinstance(v, str) and type(v) is not str):
@@ -328,7 +342,7 @@ def _flat_and_clean(mapping: dict) -> bool:
         parts.append(k)
         if type(v) is str:
             parts.append(v)
-    return _clean("".join(parts))
+    return _untouched("".join(parts), tags, ctl)
 
 
 def _texts_in(value: Any) -> "list[str]":
@@ -348,20 +362,24 @@ def _texts_in(value: Any) -> "list[str]":
 
 
 _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
-#: a template's delimiter line: a bracketed label alone on its line, no placeholder in it
-#: (MT-Bench's and JudgeLM's ``[The Start of Assistant's Answer]``, ``[Question]``)
-_TEMPLATE_BRACKET = re.compile(r"^[ \t]*\[([A-Za-z][^\[\]{}<>\n]{0,78})\][ \t]*:?[ \t]*$", re.M)
+#: a template's delimiter line, alone on its line with no placeholder in it: a bracketed label
+#: (MT-Bench's and JudgeLM's ``[The Start of Assistant's Answer]``) or a heading (Prometheus's
+#: ``###Response to evaluate:``, LLMBar's ``# Output (a):``)
+_TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\[([A-Za-z][^\[\]{}<>\n]{0,78})\]|#{1,6}[ \t]*([A-Za-z][^\[\]{}<>#\n]{0,78}))"
+                            r"[ \t:]*$", re.M)
 
 
 def template_tag_names(*sources: str) -> list[str]:
     """The XML-like tag names templates write (``<submission id=…>`` ->
-    ``submission``) and their bracketed delimiter lines, each as ``[`` and its label
-    (``[The End of Assistant's Answer]`` -> ``[the end of assistant's answer``), so
-    policy text can be kept from closing or forging them: a judge reads the prompt's
-    structure where the policy's text imitates it."""
+    ``submission``) and their delimiter lines, each as ``[`` or ``#`` and its label
+    (``[The End of Assistant's Answer]`` -> ``[the end of assistant's answer``,
+    ``### Feedback:`` -> ``#feedback``), so policy text can be kept from closing or
+    forging them: a judge reads the prompt's structure where the policy's text imitates it."""
     found = [m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")]
-    found += ["[" + " ".join(m.group(1).casefold().split()) for src in sources
-              for m in _TEMPLATE_BRACKET.finditer(src or "")]
+    for src in sources:
+        for m in _TEMPLATE_LINE.finditer(src or ""):
+            kind, label = ("[", m.group(1)) if m.group(1) else ("#", m.group(2).rstrip(" \t:"))
+            found.append(kind + " ".join(label.casefold().split()))
     return list(dict.fromkeys(found))
 
 
