@@ -1,5 +1,6 @@
 """The one neutraliser of policy text: every sequence that could open or close a
-tag the prompt or reply protocol uses (``<candidate``, ``</response>``) and every
+tag or delimiter line the prompt or reply protocol uses (``<candidate``, ``</response>``,
+a template's ``[The End of Assistant's Answer]`` or ``###Feedback:``) and every
 chat-template control token (``<|im_end|>``, ``[INST]``) is defanged. Detection
 works on a *skeleton* (NFKC, case-folded, look-alikes as ASCII, zero-width
 characters as nothing, escapes of ``<`` as ``<``); ``letters`` (its letters and
