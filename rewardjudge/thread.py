@@ -12,6 +12,8 @@ ROLES = ("system", "user", "assistant", "tool")
 ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+#: what makes a mapping a message besides its role: any one of them carries what was said
+_MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
 
 
 def tool_call_text(call: Any) -> str:
@@ -199,7 +201,7 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
                           f"(conversational format), got {type(value).__name__}")
     turns = []
     for j, m in enumerate(value):
-        if not isinstance(m, Mapping) or "role" not in m or not ("content" in m or "tool_calls" in m):
+        if not isinstance(m, Mapping) or "role" not in m or not any(k in m for k in _MESSAGE_BODY_KEYS):
             raise ConfigError(f"{where}[{j}] must be a message with 'role' and 'content' (or 'tool_calls'), "
                               f"got {m!r:.80}")
         role = ROLE_ALIASES.get(m["role"], m["role"])
@@ -207,10 +209,15 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
             raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, assistant or tool "
                               f"(developer is read as system)")
         text = content_text(m.get("content"), f"{where}[{j}] content", images=images, turn=first_turn + j)
-        calls = m.get("tool_calls")
-        if calls:
-            calls = "\n".join(map(tool_call_text, calls if isinstance(calls, (list, tuple)) else [calls]))
-            text = f"{text}\n{calls}" if text else calls
+        # the legacy OpenAI ``function_call`` is one tool call, and a ``refusal`` is what the model said instead
+        # of content: both are the answer when content is None, so the judge is shown them, not an empty turn
+        calls = m.get("tool_calls") or []
+        calls = [*(calls if isinstance(calls, (list, tuple)) else [calls]), *([m["function_call"]] if m.get(
+            "function_call") else [])]
+        extra = [f"[refusal] {m['refusal']}"] if isinstance(m.get("refusal"), str) and m["refusal"] else []
+        extra += map(tool_call_text, calls)
+        if extra:
+            text = "\n".join([text, *extra] if text else extra)
         turns.append((role, text))
     return turns
 
