@@ -24,3 +24,24 @@ def test_assistant_refusal_field_is_kept():
 
 def test_plain_message_unchanged():
     assert message_turns([{"role": "assistant", "content": "4", "refusal": None}]) == [("assistant", "4")]
+
+
+def test_chat_markup_preamble_is_not_dropped():
+    from rewardjudge.serve._samples import split_chat_markup
+    text = "Answer in French.\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+    assert split_chat_markup(text) == [("user", text)]
+
+
+def test_chat_markup_unknown_role_is_not_renamed():
+    from rewardjudge.serve._samples import split_chat_markup
+    text = "<|im_start|>critic\nthe draft is wrong<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n"
+    assert split_chat_markup(text) == [("user", text)]
+
+
+def test_chat_markup_still_splits_rendered_prompts():
+    from rewardjudge.serve._samples import split_chat_markup
+    chatml = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+    llama = ("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nQ<|eot_id|>"
+             "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert split_chat_markup(chatml) == [("system", "S"), ("user", "Q")]
+    assert split_chat_markup(llama) == [("user", "Q")]

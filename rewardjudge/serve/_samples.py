@@ -21,18 +21,27 @@ _CHATML = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S)
 _LLAMA3 = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|$)", re.S)
 _ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool",
           "ipython": "tool", "developer": "system"}
+#: beginning-of-sequence markers a rendered prompt may open with: no text of its own
+_BOS = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>")
 
 
 def split_chat_markup(text: str) -> list[tuple[str, str]]:
-    """A ChatML or Llama 3 rendered prompt back into turns (else one user turn), an empty
-    trailing assistant header dropped."""
+    """A ChatML or Llama 3 rendered prompt back into turns, an empty trailing assistant header dropped.
+    Text the turns do not account for (a preamble, a turn of a role the judge has no name for) would be
+    lost in a split, so such a prompt stays whole: one user turn, markup and all."""
     for pattern in (_CHATML, _LLAMA3):
-        found = pattern.findall(text)
-        if found:
-            turns = [(_ROLES.get(role, "user"), body.strip("\n")) for role, body in found]
-            if turns[-1][0] == "assistant" and not turns[-1][1].strip():
-                turns.pop()
-            return turns
+        found = list(pattern.finditer(text))
+        if not found:
+            continue
+        outside = pattern.sub("", text)
+        for marker in _BOS:
+            outside = outside.replace(marker, "")
+        if outside.strip() or any(m[1] not in _ROLES for m in found):
+            break
+        turns = [(_ROLES[m[1]], m[2].strip("\n")) for m in found]
+        if turns[-1][0] == "assistant" and not turns[-1][1].strip():
+            turns.pop()
+        return turns
     return [("user", text)] if text else []
 
 
