@@ -45,3 +45,10 @@ def test_chat_markup_still_splits_rendered_prompts():
              "<|start_header_id|>assistant<|end_header_id|>\n\n")
     assert split_chat_markup(chatml) == [("system", "S"), ("user", "Q")]
     assert split_chat_markup(llama) == [("user", "Q")]
+
+
+def test_system_column_of_content_parts_is_read_as_text():
+    from rewardjudge.evaluate._data import Columns, row_to_thread
+    row = {"system": [{"type": "text", "text": "Be brief."}], "prompt": "2+2?", "completion": "4"}
+    thread = row_to_thread(row, Columns(prompt="prompt", completion="completion", system="system"), index=0)
+    assert thread.turns[0] == ("system", "Be brief.")

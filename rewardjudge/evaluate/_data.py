@@ -21,7 +21,7 @@ from .._hash import canonical_hash
 from .._validate import json_value
 from ..errors import ConfigError
 from ..graders._schedule import prompt_units
-from ..thread import StringThread, message_turns
+from ..thread import StringThread, content_text, message_turns
 from ._arrow import feature_leaves, iter_masked_rows
 
 __all__ = ["Columns", "detect_columns", "load_data", "row_groups", "row_threads", "row_to_thread", "thread_digest"]
@@ -195,7 +195,9 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
     reads them, as the trainers' adapters do); ``metadata`` gets ``row`` (the index), ``eval`` (unless
     ``eval_mode`` is None), ``reference`` and the metadata columns."""
     where = f"row {index}" if index is not None else "row"
-    turns = [("system", str(row[cols.system]))] if cols.system is not None and row.get(cols.system) else []
+    # a system column of content parts is read as a message's content is, not as the list's repr
+    turns = [("system", content_text(row[cols.system], f"{where}: column {cols.system!r}"))] \
+        if cols.system is not None and row.get(cols.system) else []
     column = cols.messages or cols.prompt
     if cols.messages is None and row[column] is None:
         raise ConfigError(f"{where}: prompt column {column!r} is empty")
