@@ -35,6 +35,21 @@ def tool_call_text(call: Any) -> str:
     return f"[tool call {name}({args})]"
 
 
+def message_extras(message: Mapping[str, Any]) -> list[str]:
+    """What a message says besides its content, as the judge is shown it: a ``refusal`` and its tool
+    calls (``tool_calls``, and the legacy OpenAI ``function_call``, one call). Both are the answer when
+    content is None, so they are shown, never dropped for an empty turn.
+
+    >>> message_extras({"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}})
+    ['[tool call f({})]']
+    """
+    calls = message.get("tool_calls") or []
+    calls = [*(calls if isinstance(calls, (list, tuple)) else [calls]),
+             *([message["function_call"]] if message.get("function_call") else [])]
+    refusal = message.get("refusal")
+    return [*([f"[refusal] {refusal}"] if isinstance(refusal, str) and refusal else []), *map(tool_call_text, calls)]
+
+
 def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
     """A message content as text: a str as is, None as "", content parts joined with a newline;
     image parts go to ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
@@ -209,13 +224,7 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
             raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, assistant or tool "
                               f"(developer is read as system)")
         text = content_text(m.get("content"), f"{where}[{j}] content", images=images, turn=first_turn + j)
-        # the legacy OpenAI ``function_call`` is one tool call, and a ``refusal`` is what the model said instead
-        # of content: both are the answer when content is None, so the judge is shown them, not an empty turn
-        calls = m.get("tool_calls") or []
-        calls = [*(calls if isinstance(calls, (list, tuple)) else [calls]), *([m["function_call"]] if m.get(
-            "function_call") else [])]
-        extra = [f"[refusal] {m['refusal']}"] if isinstance(m.get("refusal"), str) and m["refusal"] else []
-        extra += map(tool_call_text, calls)
+        extra = message_extras(m)
         if extra:
             text = "\n".join([text, *extra] if text else extra)
         turns.append((role, text))

@@ -52,3 +52,11 @@ def test_system_column_of_content_parts_is_read_as_text():
     row = {"system": [{"type": "text", "text": "Be brief."}], "prompt": "2+2?", "completion": "4"}
     thread = row_to_thread(row, Columns(prompt="prompt", completion="completion", system="system"), index=0)
     assert thread.turns[0] == ("system", "Be brief.")
+
+
+def test_span_messages_keep_function_call_and_refusal():
+    from rewardjudge.scorers._builtins import format_messages
+    call = [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}]
+    refusal = '[{"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}]'
+    assert format_messages(call, "assistant") == [("assistant", "[tool call f({})]")]
+    assert format_messages(refusal, "assistant") == [("assistant", "[refusal] No.")]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from ..thread import tool_call_text
+from ..thread import message_extras, tool_call_text
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
@@ -91,6 +91,8 @@ def _part_text(part: Any) -> str:
             return part[key]
     if kind in ("tool_call", "function_call"):
         return tool_call_text(part)
+    if kind == "refusal" and isinstance(part.get("refusal"), str):   # an OpenAI refusal part: its text is the answer
+        return f"[refusal] {part['refusal']}"
     if kind == "tool_call_response":
         resp = part.get("response")
         return f"[tool result {resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)}]"
@@ -125,10 +127,8 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
         if "role" not in value:
             return format_messages(value["messages"], default_role)
         body = value["content"] if "content" in value else value.get("parts")
-        calls = value.get("tool_calls")
-        calls = calls if isinstance(calls, (list, tuple)) else [calls] if calls else []
         return [(str(value["role"] or default_role), "\n".join(
-            t for t in (_content_text(body), *map(tool_call_text, calls)) if t))]
+            t for t in (_content_text(body), *message_extras(value)) if t))]
     if isinstance(value, (list, tuple)):
         return [turn for item in value for turn in format_messages(item, default_role)]
     return [(default_role, str(value))]
