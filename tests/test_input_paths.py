@@ -60,3 +60,12 @@ def test_span_messages_keep_function_call_and_refusal():
     refusal = '[{"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}]'
     assert format_messages(call, "assistant") == [("assistant", "[tool call f({})]")]
     assert format_messages(refusal, "assistant") == [("assistant", "[refusal] No.")]
+
+
+def test_span_developer_message_is_a_system_turn():
+    from rewardjudge.spans._otlp import Span, span_thread
+    import json
+    span = Span(name="chat", trace_id="t", span_id="s", attributes={"gen_ai.input.messages": json.dumps([
+        {"role": "developer", "parts": [{"type": "text", "content": "Answer in French."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "2+2?"}]}])})
+    assert span_thread(span).turns[0] == ("system", "Answer in French.")
