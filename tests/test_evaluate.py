@@ -105,7 +105,7 @@ def test_column_detection_refuses_to_guess(names, message):
 
 
 @pytest.mark.parametrize("spec,message", [
-    ("prompt=q,answer=a", "unknown column role"),                 # a role that does not exist
+    ("prompt=q,answer=a", "unknown key.*answer"),                   # a role that does not exist
     ("prompt", "must look like role=column"),                     # no '='
     ("prompt=q,prompt=r", "given twice"),                         # same role twice
     ('{"prompt": 3}', "must be a column name"),                   # JSON with a non-string column

@@ -134,8 +134,6 @@ def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
     """Every scorer variable read from metadata must find its key (a metadata column, a key of one
     holding objects, ``reference``/``row``/``eval``); one named like an unmapped column gets it
     (said on stderr); any other is a usage error (it would render empty on every row)."""
-    from dataclasses import replace
-
     from ..evaluate._data import Columns, detect_columns
 
     names = list(data.column_names)
@@ -163,7 +161,7 @@ def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
     print(f"{who}: variable(s) {', '.join(added)} read the column(s) of the same name (added as "
           f"--columns metadata=...)", file=sys.stderr)
     given = Columns.parse(columns)
-    return replace(given, metadata=(*given.metadata, *added))
+    return given.model_copy(update={"metadata": (*given.metadata, *added)})
 
 
 def _metadata_keys(data: Any, cols: Any) -> set[str]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Annotated, Any, Callable, ClassVar, Iterator, Mapping, Optional, Sequence
+
+from pydantic import BeforeValidator, Field
 
 from .._hash import canonical_hash
+from .._option_types import JSON_FORM, Options
 from .._validate import json_value
 from ..errors import ConfigError
 from ..graders._schedule import prompt_units
@@ -43,44 +45,36 @@ _MAYBE = {
 _ROLES = ("prompt", "messages", "completion", "reference", "system", "metadata")
 
 
-@dataclass(frozen=True)
-class Columns:
+_COLUMN = Field(None, description="must be a column name")
+
+
+class Columns(Options):
     """Which dataset columns make a thread: ``prompt`` (a str user turn or a list of
     ``{role, content}`` messages) or ``messages`` (a list of messages); ``completion`` (a str
     assistant turn or messages; none: the last assistant message is graded); ``reference`` (to
     ``metadata["reference"]``); ``system`` (a system turn); ``metadata`` (columns copied into
     ``metadata`` by name; a dict column is merged in)."""
 
-    prompt: str | None = None
-    messages: str | None = None
-    completion: str | None = None
-    reference: str | None = None
-    system: str | None = None
-    metadata: tuple[str, ...] = field(default_factory=tuple)
+    model_config = JSON_FORM
+    where: ClassVar[str] = "columns"
+
+    prompt: Optional[str] = _COLUMN
+    messages: Optional[str] = _COLUMN
+    completion: Optional[str] = _COLUMN
+    reference: Optional[str] = _COLUMN
+    system: Optional[str] = _COLUMN
+    metadata: Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v or ())] = \
+        Field((), description="must be a column name or a list of them")
 
     @classmethod
     def parse(cls, spec: "str | Mapping[str, Any] | Columns | None") -> "Columns":
         """From ``"role=column,..."`` (``metadata`` may repeat), JSON, a mapping or a ``Columns``."""
-        if spec is None:
-            return cls()
         if isinstance(spec, Columns):
             return spec
-        if isinstance(spec, str):
-            spec = _parse_text(spec)
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"columns must be a mapping of role -> column, got {type(spec).__name__}")
-        unknown = sorted(set(spec) - set(_ROLES))
-        if unknown:
-            raise ConfigError(f"unknown column role(s) {unknown}; roles are {', '.join(_ROLES)}")
-        meta = spec.get("metadata") or ()
-        values = {k: spec.get(k) for k in _ROLES if k != "metadata"}
-        for k, v in values.items():
-            if v is not None and not isinstance(v, str):
-                raise ConfigError(f"column for {k!r} must be a column name, got {v!r}")
-        return cls(metadata=(meta,) if isinstance(meta, str) else tuple(meta), **values)
+        return cls.model_validate(_parse_text(spec) if isinstance(spec, str) else spec or {})
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "metadata": list(self.metadata)}
+        return {**self.model_dump(), "metadata": list(self.metadata)}
 
 
 def _parse_text(text: str) -> Any:
@@ -168,7 +162,7 @@ def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
         if hit is not None:
             found[hit[0]] = hit[1]
             taken.add(hit[1])
-    cols = replace(given, **found)
+    cols = given.model_copy(update=found)
     _check_present(cols, names)
     return cols, _notes(given, cols, names, taken)
 
