@@ -185,6 +185,17 @@ def korean_mt_bench_pair(reply: str) -> "str | None":
     return found[-1].upper() if found else None
 
 
+_VIBE_RATING = re.compile(r"Rating:\s*([1-5])")
+
+
+def vibe_eval_rating(reply: str) -> "int | None":
+    """Vibe-Eval evaluate.py, evaluate: the first ``Rating:`` followed (after any
+    whitespace) by one digit 1-5, as an integer (``Rating: 4.5/5`` is 4); none
+    raises there and the request is retried (None here)."""
+    m = _VIBE_RATING.search(reply)
+    return int(m.group(1)) if m else None
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -245,6 +256,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # better, and "[[C]]" for a tie'
     "korean_mt_bench_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), korean_mt_bench_pair,
                              lambda v: v),
+    # Vibe-Eval's evaluator prompt (evaluate.py, _PROMPT_WITH_NO_IMAGE): 'The rating should be 1-5, where 1 is
+    # incorrect and 5 is correct. Your response should be in the format:\nExplanation: (your explanation)\nRating: (int)'
+    "vibe_eval": (VerdictForm("Rating: {score}", bounds=(1, 5)), vibe_eval_rating, _num),
 
 }
 
@@ -267,6 +281,8 @@ def _tally(source: str) -> tuple[Counter, list[str]]:
             kind = "source none, no verdict" if not d.ok else "source none, read"
         elif not d.ok:
             kind = "no verdict"
+        elif _integer_part(d.value, expected):
+            kind = "source read the integer part"
         elif d.value == expected:
             kind = "agree"
         else:
@@ -277,6 +293,15 @@ def _tally(source: str) -> tuple[Counter, list[str]]:
                          f"form {getattr(d, 'value', None)!r} {getattr(d, 'others', ())!r}: "
                          f"...{row['reply'][-160:]!r}")
     return counts, notes
+
+
+def _integer_part(value: Any, expected: Any) -> bool:
+    """Whether ``expected`` is an int-only parser's reading of the fraction the
+    judge wrote (Vibe-Eval's ``Rating:\\s*([1-5])`` reads ``Rating: 4.5/5`` as 4):
+    the form reads 4.5; counted apart, like the replies such a parser reads
+    nothing from ("[[9.5]]")."""
+    return (isinstance(value, float) and not value.is_integer() and isinstance(expected, (int, float))
+            and int(value) == expected)
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
@@ -301,7 +326,8 @@ def test_declared_form_agrees_with_the_source(source):
     summary = (f"{source}: {total} replies; agree {counts['agree']}/{decided} = {agree:.2%}; "
                f"NoVerdict where the source read one {counts['no verdict']} ({missed:.2%}); "
                f"disagree {counts['disagree']}; source read none: {counts['source none, no verdict']} "
-               f"NoVerdict, {counts['source none, read']} read; two verdicts {counts['two verdicts']}")
+               f"NoVerdict, {counts['source none, read']} read; two verdicts {counts['two verdicts']}; the source "
+               f"read only the integer part of a fraction {counts['source read the integer part']}")
     print("\n" + summary + ("\n" + "\n".join(notes) if notes else ""))
     assert decided >= 100, summary
     assert agree >= 0.99, summary + "\n" + "\n".join(notes)
@@ -393,7 +419,7 @@ async def test_templated_grader_replays_real_replies(source):
         assert grade.status == "scored" and grade.value == want, (row["origin"], read, grade)
         scored += 1
         expected = as_value(row["expected"])
-        if expected is None:
+        if expected is None or _integer_part(read.value, expected):
             continue        # the source's parser read nothing here (e.g. an int-only parser and "[[9.5]]"): counted apart
         if read.value == expected:
             agreed += 1
