@@ -135,6 +135,11 @@ READ_CASES = [
     (SECOND, "I give them 8 7", None, ()),             # the form without literal text is a line of its own
     (SECOND, "8\n7", None, ()),
     (VerdictForm("Assistant 1: {other}, Assistant 2: {score}"), "Assistant 1: 6, Assistant 2: 9", 9.0, ()),
+    # a number that opens a sum the judge works out is no verdict (Vibe-Eval's Reka Core); a fraction stays one
+    (SCORE_COLON, "Score: 2/5\n- Deductions: 3\n- Final score: 5 - 3 = 2", 2.0, ()),
+    (SCORE_COLON, "Final score: 10-2=8", None, ()),
+    (SCORE_COLON, "Score: 4.5/5", 4.5, ()),
+    (SCORE_COLON, "Score: 8 - the answer is right.", 8.0, ()),
     # a quote mark of the form matches either (AlpacaEval's Python list written as JSON, and back)
     (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
      '[\n    {"model": "model_2", "rank": 1},\n    {"model": "model_1", "rank": 2}\n]', "model_2", ()),

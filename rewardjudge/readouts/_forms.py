@@ -24,6 +24,9 @@ _WHITESPACE = re.compile(r"\s+")
 #: what a run of whitespace in a pattern matches: bounded, so no start position costs more than a few steps
 _GAP = r"[ \t*_]{0,16}"
 _NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
+#: after a score with no literal text after it: not more digits, nor the rest of a sum the judge works
+#: out (``Final rating: 5 - 3 = 2``: the 5 is no verdict); ``4.5/5`` stays a score
+_NOT_ARITHMETIC = r"(?!\d|[ \t]{0,2}[-+*×=][ \t]{0,2}\d)"
 #: an ``{other}``: a number beside the verdict (the other answer's score), read whole and not its value
 _OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
@@ -57,7 +60,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
     stop = "(?:" + re.escape(tail[len(after):]) + ")?" if after != tail else ""
     if m.group() == _SCORE:
         # a bare number: not the tail of a longer number or word (nor of an {other}), nor its head
-        value = (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else r"(?!\d)")
+        value = (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else _NOT_ARITHMETIC)
     else:
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
