@@ -9,11 +9,26 @@ from typing import Any, Iterable, Mapping, Sequence
 from .errors import ConfigError
 
 ROLES = ("system", "user", "assistant", "tool")
-ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool"}
+#: other names of the roles (OpenAI's developer, Llama's ipython, Gemini's model), read by ``role_of``
+ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool", "model": "assistant"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 #: what makes a mapping a message besides its role: any one of them carries what was said
 _MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
+
+
+def role_of(name: Any) -> str | None:
+    """The one of ``ROLES`` that ``name`` stands for (any case, aliases through ``ROLE_ALIASES``), else None:
+    every reader of a message's role reads it here.
+
+    >>> role_of("model"), role_of("Developer"), role_of("critic")
+    ('assistant', 'system', None)
+    """
+    if not isinstance(name, str):
+        return None
+    low = name.strip().lower()
+    low = ROLE_ALIASES.get(low, low)
+    return low if low in ROLES else None
 
 
 def tool_call_text(call: Any) -> str:
@@ -219,10 +234,10 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
         if not isinstance(m, Mapping) or "role" not in m or not any(k in m for k in _MESSAGE_BODY_KEYS):
             raise ConfigError(f"{where}[{j}] must be a message with 'role' and 'content' (or 'tool_calls'), "
                               f"got {m!r:.80}")
-        role = ROLE_ALIASES.get(m["role"], m["role"])
-        if role not in ROLES:
-            raise ConfigError(f"{where}[{j}] has role {m['role']!r}; expected system, user, assistant or tool "
-                              f"(developer is read as system)")
+        role = role_of(m["role"])
+        if role is None:
+            raise ConfigError(f"{where}[{j}] has role {m['role']!r:.60}; expected system, user, assistant or tool "
+                              f"(or an alias: {', '.join(f'{a} as {r}' for a, r in ROLE_ALIASES.items())})")
         text = content_text(m.get("content"), f"{where}[{j}] content", images=images, turn=first_turn + j)
         extra = message_extras(m)
         if extra:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from ..thread import message_extras, tool_call_text
+from ..thread import message_extras, role_of, tool_call_text
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
@@ -127,7 +127,8 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
         if "role" not in value:
             return format_messages(value["messages"], default_role)
         body = value["content"] if "content" in value else value.get("parts")
-        return [(str(value["role"] or default_role), "\n".join(
+        role = value["role"] or default_role
+        return [(role_of(role) or str(role), "\n".join(
             t for t in (_content_text(body), *message_extras(value)) if t))]
     if isinstance(value, (list, tuple)):
         return [turn for item in value for turn in format_messages(item, default_role)]

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..graders._schedule import prompt_key
-from ..thread import StringThread, completion_threads
+from ..thread import StringThread, completion_threads, role_of
 
 __all__ = ["DEFAULT_EOS", "grade_body", "group_key", "openrlhf_body", "openrlhf_thread", "sample_thread",
            "split_chat_markup"]
@@ -19,8 +19,6 @@ DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_te
 
 _CHATML = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S)
 _LLAMA3 = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|$)", re.S)
-_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool",
-          "ipython": "tool", "developer": "system"}
 #: beginning-of-sequence markers a rendered prompt may open with: no text of its own
 _BOS = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>")
 
@@ -36,9 +34,9 @@ def split_chat_markup(text: str) -> list[tuple[str, str]]:
         outside = pattern.sub("", text)
         for marker in _BOS:
             outside = outside.replace(marker, "")
-        if outside.strip() or any(m[1] not in _ROLES for m in found):
+        if outside.strip() or any(role_of(m[1]) is None for m in found):
             break
-        turns = [(_ROLES[m[1]], m[2].strip("\n")) for m in found]
+        turns = [(role_of(m[1]), m[2].strip("\n")) for m in found]
         if turns[-1][0] == "assistant" and not turns[-1][1].strip():
             turns.pop()
         return turns

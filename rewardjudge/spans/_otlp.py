@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import ConfigError
 from ..scorers._builtins import format_messages
-from ..thread import ROLE_ALIASES, ROLES, StringThread
+from ..thread import StringThread, role_of
 from . import SEMCONV_VERSION
 
 __all__ = ["SEMCONV_VERSION", "Span", "decode_request", "read_otlp_file", "request_from_json", "span_thread",
@@ -241,10 +241,9 @@ def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
 
 
 def _messages(value: Any, default: str) -> list[tuple[str, str]]:
-    """The turns of a message attribute; roles read as ``message_turns`` reads them (developer as system),
-    and a role that is none of ``ROLES`` then reads as ``default``."""
-    return [(role if (role := ROLE_ALIASES.get(low := (r or default).lower(), low)) in ROLES else default, t)
-            for r, t in format_messages(value, default)]
+    """The turns of a message attribute; roles read as ``message_turns`` reads them (``role_of``), and a
+    role that is none of ``ROLES`` then reads as ``default``."""
+    return [(role_of(r) or default, t) for r, t in format_messages(value, default)]
 
 
 def _system(value: Any) -> list[tuple[str, str]]:
