@@ -246,6 +246,29 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
     return turns
 
 
+def with_own_keys(data: Mapping[str, Any], own: Mapping[str, Any], where: str, setter: str) -> dict[str, Any]:
+    """``data`` (metadata read from a user's or a trainer's data) with ``own`` (the keys an adapter sets, as
+    ``setter`` names them) added. A key both hold with different values is a ConfigError naming it, never
+    one value silently standing for the other; an equal value passes.
+
+    >>> with_own_keys({"eval": True, "topic": "math"}, {"eval": True}, "row 0", "the evaluation mode")
+    {'eval': True, 'topic': 'math'}
+    """
+    for key, value in own.items():
+        if key in data and not _same(data[key], value):
+            raise ConfigError(f"{where}: metadata key {key!r} comes from the data ({data[key]!r:.60}) and from "
+                              f"{setter} ({value!r:.60}); one would silently replace the other: rename the "
+                              f"data's {key!r} (column, extra_info or label key)")
+    return {**data, **own}
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # an array compared element-wise: not one truth value
+        return False
+
+
 def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
                        metadata: Sequence[Mapping[str, Any]] | None = None, *,
                        images: bool = False) -> list[StringThread]:

@@ -108,7 +108,8 @@ class _Trainer:
     (None, None, None, None, -1.0),        # nothing says eval: training penalty
     (None, None, None, True, 0.0),         # an `eval` dataset column decides per row
     (None, None, False, None, 0.0),        # attached trainer evaluating
-    (None, None, True, True, -1.0),        # attached trainer training beats the column
+    (None, None, True, True, ConfigError),  # an `eval` column that says otherwise than the trainer: refused
+    (None, None, False, True, 0.0),        # ... one that agrees passes
     (None, "eval", True, None, 0.0),       # adapter mode beats the trainer's phase
     ("train", "eval", False, True, -1.0),  # the grader's own mode beats everything
 ])
@@ -127,6 +128,10 @@ async def test_penalty_mode_precedence(grader_mode, adapter_mode, trainer_traini
     cols = {"reference": ["r"]}
     if column is not None:
         cols["eval"] = [column]
+    if expected is ConfigError:
+        with pytest.raises(ConfigError, match=r"completion 0: metadata key 'eval'.*train phase"):
+            await reward(prompts=["q"], completions=["not json"], **cols)
+        return
     out = await reward(prompts=["q"], completions=["not json"], **cols)
     assert out == [expected]
     assert reward.last_grades[0].status == "penalized"

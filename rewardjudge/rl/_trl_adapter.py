@@ -15,20 +15,23 @@ import math
 import threading
 import warnings
 import weakref
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .._hash import canonical_hash
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader
 from .._sync import LoopThread
-from ..thread import StringThread, completion_threads
+from ..thread import StringThread, completion_threads, with_own_keys
 from ._health import OutageGuard, judge_health
 
 __all__ = ["JudgeGatedReward", "TRLRewardFunc", "reads_images", "trl_reward_func", "trl_reward_funcs"]
 
 _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environments",
                            "completion_ids", "prompts", "completions"})
+#: dataset column names GRPOTrainer never hands a reward function as the column: its own arguments
+#: take the name, and it drops a ``completion`` column
+_TRL_TAKEN = _TRL_RESERVED | {"completion"}
 
 
 def reads_images(grader: Any) -> bool:
@@ -126,12 +129,29 @@ def _close_at_exit(model: Any, loop_ref: "weakref.ref[asyncio.AbstractEventLoop]
         pass
 
 
+def _dataset_columns(trainer: Any) -> set[str]:
+    """The column names of ``trainer``'s train and eval datasets (an eval dict's every dataset)."""
+    names: set[str] = set()
+    for data in (getattr(trainer, "train_dataset", None), getattr(trainer, "eval_dataset", None)):
+        for ds in (data.values() if isinstance(data, Mapping) else [data]):
+            names.update(getattr(ds, "column_names", None) or ())
+    return names
+
+
+def _refuse_taken(names: Any, what: str) -> None:
+    taken = sorted(set(names) & _TRL_TAKEN)
+    if taken:
+        raise ConfigError(f"{what} {', '.join(map(repr, taken))}: GRPOTrainer passes its own arguments under "
+                          f"{'these names' if len(taken) > 1 else 'this name'} (or drops a 'completion' column), "
+                          f"so the judge would never see the column; rename it")
+
+
 class TRLRewardFunc(_DualCall):
     """A grader as an async GRPOTrainer reward function (build it with ``trl_reward_func``): ``grader``,
     ``__name__`` (the grader key), ``last_grades`` (of the latest call), ``guard`` (its ``OutageGuard``).
 
     Options: ``mode`` ("train"/"eval" penalties; default: the attached trainer's phase, else an ``eval``
-    column), ``columns`` (the dataset columns put in thread metadata; default all), ``log_health``
+    column; an ``eval`` column that disagrees with a known phase is a ConfigError), ``columns`` (the dataset columns put in thread metadata; default all), ``log_health``
     and ``health_prefix`` (judge health through TRL's ``log_metric``, default ``judge/<grader_key>/``),
     ``log_completions`` (each completion's status and reason through ``log_extra``),
     ``outage_threshold``/``outage_steps`` (the ``OutageGuard``; None: off)."""
@@ -148,6 +168,7 @@ class TRLRewardFunc(_DualCall):
         self.grader, self.mode, self.log_health, self.log_completions = grader, mode, log_health, log_completions
         self.__name__ = self.__qualname__ = grader.grader_key
         self.columns = None if columns is None else list(columns)
+        _refuse_taken(self.columns or (), "columns=")
         self.health_prefix = f"judge/{grader.grader_key}/" if health_prefix is None else health_prefix
         self.last_grades: list[Grade] = []
         self.guard = OutageGuard(outage_threshold, outage_steps)
@@ -192,6 +213,7 @@ class TRLRewardFunc(_DualCall):
                 "judge failures a non-zero advantage (its per-function std is undefined, TRL then sums a 0); use "
                 "multi_objective_aggregation='sum_then_normalize' (TRL's default), where unscored completions "
                 "leave the baseline and a lone survivor gets advantage 0")
+        _refuse_taken(_dataset_columns(trainer), "the trainer's dataset column(s)")
         self._trainer = trainer
         _install_warning_filter(reset=True)
         return self
@@ -218,8 +240,10 @@ class TRLRewardFunc(_DualCall):
                                   f"{type(values).__name__} of length "
                                   f"{len(values) if hasattr(values, '__len__') else '?'}")
         phase = self.phase()
-        extra = {} if phase is None else {"eval": phase == "eval"}
-        metadata = [{**{name: columns[name][i] for name in names}, **extra} for i in range(n)]
+        own = {} if phase is None else {"eval": phase == "eval"}
+        setter = f"the reward function's {phase} phase (its mode, or the attached trainer's)"
+        metadata = [with_own_keys({name: columns[name][i] for name in names}, own, f"completion {i}", setter)
+                    for i in range(n)]
         return completion_threads(prompts, completions, metadata, images=reads_images(self.grader))
 
     async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any],
