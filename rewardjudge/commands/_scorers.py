@@ -173,7 +173,8 @@ def _sample(row: Any, where: str):
     if not isinstance(metadata, dict):
         raise ConfigError(f"{where}: metadata must be an object")
     try:
-        thread = StringThread.from_messages(row.get("messages") or [], {**metadata, "eval": True})
+        # the metadata as given (the grader runs in eval mode): no key of ours stands in for one of the sample's
+        thread = StringThread.from_messages(row.get("messages") or [], metadata)
         if isinstance(row.get("prompt"), str):
             thread = thread.user(row["prompt"])
         if isinstance(row.get("completion"), str):

@@ -23,7 +23,7 @@ from .._option_types import JSON_FORM, Options
 from .._validate import json_value
 from ..errors import ConfigError
 from ..graders._schedule import prompt_units
-from ..thread import StringThread, content_text, message_turns
+from ..thread import StringThread, content_text, message_turns, with_own_keys
 from ._arrow import feature_leaves, iter_masked_rows
 
 __all__ = ["Columns", "detect_columns", "load_data", "row_groups", "row_threads", "row_to_thread", "thread_digest"]
@@ -201,13 +201,17 @@ def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = 
         turns += message_turns(completion, "assistant", f"{where}: column {cols.completion!r}")
     metadata: dict[str, Any] = {}
     for col in cols.metadata:  # a column holding a dict is merged in
-        metadata.update(row[col] if isinstance(row[col], Mapping) else {col: row[col]})
+        metadata = with_own_keys(metadata, row[col] if isinstance(row[col], Mapping) else {col: row[col]},
+                                 where, f"metadata column {col!r}")
+    own: dict[str, Any] = {}
     if cols.reference is not None:
-        metadata["reference"] = row[cols.reference]
+        own["reference"] = row[cols.reference]
     if index is not None:
-        metadata["row"] = index
+        own["row"] = index
     if eval_mode is not None:
-        metadata["eval"] = bool(eval_mode)
+        own["eval"] = bool(eval_mode)
+    metadata = with_own_keys(metadata, own, where, {"reference": f"the reference column {cols.reference!r}",
+                                                    "row": "the row index", "eval": "the evaluation mode"})
     try:
         return StringThread(turns, metadata)
     except ConfigError as exc:

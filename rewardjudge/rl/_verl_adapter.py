@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence, get_args
 from ..errors import ConfigError, UnmaskedJudgeFailure
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
-from ..thread import StringThread, message_turns
+from ..thread import StringThread, message_turns, plain_data, with_own_keys
 from .._sync import LoopThread
 from ._health import total_tokens
 
@@ -61,14 +61,20 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
     extra_info = {} if extra_info is None else extra_info
     if not isinstance(extra_info, Mapping):
         raise ConfigError(f"{where}: extra_info must be a mapping or None, got {type(extra_info).__name__}")
+    # verl hands its object arrays' items as they are: numpy arrays and scalars, bytes, in any of these
+    extra_info, ground_truth, data_source = (plain_data(v, f"{where}: {name}") for v, name in (
+        (extra_info, "extra_info"), (ground_truth, "ground_truth"), (data_source, "data_source")))
     key = next((k for k in prompt_keys if extra_info.get(k) is not None), None)
     turns = [] if key is None else message_turns(extra_info[key], "user", f"{where}: extra_info[{key!r}]")
-    metadata = {**extra_info, "data_source": data_source, "ground_truth": ground_truth}
-    if ground_truth is not None and extra_info.get("reference") is None:
-        metadata["reference"] = ground_truth  # the catalog's graders read `reference`
+    own = {"data_source": data_source, "ground_truth": ground_truth}
     if grader_mode is not None:
-        metadata["eval"] = grader_mode == "eval"
-    elif "eval" not in extra_info:
+        own["eval"] = grader_mode == "eval"
+    metadata = with_own_keys(extra_info, own, where, {"data_source": "verl's data_source",
+                                                      "ground_truth": "verl's reward_model.ground_truth",
+                                                      "eval": f"mode={grader_mode!r}"})
+    if ground_truth is not None and metadata.get("reference") is None:
+        metadata["reference"] = ground_truth  # the catalog's graders read `reference`
+    if "eval" not in metadata:
         metadata["eval"] = str(extra_info.get("split", "")).lower() in _EVAL_SPLITS
     return StringThread([*turns, ("assistant", solution_str)], metadata)
 

@@ -57,7 +57,8 @@ def _strip_eos(text: str, eos: Sequence[str]) -> str:
 def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,
                     where: str = "sample") -> StringThread:
     """One OpenRLHF sample as a thread: the response is ``query`` after ``prompt``, without a
-    trailing EOS; the label lands in ``metadata`` as ``label`` and ``reference`` (a mapping is merged)."""
+    trailing EOS; the label lands in ``metadata`` as ``label`` and ``reference`` (a mapping is merged; no
+    label, None or "", sets neither)."""
     if not isinstance(query, str):
         raise ConfigError(f"{where}: query must be a str, got {type(query).__name__}")
     if prompt is not None and not isinstance(prompt, str):
@@ -65,8 +66,9 @@ def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence
     prompt = prompt or ""
     # no prompt, or one that does not round-trip through the tokenizer: grade the whole text
     response = query[query.index(prompt) + len(prompt):] if prompt and prompt in query else query
-    metadata: dict[str, Any] = {"label": label, "reference": label}
-    if isinstance(label, Mapping):
+    # OpenRLHF sends "" where no --label_key is set: no label, not an empty reference to grade against
+    metadata: dict[str, Any] = {} if label is None or label == "" else {"label": label, "reference": label}
+    if isinstance(label, Mapping):  # its own keys win: label and reference are defaults
         metadata.update(label)
     return StringThread([*split_chat_markup(prompt), ("assistant", _strip_eos(response, eos))], metadata)
 
