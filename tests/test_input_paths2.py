@@ -236,3 +236,19 @@ def test_openrlhf_label_without_label_key_is_no_reference():
     assert "reference" not in thread.metadata and "label" not in thread.metadata
     _, label = preprocess_data({"input": "2+2?", "answer": "4"}, input_key="input", label_key="answer")
     assert openrlhf_thread("2+2? 4", "2+2?", label).metadata == {"label": "4", "reference": "4"}
+
+
+@pytest.mark.parametrize("family", ["templated", "candidate", "probability"])
+def test_template_variable_named_as_the_thread_vocabulary_is_refused(family):
+    # it replaced the completion in every context: the judge graded the constant, not the sample
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+    import rewardjudge
+    build = {"templated": lambda: TemplatedPromptJudgeGrader("g", ScriptedModel(), "Grade. {{output_schema}}",
+                                                             "{{completion}}", template_variables={"completion": "x"}),
+             "candidate": lambda: rewardjudge.CandidateJudgeGrader("g", ScriptedModel(),
+                                                                   template_variables={"completion": "x"}),
+             "probability": lambda: rewardjudge.ProbabilityJudgeGrader("g", ScriptedModel(),
+                                                                       template_variables={"completion": "x"})}
+    with pytest.raises(ConfigError, match="template_variables 'completion'"):
+        build[family]()

@@ -12,6 +12,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       field_validator, model_validator)
 
 from .._option_types import Flag, Number, Options, Real, Text
+from .._thread_context import THREAD_VARIABLES
 from .._validate import finite_number
 from ..errors import ConfigError
 from ..models._base import InferenceModel, check_choices
@@ -36,6 +37,11 @@ AUTO_PREFIX = "Grade: "
 def _mapping(value: Any) -> dict[str, Any]:
     if value is not None and not isinstance(value, Mapping):
         raise ConfigError(f"template_variables must be a mapping, got {type(value).__name__}")
+    taken = sorted(set(value or ()) & set(THREAD_VARIABLES))
+    if taken:   # a constant in the completion's place would be graded instead of every sample
+        raise ConfigError(f"template_variables {', '.join(map(repr, taken))}: the sample fills "
+                          f"{'these names' if len(taken) > 1 else 'this name'} (the thread vocabulary); name "
+                          f"the constant otherwise")
     return dict(value or {})
 
 
