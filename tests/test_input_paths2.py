@@ -252,3 +252,23 @@ def test_template_variable_named_as_the_thread_vocabulary_is_refused(family):
                                                                        template_variables={"completion": "x"})}
     with pytest.raises(ConfigError, match="template_variables 'completion'"):
         build[family]()
+
+
+@pytest.mark.parametrize("value", ["false", "no", [True], 2])
+async def test_eval_metadata_that_is_not_a_bool_is_refused(value):
+    # bool("false") is True: a training completion got the evaluation penalty (0.0) instead of -1.0
+    from pydantic import BaseModel
+
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    class Answer(BaseModel):
+        answer: str
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}'),
+                                        "Grade. {{output_schema}}", "{{completion}}", completion_model=Answer)
+    for completion in ("not json", '{"answer": "4"}'):   # refused whether or not the sample is penalized
+        with pytest.raises(ConfigError, match="metadata 'eval' must be true or false"):
+            await grader.grade_batch([StringThread([("user", "q"), ("assistant", completion)], {"eval": value})])
+    ok = await grader.grade_batch([StringThread([("user", "q"), ("assistant", "x")], {"eval": v})
+                                   for v in (False, None, 0)])
+    assert [g.value for g in ok] == [-1.0, -1.0, -1.0]

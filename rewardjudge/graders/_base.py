@@ -196,7 +196,15 @@ class Grader(abc.ABC):
     def is_eval(self, sample: StringThread) -> bool:
         if self.mode is not None:
             return self.mode == "eval"
-        return bool(sample.metadata.get("eval", False))
+        value = sample.metadata.get("eval")
+        try:
+            if value is None or value in (True, False):   # bool, 0/1, numpy's bool
+                return bool(value)
+        except Exception:   # an array: no one truth value
+            pass
+        # bool("false") is True: a text or other value would pick the penalty by its truthiness
+        raise ConfigError(f"metadata 'eval' must be true or false (or absent), got {value!r:.60}; it picks the "
+                          f"evaluation penalty over the training one")
 
     def penalized(self, sample: StringThread, reason: str, **fields: Any) -> Grade:
         value = self.eval_penalty if self.is_eval(sample) else self.train_penalty
@@ -212,6 +220,7 @@ class Grader(abc.ABC):
         """Parse the completion into ``completion_model``: ``(parsed, None)`` (``parsed`` None
         without a model), or ``(None, penalized Grade)`` when it is over ``max_completion_chars``,
         empty or content-free (with ``reject_content_free``), or does not parse."""
+        self.is_eval(sample)   # its ConfigError on every sample, not only on those penalized
         text = sample.completion()
         if len(text) > self.max_completion_chars:
             reason = f"{len(text)} characters, over the limit of {self.max_completion_chars} (max_completion_chars)"
