@@ -221,8 +221,7 @@ class RewardJudgeManager(NaiveRewardManager):
         n = len(data)
         nt = dict(data.non_tensor_batch)
         raw = nt.get("raw_prompt")
-        extra = [{"prompt": list(raw[i]) if raw is not None and not isinstance(raw[i], str) else
-                  (raw[i] if raw is not None else None)} for i in range(n)]
+        extra = [{"prompt": None if raw is None else raw[i]} for i in range(n)]  # an array: read as a list
         nt.setdefault("data_source", np.array([None] * n, dtype=object))
         nt.setdefault("reward_model", np.array([{"ground_truth": None} for _ in range(n)], dtype=object))
         nt.setdefault("extra_info", np.array(extra, dtype=object))
