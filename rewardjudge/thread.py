@@ -70,7 +70,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
     image parts go to ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
 
     >>> content_text([{"type": "text", "text": "What is"}, {"type": "text", "text": "2+2?"}])
-    'What is\n2+2?'
+    'What is\\n2+2?'
     """
     if content is None:
         return ""

@@ -90,3 +90,22 @@ def test_bash_block_commands_parse(page, code, why):
                 build_parser().parse_args(words[1:])
             except SystemExit as exc:
                 pytest.fail(f"{page}: `{line.strip()}` does not parse (exit {exc.code})")
+
+
+def _package_modules():
+    import pkgutil
+
+    import rewardjudge
+
+    return sorted(m.name for m in pkgutil.walk_packages(rewardjudge.__path__, "rewardjudge."))
+
+
+@pytest.mark.parametrize("module", _package_modules())
+def test_docstring_examples_run(module):
+    """The ``>>>`` examples in the package's docstrings hold as written (a stale one misleads
+    whoever reads the code)."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), report=False, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {module} failed (printed above)"
