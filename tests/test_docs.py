@@ -7,6 +7,7 @@
 * A ```bash block's ``rewardjudge ...`` commands are parsed by the CLI's own
   argument parser (they are run by the tests of each command); ``make``
   lines must name a Makefile target.
+* The ``>>>`` examples in the package's docstrings run as doctests.
 """
 
 from __future__ import annotations
