@@ -80,13 +80,23 @@ def trl_trainer_with(tmp_path_factory):
     return build
 
 
-@pytest.mark.parametrize("column", ["log_extra", "trainer_state", "completion"])
+@pytest.mark.parametrize("column", ["log_extra", "trainer_state"])
 def test_trl_column_named_as_trainers_argument_is_refused_at_attach(trl_trainer_with, column):
     from rewardjudge.rl import trl_reward_func
     reward = trl_reward_func(_trl_grader())
     trainer = trl_trainer_with(reward, column)
     with pytest.raises(ConfigError, match=f"'{column}'.*rename it"):
         reward.attach(trainer)
+
+
+def test_trl_completion_column_is_said_at_attach_not_refused(trl_trainer_with):
+    # prompt-completion datasets (trl-lib/tldr, TRL's own GRPO example) hold a 'completion' column that
+    # GRPOTrainer drops: training must go on, and the user is told the judge never sees the column
+    from rewardjudge.rl import trl_reward_func
+    reward = trl_reward_func(_trl_grader())
+    trainer = trl_trainer_with(reward, "completion")
+    with pytest.warns(UserWarning, match="'completion' column is dropped by GRPOTrainer"):
+        assert reward.attach(trainer) is reward
 
 
 def test_trl_column_named_as_trainers_argument_is_refused_at_first_call(trl_trainer_with):

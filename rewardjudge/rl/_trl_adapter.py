@@ -213,7 +213,12 @@ class TRLRewardFunc(_DualCall):
                 "judge failures a non-zero advantage (its per-function std is undefined, TRL then sums a 0); use "
                 "multi_objective_aggregation='sum_then_normalize' (TRL's default), where unscored completions "
                 "leave the baseline and a lone survivor gets advantage 0")
-        _refuse_taken(_dataset_columns(trainer), "the trainer's dataset column(s)")
+        names = _dataset_columns(trainer)
+        _refuse_taken(names - {"completion"}, "the trainer's dataset column(s)")
+        if "completion" in names:   # prompt-completion datasets (trl-lib/tldr) are common: said, not refused
+            warnings.warn("the dataset's 'completion' column is dropped by GRPOTrainer: the judge grades the "
+                          "generated completion and never sees that column (rename it, e.g. 'reference', to "
+                          "show it to the judge)", stacklevel=2)
         self._trainer = trainer
         _install_warning_filter(reset=True)
         return self
