@@ -3,12 +3,13 @@ tag or delimiter line the prompt or reply protocol uses (``<candidate``, ``</res
 a template's ``[The End of Assistant's Answer]`` or ``###Feedback:``) and every
 chat-template control token (``<|im_end|>``, ``[INST]``) is defanged. Detection
 works on a *skeleton* (NFKC, case-folded, look-alikes as ASCII, zero-width
-characters as nothing, escapes of ``<`` as ``<``); ``letters`` (its letters and
+characters as nothing, escapes as what they stand for: ``&lsqb;`` and ``%5B`` as ``[``); ``letters`` (its letters and
 digits) serves the content-free screen. Linear, mostly in C."""
 
 from __future__ import annotations
 
 import functools
+import html.entities
 import re
 import unicodedata
 from typing import Any, Callable, Iterable, Mapping
@@ -84,23 +85,80 @@ class _FoldTable(dict):
 
 _TABLE = _FoldTable(_fold_char, {ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()})
 
-# Escapes of '<' (on the skeleton), replaced by '<' padded with gaps so the length holds. A run of
-# backslashes is tried from its first one only (the look-behind): from every one would be quadratic.
-_LT_ESCAPE = re.compile(r"&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|(?<!\\)\\+(?:u003c|x3c)|%(?:25)*3c")
+# Escapes a judge may decode as it reads or repeats policy text, on the skeleton: HTML character
+# references (numeric, named, ``&amp;`` chains), backslash escapes (``\u003c``, ``\U0000005b``,
+# ``\u{23}``, ``\x3c``, ``\074``, ``\N{...}``), percent and quoted-printable bytes. Each becomes
+# its character's skeleton padded with gaps, so the length holds, whichever character it stands
+# for (``&lsqb;`` is a '[', ``%23`` a '#', ``&#116;`` a 't'). A run of ``amp;``, ``25``, ``3d`` or
+# backslashes is tried from its first (the look-behind): from every one would be quadratic.
+_ESCAPE = re.compile(
+    r"&(?:amp;)*(?:#(?:x0*(?P<hx>[0-9a-f]{1,6})|0*(?P<dec>[0-9]{1,7}));?|(?P<name>[a-z][a-z0-9]{1,31});"
+    r"|(?P<legacy>lt|gt))"
+    r"|(?<!\\)\\+(?:u\{0*(?P<hb>[0-9a-f]{1,6})\}|u(?P<hu>00(?:0[0-9a-f]|10)[0-9a-f]{4}|[0-9a-f]{4})"
+    r"|x(?P<hh>[0-9a-f]{2})|(?P<oct>[0-7]{1,3})|n\{(?P<uname>[a-z][a-z0-9 -]{0,63})\})"
+    r"|%(?:25)*(?P<hp>[0-9a-f]{2}(?:%(?:25)*[89ab][0-9a-f]){0,3})"
+    r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89ab][0-9a-f]){0,3})")
+_BASES = {"hx": 16, "hb": 16, "hu": 16, "hh": 16, "dec": 10, "oct": 8}
+
+
+def _entities() -> dict[str, str]:
+    """HTML's named character references of one character, by lower-case name (``&LT;`` is
+    ``&lt;``; of two names differing by case only, the one whose skeleton sorts first)."""
+    by_name: dict[str, str] = {}
+    for name, char in html.entities.html5.items():
+        key = name[:-1].lower()
+        if len(char) == 1 and name.endswith(";") and (key not in by_name or _fold_char(char) < _fold_char(by_name[key])):
+            by_name[key] = char
+    return by_name
+
+
+_ENTITIES = _entities()
+#: escapes already read (a bounded memo: policy text repeats the same few)
+_ESCAPES_READ: dict[str, str] = {}
+
+
+def _read_escape(m: "re.Match[str]") -> str:
+    """The skeleton of the character the escape ``m`` stands for, padded with gaps to its
+    length; the escape as it is when it stands for none."""
+    esc = m.group()
+    out = _ESCAPES_READ.get(esc)
+    if out is None:
+        kind = m.lastgroup or ""
+        body = m.group(kind)
+        try:
+            char = (_ENTITIES.get(body) if kind in ("name", "legacy") else unicodedata.lookup(body)
+                    if kind == "uname" else _utf8(body.split("%" if kind == "hp" else "=")) if kind in ("hp", "hq")
+                    else chr(int(body, _BASES[kind])))
+        except (KeyError, ValueError, OverflowError):
+            char = None
+        out = esc if char is None or len(char) != 1 else char.translate(_TABLE) + _GAP * (len(esc) - 1)
+        if len(_ESCAPES_READ) < 4096:
+            _ESCAPES_READ[esc] = out
+    return out
+
+
+def _utf8(pairs: "list[str]") -> str:
+    """What bytes written as hex digit pairs (percent or quoted-printable, each maybe after a
+    chain of escaped escape characters) stand for: one UTF-8 sequence, else the first as Latin-1."""
+    raw = bytes.fromhex("".join(p[-2:] for p in pairs))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return chr(raw[0])
 
 
 def _skeleton(text: str) -> str:
     skel = text.translate(_TABLE)
-    if "&" in skel or "\\" in skel or "%" in skel:
-        skel = _LT_ESCAPE.sub(lambda m: "<" + _GAP * (len(m.group()) - 1), skel)
+    if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
+        skel = _ESCAPE.sub(_read_escape, skel)
     return skel
 
 
 def _clean(text: str) -> bool:
-    """Whether ``text`` is ASCII without any of ``<[&\\%`` (which every tag,
-    control token or escape of '<' holds): ``neutralize`` leaves it as it is."""
+    """Whether ``text`` is ASCII without any of ``<[&\\%=`` (which every tag, control
+    token or escape holds): ``neutralize`` leaves it as it is."""
     return text.isascii() and "<" not in text and "[" not in text and "&" not in text \
-        and "\\" not in text and "%" not in text
+        and "\\" not in text and "%" not in text and "=" not in text
 
 
 def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
@@ -159,8 +217,9 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
     if lines["["]:
         bracket += r"|\[" + _SPACES + "*(?:" + lines["["] + r")(?!\w)"
     if lines["#"]:
-        # after a space, a control character (one joining texts checked in one pass) or nothing
-        bracket += r"|(?<![^\s\x00-\x1f])#{1,6}" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
+        # after a space, a control character (one joining texts checked in one pass) or nothing, and
+        # gaps (zero-width characters; not an escape's padding, which follows its character)
+        bracket += r"|(?<![^\s\x01-\x1f])\x00*#(?:\x00*#){0,5}(?!\x00*#)" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
     extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
     return re.compile("|".join([lt, bracket, *extra_ctl]))
 
@@ -241,11 +300,11 @@ def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, .
     pieces: list[str] = []
     last = 0
     for m in _pattern(extra_tags, control_tokens, tags).finditer(skel):
-        start = m.start()
+        start = _GAPS.match(skel, m.start()).end()   # a heading's match may open with gaps
         pieces.append(text[last:start])
         pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
         last = start + 1
-        if skel[start] == "<" and text[start] in "&\\%":
+        if text[start] in "&\\%=" and skel[start] != text[start]:
             last = _GAPS.match(skel, last).end()   # an escape: its padding goes with it
     if not pieces:
         return text
