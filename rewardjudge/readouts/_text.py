@@ -3,8 +3,8 @@ tag or delimiter line the prompt or reply protocol uses (``<candidate``, ``</res
 a template's ``[The End of Assistant's Answer]`` or ``###Feedback:``) and every
 chat-template control token (``<|im_end|>``, ``[INST]``) is defanged. Detection
 works on a *skeleton* (NFKC, case-folded, look-alikes as ASCII, zero-width
-characters as nothing, escapes as what they stand for: ``&lsqb;`` and ``%5B`` as ``[``); ``letters`` (its letters and
-digits) serves the content-free screen. Linear, mostly in C."""
+characters as nothing, escapes as what they stand for: ``&lsqb;``, ``%5B`` as ``[``);
+``letters`` (its letters and digits) serves the content-free screen. Linear, mostly in C."""
 
 from __future__ import annotations
 
