@@ -208,3 +208,17 @@ def test_joiners_are_nothing_a_pattern_looks_for():
     for j in _text._JOINERS:
         assert not j.isspace() and not re.match(r"\w", j) and _text._skeleton(j) == j
         assert neutralize(j) == j
+
+
+def test_letters_reads_as_the_pattern_it_replaced():
+    """``letters`` once removed each run of what is no letter by a pattern (60-90 ms on 256 KiB
+    of U+2474, 260,000 runs); two translations now give the same letters."""
+    pieces = ["\u2474", "\ufb01", "\u00df", "\u3164", "\u2800", "_", "a", "\u0410", "\uff21", "\u0301", " ", "(",
+              "\x01", "\x02", "\x00", "\u200b", "9", "\u00bd", "\U0001d415", "\u02bc", "\u0f73", "!", "\u00e9"]
+    rnd = random.Random(12)
+    for keep in ("", "\x01"):
+        old = re.compile(r"[^\w%s]+|[_%s]+" % (re.escape(keep), _text._FILLERS))
+        for _ in range(5000):
+            text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
+            folded = "".join(unicodedata.normalize("NFKC", ch).casefold().translate(_text._TABLE) for ch in text)
+            assert letters(text, keep) == old.sub("", folded), (text, keep)
