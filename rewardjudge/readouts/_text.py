@@ -55,6 +55,8 @@ def _fold_char(ch: str) -> str:
     in the skeleton are positions in the text."""
     if ch < "\x80":
         return _GAP if ch == "\x00" else ch.lower()
+    if "\U000e0020" <= ch <= "\U000e007e":   # a Unicode tag character: the ASCII one a judge decodes
+        return chr(ord(ch) - 0xE0000).lower()
     out = [_LOOKALIKE.get(c) or _CONFUSABLE.get(c, c) for part in unicodedata.normalize("NFKD", ch)
            if unicodedata.category(part) not in _DROP_CATEGORIES for c in part.casefold()]
     return out[0] if out else _GAP
@@ -472,6 +474,8 @@ def _letters_of(ch: str) -> str:
     took minutes); composing them back changes no letter of the skeleton, which drops the marks."""
     if ch < "\x20":
         return ch
+    if unicodedata.category(ch) == "Cf":   # invisible (a tag character too): no letter of content
+        return ""
     folded = unicodedata.normalize("NFKC", ch).casefold().translate(_TABLE)
     return "".join(c for c in folded if c.isalnum() and c not in _FILLERS)
 
