@@ -93,13 +93,15 @@ _TABLE = _FoldTable(_fold_char, {ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSA
 # its character's skeleton padded with gaps, so the length holds, whichever character it stands
 # for (``&lsqb;`` is a '[', ``%23`` a '#', ``&#116;`` a 't'). A run of ``amp;``, ``25``, ``3d`` or
 # backslashes is tried from its first (the look-behind): from every one would be quadratic.
-_ESCAPE = re.compile(
+_TEXT_ESCAPES = (
     r"&(?:amp;)*(?:#(?:x0*(?P<hx>[0-9a-f]{1,6})|0*(?P<dec>[0-9]{1,7}));?|(?P<name>[a-z][a-z0-9]{1,31});"
     r"|(?P<legacy>lt|gt))"
     r"|(?<!\\)\\+(?:u\{0*(?P<hb>[0-9a-f]{1,6})\}|u(?P<hu>00(?:0[0-9a-f]|10)[0-9a-f]{4}|[0-9a-f]{4})"
     r"|x(?P<hh>[0-9a-f]{2})|(?P<oct>[0-7]{3})|n\{(?P<uname>[a-z][a-z0-9 -]{0,63})\})"
-    r"|%(?:25)*(?P<hp>[0-9a-f]{2}(?:%(?:25)*[89ab][0-9a-f]){0,3})"
-    r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89ab][0-9a-f]){0,3})")
+    r"|%(?:25)*(?P<hp>[0-9a-f]{2}(?:%(?:25)*[89ab][0-9a-f]){0,3})")
+_ESCAPE = re.compile(_TEXT_ESCAPES + r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89ab][0-9a-f]){0,3})")
+#: the escapes ``letters`` reads: not quoted-printable, where "=10" is an answer, not a control character
+_TEXT_ESCAPE = re.compile(_TEXT_ESCAPES)
 _BASES = {"hx": 16, "hb": 16, "hu": 16, "hh": 16, "dec": 10, "oct": 8}
 
 
@@ -454,9 +456,12 @@ def letters(text: str, keep: str = "") -> str:
     """The letters and digits of ``text``'s skeleton and nothing else, but
     ``keep`` (a separator of texts checked in one pass). Linear.
 
-    >>> letters("**Th\u043eught  process:**"), letters("\uff33\uff54\uff45\uff50 \uff11")
-    ('thoughtprocess', 'step1')
+    >>> letters("**Th\u043eught  process:**"), letters("\uff33\uff54\uff45\uff50 \uff11"), letters("Let&#39;s")
+    ('thoughtprocess', 'step1', 'lets')
     """
+    if "&" in text or "\\" in text or "%" in text:
+        # escapes as what they stand for (a judge decodes them): "Thought&#32;process:" is a master key
+        text = _TEXT_ESCAPE.sub(_read_escape, text.lower())
     if text.isascii() and keep.isascii():
         # the table and the pattern on ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
