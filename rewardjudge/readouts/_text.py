@@ -304,7 +304,9 @@ def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, .
     pieces: list[str] = []
     last = 0
     for m in _pattern(extra_tags, control_tokens, tags).finditer(skel):
-        start = _GAPS.match(skel, m.start()).end()   # a heading's match may open with gaps
+        start = m.start()
+        if skel[start] == _GAP:   # a heading's match may open with gaps
+            start = _GAPS.match(skel, start).end()
         pieces.append(text[last:start])
         pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
         last = start + 1
