@@ -471,16 +471,16 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
 
 def _unsealed_label(text: str, copies: Any, read_line: Callable[[str], Any]) -> "list[tuple[int, Decision]]":
     """The reply's last non-blank line, when it is a label outside copies (with where its value begins)."""
-    end = len(text)
-    while end > 0:
-        start = text.rfind("\n", 0, end) + 1
-        line = text[start:end]
-        if line.strip():
-            head, sep, tail = line.partition(":")   # a lead word allowed: ``Verdict: PASS``
-            read = tail if sep and len(head) <= 24 else line
-            value = read_line(read)
-            if value is None or inside_copy(copies, start, end):
-                return []
-            return [(start, Verdict(value, start, end, (), end - len(read.lstrip(EMPHASIS))))]
-        end = start - 1
-    return []
+    body_end = len(text.rstrip())   # trailing blank lines skipped in C, not one step each
+    if not body_end:
+        return []
+    start = text.rfind("\n", 0, body_end) + 1
+    end = text.find("\n", body_end)
+    end = len(text) if end < 0 else end
+    line = text[start:end]
+    head, sep, tail = line.partition(":")   # a lead word allowed: ``Verdict: PASS``
+    read = tail if sep and len(head) <= 24 else line
+    value = read_line(read)
+    if value is None or inside_copy(copies, start, end):
+        return []
+    return [(start, Verdict(value, start, end, (), end - len(read.lstrip(EMPHASIS))))]
