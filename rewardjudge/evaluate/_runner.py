@@ -165,8 +165,14 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:
-        if tasks:
-            await asyncio.gather(*list(tasks), return_exceptions=True)
+        cancelled = False
+        while pending := [t for t in tasks if not t.done()]:
+            try:  # asyncio.wait, not gather: a cancel here stops the waiting, never the groups in flight
+                await asyncio.wait(pending)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
     if failure:
         raise failure[0]
 

@@ -1,0 +1,36 @@
+"""The mistakes a new user makes in the first hour: each one gets a clear answer, early."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from rewardjudge import TemplatedPromptJudgeGrader
+from rewardjudge.evaluate import aevaluate_dataset
+from rewardjudge.testing import ScriptedModel
+
+PASS = '{"reasoning": "ok", "score": "PASS"}'
+
+
+def test_a_cancelled_run_keeps_the_answers_of_the_rows_in_flight(tmp_path):
+    """Ctrl-C (a cancel) with every row already sent: the judge's answers still reach the journal,
+    as the CLI's message promises, so the rerun asks the judge nothing again."""
+    judge = ScriptedModel(default=PASS, delay=0.3)
+    grader = TemplatedPromptJudgeGrader("k", judge, "Grade. {{output_schema}}", "{{completion}}")
+    rows = [{"prompt": "q", "completion": f"a{i}"} for i in range(4)]
+
+    async def run_and_cancel():
+        task = asyncio.ensure_future(aevaluate_dataset(rows, grader, output_dir=tmp_path, progress=False))
+        while not judge.calls:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return
+        raise AssertionError("the run was not stopped")
+
+    asyncio.run(run_and_cancel())
+    journal = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert sorted(r["row"] for r in journal) == [0, 1, 2, 3]
+    assert {r["grade"]["status"] for r in journal} == {"scored"}
