@@ -105,6 +105,7 @@ def test_retry_unscored_after_an_outage(tmp_path, capsys):
     (["--grader", "no_such_mod:x", "--judge", "http://127.0.0.1:9/v1", "--judge-model", "m"],
      "cannot import"),                                                   # unknown grader module
     (["--grader", "demo"], "--judge is required"),                       # no judge
+    (["--grader", "dmeo", "--judge", "http://127.0.0.1:9/v1"], "unknown grader spec 'dmeo'"),  # before the judge
     (["--grader", "demo", "--judge", "carrier-pigeon"], "not understood"),  # bad judge
     (["--grader", "demo", "--judge", "http://127.0.0.1:9/v1", "--judge-model", "m",
       "--columns", "prompt=nope"], "'nope'"),                            # missing column

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from rewardjudge import TemplatedPromptJudgeGrader
 from rewardjudge.evaluate import aevaluate_dataset
 from rewardjudge.testing import ScriptedModel
@@ -34,3 +36,12 @@ def test_a_cancelled_run_keeps_the_answers_of_the_rows_in_flight(tmp_path):
     journal = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert sorted(r["row"] for r in journal) == [0, 1, 2, 3]
     assert {r["grade"]["status"] for r in journal} == {"scored"}
+
+
+def test_serve_names_an_unknown_grader_before_it_asks_the_judge(capsys):
+    from rewardjudge.cli import main
+
+    with pytest.raises(SystemExit) as exc:  # the judge is unreachable: its error would come first
+        main(["serve", "--grader", "dmeo", "--judge", "http://127.0.0.1:9/v1", "--port", "0"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "unknown grader spec 'dmeo'" in err and "catalog keys" in err, err

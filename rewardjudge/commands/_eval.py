@@ -82,22 +82,23 @@ def add_parser(sub) -> None:
 async def _run_eval(args: argparse.Namespace):
     from ..evaluate._data import load_data
     from ..evaluate._runner import aevaluate_dataset
-    from ..evaluate._spec import _import_attribute, resolve_grader, scorer_of
+    from ..evaluate._spec import bind_spec, spec_target
     from ..graders._base import Grader
     from ..graders.templated_prompt_judge import ScorerGrader
+    from ..scorers import Scorer
 
     # what can be checked without a judge is checked before one is asked or spawned
-    obj = _import_attribute(args.grader) if ":" in args.grader else None
-    if args.judge is None and not isinstance(obj, Grader):  # only a Grader with its own judge model
+    target = spec_target(args.grader)
+    if args.judge is None and not isinstance(target, Grader):  # only a Grader with its own judge model
         raise ConfigError(f"--judge is required: {JUDGE_HELP}")
     if args.judge is not None:
         judge_kind(args.judge)
     data = load_data(args.data, split=args.split)
-    scorer = scorer_of(args.grader) if args.judge is not None else None
+    scorer = target if isinstance(target, Scorer) else None
     columns = args.columns if scorer is None else _check_scorer_variables(scorer.bind(None), args.columns, data)
     options = _options(args, columns, data)
     if args.judge is None:
-        return await aevaluate_dataset(args.data, obj, options)
+        return await aevaluate_dataset(args.data, target, options)
     async with open_judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
             from ..models._cache import CachedModel
@@ -106,7 +107,7 @@ async def _run_eval(args: argparse.Namespace):
         if scorer is not None:
             grader = ScorerGrader(scorer, model, allow_model_override=args.allow_model_override)
         else:
-            grader = resolve_grader(args.grader, model)
+            grader = bind_spec(args.grader, target, model)
             if getattr(grader, "binding", None) is not None:  # a scorer built by a module:attribute factory
                 columns = _check_scorer_variables(grader.binding, columns, data)
         check_torch_judge(args, grader)

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..graders._base import Grader
 from ..graders.templated_prompt_judge import ScorerGrader
 
-__all__ = ["BUILTIN_GRADERS", "resolve_grader"]
+__all__ = ["BUILTIN_GRADERS", "bind_spec", "resolve_grader", "spec_target"]
 
 
 def _demo(model):
@@ -89,27 +89,40 @@ def _from_object(obj: Any, model: Any, spec: str) -> Grader:
 
 def resolve_grader(spec: Any, model: Any) -> Grader:
     """A Grader from ``spec`` (see module doc), bound to ``model``; ConfigError names what was tried."""
-    from .. import catalog
-
     if isinstance(spec, Grader):
         return spec
     if callable(spec) and not isinstance(spec, str):
         return _from_object(spec, model, getattr(spec, "__name__", repr(spec)))
+    return bind_spec(spec, spec_target(spec), model)
+
+
+def spec_target(spec: Any) -> Any:
+    """What a str SPEC names, found without a judge (so a command checks it before asking or spawning
+    one): a Grader, a factory taking the judge model, or a Scorer; else a ConfigError naming what was tried."""
+    from .. import catalog
+
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"grader spec must be a non-empty str, a Grader or a factory, got {spec!r}")
     spec = spec.strip()
     if spec in BUILTIN_GRADERS:
-        return BUILTIN_GRADERS[spec](model)
+        return BUILTIN_GRADERS[spec]
     if ":" in spec and not spec.endswith(".json"):
-        return _from_object(_import_attribute(spec), model, spec)
+        return _import_attribute(spec)
     if spec in catalog.keys():
-        return catalog.grader(spec, model)
+        return functools.partial(catalog.grader, spec)
     scorer = scorer_of(spec)
     if scorer is not None:
-        return ScorerGrader(scorer, model)
+        return scorer
     raise ConfigError(f"unknown grader spec {spec!r} (tried built-in ({', '.join(sorted(BUILTIN_GRADERS))}), "
                       f"module:attribute, scorer .json file, catalog key, scorer slug in {registry_folder()}/); "
                       f"catalog keys: {', '.join(catalog.keys())}")
+
+
+def bind_spec(spec: str, target: Any, model: Any) -> Grader:
+    """The Grader of ``spec_target(spec)`` on ``model``."""
+    from ..scorers import Scorer
+
+    return ScorerGrader(target, model) if isinstance(target, Scorer) else _from_object(target, model, spec)
 
 
 #: the scorer registry folder a bare slug is looked up in (default ./scorers)
