@@ -45,3 +45,32 @@ def test_serve_names_an_unknown_grader_before_it_asks_the_judge(capsys):
         main(["serve", "--grader", "dmeo", "--judge", "http://127.0.0.1:9/v1", "--port", "0"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "unknown grader spec 'dmeo'" in err and "catalog keys" in err, err
+
+
+def test_a_judge_url_without_v1_is_pointed_at_v1(tmp_path, capsys):
+    """A server that answers 404 off its /v1 routes (llama.cpp's, vLLM's): the error says where the
+    model list was looked for and that the URL should end in /v1, not just that there are no models."""
+    import http.server
+    import threading
+
+    from rewardjudge.cli import main
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "completion": "a"}) + "\n")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(["eval", str(data), "--grader", "demo", "--judge", url, "--output", str(tmp_path / "o")])
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"{url}/models" in err and "ends in /v1" in err, err

@@ -56,6 +56,7 @@ def model_name(url: str, asked: str | None, timeout: float, prefer: str | None =
                               f"--judge-model with one of them")
         return asked
     if names is None or len(names) != 1:
-        raise ConfigError(f"--judge-model not given and the server lists {names or 'no models'}; "
-                          f"pass --judge-model NAME")
+        listed = names or f"no models at {url.rstrip('/')}/models"
+        hint = "" if names or url.rstrip("/").endswith("/v1") else " (an OpenAI-compatible URL ends in /v1)"
+        raise ConfigError(f"--judge-model not given and the server lists {listed}{hint}; pass --judge-model NAME")
     return names[0]
