@@ -74,3 +74,18 @@ def test_a_judge_url_without_v1_is_pointed_at_v1(tmp_path, capsys):
         server.shutdown()
     err = capsys.readouterr().err
     assert exc.value.code == 2 and f"{url}/models" in err and "ends in /v1" in err, err
+
+
+def test_data_without_a_completion_column_is_refused_not_penalized_row_by_row():
+    """An answer column the mapping does not know ('answer'): before, every row was graded as an
+    empty answer and got the penalty, a score the policy never earned; now the run is refused and
+    the error names the column that might be meant."""
+    from rewardjudge import ConfigError
+    from rewardjudge.evaluate import evaluate_dataset
+
+    judge = ScriptedModel(default=PASS)
+    grader = TemplatedPromptJudgeGrader("k", judge, "Grade. {{output_schema}}", "{{completion}}")
+    rows = [{"question": "Router blinks red?", "answer": "Restart it."}]
+    with pytest.raises(ConfigError, match=r"no completion column .*--columns completion=answer"):
+        evaluate_dataset(rows, grader, progress=False)
+    assert evaluate_dataset(rows, grader, columns="completion=answer", progress=False).summary.counts["scored"] == 1

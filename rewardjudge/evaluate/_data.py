@@ -164,6 +164,10 @@ def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
             taken.add(hit[1])
     cols = given.model_copy(update=found)
     _check_present(cols, names)
+    if cols.messages is None and cols.completion is None:
+        hint = _hint("completion", names, taken).partition("; ")[2] or "name it with --columns completion=<column>"
+        raise ConfigError(f"no completion column found among {names} (every row would be graded as an empty "
+                          f"answer): {hint}; a column of whole conversations goes as --columns messages=<column>")
     return cols, _notes(given, cols, names, taken)
 
 
