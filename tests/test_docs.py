@@ -110,3 +110,21 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(module), report=False, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {module} failed (printed above)"
+
+
+@pytest.mark.parametrize("page, code, why", _blocks("json"))
+def test_a_scorer_example_shows_the_judge_the_answer(page, code, why):
+    """A scorer's judge sees only its rendered template: an example scorer that a reader copies must
+    render the sample's answer, or every grade it gives is blind."""
+    import json
+
+    from rewardjudge import StringThread
+    from rewardjudge.scorers import Scorer
+
+    data = json.loads(code)
+    if "prompt_template" not in data.get("config", {}):
+        return
+    sample = StringThread([("user", "Router blinks red?"), ("assistant", "Restart-it-7319.")],
+                          metadata={"product": "router"})
+    prompt = Scorer.from_dict(data).bind(None).render(sample)
+    assert "Restart-it-7319." in str(prompt), prompt
