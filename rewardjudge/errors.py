@@ -33,12 +33,20 @@ class TemplateError(ConfigError):
 class TemplateVariableError(TemplateError):
     """A strict render met variables missing from the context."""
 
-    def __init__(self, missing: list[str], available: list[str]):
+    def __init__(self, missing: list[str], available: Any):
+        """``available``: the names, or the context itself (then a missing ``a.b`` names ``a``'s keys)."""
         self.missing = list(missing)
         self.available = sorted(available)
+        inside = []
+        for parent in dict.fromkeys(p.rpartition(".")[0] for p in self.missing if "." in p):
+            node = available
+            for part in parent.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                inside.append(f"{parent} holds: {', '.join(sorted(map(str, node))) or '(nothing)'}")
         super().__init__(
             f"template variable(s) {', '.join(map(repr, self.missing))} missing from the context; "
-            f"available: {', '.join(self.available) or '(none)'}")
+            f"{''.join(f'{line}; ' for line in inside)}available: {', '.join(self.available) or '(none)'}")
 
 
 class TemplateContextError(ConfigError):

@@ -89,3 +89,14 @@ def test_data_without_a_completion_column_is_refused_not_penalized_row_by_row():
     with pytest.raises(ConfigError, match=r"no completion column .*--columns completion=answer"):
         evaluate_dataset(rows, grader, progress=False)
     assert evaluate_dataset(rows, grader, columns="completion=answer", progress=False).summary.counts["scored"] == 1
+
+
+def test_a_misspelt_metadata_key_names_the_keys_the_metadata_holds():
+    """``{{metadata.refrence}}``: the error lists what metadata holds, where the typo shows."""
+    from rewardjudge import StringThread, TemplateVariableError
+
+    grader = TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}",
+                                        "Reference: {{metadata.refrence}}\nAnswer: {{completion}}")
+    thread = StringThread([("user", "q"), ("assistant", "a")], metadata={"reference": "Paris", "id": 3})
+    with pytest.raises(TemplateVariableError, match=r"'metadata\.refrence' missing .*metadata holds: id, reference;"):
+        asyncio.run(grader.grade(thread))

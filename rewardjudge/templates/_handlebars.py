@@ -359,7 +359,7 @@ class Template:
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
-                raise TemplateVariableError(missing, list(plain))
+                raise TemplateVariableError(missing, plain)
         try:
             text = str(self._fn(plain, helpers=HELPERS, partials=self._partial_fns))
         except TemplateError as exc:

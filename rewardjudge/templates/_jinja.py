@@ -124,7 +124,7 @@ class JinjaTemplate:
         if self.strict if strict is None else strict:
             missing = self.missing(values)
             if missing:
-                raise TemplateVariableError(missing, list(values))
+                raise TemplateVariableError(missing, values)
         try:
             return self._template.render(values)
         except SecurityError as exc:
