@@ -100,3 +100,27 @@ def test_a_misspelt_metadata_key_names_the_keys_the_metadata_holds():
     thread = StringThread([("user", "q"), ("assistant", "a")], metadata={"reference": "Paris", "id": 3})
     with pytest.raises(TemplateVariableError, match=r"'metadata\.refrence' missing .*metadata holds: id, reference;"):
         asyncio.run(grader.grade(thread))
+
+
+def test_compare_and_plot_of_a_run_stopped_early_say_to_rerun_it(tmp_path, capsys):
+    """A run stopped (Ctrl-C) before its results: it is an eval folder, and the error says so."""
+    from rewardjudge.cli import main
+
+    from rewardjudge.evaluate import evaluate_dataset
+
+    judge = ScriptedModel(default=PASS)
+    grader = TemplatedPromptJudgeGrader("k", judge, "Grade. {{output_schema}}", "{{completion}}")
+    evaluate_dataset([{"prompt": "q", "completion": "a"}], grader, output_dir=tmp_path / "a", progress=False)
+    stopped = tmp_path / "b"
+    evaluate_dataset([{"prompt": "q", "completion": "a"}], grader, output_dir=stopped, progress=False)
+    for name in ("results.parquet", "results.jsonl", "summary.json"):
+        (stopped / name).unlink(missing_ok=True)  # as a run cut short leaves it: manifest and journal
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(tmp_path / "a"), str(stopped)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "stopped before it wrote its results" in err and "rerun its eval" in err, err
+    (stopped / "journal.jsonl").unlink()
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", str(stopped)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "stopped before it finished a row" in err, err

@@ -327,6 +327,9 @@ def _results_path(run: str | os.PathLike, *, journal: bool = False) -> Path:
         log = path / "journal.jsonl"
         if journal and log.exists() and (not found or log.stat().st_mtime > found[0].stat().st_mtime):
             found.insert(0, log)
+        if not found and (path / "manifest.json").exists():  # an eval folder whose run stopped early
+            done = "wrote its results" if log.exists() else "finished a row"
+            raise ConfigError(f"the run in {path} stopped before it {done}: rerun its eval command to finish it")
         if not found:
             raise ConfigError(f"{path} holds no results file{' or journal' if journal else ''}: is it an "
                               f"eval output folder?")
