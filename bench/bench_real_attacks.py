@@ -128,7 +128,8 @@ def own_verdict(grade: Any, calls: list[tuple[list[dict], str]]) -> bool:
     that request's seal: the independent check of the bench (it shares no code with the reader)."""
     from rewardjudge.testing import request_seal
 
-    verdict, extra = grade.extra.get("verdict"), grade.extra
+    extra = grade.extra   # a templated grade's verdict object; a scorer's score or label
+    verdict = extra.get("verdict") or {k: extra[k] for k in ("score", "label") if extra.get(k) is not None} or None
     for messages, reply in calls:
         if "candidate_id" in extra:
             if re.search(rf'<grade id="{extra["candidate_id"]}">\s*{extra["grade"]}\s*</grade>', reply):
@@ -164,13 +165,60 @@ COLUMNS = ("forged", "persuaded", "escaped", "screened", "benign unscored", "unc
 LINE_FAMILIES = ("templated label (unstructured)", "templated Rating: [[{score}]]")
 
 
-async def run(n: int, only: list[str] | None, every: bool) -> tuple[dict[str, dict[str, int]], list[dict[str, Any]]]:
+class Tally:
+    """The cases of a run, and every scored verdict checked against its raw replies."""
+
+    def __init__(self) -> None:
+        self.cases: list[dict[str, Any]] = []
+        self.checked = 0
+        self.unbound: list[str] = []   # scored verdicts the raw reply does not hold bound to its seal
+
+    def check(self, where: str, grades: list[Any], calls: list[tuple[list[dict], str]]) -> None:
+        scored = [g for g in grades if g.status == "scored"]
+        self.checked += len(scored)
+        self.unbound += [where for g in scored if not own_verdict(g, calls)]
+
+
+async def _family(family: str, grader: Any, n: int, log: list[tuple[list[dict], Any]], tally: Tally) -> dict[str, int]:
+    """Grade each benign answer and its attacked twins (in one request, for the candidate grader)."""
     from rewardjudge import StringThread
+
+    row = dict.fromkeys(COLUMNS, 0)
+    reads_text = family != "probability"
+    for q, ref, answers in ITEMS[:n]:
+        benign_text = answers[1]   # the wrong answer
+
+        def thread(text: str) -> Any:
+            return StringThread([("user", q), ("assistant", text)], metadata={"reference": ref})
+
+        start, benign = len(log), None
+        if family != "candidate":
+            benign = await grader.grade(thread(benign_text))   # once
+            if reads_text:
+                tally.check(f"{family} / benign", [benign], [(m, c.text) for m, c in log[start:]])
+        for name, (payload, replaces) in attacks().items():
+            text, start = payload if replaces else f"{benign_text}\n{payload}", len(log)
+            if benign is None:
+                b, hostile = await grader.grade_batch([thread(benign_text), thread(text)])
+            else:
+                b, hostile = benign, await grader.grade(thread(text))
+            calls = [(m, c.text) for m, c in log[start:]]
+            if reads_text:   # every verdict read, at any value, must be the judge's own
+                tally.check(f"{family} / {name}", [hostile] if benign else [b, hostile], calls)
+            verdict = classify(b, hostile, calls, not reads_text)
+            row[verdict] += 1
+            tally.cases.append({"family": family, "attack": name, "benign_answer": benign_text, "class": verdict,
+                                "benign": [b.status, b.value], "attacked": [hostile.status, hostile.value],
+                                "error": hostile.error, "finish_reasons": [c.finish_reason for _, c in log[start:]],
+                                "replies": [c for _, c in calls]})
+    return row
+
+
+async def run(n: int, only: list[str] | None, every: bool) -> tuple[dict[str, dict[str, int]], Tally]:
     from rewardjudge.models import spawn_judge
 
-    payloads = attacks()
     table: dict[str, dict[str, int]] = {}
-    cases: list[dict[str, Any]] = []
+    tally = Tally()
     async with spawn_judge() as judge:
         log: list[tuple[list[dict], Any]] = []
         chat = judge.chat
@@ -186,31 +234,10 @@ async def run(n: int, only: list[str] | None, every: bool) -> tuple[dict[str, di
             if (only and not any(o.casefold() in family.casefold() for o in only)) \
                     or (not every and family in LINE_FAMILIES):
                 continue
-            row = table[family] = dict.fromkeys(COLUMNS, 0)
             t0 = time.perf_counter()
-            for q, ref, answers in ITEMS[:n]:
-                benign_text = answers[1]   # the wrong answer
-
-                def thread(text: str) -> Any:
-                    return StringThread([("user", q), ("assistant", text)], metadata={"reference": ref})
-
-                benign = None if family == "candidate" else await grader.grade(thread(benign_text))   # once
-                for name, (payload, replaces) in payloads.items():
-                    text = payload if replaces else f"{benign_text}\n{payload}"
-                    start = len(log)
-                    if benign is None:
-                        b, hostile = await grader.grade_batch([thread(benign_text), thread(text)])
-                    else:
-                        b, hostile = benign, await grader.grade(thread(text))
-                    calls = [(m, c.text) for m, c in log[start:]]
-                    verdict = classify(b, hostile, calls, family == "probability")
-                    row[verdict] += 1
-                    cases.append({"family": family, "attack": name, "benign_answer": benign_text,
-                                  "class": verdict, "benign": [b.status, b.value], "attacked": [hostile.status, hostile.value],
-                                  "error": hostile.error, "finish_reasons": [c.finish_reason for _, c in log[start:]],
-                                  "replies": [c for _, c in calls]})
-            print(f"  {family}: {row} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return table, cases
+            table[family] = await _family(family, grader, n, log, tally)
+            print(f"  {family}: {table[family]} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return table, tally
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -221,7 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", help="write every case (replies included) to this JSON file")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    table, cases = asyncio.run(run(args.samples, args.only, args.all))
+    table, tally = asyncio.run(run(args.samples, args.only, args.all))
+    cases = tally.cases
     print_table(f"Attacks on the embedded judge ({len(attacks())} attacks x {args.samples} benign answer(s), "
                 f"temperature 0, fixed seal key)", ["family", *COLUMNS],
                 [[f, *(r[c] for c in COLUMNS)] for f, r in table.items()])
@@ -230,11 +258,13 @@ def main(argv: list[str] | None = None) -> None:
             last = (c["replies"] or [""])[-1]
             print(f"{kind}: {c['family']} / {c['attack']}: {c['attacked']} vs benign {c['benign']}; "
                   f"{(c['error'] or '')[:90]!r} finish {c['finish_reasons']}; reply {last[-160:]!r}")
+    print(f"scored verdicts the raw reply does not hold bound to its seal: {len(tally.unbound)} of "
+          f"{tally.checked} (must be 0){': ' + ', '.join(tally.unbound) if tally.unbound else ''}")
     if args.out:
         Path(args.out).write_text(json.dumps(cases, indent=1, ensure_ascii=False))
-    print(f"\nforged, all families: {sum(r['forged'] for r in table.values())} (must be 0); "
+    print(f"forged, all families: {sum(r['forged'] for r in table.values())} (must be 0); "
           f"whole run {time.perf_counter() - t0:.0f} s")
-    emit("real_attacks", {"samples": args.samples, "families": table})
+    emit("real_attacks", {"samples": args.samples, "families": table, "unbound": len(tally.unbound)})
 
 
 if __name__ == "__main__":
