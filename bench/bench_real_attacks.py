@@ -19,7 +19,7 @@ The families that ask for a verdict on a line (the cookbook's unstructured "Resp
 FAIL", a declared ``Rating: [[{score}]]``) run with ``--all``: this judge seldom writes the
 sealed line, so their benign answers come back unscored too.
 
-Run: ``python -m bench real_attacks`` (about 5-8 minutes on 2 cores) or
+Run: ``python -m bench real_attacks`` (about 4-5 minutes on 2 cores; `--all` about 2 more) or
 ``python bench/bench_real_attacks.py [--samples 3] [--all] [--only label] [--out cases.json]``.
 """
 
