@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generic, Sequence, TypeVar, Union
+from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar, Union
 
 from ..grade import encodable
 
 V = TypeVar("V")
 
-__all__ = ["Decision", "NoVerdict", "Verdict", "last_decides", "made_verdicts"]
+__all__ = ["Decision", "NoVerdict", "Verdict", "disagreeing", "last_decides", "made_verdicts"]
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,15 @@ def last_decides(found: "Sequence[Decision]", same: "Callable[[Any, Any], bool] 
     last = found[-1]
     if isinstance(last, NoVerdict) or len(found) == 1:
         return last
+    return replace(last, others=disagreeing((d.value for d in found[:-1] if isinstance(d, Verdict)),
+                                            last.value, same))
+
+
+def disagreeing(values: "Iterable[Any]", last: Any, same: "Callable[[Any, Any], bool] | None" = None
+                ) -> "tuple[Any, ...]":
+    """The earlier ``values`` that disagree with the ``last`` one (``same``, default ``==``): its ``others``."""
     agree = same or operator.eq
-    return replace(last, others=tuple(d.value for d in found[:-1]
-                                      if isinstance(d, Verdict) and not agree(d.value, last.value)))
+    return tuple(v for v in values if not agree(v, last))
 
 
 def made_verdicts(decision: Decision, text: str, make: "Callable[[Any, str], tuple[Any, float]]") -> Decision:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from ..errors import ConfigError
-from ._decision import Decision, NoVerdict, Verdict, last_decides
+from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
 __all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
@@ -246,7 +246,7 @@ class VerdictForm:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
         (start, end), last = found[-1]
-        return Verdict(last, start, end, tuple(v for _, v in found[:-1] if v != last))
+        return Verdict(last, start, end, disagreeing((v for _, v in found[:-1]), last))
 
     def read_line(self, rest: str) -> "Value | None":
         """The value of what follows ``VERDICT <seal>:`` when it is exactly one
