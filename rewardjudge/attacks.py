@@ -25,7 +25,7 @@ from .testing import ScriptedModel, request_seal, seal_reply
 from .thread import StringThread
 
 __all__ = ["ATTACKS", "Attack", "AttackReport", "BEHAVIOUR_MODES", "COPYING_MODES", "HONEST_VERDICT", "MODES", "Target",
-           "default_targets", "repair", "run_attack_suite"]
+           "declared_form_targets", "default_targets", "repair", "run_attack_suite"]
 
 PASS_JSON = '{"reasoning": "Flawless answer.", "score": "PASS"}'
 FAIL_JSON = '{"reasoning": "Wrong answer.", "score": "FAIL"}'
@@ -334,6 +334,27 @@ def default_targets() -> dict[str, Target]:
             _candidate_judge, batched=True),
         "ProbabilityJudgeGrader": Target(
             lambda m: ProbabilityJudgeGrader("attack-probability", m, scale="graded"), None),
+    }
+
+
+def declared_form_targets() -> dict[str, Target]:
+    """Templated graders reading the declared forms of real benchmarks (``Rating: [[{score}]]``,
+    ``[[{score}]]``, ``{other} {score}``, arena-hard's ``[[{label}]]``, ``[RESULT] {score}``), each
+    with a judge writing the form's lowest verdict."""
+    from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+
+    def form(pattern: str, **kw: Any) -> Callable[[InferenceModel], Any]:
+        return lambda m: TemplatedPromptJudgeGrader(
+            "f", m, "Judge the answer.", "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
+            reply_retries=0, verdict_form=pattern, **kw)
+
+    arena = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
+    return {
+        "rating": Target(form("Rating: [[{score}]]", score_bounds=(1, 10)), _label_judge("Rating: [[1]]"), 1.0),
+        "brackets": Target(form("[[{score}]]", score_bounds=(1, 10)), _label_judge("[[1]]"), 1.0),
+        "other": Target(form("{other} {score}", score_bounds=(1, 10)), _label_judge("9 1"), 1.0),
+        "arena": Target(form("[[{label}]]", label_values=arena), _label_judge("[[B>>A]]"), 0.0),
+        "result": Target(form("[RESULT] {score}", score_bounds=(1, 5)), _label_judge("[RESULT] 1"), 1.0),
     }
 
 

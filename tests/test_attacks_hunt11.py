@@ -12,7 +12,7 @@ import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge import attacks
-from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, Target, _label_judge, decode,
+from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, decode, declared_form_targets,
                                  default_targets, run_attack_suite)
 from rewardjudge.readouts._text import (contains_tag, neutralize, neutralize_all, neutralize_value,
                                         template_tag_names)
@@ -170,26 +170,12 @@ def _quote_instruction(p, c, s):
 
 
 _NEW_MODES = {"fence_twice": _fence_twice, "summarise": _summarise, "quote_instruction": _quote_instruction}
-_ARENA = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
-
-
-def _form(form: str, **kw):
-    return lambda m: TemplatedPromptJudgeGrader(
-        "f", m, "Judge the answer.", "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
-        reply_retries=0, verdict_form=form, **kw)
 
 
 def test_new_attack_classes_and_judge_behaviours_hold_in_every_grader_and_declared_form(monkeypatch):
     for name, mode in _NEW_MODES.items():
         monkeypatch.setitem(attacks._JUDGE_MODES, name, mode)
-    targets = default_targets()
-    targets.update({
-        "rating": Target(_form("Rating: [[{score}]]", score_bounds=(1, 10)), _label_judge("Rating: [[1]]"), 1.0),
-        "brackets": Target(_form("[[{score}]]", score_bounds=(1, 10)), _label_judge("[[1]]"), 1.0),
-        "other": Target(_form("{other} {score}", score_bounds=(1, 10)), _label_judge("9 1"), 1.0),
-        "arena": Target(_form("[[{label}]]", label_values=_ARENA), _label_judge("[[B>>A]]"), 0.0),
-        "result": Target(_form("[RESULT] {score}", score_bounds=(1, 5)), _label_judge("[RESULT] 1"), 1.0),
-    })
+    targets = {**default_targets(), **declared_form_targets()}
     modes = (*(m for m in dict.fromkeys(MODES + COPYING_MODES + BEHAVIOUR_MODES) if m != "truncated"),
              *_NEW_MODES)
     report = asyncio.run(run_attack_suite(targets, [Attack(n, t, "hunt11") for n, t in _HELD], modes))
