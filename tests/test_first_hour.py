@@ -47,6 +47,16 @@ def test_serve_names_an_unknown_grader_before_it_asks_the_judge(capsys):
     assert exc.value.code == 2 and "unknown grader spec 'dmeo'" in err and "catalog keys" in err, err
 
 
+def test_serve_with_workers_names_an_unknown_grader_once_before_starting_any(capsys):
+    from rewardjudge.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--grader", "dmeo", "--judge", "http://127.0.0.1:9/v1", "--port", "0", "--workers", "3"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("unknown grader spec 'dmeo'") == 1, err
+    assert "did not start" not in err, err
+
+
 def test_a_judge_url_without_v1_is_pointed_at_v1(tmp_path, capsys):
     """A server that answers 404 off its /v1 routes (llama.cpp's, vLLM's): the error says where the
     model list was looked for and that the URL should end in /v1, not just that there are no models."""

@@ -195,8 +195,10 @@ class _Workers:
 
 async def serve_front(args: argparse.Namespace, token: str | None) -> int:
     """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
+    from ..evaluate._spec import spec_target
     from ..serve._workers import WorkerFront
 
+    spec_target(args.grader)  # a bad grader name is one error here, not one per worker
     stop = stop_event()
     workers = _Workers(args, args.workers)
     try:
