@@ -1,9 +1,8 @@
 """``rewardjudge demo``: grade bundled structured completions on the embedded judge (SmolLM2-135M,
-whose verdicts are noise: it shows the pipeline) or on ``--judge-url``."""
+whose verdicts are noise: it shows the pipeline) or on the judge ``--judge`` names, as for ``eval``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from importlib import resources
 from typing import Literal
@@ -82,17 +81,15 @@ def format_grade(thread: StringThread, grade: Grade) -> str:
             f"reason: {(why or '').strip()[:160]}\n{'':<22} graded: {text[:100]}{'...' if len(text) > 100 else ''}")
 
 
-async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
-                   eval_mode: bool = False) -> list[Grade]:
-    from .models import OpenAIModel, spawn_judge
+async def run_demo(judge: InferenceModel, eval_mode: bool = False) -> list[Grade]:
+    """Grade the bundled completions on ``judge`` (one at a time, then in groups), print each grade and
+    the counts, then show the third outcome: one grade with the judge down."""
+    from .models import OpenAIModel
     from .models._spawn import free_port
 
     threads = demo_threads(eval_mode)
-    if not judge_url:
-        print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...")
-    async with (OpenAIModel(judge_url, judge_model or "judge") if judge_url else spawn_judge()) as judge:
-        grades = await demo_grader(judge).grade_batch(threads)
-        group_grades = await demo_group_grader(judge).grade_batch(threads)
+    grades = await demo_grader(judge).grade_batch(threads)
+    group_grades = await demo_group_grader(judge).grade_batch(threads)
     print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
     for t, g in zip(threads, grades):
         print(format_grade(t, g))
@@ -109,8 +106,3 @@ async def run_demo(judge_url: str | None = None, judge_model: str | None = None,
           "never a number; trainers leave it out of the loss")
     print(format_grade(threads[0], failed))
     return grades
-
-
-def main(judge_url: str | None = None, judge_model: str | None = None, eval_mode: bool = False) -> None:
-    asyncio.run(run_demo(judge_url, judge_model, eval_mode))
-

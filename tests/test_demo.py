@@ -14,8 +14,8 @@ from rewardjudge.testing import FakeJudgeServer
 
 def test_demo_cli_against_a_judge_url():
     with FakeJudgeServer() as server:
-        out = subprocess.run([sys.executable, "-m", "rewardjudge", "demo", "--judge-url", server.url,
-                              "--judge-model", "fake"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, "-m", "rewardjudge", "demo", "--judge", server.url],
+                             capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     for t in demo_threads():
         assert t.metadata["id"] in out.stdout
