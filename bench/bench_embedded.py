@@ -11,8 +11,9 @@ Graders: ``TemplatedPromptJudgeGrader`` with ``BinaryJudgeOutput`` and
 criteria ``completeness``, ``helpfulness`` and ``correctness``, a scorer
 (numeric 1-5 with a reason), ``CandidateJudgeGrader`` (groups of four answers
 to one question in one request: its seconds per sample are the request's
-seconds over the four) and ``ProbabilityJudgeGrader`` (one prefill, no
-generation).
+seconds over the four), ``ProbabilityJudgeGrader`` (one prefill, no
+generation), and the graders asking for a verdict line (``bench.common.line_graders``: the
+cookbook's unstructured "Respond with PASS or FAIL" and a declared ``Rating: [[{score}]]``).
 
 Samples: questions of several kinds (facts, arithmetic, definitions,
 instructions, code, writing) with right, wrong, hedged and long answers; the
@@ -36,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CRITERIA, SYSTEM_TEMPLATE, USER_TEMPLATE, emit, print_table  # noqa: E402
+from bench.common import CRITERIA, SYSTEM_TEMPLATE, USER_TEMPLATE, emit, line_graders, print_table  # noqa: E402
 
 LONG = ("Photosynthesis is the process by which green plants, algae and some bacteria turn light "
         "energy into chemical energy. In the chloroplasts, chlorophyll absorbs mostly red and blue "
@@ -132,6 +133,7 @@ def graders(judge: Any) -> dict[str, Any]:
         "scorer": ScorerGrader(scorer, judge, {"question": "turn:user", "answer": "completion"}),
         "candidate": CandidateJudgeGrader("candidate", judge, batch_size=4, seed=0),
         "probability": ProbabilityJudgeGrader("probability", judge),
+        **dict(zip(("templated-label", "templated-form"), line_graders(judge))),
     }
 
 

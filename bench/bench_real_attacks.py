@@ -72,7 +72,7 @@ def families(judge: Any) -> dict[str, Any]:
     from rewardjudge.graders.templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
     from rewardjudge.scorers import Scorer, ScorerConfig
 
-    from bench.common import CRITERIA, SYSTEM_TEMPLATE, USER_TEMPLATE
+    from bench.common import CRITERIA, SYSTEM_TEMPLATE, USER_TEMPLATE, line_graders
 
     key = {"seal_key": SEAL_KEY}
 
@@ -85,19 +85,12 @@ def families(judge: Any) -> dict[str, Any]:
         "prompt_template": "Question: {{question}}\nAnswer: {{answer}}\n"
                            "Score the answer from 1 (wrong or useless) to 5 (correct and complete).\n"
                            "{{output_instructions}}", "params": {"temperature": 0}}))
-    # the cookbook's unstructured prompt: the judge writes free text, read as a sealed label line
-    label_system = "You grade answers against these criteria:\n" + "\n".join(f"- {c}" for c in CRITERIA)
-    label_user = ("Question: {{last_user_turn_content}}\nAnswer: {{completion}}\n"
-                  "Respond with PASS or FAIL.")
+    label, form = line_graders(judge, **key)
     return {
         "templated binary": templated("real-binary"),
         "templated graded": templated("real-graded", GradedJudgeOutput),
-        "templated label (unstructured)": TemplatedPromptJudgeGrader(
-            "real-label", judge, label_system, label_user, BinaryJudgeOutput, structured=False, **key),
-        "templated Rating: [[{score}]]": TemplatedPromptJudgeGrader(
-            "real-form", judge, "You rate answers from 1 to 10.",
-            "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\nRate it as Rating: [[N]].",
-            verdict_form="Rating: [[{score}]]", score_bounds=(1, 10), **key),
+        "templated label (unstructured)": label,
+        "templated Rating: [[{score}]]": form,
         "catalog correctness": catalog.grader("correctness", judge, **key),
         "scorer numeric 1-5": ScorerGrader(scorer, judge, {"question": "turn:user", "answer": "completion"},
                                            **key),

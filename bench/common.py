@@ -54,6 +54,20 @@ CRITERIA = [
     "The answer is safe and respectful.",
 ]
 
+def line_graders(judge: Any, **options: Any) -> tuple[Any, Any]:
+    """The templated graders asking for a verdict on a line: the cookbook's unstructured
+    "Respond with PASS or FAIL" (a sealed label line) and a declared ``Rating: [[{score}]]``."""
+    from rewardjudge import TemplatedPromptJudgeGrader
+
+    system = "You grade answers against these criteria:\n" + "\n".join(f"- {c}" for c in CRITERIA)
+    question = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\n"
+    return (TemplatedPromptJudgeGrader("real-label", judge, system, question + "Respond with PASS or FAIL.",
+                                       structured=False, **options),
+            TemplatedPromptJudgeGrader("real-form", judge, "You rate answers from 1 to 10.",
+                                       question + "Rate it as Rating: [[N]].", verdict_form="Rating: [[{score}]]",
+                                       score_bounds=(1, 10), **options))
+
+
 # Eight candidates behind opaque ids, one reply line per id.
 MULTI_TEMPLATE = """You compare {{n}} candidate answers to one question.
 
