@@ -107,7 +107,7 @@ def stages_one() -> dict[str, float]:
     sample, ctx = samples[7], contexts[7]
     messages = grader.build_messages(ctx)
     # the request the judge gets: the seal instruction last, the wire schema
-    sent, wire_schema, _ = grader.sealed_request(messages, [ctx["completion"]])
+    sent, wire_schema, *_ = grader.sealed_request(messages, [ctx["completion"]])
     next_messages = _cycle([grader.build_messages(c) for c in contexts])
     reply = _chat_reply(DEFAULT_REPLY)
     verdict = _read_verdict(DEFAULT_REPLY, grader.output_model)

@@ -16,10 +16,10 @@ attacked twin is
   unchanged: the rest.
 
 The families that ask for a verdict on a line (the cookbook's unstructured "Respond with PASS or
-FAIL", a declared ``Rating: [[{score}]]``) run with ``--all``: this judge seldom writes the
-sealed line, so their benign answers come back unscored too.
+FAIL", a declared ``Rating: [[{score}]]``) run with ``--all``; their line is forced by a grammar
+(without it this judge wrote no sealed line: every grade was unscored).
 
-Run: ``python -m bench real_attacks`` (about 4-5 minutes on 2 cores; `--all` about 2 more) or
+Run: ``python -m bench real_attacks`` (about 4-5 minutes on 2 cores; `--all` about 3 more) or
 ``python bench/bench_real_attacks.py [--samples 3] [--all] [--only label] [--out cases.json]``.
 """
 

@@ -1,5 +1,6 @@
 """Issue 15, the embedded judge in seconds: bounded verdicts, a fitted reply budget, the
-server's structured-output form known at spawn, and the candidate protocol as a grammar.
+server's structured-output form known at spawn, and the candidate protocol as a grammar; issue
+25: the sealed verdict line (a label, a declared form) as a grammar.
 
 No timings are asserted: what is checked is what makes replies short and readable."""
 
@@ -16,6 +17,8 @@ from rewardjudge.graders._candidate_judge import CandidateJudgeGrader
 from rewardjudge.readouts._candidate_blocks import candidate_grammar, read_candidate_reply
 from rewardjudge.graders._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, GradedJudgeOutput,
                                          fitted_max_tokens)
+from rewardjudge.readouts._forms import VerdictForm, _offered
+from rewardjudge.readouts._gbnf import NUMBER, verdict_line_grammar
 from rewardjudge.readouts._seal import read_sealed
 
 SEAL = "0123456789abcdef"
@@ -31,7 +34,7 @@ from rewardjudge.models import OpenAIModel
 from rewardjudge.models._base import Completion
 from rewardjudge.models._spawn import JudgeServer, server_command
 from rewardjudge.scales import Scale
-from rewardjudge.testing import ScriptedModel
+from rewardjudge.testing import ScriptedModel, request_seal
 
 
 # -- 1. bounded reasoning, fitted max_tokens ---------------------------------------------
@@ -202,6 +205,72 @@ async def test_candidate_grader_sends_no_grammar_to_other_models():
     assert grades[0].status == "unscored" and len(model.calls) == 1
 
 
+# -- 4. the sealed verdict line as a grammar -------------------------------------------------
+def test_the_verdict_line_grammar_forces_the_sealed_line_after_bounded_reasoning():
+    assert verdict_line_grammar(SEAL, '"PASS" | "FAIL"', REASONING_MAX_CHARS, 512).splitlines() == [
+        f'root ::= reason "\\nVERDICT {SEAL}: " ("PASS" | "FAIL")', r"reason ::= [^\x00-\x20] [^\x00-\x1f]{15,299}"]
+    # the reasoning fits the reply budget (3 characters a token past 56 for the line), never under 16
+    assert "{15,131}" in verdict_line_grammar(SEAL, '"x"', 300, 100)
+    assert "{15,15}" in verdict_line_grammar(SEAL, '"x"', 300, 20)
+    assert VerdictForm("Rating: [[{score}]]", bounds=(1, 10)).grammar() == \
+        '"Rating: [[" (' + " | ".join(f'"{k}"' for k in range(1, 11)) + ') "]]"'
+    assert VerdictForm("[[{label}]]", labels=("A>B", "B>A")).grammar() == '"[[" ("A>B" | "B>A") "]]"'
+    assert VerdictForm("{other} {score}", bounds=(1, 3)).grammar() == NUMBER + ' " " ("1" | "2" | "3")'
+    assert VerdictForm('"score": "{score}"').grammar() == '"\\"score\\": \\"" ' + NUMBER + ' "\\""'
+    assert _offered((0, 1)) == ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]
+    assert _offered((0.5, 3.5)) == ["1", "2", "3"] and _offered((0, 10 ** 6)) == []
+
+
+@pytest.mark.parametrize("pattern,bounds", [("Rating: [[{score}]]", (1, 10)), ("[[{score}]]", (0, 1)),
+                                            ("[RESULT] {score}", (1, 5)), ("{score}", (-2, 2)),
+                                            ('"score": "{score}"', (0, 100))])
+def test_every_score_the_grammar_offers_is_read_back_within_bounds(pattern, bounds):
+    form = VerdictForm(pattern, bounds=bounds)
+    for v in _offered(form.bounds):
+        assert form.read_line(" " + pattern.replace("{score}", v)) == float(v)
+
+
+class _LineModel(ScriptedModel):
+    """A judge held to a verdict-line grammar: a sentence, then the grammar's line with ``verdict``."""
+
+    accepts_grammar = True
+
+    def __init__(self, verdict: str):
+        super().__init__([], seal=False)
+        self.verdict, self.grammars = verdict, []
+
+    async def chat(self, messages, params=None, *, json_schema=None, grammar=None):
+        seal = request_seal(messages)
+        self.grammars.append((seal, grammar))
+        return Completion(text=f"A short, correct answer.\nVERDICT {seal}: {self.verdict}",
+                          usage={"prompt_tokens": 10, "completion_tokens": 5})
+
+
+@pytest.mark.parametrize("options,verdict,expected,value", [
+    ({"structured": False}, "PASS", '"PASS" | "FAIL"', 1.0),
+    ({"verdict_form": "Rating: [[{score}]]", "score_bounds": (1, 10)}, "Rating: [[7]]",
+     '"Rating: [[" (' + " | ".join(f'"{k}"' for k in range(1, 11)) + ') "]]"', 7.0),
+    ({"verdict_form": "[[{label}]]", "label_values": {"A>B": 1.0, "B>A": 0.0}}, "[[B>A]]",
+     '"[[" ("A>B" | "B>A") "]]"', 0.0)])
+async def test_a_verdict_line_grader_sends_its_sealed_line_grammar(options, verdict, expected, value):
+    model = _LineModel(verdict)
+    grader = TemplatedPromptJudgeGrader("line", model, "Grade the answer.", "{{completion}}", **options)
+    grade = await grader.grade(StringThread([("user", "Capital of France?"), ("assistant", "Paris.")]))
+    assert (grade.status, grade.value) == ("scored", value)
+    (seal, grammar), = model.grammars
+    assert grammar == verdict_line_grammar(seal, expected, REASONING_MAX_CHARS, grader.params.max_tokens)
+
+
+async def test_json_and_unsealed_graders_send_no_line_grammar():
+    model = _LineModel("PASS")
+    sample = StringThread([("user", "q"), ("assistant", "a")])
+    for options in ({}, {"structured": False, "seal": False},
+                    {"verdict_form": "[[{score}]]", "score_bounds": (1, 10), "seal": False}):
+        await TemplatedPromptJudgeGrader("line", model, "Grade.", "{{completion}}", reply_retries=0,
+                                         **options).grade(sample)
+    assert [g for _, g in model.grammars] == [None, None, None]
+
+
 # -- on the real embedded judge -----------------------------------------------------------------
 @pytest.mark.judge
 async def test_the_candidate_grammar_gives_valid_blocks_on_the_embedded_judge():
@@ -238,3 +307,30 @@ async def test_bounded_verdicts_on_the_embedded_judge():
                 assert grade.status == "scored", grade.error
                 assert grade.usage["completion_tokens"] <= grader.params.max_tokens
                 assert len(grade.reasoning) <= REASONING_MAX_CHARS
+
+
+@pytest.mark.judge
+async def test_verdict_lines_are_scored_on_the_embedded_judge():
+    """The label form of an unstructured prompt and declared forms: without the line's grammar
+    this judge echoed the instruction's example line (0 of 12 scored in ``bench embedded``)."""
+    from rewardjudge.models import spawn_judge
+
+    samples = [StringThread([("user", q), ("assistant", a)]) for q, a in
+               [("What is the capital of France?", "Paris."), ("What is 17 * 23?", "391"),
+                ("Give one tip to sleep better.", "Go to bed at the same time every day.")]]
+    ask = "Question: {{last_user_turn_content}}\nAnswer: {{completion}}\n"
+    async with spawn_judge() as judge:
+        graders = [TemplatedPromptJudgeGrader("label", judge, "You grade answers.", ask + "Respond with PASS or FAIL.",
+                                              structured=False, reply_retries=0),
+                   TemplatedPromptJudgeGrader("rating", judge, "You rate answers from 1 to 10.",
+                                              ask + "Rate it as Rating: [[N]].", verdict_form="Rating: [[{score}]]",
+                                              score_bounds=(1, 10), reply_retries=0),
+                   TemplatedPromptJudgeGrader("verdict", judge, "You judge answers.", ask + "Say [[good]] or [[bad]].",
+                                              verdict_form="[[{label}]]", label_values={"good": 1.0, "bad": 0.0},
+                                              reply_retries=0)]
+        for grader in graders:
+            for sample in samples:
+                grade = await grader.grade(sample)
+                assert grade.status == "scored", (grader.grader_key, grade.error, grade.raw_reply)
+                assert grade.raw_reply.splitlines()[-1].startswith("VERDICT ")
+                assert grade.usage["completion_tokens"] <= grader.params.max_tokens

@@ -20,6 +20,7 @@ from ..templates import _handlebars as _hb
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..readouts._decision import Verdict, made_verdicts
+from ..readouts._gbnf import literal, verdict_line_grammar
 from ..readouts._seal import (Sealer, json_instruction, label_instruction, read_sealed,
                               read_unsealed, seal_messages, sealed_schema)
 from ..readouts._text import neutralize_value
@@ -214,39 +215,48 @@ class TemplatedPromptJudgeGrader(Grader):
         return output_value(verdict)
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
-                       ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
-        """``(messages, json_schema, read)`` of one request: with ``seal`` on, the messages end
-        with the seal instruction and ``read`` takes only a sealed verdict; with it off, the
-        last verdict outside any verbatim copy of the policy's text (docs/sealed-verdicts.md)."""
+                       ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any, str | None]:
+        """``(messages, json_schema, read, grammar)`` of one request: with ``seal`` on, the messages
+        end with the seal instruction and ``read`` takes only a sealed verdict (a verdict line is
+        forced by ``grammar`` where the judge takes one); with it off, the last verdict outside
+        any verbatim copy of the policy's text (docs/sealed-verdicts.md)."""
         if self.form is not None:
             return self._form_request(messages, policy_texts)
         if not self.seal:
-            return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t])
+            return messages, self._schema, partial(self._read_unsealed, [t for t in policy_texts if t]), None
         seal = self._sealer.value(messages)
         if self._labels and not self.structured and not self._shows_schema:
-            instruction = label_instruction(seal, " or ".join(self._labels), self._placeholder)
-        else:
-            instruction = json_instruction(seal, "" if self._shows_schema
-                                           else schema_fields(self.output_model))
+            sent = seal_messages(messages, label_instruction(seal, " or ".join(self._labels), self._placeholder))
+            return sent, None, partial(self._read_sealed, seal, sent), \
+                self._line_grammar(seal, " | ".join(map(literal, self._labels)))
+        instruction = json_instruction(seal, "" if self._shows_schema else schema_fields(self.output_model))
         schema = self._wire_schema
         if schema is not None and not getattr(self.model, "caches_grammars", True):
             schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
         sent = seal_messages(messages, instruction)
         # a partial, not a closure: fewer objects for each request in flight
-        return sent, schema, partial(self._read_sealed, seal, sent)
+        return sent, schema, partial(self._read_sealed, seal, sent), None
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
-                      ) -> tuple[list[dict[str, Any]], None, Any]:
+                      ) -> tuple[list[dict[str, Any]], None, Any, str | None]:
         """The request of a declared verdict form (a ``VERDICT <seal>:`` line when sealed)."""
         form = self.form
         if not self.seal:
             texts = [t for t in policy_texts if t]
-            return messages, None, lambda text: made_verdicts(form.read(text, texts), text, self._declared)
+            return messages, None, lambda text: made_verdicts(form.read(text, texts), text, self._declared), None
         seal = self._sealer.value(messages)
         shown = form.instruction_text()
         sent = seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown))
-        return sent, None, lambda text: made_verdicts(
-            read_sealed(text, seal, read_line=form.read_line, placeholder=shown, request=sent), text, self._declared)
+        return sent, None, lambda text: made_verdicts(read_sealed(
+            text, seal, read_line=form.read_line, placeholder=shown, request=sent), text, self._declared), \
+            self._line_grammar(seal, form.grammar())
+
+    def _line_grammar(self, seal: str, verdict: str) -> str | None:
+        """Where the judge takes a grammar: bounded reasoning, then ``VERDICT <seal>: `` and ``verdict``
+        (GBNF), as candidate blocks are forced (a 135M judge echoes the instruction's example line)."""
+        if not getattr(self.model, "accepts_grammar", False):
+            return None
+        return verdict_line_grammar(seal, verdict, REASONING_MAX_CHARS, self.params.max_tokens)
 
     def _declared(self, v: "float | str", before: str) -> tuple[BaseModel, float]:
         """A declared form's value as ``(verdict, value)``: a score is its own value, a label
@@ -280,9 +290,9 @@ class TemplatedPromptJudgeGrader(Grader):
                         extra: Mapping[str, Any] | None = None) -> Grade:
         """Ask the judge for a sealed verdict, the grade carrying ``extra``; never raises for
         judge-side failures."""
-        sent, schema, read = self.sealed_request(messages, policy_texts)
+        sent, schema, read, grammar = self.sealed_request(messages, policy_texts)
         answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
-                                             reply_retries=self.reply_retries)
+                                             grammar=grammar, reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
             return self.failed(answer, extra=dict(extra or {}))
         found: Verdict = answer.verdict

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
+from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts
 
 __all__ = ["CandidateReading", "CandidateVerdict", "ID_LENGTH", "candidate_grammar", "new_candidate_ids",
@@ -198,18 +199,8 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
 
 #: the most characters of reasoning the grammar lets the judge write per candidate
 CANDIDATE_REASONING_CHARS = 200
-#: the fewest (without a floor a 135M judge grades without a word)
-CANDIDATE_REASONING_MIN_CHARS = 16
-#: tokens of one reply block other than its reasoning
-_BLOCK_TOKENS = 56
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
-
-
-def _literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
-    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{out}"'
 
 
 def candidate_grammar(ids: Sequence[str], scale: Scale, *, max_tokens_per_candidate: int | None = None) -> str:
@@ -228,13 +219,10 @@ def candidate_grammar(ids: Sequence[str], scale: Scale, *, max_tokens_per_candid
     for cid in ids:
         if not isinstance(cid, str) or not _SAFE_ID.match(cid):
             raise ConfigError(f"candidate id {cid!r} is not a plain token (letters, digits, _ or -)")
-    chars = CANDIDATE_REASONING_CHARS
-    if max_tokens_per_candidate is not None:
-        chars = max(min(chars, 3 * (max_tokens_per_candidate - _BLOCK_TOKENS)), CANDIDATE_REASONING_MIN_CHARS)
     lines = ["root ::= " + " ".join(f"c{k}" for k in range(len(ids)))]
-    lines += [f"c{k} ::= " + _literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
-              + _literal(f'</reasoning>\n<grade id="{cid}">') + " grade " + _literal("</grade>\n</candidate>\n")
+    lines += [f"c{k} ::= " + literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
+              + literal(f'</reasoning>\n<grade id="{cid}">') + " grade " + literal("</grade>\n</candidate>\n")
               for k, cid in enumerate(ids)]
-    lines.append(rf"reason ::= [^<>\x00-\x20] [^<>\x00-\x1f]{{{CANDIDATE_REASONING_MIN_CHARS - 1},{chars - 1}}}")
-    lines.append("grade ::= " + " | ".join(_literal(str(g)) for g in scale.grades))
+    lines.append(reasoning_rule(CANDIDATE_REASONING_CHARS, max_tokens_per_candidate, "<>"))
+    lines.append("grade ::= " + " | ".join(literal(str(g)) for g in scale.grades))
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from ..errors import ConfigError
+from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
 __all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
@@ -261,6 +262,19 @@ class VerdictForm:
                 return self._value(m.group("v"))
         return None
 
+    def grammar(self) -> str:
+        """The form as a GBNF expression, for a grammar forcing a sealed verdict: its literal text,
+        the value one of the labels or of the numbers within the bounds (``_offered``), else any number
+        (as an ``{other}`` is).
+
+        >>> VerdictForm("Rating: [[{score}]]", bounds=(1, 3)).grammar()
+        '"Rating: [[" ("1" | "2" | "3") "]]"'
+        """
+        values = self.labels or _offered(self.bounds)
+        value = "(" + " | ".join(map(_gbnf.literal, values)) + ")" if values else _gbnf.NUMBER
+        return " ".join(value if p in (_SCORE, _LABEL) else _gbnf.NUMBER if p == _OTHER else _gbnf.literal(p)
+                        for p in re.split(r"(\{score\}|\{label\}|\{other\})", self.pattern.strip()) if p)
+
     def instruction_text(self) -> str:
         """The form with a placeholder where the verdict goes (``[[<score from 1 to
         10>]]``), for a prompt: never itself a verdict a judge could echo."""
@@ -289,3 +303,13 @@ def unwrap(s: str) -> str:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _offered(bounds: "tuple[float, float] | None") -> "list[str]":
+    """The scores a grammar offers within ``bounds``: whole numbers (tenths for a range under 2),
+    none (any number) without bounds, or where there would be none or over 101."""
+    if bounds is None:
+        return []
+    step = 1 if bounds[1] - bounds[0] >= 2 else 0.1
+    first, last = math.ceil(bounds[0] / step - 1e-9), math.floor(bounds[1] / step + 1e-9)
+    return [_num(round(k * step, 1)) for k in range(first, last + 1)] if 0 <= last - first <= 100 else []
