@@ -14,7 +14,7 @@ import os
 import re
 import secrets
 from json.decoder import scanstring
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..grade import encodable
@@ -188,23 +188,20 @@ def blank_drafts(text: str, request: Sequence[Mapping[str, Any]] = ()) -> str:
     return " " * end + text[end:]
 
 
-def _request_texts(request: Sequence[Mapping[str, Any]]) -> "list[str]":
+def _request_texts(request: Sequence[Mapping[str, Any]]) -> "Iterator[str]":
     """The text of each message and content part of ``request``."""
-    out: list[str] = []
     for m in request:
         content = m.get("content")
-        parts = content if isinstance(content, list) else [content]
-        out += [p if isinstance(p, str) else p.get("text") for p in parts
-                if isinstance(p, str) or (isinstance(p, Mapping) and isinstance(p.get("text"), str))]
-    return out
+        for part in content if isinstance(content, list) else [content]:
+            text = part.get("text") if isinstance(part, Mapping) else part
+            if isinstance(text, str):
+                yield text
 
 
 #: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it
 _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name in ("think", "thinking")}
 
 
-#: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
-_DECODER = json.JSONDecoder(strict=False)
 #: seal occurrences examined per reply (the last ones)
 _MAX_OCCURRENCES = 64
 
@@ -224,7 +221,24 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
+_DECODER = json.JSONDecoder(strict=False)
 _STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, strict=False)
+
+
+def _decode(text: str, start: int) -> "tuple[Any, int, str | None]":
+    """The JSON value at ``start`` (None where none decodes), its end, and the first key an
+    object of it repeats (None where none does)."""
+    try:
+        return (*_STRICT.raw_decode(text, start), None)
+    except _Duplicate as dup:   # rare: decoded again without the check, for what it holds
+        repeated = dup.args[0]
+    except (ValueError, RecursionError):
+        return None, start, None
+    try:
+        return (*_DECODER.raw_decode(text, start), repeated)
+    except (ValueError, RecursionError):
+        return None, start, repeated
 
 
 def _occurrences(text: str, seal: str) -> list[int]:
@@ -242,21 +256,13 @@ _WS = re.compile(r"[ \t\r\n]*")
 _OPENING = re.compile(r'\{%s"%s"%s:%s"' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
-#: the opening as most judges and ``json.dumps`` write it
-_OPENING_USUAL = '{"%s": "' % SEAL_FIELD
 
 
 def _opening(text: str, at: int) -> int:
     """The offset of the ``{`` of the object whose first field is the seal at ``at``
     (``{"seal": "<seal>``), or -1: a bounded look back, never a scan of the reply."""
-    if text.endswith(_OPENING_USUAL, 0, at):   # no other ``{`` can open it
-        return at - len(_OPENING_USUAL)
-    if at < 2 or text[at - 1] != '"':
-        return -1
-    start = text.rfind("{", max(0, at - _OPENING_MAX), at)
-    if start < 0:
-        return -1
-    m = _OPENING.match(text, start, at)
+    start = text.rfind("{", max(0, at - _OPENING_MAX), at) if text[at - 1:at] == '"' else -1
+    m = _OPENING.match(text, start, at) if start >= 0 else None
     return start if m is not None and m.end() == at else -1
 
 
@@ -266,24 +272,14 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
     ``seal_end`` holding the seal is a ``NoVerdict``: a verdict the reply holds but that cannot
     be read (policy text quoted in it without escaping may have broken it), never skipped for
     an earlier one."""
-    dup = None
-    try:   # the strict decode succeeds on every object without a repeated key
-        obj, end = _STRICT.raw_decode(text, start)
-    except _Duplicate as found:
-        dup = found
-        try:
-            obj, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            obj = None
-    except (ValueError, RecursionError):
-        obj = None
+    obj, end, repeated = _decode(text, start)
     # the seal fields first and last, both the seal
     if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD \
             or next(reversed(obj)) != SEAL_END_FIELD or obj[SEAL_FIELD] != seal or obj[SEAL_END_FIELD] != seal:
         return NoVerdict("the sealed verdict is not one JSON object whose first field is "
                          f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal", kind="invalid")
-    if dup is not None:
-        return NoVerdict(f"the sealed verdict repeats the key {dup.args[0]!r}", kind="invalid")
+    if repeated is not None:
+        return NoVerdict(f"the sealed verdict repeats the key {repeated!r}", kind="invalid")
     del obj[SEAL_FIELD], obj[SEAL_END_FIELD]   # a fresh dict: the fields between, in order
     try:
         return Verdict(check(_without_surrogates(obj, text, start, end)), start, end)
@@ -316,18 +312,15 @@ def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
 
 
 def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
-    """Where the value of ``field`` starts inside the sealed ``verdict`` of ``reply``: a
-    line's value where the readout found it (``value_at``: after ``VERDICT <seal>:``, never
-    at an earlier colon of the line, which may be the policy's text quoted), else a JSON
-    object's own top-level key (inside a string value, after the quote), read key by key.
-    None when not found."""
-    start, end = verdict.start, verdict.end
+    """Where the value of ``field`` starts inside the ``verdict`` read from ``reply``: a line's
+    ``value_at`` (after ``VERDICT <seal>:``, never at an earlier colon of the line, which may
+    be the policy's text quoted), else the JSON object's own top-level key (inside a string
+    value, after the quote), read key by key. None when not found."""
     if verdict.value_at >= 0:
-        return verdict.value_at if start <= verdict.value_at < end else None
-    if not reply.startswith("{", start):
-        return None
+        return verdict.value_at
+    end = verdict.end
     try:
-        i = _WS.match(reply, start + 1).end()
+        i = _WS.match(reply, verdict.start + 1).end()
         while i < end and reply[i] == '"':
             key, i = scanstring(reply, i + 1, False)
             i = _WS.match(reply, i).end()
@@ -448,21 +441,19 @@ def read_unsealed(text: str, policy_texts: Sequence[str] = (), *,
 
 def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], Any]
                       ) -> "list[tuple[int, Decision]]":
-    """The JSON objects ``check`` accepts, outside copies and not nested in one
-    found, tried from the reply's end."""
+    """The JSON objects ``check`` accepts, outside copies and not around one found, tried from
+    the reply's end."""
     found: list[tuple[int, Decision]] = []
     start = len(text)
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
         if start < 0:
             break
-        try:
-            obj, end = _STRICT.raw_decode(text, start)
-        except (ValueError, RecursionError, _Duplicate):
+        obj, end, repeated = _decode(text, start)
+        if repeated is not None or type(obj) is not dict or inside_copy(copies, start, end) \
+                or (found and end > found[-1][0]):
             continue
-        if not isinstance(obj, dict) or inside_copy(copies, start, end) or (found and end > found[-1][0]):
-            continue
-        try:
+        try:   # no reason is made of a failed check: hundreds of objects may be tried
             found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
         except (ValueError, TypeError):
             continue
