@@ -222,40 +222,37 @@ class VerdictForm:
         value = float(raw)
         return value if self.bounds is None or self.bounds[0] <= value <= self.bounds[1] else None
 
-    def find(self, text: str) -> list[Verdict]:
-        """Every occurrence of the form in ``text``, in order (a number
-        outside ``bounds`` is not one)."""
+    def _found(self, text: str) -> "list[tuple[int, int, Value]]":
+        """Each occurrence in ``text`` as ``(start, end, value)``, in order (a number outside
+        ``bounds`` is none): no object per occurrence, 256 KiB of quoted policy text holds 50,000."""
         if not isinstance(text, str):
             return []
-        found = ((self._value(m.group("v")), m) for m in self._regex().finditer(text))
-        return [Verdict(v, *m.span()) for v, m in found if v is not None]
+        return [(m.start(), m.end(), v) for m in self._regex().finditer(text)
+                if (v := self._value(m.group("v"))) is not None]
+
+    def find(self, text: str) -> list[Verdict]:
+        """Every occurrence of the form in ``text``, in order."""
+        return [Verdict(v, start, end) for start, end, v in self._found(text)]
 
     def read(self, text: str, policy_texts: Sequence[str] = ()) -> Decision:
         """The unsealed reading: the last occurrence the judge wrote, skipping
         those inside a verbatim copy of one of ``policy_texts``; the values of
         earlier occurrences that disagree with it are ``others``."""
-        if not isinstance(text, str):
-            return NoVerdict(f"the reply is not text ({type(text).__name__})", kind="no verdict")
-        # spans and values, no object per occurrence: 256 KiB of policy text quoted holds 50,000
-        matches = [(m.span(), m.group("v")) for m in self._regex().finditer(text)]
-        spans, values = [s for s, _ in matches], [self._value(raw) for _, raw in matches]
-        if not any(v is not None for v in values):
+        found = self._found(text)
+        if not found:
             return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
         copies = policy_copies(text, (policy_texts,) if isinstance(policy_texts, str) else policy_texts)
-        found = [(span, v) for span, v in zip(spans, values) if v is not None and not inside_copy(copies, *span)]
+        found = [f for f in found if not inside_copy(copies, f[0], f[1])]
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
-        (start, end), last = found[-1]
-        return Verdict(last, start, end, disagreeing((v for _, v in found[:-1]), last))
+        start, end, last = found[-1]
+        return Verdict(last, start, end, disagreeing((v for _, _, v in found[:-1]), last))
 
     def read_line(self, rest: str) -> "Value | None":
         """The value of what follows ``VERDICT <seal>:`` when it is exactly one
         occurrence of the form (emphasis and a final full stop tolerated); else None."""
-        if not isinstance(rest, str):
-            return None
-        regex = self._regex()
-        raw = rest.strip()
+        regex, raw = self._regex(), rest.strip()
         for candidate in (raw, unwrap(raw)):
             m = regex.fullmatch(candidate)
             if m is not None:
