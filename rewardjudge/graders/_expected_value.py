@@ -118,9 +118,7 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
     """The expected value of the sealed verdict ``found``: its value with each score in turn,
     weighed by the score's probability read with the reply cut right before its score. None,
     with ``distribution_error``, when that cannot be read; usage errors are raised."""
-    scores = score_choices(grader.output_model)
-    if scores is None:
-        raise ConfigError(f"{grader.output_model.__name__}.score has no short set of values to weigh")
+    scores = score_choices(grader.output_model)   # a list: TemplatedOptions refuses a model without one
     at = value_offset(reply, found)
     if at is None:
         return _no_value("the score could not be located in the judge's sealed verdict")

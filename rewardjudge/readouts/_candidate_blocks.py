@@ -165,9 +165,8 @@ def _decide(cid: str, found: list, reasoned: "_Block | None", text: str) -> Deci
                              else Verdict(g, start, end, (), at) for start, end, at, g, _ in found])
     if isinstance(decision, NoVerdict):
         return decision
-    here = found[-1][-1]
-    own = here if here is not None and here.reasoning(text) else reasoned
-    reasoning = None if own is None else own.reasoning(text)
+    here = found[-1][-1]   # the block of the last grade, else the id's last block with a reasoning
+    reasoning = (here and here.reasoning(text)) or (reasoned and reasoned.reasoning(text)) or None
     return replace(decision, value=CandidateVerdict(cid, decision.value, reasoning))
 
 

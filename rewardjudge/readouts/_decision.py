@@ -5,7 +5,7 @@ disagree with it are its ``others`` (graders record them in ``Grade.extra``)."""
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar, Union
 
 from ..grade import encodable
@@ -17,23 +17,22 @@ __all__ = ["Decision", "NoVerdict", "Verdict", "disagreeing", "last_decides", "m
 
 @dataclass(frozen=True)
 class Verdict(Generic[V]):
-    """A verdict the judge wrote: ``value`` (a label, a number, an output
-    model), where it stands in the reply, earlier disagreeing values, and
-    ``value_at``: where the readout found the value itself begins (-1: not
-    recorded; a sealed line's verdict after its ``VERDICT <seal>:``)."""
+    """A verdict the judge wrote: ``value`` (a label, a number, an output model), where it
+    stands in the reply, earlier disagreeing values, and ``value_at``: where the value itself
+    begins (-1: not recorded; a sealed line's after its ``VERDICT <seal>:``)."""
 
     value: V
     start: int = 0
     end: int = 0
-    others: tuple[Any, ...] = field(default=())
+    others: tuple[Any, ...] = ()
     value_at: int = -1
     ok = True
 
 
 @dataclass(frozen=True)
 class NoVerdict:
-    """No verdict: ``reason`` says why (the unscored grade's error); ``kind``,
-    counted in judge health: ``"no sealed verdict"``, ``"cut off"``, ``"invalid"``, ``"no verdict"``."""
+    """No verdict: ``reason`` says why (the unscored grade's error); ``kind``, counted in judge
+    health: ``"no sealed verdict"``, ``"cut off"``, ``"invalid"``, ``"no verdict"``."""
 
     reason: str
     kind: str = "no verdict"
