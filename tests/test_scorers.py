@@ -8,13 +8,12 @@ import math
 import pytest
 
 from rewardjudge import ScorerGrader, StringThread
-from rewardjudge.core.structured_output import OutputParserException
 from rewardjudge.errors import ConfigError, JudgeHTTPError, TemplateError
 from rewardjudge.scorers import BUILTIN_VARIABLES, Scorer, ScorerBinding, ScorerConfig
 from rewardjudge.scorers._config import ScorerParams
 from rewardjudge.scorers._output_spec import output_spec_from_dict
-from rewardjudge.readouts._seal import json_instruction, sealed_schema
-from rewardjudge.testing import ScriptedModel, request_seal, seal_reply, without_seal
+from rewardjudge.readouts._seal import sealed_schema
+from rewardjudge.testing import ScriptedModel, request_seal, without_seal
 
 BASE = {"model": "judge-model", "prompt_template": "Question: {{question}}\nAnswer: {{answer}}",
         "output_spec": {"type": "numeric", "min": 1, "max": 5},
@@ -196,9 +195,9 @@ GOOD_REPLIES = [
 
 
 @pytest.mark.parametrize("spec,reply,value,label", GOOD_REPLIES)
-def test_good_replies_parse(spec, reply, value, label):
-    v = sealed_read(spec, reply).value
-    assert (v.value, v.label) == (value, label) and v.reason
+async def test_good_replies_parse(spec, reply, value, label):
+    grade = await graded(spec, reply)
+    assert (grade.status, grade.value, grade.extra["label"]) == ("scored", value, label) and grade.reasoning
 
 
 BAD_REPLIES = [
@@ -218,26 +217,28 @@ BAD_REPLIES = [
 ]
 
 
-SEAL = "0123456789abcdef"
+async def graded(spec, reply):
+    """``reply`` as a judge that follows the seal instruction writes it, graded by a scorer of ``spec``."""
+    grader, _ = make_grader([reply], spec=spec, reply_retries=0)
+    return await grader.grade(thread())
 
 
-def sealed_read(spec, reply):
-    """``reply`` as a judge that follows the seal instruction writes it, read by the spec."""
-    messages = [{"role": "user", "content": json_instruction(SEAL)}]
-    return output_spec_from_dict(spec).read(seal_reply(reply, messages), SEAL)
+async def test_the_last_sealed_verdict_decides_and_others_are_kept():
+    def judge(messages, params, schema):
+        seal = request_seal(messages)
+        return (f'{{"seal": "{seal}", "reason": "a", "score": 1, "seal_end": "{seal}"}} then '
+                f'{{"seal": "{seal}", "reason": "b", "score": 5, "seal_end": "{seal}"}}')
 
-
-def test_the_last_sealed_verdict_decides_and_others_are_kept():
-    reply = (f'{{"seal": "{SEAL}", "reason": "a", "score": 1, "seal_end": "{SEAL}"}} then '
-             f'{{"seal": "{SEAL}", "reason": "b", "score": 5, "seal_end": "{SEAL}"}}')
-    d = output_spec_from_dict(NUM).read(reply, SEAL)
-    assert d.value.value == 5.0 and [o.value for o in d.others] == [1.0]
+    grader = ScorerGrader(Scorer("S", cfg(output_spec=NUM)), ScriptedModel(judge, name=BASE["model"], seal=False),
+                          {"question": "turn:user", "answer": "completion:answer"})
+    grade = await grader.grade(thread())
+    assert grade.value == 5.0 and grade.extra["disagreeing_verdicts"], grade.extra
 
 
 @pytest.mark.parametrize("spec,reply,message", BAD_REPLIES)
-def test_bad_replies_are_refused_with_the_reason(spec, reply, message):
-    d = sealed_read(spec, reply)
-    assert not d.ok and message in d.reason
+async def test_bad_replies_are_refused_with_the_reason(spec, reply, message):
+    grade = await graded(spec, reply)
+    assert grade.status == "unscored" and message in grade.error, grade.error
 
 
 # -- variables and bindings ---------------------------------------------------------

@@ -22,8 +22,6 @@ from pydantic import BaseModel, Field, StrictStr, model_validator
 
 from .._option_types import JSON_FORM, Options, Real
 from .._validate import finite_number, validated_object
-from ..readouts._decision import Decision
-from ..readouts._seal import read_sealed
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
@@ -100,10 +98,6 @@ class OutputSpec:
         except ValueError as exc:
             raise ValueError(f"the reply is not one JSON object: {exc}") from None
         return self.check(data)
-
-    def read(self, text: str, seal: str) -> Decision:
-        """The judge's last verdict sealed with ``seal`` (``readouts._seal``)."""
-        return read_sealed(text, seal, check=self.check, same=lambda a, b: a.value == b.value)
 
     @functools.cached_property
     def output_model(self) -> type[Verdict]:
