@@ -276,6 +276,22 @@ async def test_templated_expected_value_falls_back_to_the_sampled_verdict(dist, 
     assert error in g.extra["distribution_error"]
 
 
+@pytest.mark.parametrize("continues,dist,error", [
+    (False, {"3": 1.0}, "continues_prefix is False"),    # never asked: it would read a new turn's first token
+    (True, GradeDistributionUnsupported("no chat template"), "GradeDistributionUnsupported"),
+])
+async def test_templated_expected_value_keeps_the_sampled_verdict_where_no_prefix_is_read(continues, dist, error):
+    """As the candidate grader does: a judge that cannot read after a reply prefix costs the
+    expected value, never the grade (it used to raise out of ``grade``)."""
+    model = DistModel(lambda m, c: dist, reply='{"reasoning": "ok", "score": 3}', continues_prefix=continues)
+    grader = TemplatedPromptJudgeGrader("t", model, SYSTEM, USER, output_model=GradedJudgeOutput,
+                                        expected_value=True)
+    g = await grader.grade(thread())
+    assert (g.status, g.value, g.extra["expected_value"]) == ("scored", 0.75, None)
+    assert error in g.extra["distribution_error"]
+    assert sum("choices" in c for c in model.calls) == (1 if continues else 0)
+
+
 def test_templated_expected_value_needs_one_token_scores():
     class Free(BaseModel):
         reasoning: str

@@ -84,22 +84,40 @@ def read_distribution(dist: TokenDistribution, values: Mapping[Any, float], floo
 
 
 async def _distribution_after(grader: Any, messages: Sequence[Message], prefix: str, choices: Sequence[Any],
-                              params: GenerationParams | None = None) -> "TokenDistribution | JudgeFailure":
+                              params: GenerationParams | None = None
+                              ) -> "TokenDistribution | JudgeFailure | Expectation":
     """The probability of each of ``choices`` right after ``prefix``, the judge's reply up to
     its score, sent as an assistant prefix: its control tokens defanged (its copies of policy
     text may decode into ones the server would read as turns of the prompt); its own tags and
-    text as written."""
-    return await grader.ask_distribution(
-        grader.model, [*messages, {"role": "assistant",
-                                   "content": neutralize_controls(prefix, grader.control_tokens())}],
-        [str(c) for c in choices], params)
+    text as written. An Expectation without a value (the sampled grade stays) when the model
+    cannot read after a prefix or its read raised; usage errors but
+    ``GradeDistributionUnsupported`` are raised."""
+    if not getattr(grader.model, "continues_prefix", False):
+        return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
+                                   f"cannot read probabilities after a reply prefix "
+                                   f"(continues_prefix is False)")
+    try:
+        return await grader.ask_distribution(
+            grader.model, [*messages, {"role": "assistant",
+                                       "content": neutralize_controls(prefix, grader.control_tokens())}],
+            [str(c) for c in choices], params)
+    except GradeDistributionUnsupported as exc:
+        return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")
+    except ConfigError:
+        raise
+    except Exception as exc:   # a broken model must not cost the sampled grade
+        log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
+                    grader.grader_key, exc)
+        return _no_value(f"{type(exc).__name__}: {exc}")
 
 
-def _weighed(dist: "TokenDistribution | JudgeFailure", values: Mapping[Any, float], floor: float, shown: str,
+def _weighed(dist: "TokenDistribution | JudgeFailure | Expectation", values: Mapping[Any, float], floor: float, shown: str,
              scale: Scale | None = None) -> Expectation:
     """The Expectation of ``dist`` over the choices of ``values`` (``read_distribution``): with
     ``scale``, the reward of the expected grade and the grade distribution's summary in
     ``extra``. None, with ``distribution_error``, when the read failed or too little fell on them."""
+    if isinstance(dist, Expectation):
+        return dist
     if isinstance(dist, JudgeFailure):
         return _no_value(dist.reason, attempts=dist.attempts)
     extra: dict[str, Any] = {"expected_value": None, "valid_mass": dist.valid_mass,
@@ -132,22 +150,8 @@ async def expected_grade(grader: Any, messages: Sequence[Message], prefix: str, 
                          params: GenerationParams | None = None) -> Expectation:
     """``scale.to_reward(expected grade)`` after ``prefix`` (the reply cut right before the
     grade); None, with ``distribution_error``, when the model cannot read after a prefix, too
-    little fell on the grades, or the read failed. Usage errors but
-    ``GradeDistributionUnsupported`` are raised."""
-    if not getattr(grader.model, "continues_prefix", False):
-        return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
-                                   f"cannot read probabilities after a reply prefix "
-                                   f"(continues_prefix is False)")
-    try:
-        dist = await _distribution_after(grader, messages, prefix, scale.grades, params)
-    except GradeDistributionUnsupported as exc:
-        return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")
-    except ConfigError:
-        raise
-    except Exception as exc:   # a broken model must not cost the sampled grade
-        log.warning("grader %s: grade_distribution raised %r; the sampled grade stays",
-                    grader.grader_key, exc)
-        return _no_value(f"{type(exc).__name__}: {exc}")
+    little fell on the grades, or the read failed."""
+    dist = await _distribution_after(grader, messages, prefix, scale.grades, params)
     return _weighed(dist, {g: g for g in scale.grades}, grader.expected_value_floor,
                     f"the grades {scale.min}-{scale.max}", scale)
 
