@@ -231,7 +231,7 @@ def test_a_column_named_like_a_grade_column_is_refused():
 
 
 def test_a_usage_error_names_its_row(tmp_path):
-    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default="{}"), "", "{{metadata.needed}}")
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default="{}"), "", "{{metadata.needed}} {{completion}}")
     with pytest.raises(ConfigError, match=r"row \d+: .*needed"):
         evaluate_dataset(rows(3), grader, columns=COLS, output_dir=tmp_path / "x", progress=False)
 

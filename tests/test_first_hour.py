@@ -134,3 +134,14 @@ def test_compare_and_plot_of_a_run_stopped_early_say_to_rerun_it(tmp_path, capsy
         main(["plot", str(stopped)])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "stopped before it finished a row" in err, err
+
+
+@pytest.mark.parametrize("user", ["Answer: {completion}", "Question: {{last_user_turn_content}}", ""])
+def test_templates_that_never_show_the_judge_the_completion_are_refused(user):
+    """Single braces (plain text in Handlebars), or only the question: the judge graded the prompt
+    alone, the same grade for every answer to it; now the grader is refused when it is built."""
+    from rewardjudge import ConfigError
+
+    with pytest.raises(ConfigError, match=r"never show the judge the completion.*\{\{completion\}\}"):
+        TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}", user)
+    TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}", user + " {{completion}}")

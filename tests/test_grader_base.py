@@ -91,7 +91,7 @@ def test_an_unknown_option_is_a_config_error_naming_the_nearest_option():
         TemplatedPromptJudgeGrader("k", judge, "s", "u", temprature=0.1)
     with pytest.raises(ConfigError, match=r"'batchsize' is not an option.*'batch_size'.*CandidateOptions"):
         CandidateJudgeGrader("k", judge, batchsize=4)
-    g = TemplatedPromptJudgeGrader("k", judge, "s", "u", reply_retries=3, train_penalty=-2)
+    g = TemplatedPromptJudgeGrader("k", judge, "s", "{{completion}}", reply_retries=3, train_penalty=-2)
     assert isinstance(g.options, TemplatedOptions) and g.options.reply_retries == g.reply_retries == 3
     assert g.train_penalty == -2.0 and isinstance(g.train_penalty, float)
     assert "batch_size" in CandidateOptions.model_fields

@@ -96,6 +96,7 @@ class TemplatedPromptJudgeGrader(Grader):
         self._grammar_schema = self._schema
         parsed_names = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
         self.prompt.check(self.context_variables(*parsed_names))
+        _check_shows_completion(self, parsed_names)
         #: the templates show the output schema (the seal instruction then need not list the fields)
         self._shows_schema = "output_schema" in self.prompt.variables
 
@@ -499,6 +500,21 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
     if reads is None:
         return frozenset()
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
+
+
+def _check_shows_completion(grader: "TemplatedPromptJudgeGrader", parsed_names: Sequence[str]) -> None:
+    """A ConfigError when every name the templates read is known to show no part of the completion:
+    the judge would grade the prompt alone, one grade for every answer to it."""
+    reads = set(grader.prompt.variables)
+    if (type(grader).context_fields is TemplatedPromptJudgeGrader.context_fields
+            and getattr(type(grader).extract_template_context, "__func__", None) is _SEED_HOOK
+            and _hb.HELPERS == _hb._HELPERS_AS_SHIPPED
+            and reads <= _BESIDE_COMPLETION | set(grader.template_variables or ())):
+        field = f" or {{{{{parsed_names[0]}}}}}" if parsed_names else ""
+        raise ConfigError(f"the templates never show the judge the completion (they read "
+                          f"{', '.join(sorted(reads)) or 'nothing'}): every answer to a prompt would get one "
+                          f"grade; add {{{{completion}}}}{field} to user_template ({{completion}} in single "
+                          f"braces is plain text)")
 
 
 #: names of the vocabulary that show no part of the completion: a template reading only these and
