@@ -121,7 +121,13 @@ class StringThread:
         """``turns``: ``(role, content)`` pairs; ``images=True`` keeps image parts in ``self.images``."""
         checked: list[tuple[str, str]] = []
         kept: list[tuple[int, dict]] | None = [] if images else None
+        if isinstance(turns, (str, Mapping)) or not isinstance(metadata or {}, Mapping):
+            raise ConfigError(f"StringThread takes a list of (role, content) pairs and a metadata dict, got "
+                              f"{type(turns).__name__} and {type(metadata).__name__}")
         for i, turn in enumerate(turns or []):
+            if isinstance(turn, Mapping):
+                raise ConfigError(f"turn {i} is a message dict, not a (role, content) pair: build the thread "
+                                  f"with StringThread.from_messages(messages)")
             try:
                 role, content = turn
             except (TypeError, ValueError):

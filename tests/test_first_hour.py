@@ -145,3 +145,35 @@ def test_templates_that_never_show_the_judge_the_completion_are_refused(user):
     with pytest.raises(ConfigError, match=r"never show the judge the completion.*\{\{completion\}\}"):
         TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}", user)
     TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}", user + " {{completion}}")
+
+
+def test_a_thread_built_from_message_dicts_points_at_from_messages():
+    """OpenAI message dicts given to StringThread read as turns ('role', 'content') and were refused for
+    the role 'role'; a bare string, or a str as metadata, gave no hint either."""
+    from rewardjudge import ConfigError, StringThread
+
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    with pytest.raises(ConfigError, match=r"turn 0 is a message dict.*StringThread\.from_messages"):
+        StringThread(messages)
+    assert StringThread.from_messages(messages).completion() == "a"
+    with pytest.raises(ConfigError, match=r"list of \(role, content\) pairs and a metadata dict, got str"):
+        StringThread("Paris")
+    with pytest.raises(ConfigError, match=r"metadata dict, got list and str"):
+        StringThread([("user", "q")], metadata="Paris")
+
+
+def test_threads_given_where_a_list_or_rows_are_taken_say_what_to_call():
+    """One thread given to grade_batch was a TypeError ('StringThread' object is not iterable);
+    threads given to evaluate_dataset, which takes rows, did not say what grades threads."""
+    from rewardjudge import ConfigError, StringThread
+
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    grader = TemplatedPromptJudgeGrader("k", ScriptedModel(default=PASS), "Grade. {{output_schema}}", "{{completion}}")
+    with pytest.raises(ConfigError, match=r"grade_batch takes a list of samples; grade one with grade\(sample\)"):
+        grader.grade_batch_sync(StringThread.from_messages(messages))
+    with pytest.raises(ConfigError, match=r"a sample must be a StringThread, e\.g\. StringThread\(\[\('user'"):
+        grader.grade_batch_sync(["Paris"])
+    from rewardjudge.evaluate import evaluate_dataset
+
+    with pytest.raises(ConfigError, match=r"grader\.grade_batch\(threads\)"):
+        evaluate_dataset([StringThread.from_messages(messages)], grader, progress=False)

@@ -348,7 +348,8 @@ def load_data(data: Any, *, split: str | None = None):
         return _pick_split(data, split)
     if isinstance(data, list):
         if not all(isinstance(r, Mapping) for r in data):
-            raise ConfigError("a list of rows must hold dicts (column -> value)")
+            raise ConfigError("a list of rows must hold dicts (column -> value); grade StringThreads with "
+                              "grader.grade_batch(threads)")
         return _or_with_parts(lambda: datasets.Dataset.from_list([dict(r) for r in data]), lambda: iter(data),
                               lambda: datasets.Dataset.from_list([_with_parts(r) for r in data]))
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):

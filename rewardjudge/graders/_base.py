@@ -394,7 +394,8 @@ class Grader(abc.ABC):
     @staticmethod
     def check_sample(sample: Any) -> StringThread:
         if not isinstance(sample, StringThread):
-            raise ConfigError(f"a sample must be a StringThread, got {type(sample).__name__}")
+            raise ConfigError(f"a sample must be a StringThread, e.g. StringThread([('user', question), "
+                              f"('assistant', answer)]), got {type(sample).__name__}")
         return sample
 
     def batch_concurrency(self) -> int | None:
@@ -434,6 +435,8 @@ class Grader(abc.ABC):
         group (``judges_groups``; in pieces of at most ``max_group``) or each sample alone, at
         most ``batch_concurrency()`` at once;
         a usage error (``ConfigError``) is raised after every other unit has finished."""
+        if isinstance(samples, StringThread):
+            raise ConfigError("grade_batch takes a list of samples; grade one with grade(sample)")
         items = [self.check_sample(s) for s in samples]
         units = (prompt_units(range(len(items)), items.__getitem__, self.max_group) if self.judges_groups
                  else [[i] for i in range(len(items))])
