@@ -177,3 +177,38 @@ def test_threads_given_where_a_list_or_rows_are_taken_say_what_to_call():
 
     with pytest.raises(ConfigError, match=r"grader\.grade_batch\(threads\)"):
         evaluate_dataset([StringThread.from_messages(messages)], grader, progress=False)
+
+
+def test_spawn_judge_given_without_entering_it_says_async_with():
+    from rewardjudge import ConfigError, spawn_judge
+
+    with pytest.raises(ConfigError, match=r"model must be an InferenceModel: the judge of `async with spawn_judge\(\)"):
+        TemplatedPromptJudgeGrader("k", spawn_judge(), "Grade. {{output_schema}}", "{{completion}}")
+
+
+def test_a_grader_used_after_its_spawned_judge_stopped_says_so(tmp_path):
+    """A notebook cell grading after the ``async with spawn_judge()`` cell ended: every grade was
+    unscored (connection refused, after retries); now one ConfigError says the block ended."""
+    import os
+    import pathlib
+
+    from rewardjudge import ConfigError, StringThread, spawn_judge
+
+    server = tmp_path / "llama_cpp" / "server"   # a stand-in llama_cpp.server: the fake judge on --port
+    server.mkdir(parents=True)
+    (server.parent / "__init__.py").write_text("")
+    (server / "__init__.py").write_text("")
+    (server / "__main__.py").write_text(
+        "import runpy, sys\nport = sys.argv[sys.argv.index('--port') + 1]\n"
+        "sys.argv = ['fake', '--port', port]\nrunpy.run_module('rewardjudge.testing', run_name='__main__')\n")
+    root = pathlib.Path(__file__).resolve().parent.parent
+    thread = StringThread([("user", "q"), ("assistant", "a")])
+
+    async def main():
+        async with spawn_judge(env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}) as judge:
+            grader = TemplatedPromptJudgeGrader("k", judge, "Grade. {{output_schema}}", "{{completion}}")
+            assert (await grader.grade(thread)).status == "scored"
+        with pytest.raises(ConfigError, match=r"stopped when its spawn_judge block ended: grade inside `async with"):
+            await grader.grade(thread)
+
+    asyncio.run(main())

@@ -69,7 +69,8 @@ class JudgeBinding(Options):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    model: InferenceModel = Field(description="must be an InferenceModel (a spawned or remote judge)")
+    model: InferenceModel = Field(description="must be an InferenceModel: the judge of `async with spawn_judge() as "
+                                              "judge`, OpenAIModel(URL, NAME) or TorchModel")
     completion_model: Optional[type[BaseModel]] = Field(
         None, description="must be a pydantic BaseModel subclass (or None)")
 

@@ -248,6 +248,8 @@ class HTTPTransport:
         self.timeout, self.max_concurrency = timeout, max_concurrency
         self.max_response_bytes, self.http_client = max_response_bytes, http_client
         self.ssl = ssl_option(verify)
+        #: why no request may be sent any more (a spawned judge's server stopped), said as a ConfigError
+        self.stopped: str | None = None
         self._states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState]" = \
             weakref.WeakKeyDictionary()
 
@@ -307,6 +309,8 @@ class HTTPTransport:
         ``retryable`` and ``policy`` allows; else it is raised with ``attempts`` set. Every attempt
         runs in this one coroutine, the POST included: hundreds of requests may be in flight, and
         each coroutine a request holds is resumed at every step and walked by the garbage collector."""
+        if self.stopped:
+            raise ConfigError(self.stopped)
         state = self.loop_state()
         n = 0
         async with state.sem:

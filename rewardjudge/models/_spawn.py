@@ -226,7 +226,14 @@ class spawn_judge:
                 await self._model.aclose()
         finally:
             if self.server is not None:
-                await asyncio.get_running_loop().run_in_executor(None, self.server.stop)
+                await asyncio.get_running_loop().run_in_executor(None, self._stopped)
+
+    def _stopped(self) -> None:
+        """Stop the server; its model's requests are refused from now on, saying why."""
+        self.server.stop()
+        if isinstance(self._model, OpenAIModel):
+            self._model._http.stopped = (f"the judge spawned at {self.server.base_url} was stopped when its "
+                                         f"spawn_judge block ended: grade inside `async with spawn_judge() as judge:`")
 
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
@@ -241,4 +248,4 @@ class spawn_judge:
 
     def __exit__(self, *exc: Any) -> None:
         if self.server is not None:
-            self.server.stop()
+            self._stopped()
