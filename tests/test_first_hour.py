@@ -212,3 +212,12 @@ def test_a_grader_used_after_its_spawned_judge_stopped_says_so(tmp_path):
             await grader.grade(thread)
 
     asyncio.run(main())
+
+
+def test_verl_compute_score_names_an_unknown_spec_when_built():
+    """verl loads the reward file at start; the typo used to surface at the first reward, as an
+    unreachable judge, after the rollout."""
+    from rewardjudge import ConfigError, verl_compute_score
+
+    with pytest.raises(ConfigError, match=r"unknown grader spec 'dmeo'"):
+        verl_compute_score("dmeo", judge="http://127.0.0.1:9/v1")

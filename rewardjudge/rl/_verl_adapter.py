@@ -242,6 +242,10 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
         grader.require_rewards("verl_compute_score")
     elif not isinstance(grader, str):
         raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
+    else:   # an unknown SPEC is named when verl loads the reward file, not at its first reward
+        from ..evaluate._spec import spec_target
+
+        spec_target(grader)
     if on_unscored not in ("raise", "marker"):
         raise ConfigError(f"on_unscored must be 'raise' or 'marker', got {on_unscored!r}")
     if mode not in (None, "train", "eval"):
