@@ -221,3 +221,18 @@ def test_verl_compute_score_names_an_unknown_spec_when_built():
 
     with pytest.raises(ConfigError, match=r"unknown grader spec 'dmeo'"):
         verl_compute_score("dmeo", judge="http://127.0.0.1:9/v1")
+
+
+def test_an_output_folder_that_is_a_file_is_refused_before_grading(tmp_path):
+    """``--output results.jsonl`` over an existing file: a FileExistsError traceback after the judge
+    was spawned; now a usage error built with the options."""
+    from rewardjudge import ConfigError
+    from rewardjudge.evaluate import evaluate_dataset
+
+    judge = ScriptedModel(default=PASS)
+    grader = TemplatedPromptJudgeGrader("k", judge, "Grade. {{output_schema}}", "{{completion}}")
+    taken = tmp_path / "results.jsonl"
+    taken.write_text("")
+    with pytest.raises(ConfigError, match=r"output_dir \(--output\) is the folder .*'.*results\.jsonl' is a file"):
+        evaluate_dataset([{"prompt": "q", "completion": "a"}], grader, output_dir=taken, progress=False)
+    assert not judge.calls

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import AfterValidator, ConfigDict, Field, StrictInt
 
 from .._option_types import Options
+from ..errors import ConfigError
 from ..rl._health import OutageGuard
 
 __all__ = ["EvalOptions"]
+
+
+def _folder(path: Any) -> Any:
+    if path is not None and Path(path).expanduser().is_file():
+        raise ConfigError(f"output_dir (--output) is the folder the run writes its results into; {str(path)!r} "
+                          f"is a file")
+    return path
 
 
 class EvalOptions(Options):
@@ -20,7 +28,8 @@ class EvalOptions(Options):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
     columns: Any = None
-    output_dir: Optional[str | os.PathLike] = Field(None, description="must be a path (or None)")
+    output_dir: Annotated[Optional[str | os.PathLike], AfterValidator(_folder)] = Field(
+        None, description="must be a path (or None)")
     mode: Literal["eval", "train"] = Field("eval", description="must be 'eval' or 'train'")
     resume: bool = Field(True, description="must be True or False")
     retry_unscored: bool = Field(False, description="must be True or False")
