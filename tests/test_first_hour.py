@@ -236,3 +236,18 @@ def test_an_output_folder_that_is_a_file_is_refused_before_grading(tmp_path):
     with pytest.raises(ConfigError, match=r"output_dir \(--output\) is the folder .*'.*results\.jsonl' is a file"):
         evaluate_dataset([{"prompt": "q", "completion": "a"}], grader, output_dir=taken, progress=False)
     assert not judge.calls
+
+
+def test_eval_where_every_row_is_penalized_says_which_answers_the_grader_reads(tmp_path, capsys):
+    """The docs' first command, ``--grader demo`` on plain-text answers: every row penalized (0.0,
+    exit 0) without a word; now the run says the grader read none of them and what 'demo' reads."""
+    from rewardjudge.cli import main
+    from rewardjudge.testing import FakeJudgeServer
+
+    data = tmp_path / "answers.jsonl"
+    data.write_text(json.dumps({"question": "Capital of France?", "response": "Paris"}) + "\n")
+    with FakeJudgeServer() as judge, pytest.raises(SystemExit) as exc:
+        main(["eval", str(data), "--grader", "demo", "--judge", judge.url, "--output", str(tmp_path / "o"),
+              "--no-progress"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 0 and "every row was penalized" in err and '"confidence"' in err, err

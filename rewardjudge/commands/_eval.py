@@ -1,7 +1,7 @@
 """``rewardjudge eval`` and ``rewardjudge compare``.
 
     rewardjudge eval answers.jsonl --judge http://127.0.0.1:8000/v1 --judge-model judge \\
-        --grader demo --output runs/v1
+        --grader correctness --output runs/v1
     rewardjudge eval answers.jsonl --judge embedded --grader my_graders.py:make --output runs/v1
     rewardjudge compare runs/v1 runs/v2
 
@@ -45,8 +45,9 @@ def add_parser(sub) -> None:
                           "checkpoint folder or .gguf (default: the embedded model)", required=False)
     p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")
-    p.add_argument("--grader", required=True, help="'demo', module:attribute, path/to/file.py:attribute (a Grader, "
-                   "or a function taking the judge model and returning one), a catalog key or a scorer")
+    p.add_argument("--grader", required=True, help="a catalog key (plain-text answers; rewardjudge catalog), 'demo' "
+                   "(JSON answers as in the bundled demo data), module:attribute, path/to/file.py:attribute (a Grader, "
+                   "or a function taking the judge model and returning one) or a scorer")
     p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
     add_arguments(p, judge)
     p.add_argument("--allow-model-override", action="store_true",
@@ -217,6 +218,10 @@ def _eval_command(args: argparse.Namespace) -> int:
     if unscored:
         print(f"{unscored} row(s) unscored (judge failures or unreadable input, see grade_error): fix "
               f"the cause, then rerun with --retry-unscored to grade only those", file=sys.stderr)
+    if s.n and s.counts.get("penalized", 0) == s.n:
+        print("every row was penalized (see grade_error): the grader could read none of the answers; 'demo' "
+              "grades JSON answers such as {\"answer\": ..., \"confidence\": \"high\"}, catalog keys plain text",
+              file=sys.stderr)
     if s.n and unscored == s.n:
         return 3
     if unscored and args.fail_on_unscored:
