@@ -251,3 +251,21 @@ def test_eval_where_every_row_is_penalized_says_which_answers_the_grader_reads(t
               "--no-progress"])
     err = capsys.readouterr().err
     assert exc.value.code == 0 and "every row was penalized" in err and '"confidence"' in err, err
+
+
+def test_bench_commands_in_the_docs_take_the_flags_they_show():
+    """``python -m bench NAME`` runs NAME's main() with no arguments: flags shown beside it went
+    nowhere (its parser refused them); a ``python -m bench.bench_NAME`` line's flags are its own."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            for m in re.finditer(r"python -m bench(?:\.(bench_\w+))?", line):
+                flags = set(re.findall(r"(?<![\w-])--[a-z][\w-]*", line[m.end():])) - {"--list"}
+                if m[1] is None:
+                    assert not flags, f"{page.name}: {line.strip()}"
+                else:
+                    source = (root / "bench" / f"{m[1]}.py").read_text()
+                    assert all(f'"{f}"' in source for f in flags), f"{page.name}: {line.strip()}"
