@@ -21,6 +21,7 @@ from enum import Enum
 
 import pytest
 
+from rewardjudge.grade import encodable
 from rewardjudge.readouts import _text
 from rewardjudge.readouts._text import (PROTOCOL_TAGS, contains_tag, letters, neutralize, neutralize_all,
                                         neutralize_value)
@@ -102,6 +103,54 @@ def test_the_skeleton_reads_every_escape_as_its_character(ch):
         assert ch in _decoded_by_stdlib(esc) or esc.startswith("\\u{"), esc   # \u{..}: JavaScript's, Rust's
         want = ch.translate(_text._TABLE) + "\x00" * (len(esc) - 1)
         assert _text._skeleton(f"a {esc} b") == f"a {want} b", esc
+
+
+def test_the_escape_pattern_matches_where_the_look_behind_first_one_did():
+    """A run of backslashes was opened by a look-behind, so no branch of the escape pattern
+    started with its character and the engine tried every branch at each position (7.6 us on
+    a 331-character answer holding '='); each branch opens with its character now."""
+    old = re.compile(_text._ESCAPE.pattern.replace(r"|\\(?<!\\\\)\\*(?:", r"|(?<!\\)\\+(?:"), _text._ESCAPE.flags)
+    assert old.pattern != _text._ESCAPE.pattern
+    for text in random_texts(9, 20_000, longest=20):
+        text = text.lower()   # the skeleton it reads
+        assert [(m.span(), m.groupdict()) for m in _text._ESCAPE.finditer(text)] == \
+            [(m.span(), m.groupdict()) for m in old.finditer(text)], text
+
+
+#: characters outside ASCII a long text may hold a few of: harmless ones, and ones folding to
+#: what the patterns look for (a fullwidth '<' or '#', a tag character, a surrogate)
+OUTSIDE = ["\u2019", "\u2014", "\u00e9", "\u0130", "\u0430", "\u200b", "\uff1c", "\uff03", "\ufe64",
+           "\U000e003c", "\ud800", "\u4e2d\u6587", "\u2474"]
+
+
+def test_a_long_text_with_a_few_characters_outside_ascii_folds_as_one_translation_does():
+    """A text with a few curly quotes or accents is folded a run at a time (its ASCII runs
+    in C): the skeleton, the letters and what neutralising leaves alone as the whole
+    text's translation gives them."""
+    rnd, split = random.Random(21), 0
+    for i, text in enumerate(random_texts(13, 3000, longest=120)):
+        for _ in range(rnd.randint(1, 3)):
+            at = rnd.randint(0, len(text))
+            text = text[:at] + rnd.choice(OUTSIDE) + text[at:]
+        if i % 3 == 0:   # and texts without any of what the patterns look for
+            text = re.sub(r"[<\[&\\%=#]", " ", text)
+        split += _text._runs(text) is not None
+        skel = text.translate(_text._TABLE)
+        if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
+            skel = _text._ESCAPE.sub(_text._read_escape, skel)
+        assert _text._skeleton(text) == skel, text
+        for keep in ("", "\x01"):
+            lowered = _text._TEXT_ESCAPE.sub(_text._read_escape, text.lower()) if re.search(r"[&\\%]", text) else text
+            assert letters(text, keep) == lowered.translate(_text._LETTERS).translate(_text._controls_dropped(keep))
+        for tags in ((), ("answer", "# Rubric")):
+            if _text._untouched(text, tags, ()):
+                assert not contains_tag(text, tags) and encodable(text) == text, text
+    assert split > 1500   # most took the runs
+    line = "It\u2019s 4: twice 2, as the question asked, and the answer says why in one line. "
+    assert _text._runs(line * 4) is not None and _text._untouched(line * 4, (), ())
+    for marked in ("\uff1cgrade>", "\ud800", "\U000e003cgrade>"):   # fullwidth '<', a surrogate, a tag '<'
+        assert not _text._untouched(line * 4 + marked, (), ()), marked
+    assert not _text._untouched(line * 4 + "\n\uff03 Rubric", ("# Rubric",), ())   # a fullwidth heading
 
 
 def test_what_stands_for_no_character_is_kept():
