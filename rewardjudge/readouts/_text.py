@@ -14,7 +14,9 @@ import re
 import unicodedata
 from typing import Any, Callable, Iterable, Mapping
 
+from ..errors import TemplateContextError
 from ..grade import encodable
+from ..templates._plain import to_plain
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "holds_draft_tag", "letters", "neutralize",
            "neutralize_controls", "neutralize_all", "neutralize_value", "template_tag_names"]
@@ -386,9 +388,12 @@ def free_joiner(texts: "list[str]", avoid: Iterable[str] = ()) -> "str | None":
 def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
                      control_tokens: Iterable[str] = ()) -> Any:
     """``neutralize`` every string inside ``value`` (keys as ``str(key)``), keeping
-    its structure (tuples become lists); other scalars pass through. Iterative."""
+    its structure (tuples become lists). Any other object becomes plain data first, as a
+    template would show it (``to_plain``: a pydantic model or a dataclass as its fields, a
+    subclass of ``str``, ``int`` or ``float`` as its value, bytes or a numpy array as their
+    ``str``), its text neutralised too; a callable is kept (rendering refuses it). Iterative."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
-    if not isinstance(value, (str, dict, list, tuple)):
+    if type(value) in _SCALARS:
         return value
     if type(value) is dict and _flat_and_clean(value, tags, ctl):
         return {str(k): v for k, v in value.items()}   # the common metadata: nothing to change
@@ -396,13 +401,19 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
     done = dict(zip(texts, neutralize_all(texts, tags, ctl)))
 
     def fix(s: str) -> str:
-        return done[s] if type(s) is str else neutralize(s, tags, ctl)
+        out = done.get(s)
+        return neutralize(s, tags, ctl) if out is None else out
 
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         src, parent, key = stack.pop()
-        if isinstance(src, dict):
+        kind = type(src)
+        if kind is str:
+            parent[key] = fix(src)
+        elif kind in _SCALARS:
+            parent[key] = src
+        elif isinstance(src, Mapping):
             out: dict[str, Any] = {}
             parent[key] = out
             clashes: dict[str, int] = {}
@@ -415,8 +426,11 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
         elif isinstance(src, (list, tuple)):
             parent[key] = lst = [None] * len(src)
             stack.extend((v, lst, i) for i, v in enumerate(src))
-        else:
-            parent[key] = fix(src) if isinstance(src, str) else src
+        else:   # shown as to_plain shows it, then walked: its text may be the policy's
+            try:
+                stack.append((to_plain(src), parent, key))
+            except TemplateContextError:
+                parent[key] = src
     return root[0]
 
 
@@ -432,12 +446,16 @@ def _unclashed(out: "dict[str, Any]", key: str, clashes: "dict[str, int]") -> st
     return f"{key} ({n})"
 
 
+#: the exact types ``neutralize_value`` keeps as they are
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _flat_and_clean(mapping: dict, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
-    """Whether ``mapping`` holds no container and its str keys and values are
-    all ``_untouched`` (one scan of them joined)."""
+    """Whether ``mapping`` holds only ``str`` keys and ``str`` or ``_SCALARS`` values, its
+    texts all ``_untouched`` (one scan of them joined)."""
     parts = []
     for k, v in mapping.items():
-        if type(k) is not str or isinstance(v, (dict, list, tuple)) or (isinstance(v, str) and type(v) is not str):
+        if type(k) is not str or type(v) is not str and type(v) not in _SCALARS:
             return False
         parts.append(k)
         if type(v) is str:

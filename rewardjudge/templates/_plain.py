@@ -22,8 +22,8 @@ __all__ = ["PlainContext", "to_plain", "to_plain_context"]
 
 class PlainContext(dict):
     """A context turned into plain data by ``to_plain_context``; ``changed`` names the top-level
-    keys whose values were converted or hold a subclass of ``str``, ``int`` or ``float`` (the
-    others are the caller's own objects, plain data of exact types, not copied)."""
+    keys whose values were converted (a subclass of ``str``, ``int`` or ``float`` too: to its exact
+    type; the others are the caller's own objects, plain data of exact types, not copied)."""
 
     __slots__ = ("changed",)
 
@@ -49,7 +49,9 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
 
 def to_plain(value: Any, _path: str = "context") -> Any:
     """A context value as plain data (mappings, sequences, pydantic models and dataclasses
-    converted recursively); callables raise ``TemplateContextError`` (pybars3 would call them)."""
+    converted recursively; a subclass of ``str``, ``int`` or ``float`` as its value, of the exact
+    type; any other object as ``str(object)``); callables raise ``TemplateContextError`` (pybars3
+    would call them)."""
     try:
         return _plain(value)
     except _CallableFound as found:
@@ -90,9 +92,14 @@ def _plain(value: Any) -> Any:
 
 
 def _plain_leaf(value: Any) -> Any:
-    if isinstance(value, (str, bool, int)):
-        return value
+    # a subclass of str, int or float as its own value, of the exact type: its __str__ (what the
+    # template would print) may be anything, text no neutraliser has seen (an Enum mixin's name)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
     if isinstance(value, float):
+        value = float.__float__(value)
         return value if math.isfinite(value) else str(value)
     if isinstance(value, BaseModel):
         return _plain(value.model_dump(mode="json"))
