@@ -8,14 +8,18 @@ import operator
 from typing import Any, Callable, Collection, Iterable
 
 from .readouts._text import neutralize_all, neutralize_value
-from .thread import StringThread, format_turns
+from .thread import ROLES, StringThread, format_turns
 
-__all__ = ["THREAD_VARIABLES", "neutralized_thread", "thread_context"]
+__all__ = ["THREAD_VARIABLES", "TURN_HEADERS", "neutralized_thread", "thread_context"]
 
 THREAD_VARIABLES: tuple[str, ...] = (
     "turns", "thread", "context_turns", "context_str", "context_turns_without_last_user",
     "context_str_without_last_user", "last_user_turn_content", "completion", "last_content",
     "metadata", "output_schema", "conversation", "last_user_message", "response")
+#: the line heading each turn where turns are shown as text (``format_turns``: ``thread``,
+#: ``conversation``...), as delimiter labels (``readouts._text.template_tag_names``): structure a
+#: judge reads the prompt by, so a turn's text imitating one (``[user]``) is defanged (``(user]``)
+TURN_HEADERS: tuple[str, ...] = tuple(f"[{role}]" for role in ROLES)
 
 
 def neutralized_thread(thread: StringThread, tags: Iterable[str] = (),
@@ -23,7 +27,7 @@ def neutralized_thread(thread: StringThread, tags: Iterable[str] = (),
     """A copy of ``thread`` whose turns and metadata are neutralised (images kept)."""
     tags, ctl = tuple(tags), tuple(control_tokens)
     turns = thread.turns
-    texts = neutralize_all([c for _, c in turns], tags, ctl)
+    texts = neutralize_all([c for _, c in turns], tags + TURN_HEADERS, ctl)
     return thread._derived([(r, t) for (r, _), t in zip(turns, texts)],
                            neutralize_value(thread.metadata, tags, ctl),
                            checked=type(thread) is StringThread)
@@ -52,7 +56,7 @@ class _Values:
     def __init__(self, thread: StringThread, tags: tuple, ctl: tuple, output_schema: str):
         turns = thread.turns
         contents = [c for _, c in turns]
-        texts = neutralize_all(contents, tags, ctl)
+        texts = neutralize_all(contents, tags + TURN_HEADERS, ctl)
         # clean texts come back as the same objects: the turns need no rebuilding
         self.all = turns if all(map(operator.is_, texts, contents)) else [
             (r, t) for (r, _), t in zip(turns, texts)]
