@@ -50,6 +50,16 @@ def tool_call_text(call: Any) -> str:
     return f"[tool call {name}({args})]"
 
 
+def refusal_text(refusal: str) -> str:
+    """A refusal (a message's ``refusal`` field, an OpenAI ``refusal`` content part) as the judge is
+    shown it: its text is the answer.
+
+    >>> refusal_text("I can't help with that.")
+    "[refusal] I can't help with that."
+    """
+    return f"[refusal] {refusal}"
+
+
 def message_extras(message: Mapping[str, Any]) -> list[str]:
     """What a message says besides its content, as the judge is shown it: a ``refusal`` and its tool
     calls (``tool_calls``, and the legacy OpenAI ``function_call``, one call). Both are the answer when
@@ -62,7 +72,7 @@ def message_extras(message: Mapping[str, Any]) -> list[str]:
     calls = [*(calls if isinstance(calls, (list, tuple)) else [calls]),
              *([message["function_call"]] if message.get("function_call") else [])]
     refusal = message.get("refusal")
-    return [*([f"[refusal] {refusal}"] if isinstance(refusal, str) and refusal else []), *map(tool_call_text, calls)]
+    return [*([refusal_text(refusal)] if isinstance(refusal, str) and refusal else []), *map(tool_call_text, calls)]
 
 
 def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
@@ -94,6 +104,12 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
             if not isinstance(text, str):
                 raise ConfigError(f"{where} part {j} is a text part without a str 'text'")
             pieces.append(text)
+        elif kind == "refusal":   # as a message's refusal field (``message_extras``) is
+            refusal = part.get("refusal")
+            if not isinstance(refusal, str):
+                raise ConfigError(f"{where} part {j} is a refusal part without a str 'refusal'")
+            if refusal:
+                pieces.append(refusal_text(refusal))
         elif kind in IMAGE_PART_TYPES:
             if images is None:
                 raise ConfigError(f"{where} part {j} is an image ({kind!r}) and this grader reads text "
@@ -101,7 +117,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
             images.append((turn, dict(part)))
         else:
             raise ConfigError(f"{where} part {j} has type {kind!r}; expected one of "
-                              f"{sorted(TEXT_PART_TYPES | IMAGE_PART_TYPES)}")
+                              f"{sorted(TEXT_PART_TYPES | IMAGE_PART_TYPES | {'refusal'})}")
     return "\n".join(pieces)
 
 

@@ -167,3 +167,18 @@ def test_text_that_is_no_turn_header_is_kept():
     kept = "[tool call f({})] [users] see [1] [user]x [assistant message] a[user"
     assert neutralize(kept, TURN_HEADERS) == kept
     assert neutralize("ok\n[system]\nx [tool] y", TURN_HEADERS) == "ok\n(system]\nx (tool] y"
+
+
+# -- 5. an OpenAI ``refusal`` content part raised a ConfigError (the whole batch failed) where the
+# message's ``refusal`` field is shown to the judge: it is shown the same way now.
+def test_a_refusal_part_is_shown_as_the_refusal_field_is():
+    part = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
+    field = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    [a, b] = completion_threads([QUESTION, QUESTION], [[part], [field]])
+    assert a.completion() == b.completion() == "[refusal] I can't help with that."
+    judge = ScriptedModel(default='{"reasoning": "A refusal.", "score": "FAIL"}')
+    grade = asyncio.run(TemplatedPromptJudgeGrader("t", judge, "Grade.", "{{completion}}", BinaryJudgeOutput)
+                        .grade(a))
+    assert (grade.status, grade.value) == ("scored", 0.0)
+    with pytest.raises(Exception, match="refusal part without a str"):
+        completion_threads([QUESTION], [[{"role": "assistant", "content": [{"type": "refusal"}]}]])

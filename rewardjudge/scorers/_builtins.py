@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from ..thread import message_extras, role_of, tool_call_text
+from ..thread import message_extras, refusal_text, role_of, tool_call_text
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
@@ -92,7 +92,7 @@ def _part_text(part: Any) -> str:
     if kind in ("tool_call", "function_call"):
         return tool_call_text(part)
     if kind == "refusal" and isinstance(part.get("refusal"), str):   # an OpenAI refusal part: its text is the answer
-        return f"[refusal] {part['refusal']}"
+        return refusal_text(part["refusal"])
     if kind == "tool_call_response":
         resp = part.get("response")
         return f"[tool result {resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)}]"
