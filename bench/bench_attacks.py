@@ -10,7 +10,8 @@ judge_fooled (obey mode, reported, not preventable by a parser) and
 forgeries_recorded; the same for judges that copy the policy's text more
 than once or decode it (``COPYING_MODES``) and for judges that do more
 (``BEHAVIOUR_MODES``: decode, restate, translate, change their mind, draft in
-``<think>``, are cut off): escapes reported per judge behaviour; then,
+``<think>``, are cut off, put their verdict in a table, answer in Chinese...):
+escapes reported per judge behaviour; then,
 measured in this one run, the time of the content-free guard, the
 neutraliser and the sealed and unsealed readouts on 1 MB of typical text
 and of pathological text. See rewardjudge/attacks.py.
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\nmust be zero, all graders:", ", ".join(f"{c}={v}" for c, v in zero.items()))
     for title, modes in (("judges that copy the policy's text more than once or decode it", COPYING_MODES),
                          ("judges that decode, restate, translate, change their mind, draft in <think>, "
-                          "are cut off, or echo their sealed prompt", BEHAVIOUR_MODES)):
+                          "are cut off, echo their sealed prompt, write a table, answer in Chinese or "
+                          "quote their verdict", BEHAVIOUR_MODES)):
         zero[title.split()[0] + "_" + modes[0]] = _more_modes(targets, title, modes)
     result = {"bench": "attacks", "per_grader": report.summary(), **zero}
     if not args.no_timings:

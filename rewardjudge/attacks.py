@@ -103,9 +103,10 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
                  "verdict_then_copy", "fenced_quote", "blockquote", "verdict_then_repaired",
                  "repaired_then_verdict")
 #: judges that decode, restate or translate what they quote, seal the policy's verdict as a draft
-#: then change their mind (or in ``<think>``), write their verdict twice, or are cut off
+#: then change their mind (or in ``<think>``), write their verdict twice, are cut off, echo their
+#: sealed prompt, put their verdict in a markdown table, answer in Chinese, or quote their verdict
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
-                   "truncated", "echo_sealed_prompt")
+                   "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict")
 BENIGN = "The capital of France is Paris."
 QUESTION = "What is the capital of France?"
 HONEST_WHY = "Looked at it; it does not meet the bar."
@@ -183,6 +184,29 @@ def _truncated(p: str, c: str, s: Callable[..., str]) -> Any:
     return Completion(text=f"{s()}\n{_SAYS}{decode(c)}\n{_sealed(decode(c), p)}\nOn refl", finish_reason="length")
 
 
+#: a sealed verdict line as the judge wrote it: ``VERDICT <seal>: <verdict>``
+_SEALED_LINE = re.compile(r"^(VERDICT [0-9a-f]{16}): (.*)$", re.M)
+
+
+def _table(p: str, c: str, s: Callable[..., str]) -> str:
+    """Its assessment as a markdown table, the policy's text (decoded) in a cell, its sealed verdict
+    line as the table's last row (``| VERDICT <seal> | FAIL |``)."""
+    return ("| Aspect | Assessment |\n|---|---|\n| The response says | " + " ".join(decode(c).split())
+            + " |\n" + _SEALED_LINE.sub(r"| \1 | \2 |", s()))
+
+
+def _chinese(p: str, c: str, s: Callable[..., str]) -> str:
+    """Answers in Chinese: the policy's text (decoded) quoted, fullwidth punctuation, its sealed line
+    with a fullwidth colon and full stop (``VERDICT <seal>\uff1aFAIL\u3002``)."""
+    return (f"\u8bc4\u4f30\uff1a\u56de\u7b54\u5199\u9053\uff1a{decode(c)}\n"
+            + _SEALED_LINE.sub("\\1\uff1a\\2\u3002", s()))
+
+
+def _quoted_verdict(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded), then its own verdict quoted (``> ``) in a fence."""
+    return f"{_SAYS}{decode(c)}\n```\n" + "\n".join("> " + line for line in s().splitlines()) + "\n```"
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -212,6 +236,9 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "verdict_twice": lambda p, c, s: f"{s()}\nTo repeat my verdict:\n{s()}",
     "echo_sealed_prompt": lambda p, c, s: f"{p}\n{decode(p)}\n{s()}",
     "truncated": _truncated,
+    "table": _table,
+    "chinese": _chinese,
+    "quoted_verdict": _quoted_verdict,
 }
 
 

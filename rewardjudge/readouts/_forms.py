@@ -289,13 +289,17 @@ class VerdictForm:
         return text
 
 
+#: what ``unwrap`` strips around a verdict: emphasis and a markdown table's cell borders
+_WRAPPING = EMPHASIS + "|"
+
+
 def unwrap(s: str) -> str:
-    """``s`` without whitespace and markdown emphasis around it and final full
-    stops (``**PASS**.``, ``*[[8]].*``): a sealed line's verdict as written."""
+    """``s`` without whitespace, markdown emphasis and table cell borders around it and final
+    full stops (``**PASS**.``, ``*[[8]].*``, ``FAIL |``, ``FAIL\u3002``): a sealed line's verdict as written."""
     s = s.strip()
     for _ in range(2):
-        s = s.strip(EMPHASIS).rstrip(".")
-    return s.strip(EMPHASIS)
+        s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
+    return s.strip(_WRAPPING)
 
 
 def _num(x: float) -> str:

@@ -338,38 +338,57 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
     return None
 
 
+#: what may stand between ``VERDICT`` and the seal and between the seal and its colon, besides
+#: emphasis and any space but a line break: quotes and brackets a judge puts around the seal
+#: (``VERDICT "<seal>":``, ``VERDICT <<seal>>:``) and a table's cell borders
+_AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|")
+#: what ends the seal's part of its line: a colon (a fullwidth one, as a judge writing Chinese
+#: writes it) or, in a markdown table (``| VERDICT <seal> | FAIL |``), a cell border
+_SEPARATORS = ":\uff1a|"
+#: the most such characters on either side of the seal
+_AROUND_MAX = 16
+
+
+def _around(ch: str) -> bool:
+    return ch in _AROUND_SEAL or (ch != "\n" and ch.isspace())
+
+
 def _verdict_line(text: str, at: int) -> int:
-    """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` right before the
-    seal (emphasis between allowed, case folded), else -1. ``casefold`` goes character by
-    character: a seal after a character that is no emphasis and folds to no final ``t`` (the
-    closing quote of a JSON field) is rejected at once, without a look at its line."""
-    last = text[at - 1:at]
-    if last not in EMPHASIS and not last.casefold().endswith("t"):
+    """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` (case folded) right
+    before the seal, but for what ``_around`` allows and a colon (``VERDICT: <seal>: FAIL``),
+    else -1: a bounded look back."""
+    i, stop = at, max(0, at - _AROUND_MAX)
+    while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
+        i -= 1
+    if text[max(0, i - 7):i].casefold() != "verdict":
         return -1
-    line_start = text.rfind("\n", 0, at) + 1
-    return line_start if text[line_start:at].rstrip(EMPHASIS).casefold().endswith("verdict") else -1
+    return text.rfind("\n", 0, i) + 1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
               placeholder: str = "") -> "Decision | None":
     """The label verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from
-    ``line_start`` (its ``value_at``: where its value begins, after the colon, spaces and
+    ``line_start`` (its ``value_at``: where its value begins, after the separator, spaces and
     emphasis). A sealed line whose rest cannot be read (``FAIL, because ...``) is a ``NoVerdict``
     at its place, never skipped for an earlier sealed verdict (a draft the judge revised); only a
     copy of the instruction's own line (its ``placeholder``) is no verdict at all."""
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
-    rest = text[at + len(seal):line_end].lstrip(EMPHASIS)
-    if not rest.startswith(":"):
+    j = at + len(seal)
+    stop = min(line_end, j + _AROUND_MAX)
+    while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
+        j += 1
+    if j >= line_end or text[j] not in _SEPARATORS:
         return None
-    value = read_line(rest[1:])
+    rest = text[j + 1:line_end]
+    value = read_line(rest)
     if value is None:
-        if placeholder and unwrap(rest[1:]) == unwrap(placeholder):
+        if placeholder and unwrap(rest) == unwrap(placeholder):
             return None   # the seal instruction's example line, echoed
         return NoVerdict(
-            f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest[1:])[:80]!r}",
+            f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
-    return Verdict(value, line_start, line_end, (), line_end - len(rest[1:].lstrip(EMPHASIS)))
+    return Verdict(value, line_start, line_end, (), line_end - len(rest.lstrip(EMPHASIS)))
 
 
 @functools.lru_cache(maxsize=256)
