@@ -235,6 +235,19 @@ def test_every_label_and_declared_form_reads_the_new_formats_and_holds(monkeypat
     assert [(o.grader, o.mode, o.benign_status) for o in report.failures()] == []
 
 
+# -- 4. a candidate's grade with emphasis or a final full stop (``<grade id="ID">**2**</grade>``,
+# ``2.``) was no integer: every candidate of the request was unscored. It is read as a sealed
+# line's verdict is (``unwrap``); where the grade begins (the expected value's prefix) is its digit.
+@pytest.mark.parametrize("written", ["**2**", "2.", " *2* ", "`2`", "2\u3002"])
+def test_a_candidate_grade_with_emphasis_is_read(written):
+    reply = f'<candidate id="a1"><reasoning>ok</reasoning><grade id="a1">{written}</grade></candidate>'
+    got = read_candidate_reply(reply, ["a1"], Scale.GRADED).decisions["a1"]
+    assert got.ok and got.value.grade == 2, got
+    assert reply[got.value_at] == "2"
+    bad = read_candidate_reply(reply.replace(written, "2/4"), ["a1"], Scale.GRADED).decisions["a1"]
+    assert not bad.ok
+
+
 # -- 5. an OpenAI ``refusal`` content part raised a ConfigError (the whole batch failed) where the
 # message's ``refusal`` field is shown to the judge: it is shown the same way now.
 def test_a_refusal_part_is_shown_as_the_refusal_field_is():

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
+from ._forms import unwrap
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts
 
@@ -97,9 +98,8 @@ def _attr_id(attrs: str) -> str | None:
     return None if m is None else next(g for g in m.groups() if g is not None).strip()
 
 
-def _grade(raw: str, scale: Scale) -> "int | str":
-    """The grade ``raw`` holds, or why it holds none."""
-    text = raw.strip()
+def _grade(text: str, scale: Scale) -> "int | str":
+    """The grade ``text`` (a grade element's content, ``unwrap``-ped) holds, or why it holds none."""
     if not _INTEGER.fullmatch(text):
         return f"grade {text[:40]!r} is not an integer"
     grade = int(text)
@@ -152,9 +152,10 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
                 unbound += 1
                 continue
             raw = m.group("value")
-            at = m.start("value") + len(raw) - len(raw.lstrip())
+            value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
+            at = m.start("value") + raw.find(value)
             here = block if block is not None and block.id == cid else None
-            grades.setdefault(cid, []).append((m.start(), m.end(), at, _grade(raw, scale), here))
+            grades.setdefault(cid, []).append((m.start(), m.end(), at, _grade(value, scale), here))
     return grades, reasoned, unbound
 
 
