@@ -366,8 +366,10 @@ def default_targets() -> dict[str, Target]:
 
 def declared_form_targets() -> dict[str, Target]:
     """Templated graders reading the declared forms of real benchmarks (``Rating: [[{score}]]``,
-    ``[[{score}]]``, ``{other} {score}``, arena-hard's ``[[{label}]]``, ``[RESULT] {score}``), each
-    with a judge writing the form's lowest verdict."""
+    ``[[{score}]]``, ``{other} {score}``, arena-hard's ``[[{label}]]``, ``[RESULT] {score}``) and
+    two label forms whose labels are prefixes of each other (a bare ``{label}``: ``Yes``, ``Yes,
+    partially``, ``No``; ``Verdict: {label}``: ``A``, ``A+``, ``B``, ``B-``), each with a judge
+    writing the form's lowest verdict."""
     from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 
     def form(pattern: str, **kw: Any) -> Callable[[InferenceModel], Any]:
@@ -382,6 +384,10 @@ def declared_form_targets() -> dict[str, Target]:
         "other": Target(form("{other} {score}", score_bounds=(1, 10)), _label_judge("9 1"), 1.0),
         "arena": Target(form("[[{label}]]", label_values=arena), _label_judge("[[B>>A]]"), 0.0),
         "result": Target(form("[RESULT] {score}", score_bounds=(1, 5)), _label_judge("[RESULT] 1"), 1.0),
+        "bare": Target(form("{label}", label_values={"Yes": 1.0, "Yes, partially": 0.5, "No": 0.0}),
+                       _label_judge("No"), 0.0),
+        "prefix": Target(form("Verdict: {label}", label_values={"A": 1.0, "A+": 1.0, "B": 0.0, "B-": 0.0}),
+                         _label_judge("Verdict: B-"), 0.0),
     }
 
 

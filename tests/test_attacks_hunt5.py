@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
+from rewardjudge.attacks import declared_form_targets
 from rewardjudge.readouts._seal import Sealer, read_sealed
 from rewardjudge.testing import ScriptedModel, request_seal
 
 QUESTION = "What is the capital of France?"
-ARENA = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
 
 
 def _thread(completion: str) -> StringThread:
@@ -32,12 +32,6 @@ def _label_grader(model, **kw) -> TemplatedPromptJudgeGrader:
         "t", model, "You grade answers. Reason briefly, then give PASS or FAIL.",
         "Question: {{last_user_turn_content}}\nAnswer: {{completion}}", BinaryJudgeOutput,
         reply_retries=0, structured=False, **kw)
-
-
-def _form_grader(model, form: str, **kw) -> TemplatedPromptJudgeGrader:
-    return TemplatedPromptJudgeGrader(
-        "t", model, "Judge the answer.", "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
-        reply_retries=0, verdict_form=form, **kw)
 
 
 # -- 1. a sealed line the reader cannot take let an earlier sealed draft decide ---------------
@@ -62,11 +56,8 @@ RAMBLES = [
 
 
 def _ramble_grader(kind: str, model):
-    if kind == "label":
-        return _label_grader(model)
-    if kind == "arena":
-        return _form_grader(model, "[[{label}]]", label_values=ARENA)
-    return _form_grader(model, "Rating: [[{score}]]", score_bounds=(1, 10))
+    """The unstructured label grader, or a declared form's (``attacks.declared_form_targets``)."""
+    return _label_grader(model) if kind == "label" else declared_form_targets()[kind].build(model)
 
 
 @pytest.mark.parametrize("kind,draft,final", RAMBLES)
