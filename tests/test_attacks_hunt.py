@@ -328,6 +328,8 @@ def _own_forms(seal: str) -> dict[str, str]:
         "code line": "Fine.\n`VERDICT %s: PASS`" % seal,
         "spaced line": "Fine.\nVERDICT  %s :  PASS." % seal,
         "crlf": "Fine.\r\nVERDICT %s: PASS\r\n" % seal,
+        "table line": "Fine.\n| VERDICT %s | PASS |" % seal,
+        "table cell line": "Fine.\n| VERDICT %s: PASS |" % seal,
     }
 
 
@@ -344,7 +346,7 @@ async def test_a_benign_judges_own_verdict_in_any_common_form_is_read(form):
     "{'seal': '%s', 'reasoning': 'ok', 'score': 'PASS', 'seal_end': '%s'}",     # single quotes
     '{"reasoning": "ok", "score": "PASS", "seal": "%s"}',                         # the seal last only
     '{"seal": "%s", "reasoning": "ok", "score": "PASS"}',                         # the seal first only
-    "| VERDICT %s: PASS |",                                                         # a table cell
+    "| VERDICT %s | PASS | FAIL |",                                                 # a table row of two
     'VERDICT %s: {"score": "PASS"}',
 ])
 async def test_a_verdict_the_reader_cannot_take_is_unscored_never_an_exception(reply):
