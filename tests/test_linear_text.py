@@ -76,6 +76,27 @@ def test_the_factored_pattern_matches_where_the_old_one_did(tags, control):
         assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)], text
 
 
+BRACKET_PIECES = ["[", "[", "]", "/", "\x00", " ", "\n", "user", "assistant", "tool", "system", "inst", "sys", "the",
+                  " end of", " start of", " assistant's", "\u2019s", " answer", "x", "(", "users", "u", "er", "_"]
+
+
+@pytest.mark.parametrize("tags", [("[user]", "[assistant]", "[system]", "[tool]"),
+                                  ("[the end of assistant's answer", "[the start of assistant's answer")])
+def test_the_bracket_alternatives_factored_match_where_they_matched_side_by_side(tags):
+    # '[' and its gaps are tested once, then a look-ahead at the next character: most '[' fail at
+    # once (256 KiB of '[' took 2-3 times as long with a template's bracketed labels)
+    labels = "|".join(map(_text._spaced_words, sorted({t[1:] for t in tags}, key=len, reverse=True)))
+    side_by_side = re.compile(r"\[" + _text._SLASH + "(?:" + "|".join(_text._BRACKET_NAMES) + r")\x00*\]"
+                              + r"|\[" + _text._SPACES + "*(?:" + labels + r")(?!\w)")
+    new = _text._pattern(tags, ())
+    rnd = random.Random(5)
+    for _ in range(20_000):
+        text = "".join(rnd.choice(BRACKET_PIECES) for _ in range(rnd.randint(1, 14)))
+        assert [m.span() for m in new.finditer(text)] == [m.span() for m in side_by_side.finditer(text)], text
+    assert neutralize("[" * N + "user]", ("[user]",)) == "[" * (N - 1) + "(user]"
+    assert neutralize(("[ " + ZW) * N, tags) == ("[ " + ZW) * N
+
+
 def _escapes_of(ch: str) -> "list[str]":
     """``ch`` written in the escapes judges decode."""
     code, utf8 = ord(ch), ch.encode()

@@ -246,16 +246,19 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
         alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
-    lines = {kind: "|".join(map(_spaced_words, sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags
-                                                       if t[:1] == kind}, key=len, reverse=True)))
-             for kind in "[#"}
+    labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
+                           key=len, reverse=True) for kind in "[#"}
+    lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
     controls = (r"\x00*(?:" + "|".join(_LT_GAP_TAILS)
                 + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + "))")
     lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else "<" + controls
-    bracket = r"\[" + _SLASH + "(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
-    # a template's delimiter lines: a bracketed label (its closing bracket optional), a heading
+    # after '[' and gaps (tested once for all): a control token, or a template's delimiter line, a
+    # bracketed label (its closing bracket optional); then a template's heading
+    bracket = r"(?:/\x00*)?(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
     if lines["["]:
-        bracket += r"|\[" + _SPACES + "*(?:" + lines["["] + r")(?!\w)"
+        bracket += r"|(?:\s\x00*)*(?:" + lines["["] + r")(?!\w)"
+    firsts = re.escape("".join(sorted({w[0] for w in (*_BRACKET_NAMES, *labels["["]) if w})))
+    bracket = r"\[\x00*(?=[/\s" + firsts + "])(?:" + bracket + ")"   # most '[' fail at once
     if lines["#"]:
         # after a space, a control character (one joining texts checked in one pass) or nothing, and
         # gaps (zero-width characters; not an escape's padding, which follows its character)
