@@ -245,7 +245,7 @@ def test_a_labels_only_scorer_is_refused_by_every_adapter():
 
     scorer = Scorer.from_dict({
         "name": "Labels", "description": "good or bad.", "kind": "llm_judge",
-        "config": {"model": "m", "prompt_template": "Is the answer good?",
+        "config": {"model": "m", "prompt_template": "Is the answer good?\n{{transcript}}",
                    "output_spec": {"type": "categorical", "labels": ["good", "bad"]}}})
     labels = ScorerGrader(scorer, ScriptedModel(default='{"reason": "r", "label": "good"}', name="m"))
     for build in (lambda: trl_reward_func(labels), lambda: trl_reward_funcs(labels, []),
