@@ -1,31 +1,32 @@
 """CPU the grader adds per grade, judge excluded.
 
-Stages of one grade, each timed on its own (CPU time of this process, best
-of 3 rounds), for a typical judge prompt with 1 candidate
-(``TemplatedPromptJudgeGrader``) and for 8 candidates rendered through one
-``Template`` with an ``{{#each}}`` block and answered with 8 verdicts:
+``TemplatedPromptJudgeGrader.grade(sample)`` (a typical judge prompt, 1 candidate) over a
+``ScriptedModel`` (an in-process judge that answers at once), in the stages it calls:
 
-* context: the template context built from the sample
-* render: the system and user prompts rendered (plain-data conversion included)
-* seal: the request's seal (a keyed hash over every message) and its instruction
-* request: the chat-completions JSON body built and encoded
-* reply: the HTTP body parsed into a ``Completion``
-* verdict: the judge's JSON verdict parsed and validated into the output model
-* grade: the ``Grade`` built (``version`` cached; the uncached hash is shown apart)
-* whole grade: ``grader.grade(sample)`` end to end over a ``ScriptedModel``
-  (an in-process judge that answers at once), event-loop work included;
-  the two rows after it say how much of that is the ``ScriptedModel``'s own
-  ``chat`` on the request the grader sends (it records the call, counts prompt
-  words, and finds the seal in the request to write it on its reply) and one
-  ``run_until_complete`` of an empty coroutine, and the row after those is
-  what is left: the grader's own CPU.
+* screen: ``screen``, the completion's content-free screen
+* context: ``context_of``, the template context
+* render: ``build_messages``, the system and user prompts
+* seal: ``sealed_request``, the seal and its instruction
+* read: ``_read_sealed``, the reply's sealed readout, the verdict validated
+* grade: ``verdict_extra`` and ``scored``, the verdict dumped and the ``Grade`` built
+  (``version`` cached; the uncached hash is shown apart)
+* glue: the rest (coroutines, checks, the reply-retry loop): the whole grade less the
+  stages, the ``ScriptedModel``'s own ``chat`` and an empty ``run_until_complete``
+  ("grader only" is the whole grade less those two)
 
-Every sample and context is a different one (4096 of them, cycled): the
-grader remembers renders whose inputs repeat (the system prompt), so one
-sample graded over and over would show a cost no real batch has.
+"alone": each stage in a loop of its own (CPU time, best of 3 rounds) over the arguments
+the grader passed it, caches hot. "in grade": CPU-time timers (``process_time``) around the same
+methods during whole grades (the fastest of 5 rounds of 1,024); the stages hold part of
+the "timers' own cost", so glue is short by at most that. Each for a pure-ASCII sample and
+for one with a curly quote and an en dash in question and answer, 4,096 distinct samples
+cycled (the grader remembers renders whose inputs repeat).
 
-Figures are printed as microseconds measured in this run and as a share of a
-100 ms judge call: the ratio is the claim, the microseconds are context.
+Beside them, 8 candidates rendered through one ``Template`` with ``{{#each}}``, sealed,
+and their 8 verdicts read (alone). The transport (request body built, HTTP reply parsed)
+is no part of a grade over a ``ScriptedModel``: it is shown apart.
+
+Microseconds measured in this run, and shares of a 100 ms judge call: the ratio is the
+claim, the microseconds are context.
 
 Run: ``python -m bench.bench_overhead``.
 """
@@ -34,7 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Literal
+import math
+import time
+from collections import defaultdict
+from contextlib import contextmanager
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +46,16 @@ from .common import (CRITERIA, MULTI_TEMPLATE, SYSTEM_TEMPLATE, USER_TEMPLATE, c
                      print_table, sample_thread)
 
 JUDGE_LATENCY_S = 0.1
+_DISTINCT = 4096
+_SEAL = "0123456789abcdef"
+
+#: the grader's methods that make each stage of one grade
+_STAGE_METHODS = {"screen": ("screen",), "context": ("context_of",), "render": ("build_messages",),
+                  "seal": ("sealed_request",), "read": ("_read_sealed",), "grade": ("verdict_extra", "scored")}
+_STAGES = tuple(_STAGE_METHODS)
+_JUDGE, _LOOP = "- of it, ScriptedModel.chat", "- of it, the event loop"
+_ONLY, _TIMERS = "= whole grade, grader only", "timers' own cost"
+_ROWS = (*_STAGES, "sum of stages", "glue", _ONLY, "whole grade", _JUDGE, _LOOP, "version (uncached)", _TIMERS)
 
 
 class CandidateVerdict(BaseModel):
@@ -63,100 +77,12 @@ def _chat_reply(content: str) -> bytes:
     return _completion_body(content, "fake-judge", 400, chat=True)
 
 
-_SEAL = "0123456789abcdef"
-_SEALED: dict[str, str] = {}
-
-
-def _read_verdict(text: str, model):
-    """The verdict model read from a judge reply as the graders read it: the
-    reply sealed as an obedient judge writes it (made once per text), then the
-    sealed readout."""
-    from rewardjudge.readouts._seal import json_instruction, read_sealed
-    from rewardjudge.testing import seal_reply
-
-    sealed = _SEALED.get(text)
-    if sealed is None:
-        sealed = _SEALED[text] = seal_reply(text, [{"role": "user", "content": json_instruction(_SEAL)}])
-    return read_sealed(sealed, _SEAL, check=model.model_validate).value
-
-
 def _payload(messages, params, schema) -> bytes:
     # the body OpenAIModel sends: model, messages, sampling params, response_format
     payload = {"model": "fake-judge", "messages": messages, **params.as_dict(),
                "response_format": {"type": "json_schema",
                                    "json_schema": {"name": "reply", "schema": schema, "strict": True}}}
     return json.dumps(payload).encode()
-
-
-def stages_one() -> dict[str, float]:
-    from rewardjudge.core.structured_output import render_schema  # noqa: F401 (warm import)
-    from rewardjudge.grade import Grade
-    from rewardjudge._hash import canonical_hash as config_hash
-    from rewardjudge.graders._outputs import output_value
-    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
-    from rewardjudge.models._openai_compat import _parse_chat_body
-    from rewardjudge.testing import DEFAULT_REPLY, ScriptedModel
-
-    model = ScriptedModel(default=DEFAULT_REPLY)
-    grader = TemplatedPromptJudgeGrader("bench", model, SYSTEM_TEMPLATE, USER_TEMPLATE,
-                                        template_variables={"criteria": CRITERIA})
-    samples = [sample_thread(i) for i in range(_DISTINCT)]
-    contexts = [grader.extract_template_context(s, grader.output_model, grader.template_variables)
-                for s in samples]
-    next_sample, next_context = _cycle(samples), _cycle(contexts)
-    sample, ctx = samples[7], contexts[7]
-    messages = grader.build_messages(ctx)
-    # the request the judge gets: the seal instruction last, the wire schema
-    sent, wire_schema, *_ = grader.sealed_request(messages, [ctx["completion"]])
-    next_messages = _cycle([grader.build_messages(c) for c in contexts])
-    reply = _chat_reply(DEFAULT_REPLY)
-    verdict = _read_verdict(DEFAULT_REPLY, grader.output_model)
-
-    def make_grade():
-        return Grade(value=output_value(verdict), grader_key=grader.grader_key,
-                     reasoning=verdict.reasoning, status="scored", raw_reply=DEFAULT_REPLY,
-                     usage={"prompt_tokens": 400}, attempts=1, latency_s=0.1,
-                     grader_version=grader.version, extra={"verdict": verdict.model_dump(mode="json")})
-
-    loop = asyncio.new_event_loop()
-
-    def whole():
-        model.calls.clear()
-        loop.run_until_complete(grader.grade(next_sample()))
-
-    def scripted():
-        # the scripted judge's own work on the request the grader sends (sealing its
-        # reply included): the judge's, not the grader's
-        model.calls.clear()
-        _drive(model.chat(sent, grader.params, json_schema=wire_schema))
-
-    async def nothing():
-        return None
-
-    try:
-        out = {
-            "context": cpu_per_call(lambda: grader.extract_template_context(
-                next_sample(), grader.output_model, grader.template_variables)),
-            "render": cpu_per_call(lambda: grader.build_messages(next_context())),
-            "seal": cpu_per_call(lambda: grader.sealed_request(next_messages(), ())),
-            "request": cpu_per_call(lambda: _payload(sent, grader.params, wire_schema)),
-            "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
-            "verdict": cpu_per_call(lambda: output_value(_read_verdict(DEFAULT_REPLY,
-                                                                        grader.output_model))),
-            "grade": cpu_per_call(make_grade),
-            "whole grade": cpu_per_call(whole),
-            "- of it, ScriptedModel.chat": cpu_per_call(scripted),
-            "- of it, the event loop": cpu_per_call(lambda: loop.run_until_complete(nothing())),
-            "version (uncached)": cpu_per_call(lambda: config_hash(grader.config())[:16]),
-        }
-        out["= whole grade, grader only"] = (out["whole grade"] - out["- of it, ScriptedModel.chat"]
-                                             - out["- of it, the event loop"])
-        return out
-    finally:
-        loop.close()
-
-
-_DISTINCT = 4096
 
 
 def _cycle(items):
@@ -179,13 +105,214 @@ def _drive(coro):
     raise RuntimeError("the coroutine suspended")
 
 
-def stages_eight() -> dict[str, float]:
+async def _nothing():
+    return None
+
+
+# --------------------------------------------------------------------------
+# one candidate: a grader over a ScriptedModel
+# --------------------------------------------------------------------------
+@contextmanager
+def _wrapped(grader, model, wrap):
+    """The grader's stage methods and the judge's ``chat`` replaced, on the instances, by
+    ``wrap(name, stage, method)`` for the block (``chat`` is the stage ``"judge"``)."""
+    names = [(name, stage) for stage, group in _STAGE_METHODS.items() for name in group]
+    for name, stage in names:
+        grader.__dict__[name] = wrap(name, stage, getattr(grader, name))
+    model.__dict__["chat"] = wrap("chat", "judge", model.chat)
+    try:
+        yield
+    finally:
+        for name, _ in names:
+            del grader.__dict__[name]
+        del model.__dict__["chat"]
+
+
+def _record(grader, model, loop, samples) -> dict[str, list]:
+    """Each stage method's ``(args, kwargs)`` over one grade of every sample."""
+    calls: dict[str, list] = defaultdict(list)
+
+    def wrap(name, stage, method):
+        log = calls[name]
+        if name == "chat":
+            async def recorded_chat(*args, **kw):
+                log.append((args, kw))
+                return await method(*args, **kw)
+            return recorded_chat
+
+        def recorded(*args, **kw):
+            log.append((args, kw))
+            return method(*args, **kw)
+        return recorded
+
+    with _wrapped(grader, model, wrap):
+        for sample in samples:
+            model.calls.clear()
+            grade = loop.run_until_complete(grader.grade(sample))
+            assert grade.status == "scored", grade
+    assert all(len(v) == len(samples) for v in calls.values()), {k: len(v) for k, v in calls.items()}
+    return calls
+
+
+def _with_rest(out: dict[str, float]) -> dict[str, float]:
+    """``out`` with the sum of its stages, the grader's share of the whole grade and the glue."""
+    out["sum of stages"] = sum(out[s] for s in _STAGES)
+    out[_ONLY] = out["whole grade"] - out[_JUDGE] - out[_LOOP]
+    out["glue"] = out[_ONLY] - out["sum of stages"]
+    return out
+
+
+def _alone(grader, model, loop, samples, calls) -> dict[str, float]:
+    """Each stage in a loop of its own over the arguments the grader passed it (CPU time)."""
+    from rewardjudge._hash import canonical_hash
+
+    def replay(name, method):
+        following = _cycle(calls[name])
+
+        def call():
+            args, kw = following()
+            return method(*args, **kw)
+        return call
+
+    out = {}
+    for stage, names in _STAGE_METHODS.items():
+        steps = [replay(n, getattr(grader, n)) for n in names]
+
+        def stage_calls(steps=steps):
+            for step in steps:
+                step()
+        out[stage] = cpu_per_call(steps[0] if len(steps) == 1 else stage_calls)
+    chat = replay("chat", model.chat)
+    next_sample = _cycle(samples)
+
+    def judge():
+        model.calls.clear()
+        _drive(chat())
+
+    def whole():
+        model.calls.clear()
+        loop.run_until_complete(grader.grade(next_sample()))
+
+    out.update({"whole grade": cpu_per_call(whole), _JUDGE: cpu_per_call(judge),
+                _LOOP: cpu_per_call(lambda: loop.run_until_complete(_nothing())),
+                "version (uncached)": cpu_per_call(lambda: canonical_hash(grader.config())[:16])})
+    return _with_rest(out)
+
+
+def _in_grade(grader, model, loop, samples, *, rounds: int = 5, n: int = 1024) -> dict[str, float]:
+    """Each stage timed inside whole grades (CPU-time timers around the grader's methods),
+    from the round of least time; the whole grade and the empty loop untimed, best round."""
+    clock = time.process_time
+    spent = dict.fromkeys((*_STAGES, "judge"), 0.0)
+
+    def wrap(name, stage, method):
+        if name == "chat":
+            async def timed_chat(*args, **kw):
+                t0 = clock()
+                try:
+                    return await method(*args, **kw)
+                finally:
+                    spent[stage] += clock() - t0
+            return timed_chat
+
+        def timed(*args, **kw):
+            t0 = clock()
+            try:
+                return method(*args, **kw)
+            finally:
+                spent[stage] += clock() - t0
+        return timed
+
+    timers = _timer_cost(wrap)
+    next_sample = _cycle(samples)
+
+    def per_grade(make) -> float:
+        t0 = clock()
+        for _ in range(n):
+            model.calls.clear()
+            loop.run_until_complete(make())
+        return (clock() - t0) / n
+
+    whole = empty = timed_whole = math.inf
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        whole = min(whole, per_grade(lambda: grader.grade(next_sample())))
+        empty = min(empty, per_grade(_nothing))
+        spent.update(dict.fromkeys(spent, 0.0))
+        with _wrapped(grader, model, wrap):
+            total = per_grade(lambda: grader.grade(next_sample()))
+        if total < timed_whole:
+            timed_whole, best = total, {k: v / n for k, v in spent.items()}
+    out = {**{s: best[s] for s in _STAGES}, "whole grade": whole, _JUDGE: best["judge"], _LOOP: empty,
+           _TIMERS: timers}
+    return _with_rest(out)
+
+
+def _timer_cost(wrap) -> float:
+    """CPU the timers of ``_in_grade`` add to one grade: ``wrap`` around a method that does
+    nothing, less that method, for each method timed (a synchronous one per method, an
+    asynchronous one for the judge's ``chat``)."""
+    def noop(*args, **kw):
+        return None
+
+    async def anoop(*args, **kw):
+        return None
+
+    timed, timed_chat = wrap("noop", _STAGES[0], noop), wrap("chat", "judge", anoop)
+    per_method = cpu_per_call(timed) - cpu_per_call(noop)
+    per_chat = cpu_per_call(lambda: _drive(timed_chat())) - cpu_per_call(lambda: _drive(anoop()))
+    return sum(map(len, _STAGE_METHODS.values())) * per_method + per_chat
+
+
+def _grader():
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import DEFAULT_REPLY, ScriptedModel
+
+    model = ScriptedModel(default=DEFAULT_REPLY)
+    grader = TemplatedPromptJudgeGrader("bench", model, SYSTEM_TEMPLATE, USER_TEMPLATE,
+                                        template_variables={"criteria": CRITERIA})
+    return grader, model
+
+
+def stages_one(*, typographic: bool = False) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """``(alone, in grade, transport)`` of one-candidate grades."""
+    from rewardjudge.models._openai_compat import _parse_chat_body
+
+    grader, model = _grader()
+    samples = [sample_thread(i, typographic=typographic) for i in range(_DISTINCT)]
+    loop = asyncio.new_event_loop()
+    try:
+        calls = _record(grader, model, loop, samples)
+        alone = _alone(grader, model, loop, samples, calls)
+        in_grade = _in_grade(grader, model, loop, samples)
+    finally:
+        loop.close()
+    (sent, params), kw = calls["chat"][7]
+    reply = _chat_reply(calls["_read_sealed"][7][0][2])
+    transport = {"request": cpu_per_call(lambda: _payload(sent, params, kw["json_schema"])),
+                 "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True))}
+    return alone, in_grade, transport
+
+
+# --------------------------------------------------------------------------
+# eight candidates: one Template, one sealed reply of 8 verdicts
+# --------------------------------------------------------------------------
+def _read_verdicts(sealed: str, model):
+    """The verdict model read from a sealed judge reply, as the graders read one."""
+    from rewardjudge.readouts._seal import read_sealed
+
+    return read_sealed(sealed, _SEAL, check=model.model_validate).value
+
+
+def stages_eight() -> tuple[dict[str, float], dict[str, float]]:
+    """``(stages, transport)`` of 8 candidates in one request (alone)."""
     from rewardjudge.core.structured_output import render_schema
     from rewardjudge.graders._outputs import output_value
     from rewardjudge.models._base import GenerationParams
     from rewardjudge.models._openai_compat import _parse_chat_body
     from rewardjudge.readouts._seal import Sealer, json_instruction, seal_messages
     from rewardjudge.templates import Template
+    from rewardjudge.testing import seal_reply
 
     template = Template(MULTI_TEMPLATE, name="multi")
     question = sample_thread(3).last_user_content()
@@ -194,6 +321,7 @@ def stages_eight() -> dict[str, float]:
     verdict_text = json.dumps({"grades": [
         {"id": cid, "reasoning": "Correct and complete, with a brief explanation.", "score": 4}
         for cid in ids]})
+    sealed = seal_reply(verdict_text, [{"role": "user", "content": json_instruction(_SEAL)}])
     reply = _chat_reply(verdict_text)
     params = GenerationParams(temperature=0.0, max_tokens=512)
     schema = MultiVerdict.model_json_schema()
@@ -216,44 +344,51 @@ def stages_eight() -> dict[str, float]:
         sent = rendered()
         return seal_messages(sent, json_instruction(sealer.value(sent)))
 
-    return {
-        "context": cpu_per_call(context),
-        "render": cpu_per_call(lambda: template.render(next_context())),
-        "seal": cpu_per_call(seal),
-        "request": cpu_per_call(lambda: _payload(messages, params, schema)),
-        "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True)),
-        "verdict": cpu_per_call(lambda: output_value(_read_verdict(verdict_text, MultiVerdict))),
-    }
+    stages = {"context": cpu_per_call(context),
+              "render": cpu_per_call(lambda: template.render(next_context())),
+              "seal": cpu_per_call(seal),
+              "read": cpu_per_call(lambda: output_value(_read_verdicts(sealed, MultiVerdict)))}
+    stages["sum of stages"] = sum(stages.values())
+    transport = {"request": cpu_per_call(lambda: _payload(messages, params, schema)),
+                 "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True))}
+    return stages, transport
 
 
-_STAGES = ("context", "render", "seal", "request", "reply", "verdict", "grade")
+# --------------------------------------------------------------------------
+# the tables
+# --------------------------------------------------------------------------
+def _pct(seconds: float | None) -> str | None:
+    return None if seconds is None else f"{100 * seconds / JUDGE_LATENCY_S:.3f}%"
 
 
-def _pct(seconds: float) -> str:
-    return f"{100 * seconds / JUDGE_LATENCY_S:.3f}%"
+def _us(figures: dict[str, float]) -> dict[str, float]:
+    return {k: round(v * 1e6, 2) for k, v in figures.items()}
 
 
 def main(argv: list[str] | None = None) -> dict:
-    one = stages_one()
-    eight = stages_eight()
-    per_grade_1 = sum(v for k, v in one.items() if k in _STAGES)
-    per_grade_8 = sum(eight.values())
-    rows = []
-    for stage in one:
-        e = eight.get(stage)
-        rows.append([stage, one[stage] * 1e6, None if e is None else e * 1e6,
-                     _pct(one[stage]), None if e is None else _pct(e)])
-    rows.append(["sum of stages", per_grade_1 * 1e6, per_grade_8 * 1e6,
-                 _pct(per_grade_1), _pct(per_grade_8)])
-    print_table("Grader CPU per grade, judge excluded (us measured in this run, and as a "
-                "percentage of one 100 ms judge call)",
-                ["stage", "1 cand. us", "8 cand. us", "1 cand. % of 100 ms", "8 cand. % of 100 ms"], rows)
-    out = {"us_1_candidate": {k: round(v * 1e6, 2) for k, v in one.items()},
-           "us_8_candidates": {k: round(v * 1e6, 2) for k, v in eight.items()},
-           "share_of_100ms_1": per_grade_1 / JUDGE_LATENCY_S,
-           "share_of_100ms_8": per_grade_8 / JUDGE_LATENCY_S,
-           "whole_grade_share_of_100ms": one["whole grade"] / JUDGE_LATENCY_S,
-           "version_cache_speedup": one["version (uncached)"] / max(one["grade"], 1e-12)}
+    ascii_alone, ascii_in, transport_1 = stages_one()
+    typo_alone, typo_in, _ = stages_one(typographic=True)
+    eight, transport_8 = stages_eight()
+    columns = (ascii_alone, ascii_in, typo_alone, typo_in, eight)
+    rows = [[row, *(None if c.get(row) is None else c[row] * 1e6 for c in columns),
+             _pct(ascii_in.get(row)), _pct(eight.get(row))] for row in _ROWS]
+    print_table("Grader CPU per grade, judge excluded (us measured in this run, and as a percentage "
+                "of one 100 ms judge call): each stage alone, and timed inside whole grades",
+                ["stage", "ASCII alone", "ASCII in grade", "typographic alone", "typographic in grade",
+                 "8 cand. alone", "ASCII in grade, % of 100 ms", "8 cand. alone, % of 100 ms"], rows)
+    print_table("Transport, not in the whole grade (a ScriptedModel takes the messages as they are): "
+                "us alone",
+                ["step", "1 cand. us", "8 cand. us"],
+                [[k, transport_1[k] * 1e6, transport_8[k] * 1e6] for k in transport_1])
+    out = {"us_1_candidate": _us(ascii_alone), "us_1_candidate_in_grade": _us(ascii_in),
+           "us_1_candidate_typographic": _us(typo_alone),
+           "us_1_candidate_typographic_in_grade": _us(typo_in),
+           "us_8_candidates": _us(eight),
+           "us_transport": {"1_candidate": _us(transport_1), "8_candidates": _us(transport_8)},
+           "share_of_100ms_1": ascii_in[_ONLY] / JUDGE_LATENCY_S,
+           "share_of_100ms_8": eight["sum of stages"] / JUDGE_LATENCY_S,
+           "whole_grade_share_of_100ms": ascii_alone["whole grade"] / JUDGE_LATENCY_S,
+           "version_cache_speedup": ascii_alone["version (uncached)"] / max(ascii_alone["grade"], 1e-12)}
     emit("overhead", out)
     return out
 

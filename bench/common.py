@@ -85,17 +85,24 @@ For every candidate id, give a grade from 1 to 5 and one sentence of reasoning.
 Reply as JSON: {{output_schema}}"""
 
 
-def sample_thread(i: int = 0):
-    """A typical sample: a system turn, one earlier exchange, the question, the answer."""
+def sample_thread(i: int = 0, *, typographic: bool = False):
+    """A typical sample: a system turn, one earlier exchange, the question, the answer; pure
+    ASCII, or (``typographic``) with a curly quote and an en dash in question and answer, as
+    real text often has (the neutraliser and the screen take another path then)."""
     from rewardjudge import StringThread
 
+    if typographic:
+        question = f"And what\u2019s {i} + {i} \u2013 explain briefly?"
+        answer = f"{i} + {i} = {2 * i} \u2013 adding a number to itself doubles it, so it\u2019s twice {i}. "
+    else:
+        question = f"And what is {i} + {i}? Explain briefly."
+        answer = f"{i} + {i} = {2 * i}. Adding a number to itself doubles it, so the sum is twice {i}. "
     return StringThread([
         ("system", "You are a helpful assistant."),
         ("user", "What is the capital of France?"),
         ("assistant", "Paris."),
-        ("user", f"And what is {i} + {i}? Explain briefly."),
-        ("assistant", f"{i} + {i} = {2 * i}. Adding a number to itself doubles it, so the sum is "
-                      f"twice {i}. " + "This answer is padded to a typical length. " * 6),
+        ("user", question),
+        ("assistant", answer + "This answer is padded to a typical length. " * 6),
     ], metadata={"reference": str(2 * i), "id": i})
 
 
