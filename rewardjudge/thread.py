@@ -286,30 +286,6 @@ def with_own_keys(data: Mapping[str, Any], own: Mapping[str, Any], where: str,
     return {**data, **own}
 
 
-def plain_data(value: Any, where: str) -> Any:
-    """A trainer's data as plain Python, as the judge is to be shown it: numpy arrays and scalars (verl's
-    object arrays) as lists and numbers, bytes as UTF-8 text (other bytes: a ConfigError naming ``where``),
-    mappings as dicts, tuples as lists; otherwise a repr such as ``['4' 'four']`` or ``b'4'`` would be
-    rendered, its text never neutralised.
-
-    >>> import numpy as np
-    >>> plain_data({"ground_truth": np.array(["4", "four"], dtype=object), "n": np.int32(2), "b": b"x"}, "extra_info")
-    {'ground_truth': ['4', 'four'], 'n': 2, 'b': 'x'}
-    """
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, (bytes, bytearray)):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ConfigError(f"{where} holds bytes that are not UTF-8 text ({bytes(value)[:24]!r}...)") from None
-    if isinstance(value, Mapping):
-        return {k: plain_data(v, f"{where}[{k!r}]") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain_data(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return value
-
-
 def _same(a: Any, b: Any) -> bool:
     try:
         return a is b or bool(a == b)

@@ -282,3 +282,13 @@ async def test_eval_metadata_that_is_not_a_bool_is_refused(value):
     ok = await grader.grade_batch([StringThread([("user", "q"), ("assistant", "x")], {"eval": v})
                                    for v in (False, None, 0)])
     assert [g.value for g in ok] == [-1.0, -1.0, -1.0]
+
+
+def test_numpy_and_bytes_in_any_metadata_are_shown_as_data_not_reprs():
+    """One conversion (templates._plain.to_plain) for verl's arrays and any other path's metadata:
+    a dataset row's numpy array or bytes reaches the judge as the list or text it holds."""
+    import numpy as np
+
+    from rewardjudge.readouts._text import neutralize_value
+    assert neutralize_value({"refs": np.array(["4", "four"], dtype=object), "n": np.int32(2),
+                             "b": b"arithmetic"}) == {"refs": ["4", "four"], "n": 2, "b": "arithmetic"}

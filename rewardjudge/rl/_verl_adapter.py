@@ -15,7 +15,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence, get_args
 from ..errors import ConfigError, UnmaskedJudgeFailure
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
-from ..thread import StringThread, message_turns, plain_data, with_own_keys
+from ..templates._plain import to_plain
+from ..thread import StringThread, message_turns, with_own_keys
 from .._sync import LoopThread
 from ._health import total_tokens
 
@@ -62,7 +63,7 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
     if not isinstance(extra_info, Mapping):
         raise ConfigError(f"{where}: extra_info must be a mapping or None, got {type(extra_info).__name__}")
     # verl hands its object arrays' items as they are: numpy arrays and scalars, bytes, in any of these
-    extra_info, ground_truth, data_source = (plain_data(v, f"{where}: {name}") for v, name in (
+    extra_info, ground_truth, data_source = (to_plain(v, f"{where}: {name}") for v, name in (
         (extra_info, "extra_info"), (ground_truth, "ground_truth"), (data_source, "data_source")))
     key = next((k for k in prompt_keys if extra_info.get(k) is not None), None)
     turns = [] if key is None else message_turns(extra_info[key], "user", f"{where}: extra_info[{key!r}]")

@@ -49,20 +49,22 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
 
 def to_plain(value: Any, _path: str = "context") -> Any:
     """A context value as plain data (mappings, sequences, pydantic models and dataclasses
-    converted recursively; a subclass of ``str``, ``int`` or ``float`` as its value, of the exact
-    type; any other object as ``str(object)``); callables raise ``TemplateContextError`` (pybars3
-    would call them)."""
+    converted recursively; numpy arrays and scalars as lists and numbers, bytes as UTF-8 text (a
+    trainer's data: verl's object arrays); a subclass of ``str``, ``int`` or ``float`` as its value,
+    of the exact type; any other object as ``str(object)``, never a repr such as ``['4' 'four']`` or
+    ``b'4'``); callables (pybars3 would call them) and bytes that are not UTF-8 raise
+    ``TemplateContextError`` naming the path."""
     try:
         return _plain(value)
-    except _CallableFound as found:
-        raise TemplateContextError(f"{_path}{''.join(reversed(found.steps))} is callable "
+    except _NotData as found:
+        raise TemplateContextError(f"{_path}{''.join(reversed(found.steps))} {found.why} "
                                    f"({found.value!r:.60}); templates take data only") from None
 
 
-class _CallableFound(Exception):
+class _NotData(Exception):
     # carries the path up the recursion; built only on error (this runs per render)
-    def __init__(self, value: Any):
-        self.value = value
+    def __init__(self, value: Any, why: str):
+        self.value, self.why = value, why
         self.steps: list[str] = []
 
 
@@ -81,7 +83,7 @@ def _plain(value: Any) -> Any:
     for k, v in pairs:
         try:
             p = v if type(v) is str else _plain(v)
-        except _CallableFound as found:
+        except _NotData as found:
             found.steps.append(step.format(k))
             raise
         if type(out) is list:
@@ -105,8 +107,15 @@ def _plain_leaf(value: Any) -> Any:
         return _plain(value.model_dump(mode="json"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _plain(dataclasses.asdict(value))
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _NotData(value, "holds bytes that are not UTF-8 text") from None
     if callable(value):
-        raise _CallableFound(value)
+        raise _NotData(value, "is callable")
     return str(value)
 
 
