@@ -54,12 +54,15 @@ class TemplateContextError(ConfigError):
 
 
 class JudgeError(RewardJudgeError, RuntimeError):
-    """The judge side failed. ``attempts`` counts the requests made."""
+    """The judge side failed. ``attempts`` counts the requests made; ``refused``: the judge refused
+    this request as it is (HTTP 400, 413 or 422; a prompt over a local judge's context), so a smaller
+    one may pass where the same one never will."""
 
     retryable: bool = False
 
-    def __init__(self, message: str, *, attempts: int = 1):
+    def __init__(self, message: str, *, attempts: int = 1, refused: bool = False):
         self.attempts = attempts
+        self.refused = refused
         super().__init__(message)
 
 
@@ -72,7 +75,7 @@ class JudgeHTTPError(JudgeError):
         self.body = body
         self.retry_after = retry_after
         self.retryable = (status in (408, 409, 429) or status >= 500) if retryable is None else retryable
-        super().__init__(f"judge HTTP {status}: {body[:300]}", attempts=attempts)
+        super().__init__(f"judge HTTP {status}: {body[:300]}", attempts=attempts, refused=status in (400, 413, 422))
 
 
 class JudgeTimeoutError(JudgeError):

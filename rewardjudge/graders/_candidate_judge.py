@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, JudgeHTTPError
+from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..templates._prompts import prompt_source
@@ -74,7 +74,7 @@ class CandidateJudgeGrader(Grader):
     request shuffles its candidates (seeded, recorded), neutralises them and gives them keyed
     ids. A candidate is *scored* ``scale.to_reward(grade)`` (the last grade for its id); failed
     ones are re-asked in halved batches up to ``max_rounds`` requests, then *unscored* with every
-    reason; a request that grades none of its candidates (cut off, HTTP 400/413, no sealed grade)
+    reason; a request that grades none of its candidates (cut off, refused as too large, no sealed grade)
     is split down to single candidates whatever ``max_rounds`` says.
 
     Options (the fields of ``CandidateOptions``): ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
@@ -232,8 +232,8 @@ class CandidateJudgeGrader(Grader):
             self._charge(order, answer.usage, answer.attempts, answer.raw_reply)
             for cand in order:
                 cand.failures.append(answer.reason)
-            too_big = isinstance(answer.error, JudgeHTTPError) and answer.error.status in (400, 413)
-            if answer.error is not None and not (too_big and len(order) > 1):
+            # refused as it is (too large, say): smaller requests may pass; else the judge is down
+            if answer.error is not None and not (answer.error.refused and len(order) > 1):
                 return   # the judge is down: asking again now would not help
             failed = order
         split = len(failed) == len(order) > 1

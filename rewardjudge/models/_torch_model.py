@@ -137,7 +137,7 @@ class TorchModel(InferenceModel):
     def _overflows(self, ids: list[int]) -> JudgeError | None:
         if self.context_length and len(ids) >= self.context_length:
             return JudgeError(f"prompt of {len(ids)} tokens does not fit the judge's context of "
-                              f"{self.context_length} tokens")
+                              f"{self.context_length} tokens", refused=True)
         return None
 
     def choice_token_ids(self, choice: str) -> list[int]:

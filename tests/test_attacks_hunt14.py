@@ -1,0 +1,58 @@
+"""Attack hunt 14: across samples, groups and caches. A policy trained against its group's mean gains
+as much by sinking a sibling's grade, or sharing one, as by raising its own: each test asserts that a
+hostile sample leaves every sibling's grade what the benign group gets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rewardjudge import StringThread
+from rewardjudge.graders import CandidateJudgeGrader
+from rewardjudge.testing import ScriptedModel
+
+QUESTION = "What is the capital of France?"
+_SUBMISSION = re.compile(r'<submission id="([a-z0-9]{14})">\n(.*?)</submission>', re.S)
+
+
+def _thread(completion: str) -> StringThread:
+    return StringThread([("user", QUESTION), ("assistant", completion)], metadata={"query": QUESTION})
+
+
+def _blocks(prompt: str, grade_of) -> str:
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>Looked at it.</reasoning>\n'
+                     f'<grade id="{cid}">{grade_of(text.strip())}</grade>\n</candidate>'
+                     for cid, text in _SUBMISSION.findall(prompt))
+
+
+# -- 1. a group's prompt over a local (torch) judge's context was a plain JudgeError: the grader
+# took it for the judge being down and left the whole group unscored, where an HTTP judge's 400/413
+# split the request down to single candidates. One overlong completion sank its group-mates. A
+# judge's refusal of a request as it is (HTTP 400, 413, 422; a prompt over a torch judge's
+# context) now says so (``JudgeError.refused``), and the grader splits on it whatever the judge.
+@pytest.fixture(scope="module")
+def torch_judge():
+    pytest.importorskip("torch")
+    from test_torch_model import tiny_llama, tiny_tokenizer
+
+    from rewardjudge.models import TorchModel
+    tok = tiny_tokenizer()
+    return TorchModel(tiny_llama(tok), tok)   # a context of 1024 tokens
+
+
+async def test_a_group_prompt_over_a_torch_judges_context_is_split_not_given_up(torch_judge):
+    siblings = {"Paris.": 3, "It is Paris.": 2, "Lyon.": 1}
+
+    def judge(messages, params, schema):
+        try:
+            torch_judge.encode_prompt(messages)   # the torch judge's own refusal of a prompt too long
+        except Exception as exc:
+            return exc
+        return _blocks(messages[-1]["content"], lambda text: siblings.get(text, 0))
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(judge), scale="graded", batch_size=8, max_rounds=1, seed=3)
+    grades = await grader.grade_batch([_thread("x " * 2000), *map(_thread, siblings)])
+    assert grades[0].status == "unscored" and "does not fit" in grades[0].error
+    assert [(g.status, g.extra.get("grade")) for g in grades[1:]] == [("scored", v) for v in siblings.values()], \
+        [g.error for g in grades[1:]]
