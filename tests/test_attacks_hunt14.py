@@ -38,7 +38,7 @@ def torch_judge():
 
     from rewardjudge.models import TorchModel
     tok = tiny_tokenizer()
-    return TorchModel(tiny_llama(tok), tok)   # a context of 1024 tokens
+    return TorchModel(tiny_llama(tok), tok, max_batch_tokens=65536)   # a GPU's batches; a context of 1024 tokens
 
 
 async def test_a_group_prompt_over_a_torch_judges_context_is_split_not_given_up(torch_judge):
@@ -56,3 +56,28 @@ async def test_a_group_prompt_over_a_torch_judges_context_is_split_not_given_up(
     assert grades[0].status == "unscored" and "does not fit" in grades[0].error
     assert [(g.status, g.extra.get("grade")) for g in grades[1:]] == [("scored", v) for v in siblings.values()], \
         [g.error for g in grades[1:]]
+
+
+# -- 2. a torch judge runs concurrent requests as one padded batch, and a batch that failed (out of
+# memory: one long prompt pads every row to its length, and the attention mask grows with the
+# square of it) failed every request in it: a long completion left its batch-mates unscored, in
+# every grader family. A failed batch of several is now run again one request at a time.
+async def test_a_torch_batch_that_fails_as_a_whole_is_run_again_one_request_at_a_time(torch_judge, monkeypatch):
+    import torch
+
+    from rewardjudge.graders import ProbabilityJudgeGrader
+    model = torch_judge.model
+    forward = model.forward
+
+    def tight_memory(*args, **kw):   # a padded batch of several long rows does not fit; each row alone does
+        rows, width = kw.get("attention_mask", kw["input_ids"]).shape   # a shared prefix included
+        if rows > 1 and rows * width ** 2 > 2 * 900 ** 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (scripted)")
+        return forward(*args, **kw)
+
+    monkeypatch.setattr(model, "forward", tight_memory)
+    grader = ProbabilityJudgeGrader("p", torch_judge, scale="binary", min_valid_mass=0.001)   # a random model
+    alone = await grader.grade_batch([_thread("Paris.")])
+    grades = await grader.grade_batch([_thread("Paris."), _thread("Lyon."), _thread("The capital is Paris. " * 10)])
+    assert [g.status for g in grades] == ["scored"] * 3, [g.error for g in grades]
+    assert grades[0].value == pytest.approx(alone[0].value, abs=1e-4)

@@ -322,14 +322,24 @@ class TorchModel(InferenceModel):
                 else self._finish(launched)
 
     def _run(self, batch: Batch) -> InFlight | None:
-        """Launch a distribution batch, or generate a batch's replies; a failure is its jobs'."""
+        """Launch a distribution batch, or generate a batch's replies. A batch of several that fails
+        (out of memory: one long prompt pads every row to its length) runs again one job at a time,
+        so a failure is its own job's, never its batch-mates'."""
         try:
             if batch.kind == "dist":
                 return self._launch(batch)
             for job, res in zip(batch.jobs, self._generate(batch)):
                 reply(job, res, None)
+            return None
         except Exception as exc:
-            fail(batch.jobs, exc)
+            if len(batch.jobs) == 1:
+                fail(batch.jobs, exc)
+                return None
+        # past the except clause: the failed pass's tensors, held by its traceback, are freed
+        for job in batch.jobs:
+            flight = self._run(make_batch(batch.kind, [job], batch.prefix, self._pad_id, self.device.type == "cuda"))
+            if flight is not None:
+                self._finish(flight)
         return None
 
     def _prefix_cache(self, prefix: tuple[int, ...], batch_size: int) -> Any:
