@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from pydantic import BaseModel, field_validator
 
-from rewardjudge import StringThread
+from rewardjudge import StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.graders import CandidateJudgeGrader
 from rewardjudge.testing import ScriptedModel
 
@@ -21,8 +22,9 @@ def _thread(completion: str) -> StringThread:
 
 
 def _blocks(prompt: str, grade_of) -> str:
+    """A block per candidate shown, graded ``grade_of(its first line)``."""
     return "\n".join(f'<candidate id="{cid}">\n<reasoning>Looked at it.</reasoning>\n'
-                     f'<grade id="{cid}">{grade_of(text.strip())}</grade>\n</candidate>'
+                     f'<grade id="{cid}">{grade_of(text.strip().partition(chr(10))[0])}</grade>\n</candidate>'
                      for cid, text in _SUBMISSION.findall(prompt))
 
 
@@ -81,3 +83,39 @@ async def test_a_torch_batch_that_fails_as_a_whole_is_run_again_one_request_at_a
     grades = await grader.grade_batch([_thread("Paris."), _thread("Lyon."), _thread("The capital is Paris. " * 10)])
     assert [g.status for g in grades] == ["scored"] * 3, [g.error for g in grades]
     assert grades[0].value == pytest.approx(alone[0].value, abs=1e-4)
+
+
+# -- 3. a structured completion that made a completion model's own validator raise something other than a
+# ValueError (``s["url"]`` on a string: TypeError) escaped the parse step: the candidate grader's whole
+# group was unscored ("grader error"), and a single-sample grader left the hostile sample unscored instead
+# of penalized. A validator's own error is the completion not matching the model, as a judge's verdict
+# object's is: the sample is penalized alone.
+class _Sourced(BaseModel):
+    answer: str
+    sources: list = []
+
+    @field_validator("sources")
+    @classmethod
+    def _urls(cls, v):
+        return [s["url"] for s in v]   # a {"url": ...} object per source
+
+
+_SOURCED = ['{"answer": "Paris", "sources": [{"url": "https://fr.example"}]}', '{"answer": "It is Paris."}',
+            '{"answer": "Lyon"}']
+
+
+async def test_a_completion_that_trips_a_validator_is_penalized_alone():
+    grades_of = {"Paris": 3, "It is Paris.": 2, "Lyon": 1}
+
+    def judge(messages, params, schema):
+        return _blocks(messages[-1]["content"], lambda text: grades_of.get(text, 0))
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(judge), scale="graded", completion_model=_Sourced,
+                                  title_field="answer", seed=3)
+    hostile = '{"answer": "Paris", "sources": ["https://fr.example"]}'
+    grades = await grader.grade_batch([_thread(hostile), *map(_thread, _SOURCED)])
+    assert grades[0].status == "penalized" and "TypeError" in grades[0].error, grades[0].error
+    assert [(g.status, g.extra.get("grade")) for g in grades[1:]] == [("scored", 3), ("scored", 2), ("scored", 1)]
+    single = TemplatedPromptJudgeGrader("t", ScriptedModel(['{"reasoning": "x", "score": "FAIL"}']), "Grade.",
+                                        "{{completion}}", completion_model=_Sourced)
+    assert (await single.grade(_thread(hostile))).status == "penalized"

@@ -40,11 +40,11 @@ def pydantic_parse(text: str, model: type[T]) -> T:
     for span in spans:
         try:
             return model.model_validate(span.value)
-        except (ValueError, RecursionError) as exc:   # a ValidationError is a ValueError
+        except Exception as exc:   # a ValidationError, or a validator's own error (TypeError...): no match
             last = exc
             invalid = exc if isinstance(exc, ValidationError) else invalid
     # only the last failure is written out: formatting each one cost more than validating it
-    reason = format_validation_error(last) if isinstance(last, ValidationError) else last
+    reason = format_validation_error(last) if isinstance(last, ValidationError) else f"{type(last).__name__}: {last}"
     raise OutputParserException(f"does not match {model.__name__}: {reason}", text,
                                 [] if invalid is None else invalid.errors(include_url=False))
 
