@@ -119,3 +119,36 @@ async def test_a_completion_that_trips_a_validator_is_penalized_alone():
     single = TemplatedPromptJudgeGrader("t", ScriptedModel(['{"reasoning": "x", "score": "FAIL"}']), "Grade.",
                                         "{{completion}}", completion_model=_Sourced)
     assert (await single.grade(_thread(hostile))).status == "penalized"
+
+
+# -- 4. the reward server grades the samples of requests that arrive together in one batch; when one
+# request's sample was a usage error (metadata "eval": "maybe"), every sample of the batch was graded
+# again alone, so another client's group went to a candidate judge one sample at a time instead of
+# together (its grades judged without the group-mates, at n times the requests). A failed batch now
+# grades each request again whole; the bad request alone gets its 400.
+async def _grade_requests(bodies: list[dict]) -> list[tuple[int, list]]:
+    import asyncio
+
+    import aiohttp
+
+    from rewardjudge.serve import RewardServer
+
+    def judge(messages, params, schema):   # a group judge: its grades depend on what it sees together
+        seen = len(_SUBMISSION.findall(messages[-1]["content"]))
+        return _blocks(messages[-1]["content"], lambda text: seen)
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(judge), scale="graded", seed=1)
+    async with RewardServer(grader, batch_window=0.5) as server, aiohttp.ClientSession() as session:
+        async def post(body):
+            async with session.post(f"{server.url}/grade", json=body) as r:
+                answer = await r.json()
+                return r.status, [(g["status"], g["value"]) for g in answer.get("grades", [])]
+        return list(await asyncio.gather(*map(post, bodies)))
+
+
+async def test_a_bad_request_batched_with_a_group_leaves_the_group_judged_together():
+    group = {"samples": [{"prompt": QUESTION, "completion": f"Paris, answer {k}."} for k in range(3)]}
+    bad = {"samples": [{"prompt": "Another question?", "completion": "Rome.", "metadata": {"eval": "maybe"}}]}
+    [(status, benign)] = await _grade_requests([group])
+    assert status == 200 and benign == [("scored", 0.75)] * 3   # judged as a group of three
+    assert await _grade_requests([group, bad]) == [(200, benign), (400, [])]

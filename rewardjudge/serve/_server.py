@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, StrictInt
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..graders._base import Grader
+from ..graders._schedule import groups
 from ..rl._health import OutageGuard, OutageOptions
 from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
@@ -37,9 +38,10 @@ class _Batcher:
         self._queue = asyncio.Queue()
         self._task = asyncio.ensure_future(self._collect())
 
-    async def submit(self, thread: StringThread) -> Grade:
+    async def submit(self, thread: StringThread, request: object = None) -> Grade:
+        """``thread``'s Grade; ``request`` names the call it came with (its samples stay together)."""
         fut = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((thread, fut))  # type: ignore[union-attr]
+        self._queue.put_nowait((thread, fut, request))  # type: ignore[union-attr]
         return await fut
 
     async def _collect(self) -> None:
@@ -66,28 +68,31 @@ class _Batcher:
         task.add_done_callback(self._running.discard)
 
         def gone(fut: asyncio.Future) -> None:
-            if all(f.cancelled() for _, f in items) and not task.done():
+            if all(f.cancelled() for _, f, _ in items) and not task.done():
                 task.cancel()
 
-        for _, fut in items:
+        for _, fut, _ in items:
             fut.add_done_callback(gone)
 
     async def _grade(self, items: list) -> None:
         self.metrics.batches += 1
         self.metrics.batched_samples += len(items)
         try:
-            grades = await self.grader.grade_batch([t for t, _ in items])
-        except Exception as exc:  # a usage error (template, config): its own caller hears it
-            if len(items) > 1:  # one request's bad sample must not fail the other requests batched with it
+            grades = await self.grader.grade_batch([t for t, _, _ in items])
+        except Exception as exc:  # a usage error (template, config): its own request hears it
+            requests = groups(items, lambda item: item[2] if item[2] is not None else item[1])
+            if len(requests) > 1:  # one request's bad sample must not fail the other requests batched with it,
+                # nor split them: each is graded again whole (a group judge sees its samples together)
                 self.metrics.batches -= 1
                 self.metrics.batched_samples -= len(items)
-                await asyncio.gather(*(self._grade([item]) for item in items if not item[1].done()))
+                live = [[item for item in r if not item[1].done()] for r in requests]
+                await asyncio.gather(*(self._grade(r) for r in live if r))
                 return
-            for _, fut in items:
+            for _, fut, _ in items:
                 if not fut.done():
                     fut.set_exception(exc)
             return
-        for (_, fut), grade in zip(items, grades):
+        for (_, fut, _), grade in zip(items, grades):
             if not fut.done():
                 fut.set_result(grade)
 
@@ -172,7 +177,8 @@ class RewardServer(_HTTPService):
         says otherwise). Raises ``JudgeOutage`` once the outage guard has stopped the server."""
         if self.outage is not None:
             raise self.outage
-        grades = list(await asyncio.gather(*(self._batcher.submit(t) for t in threads)))
+        request = object()   # this call's samples are graded again together if their batch fails
+        grades = list(await asyncio.gather(*(self._batcher.submit(t, request) for t in threads)))
         self.metrics.record(grades)
         self._observe(grades)
         keys = list(groups) if groups is not None else [0] * len(grades)
