@@ -6,7 +6,7 @@ import abc
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
@@ -322,9 +322,11 @@ class Grader(abc.ABC):
         last_reply: str | None = None
         problem, kind = "", "invalid"
         extra_kw = {} if grammar is None else {"grammar": grammar}
-        for _ in range(reply_retries + 1):
+        for reask in range(reply_retries + 1):
+            # a re-ask says so: a request cache would answer the same request with the reply not read
+            sent = params if not reask else replace(params or GenerationParams(), reask=reask)
             try:
-                completion = await model.chat(messages, params, json_schema=json_schema, **extra_kw)
+                completion = await model.chat(messages, sent, json_schema=json_schema, **extra_kw)
             except JudgeError as exc:
                 attempts += exc.attempts
                 return JudgeFailure(f"{type(exc).__name__}: {exc}", attempts, usage, last_reply,

@@ -39,6 +39,9 @@ class GenerationParams:
     stop: tuple[str, ...] | None = None
     logprobs: bool = False
     top_logprobs: int | None = None
+    #: which re-ask of one request this is (0: the first ask); never sent, but a request cache keys on
+    #: it, so a grader's re-ask of a reply it could not read reaches the judge instead of that reply
+    reask: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters set, as request body fields (a new dict each call)."""

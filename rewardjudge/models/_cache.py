@@ -23,10 +23,13 @@ __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
                 json_schema: dict[str, Any] | None, grammar: str | None = None) -> str:
     """SHA-256 hex of a judge request's canonical JSON: every field of ``GenerationParams`` (not
-    only those sent; ``stop`` a JSON list), and a GBNF ``grammar`` when there is one (older keys
-    stay valid)."""
-    request = {"model": model_name, "params": dataclasses.asdict(params or GenerationParams()),
-               "json_schema": json_schema, "messages": [dict(m) for m in messages]}
+    only those sent; ``stop`` a JSON list; ``reask`` only on a re-ask), and a GBNF ``grammar`` when
+    there is one (older keys stay valid)."""
+    fields = dataclasses.asdict(params or GenerationParams())
+    if not fields["reask"]:
+        del fields["reask"]
+    request = {"model": model_name, "params": fields, "json_schema": json_schema,
+               "messages": [dict(m) for m in messages]}
     if grammar is not None:
         request["grammar"] = grammar
     return canonical_hash(request)
