@@ -38,7 +38,7 @@ class _Batcher:
         self._queue = asyncio.Queue()
         self._task = asyncio.ensure_future(self._collect())
 
-    async def submit(self, thread: StringThread, request: object = None) -> Grade:
+    async def submit(self, thread: StringThread, request: object) -> Grade:
         """``thread``'s Grade; ``request`` names the call it came with (its samples stay together)."""
         fut = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((thread, fut, request))  # type: ignore[union-attr]
@@ -80,7 +80,7 @@ class _Batcher:
         try:
             grades = await self.grader.grade_batch([t for t, _, _ in items])
         except Exception as exc:  # a usage error (template, config): its own request hears it
-            requests = groups(items, lambda item: item[2] if item[2] is not None else item[1])
+            requests = groups(items, lambda item: item[2])
             if len(requests) > 1:  # one request's bad sample must not fail the other requests batched with it,
                 # nor split them: each is graded again whole (a group judge sees its samples together)
                 self.metrics.batches -= 1
