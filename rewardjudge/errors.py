@@ -4,7 +4,15 @@ that did not parse: a ``penalized`` completion, or a re-asked judge reply)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+#: what judge servers say of a request longer than their context: vLLM and OpenAI, llama.cpp and
+#: llama-cpp-python, SGLang, TGI (422), ``TorchModel``; and HTTP 413, a body too large
+_OVER_CONTEXT = re.compile(
+    r"maximum context length|context_length_exceeded|exceeds? (?:the )?(?:context window|available context size)"
+    r"|longer than the model's context length|max_new_tokens`? must be <= |does not fit the judge's context"
+    r"|^judge HTTP 413:", re.IGNORECASE)
 
 
 class RewardJudgeError(Exception):
@@ -64,6 +72,11 @@ class JudgeError(RewardJudgeError, RuntimeError):
         self.attempts = attempts
         self.refused = refused
         super().__init__(message)
+
+    @property
+    def over_context(self) -> bool:
+        """The judge refused this request as longer than its context (its error text says so)."""
+        return self.refused and _OVER_CONTEXT.search(f"{self} {getattr(self, 'body', '')[:4000]}") is not None
 
 
 class JudgeHTTPError(JudgeError):

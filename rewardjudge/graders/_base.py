@@ -369,10 +369,30 @@ class Grader(abc.ABC):
             return JudgeFailure(f"{type(exc).__name__}: {exc}", exc.attempts, {}, None,
                                 time.perf_counter() - started, exc)
 
-    def failed(self, failure: "JudgeFailure", **fields: Any) -> Grade:
-        """The unscored Grade of a judge request that failed."""
-        return self.unscored(failure.reason, attempts=failure.attempts, usage=failure.usage,
-                             raw_reply=failure.raw_reply, latency_s=failure.latency_s, **fields)
+    def failed(self, failure: "JudgeFailure", sample: StringThread | None = None,
+               policy_texts: Sequence[str] = (), sent: Sequence[Message] = (), **fields: Any) -> Grade:
+        """The unscored Grade of a judge request that failed, or the ``overlong`` penalty of ``sample``."""
+        cost = {"attempts": failure.attempts, "usage": failure.usage, "latency_s": failure.latency_s, **fields}
+        grade = None if sample is None else self.overlong(sample, failure.error, policy_texts, sent, **cost)
+        return grade or self.unscored(failure.reason, raw_reply=failure.raw_reply, **cost)
+
+    def overlong(self, sample: StringThread, error: JudgeError | None, policy_texts: Sequence[str],
+                 sent: Sequence[Message], **fields: Any) -> Grade | None:
+        """``sample`` penalized when the judge refused the request ``sent`` as longer than its context
+        and the policy's texts shown in it are most of its characters: a policy must not escape its
+        grade by writing past the judge's context. None otherwise: a judge-side failure is never a number."""
+        if error is None or not error.over_context:
+            return None
+        shown = [c if isinstance(c := m.get("content"), str) else "\n".join(
+            p["text"] for p in c or () if isinstance(p, Mapping) and isinstance(p.get("text"), str)) for m in sent]
+        policy = sum(len(t) for t in policy_texts if t and any(t in c for c in shown))
+        total = sum(map(len, shown))
+        if 2 * policy <= total:
+            return None
+        return self.penalized(sample, f"malformed completion: the judge refused the request as longer than its "
+                                      f"context ({str(error)[:160]}), and the completion is {policy / total:.0%} of "
+                                      f"its characters; set max_completion_chars below the judge's context",
+                              **fields)
 
     def scored(self, answer: "JudgeAnswer[Any]", value: float, reasoning: str | None,
                extra: dict[str, Any], expectation: Expectation | None = None) -> Grade:

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError
+from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..templates._prompts import prompt_source
@@ -234,11 +234,22 @@ class CandidateJudgeGrader(Grader):
                 cand.failures.append(answer.reason)
             # refused as it is (too large, say): smaller requests may pass; else the judge is down
             if answer.error is not None and not (answer.error.refused and len(order) > 1):
+                if len(order) == 1:   # alone and refused as longer than the judge's context: its own doing
+                    order[0].grade = await self._overlong(order[0], answer.error, messages)
                 return   # the judge is down: asking again now would not help
             failed = order
         split = len(failed) == len(order) > 1
         if failed and (split or round_no < self.max_rounds):
             await self._ask_all(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
+
+    async def _overlong(self, cand: _Candidate, error: JudgeError, messages: list[dict[str, Any]]) -> Grade | None:
+        """``Grader.overlong`` of a candidate asked about alone: its texts as the templates show them."""
+        shown = await self.off_loop(text_size(cand.sample), neutralize_value, cand.data, self.protected_tags,
+                                    self.control_tokens())
+        texts = [v for k, v in shown.items() if k != "image" and isinstance(v, str)]
+        texts += [json.dumps(v, ensure_ascii=False) for v in (shown.get("fields") or {}).values()]
+        return self.overlong(cand.sample, error, texts, messages, attempts=cand.attempts,
+                             usage=dict(cand.usage), extra=self._extra(cand, None, None))
 
     def _request(self, members: list[_Candidate], round_no: int, request_seed: int | None
                  ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:

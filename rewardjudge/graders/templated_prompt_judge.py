@@ -107,7 +107,8 @@ class TemplatedPromptJudgeGrader(Grader):
         return {}
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        return await self.ask_judge(*await self.off_loop(text_size(sample), self._prompt_for, sample, parsed))
+        messages, texts = await self.off_loop(text_size(sample), self._prompt_for, sample, parsed)
+        return await self.ask_judge(messages, texts, sample=sample)
 
     def _prompt_for(self, sample: StringThread, parsed: BaseModel | None
                     ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -288,14 +289,14 @@ class TemplatedPromptJudgeGrader(Grader):
         return self._check({"score": label, **({} if field is None else {field: bounded_reasoning(before) or label})})
 
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = (),
-                        extra: Mapping[str, Any] | None = None) -> Grade:
+                        extra: Mapping[str, Any] | None = None, sample: StringThread | None = None) -> Grade:
         """Ask the judge for a sealed verdict, the grade carrying ``extra``; never raises for
-        judge-side failures."""
+        judge-side failures (``sample``: penalized when its ``policy_texts`` made the request too long)."""
         sent, schema, read, grammar = self.sealed_request(messages, policy_texts)
         answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
                                              grammar=grammar, reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
-            return self.failed(answer, extra=dict(extra or {}))
+            return self.failed(answer, sample, policy_texts, sent, extra=dict(extra or {}))
         found: Verdict = answer.verdict
         verdict, value = found.value
         reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)

@@ -1,0 +1,117 @@
+"""A completion too long for the judge's context is penalized, not unscored (issue 25): an unscored
+grade is masked out of the loss, so a policy must not keep a low reward out of it by writing past
+the judge's context. A refusal that is not about length, or a request whose bulk is the prompt,
+stays unscored: a judge-side failure never becomes a number."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from rewardjudge import StringThread
+from rewardjudge.errors import JudgeError, JudgeHTTPError
+from rewardjudge.graders import CandidateJudgeGrader
+from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+from rewardjudge.models import OpenAIModel
+from rewardjudge.testing import Fault, FakeJudgeServer
+
+LIMIT = 4000   # characters of messages the fake judge takes
+VLLM = json.dumps({"object": "error", "type": "BadRequestError", "param": None, "code": 400, "message":
+                   "This model's maximum context length is 1024 tokens. However, you requested 1800 tokens "
+                   "(1700 in the messages, 100 in the completion). Please reduce the length of the messages."})
+SCHEMA = json.dumps({"error": {"message": "Invalid request: 'response_format' is not supported"}})
+SUBMISSION = re.compile(r'<submission id="([a-z0-9]+)">\n(.*?)</submission>', re.DOTALL)
+
+
+def size(req: dict) -> int:
+    return sum(len(m["content"]) for m in req["messages"] if isinstance(m.get("content"), str))
+
+
+def verdict_judge(req: dict):
+    """PASS within ``LIMIT`` characters, else HTTP 400: vLLM's words, or a schema refusal where the
+    question asks for one."""
+    if size(req) <= LIMIT:
+        return json.dumps({"reasoning": "fine", "score": "PASS"})
+    return Fault.http(400, body=SCHEMA if "schema?" in req["messages"][-1]["content"] else VLLM)
+
+
+def sample(answer: str, question: str = "Q?", **metadata) -> StringThread:
+    return StringThread([("user", question), ("assistant", answer)], metadata=metadata)
+
+
+async def grade_with(samples):
+    with FakeJudgeServer(verdict_judge) as server:
+        grader = TemplatedPromptJudgeGrader(
+            "g", OpenAIModel(server.url, "fake"), "Grade the answer.",
+            "Question: {{last_user_turn_content}}\nAnswer: {{completion}}")
+        return await grader.grade_batch(samples)
+
+
+@pytest.mark.parametrize("eval_, value", [(False, -1.0), (True, 0.0)])
+async def test_a_completion_over_the_judges_context_is_penalized(eval_, value):
+    long, short = await grade_with([sample("x" * 6000, eval=eval_), sample("Paris.", eval=eval_)])
+    assert long.status == "penalized" and long.value == value
+    assert "refused the request as longer than its context" in long.error and "maximum context length" in long.error
+    assert "max_completion_chars" in long.error and re.search(r"the completion is 9\d% of its", long.error)
+    assert short.status == "scored" and short.value == 1.0
+
+
+async def test_a_long_prompt_or_a_refusal_not_about_length_stays_unscored():
+    prompt, schema, long = await grade_with(
+        [sample("Paris.", question="Q" * 6000), sample("x" * 6000, question="schema?"), sample("x" * 6000)])
+    assert prompt.status == "unscored" and prompt.value is None and "maximum context length" in prompt.error
+    assert schema.status == "unscored" and schema.value is None and "not supported" in schema.error
+    assert long.status == "penalized"
+
+
+def candidate_judge(req: dict):
+    """The candidate reply protocol within ``LIMIT`` characters (grade 3 each), else vLLM's 400."""
+    if size(req) > LIMIT:
+        return Fault.http(400, body=VLLM)
+    pairs = SUBMISSION.findall(req["messages"][-1]["content"])
+    return "\n".join(f'<candidate id="{cid}">\n<reasoning>ok</reasoning>\n<grade id="{cid}">3</grade>\n</candidate>'
+                     for cid, _ in pairs)
+
+
+@pytest.mark.parametrize("eval_, value", [(False, -1.0), (True, 0.0)])
+async def test_an_overlong_candidate_is_penalized_and_its_siblings_scored(eval_, value):
+    samples = [sample(f"answer {k}", eval=eval_) for k in range(3)] + [sample("y" * 6000, eval=eval_)]
+    with FakeJudgeServer(candidate_judge) as server:
+        grades = await CandidateJudgeGrader("g", OpenAIModel(server.url, "fake"),
+                                            seed=1).grade_batch(samples)
+    assert [g.status for g in grades[:3]] == ["scored"] * 3
+    assert grades[3].status == "penalized" and grades[3].value == value
+    assert "refused the request as longer than its context" in grades[3].error
+    assert grades[3].extra["rounds"] == 3   # 4, then 2, then alone
+
+
+async def test_a_candidate_under_a_long_prompt_stays_unscored():
+    samples = [sample(f"answer {k}", question="Q" * 6000) for k in range(2)] + [sample("y" * 6000), sample("z")]
+    with FakeJudgeServer(candidate_judge) as server:
+        grades = await CandidateJudgeGrader("g", OpenAIModel(server.url, "fake")).grade_batch(samples)
+    assert [g.status for g in grades] == ["unscored", "unscored", "penalized", "scored"]
+    assert grades[0].value is None and "maximum context length" in grades[0].error
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 2048 tokens",                         # vLLM, OpenAI
+    '{"code": "context_length_exceeded"}',                                          # OpenAI
+    "Requested tokens (5000) exceed context window of 4096",                        # llama-cpp-python
+    "the request exceeds the available context size, try increasing it",           # llama.cpp server
+    "The input (5000 tokens) is longer than the model's context length (4096 tokens).",  # SGLang
+    "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096",   # TGI
+    "Request Entity Too Large",                                                     # with HTTP 413
+])
+def test_over_context_refusals_are_recognised(message):
+    assert JudgeHTTPError(400 if "Large" not in message else 413, message).over_context
+    assert not JudgeHTTPError(503, message).over_context   # not a refusal: the judge is down
+
+
+def test_other_refusals_are_not_over_context():
+    assert not JudgeHTTPError(400, SCHEMA).over_context
+    assert not JudgeHTTPError(400, "Request Entity Too Large").over_context
+    assert not JudgeHTTPError(400, "'temperature' must be <= 2").over_context
+    assert not JudgeError("prompt of 9 tokens does not fit the judge's context of 8 tokens").over_context
+    assert JudgeError("prompt of 9 tokens does not fit the judge's context of 8 tokens", refused=True).over_context
