@@ -66,6 +66,26 @@ async def test_a_long_prompt_or_a_refusal_not_about_length_stays_unscored():
     assert long.status == "penalized"
 
 
+async def test_a_structured_completion_whose_shown_field_overflows_is_penalized():
+    """The template shows one field of a structured completion, never the JSON as written: that
+    field's text is the policy's share of the request."""
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        answer: str
+        confidence: str
+
+    with FakeJudgeServer(verdict_judge) as server:
+        grader = TemplatedPromptJudgeGrader("g", OpenAIModel(server.url, "fake"), "Grade the answer.",
+                                            "Question: {{last_user_turn_content}}\nAnswer: {{answer}}",
+                                            completion_model=Answer)
+        long, short = await grader.grade_batch([
+            sample(json.dumps({"answer": "x" * 6000, "confidence": "high"})),
+            sample(json.dumps({"answer": "Paris.", "confidence": "high"}))])
+    assert long.status == "penalized" and "refused the request as longer than its context" in long.error
+    assert short.status == "scored"
+
+
 def candidate_judge(req: dict):
     """The candidate reply protocol within ``LIMIT`` characters (grade 3 each), else vLLM's 400."""
     if size(req) > LIMIT:

@@ -122,11 +122,11 @@ class TemplatedPromptJudgeGrader(Grader):
                 tv = self.template_variables
                 context = {k: v for k, v in context.items() if k not in unread or k in tv}
             try:
-                return self.build_messages(context), [context.get("completion") or ""]
+                return self.build_messages(context), _policy_texts(context, parsed)
             except TemplateVariableError:
                 pass   # raised again below, naming every variable the context holds
         context = self.context_of(sample, parsed)
-        return self.build_messages(context), [context.get("completion") or ""]
+        return self.build_messages(context), _policy_texts(context, parsed)
 
     def _unread_names(self) -> frozenset[str]:
         """The names of the thread vocabulary that neither template can read, where that is
@@ -501,6 +501,13 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
     if reads is None:
         return frozenset()
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
+
+
+def _policy_texts(context: Mapping[str, Any], parsed: BaseModel | None) -> list[str]:
+    """The policy's texts as the templates are given them: the completion, and each text field of a
+    structured one (a template may show the fields alone)."""
+    fields = () if parsed is None else (context.get(k) for k in type(parsed).model_fields)
+    return [context.get("completion") or "", *(v for v in fields if isinstance(v, str) and v)]
 
 
 def _check_shows_completion(grader: "TemplatedPromptJudgeGrader", parsed_names: Sequence[str]) -> None:
