@@ -86,6 +86,28 @@ async def test_a_structured_completion_whose_shown_field_overflows_is_penalized(
     assert short.status == "scored"
 
 
+@pytest.mark.parametrize("template,completion", [
+    ("Question: {{question}}\nAnswer: {{answer}}", json.dumps({"answer": "x" * 6000})),   # a field
+    ("Question: {{question}}\nAnswer: {{transcript}}", "x" * 6000),                      # the whole thread
+])
+async def test_a_scorer_whose_completion_overflows_the_judge_is_penalized(template, completion):
+    from rewardjudge import ScorerGrader
+    from rewardjudge.scorers import Scorer, ScorerConfig
+
+    def judge(req: dict):
+        return json.dumps({"reason": "fine", "score": 4}) if size(req) <= LIMIT else Fault.http(400, body=VLLM)
+
+    mapping = {"question": "turn:user", **({"answer": "completion:answer"} if "answer" in template else {})}
+    config = ScorerConfig.from_dict({"model": "fake", "prompt_template": template,
+                                     "output_spec": {"type": "numeric", "min": 1, "max": 5}})
+    with FakeJudgeServer(judge) as server:
+        grader = ScorerGrader(Scorer("S", config), OpenAIModel(server.url, "fake"), mapping)
+        long, short = await grader.grade_batch([sample(completion),
+                                                sample(json.dumps({"answer": "Paris."}))])
+    assert long.status == "penalized" and "refused the request as longer than its context" in long.error
+    assert short.status == "scored" and short.value == 4.0
+
+
 def candidate_judge(req: dict):
     """The candidate reply protocol within ``LIMIT`` characters (grade 3 each), else vLLM's 400."""
     if size(req) > LIMIT:

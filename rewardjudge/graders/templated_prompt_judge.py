@@ -421,20 +421,24 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
             return self.penalized(sample, "malformed completion: nested too deep", extra=extra)
         if isinstance(prepared, str):
             return self.penalized(sample, f"malformed completion: {prepared}", extra=extra)
-        prompt, missing = prepared
-        return await self.ask_judge([{"role": "user", "content": prompt}],
-                                    extra={**extra, "missing_variables": missing})
+        prompt, missing, texts = prepared
+        return await self.ask_judge([{"role": "user", "content": prompt}], texts,
+                                    extra={**extra, "missing_variables": missing}, sample=sample)
 
-    def _prepare(self, sample: StringThread) -> "tuple[str, list[str]] | str":
-        """The judge prompt and the variables without a value; or why the completion is
-        content-free: the screen saw its whole text, but a binding shows the judge only the
-        fields it reads (``completion:<path>``), and those must not all be content-free."""
+    def _prepare(self, sample: StringThread) -> "tuple[str, list[str], list[str]] | str":
+        """The judge prompt, the variables without a value and the policy's texts as shown (the
+        completion and the fields the binding reads); or why the completion is content-free: the
+        screen saw its whole text, but a binding shows the judge only the fields it reads
+        (``completion:<path>``), and those must not all be content-free."""
         if self.reject_content_free:
             fields = self.binding.completion_fields(sample)
             reason = content_free_fields(fields, self.content_free_phrases) if fields else None
             if reason is not None:
                 return reason
-        return self.render(self.neutralized(sample))
+        clean = self.neutralized(sample)
+        prompt, missing = self.render(clean)
+        shown = self.binding.completion_fields(clean).values()
+        return prompt, missing, [clean.completion(), *(v for v in shown if isinstance(v, str) and v)]
 
     def verdict_value(self, verdict: BaseModel) -> float | None:
         return None if self.labels_only else output_value(verdict)
