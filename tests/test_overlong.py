@@ -108,6 +108,28 @@ async def test_a_scorer_whose_completion_overflows_the_judge_is_penalized(templa
     assert short.status == "scored" and short.value == 4.0
 
 
+async def test_a_probability_grade_whose_completion_overflows_the_judge_is_penalized():
+    from rewardjudge.graders import ProbabilityJudgeGrader
+    from rewardjudge.models._base import InferenceModel, TokenDistribution
+
+    class Judge(InferenceModel):
+        name, continues_prefix = "dist", True
+
+        async def chat(self, messages, params=None, *, json_schema=None):
+            raise AssertionError("a probability grade reads a distribution")
+
+        async def grade_distribution(self, messages, choices, params=None):
+            if size({"messages": messages}) > LIMIT:
+                raise JudgeHTTPError(400, VLLM)
+            return TokenDistribution({"3": 1.0}, top_k=None)
+
+    grader = ProbabilityJudgeGrader("p", Judge())
+    long, short, prompt = await grader.grade_batch(
+        [sample("x" * 6000), sample("Paris."), sample("Paris.", question="Q" * 6000)])
+    assert long.status == "penalized" and "refused the request as longer than its context" in long.error
+    assert short.status == "scored" and prompt.status == "unscored"
+
+
 def candidate_judge(req: dict):
     """The candidate reply protocol within ``LIMIT`` characters (grade 3 each), else vLLM's 400."""
     if size(req) > LIMIT:
