@@ -179,3 +179,18 @@ def test_other_refusals_are_not_over_context():
     assert not JudgeHTTPError(400, "'temperature' must be <= 2").over_context
     assert not JudgeError("prompt of 9 tokens does not fit the judge's context of 8 tokens").over_context
     assert JudgeError("prompt of 9 tokens does not fit the judge's context of 8 tokens", refused=True).over_context
+
+
+@pytest.mark.judge
+async def test_the_embedded_judges_own_refusal_is_recognised():
+    """llama.cpp's server (the embedded SmolLM2 judge, 2,048 tokens of context) refusing a request
+    over its context, in its own words: the long completion is penalized, the short one scored."""
+    from rewardjudge.models import spawn_judge
+
+    async with spawn_judge() as judge:
+        grader = TemplatedPromptJudgeGrader("k", judge, "Grade the answer. {{output_schema}}",
+                                            "Q: {{last_user_turn_content}}\nA: {{completion}}")
+        long, short = await grader.grade_batch([sample("four " * 12000, question="What is 2+2?"),
+                                                sample("4", question="What is 2+2?")])
+    assert long.status == "penalized" and "refused the request as longer than its context" in long.error, long.error
+    assert short.status in ("scored", "unscored") and "context" not in (short.error or "")
