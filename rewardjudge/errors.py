@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: what judge servers say of a request longer than their context: vLLM and OpenAI, llama.cpp and
-#: llama-cpp-python, SGLang, TGI (422), ``TorchModel``; and HTTP 413, a body too large
+#: what judge servers say of a request longer than their context: vLLM (its V0 and V1 words) and
+#: OpenAI, llama.cpp and llama-cpp-python, SGLang, TGI (422), Anthropic, LiteLLM, ``TorchModel``;
+#: and HTTP 413, a body too large
 _OVER_CONTEXT = re.compile(
     r"maximum context length|context_length_exceeded|exceeds? (?:the )?(?:context window|available context size)"
-    r"|longer than the model's context length|max_new_tokens`? must be <= |does not fit the judge's context"
-    r"|^judge HTTP 413:", re.IGNORECASE)
+    r"|longer than the (?:model's context length|maximum model length)|is too long and exceeds limit"
+    r"|prompt is too long|contextwindowexceeded|max_new_tokens`? must be <= |must have less than \d+ tokens"
+    r"|does not fit the judge's context|^judge HTTP 413:", re.IGNORECASE)
 
 
 class RewardJudgeError(Exception):

@@ -166,6 +166,11 @@ async def test_a_candidate_under_a_long_prompt_stays_unscored():
     "the request exceeds the available context size, try increasing it",           # llama.cpp server
     "The input (5000 tokens) is longer than the model's context length (4096 tokens).",  # SGLang
     "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096",   # TGI
+    "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000",  # TGI
+    "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",  # vLLM V1
+    "Input prompt (5000 tokens) is too long and exceeds limit of 4096",              # vLLM V0
+    "prompt is too long: 250000 tokens > 200000 maximum",                            # Anthropic
+    "litellm.ContextWindowExceededError: litellm.BadRequestError: ...",              # LiteLLM proxy
     "Request Entity Too Large",                                                     # with HTTP 413
 ])
 def test_over_context_refusals_are_recognised(message):
