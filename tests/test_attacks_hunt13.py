@@ -244,8 +244,10 @@ def test_a_candidate_grade_with_emphasis_is_read(written):
     got = read_candidate_reply(reply, ["a1"], Scale.GRADED).decisions["a1"]
     assert got.ok and got.value.grade == 2, got
     assert reply[got.value_at] == "2"
-    bad = read_candidate_reply(reply.replace(written, "2/4"), ["a1"], Scale.GRADED).decisions["a1"]
-    assert not bad.ok
+    over_top = read_candidate_reply(reply.replace(written, "2/4"), ["a1"], Scale.GRADED).decisions["a1"]
+    assert over_top.ok and over_top.value.grade == 2   # a grade over its scale's top (0-4) is that grade
+    for other in ("2/5", "2/4/4", "1/2"):   # over another number it is no grade on this scale
+        assert not read_candidate_reply(reply.replace(written, other), ["a1"], Scale.GRADED).decisions["a1"].ok
 
 
 # -- 5. an OpenAI ``refusal`` content part raised a ConfigError (the whole batch failed) where the

@@ -91,6 +91,8 @@ _TOKEN = re.compile(
 _ID_ATTR = re.compile(r"""(?:^|\s)id\s{0,16}=\s{0,16}(?:"([^"]*)"|'([^']*)'|([^\s"'/>]+))""",
                       re.IGNORECASE)
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+#: a grade over a top: ``3/4``, ``3 / 4``
+_OVER_TOP = re.compile(r"([+-]?[0-9]{1,6})[ \t]{0,2}/[ \t]{0,2}([0-9]{1,6})")
 
 
 def _attr_id(attrs: str) -> str | None:
@@ -99,7 +101,11 @@ def _attr_id(attrs: str) -> str | None:
 
 
 def _grade(text: str, scale: Scale) -> "int | str":
-    """The grade ``text`` (a grade element's content, ``unwrap``-ped) holds, or why it holds none."""
+    """The grade ``text`` (a grade element's content, ``unwrap``-ped) holds, or why it holds none
+    (``3/4``: a grade written over its scale's top is that grade)."""
+    over = _OVER_TOP.fullmatch(text)
+    if over is not None and int(over.group(2)) == scale.max:
+        text = over.group(1)
     if not _INTEGER.fullmatch(text):
         return f"grade {text[:40]!r} is not an integer"
     grade = int(text)
