@@ -415,6 +415,9 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     text = blank_drafts(text, request)
+    upper = seal.upper()
+    if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
+        text = text.replace(upper, seal)
     # by start: one verdict seen from two seals is one, read from the first of them
     found: dict[int, Decision] = {}
     for at in _occurrences(text, seal):
