@@ -651,3 +651,31 @@ async def test_a_policy_chosen_image_that_is_no_http_or_data_image_url_is_penali
     sent = [part for call in model.calls for m in call["messages"] if isinstance(m["content"], list)
             for part in m["content"] if part.get("type") == "image_url"]
     assert [p["image_url"]["url"] for p in sent] == ["data:image/png;base64,iVBORw0KGgo="]
+
+
+async def test_members_that_differ_in_the_metadata_the_template_reads_are_asked_about_apart():
+    """A custom template showing ``metadata.reference``: samples of one prompt with different
+    references are never judged under one another's reference (a request shows one member's)."""
+    import re as _re
+
+    from rewardjudge.graders import CandidateJudgeGrader
+
+    sent: list[str] = []
+
+    def judge(messages, params, schema):
+        text = messages[-1]["content"]
+        sent.append(text)
+        ids = _re.findall(r'<submission id="([^"]+)">', text)
+        return "\n".join(f'<candidate id="{i}">\n<reasoning>checked</reasoning>\n<grade id="{i}">4</grade>\n'
+                         f'</candidate>' for i in ids)
+
+    template = ("Reference: {{metadata.reference}}\n{{#each candidates}}<submission id=\"{{this.id}}\">\n"
+                "{{this.title}}\n</submission>\n{{/each}}Grade each 0-4 as <grade id=\"ID\">G</grade>.")
+    grader = CandidateJudgeGrader("g", ScriptedModel(judge), template=template)
+    samples = [StringThread([("user", "Capital?"), ("assistant", a)], metadata={"reference": r, "row": k})
+               for k, (a, r) in enumerate([("Paris", "Paris"), ("Rome", "Rome"), ("Paris.", "Paris")])]
+    grades = await grader.grade_batch(samples)
+    assert [g.status for g in grades] == ["scored"] * 3
+    assert len(sent) == 2   # one request per reference; the row (not read) splits nothing
+    rome = next(t for t in sent if "Reference: Rome" in t)
+    assert "Rome" in rome.split("Reference: Rome", 1)[1] and "Paris" not in rome

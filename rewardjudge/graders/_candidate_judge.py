@@ -4,6 +4,7 @@ sealed by an id made for the request (``readouts._candidate_blocks``); see docs/
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import re
@@ -21,7 +22,7 @@ from ..thread import StringThread
 from ._options import CandidateOptions
 from ._base import Grader, JudgeAnswer, log, text_size
 from ._prompt import JudgePrompt
-from ._schedule import balanced_chunks
+from ._schedule import balanced_chunks, groups
 from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, new_candidate_ids,
                                          read_candidate_reply)
 from ..readouts._decision import NoVerdict, Verdict
@@ -189,10 +190,22 @@ class CandidateJudgeGrader(Grader):
                 continue
             members.append(_Candidate(i, sample, dict(data)))
         started = time.perf_counter()
-        await self._ask_all(balanced_chunks(members, self.batch_size), 1)
+        # one request shows one member's metadata: members that differ in what the templates read of it
+        # (a reference per row, say) are asked about apart, never each under another's reference
+        parts = groups(members, lambda c: json.dumps([_at(c.sample.metadata, p) for p in self._metadata_reads],
+                                                      sort_keys=True, default=str))
+        await self._ask_all([chunk for part in parts for chunk in balanced_chunks(part, self.batch_size)], 1)
         for cand in members:
             grades[cand.index] = cand.grade or self._final_unscored(cand, started)
         return grades  # type: ignore[return-value]
+
+    @functools.cached_property
+    def _metadata_reads(self) -> list[str]:
+        """The paths into ``metadata`` the templates read (``metadata.reference``: ``reference``;
+        the whole of it: ``""``)."""
+        paths = (p for t in (self.prompt.system, self.prompt.user) for p in getattr(t, "variables", ()))
+        return sorted({p[len("metadata."):] if p != "metadata" else "" for p in paths
+                       if p == "metadata" or p.startswith("metadata.")})
 
     async def _ask_all(self, chunks: list[list[_Candidate]], round_no: int) -> None:
         """``_ask`` about each chunk concurrently; once all have finished the first usage error
@@ -367,3 +380,11 @@ class CandidateJudgeGrader(Grader):
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 **({"expected_value": True, "expected_value_floor": self.expected_value_floor}
                    if self.expected_value else {})}
+
+
+def _at(metadata: Mapping[str, Any], path: str) -> Any:
+    """The value at dotted ``path`` in ``metadata`` (``""``: all of it; None where it lacks)."""
+    value: Any = metadata
+    for part in path.split(".") if path else ():
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
