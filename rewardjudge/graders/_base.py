@@ -19,6 +19,7 @@ from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
 from ..readouts._decision import NoVerdict
+from ..readouts._seal import request_texts
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
@@ -383,8 +384,7 @@ class Grader(abc.ABC):
         grade by writing past the judge's context. None otherwise: a judge-side failure is never a number."""
         if error is None or not error.over_context:
             return None
-        shown = [c if isinstance(c := m.get("content"), str) else "\n".join(
-            p["text"] for p in c or () if isinstance(p, Mapping) and isinstance(p.get("text"), str)) for m in sent]
+        shown = list(request_texts(sent))
         policy = sum(len(t) for t in policy_texts if t and any(t in c for c in shown))
         total = sum(map(len, shown))
         if 2 * policy <= total:

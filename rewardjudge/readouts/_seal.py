@@ -23,7 +23,7 @@ from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 from ._text import holds_draft_tag
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
-           "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
+           "read_unsealed", "request_texts", "seal_messages", "sealed_schema", "value_offset"]
 
 #: the fields of a JSON verdict that carry the seal, its first and its last (a user output
 #: model may not use them): a policy's text, quoted by a judge that leaves its quotes
@@ -182,13 +182,13 @@ def blank_drafts(text: str, request: Sequence[Mapping[str, Any]] = ()) -> str:
     if m is None:
         return text
     close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
-    if close is None and any(holds_draft_tag(t) for t in _request_texts(request)):
+    if close is None and any(holds_draft_tag(t) for t in request_texts(request)):
         return text
     end = len(text) if close is None else close.end()
     return " " * end + text[end:]
 
 
-def _request_texts(request: Sequence[Mapping[str, Any]]) -> "Iterator[str]":
+def request_texts(request: Sequence[Mapping[str, Any]]) -> "Iterator[str]":
     """The text of each message and content part of ``request``."""
     for m in request:
         content = m.get("content")
