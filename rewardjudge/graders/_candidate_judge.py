@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
+from ..templates._plain import _lookup, to_plain
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ._options import CandidateOptions
@@ -192,8 +193,9 @@ class CandidateJudgeGrader(Grader):
         started = time.perf_counter()
         # one request shows one member's metadata: members that differ in what the templates read of it
         # (a reference per row, say) are asked about apart, never each under another's reference
-        parts = groups(members, lambda c: json.dumps([_at(c.sample.metadata, p) for p in self._metadata_reads],
-                                                      sort_keys=True, default=str))
+        reads = self._metadata_reads
+        parts = [members] if not reads else groups(members, lambda c: json.dumps(
+            [_lookup({"metadata": to_plain(c.sample.metadata)}, p) for p in reads], sort_keys=True, default=str))
         await self._ask_all([chunk for part in parts for chunk in balanced_chunks(part, self.batch_size)], 1)
         for cand in members:
             grades[cand.index] = cand.grade or self._final_unscored(cand, started)
@@ -201,11 +203,9 @@ class CandidateJudgeGrader(Grader):
 
     @functools.cached_property
     def _metadata_reads(self) -> list[str]:
-        """The paths into ``metadata`` the templates read (``metadata.reference``: ``reference``;
-        the whole of it: ``""``)."""
+        """The paths into ``metadata`` the templates read (``metadata``, ``metadata.reference``...)."""
         paths = (p for t in (self.prompt.system, self.prompt.user) for p in getattr(t, "variables", ()))
-        return sorted({p[len("metadata."):] if p != "metadata" else "" for p in paths
-                       if p == "metadata" or p.startswith("metadata.")})
+        return sorted({p for p in paths if p == "metadata" or p.startswith("metadata.")})
 
     async def _ask_all(self, chunks: list[list[_Candidate]], round_no: int) -> None:
         """``_ask`` about each chunk concurrently; once all have finished the first usage error
@@ -380,11 +380,3 @@ class CandidateJudgeGrader(Grader):
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 **({"expected_value": True, "expected_value_floor": self.expected_value_floor}
                    if self.expected_value else {})}
-
-
-def _at(metadata: Mapping[str, Any], path: str) -> Any:
-    """The value at dotted ``path`` in ``metadata`` (``""``: all of it; None where it lacks)."""
-    value: Any = metadata
-    for part in path.split(".") if path else ():
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return value
