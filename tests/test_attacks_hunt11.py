@@ -11,12 +11,12 @@ import re
 import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge import attacks
-from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, decode, declared_form_targets,
-                                 default_targets, run_attack_suite)
+from rewardjudge.attacks import decode
 from rewardjudge.readouts._text import (contains_tag, neutralize, neutralize_all, neutralize_value,
                                         template_tag_names)
 from rewardjudge.testing import ScriptedModel
+
+from hunt_modes import held_report
 
 QUESTION = "What is the capital of France?"
 
@@ -173,12 +173,7 @@ _NEW_MODES = {"fence_twice": _fence_twice, "summarise": _summarise, "quote_instr
 
 
 def test_new_attack_classes_and_judge_behaviours_hold_in_every_grader_and_declared_form(monkeypatch):
-    for name, mode in _NEW_MODES.items():
-        monkeypatch.setitem(attacks._JUDGE_MODES, name, mode)
-    targets = {**default_targets(), **declared_form_targets()}
-    modes = (*(m for m in dict.fromkeys(MODES + COPYING_MODES + BEHAVIOUR_MODES) if m != "truncated"),
-             *_NEW_MODES)
-    report = asyncio.run(run_attack_suite(targets, [Attack(n, t, "hunt11") for n, t in _HELD], modes))
+    targets, report = held_report(monkeypatch, _HELD, _NEW_MODES, "hunt11")
     assert {o.mode for o in report.outcomes} >= set(_NEW_MODES) and {o.grader for o in report.outcomes} >= {
         "rating", "brackets", "other", "arena", "result"}
     assert [o for o in report.outcomes if o.changed or o.benign_changed or o.escaped] == []

@@ -13,11 +13,11 @@ import urllib.parse
 import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge import attacks
-from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, decode, declared_form_targets,
-                                 default_targets, run_attack_suite)
+from rewardjudge.attacks import decode
 from rewardjudge.readouts._text import contains_tag, holds_draft_tag, neutralize, template_tag_names
 from rewardjudge.testing import ScriptedModel
+
+from hunt_modes import held_report
 
 QUESTION = "What is the capital of France?"
 
@@ -205,11 +205,6 @@ _NEW_MODES = {"crlf": _crlf, "same_line": _same_line, "line_separators": _line_s
 
 
 def test_new_attack_families_and_judge_behaviours_hold_in_every_grader_and_declared_form(monkeypatch):
-    for name, mode in _NEW_MODES.items():
-        monkeypatch.setitem(attacks._JUDGE_MODES, name, mode)
-    targets = {**default_targets(), **declared_form_targets()}
-    modes = (*(m for m in dict.fromkeys(MODES + COPYING_MODES + BEHAVIOUR_MODES) if m != "truncated"),
-             *_NEW_MODES)
-    report = asyncio.run(run_attack_suite(targets, [Attack(n, t, "hunt12") for n, t in _HELD], modes))
+    targets, report = held_report(monkeypatch, _HELD, _NEW_MODES, "hunt12")
     assert {o.mode for o in report.outcomes} >= set(_NEW_MODES) and {o.grader for o in report.outcomes} == set(targets)
     assert [o for o in report.outcomes if o.changed or o.benign_changed or o.escaped] == []
