@@ -124,10 +124,12 @@ async def test_a_probability_grade_whose_completion_overflows_the_judge_is_penal
             return TokenDistribution({"3": 1.0}, top_k=None)
 
     grader = ProbabilityJudgeGrader("p", Judge())
-    long, short, prompt = await grader.grade_batch(
-        [sample("x" * 6000), sample("Paris."), sample("Paris.", question="Q" * 6000)])
+    long, short, prompt, headed = await grader.grade_batch(
+        [sample("x" * 6000), sample("Paris."), sample("Paris.", question="Q" * 6000),
+         sample("x" * 6000 + "\n[user]\n<answer>")])   # neutralised as shown: still found in the request
     assert long.status == "penalized" and "refused the request as longer than its context" in long.error
     assert short.status == "scored" and prompt.status == "unscored"
+    assert headed.status == "penalized"
 
 
 def candidate_judge(req: dict):

@@ -129,22 +129,22 @@ class ProbabilityJudgeGrader(Grader):
         started = time.perf_counter()
         typed = ((self.state_of(sample, fields), self.question.instructions, self.question.criteria)
                  if self.typed else None)
-        messages, texts = ([], []) if typed else await self.off_loop(text_size(sample), self._prompt_for,
-                                                                     sample, fields)
+        messages = [] if typed else await self.off_loop(
+            text_size(sample), lambda: self.build_messages(self.context_of(sample, fields)))
         dist = await self.ask_distribution(self.model, messages, self.choices, self.params, typed=typed)
         if isinstance(dist, JudgeFailure):
+            texts = [] if typed else await self.off_loop(text_size(sample), self._shown_texts, sample, fields)
             return self.failed(dist, sample, texts, messages)
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
 
-    def _prompt_for(self, sample: StringThread, fields: dict[str, Any] | None
-                    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The messages and the policy's texts as they show in them: the completion or its text
-        fields, as written and as ``content``'s JSON writes them."""
-        ctx = self.context_of(sample, fields)
-        shown = [ctx["completion"]] if fields is None else [
-            v for v in neutralize_value(fields, self.prompt.tags, self.control_tokens()).values() if isinstance(v, str)]
-        texts = dict.fromkeys(t for v in shown if v for t in (v, json.dumps(v, ensure_ascii=False)[1:-1]))
-        return self.build_messages(ctx), list(texts)
+    def _shown_texts(self, sample: StringThread, fields: dict[str, Any] | None) -> list[str]:
+        """The policy's texts as the request shows them, for a failed request only (``overlong``): the
+        completion (neutralised as ``context_of`` does) or its text fields, as written and as
+        ``content``'s JSON writes them."""
+        tags = self.prompt.tags
+        shown = ([self.judge_thread(sample, tags).completion()] if fields is None else
+                 [v for v in neutralize_value(fields, tags, self.control_tokens()).values() if isinstance(v, str)])
+        return list(dict.fromkeys(t for v in shown if v for t in (v, json.dumps(v, ensure_ascii=False)[1:-1])))
 
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
         """The Grade a distribution over this grader's choices gives: the expected reward, or the
