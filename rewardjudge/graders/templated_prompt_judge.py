@@ -141,7 +141,7 @@ class TemplatedPromptJudgeGrader(Grader):
                                                  getattr(prompt, "user", None), unread,
                                                  frozenset(THREAD_VARIABLES) - unread)
         names = cached[3]
-        if names and _hb.HELPERS != _hb._HELPERS_AS_SHIPPED:   # a helper may read any name
+        if names and not _hb.helpers_as_shipped():   # a helper may read any name
             return frozenset()
         return names
 
@@ -151,7 +151,7 @@ class TemplatedPromptJudgeGrader(Grader):
         completion (``completion``, ``parsed``, ``turns`` ...). The screen read every field, so a
         content-free field shown beside a rich one the templates never read reached the judge."""
         reads = _reads_of(self, self.prompt)
-        if reads is None or _hb.HELPERS != _hb._HELPERS_AS_SHIPPED:   # a helper may read any name
+        if reads is None or not _hb.helpers_as_shipped():   # a helper may read any name
             return fields
         if any((name not in fields or name in THREAD_VARIABLES) and name not in _BESIDE_COMPLETION
                for name in reads):
@@ -520,7 +520,7 @@ def _check_shows_completion(grader: "TemplatedPromptJudgeGrader", parsed_names: 
     reads = set(grader.prompt.variables)
     if (type(grader).context_fields is TemplatedPromptJudgeGrader.context_fields
             and getattr(type(grader).extract_template_context, "__func__", None) is _SEED_HOOK
-            and _hb.HELPERS == _hb._HELPERS_AS_SHIPPED
+            and _hb.helpers_as_shipped()
             and reads <= _BESIDE_COMPLETION | set(grader.template_variables or ())):
         field = f" or {{{{{parsed_names[0]}}}}}" if parsed_names else ""
         raise ConfigError(f"the templates never show the judge the completion (they read "

@@ -60,6 +60,13 @@ HELPERS: dict[str, Callable[..., Any]] = {
 }
 """Helpers every template gets (``unless`` fixed to honour ``{{else}}``)."""
 _HELPERS_AS_SHIPPED = dict(HELPERS)   # remembered renders assume these helpers
+
+
+def helpers_as_shipped() -> bool:
+    """No helper registered or replaced since import: a template reads only the names it names."""
+    return HELPERS == _HELPERS_AS_SHIPPED
+
+
 _ABSENT = ("absent",)                 # a name the context lacks, in a memo key
 
 #: remembered renders per template, misses in a row before the memo rests, renders it rests for
@@ -394,7 +401,7 @@ class Template:
                     parts.append(("repr", repr(value)))
                 except RecursionError:
                     return None
-        if HELPERS != _HELPERS_AS_SHIPPED:
+        if not helpers_as_shipped():
             return None
         return tuple(parts)
 
