@@ -259,6 +259,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # Vibe-Eval's evaluator prompt (evaluate.py, _PROMPT_WITH_NO_IMAGE): 'The rating should be 1-5, where 1 is
     # incorrect and 5 is correct. Your response should be in the format:\nExplanation: (your explanation)\nRating: (int)'
     "vibe_eval": (VerdictForm("Rating: {score}", bounds=(1, 5)), vibe_eval_rating, _num),
+    # pfmt-bench-fin-ja's single prompts (data/judge_prompts.jsonl, in Japanese): MT-Bench's "[[rating]]" with the
+    # example "評価: [[5]]", rating 1 to 10, and "if the assistant gives no answer, count it as 0 points"
+    "pfmt_bench_fin_ja": (VerdictForm("[[{score}]]", bounds=(0, 10)), fastchat_single, _num),
 
 }
 
