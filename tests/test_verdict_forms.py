@@ -121,6 +121,19 @@ READ_CASES = [
     (BARE_LABEL, "1\n\nReason: Response 1 is better.", "1", ()),
     (BARE_LABEL, "Tie", "Tie", ()),
     (BARE_LABEL, "Tie breaker", None, ()),
+    # ... after a name of one to three words and a colon, as real judges label the number a "scores ONLY"
+    # prompt asks for (gpt-3.5 on ICE-Score's "Usefulness (scores ONLY)"; gpt-4 on QLoRA's "the number 1 or 2
+    # ... in a new line", in English and Spanish; tests/data/real_judges)
+    (BARE, "Score: 2", 2.0, ()),
+    (BARE, "Functional Correctness: 3", 3.0, ()),
+    (BARE, "Score: 0\n\nExplanation:\nThe code snippet is incorrect.", 0.0, ()),
+    (BARE, "**Usefulness:** 4", 4.0, ()),
+    (BARE_LABEL, "Both are helpful.\n\nBest answer: 2", "2", ()),
+    (BARE_LABEL, "Mejor respuesta: 2", "2", ()),
+    (BARE, "Method one: 2\nMethod two: 4", 4.0, (2.0,)),
+    (BARE, "Score: 0 (the snippet is empty)", None, ()),   # still the line's only content
+    (BARE, "Option 1: 2", None, ()),                      # a name is words: no number in it
+    (BARE, "Then the final answer is: 3", None, ()),      # ... and no more than three
     # {other}: a number beside the verdict that is not its value
     (SECOND, "8 10\nBoth assistants are accurate; Assistant 2 is more detailed.", 10.0, ()),
     (FIRST, "8 10\nBoth assistants are accurate; Assistant 2 is more detailed.", 8.0, ()),

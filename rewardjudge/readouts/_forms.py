@@ -32,6 +32,10 @@ _NOT_ARITHMETIC = r"(?!\d|[ \t]{0,2}[-+*×=][ \t]{0,2}\d)"
 _OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
 _LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
+#: before a bare form's verdict: a name of one to three words and a colon, as judges label the number a
+#: "scores ONLY" prompt asks for (``Score: 2``, ``Functional Correctness: 3``, ``**Usefulness:** 4``);
+#: matched once, never given back (a lookahead and its backreference: an atomic group on Python 3.10)
+_NAME = r"(?:(?=(?P<name>[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:[*_]{0,4}[ \t]{0,4}))(?P=name))?"
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
@@ -66,8 +70,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
     if not (before + after).replace(_OTHER, "").strip():
-        # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else
-        return re.compile(_LINE_HEAD + _literal(before) + "(?P<v>" + value + ")" + _literal(after) + _LINE_TAIL)
+        # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
+        return re.compile(_LINE_HEAD + _NAME + _literal(before) + "(?P<v>" + value + ")" + _literal(after) + _LINE_TAIL)
     head = _bounded(_literal(before), before, True, False)
     if before.strip() and before != before.rstrip():
         # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
@@ -184,7 +188,8 @@ class VerdictForm:
     (``**Rating**: [[8]]``), brackets around the placeholder may also hold one word
     and a colon before the verdict (``[[Rating: 8]]``), and the pattern's final full stop is optional. A
     bare placeholder (no literal text: a judge told to reply with the score
-    only) is the verdict alone on its line, with any ``{other}``. One
+    only) is the verdict alone on its line, with any ``{other}``, after at most
+    a name of one to three words and a colon (``Score: 2``). One
     bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
 
     >>> form = VerdictForm("[[{score}]]", bounds=(1, 10))
