@@ -196,6 +196,31 @@ def vibe_eval_rating(reply: str) -> "int | None":
     return int(m.group(1)) if m else None
 
 
+def ice_score(reply: str) -> "int | None":
+    """ICE-Score llm_code_eval/evaluator.py, get_gpt_answer: ``int(reply)``, else
+    process_raw_content: the reply lower-cased, parentheses dropped; of its lines (list
+    numbers stripped, split at ". ") those naming "score" or a word of the aspect
+    ("usefulness" for CoNaLa, "functional correctness" for HumanEval: one list here, which
+    reads every stored reply as its own aspect does), the numeric words ("out of " made "/",
+    "/4" dropped); several different: the most common; else the one; none or an error -> 0
+    there (None here)."""
+    try:
+        return int(reply)
+    except ValueError:
+        pass
+    lines = reply.lower().replace("(", "").replace(")", "").split("\n")
+    named = [part.strip(".").replace("out of ", "/").replace("/4", "")
+             for line in lines for part in line.lstrip("0123456789. ").split(". ")
+             if any(word in part for word in ("score", "usefulness", "functional", "correctness"))]
+    found = [word for part in named for word in part.split() if word.isnumeric()]
+    if len(set(found)) > 1:
+        return int(Counter(found).most_common(1)[0][0])
+    try:
+        return None if not found and "N/A" in reply else int(found[0])
+    except (IndexError, ValueError):
+        return None
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -262,6 +287,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # pfmt-bench-fin-ja's single prompts (data/judge_prompts.jsonl, in Japanese): MT-Bench's "[[rating]]" with the
     # example "評価: [[5]]", rating 1 to 10, and "if the assistant gives no answer, count it as 0 points"
     "pfmt_bench_fin_ja": (VerdictForm("[[{score}]]", bounds=(0, 10)), fastchat_single, _num),
+    # ICE-Score's G-Eval-style prompts without steps (experiment_source/conala_gpt_eval.py, llm_code_eval/utils.py):
+    # 'Usefulness (0-4) ...' / 'Functional Correctness (0-4) ...', ending "Evaluation Form:\nUsefulness (scores ONLY)"
+    "ice_score": (VerdictForm("{score}", bounds=(0, 4)), ice_score, _num),
 
 }
 
