@@ -14,7 +14,7 @@ import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.attacks import decode
-from rewardjudge.readouts._text import contains_tag, holds_draft_tag, neutralize, template_tag_names
+from rewardjudge.readouts._text import contains_tag, neutralize, template_tag_names
 from rewardjudge.testing import ScriptedModel
 
 from hunt_modes import held_report
@@ -95,7 +95,7 @@ def test_escapes_of_every_structure_character_are_defanged(name):
         shown = neutralize(f"Berlin\n{text}\nx", tags)
         assert shown != f"Berlin\n{text}\nx" and neutralize(shown, tags) == shown, text
         assert not contains_tag(judge_decode(shown), tags), (text, judge_decode(shown))   # decoded, still defanged
-    assert holds_draft_tag(f"Berlin {esc('<')}think>")
+    assert contains_tag(f"Berlin {esc('<')}think>")
 
 
 def test_escapes_of_letters_inside_a_tag_name_fold_too():

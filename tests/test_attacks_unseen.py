@@ -460,10 +460,11 @@ async def test_a_sealed_verdict_inside_a_think_draft_is_never_read(kind):
     assert (closed.status, closed.value) == ("scored", 0.0), closed
     assert not closed.extra.get("disagreeing_verdicts")          # the draft is not a verdict at all
     # a draft is where a reasoning model writes it, at the start of its reply; left unclosed it
-    # runs to the end (a tag further on may be the policy's, quoted: it hides nothing)
+    # hides nothing (hunt 15: the tag may be the policy's, decoded by the judge at its head), so
+    # the sealed verdict after it is the judge's own and is read
     unclosed = await _grade(kind, "Berlin.",
-                            lambda p, c, own: f"<THINKING>Let me reconsider:\n{own(hi)}")
-    assert (unclosed.status, unclosed.value) == ("unscored", None), unclosed
+                            lambda p, c, own: f"<THINKING>Let me reconsider:\n{own(lo)}")
+    assert (unclosed.status, unclosed.value) == ("scored", 0.0), unclosed
     only_draft = await _grade(kind, "Berlin.",
                               lambda p, c, own: f"<think>\n{own(hi)}\n</think>\nI cannot decide.")
     assert (only_draft.status, only_draft.value) == ("unscored", None), only_draft

@@ -364,12 +364,12 @@ async def test_a_leading_think_draft_is_never_read():
     assert [g.extra["grade"] for g in grades] == [1, 1]
     assert all("disagreeing_verdicts" not in g.extra for g in grades)   # the draft is blanked
 
-    def drafting(messages, params, schema):   # never leaves its draft
+    def drafting(messages, params, schema):   # never closes its draft: it hides nothing (hunt 15)
         return f"<think>{reply_for(submissions(messages), lambda t: '4')}"
 
     grades = await CandidateJudgeGrader("g", ScriptedModel(drafting), max_rounds=1).grade_batch(
         [thread("Q?", "a")])
-    assert grades[0].status == "unscored" and 'no <grade id="' in grades[0].error
+    assert grades[0].status == "scored" and grades[0].extra["grade"] == 4
 
 
 async def test_ids_are_14_characters_made_per_request_and_replayed_under_one_key(tmp_path):

@@ -116,8 +116,8 @@ CASES = [
     # a leading <think> draft is blanked: its grades are never read
     ("think draft", '<think>Maybe <grade id="ka7">4</grade>.</think>\n' + block("ka7", "0") + REST,
      {"ka7": 0, "mq2": 1, "zx9": 0}, {}),
-    # an unclosed leading draft runs to the end of the reply
-    ("unclosed draft", "<think>" + GOOD, {}, {"ka7": "no <grade", "mq2": "no <grade", "zx9": "no <grade"}),
+    # an unclosed leading draft hides nothing (hunt 15: it may be the policy's tag, decoded)
+    ("unclosed draft", "<think>" + GOOD, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # a <think> tag elsewhere is text (it may be quoted policy text) and hides nothing
     ("think later", block("ka7", "4") + "<think>" + REST + "</think>", {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # an empty reply

@@ -237,7 +237,7 @@ class CandidateJudgeGrader(Grader):
         grammar = (candidate_grammar(ids, self.scale, max_tokens_per_candidate=self.max_tokens_per_candidate)
                    if getattr(self.model, "accepts_grammar", False) else None)
         answer = await self.ask_until_parsed(
-            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale, messages),
+            self.model, messages, params, lambda text: read_candidate_reply(text, ids, self.scale),
             grammar=grammar, reply_retries=0)
         if isinstance(answer, JudgeAnswer):
             failed = await self._read(order, ids, answer, messages, params, round_no)

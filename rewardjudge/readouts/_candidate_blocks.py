@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError
 from ..scales import Scale
@@ -177,15 +177,13 @@ def _decide(cid: str, found: list, reasoned: "_Block | None", text: str) -> Deci
     return replace(decision, value=CandidateVerdict(cid, decision.value, reasoning))
 
 
-def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str,
-                         request: Sequence[Mapping[str, Any]] = ()) -> CandidateReading:
+def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> CandidateReading:
     """Read a judge reply for the candidates ``ids`` on ``scale``. Per sent id
     the last ``<grade id="ID">N</grade>`` decides (``N``: an integer on the
     scale; earlier disagreeing grades are ``others``); an id without one gets a
     ``NoVerdict``; a grade without a sent id is only counted (``unbound``). The
-    reasoning comes, best effort, from the block opened with the id. A leading
-    ``<think>`` draft is blanked first (``blank_drafts``, with the ``request`` sent); one
-    linear ``finditer`` pass.
+    reasoning comes, best effort, from the block opened with the id. A leading, closed
+    ``<think>`` draft is blanked first (``blank_drafts``); one linear ``finditer`` pass.
 
     >>> from rewardjudge.scales import Scale
     >>> r = read_candidate_reply('<candidate id="a1"><grade id="a1">3</grade></candidate>'
@@ -197,7 +195,7 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():
         return CandidateReading({cid: NoVerdict("empty reply", kind="no sealed verdict") for cid in sent})
-    text = blank_drafts(text, request)
+    text = blank_drafts(text)
     grades, reasoned, unbound = _scan(text, set(sent), scale)
     return CandidateReading({cid: _decide(cid, grades.get(cid, []), reasoned.get(cid), text)
                              for cid in sent}, unbound)

@@ -1,8 +1,8 @@
 """The seal: a verdict the policy cannot write (docs/sealed-verdicts.md). A keyed
 hash of the whole request the judge is asked, last, to write on its verdict: as
 the first and the last field of a JSON verdict (``"seal"``, ``"seal_end"``), or
-on a line ``VERDICT <seal>: <label>``. Only a sealed verdict is read; a leading ``<think>``
-draft is blanked first and the last sealed verdict decides (earlier ones that
+on a line ``VERDICT <seal>: <label>``. Only a sealed verdict is read; a leading, closed
+``<think>`` draft is blanked first and the last sealed verdict decides (earlier ones that
 disagree go to ``others``); a last sealed JSON object that cannot be read is the reading."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from ..errors import ConfigError
 from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
-from ._text import holds_draft_tag
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
            "read_unsealed", "request_texts", "seal_messages", "sealed_schema", "value_offset"]
@@ -170,22 +169,20 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
 _DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
-def blank_drafts(text: str, request: Sequence[Mapping[str, Any]] = ()) -> str:
-    """``text`` with a leading ``<think>``/``<thinking>`` draft (an unclosed one
-    runs to the end) replaced by spaces, so offsets hold; a verdict inside it is
-    never read. A tag elsewhere is text (maybe the policy's) and hides nothing.
-    Nor does an unclosed one when the ``request`` (the messages the judge was sent)
-    shows a draft tag: the reply may open by repeating the policy's text with the
-    neutraliser's ``[`` turned back into ``<``, and running that to the end blanked
-    the judge's own verdict (the grade escaped to unscored)."""
+def blank_drafts(text: str) -> str:
+    """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces, so
+    offsets hold; a verdict inside it is never read. An unclosed one hides nothing, nor does a
+    tag elsewhere: either may be the policy's text, repeated or decoded by the judge (a base64
+    ``<think>`` decoded at the head of its reply), and blanking to the end hid the judge's own
+    sealed verdict (the grade escaped to unscored). A reply cut off inside a draft is never
+    read anyway (``finish_reason: "length"``)."""
     m = _DRAFT_OPEN.match(text)
     if m is None:
         return text
     close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
-    if close is None and any(holds_draft_tag(t) for t in request_texts(request)):
+    if close is None:
         return text
-    end = len(text) if close is None else close.end()
-    return " " * end + text[end:]
+    return " " * close.end() + text[close.end():]
 
 
 def request_texts(request: Sequence[Mapping[str, Any]]) -> "Iterator[str]":
@@ -400,8 +397,7 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
-                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "",
-                request: Sequence[Mapping[str, Any]] = ()) -> Decision:
+                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
     """The last sealed verdict of a judge reply, or why there is none (linear).
 
     ``check`` validates a sealed JSON object (seal field removed) into a value,
@@ -410,11 +406,11 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     label form is read only with one of them. ``same``: when two values agree
     (default ``==``). A ``VERDICT <seal>:`` line whose rest is not one verdict is the
     reading at its place (``NoVerdict``), unless the rest is ``placeholder``: the seal
-    instruction's example line (``label_instruction``), which a judge may echo. ``request``:
-    the messages sent, which tell a leading draft from a copy of policy text (``blank_drafts``)."""
+    instruction's example line (``label_instruction``), which a judge may echo. A leading, closed
+    ``<think>`` draft is blanked first (``blank_drafts``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
-    text = blank_drafts(text, request)
+    text = blank_drafts(text)
     upper = seal.upper()
     if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
         text = text.replace(upper, seal)

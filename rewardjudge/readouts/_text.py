@@ -18,7 +18,7 @@ from ..errors import TemplateContextError
 from ..grade import encodable
 from ..templates._plain import to_plain
 
-__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "holds_draft_tag", "letters", "neutralize",
+__all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
            "neutralize_controls", "neutralize_all", "neutralize_value", "template_tag_names"]
 
 #: Tag names of the reply protocols: the candidate blocks, and the draft a reply may open
@@ -290,20 +290,6 @@ def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iter
     (True, False)
     """
     return bool(_pattern(tuple(extra_tags), tuple(control_tokens)).search(_skeleton(text)))
-
-
-#: a draft tag (``<think``, ``</thinking``) on the skeleton, opened by '<' or by the '[' the
-#: neutraliser leaves in its place: a judge repeating policy text may turn that back into '<'
-_DRAFT_TAG = re.compile(r"[<\[][\s/\x00]*" + _spaced("think"))
-
-
-def holds_draft_tag(text: str) -> bool:
-    """Whether ``text`` holds a draft tag, as written or as neutralised (linear).
-
-    >>> holds_draft_tag("Berlin [think>"), holds_draft_tag("\uff1cTHINKING"), holds_draft_tag("I think so")
-    (True, True, False)
-    """
-    return isinstance(text, str) and _DRAFT_TAG.search(_skeleton(text)) is not None
 
 
 _GAPS = re.compile(_GAP + "*")
