@@ -6,16 +6,30 @@ Jinja2, which the content-free screen did not know it showed; an image the judge
 from __future__ import annotations
 
 import base64
+import json
+import re
 
-from rewardjudge import attacks
+import pytest
+from pydantic import BaseModel
+
+from rewardjudge import CandidateJudgeGrader, ScorerGrader, StringThread, TemplatedPromptJudgeGrader, attacks
+from rewardjudge.errors import JudgeHTTPError
+from rewardjudge.graders import ProbabilityJudgeGrader
+from rewardjudge.models._base import InferenceModel, TokenDistribution
 from rewardjudge.readouts._candidate_blocks import read_candidate_reply
 from rewardjudge.readouts._seal import blank_drafts, read_sealed
 from rewardjudge.scales import Scale
+from rewardjudge.scorers import Scorer, ScorerConfig
+from rewardjudge.testing import ScriptedModel
 
 from hunt_modes import held_report
 
 QUESTION = "What is the capital of France?"
 SEAL = "0123456789abcdef"
+
+
+def _sample(completion: str, question: str = QUESTION) -> StringThread:
+    return StringThread([("user", question), ("assistant", completion)], metadata={"query": question})
 
 
 def _b64(text: str) -> str:
@@ -54,3 +68,115 @@ def test_an_unclosed_leading_draft_hides_nothing_and_a_closed_one_is_blanked():
     grades = read_candidate_reply('<think>\n<candidate id="a1"><grade id="a1">3</grade></candidate>', ["a1"],
                                   Scale.GRADED)
     assert grades.decisions["a1"].value.grade == 3
+
+
+# -- 2. the policy's share of a request the judge refused as over its context. It was the characters
+# of the policy's texts found verbatim in the request: the completion and a structured completion's
+# top-level text fields. A list or a nested field, a field a template shows item by item, or a
+# completion shown in another form counted nothing: the grade escaped to unscored (masked out of
+# the loss) however long the policy wrote. Each family now rebuilds the request with the answer
+# emptied (every field of a structured one) and counts what it loses, only after such a refusal.
+LIMIT = 4000
+VLLM = ("This model's maximum context length is 1024 tokens. However, you requested 1800 tokens "
+        "(1700 in the messages, 100 in the completion). Please reduce the length of the messages.")
+LONG_ITEMS = ["x" * 40] * 150   # 6,000 characters in a list
+
+
+def _size(messages) -> int:
+    return sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str))
+
+
+class _Items(BaseModel):
+    answer: str
+    items: list[str]
+
+
+class _Inner(BaseModel):
+    text: str
+
+
+class _Nested(BaseModel):
+    answer: _Inner
+
+
+def _refusing(reply):
+    """A judge answering ``reply(messages)`` within ``LIMIT`` characters, else vLLM's 400."""
+    def judge(messages, params, schema):
+        return reply(messages) if _size(messages) <= LIMIT else JudgeHTTPError(400, VLLM)
+    return judge
+
+
+class _Counting(TemplatedPromptJudgeGrader):
+    renders = 0
+
+    def build_messages(self, *args, **kw):
+        type(self).renders += 1
+        return super().build_messages(*args, **kw)
+
+
+@pytest.mark.parametrize("model,template,long,short", [
+    (_Items, "Q: {{last_user_turn_content}}\n{{answer}}\n{{#each items}}- {{this}}\n{{/each}}",
+     {"answer": "Paris", "items": LONG_ITEMS}, {"answer": "Paris", "items": ["a"]}),             # a list
+    (_Nested, "Q: {{last_user_turn_content}}\nA: {{answer.text}}",
+     {"answer": {"text": "x" * 6000}}, {"answer": {"text": "Paris"}}),                           # a nested field
+])
+async def test_a_structured_completion_over_the_judges_context_is_penalized(model, template, long, short):
+    _Counting.renders = 0
+    grader = _Counting("g", ScriptedModel(_refusing(lambda m: '{"reasoning": "fine", "score": "PASS"}')),
+                       "Grade the answer.", template, completion_model=model)
+    grades = await grader.grade_batch([_sample(json.dumps(long)), _sample(json.dumps(short))])
+    assert grades[0].status == "penalized" and "refused the request as longer than its context" in grades[0].error
+    assert grades[1].status == "scored"
+    assert _Counting.renders == 3   # one request each, and the refused one rebuilt without its answer
+
+
+async def test_a_scorer_whose_list_field_overflows_the_judge_is_penalized():
+    config = ScorerConfig.from_dict({"model": "fake", "template_engine": "jinja2",
+                                     "prompt_template": "Q: {{ question }}\n{% for i in items %}- {{ i }}\n{% endfor %}",
+                                     "output_spec": {"type": "numeric", "min": 1, "max": 5}})
+    judge = ScriptedModel(_refusing(lambda m: '{"reason": "fine", "score": 4}'))
+    grader = ScorerGrader(Scorer("S", config), judge, {"question": "turn:user", "items": "completion:items"},
+                          allow_model_override=True)
+    long, short = await grader.grade_batch([_sample(json.dumps({"items": LONG_ITEMS})),
+                                            _sample(json.dumps({"items": ["Paris"]}))])
+    assert long.status == "penalized" and "longer than its context" in long.error
+    assert short.status == "scored" and short.value == 4.0
+
+
+async def test_a_probability_grade_whose_list_field_overflows_is_penalized():
+    class Judge(InferenceModel):
+        name, continues_prefix = "dist", True
+
+        async def chat(self, messages, params=None, *, json_schema=None):
+            raise AssertionError("a probability grade reads a distribution")
+
+        async def grade_distribution(self, messages, choices, params=None):
+            if _size(messages) > LIMIT:
+                raise JudgeHTTPError(400, VLLM)
+            return TokenDistribution({"3": 1.0}, top_k=None)
+
+    grader = ProbabilityJudgeGrader("p", Judge(), completion_model=_Items)
+    long, short, prompt = await grader.grade_batch([
+        _sample(json.dumps({"answer": "Paris", "items": LONG_ITEMS})),
+        _sample(json.dumps({"answer": "Paris", "items": ["a"]})),
+        _sample(json.dumps({"answer": "Paris", "items": ["a"]}), question="Q" * 6000)])
+    assert long.status == "penalized" and "longer than its context" in long.error
+    assert short.status == "scored" and prompt.status == "unscored"   # the prompt's bulk: the judge's side
+
+
+async def test_an_overlong_candidate_shown_item_by_item_is_penalized():
+    template = ("{{query_text}}\n{{#each candidates}}<submission id=\"{{this.id}}\">\n"
+                "{{#each this.fields.items}}- {{this}}\n{{/each}}</submission>\n{{/each}}")
+
+    def blocks(messages):
+        ids = re.findall(r'<submission id="([a-z0-9]+)">', messages[-1]["content"])
+        return "\n".join(f'<candidate id="{i}"><reasoning>ok</reasoning><grade id="{i}">3</grade></candidate>'
+                         for i in ids)
+
+    grader = CandidateJudgeGrader("c", ScriptedModel(_refusing(blocks)), scale="graded", template=template,
+                                  completion_model=_Items, seed=1)
+    grades = await grader.grade_batch([_sample(json.dumps({"answer": "Paris", "items": LONG_ITEMS})),
+                                       _sample(json.dumps({"answer": "Paris", "items": ["Lyon"]}))])
+    assert grades[0].status == "penalized" and "longer than its context" in grades[0].error
+    assert grades[1].status == "scored" and grades[1].extra["grade"] == 3
+

@@ -214,7 +214,7 @@ async def test_ask_until_parsed_failure_keeps_the_judge_error():
     failure = await Recording().ask_until_parsed(ScriptedModel([error]), [{"role": "user", "content": "x"}],
                                                  None, str)
     assert isinstance(failure, JudgeFailure) and failure.error is error and failure.attempts == 2
-    grade = Recording().failed(failure)
+    grade = await Recording().failed(failure)
     assert grade.status == "unscored" and grade.value is None and "413" in grade.error
 
 

@@ -19,7 +19,6 @@ from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
 from ..readouts._decision import NoVerdict
-from ..readouts._seal import request_texts
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
@@ -33,6 +32,40 @@ _INLINE_CHARS = 65_536
 def text_size(sample: StringThread) -> int:
     """The characters of ``sample``'s turns (what building its judge prompt works through)."""
     return sum(len(content) for _, content in sample.turns if isinstance(content, str))
+
+
+def emptied(value: Any) -> Any:
+    """``value`` (plain data: a completion's fields) with the policy's content taken out: text
+    empty, lists empty, numbers 0, a mapping's values emptied (its keys kept, so a template's
+    paths into it still resolve)."""
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, Mapping):
+        return {k: emptied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return []
+    return 0 if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def without_completion(sample: StringThread) -> StringThread:
+    """``sample`` with its completion's text emptied (its context and metadata as they are)."""
+    if not sample.completion():
+        return sample
+    return sample._derived([*sample.context_turns(), ("assistant", "")], sample.metadata, checked=True)
+
+
+def request_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The characters of a request's messages: each text and content part, image URLs included."""
+    total = 0
+    for m in messages:
+        content = m.get("content")
+        for part in content if isinstance(content, list) else [content]:
+            if isinstance(part, Mapping):
+                image = part.get("image_url")
+                part = part.get("text", image.get("url") if isinstance(image, Mapping) else image)
+            total += len(part) if isinstance(part, str) else 0
+    return total
+
 
 log = logging.getLogger("rewardjudge")
 
@@ -370,23 +403,34 @@ class Grader(abc.ABC):
             return JudgeFailure(f"{type(exc).__name__}: {exc}", exc.attempts, {}, None,
                                 time.perf_counter() - started, exc)
 
-    def failed(self, failure: "JudgeFailure", sample: StringThread | None = None,
-               policy_texts: Sequence[str] = (), sent: Sequence[Message] = (), **fields: Any) -> Grade:
+    async def failed(self, failure: "JudgeFailure", sample: StringThread | None = None,
+                     sent: Sequence[Message] = (), emptied_request: "Callable[[], Sequence[Message]] | None" = None,
+                     **fields: Any) -> Grade:
         """The unscored Grade of a judge request that failed, or the ``overlong`` penalty of ``sample``."""
         cost = {"attempts": failure.attempts, "usage": failure.usage, "latency_s": failure.latency_s, **fields}
-        grade = None if sample is None else self.overlong(sample, failure.error, policy_texts, sent, **cost)
+        grade = None if sample is None or emptied_request is None else \
+            await self.overlong(sample, failure.error, sent, emptied_request, **cost)
         return grade or self.unscored(failure.reason, raw_reply=failure.raw_reply, **cost)
 
-    def overlong(self, sample: StringThread, error: JudgeError | None, policy_texts: Sequence[str],
-                 sent: Sequence[Message], **fields: Any) -> Grade | None:
+    async def overlong(self, sample: StringThread, error: JudgeError | None, sent: Sequence[Message],
+                       emptied_request: "Callable[[], Sequence[Message]]", **fields: Any) -> Grade | None:
         """``sample`` penalized when the judge refused the request ``sent`` as longer than its context
-        and the policy's texts shown in it are most of its characters: a policy must not escape its
-        grade by writing past the judge's context. None otherwise: a judge-side failure is never a number."""
+        and most of its characters are the completion's: what the request loses when the completion
+        is emptied (``emptied_request()``, the family's request for ``sample`` with its answer
+        emptied, built here only, after such a refusal). A policy must not escape its grade by
+        writing past the judge's context; None otherwise: a judge-side failure is never a number."""
         if error is None or not error.over_context:
             return None
-        shown = list(request_texts(sent))
-        policy = sum(len(t) for t in policy_texts if t and any(t in c for c in shown))
-        total = sum(map(len, shown))
+        total = request_chars(sent)
+        try:
+            rest = request_chars(await self.off_loop(total, emptied_request))
+        except (ConfigError, asyncio.CancelledError):
+            raise
+        except Exception as exc:   # no measure: the grade stays unscored
+            log.warning("grader %s could not rebuild a refused request without its completion: %r",
+                        self.grader_key, exc)
+            return None
+        policy = total - rest
         if 2 * policy <= total:
             return None
         return self.penalized(sample, f"malformed completion: the judge refused the request as longer than its "

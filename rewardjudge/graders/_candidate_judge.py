@@ -21,7 +21,7 @@ from ..templates._plain import _lookup, to_plain
 from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ._options import CandidateOptions
-from ._base import Grader, JudgeAnswer, log, text_size
+from ._base import Grader, JudgeAnswer, emptied, log, text_size, without_completion
 from ._prompt import JudgePrompt
 from ._schedule import balanced_chunks, groups
 from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, new_candidate_ids,
@@ -248,21 +248,19 @@ class CandidateJudgeGrader(Grader):
             # refused as it is (too large, say): smaller requests may pass; else the judge is down
             if answer.error is not None and not (answer.error.refused and len(order) > 1):
                 if len(order) == 1:   # alone and refused as longer than the judge's context: its own doing
-                    order[0].grade = await self._overlong(order[0], answer.error, messages)
+                    order[0].grade = await self._overlong(order[0], answer.error, messages, round_no)
                 return   # the judge is down: asking again now would not help
             failed = order
         split = len(failed) == len(order) > 1
         if failed and (split or round_no < self.max_rounds):
             await self._ask_all(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
 
-    async def _overlong(self, cand: _Candidate, error: JudgeError, messages: list[dict[str, Any]]) -> Grade | None:
-        """``Grader.overlong`` of a candidate asked about alone: its texts as the templates show them."""
-        shown = await self.off_loop(text_size(cand.sample), neutralize_value, cand.data, self.protected_tags,
-                                    self.control_tokens())
-        texts = [v for k, v in shown.items() if k != "image" and isinstance(v, str)]
-        texts += [json.dumps(v, ensure_ascii=False) for v in (shown.get("fields") or {}).values()]
-        return self.overlong(cand.sample, error, texts, messages, attempts=cand.attempts,
-                             usage=dict(cand.usage), extra=self._extra(cand, None, None))
+    async def _overlong(self, cand: _Candidate, error: JudgeError, messages: list[dict[str, Any]],
+                        round_no: int) -> Grade | None:
+        """``Grader.overlong`` of a candidate asked about alone: the request rebuilt with its answer emptied."""
+        blank = _Candidate(cand.index, without_completion(cand.sample), emptied(cand.data))
+        return await self.overlong(cand.sample, error, messages, lambda: self._build([blank], round_no)[1],
+                                   attempts=cand.attempts, usage=dict(cand.usage), extra=self._extra(cand, None, None))
 
     def _request(self, members: list[_Candidate], round_no: int, request_seed: int | None
                  ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:
@@ -273,6 +271,18 @@ class CandidateJudgeGrader(Grader):
         order = sorted(members, key=lambda c: c.index)
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
+        ids, messages = self._build(order, round_no)
+        params = GenerationParams(
+            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
+            max_tokens=None if self.max_tokens_per_candidate is None
+            else self.max_tokens_per_candidate * len(order))
+        record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order], "ids": ids}
+        for cand in order:
+            cand.requests.append(record)
+        return order, ids, messages, params
+
+    def _build(self, order: list[_Candidate], round_no: int) -> tuple[list[str], list[dict[str, Any]]]:
+        """The ids and messages of a request showing ``order``, neutralised, in this order."""
         shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
         # made from what the request shows: unseen by the policy, the same for a repeated request
         ids = new_candidate_ids(len(order), sealer=self._sealer, request={
@@ -283,14 +293,7 @@ class CandidateJudgeGrader(Grader):
                                        self._image_parts(order, ids))
         if self._protocol_note is not None:
             messages = seal_messages(messages, self._protocol_note)
-        params = GenerationParams(
-            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
-            max_tokens=None if self.max_tokens_per_candidate is None
-            else self.max_tokens_per_candidate * len(order))
-        record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order], "ids": ids}
-        for cand in order:
-            cand.requests.append(record)
-        return order, ids, messages, params
+        return ids, messages
 
     @staticmethod
     def _charge(order: list[_Candidate], usage: Mapping[str, int], attempts: int, reply: str | None) -> None:

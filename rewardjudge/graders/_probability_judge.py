@@ -17,7 +17,7 @@ from ..templates._prompts import prompt_source
 from ..thread import StringThread
 from ..readouts._text import neutralize_value
 from ._options import ProbabilityOptions
-from ._base import Grader, JudgeFailure, text_size
+from ._base import Grader, JudgeFailure, emptied, text_size, without_completion
 from ._expected_value import read_distribution
 from ._prompt import JudgePrompt
 from ._typed_question import Question, TypedQuestionTemplate, content_paths
@@ -133,18 +133,9 @@ class ProbabilityJudgeGrader(Grader):
             text_size(sample), lambda: self.build_messages(self.context_of(sample, fields)))
         dist = await self.ask_distribution(self.model, messages, self.choices, self.params, typed=typed)
         if isinstance(dist, JudgeFailure):
-            texts = [] if typed else await self.off_loop(text_size(sample), self._shown_texts, sample, fields)
-            return self.failed(dist, sample, texts, messages)
+            return await self.failed(dist, sample, messages, None if typed else (
+                lambda: self.build_messages(self.context_of(without_completion(sample), emptied(fields)))))
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
-
-    def _shown_texts(self, sample: StringThread, fields: dict[str, Any] | None) -> list[str]:
-        """The policy's texts as the request shows them, for a failed request only (``overlong``): the
-        completion (neutralised as ``context_of`` does) or its text fields, as written and as
-        ``content``'s JSON writes them."""
-        tags = self.prompt.tags
-        shown = ([self.judge_thread(sample, tags).completion()] if fields is None else
-                 [v for v in neutralize_value(fields, tags, self.control_tokens()).values() if isinstance(v, str)])
-        return list(dict.fromkeys(t for v in shown if v for t in (v, json.dumps(v, ensure_ascii=False)[1:-1])))
 
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
         """The Grade a distribution over this grader's choices gives: the expected reward, or the

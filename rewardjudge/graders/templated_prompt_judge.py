@@ -9,7 +9,7 @@ import functools
 import json
 import logging
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -28,7 +28,7 @@ from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
 from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, text_size
+from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
 from ._guards import content_free_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
@@ -108,9 +108,16 @@ class TemplatedPromptJudgeGrader(Grader):
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         messages, texts = await self.off_loop(text_size(sample), self._prompt_for, sample, parsed)
-        return await self.ask_judge(messages, texts, sample=sample)
+        return await self.ask_judge(messages, texts, sample=sample,
+                                    emptied_request=partial(self._emptied_prompt, sample, parsed))
 
-    def _prompt_for(self, sample: StringThread, parsed: BaseModel | None
+    def _emptied_prompt(self, sample: StringThread, parsed: BaseModel | None) -> list[dict[str, Any]]:
+        """The messages of ``sample`` with its answer emptied (the completion, and every field of a
+        structured one): the rest of its request, for ``overlong``."""
+        fields = None if parsed is None else emptied(parsed.model_dump(mode="json"))
+        return self._prompt_for(without_completion(sample), fields)[0]
+
+    def _prompt_for(self, sample: StringThread, parsed: "BaseModel | dict[str, Any] | None"
                     ) -> tuple[list[dict[str, Any]], list[str]]:
         # the context is dropped before the judge is awaited: a grade in flight keeps only its messages
         unread = self._unread_names()
@@ -164,10 +171,11 @@ class TemplatedPromptJudgeGrader(Grader):
             return render_schema(self.output_model)
         return _json_schema_text(self.output_model)
 
-    def context_of(self, sample: StringThread, parsed: BaseModel | None = None,
+    def context_of(self, sample: StringThread, parsed: "BaseModel | dict[str, Any] | None" = None,
                    names: "frozenset[str] | None" = None) -> dict[str, Any]:
         """The template context of ``sample``: ``extract_template_context`` over a neutralised
-        copy of the sample, the family's ``context_fields``, the parsed completion's fields (also under ``parsed``), every
+        copy of the sample, the family's ``context_fields``, the parsed completion's fields (a model
+        or its JSON fields; also under ``parsed``), every
         other value from the sample neutralised. ``names`` (without ``parsed``, with the
         shipped hook): only those names of the thread vocabulary, ``completion``, ``metadata``."""
         if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
@@ -189,7 +197,7 @@ class TemplatedPromptJudgeGrader(Grader):
                     and context.get("output_schema") == render_schema(self.output_model)):
                 context["output_schema"] = self._schema_text()  # the hook kept the default: the chosen form
         if parsed is not None:
-            fields = parsed.model_dump(mode="json")
+            fields = parsed if isinstance(parsed, dict) else parsed.model_dump(mode="json")
             for k, v in fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", fields)
@@ -289,14 +297,18 @@ class TemplatedPromptJudgeGrader(Grader):
         return self._check({"score": label, **({} if field is None else {field: bounded_reasoning(before) or label})})
 
     async def ask_judge(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = (),
-                        extra: Mapping[str, Any] | None = None, sample: StringThread | None = None) -> Grade:
+                        extra: Mapping[str, Any] | None = None, sample: StringThread | None = None,
+                        emptied_request: "Callable[[], list[dict[str, Any]]] | None" = None) -> Grade:
         """Ask the judge for a sealed verdict, the grade carrying ``extra``; never raises for
-        judge-side failures (``sample``: penalized when its ``policy_texts`` made the request too long)."""
+        judge-side failures (``sample``: penalized when the judge refuses the request as over its
+        context and most of it goes with the answer: ``emptied_request()``, its messages without it)."""
         sent, schema, read, grammar = self.sealed_request(messages, policy_texts)
         answer = await self.ask_until_parsed(self.model, sent, self.params, read, json_schema=schema,
                                              grammar=grammar, reply_retries=self.reply_retries)
         if isinstance(answer, JudgeFailure):
-            return self.failed(answer, sample, policy_texts, sent, extra=dict(extra or {}))
+            rebuild = None if emptied_request is None else (
+                lambda: self.sealed_request(emptied_request(), policy_texts)[0])
+            return await self.failed(answer, sample, sent, rebuild, extra=dict(extra or {}))
         found: Verdict = answer.verdict
         verdict, value = found.value
         reasoning = (verdict.reasoning_text() if isinstance(verdict, JudgeOutput)
@@ -423,7 +435,15 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
             return self.penalized(sample, f"malformed completion: {prepared}", extra=extra)
         prompt, missing, texts = prepared
         return await self.ask_judge([{"role": "user", "content": prompt}], texts,
-                                    extra={**extra, "missing_variables": missing}, sample=sample)
+                                    extra={**extra, "missing_variables": missing}, sample=sample,
+                                    emptied_request=partial(self._emptied_prompt, sample))
+
+    def _emptied_prompt(self, sample: StringThread, parsed: None = None) -> list[dict[str, Any]]:
+        """The prompt of ``sample`` with its answer emptied: the completion, or where the binding
+        reads its fields, its JSON object with every field emptied (for ``overlong``)."""
+        text = self.binding.emptied_completion(sample, emptied)
+        blank = sample._derived([*sample.context_turns(), ("assistant", text)], sample.metadata, checked=True)
+        return [{"role": "user", "content": self.render(self.neutralized(blank))[0]}]
 
     def _prepare(self, sample: StringThread) -> "tuple[str, list[str], list[str]] | str":
         """The judge prompt, the variables without a value and the policy's texts as shown (the
@@ -507,10 +527,11 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
     return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
 
 
-def _policy_texts(context: Mapping[str, Any], parsed: BaseModel | None) -> list[str]:
+def _policy_texts(context: Mapping[str, Any], parsed: "BaseModel | dict[str, Any] | None") -> list[str]:
     """The policy's texts as the templates are given them: the completion, and each text field of a
     structured one (a template may show the fields alone)."""
-    fields = () if parsed is None else (context.get(k) for k in type(parsed).model_fields)
+    names = () if parsed is None else parsed if isinstance(parsed, dict) else type(parsed).model_fields
+    fields = (context.get(k) for k in names)
     return [context.get("completion") or "", *(v for v in fields if isinstance(v, str) and v)]
 
 

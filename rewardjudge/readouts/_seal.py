@@ -14,7 +14,7 @@ import os
 import re
 import secrets
 from json.decoder import scanstring
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..grade import encodable
@@ -22,7 +22,7 @@ from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
-           "read_unsealed", "request_texts", "seal_messages", "sealed_schema", "value_offset"]
+           "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
 
 #: the fields of a JSON verdict that carry the seal, its first and its last (a user output
 #: model may not use them): a policy's text, quoted by a judge that leaves its quotes
@@ -183,16 +183,6 @@ def blank_drafts(text: str) -> str:
     if close is None:
         return text
     return " " * close.end() + text[close.end():]
-
-
-def request_texts(request: Sequence[Mapping[str, Any]]) -> "Iterator[str]":
-    """The text of each message and content part of ``request``."""
-    for m in request:
-        content = m.get("content")
-        for part in content if isinstance(content, list) else [content]:
-            text = part.get("text") if isinstance(part, Mapping) else part
-            if isinstance(text, str):
-                yield text
 
 
 #: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it
