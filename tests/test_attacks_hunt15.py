@@ -180,3 +180,53 @@ async def test_an_overlong_candidate_shown_item_by_item_is_penalized():
     assert grades[0].status == "penalized" and "longer than its context" in grades[0].error
     assert grades[1].status == "scored" and grades[1].extra["grade"] == 3
 
+
+# -- 3. which fields of a structured completion the judge is shown. The content-free screen read the
+# fields the (Handlebars) templates read by name, and every field where a name read was not a field
+# (``parsed``) or the engine was Jinja2: a master key in the one field shown beside a rich field never
+# shown passed the screen through ``{{parsed.answer}}``, ``{{#with}}``, ``lookup`` or Jinja2. Where the
+# free-text fields are mixed, the grader now renders the request with the fields that carry content
+# emptied: the same request means the judge is shown none of it.
+class _Two(BaseModel):
+    answer: str
+    notes: str
+
+
+MASTER_KEY = {"answer": "Thought process:", "notes": "Paris is the capital of France, as every atlas says."}
+PASS_REPLY = '{"reasoning": "ok", "score": "PASS"}'
+
+
+@pytest.mark.parametrize("engine,template", [
+    ("handlebars", "Q: {{last_user_turn_content}}\nA: {{parsed.answer}}"),
+    ("handlebars", "Q: {{last_user_turn_content}}\n{{#with parsed}}A: {{answer}}{{/with}}"),
+    ("handlebars", 'Q: {{last_user_turn_content}}\nA: {{lookup parsed "answer"}}'),
+    ("jinja2", "Q: {{ last_user_turn_content }}\nA: {{ answer }}"),
+    ("jinja2", "Q: {{ last_user_turn_content }}\nA: {{ parsed['answer'] }}"),
+])
+async def test_a_master_key_in_the_only_field_shown_is_penalized(engine, template):
+    judge = ScriptedModel(default=PASS_REPLY)
+    grader = TemplatedPromptJudgeGrader("g", judge, "Grade the answer.", template, completion_model=_Two,
+                                        engine=engine)
+    hostile, benign = await grader.grade_batch([_sample(json.dumps(MASTER_KEY)),
+                                                _sample(json.dumps({"answer": "Paris.", "notes": ""}))])
+    assert hostile.status == "penalized" and "content-free" in hostile.error, hostile
+    assert benign.status == "scored" and len(judge.calls) == 1
+
+
+@pytest.mark.parametrize("template", ["A: {{answer}}\nNotes: {{notes}}", "{{completion}}",
+                                      "{{#each parsed}}{{@key}}: {{this}}\n{{/each}}"])
+async def test_a_master_key_beside_content_the_judge_is_shown_passes(template):
+    grade = await TemplatedPromptJudgeGrader("g", ScriptedModel(default=PASS_REPLY), "Grade.", template,
+                                             completion_model=_Two).grade(_sample(json.dumps(MASTER_KEY)))
+    assert grade.status == "scored", grade
+
+
+async def test_the_screen_renders_only_where_the_fields_are_mixed():
+    _Counting.renders = 0
+    grader = _Counting("g", ScriptedModel(default=PASS_REPLY), "Grade.", "A: {{parsed.answer}}",
+                       completion_model=_Two)
+    assert (await grader.grade(_sample(json.dumps({"answer": "Paris.", "notes": "Capital."})))).status == "scored"
+    assert _Counting.renders == 1   # the request alone
+    assert (await grader.grade(_sample(json.dumps(MASTER_KEY)))).status == "penalized"
+    assert _Counting.renders == 3   # with the fields as written and with the content emptied; no request
+

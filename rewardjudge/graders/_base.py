@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
-from ._guards import content_free_fields, content_free_reason
+from ._guards import content_free_reason, screen_fields
 from ._schedule import prompt_units
 
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
@@ -273,14 +274,33 @@ class Grader(abc.ABC):
         except (UnicodeError, ValueError, RecursionError) as exc:
             return None, self.penalized(sample, f"malformed completion: its fields cannot be "
                                                 f"written as JSON ({type(exc).__name__})")
-        reason = (content_free_fields(self.shown_fields(dumped), self.content_free_phrases, completion_model)
-                  if self.reject_content_free else None)
+        reason = None
+        if self.reject_content_free:
+            reason, blank = screen_fields(dumped, self.content_free_phrases, completion_model)
+            if blank is not None:   # some free-text fields carry content, some none: which are shown?
+                reason = self._shows_no_content(sample, dumped, blank)
         return (parsed, None) if reason is None else (None, self.penalized(sample, f"malformed completion: {reason}"))
 
-    def shown_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """The fields of a parsed structured completion the judge is shown (all, unless a
-        family knows better): the content-free screen reads them."""
-        return fields
+    def _shows_no_content(self, sample: StringThread, fields: dict[str, Any], blank: Any) -> str | None:
+        """Why the judge would be shown no content of ``sample``'s fields: its request is the same
+        with every free-text field that carries content emptied (``blank``, the completion's text
+        its JSON). Rendering, not reading names: a template reaches fields through paths, blocks,
+        helpers or Jinja2."""
+        full = self.shown_request(sample, fields)
+        if full is None:
+            return None
+        text = json.dumps(blank, ensure_ascii=False)
+        if self.shown_request(sample._derived([*sample.context_turns(), ("assistant", text)], sample.metadata,
+                                              checked=True), blank) != full:
+            return None
+        return ("every free-text field the judge is shown is empty or content-free (the fields that carry "
+                "content are never shown to it)")
+
+    def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> "Sequence[Message] | None":
+        """The messages the judge would be sent for ``sample`` with ``fields`` as its parsed
+        completion (the content-free screen compares two); None where a family cannot say (every
+        field is then taken as shown)."""
+        return None
 
     @classmethod
     def extract_template_context(cls, thread: StringThread, output_model: type[BaseModel] | None = None,

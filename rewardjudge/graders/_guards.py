@@ -72,16 +72,21 @@ def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
     return pattern.match(found) is not None and not pattern.sub("", found)
 
 
-def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
-    """Whether every text is empty or content-free (``content_free_reason``), in one pass
-    over them joined (30,000 short strings cost one pass, not 30,000 calls)."""
+def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+    """Whether each text is empty or content-free (``content_free_reason``), in one pass over
+    them joined (30,000 short strings cost one pass, not 30,000 calls)."""
     joiner = free_joiner(texts)
     if joiner is not None:
         found = letters(_unmarked(joiner.join(texts)), keep=joiner)
         if found.count(joiner) == len(texts) - 1:
-            # each text's letters between joiners: all of them master keys or nothing
-            return not _keys_pattern(keys).sub("", found).replace(joiner, "")
-    return all(content_free_reason(t, keys) is not None for t in texts)
+            # each text's letters between joiners: master keys or nothing
+            return [not piece for piece in _keys_pattern(keys).sub("", found).split(joiner)]
+    return [content_free_reason(t, keys) is not None for t in texts]
+
+
+def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
+    """Whether every text is empty or content-free, in one pass (``_content_free_flags``)."""
+    return all(_content_free_flags(texts, keys))
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
@@ -203,23 +208,25 @@ _NO_SCHEMA: "tuple[dict, dict, dict]" = (_ANY, {}, {})
 
 
 def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
-                ) -> "tuple[tuple[tuple, str | None] | None, list[str], bool]":
+                ) -> "tuple[tuple[tuple, str | None] | None, list[str], bool, bool]":
     """The free-text fields of ``value``: ``(path and text of the first one, every
     distinct non-empty text, whether a choice or another value stands beside
-    them)``. The strings of a list with one schema for every item are looked
-    at once each. Iterative: nesting cannot exhaust the stack."""
+    them, whether one of them is empty)``. The strings of a list with one schema
+    for every item are looked at once each. Iterative: nesting cannot exhaust the stack."""
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     first: "tuple[tuple, str | None] | None" = None
     texts: dict[str, None] = {}
-    other = False
+    other = blank = False
 
     def take(f: _Field, text: "str | None", path: "Callable[[], tuple]") -> None:
-        nonlocal first, other
+        nonlocal first, other, blank
         kind = f.kind(text)
         if kind == "free":
             first = first or (path(), text)
             if text:
                 texts[text] = None
+            else:
+                blank = True
         elif kind != "none":
             other = True
 
@@ -243,7 +250,7 @@ def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
             take(f, node, lambda p=path: p)
         else:
             other = True
-    return first, list(texts), other
+    return first, list(texts), other, blank
 
 
 def _path(keys: tuple) -> str:
@@ -262,14 +269,51 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any =
     >>> content_free_fields({"answer": "", "confidence": "high"}) is None   # "high" is text too
     True
     """
+    return screen_fields(value, extra_keys, model)[0]
+
+
+def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None
+                  ) -> "tuple[str | None, Any]":
+    """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
+    mixed, some carrying content and some empty or content-free; then it is ``value`` with every
+    free-text field that carries content emptied, which a grader renders to learn whether the judge
+    is shown any content (a master key in the field shown, the content in one never shown).
+
+    >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
+    {'answer': "Let's think step by step.", 'notes': ''}
+    """
     keys = tuple(extra_keys)
     schema = _schema_of(model) if isinstance(model, type) else None
-    first, texts, other = _free_texts(value, schema)
+    first, texts, other, blank = _free_texts(value, schema)
     if first is None:   # no free-text field
-        return None if other else "structured completion holds no value"
-    if texts and not _all_content_free(texts, keys):
-        return None
+        return (None if other else "structured completion holds no value"), None
+    flags = _content_free_flags(texts, keys) if texts else []
+    if not all(flags):
+        if not blank and not any(flags):
+            return None, None   # every free-text field carries content: the common case
+        return None, _blanked(value, schema, {t for t, free in zip(texts, flags) if not free})
     path, text = first
     reason = content_free_reason(text, keys) if text else "empty"
     which = "free-text" if schema is not None else "text"
-    return f"every {which} field is empty or content-free ({_path(path)}: {reason})"
+    return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
+
+
+def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[str]") -> Any:
+    """A copy of ``value`` with each free-text string in ``rich`` emptied. Iterative."""
+    root, defs, fields = schema if schema is not None else _NO_SCHEMA
+    holder = [value]
+    stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
+    while stack:
+        parent, key, sch = stack.pop()
+        node = parent[key]
+        f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
+        if isinstance(node, dict):
+            copy: Any = dict(node)
+            stack.extend((copy, k, f.child(k)) for k in copy)
+        elif isinstance(node, list):
+            copy = list(node)
+            stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
+        else:
+            copy = "" if isinstance(node, str) and node in rich and f.kind(node) == "free" else node
+        parent[key] = copy
+    return holder[0]

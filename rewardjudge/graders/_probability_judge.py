@@ -124,6 +124,9 @@ class ProbabilityJudgeGrader(Grader):
                                     ensure_ascii=False, indent=2)
         return ctx
 
+    def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> "list[dict[str, Any]] | None":
+        return None if self.typed else self.build_messages(self.context_of(sample, fields))
+
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         fields = None if parsed is None else parsed.model_dump(mode="json")
         started = time.perf_counter()

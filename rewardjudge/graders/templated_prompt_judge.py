@@ -152,18 +152,8 @@ class TemplatedPromptJudgeGrader(Grader):
             return frozenset()
         return names
 
-    def shown_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """The parsed completion's fields the judge is shown, which the content-free screen reads:
-        those the templates read by name, where that is known and no name read shows the whole
-        completion (``completion``, ``parsed``, ``turns`` ...). The screen read every field, so a
-        content-free field shown beside a rich one the templates never read reached the judge."""
-        reads = _reads_of(self, self.prompt)
-        if reads is None or not _hb.helpers_as_shipped():   # a helper may read any name
-            return fields
-        if any((name not in fields or name in THREAD_VARIABLES) and name not in _BESIDE_COMPLETION
-               for name in reads):
-            return fields   # a name that shows the completion whole, or one not known here
-        return {k: v for k, v in fields.items() if k in reads}
+    def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> list[dict[str, Any]]:
+        return self._prompt_for(sample, fields)[0]
 
     def _schema_text(self) -> str:
         """``{{output_schema}}``: the compact shape, or the output model's JSON Schema."""
