@@ -131,9 +131,13 @@ class CandidateJudgeGrader(Grader):
         """The candidate a sample contributes: ``{"title", "fields", "image"?}`` (the parsed
         fields but ``title_field`` / ``image_field``, or the completion text as title). Override
         to map fields differently; values are neutralised later."""
-        if parsed is None:
+        return self._candidate_of(sample, None if parsed is None else parsed.model_dump(mode="json"))
+
+    def _candidate_of(self, sample: StringThread, fields: dict[str, Any] | None) -> dict[str, Any]:
+        """``extract_candidate`` of a parsed completion's JSON ``fields``."""
+        if fields is None:
             return {"title": sample.completion(), "fields": {}}
-        fields = parsed.model_dump(mode="json")
+        fields = dict(fields)
         out: dict[str, Any] = {"title": "", "fields": fields}
         if self.title_field is not None:
             title = fields.pop(self.title_field, None)
@@ -143,6 +147,13 @@ class CandidateJudgeGrader(Grader):
             if image and self.include_images:
                 out["image"] = image if isinstance(image, str) else json.dumps(image)
         return out
+
+    def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> "list[dict[str, Any]] | None":
+        """One request about ``sample`` alone under fixed ids (an image never sent is not in it);
+        None where ``extract_candidate`` is a user's own."""
+        if type(self).extract_candidate is not CandidateJudgeGrader.extract_candidate:
+            return None
+        return self._build([_Candidate(0, sample, self._candidate_of(sample, fields))], 1, ["screen"])[1]
 
     def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         """The template context of one request: ``extract_template_context`` over the group's
@@ -281,11 +292,12 @@ class CandidateJudgeGrader(Grader):
             cand.requests.append(record)
         return order, ids, messages, params
 
-    def _build(self, order: list[_Candidate], round_no: int) -> tuple[list[str], list[dict[str, Any]]]:
+    def _build(self, order: list[_Candidate], round_no: int, ids: "list[str] | None" = None
+               ) -> tuple[list[str], list[dict[str, Any]]]:
         """The ids and messages of a request showing ``order``, neutralised, in this order."""
         shown = [neutralize_value(c.data, self.protected_tags, self.control_tokens()) for c in order]
         # made from what the request shows: unseen by the policy, the same for a repeated request
-        ids = new_candidate_ids(len(order), sealer=self._sealer, request={
+        ids = ids or new_candidate_ids(len(order), sealer=self._sealer, request={
             "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
             "context": order[0].sample.context_turns(), "candidates": shown})
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
