@@ -465,9 +465,11 @@ async def test_a_sealed_verdict_inside_a_think_draft_is_never_read(kind):
     unclosed = await _grade(kind, "Berlin.",
                             lambda p, c, own: f"<THINKING>Let me reconsider:\n{own(lo)}")
     assert (unclosed.status, unclosed.value) == ("scored", 0.0), unclosed
+    # a draft followed by no sealed verdict is not set aside (hunt 15: its close may be the policy's
+    # text, quoted after the judge's verdict): the judge's own sealed verdict in it is read
     only_draft = await _grade(kind, "Berlin.",
-                              lambda p, c, own: f"<think>\n{own(hi)}\n</think>\nI cannot decide.")
-    assert (only_draft.status, only_draft.value) == ("unscored", None), only_draft
+                              lambda p, c, own: f"<think>\n{own(lo)}\n</think>\nI cannot decide.")
+    assert (only_draft.status, only_draft.value) == ("scored", 0.0), only_draft
 
 
 @pytest.mark.parametrize("kind", SEALED)

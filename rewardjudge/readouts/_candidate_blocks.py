@@ -183,7 +183,7 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     scale; earlier disagreeing grades are ``others``); an id without one gets a
     ``NoVerdict``; a grade without a sent id is only counted (``unbound``). The
     reasoning comes, best effort, from the block opened with the id. A leading, closed
-    ``<think>`` draft is blanked first (``blank_drafts``); one linear ``finditer`` pass.
+    ``<think>`` draft followed by an id is blanked first (``blank_drafts``); one linear ``finditer`` pass.
 
     >>> from rewardjudge.scales import Scale
     >>> r = read_candidate_reply('<candidate id="a1"><grade id="a1">3</grade></candidate>'
@@ -195,7 +195,7 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():
         return CandidateReading({cid: NoVerdict("empty reply", kind="no sealed verdict") for cid in sent})
-    text = blank_drafts(text)
+    text = blank_drafts(text, sent)
     grades, reasoned, unbound = _scan(text, set(sent), scale)
     return CandidateReading({cid: _decide(cid, grades.get(cid, []), reasoned.get(cid), text)
                              for cid in sent}, unbound)

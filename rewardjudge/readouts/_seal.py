@@ -169,18 +169,20 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
 _DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
-def blank_drafts(text: str) -> str:
+def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
     """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces, so
-    offsets hold; a verdict inside it is never read. An unclosed one hides nothing, nor does a
-    tag elsewhere: either may be the policy's text, repeated or decoded by the judge (a base64
-    ``<think>`` decoded at the head of its reply), and blanking to the end hid the judge's own
-    sealed verdict (the grade escaped to unscored). A reply cut off inside a draft is never
-    read anyway (``finish_reason: "length"``)."""
+    offsets hold; a verdict inside it is never read. With ``marks`` (the seal, candidate ids) only
+    where one of them stands after the draft: the judge wrote again after it. An unclosed draft
+    hides nothing, nor does a tag elsewhere or a close with no mark after it: each may be the
+    policy's text repeated or decoded by the judge (a base64 ``<think>`` decoded at the head of its
+    reply; the answer's first line quoted before its verdict and the whole answer, closing the
+    "draft", after), and blanking hid the judge's own sealed verdict (the grade escaped to
+    unscored). A reply cut off inside a draft is never read anyway (``finish_reason: "length"``)."""
     m = _DRAFT_OPEN.match(text)
     if m is None:
         return text
     close = _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
-    if close is None:
+    if close is None or (marks is not None and not any(text.find(k, close.end()) >= 0 for k in marks if k)):
         return text
     return " " * close.end() + text[close.end():]
 
@@ -397,11 +399,11 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     (default ``==``). A ``VERDICT <seal>:`` line whose rest is not one verdict is the
     reading at its place (``NoVerdict``), unless the rest is ``placeholder``: the seal
     instruction's example line (``label_instruction``), which a judge may echo. A leading, closed
-    ``<think>`` draft is blanked first (``blank_drafts``)."""
+    ``<think>`` draft followed by the seal is blanked first (``blank_drafts``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
-    text = blank_drafts(text)
     upper = seal.upper()
+    text = blank_drafts(text, (seal, upper))
     if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
         text = text.replace(upper, seal)
     # by start: one verdict seen from two seals is one, read from the first of them
