@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\nmust be zero, all graders:", ", ".join(f"{c}={v}" for c, v in zero.items()))
     for title, modes in (("judges that copy the policy's text more than once or decode it", COPYING_MODES),
                          ("judges that decode, restate, translate, change their mind, draft in <think>, "
-                          "are cut off, echo their sealed prompt, write a table, answer in Chinese or "
-                          "quote their verdict", BEHAVIOUR_MODES)):
+                          "are cut off, echo their sealed prompt, write a table, answer in Chinese, "
+                          "quote their verdict or open with the answer", BEHAVIOUR_MODES)):
         zero[title.split()[0] + "_" + modes[0]] = _more_modes(targets, title, modes)
     result = {"bench": "attacks", "per_grader": report.summary(), **zero}
     if not args.no_timings:
