@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Mapping
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt,
                       ValidationError)
 
-from ._validate import config_error, problem
+from ._validate import config_error, problem, validated_object
 from .errors import ConfigError
 
 __all__ = ["Flag", "JSON_FORM", "Number", "Options", "Real", "Text", "Whole"]
@@ -27,7 +27,13 @@ class Options(BaseModel):
     #: message; "" for a constructor's keyword options
     where: ClassVar[str] = ""
 
-    def __init__(self, /, **values: Any) -> None:
+    def __init__(self, /, *args: Any, **values: Any) -> None:
+        if args:   # positional arguments are the fields in their declared order
+            names = list(type(self).model_fields)[:len(args)]
+            if len(args) > len(names) or set(names) & set(values):
+                raise TypeError(f"{type(self).__name__} takes at most {len(type(self).model_fields)} positional "
+                                f"arguments, each given once")
+            values = {**dict(zip(names, args)), **values}
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -45,6 +51,16 @@ class Options(BaseModel):
             return super().model_validate(obj, **kwargs)
         except ValidationError as exc:
             raise config_error(cls, obj if isinstance(obj, Mapping) else {}, exc) from None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        """Build from the JSON form (an instance passes through); anything but an object with
+        text keys, an unknown key or a bad value is a ConfigError naming it."""
+        return data if isinstance(data, cls) else validated_object(cls, data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``from_dict`` reads back)."""
+        return self.model_dump(mode="json")
 
 #: an int or a float, never a bool or a numeric string
 Number = StrictFloat | StrictInt

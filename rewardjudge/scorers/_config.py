@@ -9,11 +9,11 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BeforeValidator, Field, PrivateAttr, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, StrictStr, field_serializer, model_serializer, model_validator
 
 from .._hash import canonical_hash, canonical_json
 from .._option_types import JSON_FORM, Options, Real, Whole
-from .._validate import json_value, validated_object
+from .._validate import json_value
 from ..errors import ConfigError, TemplateError
 from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
@@ -38,19 +38,21 @@ class ScorerParams(Options):
     max_tokens: Optional[Whole] = Field(None, ge=0, description="must be a whole number >= 0")
     seed: Optional[Whole] = Field(None, ge=0, description="must be a whole number >= 0")
 
+    @model_validator(mode="before")
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "ScorerParams":
-        if data is None or isinstance(data, ScorerParams):
-            return cls() if data is None else data
-        data = dict(data) if isinstance(data, Mapping) else data
-        if isinstance(data, dict) and "random_seed" in data:   # the alias; the same seed under both names is no conflict
+    def _alias(cls, data: Any) -> Any:
+        """``random_seed`` read as ``seed``; the same seed under both names is no conflict."""
+        if isinstance(data, Mapping) and "random_seed" in data:
+            data = dict(data)
             seed = data.pop("random_seed")
             if data.setdefault("seed", seed) != seed:
                 raise ConfigError("params: give either seed or random_seed, not both")
-        return validated_object(cls, data)
+        return data
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+    @model_serializer(mode="wrap")
+    def _set(self, dump: Any) -> dict[str, Any]:
+        """Unset params are left out (and not sent)."""
+        return {k: v for k, v in dump(self).items() if v is not None}
 
 
 def _engine(engine: Any) -> Any:
@@ -85,7 +87,7 @@ class ScorerConfig(Options):
     template_engine: Annotated[Literal["handlebars", "jinja2"], BeforeValidator(_engine)] = Field(
         "jinja2", description=f"must be one of {ENGINES}")
     output_spec: Annotated[OutputSpec, BeforeValidator(output_spec_from_dict)]
-    params: Annotated[ScorerParams, BeforeValidator(ScorerParams.from_dict)] = ScorerParams()
+    params: Annotated[ScorerParams, BeforeValidator(lambda v: ScorerParams.from_dict({} if v is None else v))] = ScorerParams()
     _template: PromptTemplate = PrivateAttr()
 
     @model_validator(mode="after")
@@ -108,21 +110,12 @@ class ScorerConfig(Options):
         return self._template
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ScorerConfig":
-        """Build from the JSON form; unknown keys are refused (a typo must not pass silently)."""
-        if isinstance(data, ScorerConfig):
-            return data
-        return validated_object(cls, data)
-
-    @classmethod
     def from_json(cls, text: str) -> "ScorerConfig":
         return cls.from_dict(json_value(text, "scorer config"))
 
-    def to_dict(self) -> dict[str, Any]:
-        """The normalised JSON form (what is hashed and stored)."""
-        return {"model": self.model, "prompt_template": self.prompt_template,
-                "template_engine": self.template_engine, "output_spec": self.output_spec.to_dict(),
-                "params": self.params.to_dict()}
+    @field_serializer("output_spec")
+    def _spec(self, spec: OutputSpec) -> dict[str, Any]:
+        return spec.to_dict()
 
     def canonical_json(self) -> str:
         return canonical_json(self.to_dict())

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, Literal, Mapping, Optional
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional
 
-from pydantic import BaseModel, Field, StrictStr, model_validator
+from pydantic import BaseModel, Field, StrictStr, model_serializer, model_validator
 
 from .._option_types import JSON_FORM, Options, Real
-from .._validate import finite_number, validated_object
+from .._validate import finite_number
 from ..errors import ConfigError
 
 __all__ = ["BooleanSpec", "CategoricalSpec", "NumericSpec", "OutputSpec", "Verdict",
@@ -49,12 +49,16 @@ class Verdict(BaseModel):
         return self.value
 
 
-class OutputSpec:
-    """Base of the three specs: ``to_dict``, ``json_schema``, ``parse``, ``describe``; each
-    defines ``_field_schema`` and ``_read(value) -> (reward, label)`` (ValueError saying why)."""
+class OutputSpec(Options):
+    """Base of the three specs (JSON forms: ``from_dict``, ``to_dict``): ``json_schema``, ``parse``,
+    ``describe``; each defines ``_field_schema`` and ``_read(value) -> (reward, label)`` (ValueError
+    saying why)."""
 
-    type: str = ""
-    field: str = ""
+    where = "output_spec"
+    model_config = JSON_FORM
+
+    #: the reply's verdict key
+    field: ClassVar[str] = ""
 
     def _grammar_field_schema(self) -> dict[str, Any]:
         return self._field_schema()
@@ -118,8 +122,14 @@ class OutputSpec:
         SpecVerdict.__name__ = SpecVerdict.__qualname__ = f"{self.type.capitalize()}Verdict"
         return SpecVerdict
 
-    def __getstate__(self) -> dict[str, Any]:   # the verdict model is rebuilt, not pickled
-        return {k: v for k, v in vars(self).items() if k != "output_model"}
+    @model_serializer(mode="wrap")
+    def _json(self, dump: Any) -> dict[str, Any]:
+        """``type`` first; unset keys are left out."""
+        return {"type": self.type, **{k: v for k, v in dump(self).items() if v is not None}}
+
+    def __getstate__(self) -> dict[Any, Any]:   # the verdict model is rebuilt, not pickled
+        state = super().__getstate__()
+        return {**state, "__dict__": {k: v for k, v in state["__dict__"].items() if k != "output_model"}}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OutputSpec) and self.to_dict() == other.to_dict()
@@ -134,11 +144,8 @@ class OutputSpec:
 class BooleanSpec(OutputSpec):
     """A yes/no verdict: ``true`` -> 1.0, ``false`` -> 0.0; label ``"true"``/``"false"``."""
 
-    type = "boolean"
     field = "verdict"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": "boolean"}
+    type: Literal["boolean"] = "boolean"
 
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "boolean", "description": "true if the criterion is met, else false"}
@@ -154,20 +161,19 @@ class BooleanSpec(OutputSpec):
         return "boolean (true -> 1.0, false -> 0.0)"
 
 
-class _CategoricalForm(Options):
+class CategoricalSpec(OutputSpec):
+    """One label out of ``labels``; its number, if any, from ``values`` (never from their order)."""
 
-    where = "output_spec"
-    model_config = JSON_FORM
-
-    type: Literal["categorical"]
-    labels: list[Annotated[StrictStr, Field(pattern=r"\S")]] = Field(
+    field = "label"
+    labels: tuple[Annotated[StrictStr, Field(pattern=r"\S")], ...] = Field(
         min_length=1, max_length=MAX_LABELS,
         description=f"must be a non-empty list of at most {MAX_LABELS} distinct non-empty strings")
     values: Optional[dict[str, Real]] = Field(None, description=(
         "must map each label to a finite number, e.g. {\"good\": 1, \"bad\": 0}"))
+    type: Literal["categorical"] = "categorical"
 
     @model_validator(mode="after")
-    def _labels_and_values(self) -> "_CategoricalForm":
+    def _labels_and_values(self) -> "CategoricalSpec":
         dup = sorted({lab for lab in self.labels if self.labels.count(lab) > 1})
         if dup:
             raise ConfigError(f"output_spec.labels must be unique; repeated: {dup}")
@@ -176,20 +182,9 @@ class _CategoricalForm(Options):
         if unknown or lacking:
             raise ConfigError(f"output_spec.values must give a number for exactly the labels; "
                               f"unknown: {unknown or '-'}, missing: {lacking or '-'}")
+        if self.values is not None:   # in the labels' order
+            self.__dict__["values"] = {lab: self.values[lab] for lab in self.labels}
         return self
-
-
-class CategoricalSpec(OutputSpec):
-    """One label out of ``labels``; its number, if any, from ``values`` (never from their order)."""
-
-    type = "categorical"
-    field = "label"
-
-    def __init__(self, labels: list[str], values: Mapping[str, float] | None = None):
-        form = _CategoricalForm(type=self.type, labels=labels, values=values)
-        self.labels = tuple(form.labels)
-        self.values: dict[str, float] | None = (None if form.values is None
-                                                else {lab: form.values[lab] for lab in self.labels})
 
     @property
     def has_values(self) -> bool:
@@ -207,10 +202,6 @@ class CategoricalSpec(OutputSpec):
                 f"{where} needs a number for each categorical label, and labels have no order: "
                 f"add 'values' to the output_spec, e.g. {json.dumps(example, ensure_ascii=False)} "
                 f"(give each label the reward you mean){hint}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": "categorical", "labels": list(self.labels),
-                **({} if self.values is None else {"values": dict(self.values)})}
 
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.labels), "description": "exactly one of the labels"}
@@ -231,34 +222,19 @@ class CategoricalSpec(OutputSpec):
         return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
 
 
-class _NumericForm(Options):
-
-    where = "output_spec"
-    model_config = JSON_FORM
-
-    type: Literal["numeric"]
-    min: Real = Field(description="must be a finite number")
-    max: Real = Field(description="must be a finite number")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "_NumericForm":
-        if self.min > self.max:
-            raise ConfigError(f"output_spec.min ({self.min}) must be <= output_spec.max ({self.max})")
-        return self
-
-
 class NumericSpec(OutputSpec):
     """A number in ``[min, max]``; the Grade's value is that number."""
 
-    type = "numeric"
     field = "score"
+    min: Real = Field(description="must be a finite number")
+    max: Real = Field(description="must be a finite number")
+    type: Literal["numeric"] = "numeric"
 
-    def __init__(self, min: float, max: float):
-        form = _NumericForm(type=self.type, min=min, max=max)
-        self.min, self.max = form.min, form.max
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": "numeric", "min": self.min, "max": self.max}
+    @model_validator(mode="after")
+    def _ordered(self) -> "NumericSpec":
+        if self.min > self.max:
+            raise ConfigError(f"output_spec.min ({self.min}) must be <= output_spec.max ({self.max})")
+        return self
 
     def _field_schema(self) -> dict[str, Any]:
         return {"type": "number", "minimum": self.min, "maximum": self.max,
@@ -282,16 +258,7 @@ class NumericSpec(OutputSpec):
         return f"numeric {self.min:g}..{self.max:g} (the score is the value)"
 
 
-class _BooleanForm(Options):
-
-    where = "output_spec"
-    model_config = JSON_FORM
-
-    type: Literal["boolean"]
-
-
-_SPECS = {"boolean": (_BooleanForm, BooleanSpec), "categorical": (_CategoricalForm, CategoricalSpec),
-          "numeric": (_NumericForm, NumericSpec)}
+_SPECS = {"boolean": BooleanSpec, "categorical": CategoricalSpec, "numeric": NumericSpec}
 
 
 def output_spec_from_dict(data: Any) -> OutputSpec:
@@ -301,7 +268,4 @@ def output_spec_from_dict(data: Any) -> OutputSpec:
     kind = data.get("type") if isinstance(data, Mapping) else "boolean"   # not an object: any form says so
     if kind not in _SPECS:
         raise ConfigError(f"output_spec.type must be one of {sorted(_SPECS)}, got {kind!r:.80}")
-    form, spec = _SPECS[kind]
-    values = dict(validated_object(form, data))
-    del values["type"]
-    return spec(**values)
+    return _SPECS[kind].from_dict(data)

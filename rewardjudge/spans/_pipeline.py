@@ -10,14 +10,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BeforeValidator, Field, InstanceOf, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, StrictStr, model_validator
 
 from .._option_types import JSON_FORM, Flag, Options, Real, Whole
-from .._validate import validated_object
 from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
 from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
@@ -68,7 +66,9 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
     return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
 
 
-class _FilterForm(Options):
+class SpanFilter(Options):
+    """Which spans a pipeline judges: ``span_name`` globs (one must match), ``attributes``
+    (``{key: value | [values] | "*"}``, span else resource) and ``has_messages`` (output messages)."""
 
     where = "filter"
     model_config = JSON_FORM
@@ -79,79 +79,47 @@ class _FilterForm(Options):
         {}, description='must be an object: key -> value, [values] or "*"')
     has_messages: Flag = True
 
-
-@dataclass(frozen=True)
-class SpanFilter:
-    """Which spans a pipeline judges: ``span_name`` globs (one must match), ``attributes``
-    (``{key: value | [values] | "*"}``, span else resource) and ``has_messages`` (output messages)."""
-
-    span_name: tuple[str, ...] = ()
-    attributes: tuple[tuple[str, Any], ...] = ()
-    has_messages: bool = True
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SpanFilter":
-        if isinstance(data, SpanFilter):
-            return data
-        form = validated_object(_FilterForm, DEFAULT_FILTER if data is None else data)
-        return cls(form.span_name, tuple((k, tuple(v) if isinstance(v, list) else v)
-                                         for k, v in form.attributes.items()), form.has_messages)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"span_name": list(self.span_name),
-                "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in self.attributes},
-                "has_messages": self.has_messages}
+        """The filter of a JSON object; None: ``DEFAULT_FILTER``."""
+        return super().from_dict(DEFAULT_FILTER if data is None else data)
 
     def __call__(self, span: Span) -> bool:
         if self.span_name and not any(fnmatch.fnmatchcase(span.name, g) for g in self.span_name):
             return False
-        for key, want in self.attributes:
+        for key, want in self.attributes.items():
             got = span.get(key)
-            if got is None if want == "*" else got not in want if isinstance(want, tuple) else got != want:
+            if got is None if want == "*" else got not in want if isinstance(want, list) else got != want:
                 return False
         return not self.has_messages or OUTPUT_MESSAGES in message_attributes(span)
 
 
-class _JudgeForm(Options):
+class JudgeConfig(Options):
+    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy), its checked
+    ``scorer_version`` and the variable mapping; ``binding`` runs it."""
 
     where = "pipeline_config"
     model_config = JSON_FORM
 
-    type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}")
     config: Annotated[ScorerConfig, BeforeValidator(ScorerConfig.from_dict)]
     scorer_version: StrictStr = Field(description="must be the pinned config's version id (a string)")
     mapping: Annotated[dict[str, Any], BeforeValidator(lambda v: {} if v is None else v)] = Field(
         {}, description="must be an object: variable -> source")
     scorer: Optional[StrictStr] = Field(None, description="must be the registry slug (a string) or null")
-    scorer_name: Optional[StrictStr] = Field(None, description="must be a string or null")
+    scorer_name: Optional[StrictStr] = Field(None, description="must be a string or null (the slug or 'scorer')")
     scorer_version_number: Optional[Whole] = Field(None, description="must be a whole number or null")
+    type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}")
+    _binding: ScorerBinding = PrivateAttr()
 
     @model_validator(mode="after")
-    def _pinned(self) -> "_JudgeForm":
+    def _pinned(self) -> "JudgeConfig":
         if self.config.version_id != self.scorer_version:
             raise ConfigError(f"pipeline config for {self.scorer or self.scorer_name!r} pins scorer_version "
                               f"{self.scorer_version[:12]} but its config hashes to "
                               f"{self.config.version_id[:12]}: the copy was edited; pin the version again")
+        self._binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
+                                      scorer_name=self.label, scorer_slug=self.scorer)
         return self
-
-
-@dataclass
-class JudgeConfig:
-    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy), its checked
-    ``scorer_version`` and the variable mapping."""
-
-    config: ScorerConfig
-    scorer_version: str
-    mapping: dict[str, str] = field(default_factory=dict)
-    scorer: str | None = None           # the registry slug, when pinned from one
-    scorer_name: str = "scorer"
-    scorer_version_number: int | None = None
-
-    def __post_init__(self) -> None:
-        form = _JudgeForm(**vars(self))
-        self.config, self.mapping, self.scorer_version_number = form.config, form.mapping, form.scorer_version_number
-        self.binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
-                                     scorer_name=self.scorer_name, scorer_slug=self.scorer)
 
     @classmethod
     def pin(cls, scorer: Any, mapping: Mapping[str, str] | None = None, *,
@@ -167,69 +135,38 @@ class JudgeConfig:
                    scorer=scorer.slug, scorer_name=scorer.name, scorer_version_number=number)
 
     @property
+    def binding(self) -> ScorerBinding:
+        return self._binding
+
+    @property
     def label(self) -> str:
-        return self.scorer or self.scorer_name
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": JUDGE_V1, "scorer": self.scorer, "scorer_name": self.scorer_name,
-                "scorer_version": self.scorer_version, "scorer_version_number": self.scorer_version_number,
-                "config": self.config.to_dict(), "mapping": dict(self.mapping)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "JudgeConfig":
-        if isinstance(data, JudgeConfig):
-            return data
-        f = validated_object(_JudgeForm, data)
-        return cls(f.config, f.scorer_version, f.mapping, f.scorer, f.scorer_name or f.scorer or "scorer",
-                   f.scorer_version_number)
+        return self.scorer or self.scorer_name or "scorer"
 
 
-class _PipelineForm(Options):
+class PipelineConfig(Options):
+    """A ``judge-v1`` live evaluation: ``name``, ``pipeline_configs``, ``filter``, ``sampling_rate``."""
 
     where = "pipeline"
     model_config = JSON_FORM
 
     name: StrictStr = Field(pattern=r"\S", description="must be a non-empty string (the pipeline's name)")
-    pipeline_configs: list[Annotated[InstanceOf[JudgeConfig], BeforeValidator(JudgeConfig.from_dict)]] = Field(
+    pipeline_configs: list[Annotated[JudgeConfig, BeforeValidator(JudgeConfig.from_dict)]] = Field(
         min_length=1, description="must be a non-empty list of pipeline configs (pinned scorer versions)")
-    filter: Annotated[InstanceOf[SpanFilter], BeforeValidator(SpanFilter.from_dict)] = Field(
-        None, validate_default=True)
+    filter: Annotated[SpanFilter, BeforeValidator(SpanFilter.from_dict)] = Field(None, validate_default=True)
     sampling_rate: Real = Field(1.0, ge=0, le=1, description="must be a number in [0, 1]")
     type: Literal["judge-v1"] = Field(JUDGE_V1, description=f"must be {JUDGE_V1!r}, the only pipeline type")
 
     @model_validator(mode="after")
-    def _pinned_once(self) -> "_PipelineForm":
+    def _pinned_once(self) -> "PipelineConfig":
         pins = [(c.label, c.scorer_version) for c in self.pipeline_configs]
         twice = next((p for i, p in enumerate(pins) if p in pins[:i]), None)
         if twice:
             raise ConfigError(f"scorer {twice[0]!r} version {twice[1][:12]} is pinned twice")
         return self
 
-
-@dataclass
-class PipelineConfig:
-    """A ``judge-v1`` live evaluation: ``name``, ``filter``, ``sampling_rate``, ``pipeline_configs``."""
-
-    name: str
-    pipeline_configs: list[JudgeConfig]
-    filter: SpanFilter = field(default_factory=lambda: SpanFilter.from_dict(None))
-    sampling_rate: float = 1.0
-    type: str = JUDGE_V1
-
-    def __post_init__(self) -> None:
-        vars(self).update(_PipelineForm(**vars(self)))
-
     def wants(self, span: Span) -> bool:
         """The span passes the filter and its trace is in the sample."""
         return trace_sampled(span.trace_id, self.sampling_rate) and self.filter(span)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "filter": self.filter.to_dict(),
-                "sampling_rate": self.sampling_rate, "pipeline_configs": [c.to_dict() for c in self.pipeline_configs]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
-        return cls(**dict(validated_object(_PipelineForm, data)))
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
