@@ -18,9 +18,15 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Sequence
 
+from . import catalog
 from .grade import Grade
+from .graders import BinaryJudgeOutput, CandidateJudgeGrader, ProbabilityJudgeGrader
 from .graders._base import Grader
+from .graders._outputs import GradedJudgeOutput
+from .graders.templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
 from .models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
+from .scales import Scale
+from .scorers import Scorer
 from .testing import ScriptedModel, request_seal, seal_reply
 from .thread import StringThread
 
@@ -330,12 +336,6 @@ class Target:
 def default_targets() -> dict[str, Target]:
     """Every built-in grader, configured as a user would, with a JSON judge and,
     where the output model has labels, a label judge."""
-    from . import catalog
-    from .graders import BinaryJudgeOutput, CandidateJudgeGrader, ProbabilityJudgeGrader
-    from .graders._outputs import GradedJudgeOutput
-    from .graders.templated_prompt_judge import ScorerGrader, TemplatedPromptJudgeGrader
-    from .scales import Scale
-    from .scorers import Scorer
 
     binary = _json_judge(lambda why: {"reasoning": why, "score": "FAIL"})
     scorer = Scorer("Attack suite helpfulness", {
@@ -377,7 +377,6 @@ def declared_form_targets() -> dict[str, Target]:
     two label forms whose labels are prefixes of each other (a bare ``{label}``: ``Yes``, ``Yes,
     partially``, ``No``; ``Verdict: {label}``: ``A``, ``A+``, ``B``, ``B-``), each with a judge
     writing the form's lowest verdict."""
-    from .graders.templated_prompt_judge import TemplatedPromptJudgeGrader
 
     def form(pattern: str, **kw: Any) -> Callable[[InferenceModel], Any]:
         return lambda m: TemplatedPromptJudgeGrader(

@@ -10,6 +10,7 @@ import logging
 import sys
 from typing import Any
 
+from . import __version__
 from .errors import RewardJudgeError
 
 #: command -> (the module whose add_parser(subparsers) defines it, its one-line help). Only the
@@ -76,8 +77,6 @@ def _share_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; with ``argv``, only the named command's module is imported."""
-    from . import __version__
-
     p = argparse.ArgumentParser(prog="rewardjudge", description="LLM-as-judge reward graders.")
     p.add_argument("--version", action="version", version=f"rewardjudge {__version__}")
     p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper, default=None,

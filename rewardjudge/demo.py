@@ -13,7 +13,9 @@ from .core.structured_output import render_schema
 from .grade import Grade
 from .graders._candidate_judge import CandidateJudgeGrader
 from .graders.templated_prompt_judge import BinaryJudgeOutput, TemplatedPromptJudgeGrader
+from .models import OpenAIModel
 from .models._base import InferenceModel
+from .models._spawn import free_port
 from .thread import StringThread
 
 
@@ -84,9 +86,6 @@ def format_grade(thread: StringThread, grade: Grade) -> str:
 async def run_demo(judge: InferenceModel, eval_mode: bool = False) -> list[Grade]:
     """Grade the bundled completions on ``judge`` (one at a time, then in groups), print each grade and
     the counts, then show the third outcome: one grade with the judge down."""
-    from .models import OpenAIModel
-    from .models._spawn import free_port
-
     threads = demo_threads(eval_mode)
     grades = await demo_grader(judge).grade_batch(threads)
     group_grades = await demo_group_grader(judge).grade_batch(threads)

@@ -34,6 +34,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, JudgeOutage
+from ..evaluate._report import compare
 from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_kind, judge_options, open_judge
 
 
@@ -231,8 +232,6 @@ def _eval_command(args: argparse.Namespace) -> int:
 
 
 def _compare_command(args: argparse.Namespace) -> int:
-    from ..evaluate._report import compare
-
     comparison = compare(args.a, args.b, confidence=args.confidence)
     print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison)
     return 0

@@ -24,6 +24,7 @@ from itertools import chain
 from typing import Any
 
 from .. import spans
+from .._validate import json_value
 from ..errors import ConfigError
 from ._judge import add_subcommands, judge_kind, judge_options, open_judge, url_model
 from ._scorers import REGISTRY_OPTION, registry, split_map
@@ -88,7 +89,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from .._validate import json_value
     from ..evaluate._spec import scorer_from_file
     from ..scorers._builtins import BUILTIN_NAMES
 

@@ -18,7 +18,7 @@ from typing import Any
 from .._validate import json_value
 from ..errors import ConfigError
 from ..thread import StringThread
-from ._judge import add_arguments, add_subcommands, judge_options
+from ._judge import add_arguments, add_subcommands, check_torch_judge, judge_kind, judge_options, open_judge, url_model
 
 # the scorers (and the grader stack under them) are imported where a subcommand runs: `--help` stays light
 REGISTRY_OPTION = ("--registry", {"help": "registry folder (default: $REWARDJUDGE_SCORERS or ./scorers)"})
@@ -199,8 +199,6 @@ def _test_judge(binding, args: argparse.Namespace):
     """The judge of ``scorers test`` (an async context manager): a URL server asked for
     ``config.model`` (or ``--judge-model``), one try per request; the embedded or torch judge
     through ``rewardjudge eval``'s factory."""
-    from ._judge import check_torch_judge, judge_kind, open_judge, url_model
-
     if judge_kind(args.judge) == "url":
         return url_model(argparse.Namespace(**vars(args), max_retries=0), args.judge_model or binding.config.model)
     check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it

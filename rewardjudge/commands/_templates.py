@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._judge import add_subcommands, judge_options
+from ._judge import add_subcommands, judge_options, open_judge
 
 # each command imports the template stack where it runs: `templates --help` must not load pybars3
 
@@ -80,7 +80,6 @@ def _show(args: argparse.Namespace) -> int:
 def _translate(args: argparse.Namespace) -> int:
     from ..templates._bundle import bundle_path, load_bundle, merge_bundles, render_bundle
     from ..templates._prompts import DEFAULT_USER_DIR, _slug, default_library, user_dirs
-    from ._judge import open_judge
     from ._translate import translate_bundle
     language = _slug(args.language)
     root = _root(args) if args.contribute else None

@@ -19,6 +19,6 @@ if _typing.TYPE_CHECKING:
     from ._runner import aevaluate_dataset, evaluate_dataset
     from ._spec import resolve_grader
 
-__all__ = ["aevaluate_dataset", "compare", "evaluate_dataset", "resolve_grader", "save_histogram", "summarize"]
+__all__ = sorted(_LAZY)
 
 __getattr__ = _lazy_getattr(__name__, _LAZY, globals())

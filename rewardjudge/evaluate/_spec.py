@@ -21,7 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import catalog, scorers
 from .._validate import json_value
+from ..demo import demo_grader
 from ..errors import ConfigError
 from ..graders._base import Grader
 from ..graders.templated_prompt_judge import ScorerGrader
@@ -29,14 +31,8 @@ from ..graders.templated_prompt_judge import ScorerGrader
 __all__ = ["BUILTIN_GRADERS", "bind_spec", "resolve_grader", "spec_target"]
 
 
-def _demo(model):
-    from ..demo import demo_grader
-
-    return demo_grader(model)
-
-
 #: names usable as a SPEC without any other module
-BUILTIN_GRADERS = {"demo": _demo}
+BUILTIN_GRADERS = {"demo": demo_grader}
 
 
 def _import_attribute(spec: str) -> Any:
@@ -99,8 +95,6 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
 def spec_target(spec: Any) -> Any:
     """What a str SPEC names, found without a judge (so a command checks it before asking or spawning
     one): a Grader, a factory taking the judge model, or a Scorer; else a ConfigError naming what was tried."""
-    from .. import catalog
-
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"grader spec must be a non-empty str, a Grader or a factory, got {spec!r}")
     spec = spec.strip()
@@ -120,9 +114,7 @@ def spec_target(spec: Any) -> Any:
 
 def bind_spec(spec: str, target: Any, model: Any) -> Grader:
     """The Grader of ``spec_target(spec)`` on ``model``."""
-    from ..scorers import Scorer
-
-    return ScorerGrader(target, model) if isinstance(target, Scorer) else _from_object(target, model, spec)
+    return ScorerGrader(target, model) if isinstance(target, scorers.Scorer) else _from_object(target, model, spec)
 
 
 #: the scorer registry folder a bare slug is looked up in (default ./scorers)
@@ -137,8 +129,6 @@ def registry_folder(given: str | os.PathLike | None = None) -> Path:
 def scorer_of(spec: str) -> Any:
     """The Scorer a SPEC names (a .json file, or a registry slug that is no built-in,
     module:attribute or catalog key: ``resolve_grader``'s order), read before any judge; else None."""
-    from .. import catalog, scorers
-
     spec = spec.strip()
     if spec.endswith(".json"):
         return scorer_from_file(spec)
@@ -153,8 +143,6 @@ def scorer_of(spec: str) -> Any:
 def scorer_from_file(spec: str) -> Any:
     """The Scorer a JSON file holds: a definition (or ``Scorer.to_dict()``'s form, as ``scorers show
     --json`` prints it), or a registry folder's scorer file (its current version)."""
-    from .. import scorers
-
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ConfigError(f"grader spec {spec!r}: no such scorer file")

@@ -24,6 +24,9 @@ from .._sync import run_sync
 from ..errors import ConfigError
 from ..grade import Grade
 from ..graders._base import Grader
+from ..models import OpenAIModel
+from ..models._cache import CachedModel, SQLiteCache
+from ..thread import StringThread
 from ._runner import EvalResult, aevaluate_dataset, use_seal_key
 from ._spec import resolve_grader
 
@@ -35,9 +38,6 @@ class _GraderActor:
 
     def __init__(self, grader_spec: Any, judge_urls: list[str], judge_model: str, concurrency: int,
                  cache: str | None, model_kwargs: dict[str, Any], seal_key: str | None = None):
-        from ..models import OpenAIModel
-        from ..models._cache import CachedModel, SQLiteCache
-
         disk = SQLiteCache(cache) if cache else None
         self.clients = [OpenAIModel(url, judge_model, max_concurrency=concurrency, **model_kwargs)
                         for url in judge_urls]
@@ -48,8 +48,6 @@ class _GraderActor:
         self.urls = judge_urls
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
-        from ..thread import StringThread
-
         async def one(text: str) -> list[tuple[int, str, str]]:
             group = json.loads(text)
             rows = [int(r) for r in group["rows"]]
@@ -124,8 +122,6 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
     if num_actors < 1 or batch_size < 1 or concurrency < 1:
         raise ConfigError("num_actors, batch_size and concurrency must be >= 1")
     model_kwargs = dict(model_kwargs or {})
-    from ..models import OpenAIModel
-
     # the driver's grader names the version in the manifest; it never calls the judge
     probe = OpenAIModel(urls[0], judge_model, **model_kwargs)
     driver_grader = resolve_grader(grader, probe)

@@ -16,7 +16,6 @@ if _typing.TYPE_CHECKING:
     from ._trl_adapter import trl_reward_func, trl_reward_funcs
     from ._verl_adapter import verl_compute_score
 
-__all__ = ["OutageGuard", "group_normalize", "judge_health", "rewards_tensor", "trl_reward_func", "trl_reward_funcs",
-           "verl_compute_score"]
+__all__ = sorted(_LAZY)
 
 __getattr__ = _lazy_getattr(__name__, _LAZY, globals())

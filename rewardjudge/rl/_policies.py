@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._paths import built_once, cache_root, embedded_model_path
+from ..models._torch_model import converted_gguf_dir
 
 __all__ = ["smollm2_policy", "smollm2_tokenizer", "tiny_llama"]
 
@@ -52,8 +53,6 @@ def tiny_llama(tokenizer: Any, *, hidden_size: int = 64, layers: int = 2, heads:
 def smollm2_policy(root: Path | None = None, *, dtype: Any = None):
     """SmolLM2-135M-Instruct as a trainable model, sharing ``TorchModel``'s cached conversion."""
     from transformers import AutoModelForCausalLM
-
-    from ..models._torch_model import converted_gguf_dir
 
     path = converted_gguf_dir(embedded_model_path(), (root or cache_root()) / "torch")
     kwargs = {} if dtype is None else {"dtype": dtype}

@@ -13,8 +13,11 @@ import sys
 from typing import Any, Callable, Literal, Mapping, Sequence, get_args
 
 from ..errors import ConfigError, UnmaskedJudgeFailure
+from ..evaluate._spec import resolve_grader, spec_target
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
+from ..models import OpenAIModel
+from ..models._discover import model_name
 from ..templates._plain import to_plain
 from ..thread import StringThread, message_turns, with_own_keys
 from .._sync import LoopThread
@@ -149,13 +152,8 @@ class VerlScore:
     def _built(self) -> Grader:
         """The grader, built from the SPEC (and a judge URL) on first use in this process."""
         if self._grader is None:
-            from ..evaluate._spec import resolve_grader
-
             model = None
             if self.judge is not None:
-                from ..models import OpenAIModel
-                from ..models._discover import model_name
-
                 name = self.judge_model or model_name(self.judge, None, float(self.model_options.get("timeout", 60.0)))
                 model = OpenAIModel(self.judge, name, **self.model_options)
             self._grader = resolve_grader(self.spec, model)
@@ -244,8 +242,6 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
     elif not isinstance(grader, str):
         raise ConfigError(f"verl_compute_score needs a Grader or a grader SPEC string, got {type(grader).__name__}")
     else:   # an unknown SPEC is named when verl loads the reward file, not at its first reward
-        from ..evaluate._spec import spec_target
-
         spec_target(grader)
     if on_unscored not in ("raise", "marker"):
         raise ConfigError(f"on_unscored must be 'raise' or 'marker', got {on_unscored!r}")

@@ -7,6 +7,8 @@ The names load on first use: the command line's parser imports this package with
 
 from .._lazy import lazy_getattr as _lazy_getattr
 
-__all__ = ["RewardServer", "ServerOptions", "openrlhf_reward_func"]
+_LAZY = {"RewardServer": "._server", "ServerOptions": "._server", "openrlhf_reward_func": "._groups"}
 
-__getattr__ = _lazy_getattr(__name__, {"RewardServer": "._server", "ServerOptions": "._server", "openrlhf_reward_func": "._groups"}, globals())
+__all__ = sorted(_LAZY)
+
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())

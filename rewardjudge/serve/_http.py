@@ -13,6 +13,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
+from ..catalog import listing
 from ..errors import ConfigError, JudgeOutage
 from ..grade import Grade
 from ..readouts._scan import too_deep
@@ -222,8 +223,6 @@ class _HTTPService:
     async def _judge_templates(self, request: web.Request) -> web.Response:
         """The catalog's list (``language`` picks the criteria's); an ``idempotency_key`` seen before
         answers as it did, or 409 with another query."""
-        from ..catalog import listing
-
         query = tuple(sorted((k, v) for k, v in request.query.items() if k != "idempotency_key"))
         key = request.query.get("idempotency_key")
         if key is not None and key in self._idempotent:

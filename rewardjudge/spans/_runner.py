@@ -15,9 +15,11 @@ from typing import Any, AsyncIterable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .._sync import run_sync
 from ..errors import ConfigError
 from ..evaluate._journal import Journal, lock_folder, read_records
 from ..grade import Grade
+from ..graders.templated_prompt_judge import ScorerGrader
 from ._otlp import SEMCONV_VERSION, Span, span_thread
 from ._pipeline import JudgeConfig, PipelineConfig
 
@@ -138,8 +140,6 @@ class SpanJudge:
     def __init__(self, pipeline: PipelineConfig, judge: Any, *, output_dir: str | os.PathLike | None = None,
                  keep_prompts: bool = False, retry_unscored: bool = False, allow_model_override: bool = False,
                  reply_retries: int = 1):
-        from ..graders.templated_prompt_judge import ScorerGrader
-
         self.pipeline, self.keep_prompts = pipeline, keep_prompts
         self.graders = []
         for jc in pipeline.pipeline_configs:
@@ -260,8 +260,6 @@ async def arun_pipeline(pipeline: PipelineConfig, spans: Iterable[Span] | AsyncI
 
 def run_pipeline(pipeline: PipelineConfig, spans: Iterable[Span], judge: Any, **kwargs: Any) -> PipelineRun:
     """``arun_pipeline`` from synchronous code (also inside a running loop)."""
-    from .._sync import run_sync
-
     return run_sync(arun_pipeline(pipeline, spans, judge, **kwargs))
 
 
