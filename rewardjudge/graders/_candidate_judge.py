@@ -29,7 +29,7 @@ from ..readouts._candidate_blocks import (CandidateVerdict, candidate_grammar, n
 from ..readouts._decision import NoVerdict, Verdict
 from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
-from ._expected_value import expected_grade
+from ._expected_value import expected_after
 
 #: an image a vision judge is sent: an http(s) URL or a data:image URL, no whitespace or control
 #: characters (a policy's field: never a file:, internal-scheme or text-carrying URL)
@@ -334,7 +334,8 @@ class CandidateJudgeGrader(Grader):
         expectations: list[Any] = [None] * len(judged)
         if self.expected_value and judged:   # a usage error is raised once every read has finished
             expectations = await asyncio.gather(*(
-                expected_grade(self, messages, completion.text[:d.value_at], self.scale, params)
+                expected_after(self, messages, completion.text[:d.value_at], {g: g for g in self.scale.grades},
+                               f"the grades {self.scale.min}-{self.scale.max}", params, self.scale)
                 for _, _, d in judged), return_exceptions=True)
             for e in expectations:
                 if isinstance(e, BaseException):
