@@ -114,44 +114,29 @@ def _grade(text: str, scale: Scale) -> "int | str":
     return grade
 
 
-@dataclass
-class _Block:
-    id: str | None
-    reason_start: int = -1     # where its first <reasoning> opens (content start)
-    reason_end: int = -1       # where its last </reasoning> closes (tag start)
-
-    def mark(self, m: "re.Match[str]") -> bool:
-        """Note a reasoning tag; True when it closes the block's reasoning."""
-        if m.group("open"):
-            if self.reason_start < 0:
-                self.reason_start = m.end()
-            return False
-        if self.reason_start >= 0:
-            self.reason_end = m.start()
-        return self.reason_start >= 0
-
-    def reasoning(self, text: str) -> str | None:
-        a, b = self.reason_start, self.reason_end
-        return (text[a:b].strip() or None) if 0 <= a <= b else None
-
-
 #: per id its grade elements: (start, end, where the grade begins, grade or why not, the block it stands in)
-_Grades = dict[str, list[tuple[int, int, int, "int | str", "_Block | None"]]]
+_Grades = dict[str, list[tuple[int, int, int, "int | str", "list | None"]]]
 
 
-def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[str, _Block], int]":
-    """One pass: the grade elements of the wanted ids, the last block of each
-    id with a reasoning, and the count of unbound grade elements."""
+def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[str, list], int]":
+    """One pass: the grade elements of the wanted ids, the last block of each id with a
+    reasoning, and the count of unbound grade elements. A block is ``[id, start, end]`` of its
+    reasoning, its first ``<reasoning>`` to its last ``</reasoning>`` (-1: none yet), kept
+    up to date: a reasoning written after a grade is still that grade's."""
     grades: _Grades = {}
-    reasoned: dict[str, _Block] = {}
+    reasoned: dict[str, list] = {}
     unbound, block = 0, None
     for m in _TOKEN.finditer(text):
         tag = (m.group("open") or m.group("close") or "grade").lower()
         if tag == "candidate":
-            block = _Block(_attr_id(m.group("attrs"))) if m.group("open") else None
-        elif tag == "reasoning":           # a block's reasoning: its first <reasoning> to its last </reasoning>
-            if block is not None and block.mark(m) and block.id in wanted:
-                reasoned[block.id] = block
+            block = [_attr_id(m.group("attrs")), -1, -1] if m.group("open") else None
+        elif tag == "reasoning":
+            if block is not None and m.group("open") and block[1] < 0:
+                block[1] = m.end()
+            elif block is not None and not m.group("open") and block[1] >= 0:
+                block[2] = m.start()
+                if block[0] in wanted:
+                    reasoned[block[0]] = block
         else:
             cid = _attr_id(m.group("gattrs"))
             if cid not in wanted:
@@ -160,20 +145,25 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
             raw = m.group("value")
             value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
             at = m.start("value") + raw.find(value)
-            here = block if block is not None and block.id == cid else None
+            here = block if block is not None and block[0] == cid else None
             grades.setdefault(cid, []).append((m.start(), m.end(), at, _grade(value, scale), here))
     return grades, reasoned, unbound
 
 
-def _decide(cid: str, found: list, reasoned: "_Block | None", text: str) -> Decision:
+def _reasoning(text: str, block: "list | None") -> str | None:
+    a, b = (-1, -1) if block is None else block[1:]
+    return (text[a:b].strip() or None) if 0 <= a <= b else None
+
+
+def _decide(cid: str, found: list, reasoned: "list | None", text: str) -> Decision:
     if not found:
         return NoVerdict(f'no <grade id="{cid}"> in the reply', kind="no sealed verdict")
     decision = last_decides([NoVerdict(g, kind="invalid") if isinstance(g, str)
                              else Verdict(g, start, end, (), at) for start, end, at, g, _ in found])
     if isinstance(decision, NoVerdict):
         return decision
-    here = found[-1][-1]   # the block of the last grade, else the id's last block with a reasoning
-    reasoning = (here and here.reasoning(text)) or (reasoned and reasoned.reasoning(text)) or None
+    # the block of the last grade, else the id's last block with a reasoning
+    reasoning = _reasoning(text, found[-1][-1]) or _reasoning(text, reasoned)
     return replace(decision, value=CandidateVerdict(cid, decision.value, reasoning))
 
 
