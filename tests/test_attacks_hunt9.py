@@ -13,6 +13,7 @@ from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, 
                                  default_targets, run_attack_suite)
 from rewardjudge.graders._guards import content_free_fields, content_free_reason
 from rewardjudge.readouts import _text
+from rewardjudge.readouts._seal import read_sealed
 from rewardjudge.readouts._text import letters, neutralize_value
 from rewardjudge.scorers import Scorer
 from rewardjudge.testing import ScriptedModel
@@ -101,6 +102,20 @@ def test_escaped_surrogate_pairs_and_a_label_reply_with_a_surrogate_are_read():
         _thread("Berlin")))
     assert (grade.status, grade.value) == ("scored", 0.0), grade.error
 
+
+
+def test_a_sealed_verdict_nested_too_deep_to_copy_is_an_honest_reason_never_an_exception():
+    # the surrogates are replaced in a copy of the decoded verdict (a JSON round trip): a verdict
+    # nested about as deep as the decoder allows cannot be copied, and says so
+    seal = "0123456789abcdef"
+    seen = set()
+    for depth in range(600, 1200, 2):
+        reply = '{"seal": "%s", "reasoning": "\\ud800", "deep": %s0%s, "score": "PASS", "seal_end": "%s"}' % (
+            seal, "[" * depth, "]" * depth, seal)
+        decision = read_sealed(reply, seal, check=dict)
+        seen.add("read" if decision.ok else decision.reason)
+    assert "the sealed verdict is nested too deep" in seen, seen
+    assert "read" in seen and len(seen) == 3, seen   # shallower: read; deeper: no object decodes
 
 # -- 3. a stall in the content-free screen: ``letters`` took NFKC of the whole text, and CPython
 # orders each run of combining marks by insertion: 256 KiB of U+0F73 (it decomposes into two marks

@@ -195,39 +195,27 @@ _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name
 _MAX_OCCURRENCES = 64
 
 
-class _Duplicate(Exception):   # not a ValueError: a decode error is not a repeated key
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)   # in C; the loop below runs only when a key repeats
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _Duplicate(k)
-            seen.add(k)
-    return out
-
-
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
-_STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, strict=False)
 
 
 def _decode(text: str, start: int) -> "tuple[Any, int, str | None]":
     """The JSON value at ``start`` (None where none decodes), its end, and the first key an
     object of it repeats (None where none does)."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)   # in C; the scan below runs only when a key repeats
+        if len(out) != len(items) and not repeated:
+            seen: set[str] = set()
+            repeated.append(next(k for k, _ in items if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+        return out
+
     try:
-        return (*_STRICT.raw_decode(text, start), None)
-    except _Duplicate as dup:   # rare: decoded again without the check, for what it holds
-        repeated = dup.args[0]
+        obj, end = json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode(text, start)
     except (ValueError, RecursionError):
         return None, start, None
-    try:
-        return (*_DECODER.raw_decode(text, start), repeated)
-    except (ValueError, RecursionError):
-        return None, start, repeated
+    return obj, end, repeated[0] if repeated else None
 
 
 def _occurrences(text: str, seal: str) -> list[int]:
@@ -274,6 +262,8 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return Verdict(check(_without_surrogates(obj, text, start, end)), start, end)
     except (ValueError, TypeError) as exc:
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
+    except RecursionError:
+        return NoVerdict("the sealed verdict is nested too deep", kind="invalid")
 
 
 #: an escape of a surrogate code point: the one way a decoded verdict can hold a lone one
@@ -283,21 +273,11 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
     """``obj`` (decoded from ``text[start:end]``) with each lone surrogate in its keys and strings
     as U+FFFD. A judge quoting the policy's literal ``\\ud800`` in its reasoning without escaping
-    the backslash wrote a lone one, which no text field validates: its verdict was refused."""
+    the backslash wrote a lone one, which no text field validates: its verdict was refused.
+    ``RecursionError`` where copying it nests too deep."""
     if _SURROGATE_ESCAPE.search(text, start, end) is None:
         return obj
-    root = [obj]
-    stack: list[Any] = [root]
-    while stack:
-        node = stack.pop()
-        pairs = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
-        if isinstance(node, dict):
-            node.clear()
-        for k, v in pairs:
-            if isinstance(v, (dict, list)):
-                stack.append(v)
-            node[encodable(k)] = encodable(v)
-    return root[0]
+    return _DECODER.decode(encodable(json.dumps(obj, ensure_ascii=False)))
 
 
 def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
@@ -465,7 +445,7 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
             continue
         try:   # no reason is made of a failed check: hundreds of objects may be tried
             found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             continue
     return found
 
