@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
 from rewardjudge.core.structured_output import OutputParserException, pydantic_parse, render_schema
+from rewardjudge.readouts import json_objects
 
 
 class Answer(BaseModel):
@@ -24,6 +26,15 @@ class Answer(BaseModel):
 ])
 def test_tolerant_wrappers(text):
     assert pydantic_parse(text, Answer) == Answer(answer="Paris", confidence="high")
+
+
+def test_brackets_inside_the_strings_of_a_long_completion_never_hide_its_object():
+    # long texts are scanned under a cheap depth bound that counts brackets inside strings too: an
+    # answer holding a hundred of them was skipped, and the object nested in it read in its place
+    outer = {"answer": "[" * 100, "confidence": "low", "meta": {"answer": "inner", "confidence": "high"}}
+    text = "Some notes first. " * 300 + json.dumps(outer)
+    assert [s.value for s in json_objects(text)] == [outer]
+    assert pydantic_parse(text.replace(', "meta": {"answer": "inner", "confidence": "high"}', ""), Answer).answer == "[" * 100
 
 
 def test_braces_inside_strings():
