@@ -179,18 +179,10 @@ def _checked_bounds(bounds: object) -> "tuple[float, float]":
 
 @dataclass(frozen=True)
 class VerdictForm:
-    """A declared verdict form: ``pattern`` with one ``{score}`` (a number within
-    the inclusive ``bounds``) or ``{label}`` (one of ``labels``, matched exactly,
-    longest first); an ``{other}`` is a number the judge writes beside the
-    verdict that is not its value (``{other} {score}``: the second of two scores
-    on a line, the first being the other answer's). Literal text matches
-    case-insensitively, with a little whitespace and markdown emphasis
-    (``**Rating**: [[8]]``), brackets around the placeholder may also hold one word
-    and a colon before the verdict (``[[Rating: 8]]``), and the pattern's final full stop is optional. A
-    bare placeholder (no literal text: a judge told to reply with the score
-    only) is the verdict alone on its line, with any ``{other}``, after at most
-    a name of one to three words and a colon (``Score: 2``). One
-    bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
+    """A declared verdict form, read as docs/sealed-verdicts.md says: ``pattern`` with one
+    ``{score}`` (a number within the inclusive ``bounds``) or ``{label}`` (one of ``labels``,
+    longest first), maybe an ``{other}`` (a number beside the verdict that is not its value).
+    One bounded ``finditer`` pass: linear. A bad form raises ``ConfigError``.
 
     >>> form = VerdictForm("[[{score}]]", bounds=(1, 10))
     >>> form.read("Helpful and correct. Rating: [[8]]").value, form.read("Rating: [[11]]").ok
@@ -218,9 +210,6 @@ class VerdictForm:
         elif self.bounds is not None:
             object.__setattr__(self, "bounds", _checked_bounds(self.bounds))
 
-    def _regex(self) -> re.Pattern[str]:
-        return _compile(self.pattern, self.labels)
-
     def _value(self, raw: str) -> "Value | None":
         if self.labels is not None:
             return raw
@@ -232,7 +221,7 @@ class VerdictForm:
         ``bounds`` is none): no object per occurrence, 256 KiB of quoted policy text holds 50,000."""
         if not isinstance(text, str):
             return []
-        return [(m.start(), m.end(), v) for m in self._regex().finditer(text)
+        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels).finditer(text)
                 if (v := self._value(m.group("v"))) is not None]
 
     def find(self, text: str) -> list[Verdict]:
@@ -257,7 +246,7 @@ class VerdictForm:
     def read_line(self, rest: str) -> "Value | None":
         """The value of what follows ``VERDICT <seal>:`` when it is exactly one
         occurrence of the form (emphasis and a final full stop tolerated); else None."""
-        regex, raw = self._regex(), rest.strip()
+        regex, raw = _compile(self.pattern, self.labels), rest.strip()
         for candidate in (raw, unwrap(raw)):
             m = regex.fullmatch(candidate)
             if m is not None:

@@ -1,9 +1,6 @@
-"""The seal: a verdict the policy cannot write (docs/sealed-verdicts.md). A keyed
-hash of the whole request the judge is asked, last, to write on its verdict: as
-the first and the last field of a JSON verdict (``"seal"``, ``"seal_end"``), or
-on a line ``VERDICT <seal>: <label>``. Only a sealed verdict is read; a leading, closed
-``<think>`` draft is blanked first and the last sealed verdict decides (earlier ones that
-disagree go to ``others``); a last sealed JSON object that cannot be read is the reading."""
+"""The seal: a keyed hash of the whole request that the judge writes on its verdict, which
+the policy cannot write (the protocol: docs/sealed-verdicts.md); the request side (key, seal,
+instructions, schema) and the reader of sealed verdicts, and the opt-in unsealed reader."""
 
 from __future__ import annotations
 
@@ -245,10 +242,7 @@ def _opening(text: str, at: int) -> int:
 
 def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, Any]], Any]) -> Decision:
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
-    seal fields removed. An object that does not decode, repeats a key, or does not end with
-    ``seal_end`` holding the seal is a ``NoVerdict``: a verdict the reply holds but that cannot
-    be read (policy text quoted in it without escaping may have broken it), never skipped for
-    an earlier one."""
+    seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
     obj, end, repeated = _decode(text, start)
     # the seal fields first and last, both the seal
     if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD \
@@ -271,10 +265,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
-    """``obj`` (decoded from ``text[start:end]``) with each lone surrogate in its keys and strings
-    as U+FFFD. A judge quoting the policy's literal ``\\ud800`` in its reasoning without escaping
-    the backslash wrote a lone one, which no text field validates: its verdict was refused.
-    ``RecursionError`` where copying it nests too deep."""
+    """``obj`` (decoded from ``text[start:end]``) with each lone surrogate as U+FFFD (a judge quoting
+    the policy's ``\\ud800`` unescaped; no text field validates one); RecursionError if too deep."""
     if _SURROGATE_ESCAPE.search(text, start, end) is None:
         return obj
     return _DECODER.decode(encodable(json.dumps(obj, ensure_ascii=False)))
@@ -336,11 +328,9 @@ def _verdict_line(text: str, at: int) -> int:
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
               placeholder: str = "") -> "Decision | None":
-    """The label verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from
-    ``line_start`` (its ``value_at``: where its value begins, after the separator, spaces and
-    emphasis). A sealed line whose rest cannot be read (``FAIL, because ...``) is a ``NoVerdict``
-    at its place, never skipped for an earlier sealed verdict (a draft the judge revised); only a
-    copy of the instruction's own line (its ``placeholder``) is no verdict at all."""
+    """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``
+    (``value_at``: where its value begins): a ``NoVerdict`` where the rest is not one verdict, None
+    where it is the instruction's own ``placeholder``, echoed."""
     line_end = text.find("\n", at)
     line_end = len(text) if line_end < 0 else line_end
     j = at + len(seal)
