@@ -65,29 +65,20 @@ _PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id 
 
 
 class CandidateJudgeGrader(Grader):
-    """Grade completions by judging up to ``batch_size`` of one prompt together (docs/groups.md).
+    """Grade completions by judging up to ``batch_size`` of one prompt together (docs/groups.md:
+    balanced requests, shuffled and sealed by keyed ids, failed candidates re-asked in halved
+    batches up to ``max_rounds``, a request that grades none split down to single candidates).
 
     >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
     >>> grades = await grader.grade_batch(group_of_8_threads)  # doctest: +SKIP
     >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
     (0.75, 3, 'Correct, but skips the second part of the question.')
 
-    ``grade_batch`` splits a prompt's samples into balanced requests of at most ``batch_size``; each
-    request shuffles its candidates (seeded, recorded), neutralises them and gives them keyed
-    ids. A candidate is *scored* ``scale.to_reward(grade)`` (the last grade for its id); failed
-    ones are re-asked in halved batches up to ``max_rounds`` requests, then *unscored* with every
-    reason; a request that grades none of its candidates (cut off, refused as too large, no sealed grade)
-    is split down to single candidates whatever ``max_rounds`` says.
-
-    Options (the fields of ``CandidateOptions``): ``scale`` (a name or a ``Scale``); ``template`` / ``system_template`` (default the
-    built-in ``CandidateJudgeGrader`` prompts; ``""``: no system message), which see ``query``,
-    ``query_text``, ``candidates`` (``{id, title, fields, image?}``), the scale's variables, the
-    evaluation's, the thread vocabulary and ``template_variables``, and must show every
-    ``candidates[].id``; ``completion_model`` with ``title_field`` / ``image_field``;
-    ``include_images``; ``max_rounds``; ``shuffle`` / ``seed``; ``temperature``, ``top_p``,
-    ``max_tokens_per_candidate``; ``protected_tags``; ``seal_key`` (default the judge's, else
-    ``REWARDJUDGE_SEAL_KEY``, else random per process); ``expected_value`` /
-    ``expected_value_floor``; ``engine``, ``strict_templates``; the penalty settings of ``Grader``.
+    Options: the fields of ``CandidateOptions`` (``seal_key`` default the judge's, else
+    ``REWARDJUDGE_SEAL_KEY``, else random per process). The templates (default the built-in
+    ``CandidateJudgeGrader`` prompts; ``system_template=""``: none) see ``query``, ``query_text``,
+    ``candidates`` (``{id, title, fields, image?}``; every id must be shown), the scale's and the
+    evaluation's variables, the thread vocabulary and ``template_variables``.
 
     A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra`` holds
     ``scale``, ``rounds``, ``failures``, ``requests`` (``round``, ``seed``, ``order``, ``ids``),
