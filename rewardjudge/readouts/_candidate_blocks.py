@@ -114,8 +114,8 @@ def _grade(text: str, scale: Scale) -> "int | str":
     return grade
 
 
-#: per id its grade elements: (start, end, where the grade begins, grade or why not, the block it stands in)
-_Grades = dict[str, list[tuple[int, int, int, "int | str", "list | None"]]]
+#: per id its grade elements: each one's decision and the block it stands in
+_Grades = dict[str, list[tuple[Decision, "list | None"]]]
 
 
 def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[str, list], int]":
@@ -145,8 +145,10 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
             raw = m.group("value")
             value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
             at = m.start("value") + raw.find(value)
-            here = block if block is not None and block[0] == cid else None
-            grades.setdefault(cid, []).append((m.start(), m.end(), at, _grade(value, scale), here))
+            grade = _grade(value, scale)
+            decision = Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) \
+                else NoVerdict(grade, kind="invalid")
+            grades.setdefault(cid, []).append((decision, block if block is not None and block[0] == cid else None))
     return grades, reasoned, unbound
 
 
@@ -158,8 +160,7 @@ def _reasoning(text: str, block: "list | None") -> str | None:
 def _decide(cid: str, found: list, reasoned: "list | None", text: str) -> Decision:
     if not found:
         return NoVerdict(f'no <grade id="{cid}"> in the reply', kind="no sealed verdict")
-    decision = last_decides([NoVerdict(g, kind="invalid") if isinstance(g, str)
-                             else Verdict(g, start, end, (), at) for start, end, at, g, _ in found])
+    decision = last_decides([d for d, _ in found])
     if isinstance(decision, NoVerdict):
         return decision
     # the block of the last grade, else the id's last block with a reasoning
