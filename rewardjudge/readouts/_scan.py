@@ -149,9 +149,9 @@ _SHORT = 4096
 
 
 def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list[JsonSpan]:
-    """Decode starts the depth bound skipped (it counts braces inside strings
-    too), last first: at most ``_SECOND_TRIES`` of them, within a budget linear
-    in the text."""
+    """Decode starts the depth bound skipped (it counts brackets inside strings too: an object
+    whose strings hold many ``[`` was skipped and one nested in it read in its place), last
+    first: at most ``_SECOND_TRIES`` of them, within a budget linear in the text."""
     budget = [4 * len(text) + 4 * MAX_SPAN]
     tries = 0
     for i in skipped:
