@@ -290,8 +290,14 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # ICE-Score's G-Eval-style prompts without steps (experiment_source/conala_gpt_eval.py, llm_code_eval/utils.py):
     # 'Usefulness (0-4) ...' / 'Functional Correctness (0-4) ...', ending "Evaluation Form:\nUsefulness (scores ONLY)"
     "ice_score": (VerdictForm("{score}", bounds=(0, 4)), ice_score, _num),
-
+    # KoMT-Bench's single prompts (FastChat/fastchat/llm_judge/data/judge_prompts_ko.jsonl, MT-Bench's in Korean):
+    # '... 1점부터 10점까지 평가해야 합니다: "[[rating]]", for example: "점수: [[5]]"'; FastChat's parser
+    "komt_bench": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
 }
+
+#: the judge prompt a source sent (prompts.json: its system prompt and its user template, the source's
+#: ``{question}`` / ``{answer}`` written as this library's template variables), where one is kept
+PROMPTS: dict[str, dict[str, str]] = json.loads((DATA / "prompts.json").read_text(encoding="utf-8"))
 
 
 def _rows(source: str) -> list[dict[str, Any]]:
@@ -419,12 +425,13 @@ LABEL_VALUES = {
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
 async def test_templated_grader_replays_real_replies(source):
-    """A TemplatedPromptJudgeGrader with the source's declared form, unsealed,
-    fed each sampled real reply by a ScriptedModel: its grade is what
+    """A TemplatedPromptJudgeGrader with the source's declared form, unsealed
+    (and the source's own judge prompt where prompts.json keeps it), fed each
+    sampled real reply by a ScriptedModel: its grade is what
     ``VerdictForm.read`` reads (a label through its reward; no verdict: not
     scored), which is the source parser's reading wherever the two agree
-    (every 10th reply, and every reply where the source or the form read
-    nothing)."""
+    (every 10th reply, more often in a source of under 250, and every reply
+    where the source or the form read nothing)."""
     from rewardjudge import StringThread
     from rewardjudge.graders import TemplatedPromptJudgeGrader
     from rewardjudge.testing import ScriptedModel
@@ -432,16 +439,22 @@ async def test_templated_grader_replays_real_replies(source):
     form, _parse, as_value = SOURCES[source]
     values = LABEL_VALUES.get(source)
     rows = _rows(source)
+    stride = min(10, len(rows) // 25)       # at least 25 sampled from a source of 100 or more
     sample = [r for i, r in enumerate(rows)
-              if i % 10 == 0 or r["expected"] is None or not form.read(r["reply"]).ok]
+              if i % stride == 0 or r["expected"] is None or not form.read(r["reply"]).ok]
     thread = StringThread([("user", "Rate the answer."), ("assistant", "a policy answer under test")])
+    prompt = PROMPTS.get(source, {"system": "You are a judge.", "user": "Q: {{last_user_turn_content}}\nA: {{completion}}"})
+    # unsealed, the source's own prompt goes out as the source wrote it
+    sent = prompt["user"].replace("{{last_user_turn_content}}", "Rate the answer.").replace(
+        "{{completion}}", "a policy answer under test")
     checked = agreed = scored = 0
     for row in sample:
         model = ScriptedModel([row["reply"]], default=row["reply"], seal=False)
         grader = TemplatedPromptJudgeGrader(
-            "replay", model, "You are a judge.", "Q: {{last_user_turn_content}}\nA: {{completion}}",
+            "replay", model, prompt["system"], prompt["user"],
             verdict_form=form.pattern, label_values=values, score_bounds=form.bounds, seal=False)
         grade = await grader.grade(thread)
+        assert [m["content"] for m in model.calls[0]["messages"]] == [prompt["system"], sent]
         read = form.read(row["reply"], ["a policy answer under test"])
         if not read.ok:
             assert grade.status != "scored", (row["origin"], grade)
