@@ -295,9 +295,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     "komt_bench": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
 }
 
-#: the judge prompt a source sent (prompts.json: its system prompt and its user template, the source's
-#: ``{question}`` / ``{answer}`` written as this library's template variables), where one is kept
-PROMPTS: dict[str, dict[str, str]] = json.loads((DATA / "prompts.json").read_text(encoding="utf-8"))
+#: the judge prompt each source sent (prompts.json: its system prompt, empty where it sent none, and its
+#: user template, the source's question and answer written as this library's template variables, its other
+#: placeholders, e.g. the other answer of a pair, as ``variables`` with a fixed text)
+PROMPTS: dict[str, dict[str, Any]] = json.loads((DATA / "prompts.json").read_text(encoding="utf-8"))
 
 
 def _rows(source: str) -> list[dict[str, Any]]:
@@ -425,8 +426,8 @@ LABEL_VALUES = {
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
 async def test_templated_grader_replays_real_replies(source):
-    """A TemplatedPromptJudgeGrader with the source's declared form, unsealed
-    (and the source's own judge prompt where prompts.json keeps it), fed each
+    """A TemplatedPromptJudgeGrader with the source's own judge prompt
+    (prompts.json) and its declared form, unsealed, fed each
     sampled real reply by a ScriptedModel: its grade is what
     ``VerdictForm.read`` reads (a label through its reward; no verdict: not
     scored), which is the source parser's reading wherever the two agree
@@ -443,18 +444,24 @@ async def test_templated_grader_replays_real_replies(source):
     sample = [r for i, r in enumerate(rows)
               if i % stride == 0 or r["expected"] is None or not form.read(r["reply"]).ok]
     thread = StringThread([("user", "Rate the answer."), ("assistant", "a policy answer under test")])
-    prompt = PROMPTS.get(source, {"system": "You are a judge.", "user": "Q: {{last_user_turn_content}}\nA: {{completion}}"})
-    # unsealed, the source's own prompt goes out as the source wrote it
+    prompt = PROMPTS[source]
+    variables = prompt.get("variables", {})
+    # unsealed, the source's own prompt goes out as the source wrote it, filled in and nothing added
     sent = prompt["user"].replace("{{last_user_turn_content}}", "Rate the answer.").replace(
         "{{completion}}", "a policy answer under test")
+    for name, text in variables.items():
+        sent = sent.replace("{{%s}}" % name, text)
+    messages = [text for text in (prompt["system"], sent) if text]
+    replying: list[str] = []        # the row being replayed: every request (a retry too) gets its reply
+    model = ScriptedModel(lambda *_: replying[-1], seal=False)
+    grader = TemplatedPromptJudgeGrader(
+        "replay", model, prompt["system"], prompt["user"], template_variables=variables or None,
+        verdict_form=form.pattern, label_values=values, score_bounds=form.bounds, seal=False)
     checked = agreed = scored = 0
     for row in sample:
-        model = ScriptedModel([row["reply"]], default=row["reply"], seal=False)
-        grader = TemplatedPromptJudgeGrader(
-            "replay", model, prompt["system"], prompt["user"],
-            verdict_form=form.pattern, label_values=values, score_bounds=form.bounds, seal=False)
+        replying.append(row["reply"])
         grade = await grader.grade(thread)
-        assert [m["content"] for m in model.calls[0]["messages"]] == [prompt["system"], sent]
+        assert [m["content"] for m in model.calls[-1]["messages"]] == messages
         read = form.read(row["reply"], ["a policy answer under test"])
         if not read.ok:
             assert grade.status != "scored", (row["origin"], grade)
