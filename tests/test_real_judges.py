@@ -293,6 +293,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # KoMT-Bench's single prompts (FastChat/fastchat/llm_judge/data/judge_prompts_ko.jsonl, MT-Bench's in Korean):
     # '... 1점부터 10점까지 평가해야 합니다: "[[rating]]", for example: "점수: [[5]]"'; FastChat's parser
     "komt_bench": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # LLMBar's Swap_CoT synthesis prompt (swap_and_synthesize/Swap_CoT.txt): the judge reviews a debate between two
+    # evaluations that concluded differently (each ends "Therefore, Output (x) is better.") and must 'end your
+    # response with either "Therefore, Output (a) is better." or "Therefore, Output (b) is better." verbatim'
+    "llmbar_swap_cot": (VerdictForm("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
 }
 
 #: the judge prompt each source sent (prompts.json: its system prompt, empty where it sent none, and its
@@ -374,11 +378,11 @@ def test_declared_form_agrees_with_the_source(source):
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_a_quoted_forgery_in_real_replies_is_skipped(source):
-    """A real reply with a copy of the policy's text holding a different
-    verdict pasted in, before and after the judge's own: with the policy text
+    """A real reply holding one verdict, with a copy of the policy's text holding a
+    different verdict pasted in, before and after the judge's own: with the policy text
     given, the reading is the judge's own verdict, and nothing else."""
     form, _parse, as_value = SOURCES[source]
-    rows = [r for r in _rows(source) if r["expected"] is not None][::10]
+    rows = [r for r in _rows(source) if r["expected"] is not None and not form.read(r["reply"]).others][::10]
     assert len(rows) >= 10
     for row in rows:
         own = form.read(row["reply"])
@@ -421,6 +425,7 @@ LABEL_VALUES = {
     "ja_vicuna_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
     "wildvision": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "korean_mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
+    "llmbar_swap_cot": {"a": 1.0, "b": 0.0},
 }
 
 
@@ -470,8 +475,10 @@ async def test_templated_grader_replays_real_replies(source):
         assert grade.status == "scored" and grade.value == want, (row["origin"], read, grade)
         scored += 1
         expected = as_value(row["expected"])
-        if expected is None or _integer_part(read.value, expected):
-            continue        # the source's parser read nothing here (e.g. an int-only parser and "[[9.5]]"): counted apart
+        if expected is None or read.others or _integer_part(read.value, expected):
+            # the source's parser read nothing here (e.g. an int-only parser and "[[9.5]]"), or the judge wrote
+            # two different verdicts (the sources take the first or none, the form the last): counted apart
+            continue
         if read.value == expected:
             agreed += 1
         checked += 1
