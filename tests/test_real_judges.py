@@ -12,7 +12,9 @@ least 99% of the replies where the source read a verdict and the judge wrote
 one verdict, and be NoVerdict on at most 1% of the replies where the source
 read one. Replies where the source read nothing, and replies where the judge
 wrote two different verdicts (the form reads the last and lists the others;
-the sources take the first, or none), are counted apart and printed.
+the sources take the first, or none), are counted apart and printed. The last
+test replays them through a TemplatedPromptJudgeGrader that sends the source's
+own judge prompt (prompts.json), unsealed, word for word.
 """
 
 from __future__ import annotations
