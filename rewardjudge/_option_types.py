@@ -21,7 +21,9 @@ __all__ = ["Flag", "JSON_FORM", "Number", "Options", "Real", "Text", "Whole"]
 
 class Options(BaseModel):
     """An option model: pydantic's failure is a ConfigError (``_validate.config_error``),
-    and a float field is finite."""
+    a float field is finite and an unknown option is refused, named."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     #: the JSON object these are the keys of (``"params"``), named before each key in a
     #: message; "" for a constructor's keyword options

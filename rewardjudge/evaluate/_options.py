@@ -25,7 +25,7 @@ def _folder(path: Any) -> Any:
 class EvalOptions(Options):
     """The keyword arguments of ``evaluate_dataset`` (its docstring says what each does)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     columns: Any = None
     output_dir: Annotated[Optional[str | os.PathLike], AfterValidator(_folder)] = Field(

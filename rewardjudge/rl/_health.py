@@ -139,7 +139,7 @@ class OutageOptions(Options):
     """An outage guard's setting: the TRL reward function's, the reward server's, and verl's
     ``algorithm.rewardjudge``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     outage_threshold: Optional[Real] = Field(0.5, ge=0, lt=1,
                                              description="must be a share in [0, 1) or None (off)")

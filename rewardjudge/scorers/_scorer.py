@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import BeforeValidator, ConfigDict, Field, StrictStr
+from pydantic import BeforeValidator, ConfigDict, Field, StrictStr, model_validator
 
-from .._option_types import Options
+from .._option_types import Options, Text, Whole
 from .._validate import validated_object
 from ..errors import ConfigError
 from ._binding import ScorerBinding
@@ -34,7 +33,7 @@ class ScorerForm(Options):
 
     where = "scorer"
 
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re", arbitrary_types_allowed=True)
+    model_config = ConfigDict(regex_engine="python-re")
 
     name: StrictStr = Field(pattern=r"\S", max_length=MAX_NAME_CHARS, description=(
         f"must be a non-empty string of at most {MAX_NAME_CHARS} characters"))
@@ -52,26 +51,23 @@ class ScorerForm(Options):
     updated_at: Any = None
 
 
-@dataclass(frozen=True)
-class ScorerVersion:
+class ScorerVersion(Options):
     """One version of a scorer: ``id`` (the config's SHA-256), 1-based ``number``, date, config."""
 
-    id: str
-    number: int
-    created_at: str
-    config: ScorerConfig
+    where = "version"
+    model_config = ConfigDict(frozen=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "number": self.number, "created_at": self.created_at,
-                "config": self.config.to_dict()}
+    id: StrictStr
+    number: Whole
+    created_at: Text = ""
+    config: Annotated[ScorerConfig, BeforeValidator(ScorerConfig.from_dict)]
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ScorerVersion":
-        config = ScorerConfig.from_dict(data["config"])
-        if config.version_id != data["id"]:
-            raise ConfigError(f"version {data.get('number')} claims id {str(data['id'])[:12]} but its "
-                              f"config hashes to {config.version_id[:12]}: the file was edited by hand")
-        return cls(data["id"], int(data["number"]), str(data.get("created_at", "")), config)
+    @model_validator(mode="after")
+    def _hashes(self) -> "ScorerVersion":
+        if self.config.version_id != self.id:
+            raise ConfigError(f"version {self.number} claims id {self.id[:12]} but its config hashes to "
+                              f"{self.config.version_id[:12]}: the file was edited by hand")
+        return self
 
 
 class Scorer:

@@ -8,7 +8,7 @@ import os
 from typing import Any, Hashable, Literal, Optional, Sequence, Union
 
 from aiohttp import web
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import Field, StrictInt
 
 
 from ..errors import ConfigError, JudgeOutage
@@ -118,8 +118,6 @@ class ServerOptions(OutageOptions):
     """``RewardServer``'s keyword options: grouping, batching, rewards and limits (a bad one
     is a ConfigError naming it; every number finite: a NaN reward poisons a trainer without a
     mask). The estimator, the outage guard and the HTTP limits are checked where they are used."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     batch_window: float = Field(0.005, ge=0, description="must be >= 0 seconds")
     max_batch: StrictInt = Field(512, ge=1, description="must be an int >= 1")
