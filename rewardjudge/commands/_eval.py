@@ -45,39 +45,40 @@ def add_parser(sub) -> None:
                           "it, else the server's only model, from GET /v1/models); with --judge torch, a local "
                           "checkpoint folder or .gguf (default: the embedded model)", required=False)
     p = sub.add_parser("eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")
-    p.add_argument("--grader", required=True, help="a catalog key (plain-text answers; rewardjudge catalog), 'demo' "
-                   "(JSON answers as in the bundled demo data), module:attribute, path/to/file.py:attribute (a Grader, "
-                   "or a function taking the judge model and returning one) or a scorer")
-    p.add_argument("--output", "-o", required=True, help="output folder (rerun to resume)")
-    add_arguments(p, judge)
-    p.add_argument("--allow-model-override", action="store_true",
-                   help="run a scorer version on a judge model other than its config.model (the grades "
-                        "record judge_model); without it a mismatch is a usage error")
-    p.add_argument("--columns", help="role=column pairs, e.g. prompt=question,completion=answer,reference=gold,"
-                   "metadata=id (roles: prompt, messages, completion, reference, system, metadata); "
-                   "default: common names")
-    p.add_argument("--split", help="the split to grade when the data has several")
-    p.add_argument("--mode", choices=("eval", "train"), default="eval",
-                   help="penalty for malformed answers: evaluation (0.0, default) or training (-1.0)")
-    p.add_argument("--cache", help="SQLite file caching judge replies (shared across runs and processes)")
-    p.add_argument("--retry-unscored", action="store_true",
-                   help="grade again the rows left unscored (judge failures) by earlier runs")
-    p.add_argument("--overwrite", action="store_true", help="discard earlier results in --output")
-    p.add_argument("--limit", type=int, help="grade only the first N rows")
-    p.add_argument("--formats", default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--fail-on-unscored", action="store_true",
-                   help="exit 4 when any row is unscored (a judge failure or unreadable input), so CI "
-                        "sees a partial outage; without it only an all-unscored run fails (exit 3)")
+    add_arguments(p, [
+        ("data", dict(help="a .jsonl/.json/.parquet/.arrow/.csv file, a save_to_disk folder, or a hub name")),
+        ("--grader", dict(required=True, help="a catalog key (plain-text answers; rewardjudge catalog), 'demo' "
+                          "(JSON answers as in the bundled demo data), module:attribute, path/to/file.py:attribute "
+                          "(a Grader, or a function taking the judge model and returning one) or a scorer")),
+        ("--output -o", dict(required=True, help="output folder (rerun to resume)")),
+        *judge,
+        ("--allow-model-override", dict(action="store_true", help="run a scorer version on a judge model other "
+                                        "than its config.model (the grades record judge_model); without it a "
+                                        "mismatch is a usage error")),
+        ("--columns", dict(help="role=column pairs, e.g. prompt=question,completion=answer,reference=gold,"
+                           "metadata=id (roles: prompt, messages, completion, reference, system, metadata); "
+                           "default: common names")),
+        ("--split", dict(help="the split to grade when the data has several")),
+        ("--mode", dict(choices=("eval", "train"), default="eval",
+                        help="penalty for malformed answers: evaluation (0.0, default) or training (-1.0)")),
+        ("--cache", dict(help="SQLite file caching judge replies (shared across runs and processes)")),
+        ("--retry-unscored", dict(action="store_true",
+                                  help="grade again the rows left unscored (judge failures) by earlier runs")),
+        ("--overwrite", dict(action="store_true", help="discard earlier results in --output")),
+        ("--limit", dict(type=int, help="grade only the first N rows")),
+        ("--formats", dict(default="parquet,jsonl", help="outputs: parquet, jsonl, arrow")),
+        ("--no-progress", dict(action="store_true", help="no progress bar")),
+        ("--fail-on-unscored", dict(action="store_true", help="exit 4 when any row is unscored (a judge failure or "
+                                    "unreadable input), so CI sees a partial outage; without it only an "
+                                    "all-unscored run fails (exit 3)"))])
     p.set_defaults(func=_eval_command)
 
     c = sub.add_parser("compare", description="Each run's mean, median (p50), bootstrap interval and label counts, "
                                    "and the paired difference b - a over rows valued in both.")
-    c.add_argument("a", help="an evaluation output folder (or its results.jsonl)")
-    c.add_argument("b", help="another one over the same rows")
-    c.add_argument("--confidence", type=float, default=0.95)
-    c.add_argument("--json", action="store_true", help="print JSON")
+    add_arguments(c, [("a", dict(help="an evaluation output folder (or its results.jsonl)")),
+                      ("b", dict(help="another one over the same rows")),
+                      ("--confidence", dict(type=float, default=0.95)),
+                      ("--json", dict(action="store_true", help="print JSON"))])
     c.set_defaults(func=_compare_command)
 
 

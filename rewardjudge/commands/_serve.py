@@ -142,16 +142,12 @@ async def _serve(args: argparse.Namespace) -> int:
 async def server_from_args(args: Any, token: str | None) -> AsyncIterator[Any]:
     """The RewardServer the CLI arguments describe, its judge open (one process, or each ``--workers`` worker)."""
     from ..evaluate._spec import bind_spec, spec_target
-    from ..serve import RewardServer
+    from ..serve import RewardServer, ServerOptions
 
     target = spec_target(args.grader)  # checked before a judge is asked or spawned
+    options = {k: v for k, v in vars(args).items() if k in ServerOptions.model_fields}
     async with open_judge(args) as model:
-        yield RewardServer(bind_spec(args.grader, target, model), batch_window=args.batch_window,
-                           max_batch=args.max_batch, group_size=args.group_size, group_timeout=args.group_timeout,
-                           group_keep=args.group_keep, estimator=args.estimator,
-                           outage_threshold=args.outage_threshold, outage_steps=args.outage_steps,
-                           outage_window=args.outage_window, unscored=args.unscored,
-                           unscored_fallback=args.unscored_fallback, **_http_limits(args, token))
+        yield RewardServer(bind_spec(args.grader, target, model), **{**options, **_http_limits(args, token)})
 
 
 class _Workers:

@@ -1,17 +1,6 @@
-"""The same evaluation on Ray Data, for when one machine is not enough (see docs/evaluation.md).
-
-The driver keeps ``evaluate_dataset``'s loading, journal, resume and outputs; ``map_batches`` over
-an actor pool grades the groups (each actor builds its graders from a SPEC or a picklable factory,
-one per judge endpoint; the group whose first row is ``i`` goes to ``judge_urls[i % n]``).
-
-    result = evaluate_dataset_ray("answers.jsonl", "demo", judge_urls=["http://10.0.0.5:8000/v1"],
-                                  judge_model="judge", output_dir="runs/v1", num_actors=4)
-
-On a cluster (``ray start --head`` / ``ray start --address=HEAD:6379``), pass
-``ray_init={"address": "auto"}`` (plus ``"runtime_env": {"working_dir": "."}`` to ship a
-``module:attribute`` SPEC's module); judge URLs must be reachable from every worker. An SQLite
-``cache`` is per node.
-"""
+"""The same evaluation on Ray Data, for when one machine is not enough (see docs/evaluation.md):
+the driver keeps ``evaluate_dataset``'s journal, resume and outputs; an actor pool grades the groups.
+On a cluster pass ``ray_init={"address": "auto"}``; an SQLite ``cache`` is per node."""
 
 from __future__ import annotations
 

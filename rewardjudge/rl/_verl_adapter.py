@@ -1,10 +1,5 @@
-"""verl_compute_score: any grader as a verl ``compute_score`` function (docs/training.md).
-
-An unscored grade is a NaN marker only under ``rewardjudge.rl.verl_manager``'s manager (or
-``on_unscored="marker"``) and raises ``UnmaskedJudgeFailure`` anywhere else; under verl's ``rate_limited``
-manager, which makes anything a reward function raises (and any call over its timeout) reward 0.0, the
-first call raises it.
-"""
+"""verl_compute_score: any grader as a verl ``compute_score`` function (docs/training.md: where an
+unscored grade is a NaN marker and where it raises ``UnmaskedJudgeFailure``)."""
 
 from __future__ import annotations
 
@@ -224,17 +219,10 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """A verl reward function that grades with ``grader`` (docs/training.md).
 
-    ``form``: ``"single"`` is ``compute_score(data_source, solution_str, ground_truth, extra_info=None,
-    **kwargs)`` on a private loop, ``"async"`` a coroutine function, ``"batch"``/``"async_batch"`` the
-    plural names. Each result is a dict of floats (or the score alone, ``return_dict=False``); an
-    unscored grade raises ``UnmaskedJudgeFailure`` (a ``BaseException``: no ``except Exception`` in a
-    trainer makes it a number) unless under the verl manager or ``on_unscored="marker"``.
-    A SPEC string ``grader`` (with ``judge=URL``, else the SPEC's own model) gives a picklable ``VerlScore``.
-
-    >>> compute_score = verl_compute_score(grader)  # doctest: +SKIP
-    >>> compute_score("gsm8k", '{"answer": "4", "confidence": "high"}', "4", {"question": "2+2?"})  # doctest: +SKIP
-    {'score': 1.0, 'scored': 1.0, 'penalized': 0.0, 'unscored': 0.0, ...}
-    """
+    ``form``: ``"single"`` (``compute_score(data_source, solution_str, ground_truth, extra_info=None)``
+    on a private loop), ``"async"``, or the batch forms ``"batch"``/``"async_batch"``. A result is a dict
+    of ``EXTRA_KEYS`` (the score alone with ``return_dict=False``). A SPEC string ``grader`` (with
+    ``judge=URL``, else the SPEC's own model) gives a picklable ``VerlScore``."""
     if form not in FORMS:
         raise ConfigError(f"form must be one of {FORMS}, got {form!r}")
     if isinstance(grader, Grader):

@@ -1,13 +1,6 @@
-"""Bindings: where each of a scorer's variables comes from, pinned to one version.
-
-Sources: ``completion``, ``completion:<path>`` (a field of the completion as a JSON object),
-``turn:<index|role>``, ``metadata:<key>`` (a key holding dots as is, else a dotted path),
-``transcript``, ``input_messages[:<key>]``, ``output_messages[:<key>]``, ``context`` and
-``literal:<text>``; an unmapped variable reads ``metadata:<its name>``. Built-in names win over a
-mapping (kept in ``shadowed``). A completion lacking a mapped field is the policy's fault: the
-grade is penalized; a missing turn or metadata value renders empty and is listed in
-``extra["missing_variables"]``.
-"""
+"""Bindings: where each of a scorer's variables comes from (the sources: docs/scorers.md), pinned to
+one version. A completion lacking a mapped field is the policy's fault (penalized); a missing turn
+or metadata value renders empty and is listed in ``extra["missing_variables"]``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
-"""Names every scorer template can read without a mapping (``BUILTIN_VARIABLES``), the Jinja2
-functions (``BUILTIN_FUNCTIONS``: ``attr``, ``format_input_transcript``,
-``format_output_transcript``) and their values; see docs/scorers.md.
-
-A messages attribute may hold ``{"role", "content"}`` messages, OpenTelemetry GenAI messages
-(``{"role", "parts": [...]}``), the JSON text of either, or a plain string (one message; JSON
-text that holds no messages, such as a structured answer, is a plain string).
+"""Names every scorer template can read without a mapping (``BUILTIN_VARIABLES``) and the Jinja2
+functions (``BUILTIN_FUNCTIONS``); see docs/scorers.md. A messages attribute may hold
+``{"role", "content"}`` or OpenTelemetry GenAI messages, their JSON text, or a plain string.
 
 >>> f = builtin_functions({"gen_ai.input.messages": '[{"role": "user", "content": "Hi"}]'})
 >>> f["format_input_transcript"]("gen_ai.input.messages")
-'user: Hi'
-"""
+'user: Hi'"""
 
 from __future__ import annotations
 

@@ -63,18 +63,12 @@ def _engine(engine: Any) -> Any:
 
 
 class ScorerConfig(Options):
-    """What defines a scorer's behaviour; validated (template compiled) at construction.
-
-    ``model``: the judge model's name (1-200 chars); ``prompt_template``: sandboxed Jinja2
-    (default) or Handlebars (``template_engine="handlebars"``), at most 20 000 characters,
-    compiled into ``template`` (a non-strict ``PromptTemplate``: an undefined variable renders
-    empty); ``output_spec`` and ``params``: objects or their JSON forms. Build one with
-    ``from_dict`` or ``from_json``: a bad value is a ConfigError naming the key and the value.
+    """What defines a scorer's behaviour (docs/scorers.md), validated and its template compiled at
+    construction; a bad value is a ConfigError naming the key and the value.
 
     >>> ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
     ...                         "output_spec": {"type": "boolean"}}).variables
-    ['answer']
-    """
+    ['answer']"""
 
     where = "config"
 

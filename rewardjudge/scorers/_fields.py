@@ -1,12 +1,8 @@
-"""The scorer document's result names (``score_value``, ``score_label``, ``explanation``) and ours
-(``grade_value``, ``grade_label``, ``grade_reasoning``): ``DOCUMENT_FIELDS``, see docs/scorers.md.
-The document's ``score_value`` is None for a label verdict; all three are None for a row the
-judge did not score.
+"""The scorer document's result names and ours (``DOCUMENT_FIELDS``, see docs/scorers.md).
 
 >>> from rewardjudge import Grade
 >>> document_fields(Grade(value=4.0, grader_key="s", reasoning="clear", extra={"label": None}))
-{'score_value': 4.0, 'score_label': None, 'explanation': 'clear'}
-"""
+{'score_value': 4.0, 'score_label': None, 'explanation': 'clear'}"""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """Output specs: what a scorer's judge must answer, as a strict JSON schema (see docs/scorers.md).
 
-Replies are ``{"reason": str, <field>: ...}``: ``verdict`` (boolean: 1.0 / 0.0), ``label`` (one of
-the categorical ``labels``; its number only from ``values``, else a label-only scorer that a
-reward refuses) or ``score`` (numeric, within ``[min, max]``). Parsing is strict about what a reply
-holds, lenient only about where the object sits; the judge's last sealed verdict decides.
-``output_model`` is the spec as a judge output model: a scorer's grader is a templated grader
-reading it.
-
 >>> spec = output_spec_from_dict({"type": "numeric", "min": 1, "max": 5})
 >>> spec.parse('{"reason": "clear and correct", "score": 4}').value
-4.0
-"""
+4.0"""
 
 from __future__ import annotations
 

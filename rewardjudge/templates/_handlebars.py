@@ -289,18 +289,11 @@ def _as_template(name: str, value: Any, strict: bool) -> "Template":
 
 
 class Template:
-    """A validated, compiled Handlebars template (errors carry the real line and column).
-
-    ``render`` never HTML-escapes; with ``strict=True`` a variable the template reads but the
-    context lacks raises ``TemplateVariableError``. ``partials`` (name -> source or ``Template``)
-    are what ``{{> name}}`` renders: every one used (and theirs) must be given; their top-level
-    variables join ``variables``.
+    """A validated, compiled Handlebars template (see docs/templates.md); ``partials`` (name -> source
+    or ``Template``): every one used must be given, and their variables join ``variables``.
 
     >>> Template("Q: {{q}} <{{a}}>").render({"q": "1 < 2?", "a": "yes & no"})
-    'Q: 1 < 2? <yes & no>'
-    >>> Template("{{#each steps}}- {{this}}\\n{{/each}}").render({"steps": ["a", "b"]})
-    '- a\\n- b\\n'
-    """
+    'Q: 1 < 2? <yes & no>'"""
 
     __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns",
                  "_reads", "_memo", "_memo_misses", "_memo_rest")

@@ -1,12 +1,7 @@
 """Jinja2 templates in a restricted sandbox, the alternative to Handlebars (see docs/templates.md).
 
-Only ``if for set with filter raw autoescape`` statements are allowed, and Handlebars tags are
-refused, at construction with their line. Rendering runs in Jinja2's ``SandboxedEnvironment``
-without HTML escaping; undefined variables render empty unless ``strict``.
-
 >>> JinjaTemplate("Q: {{ q }}{% if note %} ({{ note }}){% endif %}").render({"q": "2+2?"})
-'Q: 2+2?'
-"""
+'Q: 2+2?'"""
 
 from __future__ import annotations
 
@@ -77,11 +72,8 @@ def _refuse_handlebars(source: str) -> None:
 
 
 class JinjaTemplate:
-    """A validated, sandboxed Jinja2 template with the ``Template`` interface.
-
-    ``variables``: the top-level names it reads and does not set itself, in first-use order.
-    ``render(context)`` raises ``TemplateVariableError`` for a missing variable only when
-    ``strict``, and ``TemplateError`` when the sandbox refuses an operation or a filter fails."""
+    """A validated, sandboxed Jinja2 template with the ``Template`` interface (``variables``: the
+    top-level names it reads and does not set itself, in first-use order)."""
 
     __slots__ = ("source", "name", "strict", "_template", "variables")
 

@@ -28,21 +28,11 @@ def _delegated(attr: str, doc: str | None = None) -> property:
 
 
 class PromptTemplate:
-    """A judge prompt template, compiled and checked at construction (see docs/templates.md).
-
-    ``engine``: ``"handlebars"`` or ``"jinja2"`` (sandboxed). A syntax error or a tag of the other
-    engine raises ``TemplateError`` with ``line`` and ``column``. ``variables`` lists what the
-    template reads, in first-use order; ``render(context)`` renders in one pass, never
-    HTML-escapes, and with ``strict`` raises ``TemplateVariableError`` for a missing variable;
-    callables in the context raise ``TemplateContextError``. ``partials``: Handlebars only.
-    ``defaults``: context values every render starts from, the context's own taking precedence
-    (a built-in prompt's ``multimodal``).
+    """A judge prompt template, compiled and checked at construction (see docs/templates.md);
+    ``partials``: Handlebars only; ``defaults``: context values every render starts from.
 
     >>> PromptTemplate("Q: {{q}}").render({"q": "2+2?"})
-    'Q: 2+2?'
-    >>> PromptTemplate("{% for s in steps %}- {{ s }}\\n{% endfor %}", engine="jinja2").variables
-    ['steps']
-    """
+    'Q: 2+2?'"""
 
     __slots__ = ("_impl", "defaults")
 
