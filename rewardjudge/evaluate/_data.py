@@ -73,9 +73,6 @@ class Columns(Options):
             return spec
         return cls.model_validate(_parse_text(spec) if isinstance(spec, str) else spec or {})
 
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.model_dump(), "metadata": list(self.metadata)}
-
 
 def _parse_text(text: str) -> Any:
     """``"role=column,..."`` or a JSON object, as a mapping (checked by ``Columns.parse``)."""

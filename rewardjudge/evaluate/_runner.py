@@ -196,7 +196,7 @@ class _Run:
         self.eval_mode = opts.mode == "eval"
         self.journal = Journal(self.out / "journal.jsonl" if self.out is not None else None)
         manifest = {"format": MANIFEST_FORMAT, "grader_key": grader.grader_key, "grader_version": grader.version,
-                    "mode": opts.mode, "columns": cols.as_dict(), "num_rows": self.n, "data": data_desc}
+                    "mode": opts.mode, "columns": cols.to_dict(), "num_rows": self.n, "data": data_desc}
         self.index = self._open_folder(manifest) if self.out is not None else JournalIndex(self.n)
         done = self.index.done
         self.todo = ~done

@@ -18,7 +18,7 @@ from ..templates._plain import to_plain
 from ..templates._prompts import prompt_source
 from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_functions, format_messages,
                         lookup_attribute, lookup_path, role_lines)
-from ._config import ScorerConfig
+from ._config import ScorerConfig, pinned
 
 __all__ = ["MalformedCompletion", "ScorerBinding", "output_instructions", "parse_source"]
 
@@ -267,10 +267,8 @@ class ScorerBinding:
     def from_dict(cls, data: Mapping[str, Any]) -> "ScorerBinding":
         if not isinstance(data, Mapping) or "config" not in data or "version" not in data:
             raise ConfigError("a binding needs 'config' and 'version' (as written by to_dict)")
-        config = ScorerConfig.from_dict(data["config"])
-        if config.version_id != data["version"]:
-            raise ConfigError(f"binding pins version {str(data['version'])[:12]} but its config hashes "
-                              f"to {config.version_id[:12]}: the config was edited after pinning")
+        config = pinned(ScorerConfig.from_dict(data["config"]), data["version"], "binding pins version",
+                        "the config was edited after pinning")
         return cls(config, data.get("mapping"), scorer_name=data.get("scorer_name", "scorer"),
                    scorer_slug=data.get("scorer_slug"))
 

@@ -19,7 +19,7 @@ from ..templates._prompt import ENGINES, PromptTemplate, normalize_engine
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_NAMES
 from ._output_spec import OutputSpec, output_spec_from_dict
 
-__all__ = ["ScorerConfig", "ScorerParams", "slugify"]
+__all__ = ["ScorerConfig", "ScorerParams", "pinned", "slugify"]
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_MODEL_CHARS = 200
@@ -136,6 +136,13 @@ class ScorerConfig(Options):
         return (f"ScorerConfig(model={self.model!r}, engine={self.template_engine!r}, "
                 f"output_spec={self.output_spec.to_dict()!r}, params={self.params.to_dict()!r}, "
                 f"version={self.version_id[:12]})")
+
+
+def pinned(config: ScorerConfig, version: Any, pin: str, fix: str) -> ScorerConfig:
+    """``config`` when its version id is ``version``; else a ConfigError: ``pin`` (who pins it), then ``fix``."""
+    if config.version_id != version:
+        raise ConfigError(f"{pin} {str(version)[:12]} but its config hashes to {config.version_id[:12]}: {fix}")
+    return config
 
 
 def slugify(name: str) -> str:

@@ -10,9 +10,8 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictStr, model_valida
 
 from .._option_types import Options, Text, Whole
 from .._validate import validated_object
-from ..errors import ConfigError
 from ._binding import ScorerBinding
-from ._config import ScorerConfig, slugify
+from ._config import ScorerConfig, pinned, slugify
 
 __all__ = ["Scorer", "ScorerForm", "ScorerVersion", "make_slug"]
 
@@ -64,9 +63,7 @@ class ScorerVersion(Options):
 
     @model_validator(mode="after")
     def _hashes(self) -> "ScorerVersion":
-        if self.config.version_id != self.id:
-            raise ConfigError(f"version {self.number} claims id {self.id[:12]} but its config hashes to "
-                              f"{self.config.version_id[:12]}: the file was edited by hand")
+        pinned(self.config, self.id, f"version {self.number} claims id", "the file was edited by hand")
         return self
 
 

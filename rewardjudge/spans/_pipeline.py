@@ -18,6 +18,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, StrictStr, model_valid
 from .._option_types import JSON_FORM, Flag, Options, Real, Whole
 from ..errors import ConfigError
 from ..scorers import ScorerBinding, ScorerConfig
+from ..scorers._config import pinned
 from ._otlp import OUTPUT_MESSAGES, Span, message_attributes
 
 __all__ = ["JUDGE_V1", "DEFAULT_FILTER", "JudgeConfig", "PipelineConfig", "SpanFilter", "source_of", "trace_sampled"]
@@ -113,10 +114,8 @@ class JudgeConfig(Options):
 
     @model_validator(mode="after")
     def _pinned(self) -> "JudgeConfig":
-        if self.config.version_id != self.scorer_version:
-            raise ConfigError(f"pipeline config for {self.scorer or self.scorer_name!r} pins scorer_version "
-                              f"{self.scorer_version[:12]} but its config hashes to "
-                              f"{self.config.version_id[:12]}: the copy was edited; pin the version again")
+        pinned(self.config, self.scorer_version, f"pipeline config for {self.label!r} pins scorer_version",
+               "the copy was edited; pin the version again")
         self._binding = ScorerBinding(self.config, {k: source_of(v, k) for k, v in self.mapping.items()},
                                       scorer_name=self.label, scorer_slug=self.scorer)
         return self
