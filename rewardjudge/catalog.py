@@ -1,14 +1,8 @@
 """Built-in judge criteria, each usable as a grader in one line (see docs/scorers.md).
 
-A criterion's text (the rubric) is wrapped by the default system prompt template
-(``{{criterion}}``); inputs a criterion needs (``reference``, ``context``) come from the sample's
-metadata. ``output="binary"`` (PASS 1.0 / FAIL 0.0), ``"graded"`` (0-4 mapped to [0, 1]) or a
-judge output model class.
-
 >>> from rewardjudge import catalog
 >>> [c.key for c in catalog.list()][:3]
-['completeness', 'correctness', 'faithfulness']
-"""
+['completeness', 'correctness', 'faithfulness']"""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Scorers: shareable judge definitions (model + template + output spec + params), versioned.
-
-See docs/scorers.md: ``Scorer``, ``ScorerConfig`` (``version_id``: SHA-256 of its canonical JSON),
-output specs, built-ins, ``ScorerBinding`` (a pinned version and a variable -> source mapping),
-``ScorerRegistry`` and the document's result names (``DOCUMENT_FIELDS``). Scorers are data: the
-grader that runs one is ``rewardjudge.ScorerGrader`` (in ``rewardjudge.graders``), and nothing here
-imports a grader.
-"""
+"""Scorers: shareable judge definitions (model + template + output spec + params), versioned (see
+docs/scorers.md). Scorers are data: the grader that runs one is ``rewardjudge.ScorerGrader``, and
+nothing here imports a grader."""
 
 from ._binding import ScorerBinding
 from ._builtins import BUILTIN_FUNCTIONS, BUILTIN_VARIABLES

@@ -1,9 +1,6 @@
-"""Groups as the reward server sees them (docs/serve.md): which OpenRLHF estimator a stand-in
-reward keeps exact (only ``dr_grpo``: an unscored sample gets its group's usable mean) and the
-refused ``.py`` reward form (``openrlhf_reward_func``); the stand-in rewards of one request's
-groups (``/grade``); OpenRLHF's prompts gathered into groups across requests (``/get_reward``),
-retried requests answered once.
-"""
+"""Groups as the reward server sees them (docs/serve.md, docs/training.md): which OpenRLHF estimator a
+stand-in reward keeps exact, the refused ``.py`` reward form, the stand-in rewards of one request's
+groups (``/grade``) and OpenRLHF's prompts gathered into groups across requests (``/get_reward``)."""
 
 from __future__ import annotations
 
