@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -104,9 +105,11 @@ def spec_target(spec: Any) -> Any:
         return _import_attribute(spec)
     if spec in catalog.keys():
         return functools.partial(catalog.grader, spec)
-    scorer = scorer_of(spec)
-    if scorer is not None:
-        return scorer
+    if spec.endswith(".json"):
+        return scorer_from_file(spec)
+    if registry_folder().is_dir():
+        with contextlib.suppress(scorers.ScorerNotFound):
+            return scorers.ScorerRegistry(registry_folder()).get(spec)
     raise ConfigError(f"unknown grader spec {spec!r} (tried built-in ({', '.join(sorted(BUILTIN_GRADERS))}), "
                       f"module:attribute, scorer .json file, catalog key, scorer slug in {registry_folder()}/); "
                       f"catalog keys: {', '.join(catalog.keys())}")
@@ -124,20 +127,6 @@ SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 def registry_folder(given: str | os.PathLike | None = None) -> Path:
     """The scorer registry folder: ``given``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``."""
     return Path(given or os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
-
-
-def scorer_of(spec: str) -> Any:
-    """The Scorer a SPEC names (a .json file, or a registry slug that is no built-in,
-    module:attribute or catalog key: ``resolve_grader``'s order), read before any judge; else None."""
-    spec = spec.strip()
-    if spec.endswith(".json"):
-        return scorer_from_file(spec)
-    if spec in BUILTIN_GRADERS or ":" in spec or spec in catalog.keys() or not registry_folder().is_dir():
-        return None
-    try:
-        return scorers.ScorerRegistry(registry_folder()).get(spec)
-    except scorers.ScorerNotFound:
-        return None
 
 
 def scorer_from_file(spec: str) -> Any:
