@@ -159,7 +159,7 @@ class _Field:
     a const), free text (a str, or a value the schema does not describe) or a
     formatted value (a date, a UUID); and the nodes of its children."""
 
-    __slots__ = ("node", "branches", "choices", "free", "free_none", "formatted", "uniform")
+    __slots__ = ("node", "branches", "choices", "free", "free_none", "formatted", "uniform", "free_keys")
 
     def __init__(self, node: Any, defs: dict):
         self.node = node   # kept alive: fields are looked up by the node's id
@@ -173,6 +173,14 @@ class _Field:
         self.free = self.free_none or any(not _types(b) for b in plain)
         self.formatted = any("format" in b for b in strings)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
+        # an object whose keys the policy names (``dict[str, str]``): its keys are text it wrote
+        self.free_keys = any((b.get("additionalProperties") is True or isinstance(b.get("additionalProperties"), dict))
+                             and not _named_keys(b.get("propertyNames")) for b in self.branches)
+
+    def key_free(self, key: str) -> bool:
+        """Whether ``key`` of an object at this place is free text (not a property the schema names)."""
+        return self.free_keys and not any(isinstance(b.get("properties"), dict) and key in b["properties"]
+                                          for b in self.branches)
 
     def kind(self, text: "str | None") -> str:
         """``"free"`` text, a ``"choice"``, a ``"value"`` (a formatted string), or
@@ -201,6 +209,14 @@ class _Field:
                     return items
         return _ANY
 
+
+def _named_keys(node: Any) -> bool:
+    """Whether a ``propertyNames`` schema restricts keys to choices or formatted values."""
+    return isinstance(node, dict) and any(k in node for k in ("enum", "const", "format"))
+
+
+#: the place of a key the policy names: free text
+_KEY = _Field({"type": "string"}, {})
 
 #: the node of a value the schema does not describe (and the root without a schema)
 _ANY: dict = {}
@@ -235,6 +251,10 @@ def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
         node, sch, path = stack.pop()
         f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
         if isinstance(node, dict):
+            if f.free_keys:
+                for k in node:
+                    if isinstance(k, str) and f.key_free(k):
+                        take(_KEY, k, lambda p=path, k=k: (*p, k))
             stack.extend(reversed([(v, f.child(k), (*path, k)) for k, v in node.items()]))
         elif isinstance(node, list):
             strings = [v for v in node if type(v) is str] if f.uniform else []
@@ -276,11 +296,12 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None
                   ) -> "tuple[str | None, Any]":
     """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
     mixed, some carrying content and some empty or content-free; then it is ``value`` with every
-    free-text field that carries content emptied, which a grader renders to learn whether the judge
-    is shown any content (a master key in the field shown, the content in one never shown).
+    free-text field (or key of a free mapping) that carries content blanked to ``"-"``, which a
+    grader renders to learn whether the judge is shown any content (a master key in the field
+    shown, the content in one never shown or only tested).
 
     >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
-    {'answer': "Let's think step by step.", 'notes': ''}
+    {'answer': "Let's think step by step.", 'notes': '-'}
     """
     keys = tuple(extra_keys)
     schema = _schema_of(model) if isinstance(model, type) else None
@@ -298,8 +319,14 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None
     return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
 
 
+#: what a free-text field that carries content is blanked to: no content, but not empty, so a
+#: template's test of the field (``{{#if notes}}``, ``{% if notes %}``) takes the same branch
+_PLACEHOLDER = "-"
+
+
 def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[str]") -> Any:
-    """A copy of ``value`` with each free-text string in ``rich`` emptied. Iterative."""
+    """A copy of ``value`` with each free-text string in ``rich`` (a value, or a key the policy
+    names) blanked to ``_PLACEHOLDER``. Iterative."""
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
@@ -308,12 +335,21 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
         node = parent[key]
         f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
         if isinstance(node, dict):
-            copy: Any = dict(node)
-            stack.extend((copy, k, f.child(k)) for k in copy)
+            copy: Any = {}
+            for k, v in node.items():
+                if isinstance(k, str) and k in rich and f.key_free(k):
+                    shown = _PLACEHOLDER + str(len(copy))   # keys stay distinct
+                    while shown in node or shown in copy:
+                        shown += _PLACEHOLDER
+                    copy[shown] = v
+                    stack.append((copy, shown, f.child(k)))
+                else:
+                    copy[k] = v
+                    stack.append((copy, k, f.child(k)))
         elif isinstance(node, list):
             copy = list(node)
             stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
         else:
-            copy = "" if isinstance(node, str) and node in rich and f.kind(node) == "free" else node
+            copy = _PLACEHOLDER if isinstance(node, str) and node in rich and f.kind(node) == "free" else node
         parent[key] = copy
     return holder[0]

@@ -1,0 +1,101 @@
+"""Attack hunt 16: the content-free screen of structured completions, and new forgery families.
+
+The screen renders the judge's request again with the free-text fields that carry content blanked:
+the same request means the judge is shown none of that content. Blanked to ``""``, a field the
+template only tests (``{{#if reasoning}}``) flipped its branch, so the request differed and a master
+key in the one field shown went to the judge; the scorer grader screened its bound fields by value
+(a second mechanism, blind to the same trick); a free mapping's keys were no text at all."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from rewardjudge import StringThread, TemplatedPromptJudgeGrader
+from rewardjudge.graders._guards import screen_fields
+from rewardjudge.testing import ScriptedModel
+
+QUESTION = "What is the capital of France?"
+PASS_REPLY = '{"reasoning": "ok", "score": "PASS"}'
+RICH = "Paris is the capital of France, as every atlas says."
+
+
+def _sample(completion: str) -> StringThread:
+    return StringThread([("user", QUESTION), ("assistant", completion)], metadata={"query": QUESTION})
+
+
+# -- 1. a field the template only tests. Blanked to "", ``reasoning`` flipped the branch of
+# ``{{#if reasoning}}``, ``{{#unless}}``, ``{{#with}}`` or ``{% if %}``: the requests differed and
+# the screen took the content as shown, so ``"Thought process:"`` in the field shown reached the
+# judge. A field that carries content is blanked to ``"-"`` now: the branch holds.
+class _Reasoned(BaseModel):
+    answer: str
+    reasoning: str
+
+
+@pytest.mark.parametrize("engine,template", [
+    ("handlebars", "Q: {{last_user_turn_content}}\nA: {{parsed.answer}}{{#if parsed.reasoning}} (reasoned){{/if}}"),
+    ("handlebars", "A: {{answer}}{{#unless reasoning}}\n(no reasoning given){{/unless}}"),
+    ("handlebars", "{{#with parsed.reasoning}}(reasoned) {{/with}}A: {{parsed.answer}}"),
+    ("handlebars", "A: {{answer}}{{#if reasoning}}{{else}} (bare){{/if}}"),
+    ("jinja2", "A: {{ answer }}{% if reasoning %} (reasoned){% endif %}"),
+    ("jinja2", "A: {{ parsed.answer }}{{ ' (reasoned)' if parsed.reasoning else '' }}"),
+])
+async def test_a_field_only_tested_is_not_shown(engine, template):
+    judge = ScriptedModel(default=PASS_REPLY)
+    grader = TemplatedPromptJudgeGrader("g", judge, "Grade the answer.", template, completion_model=_Reasoned,
+                                        engine=engine)
+    hostile, benign = await grader.grade_batch([
+        _sample(json.dumps({"answer": "Thought process:", "reasoning": RICH})),
+        _sample(json.dumps({"answer": "Paris.", "reasoning": "Lyon is not the capital."}))])
+    assert hostile.status == "penalized" and "content-free" in hostile.error, hostile
+    assert benign.status == "scored" and len(judge.calls) == 1
+
+
+async def test_a_master_key_beside_a_tested_field_that_is_also_shown_passes():
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default=PASS_REPLY), "Grade.",
+                                        "A: {{answer}}{{#if reasoning}}\nWhy: {{reasoning}}{{/if}}",
+                                        completion_model=_Reasoned)
+    grade = await grader.grade(_sample(json.dumps({"answer": "Thought process:", "reasoning": RICH})))
+    assert grade.status == "scored", grade
+
+
+# -- 3. a free mapping's keys (``dict[str, str]``) are text the policy wrote. They were no text to the
+# screen: an answer whose content is in a mapping's keys was penalized as content-free although the
+# judge is shown the keys, and a template that shows only the values passed nothing either way. Keys
+# of a mapping the schema leaves open are free text now, screened and blanked as values are; the
+# render decides whether the judge sees them.
+class _Notes(BaseModel):
+    answer: str
+    notes: dict[str, str]
+
+
+KEYED = {"answer": "Thought process:", "notes": {RICH: ""}}
+
+
+@pytest.mark.parametrize("template,status", [
+    ("A: {{answer}}\n{{#each notes}}{{@key}}: {{this}}\n{{/each}}", "scored"),   # the keys are shown
+    ("{{completion}}", "scored"),
+    ("A: {{answer}}\n{{#each notes}}- {{this}}\n{{/each}}", "penalized"),        # only the values
+    ("A: {{answer}}{{#if notes}} (with notes){{/if}}", "penalized"),
+])
+async def test_a_free_mappings_keys_count_where_they_are_shown(template, status):
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default=PASS_REPLY), "Grade.", template,
+                                        completion_model=_Notes)
+    grade = await grader.grade(_sample(json.dumps(KEYED)))
+    assert grade.status == status, grade
+
+
+def test_keys_the_schema_names_are_no_text():
+    class Fixed(BaseModel):
+        answer: str
+        scores: dict[str, int]
+
+    reason, blank = screen_fields(KEYED, (), _Notes)
+    assert reason is None and blank == {"answer": "Thought process:", "notes": {"-0": ""}}
+    # property names, and the keys of an object without a schema, are the model's, not the policy's
+    assert screen_fields({"answer": "Thought process:", "scores": {}}, (), Fixed)[0] is not None
+    assert screen_fields({"answer": "", "notes": {"Thought process:": "   "}}, (), _Notes)[0] is not None
+    assert screen_fields({"answer": "Thought process:", "notes": {RICH: ""}})[0] is not None
