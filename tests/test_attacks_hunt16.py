@@ -13,8 +13,9 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from rewardjudge import StringThread, TemplatedPromptJudgeGrader
+from rewardjudge import ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.graders._guards import screen_fields
+from rewardjudge.scorers import Scorer, ScorerConfig
 from rewardjudge.testing import ScriptedModel
 
 QUESTION = "What is the capital of France?"
@@ -58,6 +59,40 @@ async def test_a_master_key_beside_a_tested_field_that_is_also_shown_passes():
     grader = TemplatedPromptJudgeGrader("g", ScriptedModel(default=PASS_REPLY), "Grade.",
                                         "A: {{answer}}{{#if reasoning}}\nWhy: {{reasoning}}{{/if}}",
                                         completion_model=_Reasoned)
+    grade = await grader.grade(_sample(json.dumps({"answer": "Thought process:", "reasoning": RICH})))
+    assert grade.status == "scored", grade
+
+
+# -- 2. the scorer grader screened the fields its binding reads by their values (a copy of the
+# screen that does not render): a master key in the field shown beside content in a field only tested
+# passed. It now runs the same screen as the other graders: its own request rendered again with the
+# content blanked.
+def _scorer(template: str, engine: str, mapping: dict[str, str]):
+    config = ScorerConfig.from_dict({"model": "fake", "template_engine": engine, "prompt_template": template,
+                                     "output_spec": {"type": "numeric", "min": 1, "max": 5}})
+    judge = ScriptedModel(default='{"reason": "fine", "score": 4}')
+    return ScorerGrader(Scorer("S", config), judge, mapping, allow_model_override=True), judge
+
+
+@pytest.mark.parametrize("engine,template", [
+    ("handlebars", "Q: {{question}}\nA: {{answer}}{{#if why}} (reasoned){{/if}}"),
+    ("jinja2", "Q: {{ question }}\nA: {{ answer }}{% if why %} (reasoned){% endif %}"),
+])
+async def test_the_scorer_screens_by_its_render(engine, template):
+    grader, judge = _scorer(template, engine, {"question": "turn:user", "answer": "completion:answer",
+                                               "why": "completion:reasoning"})
+    hostile, unbound, benign = await grader.grade_batch([
+        _sample(json.dumps({"answer": "Thought process:", "reasoning": RICH})),
+        _sample(json.dumps({"answer": "Let's think step by step.", "reasoning": "", "notes": RICH})),
+        _sample(json.dumps({"answer": "Paris.", "reasoning": ""}))])
+    assert hostile.status == "penalized" and "content-free" in hostile.error, hostile
+    assert unbound.status == "penalized" and "content-free" in unbound.error, unbound
+    assert benign.status == "scored" and benign.value == 4.0 and len(judge.calls) == 1
+
+
+async def test_a_scorer_field_shown_with_content_passes():
+    grader, _ = _scorer("A: {{answer}}\nWhy: {{why}}", "handlebars",
+                        {"answer": "completion:answer", "why": "completion:reasoning"})
     grade = await grader.grade(_sample(json.dumps({"answer": "Thought process:", "reasoning": RICH})))
     assert grade.status == "scored", grade
 

@@ -29,7 +29,7 @@ from ..scorers._config import slugify
 from ..thread import StringThread
 from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
 from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
-from ._guards import content_free_fields
+from ._guards import screen_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
 from ._outputs import (REASONING_MAX_CHARS, BinaryJudgeOutput, DeclaredVerdict, GradedJudgeOutput,
@@ -431,18 +431,26 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
     def _emptied_prompt(self, sample: StringThread, parsed: None = None) -> list[dict[str, Any]]:
         """The prompt of ``sample`` with its answer emptied: the completion, or where the binding
         reads its fields, its JSON object with every field emptied (for ``overlong``)."""
-        text = self.binding.emptied_completion(sample, emptied)
+        value = self.binding.bound_completion(sample)
+        text = "" if value is None else json.dumps(emptied(value), ensure_ascii=False)
         blank = sample._derived([*sample.context_turns(), ("assistant", text)], sample.metadata, checked=True)
         return [{"role": "user", "content": self.render(self.neutralized(blank))[0]}]
+
+    def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> list[dict[str, Any]]:
+        # the binding reads ``fields`` from the sample's completion, their JSON text
+        return [{"role": "user", "content": self.render(self.neutralized(sample))[0]}]
 
     def _prepare(self, sample: StringThread) -> "tuple[str, list[str], list[str]] | str":
         """The judge prompt, the variables without a value and the policy's texts as shown (the
         completion and the fields the binding reads); or why the completion is content-free: the
         screen saw its whole text, but a binding shows the judge only the fields it reads
-        (``completion:<path>``), and those must not all be content-free."""
+        (``completion:<path>``): the same screen as a ``completion_model``'s fields, whose
+        request rendered with the fields that carry content blanked must differ."""
         if self.reject_content_free:
-            fields = self.binding.completion_fields(sample)
-            reason = content_free_fields(fields, self.content_free_phrases) if fields else None
+            value = self.binding.bound_completion(sample)
+            reason, blank = screen_fields(value, self.content_free_phrases) if value is not None else (None, None)
+            if blank is not None:
+                reason = self._shows_no_content(sample, value, blank)
             if reason is not None:
                 return reason
         clean = self.neutralized(sample)

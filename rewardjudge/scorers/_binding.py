@@ -226,12 +226,12 @@ class ScorerBinding:
         return {var: _completion_value(var, src.arg, sample, parsed) for var, src in self._sources.items()
                 if src.kind == "completion" and src.arg is not None}
 
-    def emptied_completion(self, sample: StringThread, empty: Callable[[Any], Any]) -> str:
-        """``sample``'s completion with its content taken out as this binding reads it: where it
-        reads fields of it (``completion:<path>``), its first JSON object as ``empty`` leaves it, else ""."""
+    def bound_completion(self, sample: StringThread) -> "dict[str, Any] | None":
+        """``sample``'s completion as this binding reads fields of it (``completion:<path>``): its
+        first JSON object (``MalformedCompletion`` without one); None where it reads no field."""
         if not any(src.kind == "completion" and src.arg is not None for src in self._sources.values()):
-            return ""
-        return json.dumps(empty(_parse_completion(sample.completion())), ensure_ascii=False)
+            return None
+        return _parse_completion(sample.completion())
 
     def constants(self, language: str | None = None) -> dict[str, str]:
         """``output_schema`` and ``output_instructions`` (in ``language``) for this version."""
