@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import ScorerGrader, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge.graders._guards import screen_fields
+from rewardjudge.graders._guards import _content_free_flags, content_free_reason, screen_fields
 from rewardjudge.scorers import Scorer, ScorerConfig
 from rewardjudge.testing import ScriptedModel
 
@@ -134,3 +134,30 @@ def test_keys_the_schema_names_are_no_text():
     assert screen_fields({"answer": "Thought process:", "scores": {}}, (), Fixed)[0] is not None
     assert screen_fields({"answer": "", "notes": {"Thought process:": "   "}}, (), _Notes)[0] is not None
     assert screen_fields({"answer": "Thought process:", "notes": {RICH: ""}})[0] is not None
+
+
+# -- 4. master keys dressed in filler. The screen took a text for content-free only when it was master
+# keys and nothing else: "Sure, here is the solution:", "Let me think step by step.", "My answer:"
+# passed with words that carry no answer around a key, and "answer" in most languages was no key.
+# Filler words beside a master key are no content now; without a key they may be the answer.
+@pytest.mark.parametrize("text", [
+    "Sure, here is the solution:", "Let me think step by step.", "Here is my answer:", "Answer below:",
+    "Let me solve this problem carefully.", "Step-by-step solution:", "**Final answer:**", "Well, let's think.",
+    "Resposta:", "答え：", "정답:", "Lösungsweg:", "Απάντηση:",
+])
+def test_master_keys_with_filler_are_content_free(text):
+    assert content_free_reason(text) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "Answer: A", "The answer is B.", "Answer: Nowhere", "Here.", "Okay, Paris.", "This one.", "Well.",
+    "I think so.", "Step 1: add 2 and 3.", "Answer: OK", "答え：東京", "Resposta: Lisboa", "See below.",
+])
+def test_filler_without_a_key_or_beside_an_answer_is_content(text):
+    assert content_free_reason(text) is None
+
+
+def test_the_joined_pass_reads_filler_as_one_text_does():
+    texts = ["Sure, here is the solution:", "Here.", "Answer: A", "Let me think step by step.", "Okay.",
+             "My answer:", "Paris", "the"] * 2
+    assert _content_free_flags(texts, ()) == [content_free_reason(t) is not None for t in texts]

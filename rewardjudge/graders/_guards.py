@@ -21,6 +21,21 @@ MASTER_KEYS: frozenset[str] = frozenset({
     # the multilingual master keys of "One Token to Fool LLM-as-a-Judge" (2025), and kin
     "解", "解答", "答案", "答", "かいせつ", "解説", "respuesta", "solución", "réponse", "antwort",
     "lösung", "ответ", "решение",
+    # "answer", "solution", "thought process" in more languages
+    "回答", "答え", "解析", "解题思路", "思考过程", "정답", "답", "풀이", "해답", "उत्तर", "हल", "الإجابة", "الحل",
+    "resposta", "solução", "risposta", "soluzione", "lösungsweg", "antwoord", "oplossing", "svar", "lösning",
+    "odpowiedź", "rozwiązanie", "cevap", "çözüm", "jawaban", "penyelesaian", "trả lời", "lời giải", "đáp án",
+    "απάντηση", "λύση", "תשובה", "פתרון",
+    # openers that announce reasoning to come
+    "step by step", "let me think", "lets think", "let me solve", "lets solve",
+})
+
+#: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by
+#: step.``): no content beside a master key; without one they may be the answer (``Okay.``)
+_FILLER = frozenset({
+    "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
+    "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
+    "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
 })
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
@@ -56,31 +71,73 @@ _LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4",
                      "t": "7", "b": "8"}
 
 
+def _chars(form: str) -> "list[str]":
+    """A master key's ``letters`` form as one pattern per character: a letter also matches the
+    digit that looks like it."""
+    return [f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form]
+
+
+def _trie(words: "Iterable[list[str]]") -> str:
+    """One pattern matching any of ``words`` (lists of character patterns), the longest where
+    several match; shared prefixes are tried once (a text's every position tries a few
+    characters, not every word)."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        alts = [c + emit(child) for c, child in sorted(node.items()) if c]
+        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
+        return "" if not alts else body + "?" if "" in node else body
+
+    return emit(root)
+
+
+def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
+    return {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
+
+
+#: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
+_FILLER_RUN = 8
+
+
 @functools.lru_cache(maxsize=64)
-def _keys_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
-    """Master keys (and ``extra_keys``) in ``letters`` form, longest first; a letter
-    also matches the digit that looks like it."""
-    forms = {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
-    return re.compile("|".join(
-        "".join(f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form)
-        for form in sorted(forms, key=lambda f: (-len(f), f))))
+def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
+    """Master keys in ``letters`` form, at least one, with up to ``_FILLER_RUN`` filler words
+    (where no key matches) before and after each, at a text's start. Each
+    word is taken whole (a lookahead and its copy: a failed run never tries other splits), the
+    longest that matches. The longest run is found without backtracking (nothing follows it)."""
+    keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
+    n = _FILLER_RUN
+    run = (f"(?:(?!{keys})(?=({filler}))\\1){{0,{n}}}"                 # a key first, where one matches
+           f"(?:(?=({keys}))\\2(?:(?!{keys})(?=({filler}))\\3){{0,{n}}})+")
+    return re.compile(run)
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
-    """Whether ``found`` (``letters`` of a text) is one master key or several in a row."""
-    pattern = _keys_pattern(extra_keys)
-    return pattern.match(found) is not None and not pattern.sub("", found)
+    """Whether ``found`` (``letters`` of a text) is master keys, one or several, and ``_FILLER``
+    words around them."""
+    return _whole(_opener_pattern(extra_keys).match(found), found)
+
+
+def _whole(run: "re.Match[str] | None", found: str) -> bool:
+    return run is not None and run.end() == len(found)
 
 
 def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
-    """Whether each text is empty or content-free (``content_free_reason``), in one pass over
-    them joined (30,000 short strings cost one pass, not 30,000 calls)."""
+    """Whether each text is empty or content-free (``content_free_reason``): ``letters`` in one
+    pass over them joined (30,000 short strings cost one pass, not 30,000 calls), then a match
+    of each text's letters."""
     joiner = free_joiner(texts)
     if joiner is not None:
         found = letters(_unmarked(joiner.join(texts)), keep=joiner)
         if found.count(joiner) == len(texts) - 1:
-            # each text's letters between joiners: master keys or nothing
-            return [not piece for piece in _keys_pattern(keys).sub("", found).split(joiner)]
+            # each text's letters between joiners: master keys with filler, or nothing
+            opener = _opener_pattern(keys).match
+            return [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
     return [content_free_reason(t, keys) is not None for t in texts]
 
 
@@ -91,7 +148,8 @@ def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
-    digit once code fences are set aside, or nothing but master keys), or None if it does.
+    digit once code fences are set aside, or nothing but master keys and filler words around
+    them), or None if it does.
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -292,13 +350,15 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any =
     return screen_fields(value, extra_keys, model)[0]
 
 
-def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None
+def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None, whole: Any = None
                   ) -> "tuple[str | None, Any]":
     """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
     mixed, some carrying content and some empty or content-free; then it is ``value`` with every
     free-text field (or key of a free mapping) that carries content blanked to ``"-"``, which a
     grader renders to learn whether the judge is shown any content (a master key in the field
-    shown, the content in one never shown or only tested).
+    shown, the content in one never shown or only tested). ``whole``: the value ``value`` is part
+    of (the completion's JSON object, of which a binding reads the fields ``value``), blanked
+    instead (its texts equal to one of ``value`` that carries content).
 
     >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
     {'answer': "Let's think step by step.", 'notes': '-'}
@@ -312,7 +372,8 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None
     if not all(flags):
         if not blank and not any(flags):
             return None, None   # every free-text field carries content: the common case
-        return None, _blanked(value, schema, {t for t, free in zip(texts, flags) if not free})
+        rich = {t for t, free in zip(texts, flags) if not free}
+        return None, _blanked(value, schema, rich) if whole is None else _blanked(whole, None, rich)
     path, text = first
     reason = content_free_reason(text, keys) if text else "empty"
     which = "free-text" if schema is not None else "text"

@@ -444,11 +444,13 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         """The judge prompt, the variables without a value and the policy's texts as shown (the
         completion and the fields the binding reads); or why the completion is content-free: the
         screen saw its whole text, but a binding shows the judge only the fields it reads
-        (``completion:<path>``): the same screen as a ``completion_model``'s fields, whose
-        request rendered with the fields that carry content blanked must differ."""
-        if self.reject_content_free:
+        (``completion:<path>``): the screen of a ``completion_model``'s fields, over those the
+        binding reads; where they are mixed, the request rendered with the completion's texts that
+        carry content blanked must differ."""
+        fields = self.binding.completion_fields(sample) if self.reject_content_free else None
+        if fields:
             value = self.binding.bound_completion(sample)
-            reason, blank = screen_fields(value, self.content_free_phrases) if value is not None else (None, None)
+            reason, blank = screen_fields(fields, self.content_free_phrases, whole=value)
             if blank is not None:
                 reason = self._shows_no_content(sample, value, blank)
             if reason is not None:
