@@ -3,6 +3,7 @@ cost of every pass over policy text at 1 MB.
 
     python -m bench attacks
     python -m bench.bench_attacks --grader Candidate --no-timings   # a quick subset
+    python -m bench.bench_attacks --attack guessed --attack rot13 --no-timings   # some attacks only
 
 Prints, per grader, the must-be-zero columns (changed_by_parsing,
 benign_changed, escaped_to_unscored), then penalized, unscored, held,
@@ -88,11 +89,11 @@ def _try(fn) -> None:
         pass
 
 
-def _more_modes(targets: dict, title: str, modes: tuple[str, ...]) -> dict[str, int]:
+def _more_modes(targets: dict, title: str, modes: tuple[str, ...], attacks=ATTACKS) -> dict[str, int]:
     """Run the suite with ``modes``, print its table and the escapes per judge behaviour;
     return the must-be-zero counts."""
     t0 = time.perf_counter()
-    more = asyncio.run(run_attack_suite(targets, modes=modes))
+    more = asyncio.run(run_attack_suite(targets, attacks, modes=modes))
     print(f"\n{title}: {', '.join(modes)}; {len(more.outcomes)} cases in {time.perf_counter() - t0:.1f} s\n")
     print(more.table())
     zero = {c: sum(s[c] for s in more.summary().values()) for c in MUST_BE_ZERO}
@@ -107,14 +108,17 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.bench_attacks", description=__doc__.splitlines()[0])
     p.add_argument("--grader", action="append", default=[],
                    help="only the graders whose name contains this (repeatable; default: all)")
+    p.add_argument("--attack", action="append", default=[],
+                   help="only the attacks whose name contains this (repeatable; default: all)")
     p.add_argument("--no-timings", action="store_true", help="skip the 1 MB timings of each pass")
     args = p.parse_args(argv)
     targets = {name: t for name, t in default_targets().items()
                if not args.grader or any(g.casefold() in name.casefold() for g in args.grader)}
+    attacks = [a for a in ATTACKS if not args.attack or any(n.casefold() in a.name.casefold() for n in args.attack)]
     t0 = time.perf_counter()
-    report = asyncio.run(run_attack_suite(targets))
+    report = asyncio.run(run_attack_suite(targets, attacks))
     suite_s = time.perf_counter() - t0
-    print(f"{len(ATTACKS)} attacks x judge modes {', '.join(MODES)} (probability grader: 1 mode); "
+    print(f"{len(attacks)} attacks x judge modes {', '.join(MODES)} (probability grader: 1 mode); "
           f"{len(report.outcomes)} cases in {suite_s:.1f} s\n")
     print(report.table())
     zero: dict = {c: sum(s[c] for s in report.summary().values()) for c in MUST_BE_ZERO}
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
                          ("judges that decode, restate, translate, change their mind, draft in <think>, "
                           "are cut off, echo their sealed prompt, write a table, answer in Chinese, "
                           "quote their verdict or open with the answer", BEHAVIOUR_MODES)):
-        zero[title.split()[0] + "_" + modes[0]] = _more_modes(targets, title, modes)
+        zero[title.split()[0] + "_" + modes[0]] = _more_modes(targets, title, modes, attacks)
     result = {"bench": "attacks", "per_grader": report.summary(), **zero}
     if not args.no_timings:
         rows = timings()
