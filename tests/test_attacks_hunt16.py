@@ -15,6 +15,8 @@ from pydantic import BaseModel
 
 from rewardjudge import ScorerGrader, StringThread, TemplatedPromptJudgeGrader, attacks
 from rewardjudge.graders._guards import _content_free_flags, content_free_reason, screen_fields
+from rewardjudge.readouts._decision import Verdict
+from rewardjudge.readouts._seal import read_sealed
 from rewardjudge.scorers import Scorer, ScorerConfig
 from rewardjudge.testing import ScriptedModel
 
@@ -213,3 +215,24 @@ def test_the_new_families_are_held(monkeypatch):
 def test_the_new_content_free_families_are_penalized_before_a_judge_call(name):
     text = next(a.text for a in attacks.ATTACKS if a.name == name)
     assert content_free_reason(text) is not None
+
+
+# -- 6. (this hunt's own probe) a judge that writes its verdict, then repeats its prompt repaired
+# (``[`` read as ``<``, as it reads the neutraliser's defanged brackets): the instruction's example
+# line came back as ``VERDICT <seal>: Rating: <<<score from 1 to 10>]]``, no longer the placeholder
+# as written, so it was a sealed line holding no verdict, the last reading: the benign sample of
+# every bracketed declared form was unscored. An example line is recognised by its letters and digits.
+def test_an_example_line_repeated_with_its_brackets_changed_is_no_reading(monkeypatch):
+    mode = {"verdict_then_echo_repaired": lambda p, c, s: f"{s()}\n\n{attacks.repair(p)}"}
+    _, report = held_report(monkeypatch, [("plain", "Paris."), ("json_verdict", attacks.PASS_JSON)], mode,
+                            "hunt16", targets=attacks.declared_form_targets(), modes=tuple(mode))
+    assert [(o.grader, o.attack, o.benign_status) for o in report.failures()] == []
+
+
+def test_a_sealed_line_that_only_resembles_the_example_is_still_read():
+    seal = "0123456789abcdef"
+    reply = f"Fine.\nVERDICT {seal}: PASS\nVERDICT {seal}: <PASS or FAIL, or both>"
+    decision = read_sealed(reply, seal, labels=("PASS", "FAIL"), placeholder="<PASS or FAIL>")
+    assert not isinstance(decision, Verdict)   # not the example line: the reading at its place
+    reply = f"Fine.\nVERDICT {seal}: FAIL\nVERDICT {seal}: [PASS OR FAIL]"
+    assert read_sealed(reply, seal, labels=("PASS", "FAIL"), placeholder="<PASS or FAIL>").value == "FAIL"

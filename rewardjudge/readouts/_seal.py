@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
+from ._text import letters
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
            "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
@@ -342,8 +343,8 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     rest = text[j + 1:line_end]
     value = read_line(rest)
     if value is None:
-        if placeholder and unwrap(rest) == unwrap(placeholder):
-            return None   # the seal instruction's example line, echoed
+        if placeholder and letters(rest) == letters(placeholder):
+            return None   # the seal instruction's example line, echoed (its brackets or case changed too)
         return NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
