@@ -34,7 +34,8 @@ def _sample(completion: str) -> StringThread:
 # -- 1. a field the template only tests. Blanked to "", ``reasoning`` flipped the branch of
 # ``{{#if reasoning}}``, ``{{#unless}}``, ``{{#with}}`` or ``{% if %}``: the requests differed and
 # the screen took the content as shown, so ``"Thought process:"`` in the field shown reached the
-# judge. A field that carries content is blanked to ``"-"`` now: the branch holds.
+# judge. A field that carries content is blanked to as many ``-`` as it has characters now: a test
+# of its truth or its length takes the same branch.
 class _Reasoned(BaseModel):
     answer: str
     reasoning: str
@@ -47,6 +48,7 @@ class _Reasoned(BaseModel):
     ("handlebars", "A: {{answer}}{{#if reasoning}}{{else}} (bare){{/if}}"),
     ("jinja2", "A: {{ answer }}{% if reasoning %} (reasoned){% endif %}"),
     ("jinja2", "A: {{ parsed.answer }}{{ ' (reasoned)' if parsed.reasoning else '' }}"),
+    ("jinja2", "A: {{ answer }}{% if reasoning|length > 40 %} (reasoned at length){% endif %}"),
 ])
 async def test_a_field_only_tested_is_not_shown(engine, template):
     judge = ScriptedModel(default=PASS_REPLY)

@@ -354,14 +354,14 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None,
                   ) -> "tuple[str | None, Any]":
     """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
     mixed, some carrying content and some empty or content-free; then it is ``value`` with every
-    free-text field (or key of a free mapping) that carries content blanked to ``"-"``, which a
+    free-text field (or key of a free mapping) that carries content blanked to ``"-"``-s, which a
     grader renders to learn whether the judge is shown any content (a master key in the field
     shown, the content in one never shown or only tested). ``whole``: the value ``value`` is part
     of (the completion's JSON object, of which a binding reads the fields ``value``), blanked
     instead (its texts equal to one of ``value`` that carries content).
 
     >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
-    {'answer': "Let's think step by step.", 'notes': '-'}
+    {'answer': "Let's think step by step.", 'notes': '-----'}
     """
     keys = tuple(extra_keys)
     schema = _schema_of(model) if isinstance(model, type) else None
@@ -380,14 +380,16 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None,
     return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
 
 
-#: what a free-text field that carries content is blanked to: no content, but not empty, so a
-#: template's test of the field (``{{#if notes}}``, ``{% if notes %}``) takes the same branch
+#: what a free-text field that carries content is blanked to, once per character: no content, but
+#: as long, so a template's test of the field (``{{#if notes}}``, ``{% if notes|length > 20 %}``)
+#: takes the same branch
 _PLACEHOLDER = "-"
 
 
 def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[str]") -> Any:
     """A copy of ``value`` with each free-text string in ``rich`` (a value, or a key the policy
-    names) blanked to ``_PLACEHOLDER``. Iterative."""
+    names) blanked to ``_PLACEHOLDER``-s (as many as it has characters; a key, one and its
+    position, as keys stay distinct). Iterative."""
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
@@ -411,6 +413,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
             copy = list(node)
             stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
         else:
-            copy = _PLACEHOLDER if isinstance(node, str) and node in rich and f.kind(node) == "free" else node
+            copy = _PLACEHOLDER * len(node) if isinstance(node, str) and node in rich and f.kind(node) == "free" \
+                else node
         parent[key] = copy
     return holder[0]
