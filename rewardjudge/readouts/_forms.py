@@ -283,13 +283,14 @@ class VerdictForm:
         return text
 
 
-#: what ``unwrap`` strips around a verdict: emphasis and a markdown table's cell borders
-_WRAPPING = EMPHASIS + "|"
+#: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
+_WRAPPING = EMPHASIS + "|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
 def unwrap(s: str) -> str:
-    """``s`` without whitespace, markdown emphasis and table cell borders around it and final
-    full stops (``**PASS**.``, ``*[[8]].*``, ``FAIL |``, ``FAIL\u3002``): a sealed line's verdict as written."""
+    """``s`` without whitespace, markdown emphasis, table cell borders and quotes around it and
+    final full stops (``**PASS**.``, ``*[[8]].*``, ``FAIL |``, ``FAIL\u3002``, ``"FAIL"``): a sealed
+    line's verdict as written."""
     s = s.strip()
     for _ in range(2):
         s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
