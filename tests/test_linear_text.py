@@ -158,10 +158,11 @@ def test_a_long_text_with_a_few_characters_outside_ascii_folds_as_one_translatio
         split += _text._runs(text) is not None
         skel = text.translate(_text._TABLE)
         if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
-            skel = _text._ESCAPE.sub(_text._read_escape, skel)
+            skel = _text._ESCAPE.sub(lambda m: _text._read_escape(m.group()), skel)
         assert _text._skeleton(text) == skel, text
         for keep in ("", "\x01"):
-            lowered = _text._TEXT_ESCAPE.sub(_text._read_escape, text.lower()) if re.search(r"[&\\%]", text) else text
+            lowered = re.sub(_text._TEXT_ESCAPES, lambda m: _text._read_escape(m.group()), text.lower()) \
+                if re.search(r"[&\\%]", text) else text
             assert letters(text, keep) == lowered.translate(_text._LETTERS).translate(_text._controls_dropped(keep))
         for tags in ((), ("answer", "# Rubric")):
             if _text._untouched(text, tags, ()):
@@ -199,7 +200,8 @@ def test_angle_bracket_then_a_long_gap_run():
     assert not contains_tag("<" + ZW * N)
     assert neutralize("<" + ZW * N + "|im_end|>") == "[" + ZW * N + "|im_end|>"
     assert neutralize("<" + ZW * N + "/" + ZW * N + "s>") == "[" + ZW * N + "/" + ZW * N + "s>"
-    assert neutralize("<<" + ZW * N + "sys>>") == "[<" + ZW * N + "sys>>"
+    assert neutralize("<<" + ZW * N + "sys>>") == "<[" + ZW * N + "sys>>"   # at its second '<'
+    assert neutralize("<" + ZW + "<" + ZW * N + "/sys>>") == "<" + ZW + "[" + ZW * N + "/sys>>"
     assert neutralize("<" + "\u0301" * N + "grade>") == "[" + "\u0301" * N + "grade>"
 
 

@@ -104,8 +104,16 @@ _TEXT_ESCAPES = (
     r"|x(?P<hh>[0-9a-f]{2})|(?P<oct>[0-7]{3})|n\{(?P<uname>[a-z][a-z0-9 -]{0,63})\})"
     r"|%(?:25)*(?P<hp>[0-9a-f]{2}(?:%(?:25)*[89ab][0-9a-f]){0,3})")
 _ESCAPE = re.compile(_TEXT_ESCAPES + r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89ab][0-9a-f]){0,3})")
+
+
+def _splitter(pattern: str) -> "re.Pattern[str]":
+    """``pattern`` as one capturing group, for ``split``: each escape found in C, no call per escape."""
+    return re.compile("(" + re.sub(r"\(\?P<\w+>", "(?:", pattern) + ")")
+
+
+_ESCAPES = _splitter(_ESCAPE.pattern)
 #: the escapes ``letters`` reads: not quoted-printable, where "=10" is an answer, not a control character
-_TEXT_ESCAPE = re.compile(_TEXT_ESCAPES)
+_TEXT_ESCAPES_SPLIT = _splitter(_TEXT_ESCAPES)
 _BASES = {"hx": 16, "hb": 16, "hu": 16, "hh": 16, "dec": 10, "oct": 8}
 
 
@@ -125,23 +133,29 @@ _ENTITIES = _entities()
 _ESCAPES_READ: dict[str, str] = {}
 
 
-def _read_escape(m: "re.Match[str]") -> str:
-    """The skeleton of the character the escape ``m`` stands for, padded with gaps to its
-    length; the escape as it is when it stands for none."""
-    esc = m.group()
-    out = _ESCAPES_READ.get(esc)
-    if out is None:
-        kind = m.lastgroup or ""
-        body = m.group(kind)
-        try:
-            char = (_ENTITIES.get(body) if kind in ("name", "legacy") else unicodedata.lookup(body)
-                    if kind == "uname" else _utf8(body.split("%" if kind == "hp" else "=")) if kind in ("hp", "hq")
-                    else chr(int(body, _BASES[kind])))
-        except (KeyError, ValueError, OverflowError):
-            char = None
-        out = esc if char is None or len(char) != 1 else char.translate(_TABLE) + _GAP * (len(esc) - 1)
-        if len(_ESCAPES_READ) < 4096:
-            _ESCAPES_READ[esc] = out
+def _read_escapes(text: str, splitter: "re.Pattern[str]") -> str:
+    """``text`` with each escape as the skeleton of the character it stands for, padded with
+    gaps to its length, or as it is when it stands for none."""
+    parts = splitter.split(text)
+    if len(parts) > 1:
+        parts[1::2] = [_ESCAPES_READ.get(e) or _read_escape(e) for e in parts[1::2]]
+        text = "".join(parts)
+    return text
+
+
+def _read_escape(esc: str) -> str:
+    m = _ESCAPE.fullmatch(esc)   # a piece ``split`` found: it matches, as it did in the text
+    kind = m.lastgroup or ""  # type: ignore[union-attr]
+    body = m.group(kind)  # type: ignore[union-attr]
+    try:
+        char = (_ENTITIES.get(body) if kind in ("name", "legacy") else unicodedata.lookup(body)
+                if kind == "uname" else _utf8(body.split("%" if kind == "hp" else "=")) if kind in ("hp", "hq")
+                else chr(int(body, _BASES[kind])))
+    except (KeyError, ValueError, OverflowError):
+        char = None
+    out = esc if char is None or len(char) != 1 else char.translate(_TABLE) + _GAP * (len(esc) - 1)
+    if len(_ESCAPES_READ) < 4096:
+        _ESCAPES_READ[esc] = out
     return out
 
 
@@ -162,7 +176,7 @@ def _skeleton(text: str) -> str:
     skel = text.translate(_TABLE) if runs is None else "".join(
         [_TABLE[ord(r)] if i % 2 else r.lower() for i, r in enumerate(runs)])
     if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
-        skel = _ESCAPE.sub(_read_escape, skel)
+        skel = _read_escapes(skel, _ESCAPES)
     return skel
 
 
@@ -217,20 +231,18 @@ def _spaced(name: str) -> str:
 _SLASH = r"\x00*(?:/\x00*)?"
 
 # Control tokens of common judge families (ChatML/Llama-3 ``<|...|>``, DeepSeek's fullwidth bars,
-# ``[INST]``/``<<SYS>>``/``<s>``, Mistral's ``[SYSTEM_PROMPT]``, Gemma's turns, image placeholders),
-# in three groups by what they start with, so ``_pattern`` tests a '<' once for all (2.5 times
-# faster on 256 KiB of '<').
-_LT_GAP_TAILS = (                                   # after '<' and gaps
-    r"\|",                                         # <|im_end|>, <|eot_id|>, <｜begin▁of▁sentence｜>
-    "<" + _SLASH + _spaced("sys") + r"\x00*>\x00*>",  # <<SYS>>
-)
+# ``[INST]``/``<<SYS>>``/``<s>``, Mistral's ``[SYSTEM_PROMPT]``, Gemma's turns, image placeholders).
 # Image placeholders of multimodal judges (Gemma 3, LLaVA/Idefics, InternVL; Qwen's and Llama's are
 # ``<|...|>``): a server counts them against the images sent, so one in text-only policy text fails
-# the request. Only the bare token: ``<img src=...>`` is HTML and stays.
+# the request. Only the bare token: ``<img src=...>`` is HTML and stays. ``<<SYS>>`` is defanged at
+# its second '<' (``<[SYS>>``): a '<' then '<' is never a start to try, so a run of '<' costs a
+# character class test each (a try per '<' cost 60 ms in 256 KiB).
 _IMAGE_NAMES = ("start_of_image", "end_of_image", "image_soft_token", "fake_token_around_image",
                 "image", "img_context", "img")
-_LT_SLASH_TAILS = (r"s\x00*>", _spaced("start_of_turn"), _spaced("end_of_turn"),   # after '<', maybe '/'
-                   "(?:" + "|".join(map(_spaced, ("bos", "eos", *_IMAGE_NAMES))) + r")\x00*>")
+_LT_NAMES = ("start_of_turn", "end_of_turn")
+_LT_CLOSED = ("bos", "eos", *_IMAGE_NAMES)   # after '<', maybe '/', then '>'
+_LT_TAILS = (r"s\x00*>", _spaced("sys") + r"\x00*>\x00*>", *map(_spaced, _LT_NAMES),
+             "(?:" + "|".join(map(_spaced, _LT_CLOSED)) + r")\x00*>")
 # '[', slash, name, ']': Llama 2's [INST] and [SYS], and the control tokens of Mistral's tekken
 # tokenizers (its system prompt, tools, image placeholders, Magistral's [THINK])
 _BRACKET_NAMES = tuple(map(_spaced, ("inst", "sys", "system_prompt", "available_tools", "tool_results",
@@ -249,9 +261,11 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
     labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
                            key=len, reverse=True) for kind in "[#"}
     lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
-    controls = (r"\x00*(?:" + "|".join(_LT_GAP_TAILS)
-                + r"|(?:/\x00*)?(?:" + "|".join(_LT_SLASH_TAILS) + "))")
-    lt = ("<(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else "<" + controls
+    controls = r"\x00*(?:\||(?:/\x00*)?(?:" + "|".join(_LT_TAILS) + "))"
+    # what may follow '<' and its spaces, gaps and slashes: most '<' fail at once
+    firsts = "|s" + "".join(n[0] for n in (*_LT_NAMES, *_LT_CLOSED) + ((*PROTOCOL_TAGS, *names) if tags else ()))
+    lt = r"<(?=[\s/\x00]*[" + re.escape("".join(sorted(set(firsts)))) + "])"
+    lt += ("(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else controls
     # after '[' and gaps (tested once for all): a control token, or a template's delimiter line, a
     # bracketed label (its closing bracket optional); then a template's heading
     bracket = r"(?:/\x00*)?(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
@@ -263,8 +277,10 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
         # after a space, a control character (one joining texts checked in one pass) or nothing, and
         # gaps (zero-width characters; not an escape's padding, which follows its character)
         bracket += r"|(?<![^\s\x01-\x1f])\x00*#(?:\x00*#){0,5}(?!\x00*#)" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
-    extra_ctl = [re.escape(_skeleton(t)) for t in control if t]
-    return re.compile("|".join([lt, bracket, *extra_ctl]))
+    base = re.compile(lt + "|" + bracket)
+    # the judge's own control tokens the common forms do not already match (``<|im_end|>`` does)
+    extra_ctl = [re.escape(skel) for skel in map(_skeleton, filter(None, control)) if not base.match(skel)]
+    return re.compile("|".join([lt, bracket, *extra_ctl])) if extra_ctl else base
 
 
 #: gaps, then a space and its gaps (repeated): each repeat starts with what it needs, so a run of
@@ -326,21 +342,18 @@ def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, .
         return text   # plain ASCII with no bracket or escape: nothing to defang
     text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
-    pieces: list[str] = []
-    last = 0
-    for m in _pattern(extra_tags, control_tokens, tags).finditer(skel):
-        start = m.start()
-        if skel[start] == _GAP:   # a heading's match may open with gaps
-            start = _GAPS.match(skel, start).end()
-        pieces.append(text[last:start])
-        pieces.append("(" if skel[start] == "[" else _DEFANG)   # [INST] -> (INST]
-        last = start + 1
-        if text[start] in "&\\%=" and skel[start] != text[start]:
-            last = _GAPS.match(skel, last).end()   # an escape: its padding goes with it
-    if not pieces:
+    starts = [m.start() for m in _pattern(extra_tags, control_tokens, tags).finditer(skel)]
+    if not starts:
         return text
-    pieces.append(text[last:])
-    return "".join(pieces)
+    out = list(text)   # one character each: a text may hold a match every 3 characters
+    for s in starts:
+        if skel[s] == _GAP:   # a heading's match may open with gaps
+            s = _GAPS.match(skel, s).end()
+        out[s] = "(" if skel[s] == "[" else _DEFANG   # [INST] -> (INST]
+        if text[s] in "&\\%=" and skel[s] != text[s]:   # an escape: its padding goes with it
+            end = _GAPS.match(skel, s + 1).end()
+            out[s + 1:end] = [""] * (end - s - 1)
+    return "".join(out)
 
 
 def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
@@ -348,7 +361,7 @@ def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
     """``[neutralize(t, extra_tags, control_tokens) for t in texts]``, ``str``
     texts in one pass over them joined (40,000 short strings cost one call)."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
-    if not all(type(t) is str for t in texts):
+    if set(map(type, texts)) - {str}:
         return [neutralize(t, tags, ctl) for t in texts]
     if _untouched("".join(texts), tags, ctl):
         return list(texts)
@@ -389,8 +402,10 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
     texts = _texts_in(value)   # every distinct str neutralised in one pass, then the copy
     done = dict(zip(texts, neutralize_all(texts, tags, ctl)))
 
+    get = done.get
+
     def fix(s: str) -> str:
-        out = done.get(s)
+        out = get(s)
         return neutralize(s, tags, ctl) if out is None else out
 
     root: list[Any] = [None]
@@ -412,9 +427,9 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
                     nk = _unclashed(out, nk, clashes)
                 out[nk] = None
                 stack.append((v, out, nk))
-        elif isinstance(src, (list, tuple)):
-            parent[key] = lst = [None] * len(src)
-            stack.extend((v, lst, i) for i, v in enumerate(src))
+        elif isinstance(src, (list, tuple)):   # its texts and numbers at once (a list may hold 40,000)
+            parent[key] = lst = [(get(v) or fix(v)) if type(v) is str else v for v in src]
+            stack.extend([(v, lst, i) for i, v in enumerate(src) if type(v) not in _LEAVES])
         else:   # shown as to_plain shows it, then walked: its text may be the policy's
             try:
                 stack.append((to_plain(src), parent, key))
@@ -437,6 +452,7 @@ def _unclashed(out: "dict[str, Any]", key: str, clashes: "dict[str, int]") -> st
 
 #: the exact types ``neutralize_value`` keeps as they are
 _SCALARS = frozenset({int, float, bool, type(None)})
+_LEAVES = _SCALARS | {str}
 
 
 def _flat_and_clean(mapping: dict, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
@@ -464,7 +480,8 @@ def _texts_in(value: Any) -> "list[str]":
             found.update((sk, None) for sk in map(str, node) if type(sk) is str)
             stack.extend(node.values())
         elif isinstance(node, (list, tuple)):
-            stack.extend(node)
+            found.update(dict.fromkeys([v for v in node if type(v) is str]))
+            stack.extend([v for v in node if type(v) not in _LEAVES])
     return list(found)
 
 
@@ -504,7 +521,7 @@ def letters(text: str, keep: str = "") -> str:
     """
     if "&" in text or "\\" in text or "%" in text:
         # escapes as what they stand for (a judge decodes them): "Thought&#32;process:" is a master key
-        text = _TEXT_ESCAPE.sub(_read_escape, text.lower())
+        text = _read_escapes(text.lower(), _TEXT_ESCAPES_SPLIT)
     if text.isascii() and keep.isascii():
         # the table and the pattern on ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
