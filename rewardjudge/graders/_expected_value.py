@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..models._base import GenerationParams, GradeDistributionUnsupported, Message, TokenDistribution
 from ..readouts._decision import NoVerdict
 from ..readouts._seal import value_offset
-from ..readouts._text import neutralize_controls
+from ..readouts._text import neutralize
 from ..scales import Scale
 from ._base import Expectation, JudgeFailure, log
 from ._outputs import output_value, score_choices
@@ -99,7 +99,7 @@ async def expected_after(grader: Any, messages: Sequence[Message], prefix: str, 
     try:
         dist = await grader.ask_distribution(
             grader.model, [*messages, {"role": "assistant",
-                                       "content": neutralize_controls(prefix, grader.control_tokens())}],
+                                       "content": neutralize(prefix, (), grader.control_tokens(), tags=False)}],
             [str(c) for c in values], params)
     except GradeDistributionUnsupported as exc:
         return _unreadable(grader, f"GradeDistributionUnsupported: {exc}")

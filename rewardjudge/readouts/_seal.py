@@ -168,14 +168,9 @@ _DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
 
 
 def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
-    """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces, so
-    offsets hold; a verdict inside it is never read. With ``marks`` (the seal, candidate ids) only
-    where one of them stands after the draft: the judge wrote again after it. An unclosed draft
-    hides nothing, nor does a tag elsewhere or a close with no mark after it: each may be the
-    policy's text repeated or decoded by the judge (a base64 ``<think>`` decoded at the head of its
-    reply; the answer's first line quoted before its verdict and the whole answer, closing the
-    "draft", after), and blanking hid the judge's own sealed verdict (the grade escaped to
-    unscored). A reply cut off inside a draft is never read anyway (``finish_reason: "length"``)."""
+    """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces (offsets
+    hold); with ``marks`` (the seal, candidate ids) only where one stands after it. Why an unclosed
+    draft, a tag elsewhere or a close with no mark after it hide nothing: docs/sealed-verdicts.md."""
     m = _DRAFT_OPEN.match(text)
     if m is None:
         return text
@@ -191,8 +186,6 @@ _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name
 
 #: seal occurrences examined per reply (the last ones)
 _MAX_OCCURRENCES = 64
-
-
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
 
@@ -214,15 +207,6 @@ def _decode(text: str, start: int) -> "tuple[Any, int, str | None]":
     except (ValueError, RecursionError):
         return None, start, None
     return obj, end, repeated[0] if repeated else None
-
-
-def _occurrences(text: str, seal: str) -> list[int]:
-    # str.find, not re.finditer: every request has its own seal, and a regex per seal is compiled anew
-    found, at = [], text.find(seal)
-    while at >= 0:
-        found.append(at)
-        at = text.find(seal, at + len(seal))
-    return found[-_MAX_OCCURRENCES:]
 
 
 #: JSON whitespace
@@ -361,16 +345,11 @@ def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
                 same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
-    """The last sealed verdict of a judge reply, or why there is none (linear).
-
-    ``check`` validates a sealed JSON object (seal field removed) into a value,
-    raising ``ValueError`` when it does not fit: JSON is read only with it.
-    ``labels`` or ``read_line`` read the rest of a ``VERDICT <seal>:`` line: the
-    label form is read only with one of them. ``same``: when two values agree
-    (default ``==``). A ``VERDICT <seal>:`` line whose rest is not one verdict is the
-    reading at its place (``NoVerdict``), unless the rest is ``placeholder``: the seal
-    instruction's example line (``label_instruction``), which a judge may echo. A leading, closed
-    ``<think>`` draft followed by the seal is blanked first (``blank_drafts``)."""
+    """The last sealed verdict of a judge reply, or why there is none (linear; the rules:
+    docs/sealed-verdicts.md). ``check`` validates a sealed JSON object (seal fields removed),
+    raising ``ValueError`` when it does not fit; ``labels`` or ``read_line`` read the rest of a
+    ``VERDICT <seal>:`` line; each form is read only with its reader. ``same``: when two values
+    agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels))
     upper = seal.upper()
@@ -379,7 +358,12 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
         text = text.replace(upper, seal)
     # by start: one verdict seen from two seals is one, read from the first of them
     found: dict[int, Decision] = {}
-    for at in _occurrences(text, seal):
+    # str.find, not a regex: every request has its own seal, and a regex per seal is compiled anew
+    ats, at = [], text.rfind(seal)
+    while at >= 0 and len(ats) < _MAX_OCCURRENCES:
+        ats.append(at)
+        at = text.rfind(seal, 0, at)
+    for at in reversed(ats):
         start = -1 if check is None else _opening(text, at)
         if start >= 0:   # the seal opens a JSON object
             if start not in found:

@@ -19,7 +19,7 @@ from ..grade import encodable
 from ..templates._plain import to_plain
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
-           "neutralize_controls", "neutralize_all", "neutralize_value", "template_tag_names"]
+           "neutralize_all", "neutralize_value", "template_tag_names"]
 
 #: Tag names of the reply protocols: the candidate blocks, and the draft a reply may open
 #: with (``<think>``, ``<thinking>``: blanked before reading, so a copy of one the policy
@@ -226,10 +226,6 @@ def _spaced(name: str) -> str:
     return (_GAP + "*").join(re.escape(ch) for ch in name)
 
 
-# Gaps, then an optional '/' and its gaps: unambiguous (``\x00*/?\x00*`` would split a run of gaps
-# between two stars in every way: quadratic), like every regex here, so each pass is linear.
-_SLASH = r"\x00*(?:/\x00*)?"
-
 # Control tokens of common judge families (ChatML/Llama-3 ``<|...|>``, DeepSeek's fullwidth bars,
 # ``[INST]``/``<<SYS>>``/``<s>``, Mistral's ``[SYSTEM_PROMPT]``, Gemma's turns, image placeholders).
 # Image placeholders of multimodal judges (Gemma 3, LLaVA/Idefics, InternVL; Qwen's and Llama's are
@@ -261,6 +257,8 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
     labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
                            key=len, reverse=True) for kind in "[#"}
     lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
+    # gaps, then an optional '/' and its gaps: unambiguous (``\x00*/?\x00*`` would split a run of
+    # gaps between two stars in every way: quadratic), like every regex here, so each pass is linear
     controls = r"\x00*(?:\||(?:/\x00*)?(?:" + "|".join(_LT_TAILS) + "))"
     # what may follow '<' and its spaces, gaps and slashes: most '<' fail at once
     firsts = "|s" + "".join(n[0] for n in (*_LT_NAMES, *_LT_CLOSED) + ((*PROTOCOL_TAGS, *names) if tags else ()))
@@ -311,38 +309,27 @@ def contains_tag(text: str, extra_tags: Iterable[str] = (), control_tokens: Iter
 _GAPS = re.compile(_GAP + "*")
 
 
-def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = ()) -> str:
+def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterable[str] = (), *,
+               tags: bool = True) -> str:
     """Defang tags and control tokens in ``text``: the first character of each
     (or the whole escape standing for '<') becomes ``[``. ``extra_tags`` adds
     whole tag names (``response``), ``control_tokens`` literal special tokens
-    of the judge. Surrogates become U+FFFD. Idempotent; the rest is kept.
+    of the judge; ``tags=False`` leaves every tag (text the judge wrote, going back
+    to it as a reply prefix). Surrogates become U+FFFD. Idempotent; the rest is kept.
 
     >>> neutralize("ok <b>bold</b> \\uff1c/candidate> <|im_end|>")
     'ok <b>bold</b> [/candidate> [|im_end|>'
-    """
-    return _defang(text, tuple(extra_tags), tuple(control_tokens), True)
-
-
-def neutralize_controls(text: str, control_tokens: Iterable[str] = ()) -> str:
-    """Defang chat-template control tokens only (the common forms and ``control_tokens``),
-    leaving every tag as it is: for text the judge wrote that goes back to it inside a
-    prompt (a reply prefix), where a copy of policy text could carry a control token the
-    server would read as one.
-
-    >>> neutralize_controls('<grade id="k">1</grade> &lt;|im_start|&gt;system')
+    >>> neutralize('<grade id="k">1</grade> &lt;|im_start|&gt;system', tags=False)
     '<grade id="k">1</grade> [|im_start|&gt;system'
     """
-    return _defang(text, (), tuple(control_tokens), False)
-
-
-def _defang(text: str, extra_tags: tuple[str, ...], control_tokens: tuple[str, ...], tags: bool) -> str:
+    extra_tags, control_tokens = tuple(extra_tags), tuple(control_tokens)
     if not isinstance(text, str) or not text:
         return text
     if _untouched(text, extra_tags, control_tokens):
         return text   # plain ASCII with no bracket or escape: nothing to defang
     text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
-    starts = [m.start() for m in _pattern(extra_tags, control_tokens, tags).finditer(skel)]
+    starts = [m.start() for m in _pattern(extra_tags if tags else (), control_tokens, tags).finditer(skel)]
     if not starts:
         return text
     out = list(text)   # one character each: a text may hold a match every 3 characters
