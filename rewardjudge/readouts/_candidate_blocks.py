@@ -1,9 +1,5 @@
-"""The candidate-blocks readout (docs/sealed-verdicts.md): one ``<candidate
-id="…">`` block per candidate, each grade written as ``<grade id="ID">N</grade>``.
-The ids are this protocol's seal: 64 bits each, made per request after the
-completions exist, so a policy cannot write a grade element for a real id. Where
-the server takes one, a GBNF grammar (``candidate_grammar``) enforces the protocol;
-the reply is still read as any other."""
+"""The candidate-blocks readout: ``<grade id="ID">N</grade>`` in one ``<candidate id="ID">`` block per
+candidate, the ids its seal (docs/sealed-verdicts.md); ``candidate_grammar`` where the server takes one."""
 
 from __future__ import annotations
 
