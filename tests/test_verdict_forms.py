@@ -131,7 +131,8 @@ READ_CASES = [
     (BARE_LABEL, "Both are helpful.\n\nBest answer: 2", "2", ()),
     (BARE_LABEL, "Mejor respuesta: 2", "2", ()),
     (BARE, "Method one: 2\nMethod two: 4", 4.0, (2.0,)),
-    (BARE, "Score: 0 (the snippet is empty)", None, ()),   # still the line's only content
+    (BARE, "Score: 0 (the snippet is empty)", 0.0, ()),    # a note in parentheses may follow (ICE-Score reads 0)
+    (BARE, "Score: 0 (the snippet is empty) and more", None, ()),   # but nothing after the note
     (BARE, "Option 1: 2", None, ()),                      # a name is words: no number in it
     (BARE, "Then the final answer is: 3", None, ()),      # ... and no more than three
     # {other}: a number beside the verdict that is not its value
@@ -157,7 +158,10 @@ READ_CASES = [
     (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
      '[\n    {"model": "model_2", "rank": 1},\n    {"model": "model_1", "rank": 2}\n]', "model_2", ()),
     (VerdictForm('"score": "{score}"'), "{'score': '7'}", 7.0, ()),
-    (VerdictForm('"score": "{score}"'), '{"score": 7}', None, ()),
+    # quotes around the placeholder are taken both or neither: a JSON-mode judge writes the number bare
+    # (WildBench reads it through json.loads), never one quote alone
+    (VerdictForm('"score": "{score}"'), '{"score": 7}', 7.0, ()),
+    (VerdictForm('"score": "{score}"'), '{"score": "7}', None, ()),
 ]
 
 

@@ -53,10 +53,12 @@ Value = Union[float, str]
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
+def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = False) -> re.Pattern[str]:
     """The regex of a (validated) pattern: group ``v`` is the value. The pattern's
     final full stop is optional (the judge may go on with the sentence: ``Output
-    (a) is better, as ...``); a bare placeholder is the verdict alone on its line."""
+    (a) is better, as ...``); a bare placeholder is the verdict alone on its line.
+    ``unsealed`` (``VerdictForm.read``) adds what real judges write around a form and
+    their benchmarks' parsers read (``_UNSEALED``); a sealed line's reading never takes it."""
     text = pattern.strip()
     m = _PLACEHOLDER.search(text)
     assert m is not None
@@ -71,19 +73,34 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
     if not (before + after).replace(_OTHER, "").strip():
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
-        return re.compile(_LINE_HEAD + _NAME + _literal(before) + "(?P<v>" + value + ")" + _literal(after) + _LINE_TAIL)
+        pair = _PAIR_GAP if unsealed else None
+        return re.compile(_LINE_HEAD + _NAME + _literal(before, pair) + "(?P<v>" + value + ")" + _literal(after, pair)
+                          + (_NOTE if unsealed else "") + _LINE_TAIL)
     head = _bounded(_literal(before), before, True, False)
     if before.strip() and before != before.rstrip():
         # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
         # "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"
         head = _bounded(_literal(before.rstrip()), before, True, False) + ":?" + _GAP
-        return re.compile(head + r"(?:(?P<o1>\()|(?P<o2>\[))?(?P<v>" + value + r")(?(o1)\))(?(o2)\])"
-                          + _bounded(_literal(after), after, False, True) + stop)
+        if unsealed:
+            head += _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
+            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])"
+        else:
+            head += r"(?:(?P<o1>\()|(?P<o2>\[))?"
+            close = r"(?(o1)\))(?(o2)\])"
+        return re.compile(head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True) + stop)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
     inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
     if before.endswith(("[", "(")) and after.startswith(("]", ")")):
         # brackets around the verdict (``[[{score}]]``): judges copy the prompt's example word in ("[[Rating: 8]]")
         inner_head = _BRACKET_WORD
+        if unsealed:   # and space it off inside the brackets ("Rating: [[ 5 ]]", read by Auto-J)
+            inner_head, inner_tail = _INNER_SPACE + inner_head, _INNER_SPACE
+    elif unsealed and before[-1:] in "'\"" and after[:1] in "'\"" and before[-1:] and after[:1]:
+        # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
+        # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
+        head = _bounded(_literal(before[:-1]), before, True, False) + r"(?P<q>['\"])?"
+        inner_tail = r"(?(q)['\"])"
+        after = after[1:]
     return re.compile(head + inner_head + "(?P<v>" + value + ")" + inner_tail
                       + _bounded(_literal(after), after, False, True) + stop)
 
@@ -92,6 +109,13 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None") -> re.Pattern[str]:
 _TAG_GAP = r"\s{0,16}"
 #: one word and a colon allowed inside the brackets that hold a verdict, before it
 _BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
+#: unsealed (``_compile``): spaces inside the brackets that hold a verdict
+_INNER_SPACE = r"[ \t]{0,2}"
+#: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
+#: Vicuna's, LLaVA's and JudgeLM's ``parse_score``)
+_PAIR_GAP = r"[ \t*_]{0,16},?[ \t*_]{0,16}"
+#: unsealed: a note in parentheses after a bare form's verdict on its line (``Score: 0 (the code is empty)``)
+_NOTE = r"(?:[ \t]{1,4}\([^()\r\n]{1,200}\))?"
 
 
 def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
@@ -103,11 +127,15 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
     return regex
 
 
-def _literal(text: str) -> str:
+def _literal(text: str, pair: "str | None" = None) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap, and a little markdown emphasis allowed where a word meets
     punctuation (``**Rating**:`` for ``Rating:``), either quote mark for
-    either; an ``{other}`` is a number."""
+    either; an ``{other}`` is a number; ``pair``: the regex of a part that is
+    only whitespace beside an ``{other}``."""
+    if pair is not None and _OTHER in text:
+        return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part)
+                                  for part in text.split(_OTHER))
     return _OTHER_NUMBER.join(
         _GAP.join(_EMPH.join("(?i:" + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
                              for run in _RUNS.findall(piece))
@@ -221,7 +249,7 @@ class VerdictForm:
         ``bounds`` is none): no object per occurrence, 256 KiB of quoted policy text holds 50,000."""
         if not isinstance(text, str):
             return []
-        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels).finditer(text)
+        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels, True).finditer(text)
                 if (v := self._value(m.group("v"))) is not None]
 
     def find(self, text: str) -> list[Verdict]:
