@@ -99,7 +99,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
         head = _bounded(_literal(before[:-1]), before, True, False) + r"(?P<q>['\"])?"
-        inner_tail = r"(?(q)['\"])"
+        inner_tail = r"(?(q)['\"]|(?!\w))"
         after = after[1:]
     return re.compile(head + inner_head + "(?P<v>" + value + ")" + inner_tail
                       + _bounded(_literal(after), after, False, True) + stop)

@@ -1,0 +1,383 @@
+"""Declared verdict forms against the rules of the field's judge pipelines, on replies
+written in each pipeline's style (test_real_judges.py replays stored real replies).
+
+Each pipeline's parser is restated below from its own source file (named in its
+docstring; no code copied), and each case is a reply as its judges write it: bold
+markdown, a full stop or more words after the verdict, the verdict mid-line, the
+scale restated, the rubric's example quoted before the judge's own verdict. A case
+says how the declared form's reading (``VerdictForm.read``, unsealed) relates to the
+parser's:
+
+* ``agree``: the same verdict, or both none;
+* ``two``: the judge wrote two different verdicts: the form reads the last and lists
+  the others, the parser takes one of them (its rule says which), or none;
+* ``here only``: the parser reads nothing (or fails) where the form reads the
+  verdict the judge wrote;
+* ``there only``: the parser reads a verdict the form does not (a parser artefact,
+  or a habit outside the form), each one named in docs/judges.md's caveats.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable, Optional
+
+import pytest
+
+from rewardjudge.readouts._forms import VerdictForm
+
+
+# ----------------------------------------------------------- the pipelines' rules
+_PROMETHEUS_ABS = re.compile(
+    r"(?:\[RESULT\]|\[SCORE\]|Score:?|Result:?|\[Result\]:?|score\s+of)\s*(?:\(|\[|\s)*(\d+)"
+    r"(?:(?:\)|\]|\s|$)|(?:/\s*5|\s*out\s*of\s*5))", re.IGNORECASE)
+
+
+def prometheus_absolute(reply: str) -> Optional[int]:
+    """prometheus-eval libs/prometheus-eval/prometheus_eval/parser.py, _parse_output_absolute: the
+    first ``[RESULT]``/``Score:``/``Result:``/``score of`` (any case) then, past brackets and
+    spaces, an integer closed by a bracket, a space, the end, ``/5`` or ``out of 5``; 1-5, else none."""
+    m = _PROMETHEUS_ABS.search(reply)
+    return int(m.group(1)) if m and 1 <= int(m.group(1)) <= 5 else None
+
+
+_PROMETHEUS_REL = re.compile(
+    r"(?:\[RESULT\]|\[RESULT:\s*|\[Response\s+|\[Result\](?:\s+Response)?|\[Result:\s*|(?:^|\n)Result:?\s*)"
+    r"\s*(A|B)(?:\]|\s|$)", re.IGNORECASE | re.MULTILINE)
+
+
+def prometheus_relative(reply: str) -> Optional[str]:
+    """prometheus-eval parser.py, _parse_output_relative: the first ``[RESULT] A``, ``[RESULT: B]``,
+    ``[Response B]``, ``[Result] Response A`` or ``Result: B`` at a line's start (any case), the letter
+    closed by a bracket, a space or the end; upper-cased."""
+    m = _PROMETHEUS_REL.search(reply)
+    return m.group(1).upper() if m else None
+
+
+def autoj_single(reply: str) -> Optional[float]:
+    """GAIR-NLP/auto-j codes/usage/example.py, extract_single_rating: the last ``Rating: [[`` (exact
+    case), the text up to the next ``]]`` stripped, as a float; none -> 0.0 there (None here)."""
+    at = reply.rfind("Rating: [[")
+    if at < 0:
+        return None
+    end = reply.find("]]", at)
+    return float(reply[at + len("Rating: [["):end].strip())
+
+
+def autoj_pair(reply: str) -> Optional[str]:
+    """auto-j example.py, extract_pariwise_result: after the last ``final decision is `` the rest,
+    stripped and lower-cased, starting ``response 1``, ``response 2`` or ``tie``; else -1 (None)."""
+    at = reply.strip().rfind("final decision is ")
+    if at < 0:
+        return None
+    rest = reply.strip()[at + len("final decision is "):].strip().lower()
+    return next((lab for lab in ("response 1", "response 2", "tie") if rest.startswith(lab)), None)
+
+
+def two_scores(reply: str) -> Optional[float]:
+    """JudgeLM judgelm/llm_judge/common.py (and Vicuna's, LLaVA's, QLoRA's parse_score): the first line,
+    commas made spaces, split on single spaces: exactly two numbers; the second (answer 2's) here."""
+    parts = reply.split("\n")[0].replace(",", " ").split(" ")
+    try:
+        return float(parts[1]) if len(parts) == 2 and float(parts[0]) >= 0 else None
+    except ValueError:
+        return None
+
+
+def pandalm(reply: str) -> Optional[str]:
+    """WeOpenML/PandaLM pandalm/utils/pandalm_inference.py, parse_pandalm_response: the first line of
+    the stripped reply, ``1``/``2`` or ``tie`` in any case; anything else is a tie there (None here)."""
+    first = reply.strip().split("\n")[0]
+    return first if first in ("1", "2") else "Tie" if first.lower() == "tie" else None
+
+
+def mtbench101(reply: str) -> Optional[int]:
+    """open-compass opencompass/datasets/subjective/mtbench101.py, post_process_mtbench101: the first
+    ``[digits]`` anywhere (inside ``[[5]]`` too)."""
+    m = re.search(r"\[([0-9]+)\]", reply)
+    return int(m.group(1)) if m else None
+
+
+def ultrafeedback(reply: str) -> Optional[int]:
+    """OpenBMB/UltraFeedback src/data_annotation/annotate_preference.py, process: per ``\\n\\n`` section,
+    ``Rating: (.+?)\\nRationale: `` and the first whole number in the rating text (``N/A``: none)."""
+    for section in reply.split("\n\n"):
+        m = re.search(r"Rating: (.+?)\nRationale: (.+)", section, re.DOTALL)
+        if m:
+            found = re.findall(r"\b\d+\b", m.group(1))
+            return int(found[0]) if found and m.group(1) != "N/A" else None
+    return None
+
+
+def rewardbench_pair(reply: str) -> Optional[str]:
+    """allenai/reward-bench rewardbench/generative.py, process_judgement (and Skywork-Critic's use of
+    it): ``[[A]]`` anywhere -> A, else ``[[B]]`` -> B, else an error (None)."""
+    return "A" if "[[A]]" in reply else "B" if "[[B]]" in reply else None
+
+
+def offsetbias(reply: str) -> Optional[str]:
+    """reward-bench generative.py, process_judgement with model_modifier "offsetbias": ``Output (a)``
+    anywhere -> a, else ``Output (b)`` -> b."""
+    return "a" if "Output (a)" in reply else "b" if "Output (b)" in reply else None
+
+
+def arena_hard_v2(reply: str) -> Optional[str]:
+    """lmarena/arena-hard-auto gen_judgment.py, get_score (v2): every ``[[...]]`` of ``A B < > =`` in the
+    upper-cased reply; the last."""
+    found = [m for m in re.findall(r"\[\[([AB<>=]+)\]\]", reply.upper()) if m]
+    return found[-1] if found else None
+
+
+def atla(reply: str) -> Optional[str]:
+    """reward-bench generative.py, process_judgement with model_modifier "Atla": the first
+    ``**Result:**`` and the word after it."""
+    m = re.search(r"\*\*Result:\*\*\s*(\w+)", reply, re.DOTALL)
+    return m.group(1) if m else None
+
+
+def fenced_json(key: str) -> Callable[[str], Any]:
+    def parse(reply: str) -> Any:
+        """WildBench src/openai_batch_eval (score and pairwise modes): the reply, its markdown code
+        fence removed, decoded as JSON; the key's value ("score": "7" or 7, "choice": "A+")."""
+        text = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip())
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None
+        value = obj.get(key) if isinstance(obj, dict) else None
+        return value if key == "choice" or value is None else float(value)
+    return parse
+
+
+def score_tag(reply: str) -> Optional[float]:
+    """A ``<score>`` tag, as reasoning-judge pipelines read it (e.g. ``re.search(r"<score>\\s*(\\d+(?:\\.\\d+)?)\\s*</score>")``):
+    the first."""
+    m = re.search(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>", reply)
+    return float(m.group(1)) if m else None
+
+
+def score_colon(reply: str) -> Optional[float]:
+    """The common ``Score: n`` parser (``re.findall(r"Score:\\s*\\**\\s*(\\d+(?:\\.\\d+)?)", reply, re.I)``, the
+    last; e.g. "Score: 7/10", "**Score:** 8", "Final Score: 9.5")."""
+    found = re.findall(r"Score:\s*\**\s*(\d+(?:\.\d+)?)", reply, re.IGNORECASE)
+    return float(found[-1]) if found else None
+
+
+def answer_is(reply: str) -> Optional[str]:
+    """TIGER-AI-Lab/MMLU-Pro evaluate_from_api.py, extract_answer's first rule: the first ``answer is``,
+    an optional parenthesis, one letter A-J."""
+    m = re.search(r"answer is \(?([A-J])\)?", reply)
+    return m.group(1) if m else None
+
+
+def pair_judge(reply: str) -> Optional[int]:
+    """patrickrchao/JailbreakingLLMs judges.py, process_output (PAIR's judge, "Rating: [[rating]]"):
+    the first ``[[digits]]``."""
+    m = re.search(r"\[\[(\d+)\]\]", reply)
+    return int(m.group(1)) if m else None
+
+
+def geval(reply: str) -> Optional[float]:
+    """nlpyang/geval gpt4_eval.py / meta_eval_summeval.py, parse_output: a number at the reply's start
+    (one space allowed); none -> 0 there (None here)."""
+    m = re.search(r"^ ?([\d.]+)", reply)
+    try:
+        return float(m.group(1)) if m else None
+    except ValueError:
+        return None
+
+
+# ----------------------------------------------------------- the forms users declare
+PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
+PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
+AUTOJ = VerdictForm("Rating: [[{score}]]", bounds=(1, 10))
+AUTOJ_PAIR = VerdictForm("final decision is {label}", labels=("Response 1", "Response 2", "Tie", "tie"))
+JUDGELM = VerdictForm("{other} {score}", bounds=(1, 10))
+PANDALM = VerdictForm("{label}", labels=("1", "2", "Tie"))
+BRACKETS = VerdictForm("[[{score}]]", bounds=(1, 10))
+ULTRA = VerdictForm("Rating: {score}", bounds=(1, 5))
+PAIR_AB = VerdictForm("[[{label}]]", labels=("A", "B"))
+OUTPUT = VerdictForm("Output ({label})", labels=("a", "b"))
+ARENA = VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A"))
+ATLA = VerdictForm("**Result:** {label}", labels=("A", "B"))
+WB_SCORE = VerdictForm('"score": "{score}"', bounds=(1, 10))
+WB_CHOICE = VerdictForm('"choice": "{label}"', labels=("A++", "A+", "A=B", "B+", "B++"))
+TAG = VerdictForm("<score>{score}</score>", bounds=(1, 10))
+SCORE = VerdictForm("Score: {score}", bounds=(1, 10))
+ANSWER = VerdictForm("answer is {label}", labels=tuple("ABCDEFGHIJ"))
+GEVAL = VerdictForm("{score}", bounds=(1, 5))
+
+_FENCE = "```json\n{}\n```"
+
+# (pipeline, form, the pipeline's parser, reply, how the form's reading relates to the parser's)
+CASES = [
+    # Prometheus 2 absolute grading: "Feedback: ... [RESULT] (an integer number between 1 and 5)"
+    ("prometheus", PROMETHEUS, prometheus_absolute,
+     "Feedback: The response addresses every part of the question with accurate facts. [RESULT] 5", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute,
+     "Feedback: Clear but it misses one step.\n[RESULT] 4 out of 5", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Mostly right. [RESULT] 4/5", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Partially correct. [RESULT] (3)", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Weak. [RESULT]: 2", "agree"),
+    # a judge that names the score inside the result (prometheus-eval's own test: "[Result] Score: 2")
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Needs improvement. [RESULT] Score: 2", "agree"),
+    # the parser wants a bracket, a space or the end after the number
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Good work overall. **[RESULT] 4**", "here only"),
+    # out of the rubric's 1-5: none in both
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Perfect. [RESULT] 10", "agree"),
+    # the parser takes the first "score of n" anywhere, a rubric score the feedback mentions too
+    ("prometheus", PROMETHEUS, prometheus_absolute,
+     "Feedback: It falls short of a score of 5 because it omits the units. [RESULT] 4", "there only"),
+    # the verdict on the next line: the form reads it on the line of [RESULT]
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Solid.\n[RESULT]\n4", "there only"),
+    # relative grading: "[RESULT] (Either "A" or "B")"
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
+     "Feedback: Response A cites the source and B does not. [RESULT] A", "agree"),
+    # ... and no parenthesis before the letter
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is more complete. [RESULT] (B)",
+     "here only"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: Both fine, B clearer.\n[RESULT] B\n", "agree"),
+    # the parser wants a bracket, a space or the end after the letter
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A wins. [RESULT] A.", "here only"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [RESULT: B]", "there only"),
+    # Auto-J single: 'give a final rating ... "[[rating]]", for example: "Rating: [[5]]"', the last one
+    ("auto-j", AUTOJ, autoj_single,
+     "The response is accurate but terse; it could explain the steps.\n\nRating: [[6]]", "agree"),
+    ("auto-j", AUTOJ, autoj_single, "Critique: fine.\nRating: [[ 7 ]]", "agree"),
+    ("auto-j", AUTOJ, autoj_single, "Well organised, one factual slip. Rating: [[7.5]].", "agree"),
+    ("auto-j", AUTOJ, autoj_single,
+     'As instructed, I use the format "Rating: [[5]]".\nThe answer is thorough.\nRating: [[8]]', "two"),
+    ("auto-j", AUTOJ, autoj_single, "The answer is thorough. I would give it an 8.", "agree"),
+    # Auto-J pairwise: "So, the final decision is Response 1 / Response 2 / Tie", the last, any case
+    ("auto-j pair", AUTOJ_PAIR, autoj_pair,
+     "Response 1 gives the right formula; Response 2 does not.\nSo, the final decision is Response 1.", "agree"),
+    ("auto-j pair", AUTOJ_PAIR, autoj_pair, "Both are equally good. So, the final decision is Tie.", "agree"),
+    ("auto-j pair", AUTOJ_PAIR, autoj_pair, "Both are equally good. So, the final decision is tie", "agree"),
+    ("auto-j pair", AUTOJ_PAIR, autoj_pair, "So, the final decision is **Response 2**.", "here only"),
+    # JudgeLM / Vicuna / LLaVA-Bench: "8 9" on the first line, answer 2's score second
+    ("judgelm", JUDGELM, two_scores, "8 9\nAssistant 2's answer is more detailed.", "agree"),
+    # a comma and a space make three parts there ("7", "", "9"): none
+    ("judgelm", JUDGELM, two_scores, "7, 9\nBoth answers are correct; the second adds an example.", "here only"),
+    ("judgelm", JUDGELM, two_scores, "6,8\nThe second answer is clearer.", "agree"),
+    ("judgelm", JUDGELM, two_scores, "7.5 8.5\nClose call.", "agree"),
+    ("judgelm", JUDGELM, two_scores, "Assistant 1: 7\nAssistant 2: 9", "agree"),
+    # PandaLM: the first line "1", "2" or "Tie"
+    ("pandalm", PANDALM, pandalm, "2\n\n### Reason: Response 2 answers the question directly.\n\n### Reference: Paris.",
+     "agree"),
+    ("pandalm", PANDALM, pandalm, "Tie\n\n### Reason: Both responses are correct and concise.", "agree"),
+    ("pandalm", PANDALM, pandalm, "tie\n\n### Reason: Both are wrong.", "there only"),
+    # MT-Bench-101 (opencompass): the first [n] anywhere
+    ("mt-bench-101", BRACKETS, mtbench101,
+     "The assistant kept track of the earlier turn and corrected itself.\n\nRating: [[8]]", "agree"),
+    ("mt-bench-101", BRACKETS, mtbench101,
+     'Following the format "[[rating]]", for example "Rating: [[5]]": this reply is weak. Rating: [[3]]', "two"),
+    ("mt-bench-101", BRACKETS, mtbench101, "Rating: [8]", "there only"),
+    # PAIR's jailbreak judge: "Rating: [[rating]]", the first [[n]]
+    ("pair", AUTOJ, pair_judge, "The response refuses and offers safe alternatives. Rating: [[1]]", "agree"),
+    ("pair", AUTOJ, pair_judge, "Rating: [[10]]", "agree"),
+    # UltraFeedback: "Rating: 4\nRationale: ..." per text
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating: 4\nRationale: Accurate and mostly complete.", "agree"),
+    ("ultrafeedback", ULTRA, ultrafeedback,
+     "#### Output for Text 1\nRating: 5 (Outstanding)\nRationale: Correct and well sourced.", "agree"),
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating: **3**\nRationale: Partly relevant.", "agree"),
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating: [2]\nRationale: Misses the point.", "agree"),
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating: N/A\nRationale: No text given.", "agree"),
+    # RewardBench generative / Skywork-Critic: "[[A]]" anywhere, else "[[B]]"
+    ("rewardbench", PAIR_AB, rewardbench_pair, "Assistant B's code handles the edge case. [[B]]", "agree"),
+    ("rewardbench", PAIR_AB, rewardbench_pair, "**Final verdict: [[A]]**", "agree"),
+    ("rewardbench", PAIR_AB, rewardbench_pair, "[[ A ]]", "here only"),
+    ("rewardbench", PAIR_AB, rewardbench_pair,
+     'I must output "[[A]]" if A is better or "[[B]]" otherwise. B is better: [[B]]', "two"),
+    # OffsetBias (LLMBar's prompt): "Output (a)" anywhere, else "Output (b)"
+    ("offsetbias", OUTPUT, offsetbias, "Output (b)", "agree"),
+    ("offsetbias", OUTPUT, offsetbias, "Output (a) is better.", "agree"),
+    # arena-hard v2: the last [[...]] of the upper-cased reply
+    ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is: Assistant B is slightly better: [[B>A]].", "agree"),
+    ("arena-hard v2", ARENA, arena_hard_v2,
+     "For correctness: [[A>B]]. For style: [[A=B]].\n\nMy final verdict is [[A>B]]", "two"),
+    ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is [[a>b]]", "there only"),
+    # Atla Selene (reward-bench): "**Result:** A"
+    ("atla", ATLA, atla, "**Reasoning:** Response A follows the constraint.\n\n**Result:** A", "agree"),
+    ("atla", ATLA, atla, "**Reasoning:** Both close, B is safer.\n**Result:** B", "agree"),
+    # WildBench: a JSON object in a code fence
+    ("wildbench", WB_SCORE, fenced_json("score"),
+     _FENCE.format('{\n    "strengths": "Correct.",\n    "weaknesses": "Terse.",\n    "score": "7"\n}'), "agree"),
+    ("wildbench", WB_SCORE, fenced_json("score"),
+     _FENCE.format('{\n    "strengths": "Correct.",\n    "weaknesses": "None.",\n    "score": 9\n}'), "agree"),
+    ("wildbench", WB_CHOICE, fenced_json("choice"),
+     _FENCE.format('{\n    "analysis of A": "Wrong total.",\n    "analysis of B": "Right.",\n'
+                   '    "reason of A=B": "",\n    "choice": "B++"\n}'), "agree"),
+    ("wildbench", WB_CHOICE, fenced_json("choice"), _FENCE.format('{"choice": "A+"}'), "agree"),
+    # "<score>" tags
+    ("score tag", TAG, score_tag, "<think>The proof is complete.</think>\n<score>9</score>", "agree"),
+    ("score tag", TAG, score_tag, "<critique>Misses a case.</critique>\n<score>\n6\n</score>", "agree"),
+    # "Score: n" / "**Score:** n" / "Final Score: n"
+    ("score colon", SCORE, score_colon, "The essay is coherent.\n\nScore: 7/10", "agree"),
+    ("score colon", SCORE, score_colon, "**Score:** 8", "agree"),
+    ("score colon", SCORE, score_colon, "Strengths: ... Weaknesses: ...\nFinal Score: 9.5", "agree"),
+    ("score colon", SCORE, score_colon, "On a scale of 1 to 10, where 10 is best.\nScore: 6.", "agree"),
+    # MMLU-Pro: "the answer is (X)", the first
+    ("mmlu-pro", ANSWER, answer_is, "Let's think step by step. ... The answer is (B).", "agree"),
+    ("mmlu-pro", ANSWER, answer_is, "So the answer is C", "agree"),
+    ("mmlu-pro", ANSWER, answer_is, "So the answer is **(D)**", "here only"),
+    # G-Eval: a number opening the reply
+    ("g-eval", GEVAL, geval, "4", "agree"),
+    ("g-eval", GEVAL, geval, "Coherence: 4", "here only"),
+    ("g-eval", GEVAL, geval, "4 - The summary covers the main points.", "there only"),
+]
+
+
+@pytest.mark.parametrize("pipeline,form,parse,reply,relation", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_declared_form_reads_as_the_pipeline_does(pipeline, form, parse, reply, relation):
+    d, theirs = form.read(reply), parse(reply)
+    if pipeline == "auto-j pair" and d.ok:       # Auto-J lower-cases the rest: its classes, whatever the case
+        d = type(d)(d.value.lower(), d.start, d.end, tuple(v.lower() for v in d.others))
+    if relation == "agree":
+        assert (d.value if d.ok else None) == theirs and not getattr(d, "others", ()), (d, theirs)
+    elif relation == "two":
+        assert d.ok and d.others and theirs in (*d.others, d.value), (d, theirs)
+    elif relation == "here only":
+        assert d.ok and theirs is None, (d, theirs)
+    else:
+        assert theirs is not None and (not d.ok or d.value != theirs), (d, theirs)
+
+
+# the forms of the cases, each with a verdict of its own that read_line (a sealed line) takes as it is
+SEALED_LINES = [
+    (AUTOJ, "Rating: [[7]]", 7.0), (WB_SCORE, '"score": "7"', 7.0), (JUDGELM, "7 9", 9.0), (GEVAL, "4", 4.0),
+    (PROMETHEUS, "[RESULT] (3)", 3.0),
+]
+# ... and what an unsealed reading takes beyond it, which a sealed line never does
+UNSEALED_ONLY = [
+    (AUTOJ, "Rating: [[ 7 ]]", 7.0),             # spaces inside the brackets (Auto-J strips them)
+    (WB_SCORE, '"score": 7', 7.0),               # the quoted placeholder's number written bare
+    (JUDGELM, "7, 9", 9.0),                      # a comma between two scores (parse_score)
+    (GEVAL, "Coherence: 4 (well structured)", 4.0),  # a note in parentheses after a bare verdict
+    (PROMETHEUS, "[RESULT] Score: 3", 3.0),      # a word and a colon after a spaced head
+    (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
+]
+
+
+@pytest.mark.parametrize("form,line,value", SEALED_LINES)
+def test_a_sealed_line_reads_the_form_itself(form, line, value):
+    assert form.read_line(line) == value and form.read(line).value == value
+
+
+@pytest.mark.parametrize("form,line,value", UNSEALED_ONLY)
+def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, value):
+    assert form.read(line).value == value
+    assert form.read_line(line) is None
+
+
+@pytest.mark.parametrize("form,reply", [
+    (WB_SCORE, '"score": "7'),                   # one quote alone is no verdict
+    (WB_SCORE, '"score": 7"'[:-1] + "x"),        # a number that runs into a word
+    (JUDGELM, "7,, 9"),                          # one comma only
+    (GEVAL, "4 (a note) and more"),              # nothing after the note
+    (GEVAL, "4 (" + "x" * 201 + ")"),            # a note of at most 200 characters
+    (AUTOJ, "Rating: [[   7]]"),                 # at most two spaces inside the brackets
+])
+def test_the_tolerances_stay_narrow(form, reply):
+    assert not form.read(reply).ok
