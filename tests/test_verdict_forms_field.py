@@ -92,6 +92,13 @@ def pandalm(reply: str) -> Optional[str]:
     return first if first in ("1", "2") else "Tie" if first.lower() == "tie" else None
 
 
+def fastchat_single(reply: str) -> Optional[float]:
+    """lm-sys/FastChat fastchat/llm_judge/common.py, run_judge_single: the first ``[[n]]``, else the
+    first ``[n]``; none -> -1 there (None here)."""
+    m = re.search(r"\[\[(\d+\.?\d*)\]\]", reply) or re.search(r"\[(\d+\.?\d*)\]", reply)
+    return float(m.group(1)) if m else None
+
+
 def mtbench101(reply: str) -> Optional[int]:
     """open-compass opencompass/datasets/subjective/mtbench101.py, post_process_mtbench101: the first
     ``[digits]`` anywhere (inside ``[[5]]`` too)."""
@@ -272,7 +279,14 @@ CASES = [
      "The assistant kept track of the earlier turn and corrected itself.\n\nRating: [[8]]", "agree"),
     ("mt-bench-101", BRACKETS, mtbench101,
      'Following the format "[[rating]]", for example "Rating: [[5]]": this reply is weak. Rating: [[3]]', "two"),
-    ("mt-bench-101", BRACKETS, mtbench101, "Rating: [8]", "there only"),
+    # a judge that drops a bracket: read after a name and a colon, as FastChat's fallback reads it
+    ("mt-bench-101", BRACKETS, mtbench101, "Rating: [8]", "agree"),
+    # FastChat's run_judge_single: the first [[n]], else the first [n]
+    ("mt-bench", BRACKETS, fastchat_single, "The answer is correct and concise.\n\nRating: [[9]]", "agree"),
+    ("mt-bench", BRACKETS, fastchat_single, "The answer is partly wrong.\n\n**Rating:** [4]", "agree"),
+    ("mt-bench", BRACKETS, fastchat_single, "[[Rating: [7]]]", "agree"),   # (korean-mt-bench, Qwen2.5-7B)
+    # ... never a bare [n]: a list index in quoted code is no rating
+    ("mt-bench", BRACKETS, fastchat_single, "The loop reads `a[1]` before checking the length.", "there only"),
     # PAIR's jailbreak judge: "Rating: [[rating]]", the first [[n]]
     ("pair", AUTOJ, pair_judge, "The response refuses and offers safe alternatives. Rating: [[1]]", "agree"),
     ("pair", AUTOJ, pair_judge, "Rating: [[10]]", "agree"),
@@ -356,6 +370,8 @@ UNSEALED_ONLY = [
     (JUDGELM, "7, 9", 9.0),                      # a comma between two scores (parse_score)
     (GEVAL, "Coherence: 4 (well structured)", 4.0),  # a note in parentheses after a bare verdict
     (PROMETHEUS, "[RESULT] Score: 3", 3.0),      # a word and a colon after a spaced head
+    (BRACKETS, "Rating: [5]", 5.0),              # single brackets after a name and a colon (FastChat's fallback)
+    (AUTOJ, "Rating: [5]", 5.0),
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
 ]
 
@@ -378,6 +394,10 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (GEVAL, "4 (a note) and more"),              # nothing after the note
     (GEVAL, "4 (" + "x" * 201 + ")"),            # a note of at most 200 characters
     (AUTOJ, "Rating: [[   7]]"),                 # at most two spaces inside the brackets
+    (BRACKETS, "See [2] for the proof."),        # single brackets only after a name and a colon
+    (BRACKETS, "x = a[1]"),
+    (BRACKETS, "Rating: [[5]"),                  # brackets are taken in pairs
+    (PAIR_AB, "Verdict: [A]"),                   # and for a score only: a bracketed letter is often a quote
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok

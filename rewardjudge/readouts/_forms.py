@@ -95,6 +95,16 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         inner_head = _BRACKET_WORD
         if unsealed:   # and space it off inside the brackets ("Rating: [[ 5 ]]", read by Auto-J)
             inner_head, inner_tail = _INNER_SPACE + inner_head, _INNER_SPACE
+        lead = before[:-2]
+        if unsealed and m.group() == _SCORE and before.endswith("[[") and after.startswith("]]") \
+                and (not lead.strip() or lead.rstrip().endswith(":")):
+            # a score in doubled brackets is also read in single ones after a name and a colon ("Rating: [5]"),
+            # as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index, a citation)
+            name = "" if lead.strip() else _SINGLE_NAME
+            head = (_bounded(_literal(lead), lead, True, False) if lead.strip() else "") \
+                + r"(?:\[\[|(?P<sb>" + name + r"\[))"
+            after = after[2:]
+            inner_tail += r"(?(sb)\]|\]\])"
     elif unsealed and before[-1:] in "'\"" and after[:1] in "'\"" and before[-1:] and after[:1]:
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
@@ -109,6 +119,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
 _TAG_GAP = r"\s{0,16}"
 #: one word and a colon allowed inside the brackets that hold a verdict, before it
 _BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
+#: unsealed: the name and colon before a score in single brackets, for a form that doubles them ("Rating: [5]")
+_SINGLE_NAME = r"(?<!\w)[^\W\d_]{1,16}[*_]{0,2}[ \t]{0,2}[:\uff1a][*_]{0,2}[ \t]{0,4}"
 #: unsealed (``_compile``): spaces inside the brackets that hold a verdict
 _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
