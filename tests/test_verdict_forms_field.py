@@ -236,8 +236,11 @@ CASES = [
     # the parser takes the first "score of n" anywhere, a rubric score the feedback mentions too
     ("prometheus", PROMETHEUS, prometheus_absolute,
      "Feedback: It falls short of a score of 5 because it omits the units. [RESULT] 4", "there only"),
-    # the verdict on the next line: the form reads it on the line of [RESULT]
-    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Solid.\n[RESULT]\n4", "there only"),
+    # the verdict alone on the next line (the parser's \s* crosses the line break)
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Solid.\n[RESULT]\n4", "agree"),
+    # ... but not a list that starts on it
+    ("score colon", SCORE, score_colon, "Score:\n1. Clarity: 4\n2. Depth: 3", "there only"),
+    ("score colon", SCORE, score_colon, "**Final Score:**\n\n8/10", "agree"),
     # relative grading: "[RESULT] (Either "A" or "B")"
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
      "Feedback: Response A cites the source and B does not. [RESULT] A", "agree"),
@@ -371,6 +374,7 @@ UNSEALED_ONLY = [
     (GEVAL, "Coherence: 4 (well structured)", 4.0),  # a note in parentheses after a bare verdict
     (PROMETHEUS, "[RESULT] Score: 3", 3.0),      # a word and a colon after a spaced head
     (BRACKETS, "Rating: [5]", 5.0),              # single brackets after a name and a colon (FastChat's fallback)
+    (PROMETHEUS, "[RESULT]\n4", 4.0),             # the verdict alone on the next line
     (AUTOJ, "Rating: [5]", 5.0),
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
 ]
@@ -398,6 +402,9 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (BRACKETS, "x = a[1]"),
     (BRACKETS, "Rating: [[5]"),                  # brackets are taken in pairs
     (PAIR_AB, "Verdict: [A]"),                   # and for a score only: a bracketed letter is often a quote
+    (PROMETHEUS, "[RESULT]\n4 because it is clear"),   # a verdict on the next line is alone on it
+    (PROMETHEUS, "[RESULT]\n\n\n4"),              # after at most one blank line
+    (VerdictForm("Output ({label}) is better", labels=("a", "b")), "Output (\na) is better"),   # never inside a form
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok

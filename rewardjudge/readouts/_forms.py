@@ -80,11 +80,15 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     if before.strip() and before != before.rstrip():
         # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
         # "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"
-        head = _bounded(_literal(before.rstrip()), before, True, False) + ":?" + _GAP
+        head = _bounded(_literal(before.rstrip()), before, True, False) + ":?"
         if unsealed:
-            head += _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
-            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])"
+            # a verdict alone on the next line, a blank one between at most, where the form ends with it
+            # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
+            below = "" if after.strip(". ") else r"|[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
+            head += "(?:" + _GAP + below + ")" + _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
+            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (r"(?(nl)(?=(?:[ \t]{0,2}/[ \t]{0,2}\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))" if below else "")
         else:
+            head += _GAP
             head += r"(?:(?P<o1>\()|(?P<o2>\[))?"
             close = r"(?(o1)\))(?(o2)\])"
         return re.compile(head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True) + stop)
