@@ -158,8 +158,8 @@ def fenced_json(key: str) -> Callable[[str], Any]:
 
 
 def score_tag(reply: str) -> Optional[float]:
-    """A ``<score>`` tag, as reasoning-judge pipelines read it (e.g. ``re.search(r"<score>\\s*(\\d+(?:\\.\\d+)?)\\s*</score>")``):
-    the first."""
+    """A ``<score>`` tag, as reasoning-judge pipelines read it, the first (e.g.
+    ``re.search(r"<score>\\s*(\\d+(?:\\.\\d+)?)\\s*</score>")``)."""
     m = re.search(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>", reply)
     return float(m.group(1)) if m else None
 
@@ -247,7 +247,8 @@ CASES = [
     # ... and no parenthesis before the letter
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is more complete. [RESULT] (B)",
      "here only"),
-    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: Both fine, B clearer.\n[RESULT] B\n", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: Both fine, B clearer.\n[RESULT] B\n",
+     "agree"),
     # the parser wants a bracket, a space or the end after the letter
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A wins. [RESULT] A.", "here only"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [RESULT: B]", "there only"),

@@ -58,7 +58,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     final full stop is optional (the judge may go on with the sentence: ``Output
     (a) is better, as ...``); a bare placeholder is the verdict alone on its line.
     ``unsealed`` (``VerdictForm.read``) adds what real judges write around a form and
-    their benchmarks' parsers read (``_UNSEALED``); a sealed line's reading never takes it."""
+    their benchmarks' parsers read (the comments marked "unsealed"); a sealed line's
+    reading (``read_line``) never takes it."""
     text = pattern.strip()
     m = _PLACEHOLDER.search(text)
     assert m is not None
@@ -84,12 +85,11 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         if unsealed:
             # a verdict alone on the next line, a blank one between at most, where the form ends with it
             # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
-            below = "" if after.strip(". ") else r"|[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
+            below = "" if after.strip(". ") else "|" + _NEXT_LINE
             head += "(?:" + _GAP + below + ")" + _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
-            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (r"(?(nl)(?=(?:[ \t]{0,2}/[ \t]{0,2}\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))" if below else "")
+            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (_ALONE if below else "")
         else:
-            head += _GAP
-            head += r"(?:(?P<o1>\()|(?P<o2>\[))?"
+            head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
             close = r"(?(o1)\))(?(o2)\])"
         return re.compile(head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True) + stop)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
@@ -109,7 +109,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
                 + r"(?:\[\[|(?P<sb>" + name + r"\[))"
             after = after[2:]
             inner_tail += r"(?(sb)\]|\]\])"
-    elif unsealed and before[-1:] in "'\"" and after[:1] in "'\"" and before[-1:] and after[:1]:
+    elif unsealed and before and after and before[-1] in "'\"" and after[0] in "'\"":
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
         head = _bounded(_literal(before[:-1]), before, True, False) + r"(?P<q>['\"])?"
@@ -125,6 +125,10 @@ _TAG_GAP = r"\s{0,16}"
 _BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
 #: unsealed: the name and colon before a score in single brackets, for a form that doubles them ("Rating: [5]")
 _SINGLE_NAME = r"(?<!\w)[^\W\d_]{1,16}[*_]{0,2}[ \t]{0,2}[:\uff1a][*_]{0,2}[ \t]{0,4}"
+#: unsealed: the gap from a spaced head to a verdict alone on the next line, one blank line between at most
+_NEXT_LINE = r"[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
+#: ... and what may follow that verdict on its line: a scale (``8/10``), emphasis, a full stop
+_ALONE = r"(?(nl)(?=(?:[ \t]{0,2}/[ \t]{0,2}\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))"
 #: unsealed (``_compile``): spaces inside the brackets that hold a verdict
 _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
