@@ -77,21 +77,30 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         pair = _PAIR_GAP if unsealed else None
         return re.compile(_LINE_HEAD + _NAME + _literal(before, pair) + "(?P<v>" + value + ")" + _literal(after, pair)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
-    head = _bounded(_literal(before), before, True, False)
     if before.strip() and before != before.rstrip():
-        # the pattern spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
-        # "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"
-        head = _bounded(_literal(before.rstrip()), before, True, False) + ":?"
-        if unsealed:
-            # a verdict alone on the next line, a blank one between at most, where the form ends with it
-            # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
-            below = "" if after.strip(". ") else "|" + _NEXT_LINE
-            head += "(?:" + _GAP + below + ")" + _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
-            close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (_ALONE if below else "")
-        else:
-            head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
-            close = r"(?(o1)\))(?(o2)\])"
-        return re.compile(head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True) + stop)
+        return re.compile(_spaced_off(before, value, after, unsealed) + stop)
+    return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed) + stop)
+
+
+def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
+    """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
+    "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
+    head = _bounded(_literal(before.rstrip()), before, True, False) + ":?"
+    if unsealed:
+        # a verdict alone on the next line, a blank one between at most, where the form ends with it
+        # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
+        below = "" if after.strip(". ") else "|" + _NEXT_LINE
+        head += "(?:" + _GAP + below + ")" + _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
+        close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (_ALONE if below else "")
+    else:
+        head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
+        close = r"(?(o1)\))(?(o2)\])"
+    return head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True)
+
+
+def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) -> str:
+    """A pattern whose verdict sits against its text: in brackets, quotes or a tag, or after a word."""
+    head = _bounded(_literal(before), before, True, False)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
     inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
     if before.endswith(("[", "(")) and after.startswith(("]", ")")):
@@ -100,7 +109,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         if unsealed:   # and space it off inside the brackets ("Rating: [[ 5 ]]", read by Auto-J)
             inner_head, inner_tail = _INNER_SPACE + inner_head, _INNER_SPACE
         lead = before[:-2]
-        if unsealed and m.group() == _SCORE and before.endswith("[[") and after.startswith("]]") \
+        if unsealed and score and before.endswith("[[") and after.startswith("]]") \
                 and (not lead.strip() or lead.rstrip().endswith(":")):
             # a score in doubled brackets is also read in single ones after a name and a colon ("Rating: [5]"),
             # as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index, a citation)
@@ -115,8 +124,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         head = _bounded(_literal(before[:-1]), before, True, False) + r"(?P<q>['\"])?"
         inner_tail = r"(?(q)['\"]|(?!\w))"
         after = after[1:]
-    return re.compile(head + inner_head + "(?P<v>" + value + ")" + inner_tail
-                      + _bounded(_literal(after), after, False, True) + stop)
+    return head + inner_head + "(?P<v>" + value + ")" + inner_tail + _bounded(_literal(after), after, False, True)
 
 
 #: whitespace (line breaks too) allowed between a tag and the verdict it holds
