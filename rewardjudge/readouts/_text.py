@@ -266,21 +266,33 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
     their first character (a '<' is tested once for all)."""
     names = sorted({t.casefold() for t in extra_tags if t and t[0] not in "[#"} - set(PROTOCOL_TAGS),
                    key=len, reverse=True)
+    labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
+                           key=len, reverse=True) for kind in "[#"}
+    lt, bracket = _lt_pattern(names, tags), _bracket_pattern(labels)
+    base = re.compile(lt + "|" + bracket)
+    # the judge's own control tokens the common forms do not already match (``<|im_end|>`` does)
+    extra_ctl = [re.escape(skel) for skel in map(_skeleton, filter(None, control)) if not base.match(skel)]
+    return re.compile("|".join([lt, bracket, *extra_ctl])) if extra_ctl else base
+
+
+def _lt_pattern(names: "list[str]", tags: bool) -> str:
+    """What starts at a '<': a protocol or template tag (unless ``tags`` is False), a control token."""
     alts = ["(?:" + "|".join(_spaced(t) for t in PROTOCOL_TAGS) + ")"]   # prefixes: <grades> too
     if names:
         alts.append("(?:" + "|".join(_spaced(t) for t in names) + r")(?![\w-])")
-    labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
-                           key=len, reverse=True) for kind in "[#"}
-    lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
     # gaps, then an optional '/' and its gaps: unambiguous (``\x00*/?\x00*`` would split a run of
     # gaps between two stars in every way: quadratic), like every regex here, so each pass is linear
     controls = r"\x00*(?:\||(?:/\x00*)?(?:" + "|".join(_LT_TAILS) + "))"
     # what may follow '<' and its spaces, gaps and slashes: most '<' fail at once
     firsts = "|s" + "".join(n[0] for n in (*_LT_NAMES, *_LT_CLOSED) + ((*PROTOCOL_TAGS, *names) if tags else ()))
     lt = r"<(?=[\s/\x00]*[" + re.escape("".join(sorted(set(firsts)))) + "])"
-    lt += ("(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else controls
-    # after '[' and gaps (tested once for all): a control token, or a template's delimiter line, a
-    # bracketed label (its closing bracket optional); then a template's heading
+    return lt + (("(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else controls)
+
+
+def _bracket_pattern(labels: "dict[str, list[str]]") -> str:
+    """What starts at a '[' (a control token, a template's delimiter line, a bracketed label, its
+    closing bracket optional), or at a '#' (a template's heading)."""
+    lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
     bracket = r"(?:/\x00*)?(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
     if lines["["]:
         bracket += r"|(?:\s\x00*)*(?:" + lines["["] + r")(?!\w)"
@@ -290,10 +302,7 @@ def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool =
         # after a space, a control character (one joining texts checked in one pass) or nothing, and
         # gaps (zero-width characters; not an escape's padding, which follows its character)
         bracket += r"|(?<![^\s\x01-\x1f])\x00*#(?:\x00*#){0,5}(?!\x00*#)" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
-    base = re.compile(lt + "|" + bracket)
-    # the judge's own control tokens the common forms do not already match (``<|im_end|>`` does)
-    extra_ctl = [re.escape(skel) for skel in map(_skeleton, filter(None, control)) if not base.match(skel)]
-    return re.compile("|".join([lt, bracket, *extra_ctl])) if extra_ctl else base
+    return bracket
 
 
 #: gaps, then a space and its gaps (repeated): each repeat starts with what it needs, so a run of
