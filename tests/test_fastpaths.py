@@ -481,6 +481,64 @@ def test_the_remembered_response_format_is_what_the_payload_would_encode():
     assert sent[3]["json_schema"]["name"] == "Other"
 
 
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    {"model": "m", "messages": [{"role": "user", "content": "caf\u00e9 \u2013 \U0001f600 \x00\x1f \u2028 \"\\"}]},
+    {"temperature": 0.1, "top_p": 1e-300, "max_tokens": 2 ** 63 - 1, "x": [1.5e16, -0.0, True, None]},
+    {"big": 2 ** 64},                              # past orjson's integers: json.dumps writes it
+    {"nan": [1.0, float("nan")], "text": "null"},  # json.dumps writes NaN; orjson would write null
+    {"inf": {"deep": [float("-inf")]}},
+    {"lone": "\ud800"},                           # a lone surrogate: json.dumps escapes it
+    {1: "int key", None: "none key"},             # keys json.dumps turns into text
+    {"sub": _Text("a str subclass")},
+], ids=["text", "numbers", "big-int", "nan", "inf", "surrogate", "keys", "subclass"])
+def test_a_request_body_is_the_json_that_json_dumps_writes(value):
+    """``json_body`` (orjson where it writes the same JSON) decodes to what ``json.dumps`` writes."""
+    import json
+
+    from rewardjudge.models._http import json_body
+
+    body = json_body(value)
+    assert same(json.loads(body), json.loads(json.dumps(value)))
+    if "nan" in value or "inf" in value:
+        assert b"NaN" in body or b"Infinity" in body
+
+
+def test_request_bodies_over_generated_payloads_decode_as_json_dumps_writes():
+    import json
+
+    from rewardjudge.models._http import json_body
+
+    rng = random.Random(7)
+    alphabet = "ab \"\\\n\t\x00\x7f\u00e9\u2028\ud7ff\ue000\U0001f600{}[]:,"
+
+    def text():
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+
+    def value(depth=0):
+        kind = rng.randrange(8 if depth < 3 else 5)
+        if kind == 0:
+            return text()
+        if kind == 1:
+            return rng.choice([0, -1, 2 ** 53 + 1, 2 ** 63, -(2 ** 63) - 1, 10 ** 30])
+        if kind == 2:
+            return rng.choice([0.1, -2.5e-8, 1e300, 5e-324, float("nan"), float("inf")])
+        if kind == 3:
+            return rng.choice([True, False, None])
+        if kind == 4:
+            return ""
+        if kind == 5:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {text(): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(500):
+        payload = {"model": "m", "messages": [{"role": "user", "content": text()}], "x": value()}
+        assert same(json.loads(json_body(payload)), json.loads(json.dumps(payload)))
+
+
 def test_the_shipped_context_hook_reads_as_the_long_way():
     """TemplatedPromptJudgeGrader.context_of builds the shipped hook's context
     from the sample directly (neutralised once); a subclass whose override

@@ -18,7 +18,7 @@ from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries, json_body
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
 
@@ -138,11 +138,11 @@ class OpenAIModel(InferenceModel):
             data.pop("response_format", None)   # the style chosen per request replaces it
         # the body is encoded before the request and the payload not kept while it is
         # in flight (the garbage collector walks what hundreds of requests hold)
-        text = json.dumps(data)
+        encoded = json_body(data)
         del data
         refused = -1  # the rank of the weakest style refused during this call
         while True:   # every try in this one coroutine (see HTTPTransport.request)
-            style, probe, body = self._styled(text, json_schema, refused)
+            style, probe, body = self._styled(encoded, json_schema, refused)
             structured = style not in (None, "none")
             try:
                 completion, attempts = await self._http.request(
@@ -162,17 +162,17 @@ class OpenAIModel(InferenceModel):
             completion.attempts = attempts
             return completion
 
-    def _styled(self, text: str, schema: dict[str, Any] | None, refused: int
+    def _styled(self, body: bytes, schema: dict[str, Any] | None, refused: int
                 ) -> tuple[str | None, bool, bytes]:
-        """``(style, probe, body)``: ``text`` (a JSON body) with ``schema`` in the form this
+        """``(style, probe, body)``: ``body`` (a JSON object) with ``schema`` in the form this
         server takes, stronger than the ``refused`` rank (no schema: style None)."""
         if schema is None:
-            return None, False, text.encode()
+            return None, False, body
         style, probe = self._styles.choose(self._structured_output, self.structured_output_reprobe)
         if RANK[style] <= refused:
             style, probe = STYLES[refused + 1], False
         rf = response_format_json(schema, style)
-        return style, probe, (text if rf is None else f'{text[:-1]}, "response_format": {rf}}}').encode()
+        return style, probe, body if rf is None else b"".join((body[:-1], b', "response_format": ', rf, b"}"))
 
     @property
     def continues_prefix(self) -> bool:  # type: ignore[override]
@@ -208,14 +208,14 @@ class OpenAIModel(InferenceModel):
             payload["seed"] = params.seed
         if endpoint == "chat":
             payload.update(messages=msgs, logprobs=True, top_logprobs=self.max_top_logprobs)
-            return endpoint, "/chat/completions", json.dumps(payload).encode()
+            return endpoint, "/chat/completions", json_body(payload)
         if self.chat_template is None:
             raise GradeDistributionUnsupported(
                 f"{self!r}: reading probabilities after an assistant prefix needs the "
                 f"completions endpoint and the model's chat template: pass chat_template= "
                 f"(spawn_judge sets it from the GGUF)")
         payload.update(prompt=self.chat_template(msgs), logprobs=self.max_top_logprobs)
-        return endpoint, "/completions", json.dumps(payload).encode()
+        return endpoint, "/completions", json_body(payload)
 
     async def aclose(self) -> None:
         """Close the HTTP sessions (``HTTPTransport.aclose``); safe to call twice, reopened if used."""

@@ -163,13 +163,13 @@ class StyleLearner:
         self.__init__(state["url"])
 
 
-# (id(schema), style) -> (schema, a deep copy of it, its response_format as JSON text)
-_RF_JSON: "dict[tuple[int, str], tuple[Any, Any, str | None]]" = {}
+# (id(schema), style) -> (schema, a deep copy of it, its response_format as JSON)
+_RF_JSON: "dict[tuple[int, str], tuple[Any, Any, bytes | None]]" = {}
 _RF_JSON_SIZE = 256
 
 
-def response_format_json(schema: dict[str, Any], style: str) -> str | None:
-    """The ``response_format`` request field asking for ``schema`` in ``style``, as JSON text (None
+def response_format_json(schema: dict[str, Any], style: str) -> bytes | None:
+    """The ``response_format`` request field asking for ``schema`` in ``style``, as JSON (None
     for ``"none"``), remembered: a grader sends one schema with every request, and encoding it
     costs half the body. An entry is used only while the schema is the same object, equal to the
     copy taken when it was encoded (a schema changed in place is encoded again)."""
@@ -184,5 +184,5 @@ def response_format_json(schema: dict[str, Any], style: str) -> str | None:
         text = json.dumps({"type": "json_object", "schema": schema}) if style == "json_object" else None
     if len(_RF_JSON) >= _RF_JSON_SIZE:
         _RF_JSON.clear()
-    _RF_JSON[key] = (schema, copy.deepcopy(schema), text)
-    return text
+    _RF_JSON[key] = (schema, copy.deepcopy(schema), None if text is None else text.encode())
+    return _RF_JSON[key][2]
