@@ -288,7 +288,7 @@ def stages_one(*, typographic: bool = False) -> tuple[dict[str, float], dict[str
     finally:
         loop.close()
     (sent, params), kw = calls["chat"][7]
-    reply = _chat_reply(calls["_read_sealed"][7][0][2])
+    reply = _chat_reply(calls["_read_sealed"][7][0][-1])   # the reply text: the last argument
     transport = {"request": cpu_per_call(lambda: _payload(sent, params, kw["json_schema"])),
                  "reply": cpu_per_call(lambda: _parse_chat_body(reply, 0.1, structured=True))}
     return alone, in_grade, transport
