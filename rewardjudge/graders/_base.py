@@ -157,8 +157,17 @@ class Grader(abc.ABC):
             self.model, self.completion_model = opts.model, opts.completion_model
 
     async def grade(self, sample: StringThread) -> Grade:
-        """Grade one sample: a group of one (``grade_group``)."""
-        return (await self.grade_group([self.check_sample(sample)]))[0]
+        """Grade one sample: a group of one (``grade_group``). Where the family keeps the base's
+        ``grade_group`` and ``judge_group``, its steps are taken here without the lists and the
+        two coroutines a group holds (hundreds of grades in flight each resume through them)."""
+        sample = self.check_sample(sample)
+        cls = type(self)
+        if cls.grade_group is not Grader.grade_group or cls.judge_group is not Grader.judge_group:
+            return (await self.grade_group([sample]))[0]
+        size = len(sample.completion())
+        parsed, rejected = (self.screen(sample, self.completion_model) if size <= _INLINE_CHARS
+                            else await self.off_loop(size, self.screen, sample, self.completion_model))
+        return rejected if rejected is not None else await self.judge(sample, parsed)
 
     async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
         """One Grade per sample of one prompt, in order: each is ``screen``-ed (penalized
@@ -392,8 +401,9 @@ class Grader(abc.ABC):
             if completion.finish_reason == "length":   # a reply cut off is never read
                 problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
                 continue
+            text = completion.text
             try:   # a rambling judge's reply is read off the loop
-                verdict = await self.off_loop(len(completion.text), parse, completion.text)
+                verdict = parse(text) if len(text) <= _INLINE_CHARS else await self.off_loop(len(text), parse, text)
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue
