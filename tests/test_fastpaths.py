@@ -539,6 +539,56 @@ def test_request_bodies_over_generated_payloads_decode_as_json_dumps_writes():
         assert same(json.loads(json_body(payload)), json.loads(json.dumps(payload)))
 
 
+def _read_both(raw: bytes):
+    """``(json_value's reading, json.loads's)`` of ``raw``: each a value or the exception's type."""
+    import json
+
+    from rewardjudge.models._http import json_value
+
+    text = raw.decode("utf-8", "replace")
+    out = []
+    for read in (lambda: json_value(raw, text), lambda: json.loads(text)):
+        try:
+            out.append(read())
+        except (ValueError, RecursionError) as exc:
+            out.append(type(exc))
+    return out
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"choices": [{"message": {"content": "caf\xc3\xa9 \\u00e9 \\ud83d\\ude00"}}], "usage": {"prompt_tokens": 12}}',
+    b'{"big": 18446744073709551616, "neg": -9223372036854775809, "max": 18446744073709551615}',
+    b'{"x": NaN, "y": -Infinity}',             # json reads them; orjson refuses
+    b'{"x": 1e400}',                             # json reads inf; orjson refuses
+    b'{"x": "\\ud800"}',                       # a lone surrogate escaped
+    b'{"x": "\xff\xfe bad bytes"}',            # not UTF-8: read as replaced
+    b'\xef\xbb\xbf{"x": 1}',                  # a byte order mark: both refuse
+    b'{"x": "a\x01b"}',                         # a raw control character: both refuse
+    b'{"a": 1, "a": 2}',
+    b"[" * 2000 + b"]" * 2000,                   # past orjson's depth
+    b'{"x": -0, "y": -0.0, "z": 1E5}',
+], ids=["text", "big-ints", "nan", "overflow", "surrogate", "bad-utf8", "bom", "control", "duplicate",
+        "deep", "zeros"])
+def test_a_reply_body_reads_as_json_loads_reads_it(raw):
+    mine, plain = _read_both(raw)
+    assert mine == plain if isinstance(plain, type) else same(mine, plain)
+
+
+def test_reply_bodies_over_generated_values_read_as_json_loads_reads_them():
+    import json
+    import struct
+
+    rng = random.Random(11)
+    for _ in range(3000):
+        number = rng.choice([repr(struct.unpack("d", rng.randbytes(8))[0]), str(rng.randrange(-10 ** 21, 10 ** 21)),
+                             f"{rng.uniform(-30, 0):.{rng.randrange(1, 20)}g}", str(rng.randrange(10 ** 18))])
+        body = json.dumps({"choices": [{"message": {"content": rng.choice(["", "ok", "\u00e9\ud800"])},
+                                        "logprobs": None}]}, ensure_ascii=rng.random() < 0.5)
+        raw = body.encode("utf-8", "surrogatepass")[:-1] + b', "n": ' + number.encode() + b"}"
+        mine, plain = _read_both(raw)
+        assert mine == plain if isinstance(plain, type) else same(mine, plain), raw
+
+
 def test_the_shipped_context_hook_reads_as_the_long_way():
     """TemplatedPromptJudgeGrader.context_of builds the shipped hook's context
     from the sample directly (neutralised once); a subclass whose override

@@ -52,6 +52,22 @@ def json_body(data: Any) -> bytes:
     return body
 
 
+#: a run of digits orjson may read otherwise than ``json``: an integer past 64 bits becomes a float
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def json_value(raw: bytes, text: str) -> Any:
+    """``json.loads(text)`` of a reply body (``text``: ``raw`` decoded, bad bytes replaced), by
+    orjson where it reads the same values (a fifth of the CPU): ``json`` reads a body orjson refuses
+    (NaN, a lone surrogate, bytes that are not UTF-8) or one with a long run of digits."""
+    if _LONG_DIGITS.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 def _non_finite(value: Any) -> bool:
     """True when ``value`` (plain data) holds a NaN or an infinity."""
     if type(value) is float:

@@ -5,7 +5,6 @@ is learned per model (``_response_format.py``)."""
 
 from __future__ import annotations
 
-import json
 import math
 from functools import partial
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
@@ -18,7 +17,7 @@ from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries, json_body
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries, json_body, json_value
 from ._response_format import RANK, STYLES, SchemaRejected, StyleLearner, refuses_response_format
 from ._response_format import response_format_json
 
@@ -230,7 +229,7 @@ def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
     """``(text, data, first choice, usage)`` of a reply body, or a JudgeResponseError."""
     text = raw.decode("utf-8", "replace")
     try:
-        data = json.loads(text)
+        data = json_value(raw, text)
         choice = data["choices"][0]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise _unreadable(exc, text) from None
