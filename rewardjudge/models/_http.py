@@ -52,15 +52,17 @@ def json_body(data: Any) -> bytes:
     return body
 
 
-#: a run of digits orjson may read otherwise than ``json``: an integer past 64 bits becomes a float
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+#: every digit as ``0``: a run of 19 is one orjson may read otherwise than ``json`` (an integer past
+#: 64 bits becomes a float); a translation and a find cost a tenth of a regular expression's search
+_DIGITS_AS_0 = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_RUN = b"0" * 19
 
 
 def json_value(raw: bytes, text: str) -> Any:
     """``json.loads(text)`` of a reply body (``text``: ``raw`` decoded, bad bytes replaced), by
     orjson where it reads the same values (a fifth of the CPU): ``json`` reads a body orjson refuses
     (NaN, a lone surrogate, bytes that are not UTF-8) or one with a long run of digits."""
-    if _LONG_DIGITS.search(raw) is None:
+    if _LONG_RUN not in raw.translate(_DIGITS_AS_0):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
