@@ -325,3 +325,79 @@ def test_the_unsealed_label_line_reads_as_the_loop_it_replaced():
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
         copies = ([1], [4]) if rnd.random() < 0.3 else ([], [])
         assert _seal._unsealed_label(text, copies, read_line) == old(text, copies, read_line), repr(text)
+
+
+def _decoded_chars(monkeypatch) -> list[int]:
+    """Counts the characters of every document handed to a JSON decoder (a failed decode counts
+    the lines of its document up to where it failed: a cost of the document, not of the value)."""
+    import json
+
+    handed = [0]
+    raw_decode = json.JSONDecoder.raw_decode
+
+    def counting(self, s, idx=0):
+        handed[0] += len(s)
+        return raw_decode(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    return handed
+
+
+def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_linear_share(monkeypatch):
+    """``read_unsealed`` tries the last 256 ``{`` of a reply; each failed decode was handed the
+    whole reply and counted its lines up to the failure (175-255 ms on 1 MB of ``{"a": ``). Each
+    decode is now handed a window from its start: the characters handed stay linear in the reply."""
+    from rewardjudge.readouts._seal import read_unsealed
+
+    def check(obj):
+        return obj["score"]
+
+    handed = _decoded_chars(monkeypatch)
+    text = ('{"a": ' * 50_000)[:262_144]
+    decision = read_unsealed(text, check=check)
+    assert decision.kind == "no verdict"
+    assert handed[0] <= 2 * len(text)
+    # a verdict after it: the same reading, still a linear share
+    handed[0] = 0
+    decision = read_unsealed(text + '\n{"score": 4}', check=check)
+    assert decision.value == 4
+    assert handed[0] <= 2 * len(text)
+
+
+def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):
+    """Windows of 8 characters (widened 8 times each try) over random JSON-like text: every start
+    decodes to the same value, end and repeated key as a decode of the whole text, or fails as it
+    did; with a stop, to the same where its end is by the stop, else to nothing."""
+    import json
+
+    from rewardjudge.readouts import _scan, _seal
+
+    def whole(text, start):
+        repeated: list[str] = []
+
+        def pairs(items):
+            out = dict(items)
+            if len(out) != len(items) and not repeated:
+                seen: set[str] = set()
+                repeated.append(next(k for k, _ in items if k in seen or seen.add(k)))
+            return out
+
+        try:
+            obj, end = json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode(text, start)
+        except (ValueError, RecursionError):
+            return None, start, None
+        return obj, end, repeated[0] if repeated else None
+
+    monkeypatch.setattr(_scan, "MAX_SPAN", 8)
+    pieces = ['{', '}', '{"a": ', '{"a": 1}', '"', '"a"', '"a": ', ':', ',', ' ', '\n', '[', ']', '1', '1e',
+              '1.5', '-', '-Infinity', 'Infinity', 'NaN', 'true', 'tr', 'null', '\\', '\\u00', '\\ud800',
+              '\\udc00', '\\n', 'x', '"seal"', '9' * 5000, '{"a": "' + "y" * 40, '"b": 2, "b": 3']
+    rnd = random.Random(11)
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 24)))
+        for start in [i for i, ch in enumerate(text) if ch == "{"]:
+            want = whole(text, start)
+            assert _seal._decode(text, start) == want, (text, start)
+            stop = rnd.randint(start, len(text))
+            cut = want if want[0] is not None and want[1] <= stop else (None, start, None)
+            assert _seal._decode(text, start, stop) == cut, (text, start, stop)

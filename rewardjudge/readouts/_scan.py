@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "json_objects", "too_deep"]
+__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "decode_within", "json_objects", "too_deep"]
 
 MAX_SPAN = 16_384      # characters decoded first from each start (wider windows follow)
 MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
@@ -141,6 +141,39 @@ def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
                                        and too_deep(value)):
         return None   # (no brace or bracket inside: flat, as a verdict is)
     return JsonSpan(i, i + end, value)
+
+
+#: characters past a decode error's offset that the decoder may have looked at (``-Infinity``,
+#: a number's ``e+``, a ``\\uXXXX`` escape) without the error telling which: with this many
+#: more in the window, the window's error is the whole text's
+_LOOKAHEAD = 32
+
+
+def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: int,
+                  stop: int | None = None) -> "tuple[Any, int]":
+    """``raw_decode`` of the value at ``text[i]`` whose end is at most ``stop`` (default: the
+    text's end), as decoding ``text[i:stop]`` reads it: its value and end (an offset in ``text``),
+    or the decoder's error raised. A failed decode of the whole text counts its lines from the
+    text's start (``JSONDecodeError``), a cost of its offset: windows from ``i``, 8 times wider
+    each, are decoded instead, and a window's error ends the tries where the window also holds
+    what the decoder looked at past it (an unterminated string looks to the window's end)."""
+    stop = len(text) if stop is None else stop
+    size = MAX_SPAN
+    while True:
+        last = i + size >= stop
+        window = text[i:stop] if last else text[i:i + size]
+        try:
+            value, end = raw_decode(window)
+            return value, i + end
+        except json.JSONDecodeError as exc:
+            if last or (exc.pos + _LOOKAHEAD < len(window) and not exc.msg.startswith("Unterminated")):
+                raise
+        except RecursionError:
+            raise   # the window's decode nested as deep as the text's would, at the same place
+        except ValueError:   # an integer too long to read: its digits may go on past the window
+            if last:
+                raise
+        size *= 8
 
 
 _SECOND_TRIES = 64

@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
+from ._scan import decode_within
 from ._text import letters
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
@@ -187,9 +188,10 @@ _MAX_OCCURRENCES = 64
 _DECODER = json.JSONDecoder(strict=False)
 
 
-def _decode(text: str, start: int) -> "tuple[Any, int, str | None]":
-    """The JSON value at ``start`` (None where none decodes), its end, and the first key an
-    object of it repeats (None where none does)."""
+def _decode(text: str, start: int, stop: "int | None" = None) -> "tuple[Any, int, str | None]":
+    """The JSON value at ``start`` ending by ``stop`` (None where none decodes), its end, and the
+    first key an object of it repeats (None where none does); decoded in windows (``decode_within``),
+    so a failed decode costs what the decoder read, not the offset of its start."""
     repeated: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -200,7 +202,8 @@ def _decode(text: str, start: int) -> "tuple[Any, int, str | None]":
         return out
 
     try:
-        obj, end = json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode(text, start)
+        obj, end = decode_within(json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode,
+                                 text, start, stop)
     except (ValueError, RecursionError):
         return None, start, None
     return obj, end, repeated[0] if repeated else None
@@ -411,7 +414,8 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
         start = text.rfind("{", 0, start)
         if start < 0:
             break
-        obj, end, repeated = _decode(text, start)
+        # an object ending past the last one found is not read: its decode stops there
+        obj, end, repeated = _decode(text, start, found[-1][0] if found else None)
         if repeated is not None or type(obj) is not dict or inside_copy(copies, start, end) \
                 or (found and end > found[-1][0]):
             continue
