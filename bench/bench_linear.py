@@ -15,7 +15,9 @@ control tokens), ``neutralize_value`` (the text in a mapping, and cut in
 (``content_free_reason`` on the text, and ``content_free_fields`` on a
 structured completion whose answer is empty and whose list field holds the
 text cut in 6-character strings), ``pydantic_parse`` of a completion on
-hostile JSON, and the reward server's stripping of trailing end markers.
+hostile JSON, ``read_unsealed`` of a judge reply that echoes a completion of
+hostile JSON (a JSON verdict read without a seal, as a benchmark's prompt is
+replayed), and the reward server's stripping of trailing end markers.
 
 Each time is CPU time, the best of 3 runs (the lazily filled translation
 tables are warm; the first pass over 256 KiB of distinct characters fills
@@ -107,6 +109,7 @@ def hostile_json(size: int = SIZE) -> dict[str, str]:
         "'}{' repeated": _cut("}{", size),
         "'```json\\n{' repeated": _cut("```json\n{", size),
         "3,000 nested objects": '{"a": ' * 3000 + "1" + "}" * 3000,
+        "256 open objects around a long string": ('{"a": ' * 256 + '"' + "x" * size)[:size - 1] + '"',
     }
 
 
@@ -117,6 +120,7 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
     """(name, input set, pass) for every pass over policy text."""
     from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
     from rewardjudge.graders._guards import content_free_fields, content_free_reason
+    from rewardjudge.readouts._seal import read_unsealed
     from rewardjudge.readouts._text import contains_tag, neutralize, neutralize_value
     from rewardjudge.serve._samples import DEFAULT_EOS, _strip_eos
 
@@ -129,6 +133,14 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
     def screen_fields(text: str) -> object:
         dumped = {"answer": "", "confidence": "high", "steps": pieces(text)}
         return content_free_fields(dumped, (), _Steps)
+
+    def score(obj: dict) -> object:
+        if "score" not in obj:
+            raise ValueError("no score")
+        return obj["score"]
+
+    def unsealed(text: str) -> object:
+        return read_unsealed(text, check=score)
 
     def parse(text: str) -> object:
         try:
@@ -145,6 +157,7 @@ def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
         ("content-free screen (text)", "text", content_free_reason),
         ("content-free screen (fields)", "text", screen_fields),
         ("pydantic_parse", "json", parse),
+        ("read_unsealed (a JSON verdict)", "json", unsealed),
         ("end-marker stripping (reward server)", "text", lambda t: _strip_eos(t, DEFAULT_EOS)),
     ]
 

@@ -156,7 +156,8 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
     or the decoder's error raised. A failed decode of the whole text counts its lines from the
     text's start (``JSONDecodeError``), a cost of its offset: windows from ``i``, 8 times wider
     each, are decoded instead, and a window's error ends the tries where the window also holds
-    what the decoder looked at past it (an unterminated string looks to the window's end)."""
+    what the decoder looked at past it (an unterminated string looks to the window's end: the
+    next window holds the string's next quote, and none before ``stop`` ends the tries)."""
     stop = len(text) if stop is None else stop
     size = MAX_SPAN
     while True:
@@ -166,7 +167,15 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
             value, end = raw_decode(window)
             return value, i + end
         except json.JSONDecodeError as exc:
-            if last or (exc.pos + _LOOKAHEAD < len(window) and not exc.msg.startswith("Unterminated")):
+            if last:
+                raise
+            if exc.msg.startswith("Unterminated"):
+                quote = text.find('"', i + size, stop)
+                if quote < 0:
+                    raise
+                size = max(2 * size, quote + _LOOKAHEAD - i)
+                continue
+            if exc.pos + _LOOKAHEAD < len(window):
                 raise
         except RecursionError:
             raise   # the window's decode nested as deep as the text's would, at the same place
