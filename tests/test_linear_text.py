@@ -362,6 +362,14 @@ def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_line
     decision = read_unsealed(text + '\n{"score": 4}', check=check)
     assert decision.value == 4
     assert handed[0] <= 2 * len(text)
+    # a sealed reading of the same reply, its last 64 seals opening objects that never close
+    from rewardjudge.readouts._seal import read_sealed
+
+    seal = "0123456789abcdef"
+    handed[0] = 0
+    decision = read_sealed(text + f'{{"seal": "{seal}", "a": ' * 64, seal, check=check)
+    assert decision.kind == "invalid"
+    assert handed[0] <= 2 * len(text)
 
 
 def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):

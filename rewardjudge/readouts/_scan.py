@@ -144,7 +144,7 @@ def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
 
 
 #: characters past a decode error's offset that the decoder may have looked at (``-Infinity``,
-#: a number's ``e+``, a ``\\uXXXX`` escape) without the error telling which: with this many
+#: a number's ``e+``, a ``\uXXXX`` escape) without the error telling which: with this many
 #: more in the window, the window's error is the whole text's
 _LOOKAHEAD = 32
 

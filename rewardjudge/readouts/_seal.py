@@ -416,8 +416,7 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
             break
         # an object ending past the last one found is not read: its decode stops there
         obj, end, repeated = _decode(text, start, found[-1][0] if found else None)
-        if repeated is not None or type(obj) is not dict or inside_copy(copies, start, end) \
-                or (found and end > found[-1][0]):
+        if repeated is not None or type(obj) is not dict or inside_copy(copies, start, end):
             continue
         try:   # no reason is made of a failed check: hundreds of objects may be tried
             found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
