@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Mapping, Optional
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr,
+from pydantic import (BaseModel, BeforeValidator, Field, PrivateAttr, StrictBool, StrictInt, StrictStr,
                       field_validator, model_validator)
 
 from .._option_types import Flag, Number, Options, Real, Text
@@ -53,7 +53,6 @@ class GraderOptions(Options):
     """What every grader takes: its key, penalty mode and penalties, guards
     (None: the grader class's own default)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     grader_key: str = Field(min_length=1, description="must be a non-empty str")
     mode: Optional[Literal["train", "eval"]] = Field(None, description="must be 'train', 'eval' or None")
@@ -67,7 +66,6 @@ class JudgeBinding(Options):
     """What every judge-asking family takes: the judge, and the model a
     completion is parsed into before any judge call."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     model: InferenceModel = Field(description="must be an InferenceModel: the judge of `async with spawn_judge() as "
                                               "judge`, OpenAIModel(URL, NAME) or TorchModel")
@@ -78,7 +76,6 @@ class JudgeBinding(Options):
 class PromptOptions(Options):
     """How a family's templates are compiled."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     #: "handlebars" or "jinja2" (checked by the template)
     engine: Any = "handlebars"
@@ -96,7 +93,6 @@ class SealOptions(PromptOptions):
 class Sampling(Options):
     """Sampling settings of a judge request."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     temperature: Optional[Number] = Field(0.0, ge=0.0, le=2.0,
                                           description="must be a number in [0, 2] (or None)")

@@ -102,7 +102,7 @@ class RetryPolicy(Options):
     ``[0, min(max_delay, base_delay * 2**(k-1))]`` (full jitter), or the server's Retry-After
     when it gives one (capped by ``max_retry_after``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     max_retries: StrictInt = Field(3, ge=0, description="must be an int >= 0")
     base_delay: Real = Field(0.5, ge=0, description="must be a number of seconds >= 0")
@@ -119,7 +119,7 @@ class Retries(Options):
     """A judge client's retry options: ``max_retries`` (None: ``RetryPolicy``'s 3) or a whole
     ``retry_policy``, not both (one of them would be ignored)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     max_retries: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None: 3)")
     retry_policy: Optional[RetryPolicy] = Field(None, description="must be a RetryPolicy (or None)")

@@ -9,7 +9,7 @@ import math
 from functools import partial
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
-from pydantic import ConfigDict, Field, StrictInt, StrictStr
+from pydantic import Field, StrictInt, StrictStr
 
 from .._option_types import Number
 
@@ -31,7 +31,6 @@ class OpenAIModelOptions(Retries):
     """``OpenAIModel``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (the URL, headers and TLS in ``_http.py``)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
     base_url: StrictStr = Field(description="must be an http(s) URL ending in /v1")
     model: StrictStr = Field(min_length=1,

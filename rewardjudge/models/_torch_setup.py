@@ -23,7 +23,7 @@ GPU_BATCH_TOKENS = 65536
 class TorchModelOptions(Options):
     """``TorchModel(model, tokenizer, **options)``'s keyword options, checked (see its docstring)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     name: Optional[StrictStr] = Field(None, description="must be a str (or None)")
     chat_template: Optional[Union[StrictStr, Callable[..., Any]]] = Field(

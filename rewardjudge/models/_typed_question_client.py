@@ -13,7 +13,7 @@ import json
 from functools import partial
 from typing import Any, Mapping, Optional, Sequence
 
-from pydantic import ConfigDict, Field, StrictInt, StrictStr
+from pydantic import Field, StrictInt, StrictStr
 
 from .._option_types import Number
 from .._validate import finite_number
@@ -60,7 +60,6 @@ class TypedQuestionOptions(Retries):
     """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (see its docstring)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
 
     base_url: StrictStr = Field(description="must be an http(s) URL")   # and _http.check_base_url's rules
     model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
