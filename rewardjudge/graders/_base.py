@@ -166,7 +166,7 @@ class Grader(abc.ABC):
             return (await self.grade_group([sample]))[0]
         size = len(sample.completion())
         parsed, rejected = (self.screen(sample, self.completion_model) if size <= _INLINE_CHARS
-                            else await self.off_loop(size, self.screen, sample, self.completion_model))
+                            else await asyncio.to_thread(self.screen, sample, self.completion_model))
         return rejected if rejected is not None else await self.judge(sample, parsed)
 
     async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
@@ -201,7 +201,8 @@ class Grader(abc.ABC):
     async def off_loop(size: int, fn: "Callable[..., V]", *args: Any) -> V:
         """``fn(*args)``, in a worker thread when ``size`` (the characters of text it works
         through: screening, neutralising, rendering, reading a reply) is over ``_INLINE_CHARS``,
-        so a long completion or reply never holds the event loop."""
+        so a long completion or reply never holds the event loop. The grade's hot steps test
+        ``_INLINE_CHARS`` themselves and call ``asyncio.to_thread``: no coroutine when short."""
         if size > _INLINE_CHARS:
             return await asyncio.to_thread(fn, *args)
         return fn(*args)
@@ -403,7 +404,7 @@ class Grader(abc.ABC):
                 continue
             text = completion.text
             try:   # a rambling judge's reply is read off the loop
-                verdict = parse(text) if len(text) <= _INLINE_CHARS else await self.off_loop(len(text), parse, text)
+                verdict = parse(text) if len(text) <= _INLINE_CHARS else await asyncio.to_thread(parse, text)
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue

@@ -5,6 +5,7 @@ configurations of it: the catalog's criteria (``context_fields``) and scorers
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -110,7 +111,7 @@ class TemplatedPromptJudgeGrader(Grader):
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         size = text_size(sample)
         messages, texts = (self._prompt_for(sample, parsed) if size <= _INLINE_CHARS
-                           else await self.off_loop(size, self._prompt_for, sample, parsed))
+                           else await asyncio.to_thread(self._prompt_for, sample, parsed))
         return await self.ask_judge(messages, texts, sample=sample,
                                     emptied_request=partial(self._emptied_prompt, sample, parsed))
 
