@@ -80,9 +80,8 @@ class CandidateJudgeGrader(Grader):
     ``candidates`` (``{id, title, fields, image?}``; every id must be shown), the scale's and the
     evaluation's variables, the thread vocabulary and ``template_variables``.
 
-    A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra`` holds
-    ``scale``, ``rounds``, ``failures``, ``requests`` (``round``, ``seed``, ``order``, ``ids``),
-    and when scored ``grade``, ``candidate_id``, ``position``, ``order``, ``shuffle_seed``.
+    A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra``:
+    docs/groups.md, and ``candidate_id``, ``position``, ``requests`` (``round``, ``seed``, ``order``, ``ids``).
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):

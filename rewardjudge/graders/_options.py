@@ -53,7 +53,6 @@ class GraderOptions(Options):
     """What every grader takes: its key, penalty mode and penalties, guards
     (None: the grader class's own default)."""
 
-
     grader_key: str = Field(min_length=1, description="must be a non-empty str")
     mode: Optional[Literal["train", "eval"]] = Field(None, description="must be 'train', 'eval' or None")
     train_penalty: Real = Field(-1.0, description="must be a finite number (a reward)")
@@ -66,7 +65,6 @@ class JudgeBinding(Options):
     """What every judge-asking family takes: the judge, and the model a
     completion is parsed into before any judge call."""
 
-
     model: InferenceModel = Field(description="must be an InferenceModel: the judge of `async with spawn_judge() as "
                                               "judge`, OpenAIModel(URL, NAME) or TorchModel")
     completion_model: Optional[type[BaseModel]] = Field(
@@ -75,7 +73,6 @@ class JudgeBinding(Options):
 
 class PromptOptions(Options):
     """How a family's templates are compiled."""
-
 
     #: "handlebars" or "jinja2" (checked by the template)
     engine: Any = "handlebars"
@@ -92,7 +89,6 @@ class SealOptions(PromptOptions):
 
 class Sampling(Options):
     """Sampling settings of a judge request."""
-
 
     temperature: Optional[Number] = Field(0.0, ge=0.0, le=2.0,
                                           description="must be a number in [0, 2] (or None)")

@@ -32,21 +32,11 @@ class ProbabilityJudgeGrader(Grader):
     >>> g.value, g.distribution, g.extra["confidence"]            # doctest: +SKIP
     (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
 
-    Options (the fields of ``ProbabilityOptions``): ``scale`` (grades single digits), ``question_template`` (a typed-question
-    template; default the built-in ``ProbabilityJudgeGrader/question``, for a typed-question
-    provider ``ProbabilityJudgeGrader/search_relevance_question``), ``evaluation_name`` /
-    ``evaluation_description``, ``template_variables``, ``system_template`` /
-    ``user_template`` (they see the thread vocabulary, ``question``, ``criteria``,
-    ``content``, the scale's and the evaluation's variables), ``engine``, ``strict_templates``, ``answer_prefix``
-    (the grade is read right after it; ``"auto"``: ``"Grade: "``), ``value`` (``"expected"``
-    or ``"most_likely"``), ``min_valid_mass`` (below it: unscored), ``completion_model``,
-    ``title_field`` (sent as ``result.title`` to a typed-question provider), ``tokens`` (named
-    answer tokens and their rewards instead of the scale's digits, e.g. AlpacaEval's
-    ``{"m": 1.0, "M": 0.0}``; your own ``system_template`` and ``user_template`` ask for one of
-    them), ``seed`` and the penalty settings of ``Grader``.
-
-    A scored Grade's ``distribution`` is ``{"grade": p}``; its ``extra``: ``expected_grade``,
-    ``most_likely_grade``, ``confidence``, ``valid_mass``, ``outside_mass``, ``top_k``, ``scale``.
+    Options: the fields of ``ProbabilityOptions``, read in docs/probability.md (``question_template``:
+    a typed-question template, default the built-in ``ProbabilityJudgeGrader/question``;
+    ``title_field``: sent as ``result.title`` to a typed-question provider; the templates see the
+    thread vocabulary, ``question``, ``criteria``, ``content``, the scale's and the evaluation's
+    variables). A scored Grade's ``distribution`` is ``{"grade": p}``; its ``extra``: the page.
     """
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):

@@ -6,10 +6,9 @@ configurations of it: the catalog's criteria (``context_fields``) and scorers
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
@@ -561,6 +560,6 @@ _BESIDE_COMPLETION = frozenset({"context_turns", "context_str", "context_turns_w
                                 "metadata", "output_schema"})
 
 
-@functools.lru_cache(maxsize=256)
+@lru_cache(maxsize=256)
 def _json_schema_text(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema(), indent=2, ensure_ascii=False)

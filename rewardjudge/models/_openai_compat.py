@@ -31,7 +31,6 @@ class OpenAIModelOptions(Retries):
     """``OpenAIModel``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (the URL, headers and TLS in ``_http.py``)."""
 
-
     base_url: StrictStr = Field(description="must be an http(s) URL ending in /v1")
     model: StrictStr = Field(min_length=1,
                              description="(the judge model's name on the server) is required")
@@ -57,22 +56,10 @@ class OpenAIModelOptions(Retries):
 
 
 class OpenAIModel(InferenceModel):
-    """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (docs/judges.md).
-
-    ``base_url`` ends in ``/v1``. At most ``max_concurrency`` requests are in flight per model and
-    event loop, each attempt ``timeout`` seconds; connection errors, timeouts, unreadable bodies,
-    408, 409, 429 and 5xx are retried up to ``max_retries`` times (``RetryPolicy``).
-    ``structured_output`` (``"json_schema"``, ``"json_object"`` as llama.cpp takes it, ``"none"``)
-    is how a JSON schema is asked for; a request refused *because of* it is re-sent at once in the
-    next weaker form, remembered (``learned_styles``), logged once and tried stronger again every
-    ``structured_output_reprobe`` requests (None: never); ``reset_structured_output()`` forgets.
-    ``grammar_field``: the body field a server reads a GBNF grammar from (``chat(grammar=...)``).
-
-    Logprobs: ``chat_template`` (Jinja source, ``ChatTemplate`` or ``f(messages) -> prompt``; for
-    the completions endpoint), ``max_top_logprobs`` (the server's top-k cap), ``logprobs_endpoint``
-    ("auto": completions after an assistant prefix, else chat). Transport: ``verify`` (True, False,
-    a CA bundle path or an ``ssl.SSLContext``), ``headers``, ``max_response_bytes``,
-    ``http_client`` (an ``httpx.AsyncClient``, used as given). ``options`` holds every argument.
+    """A judge behind an OpenAI-compatible ``/v1/chat/completions`` endpoint: retries, structured
+    output and transport in docs/judges.md, logprobs in docs/probability.md (``chat_template``:
+    Jinja source, ``ChatTemplate`` or ``f(messages) -> prompt``; ``logprobs_endpoint`` "auto":
+    completions after an assistant prefix, else chat). ``options`` holds every argument.
     >>> model = OpenAIModel("http://127.0.0.1:8000/v1", "judge")  # doctest: +SKIP
     >>> async with model: reply = await model.chat([{"role": "user", "content": "hi"}])  # doctest: +SKIP
     """

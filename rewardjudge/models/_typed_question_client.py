@@ -60,7 +60,6 @@ class TypedQuestionOptions(Retries):
     """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
     keyword options, checked here (see its docstring)."""
 
-
     base_url: StrictStr = Field(description="must be an http(s) URL")   # and _http.check_base_url's rules
     model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
     path: StrictStr = Field("/questions", pattern="^/", description="must start with '/'")
