@@ -476,16 +476,10 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
 def ScorerGrader(scorer: "Scorer | ScorerBinding", model: InferenceModel, mapping: Mapping[str, str] | None = None,
                  *, grader_key: str | None = None,
                  **options: Any) -> ScorerJudgeGrader:  # noqa: N802 (the public name, kept as a factory)
-    """A templated grader running one scorer version on ``model``: a ``Scorer``'s current version
-    bound with ``mapping`` (variable -> source, see ``Scorer.bind``), or a ``ScorerBinding`` (a
-    version already pinned, which carries its own mapping).
-
-    ``model.name`` must equal ``config.model`` unless ``allow_model_override=True``.
-    ``grader_key`` defaults to the scorer's slug (or name); ``language`` is that of the built-in
-    ``output_instructions``; ``default_max_tokens`` (512) applies when the params leave it unset;
-    ``reply_retries``, ``mode``, the penalties and ``seal_key`` as for any templated grader. A
-    completion lacking a bound field is penalized without a judge call; an unusable reply is
-    re-asked ``reply_retries`` times, then unscored. A label-only spec scores with value None.
+    """A templated grader running one scorer version on ``model`` (docs/scorers.md, "The grader").
+    ``language``: that of the built-in ``output_instructions``; ``default_max_tokens`` (512) applies
+    when the params leave it unset; a completion lacking a bound field is penalized unasked; a
+    label-only spec scores None.
 
     >>> grader = ScorerGrader(scorer, OpenAIModel(url, scorer.config.model),  # doctest: +SKIP
     ...                       {"answer": "completion:answer"})

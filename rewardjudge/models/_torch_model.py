@@ -19,7 +19,6 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from .._paths import embedded_model_path
-
 from ..errors import ConfigError, JudgeError
 from ._base import (Completion, GenerationParams, InferenceModel, Message, TokenDistribution,
                    check_choices)
