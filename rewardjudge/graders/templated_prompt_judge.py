@@ -56,15 +56,9 @@ class TemplatedPromptJudgeGrader(Grader):
     ...     output_model=BinaryJudgeOutput, temperature=0.0)
     >>> grade = await grader.grade(thread)  # doctest: +SKIP
 
-    Options beyond the seed's arguments are the fields of ``TemplatedOptions``, validated
-    into ``options``: ``completion_model`` (its fields join the context, also under
-    ``parsed``), ``template_variables``, ``max_tokens`` (default ``"fit"``:
-    ``fitted_max_tokens``, else 512), ``top_p``, ``seed``, ``reply_retries``,
-    ``strict_templates``, ``engine`` (``"handlebars"`` or ``"jinja2"``), ``structured`` (ask
-    for the output model's JSON schema), ``expected_value`` (a one-token score's expected
-    value, floor ``expected_value_floor``), ``seal`` / ``seal_key``, ``verdict_form`` with
-    ``label_values`` or ``score_bounds``, ``output_schema_format``, and the penalty settings
-    of ``Grader`` (``GraderOptions``).
+    Options beyond the seed's arguments: the fields of ``TemplatedOptions``, validated into
+    ``options`` (docs/pipeline.md, docs/sealed-verdicts.md, docs/probability.md); ``max_tokens``
+    default ``"fit"``: ``fitted_max_tokens``, else 512; ``structured``: ask for the JSON schema.
     """
 
     #: the least probability on valid scores for the expected-value option to apply
