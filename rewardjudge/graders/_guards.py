@@ -281,6 +281,44 @@ _ANY: dict = {}
 _NO_SCHEMA: "tuple[dict, dict, dict]" = (_ANY, {}, {})
 
 
+class _Texts:
+    """What ``_free_texts`` finds: the path and text of the first free-text field, every
+    distinct non-empty text, whether a choice or another value stands beside them, whether
+    one of them is empty."""
+
+    def __init__(self) -> None:
+        self.first: "tuple[tuple, str | None] | None" = None
+        self.texts: dict[str, None] = {}
+        self.other = self.blank = False
+
+    def take(self, f: _Field, text: "str | None", path: "Callable[[], tuple]") -> None:
+        kind = f.kind(text)
+        if kind == "free":
+            self.first = self.first or (path(), text)
+            if text:
+                self.texts[text] = None
+            else:
+                self.blank = True
+        elif kind != "none":
+            self.other = True
+
+
+def _field(fields: dict, sch: Any, defs: dict) -> _Field:
+    return fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
+
+
+def _list_items(node: list, f: _Field, path: tuple, fields: dict, defs: dict, found: _Texts) -> list:
+    """The items of a list to walk; the strings of a list with one schema for every item
+    are taken here, once each."""
+    strings = [v for v in node if type(v) is str] if f.uniform else []
+    item = _field(fields, f.child(0), defs) if strings else None
+    for text in dict.fromkeys(strings):
+        found.take(item, text, lambda p=path, n=node, t=text: (*p, n.index(t)))
+    if len(strings) == len(node):
+        return []
+    return [(v, f.child(i), (*path, i)) for i, v in enumerate(node) if not (strings and type(v) is str)]
+
+
 def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
                 ) -> "tuple[tuple[tuple, str | None] | None, list[str], bool, bool]":
     """The free-text fields of ``value``: ``(path and text of the first one, every
@@ -288,47 +326,24 @@ def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
     them, whether one of them is empty)``. The strings of a list with one schema
     for every item are looked at once each. Iterative: nesting cannot exhaust the stack."""
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
-    first: "tuple[tuple, str | None] | None" = None
-    texts: dict[str, None] = {}
-    other = blank = False
-
-    def take(f: _Field, text: "str | None", path: "Callable[[], tuple]") -> None:
-        nonlocal first, other, blank
-        kind = f.kind(text)
-        if kind == "free":
-            first = first or (path(), text)
-            if text:
-                texts[text] = None
-            else:
-                blank = True
-        elif kind != "none":
-            other = True
-
+    found = _Texts()
     stack: list[tuple[Any, Any, tuple]] = [(value, root, ())]
     while stack:
         node, sch, path = stack.pop()
-        f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
+        f = _field(fields, sch, defs)
         if isinstance(node, dict):
             if f.free_keys:
                 for k in node:
                     if isinstance(k, str) and f.key_free(k):
-                        take(_KEY, k, lambda p=path, k=k: (*p, k))
+                        found.take(_KEY, k, lambda p=path, k=k: (*p, k))
             stack.extend(reversed([(v, f.child(k), (*path, k)) for k, v in node.items()]))
         elif isinstance(node, list):
-            strings = [v for v in node if type(v) is str] if f.uniform else []
-            if strings:
-                item = f.child(0)
-                of = fields.get(id(item)) or fields.setdefault(id(item), _Field(item, defs))
-                for text in dict.fromkeys(strings):
-                    take(of, text, lambda p=path, n=node, t=text: (*p, n.index(t)))
-            if len(strings) < len(node):
-                stack.extend(reversed([(v, f.child(i), (*path, i)) for i, v in enumerate(node)
-                                       if not (strings and type(v) is str)]))
+            stack.extend(reversed(_list_items(node, f, path, fields, defs, found)))
         elif isinstance(node, str) or node is None:
-            take(f, node, lambda p=path: p)
+            found.take(f, node, lambda p=path: p)
         else:
-            other = True
-    return first, list(texts), other, blank
+            found.other = True
+    return found.first, list(found.texts), found.other, found.blank
 
 
 def _path(keys: tuple) -> str:
@@ -396,7 +411,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
     while stack:
         parent, key, sch = stack.pop()
         node = parent[key]
-        f = fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
+        f = _field(fields, sch, defs)
         if isinstance(node, dict):
             copy: Any = {}
             for k, v in node.items():
