@@ -370,6 +370,17 @@ def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_line
     decision = read_sealed(text + f'{{"seal": "{seal}", "a": ' * 64, seal, check=check)
     assert decision.kind == "invalid"
     assert handed[0] <= 2 * len(text)
+    # 256 open objects around a long string: each start's decode read the whole string again
+    # (256 times the reply); a start is decoded up to the later one that failed first
+    handed[0] = 0
+    text = ('{"a": ' * 256 + '"' + "x" * 262_144)[:262_143] + '"'
+    assert read_unsealed(text, check=check).kind == "no verdict"
+    assert handed[0] <= 2 * len(text)
+    # the same with a verdict after them
+    handed[0] = 0
+    decision = read_unsealed(text + '\n{"score": 5}', check=check)
+    assert decision.value == 5
+    assert handed[0] <= 2 * len(text)
 
 
 def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):
@@ -399,13 +410,61 @@ def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypa
     monkeypatch.setattr(_scan, "MAX_SPAN", 8)
     pieces = ['{', '}', '{"a": ', '{"a": 1}', '"', '"a"', '"a": ', ':', ',', ' ', '\n', '[', ']', '1', '1e',
               '1.5', '-', '-Infinity', 'Infinity', 'NaN', 'true', 'tr', 'null', '\\', '\\u00', '\\ud800',
-              '\\udc00', '\\n', 'x', '"seal"', '9' * 5000, '{"a": "' + "y" * 40, '"b": 2, "b": 3']
+              '\\udc00', '\\n', 'x', '"seal"', '9' * 5000, '{"a": "' + "y" * 40, '"b": 2, "b": 3',
+              '\\u0041', '"\\u0041', '"{"', '"{ "', '"x\\u0041{', '{"a": "{"}', '{"a": "\\u0041{"}']
     rnd = random.Random(11)
     for _ in range(3000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 24)))
-        for start in [i for i, ch in enumerate(text) if ch == "{"]:
+        starts = [i for i, ch in enumerate(text) if ch == "{"]
+        for start in starts:
             want = whole(text, start)
             assert _seal._decode(text, start) == want, (text, start)
             stop = rnd.randint(start, len(text))
             cut = want if want[0] is not None and want[1] <= stop else (None, start, None)
             assert _seal._decode(text, start, stop) == cut, (text, start, stop)
+            # a later start known to fail by the same stop: the same reading
+            for later in starts:
+                if start < later < stop and _seal._decode(text, later, stop)[0] is None:
+                    assert _seal._decode(text, start, stop, later) == cut, (text, start, stop, later)
+
+
+def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch):
+    """``_unsealed_objects`` decodes a start up to the last start tried that failed first: over
+    random JSON-like text (windows of 8 characters), the objects found are those every start,
+    decoded on its own to the last object found, gives."""
+    from rewardjudge.readouts import _scan, _seal
+    from rewardjudge.readouts._seal import Verdict
+
+    def old(text, copies, check):
+        found = []
+        start = len(text)
+        for _ in range(_seal._MAX_UNSEALED_STARTS):
+            start = text.rfind("{", 0, start)
+            if start < 0:
+                break
+            obj, end, repeated = _seal._decode(text, start, found[-1][0] if found else None)
+            if repeated is not None or type(obj) is not dict or _seal.inside_copy(copies, start, end):
+                continue
+            try:
+                found.append((start, Verdict(check(_seal._without_surrogates(obj, text, start, end)),
+                                             start, end)))
+            except (ValueError, TypeError, RecursionError):
+                continue
+        return found
+
+    def check(obj):
+        if "s" not in obj:
+            raise ValueError("no score")
+        return obj["s"]
+
+    def key(found):
+        return [(start, d.value, d.start, d.end) for start, d in found]
+
+    monkeypatch.setattr(_scan, "MAX_SPAN", 8)
+    pieces = ['{', '}', '{"a": ', '{"s": 1}', '{"s": 2', '"', '"a"', '"a": ', '"s": 3', ':', ',', ' ', '[',
+              ']', '1', 'tr', '\\', '\\u0041', '"\\u0041', '"{"', '"x\\u0041{', '{"s": "{"}', '{"s": "\\u0041{"}', 'x', '{"a": "' + "y" * 40, '"b": 2, "b": 3']
+    rnd = random.Random(12)
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30)))
+        copies = _seal.policy_copies(text, [text[3:20]] if rnd.random() < 0.2 else [], _seal._MIN_COPY)
+        assert key(_seal._unsealed_objects(text, copies, check)) == key(old(text, copies, check)), text

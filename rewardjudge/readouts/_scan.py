@@ -150,15 +150,32 @@ _LOOKAHEAD = 32
 
 
 def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: int,
-                  stop: int | None = None) -> "tuple[Any, int]":
+                  stop: int | None = None, fails_at: int | None = None) -> "tuple[Any, int]":
     """``raw_decode`` of the value at ``text[i]`` whose end is at most ``stop`` (default: the
     text's end), as decoding ``text[i:stop]`` reads it: its value and end (an offset in ``text``),
     or the decoder's error raised. A failed decode of the whole text counts its lines from the
     text's start (``JSONDecodeError``), a cost of its offset: windows from ``i``, 8 times wider
     each, are decoded instead, and a window's error ends the tries where the window also holds
     what the decoder looked at past it (an unterminated string looks to the window's end: the
-    next window holds the string's next quote, and none before ``stop`` ends the tries)."""
+    next window holds the string's next quote, and none before ``stop`` ends the tries).
+
+    ``fails_at``: a ``{`` after ``i`` (before ``stop``) whose object, decoded by ``stop``, is known
+    to fail (``decode_within`` raised there). ``text[i:fails_at]`` is decoded first: an object
+    that ends there is the value; one that fails ``Expecting`` something, the decoder outside a
+    string, fails by ``stop`` too (before ``fails_at``, or where it reads that ``{`` outside a
+    string: a syntax error or the object known to fail, nested), and the error is raised without
+    reading past ``fails_at`` (256 nested starts before a long string are not each decoded
+    through it). Any other error (inside a string: unterminated, or an escape cut short) decodes
+    to ``stop`` as without it."""
     stop = len(text) if stop is None else stop
+    if fails_at is not None and i < fails_at < stop:
+        try:
+            return decode_within(raw_decode, text, i, fails_at)
+        except json.JSONDecodeError as exc:
+            if exc.msg.startswith("Expecting"):
+                raise
+        except (ValueError, RecursionError):
+            pass
     size = MAX_SPAN
     while True:
         last = i + size >= stop

@@ -188,10 +188,12 @@ _MAX_OCCURRENCES = 64
 _DECODER = json.JSONDecoder(strict=False)
 
 
-def _decode(text: str, start: int, stop: "int | None" = None) -> "tuple[Any, int, str | None]":
+def _decode(text: str, start: int, stop: "int | None" = None, fails_at: "int | None" = None
+            ) -> "tuple[Any, int, str | None]":
     """The JSON value at ``start`` ending by ``stop`` (None where none decodes), its end, and the
-    first key an object of it repeats (None where none does); decoded in windows (``decode_within``),
-    so a failed decode costs what the decoder read, not the offset of its start."""
+    first key an object of it repeats (None where none does); decoded in windows (``decode_within``,
+    with ``fails_at``: a later start none decodes at by the same ``stop``), so a failed decode
+    costs what the decoder read, not the offset of its start."""
     repeated: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -203,7 +205,7 @@ def _decode(text: str, start: int, stop: "int | None" = None) -> "tuple[Any, int
 
     try:
         obj, end = decode_within(json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode,
-                                 text, start, stop)
+                                 text, start, stop, fails_at)
     except (ValueError, RecursionError):
         return None, start, None
     return obj, end, repeated[0] if repeated else None
@@ -410,16 +412,21 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
     the reply's end."""
     found: list[tuple[int, Decision]] = []
     start = len(text)
+    failed = None   # the last start tried where none decodes, since the last object found
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
         if start < 0:
             break
         # an object ending past the last one found is not read: its decode stops there
-        obj, end, repeated = _decode(text, start, found[-1][0] if found else None)
-        if repeated is not None or type(obj) is not dict or inside_copy(copies, start, end):
+        obj, end, repeated = _decode(text, start, found[-1][0] if found else None, failed)
+        if type(obj) is not dict:
+            failed = start   # the starts before it are decoded up to it first (linear in the text)
+            continue
+        if repeated is not None or inside_copy(copies, start, end):
             continue
         try:   # no reason is made of a failed check: hundreds of objects may be tried
             found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
+            failed = None   # its start is the stop of the decodes before it
         except (ValueError, TypeError, RecursionError):
             continue
     return found
