@@ -110,6 +110,8 @@ def hostile_json(size: int = SIZE) -> dict[str, str]:
         "'```json\\n{' repeated": _cut("```json\n{", size),
         "3,000 nested objects": '{"a": ' * 3000 + "1" + "}" * 3000,
         "256 open objects around a long string": ('{"a": ' * 256 + '"' + "x" * size)[:size - 1] + '"',
+        "256 closed objects around a long string": ('{"a": ' * 256 + '"' + "x" * size)[:size - 257] + '"'
+                                                   + "}" * 256,
     }
 
 
