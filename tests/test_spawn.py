@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -123,3 +124,13 @@ def test_extra_args_none_means_none():
     """``spawn_judge(extra_args=None)`` was a TypeError; None is no extra arguments."""
     assert server_command("vllm", "m", "127.0.0.1", 9000, served_name="j", extra_args=None) == \
         server_command("vllm", "m", "127.0.0.1", 9000, served_name="j")
+
+
+def test_unknown_backend_is_named_with_the_known_ones():
+    said = re.escape("unknown judge backend 'ollama'; expected one of ('llama_cpp', 'vllm', 'sglang'")
+    for make in (lambda: server_command("ollama", "m", "127.0.0.1", 1, served_name="j"),
+                 lambda: JudgeServer("ollama"), lambda: JudgeServer("ollama", "m")):
+        with pytest.raises(ConfigError, match=said + r"\)\Z"):
+            make()
+    with pytest.raises(ConfigError, match=said + r", 'torch'\)\Z"):
+        spawn_judge("ollama")

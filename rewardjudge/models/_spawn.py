@@ -39,11 +39,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _check_backend(backend: str, known: tuple[str, ...] = BACKENDS) -> str:
+    if backend not in known:
+        raise ConfigError(f"unknown judge backend {backend!r}; expected one of {known}")
+    return backend
+
+
 def server_command(backend: str, model: str, host: str, port: int, *, served_name: str,
                    n_threads: int | None = None, context_length: int | None = None,
                    extra_args: Sequence[str] | None = (), n_threads_batch: int | None = None) -> list[str]:
     """The command line that starts ``backend`` serving ``model`` on host:port (llama_cpp:
     ``n_threads`` generate, ``n_threads_batch``, by default the same, read the prompt)."""
+    _check_backend(backend)
     py = sys.executable
     if backend == "llama_cpp":
         cmd = [py, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port),
@@ -52,15 +59,13 @@ def server_command(backend: str, model: str, host: str, port: int, *, served_nam
             cmd += ["--n_threads", str(n_threads)]
         if n_threads_batch or n_threads:
             cmd += ["--n_threads_batch", str(n_threads_batch or n_threads)]
-    elif backend in ("vllm", "sglang"):
+    else:
         vllm = backend == "vllm"
         cmd = [py, "-m", "vllm.entrypoints.openai.api_server" if vllm else "sglang.launch_server",
                "--model" if vllm else "--model-path", model, "--host", host, "--port", str(port),
                "--served-model-name", served_name]
         if context_length:
             cmd += ["--max-model-len" if vllm else "--context-length", str(context_length)]
-    else:
-        raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
     return cmd + list(extra_args or ())  # None: no extra arguments, as ()
 
 
@@ -77,13 +82,11 @@ class JudgeServer:
                  n_threads: int | None = None, context_length: int | None = None,
                  extra_args: Sequence[str] | None = (), startup_timeout: float = 120.0,
                  env: dict[str, str] | None = None, model_kwargs: dict[str, Any] | None = None):
-        if backend not in BACKENDS:
-            raise ConfigError(f"unknown judge backend {backend!r}; expected one of {BACKENDS}")
+        self.backend = _check_backend(backend)
         if model is None:
             if backend != "llama_cpp":
                 raise ConfigError(f"backend {backend!r} needs a model (a path or hub name)")
             model = embedded_model_path()
-        self.backend = backend
         self.model_path = str(model)
         self.host = host
         self.port = port or free_port(host)
@@ -191,10 +194,7 @@ class spawn_judge:
     """
 
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):
-        if backend not in (*BACKENDS, "torch"):
-            raise ConfigError(f"unknown judge backend {backend!r}; expected one of "
-                              f"{(*BACKENDS, 'torch')}")
-        self._torch = (model, kwargs) if backend == "torch" else None
+        self._torch = (model, kwargs) if _check_backend(backend, (*BACKENDS, "torch")) == "torch" else None
         self.server = JudgeServer(backend, model, **kwargs) if backend != "torch" else None
         self._model: OpenAIModel | None = None
 
