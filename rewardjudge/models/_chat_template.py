@@ -94,9 +94,8 @@ class ChatTemplate:
         """The prompt for ``messages``, the assistant's turn opened (a trailing assistant message is
         continued in it)."""
         msgs, prefix = split_prefix(messages)
-        text = self._template().render(messages=msgs, add_generation_prompt=True,
-                                       bos_token=self.bos_token, eos_token=self.eos_token)
-        return text + prefix if prefix is not None else text
+        return self._template().render(messages=msgs, add_generation_prompt=True, bos_token=self.bos_token,
+                                       eos_token=self.eos_token) + (prefix or "")
 
     __call__ = render
 

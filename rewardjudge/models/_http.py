@@ -472,15 +472,13 @@ class HTTPTransport:
             current = None
         for loop, state in list(self._states.items()):
             keeper = state.keeper
-            if keeper is None:
-                continue
+            if keeper is None or (loop is not current and (loop.is_closed() or not loop.is_running())):
+                continue   # a loop that is not running closes it in its shutdown_asyncgens()
+            state.keeper = state.session = None
             if loop is current:
-                state.keeper = state.session = None
                 await keeper.aclose()
-            elif loop.is_running() and not loop.is_closed():
-                state.keeper = state.session = None
+            else:
                 fut = asyncio.run_coroutine_threadsafe(keeper.aclose(), loop)
                 if current is not None:  # that loop busy or ending: it will close it itself
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(asyncio.wrap_future(fut), 5.0)
-            # a loop that is not running closes it in its shutdown_asyncgens()

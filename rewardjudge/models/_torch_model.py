@@ -123,8 +123,7 @@ class TorchModel(InferenceModel):
         if self._chat_template is not None:
             return self._chat_template(messages)
         msgs, prefix = split_prefix(messages)
-        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        return text + prefix if prefix is not None else text
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) + (prefix or "")
 
     def encode_prompt(self, messages: Sequence[Message]) -> list[int]:
         # the template already holds any BOS text: adding special tokens would double it

@@ -20,7 +20,7 @@ from .._validate import finite_number
 from ..errors import ConfigError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel,
                    Message, TokenDistribution, check_choices)
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPTransport, Retries, json_value
 
 __all__ = ["TypedQuestionClient", "DEFAULT_QUESTION_NAME", "request_problems"]
 
@@ -124,7 +124,7 @@ class TypedQuestionClient(InferenceModel):
             return JudgeResponseError(f"typed-question reply {why}", body=text[:2000])
 
         try:
-            data = json.loads(text)
+            data = json_value(raw, text)
         except ValueError:
             raise bad("is not JSON") from None
         if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
