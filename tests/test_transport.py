@@ -398,6 +398,28 @@ async def test_http_proxy_and_no_proxy_are_honoured(monkeypatch):
 # --------------------------------------------------------------------------
 # the URL and headers, checked at construction
 # --------------------------------------------------------------------------
+def test_transport_failures_map_to_judge_errors():
+    """Only a first attempt's dropped connection (a kept-alive one the server closed) is retried at
+    once; a refused or unreachable one backs off; what is no transport failure passes as it is."""
+    import aiohttp
+
+    from rewardjudge.errors import JudgeTimeoutError
+
+    failure = OpenAIModel("http://127.0.0.1:9/v1", "m")._http._failure
+    refused = aiohttp.ClientConnectorError(object(), ConnectionRefusedError(111, "refused"))
+    for exc, attempt, retry_now in [(aiohttp.ServerDisconnectedError(), 1, True),
+                                    (aiohttp.ClientOSError(104, "reset"), 1, True),
+                                    (aiohttp.ServerDisconnectedError(), 2, False),
+                                    (refused, 1, False), (ConnectionResetError(), 1, False),
+                                    (aiohttp.ClientPayloadError("cut"), 1, False)]:
+        err = failure(exc, attempt)
+        assert type(err) is JudgeConnectionError and err.retryable, exc
+        assert getattr(err, "retry_after", None) == (0.0 if retry_now else None), exc
+        assert "judge connection failed" in str(err)
+    assert type(failure(asyncio.TimeoutError(), 1)) is JudgeTimeoutError
+    assert failure(ValueError("a bug"), 1) is None
+
+
 def _ipv6_available() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as s:

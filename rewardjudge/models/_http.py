@@ -410,18 +410,15 @@ class HTTPTransport:
                 f"bundle path or an ssl.SSLContext that trusts it (verify=False skips the check)")
             err.retryable = False  # it will not be trusted on the next try either
             return err
-        if isinstance(exc, aiohttp.ClientConnectorError):  # refused, unreachable, DNS: back off
-            return JudgeConnectionError(f"judge connection failed: {exc!r}")
-        if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
-            err = JudgeConnectionError(f"judge connection failed: {exc!r}")
-            if attempt == 1:
-                # usually a kept-alive connection the server had just closed: a new connection
-                # serves the retry at once (RFC 9112 9.3.1); later failures back off as usual
-                err.retry_after = 0.0  # type: ignore[attr-defined]
-            return err
-        if isinstance(exc, (aiohttp.ClientError, OSError)):
-            return JudgeConnectionError(f"judge connection failed: {exc!r}")
-        return None
+        if not isinstance(exc, (aiohttp.ClientError, OSError)):
+            return None
+        err = JudgeConnectionError(f"judge connection failed: {exc!r}")
+        if attempt == 1 and isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)) \
+                and not isinstance(exc, aiohttp.ClientConnectorError):  # refused, unreachable, DNS: back off
+            # usually a kept-alive connection the server had just closed: a new connection
+            # serves the retry at once (RFC 9112 9.3.1); later failures back off as usual
+            err.retry_after = 0.0  # type: ignore[attr-defined]
+        return err
 
     def _read(self, r: Any, whole: bool) -> Any:
         """An awaitable of the reply body, at most ``max_response_bytes`` of it (see ``_capped``)."""
