@@ -157,17 +157,8 @@ class Grader(abc.ABC):
             self.model, self.completion_model = opts.model, opts.completion_model
 
     async def grade(self, sample: StringThread) -> Grade:
-        """Grade one sample: a group of one (``grade_group``). Where the family keeps the base's
-        ``grade_group`` and ``judge_group``, its steps are taken here without the lists and the
-        two coroutines a group holds (hundreds of grades in flight each resume through them)."""
-        sample = self.check_sample(sample)
-        cls = type(self)
-        if cls.grade_group is not Grader.grade_group or cls.judge_group is not Grader.judge_group:
-            return (await self.grade_group([sample]))[0]
-        size = len(sample.completion())
-        parsed, rejected = (self.screen(sample, self.completion_model) if size <= _INLINE_CHARS
-                            else await asyncio.to_thread(self.screen, sample, self.completion_model))
-        return rejected if rejected is not None else await self.judge(sample, parsed)
+        """Grade one sample: a group of one (``grade_group``)."""
+        return (await self.grade_group([self.check_sample(sample)]))[0]
 
     async def grade_group(self, samples: list[StringThread]) -> list[Grade]:
         """One Grade per sample of one prompt, in order: each is ``screen``-ed (penalized
@@ -201,8 +192,7 @@ class Grader(abc.ABC):
     async def off_loop(size: int, fn: "Callable[..., V]", *args: Any) -> V:
         """``fn(*args)``, in a worker thread when ``size`` (the characters of text it works
         through: screening, neutralising, rendering, reading a reply) is over ``_INLINE_CHARS``,
-        so a long completion or reply never holds the event loop. The grade's hot steps test
-        ``_INLINE_CHARS`` themselves and call ``asyncio.to_thread``: no coroutine when short."""
+        so a long completion or reply never holds the event loop."""
         if size > _INLINE_CHARS:
             return await asyncio.to_thread(fn, *args)
         return fn(*args)
@@ -402,9 +392,8 @@ class Grader(abc.ABC):
             if completion.finish_reason == "length":   # a reply cut off is never read
                 problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
                 continue
-            text = completion.text
             try:   # a rambling judge's reply is read off the loop
-                verdict = parse(text) if len(text) <= _INLINE_CHARS else await asyncio.to_thread(parse, text)
+                verdict = await self.off_loop(len(completion.text), parse, completion.text)
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue

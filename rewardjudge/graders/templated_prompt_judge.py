@@ -5,7 +5,6 @@ configurations of it: the catalog's criteria (``context_fields``) and scorers
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from functools import lru_cache, partial
@@ -28,8 +27,7 @@ from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
 from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import (_INLINE_CHARS, Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size,
-                    without_completion)
+from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
 from ._guards import screen_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
@@ -102,9 +100,7 @@ class TemplatedPromptJudgeGrader(Grader):
         return {}
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        size = text_size(sample)
-        messages, texts = (self._prompt_for(sample, parsed) if size <= _INLINE_CHARS
-                           else await asyncio.to_thread(self._prompt_for, sample, parsed))
+        messages, texts = await self.off_loop(text_size(sample), self._prompt_for, sample, parsed)
         return await self.ask_judge(messages, texts, sample=sample,
                                     emptied_request=partial(self._emptied_prompt, sample, parsed))
 
