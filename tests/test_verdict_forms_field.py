@@ -19,8 +19,10 @@ parser's:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import string
 from typing import Any, Callable, Optional
 
 import pytest
@@ -31,26 +33,38 @@ from rewardjudge.readouts._forms import VerdictForm
 # ----------------------------------------------------------- the pipelines' rules
 _PROMETHEUS_ABS = re.compile(
     r"(?:\[RESULT\]|\[SCORE\]|Score:?|Result:?|\[Result\]:?|score\s+of)\s*(?:\(|\[|\s)*(\d+)"
+    r"(?:(?:\)|\]|\s|$)|(?:/\s*5|\s*out\s*of\s*5))?\s*$", re.IGNORECASE)
+_PROMETHEUS_ABS_019 = re.compile(
+    r"(?:\[RESULT\]|\[SCORE\]|Score:?|Result:?|\[Result\]:?|score\s+of)\s*(?:\(|\[|\s)*(\d+)"
     r"(?:(?:\)|\]|\s|$)|(?:/\s*5|\s*out\s*of\s*5))", re.IGNORECASE)
 
 
 def prometheus_absolute(reply: str) -> Optional[int]:
-    """prometheus-eval libs/prometheus-eval/prometheus_eval/parser.py, _parse_output_absolute: the
-    first ``[RESULT]``/``Score:``/``Result:``/``score of`` (any case) then, past brackets and
-    spaces, an integer closed by a bracket, a space, the end, ``/5`` or ``out of 5``; 1-5, else none."""
+    """prometheus-eval libs/prometheus-eval/prometheus_eval/parser.py, _parse_output_absolute, as released
+    in 0.1.20 (commit 8eee0ba, "fix of score regex"): a ``[RESULT]``/``Score:``/``Result:``/``score of``
+    (any case) then, past brackets and spaces, an integer, maybe closed by a bracket, ``/5`` or ``out of
+    5``, and nothing after it but whitespace: the verdict that ends the reply (its own test: "Reference
+    (Score 5) two results [RESULT] 3" is 3); 1-5, else none."""
     m = _PROMETHEUS_ABS.search(reply)
+    return int(m.group(1)) if m and 1 <= int(m.group(1)) <= 5 else None
+
+
+def prometheus_absolute_019(reply: str) -> Optional[int]:
+    """The same function in prometheus-eval 0.1.18 and 0.1.19 (commits 4cc2983, a6938ea): the first
+    such integer anywhere, closed by a bracket, a space, the end, ``/5`` or ``out of 5``; 1-5, else none."""
+    m = _PROMETHEUS_ABS_019.search(reply)
     return int(m.group(1)) if m and 1 <= int(m.group(1)) <= 5 else None
 
 
 _PROMETHEUS_REL = re.compile(
     r"(?:\[RESULT\]|\[RESULT:\s*|\[Response\s+|\[Result\](?:\s+Response)?|\[Result:\s*|(?:^|\n)Result:?\s*)"
-    r"\s*(A|B)(?:\]|\s|$)", re.IGNORECASE | re.MULTILINE)
+    r"\s*(A|B)\]?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def prometheus_relative(reply: str) -> Optional[str]:
-    """prometheus-eval parser.py, _parse_output_relative: the first ``[RESULT] A``, ``[RESULT: B]``,
-    ``[Response B]``, ``[Result] Response A`` or ``Result: B`` at a line's start (any case), the letter
-    closed by a bracket, a space or the end; upper-cased."""
+    """prometheus-eval parser.py, _parse_output_relative (0.1.20): the first ``[RESULT] A``, ``[RESULT: B]``,
+    ``[Response B]``, ``[Result] Response A`` or ``Result: B`` at a line's start (any case) that ends its
+    line (a closing bracket and spaces allowed); upper-cased."""
     m = _PROMETHEUS_REL.search(reply)
     return m.group(1).upper() if m else None
 
@@ -195,6 +209,130 @@ def geval(reply: str) -> Optional[float]:
         return None
 
 
+_ALIGNBENCH_LAST_DICT = re.compile(r"{(.*?)}(?![^{]*{)")
+
+
+def alignbench(reply: str) -> Optional[float]:
+    """THUDM/AlignBench judge.py, post_process: the last ``{...}`` on one line, its ``'key': digits`` pairs,
+    the ``'综合得分'`` (overall) one; else the first ``'综合得分': n`` anywhere (two decimals at most);
+    none -> -1 there (None here). OpenCompass's post_process_alignbench reads the dict alike."""
+    m = _ALIGNBENCH_LAST_DICT.search(reply)
+    pairs = dict(re.findall(r"'(.*?)': (\d+)", m.group(1))) if m else {}
+    if "综合得分" in pairs:
+        return float(pairs["综合得分"])
+    m = re.search(r"'综合得分': (\d+(\.\d{1,2})?)", reply)
+    return float(m.group(1)) if m else None
+
+
+def opencompass_mtbench(reply: str) -> Optional[float]:
+    """open-compass opencompass/datasets/subjective/mtbench.py, post_process_mtbench: the first
+    ``Rating:\\s*[[n]]`` (digits and dots)."""
+    m = re.search(r"Rating:\s*\[\[([\d.]+)\]\]", reply)
+    return float(m.group(1)) if m else None
+
+
+def compass_arena(reply: str) -> Optional[str]:
+    """opencompass compass_arena.py, post_process_compassarena: the first ``选择：X`` or ``Choice: X``, X one of
+    A, B, C right after it."""
+    found = re.findall("(?:选择：|Choice: )([ABC])", reply)
+    return found[0] if found else None
+
+
+def opencompass_arena_hard(reply: str) -> Optional[str]:
+    """opencompass arena_hard.py, post_process_arenahard: the first ``[[...]]`` of ``A B < > =``."""
+    found = re.findall(r"\[\[([AB<>=]+)\]\]", reply)
+    return found[0] if found else None
+
+
+def writingbench(reply: str) -> Optional[float]:
+    """opencompass writingbench.py, post_process_writingbench: the first ``"score": digits`` (either quote)."""
+    m = re.search(r"[\"']score[\"']:\s*([0-9]+)", reply)
+    return float(m.group(1)) if m else None
+
+
+def alpaca_v2_first_char(reply: str) -> Optional[str]:
+    """opencompass alpacaeval.py, post_process_alpacav2: the reply's first character, ``m`` or ``M``."""
+    return reply[0] if reply[:1] in ("m", "M") else None
+
+
+def inspect_grade(reply: str) -> Optional[str]:
+    """UKGovernmentBEIS/inspect_ai src/inspect_ai/scorer/_model.py, model_graded_qa with its default
+    instructions (2026): the last ``GRADE`` (a whole word, any case) ``:`` and the word after it, whose first
+    letter, upper-cased, must be one the instructions offered (C, I; P with partial credit)."""
+    m = re.search(r"(?is).*(?<!\w)GRADE(?!\w)\s*:\s*(\w*)", reply)
+    value = m.group(1)[:1].upper() if m else None
+    return value if value in ("C", "I") else None
+
+
+def inspect_grade_2024(reply: str) -> Optional[str]:
+    """The same scorer's DEFAULT_GRADE_PATTERN before it (2024-2026), ``(?i)GRADE\\s*:\\s*([CPI])(.*)$``: the
+    first ``GRADE: X`` whose line runs to the end of the reply (no multiline: the last line)."""
+    m = re.search(r"(?i)GRADE\s*:\s*([CPI])(.*)$", reply)
+    return m.group(1) if m else None
+
+
+def openai_evals_choice(reply: str, choices: tuple = ("Y", "N")) -> Optional[str]:
+    """openai/evals evals/elsuite/modelgraded/classify_utils.py, get_choice for ``cot_classify`` with the
+    default match ``starts_or_endswith``: the stripped reply's lines from the last, each stripped and its
+    punctuation removed; the first non-empty line that starts or ends with a choice; none -> __invalid__
+    (the lowest score there, None here)."""
+    for line in reversed(reply.strip().split("\n")):
+        line = "".join(c for c in line.strip() if c not in string.punctuation)
+        if line:
+            for choice in choices:
+                if line.startswith(choice) or line.endswith(choice):
+                    return choice
+    return None
+
+
+def flow_judge(reply: str) -> Optional[int]:
+    """huggingface/lighteval src/lighteval/tasks/tasks/mt_bench/main.py (and mix_eval/main.py),
+    process_judge_response: the first ``<score>`` whitespace, one digit, whitespace ``</score>``; none -> 0
+    there (None here)."""
+    m = re.search(r"<score>\s(\d)\s</score>", reply)
+    return int(m.group(1)) if m else None
+
+
+def mixeval_freeform(reply: str) -> Optional[float]:
+    """lighteval mix_eval/main.py, process_judge_response_freeform_gpt: the first ``[[d.d]]`` (a digit, any
+    character, a digit); none -> 0 there (None here)."""
+    m = re.search(r"\[\[(\d.\d)\]\]", reply)
+    return float(m.group(1)) if m else None
+
+
+def lighteval_simpleqa(reply: str) -> Optional[str]:
+    """lighteval src/lighteval/metrics/utils/judge_utils.py, process_judge_response_simpleqa: the reply is
+    exactly ``A`` (correct), ``B`` or ``C``; anything else scores 0 there (None here)."""
+    return reply if reply in ("A", "B", "C") else None
+
+
+def judgebench_vanilla(reply: str) -> Optional[str]:
+    """ScalerLab/JudgeBench utils/judges.py, Vanilla.extract_pairwise_result: the stripped reply is exactly
+    ``Output (a)`` or ``Output (b)``; anything else raises there (None here)."""
+    return {"Output (a)": "a", "Output (b)": "b"}.get(reply.strip())
+
+
+def judgebench_skywork(reply: str) -> Optional[str]:
+    """JudgeBench utils/judges.py, SkyworkCritic.get_judgment: a capital ``A`` anywhere in the reply -> A,
+    else a ``B`` -> B."""
+    return "A" if "A" in reply else "B" if "B" in reply else None
+
+
+def flask_skill(skill: str) -> Callable[[str], Any]:
+    def parse(reply: str) -> Any:
+        """kaistAI/FLASK gpt_review/gpt4_eval.py, parse_score: the reply's last ``{...}``, line breaks
+        dropped, underscores made spaces, lower-cased, read as a Python literal; the skill's value
+        (``N/A`` there, None here)."""
+        found = re.findall(r"{[^}]+}", reply)
+        try:
+            scores = ast.literal_eval(found[-1].replace("\n", "").replace("_", " ").lower()) if found else {}
+        except (ValueError, SyntaxError):
+            return None
+        value = scores.get(skill) if isinstance(scores, dict) else None
+        return float(value) if isinstance(value, (int, float)) else None
+    return parse
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -215,6 +353,17 @@ SCORE = VerdictForm("Score: {score}", bounds=(1, 10))
 ANSWER = VerdictForm("answer is {label}", labels=tuple("ABCDEFGHIJ"))
 GEVAL = VerdictForm("{score}", bounds=(1, 5))
 
+ALIGNBENCH = VerdictForm("'综合得分': {score}", bounds=(1, 10))
+COMPASS_ARENA = VerdictForm("选择：{label}", labels=("A", "B", "C"))
+JSON_SCORE = VerdictForm('"score": {score}', bounds=(1, 10))
+ALPACA_M = VerdictForm("{label}", labels=("m", "M"))
+GRADE = VerdictForm("GRADE: {label}", labels=("C", "I"))
+GRADE_WORDS = VerdictForm("GRADE: {label}", labels=("C", "I", "c", "i", "Correct", "Incorrect"))
+CHOICE_YN = VerdictForm("{label}", labels=("Y", "N"))
+MIXEVAL = VerdictForm("[[{score}]]", bounds=(0, 1))
+SIMPLEQA = VerdictForm("{label}", labels=("A", "B", "C"))
+FLASK = VerdictForm("'logical correctness': {score}", bounds=(1, 5))
+
 _FENCE = "```json\n{}\n```"
 
 # (pipeline, form, the pipeline's parser, reply, how the form's reading relates to the parser's)
@@ -233,9 +382,26 @@ CASES = [
     ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Good work overall. **[RESULT] 4**", "here only"),
     # out of the rubric's 1-5: none in both
     ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Perfect. [RESULT] 10", "agree"),
-    # the parser takes the first "score of n" anywhere, a rubric score the feedback mentions too
+    # 0.1.20 reads the verdict that ends the reply, as the form reads the last one; 0.1.18-0.1.19 took the first
+    # "score of n" anywhere, a rubric score the feedback mentions too
     ("prometheus", PROMETHEUS, prometheus_absolute,
+     "Feedback: It falls short of a score of 5 because it omits the units. [RESULT] 4", "agree"),
+    ("prometheus 0.1.19", PROMETHEUS, prometheus_absolute_019,
      "Feedback: It falls short of a score of 5 because it omits the units. [RESULT] 4", "there only"),
+    ("prometheus", PROMETHEUS, prometheus_absolute,
+     "Feedback: Unlike the Score 5 reference, it skips the proof.\n[RESULT] 3\n", "agree"),
+    ("prometheus 0.1.19", PROMETHEUS, prometheus_absolute_019,
+     "Feedback: Unlike the Score 5 reference, it skips the proof.\n[RESULT] 3\n", "there only"),
+    # the judge echoes the format before its own verdict: the last in both (two verdicts, the others listed)
+    ("prometheus", PROMETHEUS, prometheus_absolute,
+     'Feedback: I must write "[RESULT] 5" only for a perfect answer; this one has gaps. [RESULT] 3', "two"),
+    ("prometheus 0.1.19", PROMETHEUS, prometheus_absolute_019,
+     'Feedback: I must write "[RESULT] 5" only for a perfect answer; this one has gaps. [RESULT] 3', "two"),
+    # 0.1.20 wants nothing after the verdict: a full stop or a note after it is none there
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Clear. [RESULT] 4.", "here only"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Clear.\n[RESULT] 4\n\nI hope this helps.", "here only"),
+    ("prometheus 0.1.19", PROMETHEUS, prometheus_absolute_019,
+     "Feedback: Clear.\n[RESULT] 4\n\nI hope this helps.", "agree"),
     # the verdict alone on the next line (the parser's \s* crosses the line break)
     ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Solid.\n[RESULT]\n4", "agree"),
     # ... but not a list that starts on it
@@ -343,6 +509,94 @@ CASES = [
     ("g-eval", GEVAL, geval, "4", "agree"),
     ("g-eval", GEVAL, geval, "Coherence: 4", "here only"),
     ("g-eval", GEVAL, geval, "4 - The summary covers the main points.", "there only"),
+    # AlignBench (Chinese): the prompt asks for a dict of scores at the end, "{'维度一': 打分, ..., '综合得分': 打分}"
+    ("alignbench", ALIGNBENCH, alignbench,
+     "参考答案给出了正确的公式，AI助手的答案遗漏了单位。\n\n事实正确性: 7\n满足用户需求: 6\n\n"
+     "{'事实正确性': 7, '满足用户需求': 6, '逻辑连贯性': 8, '综合得分': 6}", "agree"),
+    ("alignbench", ALIGNBENCH, alignbench,
+     "综合以上评价，回答基本正确。\n{'事实正确性': 9, '满足用户需求': 8, '综合得分': 8}。", "agree"),
+    # a dict over several lines: the parser's one-line dict fails, its fallback reads the key anywhere
+    ("alignbench", ALIGNBENCH, alignbench,
+     "评价：回答完整。\n{\n'事实正确性': 9,\n'满足用户需求': 9,\n'综合得分': 9\n}", "agree"),
+    ("alignbench", ALIGNBENCH, alignbench,
+     "```python\n{'事实正确性': 3, '满足用户需求': 2, '综合得分': 2}\n```", "agree"),
+    # JSON's double quotes: the parser's single-quote pattern reads nothing, the form either quote mark
+    ("alignbench", ALIGNBENCH, alignbench, '{"事实正确性": 8, "综合得分": 7}', "here only"),
+    # the judge copies the prompt's example before its own dict
+    ("alignbench", ALIGNBENCH, alignbench,
+     "按照格式，例如：{'事实正确性': 9, '满足用户需求': 6, ..., '综合得分': 7}\n"
+     "我的打分：{'事实正确性': 4, '满足用户需求': 3, '综合得分': 3}", "two"),
+    ("alignbench", ALIGNBENCH, alignbench, "综合得分：7分", "agree"),
+    # OpenCompass's own readings (CompassJudger and the API judges it runs): MT-Bench's "Rating: [[n]]", the first
+    ("opencompass mt-bench", AUTOJ, opencompass_mtbench, "The answer is correct.\n\nRating: [[9]]", "agree"),
+    ("opencompass mt-bench", AUTOJ, opencompass_mtbench, "Rating:[[6.5]]", "agree"),
+    ("opencompass mt-bench", AUTOJ, opencompass_mtbench, "Rating: [[ 7 ]]", "here only"),
+    ("opencompass mt-bench", AUTOJ, opencompass_mtbench,
+     'The format is "Rating: [[5]]". The answer misses a step. Rating: [[4]]', "two"),
+    # Compass Arena: "选择：A" / "Choice: A", the first
+    ("compass arena", COMPASS_ARENA, compass_arena, "回答A更准确，也更完整。\n选择：A", "agree"),
+    ("compass arena", COMPASS_ARENA, compass_arena, "两个回答相当。\n选择：C。", "agree"),
+    ("compass arena", COMPASS_ARENA, compass_arena, "选择: B", "agree"),     # an ASCII colon: none in both
+    # arena-hard in OpenCompass: the first label
+    ("opencompass arena-hard", ARENA, opencompass_arena_hard, "My final verdict is tie: [[A=B]]", "agree"),
+    ("opencompass arena-hard", ARENA, opencompass_arena_hard,
+     "Correctness: [[B>A]]. Overall: Assistant A is slightly better: [[A>B]]", "two"),
+    # WritingBench: a JSON object, the first "score": n
+    ("writingbench", JSON_SCORE, writingbench, '{"score": 8, "reason": "Vivid, but the ending is rushed."}', "agree"),
+    ("writingbench", JSON_SCORE, writingbench, "```json\n{\n  'score': 6,\n  'reason': 'Off topic.'\n}\n```", "agree"),
+    # AlpacaEval 2.0 in OpenCompass: the reply's first character, m or M
+    ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "m", "agree"),
+    ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "M", "agree"),
+    ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "Model M is better.", "there only"),
+    # Inspect model_graded_qa: "GRADE: C" at the end, the last one, any case, a word's first letter
+    ("inspect", GRADE, inspect_grade, "The submission names the right year.\n\nGRADE: C", "agree"),
+    ("inspect", GRADE, inspect_grade, "It contradicts the criterion.\nGRADE: I", "agree"),
+    ("inspect", GRADE, inspect_grade, "Reasoning...\n**GRADE: C**", "agree"),
+    ("inspect", GRADE, inspect_grade, "GRADE: C\n\nThe submission matches the criterion.", "agree"),
+    ("inspect", GRADE, inspect_grade,
+     "I must reply 'GRADE: C' for a correct answer. This one is wrong.\nGRADE: I", "two"),
+    ("inspect", GRADE, inspect_grade, "The answer is right.\ngrade: c", "there only"),
+    ("inspect", GRADE, inspect_grade, "GRADE: Correct", "there only"),
+    # ... which a form declares by naming those spellings as labels (each with its reward)
+    ("inspect", GRADE_WORDS, lambda r: (lambda v: {"C": "c", "I": "i"}.get(v, v))(inspect_grade(r)),
+     "The answer is right.\ngrade: c", "agree"),
+    ("inspect", GRADE_WORDS, lambda r: {"C": "Correct"}.get(inspect_grade(r) or ""), "GRADE: Correct", "agree"),
+    ("inspect 2024", GRADE, inspect_grade_2024, "The submission names the right year.\n\nGRADE: C", "agree"),
+    ("inspect 2024", GRADE, inspect_grade_2024, "GRADE: C\n\nThe submission matches the criterion.", "here only"),
+    # OpenAI evals model-graded, cot_classify: the last line that starts or ends with a choice
+    ("openai evals", CHOICE_YN, openai_evals_choice, "Reasoning: the answer states the capital correctly.\nY\nY", "agree"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\nN.", "agree"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "The expert answer matches.\n**Y**", "agree"),
+    # a choice at either end of a longer line is read there only (the prompt asks for it alone on its line)
+    ("openai evals", CHOICE_YN, openai_evals_choice, "So the submission meets the criterion: Y", "there only"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "The submission meets the criterion, so Y.", "there only"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "I cannot tell from the data given.", "agree"),
+    # lighteval: the Flow judge's "<score> n </score>" (one whitespace each side, one digit), the first
+    ("lighteval flow", TAG, flow_judge, "<feedback>Accurate and complete.</feedback>\n<score>\n5\n</score>", "agree"),
+    ("lighteval flow", TAG, flow_judge, "<feedback>Partly wrong.</feedback>\n<score> 3 </score>", "agree"),
+    ("lighteval flow", TAG, flow_judge, "<feedback>Good.</feedback>\n<score>4</score>", "here only"),
+    # ... MixEval's free-form GPT judge "[[0.8]]", the first
+    ("lighteval mixeval", MIXEVAL, mixeval_freeform, "The answer matches the reference.\n[[1.0]]", "agree"),
+    ("lighteval mixeval", MIXEVAL, mixeval_freeform, "Half right.\n\nScore: [[0.5]]", "agree"),
+    ("lighteval mixeval", MIXEVAL, mixeval_freeform, "Correct. [[1]]", "here only"),
+    # ... SimpleQA's grader: the whole reply a letter
+    ("lighteval simpleqa", SIMPLEQA, lighteval_simpleqa, "A", "agree"),
+    ("lighteval simpleqa", SIMPLEQA, lighteval_simpleqa, "B: INCORRECT", "agree"),
+    ("lighteval simpleqa", SIMPLEQA, lighteval_simpleqa, "The prediction contradicts the gold target.\nB", "here only"),
+    # JudgeBench's own readings: its Vanilla judge wants the reply to be exactly "Output (a)"
+    ("judgebench vanilla", OUTPUT, judgebench_vanilla, "Output (b)", "agree"),
+    ("judgebench vanilla", OUTPUT, judgebench_vanilla, "Output (a) is better.", "here only"),
+    # ... and reads Skywork-Critic's "[[A]]" as any capital A in the reply
+    ("judgebench skywork", PAIR_AB, judgebench_skywork, "[[A]]", "agree"),
+    ("judgebench skywork", PAIR_AB, judgebench_skywork, "[[B]]", "agree"),
+    ("judgebench skywork", PAIR_AB, judgebench_skywork, "Assistant B handles the empty list. [[B]]", "there only"),
+    # FLASK: a dict of skill scores at the end; one grader per skill
+    ("flask", FLASK, flask_skill("logical correctness"),
+     "The response reasons soundly but misses one case.\n{'Logical Correctness': 4, 'Factuality': 5, 'Completeness': 3}",
+     "agree"),
+    ("flask", FLASK, flask_skill("logical correctness"),
+     "{'logical_correctness': 2,\n 'conciseness': 'N/A'}", "agree"),
+    ("flask", FLASK, flask_skill("logical correctness"), "{'logical correctness': 'N/A'}", "agree"),
 ]
 
 
