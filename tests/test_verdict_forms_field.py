@@ -257,15 +257,16 @@ def alpaca_v2_first_char(reply: str) -> Optional[str]:
 
 def inspect_grade(reply: str) -> Optional[str]:
     """UKGovernmentBEIS/inspect_ai src/inspect_ai/scorer/_model.py, model_graded_qa with its default
-    instructions (2026): the last ``GRADE`` (a whole word, any case) ``:`` and the word after it, whose first
-    letter, upper-cased, must be one the instructions offered (C, I; P with partial credit)."""
+    instructions (as of August 2026; the last ``GRADE`` since May 2026): the last ``GRADE`` (a whole word, any
+    case) ``:`` and the word after it, whose first letter, upper-cased, must be one the instructions offered
+    (C, I; P with partial credit)."""
     m = re.search(r"(?is).*(?<!\w)GRADE(?!\w)\s*:\s*(\w*)", reply)
     value = m.group(1)[:1].upper() if m else None
     return value if value in ("C", "I") else None
 
 
 def inspect_grade_2024(reply: str) -> Optional[str]:
-    """The same scorer's DEFAULT_GRADE_PATTERN before it (2024-2026), ``(?i)GRADE\\s*:\\s*([CPI])(.*)$``: the
+    """The same scorer's DEFAULT_GRADE_PATTERN from May 2024 to May 2026, ``(?i)GRADE\\s*:\\s*([CPI])(.*)$``: the
     first ``GRADE: X`` whose line runs to the end of the reply (no multiline: the last line)."""
     m = re.search(r"(?i)GRADE\s*:\s*([CPI])(.*)$", reply)
     return m.group(1) if m else None
@@ -564,7 +565,7 @@ CASES = [
     ("inspect 2024", GRADE, inspect_grade_2024, "The submission names the right year.\n\nGRADE: C", "agree"),
     ("inspect 2024", GRADE, inspect_grade_2024, "GRADE: C\n\nThe submission matches the criterion.", "here only"),
     # OpenAI evals model-graded, cot_classify: the last line that starts or ends with a choice
-    ("openai evals", CHOICE_YN, openai_evals_choice, "Reasoning: the answer states the capital correctly.\nY\nY", "agree"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "Reasoning: the answer names the capital.\nY\nY", "agree"),
     ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\nN.", "agree"),
     ("openai evals", CHOICE_YN, openai_evals_choice, "The expert answer matches.\n**Y**", "agree"),
     # a choice at either end of a longer line is read there only (the prompt asks for it alone on its line)
@@ -592,7 +593,8 @@ CASES = [
     ("judgebench skywork", PAIR_AB, judgebench_skywork, "Assistant B handles the empty list. [[B]]", "there only"),
     # FLASK: a dict of skill scores at the end; one grader per skill
     ("flask", FLASK, flask_skill("logical correctness"),
-     "The response reasons soundly but misses one case.\n{'Logical Correctness': 4, 'Factuality': 5, 'Completeness': 3}",
+     "The response reasons soundly but misses one case.\n"
+     "{'Logical Correctness': 4, 'Factuality': 5, 'Completeness': 3}",
      "agree"),
     ("flask", FLASK, flask_skill("logical correctness"),
      "{'logical_correctness': 2,\n 'conciseness': 'N/A'}", "agree"),
