@@ -27,6 +27,8 @@ BARE_LABEL = VerdictForm("{label}", labels=("1", "2", "Tie"))
 # two scores on a line (Vicuna, LLaVA-Bench, JudgeLM: "8 7", Assistant 1's then Assistant 2's)
 SECOND = VerdictForm("{other} {score}", bounds=(1, 10))
 FIRST = VerdictForm("{score} {other}", bounds=(1, 10))
+# a form over two lines (HelpSteer3 GenRM: the ranking score 1-6 boxed on the line under its header)
+GENRM = VerdictForm("[The Begin of Ranking Score]\n\\boxed{{score}}", bounds=(1, 6))
 
 # (form, reply, expected value or None for NoVerdict, others)
 READ_CASES = [
@@ -162,6 +164,14 @@ READ_CASES = [
     # (WildBench reads it through json.loads), never one quote alone
     (VerdictForm('"score": "{score}"'), '{"score": 7}', 7.0, ()),
     (VerdictForm('"score": "{score}"'), '{"score": "7}', None, ()),
+    # a form over two lines (HelpSteer3's GenRM: the ranking score boxed under its header): a line break where
+    # the form breaks its line, one blank line between at most; never a space, never the same line
+    (GENRM, "[The Begin of Individual Scores]\n\\boxed{3, 5}\n[The End of Individual Scores]\n\n"
+            "[The Begin of Ranking Score]\n\\boxed{5} \n[The End of Ranking Score]", 5.0, ()),
+    (GENRM, "[The Begin of Ranking Score]\r\n\r\n  \\boxed{2}", 2.0, ()),
+    (GENRM, "[The Begin of Ranking Score] \\boxed{2}", None, ()),
+    (GENRM, "[The Begin of Ranking Score]\n\n\n\\boxed{2}", None, ()),
+    (GENRM, "The answer is \\boxed{4}.\n[The Begin of Ranking Score]\n\\boxed{2}", 2.0, ()),
 ]
 
 
@@ -223,6 +233,7 @@ def test_find_lists_every_occurrence_in_order():
 
 # (form, rest of a sealed line, expected value or None)
 LINE_CASES = [
+    (GENRM, " [The Begin of Ranking Score] \\boxed{5}", None),   # a sealed verdict is one line
     (SCORE, " [[8]]", 8.0),                           # the form, alone
     (SCORE, "[[8]]  ", 8.0),
     (SCORE, " **[[8]]**", 8.0),                       # markdown emphasis around it
@@ -341,6 +352,9 @@ def test_linear_on_hostile_replies():
     assert not SECOND.read("8 " * (n // 2)).ok and not SECOND.read("8" * n + " 7").ok
     assert SECOND.read("8 7\n" * (n // 4)).value == 7.0
     assert VerdictForm("[[{score}, {other}]]").read("[[1, " * (n // 4) + "[[2, 3]]").value == 2.0
+    # a form over two lines: many lines of its head, and long runs of blank lines
+    assert GENRM.read("[The Begin of Ranking Score]\n" * (n // 29) + "\\boxed{4}").value == 4.0
+    assert not GENRM.read("[The Begin of Ranking Score]" + "\n" * n + "\\boxed{4}").ok
 
 
 async def test_a_two_score_form_through_the_sealed_grader():

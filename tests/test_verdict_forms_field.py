@@ -334,6 +334,21 @@ def flask_skill(skill: str) -> Callable[[str], Any]:
     return parse
 
 
+_GENRM_RANKING = re.compile(
+    r"\[The Begin of Ranking Score\]\s*\n\s*\\boxed\{([^}]+)\}\s*\n\s*\[The End of Ranking Score\]")
+
+
+def genrm_ranking(reply: str) -> Optional[int]:
+    """NVIDIA-NeMo/RL nemo_rl/environments/genrm_environment.py (HelpSteer3 GenRM), validate_format_and_extract
+    and parse_score_value: the first ``[The Begin of Ranking Score]``, a line break, ``\\boxed{...}``, a line
+    break, ``[The End of Ranking Score]``; its content (no comma) as an integer, else its first digits."""
+    m = _GENRM_RANKING.search(reply)
+    if not m or "," in m.group(1):
+        return None
+    digits = re.search(r"\d+", m.group(1))
+    return int(digits.group()) if digits else None
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -364,6 +379,8 @@ CHOICE_YN = VerdictForm("{label}", labels=("Y", "N"))
 MIXEVAL = VerdictForm("[[{score}]]", bounds=(0, 1))
 SIMPLEQA = VerdictForm("{label}", labels=("A", "B", "C"))
 FLASK = VerdictForm("'logical correctness': {score}", bounds=(1, 5))
+GENRM = VerdictForm("[The Begin of Ranking Score]\n\\boxed{{score}}", bounds=(1, 6))
+BOXED = VerdictForm("\\boxed{{score}}", bounds=(1, 6))
 
 _FENCE = "```json\n{}\n```"
 
@@ -598,6 +615,21 @@ CASES = [
      "agree"),
     ("flask", FLASK, flask_skill("logical correctness"),
      "{'logical_correctness': 2,\n 'conciseness': 'N/A'}", "agree"),
+    # HelpSteer3 GenRM (NeMo-RL): the ranking score 1-6 boxed under its header, the individual scores above it
+    ("genrm", GENRM, genrm_ranking,
+     "[The Begin of Analysis on Response 1]\nCorrect but terse.\n[The End of Analysis on Response 1]\n\n"
+     "[The Begin of Individual Scores]\n\\boxed{3, 4}\n[The End of Individual Scores]\n\n"
+     "[The Begin of Ranking Score]\n\\boxed{4} \n[The End of Ranking Score]", "agree"),
+    # a math answer boxed in the analysis: the header keeps it out; a bare \boxed{{score}} form reads both
+    ("genrm", GENRM, genrm_ranking,
+     "Response 1 gets \\boxed{2}, the right root.\n[The Begin of Ranking Score]\n\\boxed{3}\n"
+     "[The End of Ranking Score]", "agree"),
+    ("genrm", BOXED, genrm_ranking,
+     "Response 1 gets \\boxed{2}, the right root.\n[The Begin of Ranking Score]\n\\boxed{3}\n"
+     "[The End of Ranking Score]", "two"),
+    ("genrm", GENRM, genrm_ranking, "[The Begin of Ranking Score] \\boxed{3} [The End of Ranking Score]", "agree"),
+    ("genrm", GENRM, genrm_ranking,
+     "[The Begin of Ranking Score]\n\n\n\\boxed{5}\n[The End of Ranking Score]", "there only"),
     ("flask", FLASK, flask_skill("logical correctness"), "{'logical correctness': 'N/A'}", "agree"),
 ]
 

@@ -21,9 +21,12 @@ __all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
-_WHITESPACE = re.compile(r"\s+")
+_WHITESPACE = re.compile(r"(\s+)")
 #: what a run of whitespace in a pattern matches: bounded, so no start position costs more than a few steps
 _GAP = r"[ \t*_]{0,16}"
+#: ... and one that holds a line break: a line break, one blank line between at most (a form over two lines,
+#: ``[The Begin of Ranking Score]\n\\boxed{{score}}``)
+_LINE_GAP = r"[ \t*_]{0,16}(?:\r?\n[ \t*_]{0,16}){1,2}"
 _NUMBER = r"[+-]?\d{1,15}(?:\.\d{1,15})?"
 #: after a score with no literal text after it: not more digits, nor the rest of a sum the judge works
 #: out (``Final rating: 5 - 3 = 2``: the 5 is no verdict); ``4.5/5`` stays a score
@@ -157,17 +160,18 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
 
 def _literal(text: str, pair: "str | None" = None) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
-    bounded gap, and a little markdown emphasis allowed where a word meets
-    punctuation (``**Rating**:`` for ``Rating:``), either quote mark for
-    either; an ``{other}`` is a number; ``pair``: the regex of a part that is
-    only whitespace beside an ``{other}``."""
+    bounded gap (a line break where the pattern breaks its line), a little
+    markdown emphasis allowed where a word meets punctuation (``**Rating**:``
+    for ``Rating:``), either quote mark for either; an ``{other}`` is a number;
+    ``pair``: the regex of a part that is only whitespace beside an ``{other}``."""
     if pair is not None and _OTHER in text:
         return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part)
                                   for part in text.split(_OTHER))
     return _OTHER_NUMBER.join(
-        _GAP.join(_EMPH.join("(?i:" + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
-                             for run in _RUNS.findall(piece))
-                  for piece in _WHITESPACE.split(part))
+        "".join((_LINE_GAP if "\n" in piece else _GAP) if i % 2 else
+                _EMPH.join("(?i:" + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
+                           for run in _RUNS.findall(piece))
+                for i, piece in enumerate(_WHITESPACE.split(part)))
         for part in text.split(_OTHER))
 
 
