@@ -369,3 +369,18 @@ async def test_a_two_score_form_through_the_sealed_grader():
     grade = await grader.grade(StringThread([("user", "Name a prime."), ("assistant", "7")]))
     assert (grade.status, grade.value) == ("scored", 9.0)
     assert "<other score> <score from 1 to 10>" in judge.calls[0]["messages"][-1]["content"]
+
+
+def test_a_form_over_two_lines_is_refused_when_sealed():
+    """A sealed verdict is the one line after ``VERDICT <seal>:``: a form that spans lines
+    could never be read there, so the grader refuses it at construction (unsealed it reads)."""
+    from rewardjudge import ConfigError, TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    form = "[The Begin of Ranking Score]\n\\boxed{{score}}"
+    with pytest.raises(ConfigError, match="spans lines"):
+        TemplatedPromptJudgeGrader("genrm", ScriptedModel(["x"]), "Rank.", "{{completion}}",
+                                   verdict_form=form, score_bounds=(1, 6))
+    grader = TemplatedPromptJudgeGrader("genrm", ScriptedModel(["x"]), "Rank.", "{{completion}}",
+                                        verdict_form=form, score_bounds=(1, 6), seal=False)
+    assert grader.options.form.pattern == form

@@ -137,6 +137,10 @@ class TemplatedOptions(JudgeOptions, SealOptions, JudgeBinding, GraderOptions):
         self._form, self.label_values = _declared_form(self.verdict_form, self.label_values, self.score_bounds)
         if self._form is not None:
             self.structured = False   # the verdict is a line of text in the declared form
+            if self.seal and "\n" in self._form.pattern.strip():
+                raise ConfigError(f"verdict_form {self._form.pattern!r} spans lines; a sealed verdict is the "
+                                  f"one line after 'VERDICT <seal>:': declare a one-line form, or seal=False "
+                                  f"to read this form as the judge writes it")
         if self.max_tokens == "fit":   # a schema-constrained reply and its seal; 512 unbounded
             fitted = fitted_max_tokens(self.output_model) if self.structured else None
             self.max_tokens = fitted + (SEAL_TOKENS if self.seal else 0) if fitted else 512
