@@ -631,6 +631,27 @@ CASES = [
     ("genrm", GENRM, genrm_ranking,
      "[The Begin of Ranking Score]\n\n\n\\boxed{5}\n[The End of Ranking Score]", "there only"),
     ("flask", FLASK, flask_skill("logical correctness"), "{'logical correctness': 'N/A'}", "agree"),
+    # the box spaced off inside (the parser strips its content)
+    ("genrm", GENRM, genrm_ranking,
+     "[The Begin of Ranking Score]\n\\boxed{ 5 }\n[The End of Ranking Score]", "agree"),
+    # "grade:" in prose before the judge's own verdict: "I think" is no second verdict
+    ("inspect", GRADE, inspect_grade, "To settle the grade: I think the submission is right.\nGRADE: C", "agree"),
+    ("inspect", GRADE, inspect_grade, "GRADE: I think the submission is wrong", "agree"),
+    # ... and alone: the parser reads the pronoun's letter
+    ("inspect", GRADE, inspect_grade, "As for the grade: I think it is fine.", "there only"),
+    # a no-break space after the colon, which the parsers' \s reads
+    ("inspect", GRADE, inspect_grade, "The submission names the right year.\nGRADE:\u00a0C", "agree"),
+    ("score colon", SCORE, score_colon, "The essay is coherent.\n\nScore:\u00a07/10", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Accurate. [RESULT]\u00a05", "agree"),
+    ("judgelm", JUDGELM, two_scores, "\u00a08 9\nAssistant 2's answer is more detailed.", "agree"),
+    # an end-of-turn token the server left in the text ends the verdict's line
+    ("score colon", SCORE, score_colon, "**Final Score:**\n\n8/10</s>", "agree"),
+    ("g-eval", GEVAL, geval, "4<|eot_id|>", "agree"),
+    ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "m<|im_end|>", "agree"),
+    # a markdown heading before a bare form's name
+    ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\n### Final verdict: N.", "agree"),
+    # spaces inside the brackets after a spaced-off head
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating: [ 2 ]\nRationale: Misses the point.", "agree"),
 ]
 
 
@@ -665,6 +686,11 @@ UNSEALED_ONLY = [
     (BRACKETS, "Rating: [5]", 5.0),              # single brackets after a name and a colon (FastChat's fallback)
     (PROMETHEUS, "[RESULT]\n4", 4.0),             # the verdict alone on the next line
     (AUTOJ, "Rating: [5]", 5.0),
+    (BOXED, "\\boxed{ 5 }", 5.0),                # spaces inside the braces (NeMo-RL strips them)
+    (SCORE, "Score:\u00a07", 7.0),                # a no-break space
+    (GEVAL, "4<|eot_id|>", 4.0),                  # an end-of-turn token left in the text
+    (ULTRA, "Rating: [ 2 ]", 2.0),                # spaces inside the brackets after a spaced-off head
+    (CHOICE_YN, "### Verdict: Y", "Y"),           # a heading's marks before a bare form's name
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
 ]
 
@@ -693,6 +719,11 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (PAIR_AB, "Verdict: [A]"),                   # and for a score only: a bracketed letter is often a quote
     (PROMETHEUS, "[RESULT]\n4 because it is clear"),   # a verdict on the next line is alone on it
     (PROMETHEUS, "[RESULT]\n\n\n4"),              # after at most one blank line
+    (BOXED, "\\boxed{   5}"),                     # at most two spaces inside the braces
+    (GRADE, "As for the grade: I think so."),     # a one-letter word after the head in another case: prose
+    (SIMPLEQA, "### A\nResponse A is right."),     # a heading's marks before a name only, not a label
+    (GEVAL, "## 2\nThe second point."),            # ... nor a number
+    (GEVAL, "Fine.</s>5"),                        # an end-of-turn token ends a line: what follows it starts none
     (VerdictForm("Output ({label}) is better", labels=("a", "b")), "Output (\na) is better"),   # never inside a form
 ])
 def test_the_tolerances_stay_narrow(form, reply):

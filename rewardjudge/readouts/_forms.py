@@ -35,6 +35,9 @@ _NOT_ARITHMETIC = r"(?!\d|[ \t]{0,2}[-+*×=][ \t]{0,2}\d)"
 _OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
 _LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
+#: unsealed: a markdown heading's marks before a bare form's name (``### Final verdict: N``), never before the
+#: verdict itself (``## 2`` and ``### A`` head sections)
+_HEADING = r"(?:#{1,6}[ \t]{1,2}(?=[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:))?"
 #: before a bare form's verdict: a name of one to three words and a colon, as judges label the number a
 #: "scores ONLY" prompt asks for (``Score: 2``, ``Functional Correctness: 3``, ``**Usefulness:** 4``);
 #: matched once, never given back (a lookahead and its backreference: an atomic group on Python 3.10)
@@ -73,12 +76,17 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         # a bare number: not the tail of a longer number or word (nor of an {other}), nor its head
         value = (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else _NOT_ARITHMETIC)
     else:
+        # unsealed, a form that ends with a label after a spaced-off head in words (``GRADE: {label}``): a label
+        # that is also a one-letter word, followed by a word in lower case, after the head in another case
+        # than the form's, is prose ("to decide the grade: I think ..."), not a verdict
+        prose = unsealed and not after and before != before.rstrip() and any(c.isalpha() for c in before)
         value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
+                                 + (_PROSE if prose and lab in _WORD_LABELS else "")
                                  for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
     if not (before + after).replace(_OTHER, "").strip():
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
-        return re.compile(_LINE_HEAD + _NAME + _literal(before, pair) + "(?P<v>" + value + ")" + _literal(after, pair)
+        return re.compile(_LINE_HEAD + (_HEADING if unsealed else "") + _NAME + _literal(before, pair) + "(?P<v>" + value + ")" + _literal(after, pair)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed) + stop)
@@ -89,12 +97,16 @@ def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
     """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
     "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
     head = _bounded(_literal(before.rstrip()), before, True, False) + ":?"
+    if "(?(cs)" in value:     # the head in the form's own case (``_PROSE``)
+        head = "(?:(?=" + _literal(before.rstrip(), exact=True) + r")(?P<cs>)|)" + head
     if unsealed:
         # a verdict alone on the next line, a blank one between at most, where the form ends with it
         # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
         below = "" if after.strip(". ") else "|" + _NEXT_LINE
-        head += "(?:" + _GAP + below + ")" + _BRACKET_WORD + r"(?:(?P<o1>\()|(?P<o2>\[)|(?P<o3>['\"]))?"
-        close = r"(?(o1)\))(?(o2)\])(?(o3)['\"])" + (_ALONE if below else "")
+        # and spaced off inside its brackets ("Rating: [ 4 ]")
+        head += "(?:" + _GAP + below + ")" + _BRACKET_WORD \
+            + r"(?:(?:(?P<o1>\()|(?P<o2>\[))" + _INNER_SPACE + r"|(?P<o3>['\"]))?"
+        close = r"(?(o1)" + _INNER_SPACE + r"\))(?(o2)" + _INNER_SPACE + r"\])(?(o3)['\"])" + (_ALONE if below else "")
     else:
         head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
         close = r"(?(o1)\))(?(o2)\])"
@@ -121,6 +133,10 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
                 + r"(?:\[\[|(?P<sb>" + name + r"\[))"
             after = after[2:]
             inner_tail += r"(?(sb)\]|\]\])"
+    elif unsealed and before.endswith("{") and after.startswith("}"):
+        # braces around the verdict (``\\boxed{{score}}``): spaced off inside ("\\boxed{ 5 }"), which NeMo-RL's
+        # GenRM parser strips
+        inner_head, inner_tail = _INNER_SPACE, _INNER_SPACE
     elif unsealed and before and after and before[-1] in "'\"" and after[0] in "'\"":
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
@@ -130,6 +146,10 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
     return head + inner_head + "(?P<v>" + value + ")" + inner_tail + _bounded(_literal(after), after, False, True)
 
 
+#: labels that are also one-letter words ("I think", "A good answer")
+_WORD_LABELS = ("A", "I", "a")
+#: unsealed: after such a label, where the head is not in the form's case: not a word in lower case next
+_PROSE = r"(?(cs)|(?![ \t]{1,4}[a-z]))"
 #: whitespace (line breaks too) allowed between a tag and the verdict it holds
 _TAG_GAP = r"\s{0,16}"
 #: one word and a colon allowed inside the brackets that hold a verdict, before it
@@ -158,18 +178,19 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
     return regex
 
 
-def _literal(text: str, pair: "str | None" = None) -> str:
+def _literal(text: str, pair: "str | None" = None, exact: bool = False) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap (a line break where the pattern breaks its line), a little
     markdown emphasis allowed where a word meets punctuation (``**Rating**:``
     for ``Rating:``), either quote mark for either; an ``{other}`` is a number;
-    ``pair``: the regex of a part that is only whitespace beside an ``{other}``."""
+    ``pair``: the regex of a part that is only whitespace beside an ``{other}``; ``exact``: words in
+    their own case."""
     if pair is not None and _OTHER in text:
         return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part)
                                   for part in text.split(_OTHER))
     return _OTHER_NUMBER.join(
         "".join((_LINE_GAP if "\n" in piece else _GAP) if i % 2 else
-                _EMPH.join("(?i:" + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
+                _EMPH.join(("(?:" if exact else "(?i:") + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
                            for run in _RUNS.findall(piece))
                 for i, piece in enumerate(_WHITESPACE.split(part)))
         for part in text.split(_OTHER))
@@ -281,7 +302,7 @@ class VerdictForm:
         ``bounds`` is none): no object per occurrence, 256 KiB of quoted policy text holds 50,000."""
         if not isinstance(text, str):
             return []
-        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels, True).finditer(text)
+        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels, True).finditer(_plain(text))
                 if (v := self._value(m.group("v"))) is not None]
 
     def find(self, text: str) -> list[Verdict]:
@@ -341,6 +362,23 @@ class VerdictForm:
         if self.find(text):          # a label list the form would read: name it without the labels
             text = head + "<label>" + tail
         return text
+
+
+#: unsealed: spaces other than a space and a tab that judges write in a form (a no-break space after a colon,
+#: an ideographic one in CJK text), read as a space, as the parsers' ``\\s`` and ``str.strip`` read them
+_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+#: unsealed: a chat template's end-of-turn token that a server left in the reply's text, read as a line's end
+_END_TOKEN = re.compile(r"</s>|<\|(?:eot_id|end_of_text|endoftext|im_end|end|eos|return)\|>|<(?:end_of_turn|eos)>"
+                        "|<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
+def _plain(text: str) -> str:
+    """``text`` as an unsealed reading reads it, each character where it was (``_SPACES`` a space, an
+    ``_END_TOKEN`` a line break padded with NULs, which no form reads)."""
+    text = _SPACES.sub(" ", text)
+    if "<" in text:
+        text = _END_TOKEN.sub(lambda m: "\n" + "\x00" * (len(m.group()) - 1), text)
+    return text
 
 
 #: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
