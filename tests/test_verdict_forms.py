@@ -117,7 +117,9 @@ READ_CASES = [
     (BARE, "7.", 7.0, ()),
     (BARE, "Score:\n\n8", 8.0, ()),
     (BARE, "I give it 7 out of 9", None, ()),        # a number inside a line is content
-    (BARE, "7/9", None, ()),
+    (BARE, "7/9", 7.0, ()),                          # a score out of its scale (G-Eval reads 7, ICE-Score too)
+    (BARE, "Score: 8 / 9", 8.0, ()),
+    (BARE, "9/7", None, ()),                          # ... never above it
     (BARE, "10", None, ()),                           # bounds apply
     (BARE, "", None, ()),
     (BARE_LABEL, "1\n\nReason: Response 1 is better.", "1", ()),

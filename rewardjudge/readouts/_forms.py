@@ -42,7 +42,13 @@ _HEADING = r"(?:#{1,6}[ \t]{1,2}(?=[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_
 #: "scores ONLY" prompt asks for (``Score: 2``, ``Functional Correctness: 3``, ``**Usefulness:** 4``);
 #: matched once, never given back (a lookahead and its backreference: an atomic group on Python 3.10)
 _NAME = r"(?:(?=(?P<name>[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:[*_]{0,4}[ \t]{0,4}))(?P=name))?"
+#: unsealed: ... and emphasis after it, around the verdict alone (``Usefulness: **3**``)
+_NAME_EMPH = _NAME.replace(r"[ \t]{0,4}))", r"[ \t]{0,4}[*_]{0,4}))")
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
+#: unsealed: a scale after a bare form's score (``4/10``), as after a verdict alone on the next line (``_ALONE``);
+#: ``_found`` drops a score above its scale (``9/7``)
+_OUT_OF = r"[ \t]{0,2}/[ \t]{0,2}(?P<of>\d{1,3})"
+_SCALE = "(?:" + _OUT_OF + ")?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
@@ -86,7 +92,9 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     if not (before + after).replace(_OTHER, "").strip():
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
-        return re.compile(_LINE_HEAD + (_HEADING if unsealed else "") + _NAME + _literal(before, pair) + "(?P<v>" + value + ")" + _literal(after, pair)
+        scale = _SCALE if unsealed and m.group() == _SCORE and not after.strip() else ""
+        return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME) + _literal(before, pair)
+                          + "(?P<v>" + value + ")" + scale + _literal(after, pair)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed) + stop)
@@ -106,7 +114,9 @@ def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
         # and spaced off inside its brackets ("Rating: [ 4 ]")
         head += "(?:" + _GAP + below + ")" + _BRACKET_WORD \
             + r"(?:(?:(?P<o1>\()|(?P<o2>\[))" + _INNER_SPACE + r"|(?P<o3>['\"]))?"
-        close = r"(?(o1)" + _INNER_SPACE + r"\))(?(o2)" + _INNER_SPACE + r"\])(?(o3)['\"])" + (_ALONE if below else "")
+        # ... a scale inside them ("Rating: [2/10]")
+        close = r"(?:(?(o1)|(?(o2)|(?!)))" + _OUT_OF + r")?(?(o1)" + _INNER_SPACE + r"\))(?(o2)" + _INNER_SPACE \
+            + r"\])(?(o3)['\"])" + (_ALONE if below else "")
     else:
         head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
         close = r"(?(o1)\))(?(o2)\])"
@@ -302,8 +312,12 @@ class VerdictForm:
         ``bounds`` is none): no object per occurrence, 256 KiB of quoted policy text holds 50,000."""
         if not isinstance(text, str):
             return []
-        return [(m.start(), m.end(), v) for m in _compile(self.pattern, self.labels, True).finditer(_plain(text))
-                if (v := self._value(m.group("v"))) is not None]
+        regex = _compile(self.pattern, self.labels, True)
+        if "of" not in regex.groupindex:
+            return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text))
+                    if (v := self._value(m.group("v"))) is not None]
+        return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text))
+                if (v := self._value(m.group("v"))) is not None and (m.group("of") is None or v <= int(m.group("of")))]
 
     def find(self, text: str) -> list[Verdict]:
         """Every occurrence of the form in ``text``, in order."""
