@@ -382,16 +382,20 @@ class VerdictForm:
 #: an ideographic one in CJK text), read as a space, as the parsers' ``\\s`` and ``str.strip`` read them
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 #: unsealed: a chat template's end-of-turn token that a server left in the reply's text, read as a line's end
-_END_TOKEN = re.compile(r"</s>|<\|(?:eot_id|end_of_text|endoftext|im_end|end|eos|return)\|>|<(?:end_of_turn|eos)>"
-                        "|<\uff5cend\u2581of\u2581sentence\uff5c>")
+_END_TOKENS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in (
+    "</s>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|im_end|>", "<|end|>", "<|eos|>", "<|return|>",
+    "<end_of_turn>", "<eos>", "<\uff5cend\u2581of\u2581sentence\uff5c>")}
 
 
 def _plain(text: str) -> str:
     """``text`` as an unsealed reading reads it, each character where it was (``_SPACES`` a space, an
-    ``_END_TOKEN`` a line break padded with NULs, which no form reads)."""
-    text = _SPACES.sub(" ", text)
+    ``_END_TOKENS`` token a line break padded with NULs, which no form reads)."""
+    if not text.isascii():
+        text = _SPACES.sub(" ", text)
     if "<" in text:
-        text = _END_TOKEN.sub(lambda m: "\n" + "\x00" * (len(m.group()) - 1), text)
+        for tok, pad in _END_TOKENS.items():
+            if tok in text:
+                text = text.replace(tok, pad)
     return text
 
 
