@@ -114,6 +114,9 @@ VARIATIONS: dict[str, Callable[[Base], "str | None"]] = {
     "heading": lambda b: (None if b.reply[_line_start(b.reply, b.start):].startswith("#") else
                           b.reply[:_line_start(b.reply, b.start)].rstrip() + "\n\n### Final verdict: "
                           + b.reply[b.start:b.stop] + b.reply[b.stop:]),
+    # the verdict's line a list item ("- Rating: [[7]]")
+    "bullet": lambda b: (None if b.reply[_line_start(b.reply, b.start):].startswith(("-", "#")) else
+                         b.reply[:_line_start(b.reply, b.start)] + "- " + b.reply[_line_start(b.reply, b.start):]),
     # punctuation or an emoji right after the verdict
     "full stop": lambda b: _around(b, "", "."),
     "exclamation": lambda b: _around(b, "", "!"),
@@ -136,6 +139,8 @@ VARIATIONS: dict[str, Callable[[Base], "str | None"]] = {
     "fraction": lambda b: (_value_swapped(b, _value_text(b.value) + ".5")
                            if b.form.labels is None and float(b.value).is_integer() and b.value != (b.form.bounds or (0, 0))[1] else None),
     "out of ten": lambda b: _value_swapped(b, _value_text(b.value) + "/10"),
+    "out of, in words": lambda b: _value_swapped(b, f"{_value_text(b.value)} out of {_value_text(max(b.form.bounds))}")
+    if b.form.bounds else None,
     # a space before the closing bracket ("[[7 ]]")
     "space before the bracket": _space_before_bracket,
     # no-break spaces in the verdict's text, and before it
@@ -227,6 +232,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
        for name in ("bold", "italic", "bold line")},
     # a heading: a spaced-off or enclosed form reads it anywhere; a bare form after a name and a colon (``_HEADING``)
     "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"}},
+    # a list's bullet: before a bare form's name only ("- N" is read there only: a bullet before a lone verdict
+    # may be a sum's term, "- 4")
+    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla", "wildbench"},
+               "there": {"openai evals"}},
     "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval", "qlora_relative"} | ENDS - {"flask"}},
     # a bare form's line holds the verdict alone (emphasis, a full stop, a scale): "4!", "m 👍", "N. 👍" and a
     # verdict alone under its head ("**Score:**\n\n8/10!") are read there only
@@ -254,10 +263,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
                           "prometheus", "prometheus 0.1.19"},
                  "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench"}},
     # out of ten: ``[[7/10]]`` is none in every bracket form and parser; after a name, or alone, the score is read
-    # (``_SCALE``); GenRM's parser reads the first digits in the box, which a box form does not
+    # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box form does not
     "out of ten": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
                             "prometheus 0.1.19", "qlora_relative", "wildbench"},
                    "there": {"genrm"}},
+    "out of, in words": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
+                                  "qlora_relative", "wildbench"},
+                         "there": {"genrm"}},
     # up to two spaces inside the brackets (``_INNER_SPACE``), which the bracket regexes do not take
     "space before the bracket": {"here": BRACKETS},
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none

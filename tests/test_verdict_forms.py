@@ -120,6 +120,11 @@ READ_CASES = [
     (BARE, "7/9", 7.0, ()),                          # a score out of its scale (G-Eval reads 7, ICE-Score too)
     (BARE, "Score: 8 / 9", 8.0, ()),
     (BARE, "9/7", None, ()),                          # ... never above it
+    (BARE, "Score: 4 out of 5", 4.0, ()),
+    (BARE, "6 out of 5", None, ()),
+    (BARE, "- Usefulness: 3", 3.0, ()),               # a bullet before a name
+    (BARE, "- 3", None, ()),                          # ... not before a lone number (a sum's term)
+    (RESULT, "Feedback: fine.\n[RESULT]\n4 out of 5", 4.0, ()),
     (BARE, "10", None, ()),                           # bounds apply
     (BARE, "", None, ()),
     (BARE_LABEL, "1\n\nReason: Response 1 is better.", "1", ()),

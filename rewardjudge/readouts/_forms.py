@@ -35,9 +35,9 @@ _NOT_ARITHMETIC = r"(?!\d|[ \t]{0,2}[-+*×=][ \t]{0,2}\d)"
 _OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
 _LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
-#: unsealed: a markdown heading's marks before a bare form's name (``### Final verdict: N``), never before the
-#: verdict itself (``## 2`` and ``### A`` head sections)
-_HEADING = r"(?:#{1,6}[ \t]{1,2}(?=[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:))?"
+#: unsealed: a markdown heading's marks or a list's bullet before a bare form's name (``### Final verdict: N``,
+#: ``- Usefulness: 3``), never before the verdict itself (``## 2`` and ``### A`` head sections, ``- 4`` is a sum)
+_HEADING = r"(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2}(?=[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:))?"
 #: before a bare form's verdict: a name of one to three words and a colon, as judges label the number a
 #: "scores ONLY" prompt asks for (``Score: 2``, ``Functional Correctness: 3``, ``**Usefulness:** 4``);
 #: matched once, never given back (a lookahead and its backreference: an atomic group on Python 3.10)
@@ -45,9 +45,9 @@ _NAME = r"(?:(?=(?P<name>[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t
 #: unsealed: ... and emphasis after it, around the verdict alone (``Usefulness: **3**``)
 _NAME_EMPH = _NAME.replace(r"[ \t]{0,4}))", r"[ \t]{0,4}[*_]{0,4}))")
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
-#: unsealed: a scale after a bare form's score (``4/10``), as after a verdict alone on the next line (``_ALONE``);
+#: unsealed: a scale after a bare form's score (``4/10``, ``4 out of 5``), as after a verdict alone on the next line (``_ALONE``);
 #: ``_found`` drops a score above its scale (``9/7``)
-_OUT_OF = r"[ \t]{0,2}/[ \t]{0,2}(?P<of>\d{1,3})"
+_OUT_OF = r"(?:[ \t]{0,2}/[ \t]{0,2}|[ \t]{1,2}(?i:out[ \t]of)[ \t]{1,2})(?P<of>\d{1,3})"
 _SCALE = "(?:" + _OUT_OF + ")?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
@@ -168,8 +168,8 @@ _BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
 _SINGLE_NAME = r"(?<!\w)[^\W\d_]{1,16}[*_]{0,2}[ \t]{0,2}[:\uff1a][*_]{0,2}[ \t]{0,4}"
 #: unsealed: the gap from a spaced head to a verdict alone on the next line, one blank line between at most
 _NEXT_LINE = r"[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
-#: ... and what may follow that verdict on its line: a scale (``8/10``), emphasis, a full stop
-_ALONE = r"(?(nl)(?=(?:[ \t]{0,2}/[ \t]{0,2}\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))"
+#: ... and what may follow that verdict on its line: a scale (``8/10``, ``4 out of 5``), emphasis, a full stop
+_ALONE = r"(?(nl)(?=(?:(?:[ \t]{0,2}/[ \t]{0,2}|[ \t]{1,2}(?i:out[ \t]of)[ \t]{1,2})\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))"
 #: unsealed (``_compile``): spaces inside the brackets that hold a verdict
 _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
