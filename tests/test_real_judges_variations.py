@@ -137,7 +137,8 @@ VARIATIONS: dict[str, Callable[[Base], "str | None"]] = {
                                    + b.reply[b.start:b.stop] + "\n```"),
     # a score with a fraction, or out of ten ("[[7.5]]", "[[7/10]]")
     "fraction": lambda b: (_value_swapped(b, _value_text(b.value) + ".5")
-                           if b.form.labels is None and float(b.value).is_integer() and b.value != (b.form.bounds or (0, 0))[1] else None),
+                           if b.form.labels is None and float(b.value).is_integer()
+                           and b.value != (b.form.bounds or (0, 0))[1] else None),
     "out of ten": lambda b: _value_swapped(b, _value_text(b.value) + "/10"),
     "out of, in words": lambda b: _value_swapped(b, f"{_value_text(b.value)} out of {_value_text(max(b.form.bounds))}")
     if b.form.bounds else None,
@@ -263,7 +264,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
                           "prometheus", "prometheus 0.1.19"},
                  "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench"}},
     # out of ten: ``[[7/10]]`` is none in every bracket form and parser; after a name, or alone, the score is read
-    # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box form does not
+    # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box
+    # form does not
     "out of ten": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
                             "prometheus 0.1.19", "qlora_relative", "wildbench"},
                    "there": {"genrm"}},
@@ -327,4 +329,5 @@ def test_a_habit_reads_as_the_source_reads_it(name):
     missing = {(src, kind) for kind, sources in allowed.items() for src in sources if (src, kind) not in seen}
     assert not missing, missing
     read = sum(n for c in seen.values() for (ours, _), n in c.items() if ours is not None)
-    print(f"\n{name}: the form reads the judge's verdict in {read} of {sum(sum(c.values()) for c in seen.values())} rewritten replies")
+    total = sum(sum(c.values()) for c in seen.values())
+    print(f"\n{name}: the form reads the judge's verdict in {read} of {total} rewritten replies")

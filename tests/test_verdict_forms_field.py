@@ -649,7 +649,8 @@ CASES = [
     ("g-eval", GEVAL, geval, "4<|eot_id|>", "agree"),
     ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "m<|im_end|>", "agree"),
     # a markdown heading before a bare form's name
-    ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\n### Final verdict: N.", "agree"),
+    ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\n### Final verdict: N.",
+     "agree"),
     # spaces inside the brackets after a spaced-off head
     ("ultrafeedback", ULTRA, ultrafeedback, "Rating: [ 2 ]\nRationale: Misses the point.", "agree"),
 ]

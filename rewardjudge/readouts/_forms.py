@@ -45,9 +45,10 @@ _NAME = r"(?:(?=(?P<name>[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t
 #: unsealed: ... and emphasis after it, around the verdict alone (``Usefulness: **3**``)
 _NAME_EMPH = _NAME.replace(r"[ \t]{0,4}))", r"[ \t]{0,4}[*_]{0,4}))")
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
-#: unsealed: a scale after a bare form's score (``4/10``, ``4 out of 5``), as after a verdict alone on the next line (``_ALONE``);
-#: ``_found`` drops a score above its scale (``9/7``)
-_OUT_OF = r"(?:[ \t]{0,2}/[ \t]{0,2}|[ \t]{1,2}(?i:out[ \t]of)[ \t]{1,2})(?P<of>\d{1,3})"
+#: unsealed: a scale after a bare form's score (``4/10``, ``4 out of 5``), as after a verdict alone on the next
+#: line (``_ALONE``); ``_found`` drops a score above its scale (``9/7``)
+_OUT_OF_GAP = r"(?:[ \t]{0,2}/[ \t]{0,2}|[ \t]{1,2}(?i:out[ \t]of)[ \t]{1,2})"
+_OUT_OF = _OUT_OF_GAP + r"(?P<of>\d{1,3})"
 _SCALE = "(?:" + _OUT_OF + ")?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
@@ -169,7 +170,7 @@ _SINGLE_NAME = r"(?<!\w)[^\W\d_]{1,16}[*_]{0,2}[ \t]{0,2}[:\uff1a][*_]{0,2}[ \t]
 #: unsealed: the gap from a spaced head to a verdict alone on the next line, one blank line between at most
 _NEXT_LINE = r"[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
 #: ... and what may follow that verdict on its line: a scale (``8/10``, ``4 out of 5``), emphasis, a full stop
-_ALONE = r"(?(nl)(?=(?:(?:[ \t]{0,2}/[ \t]{0,2}|[ \t]{1,2}(?i:out[ \t]of)[ \t]{1,2})\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))"
+_ALONE = r"(?(nl)(?=(?:" + _OUT_OF_GAP + r"\d{1,3})?[ \t*_`~.]{0,8}(?![^\r\n])))"
 #: unsealed (``_compile``): spaces inside the brackets that hold a verdict
 _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
@@ -314,9 +315,9 @@ class VerdictForm:
             return []
         regex = _compile(self.pattern, self.labels, True)
         if "of" not in regex.groupindex:
-            return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text))
+            return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text, self.pattern))
                     if (v := self._value(m.group("v"))) is not None]
-        return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text))
+        return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text, self.pattern))
                 if (v := self._value(m.group("v"))) is not None and (m.group("of") is None or v <= int(m.group("of")))]
 
     def find(self, text: str) -> list[Verdict]:
@@ -387,14 +388,15 @@ _END_TOKENS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in (
     "<end_of_turn>", "<eos>", "<\uff5cend\u2581of\u2581sentence\uff5c>")}
 
 
-def _plain(text: str) -> str:
-    """``text`` as an unsealed reading reads it, each character where it was (``_SPACES`` a space, an
-    ``_END_TOKENS`` token a line break padded with NULs, which no form reads)."""
+def _plain(text: str, pattern: str) -> str:
+    """``text`` as an unsealed reading of ``pattern`` reads it, each character where it was (``_SPACES`` a
+    space, an ``_END_TOKENS`` token that ``pattern`` does not hold a line break padded with NULs, which no
+    form reads)."""
     if not text.isascii():
         text = _SPACES.sub(" ", text)
     if "<" in text:
         for tok, pad in _END_TOKENS.items():
-            if tok in text:
+            if tok in text and tok not in pattern:
                 text = text.replace(tok, pad)
     return text
 
