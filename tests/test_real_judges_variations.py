@@ -142,6 +142,10 @@ VARIATIONS: dict[str, Callable[[Base], "str | None"]] = {
     "out of ten": lambda b: _value_swapped(b, _value_text(b.value) + "/10"),
     "out of, in words": lambda b: _value_swapped(b, f"{_value_text(b.value)} out of {_value_text(max(b.form.bounds))}")
     if b.form.bounds else None,
+    # a space before the form's colon (French typography's "Note : 7", "GRADE : C", '"score" : 7')
+    "space before the colon": lambda b: (None if not re.search(r"[\w'\"]:", b.reply[b.start:b.stop]) else
+                                         b.reply[:b.start] + re.sub(r"(?<=[\w'\"]):", " :", b.reply[b.start:b.stop], 1)
+                                         + b.reply[b.stop:]),
     # a space before the closing bracket ("[[7 ]]")
     "space before the bracket": _space_before_bracket,
     # no-break spaces in the verdict's text, and before it
@@ -272,6 +276,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "out of, in words": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
                                   "qlora_relative", "wildbench"},
                          "there": {"genrm"}},
+    # a space before a colon after a word or a quote (``_run``): the parsers whose literal text holds "Rating:"
+    # read none; Inspect's ``GRADE\s*:`` and json.loads read it
+    "space before the colon": {"here": {"alignbench", "atla", "auto-j", "opencompass mt-bench", "prometheus",
+                                        "score colon", "ultrafeedback", "vibe_eval", "writingbench"}},
     # up to two spaces inside the brackets (``_INNER_SPACE``), which the bracket regexes do not take
     "space before the bracket": {"here": BRACKETS},
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none

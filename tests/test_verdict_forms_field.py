@@ -648,6 +648,10 @@ CASES = [
     ("score colon", SCORE, score_colon, "**Final Score:**\n\n8/10</s>", "agree"),
     ("g-eval", GEVAL, geval, "4<|eot_id|>", "agree"),
     ("alpacaeval m/M", ALPACA_M, alpaca_v2_first_char, "m<|im_end|>", "agree"),
+    # a space before the colon (Inspect's GRADE\s*:, json.loads)
+    ("inspect", GRADE, inspect_grade, "The answer is right.\nGRADE : C", "agree"),
+    ("wildbench", WB_SCORE, fenced_json("score"), _FENCE.format('{"score" : "6"}'), "agree"),
+    ("ultrafeedback", ULTRA, ultrafeedback, "Rating : 4\nRationale: Accurate and mostly complete.", "here only"),
     # a markdown heading before a bare form's name
     ("openai evals", CHOICE_YN, openai_evals_choice, "The submission omits the date.\n\n### Final verdict: N.",
      "agree"),
@@ -692,6 +696,7 @@ UNSEALED_ONLY = [
     (GEVAL, "4<|eot_id|>", 4.0),                  # an end-of-turn token left in the text
     (ULTRA, "Rating: [ 2 ]", 2.0),                # spaces inside the brackets after a spaced-off head
     (CHOICE_YN, "### Verdict: Y", "Y"),           # a heading's marks before a bare form's name
+    (GRADE, "GRADE : C", "C"),                    # a space before the colon
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
 ]
 
@@ -722,6 +727,7 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (PROMETHEUS, "[RESULT]\n\n\n4"),              # after at most one blank line
     (BOXED, "\\boxed{   5}"),                     # at most two spaces inside the braces
     (GRADE, "As for the grade: I think so."),     # a one-letter word after the head in another case: prose
+    (GRADE, "GRADE   : C"),                       # one space at most before the colon
     (SIMPLEQA, "### A\nResponse A is right."),     # a heading's marks before a name only, not a label
     (GEVAL, "## 2\nThe second point."),            # ... nor a number
     (GEVAL, "Fine.</s>5"),                        # an end-of-turn token ends a line: what follows it starts none

@@ -53,8 +53,6 @@ _SCALE = "(?:" + _OUT_OF + ")?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
-#: a quote mark of a pattern matches either: judges write Python's quotes where a form has JSON's, and back
-_QUOTE = re.compile(r"['\"]")
 #: spaces and markdown emphasis tolerated around a sealed line's verdict
 EMPHASIS = " \t*_`~"
 
@@ -94,8 +92,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
         scale = _SCALE if unsealed and m.group() == _SCORE and not after.strip() else ""
-        return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME) + _literal(before, pair)
-                          + "(?P<v>" + value + ")" + scale + _literal(after, pair)
+        return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME) + _literal(before, pair, unsealed=unsealed)
+                          + "(?P<v>" + value + ")" + scale + _literal(after, pair, unsealed=unsealed)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed) + stop)
@@ -105,9 +103,9 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
 def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
     """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
     "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
-    head = _bounded(_literal(before.rstrip()), before, True, False) + ":?"
+    head = _bounded(_literal(before.rstrip(), unsealed=unsealed), before, True, False) + ":?"
     if "(?(cs)" in value:     # the head in the form's own case (``_PROSE``)
-        head = "(?:(?=" + _literal(before.rstrip(), exact=True) + r")(?P<cs>)|)" + head
+        head = "(?:(?=" + _literal(before.rstrip(), exact=True, unsealed=unsealed) + r")(?P<cs>)|)" + head
     if unsealed:
         # a verdict alone on the next line, a blank one between at most, where the form ends with it
         # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
@@ -121,12 +119,12 @@ def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
     else:
         head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
         close = r"(?(o1)\))(?(o2)\])"
-    return head + "(?P<v>" + value + ")" + close + _bounded(_literal(after), after, False, True)
+    return head + "(?P<v>" + value + ")" + close + _bounded(_literal(after, unsealed=unsealed), after, False, True)
 
 
 def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) -> str:
     """A pattern whose verdict sits against its text: in brackets, quotes or a tag, or after a word."""
-    head = _bounded(_literal(before), before, True, False)
+    head = _bounded(_literal(before, unsealed=unsealed), before, True, False)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
     inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
     if before.endswith(("[", "(")) and after.startswith(("]", ")")):
@@ -140,7 +138,7 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
             # a score in doubled brackets is also read in single ones after a name and a colon ("Rating: [5]"),
             # as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index, a citation)
             name = "" if lead.strip() else _SINGLE_NAME
-            head = (_bounded(_literal(lead), lead, True, False) if lead.strip() else "") \
+            head = (_bounded(_literal(lead, unsealed=True), lead, True, False) if lead.strip() else "") \
                 + r"(?:\[\[|(?P<sb>" + name + r"\[))"
             after = after[2:]
             inner_tail += r"(?(sb)\]|\]\])"
@@ -151,10 +149,11 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
     elif unsealed and before and after and before[-1] in "'\"" and after[0] in "'\"":
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
-        head = _bounded(_literal(before[:-1]), before, True, False) + r"(?P<q>['\"])?"
+        head = _bounded(_literal(before[:-1], unsealed=True), before, True, False) + r"(?P<q>['\"])?"
         inner_tail = r"(?(q)['\"]|(?!\w))"
         after = after[1:]
-    return head + inner_head + "(?P<v>" + value + ")" + inner_tail + _bounded(_literal(after), after, False, True)
+    return head + inner_head + "(?P<v>" + value + ")" + inner_tail \
+        + _bounded(_literal(after, unsealed=unsealed), after, False, True)
 
 
 #: labels that are also one-letter words ("I think", "A good answer")
@@ -189,22 +188,36 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
     return regex
 
 
-def _literal(text: str, pair: "str | None" = None, exact: bool = False) -> str:
+def _literal(text: str, pair: "str | None" = None, exact: bool = False, unsealed: bool = False) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap (a line break where the pattern breaks its line), a little
     markdown emphasis allowed where a word meets punctuation (``**Rating**:``
     for ``Rating:``), either quote mark for either; an ``{other}`` is a number;
     ``pair``: the regex of a part that is only whitespace beside an ``{other}``; ``exact``: words in
-    their own case."""
+    their own case; ``unsealed``: a space allowed before a colon after a word or a quote (``GRADE : C``,
+    French typography's ``Note : 7``, ``"score" : 7``), as Inspect's ``GRADE\\s*:`` and ``json.loads`` read it."""
     if pair is not None and _OTHER in text:
-        return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part)
+        return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part, unsealed=unsealed)
                                   for part in text.split(_OTHER))
+    case = "(?:" if exact else "(?i:"
     return _OTHER_NUMBER.join(
         "".join((_LINE_GAP if "\n" in piece else _GAP) if i % 2 else
-                _EMPH.join(("(?:" if exact else "(?i:") + _QUOTE.sub(lambda _: "['\"]", re.escape(run)) + ")"
-                           for run in _RUNS.findall(piece))
+                _EMPH.join(case + _run(run, unsealed and j > 0) + ")" for j, run in enumerate(_RUNS.findall(piece)))
                 for i, piece in enumerate(_WHITESPACE.split(part)))
         for part in text.split(_OTHER))
+
+
+def _run(run: str, spaced_colon: bool) -> str:
+    """One run of a pattern's text (a word, or punctuation after a word where ``spaced_colon``) as regex,
+    for ``_literal``: a quote mark either quote mark (judges write Python's quotes where a form has JSON's,
+    and back); where ``spaced_colon``, a space allowed before a colon
+    that opens the run or follows a quote in it."""
+    out = []
+    for k, ch in enumerate(run):
+        if spaced_colon and ch == ":" and (k == 0 or run[k - 1] in "'\""):
+            out.append("[ \t]?")
+        out.append("['\"]" if ch in "'\"" else re.escape(ch))
+    return "".join(out)
 
 
 def _is_word(ch: str) -> bool:
