@@ -233,7 +233,7 @@ _TOKEN_VARIATIONS = [f"{name} after {where}" for name in _TOKENS for where in ("
 #: variation -> relation -> the sources where the form's reading relates to the parser's so (else: agree)
 EXPECTED: dict[str, dict[str, set[str]]] = {
     # emphasis: the form reads the verdict inside it (``_EMPH``, a bare form's line head and tail)
-    **{name: {"here": WHOLE - {"wildbench"} | ENDS | {"wildbench", "llmbar_vanilla"}}
+    **{name: {"here": WHOLE | ENDS | {"llmbar_vanilla"}}
        for name in ("bold", "italic", "bold line")},
     # a heading: a spaced-off or enclosed form reads it anywhere; a bare form after a name and a colon (``_HEADING``)
     "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"}},
@@ -261,7 +261,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "full-width brackets": {"there": {"judgebench skywork", "prometheus", "ultrafeedback"}},
     # PandaLM's first line is "2\r"; the Flow judge wants one whitespace character each side of the digit
     "crlf": {"here": {"lighteval flow", "pandalm"}},
-    "fence at the end": {"here": WHOLE - {"g-eval"} | {"g-eval"} | ENDS - {"prometheus 0.1.19", "prometheus relative"}
+    # the verdict moved into a fence: the whole-reply parsers, those that want it to end the reply or its line, Inspect's
+    # 2024 rule (the last line), UltraFeedback's "Rationale:" on the next line
+    "fence at the end": {"here": WHOLE | ENDS - {"prometheus 0.1.19", "prometheus relative"}
                          | {"inspect 2024", "ultrafeedback"}},
     # a fraction: digits-only parsers read none, int-only ones the integer part
     "fraction": {"here": {"arena_bench_single", "ice_score", "lighteval flow", "llmbar_rating", "mt-bench-101", "pair",
