@@ -261,8 +261,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "full-width brackets": {"there": {"judgebench skywork", "prometheus", "ultrafeedback"}},
     # PandaLM's first line is "2\r"; the Flow judge wants one whitespace character each side of the digit
     "crlf": {"here": {"lighteval flow", "pandalm"}},
-    # the verdict moved into a fence: the whole-reply parsers, those that want it to end the reply or its line, Inspect's
-    # 2024 rule (the last line), UltraFeedback's "Rationale:" on the next line
+    # the verdict moved into a fence: the whole-reply parsers, those that want it to end the reply or its line,
+    # Inspect's 2024 rule (the last line), UltraFeedback's "Rationale:" on the next line
     "fence at the end": {"here": WHOLE | ENDS - {"prometheus 0.1.19", "prometheus relative"}
                          | {"inspect 2024", "ultrafeedback"}},
     # a fraction: digits-only parsers read none, int-only ones the integer part
