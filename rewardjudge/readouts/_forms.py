@@ -93,7 +93,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         pair = _PAIR_GAP if unsealed else None
         scale = _SCALE if unsealed and m.group() == _SCORE and not after.strip() else ""
         return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME)
-                          + _literal(before, pair, unsealed=unsealed) + "(?P<v>" + value + ")" + scale + _literal(after, pair, unsealed=unsealed)
+                          + _literal(before, pair, unsealed=unsealed) + "(?P<v>" + value + ")" + scale
+                          + _literal(after, pair, unsealed=unsealed)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed) + stop)
