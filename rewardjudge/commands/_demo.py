@@ -10,7 +10,6 @@ from ._judge import JUDGE_HELP, add_arguments, judge_options, open_judge
 
 async def _demo(args: argparse.Namespace) -> None:
     from ..demo import run_demo   # here, not at import: `demo --help` must not load the grader stack
-
     async with open_judge(args) as judge:
         await run_demo(judge, args.eval)
 

@@ -89,7 +89,6 @@ async def _run_eval(args: argparse.Namespace):
     from ..graders._base import Grader
     from ..graders.templated_prompt_judge import ScorerGrader
     from ..scorers import Scorer
-
     # what can be checked without a judge is checked before one is asked or spawned
     target = spec_target(args.grader)
     if args.judge is None and not isinstance(target, Grader):  # only a Grader with its own judge model
@@ -105,7 +104,6 @@ async def _run_eval(args: argparse.Namespace):
     async with open_judge(args, scorer.config.model if scorer is not None else None) as model:
         if args.cache:
             from ..models._cache import CachedModel
-
             model = CachedModel(model, cache=args.cache)
         if scorer is not None:
             grader = ScorerGrader(scorer, model, allow_model_override=args.allow_model_override)
@@ -125,7 +123,6 @@ def _options(args: argparse.Namespace, columns: Any, data: Any) -> Any:
     """The run's ``EvalOptions``, checked before any judge; the column mapping said on stderr."""
     from ..evaluate._data import detect_columns
     from ..evaluate._options import EvalOptions
-
     notes = detect_columns(columns, data.column_names)[1]
     print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
     return EvalOptions(columns=columns, output_dir=args.output, mode=args.mode,
@@ -139,7 +136,6 @@ def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
     holding objects, ``reference``/``row``/``eval``); one named like an unmapped column gets it
     (said on stderr); any other is a usage error (it would render empty on every row)."""
     from ..evaluate._data import Columns, detect_columns
-
     names = list(data.column_names)
     keys = _metadata_keys(data, detect_columns(columns, names)[0])
     added, unknown = [], []
@@ -180,7 +176,6 @@ def _run_interruptible(coro: Any) -> Any:
     """``asyncio.run(coro)`` where the first Ctrl-C waits for the rows in flight (journaled) and
     the second stops at once (a rerun resumes either way)."""
     import signal
-
     async def main() -> Any:
         task, hits = asyncio.current_task(), []
 

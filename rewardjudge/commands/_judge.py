@@ -49,7 +49,6 @@ def add_subcommands(parser: argparse.ArgumentParser, dest: str, table: dict[str,
 async def _probe(model: Any) -> None:
     """One short request before any row: a judge that cannot answer stops the run here."""
     from ..models import GenerationParams
-
     try:
         await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
     except JudgeError as exc:
@@ -78,7 +77,6 @@ def judge_kind(judge: str) -> str:
 def url_model(args: argparse.Namespace, name: str) -> Any:
     """Model ``name`` on the ``--judge`` server, with the command's judge options."""
     from ..models import OpenAIModel
-
     return OpenAIModel(args.judge, name, max_concurrency=getattr(args, "concurrency", None) or 64,
                        timeout=args.timeout, max_retries=getattr(args, "max_retries", 3),
                        structured_output=getattr(args, "structured_output", "json_schema"))
@@ -92,10 +90,8 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None, **opti
     args = argparse.Namespace(**{**vars(args), **options})
     judge, kind = args.judge, judge_kind(args.judge)
     from ..models import spawn_judge
-
     if kind == "embedded":
         from ..models._spawn import EMBEDDED_ALIAS
-
         _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
         print("spawning the embedded judge (SmolLM2-135M-Instruct on llama-cpp-python's server)...", file=sys.stderr)
         conc = getattr(args, "concurrency", None)
@@ -110,7 +106,6 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None, **opti
             yield model
     else:
         from ..models._discover import model_name
-
         name = model_name(judge, args.judge_model, args.timeout, prefer)
         _check_override(args, prefer, name, f"the judge at {judge} is asked for")
         async with url_model(args, name) as model:
@@ -123,7 +118,6 @@ def check_torch_judge(args: argparse.Namespace, grader: Any) -> None:
     if args.judge != "torch" or type(grader).__name__ == "ProbabilityJudgeGrader":
         return
     import torch
-
     if not torch.cuda.is_available():
         raise ConfigError(f"--judge torch with {type(grader).__name__} would generate every verdict on this "
                           f"CPU (minutes per row); use --judge embedded (llama.cpp) for chat graders, or "

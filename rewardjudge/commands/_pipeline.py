@@ -91,7 +91,6 @@ def add_parser(sub: Any) -> None:
 def _pin(args: argparse.Namespace) -> int:
     from ..evaluate._spec import scorer_from_file
     from ..scorers._builtins import BUILTIN_NAMES
-
     mapping = split_map(args.map, "product='attr(\"app.product\")'")
     configs = []
     for ref in args.scorer:
@@ -122,7 +121,6 @@ async def _judges(args: argparse.Namespace, pipeline: Any):
     """The judge for each pinned version: one model per config.model on a URL server (not probed: a resumed run
     with nothing left asks the judge nothing), or one for all."""
     from ..models._discover import served_models
-
     if args.judge_model or judge_kind(args.judge) != "url":
         async with open_judge(args) as model:
             yield model, True

@@ -28,7 +28,6 @@ def registry(args: argparse.Namespace):
     """The registry ``--registry`` (else ``$REWARDJUDGE_SCORERS``, else ``./scorers``) names."""
     from ..evaluate._spec import registry_folder
     from ..scorers._registry import ScorerRegistry
-
     return ScorerRegistry(registry_folder(args.registry))
 
 
@@ -64,7 +63,6 @@ def _guard(fn):
     """Map 'not found' to exit code 3; other config errors reach cli.main (exit 2)."""
     def run(args: argparse.Namespace) -> int:
         from ..scorers._registry import ScorerNotFound
-
         try:
             return fn(args)
         except ScorerNotFound as exc:
@@ -207,7 +205,6 @@ def _test_judge(binding, args: argparse.Namespace):
 
 async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
     from ..graders.templated_prompt_judge import ScorerGrader
-
     async with _test_judge(binding, args) as judge:
         # --judge-model, like --judge embedded/torch, names another model on purpose: the override is explicit
         asked = getattr(judge, "name", None) or binding.config.model
@@ -219,7 +216,6 @@ async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> li
 def _test(args: argparse.Namespace) -> int:
     from ..scorers._binding import MalformedCompletion
     from ..scorers._fields import scorer_result
-
     scorers = registry(args)
     scorer = scorers.get(args.slug)
     binding = scorers.bind(args.slug, split_map(args.map), version=args.version)

@@ -86,7 +86,6 @@ def add_parser(subparsers: Any) -> None:
 def _http_limits(args: argparse.Namespace, token: str | None) -> dict[str, Any]:
     """The HTTP options a server and the ``--workers`` front share."""
     from ..serve._http import DEFAULT_MAX_SAMPLES
-
     n = args.max_samples_per_request
     return dict(token=token, max_body=args.max_body, max_samples=DEFAULT_MAX_SAMPLES if n is None else n or None,
                 body_timeout=args.body_timeout, header_timeout=args.header_timeout)
@@ -105,7 +104,6 @@ async def serve_until(stop: asyncio.Event, service: Any, args: argparse.Namespac
     """Listen on ``--host:--port``, say ``announce(url)``, serve until ``stop``, then drain (``--drain-timeout``);
     True when drained. Used by ``serve`` and ``pipeline receive``."""
     from ..serve._http import say
-
     try:
         url = await service.start(args.host, args.port)
     except OSError as exc:
@@ -118,7 +116,6 @@ async def serve_until(stop: asyncio.Event, service: Any, args: argparse.Namespac
 
 def _stopped(drained: bool) -> int:
     from ..serve._http import say
-
     say(f"stopped ({'drained' if drained else 'drain timed out'})")
     return 0 if drained else 1
 
@@ -143,7 +140,6 @@ async def server_from_args(args: Any, token: str | None) -> AsyncIterator[Any]:
     """The RewardServer the CLI arguments describe, its judge open (one process, or each ``--workers`` worker)."""
     from ..evaluate._spec import bind_spec, spec_target
     from ..serve import RewardServer, ServerOptions
-
     target = spec_target(args.grader)  # checked before a judge is asked or spawned
     options = {k: v for k, v in vars(args).items() if k in ServerOptions.model_fields}
     async with open_judge(args) as model:
@@ -193,7 +189,6 @@ async def serve_front(args: argparse.Namespace, token: str | None) -> int:
     """``serve --workers N``: start the workers, then the front on ``--host:--port``; SIGTERM drains both."""
     from ..evaluate._spec import spec_target
     from ..serve._workers import WorkerFront
-
     spec_target(args.grader)  # a bad grader name is one error here, not one per worker
     stop = stop_event()
     workers = _Workers(args, args.workers)

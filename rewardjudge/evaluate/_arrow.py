@@ -31,7 +31,6 @@ def _arrow_files(ds: Any) -> list[str] | None:
     """The Arrow files a dataset is exactly the concatenation of (nothing on top), else None."""
     try:
         from datasets.table import ConcatenationTable, MemoryMappedTable
-
         # only plain values read the same from Arrow as through datasets' decoding (no Json, Image...)
         if ds._indices is not None or any(type(f).__name__ != "Value" for f in feature_leaves(ds.features)):
             return None
@@ -60,7 +59,6 @@ def release_mapped_pages(ds: Any) -> bool:
     try:
         import ctypes
         import ctypes.util
-
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         madv_dontneed = 4
@@ -81,7 +79,6 @@ def _file_tables(files: list[str], schema: Any, n: int) -> Iterator[tuple[int, A
     """``(start, Table)`` from the Arrow files a record batch at a time; returns the row reached
     (``n``, or the first row of a batch that does not match the dataset's schema)."""
     import pyarrow as pa
-
     start = 0
     for path in files:
         with pa.OSFile(path) as source:
@@ -127,7 +124,6 @@ class ArrowSlices:
 
     def take(self, a: int, b: int):
         import pyarrow as pa
-
         parts = []
         while a < b:
             while self._table is None or a >= self._start + self._table.num_rows:

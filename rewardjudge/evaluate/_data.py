@@ -1,8 +1,5 @@
-"""Datasets in, threads out: ``load_data`` (inputs: see docs/evaluation.md), ``Columns``, and the rows
-to grade as threads (``row_threads``) in prompt groups (``row_groups``).
-
-A role left unset is mapped only to a column whose name leaves no doubt (``_SURE``); names that
-might be meant (``_MAYBE``) are only pointed out by ``detect_columns``.
+"""Datasets in, threads out: ``load_data``, ``Columns`` (docs/evaluation.md), the rows as threads in
+prompt groups (``row_groups``). An unset role maps only to a name that leaves no doubt (``_SURE``).
 
 >>> Columns.parse("prompt=question,completion=answer,metadata=id,metadata=topic").metadata
 ('id', 'topic')
@@ -75,7 +72,6 @@ class Columns(Options):
 
 
 def _parse_text(text: str) -> Any:
-    """``"role=column,..."`` or a JSON object, as a mapping (checked by ``Columns.parse``)."""
     text = text.strip()
     if text.startswith("{"):
         return json_value(text, "--columns")
@@ -126,19 +122,9 @@ def _find(roles: tuple[str, ...], names: list[str], taken: set[str]) -> tuple[st
     raise ConfigError(f"no prompt or messages column found among {names}{hint}")
 
 
-def _check_present(cols: Columns, names: list[str]) -> None:
-    if cols.prompt is not None and cols.messages is not None:
-        raise ConfigError("give either a prompt column or a messages column, not both")
-    roles = [(r, getattr(cols, r)) for r in ("prompt", "messages", "completion", "reference", "system")]
-    for role, col in [*roles, *(("metadata", c) for c in cols.metadata)]:
-        if col is not None and col not in names:
-            raise ConfigError(f"column {col!r} (for {role}) is not in the data; columns are {names}")
-
-
 def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
                    column_names: Sequence[str]) -> tuple[Columns, list[str]]:
-    """The column mapping for ``column_names``, and one note per role: given, found by an
-    unambiguous name, or not mapped (with the columns that might be meant).
+    """The column mapping for ``column_names``, and one note per role (given, found, or not mapped).
 
     >>> cols, notes = detect_columns(None, ["question", "response", "expected"])
     >>> cols.prompt, cols.completion, cols.reference
@@ -160,7 +146,11 @@ def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
             found[hit[0]] = hit[1]
             taken.add(hit[1])
     cols = given.model_copy(update=found)
-    _check_present(cols, names)
+    if cols.prompt is not None and cols.messages is not None:
+        raise ConfigError("give either a prompt column or a messages column, not both")
+    for role, col in [*((r, getattr(cols, r)) for r in _ROLES[:-1]), *(("metadata", c) for c in cols.metadata)]:
+        if col is not None and col not in names:
+            raise ConfigError(f"column {col!r} (for {role}) is not in the data; columns are {names}")
     if cols.messages is None and cols.completion is None:
         hint = _hint("completion", names, taken).partition("; ")[2] or "name it with --columns completion=<column>"
         raise ConfigError(f"no completion column found among {names} (every row would be graded as an empty "
@@ -169,7 +159,6 @@ def detect_columns(spec: "str | Mapping[str, Any] | Columns | None",
 
 
 def _notes(given: Columns, cols: Columns, names: list[str], taken: set[str]) -> list[str]:
-    """What ``detect_columns`` did, one line per role."""
     notes = []
     for role in ("messages", "prompt", "completion", "reference", "system"):
         col = getattr(cols, role)
@@ -186,9 +175,8 @@ def _notes(given: Columns, cols: Columns, names: list[str], taken: set[str]) -> 
 
 def row_to_thread(row: Mapping[str, Any], cols: Columns, *, index: int | None = None,
                   eval_mode: bool | None = True) -> StringThread:
-    """One dataset row as a StringThread (``cols`` already resolved; messages read as ``message_turns``
-    reads them, as the trainers' adapters do); ``metadata`` gets ``row`` (the index), ``eval`` (unless
-    ``eval_mode`` is None), ``reference`` and the metadata columns."""
+    """One dataset row as a StringThread; ``metadata`` gets the metadata columns, ``reference``, ``row``
+    and ``eval`` (unless ``eval_mode`` is None)."""
     where = f"row {index}" if index is not None else "row"
     # a system column of content parts is read as a message's content is, not as the list's repr
     turns = [("system", content_text(row[cols.system], f"{where}: column {cols.system!r}"))] \
@@ -226,8 +214,7 @@ def thread_digest(thread: StringThread) -> str:
 
 def row_threads(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool,
                 chunk: int = 1024) -> Iterator[tuple[int, StringThread | None, str]]:
-    """``(row, thread, digest)`` for the rows in ``mask``; for a row that cannot become a thread,
-    ``(row, None, why)``."""
+    """``(row, thread, digest)`` for the rows in ``mask`` (``(row, None, why)`` for an unreadable one)."""
     for i, row in iter_masked_rows(ds, mask, n, chunk=chunk):
         try:
             thread = row_to_thread(row, cols, index=i, eval_mode=eval_mode)
@@ -239,11 +226,8 @@ def row_threads(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool,
 
 def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, window: int, max_group: int,
                on_input_error: Callable[[int, str], None]) -> Iterator[list[tuple[int, Any, str]]]:
-    """The rows to grade as groups ``[(row, thread, digest), ...]``, in order of first row.
-
-    Within each ``window`` of rows, rows with the same ``prompt_key`` form one group, in balanced
-    pieces of at most ``max_group``. A row that cannot become a thread goes to ``on_input_error``.
-    """
+    """Groups ``[(row, thread, digest), ...]`` of one ``prompt_key`` within each ``window`` of rows (pieces
+    of at most ``max_group``), in order of first row; an unreadable row goes to ``on_input_error``."""
     items: list[tuple[int, Any, str]] = []
     window_end = window
 
@@ -265,8 +249,7 @@ def row_groups(ds: Any, cols: Columns, mask: Any, n: int, eval_mode: bool, *, wi
 
 
 def _with_parts(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row whose messages have every content as a list of parts, so rows mixing both forms share
-    one Arrow type."""
+    """A row whose messages hold every content as parts (rows mixing both forms share one Arrow type)."""
     def parts(content: Any) -> Any:
         if content is None or isinstance(content, str):
             return [] if content is None else [{"type": "text", "text": content}]
@@ -285,9 +268,8 @@ def _uses_content_parts(rows: Iterator[Mapping[str, Any]]) -> bool:
 
 def _or_with_parts(load: Callable[[], Any], rows: Callable[[], Iterator[Mapping[str, Any]]],
                    reload: Callable[[], Any]) -> Any:
-    """``load()``; ``reload()`` (every content as parts) where rows hold content-part messages and
-    ``load`` failed (one Arrow type cannot hold str and part contents) or inferred a ``Json`` feature
-    (it decodes JSON-looking strings: messages must not go through it)."""
+    """``load()``, else ``reload()`` (contents as parts) where rows hold content-part messages and ``load``
+    failed (one Arrow type per column) or inferred a ``Json`` feature (it decodes JSON-looking strings)."""
     try:
         ds = load()
     except UnicodeEncodeError as exc:   # Arrow holds UTF-8 only: name the text, not pyarrow's stack
@@ -304,7 +286,6 @@ def _or_with_parts(load: Callable[[], Any], rows: Callable[[], Iterator[Mapping[
 
 def _json_rows(path: Path) -> Iterator[dict]:
     import gzip
-
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         head = f.read(1)
@@ -321,9 +302,7 @@ def _json_rows(path: Path) -> Iterator[dict]:
 def _load_json_with_parts(path: Path):
     """JSON(L) loaded through a temporary JSONL with every content as parts, written a row at a time."""
     import tempfile
-
     import datasets
-
     with tempfile.TemporaryDirectory(prefix="rewardjudge-parts-") as tmp:
         fixed = Path(tmp) / "rows.jsonl"
         with open(fixed, "w", encoding="utf-8") as out:
@@ -338,7 +317,6 @@ def _load_json_with_parts(path: Path):
 def load_data(data: Any, *, split: str | None = None):
     """A ``datasets.Dataset`` from any of the accepted inputs (see module doc)."""
     import datasets
-
     if isinstance(data, datasets.Dataset):
         return data
     if isinstance(data, datasets.DatasetDict):
@@ -372,7 +350,6 @@ def load_data(data: Any, *, split: str | None = None):
 
 def _from_folder(path: Path, split: str | None) -> Any:
     import datasets
-
     if not ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
         raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
                           f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
@@ -382,7 +359,6 @@ def _from_folder(path: Path, split: str | None) -> Any:
 
 def _from_file(path: Path) -> Any:
     import datasets
-
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     loaders = {**dict.fromkeys((".jsonl", ".json", ".jsonl.gz", ".json.gz"), datasets.Dataset.from_json),
                ".parquet": datasets.Dataset.from_parquet, ".arrow": datasets.Dataset.from_file,

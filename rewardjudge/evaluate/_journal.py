@@ -1,10 +1,5 @@
-"""The run journal: an append-only JSONL file, one line ``{"row": i, "input": digest, "grade": {...}}``
-per finished row, each written with one ``write`` on an ``O_APPEND`` file (a killed process leaves
-every finished line intact; ``fsync`` at most every ``sync_interval`` s and on close). A torn last
-line is dropped and truncated away; a row's last record wins. ``scan`` indexes a journal a line at a
-time (``JournalIndex``, 17 bytes a row: a record is read back by its offset). ``read_records`` (the
-torn-line repair) also serves the span pipeline's ``results.jsonl``.
-"""
+"""The run journal: append-only JSONL, a line ``{"row", "input", "grade"}`` per finished row written
+with one ``write`` on an ``O_APPEND`` file; a torn last line is cut away, a row's last record wins."""
 
 from __future__ import annotations
 
@@ -28,10 +23,8 @@ STATUS_CODES = {s: i for i, s in enumerate(STATUSES)}
 
 
 def lock_folder(out: Path, what: str = "run") -> int:
-    """Take ``out``'s lock: one writer per folder (two would interleave a journal). The descriptor to
-    close to release it; another holder is a ConfigError naming ``what`` it runs."""
+    """Take ``out``'s lock (one writer per folder); the descriptor to close to release it."""
     import fcntl
-
     fd = os.open(out / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -43,10 +36,8 @@ def lock_folder(out: Path, what: str = "run") -> int:
 
 def read_records(path: Path, check: Callable[[dict[str, Any]], Any]
                  ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(offset, record)`` per JSON line of ``path`` (none when it is missing) that ``check`` accepts:
-    it may normalise the record in place and raises ValueError, KeyError or TypeError on a wrong
-    shape (that line is skipped with a warning, so its work is done again). A torn last line (a
-    writer killed mid-line) is truncated away, so the next append starts on a line of its own."""
+    """``(offset, record)`` per JSON line of ``path`` that ``check`` accepts (it may normalise it; it
+    raises ValueError, KeyError or TypeError on a wrong shape: skipped); a torn last line is truncated away."""
     if not path.exists():
         return
     offset = 0
@@ -78,8 +69,7 @@ def _journal_shape(rec: dict[str, Any]) -> None:
 
 
 class JournalIndex:
-    """Per row ``0..n-1``: its last record's byte offset (-1: none), input digest (64 bits) and
-    status code; the arrays are made at the first record (a fresh run never holds them)."""
+    """Per row: its last record's offset (-1: none), input digest and status code (arrays made on first use)."""
 
     def __init__(self, n: int):
         self.n = n
@@ -118,7 +108,6 @@ class Journal:
         self._fd: int | None = None
         self._last_sync = 0.0
         self._dirty = False
-        self._size = 0
 
     def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         return read_records(self.path, _journal_shape) if self.path is not None else iter(())
@@ -144,25 +133,19 @@ class Journal:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._size = os.fstat(self._fd).st_size  # one writer (the run holds a lock)
         return self._fd
 
-    def append(self, record: dict[str, Any]) -> int:
-        """Write one record as one line now; its start offset (-1 for an in-memory journal)."""
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line now (an in-memory journal keeps nothing)."""
         if self.path is None:
-            return -1
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+            return
         fd = self._open()
-        start = self._size
-        view = memoryview(line)
+        view = memoryview((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode())
         while view:  # a regular file takes it in one write; loop in case it does not
-            written = os.write(fd, view)
-            view = view[written:]
-        self._size += len(line)
+            view = view[os.write(fd, view):]
         self._dirty = True
         if time.monotonic() - self._last_sync >= self.sync_interval:
             self.sync()
-        return start
 
     def sync(self) -> None:
         if self._fd is not None and self._dirty:

@@ -32,7 +32,6 @@ def write_json(path: Path, obj: Any) -> None:
 def quiet_datasets() -> Iterator[None]:
     """No "Creating parquet from Arrow format" bars under our own output."""
     import datasets
-
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
@@ -43,12 +42,8 @@ def quiet_datasets() -> Iterator[None]:
 
 
 class OrderedOutput:
-    """Writes rows in input order as they become ready, and summarizes them.
-
-    ``accept(i, grade)`` takes a row graded now; rows not in ``todo`` are read back from the journal.
-    Each ``chunk`` of rows is one Parquet row group and one JSONL append, into ``*.tmp`` files that
-    ``close`` renames; with no output folder, they are kept for ``memory_dataset``.
-    """
+    """Writes rows in input order as they become ready (rows not in ``todo`` read back from the journal),
+    and summarizes them; a ``chunk`` of rows is one Parquet row group and one JSONL append."""
 
     def __init__(self, ds: Any, n: int, out: Path | None, formats: tuple[str, ...], todo: np.ndarray,
                  index: JournalIndex, journal_path: Path | None, builder: SummaryBuilder, *,
@@ -79,7 +74,6 @@ class OrderedOutput:
             self.advance()
 
     def advance(self) -> None:
-        """Write every row from the frontier on that is ready."""
         start = self.frontier
         while self.frontier < self.n:
             i = self.frontier
@@ -112,14 +106,12 @@ class OrderedOutput:
     def _arrow_schema(self) -> Any:
         if self._schema is None:
             import datasets
-
             grades = {c: datasets.Value(_GRADE_TYPES.get(c, "string")) for c in GRADE_COLUMNS}
             self._schema = datasets.Features({**self.ds.features, **grades}).arrow_schema
         return self._schema
 
     def _flush(self) -> None:
         import pyarrow as pa
-
         rows = len(self._buffer["grade_status"])
         if not rows:
             return
@@ -132,7 +124,6 @@ class OrderedOutput:
         if "parquet" in self._tmp:
             if self._parquet is None:
                 import pyarrow.parquet as pq
-
                 self._parquet = pq.ParquetWriter(self._tmp["parquet"], schema)
             self._parquet.write_table(table)
         if self._jsonl is not None:
@@ -149,7 +140,6 @@ class OrderedOutput:
         self._flush()
         if "parquet" in self._tmp and self._parquet is None:  # no rows: an empty file with the columns
             import pyarrow.parquet as pq
-
             pq.write_table(self._arrow_schema().empty_table(), self._tmp["parquet"])
         self._close_files()
         if self.out is None:
@@ -175,7 +165,6 @@ class OrderedOutput:
 
     def _save_arrow(self, parquet: Path) -> Path:
         import datasets
-
         cache, tmp, final = self.out / ".arrow-cache", self.out / "dataset.tmp", self.out / "dataset"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
@@ -200,6 +189,5 @@ class OrderedOutput:
         import datasets
         import pyarrow as pa
         from datasets.table import InMemoryTable
-
         table = pa.concat_tables(self._tables) if self._tables else self._arrow_schema().empty_table()
         return datasets.Dataset(InMemoryTable(table))

@@ -38,8 +38,7 @@ MAX_BINS = 100
 
 @dataclass
 class RunHealth:
-    """Per row: status code (index in ``STATUSES``; -1 not done), judge latency (NaN: none) and
-    unscored kind (index in ``UNSCORED_KINDS``; -1 when not unscored)."""
+    """Per row: status (index in ``STATUSES``), judge latency (NaN: none), unscored kind (-1: none)."""
 
     status: np.ndarray
     latency: np.ndarray
@@ -54,7 +53,6 @@ class RunHealth:
 def read_run_health(run: str | os.PathLike) -> RunHealth:
     """Statuses, latencies and unscored kinds of a run's rows (see the module doc)."""
     from ..rl._health import UNSCORED_KINDS, unscored_kind
-
     source = _results_path(run, journal=True)
     cols = read_columns(source, ("grade_status", "grade_latency_s", "grade_error"), journal=True)
     statuses, errors = cols["grade_status"], cols["grade_error"]
@@ -111,9 +109,7 @@ def health_figure(health: RunHealth, *, title: str | None = None) -> Any:
     """The three-panel matplotlib Figure (see the module doc)."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
-
     from ..rl._health import UNSCORED_KINDS
-
     n = health.n
     edges = np.unique(np.linspace(0, n, min(MAX_BINS, max(n, 1)) + 1).round().astype(np.int64))  # equal bins
     per = int(np.diff(edges).max()) if n else 0
@@ -155,25 +151,21 @@ def save_health_plot(run: str | os.PathLike, path: str | os.PathLike | None = No
 
 
 def _save(fig: Any, path: str | os.PathLike) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)  # a bare Figure: no pyplot, no display, no global state
-    return out
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)  # a bare Figure: no pyplot, no display, no global state
+    return Path(path)
 
 
 def save_histogram(grades: "Iterable[Grade | Mapping[str, Any]] | SummaryBuilder", path: str | os.PathLike, *,
                    title: str | None = None) -> Path:
-    """A PNG histogram of values (Grades, their dicts, or a run's ``SummaryBuilder``), scored and
-    penalized stacked: a bar per value when few, else 20 bins; a label-only run: a bar per label."""
+    """A PNG histogram of values (Grades, their dicts, or a ``SummaryBuilder``); label-only: per label."""
     builder = grades if isinstance(grades, SummaryBuilder) else SummaryBuilder(grades)
     return _save(_histogram_figure(builder, title), path)
 
 
 def _histogram_figure(builder: SummaryBuilder, title: str | None) -> Any:
-    """``save_histogram``'s Figure (bare: no pyplot state); whole-number count ticks."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
-
     fig = Figure(figsize=(6, 3.5), dpi=100)
     ax = fig.subplots()
     if builder.labels_only:
@@ -215,7 +207,6 @@ def _value_bars(ax: Any, by: dict[str, np.ndarray]) -> bool:
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``plot``."""
     p = sub.add_parser("plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", metavar="RUN", help="an eval output folder (or its results/journal file)")
     p.add_argument("--output", "-o", help="the PNG to write (default: RUN/health.png)")

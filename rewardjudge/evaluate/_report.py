@@ -1,9 +1,5 @@
 """Reports on a finished evaluation: summary, paired comparison, a run's grade columns read back.
-
-Means, medians and bootstrap intervals (fixed seed) are over valued rows (``scored`` and
-``penalized``); ``unscored`` rows are counted, never averaged. Label verdicts are counted per
-label; a label-only run has no mean (see docs/evaluation.md).
-"""
+Means and bootstrap intervals are over valued rows; ``unscored`` rows are counted, never averaged."""
 
 from __future__ import annotations
 
@@ -31,7 +27,7 @@ BOOTSTRAP_SUPPORT = 2048
 
 
 def _support(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct values, counts) of ``x``; past ``BOOTSTRAP_SUPPORT`` of them, (means, sizes) of equal-count bins."""
+    """(distinct values, counts) of ``x``; past ``BOOTSTRAP_SUPPORT``, (means, sizes) of equal-count bins."""
     uniq, counts = np.unique(x, return_counts=True)
     if uniq.size <= BOOTSTRAP_SUPPORT:
         return uniq, counts
@@ -44,11 +40,8 @@ def _support(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, n_boot: int = 2000,
                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; (nan, nan) for no values.
-
-    Resamples as a multinomial over the distinct values (cost ``n_boot`` x distinct values, not x
-    ``n``); past ``BOOTSTRAP_SUPPORT`` distinct values, over that many equal-count quantile bins.
-    """
+    """Percentile bootstrap interval of the mean ((nan, nan) for no values), drawn as a multinomial
+    over the distinct values (``_support``): the cost grows with those, not with ``n``."""
     x = np.asarray(values, dtype=float).ravel()
     if x.size == 0:
         return (math.nan, math.nan)
@@ -80,10 +73,8 @@ def _as_label(v: Any) -> str | None:
 
 
 def grade_label(grade: Grade | Mapping[str, Any]) -> str | None:
-    """The label of a scored grade's label-valued verdict, or None.
-
-    First match in ``extra``: ``label``, then ``verdict`` when a string or bool, then the first
-    string or bool among the verdict object's ``LABEL_FIELDS``. Numeric verdicts have no label.
+    """The label of a scored grade's label-valued verdict (``extra``'s ``label``, a str/bool ``verdict``,
+    or the verdict object's first str/bool ``LABEL_FIELDS``), else None.
 
     >>> grade_label(Grade(value=1.0, grader_key="g", extra={"verdict": {"reasoning": "ok", "score": "PASS"}}))
     'PASS'
@@ -194,10 +185,7 @@ _MAX_ERROR_KINDS = 1000  # distinct unscored reasons kept; the rest count under 
 
 
 class SummaryBuilder:
-    """A ``Summary`` built in one pass: ``grades`` and then ``add`` a grade at a time, then ``summary()``.
-
-    Holds counters and per row its value (float64), status (int8) and latency (float32): 13 bytes a row.
-    """
+    """A ``Summary`` built in one pass (``add`` a grade at a time, then ``summary()``): 13 bytes a row."""
 
     def __init__(self, grades: Iterable[Grade | Mapping[str, Any]] = ()) -> None:
         self.n = self.attempts = 0
@@ -316,8 +304,7 @@ class Comparison:
 
 
 def _results_path(run: str | os.PathLike, *, journal: bool = False) -> Path:
-    """A run's results file (a folder: its ``results.parquet``, else ``results.jsonl``); with
-    ``journal``, its ``journal.jsonl`` where that is newer (a run that stopped before its results)."""
+    """A run's results file (a folder: ``results.parquet``, else ``.jsonl``; ``journal``: a newer journal)."""
     path = Path(run)
     if not path.exists():
         raise ConfigError(f"no evaluation run at {path}: pass an eval output folder or its results"
@@ -359,13 +346,6 @@ def _read_lines(path: Path, names: Sequence[str]) -> dict[str, list]:
     return out
 
 
-def _read_parquet(path: Path, names: Sequence[str]) -> dict[str, list]:
-    import pyarrow.parquet as pq
-
-    have = set(pq.ParquetFile(path).schema_arrow.names)
-    return pq.read_table(path, columns=[c for c in names if c in have]).to_pydict()
-
-
 def _item_columns(item: Any) -> Mapping[str, Any]:
     if isinstance(item, Grade):
         return grade_columns(item.to_dict())
@@ -377,16 +357,18 @@ def _item_columns(item: Any) -> Mapping[str, Any]:
 
 
 def read_columns(run: Any, names: Sequence[str], *, journal: bool = False) -> dict[str, list]:
-    """The ``names`` grade columns of a run, in row order (a column it lacks: None per row; the
-    first name is required). A run is an ``EvalResult``, an output folder or its results file (or
-    journal, see ``_results_path``), a results Dataset, or Grades, row dicts or plain values (None:
-    unscored)."""
+    """The ``names`` grade columns of a run (see ``compare``), in row order; a missing one: None per row."""
     if hasattr(run, "summary") and hasattr(run, "dataset"):  # an EvalResult: its results file if it wrote one
         run = run.files["parquet"] if run.output_dir and "parquet" in run.files else run.dataset
     where = "the rows"
     if isinstance(run, (str, os.PathLike)):
         where = _results_path(run, journal=journal)
-        table = _read_parquet(where, names) if where.suffix == ".parquet" else _read_lines(where, names)
+        if where.suffix == ".parquet":
+            import pyarrow.parquet as pq
+            have = set(pq.ParquetFile(where).schema_arrow.names)
+            table = pq.read_table(where, columns=[c for c in names if c in have]).to_pydict()
+        else:
+            table = _read_lines(where, names)
     elif hasattr(run, "column_names") and hasattr(run, "to_list"):
         table = run.select_columns([c for c in names if c in run.column_names]).to_dict()
     else:
@@ -411,12 +393,8 @@ def _read_run(run: Any, **boot: Any) -> tuple[np.ndarray, Summary]:
 
 
 def compare(a: Any, b: Any, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
-    """Paired comparison of two runs over the same rows (``b - a``).
-
-    Each run is an ``EvalResult``, an output folder (or its results file), a results Dataset, or a
-    list of Grades / values in row order. Rows unscored in either run are excluded (and counted).
-    ``a`` and ``b`` on the result describe each run alone; a label-only run pairs no row.
-    """
+    """Paired comparison ``b - a`` of two runs over the same rows (docs/evaluation.md); a run is an
+    ``EvalResult``, an output folder or results file, a results Dataset, or Grades / values in row order."""
     kw = dict(confidence=confidence, n_boot=n_boot, seed=seed)
     (va, stats_a), (vb, stats_b) = _read_run(a, **kw), _read_run(b, **kw)
     if va.size != vb.size:

@@ -1,10 +1,4 @@
-"""evaluate_dataset: grade every row of a dataset, resumably, in bounded memory.
-
-``output_dir`` gets ``manifest.json`` (checked on resume), ``journal.jsonl`` (one line per finished
-row: the checkpoint, see ``_journal``), ``results.parquet``/``results.jsonl`` (inputs plus the
-``GRADE_COLUMNS``, in input order, written as rows finish), ``summary.json`` and ``histogram.png``.
-See docs/evaluation.md.
-"""
+"""evaluate_dataset: grade every row of a dataset, resumably, in bounded memory (docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -46,9 +40,7 @@ _RUN_FILES = ("journal.jsonl", "manifest.json", "summary.json", "results.parquet
 
 @dataclass(repr=False, eq=False)
 class EvalResult:
-    """A finished run: its ``summary``, where it was written (``files``), what this call did
-    (``graded_now``, ``resumed``), the column mapping used (``columns``, ``column_notes``), and the
-    output ``dataset`` (inputs + grade columns), read from the written results when first used."""
+    """A finished run: ``summary``, ``files``, ``graded_now``, ``resumed``, ``columns``, ``column_notes``, ``dataset``."""
 
     summary: Summary
     output_dir: Path | None
@@ -61,7 +53,6 @@ class EvalResult:
 
     @property
     def dataset(self) -> Any:
-        """The results as a ``datasets.Dataset`` (memory-mapped from the written results)."""
         if self._dataset is None:
             kind = next((k for k in ("arrow", "parquet", "jsonl") if k in self.files), None)
             if kind is None:
@@ -98,14 +89,6 @@ def use_seal_key(grader: Grader, key_hex: str | None) -> str | None:
     return None if sealer is None else sealer.key_hex()
 
 
-def _keep_seal_key(grader: Grader, path: Path) -> None:
-    """Keep the grader's seal key beside the journal (owner-only): a resumed run seals as the first did."""
-    key = use_seal_key(grader, path.read_text().strip() if path.exists() else None)
-    if key is not None and not path.exists():
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            f.write(key)
-
-
 def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mode: bool) -> None:
     """Refuse to resume over rows whose input changed since they were graded."""
     changed = []
@@ -122,13 +105,8 @@ def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mod
 async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
                        on_done: Callable[[int, str, Grade], None],
                        admit: Callable[[int], Awaitable[None]] | None = None) -> None:
-    """One ``grader.grade_batch`` call per group, at most ``concurrency`` in flight, ``on_done`` per
-    row; ``admit(last_row)`` is awaited before a group is sent (back-pressure). A ConfigError stops
-    the run after the groups in flight, raised naming its first row.
-
-    Unlike ``grade_batch``'s pool, a stop (an error, or the caller cancelled: the CLI's first
-    Ctrl-C) waits for the groups in flight, so their rows are journaled.
-    """
+    """One ``grade_batch`` call per group, ``concurrency`` in flight, ``on_done`` per row, ``admit(last_row)``
+    before each (back-pressure). A stop (an error, a cancel) waits for the groups in flight: they are journaled."""
     failure: list[BaseException] = []
     slots = asyncio.Semaphore(max(1, concurrency))
     tasks: set[asyncio.Task] = set()
@@ -177,15 +155,6 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
         raise failure[0]
 
 
-def _make_progress(progress: bool | Any, total: int, initial: int, desc: str):
-    if progress is not True:
-        return None if progress is False or progress is None else progress  # the caller's tqdm-like object
-    from tqdm import tqdm  # plain tqdm: notebook widgets need ipywidgets, text works everywhere
-
-    return tqdm(total=total, initial=initial, desc=desc, unit="row", dynamic_ncols=True,
-                smoothing=0.1, mininterval=0.5)
-
-
 class _Run:
     """One run's state: rows left to grade, journal, ordered output, per-status counts."""
 
@@ -211,7 +180,6 @@ class _Run:
         self.output: OrderedOutput | None = None
 
     def _open_folder(self, manifest: dict[str, Any]) -> JournalIndex:
-        """Start over, or check the earlier run's manifest and inputs and index its journal."""
         out, index = self.out, JournalIndex(self.n)
         mpath = out / "manifest.json"
         if self.opts.overwrite or not self.opts.resume:
@@ -235,11 +203,15 @@ class _Run:
         elif (out / "journal.jsonl").exists():
             raise ConfigError(f"{out} has a journal but no manifest; use another folder or --overwrite")
         write_json(mpath, {**manifest, "updated": time.time()})
-        _keep_seal_key(self.grader, out / "seal.key")
+        # the seal key beside the journal (owner-only): a resumed run seals as the first did
+        key_path = out / "seal.key"
+        key = use_seal_key(self.grader, key_path.read_text().strip() if key_path.exists() else None)
+        if key is not None and not key_path.exists():
+            with os.fdopen(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(key)
         return index
 
     def on_done(self, i: int, digest: str, grade: Grade) -> None:
-        """A row finished: journal it, count it, hand it to the output, watch for an outage."""
         record = {"row": i, "input": digest, "grade": grade.to_dict()}
         self.journal.append(record)
         self.counts[grade.status] += 1
@@ -259,10 +231,13 @@ class _Run:
             error=f"input error: {message}"))
 
     async def grade(self, runner: Callable | None) -> dict[str, Path]:
-        """Grade the rows left, writing the results as they finish; the files written."""
         opts = self.opts
-        self.bar = _make_progress(opts.progress, total=self.n, initial=self.n - self.n_todo,
-                                  desc=self.grader.grader_key)
+        if opts.progress is True:
+            from tqdm import tqdm  # plain tqdm: notebook widgets need ipywidgets, text works everywhere
+            self.bar = tqdm(total=self.n, initial=self.n - self.n_todo, desc=self.grader.grader_key, unit="row",
+                            dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
+        else:  # none, or the caller's tqdm-like object
+            self.bar = None if opts.progress is False or opts.progress is None else opts.progress
         self.output = output = OrderedOutput(
             self.ds, self.n, self.out, opts.formats, self.todo, self.index, self.journal.path,
             SummaryBuilder(), chunk=min(1024, opts.group_window), ahead=8 * opts.group_window)
@@ -290,7 +265,6 @@ class _Run:
                 self.bar.close()
 
     def result(self, files: dict[str, Path], column_notes: list[str]) -> "EvalResult":
-        """The summary (and its files), and the result to return."""
         builder = self.output.builder
         summary = builder.summary(confidence=self.opts.confidence)
         if self.out is not None:
@@ -307,18 +281,6 @@ class _Run:
                           _dataset=self.output.memory_dataset())
 
 
-def _load(data: Any, opts: EvalOptions) -> Any:
-    """The dataset, its mapped pages released (see ``_arrow``)."""
-    with quiet_datasets():
-        ds = load_data(data, split=opts.split)
-    release_mapped_pages(ds)
-    clash = sorted(set(GRADE_COLUMNS) & set(ds.column_names))
-    if clash:
-        raise ConfigError(f"the data already has column(s) {clash} (is it an evaluation output?); "
-                          f"drop or rename them first")
-    return ds
-
-
 async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | None = None, *,
                             _runner: Callable | None = None, **kwargs: Any) -> EvalResult:
     """The async form of ``evaluate_dataset`` (``await aevaluate_dataset(...)`` in a notebook cell)."""
@@ -329,7 +291,13 @@ async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | No
     if grader.mode is not None and grader.mode != opts.mode:
         log.warning("grader %s has mode=%r, which wins over the run's mode=%r", grader.grader_key,
                     grader.mode, opts.mode)
-    ds = _load(data, opts)
+    with quiet_datasets():
+        ds = load_data(data, split=opts.split)
+    release_mapped_pages(ds)
+    clash = sorted(set(GRADE_COLUMNS) & set(ds.column_names))
+    if clash:
+        raise ConfigError(f"the data already has column(s) {clash} (is it an evaluation output?); "
+                          f"drop or rename them first")
     cols, column_notes = detect_columns(opts.columns, ds.column_names)
     for note in column_notes:
         log.info("columns: %s", note)
@@ -347,28 +315,6 @@ async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | No
 
 
 def evaluate_dataset(data: Any, grader: Grader, options: EvalOptions | None = None, **kwargs: Any) -> EvalResult:
-    """Grade every row of ``data`` with ``grader``; write and return the results (an ``EvalResult``).
-
-    The options are keywords (or one ``EvalOptions`` holding them; keywords given too win):
-
-    * ``data``: a ``datasets.Dataset``, a list of row dicts, a DataFrame, a local
-      JSON/JSONL/Parquet/Arrow/CSV path, a ``save_to_disk`` folder or a hub name; ``split`` picks a split.
-    * ``columns``: ``Columns``, a mapping or ``"prompt=q,completion=a,reference=gold,metadata=id"``;
-      unset roles are mapped only from unambiguous names (``result.column_notes`` says what was mapped).
-    * ``output_dir``: journal and results (None: in memory, no resume). The same call again resumes;
-      ``resume=False``/``overwrite=True`` start over; ``retry_unscored=True`` regrades unscored rows.
-    * ``mode``: ``"eval"`` (malformed answers get the evaluation penalty) or ``"train"``; a grader's
-      own ``mode`` wins.
-    * Rows sharing a prompt within ``group_window`` (1024) consecutive rows go to ``grader.grade_batch``
-      together, in balanced pieces of at most ``max_group`` (64); output order is input order.
-    * ``concurrency``: ``grade_batch`` calls in flight (default: the judge's ``max_concurrency``,
-      else 32). ``progress``: a tqdm bar (True), none (False) or your tqdm-like object.
-    * ``formats``: of the results, among ``"parquet"``, ``"jsonl"`` (the default two) and ``"arrow"``;
-      ``histogram``: write ``histogram.png``; ``confidence``: of the mean's bootstrap interval (0.95).
-    * ``limit``: grade only the first ``limit`` rows.
-    * ``outage``: stop with ``JudgeOutage`` (rerun to resume) when over half the rows are unscored in
-      3 consecutive windows of ``outage_window`` (64) rows (True), per an ``OutageGuard``, or never (None/False).
-
-    Memory stays flat however many rows there are. Works from sync code and inside a running loop.
-    """
+    """Grade every row of ``data`` with ``grader`` (resumable, in flat memory); an ``EvalResult``.
+    Options: docs/evaluation.md."""
     return run_sync(aevaluate_dataset(data, grader, options, **kwargs))

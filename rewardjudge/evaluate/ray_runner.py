@@ -59,7 +59,6 @@ def _ray_runner(actor_kwargs: dict[str, Any], *, num_actors: int, batch_size: in
     async def run(driver_grader: Grader, groups: Iterator[list[tuple[int, Any, str]]],
                   on_done: Callable[[int, str, Grade], None]) -> None:
         import ray
-
         items, digests = [], {}
         for group in groups:
             digests.update((i, digest) for i, _, digest in group)
@@ -116,7 +115,6 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
     driver_grader = resolve_grader(grader, probe)
 
     import ray
-
     started = not ray.is_initialized()
     if started:
         ray.init(**(ray_init or {}))
@@ -132,13 +130,5 @@ async def aevaluate_dataset_ray(data: Any, grader: Any, *, judge_urls: Sequence[
 
 
 def evaluate_dataset_ray(data: Any, grader: Any, **options: Any) -> EvalResult:
-    """``evaluate_dataset`` with the grading done by a pool of Ray actors (the arguments are
-    ``aevaluate_dataset_ray``'s: ``judge_urls`` and ``judge_model`` are required).
-
-    ``grader``: a SPEC string (see ``resolve_grader``) or a picklable factory ``f(model) -> Grader``.
-    ``judge_urls``: OpenAI-compatible endpoints. ``num_actors`` actors grade ``batch_size`` groups per
-    call, ``concurrency`` requests in flight per endpoint per actor. ``cache``: an SQLite judge cache
-    per node. ``model_kwargs`` go to each ``OpenAIModel``. ``ray_init``: ``ray.init`` arguments when Ray
-    is not running (then shut down at the end). Other keywords are ``evaluate_dataset``'s.
-    """
+    """``evaluate_dataset`` graded by a pool of Ray actors (options: docs/evaluation.md)."""
     return run_sync(aevaluate_dataset_ray(data, grader, **options))

@@ -123,7 +123,6 @@ def _fix_ids(data: Any) -> Any:
 def request_from_json(data: Any) -> Any:
     """An ``ExportTraceServiceRequest`` from OTLP/JSON (text, bytes or a parsed dict)."""
     from google.protobuf import json_format
-
     if isinstance(data, (bytes, bytearray, str)):
         try:
             data = json.loads(data)
@@ -142,7 +141,6 @@ def request_from_json(data: Any) -> Any:
 def decode_request(body: bytes, content_type: str = "application/x-protobuf") -> Any:
     """An ``ExportTraceServiceRequest`` from an OTLP/HTTP body (protobuf or JSON)."""
     from google.protobuf.message import DecodeError
-
     if "json" in content_type:
         return request_from_json(body)
     message = _pb().ExportTraceServiceRequest()
