@@ -8,14 +8,13 @@ import asyncio
 from ._judge import JUDGE_HELP, add_arguments, judge_options, open_judge
 
 
-async def _demo(args: argparse.Namespace) -> None:
-    from ..demo import run_demo   # here, not at import: `demo --help` must not load the grader stack
-    async with open_judge(args) as judge:
-        await run_demo(judge, args.eval)
-
-
 def _run(args: argparse.Namespace) -> int:
-    asyncio.run(_demo(args))
+    from ..demo import run_demo   # here, not at import: `demo --help` must not load the grader stack
+
+    async def demo() -> None:
+        async with open_judge(args) as judge:
+            await run_demo(judge, args.eval)
+    asyncio.run(demo())
     return 0
 
 

@@ -39,7 +39,6 @@ from ._judge import JUDGE_HELP, add_arguments, check_torch_judge, judge_kind, ju
 
 
 def add_parser(sub) -> None:
-    """Register ``eval`` and ``compare``."""
     # --judge not required: a Grader that brings its own judge model needs none
     judge = judge_options("the model name on the server (default: a scorer's config.model when the server lists "
                           "it, else the server's only model, from GET /v1/models); with --judge torch, a local "
@@ -98,7 +97,14 @@ async def _run_eval(args: argparse.Namespace):
     data = load_data(args.data, split=args.split)
     scorer = target if isinstance(target, Scorer) else None
     columns = args.columns if scorer is None else _check_scorer_variables(scorer.bind(None), args.columns, data)
-    options = _options(args, columns, data)
+    from ..evaluate._data import detect_columns
+    from ..evaluate._options import EvalOptions
+    notes = detect_columns(columns, data.column_names)[1]
+    print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
+    options = EvalOptions(columns=columns, output_dir=args.output, mode=args.mode, retry_unscored=args.retry_unscored,
+                          overwrite=args.overwrite, progress=not args.no_progress, concurrency=args.concurrency,
+                          split=args.split, limit=args.limit,
+                          formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
     if args.judge is None:
         return await aevaluate_dataset(args.data, target, options)
     async with open_judge(args, scorer.config.model if scorer is not None else None) as model:
@@ -119,25 +125,16 @@ async def _run_eval(args: argparse.Namespace):
                 await model.aclose()
 
 
-def _options(args: argparse.Namespace, columns: Any, data: Any) -> Any:
-    """The run's ``EvalOptions``, checked before any judge; the column mapping said on stderr."""
-    from ..evaluate._data import detect_columns
-    from ..evaluate._options import EvalOptions
-    notes = detect_columns(columns, data.column_names)[1]
-    print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
-    return EvalOptions(columns=columns, output_dir=args.output, mode=args.mode,
-                       retry_unscored=args.retry_unscored, overwrite=args.overwrite, progress=not args.no_progress,
-                       concurrency=args.concurrency, split=args.split, limit=args.limit,
-                       formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
-
-
 def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
-    """Every scorer variable read from metadata must find its key (a metadata column, a key of one
-    holding objects, ``reference``/``row``/``eval``); one named like an unmapped column gets it
-    (said on stderr); any other is a usage error (it would render empty on every row)."""
+    """Every scorer variable read from metadata must find its key; one named like an unmapped column gets
+    it (said on stderr); any other is a usage error (it would render empty on every row)."""
     from ..evaluate._data import Columns, detect_columns
     names = list(data.column_names)
-    keys = _metadata_keys(data, detect_columns(columns, names)[0])
+    cols = detect_columns(columns, names)[0]
+    # the metadata keys a row's thread gets (object columns add their keys, per the first 20 rows)
+    keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
+    for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
+        keys.update(k for col in cols.metadata if isinstance(row.get(col), dict) for k in row[col])
     added, unknown = [], []
     for var, source in binding.mapping.items():
         if var in binding.shadowed or not source.startswith("metadata:"):
@@ -164,17 +161,8 @@ def _check_scorer_variables(binding: Any, columns: Any, data: Any) -> Any:
     return given.model_copy(update={"metadata": (*given.metadata, *added)})
 
 
-def _metadata_keys(data: Any, cols: Any) -> set[str]:
-    """The metadata keys a row's thread gets (object columns add their keys, per the first 20 rows)."""
-    keys = {*cols.metadata, "row", "eval", *(("reference",) if cols.reference else ())}
-    for row in data.select(range(min(len(data), 20))).to_list() if cols.metadata else ():
-        keys.update(k for col in cols.metadata if isinstance(row.get(col), dict) for k in row[col])
-    return keys
-
-
 def _run_interruptible(coro: Any) -> Any:
-    """``asyncio.run(coro)`` where the first Ctrl-C waits for the rows in flight (journaled) and
-    the second stops at once (a rerun resumes either way)."""
+    """``asyncio.run(coro)``: the first Ctrl-C waits for the rows in flight (journaled), the second stops at once."""
     import signal
     async def main() -> Any:
         task, hits = asyncio.current_task(), []

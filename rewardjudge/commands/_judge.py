@@ -20,9 +20,8 @@ JUDGE_HELP = ("an OpenAI-compatible server URL ending in /v1, 'embedded' (spawn 
 
 def judge_options(model_help: str, judge_help: str = JUDGE_HELP, *,
                   required: bool = True) -> list[tuple[str, dict[str, Any]]]:
-    """The options ``open_judge`` reads, for ``add_arguments``: ``--judge`` (``judge_help``; ``required``),
-    ``--judge-model`` (``model_help`` says what it picks), ``--timeout``, then the request tuning ones
-    (a command that fixes those itself takes the first two or three)."""
+    """The options ``open_judge`` reads, for ``add_arguments`` (a command that fixes the request tuning ones
+    itself takes the first two or three)."""
     return [("--judge", {"required": required, "help": judge_help}), ("--judge-model", {"help": model_help}),
             ("--timeout", {"type": float, "default": 60.0, "help": "seconds per judge request"}),
             ("--concurrency", {"type": int, "help": "judge requests in flight (default 64; 4 for the embedded "
@@ -46,18 +45,7 @@ def add_subcommands(parser: argparse.ArgumentParser, dest: str, table: dict[str,
         add_arguments(sub.add_parser(name, help=help_text), arguments).set_defaults(func=func)
 
 
-async def _probe(model: Any) -> None:
-    """One short request before any row: a judge that cannot answer stops the run here."""
-    from ..models import GenerationParams
-    try:
-        await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
-    except JudgeError as exc:
-        raise ConfigError(f"the judge's probe request failed ({type(exc).__name__}: {str(exc)[:300]}); "
-                          f"check --judge, --judge-model and the server's log") from None
-
-
 def _check_override(args: argparse.Namespace, prefer: str | None, name: str, where: str) -> None:
-    """A scorer names its judge model: another one only with --allow-model-override."""
     if prefer is None or name == prefer or getattr(args, "allow_model_override", False):
         return
     raise ConfigError(f"the scorer names judge model {prefer!r}, but {where} {name!r}: serve {prefer!r} (or pass "
@@ -84,12 +72,11 @@ def url_model(args: argparse.Namespace, name: str) -> Any:
 
 @contextlib.asynccontextmanager
 async def open_judge(args: argparse.Namespace, prefer: str | None = None, **options: Any):
-    """The judge model of ``--judge`` and its options (``options`` in place of the command's): a URL
-    server (checked, then probed), the spawned embedded judge or the torch judge. ``prefer``: the
-    model a scorer names (another needs ``--allow-model-override``)."""
+    """The judge model of ``--judge`` (``options`` in place of the command's): a URL server (checked, then
+    probed), the embedded or the torch judge. ``prefer``: a scorer's model (another needs the override)."""
     args = argparse.Namespace(**{**vars(args), **options})
     judge, kind = args.judge, judge_kind(args.judge)
-    from ..models import spawn_judge
+    from ..models import GenerationParams, spawn_judge
     if kind == "embedded":
         from ..models._spawn import EMBEDDED_ALIAS
         _check_override(args, prefer, EMBEDDED_ALIAS, "--judge embedded serves")
@@ -109,7 +96,11 @@ async def open_judge(args: argparse.Namespace, prefer: str | None = None, **opti
         name = model_name(judge, args.judge_model, args.timeout, prefer)
         _check_override(args, prefer, name, f"the judge at {judge} is asked for")
         async with url_model(args, name) as model:
-            await _probe(model)
+            try:  # one short request before any row: a judge that cannot answer stops the run here
+                await model.chat([{"role": "user", "content": "Reply with OK."}], GenerationParams(max_tokens=4))
+            except JudgeError as exc:
+                raise ConfigError(f"the judge's probe request failed ({type(exc).__name__}: {str(exc)[:300]}); "
+                                  f"check --judge, --judge-model and the server's log") from None
             yield model
 
 

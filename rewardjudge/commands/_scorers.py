@@ -25,14 +25,12 @@ REGISTRY_OPTION = ("--registry", {"help": "registry folder (default: $REWARDJUDG
 
 
 def registry(args: argparse.Namespace):
-    """The registry ``--registry`` (else ``$REWARDJUDGE_SCORERS``, else ``./scorers``) names."""
     from ..evaluate._spec import registry_folder
     from ..scorers._registry import ScorerRegistry
     return ScorerRegistry(registry_folder(args.registry))
 
 
 def _read_text(path: str, stdin: bool = False) -> str:
-    """The text of ``path`` (stdin for ``-`` when ``stdin``)."""
     try:
         return sys.stdin.read() if stdin and path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -142,7 +140,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _read_samples(path: str) -> list:
-    """Samples from a JSON object, a JSON list or JSON lines (see the module doc)."""
     text = _read_text(path, stdin=True)
     try:
         data = json.loads(text)
@@ -193,19 +190,14 @@ def split_map(pairs: list[str] | None, example: str = "question=turn:user") -> d
     return out
 
 
-def _test_judge(binding, args: argparse.Namespace):
-    """The judge of ``scorers test`` (an async context manager): a URL server asked for
-    ``config.model`` (or ``--judge-model``), one try per request; the embedded or torch judge
-    through ``rewardjudge eval``'s factory."""
-    if judge_kind(args.judge) == "url":
-        return url_model(argparse.Namespace(**vars(args), max_retries=0), args.judge_model or binding.config.model)
-    check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
-    return open_judge(args, max_retries=0)
-
-
 async def _grade_samples(binding, samples: list, args: argparse.Namespace) -> list:
     from ..graders.templated_prompt_judge import ScorerGrader
-    async with _test_judge(binding, args) as judge:
+    if judge_kind(args.judge) == "url":  # config.model (or --judge-model), one try per request
+        judge_cm = url_model(argparse.Namespace(**vars(args), max_retries=0), args.judge_model or binding.config.model)
+    else:
+        check_torch_judge(args, binding)  # a scorer is a chat grader: refused on a CPU torch judge before loading it
+        judge_cm = open_judge(args, max_retries=0)
+    async with judge_cm as judge:
         # --judge-model, like --judge embedded/torch, names another model on purpose: the override is explicit
         asked = getattr(judge, "name", None) or binding.config.model
         grader = ScorerGrader(binding, judge, reply_retries=0, mode="eval", language=args.language,
@@ -305,6 +297,5 @@ _SUBCOMMANDS = {
 
 
 def add_parser(sub) -> None:
-    """The ``rewardjudge scorers`` command group."""
     add_subcommands(add_arguments(sub.add_parser("scorers"), [REGISTRY_OPTION]), "scorers_command",
                     {name: (_guard(func), *rest) for name, (func, *rest) in _SUBCOMMANDS.items()})

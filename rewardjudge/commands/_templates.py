@@ -83,8 +83,10 @@ def _translate(args: argparse.Namespace) -> int:
     from ._translate import translate_bundle
     language = _slug(args.language)
     root = _root(args) if args.contribute else None
-    if root is not None:
-        _check_source_checkout(root)
+    # --contribute writes into a source checkout only (a pyproject.toml beside the package)
+    if root is not None and (not (root.parent.parent / "pyproject.toml").is_file() or "site-packages" in root.parts):
+        raise ConfigError(f"--contribute writes the translation's sources into a source checkout of "
+                          f"rewardjudge (git clone, then pip install -e .); {root} is not one")
     out = Path(args.out) if args.out else (user_dirs() or [DEFAULT_USER_DIR])[0]
     lib = default_library()
     english: dict = {}
@@ -113,16 +115,8 @@ def _translate(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def _check_source_checkout(root: Path) -> None:
-    """``--contribute`` writes into a source checkout only (a pyproject.toml beside the package)."""
-    if not (root.parent.parent / "pyproject.toml").is_file() or "site-packages" in root.parts:
-        raise ConfigError(f"--contribute writes the translation's sources into a source checkout of "
-                          f"rewardjudge (git clone, then pip install -e .); {root} is not one")
-
-
 def _contribute(bundle: dict, language: str, root: Path) -> int:
-    """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``, compile that language's
-    bundle and run the bundles' check; 1 when it finds a problem."""
+    """Write ``bundle`` as ``.txt`` sources under ``prompts.<language>/``, compile and check; 1 on a problem."""
     from ..templates._bundle import bundle_entries, compile_bundles, entry_key
     base = root / f"prompts.{language}"
     sources = {**{f"_fragments/{name}": text for name, text in bundle.get("fragments", {}).items()},
@@ -144,7 +138,6 @@ _PROMPTS = ("--prompts", {"help": "a user bundle folder (default: $REWARDJUDGE_P
 
 
 def add_parser(sub) -> None:
-    """The ``rewardjudge templates`` command group."""
     add_subcommands(sub.add_parser("templates"), "templates_command", {
         "compile": (_compile, "compile the .txt prompt sources into bundle.<lang>.json", [
             ("--language", {"action": "append", "help": "only this language (repeatable)"}),

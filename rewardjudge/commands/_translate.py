@@ -1,9 +1,5 @@
-"""Draft a translation bundle with a judge model (``rewardjudge templates translate``).
-
-Each English key is translated with the ``TranslateCLI/user`` prompt; a reply is kept only when it
-compiles and keeps the same Handlebars tags, each as often. A refused reply is re-asked with the
-reason ``retries`` times; a key that never passes is left out and reported.
-"""
+"""Draft a translation bundle with a judge model (``rewardjudge templates translate``): a reply is kept only
+when it compiles and keeps the same Handlebars tags, each as often; a refused one is re-asked ``retries`` times."""
 
 from __future__ import annotations
 
@@ -59,15 +55,8 @@ class TranslationReport:
         return "\n".join(lines)
 
 
-def _clean(reply: str) -> str:
-    m = _FENCE.match(reply)
-    text = re.sub(r"^\s*<template>\n?", "", m.group(1) if m else reply)
-    return re.sub(r"\n?</template>\s*$", "", text)
-
-
 def _jobs(english: dict[str, Any], fragments: dict[str, str],
           keys: list[str] | None) -> list[tuple[str, str, str, str]]:
-    """(key, section, class-or-"", name) of each text to translate, limited to ``keys``."""
     jobs = [(f"_fragments/{name}", "fragments", "", name) for name in fragments]
     jobs += [(entry_key(section, cls, method), section, cls, method)
              for section, cls, method, _ in bundle_entries(english) if cls not in _SKIP_CLASSES]
@@ -83,8 +72,8 @@ def _jobs(english: dict[str, Any], fragments: dict[str, str],
 async def translate_bundle(model: Any, language: str, english: dict[str, Any], *,
                            retries: int = 1, keys: list[str] | None = None,
                            prompt: Any = None) -> tuple[dict[str, Any], TranslationReport]:
-    """Translate ``english`` (a format-2 bundle) into ``language`` with ``model``; return the draft
-    bundle and a report. ``keys`` limits the run (``Class/method[.multimodal]``, ``_fragments/name``)."""
+    """Translate ``english`` (a format-2 bundle) into ``language``: the draft bundle and a report; ``keys``
+    limits the run (``Class/method[.multimodal]``, ``_fragments/name``)."""
     if not is_language_slug(language) or language == "en":
         raise TemplateError(f"give the target language as a slug other than 'en' (fr, hindi, "
                             f"pt_br), got {language!r}")
@@ -102,7 +91,9 @@ async def translate_bundle(model: Any, language: str, english: dict[str, Any], *
             text = prompt.render({"language": language, "text": original, "problem": problem})
             report.requests += 1
             reply = await model.chat([{"role": "user", "content": text}], params)
-            candidate = _clean(reply.text)
+            m = _FENCE.match(reply.text)
+            candidate = re.sub(r"^\s*<template>\n?", "", m.group(1) if m else reply.text)
+            candidate = re.sub(r"\n?</template>\s*$", "", candidate)
             if original.endswith("\n") and not candidate.endswith("\n"):
                 candidate += "\n"
             problem = check_translation(original, candidate, fragments) or ""

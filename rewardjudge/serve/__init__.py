@@ -1,9 +1,4 @@
-"""``rewardjudge serve``: a grader as an HTTP reward server (docs/serve.md).
-
-``POST /get_reward`` (OpenRLHF's ``--reward.remote_url``, needs ``--estimator dr_grpo``),
-``POST /grade``, ``GET /health``, ``GET /metrics``. OpenRLHF's ``.py`` form is refused.
-The names load on first use: the command line's parser imports this package without aiohttp.
-"""
+"""A grader as an HTTP reward server (docs/serve.md); names load on first use (no aiohttp for ``--help``)."""
 
 from .._lazy import lazy_getattr as _lazy_getattr
 

@@ -1,6 +1,5 @@
-"""Groups as the reward server sees them (docs/serve.md, docs/training.md): which OpenRLHF estimator a
-stand-in reward keeps exact, the refused ``.py`` reward form, the stand-in rewards of one request's
-groups (``/grade``) and OpenRLHF's prompts gathered into groups across requests (``/get_reward``)."""
+"""Groups as the reward server sees them (docs/serve.md, docs/training.md): estimators, stand-in rewards,
+OpenRLHF's prompts gathered into groups across requests."""
 
 from __future__ import annotations
 
@@ -82,8 +81,7 @@ def stand_in(values: Sequence[float], fallback: float) -> float:
 
 def group_rewards(grades: Sequence[Grade], groups: Sequence[Hashable], *,
                   unscored: str | float = "group_mean", fallback: float = 0.0) -> list[float]:
-    """The reward a trainer without a mask gets for each grade: its value, or for an unscored one
-    the mean of its group's usable rewards (``fallback`` when none), or ``unscored`` when a number.
+    """Each grade's reward for a trainer without a mask: its value; unscored, its group's mean (or ``unscored``).
 
     >>> from rewardjudge import Grade
     >>> group_rewards([Grade(1.0, "g"), Grade(0.0, "g"), Grade(None, "g")], ["p", "p", "p"])
@@ -121,9 +119,8 @@ class _Entry:
 
 
 class PromptGroups:
-    """Single samples in, ``(grade, reward, exact)`` out, grouped by prompt: an unscored sample waits
-    for its group's usable rewards (``stand_in``). A group is complete at ``size`` samples (else the
-    largest seen), or once quiet for ``quiet`` s (``exact=False``); results are kept ``keep`` s."""
+    """Samples in, ``(grade, reward, exact)`` out: an unscored one waits for its group (``size`` samples, else
+    the largest seen, or quiet for ``quiet`` s: ``exact=False``); results are kept ``keep`` s."""
 
     def __init__(self, grade: Callable[[Any], Awaitable[Grade]], *, size: int | None, quiet: float,
                  keep: float = 600.0, max_groups: int = 100_000, fallback: float = 0.0):
@@ -211,9 +208,7 @@ class PromptGroups:
         return grade, reward, exact
 
     def submit(self, key: Hashable, dkey: Hashable, thread: Any, owner: Any, alive: Callable[[Any], bool]) -> _Entry:
-        """The grading of one sample for the request ``owner``. An identical sample (same
-        ``dkey``) whose client has left is a retry: it takes over that grading; identical samples
-        whose clients all still wait are siblings."""
+        """The grading of one sample for ``owner``; an identical one (``dkey``) whose client left is taken over."""
         self._expire(time.monotonic())
         for entry in self._entries.get(dkey, ()):
             if not entry.delivered and (entry.owner is None or not alive(entry.owner)):

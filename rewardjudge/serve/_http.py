@@ -101,9 +101,8 @@ _ANSWERED = (_BadRequest, ConfigError, JudgeOutage, RecursionError, UnicodeError
 
 
 class _HTTPService:
-    """The HTTP layer of ``RewardServer``, the ``--workers`` front and the spans' ``OtlpReceiver``: bearer
-    token, limits (headers within ``header_timeout`` s, body within ``body_timeout`` s: 408; over
-    ``max_samples``: 413; not JSON or too deep: 400), metrics, cancellation when the client leaves, draining."""
+    """The HTTP layer of ``RewardServer``, the ``--workers`` front and ``OtlpReceiver``: token, limits (408, 413,
+    400), metrics, cancellation when the client leaves, draining (docs/serve.md)."""
 
     retry_after: int | None = None  # seconds a 503 tells the client to wait (a Retry-After header)
 
@@ -130,7 +129,6 @@ class _HTTPService:
         return app
 
     def _routes(self, router: web.UrlDispatcher) -> None:
-        """The reward server's endpoints (the front's too)."""
         router.add_post("/get_reward", self._get_reward)  # type: ignore[attr-defined]
         router.add_post("/grade", self._grade)  # type: ignore[attr-defined]
         router.add_get("/health", self._health)
@@ -166,7 +164,6 @@ class _HTTPService:
         return response
 
     def _admit(self, request: web.Request) -> None:
-        """The bearer token (401) and draining (503); ``/health`` always passes."""
         if request.path == "/health":
             return
         if self.token is not None:
@@ -221,8 +218,7 @@ class _HTTPService:
         return self.metrics.text()
 
     async def _judge_templates(self, request: web.Request) -> web.Response:
-        """The catalog's list (``language`` picks the criteria's); an ``idempotency_key`` seen before
-        answers as it did, or 409 with another query."""
+        """The catalog's list; an ``idempotency_key`` seen before answers as it did (409 with another query)."""
         query = tuple(sorted((k, v) for k, v in request.query.items() if k != "idempotency_key"))
         key = request.query.get("idempotency_key")
         if key is not None and key in self._idempotent:

@@ -1,5 +1,4 @@
-"""Requests into threads and group keys: OpenRLHF's decoded queries and generic samples (a malformed body
-is a ConfigError: a 400)."""
+"""Requests into threads and group keys (a malformed body is a ConfigError: a 400)."""
 
 from __future__ import annotations
 
@@ -24,9 +23,7 @@ _BOS = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>")
 
 
 def split_chat_markup(text: str) -> list[tuple[str, str]]:
-    """A ChatML or Llama 3 rendered prompt back into turns, an empty trailing assistant header dropped.
-    Text the turns do not account for (a preamble, a turn of a role the judge has no name for) would be
-    lost in a split, so such a prompt stays whole: one user turn, markup and all."""
+    """A ChatML or Llama 3 rendered prompt back into turns; one with text no turn accounts for stays whole."""
     for pattern in (_CHATML, _LLAMA3):
         found = list(pattern.finditer(text))
         if not found:
@@ -56,9 +53,8 @@ def _strip_eos(text: str, eos: Sequence[str]) -> str:
 
 def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,
                     where: str = "sample") -> StringThread:
-    """One OpenRLHF sample as a thread: the response is ``query`` after ``prompt``, without a
-    trailing EOS; the label lands in ``metadata`` as ``label`` and ``reference`` (a mapping is merged; no
-    label, None or "", sets neither)."""
+    """One OpenRLHF sample as a thread: the response is ``query`` after ``prompt``, without a trailing EOS;
+    a label is ``metadata["label"]`` and ``["reference"]`` (a mapping is merged; None or "" sets neither)."""
     if not isinstance(query, str):
         raise ConfigError(f"{where}: query must be a str, got {type(query).__name__}")
     if prompt is not None and not isinstance(prompt, str):
@@ -105,9 +101,7 @@ def group_key(value: Any) -> str:
 
 
 def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[str]]:
-    """A ``/grade`` body's threads and group keys: a sample's ``group``, else its prompt as the graders'
-    scheduler reads it (``prompt_key``: context turns and ``metadata["query"]``). The ``--workers`` front
-    routes by the same keys."""
+    """A ``/grade`` body's threads and group keys (a sample's ``group``, else its ``prompt_key``)."""
     samples = data.get("samples") if isinstance(data, dict) else None
     if not isinstance(samples, list) or not samples:
         raise ConfigError('expected {"samples": [{"messages": [...]} or {"prompt": ..., "completion": ...}, ...]}')
@@ -116,8 +110,7 @@ def grade_body(data: Any, *, images: bool) -> tuple[list[StringThread], list[str
 
 
 def openrlhf_body(data: Any) -> tuple[list, list, list, list[str]]:
-    """``(queries, prompts, labels, group keys)`` of a ``/get_reward`` body, one of each per sample. The group
-    is the prompt (OpenRLHF sends each sample with its prompt), else the query."""
+    """``(queries, prompts, labels, group keys)`` of a ``/get_reward`` body; the group is the prompt, else the query."""
     if not isinstance(data, dict) or not isinstance(data.get("query"), list):
         raise ConfigError('expected {"query": [str], "prompts": [str], "labels": [...]}')
     queries = data["query"]

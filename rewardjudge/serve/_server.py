@@ -109,15 +109,12 @@ NO_ESTIMATOR = ("/get_reward needs the estimator OpenRLHF runs (serve --estimato
 
 
 def _client_alive(request: web.Request) -> bool:
-    """The request's client still waits for the answer."""
     transport = request.transport
     return transport is not None and not transport.is_closing()
 
 
 class ServerOptions(OutageOptions):
-    """``RewardServer``'s keyword options: grouping, batching, rewards and limits (a bad one
-    is a ConfigError naming it; every number finite: a NaN reward poisons a trainer without a
-    mask). The estimator, the outage guard and the HTTP limits are checked where they are used."""
+    """``RewardServer``'s keyword options (docs/serve.md); every number finite: a NaN reward poisons a trainer."""
 
     batch_window: float = Field(0.005, ge=0, description="must be >= 0 seconds")
     max_batch: StrictInt = Field(512, ge=1, description="must be an int >= 1")
@@ -138,14 +135,7 @@ class ServerOptions(OutageOptions):
 
 
 class RewardServer(_HTTPService):
-    """A grader served over HTTP: ``POST /get_reward`` (OpenRLHF, needs ``estimator="dr_grpo"``),
-    ``POST /grade``, ``GET /health``, ``GET /metrics`` (docs/serve.md).
-
-    Samples within ``batch_window`` s are graded together; ``/get_reward`` groups follow
-    ``PromptGroups(group_size, group_timeout, group_keep)``. ``outage_threshold`` over
-    ``outage_steps`` windows of ``outage_window`` samples makes every later request 503.
-    The options are the fields of ``ServerOptions``.
-    """
+    """A grader served over HTTP (docs/serve.md); the options are the fields of ``ServerOptions``."""
 
     def __init__(self, grader: Grader, **options: Any):
         if not isinstance(grader, Grader):
@@ -171,8 +161,7 @@ class RewardServer(_HTTPService):
 
     async def grade_group(self, threads: Sequence[StringThread],
                           groups: Sequence[Hashable] | None = None) -> list[tuple[Grade, float]]:
-        """Grade ``threads`` and give each its reward (``group_rewards``; one group unless ``groups``
-        says otherwise). Raises ``JudgeOutage`` once the outage guard has stopped the server."""
+        """Grade ``threads``, each with its reward (``group_rewards``); ``JudgeOutage`` once the guard stopped us."""
         if self.outage is not None:
             raise self.outage
         request = object()   # this call's samples are graded again together if their batch fails
@@ -184,7 +173,6 @@ class RewardServer(_HTTPService):
         return list(zip(grades, rewards))
 
     def _observe(self, grades: Sequence[Grade]) -> None:
-        """The outage guard's steps are windows of ``outage_window`` graded samples."""
         if self._guard.threshold is None or self.outage is not None:
             return
         self._window.extend(grades)
@@ -228,7 +216,6 @@ class RewardServer(_HTTPService):
 
     async def _in_groups(self, request: web.Request, keys: list, queries: list, prompts: list, labels: list,
                          threads: list[StringThread]) -> list[tuple[Grade, float, bool]]:
-        """Each sample through its prompt's group: ``(grade, reward, exact)``."""
         # a retry is the same sample again: answered from the first grading
         dkeys = [json.dumps([q, p, lab], sort_keys=True, default=str) for q, p, lab in zip(queries, prompts, labels)]
         entries = [self._groups.submit(k, d, t, request, _client_alive) for k, d, t in zip(keys, dkeys, threads)]

@@ -1,6 +1,4 @@
-"""The front of ``rewardjudge serve --workers N`` (docs/serve.md): one port, N worker processes
-(started by ``commands._serve``), each group's samples routed to the worker its key hashes to.
-"""
+"""The front of ``rewardjudge serve --workers N`` (docs/serve.md): each group's samples go to one worker."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ def route(key: str, n: int) -> int:
 
 
 def _merge(values: list, parts: list[list[int]], n: int) -> Any:
-    """The workers' replies to the parts of a split request as one: per-sample lists put back in
-    order, objects merged key by key, anything else taken from the first."""
+    """The workers' replies to a split request as one (per-sample lists put back in order)."""
     first = values[0]
     if all(isinstance(v, list) and len(v) == len(ix) for v, ix in zip(values, parts)):
         out: list = [None] * n
@@ -67,7 +64,6 @@ class WorkerFront(_HTTPService):
             return r.status, await r.read()
 
     async def _route(self, request: web.Request, data: dict, keys: Sequence[str]) -> web.Response:
-        """Send each sample to its key's worker; one reply."""
         n = len(keys)
         parts: dict[int, list[int]] = {}
         for i, key in enumerate(keys):

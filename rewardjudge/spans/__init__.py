@@ -1,13 +1,5 @@
 """Live evaluation of OpenTelemetry GenAI spans: ``judge-v1`` pipelines (docs/pipelines.md).
-
-A ``PipelineConfig`` pins scorer versions (``JudgeConfig``), selects spans (``SpanFilter``) and samples traces
-(``trace_sampled``); spans come from ``read_otlp_file`` or an ``OtlpReceiver`` (``rewardjudge[pipeline]``).
-Names load on first use: ``rewardjudge pipeline --help`` loads neither the scorers nor aiohttp.
-
->>> from rewardjudge.spans import trace_sampled
->>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0)
-True
-"""
+Names load on first use: ``rewardjudge pipeline --help`` loads neither the scorers nor aiohttp."""
 
 from .._lazy import lazy_getattr as _lazy_getattr
 

@@ -1,9 +1,5 @@
-"""OTLP trace data in, ``Span`` values out; a GenAI span as a ``StringThread``.
-
-Decoding is ``opentelemetry-proto``'s; this module adds OTLP/JSON's hex ids and the collector file
-exporter's layouts (JSON lines or one object; length-prefixed or one bare protobuf message), read
-one message at a time. The GenAI message attributes are read from the span or its details event.
-"""
+"""OTLP trace data in (``opentelemetry-proto``, OTLP/JSON's hex ids, the collector file exporter's layouts),
+``Span`` values out; a GenAI span as a ``StringThread``."""
 
 from __future__ import annotations
 
@@ -44,8 +40,7 @@ def _pb():
 
 @dataclass
 class Span:
-    """One span as plain data: ids as lowercase hex, attributes as Python values
-    (arrays as lists, key-value lists as dicts, bytes as base64 text)."""
+    """One span as plain data: ids as lowercase hex, attributes as Python values (bytes as base64)."""
 
     trace_id: str
     span_id: str
@@ -95,7 +90,6 @@ def spans_of(request: Any) -> Iterator[Span]:
 
 
 def _hex_id_to_b64(value: Any, nbytes: int) -> Any:
-    """OTLP/JSON writes ids as hex; protobuf's JSON mapping reads bytes as base64."""
     if isinstance(value, str) and len(value) == 2 * nbytes and _HEX.match(value):
         return base64.b64encode(bytes.fromhex(value)).decode()
     if value == "":
@@ -104,7 +98,7 @@ def _hex_id_to_b64(value: Any, nbytes: int) -> Any:
 
 
 def _fix_ids(data: Any) -> Any:
-    """Hex ids -> base64 in every span and link (camelCase or snake_case keys)."""
+    """Hex ids -> base64 (protobuf's JSON mapping) in every span and link."""
     def ids(obj: dict) -> None:
         for key, n in (("traceId", 16), ("trace_id", 16), ("spanId", 8), ("span_id", 8),
                        ("parentSpanId", 8), ("parent_span_id", 8)):
@@ -151,12 +145,6 @@ def decode_request(body: bytes, content_type: str = "application/x-protobuf") ->
     return message
 
 
-def _open(path: str):
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gz else open(path, "rb")
-
-
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _PROTO_SUFFIXES = (".pb", ".binpb", ".proto", ".protobuf", ".otlp")
 
@@ -180,12 +168,13 @@ def _sniff(path: str, head: bytes) -> str:
 
 
 def read_otlp_file(path: str | os.PathLike, format: str | None = None) -> Iterator[Span]:
-    """The spans of an OTLP file, one message at a time; ``format`` (``"json"`` or ``"protobuf"``)
-    defaults to what the name (``.gz`` read through gzip) or else the first bytes say."""
+    """The spans of an OTLP file, a message at a time; ``format``: "json", "protobuf" or None (sniffed)."""
     path = os.fspath(path)
     if format not in (None, "json", "protobuf"):
         raise ConfigError(f"format must be 'json' or 'protobuf', got {format!r}")
-    with _open(path) as f:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    with gzip.open(path, "rb") if gz else open(path, "rb") as f:
         head = f.read(256)
         f.seek(0)
         kind = _sniff(path, head) if format is None else format
@@ -239,8 +228,7 @@ def _prefixed_file(f: Any, path: str) -> Iterator[Span]:
 
 
 def _messages(value: Any, default: str) -> list[tuple[str, str]]:
-    """The turns of a message attribute; roles read as ``message_turns`` reads them (``role_of``), and a
-    role that is none of ``ROLES`` then reads as ``default``."""
+    """The turns of a message attribute (an unknown role reads as ``default``)."""
     return [(role_of(r) or default, t) for r, t in format_messages(value, default)]
 
 
@@ -268,9 +256,7 @@ def message_attributes(span: Span) -> dict[str, Any]:
 
 
 def span_thread(span: Span) -> StringThread:
-    """The conversation a GenAI span records (system, input, then output messages) as a thread;
-    metadata: resource and span attributes, the message attributes, ``trace_id``/``span_id``/``span_name``.
-    Messages nested too deep to read are a ``ConfigError`` (the span is unreadable)."""
+    """The conversation a GenAI span records as a thread; metadata: its attributes, ids and name."""
     messages = message_attributes(span)
     try:
         turns = (_system(messages.get(SYSTEM_INSTRUCTIONS)) + _messages(messages.get(INPUT_MESSAGES), "user")

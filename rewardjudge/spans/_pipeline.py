@@ -1,9 +1,4 @@
-"""A ``judge-v1`` pipeline: which spans, how many traces, which pinned scorer versions (docs/pipelines.md).
-
-Each pipeline config holds a *copy* of one scorer version's config, checked against its
-``scorer_version``; a mapping value is a document name (``attr("key")``, ``transcript``, ...) or a
-binding source. Sampling is per trace (``trace_sampled``).
-"""
+"""A ``judge-v1`` pipeline: which spans, how many traces, which pinned scorer versions (docs/pipelines.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +48,7 @@ _RANDOM_BITS = 56
 
 
 def trace_sampled(trace_id: str, rate: float) -> bool:
-    """Whether a trace is in a sample of ``rate`` (0..1), by its id alone (OpenTelemetry's
-    consistent probability sampling: the rightmost 56 bits against ``(1 - rate) * 2**56``).
+    """Whether a trace is in a sample of ``rate`` by its id alone (OpenTelemetry's consistent sampling).
 
     >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0), trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 0.0)
     (True, False)
@@ -68,8 +62,7 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
 
 
 class SpanFilter(Options):
-    """Which spans a pipeline judges: ``span_name`` globs (one must match), ``attributes``
-    (``{key: value | [values] | "*"}``, span else resource) and ``has_messages`` (output messages)."""
+    """Which spans a pipeline judges: ``span_name`` globs, ``attributes``, ``has_messages`` (docs/pipelines.md)."""
 
     where = "filter"
     model_config = JSON_FORM
@@ -96,8 +89,7 @@ class SpanFilter(Options):
 
 
 class JudgeConfig(Options):
-    """One ``pipeline_configs[]`` entry: a scorer version's config (a copy), its checked
-    ``scorer_version`` and the variable mapping; ``binding`` runs it."""
+    """One ``pipeline_configs[]`` entry: a copy of a scorer version's config, checked, and its mapping."""
 
     where = "pipeline_config"
     model_config = JSON_FORM

@@ -1,5 +1,4 @@
-"""An OTLP/HTTP trace receiver that judges what it receives (docs/pipelines.md): ``POST /v1/traces``
-answers once the selected spans are queued, 503 with ``Retry-After`` past ``max_pending``."""
+"""An OTLP/HTTP trace receiver that judges what it receives (docs/pipelines.md)."""
 
 from __future__ import annotations
 
@@ -24,12 +23,8 @@ JSON = "application/json"
 
 
 class OtlpReceiver(_HTTPService):
-    """``SpanJudge`` behind ``POST /v1/traces`` (and ``GET /health``), on the reward server's HTTP layer
-    (bearer token, body size and time limits: 413, 408; draining); errors answer OTLP's ``{code, message}``.
-
-    >>> receiver = OtlpReceiver(SpanJudge(pipeline, judge, output_dir="runs/live"))  # doctest: +SKIP
-    >>> url = await receiver.start("127.0.0.1", 4318)                                # doctest: +SKIP
-    """
+    """``SpanJudge`` behind ``POST /v1/traces``: answers once the selected spans are queued, 503 with
+    ``Retry-After`` past ``max_pending``; errors are OTLP's ``{code, message}`` (docs/pipelines.md)."""
 
     def __init__(self, judge: SpanJudge, *, token: str | None = None, max_body: int = 16 << 20,
                  max_pending: int = 10_000, batch_size: int = 64, batch_window: float = 0.2, retry_after: int = 5,

@@ -1,5 +1,4 @@
-"""Judging spans: one result per span and pinned scorer version, appended to ``results.jsonl``; a rerun
-keeps 8 bytes per finished result and judges only the rest (``retry_unscored``: unscored ones too)."""
+"""Judging spans: a result per span and pinned version in ``results.jsonl``; a rerun judges only the rest."""
 
 from __future__ import annotations
 
@@ -111,17 +110,13 @@ class PipelineRun:
         return "\n".join(lines)
 
 
-def _score_value(grade: Grade) -> float | None:
-    score = grade.extra.get("score")
-    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-
-
 def _record(span: Span, pipeline: str, jc: JudgeConfig, grade: Grade, prompt: str | None) -> dict[str, Any]:
-    scored = grade.status == "scored"
+    scored, score = grade.status == "scored", grade.extra.get("score")
+    numeric = scored and isinstance(score, (int, float)) and not isinstance(score, bool)
     out = {"trace_id": span.trace_id, "span_id": span.span_id, "parent_span_id": span.parent_span_id or None,
            "span_name": span.name, "pipeline": pipeline, "scorer": jc.label,
            "scorer_version": jc.scorer_version, "scorer_version_number": jc.scorer_version_number,
-           "status": grade.status, "score_value": _score_value(grade) if scored else None,
+           "status": grade.status, "score_value": float(score) if numeric else None,
            "score_label": grade.extra.get("label") if scored else None,
            "explanation": grade.reasoning if scored else None, "value": grade.value if scored else None,
            "error": grade.error, "judge_model": grade.extra.get("judge_model"),
@@ -134,8 +129,7 @@ def _record(span: Span, pipeline: str, jc: JudgeConfig, grade: Grade, prompt: st
 
 
 class SpanJudge:
-    """Judges spans for one pipeline into one output folder (or memory); ``judge`` is an
-    ``InferenceModel`` or a mapping from a config's ``model`` name to one."""
+    """Judges spans for one pipeline; ``judge`` is an ``InferenceModel`` or a mapping from ``config.model`` to one."""
 
     def __init__(self, pipeline: PipelineConfig, judge: Any, *, output_dir: str | os.PathLike | None = None,
                  keep_prompts: bool = False, retry_unscored: bool = False, allow_model_override: bool = False,
@@ -237,8 +231,7 @@ async def arun_pipeline(pipeline: PipelineConfig, spans: Iterable[Span] | AsyncI
                         output_dir: str | os.PathLike | None = None, keep_prompts: bool = False,
                         retry_unscored: bool = False, allow_model_override: bool = False,
                         batch_size: int = 64) -> PipelineRun:
-    """Judge the selected ``spans`` with every pinned version of ``pipeline``, ``batch_size`` at a
-    time, into ``output_dir``'s ``results.jsonl`` (a rerun resumes) or ``run.results``."""
+    """Judge the selected ``spans`` with every pinned version into ``output_dir`` (resumes) or ``run.results``."""
     if batch_size < 1:
         raise ConfigError("batch_size must be >= 1")
     sj = SpanJudge(pipeline, judge, output_dir=output_dir, keep_prompts=keep_prompts,
