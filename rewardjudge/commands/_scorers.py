@@ -1,10 +1,5 @@
-"""``rewardjudge scorers create|show|versions|update|list|test|delete`` over a registry folder.
-
-The folder is ``--registry DIR``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``. ``test``
-renders the prompt for each sample of ``--input`` (a JSON object, list or JSON lines of
-``{"messages", "metadata"}``) and, with ``--judge``, grades it. Exit codes: 0 done; 1 ``test
---judge`` left a sample unscored; 2 an invalid scorer, config, file or mapping; 3 no such scorer.
-"""
+"""``rewardjudge scorers create|show|versions|update|list|test|delete`` over a registry folder (docs/scorers.md).
+Exit codes: 0 done; 1 ``test --judge`` left a sample unscored; 2 a usage error; 3 no such scorer."""
 
 from __future__ import annotations
 

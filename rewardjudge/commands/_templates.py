@@ -1,9 +1,5 @@
-"""``rewardjudge templates compile|check|list|show|translate``: the prompt bundles.
-
-Exit codes: 0 all good; 1 the check found problems, or ``translate`` left keys out; 2 a usage
-error. ``translate`` writes a draft ``bundle.<LANG>.json`` into ``--out`` (default: the first
-folder of ``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``), merged over one there.
-"""
+"""``rewardjudge templates compile|check|list|show|translate`` (docs/templates.md). Exit codes: 0 all good;
+1 the check found problems, or ``translate`` left keys out; 2 a usage error."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Offline evaluation over datasets: resumable runs, reports, comparisons (see docs/evaluation.md).
-
->>> result = evaluate_dataset("answers.jsonl", grader, output_dir="runs/v1")  # doctest: +SKIP
->>> print(compare("runs/v1", "runs/v2"))                                      # doctest: +SKIP
-
-``aevaluate_dataset`` is the same call inside a running loop; ``ray_runner`` runs it on a Ray cluster.
-"""
+"""Offline evaluation over datasets: resumable runs, reports, comparisons (see docs/evaluation.md)."""
 
 from .._lazy import lazy_getattr as _lazy_getattr
 import typing as _typing

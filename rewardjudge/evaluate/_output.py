@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ._arrow import ArrowSlices
+from ._data import ArrowSlices
 from ._journal import JournalIndex
 from ._report import GRADE_COLUMNS, SummaryBuilder, grade_columns
 

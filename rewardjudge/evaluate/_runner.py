@@ -18,8 +18,7 @@ from .._sync import run_sync
 from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
-from ._arrow import release_mapped_pages
-from ._data import Columns, detect_columns, load_data, row_groups, row_threads
+from ._data import Columns, detect_columns, load_data, release_mapped_pages, row_groups, row_threads
 from ._journal import STATUS_CODES, Journal, JournalIndex, lock_folder
 from ._options import EvalOptions
 from ._output import OrderedOutput, quiet_datasets, write_json

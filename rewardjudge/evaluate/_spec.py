@@ -1,14 +1,5 @@
-"""Grader SPECs: name a grader on the command line. ``resolve_grader(spec, model)`` accepts, in order:
-
-* a ``Grader`` (as is) or a callable ``f(model) -> Grader``; ``"demo"`` (``rewardjudge.demo``);
-* ``"module:attribute"`` or ``"path/to/file.py:attribute"``: a ``Grader`` (keeps its own judge) or a
-  callable taking the judge model and returning one;
-* ``"path/to/scorer.json"``: a scorer (its variables read from ``metadata``; label-only ones too);
-* a catalog key (``correctness``, ``helpfulness``...), or a scorer slug in ``$REWARDJUDGE_SCORERS``
-  (default ``./scorers``).
-
->>> grader = resolve_grader("my_graders:make_grader", judge)     # doctest: +SKIP
-"""
+"""Grader SPECs: a grader named on the command line (``resolve_grader``: a Grader or factory, ``demo``,
+``module:attribute``, ``file.py:attribute``, a scorer ``.json``, a catalog key or a scorer slug)."""
 
 from __future__ import annotations
 
@@ -94,8 +85,7 @@ def resolve_grader(spec: Any, model: Any) -> Grader:
 
 
 def spec_target(spec: Any) -> Any:
-    """What a str SPEC names, found without a judge (so a command checks it before asking or spawning
-    one): a Grader, a factory taking the judge model, or a Scorer; else a ConfigError naming what was tried."""
+    """What a str SPEC names, found without a judge: a Grader, a factory ``f(model)`` or a Scorer."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"grader spec must be a non-empty str, a Grader or a factory, got {spec!r}")
     spec = spec.strip()
@@ -125,13 +115,12 @@ SCORER_REGISTRY_ENV = "REWARDJUDGE_SCORERS"
 
 
 def registry_folder(given: str | os.PathLike | None = None) -> Path:
-    """The scorer registry folder: ``given``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``."""
+    """``given``, else ``$REWARDJUDGE_SCORERS``, else ``./scorers``."""
     return Path(given or os.environ.get(SCORER_REGISTRY_ENV) or "scorers")
 
 
 def scorer_from_file(spec: str) -> Any:
-    """The Scorer a JSON file holds: a definition (or ``Scorer.to_dict()``'s form, as ``scorers show
-    --json`` prints it), or a registry folder's scorer file (its current version)."""
+    """The Scorer a JSON file holds: a definition (or ``Scorer.to_dict()``'s form) or a registry's scorer file."""
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ConfigError(f"grader spec {spec!r}: no such scorer file")
