@@ -128,21 +128,16 @@ class Journal:
                 beyond.add(row)
         return index, len(beyond)
 
-    def _open(self) -> int:
-        if self._fd is None:
-            assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        return self._fd
-
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line now (an in-memory journal keeps nothing)."""
         if self.path is None:
             return
-        fd = self._open()
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         view = memoryview((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode())
         while view:  # a regular file takes it in one write; loop in case it does not
-            view = view[os.write(fd, view):]
+            view = view[os.write(self._fd, view):]
         self._dirty = True
         if time.monotonic() - self._last_sync >= self.sync_interval:
             self.sync()

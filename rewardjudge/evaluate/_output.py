@@ -84,7 +84,12 @@ class OrderedOutput:
             else:
                 self._reader.seek(int(self.index.offset[i]))
                 grade = json.loads(self._reader.readline())["grade"]
-            self._emit(grade)
+            row = grade_columns(grade)
+            self.builder.add(grade, label=row["grade_label"])
+            for c in GRADE_COLUMNS:
+                self._buffer[c].append(row[c])
+            if len(self._buffer["grade_status"]) >= self.chunk:
+                self._flush()
             self.frontier += 1
         if self.frontier != start:
             self._moved.set()
@@ -94,14 +99,6 @@ class OrderedOutput:
         while row >= self.frontier + self.ahead:
             self._moved.clear()
             await self._moved.wait()
-
-    def _emit(self, grade: dict[str, Any]) -> None:
-        row = grade_columns(grade)
-        self.builder.add(grade, label=row["grade_label"])
-        for c in GRADE_COLUMNS:
-            self._buffer[c].append(row[c])
-        if len(self._buffer["grade_status"]) >= self.chunk:
-            self._flush()
 
     def _arrow_schema(self) -> Any:
         if self._schema is None:

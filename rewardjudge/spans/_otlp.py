@@ -89,21 +89,16 @@ def spans_of(request: Any) -> Iterator[Span]:
                            events=[(e.name, _attributes(e.attributes)) for e in s.events if e.name == DETAILS_EVENT])
 
 
-def _hex_id_to_b64(value: Any, nbytes: int) -> Any:
-    if isinstance(value, str) and len(value) == 2 * nbytes and _HEX.match(value):
-        return base64.b64encode(bytes.fromhex(value)).decode()
-    if value == "":
-        return value
-    raise ConfigError(f"OTLP/JSON id {str(value)[:40]!r} is not {2 * nbytes} hex digits")
-
-
 def _fix_ids(data: Any) -> Any:
     """Hex ids -> base64 (protobuf's JSON mapping) in every span and link."""
     def ids(obj: dict) -> None:
         for key, n in (("traceId", 16), ("trace_id", 16), ("spanId", 8), ("span_id", 8),
                        ("parentSpanId", 8), ("parent_span_id", 8)):
-            if key in obj:
-                obj[key] = _hex_id_to_b64(obj[key], n)
+            value = obj.get(key, "")
+            if isinstance(value, str) and len(value) == 2 * n and _HEX.match(value):
+                obj[key] = base64.b64encode(bytes.fromhex(value)).decode()
+            elif value != "":
+                raise ConfigError(f"OTLP/JSON id {str(value)[:40]!r} is not {2 * n} hex digits")
 
     for rs in data.get("resourceSpans", data.get("resource_spans", [])) or []:
         for ss in rs.get("scopeSpans", rs.get("scope_spans", [])) or []:
