@@ -8,7 +8,7 @@ import copy
 import importlib
 import logging
 import sys
-from typing import Any
+from types import SimpleNamespace
 
 from . import __version__
 from .errors import RewardJudgeError
@@ -29,16 +29,6 @@ _COMMANDS = {
     "pipeline": ("rewardjudge.commands._pipeline", "judge OpenTelemetry GenAI spans with pinned scorer versions "
                                            "(judge-v1; OTLP files or an OTLP/HTTP receiver; resumable)"),
 }
-
-
-class _Commands:
-    """The subparsers handed to a module's ``add_parser``: each command's help comes from ``_COMMANDS``."""
-
-    def __init__(self, sub: Any):
-        self.sub = sub
-
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return self.sub.add_parser(name, help=_COMMANDS[name][1], **kwargs)
 
 
 def _chosen(argv: list[str]) -> str | None:
@@ -84,8 +74,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     chosen = None if argv is None else _chosen(argv)
     modules = dict.fromkeys(module for name, (module, _) in _COMMANDS.items() if argv is None or name == chosen)
+    # what a module's add_parser gets: the subparsers, each command's help taken from _COMMANDS
+    commands = SimpleNamespace(add_parser=lambda name, **kw: sub.add_parser(name, help=_COMMANDS[name][1], **kw))
     for module in modules:
-        importlib.import_module(module).add_parser(_Commands(sub))
+        importlib.import_module(module).add_parser(commands)
     for name, (_, help_text) in _COMMANDS.items():
         if name not in sub.choices:  # listed for --help; never run (its module was not asked for)
             sub.add_parser(name, help=help_text)

@@ -89,14 +89,14 @@ async def run_demo(judge: InferenceModel, eval_mode: bool = False) -> list[Grade
     threads = demo_threads(eval_mode)
     grades = await demo_grader(judge).grade_batch(threads)
     group_grades = await demo_group_grader(judge).grade_batch(threads)
-    print(f"\n{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):")
-    for t, g in zip(threads, grades):
-        print(format_grade(t, g))
-    print("\ncounts:", {s: sum(g.status == s for g in grades) for s in ("scored", "penalized", "unscored")})
-    print("\nthe same answers judged in groups (CandidateJudgeGrader: one request per question, graded 0-4):")
-    for t, g in zip(threads, group_grades):
-        print(format_grade(t, g))
-    print("\ngroup counts:", {s: sum(g.status == s for g in group_grades) for s in ("scored", "penalized", "unscored")})
+    for title, found, counts in (
+            (f"{len(grades)} grades ({'evaluation' if eval_mode else 'training'} penalties):", grades, "counts:"),
+            ("the same answers judged in groups (CandidateJudgeGrader: one request per question, graded 0-4):",
+             group_grades, "group counts:")):
+        print(f"\n{title}")
+        for t, g in zip(threads, found):
+            print(format_grade(t, g))
+        print(f"\n{counts}", {s: sum(g.status == s for g in found) for s in ("scored", "penalized", "unscored")})
     # the third outcome: the judge side fails (here, nothing listens at a port just found free)
     down = OpenAIModel(f"http://127.0.0.1:{free_port()}/v1", "judge", max_retries=1, timeout=5.0)
     async with down:

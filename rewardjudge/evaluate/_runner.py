@@ -62,22 +62,18 @@ class EvalResult:
 
     def grades(self) -> list[Grade]:
         """The grades back as Grade objects, in row order."""
-        return [_grade_from_row(r) for r in self.dataset.select_columns(
-            [c for c in GRADE_COLUMNS if c in self.dataset.column_names]).to_list()]
+        rows = self.dataset.select_columns([c for c in GRADE_COLUMNS if c in self.dataset.column_names]).to_list()
+        return [Grade(value=r["grade_value"], grader_key=r["grade_key"], reasoning=r["grade_reasoning"],
+                      status=r["grade_status"], error=r["grade_error"], raw_reply=r.get("grade_raw_reply"),
+                      usage={k: r[f"grade_{k}"] for k in ("prompt_tokens", "completion_tokens")
+                             if r.get(f"grade_{k}") is not None},
+                      attempts=r["grade_attempts"] or 0, latency_s=r["grade_latency_s"],
+                      grader_version=r["grade_version"],
+                      extra=json.loads(r["grade_extra"]) if r.get("grade_extra") else {}) for r in rows]
 
     def __repr__(self) -> str:
         return (f"EvalResult(rows={self.summary.n}, graded_now={self.graded_now}, "
                 f"resumed={self.resumed}, output_dir={str(self.output_dir)!r}, mean={self.summary.mean})")
-
-
-def _grade_from_row(r: dict[str, Any]) -> Grade:
-    usage = {k: r[f"grade_{k}"] for k in ("prompt_tokens", "completion_tokens")
-             if r.get(f"grade_{k}") is not None}
-    extra = json.loads(r["grade_extra"]) if r.get("grade_extra") else {}
-    return Grade(value=r["grade_value"], grader_key=r["grade_key"], reasoning=r["grade_reasoning"],
-                 status=r["grade_status"], error=r["grade_error"], raw_reply=r.get("grade_raw_reply"),
-                 usage=usage, attempts=r["grade_attempts"] or 0, latency_s=r["grade_latency_s"],
-                 grader_version=r["grade_version"], extra=extra)
 
 
 def use_seal_key(grader: Grader, key_hex: str | None) -> str | None:
@@ -88,22 +84,9 @@ def use_seal_key(grader: Grader, key_hex: str | None) -> str | None:
     return None if sealer is None else sealer.key_hex()
 
 
-def _check_digests(ds: Any, cols: Columns, index: JournalIndex, n: int, eval_mode: bool) -> None:
-    """Refuse to resume over rows whose input changed since they were graded."""
-    changed = []
-    for i, thread, digest in row_threads(ds, cols, index.done, n, eval_mode):
-        if np.uint64(int(digest if thread is not None else INPUT_ERROR_DIGEST, 16)) != index.digest[i]:
-            changed.append(i)
-            if len(changed) >= 5:
-                break
-    if changed:
-        raise ConfigError(f"rows {changed} changed since they were graded in this output folder; "
-                          f"use another output folder or overwrite=True (--overwrite)")
-
-
 async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str]]], *, concurrency: int,
                        on_done: Callable[[int, str, Grade], None],
-                       admit: Callable[[int], Awaitable[None]] | None = None) -> None:
+                       admit: Callable[[int], Awaitable[None]]) -> None:
     """One ``grade_batch`` call per group, ``concurrency`` in flight, ``on_done`` per row, ``admit(last_row)``
     before each (back-pressure). A stop (an error, a cancel) waits for the groups in flight: they are journaled."""
     failure: list[BaseException] = []
@@ -132,8 +115,7 @@ async def grade_groups(grader: Grader, groups: Iterator[list[tuple[int, Any, str
         for group in groups:
             if failure:
                 break
-            if admit is not None:
-                await admit(group[-1][0])
+            await admit(group[-1][0])
             await slots.acquire()
             if failure:
                 slots.release()
@@ -198,7 +180,15 @@ class _Run:
             if beyond:  # a longer earlier run: its extra rows stay in the journal
                 log.warning("%s: %d journaled rows lie beyond this run's %d rows and are left out",
                             out, beyond, self.n)
-            _check_digests(self.ds, self.cols, index, self.n, self.eval_mode)
+            changed = []  # rows whose input changed since they were graded: no resume over them
+            for i, thread, digest in row_threads(self.ds, self.cols, index.done, self.n, self.eval_mode):
+                if np.uint64(int(digest if thread is not None else INPUT_ERROR_DIGEST, 16)) != index.digest[i]:
+                    changed.append(i)
+                    if len(changed) >= 5:
+                        break
+            if changed:
+                raise ConfigError(f"rows {changed} changed since they were graded in this output folder; "
+                                  f"use another output folder or overwrite=True (--overwrite)")
         elif (out / "journal.jsonl").exists():
             raise ConfigError(f"{out} has a journal but no manifest; use another folder or --overwrite")
         write_json(mpath, {**manifest, "updated": time.time()})
