@@ -8,8 +8,8 @@ SEMCONV_VERSION = "1.37.0"
 
 _LAZY = {**dict.fromkeys(["Span", "read_otlp_file", "span_thread"], "._otlp"),
          **dict.fromkeys(["JUDGE_V1", "JudgeConfig", "PipelineConfig", "SpanFilter", "trace_sampled"], "._pipeline"),
-         "OtlpReceiver": "._receiver",
-         **dict.fromkeys(["PipelineRun", "SpanJudge", "arun_pipeline", "read_results", "run_pipeline"], "._runner")}
+         **dict.fromkeys(["OtlpReceiver", "PipelineRun", "SpanJudge", "arun_pipeline", "read_results", "run_pipeline"],
+                         "._runner")}
 
 __all__ = sorted(["SEMCONV_VERSION", *_LAZY])
 
