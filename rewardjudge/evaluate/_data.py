@@ -334,11 +334,7 @@ def load_data(data: Any, *, split: str | None = None):
                           f"got {type(data).__name__}")
     path = Path(data).expanduser()
     if path.is_dir():
-        if not ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
-            raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
-                              f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
-        loaded = datasets.load_from_disk(str(path))
-        return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
+        return _from_folder(path, split)
     if path.is_file():
         return _from_file(path)
     text = str(data)
@@ -350,6 +346,15 @@ def load_data(data: Any, *, split: str | None = None):
             raise ConfigError(f"{text!r} is not a local file, and loading it from the Hugging Face "
                               f"hub failed ({type(exc).__name__}: {exc})") from exc
     raise ConfigError(f"no such file: {path}")
+
+
+def _from_folder(path: Path, split: str | None) -> Any:
+    import datasets
+    if not ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+        raise ConfigError(f"{path} is a folder but not one written by Dataset.save_to_disk; "
+                          f"pass a .jsonl/.json/.parquet/.arrow/.csv file")
+    loaded = datasets.load_from_disk(str(path))
+    return _pick_split(loaded, split) if isinstance(loaded, datasets.DatasetDict) else loaded
 
 
 def _from_file(path: Path) -> Any:

@@ -346,6 +346,12 @@ def _read_lines(path: Path, names: Sequence[str]) -> dict[str, list]:
     return out
 
 
+def _read_parquet(path: Path, names: Sequence[str]) -> dict[str, list]:
+    import pyarrow.parquet as pq
+    have = set(pq.ParquetFile(path).schema_arrow.names)
+    return pq.read_table(path, columns=[c for c in names if c in have]).to_pydict()
+
+
 def _item_columns(item: Any) -> Mapping[str, Any]:
     if isinstance(item, Grade):
         return grade_columns(item.to_dict())
@@ -363,12 +369,7 @@ def read_columns(run: Any, names: Sequence[str], *, journal: bool = False) -> di
     where = "the rows"
     if isinstance(run, (str, os.PathLike)):
         where = _results_path(run, journal=journal)
-        if where.suffix == ".parquet":
-            import pyarrow.parquet as pq
-            have = set(pq.ParquetFile(where).schema_arrow.names)
-            table = pq.read_table(where, columns=[c for c in names if c in have]).to_pydict()
-        else:
-            table = _read_lines(where, names)
+        table = _read_parquet(where, names) if where.suffix == ".parquet" else _read_lines(where, names)
     elif hasattr(run, "column_names") and hasattr(run, "to_list"):
         table = run.select_columns([c for c in names if c in run.column_names]).to_dict()
     else:
