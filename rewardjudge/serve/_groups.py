@@ -44,9 +44,7 @@ DR_GRPO_CONDITIONS = (
 
 def check_estimator(estimator: str | None) -> str | None:
     """``estimator`` if a stand-in reward keeps it exact, None for None; else ``ConfigError``."""
-    if estimator is None:
-        return None
-    if estimator in EXACT_ESTIMATORS:
+    if estimator is None or estimator in EXACT_ESTIMATORS:
         return estimator
     if estimator not in OPENRLHF_ESTIMATORS:
         raise ConfigError(f"unknown OpenRLHF estimator {estimator!r}; OpenRLHF 0.11.2 has "

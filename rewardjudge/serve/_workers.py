@@ -9,7 +9,6 @@ from typing import Any, Sequence
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
-from ..errors import ConfigError
 from ._http import _HTTPService, _Metrics
 from ._samples import grade_body, openrlhf_body
 
@@ -40,8 +39,6 @@ class WorkerFront(_HTTPService):
 
     def __init__(self, worker_urls: Sequence[str], worker_token: str, **limits: Any):
         super().__init__(**limits)  # token, max_body, max_samples, body_timeout, header_timeout
-        if not worker_urls:
-            raise ConfigError("WorkerFront needs at least one worker")
         self.workers = list(worker_urls)
         self._auth = {"Authorization": f"Bearer {worker_token}"}
         self._session: ClientSession | None = None

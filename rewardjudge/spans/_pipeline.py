@@ -53,10 +53,8 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
     >>> trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 1.0), trace_sampled("4bf92f3577b34da6a3ce929d0e0e4736", 0.0)
     (True, False)
     """
-    if rate >= 1.0:
-        return True
-    if rate <= 0.0:
-        return False
+    if not 0.0 < rate < 1.0:
+        return rate >= 1.0
     randomness = int(trace_id[-14:] or "0", 16)
     return randomness >= round((1.0 - rate) * (1 << _RANDOM_BITS))
 
