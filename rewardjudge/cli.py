@@ -1,5 +1,4 @@
-"""The ``rewardjudge`` command: each subcommand's module registers it through ``add_parser(subparsers)``;
-options are accepted before or after the subcommand that defines them (``_share_options``)."""
+"""The ``rewardjudge`` command: each command's module registers it through ``add_parser(subparsers)``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``rewardjudge demo``: grade bundled structured completions on the embedded judge (SmolLM2-135M,
-whose verdicts are noise: it shows the pipeline) or on the judge ``--judge`` names, as for ``eval``."""
+"""``rewardjudge demo``: the bundled structured completions graded on the embedded judge (or ``--judge``)."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ def format_grade(thread: StringThread, grade: Grade) -> str:
 
 
 async def run_demo(judge: InferenceModel, eval_mode: bool = False) -> list[Grade]:
-    """Grade the bundled completions on ``judge`` (one at a time, then in groups), print each grade and
-    the counts, then show the third outcome: one grade with the judge down."""
+    """Grade and print the bundled completions on ``judge`` (alone, in groups), then one with the judge down."""
     threads = demo_threads(eval_mode)
     grades = await demo_grader(judge).grade_batch(threads)
     group_grades = await demo_group_grader(judge).grade_batch(threads)

@@ -49,8 +49,7 @@ _COLUMN = Field(None, description="must be a column name")
 
 
 class Columns(Options):
-    """Which dataset columns make a thread: ``prompt`` or ``messages``, ``completion``, ``reference``, ``system``,
-    ``metadata`` (docs/evaluation.md)."""
+    """Which dataset columns make a thread (the roles: docs/evaluation.md)."""
 
     model_config = JSON_FORM
     where: ClassVar[str] = "columns"

@@ -1,5 +1,4 @@
-"""evaluate_dataset: grade every row of a dataset, resumably, in bounded memory (docs/evaluation.md); the
-results (inputs plus ``grade_*`` columns) are written in input order as rows finish."""
+"""evaluate_dataset: every row of a dataset graded, resumably, in bounded memory (docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -477,6 +476,5 @@ async def aevaluate_dataset(data: Any, grader: Grader, options: EvalOptions | No
 
 
 def evaluate_dataset(data: Any, grader: Grader, options: EvalOptions | None = None, **kwargs: Any) -> EvalResult:
-    """Grade every row of ``data`` with ``grader`` (resumable, in flat memory); an ``EvalResult``.
-    Options: docs/evaluation.md."""
+    """Every row of ``data`` graded by ``grader``, resumably (options: docs/evaluation.md): an ``EvalResult``."""
     return run_sync(aevaluate_dataset(data, grader, options, **kwargs))

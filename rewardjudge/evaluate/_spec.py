@@ -1,5 +1,4 @@
-"""Grader SPECs: a grader named on the command line (``resolve_grader``: a Grader or factory, ``demo``,
-``module:attribute``, ``file.py:attribute``, a scorer ``.json``, a catalog key or a scorer slug)."""
+"""Grader SPECs: a grader named on the command line (the forms: docs/evaluation.md)."""
 
 from __future__ import annotations
 

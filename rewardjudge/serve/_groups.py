@@ -1,5 +1,4 @@
-"""Groups as the reward server sees them (docs/serve.md, docs/training.md): estimators, stand-in rewards,
-OpenRLHF's prompts gathered into groups across requests."""
+"""Groups as the reward server sees them: estimators, stand-in rewards, OpenRLHF's groups (docs/serve.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Live evaluation of OpenTelemetry GenAI spans: ``judge-v1`` pipelines (docs/pipelines.md).
-Names load on first use: ``rewardjudge pipeline --help`` loads neither the scorers nor aiohttp."""
+"""Live evaluation of OpenTelemetry GenAI spans (docs/pipelines.md); names load on first use."""
 
 from .._lazy import lazy_getattr as _lazy_getattr
 

@@ -1,5 +1,4 @@
-"""OTLP trace data in (``opentelemetry-proto``, OTLP/JSON's hex ids, the collector file exporter's layouts),
-``Span`` values out; a GenAI span as a ``StringThread``."""
+"""OTLP trace data (protobuf, OTLP/JSON, the collector's files) in, ``Span`` values out, a GenAI span as a thread."""
 
 from __future__ import annotations
 

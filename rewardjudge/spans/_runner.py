@@ -1,5 +1,4 @@
-"""Judging spans: a result per span and pinned version in ``results.jsonl`` (a rerun judges only the rest), from
-files or an OTLP/HTTP receiver (docs/pipelines.md)."""
+"""Judging spans from files or an OTLP/HTTP receiver, resumably (docs/pipelines.md)."""
 
 from __future__ import annotations
 
