@@ -211,7 +211,7 @@ class OrderedOutput:
 
 @dataclass(repr=False, eq=False)
 class EvalResult:
-    """A finished run: ``summary``, ``files``, ``graded_now``, ``resumed``, ``columns``, ``column_notes``, ``dataset``."""
+    """A finished run: its summary, files, counts, column mapping and results ``dataset`` (read back on use)."""
 
     summary: Summary
     output_dir: Path | None
