@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ._sync import LoopThread
 from .errors import ConfigError
 from .models._base import Completion, GenerationParams, InferenceModel, Message
 from .models._typed_question_client import request_problems
@@ -292,10 +293,8 @@ class FakeJudgeServer:
         self._queue: list[Fault] = []
         self._lock = threading.Lock()
         self._conns: set[_Conn] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: asyncio.AbstractServer | None = None
-        self._pending: set[asyncio.Handle] = set()
+        self._runner: LoopThread | None = None
+        self._server: Any = None
 
     @property
     def url(self) -> str:
@@ -345,8 +344,7 @@ class FakeJudgeServer:
             except Exception as exc:  # a broken responder is a 500, like a broken server
                 fault = Fault.http(500, body=json.dumps({"error": repr(exc)}))
         delay = fault.seconds if fault.kind == "timeout" else self.latency
-        handle = self._loop.call_later(delay, self._answer, conn, fault, req)
-        self._pending.add(handle)
+        asyncio.get_running_loop().call_later(delay, self._answer, conn, fault, req)
 
     def _answer(self, conn: _Conn, fault: Fault, req: dict[str, Any]) -> None:
         t = conn.transport
@@ -373,56 +371,36 @@ class FakeJudgeServer:
             t.abort()
 
     def start(self) -> "FakeJudgeServer":
-        ready = threading.Event()
-        error: list[BaseException] = []
+        self._runner = LoopThread("FakeJudgeServer")
 
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                self._server = loop.run_until_complete(loop.create_server(
-                    lambda: _Conn(self), self.host, self.port, reuse_address=True, backlog=1024))
-                self.port = self._server.sockets[0].getsockname()[1]
-            except BaseException as exc:  # port taken: report to the caller
-                error.append(exc)
-            ready.set()
-            if not error:
-                loop.run_forever()
-            loop.close()
+        async def listen() -> asyncio.AbstractServer:
+            return await asyncio.get_running_loop().create_server(
+                lambda: _Conn(self), self.host, self.port, reuse_address=True, backlog=1024)
 
-        self._thread = threading.Thread(target=run, name="FakeJudgeServer", daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        if error:
-            raise error[0]
+        try:
+            self._server = self._runner.run(listen())
+        except BaseException:  # port taken: reported to the caller
+            self._runner.close()
+            raise
+        self.port = self._server.sockets[0].getsockname()[1]
         return self
 
     def stop(self) -> None:
         """Close the listener and every open connection (like a killed server)."""
-        loop = self._loop
-        if loop is None or self._thread is None:
+        runner, self._runner = self._runner, None
+        if runner is None:
             return
 
         async def shutdown() -> None:
-            for h in self._pending:
-                h.cancel()
-            self._pending.clear()
-            if self._server is not None:
-                self._server.close()
+            self._server.close()
             for c in list(self._conns):
-                if c.transport is not None:
-                    c.transport.abort()
-            if self._server is not None:
-                await self._server.wait_closed()
+                c.transport.abort()
+            await self._server.wait_closed()
 
-        fut = asyncio.run_coroutine_threadsafe(shutdown(), loop)
         try:
-            fut.result(10)
+            runner.run(shutdown())
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            self._thread.join(10)
-            self._thread = None
-            self._loop = None
+            runner.close()   # answers not yet sent are dropped with the loop
 
     def __enter__(self) -> "FakeJudgeServer":
         return self.start()
