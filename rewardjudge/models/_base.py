@@ -57,25 +57,22 @@ class GenerationParams:
 
 
 class InferenceModel(abc.ABC):
-    """An async judge model (an async context manager). ``chat`` returns a ``Completion`` or raises
-    a ``JudgeError`` subclass for any judge-side failure, after retries (``attempts`` counts them);
-    ``json_schema`` constrains the reply where the backend can (``Completion.structured`` says
-    which); ``aclose`` releases connections and is safe to call twice."""
+    """An async judge model (an async context manager): ``chat`` returns a ``Completion`` or raises a
+    ``JudgeError`` after retries; ``aclose`` is safe to call twice (docs/judges.md)."""
 
     #: a short name for logs and cache keys
     name: str = "model"
 
     @property
     def control_tokens(self) -> tuple[str, ...]:
-        """Literal special tokens of this judge's chat template (read from it where the model has
-        one), which graders defang in policy text beyond the common forms (``<|...|>``...)."""
+        """Literal special tokens of this judge's chat template, which graders defang in policy text."""
         template = getattr(self, "chat_template", None)
         return tuple(getattr(template, "control_tokens", ()) or ())
 
     @abc.abstractmethod
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None) -> Completion:
-        """Send ``messages`` and return the judge's reply."""
+        """The judge's reply to ``messages`` (``json_schema`` constrains it where the backend can)."""
 
     #: True when ``grade_distribution`` can read right after a trailing assistant prefix
     continues_prefix: bool = False
@@ -87,16 +84,8 @@ class InferenceModel(abc.ABC):
 
     async def grade_distribution(self, messages: Sequence[Message], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> "TokenDistribution":
-        """The probability of each of ``choices`` as the reply's next token.
-
-        Read at the first position of the reply, or right after a trailing assistant message's
-        content (a prefix continued, no end-of-turn). Each choice is meant to be one token
-        (``ConfigError`` where a backend can tell it is not); tokens equal to a choice once
-        whitespace is stripped are summed. Probabilities are raw (temperature 1, no top-p, never
-        from a constrained step), not renormalised: the rest is ``TokenDistribution.outside``.
-        Failures raise ``JudgeError`` as ``chat`` does; of ``params`` only a ``seed`` matters.
-        The default raises ``GradeDistributionUnsupported``.
-        """
+        """The raw probability of each one-token choice as the reply's next token, or right after a
+        trailing assistant prefix (docs/probability.md); the default raises ``GradeDistributionUnsupported``."""
         raise GradeDistributionUnsupported(
             f"{type(self).__name__} ({self.name!r}) cannot return grade probabilities; use an "
             f"OpenAIModel on a server that returns logprobs, or a TorchModel")
@@ -117,12 +106,8 @@ class GradeDistributionUnsupported(ConfigError):
 
 @dataclass
 class TokenDistribution:
-    """The judge's probability for each choice token at one reply position.
-
-    ``probs`` maps each choice to the probability that the next token is it (``"4"`` and ``" 4"``
-    summed), *not* renormalised: ``outside`` is the rest. A choice outside a server's top-k list
-    has 0.0; ``top_k`` is how many alternatives were visible (None: exact over the vocabulary) and
-    ``unseen_max`` bounds any unseen token's probability.
+    """Each choice's probability as the next token, not renormalised (``outside`` is the rest);
+    ``top_k``: alternatives visible (None: exact), ``unseen_max`` bounds an unseen token's.
 
     >>> d = TokenDistribution({"0": 0.1, "1": 0.6}, top_k=None)
     >>> round(d.outside, 3), round(d.normalized()["1"], 3)
@@ -156,14 +141,13 @@ class TokenDistribution:
 
 
 def check_choices(choices: Sequence[str]) -> list[str]:
-    """Validate the choices of a ``grade_distribution`` call; return them as a list."""
+    """The choices of a ``grade_distribution`` call, checked, as a list."""
     out = list(choices) if not isinstance(choices, str) else None
     if not out:
         raise ConfigError(f"choices must be a non-empty sequence of strings, got {choices!r}")
-    for c in out:
-        if not isinstance(c, str) or not c.strip() or c != c.strip():
-            raise ConfigError(f"each choice must be a non-empty string without surrounding "
-                              f"whitespace, got {c!r}")
+    bad = next((c for c in out if not isinstance(c, str) or not c.strip() or c != c.strip()), None)
+    if bad is not None:
+        raise ConfigError(f"each choice must be a non-empty string without surrounding whitespace, got {bad!r}")
     if len(set(out)) != len(out):
         raise ConfigError(f"choices must be distinct, got {out!r}")
     return out
@@ -171,8 +155,7 @@ def check_choices(choices: Sequence[str]) -> list[str]:
 
 def match_choices(top: "Mapping[str, float] | Iterable[tuple[str, float]]",
                   choices: Sequence[str]) -> dict[str, float]:
-    """Sum the probabilities of ``top`` (token text -> logprob, a mapping or pairs) per choice
-    (equal once whitespace is stripped); unmatched choices get 0.0."""
+    """The probabilities of ``top`` (token -> logprob, a mapping or pairs) summed per choice (stripped)."""
     probs = {c: 0.0 for c in choices}
     items = top.items() if isinstance(top, Mapping) else top
     for token, logprob in items:

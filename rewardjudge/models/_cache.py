@@ -22,9 +22,8 @@ __all__ = ["CachedModel", "SQLiteCache", "request_key"]
 
 def request_key(model_name: str, messages: Sequence[Message], params: GenerationParams | None,
                 json_schema: dict[str, Any] | None, grammar: str | None = None) -> str:
-    """SHA-256 hex of a judge request's canonical JSON: every field of ``GenerationParams`` (not
-    only those sent; ``stop`` a JSON list; ``reask`` only on a re-ask), and a GBNF ``grammar`` when
-    there is one (older keys stay valid)."""
+    """SHA-256 hex of a request's canonical JSON: every ``GenerationParams`` field (``reask`` only on a
+    re-ask) and a GBNF ``grammar`` when there is one (older keys stay valid)."""
     fields = dataclasses.asdict(params or GenerationParams())
     if not fields["reask"]:
         del fields["reask"]
@@ -42,13 +41,11 @@ def _as_hit(c: Completion) -> Completion:
 
 
 class SQLiteCache:
-    """A key -> completion table in one SQLite file, safe across processes (WAL journal; writers
-    wait for each other); one connection per instance, guarded by a lock."""
+    """A key -> completion table in one SQLite file, safe across processes (WAL journal)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
@@ -82,8 +79,7 @@ class SQLiteCache:
             return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
 
     def seal_key(self) -> bytes:
-        """The seal key kept with this cache (made on first use): graders seal requests with it, so a
-        later run's requests are the same and hit the cache."""
+        """The seal key kept with this cache (made on first use), so a later run's requests hit it."""
         with self._lock:
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('seal_key', ?)",
@@ -97,17 +93,8 @@ class SQLiteCache:
 
 
 class CachedModel(InferenceModel):
-    """An ``InferenceModel`` that caches ``chat`` replies of ``inner``, keyed by ``request_key``.
-
-    ``cache``: None (memory only), a path (memory + that SQLite file, shared safely by processes)
-    or an ``SQLiteCache``. ``max_memory_entries`` bounds the memory layer (oldest dropped first).
-    Identical requests in flight at once are sent once; only successful replies are cached (a
-    ``JudgeError`` reaches every waiting caller). A hit has ``attempts == 0`` and ``latency_s ==
-    0.0``; ``Completion.raw`` is not kept on disk. Any other attribute or method is the inner
-    model's. ``aclose`` closes the inner model and the SQLite file. ``stats`` counts ``hits``,
-    ``misses`` (sent to the judge) and ``deduplicated`` (waited for one in flight).
-    >>> judge = CachedModel(OpenAIModel(url, "judge"), cache="judge-cache.sqlite")  # doctest: +SKIP
-    """
+    """``inner``'s ``chat`` replies cached in memory and, with ``cache`` (a path or ``SQLiteCache``), on
+    disk (a hit has ``attempts == 0``); identical requests in flight are sent once (docs/evaluation.md)."""
 
     def __init__(self, inner: InferenceModel, cache: str | os.PathLike | SQLiteCache | None = None, *,
                  max_memory_entries: int | None = 100_000):
@@ -163,8 +150,7 @@ class CachedModel(InferenceModel):
 
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
                    json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> Completion:
-        """The inner model's reply, from the cache when this exact request was answered before;
-        ``grammar`` (GBNF) is passed on and is part of the key."""
+        """The inner model's reply, from the cache for a request answered before (``grammar`` is keyed)."""
         key = self.key(messages, params, json_schema=json_schema, grammar=grammar)
         hit = self._memory.get(key)
         if hit is None and self.disk is not None:

@@ -1,7 +1,5 @@
-"""Chat templates outside a server: render messages into one prompt string (for
-``/v1/completions``: llama.cpp's chat endpoint starts a new turn after a trailing assistant
-message instead of continuing it). A Hugging Face-style Jinja template is rendered sandboxed, as
-transformers does; a trailing assistant message is a prefix, appended verbatim (no end-of-turn).
+"""Chat templates rendered here, sandboxed as transformers does (for ``/v1/completions``); a trailing
+assistant message is a prefix, appended verbatim (no end-of-turn).
 
 >>> t = ChatTemplate("{% for m in messages %}<{{m.role}}>{{m.content}}</s>{% endfor %}"
 ...                  "{% if add_generation_prompt %}<assistant>{% endif %}")
@@ -64,11 +62,8 @@ class ChatTemplate:
     def _template(self):
         if self._compiled is None:
             self._load()
-            try:
-                from jinja2 import TemplateError as JinjaError
-                from jinja2.sandbox import ImmutableSandboxedEnvironment
-            except ImportError:  # pragma: no cover - jinja2 comes with transformers and llama-cpp
-                raise ConfigError("rendering a chat template needs jinja2: pip install jinja2") from None
+            from jinja2 import TemplateError as JinjaError
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
 
             def raise_exception(message: str) -> None:
                 raise ConfigError(f"chat template refused the messages: {message}")
@@ -83,16 +78,14 @@ class ChatTemplate:
 
     @cached_property
     def control_tokens(self) -> tuple[str, ...]:
-        """The special tokens this template writes (``<|im_start|>``, ``[INST]``...) and its BOS/EOS
-        texts: text a policy must not be able to write into a judge prompt."""
+        """The special tokens this template writes (``<|im_start|>``, ``[INST]``...) and its BOS/EOS texts."""
         self._load()
         found = dict.fromkeys(t for t in (self.bos_token, self.eos_token) if t)
         found.update(dict.fromkeys(m.group() for m in _SPECIAL.finditer(self.source or "")))
         return tuple(found)
 
     def render(self, messages: Sequence[dict[str, Any]]) -> str:
-        """The prompt for ``messages``, the assistant's turn opened (a trailing assistant message is
-        continued in it)."""
+        """The prompt for ``messages``, the assistant's turn opened (or a trailing one continued)."""
         msgs, prefix = split_prefix(messages)
         return self._template().render(messages=msgs, add_generation_prompt=True, bos_token=self.bos_token,
                                        eos_token=self.eos_token) + (prefix or "")

@@ -1,7 +1,5 @@
-"""spawn_judge: run a local OpenAI-compatible judge server (llama_cpp, vllm, sglang) as a child
-process on a free loopback port, or an in-process ``TorchModel`` (``"torch"``); see docs/judges.md.
-The server is stopped on exit, error or interpreter exit (process group SIGTERM, then SIGKILL),
-and on Linux gets SIGTERM if the spawning main thread dies."""
+"""spawn_judge: a local judge server as a child process on a free loopback port (docs/judges.md),
+stopped on exit, error or interpreter exit, and on Linux when the spawning main thread dies."""
 
 from __future__ import annotations
 
@@ -180,44 +178,34 @@ def _stop_all() -> None:
 
 
 class spawn_judge:
-    """Start a local judge server; yield an ``OpenAIModel`` bound to it, stopped when the block exits.
-
-    ``backend``: ``"llama_cpp"``, ``"vllm"``, ``"sglang"`` or ``"torch"`` (an in-process
-    ``TorchModel``; keyword arguments go to ``TorchModel.load``). ``model``: a path or hub name
-    (default for llama_cpp: the embedded SmolLM2 GGUF). Keywords: ``port`` (default: a free one),
-    ``n_threads`` (llama_cpp; default: half the cores generate, all read prompts),
-    ``context_length``, ``extra_args`` (appended to the command), ``startup_timeout``,
-    ``model_kwargs`` (passed to ``OpenAIModel``). For llama_cpp, schemas go as ``json_object``
-    (its ``json_schema`` form is an HTTP 500) and ``grammar_field="grammar"``.
-    >>> async with spawn_judge() as judge:  # doctest: +SKIP
-    ...     grader = TemplatedPromptJudgeGrader("g", judge, SYSTEM, USER)
-    """
+    """Start a local judge server (``"llama_cpp"``, ``"vllm"``, ``"sglang"``) and yield an ``OpenAIModel``
+    bound to it, stopped when the block exits, or load a ``TorchModel`` (``"torch"``; keywords go to
+    ``TorchModel.load``). Keywords: ``port``, ``n_threads``, ``context_length``, ``extra_args``,
+    ``startup_timeout``, ``model_kwargs`` (for ``OpenAIModel``); see docs/judges.md."""
 
     def __init__(self, backend: str = "llama_cpp", model: str | os.PathLike | None = None, **kwargs: Any):
         self._torch = (model, kwargs) if _check_backend(backend, (*BACKENDS, "torch")) == "torch" else None
         self.server = JudgeServer(backend, model, **kwargs) if backend != "torch" else None
         self._model: OpenAIModel | None = None
 
-    def _load_torch(self) -> Any:
-        source, kwargs = self._torch
-        self._model = TorchModel.load(source, **kwargs)
-        return self._model
-
-    def _ready(self) -> OpenAIModel:
-        """Once the server started: wait for it to answer (blocking), then its model."""
-        self.server.wait_ready()
-        self._model = self.server.model()
+    def _ready(self) -> Any:
+        """Blocking: the torch model loaded, or the started server's model once it answers."""
+        if self.server is None:
+            self._model = TorchModel.load(self._torch[0], **self._torch[1])
+        else:
+            self.server.wait_ready()
+            self._model = self.server.model()
         return self._model
 
     async def __aenter__(self) -> OpenAIModel:
         loop = asyncio.get_running_loop()
-        if self.server is None:
-            return await loop.run_in_executor(None, self._load_torch)
-        self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
+        if self.server is not None:
+            self.server.start()   # in this thread: the child's PDEATHSIG follows the thread that spawns it
         try:
             return await loop.run_in_executor(None, self._ready)
         except BaseException:
-            await loop.run_in_executor(None, self.server.stop)
+            if self.server is not None:
+                await loop.run_in_executor(None, self.server.stop)
             raise
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -237,13 +225,13 @@ class spawn_judge:
 
     def __enter__(self) -> OpenAIModel:
         """Synchronous form: start and wait; the model is used from async code later."""
-        if self.server is None:
-            return self._load_torch()
-        self.server.start()
+        if self.server is not None:
+            self.server.start()
         try:
             return self._ready()
         except BaseException:
-            self.server.stop()
+            if self.server is not None:
+                self.server.stop()
             raise
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,7 +1,5 @@
-"""TorchModel: an in-process judge over transformers (docs/judges.md). A *preparation* thread
-renders, tokenises and cuts batches; the *forward* thread runs the model and, on CUDA, launches the
-next batch before it reads the previous one's results. Requests of one event-loop iteration are
-batched together; a shared prompt prefix has its keys and values computed once (``share_prefix``).
+"""TorchModel: an in-process judge over transformers (docs/judges.md): a preparation thread renders,
+tokenises and pads batches, a forward thread runs them; a shared prompt prefix is computed once.
 
 >>> async with TorchModel.load() as judge:            # doctest: +SKIP
 ...     dist = await judge.grade_distribution(messages, ["0", "1", "2", "3", "4"])
@@ -32,13 +30,8 @@ __all__ = ["TorchModel", "converted_gguf_dir", "default_cache_dir"]
 
 
 class TorchModel(InferenceModel):
-    """A transformers causal LM as a judge, in this process: ``TorchModel.load(path)``, or
-    ``TorchModel(model, tokenizer)`` (the tokenizer needs a chat template, or pass
-    ``chat_template=``). ``max_batch_size`` and ``max_batch_tokens`` bound one forward pass (padded
-    tokens, shared prefix included; default 2048 on CPU, 65536 on a GPU); ``max_new_tokens`` is the
-    generation length when ``GenerationParams.max_tokens`` is unset; ``share_prefix`` (full-attention
-    models only), ``min_prefix_tokens`` and ``prefix_cache_size`` control prefix sharing. ``chat``
-    ignores ``json_schema``. ``options`` holds the arguments, checked."""
+    """A transformers causal LM as a judge: ``TorchModel.load(path)`` or ``TorchModel(model, tokenizer)``;
+    the options (``TorchModelOptions``) bound batches and prefix sharing; ``chat`` ignores ``json_schema``."""
 
     def __init__(self, model: Any, tokenizer: Any, **options: Any):
         opts = self.options = TorchModelOptions(**options)
@@ -78,8 +71,7 @@ class TorchModel(InferenceModel):
     continues_prefix = True
 
     def _use_tokenizer(self, tokenizer: Any, chat_template: Any) -> None:
-        """The tokenizer, and the template prompts are rendered with (the tokenizer's own
-        when ``chat_template`` is None); a tokenizer without a pad token pads with EOS."""
+        """The tokenizer and the prompts' template (None: the tokenizer's); no pad token: EOS pads."""
         if chat_template is None and not getattr(tokenizer, "chat_template", None):
             raise ConfigError("the tokenizer has no chat template: pass chat_template= (a Jinja "
                               "source or f(messages) -> prompt)")
@@ -95,11 +87,8 @@ class TorchModel(InferenceModel):
     def load(cls, source: str | os.PathLike | None = None, *, device: str | None = None,
              dtype: Any = "auto", cache_dir: str | os.PathLike | None = None,
              **kwargs: Any) -> "TorchModel":
-        """Load a local checkpoint folder, a ``.gguf`` file, or (None) the embedded judge's GGUF,
-        converted once and cached under ``cache_dir``; nothing is downloaded. ``device``: CUDA when
-        present, else CPU; ``dtype="auto"``: bfloat16 where the device has it natively, else float16
-        (CUDA) or float32. Blocking: call it from a thread in async code.
-        """
+        """Load a local checkpoint folder, a ``.gguf`` or (None) the embedded judge (converted once,
+        cached under ``cache_dir``); ``dtype="auto"``: bf16 where native. Blocking."""
         _import_transformers()
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -139,8 +128,7 @@ class TorchModel(InferenceModel):
         return None
 
     def choice_token_ids(self, choice: str) -> list[int]:
-        """Token ids that mean ``choice`` as the next token (``"4"``, ``" 4"``); ``ConfigError``
-        when no spelling of it is one token."""
+        """Token ids that mean ``choice`` as the next token (``"4"``, ``" 4"``); ConfigError if none is one token."""
         hit = self._choice_cache.get(choice)
         if hit is not None:
             return hit
@@ -260,7 +248,7 @@ class TorchModel(InferenceModel):
             fail(live, exc)
 
     def _tokenize(self, live: list[Job]) -> list[Job]:
-        """The jobs of ``live`` whose prompt renders and fits, ``ids`` set; others fail (some leave ``live``)."""
+        """The jobs of ``live`` whose prompt renders and fits, ``ids`` set; the others fail."""
         texts = []
         for job in list(live):
             try:
@@ -320,9 +308,8 @@ class TorchModel(InferenceModel):
                 else self._finish(launched)
 
     def _run(self, batch: Batch) -> InFlight | None:
-        """Launch a distribution batch, or generate a batch's replies. A batch of several that fails
-        (out of memory: one long prompt pads every row to its length) runs again one job at a time,
-        so a failure is its own job's, never its batch-mates'."""
+        """Launch a distribution batch, or generate its replies; a failed batch of several runs again
+        one job at a time (out of memory: a failure is its own job's, never its batch-mates')."""
         try:
             if batch.kind == "dist":
                 return self._launch(batch)

@@ -1,5 +1,4 @@
-"""What a TorchModel is built from: its checked options, the device and dtype,
-a GGUF converted once to safetensors, and the layouts of transformers' caches."""
+"""What a TorchModel is built from: options, device and dtype, a GGUF converted once, cache layouts."""
 
 from __future__ import annotations
 
@@ -21,7 +20,9 @@ GPU_BATCH_TOKENS = 65536
 
 
 class TorchModelOptions(Options):
-    """``TorchModel(model, tokenizer, **options)``'s keyword options, checked (see its docstring)."""
+    """``TorchModel``'s keyword options: ``max_batch_size``/``max_batch_tokens`` bound one forward pass
+    (padded tokens, prefix included; None: 2048 on CPU, 65536 on a GPU); ``max_new_tokens`` when
+    ``GenerationParams.max_tokens`` is unset; ``share_prefix`` works with full attention only."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -51,7 +52,6 @@ def _cpu_has_bf16() -> bool:
 
 def _resolve_device_dtype(device: str | None, dtype: Any) -> tuple[Any, Any]:
     import torch
-
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if dtype is None or dtype == "auto":
         if dev.type == "cuda":
@@ -76,8 +76,8 @@ def _import_transformers():
 
 
 def converted_gguf_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
-    """The cache folder holding ``gguf`` converted to safetensors (created on first call, atomically),
-    keyed by the file's path, size and mtime and the transformers version."""
+    """The cache folder holding ``gguf`` as safetensors (made once, atomically), keyed by the file's
+    path, size and mtime and the transformers version."""
     transformers = _import_transformers()
     gguf = gguf.resolve()
     st = gguf.stat()
@@ -119,8 +119,7 @@ def checkpoint_folder(source: str | os.PathLike, cache_dir: str | os.PathLike | 
 
 
 def output_layers(out: Any) -> list[tuple[Any, Any]]:
-    """Per layer ``(keys, values)`` of the cache a forward returned (``cache`` in transformers
-    >= 5.2x, else ``past_key_values``), in any of its layouts."""
+    """Per layer ``(keys, values)`` of the cache a forward returned, in any of its layouts."""
     cache = out.get("cache") if hasattr(out, "get") else None
     cache = cache if cache is not None else out.past_key_values
     layers = getattr(cache, "layers", None)

@@ -1,11 +1,6 @@
-"""TypedQuestionClient: a judge behind a typed-question provider (Jev; see docs/probability.md).
-
-One ``POST {base_url}{path}`` per result: ``{"model", "state", "questions": {name: {"type",
-"instructions", "criteria"}}}``. The reply's ``answers.<name>.probabilities`` (one per criterion,
-lowest grade first, in [0, 1], summing to at most 1; the rest is mass outside the grades) is read;
-``usage`` (integer counters) and the body are kept; a body of any other shape is a
-``JudgeResponseError``. Transport and retries are ``OpenAIModel``'s (``_http.py``).
-"""
+"""TypedQuestionClient: a judge behind a typed-question provider (Jev; docs/probability.md): one
+``POST {base_url}{path}`` per result; the reply's ``answers.<name>.probabilities`` (one per criterion,
+lowest grade first, summing to at most 1) is read; transport and retries are ``_http.py``'s."""
 
 from __future__ import annotations
 
@@ -57,8 +52,7 @@ def request_problems(body: Any, question_type: str | None = None) -> list[str]:
 
 
 class TypedQuestionOptions(Retries):
-    """``TypedQuestionClient``'s options: the fields after ``base_url`` and ``model`` are its
-    keyword options, checked here (see its docstring)."""
+    """``TypedQuestionClient``'s arguments, checked."""
 
     base_url: StrictStr = Field(description="must be an http(s) URL")   # and _http.check_base_url's rules
     model: StrictStr = Field("jev-latest", pattern=_TEXT, description="must be a non-empty string")
@@ -74,13 +68,8 @@ class TypedQuestionOptions(Retries):
 
 
 class TypedQuestionClient(InferenceModel):
-    """A model client for typed-question providers (see the module docstring): ``question_name`` is
-    the key under ``questions``, ``timeout`` per attempt; ``options`` holds the arguments, checked.
-    It does not chat (``chat``: ``ConfigError``; ``grade_distribution``:
-    ``GradeDistributionUnsupported``): ask it with ``ask`` or ``typed_distribution``.
-
-    >>> jev = TypedQuestionClient("https://provider.example/v1", "jev-latest", api_key=KEY)  # doctest: +SKIP
-    """
+    """A typed-question provider's client (docs/probability.md): asked with ``ask`` or
+    ``typed_distribution``, it does not chat; ``question_name`` is the key under ``questions``."""
 
     #: graders that know typed questions ask them instead of sending a prompt
     answers_typed_questions = True
@@ -100,9 +89,8 @@ class TypedQuestionClient(InferenceModel):
 
     def build_request(self, state: Mapping[str, Any], instructions: str | Mapping[str, Any] | Sequence[Any],
                       criteria: Sequence[str | Mapping[str, Any]]) -> dict[str, Any]:
-        """The request body for one result: ``model``, ``state`` (the content judged, sent as given:
-        ``{"query": ..., "result": {"title": ..., "fields": {...}}}`` for search relevance) and the
-        one question, as plain JSON; a ``ConfigError`` names what ``request_problems`` finds."""
+        """The request body for one result (``state``: the content judged, sent as given) as plain JSON;
+        a ``ConfigError`` names what ``request_problems`` finds."""
         body = {"model": self.model, "state": dict(state) if isinstance(state, Mapping) else state,
                 "questions": {self.question_name: {"type": self.question_type, "instructions": instructions,
                                                    "criteria": criteria}}}
@@ -117,7 +105,6 @@ class TypedQuestionClient(InferenceModel):
         return body
 
     def _answer(self, n_choices: int, raw: bytes, latency: float) -> dict[str, Any]:
-        """The probabilities of the one question asked, checked (see the module docstring)."""
         text = raw.decode("utf-8", "replace")
 
         def bad(why: str) -> JudgeResponseError:
@@ -152,8 +139,8 @@ class TypedQuestionClient(InferenceModel):
 
     async def ask(self, state: Mapping[str, Any], instructions: Any,
                   criteria: Sequence[Any]) -> dict[str, Any]:
-        """Ask one typed question about ``state``: ``{"probabilities": [one per criterion], "usage",
-        "raw" (the body), "latency_s", "attempts", "request"}``, or a ``JudgeError`` after retries."""
+        """``{"probabilities": [one per criterion], "usage", "raw", "latency_s", "attempts", "request"}``
+        for one typed question about ``state``, or a ``JudgeError`` after retries."""
         request = self.build_request(state, instructions, criteria)
         body = json.dumps(request, ensure_ascii=False).encode()
         answer, attempts = await self._http.request(self.path, body, partial(self._answer, len(criteria)),
@@ -164,8 +151,7 @@ class TypedQuestionClient(InferenceModel):
     async def typed_distribution(self, state: Mapping[str, Any], instructions: Any,
                                  criteria: Sequence[Any], choices: Sequence[str],
                                  params: GenerationParams | None = None) -> TokenDistribution:
-        """The answer as an exact ``TokenDistribution``: criterion ``i``'s probability is that of
-        ``choices[i]``; ``params`` is accepted for the probability judges' signature, unused."""
+        """The answer as an exact ``TokenDistribution``: criterion ``i``'s probability is ``choices[i]``'s."""
         choices = check_choices(choices)
         if len(choices) != len(criteria):
             raise ConfigError(f"{len(criteria)} criteria for {len(choices)} grades: give one "
