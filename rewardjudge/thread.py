@@ -18,8 +18,7 @@ _MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
 
 
 def role_of(name: Any) -> str | None:
-    """The one of ``ROLES`` that ``name`` stands for (any case, aliases through ``ROLE_ALIASES``), else None:
-    every reader of a message's role reads it here.
+    """The one of ``ROLES`` that ``name`` stands for (any case, ``ROLE_ALIASES``), else None.
 
     >>> role_of("model"), role_of("Developer"), role_of("critic")
     ('assistant', 'system', None)
@@ -32,10 +31,8 @@ def role_of(name: Any) -> str | None:
 
 
 def tool_call_text(call: Any) -> str:
-    """A tool call as the judge is shown it: ``[tool call NAME(ARGUMENTS)]``, from an OpenAI
-    ``{"function": {"name", "arguments"}}`` call or a flat ``{"name", "arguments"}`` one (an
-    OpenTelemetry GenAI part). Only what the call says: its id and type are no content, so a
-    call that names nothing is the frame alone, which the content-free screen reads as no answer.
+    """A tool call (OpenAI's or a flat OpenTelemetry GenAI one) as the judge is shown it; its id and type
+    are no content, so a call that names nothing is the frame alone (no answer to the content screen).
 
     >>> tool_call_text({"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}})
     '[tool call f({"x": 1})]'
@@ -51,19 +48,13 @@ def tool_call_text(call: Any) -> str:
 
 
 def refusal_text(refusal: str) -> str:
-    """A refusal (a message's ``refusal`` field, an OpenAI ``refusal`` content part) as the judge is
-    shown it: its text is the answer.
-
-    >>> refusal_text("I can't help with that.")
-    "[refusal] I can't help with that."
-    """
+    """A refusal (a message's field, an OpenAI content part) as the judge is shown it: the answer."""
     return f"[refusal] {refusal}"
 
 
 def message_extras(message: Mapping[str, Any]) -> list[str]:
-    """What a message says besides its content, as the judge is shown it: a ``refusal`` and its tool
-    calls (``tool_calls``, and the legacy OpenAI ``function_call``, one call). Both are the answer when
-    content is None, so they are shown, never dropped for an empty turn.
+    """What a message says besides its content (its ``refusal``, ``tool_calls`` and legacy
+    ``function_call``), shown to the judge: the answer when content is None.
 
     >>> message_extras({"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}})
     ['[tool call f({})]']
@@ -76,8 +67,8 @@ def message_extras(message: Mapping[str, Any]) -> list[str]:
 
 
 def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
-    """A message content as text: a str as is, None as "", content parts joined with a newline;
-    image parts go to ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
+    """A message content as text (parts joined with a newline); image parts go to ``images`` as
+    ``(turn, part)`` when a list is given, else a ConfigError.
 
     >>> content_text([{"type": "text", "text": "What is"}, {"type": "text", "text": "2+2?"}])
     'What is\\n2+2?'
@@ -122,8 +113,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
 
 
 class StringThread:
-    """An ordered list of ``(role, content)`` turns with a metadata dict; the last assistant turn is
-    the completion, the rest its context. The ``with_*`` helpers return new threads.
+    """``(role, content)`` turns with a metadata dict; a last assistant turn is the completion.
 
     >>> t = StringThread([("user", "2+2?"), ("assistant", "4")], metadata={"eval": True})
     >>> t.last_content(), t.last_user_content()
@@ -200,8 +190,6 @@ class StringThread:
     def turns(self) -> list[tuple[str, str]]:
         return list(self._turns)
 
-    get_turns = turns.fget   # the method form of ``turns``
-
     def messages(self) -> list[dict[str, str]]:
         """The turns as OpenAI-style message dicts."""
         return [{"role": r, "content": c} for r, c in self._turns]
@@ -237,9 +225,8 @@ class StringThread:
 
 def message_turns(value: Any, default_role: str = "user", where: str = "messages", images: list | None = None,
                   first_turn: int = 0) -> list[tuple[str, str]]:
-    """The turns of a prompt or completion: a str (one ``default_role`` turn), one message, or a list of
-    OpenAI-style messages. Developer is read as system, tool calls are appended as ``tool_call_text``, content parts
-    as ``content_text`` reads them (image parts into ``images`` at turn ``first_turn + j``).
+    """The turns of a str (one ``default_role`` turn), one message or a list of OpenAI-style messages
+    (roles through ``role_of``, parts through ``content_text``, ``message_extras`` appended).
 
     >>> message_turns([{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}])
     [('system', 'be brief'), ('user', 'hi')]
@@ -270,9 +257,8 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
 
 def with_own_keys(data: Mapping[str, Any], own: Mapping[str, Any], where: str,
                   setter: "str | Mapping[str, str]") -> dict[str, Any]:
-    """``data`` (metadata read from a user's or a trainer's data) with ``own`` (the keys an adapter sets, as
-    ``setter`` names them, one name or one per key) added. A key both hold with different values is a
-    ConfigError naming it, never one value silently standing for the other; an equal value passes.
+    """``data`` with ``own`` (keys an adapter sets; ``setter`` names who, once or per key) added; a key
+    both hold with different values is a ConfigError naming it.
 
     >>> with_own_keys({"eval": True, "topic": "math"}, {"eval": True}, "row 0", "the evaluation mode")
     {'eval': True, 'topic': 'math'}
@@ -296,8 +282,7 @@ def _same(a: Any, b: Any) -> bool:
 def completion_threads(prompts: Sequence[Any], completions: Sequence[Any],
                        metadata: Sequence[Mapping[str, Any]] | None = None, *,
                        images: bool = False) -> list[StringThread]:
-    """One StringThread per completion: the prompt's turns (a str: a user turn), then the completion's
-    (a str: an assistant turn), ``metadata[i]`` as its metadata; image parts kept with ``images=True``.
+    """One StringThread per completion: the prompt's turns, then the completion's, ``metadata[i]``.
 
     >>> completion_threads(["2+2?"], ["4"], [{"answer": "4"}])[0]
     StringThread([('user', '2+2?'), ('assistant', '4')], metadata={'answer': '4'})

@@ -20,7 +20,7 @@ from ._builtins import (BUILTIN_NAMES, BUILTIN_VARIABLES, MISSING, builtin_funct
                         lookup_attribute, lookup_path, role_lines)
 from ._config import ScorerConfig, pinned
 
-__all__ = ["MalformedCompletion", "ScorerBinding", "output_instructions", "parse_source"]
+__all__ = ["MalformedCompletion", "ScorerBinding", "parse_source"]
 
 log = logging.getLogger("rewardjudge")
 
@@ -60,20 +60,17 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
     if kind == "literal":
         return _Source(kind, arg if sep else "")
     arg = arg.strip() if sep else None
-    if kind in ("transcript", "context") and arg:
-        raise ConfigError(f"binding for {variable!r}: {kind!r} takes no argument, got {source!r}")
-    if kind == "metadata" and not arg:
-        raise ConfigError(f"binding for {variable!r}: 'metadata' needs a key, e.g. 'metadata:reference'")
-    if kind == "turn":
-        if not arg:
-            raise ConfigError(f"binding for {variable!r}: 'turn' needs an index or a role, "
-                              f"e.g. 'turn:-2' or 'turn:user'")
-        if arg not in ROLES:
-            try:
-                int(arg)
-            except ValueError:
-                raise ConfigError(f"binding for {variable!r}: turn:{arg} is neither an index nor "
-                                  f"one of the roles {ROLES}") from None
+    problem = (f"{kind!r} takes no argument, got {source!r}" if kind in ("transcript", "context") and arg
+               else "'metadata' needs a key, e.g. 'metadata:reference'" if kind == "metadata" and not arg
+               else "'turn' needs an index or a role, e.g. 'turn:-2' or 'turn:user'" if kind == "turn" and not arg
+               else None)
+    if problem is None and kind == "turn" and arg not in ROLES:
+        try:
+            int(arg)
+        except ValueError:
+            problem = f"turn:{arg} is neither an index nor one of the roles {ROLES}"
+    if problem:
+        raise ConfigError(f"binding for {variable!r}: {problem}")
     if kind in ("completion", "input_messages", "output_messages") and arg == "":
         arg = None
     return _Source(kind, arg)
@@ -110,22 +107,6 @@ def _messages_value(src: _Source, sample: StringThread) -> Any:
         return role_lines(sample.context_turns())
     completion = sample.completion()
     return role_lines([("assistant", completion)]) if completion else MISSING
-
-
-def builtin_context(sample: StringThread) -> dict[str, Any]:
-    """The sample's data built-ins: the document's names, then the shared thread vocabulary."""
-    shared = thread_context(sample)
-    return {**{k: shared[k] for k in BUILTIN_VARIABLES if k in shared},
-            "completion": sample.completion(), "transcript": role_lines(sample.turns),
-            "context": role_lines(sample.context_turns()),
-            "last_user_message": sample.last_user_content(), "metadata": dict(sample.metadata)}
-
-
-def output_instructions(schema: dict[str, Any], language: str | None = None) -> str:
-    """The built-in sentence telling a judge how to reply (from the prompt bundle)."""
-    source = prompt_source("ScorerGrader", "output_instructions", language)
-    return Template(source, name="ScorerGrader/output_instructions").render(
-        {"output_schema": json.dumps(schema, ensure_ascii=False)})
 
 
 def _cleaned(fn: Callable[..., Any], clean: Callable[[Any], Any]) -> Callable[..., Any]:
@@ -201,11 +182,8 @@ class ScorerBinding:
 
     def context(self, sample: StringThread, *, clean: Callable[[Any], Any] | None = None
                 ) -> tuple[dict[str, Any], list[str]]:
-        """The template data for ``sample`` (mapped values, then the data built-ins over them) and
-        the variables that had no value; ``MalformedCompletion`` when a completion field lacks.
-        ``clean`` (a neutraliser) is applied to each mapped value: a completion field or a messages
-        attribute is decoded from JSON text, whose escapes (``\u003c``) a neutraliser of the text
-        does not see."""
+        """The template data for ``sample`` and the variables that had no value; ``clean`` neutralises
+        each mapped value (decoded from JSON, whose escapes a neutraliser of the text does not see)."""
         ctx: dict[str, Any] = {}
         missing: list[str] = []
         parsed: list = []
@@ -215,20 +193,20 @@ class ScorerBinding:
                 missing.append(var)
             else:
                 ctx[var] = value if clean is None or src.kind == "literal" else clean(value)
-        ctx.update(builtin_context(sample))
+        shared = thread_context(sample)   # the data built-ins over the mapped values
+        ctx.update({k: shared[k] for k in BUILTIN_VARIABLES if k in shared}, completion=sample.completion(),
+                   transcript=role_lines(sample.turns), context=role_lines(sample.context_turns()),
+                   last_user_message=sample.last_user_content(), metadata=dict(sample.metadata))
         return ctx, missing
 
     def completion_fields(self, sample: StringThread) -> dict[str, Any]:
-        """The values of the variables bound to a field of the completion (``completion:<path>``),
-        by variable: what the judge is shown of a structured completion (the content-free screen
-        reads them); ``MalformedCompletion`` when a field lacks."""
+        """The values of the variables bound to ``completion:<path>`` (what the content-free screen reads)."""
         parsed: list = []
         return {var: _completion_value(var, src.arg, sample, parsed) for var, src in self._sources.items()
                 if src.kind == "completion" and src.arg is not None}
 
     def bound_completion(self, sample: StringThread) -> "dict[str, Any] | None":
-        """``sample``'s completion as this binding reads fields of it (``completion:<path>``): its
-        first JSON object (``MalformedCompletion`` without one); None where it reads no field."""
+        """``sample``'s completion's first JSON object where this binding reads fields of it, else None."""
         if not any(src.kind == "completion" and src.arg is not None for src in self._sources.values()):
             return None
         return _parse_completion(sample.completion())
@@ -236,17 +214,16 @@ class ScorerBinding:
     def constants(self, language: str | None = None) -> dict[str, str]:
         """``output_schema`` and ``output_instructions`` (in ``language``) for this version."""
         if language not in self._instructions:
-            schema = self.config.output_spec.json_schema()
-            self._instructions[language] = {
-                "output_schema": json.dumps(schema, ensure_ascii=False),
-                "output_instructions": output_instructions(schema, language)}
+            schema = json.dumps(self.config.output_spec.json_schema(), ensure_ascii=False)
+            source = prompt_source("ScorerGrader", "output_instructions", language)
+            self._instructions[language] = {"output_schema": schema, "output_instructions": Template(
+                source, name="ScorerGrader/output_instructions").render({"output_schema": schema})}
         return self._instructions[language]
 
     def render(self, sample: StringThread, *, language: str | None = None,
                clean: Callable[[Any], Any] | None = None) -> tuple[str, list[str]]:
-        """The judge's user message for ``sample`` and the variables that had no value
-        (``MalformedCompletion`` when the completion lacks a bound field); ``clean`` neutralises
-        every value decoded from the sample's JSON (mapped values, the functions' results)."""
+        """The judge's user message for ``sample`` and the variables that had no value (``clean``: as in
+        ``context``, and on the functions' results)."""
         context, missing = self.context(sample, clean=clean)
         context.update(self.constants(language))
         template = self.config.template

@@ -1,6 +1,5 @@
-"""A scorer's config (model, prompt template, output spec, params) and its version id: the
-SHA-256 of the canonical JSON of the validated, normalised config (key order, whitespace, ``1`` vs
-``1.0`` and ``random_seed`` vs ``seed`` never change it)."""
+"""A scorer's config and its version id: the SHA-256 of the canonical JSON of the validated config
+(key order, whitespace, ``1`` vs ``1.0`` and ``random_seed`` vs ``seed`` never change it)."""
 
 from __future__ import annotations
 
@@ -30,9 +29,7 @@ class ScorerParams(Options):
     server's default), ``seed`` >= 0 (alias ``random_seed``). Unset params are not sent."""
 
     where = "params"
-
     model_config = JSON_FORM
-
     temperature: Optional[Real] = Field(None, ge=0, le=1.5, description="must be a number in [0, 1.5]")
     top_p: Optional[Real] = Field(None, gt=0, le=1, description="must be a number in (0, 1]")
     max_tokens: Optional[Whole] = Field(None, ge=0, description="must be a whole number >= 0")
@@ -63,17 +60,14 @@ def _engine(engine: Any) -> Any:
 
 
 class ScorerConfig(Options):
-    """What defines a scorer's behaviour (docs/scorers.md), validated and its template compiled at
-    construction; a bad value is a ConfigError naming the key and the value.
+    """What defines a scorer's behaviour (docs/scorers.md), validated and compiled at construction.
 
     >>> ScorerConfig.from_dict({"model": "m", "prompt_template": "Rate: {{answer}}",
     ...                         "output_spec": {"type": "boolean"}}).variables
     ['answer']"""
 
     where = "config"
-
     model_config = JSON_FORM
-
     model: StrictStr = Field(pattern=r"\S", max_length=MAX_MODEL_CHARS, description=(
         f"must name the judge model (a non-empty string of at most {MAX_MODEL_CHARS} characters)"))
     prompt_template: StrictStr = Field(pattern=r"\S", max_length=MAX_TEMPLATE_CHARS, description=(
@@ -86,8 +80,7 @@ class ScorerConfig(Options):
 
     @model_validator(mode="after")
     def _compile(self) -> "ScorerConfig":
-        """The checked, non-strict template. A Handlebars template cannot call the Jinja2
-        function built-ins, so one naming them is refused."""
+        """The checked, non-strict template; a Handlebars one naming a Jinja2 function built-in is refused."""
         template = PromptTemplate(self.prompt_template, self.template_engine, name="prompt_template", strict=False)
         called = [v for v in template.variables
                   if self.template_engine == "handlebars" and v.split(".", 1)[0] in BUILTIN_FUNCTIONS]
@@ -121,8 +114,7 @@ class ScorerConfig(Options):
 
     @property
     def variables(self) -> list[str]:
-        """Declared variables: names the template reads, does not set itself and that are not
-        built-in, in first-use order (a binding says where each comes from)."""
+        """Names the template reads, does not set and that are not built-in, in first-use order."""
         top = dict.fromkeys(p.split(".", 1)[0] for p in self.template.variables)
         return [v for v in top if v not in BUILTIN_NAMES]
 

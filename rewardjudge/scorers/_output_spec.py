@@ -25,8 +25,7 @@ MAX_LABELS = 50
 
 
 class Verdict(BaseModel):
-    """A parsed judge reply: reward ``value`` (None for a label-only spec: ``labels_only``),
-    ``label`` (None for numeric), the judge's ``reason`` and the raw ``score`` field."""
+    """A parsed reply: reward ``value`` (None: labels only), ``label`` (None: numeric), ``reason``, raw ``score``."""
 
     reason: str
     value: Optional[float]
@@ -42,9 +41,7 @@ class Verdict(BaseModel):
 
 
 class OutputSpec(Options):
-    """Base of the three specs (JSON forms: ``from_dict``, ``to_dict``): ``json_schema``, ``parse``,
-    ``describe``; each defines ``_field_schema`` and ``_read(value) -> (reward, label)`` (ValueError
-    saying why)."""
+    """Base of the three specs: each defines ``_field_schema`` and ``_read(value) -> (reward, label)``."""
 
     where = "output_spec"
     model_config = JSON_FORM
@@ -61,11 +58,10 @@ class OutputSpec(Options):
         return True
 
     def require_values(self, where: str = "a grader", hint: str = "") -> None:
-        """``ConfigError`` (with an example) when verdicts have no number; see the module doc."""
+        """``ConfigError`` (with an example) when verdicts have no number."""
 
     def json_schema(self, *, grammar: bool = False) -> dict[str, Any]:
-        """The strict JSON schema of a reply (reason first, then the verdict); ``grammar``: a range
-        stated in a form a grammar ignoring ``minimum``/``maximum`` (llama.cpp) enforces."""
+        """The strict JSON schema of a reply; ``grammar``: a range in a form llama.cpp's grammar enforces."""
         field = self._grammar_field_schema() if grammar else self._field_schema()
         return {"title": f"{self.type.capitalize()}Verdict", "type": "object",
                 "properties": {"reason": dict(_REASON), self.field: field},
@@ -97,8 +93,7 @@ class OutputSpec(Options):
 
     @functools.cached_property
     def output_model(self) -> type[Verdict]:
-        """This spec as a judge output model (what a templated grader reads a verdict into): its
-        schema is ``json_schema()``, a reply object is checked by ``check``."""
+        """This spec as a judge output model: schema ``json_schema()``, replies checked by ``check``."""
         spec = self
 
         class SpecVerdict(Verdict):
@@ -182,14 +177,10 @@ class CategoricalSpec(OutputSpec):
     def has_values(self) -> bool:
         return self.values is not None
 
-    def example_values(self) -> dict[str, float]:
-        """A placeholder ``values`` for error messages (first label 1.0, the others 0.0), never applied."""
-        return {lab: (1.0 if i == 0 else 0.0) for i, lab in enumerate(self.labels)}
-
     def require_values(self, where: str = "a reward", hint: str = "") -> None:
         if self.values is None:
-            example = {"type": "categorical", "labels": list(self.labels),
-                       "values": self.example_values()}
+            example = {"type": "categorical", "labels": list(self.labels),   # a placeholder, never applied
+                       "values": {lab: (1.0 if i == 0 else 0.0) for i, lab in enumerate(self.labels)}}
             raise ConfigError(
                 f"{where} needs a number for each categorical label, and labels have no order: "
                 f"add 'values' to the output_spec, e.g. {json.dumps(example, ensure_ascii=False)} "

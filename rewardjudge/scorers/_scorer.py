@@ -26,14 +26,11 @@ def make_slug(name: str) -> str:
 
 
 class ScorerForm(Options):
-    """A scorer's JSON form, new or earlier (``to_dict``'s, or with top-level ``version``,
-    ``version_number``, ``variables``): name, description, kind and config count; the
-    registry's fields are information only."""
+    """A scorer's JSON form, new or earlier: name, description, kind and config count; the rest is
+    information only."""
 
     where = "scorer"
-
     model_config = ConfigDict(regex_engine="python-re")
-
     name: StrictStr = Field(pattern=r"\S", max_length=MAX_NAME_CHARS, description=(
         f"must be a non-empty string of at most {MAX_NAME_CHARS} characters"))
     description: Annotated[StrictStr, BeforeValidator(lambda v: "" if v is None else v)] = Field(
@@ -68,9 +65,8 @@ class ScorerVersion(Options):
 
 
 class Scorer:
-    """A judge definition: ``name``, ``description``, ``config`` (a ``ScorerConfig`` or its JSON
-    form) and, from a registry, ``slug`` and ``history``. ``version`` is the config's id;
-    ``bind(mapping)`` pins it; ``ScorerGrader(scorer, model, mapping)`` runs it.
+    """A judge definition (docs/scorers.md): ``version`` is its config's id, ``bind(mapping)`` pins it,
+    ``ScorerGrader(scorer, model, mapping)`` runs it.
 
     >>> Scorer("Helpful", {"model": "judge", "output_spec": {"type": "boolean"},
     ...                    "prompt_template": "Q: {{ question }} A: {{ completion }}"}).variables
@@ -84,10 +80,7 @@ class Scorer:
                  created_at: str | None = None, updated_at: str | None = None):
         form = ScorerForm(name=name, description=description, config=config)
         self.name, self.description, self.config = form.name, form.description, form.config
-        self.slug = slug
-        self.history = list(history or [])
-        self.created_at = created_at
-        self.updated_at = updated_at
+        self.slug, self.history, self.created_at, self.updated_at = slug, list(history or []), created_at, updated_at
 
     @property
     def version(self) -> str:
@@ -95,8 +88,7 @@ class Scorer:
 
     @property
     def version_number(self) -> int | None:
-        """The number of the newest version in ``history`` with the current id (None outside a
-        registry; reverting to an older config makes a new number sharing the older id)."""
+        """The number of the newest version in ``history`` with the current id (None outside a registry)."""
         return next((v.number for v in reversed(self.history) if v.id == self.version), None)
 
     @property
@@ -115,8 +107,7 @@ class Scorer:
                 "variables": self.variables}
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: name, description, kind, config and, for a registry's scorer, ``slug``,
-        ``latest_version``, ``created_at`` and ``updated_at``."""
+        """The JSON form (a registry's scorer adds ``slug``, ``latest_version`` and dates)."""
         out: dict[str, Any] = {"name": self.name, "description": self.description, "kind": self.kind,
                                "config": self.config.to_dict()}
         if self.slug:
@@ -126,9 +117,7 @@ class Scorer:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scorer":
-        """Build from ``{"name", "description"?, "kind"?, "config"}`` or ``to_dict()``'s form (new or
-        earlier, with top-level ``version``, ``version_number``, ``variables``); the registry
-        fields are information only: the config is what counts."""
+        """Build from ``{"name", "description"?, "kind"?, "config"}`` or any ``to_dict()`` form."""
         form = validated_object(ScorerForm, data)
         return cls(form.name, form.config, form.description)
 
