@@ -42,7 +42,7 @@ def unscored_kind(error: str | None) -> str:
 
 
 def _latency_percentiles(latencies: list[float]) -> dict[str, float]:
-    """p50, p90 and p99, linearly interpolated (numpy's default; the stdlib's ``inclusive`` method)."""
+    """p50, p90 and p99, linearly interpolated (as numpy's default)."""
     if len(latencies) < 2:  # the stdlib wants two points; one is every percentile, none is undefined
         return {f"latency_p{q}": latencies[0] if latencies else math.nan for q in (50, 90, 99)}
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
@@ -67,12 +67,9 @@ DEFAULT_SCORE_BINS = tuple(i / 10 for i in range(11))
 
 def judge_health(grades: Sequence[Grade], *, prefix: str = "judge/",
                  score_bins: Sequence[float] = DEFAULT_SCORE_BINS) -> dict[str, float]:
-    """Flat ``{name: float}`` metrics for one batch of grades, every key always present (NaN when
-    undefined), behind ``prefix``: ``count``, ``scored``, ``penalized``, ``unscored`` and their ``*_rate``;
-    ``unscored/<kind>``; ``policy_parse_failure_rate``, ``judge_parse_failure_rate``; ``forgeries``,
-    ``forgery_rate``; ``judged``, ``retry_rate``, ``attempts_mean``; ``latency_p50/p90/p99``,
-    ``latency_mean``; ``tokens_prompt/completion/total``, ``tokens_per_judged``; ``reward_mean``;
-    ``score_mean/std/min/max``; ``score_frac/<lo>-<hi>`` over ``score_bins``, ``score_frac/below|above``.
+    """Flat ``{prefix + name: float}`` metrics of one batch, every key always present (NaN: undefined):
+    counts and rates by status and unscored kind, forgeries, retries, latency, tokens, scores and
+    their shares over ``score_bins``.
 
     >>> from rewardjudge import Grade
     >>> h = judge_health([Grade(1.0, "g", attempts=1, latency_s=0.2), Grade(None, "g", error="JudgeTimeoutError: x")])
@@ -136,9 +133,7 @@ def _scores(values: list[float], edges: list[float]) -> dict[str, float]:
 
 
 class OutageOptions(Options):
-    """An outage guard's setting: the TRL reward function's, the reward server's, and verl's
-    ``algorithm.rewardjudge``."""
-
+    """An outage guard's setting (TRL's reward function, the reward server, verl's ``algorithm.rewardjudge``)."""
     model_config = ConfigDict(frozen=True)
 
     outage_threshold: Optional[Real] = Field(0.5, ge=0, lt=1,
@@ -147,9 +142,8 @@ class OutageOptions(Options):
 
 
 class OutageGuard:
-    """Stops a run whose judge is down: ``observe(grades)`` once per step raises ``JudgeOutage``
-    (with that step's ``judge_health``) when the unscored share is over ``threshold`` for
-    ``steps`` consecutive steps. ``threshold=None`` turns it off.
+    """``observe(grades)`` once per step raises ``JudgeOutage`` when the unscored share is over
+    ``threshold`` (None: off) for ``steps`` consecutive steps.
 
     >>> from rewardjudge import Grade
     >>> guard = OutageGuard(threshold=0.5, steps=2)

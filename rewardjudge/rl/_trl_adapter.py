@@ -44,8 +44,8 @@ async def _trl_signature(prompts, completions, completion_ids=None, **kwargs):  
 
 
 class _DualCall:
-    """A coroutine function to ``inspect`` (``__code__`` of an ``async def``, the 3.12+ mark): a
-    call inside a running loop returns a coroutine, any other runs on a long-lived loop thread."""
+    """A coroutine function to ``inspect``: called in a running loop it returns a coroutine, else it runs
+    on a long-lived loop thread."""
 
     __code__ = _trl_signature.__code__
     __defaults__ = None
@@ -68,37 +68,27 @@ _TRL_NONE_WARNING = "All reward functions returned None"
 _TRL_LOGGER = "trl.trainer.grpo_trainer"
 
 
-class _OncePerRun(logging.Filter):
+_SEEN = [itertools.count()]  # its next() is atomic: reward calls may log from several threads
+
+
+def _once_per_run(record: logging.LogRecord) -> bool:
     """Lets TRL's "All reward functions returned None" warning through once per run, as one line."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset()
-
-    def reset(self) -> None:
-        self._seen = itertools.count()  # its next() is atomic: reward calls may log from several threads
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.msg
-        # accelerate's logger puts "[RANK n] " in front
-        if not (isinstance(msg, str) and _TRL_NONE_WARNING in msg[:80]):
-            return True
-        if next(self._seen):
-            return False
-        record.msg, record.args = ("Some completions got no reward (every reward function returned None: the "
-                                   "judge could not score them); TRL leaves them out of their group's baseline and "
-                                   "gives them advantage 0. Said once per run: the judge's unscored counts are "
-                                   "logged every step under judge/<grader>/unscored."), ()
+    msg = record.msg
+    if not (isinstance(msg, str) and _TRL_NONE_WARNING in msg[:80]):  # accelerate puts "[RANK n] " in front
         return True
-
-
-_ONCE = _OncePerRun()
+    if next(_SEEN[0]):
+        return False
+    record.msg, record.args = ("Some completions got no reward (every reward function returned None: the "
+                               "judge could not score them); TRL leaves them out of their group's baseline and "
+                               "gives them advantage 0. Said once per run: the judge's unscored counts are "
+                               "logged every step under judge/<grader>/unscored."), ()
+    return True
 
 
 def _install_warning_filter(reset: bool) -> None:
-    logging.getLogger(_TRL_LOGGER).addFilter(_ONCE)  # a filter already there is not added again
+    logging.getLogger(_TRL_LOGGER).addFilter(_once_per_run)  # a filter already there is not added again
     if reset:
-        _ONCE.reset()
+        _SEEN[0] = itertools.count()
 
 
 _EXIT_CLOSES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[int]]" = weakref.WeakKeyDictionary()
@@ -106,8 +96,8 @@ _EXIT_LOCK = threading.Lock()
 
 
 def _close_on_exit(reward: "TRLRewardFunc", loop: asyncio.AbstractEventLoop) -> None:
-    """At interpreter exit, close ``reward``'s judge client on ``loop`` while the loop still
-    runs (TRL stops it without closing what runs on it; exit hooks run last-registered first)."""
+    """Close ``reward``'s judge client on ``loop`` at interpreter exit, while the loop still runs (TRL
+    stops it without closing what runs on it)."""
     model = getattr(reward.grader, "model", None)
     if getattr(model, "aclose", None) is None:
         return
@@ -147,14 +137,10 @@ def _refuse_taken(names: Any, what: str) -> None:
 
 
 class TRLRewardFunc(_DualCall):
-    """A grader as an async GRPOTrainer reward function (build it with ``trl_reward_func``): ``grader``,
-    ``__name__`` (the grader key), ``last_grades`` (of the latest call), ``guard`` (its ``OutageGuard``).
-
-    Options: ``mode`` ("train"/"eval" penalties; default: the attached trainer's phase, else an ``eval``
-    column; an ``eval`` column that disagrees with a known phase is a ConfigError), ``columns`` (the dataset columns put in thread metadata; default all), ``log_health``
-    and ``health_prefix`` (judge health through TRL's ``log_metric``, default ``judge/<grader_key>/``),
-    ``log_completions`` (each completion's status and reason through ``log_extra``),
-    ``outage_threshold``/``outage_steps`` (the ``OutageGuard``; None: off)."""
+    """A grader as an async GRPOTrainer reward function (docs/training.md), with ``last_grades`` and its
+    ``guard``. Options: ``mode`` (default: the attached trainer's phase, else an ``eval`` column),
+    ``columns`` (put in thread metadata; default all), ``log_health`` and ``health_prefix`` (through
+    ``log_metric``), ``log_completions`` (through ``log_extra``), ``outage_threshold``/``outage_steps``."""
 
     def __init__(self, grader: Grader, *, mode: Literal["train", "eval"] | None = None,
                  columns: Sequence[str] | None = None, log_health: bool = True,
@@ -190,8 +176,7 @@ class TRLRewardFunc(_DualCall):
         self._fresh()
 
     def attach(self, trainer: Any) -> "TRLRewardFunc":
-        """Follow ``trainer``'s phase (evaluation penalties while its model is in eval mode) and
-        refuse (ConfigError) an ungated reward function beside this judge. Returns self."""
+        """Follow ``trainer``'s phase and refuse an ungated reward function beside this judge; self."""
         if getattr(trainer, "model", None) is None or not hasattr(trainer.model, "training"):
             raise ConfigError("attach() needs a trainer whose .model is a torch module "
                               "(a transformers / TRL Trainer)")
@@ -280,8 +265,7 @@ class TRLRewardFunc(_DualCall):
             log_extra(f"{key}/why", [(g.reasoning if g.status == "scored" else g.error) or "" for g in grades])
 
     def _first_trainer_call(self, trainer: Any) -> None:
-        """Attach to ``trainer`` (TRL's GRPOTrainer hands its reward functions ``log_metric`` bound to itself)
-        when it was not attached, with attach's refusals; warn once where no trainer can be found."""
+        """Attach to ``trainer`` (TRL binds ``log_metric`` to it) if not attached; else warn once."""
         funcs = getattr(trainer, "reward_funcs", None)
         if self._trainer is None and isinstance(funcs, (list, tuple)) and any(f is self for f in funcs):
             self.attach(trainer)
@@ -321,20 +305,13 @@ class TRLRewardFunc(_DualCall):
 
 
 def trl_reward_func(grader: Grader, **options: Any) -> TRLRewardFunc:
-    """Turn ``grader`` into an async reward function for ``trl.GRPOTrainer`` (docs/training.md):
-    one float per completion, ``None`` where unscored; dataset columns land in thread metadata.
-    ``options`` as ``TRLRewardFunc`` takes them; its ``OutageGuard`` raises ``JudgeOutage`` on a dead judge.
-
-    >>> reward = trl_reward_func(grader)  # doctest: +SKIP
-    >>> trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=ds)  # doctest: +SKIP
-    >>> reward.attach(trainer)  # evaluation penalties during trainer.evaluate()  # doctest: +SKIP
-    """
+    """``grader`` as an async reward function for ``trl.GRPOTrainer`` (``TRLRewardFunc``'s options):
+    one float per completion, ``None`` where unscored (docs/training.md)."""
     return TRLRewardFunc(grader, **options)
 
 
 class JudgeGatedReward(_DualCall):
-    """Another reward function, ``None`` wherever the judge's grade for the same completion is
-    unscored, its own value elsewhere. Build the set with ``trl_reward_funcs``."""
+    """Another reward function, ``None`` wherever the judge's grade is unscored (``trl_reward_funcs``)."""
 
     def __init__(self, func: Callable[..., Any], judge: TRLRewardFunc):
         if not callable(func):
@@ -368,13 +345,8 @@ class JudgeGatedReward(_DualCall):
 
 def trl_reward_funcs(judge: Grader | TRLRewardFunc, others: Sequence[Callable[..., Any]] = (),
                      **judge_options: Any) -> list[Any]:
-    """``[judge, *gated others]`` for ``GRPOTrainer`` (``reward_weights`` in that order): each
-    batch is graded once and every function returns None where the judge could not score.
-    ``judge`` is a Grader (``judge_options`` go to ``trl_reward_func``) or one already built.
-
-    >>> funcs = trl_reward_funcs(grader, [format_reward])  # doctest: +SKIP
-    >>> GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=[1.0, 0.5], ...))  # doctest: +SKIP
-    """
+    """``[judge, *gated others]`` for ``GRPOTrainer`` (docs/training.md): each batch graded once, every
+    function None where the judge could not score; ``judge``: a Grader or a built ``TRLRewardFunc``."""
     if isinstance(judge, TRLRewardFunc) and judge_options:
         raise ConfigError("judge options apply when judge is a Grader, not an already built reward function")
     reward = judge if isinstance(judge, TRLRewardFunc) else trl_reward_func(judge, **judge_options)

@@ -36,8 +36,7 @@ _SWALLOWING = ("verl.experimental.reward_loop.reward_manager.limited", "RateLimi
 
 
 def _refuse_swallowing_manager(kwargs: Mapping[str, Any]) -> None:
-    """``UnmaskedJudgeFailure`` when this call comes from verl's ``rate_limited`` manager (found up the
-    calling frames: its ``_compute_reward``, or the lambda it runs in an executor thread)."""
+    """``UnmaskedJudgeFailure`` when verl's ``rate_limited`` manager is up the calling frames."""
     if kwargs.get(MANAGER_KWARG):
         return
     manager = getattr(sys.modules.get(_SWALLOWING[0]), _SWALLOWING[1], None)
@@ -116,10 +115,8 @@ def _result(grade: Grade, unscored_value: float, return_dict: bool, marker: bool
 
 
 class VerlScore:
-    """A synchronous verl ``compute_score`` (build it with ``verl_compute_score``) that runs its grader on
-    a private loop thread. Built from a grader SPEC it pickles (verl's ``remote`` manager, process pools)
-    and builds the grader at its first call in each process; around a live grader it refuses to pickle.
-    ``close()`` ends the loop (and the judge client of a grader it built)."""
+    """A synchronous verl ``compute_score`` running its grader on a private loop thread; built from a
+    grader SPEC it pickles and builds the grader in each process (a live grader refuses to pickle)."""
 
     rewardjudge_verl = True  # rewardjudge.rl.verl_manager's manager tells it it runs there
 
@@ -145,7 +142,6 @@ class VerlScore:
         self.__init__(**state)
 
     def _built(self) -> Grader:
-        """The grader, built from the SPEC (and a judge URL) on first use in this process."""
         if self._grader is None:
             model = None
             if self.judge is not None:
@@ -166,7 +162,6 @@ class VerlScore:
 
     async def score_one(self, data_source: Any, solution_str: str, ground_truth: Any = None,
                         extra_info: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        """The ``single``/``async`` form's call (verl's per-sample arguments)."""
         o = self.options
         thread = _thread(o["mode"], o["prompt_keys"], data_source, solution_str, ground_truth, extra_info)
         return (await self._grade([thread], kwargs))[0]
@@ -174,7 +169,6 @@ class VerlScore:
     async def score_batch(self, data_sources: Sequence[Any] | None = None, solution_strs: Sequence[str] | None = None,
                           ground_truths: Sequence[Any] | None = None,
                           extra_infos: Sequence[Mapping[str, Any] | None] | None = None, **kwargs: Any) -> list:
-        """The ``batch``/``async_batch`` form's call (the plural argument names)."""
         o = self.options
         threads = _batch_threads(o["mode"], o["prompt_keys"], data_sources, solution_strs, ground_truths, extra_infos)
         return await self._grade(threads, kwargs)
@@ -196,7 +190,7 @@ class VerlScore:
         return compute_score
 
     def close(self) -> None:
-        """Close the loop thread, and the judge client of a grader built from a SPEC (built again next call)."""
+        """Close the loop thread, and the judge client of a grader built from a SPEC."""
         if self._runner.loop is None:  # no call ran on it (or it is closed already)
             return
         built = None if isinstance(self.spec, Grader) else self._grader
@@ -217,12 +211,9 @@ def verl_compute_score(grader: Grader | str, *, form: Form = "single",
                        on_unscored: Literal["raise", "marker"] = "raise",
                        judge: str | None = None, judge_model: str | None = None,
                        judge_options: Mapping[str, Any] | None = None) -> Callable[..., Any]:
-    """A verl reward function that grades with ``grader`` (docs/training.md).
-
-    ``form``: ``"single"`` (``compute_score(data_source, solution_str, ground_truth, extra_info=None)``
-    on a private loop), ``"async"``, or the batch forms ``"batch"``/``"async_batch"``. A result is a dict
-    of ``EXTRA_KEYS`` (the score alone with ``return_dict=False``). A SPEC string ``grader`` (with
-    ``judge=URL``, else the SPEC's own model) gives a picklable ``VerlScore``."""
+    """A verl reward function grading with ``grader`` (docs/training.md) in ``form`` ``"single"``,
+    ``"async"``, ``"batch"`` or ``"async_batch"``: a dict of ``EXTRA_KEYS`` (the score alone with
+    ``return_dict=False``); a SPEC string (with ``judge=URL``) gives a picklable ``VerlScore``."""
     if form not in FORMS:
         raise ConfigError(f"form must be one of {FORMS}, got {form!r}")
     if isinstance(grader, Grader):

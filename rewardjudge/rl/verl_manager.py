@@ -159,8 +159,7 @@ compute_rewardjudge_grpo_advantage = _ESTIMATORS["grpo"]
 
 
 def _normalized_extra(result: Any, score: Any) -> tuple[float, dict[str, float]]:
-    """(score, extra) with ``EXTRA_KEYS`` for every sample, whatever the compute_score returned (our
-    dict, or a plain function's float); an unscored sample's score is NaN."""
+    """(score, extra) with ``EXTRA_KEYS`` whatever the compute_score returned; unscored: NaN."""
     extra = dict(result) if isinstance(result, dict) else {}
     unscored = not math.isfinite(float(score)) or float(extra.get("unscored", 0.0)) == 1.0
     score = math.nan if unscored else float(score)
@@ -193,8 +192,7 @@ def _tell_compute_score(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @register("rewardjudge")
 class RewardJudgeManager(NaiveRewardManager):
-    """verl's naive manager that checks the estimator at start, keeps the unscored marker honest
-    and works on the colocated reward-model path."""
+    """verl's naive manager, checking the estimator at start and keeping the unscored marker honest."""
 
     def __init__(self, config, tokenizer, compute_score, reward_router_address=None, reward_model_tokenizer=None):
         algorithm = _config_get(config, "algorithm", None)
