@@ -89,11 +89,8 @@ def default_system_prompt_template(language: str | None = None) -> str:
 
 
 class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
-    """A ``TemplatedPromptJudgeGrader`` judging one criterion with the default templates.
-
-    ``criterion``: a ``Criterion`` or free criterion text (a custom rubric wrapped the same way).
-    The completion and inputs are shown inside delimiter tags, which are neutralised inside them.
-    """
+    """A ``TemplatedPromptJudgeGrader`` judging one ``Criterion`` (or free criterion text) with the
+    default templates (docs/scorers.md)."""
 
     def __init__(self, criterion: Criterion | str, model: InferenceModel, *,
                  output: str | type[BaseModel] = "binary", grader_key: str | None = None,
@@ -103,32 +100,24 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
         if isinstance(criterion, str):
             if not criterion.strip():
                 raise ConfigError("criterion text must not be empty")
-            criterion = Criterion("custom", "Custom criterion", "A user-written criterion",
-                                  criterion.strip())
+            criterion = Criterion("custom", "Custom criterion", "A user-written criterion", criterion.strip())
         if not isinstance(criterion, Criterion):
             raise ConfigError(f"criterion must be a Criterion or a str, got {type(criterion).__name__}")
         if isinstance(output, str) and output not in OUTPUTS:
-            raise ConfigError(f"output must be one of {sorted(OUTPUTS)} or a judge output model, "
-                              f"got {output!r}")
+            raise ConfigError(f"output must be one of {sorted(OUTPUTS)} or a judge output model, got {output!r}")
         output_model = OUTPUTS[output] if isinstance(output, str) else output
-        for name in ("template_variables", "output_model"):
-            if name in kwargs:
-                raise ConfigError(f"{name} is set by the catalog grader; use output=... or a "
-                                  f"TemplatedPromptJudgeGrader for full control")
         self.criterion = criterion
         self.reference_key, self.context_key = reference_key, context_key
         super().__init__(
             grader_key or f"catalog-{criterion.key}", model,
             system_template if system_template is not None else default_system_prompt_template(language),
-            user_template if user_template is not None else prompt_source("CriterionJudgeGrader", "user",
-                                                                          language),
+            user_template if user_template is not None else prompt_source("CriterionJudgeGrader", "user", language),
             output_model, template_variables={"criterion": criterion.criterion}, **kwargs)
 
     context_names = ("reference", "source_context")
 
     def context_fields(self, sample: StringThread) -> dict[str, Any]:
-        """``reference`` and ``source_context`` from the sample's metadata; ``ConfigError`` when
-        an input the criterion requires is missing or blank."""
+        """``reference`` and ``source_context`` from the metadata; ConfigError when a required one is blank."""
         inputs = {"reference": self.reference_key, "context": self.context_key}
         for need in self.criterion.requires:
             value = sample.metadata.get(inputs.get(need, need))
@@ -146,11 +135,7 @@ class CriterionJudgeGrader(TemplatedPromptJudgeGrader):
 
 def grader(key: str, model: InferenceModel, *, language: str | None = None,
            **kwargs: Any) -> CriterionJudgeGrader:
-    """A grader for the built-in criterion ``key`` on ``model``, in one line; keyword arguments go
-    to ``CriterionJudgeGrader`` (``output``, ``grader_key``, ...) and ``TemplatedPromptJudgeGrader``.
-
-    >>> grader = catalog.grader("correctness", judge)  # doctest: +SKIP
-    """
+    """A ``CriterionJudgeGrader`` for the built-in criterion ``key`` on ``model`` (keywords go to it)."""
     return CriterionJudgeGrader(get(key, language), model, language=language, **kwargs)
 
 

@@ -29,9 +29,7 @@ class TemplateError(ConfigError):
     """A template that cannot be compiled or rendered safely; ``line``/``column``: 1-based, or None."""
 
     def __init__(self, message: str, *, line: int | None = None, column: int | None = None, source: str | None = None):
-        self.line = line
-        self.column = column
-        self.source = source
+        self.line, self.column, self.source = line, column, source
         where = f" (line {line}, column {column})" if line is not None else ""
         lines = (source.splitlines() or [""]) if source is not None and line is not None else []
         excerpt = ""
@@ -71,8 +69,7 @@ class JudgeError(RewardJudgeError, RuntimeError):
     retryable: bool = False
 
     def __init__(self, message: str, *, attempts: int = 1, refused: bool = False):
-        self.attempts = attempts
-        self.refused = refused
+        self.attempts, self.refused = attempts, refused
         super().__init__(message)
 
     @property
@@ -86,9 +83,7 @@ class JudgeHTTPError(JudgeError):
 
     def __init__(self, status: int, body: str = "", *, retry_after: float | None = None,
                  attempts: int = 1, retryable: bool | None = None):
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after
+        self.status, self.body, self.retry_after = status, body, retry_after
         self.retryable = (status in (408, 409, 429) or status >= 500) if retryable is None else retryable
         super().__init__(f"judge HTTP {status}: {body[:300]}", attempts=attempts, refused=status in (400, 413, 422))
 
@@ -143,9 +138,7 @@ class OutputParserException(RewardJudgeError, ValueError):
     """Text could not be parsed into the expected model: ``reason`` says what failed, ``text`` is the input."""
 
     def __init__(self, reason: str, text: str = "", errors: list[dict[str, Any]] | None = None):
-        self.reason = reason
-        self.text = text
-        self.errors = errors or []
+        self.reason, self.text, self.errors = reason, text, errors or []
         snippet = text if len(text) <= 200 else text[:200] + "..."
         super().__init__(f"{reason}; input: {snippet!r}")
 

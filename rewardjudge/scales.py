@@ -1,9 +1,5 @@
-"""Grading scales: binary (0-1), graded (0-4) and detailed (0-9), single-digit grades (one token),
-mapped linearly to a reward in [0, 1].
-
-Label families give the same scales other labels (``Scale.get("graded", labels="relevance")``);
-templates see the kind as ``scale``, graders record the family scale's ``name``.
-"""
+"""Grading scales: binary (0-1), graded (0-4) and detailed (0-9), single-digit grades mapped linearly to
+a reward in [0, 1]; label families give them other labels (``Scale.get("graded", labels="relevance")``)."""
 
 from __future__ import annotations
 
@@ -70,8 +66,7 @@ class Scale:
 
     @classmethod
     def get(cls, scale: "str | Scale", labels: str | None = None) -> "Scale":
-        """Look a scale up by name (``binary``, ``relevance-graded``, ...) or pass one through;
-        ``labels`` names a family (``"relevance"``, ``"generic"``) and gives its scale of the same kind:
+        """A scale by name, or passed through; ``labels`` names a family and gives its scale of that kind:
 
         >>> Scale.get("graded", labels="relevance").label(4)
         'Highly Relevant'

@@ -18,6 +18,7 @@ from ._sync import LoopThread
 from .errors import ConfigError
 from .models._base import Completion, GenerationParams, InferenceModel, Message
 from .models._typed_question_client import request_problems
+from .readouts import json_objects
 from .readouts._seal import SEAL_LEAD
 from .thread import content_text
 
@@ -57,9 +58,9 @@ def seal_reply(reply: str, messages: Sequence[Any]) -> str:
     seal = request_seal(messages)
     if seal is None or seal in reply:
         return reply
-    last = _last_object(reply)
-    if last is not None:
-        start, end = last
+    objects = json_objects(reply)   # the readout's own scanner: the outermost objects, in order
+    if objects:
+        start, end = objects[-1].start, objects[-1].end
         body = reply[start + 1:end - 1].strip()
         fields = f'"seal": "{seal}", {body}, "seal_end": "{seal}"' if body else \
             f'"seal": "{seal}", "seal_end": "{seal}"'
@@ -80,22 +81,6 @@ def _unsealed_messages(messages: Sequence[Any]) -> list[Any]:
             for m in messages]
 
 
-def _last_object(text: str) -> "tuple[int, int] | None":
-    """The span of the last top-level JSON object in ``text``."""
-    decoder = json.JSONDecoder()
-    best, i = None, text.find("{")
-    while i >= 0:
-        try:
-            obj, end = decoder.raw_decode(text, i)
-        except (ValueError, RecursionError):
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            best = (i, end)
-        i = text.find("{", end)
-    return best
-
-
 def _text_of(content: Any) -> str:
     """A message's text (``content_text``; image parts are skipped)."""
     return content_text(content, images=[])
@@ -109,12 +94,9 @@ Reply = Any  # str | Completion | BaseException
 
 
 class ScriptedModel(InferenceModel):
-    """Answers from a script instead of a model; ``calls`` records every call.
-
-    ``script``: a list consumed one item per call (then ``default``, else ``ScriptExhausted``) or
-    ``f(messages, params, json_schema) -> item``; an item is a str, a ``Completion`` or an exception
-    (raised). ``seal=True`` seals each reply (``seal_reply``) and shows a script function the
-    messages without the seal instruction; False answers exactly as scripted.
+    """Answers from a script (a list consumed one item per call, then ``default``, or
+    ``f(messages, params, json_schema)``) of strs, ``Completion``s or exceptions; ``calls`` records
+    every call; ``seal=True`` seals each reply and hides the seal instruction from a script function.
 
     >>> m = ScriptedModel(['{"reasoning": "fine", "score": "PASS"}'])
     """
@@ -272,11 +254,8 @@ class _Conn(asyncio.Protocol):
 
 
 class FakeJudgeServer:
-    """A loopback OpenAI-compatible judge server (chat and legacy completions) for tests and benchmarks.
-
-    ``responder(request_json) -> str | Fault`` decides each reply (default: a PASS verdict);
-    ``enqueue(*faults)`` answers the next requests with those first; ``latency`` is added to every
-    answer; ``requests`` records every request body; ``seal`` as on ``ScriptedModel``.
+    """A loopback OpenAI-compatible judge server: ``responder(request) -> str | Fault`` (default: PASS),
+    ``enqueue(*faults)`` answers the next requests first; ``requests`` records every body.
 
     >>> with FakeJudgeServer(latency=0.01) as server:   # doctest: +SKIP
     ...     model = OpenAIModel(server.url, "fake")
@@ -416,9 +395,8 @@ class FakeJudgeServer:
 
 
 class FakeTypedQuestionProvider(FakeJudgeServer):
-    """A loopback typed-question provider (``POST {url}/questions``) for tests; a request of another
-    shape gets 400 naming what is wrong. ``responder(request) -> {name: probabilities} | list | Fault``
-    (default: every criterion equally likely); the rest works as on ``FakeJudgeServer``.
+    """A loopback typed-question provider (``POST {url}/questions``; another shape gets 400):
+    ``responder(request) -> {name: probabilities} | list | Fault`` (default: uniform).
 
     >>> with FakeTypedQuestionProvider(lambda req: {"relevance": [0.1, 0.9]}) as p:  # doctest: +SKIP
     ...     client = TypedQuestionClient(p.url)
