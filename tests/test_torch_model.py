@@ -186,6 +186,11 @@ async def test_errors(tiny):
     # a prompt longer than the context is a judge error: a grader leaves it unscored
     with pytest.raises(JudgeError, match="does not fit"):
         await judge.grade_distribution(ask(1200), DIGITS)
+    # no messages at all is a usage error, for either kind of request
+    with pytest.raises(ConfigError, match="at least one message"):
+        await judge.grade_distribution([], DIGITS)
+    with pytest.raises(ConfigError, match="at least one message"):
+        await judge.chat([])
     grade = await ProbabilityJudgeGrader("p", judge, scale="binary").grade(
         StringThread([("user", "q " * 1200), ("assistant", "a")]))
     assert grade.status == "unscored" and "does not fit" in grade.error

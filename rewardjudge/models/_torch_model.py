@@ -171,11 +171,8 @@ class TorchModel(InferenceModel):
                 await loop.run_in_executor(None, t.join)
 
     async def _submit(self, kind: str, messages: Sequence[Message], **fields: Any) -> Any:
-        msgs = [dict(m) for m in messages]
-        if not msgs:
-            raise ConfigError("messages must not be empty")
-        loop = asyncio.get_running_loop()
-        job = Job(kind, msgs, loop, loop.create_future(), submitted=time.perf_counter(), **fields)
+        loop = asyncio.get_running_loop()   # no messages: refused when the prompt is rendered
+        job = Job(kind, [dict(m) for m in messages], loop, loop.create_future(), submitted=time.perf_counter(), **fields)
         self._ensure_worker()
         full: list[Job] | None = None
         with self._pending_lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import inspect
 import itertools
 import logging
@@ -113,10 +114,8 @@ def _close_at_exit(model: Any, loop_ref: "weakref.ref[asyncio.AbstractEventLoop]
     loop = loop_ref()
     if loop is None or loop.is_closed() or not loop.is_running():
         return
-    try:
+    with contextlib.suppress(Exception):  # exiting anyway: a judge that will not close must not hang the exit
         asyncio.run_coroutine_threadsafe(model.aclose(), loop).result(5)
-    except Exception:  # exiting anyway: a judge that will not close must not hang the exit
-        pass
 
 
 def _dataset_columns(trainer: Any) -> set[str]:
