@@ -94,12 +94,6 @@ def _part_text(part: Any) -> str:
     return f"[{kind}]"
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, (list, tuple)):
-        return "\n".join(t for t in (_part_text(p) for p in content) if t)
-    return _part_text(content)
-
-
 def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
     """``(role, text)`` pairs from a messages value (see the module doc). JSON text is read as
     messages only when it holds messages; any other text (a structured answer such as
@@ -122,9 +116,10 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
         if "role" not in value:
             return format_messages(value["messages"], default_role)
         body = value["content"] if "content" in value else value.get("parts")
+        parts = body if isinstance(body, (list, tuple)) else [body]
         role = value["role"] or default_role
         return [(role_of(role) or str(role), "\n".join(
-            t for t in (_content_text(body), *message_extras(value)) if t))]
+            t for t in (*map(_part_text, parts), *message_extras(value)) if t))]
     if isinstance(value, (list, tuple)):
         return [turn for item in value for turn in format_messages(item, default_role)]
     return [(default_role, str(value))]
