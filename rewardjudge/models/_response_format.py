@@ -1,5 +1,5 @@
-"""Structured output: how a JSON schema is asked for (``response_format_json``), whether an error
-refuses that form (``refuses_response_format``), and what one model's server refused (``StyleLearner``)."""
+"""Structured output: how a JSON schema is asked for, whether an error refuses that form, and what one
+model's server refused (docs/judges.md)."""
 
 from __future__ import annotations
 
@@ -99,9 +99,8 @@ def refuses_response_format(status: int, body: str) -> bool:
 
 
 class StyleLearner:
-    """What one model's judge server (``url``) has refused: ``ceiling``, the strongest style not
-    known to be refused. A refusal lowers it one style (logged once per step); every
-    ``reprobe_after`` requests below the style asked for, one tries it again and, accepted, lifts it."""
+    """``ceiling``: the strongest style ``url`` is not known to refuse; a refusal lowers it one style, and
+    every ``reprobe_after`` requests below the style asked for one tries it again."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -169,10 +168,8 @@ _RF_JSON_SIZE = 256
 
 
 def response_format_json(schema: dict[str, Any], style: str) -> bytes | None:
-    """The ``response_format`` request field asking for ``schema`` in ``style``, as JSON (None
-    for ``"none"``), remembered: a grader sends one schema with every request, and encoding it
-    costs half the body. An entry is used only while the schema is the same object, equal to the
-    copy taken when it was encoded (a schema changed in place is encoded again)."""
+    """The ``response_format`` field for ``schema`` in ``style`` as JSON (None for ``"none"``), remembered
+    while the schema is the same object, unchanged (encoding it costs half a request's body)."""
     key = (id(schema), style)
     hit = _RF_JSON.get(key)
     if hit is not None and hit[0] is schema and hit[1] == schema:

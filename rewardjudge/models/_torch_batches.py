@@ -49,8 +49,7 @@ class InFlight:
 
 
 def chunks(group: list[Job], max_size: int, max_tokens: int) -> Iterator[list[Job]]:
-    """``group`` (sorted by length) cut into batches of at most ``max_size`` prompts and
-    ``max_tokens`` padded tokens."""
+    """``group`` (sorted by length) cut into batches of at most ``max_size`` prompts, ``max_tokens`` padded tokens."""
     chunk: list[Job] = []
     for job in group:
         longest = max([len(j.ids) for j in chunk] + [len(job.ids)])
@@ -130,8 +129,7 @@ def _settle_distributions(batch: Batch, rows: list[list[float]], which: list[int
 
 
 def settle_distributions(batch: Batch, rows: list[list[float]], forward_s: float) -> None:
-    """From the forward thread: the distributions of a finished batch, turned into results on
-    each caller's event loop (one callback per loop: the thread goes back to the device)."""
+    """From the forward thread: a finished batch's results, settled with one callback per caller's loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
     for i, job in enumerate(batch.jobs):
         by_loop.setdefault(job.loop, []).append(i)

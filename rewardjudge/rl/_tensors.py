@@ -16,10 +16,7 @@ __all__ = ["RewardTensors", "group_normalize", "rewards_tensor"]
 
 
 class RewardTensors(tuple):
-    """``(rewards, mask)`` (it unpacks as a pair), with ``statuses`` (one per grade) and ``counts`` (per status).
-
-    ``rewards``: 1-D float tensor, ``fill`` where unscored; ``mask``: 1-D bool tensor, **True
-    where the grade is unscored** (as in ``numpy.ma``)."""
+    """``(rewards, mask)`` (``mask`` **True where unscored**, as in ``numpy.ma``) with ``statuses`` and ``counts``."""
 
     rewards = property(operator.itemgetter(0))
     mask = property(operator.itemgetter(1))
@@ -36,8 +33,7 @@ class RewardTensors(tuple):
 
 def rewards_tensor(grades: Sequence[Grade], *, fill: float = float("nan"), dtype: torch.dtype = torch.float32,
                    device: torch.device | str | None = None) -> RewardTensors:
-    """Rewards and the mask of unscored entries for ``grades``; an unscored entry holds ``fill``
-    (NaN by default, so a forgotten mask is loud).
+    """Rewards and the mask of unscored entries; an unscored entry holds ``fill`` (NaN: a forgotten mask is loud).
 
     >>> from rewardjudge import Grade
     >>> rewards, mask = rewards_tensor([Grade(1.0, "g"), Grade(None, "g", error="judge down")])
@@ -84,9 +80,8 @@ def _group_index(n: int, group_ids, group_size: int | None, device) -> torch.Ten
 def group_normalize(rewards: torch.Tensor, mask: torch.Tensor | None = None, *,
                     group_ids: Sequence[Hashable] | torch.Tensor | None = None,
                     group_size: int | None = None, eps: float = 1e-4, scale: bool = True) -> torch.Tensor:
-    """GRPO advantages ``(r - mean_group) / (std_group + eps)`` over ``group_ids`` (one id per reward) or
-    ``group_size`` (consecutive blocks), ignoring masked and NaN entries (they, and groups with fewer than
-    two usable rewards, get 0); the std is unbiased; ``scale=False`` leaves out the division (Dr. GRPO).
+    """GRPO advantages ``(r - mean) / (std + eps)`` per group (``group_ids`` or blocks of ``group_size``),
+    masked and NaN entries left out; they and groups of under two usable rewards get 0; ``scale=False``: Dr. GRPO.
 
     >>> r = torch.tensor([1.0, 0.0, float("nan"), 0.5, 0.5, 0.5])
     >>> group_normalize(r, r.isnan(), group_size=3).tolist()[2:]
