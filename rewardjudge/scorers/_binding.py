@@ -60,10 +60,10 @@ def parse_source(source: Any, variable: str = "?") -> _Source:
     if kind == "literal":
         return _Source(kind, arg if sep else "")
     arg = arg.strip() if sep else None
+    needs = {"metadata": "a key, e.g. 'metadata:reference'",
+             "turn": "an index or a role, e.g. 'turn:-2' or 'turn:user'"}
     problem = (f"{kind!r} takes no argument, got {source!r}" if kind in ("transcript", "context") and arg
-               else "'metadata' needs a key, e.g. 'metadata:reference'" if kind == "metadata" and not arg
-               else "'turn' needs an index or a role, e.g. 'turn:-2' or 'turn:user'" if kind == "turn" and not arg
-               else None)
+               else f"{kind!r} needs {needs[kind]}" if kind in needs and not arg else None)
     if problem is None and kind == "turn" and arg not in ROLES:
         try:
             int(arg)
