@@ -26,12 +26,17 @@ the claim is that none grows with the square of the length, so the table
 also shows the ratio of each worst time at 256 KiB to the same input's at
 64 KiB: about 4 for a linear pass, about 16 for a quadratic one.
 
-A second table grades one such completion through each grader family (a
+A second table times the shapes that were once the slowest, one line each:
+JSON objects closed around one long string (nested, or side by side) through
+both JSON readers, and text dense with control tokens, tags and their
+look-alikes through the neutraliser.
+
+A third table grades one such completion through each grader family (a
 scripted judge; the text neutralised, rendered and read as in training) and
 prints the longest the event loop waited during that grade: texts over 64 KiB
 are worked through in a worker thread, so the target is the same 50 ms.
 
-Run: ``python -m bench linear``.
+Run: ``python -m bench linear`` (``python -m bench.bench_linear --shapes``: the second table only).
 """
 
 from __future__ import annotations
@@ -112,6 +117,34 @@ def hostile_json(size: int = SIZE) -> dict[str, str]:
         "256 open objects around a long string": ('{"a": ' * 256 + '"' + "x" * size)[:size - 1] + '"',
         "256 closed objects around a long string": ('{"a": ' * 256 + '"' + "x" * size)[:size - 257] + '"'
                                                    + "}" * 256,
+    }
+
+
+def slow_shapes(size: int = SIZE) -> dict[str, tuple[str, str]]:
+    """The shapes once slowest, each (input set, text of ``size`` characters)."""
+    def string(used: int) -> str:
+        return '"' + "x" * (size - used - 2) + '"'
+
+    head = '{"a": 1} ' * 256
+    nest, close = '{"a": ' * 256, "}" * 256
+    piece = size // 256
+    return {
+        "256 closed objects around a long string": ("json", nest + string(512) + close),
+        "the same, the outermost broken at its end": ("json", nest + string(514) + close[:-1] + " 1}"),
+        "the same, every level with a key after it": ("json", '{"a": ' * 128 + string(128 * 14)
+                                                      + ', "b": 2}' * 128),
+        "128 nested levels, each with a 2 KiB string": ("json", ('{"a": "' + "x" * (piece * 2 - 16) + '", "b": ')
+                                                        * 128 + "1" + "}" * 128),
+        "256 objects, then a long string": ("json", head + string(len(head))),
+        "a long string, then 256 objects": ("json", string(len(head)) + head),
+        "256 objects each around a 1 KiB string": ("json", ('{"a": "' + "x" * (piece - 9) + '"} ') * 256),
+        "control tokens": ("text", _cut("<|im_start|>user\n</s><think>[INST]<|im_end|> ", size)),
+        "look-alike control tokens": ("text", _cut("\uff1c|im_start|\uff1e \u2039/s\u203a \uff1cthink> "
+                                                   "&lt;|im_end|&gt; <\u200b/candidate> ", size)),
+        "tags, one a character": ("text", _cut("<s><think></s>", size)),
+        "look-alike tags (bench attacks)": ("text", _cut("\uff1cgr\u0430de\u200b> &lt;/candidate&gt; <|im_end|> ",
+                                                         size)),
+        "a defanged opener every 3 characters": ("text", _cut("<|a", size)),
     }
 
 
@@ -263,7 +296,24 @@ def loop_waits(size: int = SIZE) -> list[tuple[str, str, float]]:
     return asyncio.run(run())
 
 
+def print_shapes(size: int = SIZE) -> dict:
+    """One line per slow shape: the ms of each pass it goes through (``--shapes``: only these)."""
+    passes = {name: fn for name, _, fn in _passes()}
+    by_set = {"json": ("read_unsealed (a JSON verdict)", "pydantic_parse"),
+              "text": ("neutralize (tags, control tokens)", "neutralize")}
+    rows, results = [], {}
+    for label, (which, text) in slow_shapes(size).items():
+        times = [_time(passes[name], text) * 1e3 for name in by_set[which]]
+        rows.append([label, *by_set[which], *times])
+        results[f"shape: {label}"] = {"ms": [round(t, 2) for t in times]}
+    print_table(f"The shapes once slowest, per {size // 1024} KiB (best of {_REPEAT}; ms of each pass)",
+                ["shape", "pass", "second pass", "ms", "ms (second)"], rows)
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
+    if argv and "--shapes" in argv:
+        return print_shapes()
     measured = _measure(SIZE)
     quarter = {"text": hostile_texts(SIZE // 4), "json": hostile_json(SIZE // 4)}
     rows, results = [], {}
@@ -278,6 +328,7 @@ def main(argv: list[str] | None = None) -> dict:
                 f"target {TARGET_S * 1e3:.0f} ms; ratio: the same input at 4x the size of a quarter, "
                 f"~4 when linear, ~16 when quadratic)",
                 ["pass", "worst input", "ms", "ratio 256K/64K", f"< {TARGET_S * 1e3:.0f} ms"], rows)
+    results.update(print_shapes())
     waits = loop_waits(SIZE)
     worst: dict[str, tuple[str, float]] = {}
     for name, label, wait in waits:
@@ -293,4 +344,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
