@@ -468,3 +468,48 @@ def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch)
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30)))
         copies = _seal.policy_copies(text, [text[3:20]] if rnd.random() < 0.2 else [], _seal._MIN_COPY)
         assert key(_seal._unsealed_objects(text, copies, check)) == key(old(text, copies, check)), text
+
+
+def _defanged_one_by_one(text, skel, starts):
+    """The loop ``_defanged`` replaced: each match's first character (after a heading's
+    gaps) defanged, and an escape's padding dropped, one match at a time."""
+    gaps = re.compile("\x00*")
+    out = list(text)
+    for s in starts:
+        if skel[s] == "\x00":
+            s = gaps.match(skel, s).end()
+        out[s] = "(" if skel[s] == "[" else "["
+        if text[s] in "&\\%=" and skel[s] != text[s]:
+            end = gaps.match(skel, s + 1).end()
+            out[s + 1:end] = [""] * (end - s - 1)
+    return "".join(out)
+
+
+def test_the_matches_defanged_at_once_read_as_one_by_one():
+    """``neutralize`` defangs every match in one numpy pass (a text may hold one every 3
+    characters): the same text as the loop it replaced, on random text dense with escapes,
+    look-alikes, gaps, headings and the template's delimiter lines."""
+    pieces = PIECES + [ZW, "\uff1c", "\u2039", "#", "##", "### Feedback:", "[The End of", " Answer]", "&#x5b;",
+                       "=3C", "%5b", "\\u005b", "\U0001f600", "\u0301", "\ud800"]
+    tags = ("response", "#feedback", "[the end of answer")
+    rnd = random.Random(21)
+    for _ in range(4000):
+        text = encodable("".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40))))
+        skel = _text._skeleton(text)
+        starts = [m.start() for m in _text._pattern(tags, ("<|im_end|>", "END")).finditer(skel)]
+        if starts:
+            assert _text._defanged(text, skel, starts) == _defanged_one_by_one(text, skel, starts), text
+
+
+def test_the_code_point_table_is_made_when_a_long_text_outside_ascii_first_comes():
+    """The 4 MB array folding long texts outside ASCII is not made at import, nor for ASCII or
+    short texts: a process that never meets such a text never holds it."""
+    import subprocess
+    import sys
+
+    code = ("from rewardjudge.readouts import _text as t\n"
+            "made = lambda: t._folded.cache_info().currsize\n"
+            "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 1000)\n"
+            "assert made() == 0, 'made too early'\n"
+            "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == 1\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
