@@ -381,6 +381,23 @@ def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_line
     decision = read_unsealed(text + '\n{"score": 5}', check=check)
     assert decision.value == 5
     assert handed[0] <= 2 * len(text)
+    # 256 closed objects around a long string: each start's decode read the whole string again; the
+    # outermost is decoded once and the starts inside it are known (the window of the innermost too)
+    def scored(obj):
+        if "score" not in obj:
+            raise ValueError("no score")
+        return obj["score"]
+
+    for tail in ("", " 1}"):   # the outermost closed, or broken at its end
+        text = '{"a": ' * 256 + '"' + "x" * 262_144 + '"' + "}" * (256 - len(tail) // 3) + tail
+        handed[0] = 0
+        assert read_unsealed(text, check=scored).kind == "no verdict"
+        assert handed[0] <= 5 * len(text)
+    # a verdict around 128 of them and after another object: found, and no more read
+    text = '{"score": 6, "a": ' + '{"a": ' * 128 + '"' + "x" * 262_144 + '"' + "}" * 128 + ', "b": {"c": 1}}'
+    handed[0] = 0
+    assert read_unsealed(text, check=scored).value == 6
+    assert handed[0] <= 5 * len(text)
 
 
 def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):
@@ -429,7 +446,8 @@ def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypa
 
 
 def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch):
-    """``_unsealed_objects`` decodes a start up to the last start tried that failed first: over
+    """``_unsealed_objects`` decodes a start up to the last start tried that failed first, and knows
+    the starts inside an object decoded around them (``Nested``, here after every object): over
     random JSON-like text (windows of 8 characters), the objects found are those every start,
     decoded on its own to the last object found, gives."""
     from rewardjudge.readouts import _scan, _seal
@@ -461,11 +479,14 @@ def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch)
         return [(start, d.value, d.start, d.end) for start, d in found]
 
     monkeypatch.setattr(_scan, "MAX_SPAN", 8)
+    monkeypatch.setattr(_scan, "_LONG", 1)
     pieces = ['{', '}', '{"a": ', '{"s": 1}', '{"s": 2', '"', '"a"', '"a": ', '"s": 3', ':', ',', ' ', '[',
-              ']', '1', 'tr', '\\', '\\u0041', '"\\u0041', '"{"', '"x\\u0041{', '{"s": "{"}', '{"s": "\\u0041{"}', 'x', '{"a": "' + "y" * 40, '"b": 2, "b": 3']
+              ']', '1', 'tr', '\\', '\\u0041', '"\\u0041', '"{"', '"x\\u0041{', '{"s": "{"}', '{"s": "\\u0041{"}', 'x',
+              '{"a": "' + "y" * 40, '"b": 2, "b": 3', '\\\\', '\\"', '"}"', '{}', '}}', '{"s": {"s": ', '\\ud800',
+              '{"s": [{"a": 1}, {"s": "}"}]}']
     rnd = random.Random(12)
-    for _ in range(3000):
-        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30)))
+    for _ in range(6000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 40)))
         copies = _seal.policy_copies(text, [text[3:20]] if rnd.random() < 0.2 else [], _seal._MIN_COPY)
         assert key(_seal._unsealed_objects(text, copies, check)) == key(old(text, copies, check)), text
 
@@ -513,3 +534,12 @@ def test_the_code_point_table_is_made_when_a_long_text_outside_ascii_first_comes
             "assert made() == 0, 'made too early'\n"
             "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == 1\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_long_text_with_a_lone_surrogate_is_scanned_for_json_objects():
+    """The depth bound of a long text's starts reads its code points with surrogates passed
+    through: a lone surrogate in policy text over 4 KiB raised UnicodeEncodeError."""
+    from rewardjudge.readouts import json_objects
+
+    text = "\ud800" + " " * 5000 + '{"a": 1} {"b": "\ud800"}'
+    assert [s.value for s in json_objects(text)] == [{"a": 1}, {"b": "\ud800"}]

@@ -6,6 +6,7 @@ read only where sealed (``readouts._seal``)."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -13,7 +14,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "decode_within", "json_objects", "too_deep"]
+__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "Nested", "decode_object", "decode_within", "json_objects",
+           "too_deep"]
 
 MAX_SPAN = 16_384      # characters decoded first from each start (wider windows follow)
 MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
@@ -58,34 +60,41 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 _RAW_DEPTH = 64        # brace nesting (strings not told apart) a start may reach before closing
 
 
+def _first_at(pos: np.ndarray, level: np.ndarray, after: np.ndarray, want: np.ndarray, none: int) -> np.ndarray:
+    """For each query, the first of ``pos`` (ascending, below ``none``) past ``after`` whose
+    ``level`` is ``want``; ``none`` where there is none. Vectorised: one sort, one search."""
+    found = np.full(len(after), none, dtype=np.int64)
+    if not len(pos):
+        return found
+    stride = none + 1
+    keys = np.sort(level.astype(np.int64) * stride + pos)
+    at = np.searchsorted(keys, want.astype(np.int64) * stride + after + 1)
+    hit = keys[np.minimum(at, len(keys) - 1)]
+    ok = (at < len(keys)) & (hit // stride == want)
+    found[ok] = hit[ok] % stride
+    return found
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
 def _viable_starts(text: str, starts: list[int]) -> list[int]:
     """The starts that do not nest deeper than _RAW_DEPTH within MAX_SPAN characters,
     counting every brace and bracket (a cheap, vectorised bound)."""
     if not starts:
         return starts
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    codes = _codes(text)
     n = len(codes)
     opens = (codes == 0x7B) | (codes == 0x5B)
     closes = (codes == 0x7D) | (codes == 0x5D)
     depth = np.cumsum(opens.astype(np.int32) - closes.astype(np.int32))   # after each character
     st = np.asarray(starts, dtype=np.int64)
     base = depth[st].astype(np.int64) - 1                                 # depth before the '{'
-    stride = n + 1
 
     def first_after(mask: np.ndarray, level: np.ndarray) -> np.ndarray:
-        """For each start, the first index > start where ``mask`` holds and depth == level."""
-        idx = np.nonzero(mask)[0].astype(np.int64)
-        found = np.full(len(st), n, dtype=np.int64)
-        if not len(idx):
-            return found
-        keys = np.sort(depth[idx].astype(np.int64) * stride + idx)
-        q = level * stride + st + 1
-        pos = np.searchsorted(keys, q)
-        ok = pos < len(keys)
-        hit = keys[np.minimum(pos, len(keys) - 1)]
-        ok &= (hit // stride) == level
-        found[ok] = hit[ok] % stride
-        return found
+        idx = np.flatnonzero(mask)
+        return _first_at(idx, depth[idx], st, level, n)
 
     close_at = first_after(closes, base)
     deep_at = first_after(opens, base + _RAW_DEPTH + 1)
@@ -201,6 +210,137 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
                 raise
         size *= 8
 
+
+def decode_object(text: str, start: int, stop: "int | None" = None, fails_at: "int | None" = None,
+                  nested: "Nested | None" = None) -> "tuple[Any, int, str | None]":
+    """The JSON value at ``start`` ending by ``stop`` (None where none decodes), its end, and the
+    first key an object of it repeats (None where none does); decoded in windows (``decode_within``,
+    with ``fails_at``: a later start none decodes at by the same ``stop``), so a failed decode
+    costs what the decoder read, not the offset of its start. ``nested``: what the decodes of the
+    same text have learned, for starts tried from its end (``Nested``)."""
+    hit = None if nested is None else nested.get(start, stop)
+    if hit is not None:
+        return hit
+    closed: list[dict[str, Any]] = []
+    repeats: list[tuple[int, str]] = []
+    try:
+        obj, end = decode_within(_recorder(closed, repeats).raw_decode, text, start, stop, fails_at)
+    except (ValueError, RecursionError):
+        return None, start, None
+    if nested is not None and type(obj) is dict and end - start >= _LONG:
+        nested.around(start)
+    return obj, end, repeats[0][1] if repeats else None
+
+
+def _recorder(closed: "list[dict[str, Any]]", repeats: "list[tuple[int, str]]") -> json.JSONDecoder:
+    """A decoder that appends each object it closes to ``closed``, and its index there and the
+    first key it repeats to ``repeats`` where one does; a raw line break inside a string is read
+    as itself (llama.cpp's schema grammars let one through)."""
+    def pairs(items: "list[tuple[str, Any]]") -> "dict[str, Any]":
+        out = dict(items)   # in C; the scan below runs only when a key repeats
+        if len(out) != len(items):
+            seen: set[str] = set()
+            repeats.append((len(closed), next(k for k, _ in items if k in seen or seen.add(k))))  # type: ignore[func-returns-value]
+        closed.append(out)
+        return out
+
+    return json.JSONDecoder(object_pairs_hook=pairs, strict=False)
+
+
+#: an object this long, decoded from a text's end, has the objects around it decoded once (``Nested``)
+_LONG = 4096
+
+
+class Nested:
+    """Objects of one text known from a decode of one around them, for starts tried from the text's
+    end (``decode_object``; the last ``last`` ``{`` of it): a start nested N deep in a long object was
+    decoded through it N times (256 closed objects around a 256 KiB string: ~250 ms). Once an object
+    of ``_LONG`` characters decodes, the outermost start a scan of the braces finds around it (a root)
+    is decoded once, and every start inside that the decode closed is known: its value (a copy),
+    end and repeated key. The scan tells a brace inside a string from one outside by the parity of
+    the unescaped quotes before it (a decode from a start reads the braces of its parity as
+    braces); the root's decode confirms it: the objects it closed are as many as the scan's
+    braces before where it ended or failed, or nothing is learned. A root that failed is a
+    barrier: the next root around the same start comes after where it failed (its decode read
+    up to there), and the roots read at most 4 times the text."""
+
+    def __init__(self, text: str, last: int) -> None:
+        self.text, self.last = text, last
+        self.known: "dict[int, tuple[Any, int, str | None]]" = {}
+        self.tried: "dict[int, tuple[int, int]]" = {}   # a root -> its brace's match, where its decode ended
+        self.budget = 4 * len(text) + 4 * MAX_SPAN
+        self._scan: "tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]] | None" = None
+
+    def get(self, start: int, stop: "int | None") -> "tuple[Any, int, str | None] | None":
+        hit = self.known.get(start)
+        if hit is None or stop is None or hit[1] <= stop:
+            return hit and (dict(hit[0]), hit[1], hit[2])   # a check may change its own copy
+        return None, start, None
+
+    def braces(self) -> "tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]":
+        """The starts (the last ``last`` ``{``), their parities and matching ``}`` (the text's
+        length where none), and the ``}`` of each parity: one vectorised scan, on first use."""
+        if self._scan is None:
+            codes = _codes(self.text)
+            n = len(codes)
+            quotes = np.flatnonzero(codes == 0x22)
+            other = np.maximum.accumulate(np.where(codes == 0x5C, -1, np.arange(n)))   # last non-backslash
+            run = quotes - 1 - np.concatenate(([-1], other))[quotes]   # backslashes right before a quote
+            at = np.flatnonzero((codes == 0x7B) | (codes == 0x7D))
+            parity = np.searchsorted(quotes[run % 2 == 0], at) & 1
+            opening = codes[at] == 0x7B
+            first = np.flatnonzero(opening)[-self.last:]   # the starts' indices in ``at``
+            starts, side = at[first], parity[first]
+            match = np.full(len(starts), n, dtype=np.int64)
+            closes = []
+            for p in (0, 1):
+                mine = np.flatnonzero(parity == p)
+                depth = np.cumsum(np.where(opening[mine], 1, -1))   # after each brace of parity p
+                shut = ~opening[mine]
+                closes.append(at[mine][shut])
+                ask = side == p
+                level = depth[np.searchsorted(mine, first[ask])] - 1
+                match[ask] = _first_at(closes[p], depth[shut], starts[ask], level, n)
+            self._scan = (starts, side, match, closes)
+        return self._scan
+
+
+    def around(self, start: int) -> None:
+        """After a long object decoded at ``start``: decode the outermost untried start the scan
+        puts around it, past the barriers, and learn every start inside that its decode closed."""
+        starts, side, match, closes = self.braces()
+        i = int(np.searchsorted(starts, start))
+        if i == len(starts) or starts[i] != start:
+            return
+        barrier = max([end for root, (shut, end) in self.tried.items() if root < start < shut], default=-1)
+        ok = np.flatnonzero((starts > barrier) & (starts < start) & (side == side[i]) & (match > start))
+        root = next((int(starts[j]) for j in ok if int(starts[j]) not in self.tried), None)
+        if root is None:
+            return
+        shut = int(match[np.searchsorted(starts, root)])
+        window = self.text[root:shut + 1]
+        if len(window) > self.budget:
+            return
+        self.budget -= len(window)
+        closed: list[dict[str, Any]] = []
+        repeats: list[tuple[int, str]] = []
+        try:
+            end = root + _recorder(closed, repeats).raw_decode(window)[1]
+        except json.JSONDecodeError as exc:
+            end = root + exc.pos
+        except (ValueError, RecursionError):   # no place to tell: nothing learned, no barrier
+            end = root
+        self.tried[root] = shut, end
+        shuts = closes[side[i]]
+        before = int(np.searchsorted(shuts, root))
+        if end == root or int(np.searchsorted(shuts, end)) - before != len(closed):
+            return   # the decode did not read the braces as the scan did
+        marks = [k for k, _ in repeats]
+        inside = np.flatnonzero((starts >= root) & (side == side[i]) & (match < end))
+        for at, last in zip(starts[inside].tolist(), match[inside].tolist()):
+            k = int(np.searchsorted(shuts, last)) - before         # its object, closed k-th
+            r = bisect.bisect_left(marks, int(np.searchsorted(shuts, at)) - before)
+            self.known[at] = closed[k], last + 1, repeats[r][1] if r < len(marks) and marks[r] <= k else None
 
 _SECOND_TRIES = 64
 _SHORT = 4096

@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
-from ._scan import decode_within
+from ._scan import Nested
+from ._scan import decode_object as _decode
 from ._text import letters
 
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
@@ -186,29 +187,6 @@ def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
 _MAX_OCCURRENCES = 64
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
-
-
-def _decode(text: str, start: int, stop: "int | None" = None, fails_at: "int | None" = None
-            ) -> "tuple[Any, int, str | None]":
-    """The JSON value at ``start`` ending by ``stop`` (None where none decodes), its end, and the
-    first key an object of it repeats (None where none does); decoded in windows (``decode_within``,
-    with ``fails_at``: a later start none decodes at by the same ``stop``), so a failed decode
-    costs what the decoder read, not the offset of its start."""
-    repeated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(items)   # in C; the scan below runs only when a key repeats
-        if len(out) != len(items) and not repeated:
-            seen: set[str] = set()
-            repeated.append(next(k for k, _ in items if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
-        return out
-
-    try:
-        obj, end = decode_within(json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode,
-                                 text, start, stop, fails_at)
-    except (ValueError, RecursionError):
-        return None, start, None
-    return obj, end, repeated[0] if repeated else None
 
 
 #: JSON whitespace
@@ -413,19 +391,26 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
     found: list[tuple[int, Decision]] = []
     start = len(text)
     failed = None   # the last start tried where none decodes, since the last object found
+    nested = Nested(text, _MAX_UNSEALED_STARTS)   # a start inside a long object is not decoded again
+    searched = escape = len(text)   # the first surrogate escape from ``searched`` on (each part searched once)
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
         if start < 0:
             break
         # an object ending past the last one found is not read: its decode stops there
-        obj, end, repeated = _decode(text, start, found[-1][0] if found else None, failed)
+        obj, end, repeated = _decode(text, start, found[-1][0] if found else None, failed, nested)
         if type(obj) is not dict:
             failed = start   # the starts before it are decoded up to it first (linear in the text)
             continue
         if repeated is not None or inside_copy(copies, start, end):
             continue
+        if start < searched:
+            m = _SURROGATE_ESCAPE.search(text, start, searched + 3)
+            searched, escape = start, min(escape, m.start()) if m else escape
         try:   # no reason is made of a failed check: hundreds of objects may be tried
-            found.append((start, Verdict(check(_without_surrogates(obj, text, start, end)), start, end)))
+            if escape + 4 <= end:
+                obj = _without_surrogates(obj, text, start, end)
+            found.append((start, Verdict(check(obj), start, end)))
             failed = None   # its start is the stop of the decodes before it
         except (ValueError, TypeError, RecursionError):
             continue
