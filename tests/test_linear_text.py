@@ -543,3 +543,13 @@ def test_a_long_text_with_a_lone_surrogate_is_scanned_for_json_objects():
 
     text = "\ud800" + " " * 5000 + '{"a": 1} {"b": "\ud800"}'
     assert [s.value for s in json_objects(text)] == [{"a": 1}, {"b": "\ud800"}]
+
+
+def test_json_objects_widens_a_window_only_where_the_decode_needs_it():
+    """``json_objects`` decodes each start in windows (``decode_within``), widened only where the
+    window's error may be the window's cut: a syntax error early in a window widened it too, and
+    5,000 broken objects spent the budget of wider windows before a long object after them."""
+    from rewardjudge.readouts import json_objects
+
+    text = '{"a" x} ' * 5000 + '{"b": "' + "y" * 20_000 + '"}'
+    assert [(s.start, s.value) for s in json_objects(text)] == [(40_000, {"b": "y" * 20_000})]

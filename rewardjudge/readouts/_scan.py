@@ -131,25 +131,16 @@ def json_objects(text: str) -> list[JsonSpan]:
 
 
 def _decode_at(text: str, i: int, budget: list[int]) -> JsonSpan | None:
-    """The object decoded at ``text[i]``, if any, from a bounded window (a decode
-    error costs as much as the offset it reports); a longer object is decoded
-    again in windows 8 times wider while ``budget[0]`` lasts."""
-    n = len(text)
-    size = MAX_SPAN
-    while True:
-        window = text[i:i + size] if n - i > size else text[i:] if i else text
-        try:
-            value, end = _DECODER.raw_decode(window)
-            break
-        except (ValueError, RecursionError):
-            if len(window) == n - i or budget[0] < 8 * size:
-                return None
-            budget[0] -= 8 * size
-            size *= 8
-    if not isinstance(value, dict) or ((text.find("{", i + 1, i + end) >= 0 or text.find("[", i, i + end) >= 0)
+    """The object decoded at ``text[i]`` (``decode_within``: wider windows while ``budget[0]``
+    lasts), if any, and not nested deeper than ``MAX_DEPTH``."""
+    try:
+        value, end = decode_within(_DECODER.raw_decode, text, i, budget=budget)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or ((text.find("{", i + 1, end) >= 0 or text.find("[", i, end) >= 0)
                                        and too_deep(value)):
         return None   # (no brace or bracket inside: flat, as a verdict is)
-    return JsonSpan(i, i + end, value)
+    return JsonSpan(i, end, value)
 
 
 #: characters past a decode error's offset that the decoder may have looked at (``-Infinity``,
@@ -159,7 +150,8 @@ _LOOKAHEAD = 32
 
 
 def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: int,
-                  stop: int | None = None, fails_at: int | None = None) -> "tuple[Any, int]":
+                  stop: int | None = None, fails_at: int | None = None,
+                  budget: "list[int] | None" = None) -> "tuple[Any, int]":
     """``raw_decode`` of the value at ``text[i]`` whose end is at most ``stop`` (default: the
     text's end), as decoding ``text[i:stop]`` reads it: its value and end (an offset in ``text``),
     or the decoder's error raised. A failed decode of the whole text counts its lines from the
@@ -175,11 +167,15 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
     string: a syntax error or the object known to fail, nested), and the error is raised without
     reading past ``fails_at`` (256 nested starts before a long string are not each decoded
     through it). Any other error (inside a string: unterminated, or an escape cut short) decodes
-    to ``stop`` as without it."""
+    to ``stop`` as without it.
+
+    ``budget``: characters the wider windows may take (each takes its width from ``budget[0]``);
+    a ValueError when a window would take more than is left (starts tried everywhere in a text,
+    ``json_objects``, stay linear in it)."""
     stop = len(text) if stop is None else stop
     if fails_at is not None and i < fails_at < stop:
         try:
-            return decode_within(raw_decode, text, i, fails_at)
+            return decode_within(raw_decode, text, i, fails_at, budget=budget)
         except json.JSONDecodeError as exc:
             if exc.msg.startswith("Expecting"):
                 raise
@@ -195,20 +191,25 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
         except json.JSONDecodeError as exc:
             if last:
                 raise
+            wider = 8 * size
             if exc.msg.startswith("Unterminated"):
                 quote = text.find('"', i + size, stop)
                 if quote < 0:
                     raise
-                size = max(2 * size, quote + _LOOKAHEAD - i)
-                continue
-            if exc.pos + _LOOKAHEAD < len(window):
+                wider = max(2 * size, quote + _LOOKAHEAD - i)
+            elif exc.pos + _LOOKAHEAD < len(window):
                 raise
         except RecursionError:
             raise   # the window's decode nested as deep as the text's would, at the same place
         except ValueError:   # an integer too long to read: its digits may go on past the window
             if last:
                 raise
-        size *= 8
+            wider = 8 * size
+        if budget is not None:
+            if budget[0] < wider:
+                raise ValueError("no budget left for a wider window")
+            budget[0] -= wider
+        size = wider
 
 
 def decode_object(text: str, start: int, stop: "int | None" = None, fails_at: "int | None" = None,
@@ -304,7 +305,6 @@ class Nested:
             self._scan = (starts, side, match, closes)
         return self._scan
 
-
     def around(self, start: int) -> None:
         """After a long object decoded at ``start``: decode the outermost untried start the scan
         puts around it, past the barriers, and learn every start inside that its decode closed."""
@@ -341,6 +341,7 @@ class Nested:
             k = int(np.searchsorted(shuts, last)) - before         # its object, closed k-th
             r = bisect.bisect_left(marks, int(np.searchsorted(shuts, at)) - before)
             self.known[at] = closed[k], last + 1, repeats[r][1] if r < len(marks) and marks[r] <= k else None
+
 
 _SECOND_TRIES = 64
 _SHORT = 4096
