@@ -293,7 +293,8 @@ def _lt_pattern(names: "list[str]", tags: bool) -> str:
     # what may follow '<' and its spaces, gaps and slashes: most '<' fail at once
     firsts = "|s" + "".join(n[0] for n in (*_LT_NAMES, *_LT_CLOSED) + ((*PROTOCOL_TAGS, *names) if tags else ()))
     lt = r"<(?=[\s/\x00]*[" + re.escape("".join(sorted(set(firsts)))) + "])"
-    return lt + (("(?:" + r"[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else controls)
+    # '|' tried first: no tag name starts with it, and a text dense with '<|' pays no try of the tags
+    return lt + ((r"(?:\x00*\||[\s/\x00]*(?:" + "|".join(alts) + ")|" + controls + ")") if tags else controls)
 
 
 def _bracket_pattern(labels: "dict[str, list[str]]") -> str:
