@@ -129,15 +129,16 @@ def slow_shapes(size: int = SIZE) -> dict[str, tuple[str, str]]:
     nest, close = '{"a": ' * 256, "}" * 256
     piece = size // 256
     return {
-        "256 closed objects around a long string": ("json", nest + string(512) + close),
-        "the same, the outermost broken at its end": ("json", nest + string(514) + close[:-1] + " 1}"),
-        "the same, every level with a key after it": ("json", '{"a": ' * 128 + string(128 * 14)
+        "256 closed objects around a long string": ("json", nest + string(1792) + close),
+        "the same, the outermost broken at its end": ("json", nest + string(1794) + close[:-1] + " 1}"),
+        "the same, a surrogate escape in the string": ("json", nest + string(1798)[:-1] + '\\ud800"' + close),
+        "the same, every level with a key after it": ("json", '{"a": ' * 128 + string(128 * 15)
                                                       + ', "b": 2}' * 128),
         "128 nested levels, each with a 2 KiB string": ("json", ('{"a": "' + "x" * (piece * 2 - 16) + '", "b": ')
                                                         * 128 + "1" + "}" * 128),
         "256 objects, then a long string": ("json", head + string(len(head))),
         "a long string, then 256 objects": ("json", string(len(head)) + head),
-        "256 objects each around a 1 KiB string": ("json", ('{"a": "' + "x" * (piece - 9) + '"} ') * 256),
+        "256 objects each around a 1 KiB string": ("json", ('{"a": "' + "x" * (piece - 10) + '"} ') * 256),
         "control tokens": ("text", _cut("<|im_start|>user\n</s><think>[INST]<|im_end|> ", size)),
         "look-alike control tokens": ("text", _cut("\uff1c|im_start|\uff1e \u2039/s\u203a \uff1cthink> "
                                                    "&lt;|im_end|&gt; <\u200b/candidate> ", size)),
