@@ -253,17 +253,13 @@ _LONG = 4096
 
 
 class Nested:
-    """Objects of one text known from a decode of one around them, for starts tried from the text's
-    end (``decode_object``; the last ``last`` ``{`` of it): a start nested N deep in a long object was
-    decoded through it N times (256 closed objects around a 256 KiB string: ~250 ms). Once an object
-    of ``_LONG`` characters decodes, the outermost start a scan of the braces finds around it (a root)
-    is decoded once, and every start inside that the decode closed is known: its value (a copy),
-    end and repeated key. The scan tells a brace inside a string from one outside by the parity of
-    the unescaped quotes before it (a decode from a start reads the braces of its parity as
-    braces); the root's decode confirms it: the objects it closed are as many as the scan's
-    braces before where it ended or failed, or nothing is learned. A root that failed is a
-    barrier: the next root around the same start comes after where it failed (its decode read
-    up to there), and the roots read at most 4 times the text."""
+    """What decodes of one text from its end (its last ``last`` ``{``) learn: a start nested N deep
+    in a long object was decoded through it N times. After an object of ``_LONG`` characters, the
+    outermost untried start around it (a root), found by a scan of the braces (inside or outside a
+    string by the parity of the unescaped quotes before them), is decoded once, and every start
+    inside that its decode closed is known: value (a copy), end, repeated key. The decode must
+    close as many objects as the scan has braces before where it ended or failed, or nothing is
+    learned; a failed root bars roots before where it failed; roots read at most 4 times the text."""
 
     def __init__(self, text: str, last: int) -> None:
         self.text, self.last = text, last
