@@ -14,7 +14,6 @@ from json.decoder import scanstring
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..grade import encodable
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import EMPHASIS, inside_copy, policy_copies, unwrap
 from ._scan import Nested
@@ -209,6 +208,8 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
     obj, end, repeated = _decode(text, start)
+    if type(obj) is dict and _SURROGATE_ESCAPE.search(text, start, end):
+        obj = _decode(lone_surrogates_out(text[start:end]), 0)[0]
     # the seal fields first and last, both the seal
     if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD \
             or next(reversed(obj)) != SEAL_END_FIELD or obj[SEAL_FIELD] != seal or obj[SEAL_END_FIELD] != seal:
@@ -218,23 +219,27 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return NoVerdict(f"the sealed verdict repeats the key {repeated!r}", kind="invalid")
     del obj[SEAL_FIELD], obj[SEAL_END_FIELD]   # a fresh dict: the fields between, in order
     try:
-        return Verdict(check(_without_surrogates(obj, text, start, end)), start, end)
+        return Verdict(check(obj), start, end)
     except (ValueError, TypeError) as exc:
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
     except RecursionError:
         return NoVerdict("the sealed verdict is nested too deep", kind="invalid")
 
 
-#: an escape of a surrogate code point: the one way a decoded verdict can hold a lone one
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: an escape of a surrogate code point (``\\ud800``): the one way a decoded verdict can hold a lone one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+#: read left to right: escaped backslashes (the ``\\ud800`` after them is text), an escaped pair, a lone one
+_SURROGATE_TOKENS = re.compile(r"((?:\\\\)+)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
+                               + _SURROGATE_ESCAPE.pattern)
 
 
-def _without_surrogates(obj: Any, text: str, start: int, end: int) -> Any:
-    """``obj`` (decoded from ``text[start:end]``) with each lone surrogate as U+FFFD (a judge quoting
-    the policy's ``\\ud800`` unescaped; no text field validates one); RecursionError if too deep."""
-    if _SURROGATE_ESCAPE.search(text, start, end) is None:
-        return obj
-    return _DECODER.decode(encodable(json.dumps(obj, ensure_ascii=False)))
+def lone_surrogates_out(text: str) -> str:
+    """``text`` with each JSON escape of a lone surrogate (a judge quoting the policy's ``\\ud800``;
+    no text field validates one) written ``\\ufffd``: the same length, so every offset holds, and
+    one pass however many objects around it are decoded; an escaped pair and ``\\\\ud800`` stay."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return text
+    return _SURROGATE_TOKENS.sub(lambda m: m.group() if m.lastindex else "\\ufffd", text)
 
 
 def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
@@ -389,10 +394,10 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
     """The JSON objects ``check`` accepts, outside copies and not around one found, tried from
     the reply's end."""
     found: list[tuple[int, Decision]] = []
+    text = lone_surrogates_out(text)   # the same offsets
     start = len(text)
     failed = None   # the last start tried where none decodes, since the last object found
     nested = Nested(text, _MAX_UNSEALED_STARTS)   # a start inside a long object is not decoded again
-    searched = escape = len(text)   # the first surrogate escape from ``searched`` on (each part searched once)
     for _ in range(_MAX_UNSEALED_STARTS):
         start = text.rfind("{", 0, start)
         if start < 0:
@@ -404,12 +409,7 @@ def _unsealed_objects(text: str, copies: Any, check: Callable[[dict[str, Any]], 
             continue
         if repeated is not None or inside_copy(copies, start, end):
             continue
-        if start < searched:
-            m = _SURROGATE_ESCAPE.search(text, start, searched + 3)
-            searched, escape = start, min(escape, m.start()) if m else escape
         try:   # no reason is made of a failed check: hundreds of objects may be tried
-            if escape + 4 <= end:
-                obj = _without_surrogates(obj, text, start, end)
             found.append((start, Verdict(check(obj), start, end)))
             failed = None   # its start is the stop of the decodes before it
         except (ValueError, TypeError, RecursionError):
