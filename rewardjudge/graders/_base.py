@@ -23,7 +23,7 @@ from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
-from ._guards import content_free_reason, screen_fields
+from ._guards import blanked_again, content_free_reason, screen_fields
 from ._schedule import prompt_units
 
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
@@ -286,12 +286,14 @@ class Grader(abc.ABC):
         with every free-text field that carries content emptied (``blank``, the completion's text
         its JSON). Rendering, not reading names: a template reaches fields through paths, blocks,
         helpers or Jinja2."""
-        full = self.shown_request(sample, fields)
-        if full is None:
-            return None
-        text = json.dumps(blank, ensure_ascii=False)
-        if self.shown_request(sample._derived([*sample.context_turns(), ("assistant", text)], sample.metadata,
-                                              checked=True), blank) != full:
+        def shown(value: Any) -> "Sequence[Message] | None":
+            text = json.dumps(value, ensure_ascii=False)
+            return self.shown_request(sample._derived([*sample.context_turns(), ("assistant", text)],
+                                                      sample.metadata, checked=True), value)
+
+        # blanked two ways, not against the fields: a field compared with a text flips its branch
+        first = shown(blank)
+        if first is None or shown(blanked_again(fields, blank)) != first:
             return None
         return ("every free-text field the judge is shown is empty or content-free (the fields that carry "
                 "content are never shown to it)")

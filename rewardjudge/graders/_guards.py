@@ -49,10 +49,31 @@ _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 _TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?>")
 
 
+#: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
+#: ``Thought process:``), spacing (``$\\quad$``), sizing, an environment's frame; a command that
+#: is a symbol (``\\pi``, ``\\infty``) may be the answer and stays
+_LATEX = re.compile(
+    r"\\(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}"
+    r"|(?:text(?:bf|it|rm|tt|sf|up|sc|sl|md|normal)?|math(?:rm|bf|it|sf|tt|normal)|emph|underline"
+    r"|bold(?:symbol)?|bm|mbox|hbox|fbox|textstyle|displaystyle|scriptstyle|q?quad|enspace|thinspace"
+    r"|left|right|[bB]ig{1,2}[lr]?|newline|linebreak|noindent|par|hfill|vfill|medskip|smallskip|bigskip"
+    r"|centering|large|Large|LARGE|huge|Huge|small|footnotesize|normalsize|tiny|color\s{0,8}\{\w{1,32}\}"
+    r"|bfseries|itshape|rmfamily|ttfamily|sffamily)(?![A-Za-z]))")
+#: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
+#: ``_LOOKALIKE_DIGITS`` match, where they stand beside a letter or digit (``$$`` alone stays none)
+_LEET = re.compile(r"(?<=[A-Za-z0-9])[$@\u20ac]+|[$@!\u20ac]+(?=[A-Za-z0-9])")
+_LEET_DIGITS = str.maketrans({"$": "5", "@": "4", "!": "1", "\u20ac": "3"})
+
+
 def _unmarked(text: str) -> str:
-    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s) set aside as spaces."""
+    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s, ``_LATEX``) set aside as spaces,
+    look-alike symbols (``_LEET``) as digits."""
     if "`" in text or "~" in text:
         text = _MARKUP.sub(" ", text)
+    if "\\" in text:
+        text = _LATEX.sub(" ", text)
+    if "$" in text or "@" in text or "!" in text or "\u20ac" in text:
+        text = _LEET.sub(lambda m: m.group().translate(_LEET_DIGITS), text)
     if "<" not in text:
         return text
     found: "tuple[set[str], set[str]]" = (set(), set())
@@ -137,8 +158,29 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
         if found.count(joiner) == len(texts) - 1:
             # each text's letters between joiners: master keys with filler, or nothing
             opener = _opener_pattern(keys).match
-            return [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
+            flags = [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
+            # the rarer rules (an answer after the last colon, a right-to-left override) text by text
+            return [content_free_reason(t, keys) is not None if _rare(t, free) else free
+                    for t, free in zip(texts, flags)]
     return [content_free_reason(t, keys) is not None for t in texts]
+
+
+def _rare(text: str, free: bool) -> bool:
+    """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
+    colon (its answer may follow), one with content under a right-to-left override."""
+    return ((":" in text or "\uff1a" in text) and free) or ("\u202e" in text and not free)
+
+
+#: what ends a label before its answer (``Answer: the``)
+_LAST_COLON = re.compile(r"[:\uff1a](?=[^:\uff1a]*\Z)")
+
+
+def _answered(text: str, keys: tuple[str, ...]) -> bool:
+    """Whether words follow ``text``'s last colon that are no master key: filler there (``Answer:
+    the``, ``Solution: below``) is the answer, not an opener's."""
+    m = _LAST_COLON.search(text)
+    tail = letters(_unmarked(text[m.end():])) if m else ""
+    return bool(tail) and _opener_pattern(keys).match(tail) is None
 
 
 def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
@@ -162,8 +204,10 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
         return "completion is not text"
     if _BLANK.fullmatch(text):
         return "empty completion"
+    keys = tuple(extra_keys)
     text_letters = letters(_unmarked(text))
-    if not text_letters or _only_keys(text_letters, tuple(extra_keys)):
+    if not text_letters or (_only_keys(text_letters, keys) and not _answered(text, keys)) \
+            or ("\u202e" in text and _only_keys(text_letters[::-1], keys)):   # a key shown reversed
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
@@ -430,5 +474,38 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
         else:
             copy = _PLACEHOLDER * len(node) if isinstance(node, str) and node in rich and f.kind(node) == "free" \
                 else node
+        parent[key] = copy
+    return holder[0]
+
+
+#: the second placeholder: a field whose content the template only tests or compares with a text
+#: (``{% if notes == "none" %}``) renders the same with either, a field shown does not
+_OTHER_PLACEHOLDER = "_"
+
+
+def blanked_again(value: Any, blank: Any) -> Any:
+    """``blank`` (``screen_fields``' blanking of ``value``) with what was blanked written with
+    ``_OTHER_PLACEHOLDER`` instead: the judge is shown content where the two requests differ.
+    Rendered against ``value`` itself, a field compared with a text flipped its branch when
+    blanked (``"none"`` is not ``"----"``), and the master key beside it reached the judge."""
+    holder = [blank]
+    stack: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
+    while stack:
+        orig, parent, key = stack.pop()
+        node = parent[key]
+        if isinstance(node, dict) and isinstance(orig, dict) and len(node) == len(orig):
+            copy: Any = {}
+            for (k0, v0), (k, v) in zip(orig.items(), node.items()):
+                if k != k0 and isinstance(k, str):   # a key blanked: keys stay distinct
+                    k = k.replace(_PLACEHOLDER, _OTHER_PLACEHOLDER)
+                    while k in copy or k in orig:
+                        k += _OTHER_PLACEHOLDER
+                copy[k] = v
+                stack.append((v0, copy, k))
+        elif isinstance(node, list) and isinstance(orig, list) and len(node) == len(orig):
+            copy = list(node)
+            stack.extend((o, copy, i) for i, o in enumerate(orig))
+        else:
+            copy = _OTHER_PLACEHOLDER * len(node) if isinstance(node, str) and node != orig else node
         parent[key] = copy
     return holder[0]

@@ -274,8 +274,16 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
 #: (``VERDICT "<seal>":``, ``VERDICT <<seal>>:``) and a table's cell borders
 _AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|")
 #: what ends the seal's part of its line: a colon (a fullwidth one, as a judge writing Chinese
-#: writes it) or, in a markdown table (``| VERDICT <seal> | FAIL |``), a cell border
-_SEPARATORS = ":\uff1a|"
+#: writes it), in a markdown table (``| VERDICT <seal> | FAIL |``) a cell border, or a dash or an
+#: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
+_SEPARATORS = ":\uff1a|=\u2014\u2013"
+#: what a judge may end its verdict line with (``FAIL ✅``, ``FAIL</s>``): an end-of-turn token
+#: written out, an emoji; set aside where the line reads as no verdict with them
+_LINE_TAIL = re.compile(r"(?:\s|</s>|<\|(?:im_end|eot_id|end|endoftext|end_of_text|eom_id|return)\|>|<end_of_turn>"
+                        r"|<\uff5cend\u2581of\u2581sentence\uff5c>|[\ufe0e\ufe0f\u200d\u20e3\u2600-\u27bf"
+                        r"\u2b00-\u2bff\U0001f000-\U0001faff])+\Z")
+#: the most characters of a line's end looked at for ``_LINE_TAIL``
+_TAIL_MAX = 64
 #: the most such characters on either side of the seal
 _AROUND_MAX = 16
 
@@ -311,6 +319,11 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
         return None
     rest = text[j + 1:line_end]
     value = read_line(rest)
+    if value is None:   # ``FAIL <emoji>``, ``FAIL<|im_end|>``
+        tail = _line_tail(rest)
+        value = read_line(rest[:tail]) if tail < len(rest) else None
+    if value is None and not unwrap(rest):
+        return _label_below(text, line_start, line_end, read_line)
     if value is None:
         if placeholder and letters(rest) == letters(placeholder):
             return None   # the seal instruction's example line, echoed (its brackets or case changed too)
@@ -318,6 +331,30 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
     return Verdict(value, line_start, line_end, (), line_end - len(rest.lstrip(EMPHASIS)))
+
+
+#: the longest last line read as the verdict of an empty sealed line above it
+_BELOW_MAX = 256
+
+
+def _line_tail(rest: str) -> int:
+    """Where ``_LINE_TAIL`` starts in ``rest`` (its length where none does), looked for in its last
+    characters only (a line of a million spaces is not tried a million times)."""
+    m = _LINE_TAIL.search(rest, max(0, len(rest) - _TAIL_MAX))
+    return len(rest) if m is None else m.start()
+
+
+def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[[str], Any]) -> Decision:
+    """The verdict of a ``VERDICT <seal>:`` line with nothing after its colon, written on the next
+    line: only where that line ends the reply (but for blank lines, an end-of-turn token or an emoji)
+    and is one verdict; whatever else follows the empty line, it holds no verdict."""
+    below = text[line_end:].strip()
+    below = below[:_line_tail(below)].strip() if len(below) <= _BELOW_MAX else ""
+    value = read_line(below) if below and "\n" not in below else None
+    if value is None:
+        return NoVerdict("the sealed verdict line holds no verdict (nor does a last line after it)", kind="invalid")
+    at = text.index(below, line_end)
+    return Verdict(value, line_start, at + len(below), (), at + len(below) - len(below.lstrip(EMPHASIS)))
 
 
 @functools.lru_cache(maxsize=256)
