@@ -51,29 +51,28 @@ _TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?>")
 
 #: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
 #: ``Thought process:``), spacing (``$\\quad$``), sizing, an environment's frame; a command that
-#: is a symbol (``\\pi``, ``\\infty``) may be the answer and stays
-_LATEX = re.compile(
-    r"\\(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}"
-    r"|(?:text(?:bf|it|rm|tt|sf|up|sc|sl|md|normal)?|math(?:rm|bf|it|sf|tt|normal)|emph|underline"
-    r"|bold(?:symbol)?|bm|mbox|hbox|fbox|textstyle|displaystyle|scriptstyle|q?quad|enspace|thinspace"
-    r"|left|right|[bB]ig{1,2}[lr]?|newline|linebreak|noindent|par|hfill|vfill|medskip|smallskip|bigskip"
-    r"|centering|large|Large|LARGE|huge|Huge|small|footnotesize|normalsize|tiny|color\s{0,8}\{\w{1,32}\}"
-    r"|bfseries|itshape|rmfamily|ttfamily|sffamily)(?![A-Za-z]))")
+#: is a symbol (``\\pi``, ``\\infty``) may be the answer and stays (the pattern: ``_latex``)
+_LATEX_COMMANDS = (
+    "text", "textbf", "textit", "textrm", "texttt", "textsf", "textup", "textsc", "textsl", "textmd", "textnormal",
+    "mathrm", "mathbf", "mathit", "mathsf", "mathtt", "mathnormal", "emph", "underline", "bold", "boldsymbol", "bm",
+    "mbox", "hbox", "fbox", "textstyle", "displaystyle", "scriptstyle", "quad", "qquad", "enspace", "thinspace",
+    "left", "right", "big", "bigl", "bigr", "Big", "Bigl", "Bigr", "bigg", "biggl", "biggr", "Bigg", "Biggl", "Biggr",
+    "newline", "linebreak", "noindent", "par", "hfill", "vfill", "medskip", "smallskip", "bigskip", "centering",
+    "large", "Large", "LARGE", "huge", "Huge", "small", "footnotesize", "normalsize", "tiny", "bfseries", "itshape",
+    "rmfamily", "ttfamily", "sffamily")
+#: a backslash before a letter that may start a command (the pattern tried only where one stands)
+_LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
 #: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
-#: ``_LOOKALIKE_DIGITS`` match, where they stand beside a letter or digit (``$$`` alone stays none)
-_LEET = re.compile(r"(?<=[A-Za-z0-9])[$@\u20ac]+|[$@!\u20ac]+(?=[A-Za-z0-9])")
+#: ``_LOOKALIKE_DIGITS`` match: a text holding one is also read with them so (``$$`` alone stays none)
 _LEET_DIGITS = str.maketrans({"$": "5", "@": "4", "!": "1", "\u20ac": "3"})
 
 
 def _unmarked(text: str) -> str:
-    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s, ``_LATEX``) set aside as spaces,
-    look-alike symbols (``_LEET``) as digits."""
+    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s, ``_LATEX_COMMANDS``) set aside as spaces."""
     if "`" in text or "~" in text:
         text = _MARKUP.sub(" ", text)
-    if "\\" in text:
-        text = _LATEX.sub(" ", text)
-    if "$" in text or "@" in text or "!" in text or "\u20ac" in text:
-        text = _LEET.sub(lambda m: m.group().translate(_LEET_DIGITS), text)
+    if "\\" in text and _LATEX_HINT.search(text):
+        text = _latex().sub(" ", text)
     if "<" not in text:
         return text
     found: "tuple[set[str], set[str]]" = (set(), set())
@@ -115,6 +114,14 @@ def _trie(words: "Iterable[list[str]]") -> str:
         return "" if not alts else body + "?" if "" in node else body
 
     return emit(root)
+
+
+@functools.lru_cache(maxsize=1)
+def _latex() -> "re.Pattern[str]":
+    """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
+    name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour."""
+    return re.compile(r"\\(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}"
+                      r"|color\s{0,8}\{\w{1,32}\}|" + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z])")
 
 
 def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
@@ -167,20 +174,32 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
 
 def _rare(text: str, free: bool) -> bool:
     """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
-    colon (its answer may follow), one with content under a right-to-left override."""
-    return ((":" in text or "\uff1a" in text) and free) or ("\u202e" in text and not free)
+    colon (its answer may follow), one with content under a right-to-left override or holding a
+    look-alike symbol (``_LEET_DIGITS``)."""
+    if free:
+        return ":" in text or "\uff1a" in text
+    return "\u202e" in text or _leet(text)
 
 
-#: what ends a label before its answer (``Answer: the``)
-_LAST_COLON = re.compile(r"[:\uff1a](?=[^:\uff1a]*\Z)")
+def _leet(text: str) -> bool:
+    return "$" in text or "@" in text or "!" in text or "\u20ac" in text
 
 
 def _answered(text: str, keys: tuple[str, ...]) -> bool:
     """Whether words follow ``text``'s last colon that are no master key: filler there (``Answer:
     the``, ``Solution: below``) is the answer, not an opener's."""
-    m = _LAST_COLON.search(text)
-    tail = letters(_unmarked(text[m.end():])) if m else ""
+    at = max(text.rfind(":"), text.rfind("\uff1a"))
+    tail = letters(_unmarked(text[at + 1:])) if at >= 0 else ""
     return bool(tail) and _opener_pattern(keys).match(tail) is None
+
+
+def _free(text: str, keys: tuple[str, ...]) -> bool:
+    """Whether ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
+    and filler only, with no answer after their last colon (or under a right-to-left override, shown
+    reversed)."""
+    found = letters(_unmarked(text))
+    return not found or (_only_keys(found, keys) and not _answered(text, keys)) \
+        or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
 def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
@@ -205,9 +224,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    text_letters = letters(_unmarked(text))
-    if not text_letters or (_only_keys(text_letters, keys) and not _answered(text, keys)) \
-            or ("\u202e" in text and _only_keys(text_letters[::-1], keys)):   # a key shown reversed
+    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
