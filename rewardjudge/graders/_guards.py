@@ -185,11 +185,11 @@ def _leet(text: str) -> bool:
     return "$" in text or "@" in text or "!" in text or "\u20ac" in text
 
 
-def _answered(text: str, keys: tuple[str, ...]) -> bool:
-    """Whether words follow ``text``'s last colon that are no master key: filler there (``Answer:
-    the``, ``Solution: below``) is the answer, not an opener's."""
-    at = max(text.rfind(":"), text.rfind("\uff1a"))
-    tail = letters(_unmarked(text[at + 1:])) if at >= 0 else ""
+def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
+    """Whether words follow the last colon of a text (``unmarked``: ``_unmarked``) that are no master
+    key: filler there (``Answer: the``, ``Solution: below``) is the answer, not an opener's."""
+    at = max(unmarked.rfind(":"), unmarked.rfind("\uff1a"))
+    tail = letters(unmarked[at + 1:]) if at >= 0 else ""
     return bool(tail) and _opener_pattern(keys).match(tail) is None
 
 
@@ -197,8 +197,9 @@ def _free(text: str, keys: tuple[str, ...]) -> bool:
     """Whether ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
     and filler only, with no answer after their last colon (or under a right-to-left override, shown
     reversed)."""
-    found = letters(_unmarked(text))
-    return not found or (_only_keys(found, keys) and not _answered(text, keys)) \
+    unmarked = _unmarked(text)
+    found = letters(unmarked)
+    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
