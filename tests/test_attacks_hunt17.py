@@ -112,6 +112,26 @@ async def test_a_compared_field_that_is_also_shown_reaches_the_judge(engine, tem
     assert grade.status == "scored", grade
 
 
+@pytest.mark.parametrize("engine,template", [
+    ("jinja2", 'A: {{ answer }}{% if why == "none" %} (no reasons){% endif %}'),
+    ("handlebars", 'A: {{answer}}{{#if (eq why "none")}} (no reasons){{/if}}'),
+])
+async def test_the_scorer_screen_keeps_a_compared_field_unshown(engine, template):
+    from rewardjudge import ScorerGrader
+    from rewardjudge.scorers import Scorer, ScorerConfig
+
+    config = ScorerConfig.from_dict({"model": "fake", "template_engine": engine, "prompt_template": template,
+                                     "output_spec": {"type": "numeric", "min": 1, "max": 5}})
+    judge = ScriptedModel(default='{"reason": "fine", "score": 4}')
+    grader = ScorerGrader(Scorer("S", config), judge, {"answer": "completion:answer", "why": "completion:reasoning"},
+                          allow_model_override=True)
+    hostile, benign = await grader.grade_batch([
+        _sample(json.dumps({"answer": "Thought process:", "reasoning": "none"})),
+        _sample(json.dumps({"answer": "Paris.", "reasoning": "none"}))])
+    assert hostile.status == "penalized" and "content-free" in hostile.error, hostile
+    assert benign.status == "scored" and benign.value == 4.0 and len(judge.calls) == 1
+
+
 # -- 3. sealed lines judges write that were not read (the benign sample unscored): the label on the
 # next line, an em dash or ``=`` for the colon, an emoji or an end-of-turn token after the label.
 # The seal stays on the verdict: a label below is read only where it is the reply's last line.
