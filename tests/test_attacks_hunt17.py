@@ -63,8 +63,14 @@ def test_a_key_after_the_colon_is_still_no_answer():
 
 
 def test_the_joined_pass_over_many_fields_agrees_with_one_text_at_a_time():
-    texts = DISGUISED + ANSWERS + ["Paris", "Thought process:", "Answer:"]
+    texts = DISGUISED + ANSWERS + ["Paris", "Thought process:", "Answer:", "Great answer! Paris."]
     assert _content_free_flags(texts, ()) == [content_free_reason(t) is not None for t in texts]
+
+
+def test_a_tag_pairs_only_within_its_own_text_in_the_joined_pass():
+    # joined, a lone ``<b>`` paired with another field's ``</b>``: ``Solution <b>`` was no content there
+    texts = ["Solution <b>", *["</b> Paris"] * 8]
+    assert _content_free_flags(texts, ()) == [content_free_reason(t) is not None for t in texts] == [False] * 9
 
 
 # -- 2. a template comparing a field with a text (``{% if notes == "none" %}``, ``{{#if (eq notes

@@ -67,13 +67,14 @@ _LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
 _LEET_DIGITS = str.maketrans({"$": "5", "@": "4", "!": "1", "\u20ac": "3"})
 
 
-def _unmarked(text: str) -> str:
-    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s, ``_LATEX_COMMANDS``) set aside as spaces."""
+def _unmarked(text: str, tags: bool = True) -> str:
+    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s unless not ``tags``,
+    ``_LATEX_COMMANDS``) set aside as spaces."""
     if "`" in text or "~" in text:
         text = _MARKUP.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = _latex().sub(" ", text)
-    if "<" not in text:
+    if not tags or "<" not in text:
         return text
     found: "tuple[set[str], set[str]]" = (set(), set())
     for slash, name in _TAG.findall(text):
@@ -161,11 +162,20 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
     of each text's letters."""
     joiner = free_joiner(texts)
     if joiner is not None:
-        found = letters(_unmarked(joiner.join(texts)), keep=joiner)
+        # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
+        joined = joiner.join([_unmarked(t) if "<" in t else t for t in texts])
+        found = letters(_unmarked(joined, tags=False), keep=joiner)
         if found.count(joiner) == len(texts) - 1:
             # each text's letters between joiners: master keys with filler, or nothing
             opener = _opener_pattern(keys).match
             flags = [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
+            # texts with content holding a look-alike symbol: read again with it as a digit, joined too
+            leet = [i for i, (t, free) in enumerate(zip(texts, flags))
+                    if not free and _leet(t) and "\u202e" not in t]
+            if leet:
+                again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys)
+                for i, free in zip(leet, again):
+                    flags[i] = free
             # the rarer rules (an answer after the last colon, a right-to-left override) text by text
             return [content_free_reason(t, keys) is not None if _rare(t, free) else free
                     for t, free in zip(texts, flags)]
@@ -174,11 +184,10 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
 
 def _rare(text: str, free: bool) -> bool:
     """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
-    colon (its answer may follow), one with content under a right-to-left override or holding a
-    look-alike symbol (``_LEET_DIGITS``)."""
+    colon (its answer may follow), one with content under a right-to-left override."""
     if free:
         return ":" in text or "\uff1a" in text
-    return "\u202e" in text or _leet(text)
+    return "\u202e" in text
 
 
 def _leet(text: str) -> bool:
