@@ -71,13 +71,23 @@ def json_value(raw: bytes, text: str) -> Any:
 
 
 def _non_finite(value: Any) -> bool:
-    """True when ``value`` (plain data) holds a NaN or an infinity."""
-    if type(value) is float:
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_non_finite(v) for v in value)
+    """True when ``value`` (plain data) holds a NaN or an infinity: a walk of its containers that
+    looks only at the floats and passes over text, integers and ``None`` first (a chat request's
+    messages, text for the most part, are most of it)."""
+    todo = [value]
+    pop, extend = todo.pop, todo.extend
+    while todo:
+        v = pop()
+        t = type(v)
+        if t is str or t is int or v is None or t is bool:
+            continue
+        if t is float:
+            if not math.isfinite(v):
+                return True
+        elif isinstance(v, dict):
+            extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            extend(v)
     return False
 
 
