@@ -296,7 +296,7 @@ class Template:
     'Q: 1 < 2? <yes & no>'"""
 
     __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns",
-                 "_reads", "_memo", "_memo_misses", "_memo_rest", "_names", "_paths")
+                 "_reads", "_memo", "_memo_misses", "_memo_rest")
 
     engine = "handlebars"
 
@@ -317,9 +317,6 @@ class Template:
         self._partial_fns = {k: t._fn for k, t in self.partials.items()}
         walk = _walk(tree, {k: t.source for k, t in self.partials.items()})
         self.variables: list[str] = list(walk.variables)
-        #: the variables as ``missing`` checks them: plain names, and dotted paths
-        self._names = frozenset(p for p in self.variables if "." not in p)
-        self._paths = tuple(p for p in self.variables if "." in p)
         self._reads: tuple[str, ...] | None = (
             None if walk.reads is None or self.partials else tuple(sorted(walk.reads)))
         self._memo: dict[tuple, str] = {}
@@ -340,8 +337,6 @@ class Template:
     def missing(self, context: Mapping[str, Any]) -> list[str]:
         """Variables the template reads that ``context`` does not hold."""
         if isinstance(context, dict):
-            if context.keys() >= self._names and all(_lookup(context, p) is not _MISSING for p in self._paths):
-                return []   # the common case, in one pass over the names
             return [p for p in self.variables
                     if (p not in context if "." not in p else _lookup(context, p) is _MISSING)]
         return [p for p in self.variables if _lookup(context, p) is _MISSING]
