@@ -68,6 +68,7 @@ def helpers_as_shipped() -> bool:
 
 
 _ABSENT = ("absent",)                 # a name the context lacks, in a memo key
+_TEXT_ONLY = {str}                    # the types of a list of texts
 
 #: remembered renders per template, misses in a row before the memo rests, renders it rests for
 _MEMO_SIZE = 16
@@ -387,7 +388,7 @@ class Template:
             t = type(value)
             if t is str:
                 parts.append(value)
-            elif t is list and all(type(v) is str for v in value):
+            elif t is list and (not value or {*map(type, value)} == _TEXT_ONLY):
                 parts.append(("list", *value))
             else:   # exact plain types (unchanged by to_plain_context): repr tells them apart
                 try:

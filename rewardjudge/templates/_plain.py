@@ -35,10 +35,10 @@ def to_plain_context(context: Mapping[str, Any]) -> PlainContext:
         return context
     out = PlainContext()
     changed: list[str] = []
+    leaves = _EXACT_LEAVES
     for k, v in context.items():
         key = k if type(k) is str else str(k)
-        t = type(v)
-        if t is str or t is int or t is bool or v is None or _is_plain(v):
+        if type(v) in leaves or _is_plain(v):
             out[key] = v
         else:   # converted, or kept as a subclass of str, int or float
             out[key] = to_plain(v, f"context.{k}")
