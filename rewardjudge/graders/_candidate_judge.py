@@ -1,5 +1,4 @@
-"""CandidateJudgeGrader: judge several completions of one prompt in one request, each grade
-sealed by an id made for the request (``readouts._candidate_blocks``); see docs/groups.md."""
+"""CandidateJudgeGrader: several completions of one prompt judged in one sealed request; see docs/groups.md."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ from ..readouts._seal import Sealer, seal_messages
 from ..readouts._text import PROTOCOL_TAGS, neutralize_value
 from ._expected_value import expected_after
 
-#: an image a vision judge is sent: an http(s) URL or a data:image URL, no whitespace or control
-#: characters (a policy's field: never a file:, internal-scheme or text-carrying URL)
+#: an image a vision judge is sent: an http(s) or data:image URL, no whitespace or control characters
 _IMAGE_URL = re.compile(r"(?i:https?://|data:image/)[^\x00-\x20\x7f-\xa0\s\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]*\Z")
 
 __all__ = ["CandidateJudgeGrader"]
@@ -65,24 +63,8 @@ _PROTOCOL_NOTE = ('\n\nWrite each grade as <grade id="ID">N</grade> with the id 
 
 
 class CandidateJudgeGrader(Grader):
-    """Grade completions by judging up to ``batch_size`` of one prompt together (docs/groups.md:
-    balanced requests, shuffled and sealed by keyed ids, failed candidates re-asked in halved
-    batches up to ``max_rounds``, a request that grades none split down to single candidates).
-
-    >>> grader = CandidateJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
-    >>> grades = await grader.grade_batch(group_of_8_threads)  # doctest: +SKIP
-    >>> grades[0].value, grades[0].extra["grade"], grades[0].reasoning  # doctest: +SKIP
-    (0.75, 3, 'Correct, but skips the second part of the question.')
-
-    Options: the fields of ``CandidateOptions`` (``seal_key`` default the judge's, else
-    ``REWARDJUDGE_SEAL_KEY``, else random per process). The templates (default the built-in
-    ``CandidateJudgeGrader`` prompts; ``system_template=""``: none) see ``query``, ``query_text``,
-    ``candidates`` (``{id, title, fields, image?}``; every id must be shown), the scale's and the
-    evaluation's variables, the thread vocabulary and ``template_variables``.
-
-    A Grade's ``usage`` is the candidate's exact share of its requests' tokens; ``extra``:
-    docs/groups.md, and ``candidate_id``, ``position``, ``requests`` (``round``, ``seed``, ``order``, ``ids``).
-    """
+    """Judges up to ``batch_size`` completions of one prompt together; options: ``CandidateOptions``;
+    templates, rounds and ``extra``: docs/groups.md."""
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
         opts = self.options = CandidateOptions(grader_key=grader_key, model=model, **options)
@@ -103,10 +85,7 @@ class CandidateJudgeGrader(Grader):
         self.protected_tags = tuple(dict.fromkeys(
             [t.casefold() for t in opts.protected_tags]
             + [t for t in self.prompt.tags if t not in PROTOCOL_TAGS]))
-        self._check_templates()
-
-    def _check_templates(self) -> None:
-        """Fail at construction when a template reads a missing variable or never shows the ids."""
+        # fail at construction when a template reads a missing variable or never shows the ids
         probe_ids = new_candidate_ids(2, sealer=self._sealer, request="probe")
         probe_thread = StringThread([("user", "probe query"), ("assistant", "probe")])
         candidates = [{"id": i, "title": "probe", "fields": {}} for i in probe_ids]
@@ -118,13 +97,10 @@ class CandidateJudgeGrader(Grader):
                               "the candidate it grades; render {{this.id}} inside {{#each candidates}}")
 
     def extract_candidate(self, sample: StringThread, parsed: BaseModel | None) -> dict[str, Any]:
-        """The candidate a sample contributes: ``{"title", "fields", "image"?}`` (the parsed
-        fields but ``title_field`` / ``image_field``, or the completion text as title). Override
-        to map fields differently; values are neutralised later."""
+        """The candidate a sample contributes, ``{"title", "fields", "image"?}`` (docs/groups.md)."""
         return self._candidate_of(sample, None if parsed is None else parsed.model_dump(mode="json"))
 
     def _candidate_of(self, sample: StringThread, fields: dict[str, Any] | None) -> dict[str, Any]:
-        """``extract_candidate`` of a parsed completion's JSON ``fields``."""
         if fields is None:
             return {"title": sample.completion(), "fields": {}}
         fields = dict(fields)
@@ -139,17 +115,13 @@ class CandidateJudgeGrader(Grader):
         return out
 
     def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> "list[dict[str, Any]] | None":
-        """One request about ``sample`` alone under fixed ids (an image never sent is not in it);
-        None where ``extract_candidate`` is a user's own."""
+        """One request about ``sample`` alone; None where ``extract_candidate`` is a user's own."""
         if type(self).extract_candidate is not CandidateJudgeGrader.extract_candidate:
             return None
         return self._build([_Candidate(0, sample, self._candidate_of(sample, fields))], 1, ["screen"])[1]
 
     def request_context(self, thread: StringThread, candidates: list[dict[str, Any]]) -> dict[str, Any]:
-        """The template context of one request: ``extract_template_context`` over the group's
-        neutralised context turns (``completion`` empty), then ``query``, ``query_text``,
-        ``candidates`` (neutralised, with ids, in the order shown), the scale's and the
-        evaluation's variables."""
+        """The template context of one request showing ``candidates`` (docs/groups.md)."""
         clean = self.judge_thread(StringThread(thread.context_turns(), metadata=thread.metadata),
                                   self.protected_tags)
         ctx = self.extract_template_context(clean, None, self.template_variables)
@@ -165,12 +137,10 @@ class CandidateJudgeGrader(Grader):
 
     @property
     def max_group(self) -> int:
-        """``grade_batch`` hands this grader at most ``batch_size`` samples of a prompt at once."""
         return self.batch_size
 
     async def judge_group(self, screened: list[tuple[StringThread, BaseModel | None]]) -> list[Grade]:
-        """One Grade per screened sample of one prompt, in order, judged in balanced requests
-        of at most ``batch_size``; a ``ConfigError`` is raised after every other request."""
+        """One Grade per screened sample of one prompt, in order; a ``ConfigError`` is raised last."""
         grades: list[Grade | None] = [None] * len(screened)
         members: list[_Candidate] = []
         for i, (sample, parsed) in enumerate(screened):
@@ -199,7 +169,14 @@ class CandidateJudgeGrader(Grader):
             [_lookup({"metadata": to_plain(c.sample.metadata)}, p) for p in reads], sort_keys=True, default=str))
         await self._ask_all([chunk for part in parts for chunk in balanced_chunks(part, self.batch_size)], 1)
         for cand in members:
-            grades[cand.index] = cand.grade or self._final_unscored(cand, started)
+            if cand.grade is None:
+                last = cand.failures[-1] if cand.failures else "no judge request was made"
+                rounds = len(cand.requests)
+                cand.grade = self.unscored(
+                    f"not judged after {rounds} round(s): {last}" if rounds else last, attempts=cand.attempts,
+                    usage=dict(cand.usage), raw_reply=cand.last_reply, latency_s=time.perf_counter() - started,
+                    extra=self._extra(cand, None, None))
+            grades[cand.index] = cand.grade
         return grades  # type: ignore[return-value]
 
     @functools.cached_property
@@ -209,8 +186,8 @@ class CandidateJudgeGrader(Grader):
         return sorted({p for p in paths if p == "metadata" or p.startswith("metadata.")})
 
     async def _ask_all(self, chunks: list[list[_Candidate]], round_no: int) -> None:
-        """``_ask`` about each chunk concurrently; once all have finished the first usage error
-        is raised, and an unexpected exception fails only its own chunk's candidates."""
+        """``_ask`` about each chunk concurrently; then the first usage error is raised, and any other
+        exception fails only its own chunk's candidates."""
         results = await asyncio.gather(*(self._ask(c, round_no) for c in chunks), return_exceptions=True)
         for result in results:
             if isinstance(result, (ConfigError, asyncio.CancelledError)):
@@ -223,14 +200,9 @@ class CandidateJudgeGrader(Grader):
                         cand.failures.append(f"grader error: {type(result).__name__}: {result}")
 
     async def _ask(self, members: list[_Candidate], round_no: int) -> None:
-        """Ask about ``members`` in one request, then re-ask the ones it did not grade in halved
-        groups: up to ``max_rounds`` requests, but a request that graded none of its candidates
-        (cut off at ``max_tokens``, too big for the judge, no sealed grade at all) is split down
-        to single candidates whatever ``max_rounds`` says. Such a failure may be one candidate's
-        doing (a text the judge quotes until it runs out of tokens); alone, each group-mate
-        gets a reply about itself, so its grade never depends on its neighbours."""
-        # the shuffle seed is drawn here, in request order; the neutralising and rendering of
-        # long candidates run off the event loop
+        """Ask about ``members`` in one request, then re-ask the ones it did not grade in halved groups up
+        to ``max_rounds``; a request that graded none is split down to single candidates (docs/groups.md)."""
+        # the shuffle seed is drawn here, in request order; rendering long candidates runs off the loop
         request_seed = self._rng.getrandbits(32) if self.shuffle else None
         order, ids, messages, params = await self.off_loop(
             sum(text_size(c.sample) for c in members), self._request, members, round_no, request_seed)
@@ -258,16 +230,14 @@ class CandidateJudgeGrader(Grader):
 
     async def _overlong(self, cand: _Candidate, error: JudgeError, messages: list[dict[str, Any]],
                         round_no: int) -> Grade | None:
-        """``Grader.overlong`` of a candidate asked about alone: the request rebuilt with its answer emptied."""
         blank = _Candidate(cand.index, without_completion(cand.sample), emptied(cand.data))
         return await self.overlong(cand.sample, error, messages, lambda: self._build([blank], round_no)[1],
                                    attempts=cand.attempts, usage=dict(cand.usage), extra=self._extra(cand, None, None))
 
     def _request(self, members: list[_Candidate], round_no: int, request_seed: int | None
                  ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:
-        """One request about ``members`` (recorded in each one's ``requests``): the candidates
-        in the order shown (shuffled with ``request_seed``, from the grader's stream; None:
-        not shuffled), their ids, the messages and the sampling parameters."""
+        """One request about ``members``, recorded in each one's ``requests``: the order shown (shuffled
+        with ``request_seed``; None: not shuffled), the ids, the messages and the sampling parameters."""
         # sorted first: random.Random(seed).shuffle(sorted(order)) == order
         order = sorted(members, key=lambda c: c.index)
         if request_seed is not None:
@@ -291,16 +261,18 @@ class CandidateJudgeGrader(Grader):
             "grader": self.grader_key, "round": round_no, "query": order[0].sample.metadata.get("query"),
             "context": order[0].sample.context_turns(), "candidates": shown})
         candidates = [{**s, "id": cid} for s, cid in zip(shown, ids)]
-        messages = self.build_messages(self.request_context(order[0].sample, candidates),
-                                       self._image_parts(order, ids))
+        images = [part for cand, cid in zip(order, ids) if self.include_images
+                  and isinstance(image := cand.data.get("image"), str) and image
+                  for part in ({"type": "text", "text": f"Image of candidate {cid}:"},
+                               {"type": "image_url", "image_url": {"url": image}})]
+        messages = self.build_messages(self.request_context(order[0].sample, candidates), images)
         if self._protocol_note is not None:
             messages = seal_messages(messages, self._protocol_note)
         return ids, messages
 
     @staticmethod
     def _charge(order: list[_Candidate], usage: Mapping[str, int], attempts: int, reply: str | None) -> None:
-        """Share one request's tokens exactly among its candidates (a reply that was not read
-        still cost them) and note its reply."""
+        """Share one request's tokens exactly among its candidates and note its reply."""
         n = len(order)
         for i, cand in enumerate(order):
             cand.attempts += attempts
@@ -342,14 +314,6 @@ class CandidateJudgeGrader(Grader):
                 self.scale.to_reward(verdict.grade), verdict.reasoning, extra, expectation)
         return failed
 
-    def _image_parts(self, order: list[_Candidate], ids: list[str]) -> list[dict[str, Any]]:
-        """With ``include_images``: for each shown candidate with an image, a text
-        part naming its id and the image part, in the order shown."""
-        return [part for cand, cid in zip(order, ids) if self.include_images
-                and isinstance(image := cand.data.get("image"), str) and image
-                for part in ({"type": "text", "text": f"Image of candidate {cid}:"},
-                             {"type": "image_url", "image_url": {"url": image}})]
-
     def _extra(self, cand: _Candidate, cid: str | None, grade: int | None) -> dict[str, Any]:
         extra: dict[str, Any] = {"scale": self.scale.name, "rounds": len(cand.requests),
                                  "requests": list(cand.requests), "failures": list(cand.failures)}
@@ -358,14 +322,6 @@ class CandidateJudgeGrader(Grader):
             extra.update(grade=grade, candidate_id=cid, position=last["order"].index(cand.index),
                          order=list(last["order"]), shuffle_seed=last["seed"])
         return extra
-
-    def _final_unscored(self, cand: _Candidate, started: float) -> Grade:
-        last = cand.failures[-1] if cand.failures else "no judge request was made"
-        rounds = len(cand.requests)
-        reason = f"not judged after {rounds} round(s): {last}" if rounds else last
-        return self.unscored(reason, attempts=cand.attempts, usage=dict(cand.usage),
-                             raw_reply=cand.last_reply, latency_s=time.perf_counter() - started,
-                             extra=self._extra(cand, None, None))
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "scale": self.scale.name, "scale_bounds": [self.scale.min, self.scale.max],
