@@ -24,22 +24,14 @@ _ID_REST = "abcdefghjkmnpqrstuvwxyz23456789"   # no 0/o, 1/l/i look-alikes
 ID_LENGTH = 14
 
 
-def _spell(value: int) -> str:
-    """A 64-bit ``value`` as an id (injective: 23 * 31**13 > 2**64)."""
+def _spell(value: int) -> str:   # injective: 23 * 31**13 > 2**64
     rest = value // len(_ID_FIRST)
     return _ID_FIRST[value % len(_ID_FIRST)] + "".join(
         _ID_REST[rest // len(_ID_REST) ** k % len(_ID_REST)] for k in range(ID_LENGTH - 1))
 
 
 def new_candidate_ids(n: int, *, sealer: Sealer, request: Any) -> list[str]:
-    """``n`` distinct opaque ids for one request, 64 bits each: a keyed hash of ``request``
-    (what it shows, the ids aside) and each position, so the same request gets the same ids
-    (a cache hit, a replay) and no completion can name one.
-
-    >>> s = Sealer(b"k" * 32)
-    >>> new_candidate_ids(2, sealer=s, request="x") == new_candidate_ids(2, sealer=s, request="x")
-    True
-    """
+    """``n`` distinct 64-bit ids keyed on what ``request`` shows: the same request, the same ids."""
     base = sealer.value([{"candidate-ids": request}])
     out: list[str] = []
     salt = 0
@@ -54,8 +46,7 @@ def new_candidate_ids(n: int, *, sealer: Sealer, request: Any) -> list[str]:
 
 @dataclass(frozen=True)
 class CandidateVerdict:
-    """One judged candidate: its id, integer grade and reasoning (None if absent); its
-    ``Verdict``'s ``value_at`` is where in the reply the judge wrote the grade."""
+    """One judged candidate: its id, integer grade and reasoning (None if absent)."""
 
     id: str
     grade: int
@@ -64,8 +55,7 @@ class CandidateVerdict:
 
 @dataclass
 class CandidateReading:
-    """Per sent id a ``Verdict`` of a ``CandidateVerdict`` or a ``NoVerdict``;
-    ``unbound``: grade elements bound to no sent id."""
+    """Per sent id a ``Verdict`` of a ``CandidateVerdict`` or a ``NoVerdict``; ``unbound``: grades of no sent id."""
 
     decisions: dict[str, Decision] = field(default_factory=dict)
     unbound: int = 0
@@ -97,8 +87,7 @@ def _attr_id(attrs: str) -> str | None:
 
 
 def _grade(text: str, scale: Scale) -> "int | str":
-    """The grade ``text`` (a grade element's content, ``unwrap``-ped) holds, or why it holds none
-    (``3/4``: a grade written over its scale's top is that grade)."""
+    """The grade ``text`` holds (``3/4``: a grade over its scale's top is that grade), or why none."""
     over = _OVER_TOP.fullmatch(text)
     if over is not None and int(over.group(2)) == scale.max:
         text = over.group(1)
@@ -115,10 +104,8 @@ _Grades = dict[str, list[tuple[Decision, "list | None"]]]
 
 
 def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[str, list], int]":
-    """One pass: the grade elements of the wanted ids, the last block of each id with a
-    reasoning, and the count of unbound grade elements. A block is ``[id, start, end]`` of its
-    reasoning, its first ``<reasoning>`` to its last ``</reasoning>`` (-1: none yet), kept
-    up to date: a reasoning written after a grade is still that grade's."""
+    """One pass: the wanted ids' grade elements, each id's last block with a reasoning (``[id, start,
+    end]`` of the reasoning, -1: none yet) and the count of unbound grade elements."""
     grades: _Grades = {}
     reasoned: dict[str, list] = {}
     unbound, block = 0, None
@@ -165,19 +152,7 @@ def _decide(cid: str, found: list, reasoned: "list | None", text: str) -> Decisi
 
 
 def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | str) -> CandidateReading:
-    """Read a judge reply for the candidates ``ids`` on ``scale``. Per sent id
-    the last ``<grade id="ID">N</grade>`` decides (``N``: an integer on the
-    scale; earlier disagreeing grades are ``others``); an id without one gets a
-    ``NoVerdict``; a grade without a sent id is only counted (``unbound``). The
-    reasoning comes, best effort, from the block opened with the id. A leading, closed
-    ``<think>`` draft followed by an id is blanked first (``blank_drafts``); one linear ``finditer`` pass.
-
-    >>> from rewardjudge.scales import Scale
-    >>> r = read_candidate_reply('<candidate id="a1"><grade id="a1">3</grade></candidate>'
-    ...                          '<grade>4</grade>', ["a1", "b2"], Scale.GRADED)
-    >>> r.decisions["a1"].value.grade, r.failures["b2"], r.unbound
-    (3, 'no <grade id="b2"> in the reply', 1)
-    """
+    """Per sent id, the last ``<grade id="ID">N</grade>`` on ``scale`` decides (docs/sealed-verdicts.md)."""
     scale = Scale.get(scale)
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():
@@ -188,32 +163,15 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
                              for cid in sent}, unbound)
 
 
-#: the most characters of reasoning the grammar lets the judge write per candidate
-CANDIDATE_REASONING_CHARS = 200
-
-_SAFE_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
-
-
 def candidate_grammar(ids: Sequence[str], scale: Scale, *, max_tokens_per_candidate: int | None = None) -> str:
-    """The GBNF grammar of a reply judging ``ids`` (in this order) on ``scale``: each block's
-    reasoning 16 to 200 characters (the first one not a space), at most what fits in
-    ``max_tokens_per_candidate`` at about 3 characters a token.
-
-    >>> print(candidate_grammar(["a2b3c4"], Scale.BINARY, max_tokens_per_candidate=83))
-    root ::= c0
-    c0 ::= "<candidate id=\\"a2b3c4\\">\\n<reasoning>" reason "</reasoning>\\n<grade id=\\"a2b3c4\\">" grade "</grade>\\n</candidate>\\n"
-    reason ::= [^<>\\x00-\\x20] [^<>\\x00-\\x1f]{15,80}
-    grade ::= "0" | "1"
-    """
-    if not ids:
-        raise ConfigError("a candidate grammar needs at least one id")
-    for cid in ids:
-        if not isinstance(cid, str) or not _SAFE_ID.match(cid):
-            raise ConfigError(f"candidate id {cid!r} is not a plain token (letters, digits, _ or -)")
+    """The GBNF grammar of a reply judging ``ids`` in this order, 16 to 200 characters of reasoning each."""
+    bad = [cid for cid in ids if not (isinstance(cid, str) and re.fullmatch(r"[A-Za-z0-9_-]+", cid))]
+    if bad or not ids:
+        raise ConfigError(f"a candidate grammar needs plain-token ids (letters, digits, _ or -), got {list(ids)!r}")
     lines = ["root ::= " + " ".join(f"c{k}" for k in range(len(ids)))]
     lines += [f"c{k} ::= " + literal(f'<candidate id="{cid}">\n<reasoning>') + " reason "
               + literal(f'</reasoning>\n<grade id="{cid}">') + " grade " + literal("</grade>\n</candidate>\n")
               for k, cid in enumerate(ids)]
-    lines.append(reasoning_rule(CANDIDATE_REASONING_CHARS, max_tokens_per_candidate, "<>"))
+    lines.append(reasoning_rule(200, max_tokens_per_candidate, "<>"))
     lines.append("grade ::= " + " | ".join(literal(str(g)) for g in scale.grades))
     return "\n".join(lines)

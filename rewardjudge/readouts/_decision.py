@@ -1,6 +1,4 @@
-"""What a readout decides about one judge reply: a verdict, or why there is
-none. Of several verdicts the last decides; the values of the others that
-disagree with it are its ``others`` (graders record them in ``Grade.extra``)."""
+"""What a readout decides about one judge reply: a verdict, or why there is none (docs/sealed-verdicts.md)."""
 
 from __future__ import annotations
 
@@ -17,9 +15,8 @@ __all__ = ["Decision", "NoVerdict", "Verdict", "disagreeing", "last_decides", "m
 
 @dataclass(frozen=True)
 class Verdict(Generic[V]):
-    """A verdict the judge wrote: ``value`` (a label, a number, an output model), where it
-    stands in the reply, earlier disagreeing values, and ``value_at``: where the value itself
-    begins (-1: not recorded; a sealed line's after its ``VERDICT <seal>:``)."""
+    """A verdict the judge wrote: its value, where it and (``value_at``, -1: unknown) its value stand in
+    the reply, and the earlier values that disagree with it."""
 
     value: V
     start: int = 0
@@ -31,8 +28,7 @@ class Verdict(Generic[V]):
 
 @dataclass(frozen=True)
 class NoVerdict:
-    """No verdict: ``reason`` says why (the unscored grade's error); ``kind``, counted in judge
-    health: ``"no sealed verdict"``, ``"cut off"``, ``"invalid"``, ``"no verdict"``."""
+    """No verdict, and why; ``kind`` (judge health): no sealed verdict, cut off, invalid, no verdict."""
 
     reason: str
     kind: str = "no verdict"
@@ -43,9 +39,7 @@ Decision = Union[Verdict, NoVerdict]
 
 
 def last_decides(found: "Sequence[Decision]", same: "Callable[[Any, Any], bool] | None" = None) -> Decision:
-    """The decision of a reply's readings ``found`` (in reply order, at least one): the last
-    one, a ``NoVerdict`` as it is, a verdict with the values of the earlier verdicts that
-    disagree with it (``same``, default ``==``) as its ``others``."""
+    """The last of ``found`` (reply order), a verdict with the earlier values unlike it (``same``) as ``others``."""
     last = found[-1]
     if isinstance(last, NoVerdict) or len(found) == 1:
         return last
@@ -53,17 +47,13 @@ def last_decides(found: "Sequence[Decision]", same: "Callable[[Any, Any], bool] 
                                             last.value, same))
 
 
-def disagreeing(values: "Iterable[Any]", last: Any, same: "Callable[[Any, Any], bool] | None" = None
-                ) -> "tuple[Any, ...]":
-    """The earlier ``values`` that disagree with the ``last`` one (``same``, default ``==``): its ``others``."""
-    agree = same or operator.eq
-    return tuple(v for v in values if not agree(v, last))
+def disagreeing(values: "Iterable[Any]", last: Any, same: "Callable[[Any, Any], bool] | None" = None) -> tuple:
+    return tuple(v for v in values if not (same or operator.eq)(v, last))
 
 
 def made_verdicts(decision: Decision, text: str, make: "Callable[[Any, str], tuple[Any, float]]") -> Decision:
-    """``decision`` with its values made into ``(verdict, value)`` where they are not yet (a bare
-    label, a declared form's number or label) by ``make(value, the reply before the verdict,
-    stripped)``; ValueError makes it a ``NoVerdict``; any other decision as it is."""
+    """``decision`` with each value not yet a ``(verdict, value)`` made one by ``make(value, the reply
+    before the verdict)``; a ValueError makes it a ``NoVerdict``."""
     values = (decision.value, *decision.others) if isinstance(decision, Verdict) else ()
     if all(isinstance(v, tuple) for v in values):
         return decision   # no verdict, or every value a checked JSON verdict: nothing to make

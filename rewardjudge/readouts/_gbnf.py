@@ -1,5 +1,4 @@
-"""GBNF grammars (llama.cpp's) holding a judge whose server takes one (``accepts_grammar``) to
-a sealed reply: bounded reasoning, then the sealed verdict; the reply is still read as any other."""
+"""GBNF grammars holding a judge whose server takes one (``accepts_grammar``) to a sealed reply."""
 
 from __future__ import annotations
 
@@ -12,25 +11,18 @@ NUMBER = '("-"? [0-9]{1,6} ("." [0-9]{1,3})?)'
 
 
 def literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
     out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{out}"'
 
 
 def reasoning_rule(max_chars: int, max_tokens: int | None, banned: str = "") -> str:
-    """The rule ``reason``: one line of 16 to ``max_chars`` characters (the first not a space, none
-    of ``banned``), at most what fits in ``max_tokens`` at about 3 characters a token."""
+    """The rule ``reason``: one line of 16 to ``max_chars`` characters, at most ``max_tokens`` (~3 characters each)."""
     if max_tokens is not None:
         max_chars = max(min(max_chars, 3 * (max_tokens - SEALED_TOKENS)), REASONING_MIN_CHARS)
     return rf"reason ::= [^{banned}\x00-\x20] [^{banned}\x00-\x1f]{{{REASONING_MIN_CHARS - 1},{max_chars - 1}}}"
 
 
 def verdict_line_grammar(seal: str, verdict: str, max_chars: int, max_tokens: int | None) -> str:
-    """A reply of bounded reasoning, then the line ``VERDICT <seal>: `` ending in ``verdict`` (GBNF).
-
-    >>> print(verdict_line_grammar("0123abcd", '"PASS" | "FAIL"', 300, 83))
-    root ::= reason "\\nVERDICT 0123abcd: " ("PASS" | "FAIL")
-    reason ::= [^\\x00-\\x20] [^\\x00-\\x1f]{15,80}
-    """
+    """A reply of bounded reasoning, then the line ``VERDICT <seal>: `` ending in ``verdict``."""
     return f"root ::= reason {literal(chr(10) + f'VERDICT {seal}: ')} ({verdict})\n" \
         + reasoning_rule(max_chars, max_tokens)
