@@ -1,8 +1,5 @@
-"""The expected-value step of every family: a judge's next-token probabilities over a few
-choices, renormalised and weighed into an expected value (``read_distribution``, which the
-probability grader reads its grades with); after a generated verdict, the probability of every
-score token where the judge wrote its score, and the verdict's value averaged over them (an
-``Expectation`` that ``Grader.scored`` folds into the Grade)."""
+"""The expected-value step of every family (``read_distribution``; after a generated verdict,
+``expected_after``); see docs/probability.md."""
 
 from __future__ import annotations
 
@@ -25,9 +22,7 @@ __all__ = ["DistributionSummary", "confidence", "expected_after", "expected_verd
 
 @dataclass(frozen=True)
 class DistributionSummary:
-    """A distribution renormalised over the valid choices (``probabilities`` sum to 1),
-    its expected value and most likely choice; ``valid_mass`` / ``outside_mass``: raw
-    mass on and off them."""
+    """A distribution renormalised over the valid choices, its expected value and most likely choice."""
 
     probabilities: dict[Any, float]
     expected: float
@@ -38,18 +33,12 @@ class DistributionSummary:
     ok = True
 
     def as_extra(self) -> dict[str, Any]:
-        return {"expected_grade": self.expected,
-                "most_likely_grade": self.most_likely, "confidence": self.confidence,
+        return {"expected_grade": self.expected, "most_likely_grade": self.most_likely, "confidence": self.confidence,
                 "valid_mass": self.valid_mass, "outside_mass": self.outside_mass}
 
 
 def confidence(probs: Sequence[float]) -> float:
-    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one
-    (unlike the top probability, independent of the scale's size).
-
-    >>> confidence([1.0, 0.0]), confidence([0.5, 0.5])
-    (1.0, 0.0)
-    """
+    """``1 - H(p)/ln(n)``: 1 for a certain distribution, 0 for a uniform one."""
     n = len(probs)
     if n < 2:
         return 1.0
@@ -59,16 +48,8 @@ def confidence(probs: Sequence[float]) -> float:
 
 def read_distribution(dist: TokenDistribution, values: Mapping[Any, float], floor: float, *,
                       option: str = "floor", shown: str | None = None) -> "DistributionSummary | NoVerdict":
-    """The one expected-value step: ``dist`` (whose choices are ``str(choice)``) renormalised
-    over the choices of ``values``, each worth ``values[choice]`` (a grade itself, a named
-    token's reward, a verdict's value), or why there is none: nothing, or less than ``floor``
-    (the option ``option``), fell on ``shown`` (default: the choices, named).
-
-    >>> d = TokenDistribution({"0": 0.1, "1": 0.3, "2": 0.4})
-    >>> s = read_distribution(d, {0: 0, 1: 1, 2: 2}, 0.5)
-    >>> round(s.expected, 3), s.most_likely, round(s.outside_mass, 2)
-    (1.375, 2, 0.2)
-    """
+    """``dist`` renormalised over the choices of ``values`` (each worth its value) and weighed, or
+    a ``NoVerdict`` when less than ``floor`` (the option ``option``) fell on ``shown``."""
     if dist.valid_mass <= 0.0 or dist.valid_mass < floor:
         shown = shown or f"the tokens {', '.join(map(repr, values))}"
         return NoVerdict(f"only {dist.valid_mass:.1%} of the judge's probability fell on {shown} "
@@ -86,13 +67,9 @@ def read_distribution(dist: TokenDistribution, values: Mapping[Any, float], floo
 async def expected_after(grader: Any, messages: Sequence[Message], prefix: str, values: Mapping[Any, float],
                          shown: str, params: GenerationParams | None = None, scale: Scale | None = None
                          ) -> Expectation:
-    """The expected-value step of a generated verdict: the probability of each choice of
-    ``values`` right after ``prefix`` (the reply cut right before its score, sent as an assistant
-    prefix, its control tokens defanged: its copies of policy text may decode into turns the server
-    would read), weighed by ``read_distribution``; with ``scale``, the reward of the expected
-    grade and its summary in ``extra``. None, with ``distribution_error``, when the model cannot
-    read after a prefix, the read failed or too little fell on ``shown``: the sampled value stays.
-    Usage errors but ``GradeDistributionUnsupported`` are raised."""
+    """``read_distribution`` of the choices of ``values`` right after ``prefix`` (the reply cut before its
+    score, control tokens defanged); with ``scale``, the expected grade's reward. No value, saying why,
+    when it cannot be read: the sampled value stays. Usage errors are raised."""
     if not getattr(grader.model, "continues_prefix", False):
         return _unreadable(grader, f"{getattr(grader.model, 'name', type(grader.model).__name__)!r} "
                                    f"cannot read probabilities after a reply prefix (continues_prefix is False)")
@@ -122,8 +99,7 @@ async def expected_after(grader: Any, messages: Sequence[Message], prefix: str, 
 
 
 async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str, found: Any) -> Expectation:
-    """The expected value of the sealed verdict ``found``: its value with each score in turn,
-    weighed by the score's probability where the judge wrote its score (``expected_after``)."""
+    """The sealed verdict ``found``'s value with each score in turn, weighed by ``expected_after``."""
     at = value_offset(reply, found)
     if at is None:
         return _no_value("the score could not be located in the judge's sealed verdict")
@@ -133,15 +109,12 @@ async def expected_verdict(grader: Any, messages: Sequence[Message], reply: str,
     return await expected_after(grader, messages, reply[:at], values, "valid scores")
 
 
-def _unreadable(grader: Any, reason: str) -> Expectation:
-    """The sampled grade stays, saying why (warned once per grader)."""
+def _unreadable(grader: Any, reason: str) -> Expectation:   # warned once per grader
     if not grader.__dict__.get("_warned_no_distribution"):
         grader._warned_no_distribution = True
-        log.warning("grader %s: expected_value is on but %s; sampled grades are used",
-                    grader.grader_key, reason)
+        log.warning("grader %s: expected_value is on but %s; sampled grades are used", grader.grader_key, reason)
     return _no_value(reason)
 
 
 def _no_value(reason: str, **cost: Any) -> Expectation:
-    """No expected value, saying why; the sampled one stays."""
     return Expectation(None, {"expected_value": None, "distribution_error": reason}, **cost)
