@@ -1,6 +1,4 @@
-"""Graders: turn a sample into a Grade. Each family's keyword options are the fields
-of its options model (``TemplatedOptions``, ``CandidateOptions``, ``ProbabilityOptions``;
-``GraderOptions`` for every grader)."""
+"""Graders: turn a sample into a Grade; each family's options are its options model's fields (docs/pipeline.md)."""
 
 from ._base import Grader
 from ._candidate_judge import CandidateJudgeGrader

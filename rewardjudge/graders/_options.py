@@ -1,8 +1,5 @@
-"""Grader options: one pydantic model per family, the one place each option is
-named, defaulted and checked. A constructor takes the seed's arguments and
-``**options``, the fields of its family's model; a bad value is a ConfigError
-naming the option and the value given (or a check's own message), raised at
-construction. Each grader keeps its validated options as ``options``."""
+"""Grader options: one pydantic model per family, the one place each option is named, defaulted
+and checked; a bad value is a ConfigError at construction (docs/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -26,10 +23,8 @@ __all__ = ["CandidateOptions", "GraderOptions", "JudgeBinding", "JudgeOptions", 
 
 #: what the seal field adds to a schema-constrained verdict, in tokens (at worst one per hex digit)
 SEAL_TOKENS = 48
-
 #: default floor of valid-score probability for the expected-value option
 EXPECTED_VALUE_FLOOR = 0.5
-
 #: the reply prefix of ``answer_prefix="auto"``; with the space, the digit is the next token
 AUTO_PREFIX = "Grade: "
 
@@ -37,8 +32,8 @@ AUTO_PREFIX = "Grade: "
 def _mapping(value: Any) -> dict[str, Any]:
     if value is not None and not isinstance(value, Mapping):
         raise ConfigError(f"template_variables must be a mapping, got {type(value).__name__}")
-    taken = sorted(set(value or ()) & set(THREAD_VARIABLES))
-    if taken:   # a constant in the completion's place would be graded instead of every sample
+    # a constant in the completion's place would be graded instead of every sample
+    if taken := sorted(set(value or ()) & set(THREAD_VARIABLES)):
         raise ConfigError(f"template_variables {', '.join(map(repr, taken))}: the sample fills "
                           f"{'these names' if len(taken) > 1 else 'this name'} (the thread vocabulary); name "
                           f"the constant otherwise")
@@ -50,8 +45,7 @@ ScaleOption = Annotated[Any, BeforeValidator(Scale.get)]
 
 
 class GraderOptions(Options):
-    """What every grader takes: its key, penalty mode and penalties, guards
-    (None: the grader class's own default)."""
+    """What every grader takes: its key, penalty mode and penalties, guards (None: the class's default)."""
 
     grader_key: str = Field(min_length=1, description="must be a non-empty str")
     mode: Optional[Literal["train", "eval"]] = Field(None, description="must be 'train', 'eval' or None")
@@ -62,8 +56,7 @@ class GraderOptions(Options):
 
 
 class JudgeBinding(Options):
-    """What every judge-asking family takes: the judge, and the model a
-    completion is parsed into before any judge call."""
+    """What every judge-asking family takes: the judge, and the model a completion is parsed into."""
 
     model: InferenceModel = Field(description="must be an InferenceModel: the judge of `async with spawn_judge() as "
                                               "judge`, OpenAIModel(URL, NAME) or TorchModel")
@@ -104,9 +97,7 @@ class JudgeOptions(Sampling):
 
 
 class TemplatedOptions(JudgeOptions, SealOptions, JudgeBinding, GraderOptions):
-    """The templated judge's options: ``max_tokens="fit"`` becomes the fitted budget, a
-    ``verdict_form`` (with ``label_values`` or ``score_bounds``) turns ``structured``
-    off and is checked into ``form``; ``expected_value`` weighs a one-token score."""
+    """The templated judge's options; a ``verdict_form`` turns ``structured`` off and is checked into ``form``."""
 
     output_model: Any = None
     max_tokens: Optional[Literal["fit"] | Annotated[StrictInt, Field(ge=1)]] = Field(
@@ -160,7 +151,7 @@ class TemplatedOptions(JudgeOptions, SealOptions, JudgeBinding, GraderOptions):
 
 
 def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[VerdictForm | None, dict[str, float]]":
-    """The declared verdict form, checked: ``{label}`` needs ``label_values``, ``{score}`` none."""
+    """The declared verdict form, checked (by ``VerdictForm``; ``{label}`` needs ``label_values``)."""
     if pattern is None:
         if label_values is not None or bounds is not None:
             raise ConfigError("label_values and score_bounds go with a verdict_form")
@@ -169,21 +160,16 @@ def _declared_form(pattern: Any, label_values: Any, bounds: Any) -> "tuple[Verdi
     for label, v in values.items():
         if not isinstance(label, str) or not finite_number(v):
             raise ConfigError(f"label_values must map each label to a finite number, got {label!r}: {v!r}")
-    if not isinstance(pattern, str):
-        raise ConfigError(f"verdict_form must be a pattern string, got {pattern!r}")
-    if "{label}" in pattern and not values:
+    if isinstance(pattern, str) and "{label}" in pattern and not values:
         raise ConfigError(f"verdict_form {pattern!r} holds {{label}}: give label_values, the reward of "
                           f"each label (e.g. {{'A>>B': 1.0, 'A>B': 0.75, 'A=B': 0.5, ...}})")
-    if "{score}" in pattern and values:
-        raise ConfigError(f"verdict_form {pattern!r} reads a number: label_values do not apply")
     form = VerdictForm(pattern, labels=tuple(values) if values else None,
                           bounds=tuple(bounds) if bounds is not None else None)
     return form, {k: float(v) for k, v in values.items()}
 
 
 class CandidateOptions(Sampling, SealOptions, JudgeBinding, GraderOptions):
-    """The candidate (group) judge's options, checked together: its own ``template`` and
-    ``system_template`` (None: the shipped ones), tags candidate text may not write."""
+    """The candidate (group) judge's options (templates None: the shipped ones)."""
 
     template: Any = None
     system_template: Any = None
@@ -224,8 +210,7 @@ class CandidateOptions(Sampling, SealOptions, JudgeBinding, GraderOptions):
 
 
 class ProbabilityOptions(PromptOptions, JudgeBinding, GraderOptions):
-    """The probability judge's options, checked together (``"auto"`` prefix: ``AUTO_PREFIX``;
-    ``question_template``: a typed question; ``tokens``: named answer tokens and their rewards)."""
+    """The probability judge's options (``"auto"`` prefix: ``AUTO_PREFIX``)."""
 
     system_template: Any = None
     user_template: Any = None
@@ -257,8 +242,15 @@ class ProbabilityOptions(PromptOptions, JudgeBinding, GraderOptions):
         if self.title_field is not None and (self.completion_model is None
                                              or self.title_field not in self.completion_model.model_fields):
             raise ConfigError(f"title_field={self.title_field!r} must name a field of completion_model")
+        if self.tokens is not None and self.typed:
+            raise ConfigError("tokens= names the judge's answer tokens; a typed-question provider answers "
+                              "per criterion of the scale instead")
         if self.tokens is not None:
-            _check_tokens(self.tokens, self.typed)
+            if len(self.tokens) < 2:
+                raise ConfigError(f"tokens must name at least two answer tokens, got {self.tokens!r}")
+            check_choices(list(self.tokens))   # the choices a distribution is read over: bare, non-empty
+            if bad := [(t, r) for t, r in self.tokens.items() if not finite_number(r)]:
+                raise ConfigError(f"the reward of token {bad[0][0]!r} must be a finite number, got {bad[0][1]!r}")
         if self.answer_prefix == "auto":
             self.answer_prefix = AUTO_PREFIX
         if not self.typed and (self.answer_prefix is None or not model.continues_prefix):
@@ -271,15 +263,3 @@ class ProbabilityOptions(PromptOptions, JudgeBinding, GraderOptions):
                    if not model.continues_prefix else "answer_prefix=None turns it off"))
         return self
 
-
-def _check_tokens(tokens: "dict[str, float]", typed: bool) -> None:
-    """Named answer tokens (``{"m": 1.0, "M": 0.0}``): at least two, each a bare token with a finite reward."""
-    if typed:
-        raise ConfigError("tokens= names the judge's answer tokens; a typed-question provider answers "
-                          "per criterion of the scale instead")
-    if len(tokens) < 2:
-        raise ConfigError(f"tokens must name at least two answer tokens, got {tokens!r}")
-    check_choices(list(tokens))   # the choices a distribution is read over: bare, non-empty tokens
-    for token, reward in tokens.items():
-        if not finite_number(reward):
-            raise ConfigError(f"the reward of token {token!r} must be a finite number, got {reward!r}")

@@ -1,9 +1,4 @@
-"""The prompt step every grader shares: templates and context in, chat messages out.
-
->>> p = JudgePrompt("Grade answers.", "Q: {{q}}\\nA: {{a}}")
->>> p.messages({"q": "2+2?", "a": "4"})
-[{'role': 'system', 'content': 'Grade answers.'}, {'role': 'user', 'content': 'Q: 2+2?\\nA: 4'}]
-"""
+"""The prompt step every grader shares: templates and context in, chat messages out (docs/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -18,11 +13,8 @@ __all__ = ["JudgePrompt"]
 
 
 class JudgePrompt:
-    """System and user templates (Handlebars or sandboxed Jinja2), an optional reply prefix;
-    renders chat messages. ``system`` may be empty or None (no system message; neither for
-    one that renders blank); ``user`` a source or a ``PromptTemplate`` compiled already (a
-    scorer's); ``strip`` trims the rendered texts; ``prefix``: an assistant turn the judge's
-    reply continues (``"Grade: "``)."""
+    """System and user templates (``user`` a source or a compiled ``PromptTemplate``); ``prefix``: an
+    assistant turn the judge's reply continues; ``strip`` trims the rendered texts."""
 
     __slots__ = ("system", "user", "prefix", "strip", "tags")
 
@@ -32,8 +24,7 @@ class JudgePrompt:
         self.system = PromptTemplate(system or "", engine, name=names[0], strict=strict)
         self.user = (user if isinstance(user, PromptTemplate)
                      else PromptTemplate(user, engine, name=names[1], strict=strict))
-        self.prefix = prefix
-        self.strip = strip
+        self.prefix, self.strip = prefix, strip
         #: the tag names the templates write (``<response>`` -> ``response``)
         self.tags: tuple[str, ...] = tuple(template_tag_names(self.system.source, self.user.source))
 
@@ -42,13 +33,11 @@ class JudgePrompt:
         return self.user.engine
 
     @property
-    def variables(self) -> list[str]:
-        """The top-level names the templates read, in first-use order."""
+    def variables(self) -> list[str]:   # the top-level names the templates read, in first-use order
         return list(dict.fromkeys(p.split(".", 1)[0] for t in (self.system, self.user) for p in t.variables))
 
     def check(self, names: Iterable[str] | None) -> None:
-        """Raise ``TemplateVariableError`` when a strict template reads a name
-        outside ``names`` (None: not known before a real sample; no check)."""
+        """Raise ``TemplateVariableError`` when a strict template reads a name outside ``names`` (None: no check)."""
         if names is None:
             return
         known = set(names)
@@ -58,21 +47,15 @@ class JudgePrompt:
                 raise TemplateVariableError(missing, sorted(known))
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> tuple[str, str]:
-        """The system and user texts for ``context`` (converted to plain data once)."""
-        plain = to_plain_context(context)
-        system = self.system.render(plain, strict=strict)
-        user = self.user.render(plain, strict=strict)
-        if self.strip:
-            system, user = system.strip(), user.strip()
-        return system, user
+        plain = to_plain_context(context)   # converted once for both
+        system, user = self.system.render(plain, strict=strict), self.user.render(plain, strict=strict)
+        return (system.strip(), user.strip()) if self.strip else (system, user)
 
     def messages(self, context: Mapping[str, Any],
                  image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        """The chat messages for ``context``: the system message (if it has text), the user
-        message (``image_parts`` after the text), the reply prefix (if any)."""
+        """The system message (if it has text), the user message (``image_parts`` after the text), the prefix."""
         system, user = self.render(context)
-        messages: list[dict[str, Any]] = ([{"role": "system", "content": system}]
-                                          if system and not system.isspace() else [])
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system.strip() else []
         messages.append({"role": "user", "content": [{"type": "text", "text": user}, *map(dict, image_parts)]
                          if image_parts else user})
         if self.prefix is not None:
@@ -80,5 +63,4 @@ class JudgePrompt:
         return messages
 
     def sources(self) -> dict[str, str]:
-        """The template sources (for a grader's ``config``)."""
         return {"system_template": self.system.source, "user_template": self.user.source}

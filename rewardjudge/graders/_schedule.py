@@ -1,6 +1,4 @@
-"""Scheduling by prompt group, the same for every door that hands samples to a grader:
-``prompt_key`` says which prompt a sample answers, ``groups`` gathers each prompt's samples,
-``balanced_chunks`` splits a group too large into near-equal pieces, ``prompt_units`` does both."""
+"""Scheduling by prompt group, the same for every door that hands samples to a grader (docs/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -15,14 +13,7 @@ T = TypeVar("T")
 
 
 def prompt_key(thread: StringThread) -> str:
-    """The prompt ``thread`` answers: its turns before the completion and its
-    ``metadata["query"]`` (a structured query), as canonical text.
-
-    >>> a = StringThread([("user", "2+2?"), ("assistant", "4")])
-    >>> b = StringThread([("user", "2+2?"), ("assistant", "5")])
-    >>> prompt_key(a) == prompt_key(b)
-    True
-    """
+    """The prompt ``thread`` answers, its turns before the completion and ``metadata["query"]``, as text."""
     return json.dumps([thread.context_turns(), thread.metadata.get("query")], sort_keys=True,
                       default=str, ensure_ascii=False)
 
@@ -36,11 +27,7 @@ def groups(items: Sequence[T], key: Callable[[T], Hashable]) -> list[list[T]]:
 
 
 def balanced_chunks(items: Sequence[T], size: int) -> list[list[T]]:
-    """``items`` in ceil(n/size) consecutive pieces whose sizes differ by at most one.
-
-    >>> balanced_chunks(list(range(9)), 8)
-    [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
-    """
+    """``items`` in ceil(n/size) consecutive pieces whose sizes differ by at most one."""
     items = list(items)
     n_chunks = -(-len(items) // max(1, size))
     base, extra = divmod(len(items), max(1, n_chunks))
@@ -49,7 +36,6 @@ def balanced_chunks(items: Sequence[T], size: int) -> list[list[T]]:
 
 
 def prompt_units(items: Sequence[T], thread_of: Callable[[T], StringThread], max_group: int | None) -> list[list[T]]:
-    """``items`` gathered by the prompt their thread answers, each group in balanced pieces of at
-    most ``max_group`` (None: whole), in the order of each group's first item."""
+    """``items`` by the prompt their thread answers, in balanced pieces of at most ``max_group`` (None: whole)."""
     return [unit for group in groups(items, lambda item: prompt_key(thread_of(item)))
             for unit in balanced_chunks(group, max_group or len(group))]
