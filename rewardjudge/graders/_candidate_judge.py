@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
 import re
@@ -13,7 +12,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError
 from ..grade import Grade
 from ..models._base import GenerationParams, InferenceModel
 from ..templates._plain import _lookup, to_plain
@@ -79,6 +78,9 @@ class CandidateJudgeGrader(Grader):
                       else opts.system_template)
         self.prompt = JudgePrompt(system_src, user_src, engine=opts.engine, strict=opts.strict_templates,
                                   strip=True, names=("system_template", "template"))
+        #: the paths into ``metadata`` the templates read (``metadata``, ``metadata.reference``...)
+        self._metadata_reads = sorted({p for t in (self.prompt.system, self.prompt.user) for p in t.variables
+                                       if p == "metadata" or p.startswith("metadata.")})
         # a template that does not describe the sealed grade form gets it said last
         self._protocol_note = None if "<grade id=" in system_src + user_src else _PROTOCOL_NOTE
         # candidate text may not open or close the templates' own delimiters either
@@ -103,15 +105,12 @@ class CandidateJudgeGrader(Grader):
     def _candidate_of(self, sample: StringThread, fields: dict[str, Any] | None) -> dict[str, Any]:
         if fields is None:
             return {"title": sample.completion(), "fields": {}}
-        fields = dict(fields)
-        out: dict[str, Any] = {"title": "", "fields": fields}
-        if self.title_field is not None:
-            title = fields.pop(self.title_field, None)
-            out["title"] = "" if title is None else title if isinstance(title, str) else json.dumps(title)
-        if self.image_field is not None:
-            image = fields.pop(self.image_field, None)
-            if image and self.include_images:
-                out["image"] = image if isinstance(image, str) else json.dumps(image)
+        fields = dict(fields)   # a field named None never exists: pop(None) is None
+        title, image = fields.pop(self.title_field, None), fields.pop(self.image_field, None)
+        title = "" if title is None else title if isinstance(title, str) else json.dumps(title)
+        out: dict[str, Any] = {"title": title, "fields": fields}
+        if image and self.include_images:
+            out["image"] = image if isinstance(image, str) else json.dumps(image)
         return out
 
     def shown_request(self, sample: StringThread, fields: dict[str, Any]) -> "list[dict[str, Any]] | None":
@@ -179,19 +178,12 @@ class CandidateJudgeGrader(Grader):
             grades[cand.index] = cand.grade
         return grades  # type: ignore[return-value]
 
-    @functools.cached_property
-    def _metadata_reads(self) -> list[str]:
-        """The paths into ``metadata`` the templates read (``metadata``, ``metadata.reference``...)."""
-        paths = (p for t in (self.prompt.system, self.prompt.user) for p in getattr(t, "variables", ()))
-        return sorted({p for p in paths if p == "metadata" or p.startswith("metadata.")})
-
     async def _ask_all(self, chunks: list[list[_Candidate]], round_no: int) -> None:
         """``_ask`` about each chunk concurrently; then the first usage error is raised, and any other
         exception fails only its own chunk's candidates."""
         results = await asyncio.gather(*(self._ask(c, round_no) for c in chunks), return_exceptions=True)
-        for result in results:
-            if isinstance(result, (ConfigError, asyncio.CancelledError)):
-                raise result
+        if usage := [r for r in results if isinstance(r, (ConfigError, asyncio.CancelledError))]:
+            raise usage[0]
         for chunk, result in zip(chunks, results):
             if isinstance(result, BaseException):
                 log.warning("grader %s raised %r; its candidates are unscored", self.grader_key, result)
@@ -221,18 +213,16 @@ class CandidateJudgeGrader(Grader):
             # refused as it is (too large, say): smaller requests may pass; else the judge is down
             if answer.error is not None and not (answer.error.refused and len(order) > 1):
                 if len(order) == 1:   # alone and refused as longer than the judge's context: its own doing
-                    order[0].grade = await self._overlong(order[0], answer.error, messages, round_no)
+                    cand = order[0]
+                    blank = _Candidate(cand.index, without_completion(cand.sample), emptied(cand.data))
+                    cand.grade = await self.overlong(
+                        cand.sample, answer.error, messages, lambda: self._build([blank], round_no)[1],
+                        attempts=cand.attempts, usage=dict(cand.usage), extra=self._extra(cand, None, None))
                 return   # the judge is down: asking again now would not help
             failed = order
         split = len(failed) == len(order) > 1
         if failed and (split or round_no < self.max_rounds):
             await self._ask_all(balanced_chunks(failed, max(1, len(order) // 2)), round_no + 1)
-
-    async def _overlong(self, cand: _Candidate, error: JudgeError, messages: list[dict[str, Any]],
-                        round_no: int) -> Grade | None:
-        blank = _Candidate(cand.index, without_completion(cand.sample), emptied(cand.data))
-        return await self.overlong(cand.sample, error, messages, lambda: self._build([blank], round_no)[1],
-                                   attempts=cand.attempts, usage=dict(cand.usage), extra=self._extra(cand, None, None))
 
     def _request(self, members: list[_Candidate], round_no: int, request_seed: int | None
                  ) -> tuple[list[_Candidate], list[str], list[dict[str, Any]], GenerationParams]:
@@ -243,10 +233,9 @@ class CandidateJudgeGrader(Grader):
         if request_seed is not None:
             random.Random(request_seed).shuffle(order)
         ids, messages = self._build(order, round_no)
-        params = GenerationParams(
-            temperature=self.temperature, top_p=self.top_p, seed=self.seed,
-            max_tokens=None if self.max_tokens_per_candidate is None
-            else self.max_tokens_per_candidate * len(order))
+        per_candidate = self.max_tokens_per_candidate
+        params = GenerationParams(temperature=self.temperature, top_p=self.top_p, seed=self.seed,
+                                  max_tokens=None if per_candidate is None else per_candidate * len(order))
         record = {"round": round_no, "seed": request_seed, "order": [c.index for c in order], "ids": ids}
         for cand in order:
             cand.requests.append(record)
@@ -299,9 +288,8 @@ class CandidateJudgeGrader(Grader):
                 expected_after(self, messages, completion.text[:d.value_at], {g: g for g in self.scale.grades},
                                f"the grades {self.scale.min}-{self.scale.max}", params, self.scale)
                 for _, _, d in judged), return_exceptions=True)
-            for e in expectations:
-                if isinstance(e, BaseException):
-                    raise e
+            if errors := [e for e in expectations if isinstance(e, BaseException)]:
+                raise errors[0]
         for (cand, cid, decision), expectation in zip(judged, expectations):
             verdict: CandidateVerdict = decision.value
             extra = self._extra(cand, cid, verdict.grade)
@@ -324,20 +312,15 @@ class CandidateJudgeGrader(Grader):
         return extra
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "scale": self.scale.name, "scale_bounds": [self.scale.min, self.scale.max],
-                "batch_size": self.batch_size, "template": self.user_template.source,
-                "system_template": self.system_template.source,
+        plain = ("batch_size", "title_field", "image_field", "evaluation_name", "evaluation_description",
+                 "max_rounds", "shuffle", "seed", "temperature", "top_p", "max_tokens_per_candidate",
+                 "template_variables")
+        return {**super().config(), **{name: getattr(self, name) for name in plain},
+                "scale": self.scale.name, "scale_bounds": [self.scale.min, self.scale.max],
+                "template": self.user_template.source, "system_template": self.system_template.source,
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
-                "completion_model": (self.completion_model.model_json_schema()
-                                     if self.completion_model else None),
-                "title_field": self.title_field, "image_field": self.image_field,
+                "completion_model": self.completion_model.model_json_schema() if self.completion_model else None,
                 **({"include_images": True} if self.include_images else {}),
-                "evaluation_name": self.evaluation_name,
-                "evaluation_description": self.evaluation_description,
-                "max_rounds": self.max_rounds, "shuffle": self.shuffle, "seed": self.seed,
-                "temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens_per_candidate": self.max_tokens_per_candidate,
-                "template_variables": self.template_variables,
                 "protected_tags": list(self.protected_tags),
                 "model": getattr(self.model, "name", type(self.model).__name__),
                 **({"expected_value": True, "expected_value_floor": self.expected_value_floor}
