@@ -1,5 +1,4 @@
-"""ProbabilityJudgeGrader: a distribution over grades from one judge step (the probability of
-every grade token at one position), or from a typed-question provider; see docs/probability.md."""
+"""ProbabilityJudgeGrader: grades from the judge's probability of each grade token; see docs/probability.md."""
 
 from __future__ import annotations
 
@@ -25,19 +24,8 @@ from ._typed_question import Question, TypedQuestionTemplate, content_paths
 __all__ = ["ProbabilityJudgeGrader"]
 
 class ProbabilityJudgeGrader(Grader):
-    """Grades from the judge's probability of each grade token.
-
-    >>> grader = ProbabilityJudgeGrader("relevance", judge, scale="graded")  # doctest: +SKIP
-    >>> g = await grader.grade(thread)                                      # doctest: +SKIP
-    >>> g.value, g.distribution, g.extra["confidence"]            # doctest: +SKIP
-    (0.68, {0: 0.02, 1: 0.08, 2: 0.21, 3: 0.45, 4: 0.24}, 0.29)
-
-    Options: the fields of ``ProbabilityOptions``, read in docs/probability.md (``question_template``:
-    a typed-question template, default the built-in ``ProbabilityJudgeGrader/question``;
-    ``title_field``: sent as ``result.title`` to a typed-question provider; the templates see the
-    thread vocabulary, ``question``, ``criteria``, ``content``, the scale's and the evaluation's
-    variables). A scored Grade's ``distribution`` is ``{"grade": p}``; its ``extra``: the page.
-    """
+    """Grades from the judge's probability of each grade token; options: ``ProbabilityOptions``;
+    templates, typed questions and ``extra``: docs/probability.md."""
 
     def __init__(self, grader_key: str, model: InferenceModel, **options: Any):
         opts = self.options = ProbabilityOptions(grader_key=grader_key, model=model, **options)
@@ -46,65 +34,54 @@ class ProbabilityJudgeGrader(Grader):
         if opts.tokens is not None and (system_template is None or user_template is None):
             raise ConfigError("tokens= names the judge's answer tokens: pass the system_template and "
                               "user_template that ask for one of them (the built-in prompt asks for a grade digit)")
-        self.scale, self.title_field, self.typed = opts.scale, opts.title_field, opts.typed
-        #: named answer tokens and their rewards (None: the scale's grade digits)
-        self.tokens: dict[str, float] | None = opts.tokens
-        self.value_mode, self.min_valid_mass, self.answer_prefix = opts.value, opts.min_valid_mass, opts.answer_prefix
-        self.template_variables = opts.template_variables
-        self.evaluation_name, self.evaluation_description = opts.evaluation_name, opts.evaluation_description
+        # tokens: named answer tokens and their rewards (None: the scale's grade digits)
+        for name in ("scale", "title_field", "typed", "tokens", "min_valid_mass", "answer_prefix",
+                     "template_variables", "evaluation_name", "evaluation_description"):
+            setattr(self, name, getattr(opts, name))
+        self.value_mode = opts.value
+        self.question_template = TypedQuestionTemplate(
+            opts.question_template if opts.question_template is not None
+            else prompt_source("ProbabilityJudgeGrader", "search_relevance_question" if self.typed else "question"),
+            name="question_template", scales=tuple(dict.fromkeys((*SCALES, self.scale))),
+            evaluation_name=self.evaluation_name, evaluation_description=self.evaluation_description,
+            variables=self.template_variables)
         #: the question of this run, rendered once
-        self.question: Question = self._question(opts.question_template)
+        self.question: Question = self.question_template.render(self.scale)
+        # a typed question's instructions may name only what the state holds
+        roots = {"query", "result", *(self.question.instructions if isinstance(self.question.instructions, dict)
+                                      else ())}
+        unknown = [p for p in content_paths(self.question.instructions) if p.split(".")[0] not in roots]
+        if self.typed and unknown:
+            raise ConfigError(f"the question's instructions name {', '.join(f'`{p}`' for p in unknown)}, "
+                              f"but a typed-question provider judges {{query, result: {{title, fields}}}}: "
+                              f"address the content as `query`, `result` or `result.fields.<name>`")
         self.prompt = JudgePrompt(
-            system_template if system_template is not None
-            else prompt_source("ProbabilityJudgeGrader", "system"),
-            user_template if user_template is not None
-            else prompt_source("ProbabilityJudgeGrader", "user"), prefix=self.answer_prefix, engine=opts.engine,
-            strict=opts.strict_templates)
+            prompt_source("ProbabilityJudgeGrader", "system") if system_template is None else system_template,
+            prompt_source("ProbabilityJudgeGrader", "user") if user_template is None else user_template,
+            prefix=self.answer_prefix, engine=opts.engine, strict=opts.strict_templates)
         self.choices = list(self.tokens) if self.tokens else [str(g) for g in self.scale.grades]
         self.params = GenerationParams(seed=opts.seed)
         self._base_context = {
-            **self.template_variables, **self.scale.template_vars(),
-            "evaluation_name": self.evaluation_name,
-            "evaluation_description": self.evaluation_description,
-            "question": self.question.instructions_text(),
-            "criteria": [{"grade": g, "text": self.question.criterion_text(g)}
-                         for g in self.scale.grades],
-        }
+            **self.template_variables, **self.scale.template_vars(), "evaluation_name": self.evaluation_name,
+            "evaluation_description": self.evaluation_description, "question": self.question.instructions_text(),
+            "criteria": [{"grade": g, "text": self.question.criterion_text(g)} for g in self.scale.grades]}
         self.prompt.check(self.context_variables(*self._base_context, "content"))
 
-    def _question(self, source: str | None) -> Question:
-        """Compile ``question_template`` (checked for every scale), render it for this scale."""
-        scales = SCALES if self.scale in SCALES else (*SCALES, self.scale)
-        self.question_template = TypedQuestionTemplate(
-            source if source is not None
-            else prompt_source("ProbabilityJudgeGrader",
-                               "search_relevance_question" if self.typed else "question"),
-            name="question_template", scales=scales, evaluation_name=self.evaluation_name,
-            evaluation_description=self.evaluation_description, variables=self.template_variables)
-        question = self.question_template.render(self.scale)
-        if self.typed:
-            _check_paths(question)
-        return question
-
     def state_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """What a typed-question provider judges, as data (not neutralised): ``{"query",
-        "result": {"title", "fields"}}`` (``metadata["query"]`` or the last user turn; the parsed
-        completion, ``title_field`` as title, or the completion text as title)."""
+        """What a typed-question provider judges: ``{"query", "result": {"title", "fields"}}``, not neutralised."""
         query = sample.metadata.get("query")
-        if query is None:
-            query = sample.last_user_content()
+        query = sample.last_user_content() if query is None else query
         if parsed is None:
             result: dict[str, Any] = {"title": sample.completion(), "fields": {}}
         else:
             fields = dict(parsed)
-            title = fields.pop(self.title_field, "") if self.title_field is not None else ""
+            title = fields.pop(self.title_field, "")   # a field named None never exists
             result = {"title": "" if title is None else title if isinstance(title, str)
                       else json.dumps(title, ensure_ascii=False), "fields": fields}
         return {"query": query, "result": result}
 
     def context_of(self, sample: StringThread, parsed: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The template context of ``sample``: the thread vocabulary, the grader's constants and
-        ``content`` (``{"conversation", "completion"}`` as JSON, neutralised)."""
+        """The template context of ``sample``, ``content`` included (docs/probability.md)."""
         clean = self.judge_thread(sample, self.prompt.tags)
         ctx = self.extract_template_context(clean, None, self.template_variables)
         completion = (neutralize_value(parsed, self.prompt.tags, self.control_tokens())
@@ -131,8 +108,7 @@ class ProbabilityJudgeGrader(Grader):
         return self.grade_from_distribution(dist, latency_s=time.perf_counter() - started)
 
     def grade_from_distribution(self, dist: TokenDistribution, *, latency_s: float | None = None) -> Grade:
-        """The Grade a distribution over this grader's choices gives: the expected reward, or the
-        most likely choice's (a grade on the scale, or one of the named ``tokens``)."""
+        """The Grade a distribution over this grader's choices gives (``value``: expected or most likely)."""
         raw = {"probabilities": {k: round(v, 6) for k, v in dist.probs.items()}, "outside": round(dist.outside, 6)}
         common = {"raw_reply": json.dumps(raw), "usage": dict(dist.usage), "attempts": dist.attempts,
                   "latency_s": latency_s}
@@ -169,25 +145,12 @@ class ProbabilityJudgeGrader(Grader):
         return {**super().config(), "scale": [self.scale.name, self.scale.min, self.scale.max],
                 **({"tokens": self.tokens} if self.tokens else {}),
                 "question": self.question.text, **self.prompt.sources(),
-                "answer_prefix": self.answer_prefix,
+                "answer_prefix": self.answer_prefix, "value": self.value_mode, "min_valid_mass": self.min_valid_mass,
                 **({"engine": self.prompt.engine} if self.prompt.engine != "handlebars" else {}),
-                "value": self.value_mode, "min_valid_mass": self.min_valid_mass,
-                "completion_model": (self.completion_model.model_json_schema()
-                                     if self.completion_model else None),
+                "completion_model": self.completion_model.model_json_schema() if self.completion_model else None,
                 "params": self.params.as_dict(),
                 **({"typed_question": {"name": getattr(self.model, "question_name", None),
                                        "type": getattr(self.model, "question_type", None)},
                     "title_field": self.title_field} if self.typed else {}),
                 "model": getattr(self.model, "name", type(self.model).__name__)}
 
-
-def _check_paths(question: Question) -> None:
-    """A typed question's instructions may name only what the state holds."""
-    roots = {"query", "result"}
-    if isinstance(question.instructions, dict):
-        roots |= set(question.instructions)
-    unknown = [p for p in content_paths(question.instructions) if p.split(".")[0] not in roots]
-    if unknown:
-        raise ConfigError(f"the question's instructions name {', '.join(f'`{p}`' for p in unknown)}, "
-                          f"but a typed-question provider judges {{query, result: {{title, fields}}}}: "
-                          f"address the content as `query`, `result` or `result.fields.<name>`")
