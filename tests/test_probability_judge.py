@@ -319,3 +319,19 @@ def test_public_names():
     assert "ProbabilityJudgeGrader" in rewardjudge.graders.__all__
     assert "TorchModel" in rewardjudge.models.__all__
     assert isinstance(Grade(value=0.5, grader_key="k"), Grade)
+
+
+def test_a_typed_question_may_name_only_what_the_provider_judges():
+    class TypedProvider(DistModel):
+        answers_typed_questions = True
+
+    def question(instructions: str) -> str:
+        return ('{"instructions": "' + instructions + '", "criteria": [{{#each scale_labels}}"{{label}}"'
+                '{{#unless @last}}, {{/unless}}{{/each}}]}')
+
+    model = TypedProvider(lambda m, c: {"0": 1.0})
+    ok = ProbabilityJudgeGrader("p", model, question_template=question("Does `result.fields.price` suit `query`?"))
+    assert ok.question.instructions == "Does `result.fields.price` suit `query`?"
+    with pytest.raises(ConfigError, match=r"name `completion`, `context.x`, but a typed-question provider"):
+        ProbabilityJudgeGrader("p", model, question_template=question(
+            "Is `completion` about `query`, given `context.x`? `completion` again"))
