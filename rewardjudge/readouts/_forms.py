@@ -77,17 +77,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     before, tail = text[:m.start()], text[m.end():]
     after = tail.rstrip(".")
     stop = "(?:" + re.escape(tail[len(after):]) + ")?" if after != tail else ""
-    if m.group() == _SCORE:
-        # a bare number: not the tail of a longer number or word (nor of an {other}), nor its head
-        value = (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else _NOT_ARITHMETIC)
-    else:
-        # unsealed, a form that ends with a label after a spaced-off head in words (``GRADE: {label}``): a label
-        # that is also a one-letter word, followed by a word in lower case, after the head in another case
-        # than the form's, is prose ("to decide the grade: I think ..."), not a verdict
-        prose = unsealed and not after and before != before.rstrip() and any(c.isalpha() for c in before)
-        value = "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
-                                 + (_PROSE if prose and lab in _WORD_LABELS else "")
-                                 for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+    value = _value(m.group() == _SCORE, labels, before, after, unsealed)
     if not (before + after).replace(_OTHER, "").strip():
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
@@ -99,6 +89,20 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed) + stop)
     return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed) + stop)
+
+
+def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: str, unsealed: bool) -> str:
+    """The regex of a form's value (for ``_compile``): a number, or one of ``labels``."""
+    if score:
+        # a bare number: not the tail of a longer number or word (nor of an {other}), nor its head
+        return (r"(?<![\w.+-])" if not before else r"(?<![\d.])") + _NUMBER + ("" if after else _NOT_ARITHMETIC)
+    # unsealed, a form that ends with a label after a spaced-off head in words (``GRADE: {label}``): a label
+    # that is also a one-letter word, followed by a word in lower case, after the head in another case
+    # than the form's, is prose ("to decide the grade: I think ..."), not a verdict
+    prose = unsealed and not after and before != before.rstrip() and any(c.isalpha() for c in before)
+    return "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
+                            + (_PROSE if prose and lab in _WORD_LABELS else "")
+                            for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
 
 
 def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
@@ -133,16 +137,9 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
         inner_head = _BRACKET_WORD
         if unsealed:   # and space it off inside the brackets ("Rating: [[ 5 ]]", read by Auto-J)
             inner_head, inner_tail = _INNER_SPACE + inner_head, _INNER_SPACE
-        lead = before[:-2]
         if unsealed and score and before.endswith("[[") and after.startswith("]]") \
-                and (not lead.strip() or lead.rstrip().endswith(":")):
-            # a score in doubled brackets is also read in single ones after a name and a colon ("Rating: [5]"),
-            # as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index, a citation)
-            name = "" if lead.strip() else _SINGLE_NAME
-            head = (_bounded(_literal(lead, unsealed=True), lead, True, False) if lead.strip() else "") \
-                + r"(?:\[\[|(?P<sb>" + name + r"\[))"
-            after = after[2:]
-            inner_tail += r"(?(sb)\]|\]\])"
+                and (not before[:-2].strip() or before[:-2].rstrip().endswith(":")):
+            head, after, inner_tail = _single_too(before[:-2]), after[2:], inner_tail + r"(?(sb)\]|\]\])"
     elif unsealed and before.endswith("{") and after.startswith("}"):
         # braces around the verdict (``\\boxed{{score}}``): spaced off inside ("\\boxed{ 5 }"), which NeMo-RL's
         # GenRM parser strips
@@ -155,6 +152,15 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
         after = after[1:]
     return head + inner_head + "(?P<v>" + value + ")" + inner_tail \
         + _bounded(_literal(after, unsealed=unsealed), after, False, True)
+
+
+def _single_too(lead: str) -> str:
+    """The head of a score in doubled brackets also read in single ones after a name and a colon
+    ("Rating: [5]"), as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index,
+    a citation); group ``sb`` set where single."""
+    name = "" if lead.strip() else _SINGLE_NAME
+    return (_bounded(_literal(lead, unsealed=True), lead, True, False) if lead.strip() else "") \
+        + r"(?:\[\[|(?P<sb>" + name + r"\[))"
 
 
 #: labels that are also one-letter words ("I think", "A good answer")

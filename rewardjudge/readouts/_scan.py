@@ -169,9 +169,8 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
     through it). Any other error (inside a string: unterminated, or an escape cut short) decodes
     to ``stop`` as without it.
 
-    ``budget``: characters the wider windows may take (each takes its width from ``budget[0]``);
-    a ValueError when a window would take more than is left (starts tried everywhere in a text,
-    ``json_objects``, stay linear in it)."""
+    ``budget``: characters the wider windows may take from ``budget[0]``, a ValueError past it
+    (starts tried everywhere in a text, ``json_objects``, stay linear in it)."""
     stop = len(text) if stop is None else stop
     if fails_at is not None and i < fails_at < stop:
         try:
@@ -199,8 +198,6 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
                 wider = max(2 * size, quote + _LOOKAHEAD - i)
             elif exc.pos + _LOOKAHEAD < len(window):
                 raise
-        except RecursionError:
-            raise   # the window's decode nested as deep as the text's would, at the same place
         except ValueError:   # an integer too long to read: its digits may go on past the window
             if last:
                 raise
