@@ -11,7 +11,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Iterable, Sequence, Union
 
 from ..errors import ConfigError
 from . import _gbnf
@@ -351,8 +351,18 @@ class VerdictForm:
         found = self._found(text)
         if not found:
             return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
-        copies = policy_copies(text, (policy_texts,) if isinstance(policy_texts, str) else policy_texts)
-        found = [f for f in found if not inside_copy(copies, f[0], f[1])]
+        texts = (policy_texts,) if isinstance(policy_texts, str) else policy_texts
+        copies = policy_copies(text, texts)
+        # a verdict's span less the emphasis and full stop the judge put around a copy ("10." after "10")
+        found = [f for f in found if not inside_copy(copies, *_core(text, f[0], f[1]))]
+        if found and texts:
+            # a copy as the judge re-renders it: spaces, line breaks, emphasis, a line's heading, bullet or quote
+            # marks and end-of-turn tokens changed or dropped (``_DROP``)
+            blank = _unmarked(text)
+            shown = [_unmarked(p).translate(_DROP) for p in list(texts)[:_MAX_POLICY_TEXTS] if isinstance(p, str)]
+            folded = policy_copies(blank.translate(_DROP), shown)
+            spans = _folded_spans(blank, (_core(text, f[0], f[1]) for f in found))
+            found = [f for f, span in zip(found, spans) if not inside_copy(folded, *span)]
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
@@ -419,6 +429,47 @@ def _plain(text: str, pattern: str) -> str:
             if tok in text and tok not in pattern:
                 text = text.replace(tok, pad)
     return text
+
+
+def _core(text: str, start: int, end: int) -> "tuple[int, int]":
+    """``[start, end)`` without the spaces, emphasis and full stops at its ends (a bare form's line)."""
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip(_AROUND)), start + len(piece.rstrip(_AROUND))
+
+
+_AROUND = " \t*_`~."
+#: unsealed copies (``read``): what a judge quoting the policy's text may change or drop, dropped: whitespace (a
+#: no-break space, a line re-wrapped), emphasis, a heading's, a quote's and a bullet's marks, end-of-turn tokens
+#: (``_plain`` makes them a line's end and NULs); a copy is also found where the policy had no such marks
+_DROP = dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u2028\u2029*_`~#>-+\u2022"))
+
+
+#: an end-of-turn token as the neutraliser shows it to the judge (``[|eot_id|>``), which a judge may write back
+_SHOWN_TOKENS = {"[" + tok[1:]: "\x00" * len(tok) for tok in _END_TOKENS}
+
+
+def _unmarked(text: str) -> str:
+    """``text`` as ``_plain`` reads it, each end-of-turn token, as written or as shown to the judge, a line's
+    end and NULs, each character where it was: what ``_DROP`` folds for an unsealed reading's copies."""
+    text = _plain(text, "")
+    if "[" in text:
+        for tok, pad in _SHOWN_TOKENS.items():
+            if tok in text:
+                text = text.replace(tok, pad)
+    return text
+
+
+def _folded_spans(blank: str, spans: "Iterable[tuple[int, int]]") -> "list[tuple[int, int]]":
+    """Non-overlapping ``spans`` of a ``_plain`` text, in order, as spans of its fold
+    (``blank.translate(_DROP)``): one pass over the text."""
+    out, at, size = [], 0, 0
+    for start, end in spans:
+        size += len(blank[at:start].translate(_DROP))
+        fs = size
+        size += len(blank[start:end].translate(_DROP))
+        at = end
+        out.append((fs, size))
+    return out
 
 
 #: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
