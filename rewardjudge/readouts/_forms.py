@@ -354,15 +354,19 @@ class VerdictForm:
         texts = (policy_texts,) if isinstance(policy_texts, str) else policy_texts
         copies = policy_copies(text, texts)
         # a verdict's span less the emphasis and full stop the judge put around a copy ("10." after "10")
-        found = [f for f in found if not inside_copy(copies, *_core(text, f[0], f[1]))]
-        if found and texts:
+        cores = [(f, _core(text, f[0], f[1])) for f in found]
+        cores = [(f, span) for f, span in cores if not inside_copy(copies, *span)]
+        if cores and texts:
             # a copy as the judge re-renders it: spaces, line breaks, emphasis, a line's heading, bullet or quote
             # marks and end-of-turn tokens changed or dropped (``_DROP``)
-            blank = _unmarked(text)
-            shown = [_unmarked(p).translate(_DROP) for p in list(texts)[:_MAX_POLICY_TEXTS] if isinstance(p, str)]
-            folded = policy_copies(blank.translate(_DROP), shown)
-            spans = _folded_spans(blank, (_core(text, f[0], f[1]) for f in found))
-            found = [f for f, span in zip(found, spans) if not inside_copy(folded, *span)]
+            masked = _unmarked(text).translate(_DROP)
+            shown = [_unmarked(p).translate(_DROP).replace("\x00", "")
+                     for p in list(texts)[:_MAX_POLICY_TEXTS] if isinstance(p, str)]
+            folded = policy_copies(masked.replace("\x00", ""), shown)
+            if folded[0]:
+                spans = _folded_spans(masked, (span for _, span in cores))
+                cores = [c for c, span in zip(cores, spans) if not inside_copy(folded, *span)]
+        found = [f for f, _ in cores]
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
@@ -433,6 +437,8 @@ def _plain(text: str, pattern: str) -> str:
 
 def _core(text: str, start: int, end: int) -> "tuple[int, int]":
     """``[start, end)`` without the spaces, emphasis and full stops at its ends (a bare form's line)."""
+    if text[start] not in _AROUND and text[end - 1] not in _AROUND:
+        return start, end
     piece = text[start:end]
     return start + len(piece) - len(piece.lstrip(_AROUND)), start + len(piece.rstrip(_AROUND))
 
@@ -440,8 +446,9 @@ def _core(text: str, start: int, end: int) -> "tuple[int, int]":
 _AROUND = " \t*_`~."
 #: unsealed copies (``read``): what a judge quoting the policy's text may change or drop, dropped: whitespace (a
 #: no-break space, a line re-wrapped), emphasis, a heading's, a quote's and a bullet's marks, end-of-turn tokens
-#: (``_plain`` makes them a line's end and NULs); a copy is also found where the policy had no such marks
-_DROP = dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u2028\u2029*_`~#>-+\u2022"))
+#: (``_plain`` makes them a line's end and NULs): each made a NUL, then NULs dropped; a copy is also found where
+#: the policy had no such marks
+_DROP = dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u2028\u2029*_`~#>-+\u2022"), 0)
 
 
 #: an end-of-turn token as the neutraliser shows it to the judge (``[|eot_id|>``), which a judge may write back
@@ -459,14 +466,14 @@ def _unmarked(text: str) -> str:
     return text
 
 
-def _folded_spans(blank: str, spans: "Iterable[tuple[int, int]]") -> "list[tuple[int, int]]":
-    """Non-overlapping ``spans`` of a ``_plain`` text, in order, as spans of its fold
-    (``blank.translate(_DROP)``): one pass over the text."""
+def _folded_spans(masked: str, spans: "Iterable[tuple[int, int]]") -> "list[tuple[int, int]]":
+    """Non-overlapping ``spans`` of a text, in order, as spans of its fold, from ``masked``, the text with
+    what ``_DROP`` drops a NUL: one pass over the text (``str.count``, no slices)."""
     out, at, size = [], 0, 0
     for start, end in spans:
-        size += len(blank[at:start].translate(_DROP))
+        size += start - at - masked.count("\x00", at, start)
         fs = size
-        size += len(blank[start:end].translate(_DROP))
+        size += end - start - masked.count("\x00", start, end)
         at = end
         out.append((fs, size))
     return out
