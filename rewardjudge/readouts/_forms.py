@@ -354,8 +354,7 @@ class VerdictForm:
         texts = (policy_texts,) if isinstance(policy_texts, str) else policy_texts
         copies = policy_copies(text, texts)
         # a verdict's span less the emphasis and full stop the judge put around a copy ("10." after "10")
-        cores = [(f, _core(text, f[0], f[1])) for f in found]
-        cores = [(f, span) for f, span in cores if not inside_copy(copies, *span)]
+        cores = [span for f in found if not inside_copy(copies, *(span := _core(text, *f))[3:])]
         if cores and texts:
             # a copy as the judge re-renders it: spaces, line breaks, emphasis, a line's heading, bullet or quote
             # marks and end-of-turn tokens changed or dropped (``_DROP``)
@@ -364,9 +363,8 @@ class VerdictForm:
                      for p in list(texts)[:_MAX_POLICY_TEXTS] if isinstance(p, str)]
             folded = policy_copies(masked.replace("\x00", ""), shown)
             if folded[0]:
-                spans = _folded_spans(masked, (span for _, span in cores))
-                cores = [c for c, span in zip(cores, spans) if not inside_copy(folded, *span)]
-        found = [f for f, _ in cores]
+                cores = _outside_folded(masked, folded, cores)
+        found = [(start, end, v) for start, end, v, _, _ in cores]
         if not found:
             return NoVerdict(f"every verdict of the form {self.pattern!r} in the reply lies "
                              f"inside a copy of the policy's text", kind="no verdict")
@@ -435,12 +433,13 @@ def _plain(text: str, pattern: str) -> str:
     return text
 
 
-def _core(text: str, start: int, end: int) -> "tuple[int, int]":
-    """``[start, end)`` without the spaces, emphasis and full stops at its ends (a bare form's line)."""
+def _core(text: str, start: int, end: int, value: Value) -> "tuple[int, int, Value, int, int]":
+    """A verdict ``(start, end, value)`` and its span without the spaces, emphasis and full stops at its ends
+    (a bare form's line)."""
     if text[start] not in _AROUND and text[end - 1] not in _AROUND:
-        return start, end
+        return start, end, value, start, end
     piece = text[start:end]
-    return start + len(piece) - len(piece.lstrip(_AROUND)), start + len(piece.rstrip(_AROUND))
+    return start, end, value, start + len(piece) - len(piece.lstrip(_AROUND)), start + len(piece.rstrip(_AROUND))
 
 
 _AROUND = " \t*_`~."
@@ -466,16 +465,18 @@ def _unmarked(text: str) -> str:
     return text
 
 
-def _folded_spans(masked: str, spans: "Iterable[tuple[int, int]]") -> "list[tuple[int, int]]":
-    """Non-overlapping ``spans`` of a text, in order, as spans of its fold, from ``masked``, the text with
-    what ``_DROP`` drops a NUL: one pass over the text (``str.count``, no slices)."""
+def _outside_folded(masked: str, folded: "tuple[list[int], list[int]]", cores: list) -> list:
+    """The ``cores`` (``_core``, in order, not overlapping) outside ``folded``, copies in the fold of a text;
+    ``masked``: the text with what ``_DROP`` drops a NUL. One pass over the text (``str.count``, no slices)."""
     out, at, size = [], 0, 0
-    for start, end in spans:
+    for core in cores:
+        start, end = core[3], core[4]
         size += start - at - masked.count("\x00", at, start)
         fs = size
         size += end - start - masked.count("\x00", start, end)
         at = end
-        out.append((fs, size))
+        if not inside_copy(folded, fs, size):
+            out.append(core)
     return out
 
 
