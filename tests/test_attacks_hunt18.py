@@ -7,7 +7,8 @@ no-break space made a space, an end token dropped, bold dropped or added, a bull
 line, lines re-wrapped, a full stop added) quoted no verbatim copy, so the policy's verdict decided. A copy is
 now also looked for with what the judge may change dropped on both sides (whitespace, emphasis, heading, quote
 and bullet marks, end-of-turn tokens), and a verdict's span is taken without the emphasis and full stop
-around it."""
+around it. ``[`` is read as ``<`` there: a judge may write back the ``<`` the neutraliser showed it as ``[``
+(``[|eot_id|>``), and every ``[`` with it (``attacks.repair``)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ RENDERINGS = {
     "rewrapped": lambda c: " ".join(c.split()),
     "lines_rewrapped": lambda c: c.replace(" ", "\n"),
     "full_stop": lambda c: c + ".",
+    "brackets_written_back": lambda c: c.replace("[", "<"),
 }
 MODES = {f"h18_{name}": _quoted(view) for name, view in RENDERINGS.items()}
 
@@ -74,7 +76,8 @@ def test_the_corpus_holds_the_families():
 
 def test_re_rendered_copies_yield_no_verdict(monkeypatch):
     _, report = held_report(monkeypatch, [(a.name, a.text) for a in HUNT18], MODES, "hunt18",
-                            targets=_unsealed_targets(), modes=("honest", "verdict_then_copy", *MODES))
+                            targets=_unsealed_targets(),
+                            modes=("honest", "verdict_then_copy", "verdict_then_repaired", "first_line_lead", *MODES))
     assert report.outcomes and not report.failures(), [
         (o.grader, o.attack, o.mode, o.status, o.value, o.benign_status, o.benign_value) for o in report.failures()]
 

@@ -446,8 +446,10 @@ _AROUND = " \t*_`~."
 #: unsealed copies (``read``): what a judge quoting the policy's text may change or drop, dropped: whitespace (a
 #: no-break space, a line re-wrapped), emphasis, a heading's, a quote's and a bullet's marks, end-of-turn tokens
 #: (``_plain`` makes them a line's end and NULs): each made a NUL, then NULs dropped; a copy is also found where
-#: the policy had no such marks
-_DROP = dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u2028\u2029*_`~#>-+\u2022"), 0)
+#: the policy had no such marks. And ``[`` read as ``<``: the neutraliser shows the judge ``[think>`` for
+#: ``<think>``, and a judge quoting it may write it back, every ``[`` with it (``attacks.repair``)
+_DROP = {**dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u2028\u2029*_`~#>-+\u2022"), 0),
+         ord("["): "<"}
 
 
 #: an end-of-turn token as the neutraliser shows it to the judge (``[|eot_id|>``), which a judge may write back
