@@ -11,7 +11,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
+from typing import Sequence, Union
 
 from ..errors import ConfigError
 from . import _gbnf
@@ -346,8 +346,9 @@ class VerdictForm:
 
     def read(self, text: str, policy_texts: Sequence[str] = ()) -> Decision:
         """The unsealed reading: the last occurrence the judge wrote, skipping
-        those inside a verbatim copy of one of ``policy_texts``; the values of
-        earlier occurrences that disagree with it are ``others``."""
+        those inside a copy of one of ``policy_texts``, verbatim or as a judge
+        re-renders it (``_DROP``); the values of earlier occurrences that
+        disagree with it are ``others``."""
         found = self._found(text)
         if not found:
             return NoVerdict(f"no verdict of the form {self.pattern!r} in the reply", kind="no verdict")
@@ -433,6 +434,10 @@ def _plain(text: str, pattern: str) -> str:
     return text
 
 
+#: around a verdict's span, not part of it (``_core``)
+_AROUND = " \t*_`~."
+
+
 def _core(text: str, start: int, end: int, value: Value) -> "tuple[int, int, Value, int, int]":
     """A verdict ``(start, end, value)`` and its span without the spaces, emphasis and full stops at its ends
     (a bare form's line)."""
@@ -442,7 +447,6 @@ def _core(text: str, start: int, end: int, value: Value) -> "tuple[int, int, Val
     return start, end, value, start + len(piece) - len(piece.lstrip(_AROUND)), start + len(piece.rstrip(_AROUND))
 
 
-_AROUND = " \t*_`~."
 #: unsealed copies (``read``): what a judge quoting the policy's text may change or drop, dropped: whitespace (a
 #: no-break space, a line re-wrapped), emphasis, a heading's, a quote's and a bullet's marks, end-of-turn tokens
 #: (``_plain`` makes them a line's end and NULs): each made a NUL, then NULs dropped; a copy is also found where
