@@ -73,15 +73,18 @@ def _strip_eos_by_copies(text, eos):
 
 
 def test_eos_stripping_keeps_the_meaning_of_the_form_it_replaced():
-    """``_strip_eos`` moves an end index back instead of copying (``bench linear`` times it on a
-    body of markers); it strips exactly what the copying form stripped."""
+    """``_strip_eos`` reads the markers in one anchored match over the reversed text instead of
+    copying (``bench linear`` times it on a body of markers); it strips exactly what the copying form
+    stripped, with any list of markers."""
     thread = openrlhf_thread("P" + "ok" + "<|im_end|> " * 300_000, "P", None)
     assert thread.turns[-1] == ("assistant", "ok")
     rng = random.Random(7)
-    pieces = ["a", " ", "\n", "\u3000", "</s>", "<eos>", "<|im_end|>", "<|im", "s>", "x</s"]
-    for _ in range(3000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
-        assert _strip_eos(text, DEFAULT_EOS) == _strip_eos_by_copies(text, DEFAULT_EOS), repr(text)
+    pieces = ["a", "b", " ", "\n", "\u3000", "\x1c", "</s>", "<eos>", "<|im_end|>", "<|im", "s>", "x</s"]
+    # a server's own marker lists too: overlapping markers, an empty one, spaces inside or around them
+    lists = [DEFAULT_EOS, ("</s>", "s>", "</s></s>"), ("ab", "b", "bab", ""), ("b ", " a", "a b", " </s>"), ()]
+    for _ in range(20000):
+        text, eos = "".join(rng.choice(pieces) for _ in range(rng.randrange(12))), rng.choice(lists)
+        assert _strip_eos(text, eos) == _strip_eos_by_copies(text, eos), (text, eos)
     for text, expected in [("a </s> <eos>\n", "a"), (" x<|im_end|>", "x"), ("</s></s>", ""), ("ab", "ab"),
                            ("  <eos>  ", ""), ("a\u3000</s>", "a"), ("keep </s> inside", "keep </s> inside")]:
         assert _strip_eos(text, DEFAULT_EOS) == expected
