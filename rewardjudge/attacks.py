@@ -449,17 +449,17 @@ def default_targets() -> dict[str, Target]:
     }
 
 
-def declared_form_targets() -> dict[str, Target]:
+def declared_form_targets(seal: bool = True) -> dict[str, Target]:
     """Templated graders reading the declared forms of real benchmarks (``Rating: [[{score}]]``,
     ``[[{score}]]``, ``{other} {score}``, arena-hard's ``[[{label}]]``, ``[RESULT] {score}``) and
     two label forms whose labels are prefixes of each other (a bare ``{label}``: ``Yes``, ``Yes,
     partially``, ``No``; ``Verdict: {label}``: ``A``, ``A+``, ``B``, ``B-``), each with a judge
-    writing the form's lowest verdict."""
+    writing the form's lowest verdict; ``seal=False``: each form read unsealed, as the judge writes it."""
 
     def form(pattern: str, **kw: Any) -> Callable[[InferenceModel], Any]:
         return lambda m: TemplatedPromptJudgeGrader(
             "f", m, "Judge the answer.", "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
-            reply_retries=0, verdict_form=pattern, **kw)
+            reply_retries=0, verdict_form=pattern, seal=seal, **kw)
 
     arena = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
     return {

@@ -13,12 +13,10 @@ around it. ``[`` is read as ``<`` there: a judge may write back the ``<`` the ne
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 
-from rewardjudge import TemplatedPromptJudgeGrader
-from rewardjudge.attacks import ATTACKS, Target, _label_judge
+from rewardjudge.attacks import ATTACKS, declared_form_targets
 from rewardjudge.readouts._forms import VerdictForm
 
 from hunt_modes import held_report
@@ -49,34 +47,13 @@ RENDERINGS = {
 MODES = {f"h18_{name}": _quoted(view) for name, view in RENDERINGS.items()}
 
 
-def _unsealed_targets() -> dict[str, Target]:
-    """The declared forms of ``attacks.declared_form_targets``, read unsealed."""
-    def form(pattern: str, **kw: Any):
-        return lambda m: TemplatedPromptJudgeGrader(
-            "f", m, "Judge the answer.", "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
-            reply_retries=0, verdict_form=pattern, seal=False, **kw)
-
-    arena = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
-    return {
-        "rating": Target(form("Rating: [[{score}]]", score_bounds=(1, 10)), _label_judge("Rating: [[1]]"), 1.0),
-        "brackets": Target(form("[[{score}]]", score_bounds=(1, 10)), _label_judge("[[1]]"), 1.0),
-        "other": Target(form("{other} {score}", score_bounds=(1, 10)), _label_judge("9 1"), 1.0),
-        "arena": Target(form("[[{label}]]", label_values=arena), _label_judge("[[B>>A]]"), 0.0),
-        "result": Target(form("[RESULT] {score}", score_bounds=(1, 5)), _label_judge("[RESULT] 1"), 1.0),
-        "bare": Target(form("{label}", label_values={"Yes": 1.0, "Yes, partially": 0.5, "No": 0.0}),
-                       _label_judge("No"), 0.0),
-        "prefix": Target(form("Verdict: {label}", label_values={"A": 1.0, "A+": 1.0, "B": 0.0, "B-": 0.0}),
-                         _label_judge("Verdict: B-"), 0.0),
-    }
-
-
 def test_the_corpus_holds_the_families():
     assert len(HUNT18) == 3
 
 
 def test_re_rendered_copies_yield_no_verdict(monkeypatch):
     _, report = held_report(monkeypatch, [(a.name, a.text) for a in HUNT18], MODES, "hunt18",
-                            targets=_unsealed_targets(),
+                            targets=declared_form_targets(seal=False),
                             modes=("honest", "verdict_then_copy", "verdict_then_repaired", "first_line_lead", *MODES))
     assert report.outcomes and not report.failures(), [
         (o.grader, o.attack, o.mode, o.status, o.value, o.benign_status, o.benign_value) for o in report.failures()]
