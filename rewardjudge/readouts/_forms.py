@@ -35,15 +35,17 @@ _NOT_ARITHMETIC = r"(?!\d|[ \t]{0,2}[-+*×=][ \t]{0,2}\d)"
 _OTHER_NUMBER = r"(?<![\w.+-])" + _NUMBER + r"(?!\.?\d)"
 #: around a bare form's verdict (no literal text): the rest of its line, spaces, emphasis, a full stop
 _LINE_HEAD = r"(?<![^\n])[ \t*_`~]{0,8}"
+#: a bare form's name: one to three words and a colon (emphasis and spaces before the colon)
+_NAME_WORDS = r"[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:"
 #: unsealed: a markdown heading's marks or a list's bullet before a bare form's name (``### Final verdict: N``,
 #: ``- Usefulness: 3``), never before the verdict itself (``## 2`` and ``### A`` head sections, ``- 4`` is a sum)
-_HEADING = r"(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2}(?=[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:))?"
+_HEADING = r"(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2}(?=" + _NAME_WORDS + "))?"
 #: before a bare form's verdict: a name of one to three words and a colon, as judges label the number a
 #: "scores ONLY" prompt asks for (``Score: 2``, ``Functional Correctness: 3``, ``**Usefulness:** 4``);
 #: matched once, never given back (a lookahead and its backreference: an atomic group on Python 3.10)
-_NAME = r"(?:(?=(?P<name>[^\W\d_]{1,16}(?:[ \t][^\W\d_]{1,16}){0,2}[*_]{0,4}[ \t]{0,2}:[*_]{0,4}[ \t]{0,4}))(?P=name))?"
+_NAME = r"(?:(?=(?P<name>" + _NAME_WORDS + r"[*_]{0,4}[ \t]{0,4}))(?P=name))?"
 #: unsealed: ... and emphasis after it, around the verdict alone (``Usefulness: **3**``)
-_NAME_EMPH = _NAME.replace(r"[ \t]{0,4}))", r"[ \t]{0,4}[*_]{0,4}))")
+_NAME_EMPH = r"(?:(?=(?P<name>" + _NAME_WORDS + r"[*_]{0,4}[ \t]{0,4}[*_]{0,4}))(?P=name))?"
 _LINE_TAIL = r"[ \t*_`~.]{0,8}(?![^\r\n])"
 #: unsealed: a scale after a bare form's score (``4/10``, ``4 out of 5``), as after a verdict alone on the next
 #: line (``_ALONE``); ``_found`` drops a score above its scale (``9/7``)
