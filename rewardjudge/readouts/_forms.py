@@ -84,8 +84,11 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
         scale = _SCALE if unsealed and m.group() == _SCORE and not after.strip() else ""
+        # unsealed, a label alone: in the quote marks the prompt put around it ("relevant")
+        quoted = unsealed and m.group() == _LABEL and not (before + after).strip()
         return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME)
-                          + _literal(before, pair, unsealed=unsealed) + "(?P<v>" + value + ")" + scale
+                          + _literal(before, pair, unsealed=unsealed) + (_OPEN_QUOTE if quoted else "")
+                          + "(?P<v>" + value + ")" + (_CLOSE_QUOTE if quoted else "") + scale
                           + _literal(after, pair, unsealed=unsealed)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
@@ -110,9 +113,17 @@ def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: st
 def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
     """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
     "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
-    head = _bounded(_literal(before.rstrip(), unsealed=unsealed), before, True, False) + ":?"
-    if "(?(cs)" in value:     # the head in the form's own case (``_PROSE``)
-        head = "(?:(?=" + _literal(before.rstrip(), exact=True, unsealed=unsealed) + r")(?P<cs>)|)" + head
+    name = before.rstrip()
+    # the head in the form's own case, where the value asks (``_PROSE``)
+    cs = "(?:(?=" + _literal(name.rstrip(":") if unsealed and _KEY_HEAD.fullmatch(name) else name, exact=True,
+                             unsealed=unsealed) + r")(?P<cs>)|)" if "(?(cs)" in value else ""
+    if unsealed and _KEY_HEAD.fullmatch(name):
+        # unsealed, a head of words and a colon (``score: {score}``): its words also a JSON key
+        # (``{"score": 4, ...}``), which the pipelines that ask for such lines read with json.loads (MLflow)
+        head = r"(?<!\w)(?P<jq>['\"])?" + cs + _literal(name[:-1], unsealed=True) + r"(?(jq)['\"])" + _EMPH \
+            + r"[ \t]?:" + ":?"
+    else:
+        head = cs + _bounded(_literal(name, unsealed=unsealed), before, True, False) + ":?"
     if unsealed:
         # a verdict alone on the next line, a blank one between at most, where the form ends with it
         # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
@@ -165,6 +176,8 @@ def _single_too(lead: str) -> str:
         + r"(?:\[\[|(?P<sb>" + name + r"\[))"
 
 
+#: unsealed (``_spaced_off``): a head of one to three words and a colon, read as a JSON key too
+_KEY_HEAD = re.compile(r"[^\W\d_]{1,16}(?: [^\W\d_]{1,16}){0,2}:")
 #: labels that are also one-letter words ("I think", "A good answer")
 _WORD_LABELS = ("A", "I", "a")
 #: unsealed: after such a label, where the head is not in the form's case: not a word in lower case next
@@ -184,6 +197,10 @@ _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
 #: Vicuna's, LLaVA's and JudgeLM's ``parse_score``)
 _PAIR_GAP = r"[ \t*_]{0,16},?[ \t*_]{0,16}"
+#: unsealed: quote marks around a bare form's label alone, as its prompt quoted it (``"relevant"``, Phoenix's
+#: rails; OpenAI evals' get_choice drops them), both or neither
+_OPEN_QUOTE = "(?P<bq>[\"'\u201c\u2018])?"
+_CLOSE_QUOTE = "(?(bq)[\"'\u201d\u2019])"
 #: unsealed: a note in parentheses after a bare form's verdict on its line (``Score: 0 (the code is empty)``)
 _NOTE = r"(?:[ \t]{1,4}\([^()\r\n]{1,200}\))?"
 
