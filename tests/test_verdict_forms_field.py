@@ -565,6 +565,8 @@ ULTRA = VerdictForm("Rating: {score}", bounds=(1, 5))
 PAIR_AB = VerdictForm("[[{label}]]", labels=("A", "B"))
 OUTPUT = VerdictForm("Output ({label})", labels=("a", "b"))
 ARENA = VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A"))
+#: ... and the five other labels arena-hard v2's show_result.py scores (label_to_score; v0.1's drops them)
+ARENA10 = VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A", "A<<B", "A<B", "B=A", "B<A", "B<<A"))
 ATLA = VerdictForm("**Result:** {label}", labels=("A", "B"))
 WB_SCORE = VerdictForm('"score": "{score}"', bounds=(1, 10))
 WB_CHOICE = VerdictForm('"choice": "{label}"', labels=("A++", "A+", "A=B", "B+", "B++"))
@@ -719,6 +721,10 @@ CASES = [
     ("arena-hard v2", ARENA, arena_hard_v2,
      "For correctness: [[A>B]]. For style: [[A=B]].\n\nMy final verdict is [[A>B]]", "two"),
     ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is [[a>b]]", "there only"),
+    # arena-hard v2 scores "A<B", "B=A", "B<<A" ... too (show_result.py's label_to_score): declared, they are read
+    ("arena-hard v2", ARENA, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "there only"),
+    ("arena-hard v2", ARENA10, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "agree"),
+    ("arena-hard v2", ARENA10, arena_hard_v2, "My final verdict is tie: [[B=A]]", "agree"),
     # Atla Selene (reward-bench): "**Result:** A"
     ("atla", ATLA, atla, "**Reasoning:** Response A follows the constraint.\n\n**Result:** A", "agree"),
     ("atla", ATLA, atla, "**Reasoning:** Both close, B is safer.\n**Result:** B", "agree"),
