@@ -313,11 +313,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
 
 #: ... and what the frameworks' parsers (test_verdict_forms_field.py) read of each habit, beyond the groups above
 FRAMEWORKS: dict[str, dict[str, set[str]]] = {
-    # emphasis or a full stop after the last letter; TruLens's "Score:" with the number on the next line, now bold
-    **{name: {"here": LAST_LETTER | {"trulens"}} for name in ("bold", "italic", "bold line")},
+    # emphasis or a full stop after the last letter; TruLens's "Score:" with the number on the next line, now bold;
+    # AlpacaEval's chatgpt annotator wants "Output (a)" at a line's start (a space at most before it), as LLMBar's
+    # Vanilla parser, and exactly one in the reply
+    **{name: {"here": LAST_LETTER | {"trulens", "alpacaeval chatgpt"}} for name in ("bold", "italic", "bold line")},
     "full stop": {"here": LAST_LETTER},
     # a bullet before a lone verdict is read there only (as OpenAI evals'); JSON decoders fail on "- " inside
-    "bullet": {"here": JSON, "there": LAST_LETTER | {"langchain qa", "phoenix", "trulens"}},
+    "bullet": {"here": JSON | {"alpacaeval chatgpt"}, "there": LAST_LETTER | {"langchain qa", "phoenix", "trulens"}},
     # "yes\r" between the tags: FastChat drops "\n" only, so \w+ stops at the "\r"
     "crlf": {"here": {"arena category"}},
     # more on the verdict's line: Phoenix's substring, LangChain QA's first word, TruLens's numbers read it there
@@ -331,16 +333,17 @@ FRAMEWORKS: dict[str, dict[str, set[str]]] = {
        for name in _TOKEN_VARIATIONS if name.endswith("the verdict")},
     "fence at the end": {"here": LAST_LETTER | {"langchain qa"}},
     # "### Final verdict: GRADE: INCORRECT": a bare form's second name; LangChain's grade regex reads it
-    "heading": {"there": {"langchain qa"}},
+    "heading": {"here": {"alpacaeval chatgpt"}, "there": {"langchain qa"}},
     # one digit (FastChat's tags), an exact "1".."10" (LangChain), ``(\d+)`` before "justification" (MLflow), an
     # int (RAGAS); TruLens's int(float(n)) the integer part
     "fraction": {"here": {"arena category", "langchain score", "mlflow", "ragas"}, "integer part": {"trulens"}},
     **{name: {"here": JSON | {"trulens"}} for name in ("out of ten", "out of, in words")},
-    **{name: {"here": JSON} for name in ("no-break spaces", "no-break space before")},
+    **{name: {"here": JSON | {"alpacaeval chatgpt"}} for name in ("no-break spaces", "no-break space before")},
     # '"SCORE" : PASS' and "score : 4" are none for Lynx's and MLflow's literal colons
     "space before the colon": {"here": {"lynx", "mlflow"}},
-    # the verdict again after MLflow's JSON: not JSON, and '"score": 5' no "score: n" line
-    "twice": {"here": {"mlflow"}},
+    # the verdict again after MLflow's JSON: not JSON, and '"score": 5' no "score: n" line; a second "Output (a)"
+    # line: two matches, none for AlpacaEval's chatgpt annotator
+    "twice": {"here": {"mlflow", "alpacaeval chatgpt"}},
     # the example echoed: none for the last-letter parsers' bare Y/N (inside a sentence) nor for theirs; Phoenix's
     # bare rails likewise here, its substring reads two rails there (none)
     "example echoed": {"here": {"phoenix"}},

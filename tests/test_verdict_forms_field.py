@@ -553,6 +553,24 @@ def arena_category_math(reply: str) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
+_ALPACA_CHATGPT = {"a": re.compile(r"(?:^|\n) ?Output \(a\)"), "b": re.compile(r"(?:^|\n) ?Output \(b\)")}
+
+
+def alpaca_chatgpt(reply: str) -> Optional[str]:
+    """tatsu-lab/alpaca_eval completion_parsers.py, regex_parser with the ``chatgpt`` annotator's outputs_to_match
+    (``(?:^|\\n) ?Output \\(a\\)``, the same for b; case-sensitive): the earliest match of either, then again in
+    the rest; annotators/base.py's _parse_completions keeps them only where there are exactly batch_size (1)."""
+    found, rest = [], reply
+    while True:
+        hits = [(m.start(), m.end(), k) for k, rx in _ALPACA_CHATGPT.items() if (m := rx.search(rest))]
+        if not hits:
+            break
+        start, end, key = min(hits)
+        found.append(key)
+        rest = rest[end:]
+    return found[0] if len(found) == 1 else None
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -990,6 +1008,14 @@ CASES = [
     ("arena category", ARENA_MATH, arena_category_math, "<decision>\nyes\n</decision>", "agree"),
     ("arena category", ARENA_MATH, arena_category_math, "<decision>no</decision>", "agree"),
     ("arena category", ARENA_MATH, arena_category_math, "<decision>Yes</decision>", "there only"),
+    # AlpacaEval's chatgpt annotator: "Output (a)" opening a line, exactly one in the reply
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)", "agree"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a) is better.", "agree"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (b)\n\nOutput (b) is more accurate.", "here only"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "I prefer Output (b).", "here only"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "output (a)", "here only"),
+    # the form reads the other output named in prose as a verdict too (two: the last read, the judge's listed)
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)\n\nUnlike Output (b), it is right.", "two"),
 ]
 
 
