@@ -139,14 +139,9 @@ def _read_samples(path: str) -> list:
     try:
         data = json.loads(text)
         rows = data if isinstance(data, list) else [data]
-    except ValueError:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
+    except ValueError:   # JSON lines
+        rows = [json_value(line, f"{path} line {n}")
+                for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not rows:
         raise ConfigError(f"{path} holds no sample")
     return [_sample(row, f"{path} sample {i}") for i, row in enumerate(rows, 1)]
