@@ -137,7 +137,6 @@ class Retries(Options):
         return self
 
     def policy(self) -> RetryPolicy:
-        """The retry policy these options ask for."""
         if self.retry_policy is not None:
             return self.retry_policy
         return RetryPolicy() if self.max_retries is None else RetryPolicy(max_retries=self.max_retries)
