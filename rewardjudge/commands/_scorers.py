@@ -89,8 +89,7 @@ def _update(args: argparse.Namespace) -> int:
     data = _file_payload(args)
     reg = registry(args)
     before = reg.get(args.slug)
-    scorer = reg.update(args.slug, name=data.get("name"), description=data.get("description"),
-                             config=data.get("config"))
+    scorer = reg.update(args.slug, **{k: data.get(k) for k in ("name", "description", "config")})
     _print_scorer(scorer, args.json)
     if not args.json:
         made = scorer.version != before.version and len(scorer.history) > len(before.history)
