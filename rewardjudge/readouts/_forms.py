@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
-__all__ = ["EMPHASIS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
+__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -434,20 +434,35 @@ class VerdictForm:
 #: unsealed: spaces other than a space and a tab that judges write in a form (a no-break space after a colon,
 #: an ideographic one in CJK text), read as a space, as the parsers' ``\\s`` and ``str.strip`` read them
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-#: unsealed: a chat template's end-of-turn token that a server left in the reply's text, read as a line's end
-_END_TOKENS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in (
-    "</s>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|im_end|>", "<|end|>", "<|eos|>", "<|return|>",
-    "<end_of_turn>", "<eos>", "<\uff5cend\u2581of\u2581sentence\uff5c>")}
+#: The end-of-turn and end-of-sequence tokens a server may leave in a judge's reply or a policy's response
+#: (the one list: the unsealed reading's line ends and copy folding here, what may follow a sealed line's
+#: label in ``_seal``, what the reward server strips off a response's end): each token that a current open
+#: model's generation config stops on and that ends a turn, a message or the text (not a role header such as
+#: Phi-3's ``<|assistant|>``), family by family, then ``<|eos|>``, a name custom tokenizers give their end.
+#: A view whose result could depend on the order its tokens are tried in takes them longest first.
+END_TOKENS: tuple[str, ...] = (
+    "</s>",                                              # Llama 2, Mistral
+    "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>",       # Llama 3.x: turn, message (a tool's turn), text
+    "<|eot|>", "<|eom|>",                                # Llama 4: turn, message
+    "<|im_end|>", "<|endoftext|>",                       # ChatML (Qwen, SmolLM, Phi-4), and its text's end
+    "<|end|>", "<|return|>", "<|call|>",                 # Phi-3; gpt-oss: message, final answer, tool call
+    "<end_of_turn>", "<eos>",                            # Gemma
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",          # DeepSeek V3, R1
+    "<|END_OF_TURN_TOKEN|>",                             # Cohere Command R, Command A
+    "<|eos|>",
+)
+#: unsealed: each end token, longest first, as ``_plain`` shows it: a line break padded with NULs
+_END_PADS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in sorted(END_TOKENS, key=len, reverse=True)}
 
 
 def _plain(text: str, pattern: str) -> str:
     """``text`` as an unsealed reading of ``pattern`` reads it, each character where it was (``_SPACES`` a
-    space, an ``_END_TOKENS`` token that ``pattern`` does not hold a line break padded with NULs, which no
+    space, an ``END_TOKENS`` token that ``pattern`` does not hold a line break padded with NULs, which no
     form reads)."""
     if not text.isascii():
         text = _SPACES.sub(" ", text)
     if "<" in text:
-        for tok, pad in _END_TOKENS.items():
+        for tok, pad in _END_PADS.items():
             if tok in text and tok not in pattern:
                 text = text.replace(tok, pad)
     return text
@@ -476,7 +491,7 @@ _DROP = {**dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u20
 
 
 #: an end-of-turn token as the neutraliser shows it to the judge (``[|eot_id|>``), which a judge may write back
-_SHOWN_TOKENS = {"[" + tok[1:]: "\x00" * len(tok) for tok in _END_TOKENS}
+_SHOWN_TOKENS = {"[" + tok[1:]: "\x00" * len(tok) for tok in _END_PADS}
 
 
 def _unmarked(text: str) -> str:
