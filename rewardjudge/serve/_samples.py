@@ -53,8 +53,11 @@ def _strip_eos(text: str, eos: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=16)
 def _trailing_eos(eos: "tuple[str, ...]") -> "re.Pattern[str]":
     """Whitespace, then the ``eos`` markers reversed in their order, as one regex matched from the
-    reversed text's start (nothing after its loop: no start is tried twice, no step taken back)."""
-    return re.compile("(?:" + "|".join([r"\s"] + [re.escape(m[::-1]) for m in eos if m]) + ")*")
+    reversed text's start (nothing after its loop: no start is tried twice, no step taken back). The
+    markers are a group of their own, so that the regex parser takes out the start they share (every
+    end token's ``>``): a marker that does not match fails at its first character after it."""
+    markers = "|".join(re.escape(m[::-1]) for m in eos if m)
+    return re.compile(r"(?:\s|(?:" + markers + "))*" if markers else r"\s*")
 
 
 def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,
