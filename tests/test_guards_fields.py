@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from rewardjudge import StringThread
 from rewardjudge.graders._base import Grader
-from rewardjudge.graders._guards import (MASTER_KEYS, _all_content_free, content_free_fields,
+from rewardjudge.graders._guards import (MASTER_KEYS, _content_free_flags, content_free_fields,
                                          content_free_reason)
 
 # --------------------------------------------------------------------------
@@ -256,9 +256,9 @@ def test_one_pass_over_many_texts_agrees_with_one_call_each():
         for start in range(0, len(texts) - 12, 7):
             chunk = texts[start:start + 12]
             expected = all(content_free_reason(t, keys) is not None for t in chunk)
-            assert _all_content_free(chunk, keys) is expected, (chunk, keys)
+            assert all(_content_free_flags(chunk, keys)) is expected, (chunk, keys)
     every_free = [t for t in texts if content_free_reason(t) is not None]
-    assert len(every_free) > 8 and _all_content_free(every_free, ())
+    assert len(every_free) > 8 and all(_content_free_flags(every_free, ()))
 
 
 # --------------------------------------------------------------------------

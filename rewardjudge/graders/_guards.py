@@ -212,11 +212,6 @@ def _free(text: str, keys: tuple[str, ...]) -> bool:
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
-def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
-    """Whether every text is empty or content-free, in one pass (``_content_free_flags``)."""
-    return all(_content_free_flags(texts, keys))
-
-
 def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
     digit once code fences are set aside, or nothing but master keys and filler words around
