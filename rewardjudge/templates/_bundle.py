@@ -311,9 +311,8 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
         if write and report.stale:
             path.write_text(text, encoding="utf-8")
             report.written = True
-        if language == "en" and root.resolve() == TEMPLATES_DIR and write:
-            if methods_module_stale(root, bundle):
-                (root / METHODS_MODULE).write_text(render_methods_module(bundle), encoding="utf-8")
+        if write and language == "en" and root.resolve() == TEMPLATES_DIR and methods_module_stale(root, bundle):
+            (root / METHODS_MODULE).write_text(render_methods_module(bundle), encoding="utf-8")
         reports.append(report)
     return reports
 
