@@ -175,6 +175,49 @@ def test_a_long_text_with_a_few_characters_outside_ascii_folds_as_one_translatio
     assert not _text._untouched(line * 4 + "\n\uff03 Rubric", ("# Rubric",), ())   # a fullwidth heading
 
 
+#: characters folding to no character, one, several (U+FDFA to 18), controls, escapes' openers, a
+#: surrogate, a tag character, characters beyond the BMP
+FOLDS = ["\u2474", "\ufb01", "\u00df", "\ufdfa", "\u3164", "\u2800", "\u0301", "\u200b", "\u0f73", "\u0410",
+         "\uff21", "\u00e9", "\u0130", "\U0001d415", "\U0001f600", "\U000e0041", "\ud800", "\x00", "\x01",
+         "\x02", "\x1f", "a", "B", "7", " ", "_", "!", "&", "#", "%", "\\", "amp;", "lt;", "x3c", "u00e9"]
+
+
+def _folded_by_the_tables(text: str, keep: str) -> "tuple[str, str]":
+    """The skeleton and the letters of ``text`` through the translation tables (a lookup per character)."""
+    skel = text.translate(_text._TABLE)
+    if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
+        skel = _text._ESCAPE.sub(lambda m: _text._read_escape(m.group()), skel)
+    lowered = re.sub(_text._TEXT_ESCAPES, lambda m: _text._read_escape(m.group()), text.lower()) \
+        if re.search(r"[&\\%]", text) else text
+    return skel, lowered.translate(_text._LETTERS).translate(_text._controls_dropped(keep))
+
+
+def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
+    """A long text outside ASCII is folded through the code-point arrays (``_FoldTable.codes``: one
+    gather, then one per fold of several characters), not a dict lookup per character: its skeleton
+    and letters are what the translation tables give, over random texts and hostile runs."""
+    rnd = random.Random(31)
+    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_text._LONG // 4, 900))) for _ in range(400)]
+    texts += [ch * N for ch in ("\u00df", "\ufdfa", "\ufb01\u0301", "\x01\u00e9", "\ud800a", "\u2474", "\U0001d415")]
+    texts.append("".join(map(chr, range(0x100, 0x100 + N))))
+    for text in texts:
+        for keep in ("", "\x01"):
+            skel, found = _folded_by_the_tables(text, keep)
+            assert letters(text, keep) == found, text[:40]
+        assert _text._skeleton(text) == skel, text[:40]
+        assert len(_text._skeleton(text)) == len(text)
+    long = [t for t in texts if len(t) >= _text._LONG and _text._runs(t) is None]
+    assert len(long) > 300   # most took the arrays
+
+
+def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
+    """An entry of the arrays holds a fold of at most 62 characters; a table whose fold is longer
+    (none of ours: NFKC writes at most 18) reads that text by ``str.translate`` instead."""
+    table = _text._FoldTable(lambda ch: ch * (70 if ch == "\u00e9" else ord(ch) % 4))
+    for text in ("\u00e0\u00e1\u00e2" * 200, "\u00e0\u00e9" * 200, "\u00e9" + "\u00e1" * 300, "\u00e1" * 300):
+        assert _text._text_of(table.codes(text)) == text.translate(table), text[:8]
+
+
 def test_what_stands_for_no_character_is_kept():
     for text in ["&#99999999;", "&nosuchname;", "\\u{110000}", "\\N{NO SUCH NAME}", "%zz", "=g1", "&#;", "\\u12"]:
         assert _text._skeleton(text) == text.translate(_text._TABLE), text
@@ -522,17 +565,20 @@ def test_the_matches_defanged_at_once_read_as_one_by_one():
             assert _text._defanged(text, skel, starts) == _defanged_one_by_one(text, skel, starts), text
 
 
-def test_the_code_point_table_is_made_when_a_long_text_outside_ascii_first_comes():
-    """The 4 MB array folding long texts outside ASCII is not made at import, nor for ASCII or
-    short texts: a process that never meets such a text never holds it."""
+def test_the_code_point_tables_are_made_when_a_long_text_outside_ascii_first_comes():
+    """The 4 MB arrays folding long texts outside ASCII (the skeleton's, the letters') are not
+    made at import, nor for ASCII or short texts: a process that never meets such a text never
+    holds them, and one that meets it only in ``letters`` holds that one only."""
     import subprocess
     import sys
 
     code = ("from rewardjudge.readouts import _text as t\n"
-            "made = lambda: t._folded.cache_info().currsize\n"
-            "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 1000)\n"
-            "assert made() == 0, 'made too early'\n"
-            "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == 1\n")
+            "made = lambda: (t._TABLE._array is not None, t._LETTERS._array is not None)\n"
+            "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 100)\n"
+            "t.letters('Thought process: ' * 1000)\n"
+            "assert made() == (False, False), 'made too early'\n"
+            "assert t.letters('\\uff21' * 1000) == 'a' * 1000 and made() == (False, True)\n"
+            "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == (True, True)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -64,7 +64,17 @@ _LATEX_COMMANDS = (
 _LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
 #: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
 #: ``_LOOKALIKE_DIGITS`` match: a text holding one is also read with them so (``$$`` alone stays none)
-_LEET_DIGITS = str.maketrans({"$": "5", "@": "4", "!": "1", "\u20ac": "3"})
+_LEET_DIGITS = {"$": "5", "@": "4", "!": "1", "\u20ac": "3"}
+
+
+def _as_digits(text: str) -> str:
+    """``text`` with each ``_LEET_DIGITS`` symbol as its digit: a ``str.replace`` per symbol (no
+    digit is a symbol), each in C; a translation table looked up every character of a text outside
+    ASCII (20 ms in 256 KiB)."""
+    for symbol, digit in _LEET_DIGITS.items():
+        if symbol in text:
+            text = text.replace(symbol, digit)
+    return text
 
 
 def _unmarked(text: str, tags: bool = True) -> str:
@@ -146,6 +156,14 @@ def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
     return re.compile(run)
 
 
+@functools.lru_cache(maxsize=64)
+def _opener_firsts(extra_keys: tuple[str, ...]) -> "frozenset[str]":
+    """The characters a match of ``_opener_pattern`` may start with (the first of a key, its
+    look-alike digit, the first of a filler word): a text starting with another has content."""
+    firsts = {w[0] for w in (*_key_forms(extra_keys), *_FILLER)}
+    return frozenset(firsts | {_LOOKALIKE_DIGITS[c] for c in firsts if c in _LOOKALIKE_DIGITS})
+
+
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
     """Whether ``found`` (``letters`` of a text) is master keys, one or several, and ``_FILLER``
     words around them."""
@@ -166,19 +184,24 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
         joined = joiner.join([_unmarked(t) if "<" in t else t for t in texts])
         found = letters(_unmarked(joined, tags=False), keep=joiner)
         if found.count(joiner) == len(texts) - 1:
-            # each text's letters between joiners: master keys with filler, or nothing
-            opener = _opener_pattern(keys).match
-            flags = [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
+            # each text's letters between joiners: master keys with filler, or nothing (a match
+            # tried only where the letters start as one may: 40,000 texts with content cost a lookup each)
+            opener, firsts = _opener_pattern(keys).match, _opener_firsts(keys)
+            flags = [not piece or piece[0] in firsts and _whole(opener(piece), piece)
+                     for piece in found.split(joiner)]
+            whole = "".join(texts)
             # texts with content holding a look-alike symbol: read again with it as a digit, joined too
-            leet = [i for i, (t, free) in enumerate(zip(texts, flags))
-                    if not free and _leet(t) and "\u202e" not in t]
+            leet = [i for i, t in enumerate(texts) if _leet(t) and not flags[i] and "\u202e" not in t] \
+                if _leet(whole) else []
             if leet:
-                again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys)
+                again = _content_free_flags([_as_digits(texts[i]) for i in leet], keys)
                 for i, free in zip(leet, again):
                     flags[i] = free
             # the rarer rules (an answer after the last colon, a right-to-left override) text by text
-            return [content_free_reason(t, keys) is not None if _rare(t, free) else free
-                    for t, free in zip(texts, flags)]
+            if _rare(whole, True) or _rare(whole, False):
+                flags = [content_free_reason(t, keys) is not None if _rare(t, free) else free
+                         for t, free in zip(texts, flags)]
+            return flags
     return [content_free_reason(t, keys) is not None for t in texts]
 
 
@@ -190,8 +213,8 @@ def _rare(text: str, free: bool) -> bool:
     return "\u202e" in text
 
 
-def _leet(text: str) -> bool:
-    return "$" in text or "@" in text or "!" in text or "\u20ac" in text
+#: whether a text holds a ``_LEET_DIGITS`` symbol (a bound method: no Python frame per text)
+_leet = re.compile("[" + re.escape("".join(_LEET_DIGITS)) + "]").search
 
 
 def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
@@ -229,7 +252,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)):
+    if _free(text, keys) or (_leet(text) and _free(_as_digits(text), keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
@@ -313,8 +336,19 @@ class _Field:
             return "free" if self.free_none else "none"
         if text in self.choices:
             return "choice"
+        return self.other_text
+
+    @property
+    def other_text(self) -> str:
+        """The kind of a text that is none of the choices."""
         return "free" if self.free or not (self.formatted or self.choices) else \
             "value" if self.formatted else "choice"
+
+    def free_texts(self, texts: "Iterable[str]") -> "list[str]":
+        """Those of ``texts`` whose kind is ``"free"``, in order (``kind`` of each, in one pass)."""
+        if self.other_text != "free":
+            return []
+        return [t for t in texts if t not in self.choices] if self.choices else list(texts)
 
     def child(self, key: Any) -> Any:
         """The schema node of ``key`` (a property name or an item index)."""
@@ -368,6 +402,17 @@ class _Texts:
         elif kind != "none":
             self.other = True
 
+    def take_all(self, f: _Field, texts: "list[str]", path: "Callable[[str], tuple]") -> None:
+        """``take`` of each of ``texts`` (distinct strings), in one pass: a list may hold 40,000."""
+        free = f.free_texts(texts)
+        self.other = self.other or len(free) < len(texts)
+        if free:
+            self.first = self.first or (path(free[0]), free[0])
+            self.texts.update(dict.fromkeys(free))
+            if "" in self.texts:
+                del self.texts[""]
+                self.blank = True
+
 
 def _field(fields: dict, sch: Any, defs: dict) -> _Field:
     return fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
@@ -377,9 +422,9 @@ def _list_items(node: list, f: _Field, path: tuple, fields: dict, defs: dict, fo
     """The items of a list to walk; the strings of a list with one schema for every item
     are taken here, once each."""
     strings = [v for v in node if type(v) is str] if f.uniform else []
-    item = _field(fields, f.child(0), defs) if strings else None
-    for text in dict.fromkeys(strings):
-        found.take(item, text, lambda p=path, n=node, t=text: (*p, n.index(t)))
+    if strings:
+        found.take_all(_field(fields, f.child(0), defs), list(dict.fromkeys(strings)),
+                       lambda t: (*path, node.index(t)))
     if len(strings) == len(node):
         return []
     return [(v, f.child(i), (*path, i)) for i, v in enumerate(node) if not (strings and type(v) is str)]
@@ -474,6 +519,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
+    blanks: "dict[int, set[str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> the texts blanked there
     while stack:
         parent, key, sch = stack.pop()
         node = parent[key]
@@ -492,7 +538,16 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
                     stack.append((copy, k, f.child(k)))
         elif isinstance(node, list):
             copy = list(node)
-            stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
+            if f.uniform and copy:   # one schema for every item: its strings blanked here (40,000 in a list)
+                item_sch = f.child(0)
+                item = _field(fields, item_sch, defs)
+                free = blanks.get(id(item))
+                if free is None:
+                    free = blanks[id(item)] = set(item.free_texts(rich))
+                copy = [_PLACEHOLDER * len(v) if isinstance(v, str) and v in free else v for v in copy]
+                stack.extend((copy, i, item_sch) for i, v in enumerate(copy) if isinstance(v, (dict, list)))
+            else:
+                stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
         else:
             copy = _PLACEHOLDER * len(node) if isinstance(node, str) and node in rich and f.kind(node) == "free" \
                 else node
