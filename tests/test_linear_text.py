@@ -443,10 +443,12 @@ def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_line
     assert handed[0] <= 5 * len(text)
 
 
-def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):
-    """Windows of 8 characters (widened 8 times each try) over random JSON-like text: every start
-    decodes to the same value, end and repeated key as a decode of the whole text, or fails as it
-    did; with a stop, to the same where its end is by the stop, else to nothing."""
+@pytest.mark.parametrize("first", [8, 3])
+def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch, first):
+    """Windows of 8 characters (widened 8 times each try; ``first``: a first, shorter window
+    before them) over random JSON-like text: every start decodes to the same value, end and repeated
+    key as a decode of the whole text, or fails as it did; with a stop, to the same where its end is
+    by the stop, else to nothing."""
     import json
 
     from rewardjudge.readouts import _scan, _seal
@@ -468,6 +470,7 @@ def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypa
         return obj, end, repeated[0] if repeated else None
 
     monkeypatch.setattr(_scan, "MAX_SPAN", 8)
+    monkeypatch.setattr(_scan, "_FIRST_SPAN", first)
     pieces = ['{', '}', '{"a": ', '{"a": 1}', '"', '"a"', '"a": ', ':', ',', ' ', '\n', '[', ']', '1', '1e',
               '1.5', '-', '-Infinity', 'Infinity', 'NaN', 'true', 'tr', 'null', '\\', '\\u00', '\\ud800',
               '\\udc00', '\\n', 'x', '"seal"', '9' * 5000, '{"a": "' + "y" * 40, '"b": 2, "b": 3',
@@ -597,8 +600,47 @@ def test_json_objects_widens_a_window_only_where_the_decode_needs_it():
     5,000 broken objects spent the budget of wider windows before a long object after them."""
     from rewardjudge.readouts import json_objects
 
-    text = '{"a" x} ' * 5000 + '{"b": "' + "y" * 20_000 + '"}'
-    assert [(s.start, s.value) for s in json_objects(text)] == [(40_000, {"b": "y" * 20_000})]
+    text = '{"a" x} ' * 4000 + '{"b": "' + "y" * 20_000 + '"}'
+    assert [(s.start, s.value) for s in json_objects(text)] == [(32_000, {"b": "y" * 20_000})]
+
+
+def test_json_objects_tries_at_most_max_tries_starts_and_says_so():
+    """A text opening more than ``MAX_TRIES`` objects (52,000 broken ones fit in 256 KiB, each a
+    decode and an exception: 300 ms) is read up to that many starts; ``pydantic_parse`` says why
+    an object past them is not read."""
+    from pydantic import BaseModel
+
+    from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
+    from rewardjudge.readouts._scan import MAX_TRIES, scan_objects
+
+    class A(BaseModel):
+        x: int
+
+    answer = '{"x": 3}'
+    for junk in ('{""} ', '{"a": 1} ', '{"a" x} '):
+        text = junk * (MAX_TRIES - 1) + answer   # the answer is the last start tried
+        spans, cut = scan_objects(text)
+        assert not cut and spans[-1].value == {"x": 3} and pydantic_parse(text, A).x == 3
+        text = junk + text
+        spans, cut = scan_objects(text)
+        assert cut and all(s.value != {"x": 3} for s in spans)
+        with pytest.raises(OutputParserException, match=f"only the first {MAX_TRIES} places"):
+            pydantic_parse(text, A)
+    # starts inside an object decoded are no tries: one object holding 10,000 is read
+    inner = '{"a": [' + ", ".join(['{"b": 1}'] * 10_000) + ']}'
+    assert scan_objects(inner + " " + answer)[0][-1].value == {"x": 3}
+
+
+def test_the_starts_found_in_numpy_are_where_the_pattern_matches():
+    """``_starts`` of a long text (a ``{``, whitespace as ``\\s`` matches it, a ``"``) in numpy."""
+    from rewardjudge.readouts import _scan
+
+    assert all(re.match(r"\s", chr(c)) is None for c in range(0x3001, 0x110000))
+    pieces = ["{", '"', " ", "\u2003", "a", '{"', "\n", "\x1c", "\u3000", "}", "\U0001f600", "\ud800", "\x85"]
+    rnd = random.Random(17)
+    for _ in range(200):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(_scan._SHORT + 1, 6000)))
+        assert _scan._starts(text) == [m.start() for m in _scan._START.finditer(text)], text
 
 
 def test_lone_surrogate_escapes_are_replaced_in_place_as_the_decoder_would_read_them():
