@@ -383,3 +383,29 @@ def test_a_list_blanked_at_once_reads_as_item_by_item(monkeypatch):
             one_by_one = [_guards._blanked(value, schema, rich)
                           for schema in (_guards._schema_of.__wrapped__(Nested), None)]
         assert one_by_one == at_once, (value, rich)
+
+
+def _old_opener(keys: tuple[str, ...]):
+    """The opener before its atomic groups: each word a lookahead and its copy, runs that backtrack."""
+    import re
+
+    from rewardjudge.graders import _guards
+
+    k, f = _guards._trie(map(_guards._chars, _guards._key_forms(keys))), _guards._trie(list(w) for w in _guards._FILLER)
+    n = _guards._FILLER_RUN
+    return re.compile(f"(?:(?!{k})(?=({f}))\\1){{0,{n}}}(?:(?=({k}))\\2(?:(?!{k})(?=({f}))\\3){{0,{n}}})+")
+
+
+@pytest.mark.parametrize("keys", [(), ("per my analysis",)])
+def test_the_atomic_opener_matches_as_the_one_it_replaced(keys):
+    """The opener's words and runs are atomic groups now: the same match (its end) or none, over
+    random runs of master keys, filler words (nine in a row too), look-alike digits and other letters."""
+    from rewardjudge.graders._guards import _FILLER, _key_forms, _opener_pattern
+
+    words = sorted(_key_forms(keys)) + sorted(_FILLER) * 2 + ["x", "pari", "5olution", "an", "ste", "1"]
+    old, new = _old_opener(keys), _opener_pattern(keys)
+    rnd = random.Random(len(keys) + 5)
+    for _ in range(20000):
+        text = "".join(rnd.choice(words) for _ in range(rnd.randint(0, 14)))
+        a, b = old.match(text), new.match(text)
+        assert (a and a.end()) == (b and b.end()), text
