@@ -98,7 +98,8 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
     texts["right-to-left override, distinct pieces"] = _pieces("\u202e", "abcdefghijklmnopqrstuvwxyz", size)
     texts["look-alike symbols, distinct pieces"] = _pieces("$", "abcdefghijklmnopqrstuvwxyz", size)
     texts["a filler word and a colon, distinct pieces"] = _pieces("the:", _SYMBOLS, size)
-    for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474"):
+    for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474",
+                 "\u89e3", "\u89e3\u7b54\ub2f5"):   # and one-character master keys: a word each
         texts.setdefault(f"{unit!r} repeated", _cut(unit, size))
     return texts
 

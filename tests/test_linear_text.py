@@ -640,7 +640,7 @@ def test_the_starts_found_in_numpy_are_where_the_pattern_matches():
     rnd = random.Random(17)
     for _ in range(200):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(_scan._SHORT + 1, 6000)))
-        assert _scan._starts(text) == [m.start() for m in _scan._START.finditer(text)], text
+        assert _scan._starts(text).tolist() == [m.start() for m in _scan._START.finditer(text)], text
 
 
 def test_lone_surrogate_escapes_are_replaced_in_place_as_the_decoder_would_read_them():

@@ -195,33 +195,43 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     found = letters(unmarked, keep=joiner)
     if found.count(joiner) != len(texts) - 1:
         return None
-    only = _keys_only(found, joiner, keys)
-    flags = [not piece or keyed for piece, keyed in zip(found.split(joiner), only)]
-    whole = "".join(texts)
-    if (":" in whole or "\uff1a" in whole) and any(only):   # an answer after the last colon?
-        answered = _answered_each(unmarked, joiner, keys)
-        flags = [free and not (keyed and said) for free, keyed, said in zip(flags, only, answered)]
-    if "\u202e" in whole:   # shown reversed: its letters read backwards
-        backwards = _keys_only(found[::-1], joiner, keys)[::-1]
-        flags = [free or (back and "\u202e" in t) for free, back, t in zip(flags, backwards, texts)]
+    pieces = found.split(joiner)
+    only = _keys_only(pieces, joiner, keys)
+    flags = [not piece or keyed for piece, keyed in zip(pieces, only)]
+    # master keys, then an answer after the last colon?
+    ask = [i for i, keyed in enumerate(only) if keyed and (":" in texts[i] or "\uff1a" in texts[i])]
+    if ask:
+        shown = unmarked.split(joiner)
+        for i, said in zip(ask, _answered_each([shown[i] for i in ask], joiner, keys)):
+            flags[i] = not said
+    # shown reversed (a right-to-left override): its letters read backwards
+    turned = [i for i, t in enumerate(texts) if not flags[i] and "\u202e" in t] if "\u202e" in "".join(texts) else []
+    for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
+        flags[i] = back
     return flags
 
 
 @functools.lru_cache(maxsize=64)
 def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str], re.Pattern[str]]":
     """``_opener_pattern`` at the start of each text joined by ``joiner``, taken as it is (an atomic
-    group: what ``match`` takes, no other split): anywhere, then only where it ends the text."""
-    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?>{_opener_pattern(keys).pattern})"
+    group: what ``match`` takes, no other split): anywhere, then only where it ends the text. A
+    text whose first character starts no key, filler word or look-alike digit fails at once."""
+    firsts = {w[0] for w in (*_key_forms(keys), *_FILLER)}
+    firsts |= {_LOOKALIKE_DIGITS[c] for c in firsts if c in _LOOKALIKE_DIGITS}
+    starts = "[" + "".join(map(re.escape, sorted(firsts))) + "]"
+    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?={starts})(?>{_opener_pattern(keys).pattern})"
     return re.compile(at_start), re.compile(at_start + rf"(?={re.escape(joiner)}|\Z)")
 
 
-def _keys_only(found: str, joiner: str, keys: tuple[str, ...]) -> "list[bool]":
-    """For each text of ``found`` (``letters`` of texts joined by ``joiner``): whether it is
-    master keys and filler (``_only_keys``): one substitution of the distinct ones (texts differing
-    by their symbols alone have the same letters), then what is left of each."""
-    pieces = found.split(joiner)
+def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
+    """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
+    keys and filler (``_only_keys``): one substitution over the distinct ones joined (texts
+    differing by their symbols alone have the same letters), then what is left of each."""
     distinct = list(dict.fromkeys(pieces))
-    left = _whole_openers(keys, joiner)[1].sub("", joiner.join(distinct)).split(joiner)
+    whole = _whole_openers(keys, joiner)[1]
+    if 2 * len(distinct) > len(pieces):   # few alike: no table
+        return [bool(piece) and not rest for piece, rest in zip(pieces, whole.sub("", joiner.join(pieces)).split(joiner))]
+    left = whole.sub("", joiner.join(distinct)).split(joiner)
     only = {piece: bool(piece) and not rest for piece, rest in zip(distinct, left)}
     return [only[piece] for piece in pieces]
 
@@ -230,14 +240,14 @@ def _keys_only(found: str, joiner: str, keys: tuple[str, ...]) -> "list[bool]":
 _OPENED = "\x00"
 
 
-def _answered_each(unmarked: str, joiner: str, keys: tuple[str, ...]) -> "list[bool]":
-    """``_answered`` of each text of ``unmarked`` (texts with their markup set aside, joined by
+def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
+    """``_answered`` of each of ``unmarked`` (texts with their markup set aside, none holding
     ``joiner``) whose letters are master keys and filler: each cut to what follows its last colon
-    (one substitution; a text without one is left whole, and an opener starts its letters, as
-    ``_answered`` finds no answer there), their letters in one pass, then whether an opener starts
-    each (one substitution)."""
+    (one substitution over them joined; a text without one is left whole, and an opener starts its
+    letters, as ``_answered`` finds no answer there), their letters in one pass, then whether an
+    opener starts each (one substitution)."""
     j = re.escape(joiner)
-    tails = re.sub(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]", "", unmarked)
+    tails = re.sub(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]", "", joiner.join(unmarked))
     pieces = letters(tails, keep=joiner).split(joiner)
     distinct = list(dict.fromkeys(pieces))
     opened = _whole_openers(keys, joiner)[0].sub(_OPENED, joiner.join(distinct)).split(joiner)
