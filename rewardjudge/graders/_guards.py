@@ -67,6 +67,10 @@ _LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
 _LEET_DIGITS = {"$": "5", "@": "4", "!": "1", "\u20ac": "3"}
 
 
+#: whether a text holds a ``_LEET_DIGITS`` symbol (a bound method: no Python frame per text)
+_leet = re.compile("[" + re.escape("".join(_LEET_DIGITS)) + "]").search
+
+
 def _as_digits(text: str) -> str:
     """``text`` with each ``_LEET_DIGITS`` symbol as its digit: a ``str.replace`` per symbol (no
     digit is a symbol), each in C; a translation table looked up every character of a text outside
@@ -205,7 +209,8 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
         for i, said in zip(ask, _answered_each([shown[i] for i in ask], joiner, keys)):
             flags[i] = not said
     # shown reversed (a right-to-left override): its letters read backwards
-    turned = [i for i, t in enumerate(texts) if not flags[i] and "\u202e" in t] if "\u202e" in "".join(texts) else []
+    turned = [i for i, t in enumerate(texts) if not flags[i] and "\u202e" in t] \
+        if "\u202e" in "".join(texts) else []
     for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
         flags[i] = back
     return flags
@@ -230,7 +235,8 @@ def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list
     distinct = list(dict.fromkeys(pieces))
     whole = _whole_openers(keys, joiner)[1]
     if 2 * len(distinct) > len(pieces):   # few alike: no table
-        return [bool(piece) and not rest for piece, rest in zip(pieces, whole.sub("", joiner.join(pieces)).split(joiner))]
+        left = whole.sub("", joiner.join(pieces)).split(joiner)
+        return [bool(piece) and not rest for piece, rest in zip(pieces, left)]
     left = whole.sub("", joiner.join(distinct)).split(joiner)
     only = {piece: bool(piece) and not rest for piece, rest in zip(distinct, left)}
     return [only[piece] for piece in pieces]
@@ -253,10 +259,6 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     opened = _whole_openers(keys, joiner)[0].sub(_OPENED, joiner.join(distinct)).split(joiner)
     said = {tail: bool(tail) and cut[0] != _OPENED for tail, cut in zip(distinct, opened)}
     return [said[tail] for tail in pieces]
-
-
-#: whether a text holds a ``_LEET_DIGITS`` symbol (a bound method: no Python frame per text)
-_leet = re.compile("[" + re.escape("".join(_LEET_DIGITS)) + "]").search
 
 
 def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
@@ -561,7 +563,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
-    blanks: "dict[int, set[str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> the texts blanked there
+    blanks: "dict[int, set[str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> texts blanked
     while stack:
         parent, key, sch = stack.pop()
         node = parent[key]
@@ -580,7 +582,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
                     stack.append((copy, k, f.child(k)))
         elif isinstance(node, list):
             copy = list(node)
-            if f.uniform and copy:   # one schema for every item: its strings blanked here (40,000 in a list)
+            if f.uniform and copy:   # one schema for every item: its strings blanked here (40,000 of them)
                 item_sch = f.child(0)
                 item = _field(fields, item_sch, defs)
                 free = blanks.get(id(item))
