@@ -17,7 +17,9 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge.errors import TemplateContextError, TemplateError, TemplateVariableError
-from rewardjudge._thread_context import neutralized_thread, thread_context
+from rewardjudge._thread_context import TURN_HEADERS, neutralized_thread, thread_context
+from rewardjudge.grade import encodable
+from rewardjudge.readouts import _text
 from rewardjudge.readouts._text import neutralize, neutralize_all, neutralize_value
 from rewardjudge.templates import _handlebars as hb
 from rewardjudge.templates._handlebars import (HELPERS, Template, compile_template, root_reads,
@@ -318,6 +320,45 @@ def test_neutralize_all_equals_one_by_one():
         tags = rng.choice([(), ("answer",), ("question", "x")])
         ctl = rng.choice([(), ("<|im_end|>",)])
         assert neutralize_all(texts, tags, ctl) == [neutralize(t, tags, ctl) for t in texts]
+
+
+def _neutralized_the_long_way(text, tags=(), ctl=(), with_tags=True):
+    # every text through its skeleton and the patterns: no shortcut for text with nothing to change
+    text = encodable(text)
+    skel = _text._skeleton(text)
+    starts = [m.start() for m in _text._pattern(tags if with_tags else (), ctl, with_tags).finditer(skel)]
+    return _text._defanged(text, skel, starts) if starts else text
+
+
+#: escapes and their near misses (``2+2=4`` is none; ``=3c``, ``%3C``, ``&#60;``, ``\\u003c``, and
+#: ``=`` before fullwidth ``3c`` are a '<'), openers, a heading's '#', look-alikes, a surrogate
+ESCAPE_BITS = ["=", "=3c", "=3C", "=3d3c", "=4", "= 4", "2+2=4", "x=20", "%", "%3c", "%3C", "%253c",
+               "%e2%80%b9", "=E2=80=B9", "=5B", "%5b", "%23", "=23", "&", "&lt;", "&LT;", "&#60;",
+               "&#x3c;", "&amp;lt;", "& ", "&;", "&#35;", "&num;", "&lsqb;", "\\u003c", "\\x3c",
+               "\\074", "\\N{LESS-THAN SIGN}", "\\", "#", "# Rubric", "<", "[", "\uff1c", "\uff03",
+               "\uff13", "\uff43", "grade>", "user]", "inst]", "|im_end|>", "Rubric", "a", "x" * 10,
+               " ", "\n", "\u2019", "\x00", "\u200b", "\ud800"]
+
+
+def test_text_with_nothing_to_change_is_left_as_the_patterns_leave_it():
+    """The shortcuts (an ASCII text whose ``&``, ``%`` and ``=`` open no escape; a skeleton with no
+    '<', '[' or '#') leave text exactly as the skeleton and the patterns do, escapes and near
+    misses included."""
+    rng = random.Random(11)
+    shortcut = 0
+    for _ in range(6000):
+        text = "".join(rng.choice(ESCAPE_BITS) for _ in range(rng.randint(0, 8)))
+        tags = rng.choice([(), ("answer",), ("# Rubric",), TURN_HEADERS])
+        ctl = rng.choice([(), (), ("<|im_end|>",), ("END",)])
+        with_tags = rng.random() < 0.8
+        expected = _neutralized_the_long_way(text, tags, ctl, with_tags)
+        assert neutralize(text, tags, ctl, tags=with_tags) == expected, (text, tags, ctl)
+        if _text._untouched(text, tags, ctl):
+            shortcut += 1
+            assert expected == text, (text, tags)
+        texts = [text, "".join(rng.choice(ESCAPE_BITS) for _ in range(rng.randint(0, 4)))]
+        assert neutralize_all(texts, tags, ctl) == [_neutralized_the_long_way(t, tags, ctl) for t in texts]
+    assert shortcut > 300
 
 
 def _walked(value, tags, ctl):

@@ -241,6 +241,13 @@ def _skeleton(text: str) -> str:
     return skel
 
 
+#: where an escape may begin in an ASCII text, after ``&``, ``%`` or ``=`` (``_ESCAPE`` on the
+#: text lower-cased matches only where one of these does; a backslash always counts): each a
+#: search for its first character, in C
+_ESCAPE_OPENINGS = (("&", re.compile(r"&[#a-zA-Z]")), ("%", re.compile(r"%[0-9a-fA-F]{2}")),
+                    ("=", re.compile(r"=[0-9a-fA-F]{2}")))
+
+
 def _clean(text: str) -> bool:
     """Whether ``text`` holds none of ``<[&\\%=`` (which every tag, control token or escape
     holds): an ASCII ``text`` is then its own skeleton, which ``neutralize`` leaves as it is."""
@@ -255,13 +262,20 @@ _FOLDS_MARKED = re.compile(r"[<\[&\\%=#\ud800-\udfff]")
 
 def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
     """Whether neutralising ``text`` cannot change it: no control token of the judge's is
-    given, it is ``_clean`` (without a ``#`` too where ``tags`` hold a template heading), and
-    each character outside ASCII is no surrogate and folds to none of those: its skeleton
-    then holds nothing the patterns start with."""
-    if ctl or not _clean(text) or ("#" in text and any(t[:1] == "#" for t in tags)):
+    given, it holds no ``<``, ``[`` or backslash (nor a ``#`` where ``tags`` hold a template
+    heading), and either it is ASCII with no escape opening (``_ESCAPE_OPENINGS``: ``2+2=4`` is
+    none), so its skeleton is itself lower-cased, or it is ``_clean`` and each character outside
+    ASCII is no surrogate and folds to none of those: its skeleton then holds nothing the
+    patterns start with."""
+    if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and any(t[:1] == "#" for t in tags)):
         return False
     if text.isascii():
+        for opener, opening in _ESCAPE_OPENINGS:
+            if opener in text and opening.search(text) is not None:
+                return False
         return True
+    if not _clean(text):
+        return False
     runs = _runs(text)
     return runs is not None and _FOLDS_MARKED.search("".join(runs[1::2]).translate(_TABLE)) is None
 
@@ -397,6 +411,8 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
         return text   # plain ASCII with no bracket or escape: nothing to defang
     text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
+    if not control_tokens and "<" not in skel and "[" not in skel and "#" not in skel:
+        return text   # every match of the tags and common tokens starts at a '<' or '[' or holds a '#'
     starts = [m.start() for m in _pattern(extra_tags if tags else (), control_tokens, tags).finditer(skel)]
     return _defanged(text, skel, starts) if starts else text
 
