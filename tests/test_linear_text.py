@@ -491,6 +491,36 @@ def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypa
                     assert _seal._decode(text, start, stop, later) == cut, (text, start, stop, later)
 
 
+def test_the_recording_decoder_is_one_per_thread_and_emptied_for_each_decode():
+    """The decoder that records closed objects and repeated keys is built once per thread: decodes
+    in 8 threads at once, a decode after one that failed or repeated a key, each read as a decode
+    on its own reads it (value, end, the first key repeated)."""
+    import threading
+
+    from rewardjudge.readouts import _scan
+
+    texts = ['{"a": 1, "a": 2}', '{"b": {"c": 1, "c": 2}, "d": 3}', '{"e": [1, {"f": 2}]}', '{"g": ',
+             '{"h": "x"} tail', '{"i": 1, "j": {"i": 2}}', '{"k": 1, "k": 1, "l": {"l": 0, "l": 1}}']
+    alone = {t: _scan.decode_object(t, 0) for t in texts}
+    assert [alone[t][2] for t in texts] == ["a", "c", None, None, None, None, "l"]
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        rnd = random.Random(seed)
+        for _ in range(3000):
+            t = rnd.choice(texts)
+            if _scan.decode_object(t, 0) != alone[t]:
+                failures.append(t)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not failures
+    assert _scan._RECORDER.closed == [] and _scan._RECORDER.repeats == []   # no reply kept alive
+
+
 def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch):
     """``_unsealed_objects`` decodes a start up to the last start tried that failed first, and knows
     the starts inside an object decoded around them (``Nested``, here after every object): over

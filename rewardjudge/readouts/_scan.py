@@ -10,6 +10,7 @@ import bisect
 import json
 import math
 import re
+import threading
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -273,30 +274,52 @@ def decode_object(text: str, start: int, stop: "int | None" = None, fails_at: "i
     hit = None if nested is None else nested.get(start, stop)
     if hit is not None:
         return hit
-    closed: list[dict[str, Any]] = []
-    repeats: list[tuple[int, str]] = []
+    _, repeats = _RECORDER.start()
     try:
-        obj, end = decode_within(_recorder(closed, repeats).raw_decode, text, start, stop, fails_at)
+        obj, end = decode_within(_RECORDER.raw_decode, text, start, stop, fails_at)
     except (ValueError, RecursionError):
+        _RECORDER.clear()
         return None, start, None
+    repeated = repeats[0][1] if repeats else None
+    _RECORDER.clear()
     if nested is not None and type(obj) is dict and end - start >= _LONG:
         nested.around(start)
-    return obj, end, repeats[0][1] if repeats else None
+    return obj, end, repeated
 
 
-def _recorder(closed: "list[dict[str, Any]]", repeats: "list[tuple[int, str]]") -> json.JSONDecoder:
-    """A decoder that appends each object it closes to ``closed``, and its index there and the
-    first key it repeats to ``repeats`` where one does; a raw line break inside a string is read
-    as itself (llama.cpp's schema grammars let one through)."""
-    def pairs(items: "list[tuple[str, Any]]") -> "dict[str, Any]":
-        out = dict(items)   # in C; the scan below runs only when a key repeats
-        if len(out) != len(items):
-            seen: set[str] = set()
-            repeats.append((len(closed), next(k for k, _ in items if k in seen or seen.add(k))))  # type: ignore[func-returns-value]
-        closed.append(out)
-        return out
+class _Recorder(threading.local):
+    """A decoder, built once per thread, that appends each object it closes to ``closed``, and its
+    index there and the first key it repeats to ``repeats`` where one does; a raw line break inside
+    a string is read as itself (llama.cpp's schema grammars let one through). A decode runs to its
+    end without yielding, so one per thread at a time: ``start`` empties the lists for the next."""
 
-    return json.JSONDecoder(object_pairs_hook=pairs, strict=False)
+    def __init__(self) -> None:
+        closed: list[dict[str, Any]] = []
+        repeats: list[tuple[int, str]] = []
+
+        def pairs(items: "list[tuple[str, Any]]") -> "dict[str, Any]":
+            out = dict(items)   # in C; the scan below runs only when a key repeats
+            if len(out) != len(items):
+                seen: set[str] = set()
+                repeats.append((len(closed), next(k for k, _ in items if k in seen or seen.add(k))))  # type: ignore[func-returns-value]
+            closed.append(out)
+            return out
+
+        self.closed, self.repeats = closed, repeats
+        self.raw_decode = json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode
+
+    def start(self) -> "tuple[list[dict[str, Any]], list[tuple[int, str]]]":
+        """The lists the next decode fills, emptied (a decode that raised may have left objects)."""
+        self.clear()
+        return self.closed, self.repeats
+
+    def clear(self) -> None:
+        """Empty the lists: a long reply's objects are not kept alive until the thread's next decode."""
+        self.closed.clear()
+        self.repeats.clear()
+
+
+_RECORDER = _Recorder()
 
 
 #: an object this long, decoded from a text's end, has the objects around it decoded once (``Nested``)
@@ -369,10 +392,9 @@ class Nested:
         if len(window) > self.budget:
             return
         self.budget -= len(window)
-        closed: list[dict[str, Any]] = []
-        repeats: list[tuple[int, str]] = []
+        closed, repeats = _RECORDER.start()
         try:
-            end = root + _recorder(closed, repeats).raw_decode(window)[1]
+            end = root + _RECORDER.raw_decode(window)[1]
         except json.JSONDecodeError as exc:
             end = root + exc.pos
         except (ValueError, RecursionError):   # no place to tell: nothing learned, no barrier
@@ -381,6 +403,7 @@ class Nested:
         shuts = closes[side[i]]
         before = int(np.searchsorted(shuts, root))
         if end == root or int(np.searchsorted(shuts, end)) - before != len(closed):
+            _RECORDER.clear()
             return   # the decode did not read the braces as the scan did
         marks = [k for k, _ in repeats]
         inside = np.flatnonzero((starts >= root) & (side == side[i]) & (match < end))
@@ -388,6 +411,7 @@ class Nested:
             k = int(np.searchsorted(shuts, last)) - before         # its object, closed k-th
             r = bisect.bisect_left(marks, int(np.searchsorted(shuts, at)) - before)
             self.known[at] = closed[k], last + 1, repeats[r][1] if r < len(marks) and marks[r] <= k else None
+        _RECORDER.clear()
 
 
 _SECOND_TRIES = 64
