@@ -504,6 +504,7 @@ def test_the_recording_decoder_is_one_per_thread_and_emptied_for_each_decode():
     alone = {t: _scan.decode_object(t, 0) for t in texts}
     assert [alone[t][2] for t in texts] == ["a", "c", None, None, None, None, "l"]
     failures: list[str] = []
+    recorders: list[object] = []
 
     def work(seed: int) -> None:
         rnd = random.Random(seed)
@@ -511,6 +512,7 @@ def test_the_recording_decoder_is_one_per_thread_and_emptied_for_each_decode():
             t = rnd.choice(texts)
             if _scan.decode_object(t, 0) != alone[t]:
                 failures.append(t)
+        recorders.append(_scan._LOCAL.recorder)
 
     threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
     for th in threads:
@@ -518,7 +520,9 @@ def test_the_recording_decoder_is_one_per_thread_and_emptied_for_each_decode():
     for th in threads:
         th.join()
     assert not failures
-    assert _scan._RECORDER.closed == [] and _scan._RECORDER.repeats == []   # no reply kept alive
+    assert len(set(recorders)) == 8   # one per thread, kept for its decodes
+    _scan.decode_object(texts[1], 0)
+    assert _scan._LOCAL.recorder.closed == [] and _scan._LOCAL.recorder.repeats == []   # none kept alive
 
 
 def test_the_unsealed_objects_read_as_each_start_decoded_on_its_own(monkeypatch):

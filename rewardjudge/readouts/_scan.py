@@ -274,24 +274,27 @@ def decode_object(text: str, start: int, stop: "int | None" = None, fails_at: "i
     hit = None if nested is None else nested.get(start, stop)
     if hit is not None:
         return hit
-    _, repeats = _RECORDER.start()
+    recorder = _recorder()
     try:
-        obj, end = decode_within(_RECORDER.raw_decode, text, start, stop, fails_at)
+        obj, end = decode_within(recorder.raw_decode, text, start, stop, fails_at)
     except (ValueError, RecursionError):
-        _RECORDER.clear()
+        recorder.clear()
         return None, start, None
+    repeats = recorder.repeats
     repeated = repeats[0][1] if repeats else None
-    _RECORDER.clear()
+    recorder.clear()
     if nested is not None and type(obj) is dict and end - start >= _LONG:
         nested.around(start)
     return obj, end, repeated
 
 
-class _Recorder(threading.local):
-    """A decoder, built once per thread, that appends each object it closes to ``closed``, and its
-    index there and the first key it repeats to ``repeats`` where one does; a raw line break inside
-    a string is read as itself (llama.cpp's schema grammars let one through). A decode runs to its
-    end without yielding, so one per thread at a time: ``start`` empties the lists for the next."""
+class _Recorder:
+    """A decoder that appends each object it closes to ``closed``, and its index there and the
+    first key it repeats to ``repeats`` where one does; a raw line break inside a string is read
+    as itself (llama.cpp's schema grammars let one through). One per thread (``_recorder``): a
+    decode runs to its end without yielding, so a thread runs one at a time."""
+
+    __slots__ = ("closed", "repeats", "raw_decode")
 
     def __init__(self) -> None:
         closed: list[dict[str, Any]] = []
@@ -308,18 +311,24 @@ class _Recorder(threading.local):
         self.closed, self.repeats = closed, repeats
         self.raw_decode = json.JSONDecoder(object_pairs_hook=pairs, strict=False).raw_decode
 
-    def start(self) -> "tuple[list[dict[str, Any]], list[tuple[int, str]]]":
-        """The lists the next decode fills, emptied (a decode that raised may have left objects)."""
-        self.clear()
-        return self.closed, self.repeats
-
     def clear(self) -> None:
-        """Empty the lists: a long reply's objects are not kept alive until the thread's next decode."""
+        """Empty the lists: before a decode (one that raised may have left objects), and after it
+        (a long reply's objects are not kept alive until the thread's next decode)."""
         self.closed.clear()
         self.repeats.clear()
 
 
-_RECORDER = _Recorder()
+_LOCAL = threading.local()
+
+
+def _recorder() -> _Recorder:
+    """This thread's recording decoder, its lists empty: built once per thread, not per decode."""
+    try:
+        recorder = _LOCAL.recorder
+    except AttributeError:
+        recorder = _LOCAL.recorder = _Recorder()
+    recorder.clear()
+    return recorder
 
 
 #: an object this long, decoded from a text's end, has the objects around it decoded once (``Nested``)
@@ -392,9 +401,10 @@ class Nested:
         if len(window) > self.budget:
             return
         self.budget -= len(window)
-        closed, repeats = _RECORDER.start()
+        recorder = _recorder()
+        closed, repeats = recorder.closed, recorder.repeats
         try:
-            end = root + _RECORDER.raw_decode(window)[1]
+            end = root + recorder.raw_decode(window)[1]
         except json.JSONDecodeError as exc:
             end = root + exc.pos
         except (ValueError, RecursionError):   # no place to tell: nothing learned, no barrier
@@ -403,7 +413,7 @@ class Nested:
         shuts = closes[side[i]]
         before = int(np.searchsorted(shuts, root))
         if end == root or int(np.searchsorted(shuts, end)) - before != len(closed):
-            _RECORDER.clear()
+            recorder.clear()
             return   # the decode did not read the braces as the scan did
         marks = [k for k, _ in repeats]
         inside = np.flatnonzero((starts >= root) & (side == side[i]) & (match < end))
@@ -411,7 +421,7 @@ class Nested:
             k = int(np.searchsorted(shuts, last)) - before         # its object, closed k-th
             r = bisect.bisect_left(marks, int(np.searchsorted(shuts, at)) - before)
             self.known[at] = closed[k], last + 1, repeats[r][1] if r < len(marks) and marks[r] <= k else None
-        _RECORDER.clear()
+        recorder.clear()
 
 
 _SECOND_TRIES = 64
