@@ -681,3 +681,33 @@ def test_the_shipped_context_hook_reads_as_the_long_way():
             want = slow.context_of(sample, parsed)
             assert same(fast.context_of(sample, parsed), want), text[:80]
             assert same(plain.context_of(sample, parsed), want), text[:80]
+
+
+# --------------------------------------------------------------------------
+# the seal: HMAC-SHA256 over the request, from remembered hash states
+# --------------------------------------------------------------------------
+def test_the_seal_is_the_hmac_of_the_framed_request():
+    """``Sealer.value`` (the key's pads hashed once, a long first message's state remembered) is
+    the first 16 hex digits of ``hmac``'s HMAC-SHA256 of every message framed, for keys shorter
+    and longer than a block, text keys, and requests whose first message repeats."""
+    import hmac
+
+    from rewardjudge.readouts._seal import Sealer, _frame
+
+    rng = random.Random(5)
+    heads = ["You grade answers. " * rng.randint(1, 40) for _ in range(6)] + ["short", "\u00e9" * 300]
+    for _ in range(1500):
+        key = bytes(rng.randrange(256) for _ in range(rng.choice([16, 31, 32, 63, 64, 65, 100, 200])))
+        if rng.random() < 0.2:
+            key = key.hex()
+        sealer = Sealer(key)
+        raw = key.encode() if isinstance(key, str) else key
+        for _ in range(rng.randint(1, 4)):
+            messages = [{"role": "system", "content": rng.choice(heads)}] if rng.random() < 0.8 else []
+            messages += [{"role": rng.choice(["user", "assistant"]), "content": gen_text(rng, 6)}
+                         for _ in range(rng.randint(0 if messages else 1, 3))]
+            if rng.random() < 0.1:
+                messages.append({"role": "user", "content": [{"type": "text", "text": "x"}], "name": "n"})
+            want = hmac.digest(raw, b"".join(_frame(m) for m in messages), "sha256").hex()[:16]
+            assert sealer.value(messages) == want, (key, messages)
+            assert sealer.value(messages) == want   # from the remembered state too

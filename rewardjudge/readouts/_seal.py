@@ -5,7 +5,7 @@ instructions, schema) and the reader of sealed verdicts, and the opt-in unsealed
 from __future__ import annotations
 
 import functools
-import hmac
+import hashlib
 import json
 import os
 import re
@@ -47,6 +47,9 @@ def _key_bytes(key: "bytes | str | None") -> bytes:
     return raw
 
 
+#: SHA-256's block, and HMAC's inner and outer pads (each key byte XOR 0x36, 0x5C)
+_BLOCK = 64
+_IPAD, _OPAD = bytes(b ^ 0x36 for b in range(256)), bytes(b ^ 0x5C for b in range(256))
 #: a first message at least this long has its hash state remembered (``Sealer.value``)
 _PREFIX_MIN = 256
 #: first messages remembered per key
@@ -79,7 +82,12 @@ class Sealer:
 
     def __init__(self, key: "bytes | str | None" = None):
         self._key = _key_bytes(key)
-        #: the hash state after a long first message (a grader's system prompt), by message
+        # HMAC (RFC 2104) over hashlib's own states: the key's padded blocks hashed once, not
+        # per request, and no hmac.HMAC object to copy for each seal
+        block = (hashlib.sha256(self._key).digest() if len(self._key) > _BLOCK else self._key).ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha256(block.translate(_IPAD))
+        self._outer = hashlib.sha256(block.translate(_OPAD))
+        #: the inner hash state after a long first message (a grader's system prompt), by message
         self._prefixes: dict[tuple[str, str], Any] = {}
 
     def key_hex(self) -> str:
@@ -92,15 +100,21 @@ class Sealer:
         content = head.get("content")
         if type(content) is str and len(head) == 2 and len(content) >= _PREFIX_MIN \
                 and type(head.get("role")) is str:
-            mac = self._prefixes.get((head["role"], content))
-            if mac is None:
+            inner = self._prefixes.get((head["role"], content))
+            if inner is None:
                 if len(self._prefixes) >= _PREFIXES:
                     self._prefixes.clear()
-                mac = self._prefixes[(head["role"], content)] = hmac.new(self._key, _frame(head), "sha256")
-            mac = mac.copy()
-            mac.update(b"".join([_frame(m) for m in messages[1:]]))
-            return mac.hexdigest()[:SEAL_HEX]
-        return hmac.digest(self._key, b"".join([_frame(m) for m in messages]), "sha256").hex()[:SEAL_HEX]
+                inner = self._inner.copy()
+                inner.update(_frame(head))   # whole before it is shared: another thread may copy it
+                self._prefixes[(head["role"], content)] = inner
+            rest = messages[1:]
+        else:
+            inner, rest = self._inner, messages
+        inner = inner.copy()
+        inner.update(b"".join([_frame(m) for m in rest]))
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.hexdigest()[:SEAL_HEX]
 
     def __getstate__(self) -> dict[str, Any]:   # picklable (trainers ship reward functions)
         return {"_key": self._key}
