@@ -67,7 +67,8 @@ class InferenceModel(abc.ABC):
     def control_tokens(self) -> tuple[str, ...]:
         """Literal special tokens of this judge's chat template, which graders defang in policy text."""
         template = getattr(self, "chat_template", None)
-        return tuple(getattr(template, "control_tokens", ()) or ())
+        # no attribute looked up on None: a lookup that fails costs an exception raised inside
+        return () if template is None else tuple(getattr(template, "control_tokens", ()) or ())
 
     @abc.abstractmethod
     async def chat(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
