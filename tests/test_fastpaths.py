@@ -711,3 +711,29 @@ def test_the_seal_is_the_hmac_of_the_framed_request():
             want = hmac.digest(raw, b"".join(_frame(m) for m in messages), "sha256").hex()[:16]
             assert sealer.value(messages) == want, (key, messages)
             assert sealer.value(messages) == want   # from the remembered state too
+
+
+def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
+    """``_verdict_line`` returns at once where no ``verdict`` (case folded) stands within reach
+    before the seal: the same start as the walk back over what may stand around the seal, on
+    random lines of cases, look-alikes, emphasis, separators and spaces."""
+    from rewardjudge.readouts import _seal
+
+    def walked(text, at):   # the walk alone, as it was
+        i, stop = at, max(0, at - _seal._AROUND_MAX)
+        while i > stop and (_seal._around(text[i - 1]) or text[i - 1] in _seal._SEPARATORS):
+            i -= 1
+        if text[max(0, i - 7):i].casefold() != "verdict":
+            return -1
+        return text.rfind("\n", 0, i) + 1
+
+    bits = ["VERDICT", "verdict", "Verdict", "VERDİCT", "verdi", "ct", "\u212aVERDICT", "VER\u017fDICT", "**",
+            "*", " ", "\t", "\n", ":", "\uff1a", "|", "=", "\u2014", '"', "<", ">", "(", "[", "\u00a0", "x",
+            "seal_end", '"seal": "', "\u00df", "\u0130"]
+    rng = random.Random(3)
+    seal = "0123456789abcdef"
+    for _ in range(20000):
+        head = "".join(rng.choice(bits) for _ in range(rng.randint(0, 10)))
+        text = head + seal + "".join(rng.choice(bits) for _ in range(rng.randint(0, 3)))
+        at = len(head)
+        assert _seal._verdict_line(text, at) == walked(text, at), (text, at)

@@ -309,6 +309,8 @@ def _verdict_line(text: str, at: int) -> int:
     """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` (case folded) right
     before the seal, but for what ``_around`` allows and a colon (``VERDICT: <seal>: FAIL``),
     else -1: a bounded look back."""
+    if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
+        return -1   # no VERDICT within reach (case folding goes character by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
