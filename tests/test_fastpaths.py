@@ -737,3 +737,40 @@ def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
         text = head + seal + "".join(rng.choice(bits) for _ in range(rng.randint(0, 3)))
         at = len(head)
         assert _seal._verdict_line(text, at) == walked(text, at), (text, at)
+
+
+def test_a_verdict_is_built_as_the_frozen_dataclass_would_build_it():
+    """``Verdict`` sets its fields at once: the same fields, defaults, equality, hash, repr,
+    ``replace``, pickling and frozenness as the frozen dataclass's own ``__init__`` gives."""
+    import copy
+    import pickle
+    from dataclasses import FrozenInstanceError, dataclass, fields, replace
+
+    from rewardjudge.readouts._decision import Verdict
+
+    @dataclass(frozen=True)
+    class Verdict_:   # the long way, named so that its repr reads as Verdict's
+        value: object
+        start: int = 0
+        end: int = 0
+        others: tuple = ()
+        value_at: int = -1
+
+    Verdict_.__qualname__ = "Verdict"
+    cases = [((1.0,), {}), (("PASS", 3, 9), {}), (((1, 2.0),), {"end": 4, "value_at": 2}),
+             ((None, 1, 2, ("FAIL",), 5), {}), ((), {"value": [1], "others": (1, 2)})]
+    assert [f.name for f in fields(Verdict)] == [f.name for f in fields(Verdict_)]
+    for args, kw in cases:
+        new, old = Verdict(*args, **kw), Verdict_(*args, **kw)
+        assert [getattr(new, f.name) for f in fields(Verdict)] == [getattr(old, f.name) for f in fields(Verdict_)]
+        assert repr(new) == repr(old) and new.ok is True
+        assert new == Verdict(*args, **kw) and new != replace(new, start=new.start + 1)
+        if not isinstance(new.value, list):
+            assert hash(new) == hash(Verdict(*args, **kw))
+        moved = replace(new, others=("x",))
+        assert (moved.value, moved.start, moved.others) == (new.value, new.start, ("x",))
+        assert pickle.loads(pickle.dumps(new)) == new == copy.deepcopy(new)
+        with pytest.raises(FrozenInstanceError):
+            new.start = 5
+    with pytest.raises(TypeError):
+        Verdict()
