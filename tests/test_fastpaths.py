@@ -331,11 +331,12 @@ def _neutralized_the_long_way(text, tags=(), ctl=(), with_tags=True):
 
 
 #: escapes and their near misses (``2+2=4`` is none; ``=3c``, ``%3C``, ``&#60;``, ``\\u003c``, and
-#: ``=`` before fullwidth ``3c`` are a '<'), openers, a heading's '#', look-alikes, a surrogate
+#: ``=`` before a fullwidth ``3c`` are a '<'), openers, a heading's '#', look-alikes, a surrogate
 ESCAPE_BITS = ["=", "=3c", "=3C", "=3d3c", "=4", "= 4", "2+2=4", "x=20", "%", "%3c", "%3C", "%253c",
                "%e2%80%b9", "=E2=80=B9", "=5B", "%5b", "%23", "=23", "&", "&lt;", "&LT;", "&#60;",
                "&#x3c;", "&amp;lt;", "& ", "&;", "&#35;", "&num;", "&lsqb;", "\\u003c", "\\x3c",
                "\\074", "\\N{LESS-THAN SIGN}", "\\", "#", "# Rubric", "<", "[", "\uff1c", "\uff03",
+               "=\uff13\uff43", "%\uff13C", "&\uff4ct;", "=\u200b3c",
                "\uff13", "\uff43", "grade>", "user]", "inst]", "|im_end|>", "Rubric", "a", "x" * 10,
                " ", "\n", "\u2019", "\x00", "\u200b", "\ud800"]
 
@@ -348,6 +349,8 @@ def test_text_with_nothing_to_change_is_left_as_the_patterns_leave_it():
     shortcut = 0
     for _ in range(6000):
         text = "".join(rng.choice(ESCAPE_BITS) for _ in range(rng.randint(0, 8)))
+        if rng.random() < 0.5:   # long enough for a few characters outside ASCII to be looked at one by one
+            text = "An answer in plain words. " * 6 + text
         tags = rng.choice([(), ("answer",), ("# Rubric",), TURN_HEADERS])
         ctl = rng.choice([(), (), ("<|im_end|>",), ("END",)])
         with_tags = rng.random() < 0.8
@@ -359,6 +362,10 @@ def test_text_with_nothing_to_change_is_left_as_the_patterns_leave_it():
         texts = [text, "".join(rng.choice(ESCAPE_BITS) for _ in range(rng.randint(0, 4)))]
         assert neutralize_all(texts, tags, ctl) == [_neutralized_the_long_way(t, tags, ctl) for t in texts]
     assert shortcut > 300
+    filler = "An answer in plain words, 2+2=4. " * 6
+    for escape in ["=3c", "%3C", "&lt;", "&#60;", "\\u003c", "=\uff13\uff43", "%\uff13C", "&\uff4ct;", "\uff1c"]:
+        for text in (escape + "grade>", filler + escape + "grade> \u2019"):   # a '<' in disguise
+            assert neutralize(text) == _neutralized_the_long_way(text) != text, text
 
 
 def _walked(value, tags, ctl):

@@ -241,41 +241,31 @@ def _skeleton(text: str) -> str:
     return skel
 
 
-#: where an escape may begin in an ASCII text, after ``&``, ``%`` or ``=`` (``_ESCAPE`` on the
-#: text lower-cased matches only where one of these does; a backslash always counts): each a
-#: search for its first character, in C
-_ESCAPE_OPENINGS = (("&", re.compile(r"&[#a-zA-Z]")), ("%", re.compile(r"%[0-9a-fA-F]{2}")),
-                    ("=", re.compile(r"=[0-9a-fA-F]{2}")))
-
-
-def _clean(text: str) -> bool:
-    """Whether ``text`` holds none of ``<[&\\%=`` (which every tag, control token or escape
-    holds): an ASCII ``text`` is then its own skeleton, which ``neutralize`` leaves as it is."""
-    return "<" not in text and "[" not in text and "&" not in text \
-        and "\\" not in text and "%" not in text and "=" not in text
-
-
-#: what a character outside ASCII must not fold to for a text to be left as it is: a character
-#: of ``_clean`` or ``#``, or a surrogate (``encodable`` replaces it; it folds to itself)
+#: where an escape may begin, after ``&``, ``%`` or ``=``: ``_ESCAPE`` on a text's skeleton matches
+#: only where one of these does on the text (a character outside ASCII may fold to a letter or a
+#: digit, so any one counts; a backslash always counts): each a search for its first character, in C
+_ESCAPE_OPENINGS = (("&", re.compile("&[#a-zA-Z\x80-\U0010ffff]")),
+                    ("%", re.compile("%[0-9a-fA-F\x80-\U0010ffff]{2}")),
+                    ("=", re.compile("=[0-9a-fA-F\x80-\U0010ffff]{2}")))
+#: what a character outside ASCII must not fold to for a text to be left as it is: an escape's
+#: opener, a character the patterns start with, or a surrogate (``encodable`` replaces it; it
+#: folds to itself)
 _FOLDS_MARKED = re.compile(r"[<\[&\\%=#\ud800-\udfff]")
 
 
 def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
     """Whether neutralising ``text`` cannot change it: no control token of the judge's is
     given, it holds no ``<``, ``[`` or backslash (nor a ``#`` where ``tags`` hold a template
-    heading), and either it is ASCII with no escape opening (``_ESCAPE_OPENINGS``: ``2+2=4`` is
-    none), so its skeleton is itself lower-cased, or it is ``_clean`` and each character outside
-    ASCII is no surrogate and folds to none of those: its skeleton then holds nothing the
-    patterns start with."""
+    heading), its ``&``, ``%`` and ``=`` open no escape (``2+2=4`` is none: ``_ESCAPE_OPENINGS``),
+    and each character outside ASCII is no surrogate and folds to none of ``<[&\\%=#``: its
+    skeleton then holds no escape and nothing the patterns start with."""
     if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and any(t[:1] == "#" for t in tags)):
         return False
+    for opener, opening in _ESCAPE_OPENINGS:
+        if opener in text and opening.search(text) is not None:
+            return False
     if text.isascii():
-        for opener, opening in _ESCAPE_OPENINGS:
-            if opener in text and opening.search(text) is not None:
-                return False
         return True
-    if not _clean(text):
-        return False
     runs = _runs(text)
     return runs is not None and _FOLDS_MARKED.search("".join(runs[1::2]).translate(_TABLE)) is None
 
