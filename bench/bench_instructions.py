@@ -21,7 +21,7 @@ in the same run, for a before/after table.
 Needs valgrind (skipped without it). A run takes 1-2 minutes.
 
 Run: ``python -m bench.bench_instructions [--conc 256] [--requests 512]``,
-``python -m bench.bench_instructions --stages [--samples 256] [--baseline PATH]``.
+``python -m bench.bench_instructions --stages [--samples 256] [--baseline PATH] [--typographic]``.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _callgrind(*args: str) -> None:
     subprocess.run(["callgrind_control", *args, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
 
 
-def stages_child(n: int, checkout: str) -> None:
+def stages_child(n: int, checkout: str, typographic: bool = False) -> None:
     """Under callgrind: each stage replayed ``n`` times, the whole grade, the judge and the loop,
     each counted alone and dumped under its name; ``checkout``: where rewardjudge is imported from."""
     if checkout:
@@ -100,7 +100,7 @@ def stages_child(n: int, checkout: str) -> None:
     from .common import sample_thread
 
     grader, model = _grader()
-    samples = [sample_thread(i) for i in range(n)]
+    samples = [sample_thread(i, typographic=typographic) for i in range(n)]
     loop = asyncio.new_event_loop()
     calls = _record(grader, model, loop, samples)
 
@@ -141,10 +141,11 @@ def stages_child(n: int, checkout: str) -> None:
     counted("loop", lambda: loop.run_until_complete(_nothing()))
 
 
-def _stage_counts(n: int, checkout: str, folder: str) -> dict[str, float]:
+def _stage_counts(n: int, checkout: str, folder: str, typographic: bool) -> dict[str, float]:
     out = os.path.join(folder, f"stages{len(os.listdir(folder))}")
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}.%p",
-           sys.executable, "-m", "bench.bench_instructions", "--samples", str(n), "--stages-child", checkout]
+           sys.executable, "-m", "bench.bench_instructions", "--samples", str(n), "--stages-child", checkout,
+           *(["--typographic"] if typographic else [])]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     per: dict[str, float] = {}
     for path in Path(folder).glob(os.path.basename(out) + ".*"):
@@ -159,20 +160,21 @@ def _stage_counts(n: int, checkout: str, folder: str) -> dict[str, float]:
             "judge (ScriptedModel.chat)": judge, "event loop": loop}
 
 
-def stages_main(n: int, baseline: str | None) -> dict:
+def stages_main(n: int, baseline: str | None, typographic: bool = False) -> dict:
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         if baseline:
-            runs["baseline"] = _stage_counts(n, str(Path(baseline).resolve()), folder)
-        runs["this checkout"] = _stage_counts(n, "", folder)
+            runs["baseline"] = _stage_counts(n, str(Path(baseline).resolve()), folder, typographic)
+        runs["this checkout"] = _stage_counts(n, "", folder, typographic)
     names = list(runs)
     rows = [[row, *(runs[k][row] / 1000 for k in names)] for row in STAGE_ROWS]
     if baseline:
         for row in rows:
             row.append(f"{row[2] / row[1]:.2f}" if row[1] > 0 else "")
-    print_table(f"Instructions per grade (thousands), {n} grades in a tight loop over ScriptedModel, callgrind",
+    kind = "typographic" if typographic else "ASCII"
+    print_table(f"Instructions per grade (thousands), {n} {kind} grades in a tight loop over ScriptedModel, callgrind",
                 ["stage", *names, *(["this / baseline"] if baseline else [])], rows)
-    out = {"samples": n, "per_grade": runs}
+    out = {"samples": n, "typographic": typographic, "per_grade": runs}
     emit("instructions_stages", out)
     return out
 
@@ -185,6 +187,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--stages", action="store_true", help="one grade's stages in a tight loop instead")
     p.add_argument("--samples", type=int, default=256, help="--stages: grades counted per stage")
     p.add_argument("--baseline", help="--stages: another checkout whose rewardjudge is counted too")
+    p.add_argument("--typographic", action="store_true",
+                   help="--stages: samples with a curly quote and an en dash (bench_overhead's)")
     p.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--stages-child", help=argparse.SUPPRESS)
@@ -193,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
         child(args.child, args.url, args.conc, args.requests)
         return {}
     if args.stages_child is not None:
-        stages_child(args.samples, args.stages_child)
+        stages_child(args.samples, args.stages_child, args.typographic)
         return {}
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed: no instruction counts")
@@ -201,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
         emit("instructions", out)
         return out
     if args.stages:
-        return stages_main(args.samples, args.baseline)
+        return stages_main(args.samples, args.baseline, args.typographic)
     per: dict[str, float] = {}
     with ServerProcess(args.latency) as server, tempfile.TemporaryDirectory() as folder:
         for client in CLIENTS:
