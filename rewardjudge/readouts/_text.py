@@ -266,15 +266,21 @@ def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
             return False
     if text.isascii():
         return True
-    runs = _runs(text)
-    return runs is not None and _FOLDS_MARKED.search("".join(runs[1::2]).translate(_TABLE)) is None
+    # the characters outside ASCII, in C: their UTF-8 bytes are all over 0x7f, so deleting every
+    # ASCII byte leaves them whole; when they are many (``_RUN_CHARS``), the skeleton's long way
+    outside = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    return len(outside) * _RUN_CHARS <= len(text) and _FOLDS_MARKED.search(outside.translate(_TABLE)) is None
+
+
+_ASCII_BYTES = bytes(range(0x80))
 
 
 #: a character outside ASCII, kept by ``split`` (one at a time: a pattern for a run of them
 #: scans four times slower)
 _NON_ASCII = re.compile(r"([^\x00-\x7f])")
-#: ``_runs`` splits a text with at most one character outside ASCII in this many (each costs a
-#: few calls where a character of the text costs one table lookup)
+#: ``_runs`` splits (and ``_untouched`` looks at the characters outside ASCII of) a text with at
+#: most one character outside ASCII in this many (each costs a few calls where a character of the
+#: text costs one table lookup)
 _RUN_CHARS = 32
 
 
