@@ -45,8 +45,12 @@ _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\
 # Markdown that is no answer by itself: a code fence and its language
 _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 # A tag; the tags of a name both opened and closed in the text are markup too (``<think></think>``
-# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer
-_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?>")
+# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer,
+# but where some tag pairs, a self-closed or void one is markup too (``<p></p><br/><hr>``)
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?(/?)>")
+#: HTML's void elements (never closed): markup beside a tag that pairs
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"})
 
 
 #: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
@@ -77,10 +81,11 @@ def _unmarked(text: str, tags: bool = True) -> str:
     if not tags or "<" not in text:
         return text
     found: "tuple[set[str], set[str]]" = (set(), set())
-    for slash, name in _TAG.findall(text):
+    for slash, name, _ in _TAG.findall(text):
         found[bool(slash)].add(name.casefold())
     paired = found[0] & found[1]
-    return _TAG.sub(lambda m: " " if m.group(2).casefold() in paired else m.group(), text) if paired else text
+    return _TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired or m.group(2).casefold() in _VOID
+                    else m.group(), text) if paired else text
 
 
 #: the longest text quoted in a reason
@@ -131,6 +136,17 @@ def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
 
 #: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
 _FILLER_RUN = 8
+#: a numbered step's header, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer)
+_STEP = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
+#: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
+#: answered ``Hello!`` is a reply)
+_ECHO_MIN = 12
+
+
+def _echo(question: str) -> str:
+    """The ``letters`` of ``question`` an answer that only repeats it holds, or "" where too short to tell."""
+    found = letters(question) if isinstance(question, str) and question else ""
+    return found if len(found) >= _ECHO_MIN else ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -140,6 +156,7 @@ def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
     word is taken whole (a lookahead and its copy: a failed run never tries other splits), the
     longest that matches. The longest run is found without backtracking (nothing follows it)."""
     keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
+    keys = f"(?:{_STEP}|{keys})"   # a numbered step header first: ``step 12`` is one key, not ``step 1`` and 2
     n = _FILLER_RUN
     run = (f"(?:(?!{keys})(?=({filler}))\\1){{0,{n}}}"                 # a key first, where one matches
            f"(?:(?=({keys}))\\2(?:(?!{keys})(?=({filler}))\\3){{0,{n}}})+")
@@ -156,10 +173,11 @@ def _whole(run: "re.Match[str] | None", found: str) -> bool:
     return run is not None and run.end() == len(found)
 
 
-def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str = "") -> "list[bool]":
     """Whether each text is empty or content-free (``content_free_reason``): ``letters`` in one
     pass over them joined (30,000 short strings cost one pass, not 30,000 calls), then a match
-    of each text's letters."""
+    of each text's letters (less ``question``'s: ``_echo``)."""
+    echo = _echo(question)
     joiner = free_joiner(texts)
     if joiner is not None:
         # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
@@ -168,18 +186,20 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
         if found.count(joiner) == len(texts) - 1:
             # each text's letters between joiners: master keys with filler, or nothing
             opener = _opener_pattern(keys).match
-            flags = [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
+            pieces = found.split(joiner)
+            pieces = [p.replace(echo, "") for p in pieces] if echo else pieces
+            flags = [not piece or _whole(opener(piece), piece) for piece in pieces]
             # texts with content holding a look-alike symbol: read again with it as a digit, joined too
             leet = [i for i, (t, free) in enumerate(zip(texts, flags))
                     if not free and _leet(t) and "\u202e" not in t]
             if leet:
-                again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys)
+                again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys, question)
                 for i, free in zip(leet, again):
                     flags[i] = free
             # the rarer rules (an answer after the last colon, a right-to-left override) text by text
-            return [content_free_reason(t, keys) is not None if _rare(t, free) else free
+            return [content_free_reason(t, keys, question) is not None if _rare(t, free) else free
                     for t, free in zip(texts, flags)]
-    return [content_free_reason(t, keys) is not None for t in texts]
+    return [content_free_reason(t, keys, question) is not None for t in texts]
 
 
 def _rare(text: str, free: bool) -> bool:
@@ -194,21 +214,27 @@ def _leet(text: str) -> bool:
     return "$" in text or "@" in text or "!" in text or "\u20ac" in text
 
 
-def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
+def _answered(unmarked: str, keys: tuple[str, ...], echo: str = "") -> bool:
     """Whether words follow the last colon of a text (``unmarked``: ``_unmarked``) that are no master
-    key: filler there (``Answer: the``, ``Solution: below``) is the answer, not an opener's."""
+    key (nor the question's ``echo``): filler there (``Answer: the``, ``Solution: below``) is the answer,
+    not an opener's."""
     at = max(unmarked.rfind(":"), unmarked.rfind("\uff1a"))
     tail = letters(unmarked[at + 1:]) if at >= 0 else ""
+    tail = tail.replace(echo, "") if echo else tail
     return bool(tail) and _opener_pattern(keys).match(tail) is None
 
 
-def _free(text: str, keys: tuple[str, ...]) -> bool:
-    """Whether ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
-    and filler only, with no answer after their last colon (or under a right-to-left override, shown
-    reversed)."""
+def _free(text: str, keys: tuple[str, ...], echo: str = "") -> bool:
+    """Whether ``text`` (visible) holds no letter or digit once markup (and the question's ``echo``, its
+    ``letters``) is set aside, or master keys and filler only, with no answer after their last colon (or
+    under a right-to-left override, shown reversed)."""
     unmarked = _unmarked(text)
     found = letters(unmarked)
-    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys)) \
+    if echo:
+        if echo not in found:
+            return False
+        found = found.replace(echo, "")
+    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
@@ -217,10 +243,10 @@ def _all_content_free(texts: "list[str]", keys: tuple[str, ...]) -> bool:
     return all(_content_free_flags(texts, keys))
 
 
-def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
+def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "") -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
     digit once code fences are set aside, or nothing but master keys and filler words around
-    them), or None if it does.
+    them, or ``question`` repeated with nothing else but those), or None if it does.
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -236,6 +262,9 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     keys = tuple(extra_keys)
     if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
+    echo = _echo(question)
+    if echo and (_free(text, keys, echo) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys, echo))):
+        return f"content-free completion: it only repeats the question ({text.strip()[:_SHOWN]!r})"
     return None
 
 
@@ -436,15 +465,16 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any =
     return screen_fields(value, extra_keys, model)[0]
 
 
-def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None, whole: Any = None
-                  ) -> "tuple[str | None, Any]":
+def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None, whole: Any = None,
+                  question: str = "") -> "tuple[str | None, Any]":
     """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
     mixed, some carrying content and some empty or content-free; then it is ``value`` with every
     free-text field (or key of a free mapping) that carries content blanked to ``"-"``-s, which a
     grader renders to learn whether the judge is shown any content (a master key in the field
     shown, the content in one never shown or only tested). ``whole``: the value ``value`` is part
     of (the completion's JSON object, of which a binding reads the fields ``value``), blanked
-    instead (its texts equal to one of ``value`` that carries content).
+    instead (its texts equal to one of ``value`` that carries content). ``question``: a field that only
+    repeats it carries no content (``content_free_reason``).
 
     >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
     {'answer': "Let's think step by step.", 'notes': '-----'}
@@ -454,14 +484,14 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None,
     first, texts, other, blank = _free_texts(value, schema)
     if first is None:   # no free-text field
         return (None if other else "structured completion holds no value"), None
-    flags = _content_free_flags(texts, keys) if texts else []
+    flags = _content_free_flags(texts, keys, question) if texts else []
     if not all(flags):
         if not blank and not any(flags):
             return None, None   # every free-text field carries content: the common case
         rich = {t for t, free in zip(texts, flags) if not free}
         return None, _blanked(value, schema, rich) if whole is None else _blanked(whole, None, rich)
     path, text = first
-    reason = content_free_reason(text, keys) if text else "empty"
+    reason = content_free_reason(text, keys, question) if text else "empty"
     which = "free-text" if schema is not None else "text"
     return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
 
