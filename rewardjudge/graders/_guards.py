@@ -224,16 +224,22 @@ def _answered(unmarked: str, keys: tuple[str, ...], echo: str = "") -> bool:
     return bool(tail) and _opener_pattern(keys).match(tail) is None
 
 
-def _free(text: str, keys: tuple[str, ...], echo: str = "") -> bool:
-    """Whether ``text`` (visible) holds no letter or digit once markup (and the question's ``echo``, its
-    ``letters``) is set aside, or master keys and filler only, with no answer after their last colon (or
-    under a right-to-left override, shown reversed)."""
+def _free(text: str, keys: tuple[str, ...], echo: str = "") -> "str | None":
+    """``"free"`` where ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
+    and filler only, with no answer after their last colon (or under a right-to-left override, shown
+    reversed); ``"echo"`` where it does once the question's ``echo`` (its ``letters``) is set aside too;
+    else None. One pass over the text for both."""
     unmarked = _unmarked(text)
     found = letters(unmarked)
-    if echo:
-        if echo not in found:
-            return False
-        found = found.replace(echo, "")
+    if _bare(text, unmarked, found, keys, ""):
+        return "free"
+    if echo and echo in found and _bare(text, unmarked, found.replace(echo, ""), keys, echo):
+        return "echo"
+    return None
+
+
+def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str) -> bool:
+    """``_free``'s test of ``found``, the letters of ``text`` (``unmarked``: its markup set aside) less ``echo``."""
     return not found or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
@@ -260,12 +266,12 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)):
-        return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     echo = _echo(question)
-    if echo and (_free(text, keys, echo) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys, echo))):
-        return f"content-free completion: it only repeats the question ({text.strip()[:_SHOWN]!r})"
-    return None
+    how = _free(text, keys, echo) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys, echo))
+    if not how:
+        return None
+    what = "it only repeats the question " if how == "echo" else ""
+    return f"content-free completion: {what}{text.strip()[:_SHOWN]!r}"
 
 
 @functools.lru_cache(maxsize=256)
