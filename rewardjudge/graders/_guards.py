@@ -136,8 +136,9 @@ def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
 
 #: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
 _FILLER_RUN = 8
-#: a numbered step's header, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer)
-_STEP = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
+#: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
+#: ``Step 7`` alone may be one)
+_STEP = "(?:" + "".join(_chars("step")) + r"\d{1,3}(?!\d)){2,}"
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12
@@ -156,7 +157,7 @@ def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
     word is taken whole (a lookahead and its copy: a failed run never tries other splits), the
     longest that matches. The longest run is found without backtracking (nothing follows it)."""
     keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
-    keys = f"(?:{_STEP}|{keys})"   # a numbered step header first: ``step 12`` is one key, not ``step 1`` and 2
+    keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
     n = _FILLER_RUN
     run = (f"(?:(?!{keys})(?=({filler}))\\1){{0,{n}}}"                 # a key first, where one matches
            f"(?:(?=({keys}))\\2(?:(?!{keys})(?=({filler}))\\3){{0,{n}}})+")
