@@ -32,16 +32,12 @@ _COMMANDS = {
 
 def _chosen(argv: list[str]) -> str | None:
     """The command named in ``argv`` (the first word that is one), if any."""
-    skip = False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word == "--log-level":
-            skip = True
-        elif word in _COMMANDS:
-            return word
-        elif not word.startswith("-"):
-            return None
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)  # its value
+        elif word in _COMMANDS or not word.startswith("-"):
+            return word if word in _COMMANDS else None
     return None
 
 

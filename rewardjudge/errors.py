@@ -32,9 +32,8 @@ class TemplateError(ConfigError):
         self.line, self.column, self.source = line, column, source
         where = f" (line {line}, column {column})" if line is not None else ""
         lines = (source.splitlines() or [""]) if source is not None and line is not None else []
-        excerpt = ""
-        if 0 < (line or 0) <= len(lines):
-            excerpt = f"\n    {lines[line - 1]}\n    {' ' * max((column or 1) - 1, 0)}^"
+        excerpt = (f"\n    {lines[line - 1]}\n    {' ' * max((column or 1) - 1, 0)}^"
+                   if 0 < (line or 0) <= len(lines) else "")
         super().__init__(f"{message}{where}{excerpt}")
 
 

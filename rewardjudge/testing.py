@@ -32,7 +32,7 @@ _SEAL_ASKED = re.compile(r'(?:the value "|the code )([0-9a-f]{16})\b')
 def request_seal(messages: Sequence[Any]) -> "str | None":
     """The seal a request asks the judge to write on its verdict, or None for an unsealed request."""
     for m in reversed(list(messages)):
-        found = _SEAL_ASKED.findall(_text_of(m.get("content") if isinstance(m, dict) else ""))
+        found = _SEAL_ASKED.findall(content_text(m.get("content") if isinstance(m, dict) else "", images=[]))
         if found:
             return found[-1]
     return None
@@ -81,11 +81,6 @@ def _unsealed_messages(messages: Sequence[Any]) -> list[Any]:
             for m in messages]
 
 
-def _text_of(content: Any) -> str:
-    """A message's text (``content_text``; image parts are skipped)."""
-    return content_text(content, images=[])
-
-
 class ScriptExhausted(ConfigError):
     """A ScriptedModel was asked more often than its script allows."""
 
@@ -131,7 +126,7 @@ class ScriptedModel(InferenceModel):
         if not isinstance(item, str):
             raise ConfigError(f"a script item must be a str, Completion or exception, got {item!r:.60}")
         item = seal_reply(item, messages) if self.seal else item
-        prompt_words = sum(len(_text_of(m.get("content")).split()) for m in messages)
+        prompt_words = sum(len(content_text(m.get("content"), images=[]).split()) for m in messages)
         return Completion(text=item, usage={"prompt_tokens": prompt_words, "completion_tokens": len(item.split())},
                           structured=json_schema is not None)
 

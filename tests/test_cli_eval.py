@@ -120,7 +120,7 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, args, message):
 def test_the_options_the_command_builds_are_handed_over_and_a_keyword_beside_them_wins():
     # eval builds EvalOptions once, before any judge, and adds a factory-built scorer's columns as a keyword
     from rewardjudge.evaluate import evaluate_dataset
-    from rewardjudge.evaluate._options import EvalOptions
+    from rewardjudge.evaluate._runner import EvalOptions
     from rewardjudge.graders import TemplatedPromptJudgeGrader
     from rewardjudge.testing import ScriptedModel
 

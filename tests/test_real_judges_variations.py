@@ -217,6 +217,12 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: written around the verdict leaves them with none
 WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "qlora_relative", "alpacaeval m/M", "g-eval"}
+#: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
+#: json.loads before its ``score: n`` + ``justification:`` rule): a mark written inside the object breaks it
+JSON = {"deepeval", "mlflow", "promptfoo", "ragas"}
+WHOLE |= JSON
+#: parsers that read the reply's last letter (LangChain's criteria, promptfoo's closedqa): anything after it is none
+LAST_LETTER = {"langchain criteria", "promptfoo closedqa"}
 #: ... and those that want nothing after the verdict but the end (prometheus-eval 0.1.20) or a bracket or a space
 #: (0.1.19), a dict they decode (FLASK), the box between line breaks (NeMo-RL's GenRM), ``Output (a)`` opening a
 #: line (LLMBar's Vanilla)
@@ -226,7 +232,7 @@ ENDS = {"prometheus", "prometheus 0.1.19", "prometheus relative", "flask", "genr
 BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt4_32k", "ja_vicuna_pair", "komt_bench",
             "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval", "mt-bench", "mt-bench-101",
             "mt_bench_pair", "mt_bench_single", "opencompass arena-hard", "opencompass mt-bench", "pair",
-            "pfmt_bench_fin_ja", "rewardbench", "wildvision"}
+            "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair", "langchain score"}
 #: the tokens a chat server may leave in the text
 _TOKEN_VARIATIONS = [f"{name} after {where}" for name in _TOKENS for where in ("the reply", "the verdict")]
 
@@ -303,6 +309,49 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
                        "here": {"alpacaeval m/M", "g-eval", "ice_score", "judgelm", "lighteval simpleqa",
                                 "llava_two_scores", "llmbar_rating", "pandalm", "qlora_relative", "xstest"}},
 }
+
+
+#: ... and what the frameworks' parsers (test_verdict_forms_field.py) read of each habit, beyond the groups above
+FRAMEWORKS: dict[str, dict[str, set[str]]] = {
+    # emphasis or a full stop after the last letter; TruLens's "Score:" with the number on the next line, now bold;
+    # AlpacaEval's chatgpt annotator wants "Output (a)" at a line's start (a space at most before it), as LLMBar's
+    # Vanilla parser, and exactly one in the reply
+    **{name: {"here": LAST_LETTER | {"trulens", "alpacaeval chatgpt"}} for name in ("bold", "italic", "bold line")},
+    "full stop": {"here": LAST_LETTER},
+    # a bullet before a lone verdict is read there only (as OpenAI evals'); JSON decoders fail on "- " inside
+    "bullet": {"here": JSON | {"alpacaeval chatgpt"}, "there": LAST_LETTER | {"langchain qa", "phoenix", "trulens"}},
+    # "yes\r" between the tags: FastChat drops "\n" only, so \w+ stops at the "\r"
+    "crlf": {"here": {"arena category"}},
+    # more on the verdict's line: Phoenix's substring, LangChain QA's first word, TruLens's numbers read it there
+    **{name: {"here": JSON | {"langchain criteria"}, "there": {"langchain qa", "phoenix", "trulens"}}
+       for name in ("exclamation", "emoji", "sentence after")},
+    # an end-of-turn token: the last letter is ">", the first or last word "CORRECT</s>", a "Score:" line's next
+    # line no number, JSON no longer JSON
+    **{name: {"here": LAST_LETTER | {"langchain qa", "mlflow", "trulens"}}
+       for name in _TOKEN_VARIATIONS if name.endswith("the reply")},
+    **{name: {"here": LAST_LETTER | {"langchain qa", "trulens"}}
+       for name in _TOKEN_VARIATIONS if name.endswith("the verdict")},
+    "fence at the end": {"here": LAST_LETTER | {"langchain qa"}},
+    # "### Final verdict: GRADE: INCORRECT": a bare form's second name; LangChain's grade regex reads it
+    "heading": {"here": {"alpacaeval chatgpt"}, "there": {"langchain qa"}},
+    # one digit (FastChat's tags), an exact "1".."10" (LangChain), ``(\d+)`` before "justification" (MLflow), an
+    # int (RAGAS); TruLens's int(float(n)) the integer part
+    "fraction": {"here": {"arena category", "langchain score", "mlflow", "ragas"}, "integer part": {"trulens"}},
+    **{name: {"here": JSON | {"trulens"}} for name in ("out of ten", "out of, in words")},
+    **{name: {"here": JSON | {"alpacaeval chatgpt"}} for name in ("no-break spaces", "no-break space before")},
+    # '"SCORE" : PASS' and "score : 4" are none for Lynx's and MLflow's literal colons
+    "space before the colon": {"here": {"lynx", "mlflow"}},
+    # the verdict again after MLflow's JSON: not JSON, and '"score": 5' no "score: n" line; a second "Output (a)"
+    # line: two matches, none for AlpacaEval's chatgpt annotator
+    "twice": {"here": {"mlflow", "alpacaeval chatgpt"}},
+    # the example echoed: none for the last-letter parsers' bare Y/N (inside a sentence) nor for theirs; Phoenix's
+    # bare rails likewise here, its substring reads two rails there (none)
+    "example echoed": {"here": {"phoenix"}},
+}
+for _name, _kinds in FRAMEWORKS.items():
+    for _kind, _sources in _kinds.items():
+        EXPECTED.setdefault(_name, {})[_kind] = EXPECTED.get(_name, {}).get(_kind, set()) | _sources
+EXPECTED["example echoed"]["two"] -= LAST_LETTER
 
 
 def _relations(name: str) -> "dict[tuple[str, str], Counter]":

@@ -349,6 +349,228 @@ def genrm_ranking(reply: str) -> Optional[int]:
     return int(digits.group()) if digits else None
 
 
+def phoenix_snap(text: Optional[str], rails: tuple) -> Optional[str]:
+    """Arize-ai/phoenix phoenix/evals utils.py, snap_to_rail: the text lower-cased; each rail (lower-cased,
+    longest first) found in it is noted and removed; exactly one rail found -> it, else NOT_PARSABLE (None)."""
+    if not text:
+        return None
+    text, found = text.lower(), set()
+    for rail in sorted({r.lower() for r in rails}, key=len, reverse=True):
+        if rail in text:
+            found.add(rail)
+            text = text.replace(rail, "")
+    return found.pop() if len(found) == 1 else None
+
+
+def phoenix_explained(rails: tuple) -> Callable[[str], Any]:
+    def parse(reply: str) -> Optional[str]:
+        """phoenix-evals legacy/templates.py, parse_label_from_chain_of_thought_response (llm_classify with
+        provide_explanation, "EXPLANATION: ... LABEL: ..."): after the first word ``label`` (any case) the
+        rest, spaces, colons, full stops and dashes stripped from its start, up to a word ``explanation`` or
+        else the line's end; no ``label``: the whole reply; then snap_to_rail."""
+        m = re.search(r"\blabel\b", reply, re.IGNORECASE)
+        if m:
+            rest = reply[m.end():].lstrip(" :.-\t")
+            e = re.search(r"\bexplanation\b", rest, re.IGNORECASE)
+            label = rest[:e.start()] if e else rest.split("\n", 1)[0]
+            reply = label.strip() or rest.strip()
+        return phoenix_snap(reply, rails)
+    return parse
+
+
+def langchain_criteria(reply: str) -> Optional[str]:
+    """langchain-ai/langchain langchain/evaluation/criteria/eval_chain.py, CriteriaResultOutputParser.parse:
+    ``\\s*(Y|N)\\s*$`` (any case, no word boundary: a reply's last letter), else ``^\\s*(Y|N)`` (a reply's
+    first letter), else a whole-word Y/N at the end, else the last line; its score 1 for Y, 0 for N (any
+    case), else none."""
+    m = (re.search(r"\s*(Y|N)\s*$", reply, re.IGNORECASE) or re.search(r"^\s*(Y|N)\s*", reply, re.IGNORECASE)
+         or re.search(r"\b(Y|N)\b\s*$", reply, re.IGNORECASE))
+    verdict = m.group(1).strip() if m else reply.strip().rsplit("\n", 1)[-1]
+    return verdict.upper() if verdict.upper() in ("Y", "N") else None
+
+
+def langchain_qa(reply: str) -> Optional[str]:
+    """langchain/evaluation/qa/eval_chain.py, _get_score: the first ``grade:\\s*(correct|incorrect)`` (any
+    case), else the reply's first word, else its last, punctuation removed, CORRECT or INCORRECT (any case)."""
+    m = re.search(r"grade:\s*(correct|incorrect)", reply.strip(), re.IGNORECASE)
+    if m:
+        return m.group(1).upper()
+    words = reply.strip().split()
+    for word in (words[:1] + words[-1:]):
+        word = word.translate(str.maketrans("", "", string.punctuation)).upper()
+        if word in ("CORRECT", "INCORRECT"):
+            return word
+    return None
+
+
+def langchain_brackets(reply: str) -> Optional[str]:
+    """langchain/evaluation/comparison/eval_chain.py, PairwiseStringResultOutputParser (and scoring/eval_chain.py's
+    ScoreStringResultOutputParser): the first ``[[...]]`` (``\\[\\[(.*?)\\]\\]``), its text exactly A, B or C
+    (the score parser: 1-10, as an int), else an error (None)."""
+    m = re.search(r"\[\[(.*?)\]\]", reply)
+    return m.group(1) if m else None
+
+
+def langchain_pair(reply: str) -> Optional[str]:
+    value = langchain_brackets(reply)
+    return value if value in ("A", "B", "C") else None
+
+
+def langchain_score(reply: str) -> Optional[int]:
+    value = langchain_brackets(reply)
+    return int(value) if value in [*"123456789", "10"] else None
+
+
+def _json_objects(reply: str) -> list:
+    """Each JSON object in ``reply`` in order, as promptfoo's extractJsonObjects and RAGAS's extract_json find
+    them (the first parseable object at each ``{``, the scan going on after it)."""
+    found, at, decoder = [], reply.find("{"), json.JSONDecoder()
+    while at >= 0:
+        try:
+            obj, end = decoder.raw_decode(reply, at)
+        except ValueError:
+            at = reply.find("{", at + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        at = reply.find("{", end)
+    return found
+
+
+def promptfoo_rubric(key: str) -> Callable[[str], Any]:
+    def parse(reply: str) -> Any:
+        """promptfoo/promptfoo src/matchers.ts, matchesLlmRubric (llm-rubric): the reply's first JSON object;
+        ``pass`` (missing: true; a string: true if "true", "yes", "pass" or "y"), ``score`` a number (else
+        the pass as 0/1); none -> a failure there (None here)."""
+        objects = _json_objects(reply)
+        if not objects:
+            return None
+        passed = objects[0].get("pass", True)
+        if not isinstance(passed, bool):
+            passed = re.fullmatch(r"true|yes|pass|y", str(passed), re.IGNORECASE) is not None
+        if key == "pass":
+            return "true" if passed else "false"
+        score = objects[0].get("score")
+        return float(score) if isinstance(score, (int, float)) else float(passed)
+    return parse
+
+
+def promptfoo_closedqa(reply: str) -> Optional[str]:
+    """promptfoo src/matchers.ts, matchesClosedQa (OpenAI's closedqa prompt): the reply, trailing whitespace
+    removed, ends with ``Y`` -> pass, with ``N`` -> fail; anything else a malformed reply (None here)."""
+    end = reply.rstrip()
+    return "Y" if end.endswith("Y") else "N" if end.endswith("N") else None
+
+
+def mlflow_genai(reply: str) -> Optional[int]:
+    """mlflow/mlflow mlflow/metrics/genai/genai_metric.py, _extract_score_and_justification: the words
+    ``score`` and ``justification`` lower-cased; the reply as JSON (its ``score`` as an int), else the first
+    ``score: (\\d+),?\\s*justification: (.+)``, else ``score:\\s*(\\d+)\\s*justification:`` across lines; a
+    score needs a justification after it."""
+    text = re.sub("justification", "justification", re.sub("score", "score", reply, flags=re.I), flags=re.I)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        m = re.search(r"score: (\d+),?\s*justification: (.+)", text) \
+            or re.search(r"\s*score:\s*(\d+)\s*justification:\s*(.+)", text, re.DOTALL)
+        return int(m.group(1)) if m else None
+    if not isinstance(data, dict) or not isinstance(data.get("justification"), str):
+        return None
+    try:
+        return int(data.get("score"))
+    except (TypeError, ValueError):
+        return None
+
+
+def deepeval_score(reply: str) -> Optional[float]:
+    """confident-ai/deepeval deepeval/metrics/utils.py, trimAndLoadJson (G-Eval's text reply): from the first
+    ``{`` to the last ``}``, a comma before a closing bracket dropped, as JSON; its ``score``."""
+    start, end = reply.find("{"), reply.rfind("}") + 1
+    text = re.sub(r",\s*([\]}])", r"\1", reply[start:end] if start != -1 and end != 0 else "")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    score = data.get("score") if isinstance(data, dict) else None
+    return float(score) if isinstance(score, (int, float)) else None
+
+
+def ragas_verdict(reply: str) -> Optional[int]:
+    """explodinggradients/ragas src/ragas/prompt/pydantic_prompt.py, RagasOutputParser (AspectCritic's
+    ``{"reason": ..., "verdict": 0/1}``): the first JSON object in the reply (extract_json) validated by the
+    output model: the verdict an integer (``0.5`` fails; a failure there is re-asked, then none)."""
+    objects = _json_objects(reply)
+    verdict = objects[0].get("verdict") if objects else None
+    if isinstance(verdict, float) and verdict.is_integer():
+        verdict = int(verdict)
+    return verdict if isinstance(verdict, int) and not isinstance(verdict, bool) else None
+
+
+def lynx(reply: str) -> Optional[str]:
+    """NVIDIA/NeMo-Guardrails nemoguardrails/library/patronusai/actions.py, parse_patronus_lynx_response
+    (Patronus Lynx, ``{"REASONING": [...], "SCORE": "PASS"}``): the first ``"SCORE":\\s*"?\\b(PASS|FAIL)\\b"?``;
+    PASS -> not hallucinated; FAIL, and no score at all -> hallucinated (FAIL there, None here)."""
+    m = re.search(r'"SCORE":\s*"?\b(PASS|FAIL)\b"?', reply)
+    return m.group(1) if m else None
+
+
+def _trulens_rating(text: str, low: int, high: int) -> Optional[int]:
+    """trulens feedback/generated.py, re_configured_rating: every number in the text, those within low-high
+    kept (as integers), the smallest; none -> a ParseError (None)."""
+    values = {int(float(n)) for n in re.findall(r"([+-]?[0-9]+\.[0-9]*|[1-9][0-9]*|0)", text)}
+    values = {v for v in values if low <= v <= high}
+    return min(values) if values else None
+
+
+def trulens(reply: str, low: int = 0, high: int = 3) -> Optional[int]:
+    """truera/trulens src/feedback/trulens/feedback/llm_provider.py, generate_score_and_reasons: where the reply
+    holds ``Supporting Evidence``, each line holding ``Score`` (the next line instead, where that is a number)
+    read with re_configured_rating, the last such line deciding (a line without a number in range raises:
+    None); else the whole reply so read."""
+    if "Supporting Evidence" not in reply:
+        return _trulens_rating(reply, low, high)
+    score, lines = None, reply.split("\n")
+    for i, line in enumerate(lines):
+        if "Score" in line:
+            below = i + 1 < len(lines) and lines[i + 1].strip().replace(".", "", 1).isdigit()
+            score = _trulens_rating(lines[i + 1] if below else line, low, high)
+            if score is None:
+                return None
+    return score
+
+
+def arena_category_if(reply: str) -> Optional[int]:
+    """lm-sys/FastChat fastchat/serve/monitor/classify/category.py, CategoryIF.get_score (Chatbot Arena's
+    instruction-following tag): every ``<score>([012345])</score>``; exactly one distinct value -> it."""
+    found = set(re.findall(r"<score>([012345])</score>", reply))
+    return int(found.pop()) if len(found) == 1 else None
+
+
+def arena_category_math(reply: str) -> Optional[str]:
+    """category.py, CategoryMath.get_score: line breaks dropped, lower-cased, every ``<decision>(\\w+)</decision>``;
+    exactly one distinct value -> it."""
+    found = set(re.findall(r"<decision>(\w+)</decision>", reply.replace("\n", "").lower()))
+    return found.pop() if len(found) == 1 else None
+
+
+_ALPACA_CHATGPT = {"a": re.compile(r"(?:^|\n) ?Output \(a\)"), "b": re.compile(r"(?:^|\n) ?Output \(b\)")}
+
+
+def alpaca_chatgpt(reply: str) -> Optional[str]:
+    """tatsu-lab/alpaca_eval completion_parsers.py, regex_parser with the ``chatgpt`` annotator's outputs_to_match
+    (``(?:^|\\n) ?Output \\(a\\)``, the same for b; case-sensitive): the earliest match of either, then again in
+    the rest; annotators/base.py's _parse_completions keeps them only where there are exactly batch_size (1)."""
+    found, rest = [], reply
+    while True:
+        hits = [(m.start(), m.end(), k) for k, rx in _ALPACA_CHATGPT.items() if (m := rx.search(rest))]
+        if not hits:
+            break
+        start, end, key = min(hits)
+        found.append(key)
+        rest = rest[end:]
+    return found[0] if len(found) == 1 else None
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -361,6 +583,8 @@ ULTRA = VerdictForm("Rating: {score}", bounds=(1, 5))
 PAIR_AB = VerdictForm("[[{label}]]", labels=("A", "B"))
 OUTPUT = VerdictForm("Output ({label})", labels=("a", "b"))
 ARENA = VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A"))
+#: ... and the five other labels arena-hard v2's show_result.py scores (label_to_score; v0.1's drops them)
+ARENA10 = VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A", "A<<B", "A<B", "B=A", "B<A", "B<<A"))
 ATLA = VerdictForm("**Result:** {label}", labels=("A", "B"))
 WB_SCORE = VerdictForm('"score": "{score}"', bounds=(1, 10))
 WB_CHOICE = VerdictForm('"choice": "{label}"', labels=("A++", "A+", "A=B", "B+", "B++"))
@@ -381,6 +605,22 @@ SIMPLEQA = VerdictForm("{label}", labels=("A", "B", "C"))
 FLASK = VerdictForm("'logical correctness': {score}", bounds=(1, 5))
 GENRM = VerdictForm("[The Begin of Ranking Score]\n\\boxed{{score}}", bounds=(1, 6))
 BOXED = VerdictForm("\\boxed{{score}}", bounds=(1, 6))
+PHOENIX = VerdictForm("LABEL: {label}", labels=("relevant", "unrelated"))
+PHOENIX_BARE = VerdictForm("{label}", labels=("relevant", "unrelated"))
+LC_CRITERIA = VerdictForm("{label}", labels=("Y", "N"))
+LC_QA = VerdictForm("GRADE: {label}", labels=("CORRECT", "INCORRECT"))
+LC_QA_BARE = VerdictForm("{label}", labels=("CORRECT", "INCORRECT"))
+LC_PAIR = VerdictForm("[[{label}]]", labels=("A", "B", "C"))
+PF_PASS = VerdictForm('"pass": {label}', labels=("true", "false"))
+PF_SCORE = VerdictForm('"score": {score}', bounds=(0, 1))
+MLFLOW = VerdictForm("score: {score}", bounds=(1, 5))
+DEEPEVAL = VerdictForm('"score": {score}', bounds=(0, 10))
+RAGAS = VerdictForm('"verdict": {score}', bounds=(0, 1))
+LYNX = VerdictForm('"SCORE": "{label}"', labels=("PASS", "FAIL"))
+TRULENS = VerdictForm("Score: {score}", bounds=(0, 3))
+TRULENS_BARE = VerdictForm("{score}", bounds=(0, 3))
+ARENA_IF = VerdictForm("<score>{score}</score>", bounds=(0, 5))
+ARENA_MATH = VerdictForm("<decision>{label}</decision>", labels=("yes", "no"))
 
 _FENCE = "```json\n{}\n```"
 
@@ -499,6 +739,10 @@ CASES = [
     ("arena-hard v2", ARENA, arena_hard_v2,
      "For correctness: [[A>B]]. For style: [[A=B]].\n\nMy final verdict is [[A>B]]", "two"),
     ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is [[a>b]]", "there only"),
+    # arena-hard v2 scores "A<B", "B=A", "B<<A" ... too (show_result.py's label_to_score): declared, they are read
+    ("arena-hard v2", ARENA, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "there only"),
+    ("arena-hard v2", ARENA10, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "agree"),
+    ("arena-hard v2", ARENA10, arena_hard_v2, "My final verdict is tie: [[B=A]]", "agree"),
     # Atla Selene (reward-bench): "**Result:** A"
     ("atla", ATLA, atla, "**Reasoning:** Response A follows the constraint.\n\n**Result:** A", "agree"),
     ("atla", ATLA, atla, "**Reasoning:** Both close, B is safer.\n**Result:** B", "agree"),
@@ -657,6 +901,121 @@ CASES = [
      "agree"),
     # spaces inside the brackets after a spaced-off head
     ("ultrafeedback", ULTRA, ultrafeedback, "Rating: [ 2 ]\nRationale: Misses the point.", "agree"),
+    # Phoenix (Arize) llm_classify with explanations: "EXPLANATION: ...\nLABEL: relevant", snapped to the rails
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")),
+     "EXPLANATION: The reference text names the capital the question asks about.\nLABEL: relevant", "agree"),
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")),
+     'EXPLANATION: The text is about tides, not the question.\nLABEL: "unrelated"', "agree"),
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")),
+     "LABEL: unrelated\nEXPLANATION: The text is about another city.", "agree"),
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")), "**LABEL:** relevant", "agree"),
+    # the first word "label" decides there, one in the explanation too
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")),
+     "EXPLANATION: To pick the label I compare topics; the text is not unrelated, it answers it.\nLABEL: relevant",
+     "there only"),
+    # the rails lower-cased there; the form's labels exact (a judge that capitalises needs its own labels)
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")), "LABEL: Relevant", "there only"),
+    # ... and without explanations: the reply itself snapped to the rails ("relevant" alone, as the prompt quotes it)
+    ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")), "relevant", "agree"),
+    ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")), '"unrelated"', "agree"),
+    ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")),
+     "The reference text is relevant to the question.", "there only"),
+    # a substring there: "irrelevant" holds the rail "relevant"
+    ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")), "irrelevant", "there only"),
+    # LangChain's criteria evaluator: reasoning, then "Y" or "N" alone on the last line (repeated)
+    ("langchain criteria", LC_CRITERIA, langchain_criteria,
+     "The submission answers in one sentence, so it is concise.\n\nY", "agree"),
+    ("langchain criteria", LC_CRITERIA, langchain_criteria,
+     "Step 1: the criterion asks for relevance. The submission adds an unrelated anecdote.\nN\nN", "agree"),
+    ("langchain criteria", LC_CRITERIA, langchain_criteria, "The submission is helpful.\nY.", "here only"),
+    # its first pattern has no word boundary: a reply's first or last letter
+    ("langchain criteria", LC_CRITERIA, langchain_criteria, "Yes, the submission meets the criterion.", "there only"),
+    ("langchain criteria", LC_CRITERIA, langchain_criteria, "The submission fails to explain", "there only"),
+    ("langchain criteria", LC_CRITERIA, langchain_criteria, "The criterion is met.\ny", "there only"),
+    # LangChain's QA evaluator: "GRADE: CORRECT" (its chain-of-thought prompt), any case there
+    ("langchain qa", LC_QA, langchain_qa, "GRADE: CORRECT", "agree"),
+    ("langchain qa", LC_QA, langchain_qa,
+     "EXPLANATION: The student says 1912 and so does the true answer.\nGRADE: CORRECT", "agree"),
+    ("langchain qa", LC_QA, langchain_qa, "GRADE: INCORRECT", "agree"),
+    ("langchain qa", LC_QA, langchain_qa, "Grade: Correct", "there only"),
+    # ... its plain prompt ends with "GRADE:", so the reply is the label alone (a bare form; it reads "GRADE: X" too)
+    ("langchain qa", LC_QA_BARE, langchain_qa, " CORRECT", "agree"),
+    ("langchain qa", LC_QA_BARE, langchain_qa, "GRADE: INCORRECT", "agree"),
+    ("langchain qa", LC_QA_BARE, langchain_qa, "INCORRECT. The student gives the wrong year.", "there only"),
+    # LangChain's score_string and pairwise_string evaluators: the first [[...]], exactly 1-10 or A/B/C
+    ("langchain score", BRACKETS, langchain_score, "The response is helpful and accurate.\n\nRating: [[8]]", "agree"),
+    ("langchain score", BRACKETS, langchain_score, "[[Rating: 7]]", "here only"),
+    ("langchain score", BRACKETS, langchain_score,
+     'I must answer in the form "[[rating]]". The answer is thin. [[4]]', "here only"),
+    ("langchain pair", LC_PAIR, langchain_pair, "Assistant A is more accurate.\n\n[[A]]", "agree"),
+    ("langchain pair", LC_PAIR, langchain_pair, "Both are equally good. [[C]]", "agree"),
+    ("langchain pair", LC_PAIR, langchain_pair,
+     'The verdict must be "[[A]]", "[[B]]" or "[[C]]". B is better: [[B]]', "two"),
+    # promptfoo llm-rubric: a JSON object {"reason", "pass", "score"}, the first one
+    ("promptfoo", PF_PASS, promptfoo_rubric("pass"),
+     '{"reason": "The output greets the user.", "pass": true, "score": 1.0}', "agree"),
+    ("promptfoo", PF_PASS, promptfoo_rubric("pass"),
+     '```json\n{\n  "reason": "It apologises twice.",\n  "pass": false,\n  "score": 0.2\n}\n```', "agree"),
+    ("promptfoo", PF_SCORE, promptfoo_rubric("score"),
+     '```json\n{\n  "reason": "It apologises twice.",\n  "pass": false,\n  "score": 0.2\n}\n```', "agree"),
+    ("promptfoo", PF_PASS, promptfoo_rubric("pass"), '{"reason": "Polite.", "pass": "true", "score": 1}', "agree"),
+    ("promptfoo", PF_SCORE, promptfoo_rubric("score"), '{"reason": "Mostly right.", "score": 0.7}', "agree"),
+    ("promptfoo", PF_PASS, promptfoo_rubric("pass"),
+     'An example grade is {"pass": true}.\n{"reason": "Rude.", "pass": false, "score": 0}', "two"),
+    # promptfoo model-graded-closedqa (OpenAI's closedqa prompt): the reply ends with Y or N
+    ("promptfoo closedqa", LC_CRITERIA, promptfoo_closedqa, "The submission states the date correctly.\nY", "agree"),
+    ("promptfoo closedqa", LC_CRITERIA, promptfoo_closedqa, "The submission meets the criterion: Y", "there only"),
+    ("promptfoo closedqa", LC_CRITERIA, promptfoo_closedqa, "The submission is wrong.\nN.", "here only"),
+    # MLflow genai metrics: "score: 4\njustification: ..." (or the reply as JSON)
+    ("mlflow", MLFLOW, mlflow_genai, "score: 4\njustification: The answer is correct but omits the units.", "agree"),
+    ("mlflow", MLFLOW, mlflow_genai, "Score: 2\nJustification: The output misses the question.", "agree"),
+    ("mlflow", MLFLOW, mlflow_genai, '{"score": 5, "justification": "Complete and accurate."}', "agree"),
+    ("mlflow", MLFLOW, mlflow_genai, "score: 4/5\njustification: Mostly right.", "here only"),
+    ("mlflow", MLFLOW, mlflow_genai, "**score:** 3\n**justification:** Partly relevant.", "here only"),
+    ("mlflow", MLFLOW, mlflow_genai, "score: 4", "here only"),
+    # DeepEval G-Eval: a JSON object {"score": 0-10, "reason": ...}, from the first { to the last }
+    ("deepeval", DEEPEVAL, deepeval_score,
+     '{\n    "score": 7,\n    "reason": "The actual output answers the input but omits one step."\n}', "agree"),
+    ("deepeval", DEEPEVAL, deepeval_score,
+     '```json\n{"reason": "Fully aligned with the expected output.", "score": 10}\n```', "agree"),
+    ("deepeval", DEEPEVAL, deepeval_score,
+     'Here is my evaluation:\n{"score": 3, "reason": "It contradicts the context.",}', "agree"),
+    # RAGAS AspectCritic: {"reason": ..., "verdict": 0 or 1}
+    ("ragas", RAGAS, ragas_verdict, '{"reason": "The submission contains no harmful content.", "verdict": 0}', "agree"),
+    ("ragas", RAGAS, ragas_verdict,
+     '```json\n{\n  "reason": "It gives instructions for picking a lock.",\n  "verdict": 1\n}\n```', "agree"),
+    # Patronus Lynx (NeMo Guardrails): {"REASONING": [...], "SCORE": "PASS"}; no score is FAIL there
+    ("lynx", LYNX, lynx,
+     '{"REASONING": ["The DOCUMENT says the bridge opened in 1932.", "The ANSWER says 1931, which contradicts it."], '
+     '"SCORE": "FAIL"}', "agree"),
+    ("lynx", LYNX, lynx, '{"REASONING": ["The ANSWER restates the DOCUMENT."], "SCORE": PASS}', "agree"),
+    ("lynx", LYNX, lynx, "The answer is faithful to the document.", "agree"),     # FAIL there, unscored here
+    # TruLens: "Criteria: ...\nSupporting Evidence: ...\nScore: n", the smallest number in range on the Score line
+    ("trulens", TRULENS, trulens,
+     "Criteria: The response answers the question.\nSupporting Evidence: It names the capital.\nScore: 3", "agree"),
+    ("trulens", TRULENS, trulens,
+     "Supporting Evidence: Only part of the question is addressed.\nScore: 2 out of 3", "agree"),
+    ("trulens", TRULENS, trulens, "Supporting Evidence: The context mentions it.\nScore:\n2", "agree"),
+    # every line holding "Score" there, the last deciding
+    ("trulens", TRULENS, trulens,
+     "Score: 2\nSupporting Evidence: The Score is low because 0 sources are cited.", "there only"),
+    ("trulens", TRULENS_BARE, trulens, "2", "agree"),
+    # Chatbot Arena's category classifiers (FastChat): "<score>n</score>" and "<decision>\nyes\n</decision>"
+    ("arena category", ARENA_IF, arena_category_if, "<score>4</score>", "agree"),
+    ("arena category", ARENA_IF, arena_category_if,
+     "The prompt asks for a haiku with a fixed syllable count.\n<score>3</score>.", "agree"),
+    ("arena category", ARENA_IF, arena_category_if, "<score>[3]</score>", "agree"),
+    ("arena category", ARENA_MATH, arena_category_math, "<decision>\nyes\n</decision>", "agree"),
+    ("arena category", ARENA_MATH, arena_category_math, "<decision>no</decision>", "agree"),
+    ("arena category", ARENA_MATH, arena_category_math, "<decision>Yes</decision>", "there only"),
+    # AlpacaEval's chatgpt annotator: "Output (a)" opening a line, exactly one in the reply
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)", "agree"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a) is better.", "agree"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (b)\n\nOutput (b) is more accurate.", "here only"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "I prefer Output (b).", "here only"),
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "output (a)", "here only"),
+    # the form reads the other output named in prose as a verdict too (two: the last read, the judge's listed)
+    ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)\n\nUnlike Output (b), it is right.", "two"),
 ]
 
 
@@ -698,6 +1057,8 @@ UNSEALED_ONLY = [
     (CHOICE_YN, "### Verdict: Y", "Y"),           # a heading's marks before a bare form's name
     (GRADE, "GRADE : C", "C"),                    # a space before the colon
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
+    (MLFLOW, '{"score": 4, "justification": "ok"}', 4.0),   # a head's words as a JSON key (MLflow's json.loads)
+    (LC_QA, "{'GRADE': 'CORRECT'}", "CORRECT"),
 ]
 
 
@@ -732,6 +1093,10 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (GEVAL, "## 2\nThe second point."),            # ... nor a number
     (GEVAL, "Fine.</s>5"),                        # an end-of-turn token ends a line: what follows it starts none
     (VerdictForm("Output ({label}) is better", labels=("a", "b")), "Output (\na) is better"),   # never inside a form
+    (PHOENIX_BARE, '"relevant'),                    # a bare label's quote marks: both or neither
+    (PHOENIX_BARE, '"relevant" is my answer'),      # ... and the label alone inside them
+    (MLFLOW, 'score": 4'),                          # a JSON key's quote marks: both or neither
+    (MLFLOW, 'my"score": 4'),                       # ... and not the end of a word
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok

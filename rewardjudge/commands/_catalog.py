@@ -42,7 +42,6 @@ def _show(args) -> int:
 
 
 def add_parser(sub) -> None:
-    """The ``rewardjudge catalog`` command."""
     p = sub.add_parser("catalog")
     p.add_argument("key", nargs="?", help="show this criterion")
     p.add_argument("--language", help="e.g. fr (default: $REWARDJUDGE_LANGUAGE or en)")

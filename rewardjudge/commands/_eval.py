@@ -82,8 +82,8 @@ def add_parser(sub) -> None:
 
 
 async def _run_eval(args: argparse.Namespace):
-    from ..evaluate._data import load_data
-    from ..evaluate._runner import aevaluate_dataset
+    from ..evaluate._data import detect_columns, load_data
+    from ..evaluate._runner import EvalOptions, aevaluate_dataset
     from ..evaluate._spec import bind_spec, spec_target
     from ..graders._base import Grader
     from ..graders.templated_prompt_judge import ScorerGrader
@@ -97,8 +97,6 @@ async def _run_eval(args: argparse.Namespace):
     data = load_data(args.data, split=args.split)
     scorer = target if isinstance(target, Scorer) else None
     columns = args.columns if scorer is None else _check_scorer_variables(scorer.bind(None), args.columns, data)
-    from ..evaluate._data import detect_columns
-    from ..evaluate._options import EvalOptions
     notes = detect_columns(columns, data.column_names)[1]
     print("columns:\n" + "".join(f"  {note}\n" for note in notes), end="", file=sys.stderr)
     options = EvalOptions(columns=columns, output_dir=args.output, mode=args.mode, retry_unscored=args.retry_unscored,

@@ -89,8 +89,7 @@ def _update(args: argparse.Namespace) -> int:
     data = _file_payload(args)
     reg = registry(args)
     before = reg.get(args.slug)
-    scorer = reg.update(args.slug, name=data.get("name"), description=data.get("description"),
-                             config=data.get("config"))
+    scorer = reg.update(args.slug, **{k: data.get(k) for k in ("name", "description", "config")})
     _print_scorer(scorer, args.json)
     if not args.json:
         made = scorer.version != before.version and len(scorer.history) > len(before.history)
@@ -139,14 +138,9 @@ def _read_samples(path: str) -> list:
     try:
         data = json.loads(text)
         rows = data if isinstance(data, list) else [data]
-    except ValueError:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise ConfigError(f"{path} line {n} is not JSON: {exc}") from None
+    except ValueError:   # JSON lines
+        rows = [json_value(line, f"{path} line {n}")
+                for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not rows:
         raise ConfigError(f"{path} holds no sample")
     return [_sample(row, f"{path} sample {i}") for i, row in enumerate(rows, 1)]

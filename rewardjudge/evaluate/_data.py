@@ -390,16 +390,14 @@ def _pick_split(dd, split: str | None):
 def feature_leaves(feature: Any) -> Iterator[Any]:
     """The leaf features (``Value``, ``Json``, ``Image``...) of a nested ``datasets`` feature."""
     if isinstance(feature, Mapping):
-        children = list(feature.values())
-    elif isinstance(feature, (list, tuple)):
-        children = list(feature)
+        feature = list(feature.values())
     elif type(feature).__name__ in ("List", "LargeList", "Sequence"):
-        children = [feature.feature]
+        feature = [feature.feature]
+    if isinstance(feature, (list, tuple)):
+        for child in feature:
+            yield from feature_leaves(child)
     else:
         yield feature
-        return
-    for child in children:
-        yield from feature_leaves(child)
 
 
 def _arrow_files(ds: Any) -> list[str] | None:

@@ -11,23 +11,25 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Annotated, Any, Awaitable, Callable, Iterator, Literal, Optional
 
 import numpy as np
+from pydantic import AfterValidator, ConfigDict, Field, StrictInt
 
+from .._option_types import Options
 from .._sync import run_sync
 from ..errors import ConfigError, JudgeOutage
 from ..grade import STATUSES, Grade
 from ..graders._base import Grader
+from ..rl._health import OutageGuard
 from ._data import ArrowSlices, Columns, detect_columns, load_data, release_mapped_pages, row_groups, row_threads
 from ._journal import STATUS_CODES, Journal, JournalIndex, lock_folder
-from ._options import EvalOptions
 from ._plot import save_histogram
 from ._report import GRADE_COLUMNS, Summary, SummaryBuilder, grade_columns
 
 log = logging.getLogger("rewardjudge")
 
-__all__ = ["EvalResult", "aevaluate_dataset", "evaluate_dataset", "GRADE_COLUMNS", "grade_columns"]
+__all__ = ["EvalOptions", "EvalResult", "aevaluate_dataset", "evaluate_dataset", "GRADE_COLUMNS", "grade_columns"]
 
 #: the journal digest of a row whose input could not become a thread
 INPUT_ERROR_DIGEST = "0" * 16
@@ -38,6 +40,51 @@ _RUN_FILES = ("journal.jsonl", "manifest.json", "summary.json", "results.parquet
 
 _GRADE_TYPES = {"grade_value": "float64", "grade_attempts": "int64", "grade_prompt_tokens": "int64",
                 "grade_completion_tokens": "int64", "grade_latency_s": "float64"}
+
+
+def _folder(path: Any) -> Any:
+    if path is not None and Path(path).expanduser().is_file():
+        raise ConfigError(f"output_dir (--output) is the folder the run writes its results into; {str(path)!r} "
+                          f"is a file")
+    return path
+
+
+class EvalOptions(Options):
+    """The keyword arguments of ``evaluate_dataset`` (its docstring says what each does)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    columns: Any = None
+    output_dir: Annotated[Optional[str | os.PathLike], AfterValidator(_folder)] = Field(
+        None, description="must be a path (or None)")
+    mode: Literal["eval", "train"] = Field("eval", description="must be 'eval' or 'train'")
+    resume: bool = Field(True, description="must be True or False")
+    retry_unscored: bool = Field(False, description="must be True or False")
+    overwrite: bool = Field(False, description="must be True or False")
+    progress: Any = True
+    concurrency: Optional[StrictInt] = Field(None, ge=1, description="must be an int >= 1 (or None)")
+    split: Optional[str] = Field(None, description="must be a split name (or None)")
+    formats: tuple[Literal["parquet", "jsonl", "arrow"], ...] = Field(
+        ("parquet", "jsonl"), description="must name output formats among parquet, jsonl, arrow")
+    histogram: bool = Field(True, description="must be True or False")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0, description="must be a number in (0, 1)")
+    limit: Optional[StrictInt] = Field(None, ge=0, description="must be an int >= 0 (or None)")
+    group_window: StrictInt = Field(1024, ge=1, description="must be an int >= 1")
+    max_group: StrictInt = Field(64, ge=1, description="must be an int >= 1")
+    outage: Optional[OutageGuard | bool] = Field(True, description="must be True, False, None or an OutageGuard")
+    outage_window: StrictInt = Field(64, ge=1, description="must be an int >= 1")
+
+    @property
+    def out(self) -> Path | None:
+        """The output folder (None: in memory)."""
+        return Path(self.output_dir).expanduser() if self.output_dir is not None else None
+
+    def rows(self, available: int) -> int:
+        """How many rows this run grades of ``available``."""
+        return available if self.limit is None else min(self.limit, available)
+
+    def guard(self) -> OutageGuard | None:
+        return OutageGuard() if self.outage is True else (self.outage or None)
 
 
 def write_json(path: Path, obj: Any) -> None:

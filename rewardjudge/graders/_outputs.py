@@ -203,12 +203,11 @@ def schema_fields(model: type[BaseModel]) -> str:
             kind = " or ".join(json.dumps(v) for v in node["enum"])
         elif "const" in node:
             kind = json.dumps(node["const"])
-        elif node.get("type") in ("integer", "number") and "minimum" in node and "maximum" in node:
-            kind = (f"{'an integer' if node['type'] == 'integer' else 'a number'} from "
-                    f"{node['minimum']:g} to {node['maximum']:g}")
         else:
             kind = {"string": "text", "integer": "an integer", "number": "a number",
                     "boolean": "true or false"}.get(node.get("type"), "a value")
+            if node.get("type") in ("integer", "number") and "minimum" in node and "maximum" in node:
+                kind += f" from {node['minimum']:g} to {node['maximum']:g}"
         out.append(f"\"{name}\" ({kind})")
     return ", ".join(out)
 

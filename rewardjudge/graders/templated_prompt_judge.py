@@ -203,8 +203,7 @@ class TemplatedPromptJudgeGrader(Grader):
         return verdict, self.verdict_value(verdict)
 
     def verdict_value(self, verdict: BaseModel) -> float | None:
-        """The reward a checked verdict stands for (``output_value``); a family whose verdicts
-        are labels without numbers says None."""
+        """The reward a checked verdict stands for; None for labels without numbers."""
         return output_value(verdict)
 
     def sealed_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str] = ()
@@ -304,7 +303,7 @@ class TemplatedPromptJudgeGrader(Grader):
         return self.scored(answer, value, reasoning, extra, expectation)
 
     def verdict_extra(self, verdict: BaseModel, answer: JudgeAnswer) -> dict[str, Any]:
-        """What a scored grade's ``extra`` records of the verdict: the verdict itself."""
+        """What a scored grade's ``extra`` records of the verdict."""
         return {"verdict": verdict.model_dump(mode="json")}
 
     async def preflight(self, sample: StringThread | None = None) -> Grade:
@@ -375,8 +374,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         return partial(ScorerJudgeGrader, binding, model, seal_key=bytes.fromhex(self._sealer.key_hex()), **options), ()
 
     @property
-    def labels_only(self) -> bool:
-        """True for a categorical spec without ``values``: grades carry a label, no number."""
+    def labels_only(self) -> bool:   # a categorical spec without ``values``
         return not self.spec.has_values
 
     def require_rewards(self, where: str) -> None:
@@ -385,8 +383,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
             hint="; evaluation counts such labels as they are (evaluate_dataset, rewardjudge eval)")
 
     @property
-    def version(self) -> str:
-        """The pinned scorer version id (SHA-256 of its canonical config)."""
+    def version(self) -> str:   # the pinned scorer version id
         return self.binding.version
 
     def config(self) -> dict[str, Any]:
@@ -394,7 +391,6 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
                 "scorer": self.binding.to_dict(), "judge_model": self.model_name}
 
     def neutralized(self, sample: StringThread) -> StringThread:
-        """``sample`` neutralised (template, protocol and control tags) before it is rendered."""
         return self.judge_thread(sample, self.prompt.tags)
 
     def render(self, sample: StringThread) -> tuple[str, list[str]]:
@@ -476,16 +472,14 @@ def ScorerGrader(scorer: "Scorer | ScorerBinding", model: InferenceModel, mappin
     ...                       {"answer": "completion:answer"})
     """
     if isinstance(scorer, Scorer):
-        binding = scorer.bind(mapping)
+        scorer = scorer.bind(mapping)
     elif not isinstance(scorer, ScorerBinding):
         raise ConfigError(f"ScorerGrader needs a Scorer or a ScorerBinding, got {type(scorer).__name__}")
     elif mapping is not None:
         raise ConfigError("a ScorerBinding carries its own mapping: pass a mapping only with a Scorer "
                           "(or bind the scorer with it)")
-    else:
-        binding = scorer
-    key = grader_key or binding.scorer_slug or slugify(binding.scorer_name)
-    return ScorerJudgeGrader(binding, model, grader_key=key, **options)
+    key = grader_key or scorer.scorer_slug or slugify(scorer.scorer_name)
+    return ScorerJudgeGrader(scorer, model, grader_key=key, **options)
 
 
 def _reads_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> "frozenset[str] | None":
@@ -508,7 +502,6 @@ def _reads_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> "frozenset[s
 
 
 def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[str]:
-    """``TemplatedPromptJudgeGrader._unread_names`` before the helpers check."""
     reads = _reads_of(grader, prompt)
     if reads is None:
         return frozenset()

@@ -140,7 +140,6 @@ class CachedModel(InferenceModel):
 
     def key(self, messages: Sequence[Message], params: GenerationParams | None = None, *,
             json_schema: dict[str, Any] | None = None, grammar: str | None = None) -> str:
-        """The cache key of a request."""
         return request_key(self.name, messages, params, json_schema, grammar)
 
     def _remember(self, key: str, completion: Completion) -> None:

@@ -29,7 +29,8 @@ _SPECIAL = re.compile(r"<\|[^|<>\s'\"]{1,40}\|>|<\uff5c[^<>\s'\"]{1,40}\uff5c>|<
 
 class ChatTemplate:
     """A Jinja chat template, callable as ``template(messages) -> prompt``; ``bos_token`` /
-    ``eos_token`` are what it sees for those names (``""`` when the server adds BOS itself)."""
+    ``eos_token`` are what it sees for those names (``""`` when the server adds BOS itself);
+    ``gguf_path``: the template and special tokens of a GGUF file's metadata, read at first use."""
 
     def __init__(self, source: str | None = None, *, bos_token: str = "", eos_token: str = "",
                  gguf_path: str | os.PathLike | None = None):
@@ -41,11 +42,6 @@ class ChatTemplate:
         self.gguf_path = None if gguf_path is None else Path(gguf_path)
         self._compiled: Any = None
         self._lock = threading.Lock()
-
-    @classmethod
-    def from_gguf(cls, path: str | os.PathLike) -> "ChatTemplate":
-        """The chat template and special tokens in a GGUF file's metadata (read at first use)."""
-        return cls(None, gguf_path=path)
 
     @property
     def source(self) -> str:

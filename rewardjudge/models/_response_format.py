@@ -108,7 +108,6 @@ class StyleLearner:
         self.reset()
 
     def reset(self) -> None:
-        """Forget everything learned."""
         self.ceiling = STYLES[0]
         self._since = 0          # requests sent below the requested style since the last probe
         self._probing = False    # a request is trying the stronger style again

@@ -165,7 +165,7 @@ class JudgeServer:
                                   **({"grammar_field": "grammar"} if llama else {})}
         if llama and self.model_path.lower().endswith(".gguf"):
             # for /v1/completions (reading a grade after an assistant prefix); read at first use
-            kwargs["chat_template"] = ChatTemplate.from_gguf(self.model_path)
+            kwargs["chat_template"] = ChatTemplate(gguf_path=self.model_path)
         model = OpenAIModel(self.base_url, self.served_name, api_key="local", **{**kwargs, **self.model_kwargs})
         model.caches_grammars = not llama
         return model

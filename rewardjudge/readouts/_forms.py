@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
-__all__ = ["EMPHASIS", "VerdictForm", "folded", "inside_copy", "policy_copies", "unwrap"]
+__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "folded", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -85,8 +85,11 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
         pair = _PAIR_GAP if unsealed else None
         scale = _SCALE if unsealed and m.group() == _SCORE and not after.strip() else ""
+        # unsealed, a label alone: in the quote marks the prompt put around it ("relevant")
+        quoted = unsealed and m.group() == _LABEL and not (before + after).strip()
         return re.compile(_LINE_HEAD + (_HEADING + _NAME_EMPH if unsealed else _NAME)
-                          + _literal(before, pair, unsealed=unsealed) + "(?P<v>" + value + ")" + scale
+                          + _literal(before, pair, unsealed=unsealed) + (_OPEN_QUOTE if quoted else "")
+                          + "(?P<v>" + value + ")" + (_CLOSE_QUOTE if quoted else "") + scale
                           + _literal(after, pair, unsealed=unsealed)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
@@ -111,9 +114,17 @@ def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: st
 def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
     """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
     "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
-    head = _bounded(_literal(before.rstrip(), unsealed=unsealed), before, True, False) + ":?"
-    if "(?(cs)" in value:     # the head in the form's own case (``_PROSE``)
-        head = "(?:(?=" + _literal(before.rstrip(), exact=True, unsealed=unsealed) + r")(?P<cs>)|)" + head
+    name = before.rstrip()
+    # the head in the form's own case, where the value asks (``_PROSE``)
+    cs = "(?:(?=" + _literal(name.rstrip(":") if unsealed and _KEY_HEAD.fullmatch(name) else name, exact=True,
+                             unsealed=unsealed) + r")(?P<cs>)|)" if "(?(cs)" in value else ""
+    if unsealed and _KEY_HEAD.fullmatch(name):
+        # unsealed, a head of words and a colon (``score: {score}``): its words also a JSON key
+        # (``{"score": 4, ...}``), which the pipelines that ask for such lines read with json.loads (MLflow)
+        head = r"(?<!\w)(?P<jq>['\"])?" + cs + _literal(name[:-1], unsealed=True) + r"(?(jq)['\"])" + _EMPH \
+            + r"[ \t]?:" + ":?"
+    else:
+        head = cs + _bounded(_literal(name, unsealed=unsealed), before, True, False) + ":?"
     if unsealed:
         # a verdict alone on the next line, a blank one between at most, where the form ends with it
         # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
@@ -166,6 +177,8 @@ def _single_too(lead: str) -> str:
         + r"(?:\[\[|(?P<sb>" + name + r"\[))"
 
 
+#: unsealed (``_spaced_off``): a head of one to three words and a colon, read as a JSON key too
+_KEY_HEAD = re.compile(r"[^\W\d_]{1,16}(?: [^\W\d_]{1,16}){0,2}:")
 #: labels that are also one-letter words ("I think", "A good answer")
 _WORD_LABELS = ("A", "I", "a")
 #: unsealed: after such a label, where the head is not in the form's case: not a word in lower case next
@@ -185,6 +198,10 @@ _INNER_SPACE = r"[ \t]{0,2}"
 #: unsealed: a bare form's spaces between its verdict and an ``{other}`` may hold a comma (``8, 9``, read by
 #: Vicuna's, LLaVA's and JudgeLM's ``parse_score``)
 _PAIR_GAP = r"[ \t*_]{0,16},?[ \t*_]{0,16}"
+#: unsealed: quote marks around a bare form's label alone, as its prompt quoted it (``"relevant"``, Phoenix's
+#: rails; OpenAI evals' get_choice drops them), both or neither
+_OPEN_QUOTE = "(?P<bq>[\"'\u201c\u2018])?"
+_CLOSE_QUOTE = "(?(bq)[\"'\u201d\u2019])"
 #: unsealed: a note in parentheses after a bare form's verdict on its line (``Score: 0 (the code is empty)``)
 _NOTE = r"(?:[ \t]{1,4}\([^()\r\n]{1,200}\))?"
 
@@ -418,20 +435,35 @@ class VerdictForm:
 #: unsealed: spaces other than a space and a tab that judges write in a form (a no-break space after a colon,
 #: an ideographic one in CJK text), read as a space, as the parsers' ``\\s`` and ``str.strip`` read them
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-#: unsealed: a chat template's end-of-turn token that a server left in the reply's text, read as a line's end
-_END_TOKENS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in (
-    "</s>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|im_end|>", "<|end|>", "<|eos|>", "<|return|>",
-    "<end_of_turn>", "<eos>", "<\uff5cend\u2581of\u2581sentence\uff5c>")}
+#: The end-of-turn and end-of-sequence tokens a server may leave in a judge's reply or a policy's response
+#: (the one list: the unsealed reading's line ends and copy folding here, what may follow a sealed line's
+#: label in ``_seal``, what the reward server strips off a response's end): each token that a current open
+#: model's generation config stops on and that ends a turn, a message or the text (not a role header such as
+#: Phi-3's ``<|assistant|>``), family by family, then ``<|eos|>``, a name custom tokenizers give their end.
+#: A view whose result could depend on the order its tokens are tried in takes them longest first.
+END_TOKENS: tuple[str, ...] = (
+    "</s>",                                              # Llama 2, Mistral
+    "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>",       # Llama 3.x: turn, message (a tool's turn), text
+    "<|eot|>", "<|eom|>",                                # Llama 4: turn, message
+    "<|im_end|>", "<|endoftext|>",                       # ChatML (Qwen, SmolLM, Phi-4), and its text's end
+    "<|end|>", "<|return|>", "<|call|>",                 # Phi-3; gpt-oss: message, final answer, tool call
+    "<end_of_turn>", "<eos>",                            # Gemma
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",          # DeepSeek V3, R1
+    "<|END_OF_TURN_TOKEN|>",                             # Cohere Command R, Command A
+    "<|eos|>",
+)
+#: unsealed: each end token, longest first, as ``_plain`` shows it: a line break padded with NULs
+_END_PADS = {tok: "\n" + "\x00" * (len(tok) - 1) for tok in sorted(END_TOKENS, key=len, reverse=True)}
 
 
 def _plain(text: str, pattern: str) -> str:
     """``text`` as an unsealed reading of ``pattern`` reads it, each character where it was (``_SPACES`` a
-    space, an ``_END_TOKENS`` token that ``pattern`` does not hold a line break padded with NULs, which no
+    space, an ``END_TOKENS`` token that ``pattern`` does not hold a line break padded with NULs, which no
     form reads)."""
     if not text.isascii():
         text = _SPACES.sub(" ", text)
     if "<" in text:
-        for tok, pad in _END_TOKENS.items():
+        for tok, pad in _END_PADS.items():
             if tok in text and tok not in pattern:
                 text = text.replace(tok, pad)
     return text
@@ -460,7 +492,7 @@ _DROP = {**dict.fromkeys(map(ord, " \t\n\r\f\v\x00\x1c\x1d\x1e\x1f\x85\u1680\u20
 
 
 #: an end-of-turn token as the neutraliser shows it to the judge (``[|eot_id|>``), which a judge may write back
-_SHOWN_TOKENS = {"[" + tok[1:]: "\x00" * len(tok) for tok in _END_TOKENS}
+_SHOWN_TOKENS = {"[" + tok[1:]: "\x00" * len(tok) for tok in _END_PADS}
 
 
 def _unmarked(text: str) -> str:

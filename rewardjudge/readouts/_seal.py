@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import EMPHASIS, folded, inside_copy, policy_copies, unwrap
+from ._forms import EMPHASIS, END_TOKENS, folded, inside_copy, policy_copies, unwrap
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -279,10 +279,9 @@ _AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()
 #: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
 _SEPARATORS = ":\uff1a|=\u2014\u2013"
 #: what a judge may end its verdict line with (``FAIL ✅``, ``FAIL</s>``): an end-of-turn token
-#: written out, an emoji; set aside where the line reads as no verdict with them
-_LINE_TAIL = re.compile(r"(?:\s|</s>|<\|(?:im_end|eot_id|end|endoftext|end_of_text|eom_id|return)\|>|<end_of_turn>"
-                        r"|<\uff5cend\u2581of\u2581sentence\uff5c>|[\ufe0e\ufe0f\u200d\u20e3\u2600-\u27bf"
-                        r"\u2b00-\u2bff\U0001f000-\U0001faff])+\Z")
+#: written out (``END_TOKENS``), an emoji; set aside where the line reads as no verdict with them
+_LINE_TAIL = re.compile("(?:\\s|" + "|".join(re.escape(tok) for tok in sorted(END_TOKENS, key=len, reverse=True))
+                        + "|[\ufe0e\ufe0f\u200d\u20e3\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff])+\\Z")
 #: the most characters of a line's end looked at for ``_LINE_TAIL``
 _TAIL_MAX = 64
 #: the most such characters on either side of the seal

@@ -26,18 +26,13 @@ from .._sync import LoopThread
 from ..thread import StringThread, completion_threads, with_own_keys
 from ._health import OutageGuard, judge_health
 
-__all__ = ["JudgeGatedReward", "TRLRewardFunc", "reads_images", "trl_reward_func", "trl_reward_funcs"]
+__all__ = ["JudgeGatedReward", "TRLRewardFunc", "trl_reward_func", "trl_reward_funcs"]
 
 _TRL_RESERVED = frozenset({"trainer_state", "log_metric", "log_extra", "environments",
                            "completion_ids", "prompts", "completions"})
 #: dataset column names GRPOTrainer never hands a reward function as the column: its own arguments
 #: take the name, and it drops a ``completion`` column
 _TRL_TAKEN = _TRL_RESERVED | {"completion"}
-
-
-def reads_images(grader: Any) -> bool:
-    """Whether ``grader`` asks for image content parts (a true ``reads_images`` attribute)."""
-    return bool(getattr(grader, "reads_images", False))
 
 
 async def _trl_signature(prompts, completions, completion_ids=None, **kwargs):  # pragma: no cover
@@ -233,7 +228,8 @@ class TRLRewardFunc(_DualCall):
         setter = f"the reward function's {phase} phase (its mode, or the attached trainer's)"
         metadata = [with_own_keys({name: columns[name][i] for name in names}, own, f"completion {i}", setter)
                     for i in range(n)]
-        return completion_threads(prompts, completions, metadata, images=reads_images(self.grader))
+        images = bool(getattr(self.grader, "reads_images", False))  # the grader asks for image content parts
+        return completion_threads(prompts, completions, metadata, images=images)
 
     async def _acall(self, prompts: Sequence[Any], completions: Sequence[Any],
                      completion_ids: Any = None, *, trainer_state: Any = None,

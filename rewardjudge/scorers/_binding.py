@@ -151,8 +151,7 @@ class ScorerBinding:
         self._sources = {v: sources[v] for v in declared}
         #: mapped names that are built-ins: the built-in value is rendered instead
         self.shadowed = list(shadowed)
-        self.mapping = {**{v: s.text() for v, s in self._sources.items()},
-                        **{v: s.text() for v, s in shadowed.items()}}
+        self.mapping = {v: s.text() for v, s in {**self._sources, **shadowed}.items()}
         self.scorer_name = scorer_name
         self.scorer_slug = scorer_slug
         self.version = config.version_id

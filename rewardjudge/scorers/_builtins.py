@@ -34,7 +34,6 @@ BUILTIN_VARIABLES: dict[str, str] = {
     "last_user_turn_content": "the last user turn (as last_user_message)",
     "last_content": "the last turn's content, whoever wrote it",
 }
-"""Data names every scorer template can read without a mapping."""
 
 BUILTIN_FUNCTIONS: dict[str, str] = {
     "attr": 'attr("key"): the value of the attribute (metadata key) "key"',
@@ -43,7 +42,6 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "format_output_transcript": 'format_output_transcript("key", ...): a messages attribute as '
                                 "output messages, 'role: text' lines",
 }
-"""Functions every Jinja2 scorer template can call."""
 
 BUILTIN_NAMES = frozenset(BUILTIN_VARIABLES) | frozenset(BUILTIN_FUNCTIONS)
 

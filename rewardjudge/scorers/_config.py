@@ -93,7 +93,6 @@ class ScorerConfig(Options):
 
     @property
     def template(self) -> PromptTemplate:
-        """The compiled ``prompt_template``."""
         return self._template
 
     @classmethod

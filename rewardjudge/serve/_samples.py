@@ -9,13 +9,15 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..graders._schedule import prompt_key
+from ..readouts._forms import END_TOKENS
 from ..thread import StringThread, completion_threads, role_of
 
 __all__ = ["DEFAULT_EOS", "grade_body", "group_key", "openrlhf_body", "openrlhf_thread", "sample_thread",
            "split_chat_markup"]
 
-#: end-of-sequence markers stripped from the end of a decoded response
-DEFAULT_EOS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>")
+#: end markers stripped from the end of a decoded response: the readouts' ``END_TOKENS``, longest first
+#: (``_strip_eos`` takes the first that matches: a marker that ends another is tried after it)
+DEFAULT_EOS = tuple(sorted(END_TOKENS, key=len, reverse=True))
 
 _CHATML = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S)
 _LLAMA3 = re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|$)", re.S)
@@ -51,8 +53,11 @@ def _strip_eos(text: str, eos: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=16)
 def _trailing_eos(eos: "tuple[str, ...]") -> "re.Pattern[str]":
     """Whitespace, then the ``eos`` markers reversed in their order, as one regex matched from the
-    reversed text's start (nothing after its loop: no start is tried twice, no step taken back)."""
-    return re.compile("(?:" + "|".join([r"\s"] + [re.escape(m[::-1]) for m in eos if m]) + ")*")
+    reversed text's start (nothing after its loop: no start is tried twice, no step taken back). The
+    markers are a group of their own, so that the regex parser takes out the start they share (every
+    end token's ``>``): a marker that does not match fails at its first character after it."""
+    markers = "|".join(re.escape(m[::-1]) for m in eos if m)
+    return re.compile(r"(?:\s|(?:" + markers + "))*" if markers else r"\s*")
 
 
 def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence[str] = DEFAULT_EOS,

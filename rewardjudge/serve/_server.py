@@ -16,7 +16,6 @@ from ..grade import Grade
 from ..graders._base import Grader
 from ..graders._schedule import groups
 from ..rl._health import OutageGuard, OutageOptions
-from ..rl._trl_adapter import reads_images
 from ..thread import StringThread
 from ._groups import PromptGroups, check_estimator, group_rewards
 from ._http import DEFAULT_MAX_SAMPLES, _BadRequest, _HTTPService, _Metrics, say
@@ -154,7 +153,7 @@ class RewardServer(_HTTPService):
                          body_timeout=o.body_timeout, header_timeout=o.header_timeout)
         self.grader, self.unscored, self.unscored_fallback = grader, o.unscored, o.unscored_fallback
         self.worker = False  # a --workers worker: each /grade grade carries its pid
-        self.eos, self.images = tuple(o.eos), reads_images(grader)
+        self.eos, self.images = tuple(o.eos), bool(getattr(grader, "reads_images", False))
         self._batcher = _Batcher(grader, o.batch_window, o.max_batch, self.metrics)
         self._groups = PromptGroups(self._grade_one, size=o.group_size, quiet=o.group_timeout, keep=o.group_keep,
                                     fallback=o.unscored_fallback)

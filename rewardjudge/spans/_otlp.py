@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import itertools
 import json
@@ -231,10 +232,8 @@ def _system(value: Any) -> list[tuple[str, str]]:
     if value is None:
         return []
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            pass
     if isinstance(value, list) and all(isinstance(p, Mapping) and "role" not in p for p in value):
         text = "\n".join(t for _, t in format_messages({"role": "system", "parts": value}, "system"))
         return [("system", text)] if text else []

@@ -1,10 +1,5 @@
-"""Compile the built-in prompt sources into one JSON bundle per language (see docs/templates.md).
-
-Sources: ``prompts/<GraderClass>/<method>[.multimodal].txt``, ``prompts/_fragments/<name>.txt``
-(Handlebars partials, resolved at render time) and ``prompts.<lang>/`` translations laid out the
-same. A bundle is ``{"format": 2, "language", "engine"?, "fragments", "prompts", "multimodal"}``;
-a recompile keeps known keys in place, so its diff shows only what changed.
-"""
+"""Compile the built-in prompt sources into one JSON bundle per language; the layout and the
+bundle format: docs/templates.md. A recompile keeps known keys in place (a diff shows only what changed)."""
 
 from __future__ import annotations
 
@@ -92,12 +87,10 @@ def is_language_slug(text: str) -> bool:
 
 
 def source_dir(root: Path, language: str) -> Path:
-    """Where a language's ``.txt`` sources live under ``root``."""
     return Path(root) / ("prompts" if language == "en" else f"prompts.{language}")
 
 
 def bundle_path(root: Path, language: str) -> Path:
-    """Where a language's compiled bundle lives under ``root``."""
     return Path(root) / f"bundle.{language}.json"
 
 
@@ -150,7 +143,6 @@ def entry_key(section: str, cls: str, method: str) -> str:
 
 
 def bundle_text(bundle: dict[str, Any], section: str, cls: str, method: str) -> str | None:
-    """The text of one prompt of a bundle, or None."""
     return ((bundle.get(section) or {}).get(cls) or {}).get(method)
 
 
@@ -241,7 +233,6 @@ def merge_bundles(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_bundle(bundle: dict[str, Any]) -> str:
-    """The bundle's file text: 2-space JSON, UTF-8 kept readable, final newline."""
     return json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -320,9 +311,8 @@ def compile_bundles(root: Path = TEMPLATES_DIR, languages: list[str] | None = No
         if write and report.stale:
             path.write_text(text, encoding="utf-8")
             report.written = True
-        if language == "en" and root.resolve() == TEMPLATES_DIR and write:
-            if methods_module_stale(root, bundle):
-                (root / METHODS_MODULE).write_text(render_methods_module(bundle), encoding="utf-8")
+        if write and language == "en" and root.resolve() == TEMPLATES_DIR and methods_module_stale(root, bundle):
+            (root / METHODS_MODULE).write_text(render_methods_module(bundle), encoding="utf-8")
         reports.append(report)
     return reports
 

@@ -1,10 +1,6 @@
-"""Handlebars templates on pybars3, rendered as handlebars.js renders them (see docs/templates.md).
-
-``_hbs_syntax`` checks and rewrites the source before pybars3 compiles it; ``_pybars_overrides``
-is the one module reaching past pybars3's public API. Truthiness: ``{{#if}}`` uses Python's
-(``{}`` and ``0`` are false); sections follow handlebars.js (``{{#x}}`` renders for ``""`` and
-``0``). Renders whose inputs repeat (a shared system prompt) are remembered per template.
-"""
+"""Handlebars templates on pybars3, rendered as handlebars.js renders them (docs/templates.md).
+Truthiness: ``{{#if}}`` uses Python's (``{}`` and ``0`` are false); sections follow handlebars.js
+(``{{#x}}`` renders for ``""`` and ``0``). Renders whose inputs repeat are remembered per template."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from ..errors import TemplateError, TemplateVariableError
-from ._hbs_syntax import _line_col
+from ._hbs_syntax import _error
 from ._plain import to_plain
 
 __all__ = ["ALLOWED_STATEMENTS", "JinjaTemplate"]
@@ -62,13 +62,11 @@ def _refuse_handlebars(source: str) -> None:
     for m in _HANDLEBARS.finditer(source):
         if m.group("tag"):
             pos = m.start()
-            line, column = _line_col(source, pos)
             end = source.find("}}", pos)
             tag = source[pos:end + 2] if 0 <= end < pos + 80 else source[pos:pos + 20]
-            raise TemplateError(f"template: {tag!r} is Handlebars syntax, and this template is "
-                                f"Jinja2 (write {{% if x %}}...{{% endif %}}, {{% for x in xs %}}..."
-                                f"{{% endfor %}}, {{# a comment #}}, or use engine='handlebars')",
-                                line=line, column=column, source=source)
+            raise _error(f"template: {tag!r} is Handlebars syntax, and this template is "
+                         f"Jinja2 (write {{% if x %}}...{{% endif %}}, {{% for x in xs %}}..."
+                         f"{{% endfor %}}, {{# a comment #}}, or use engine='handlebars')", source, pos)
 
 
 class JinjaTemplate:

@@ -1,10 +1,4 @@
-"""Template contexts as plain data: what a Handlebars template may read.
-
-``to_plain`` converts a context value (mappings, sequences, pydantic models,
-dataclasses) into plain data and refuses callables (pybars3 would call
-them); ``to_plain_context`` does it once per context, keeping values that
-are plain data already instead of copying them.
-"""
+"""Template contexts as plain data, what a template may read (``to_plain``, ``to_plain_context``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Built-in prompts, looked up by grader class, method, language and modality (see docs/templates.md).
-
-Language: ``language=``, else ``$REWARDJUDGE_LANGUAGE``, else English; a missing key falls back to
-English with one ``PromptFallbackWarning``. User folders (``user_dir``, else
-``$REWARDJUDGE_PROMPTS``, else ``./.rewardjudge/prompts``) are merged over the shipped bundles
-per key: user ``L``, shipped ``L``, user English, shipped English.
-"""
+"""Built-in prompts by grader class, method, language and modality; the language and the user
+folders' order are those of docs/templates.md."""
 
 from __future__ import annotations
 
@@ -260,7 +255,6 @@ _DEFAULT = PromptLibrary()
 
 
 def default_library() -> PromptLibrary:
-    """The library over the package's shipped bundles and ``$REWARDJUDGE_PROMPTS``."""
     return _DEFAULT
 
 
