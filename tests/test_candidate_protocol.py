@@ -62,8 +62,8 @@ CASES = [
     ("non-integer range", block("ka7", "0-4") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
     # empty grade
     ("empty grade", block("ka7", "") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
-    # fullwidth digit: only ASCII integers are grades
-    ("fullwidth digit", block("ka7", "\uff13") + REST, {"mq2": 1, "zx9": 0}, {"ka7": "not an integer"}),
+    # fullwidth digit: read as its ASCII digit, as on a sealed line (the id binds it; hunt 19)
+    ("fullwidth digit", block("ka7", "\uff13") + REST, {"ka7": 3, "mq2": 1, "zx9": 0}, {}),
     # above the scale
     ("out of range high", block("ka7", "5") + REST, {"mq2": 1, "zx9": 0},
      {"ka7": "grade 5 is outside the graded scale 0-4"}),

@@ -264,7 +264,8 @@ class Grader(abc.ABC):
         if len(text) > self.max_completion_chars:
             reason = f"{len(text)} characters, over the limit of {self.max_completion_chars} (max_completion_chars)"
         else:
-            reason = content_free_reason(text, self.content_free_phrases) if self.reject_content_free else None
+            reason = content_free_reason(text, self.content_free_phrases, sample.last_user_content()) \
+                if self.reject_content_free else None
         if reason is not None or completion_model is None:
             return None, None if reason is None else self.penalized(sample, f"malformed completion: {reason}")
         try:
@@ -280,7 +281,8 @@ class Grader(abc.ABC):
                                                 f"written as JSON ({type(exc).__name__})")
         reason = None
         if self.reject_content_free:
-            reason, blank = screen_fields(dumped, self.content_free_phrases, completion_model)
+            reason, blank = screen_fields(dumped, self.content_free_phrases, completion_model,
+                                          question=sample.last_user_content())
             if blank is not None:   # some free-text fields carry content, some none: which are shown?
                 reason = self._shows_no_content(sample, dumped, blank)
         return (parsed, None) if reason is None else (None, self.penalized(sample, f"malformed completion: {reason}"))

@@ -45,8 +45,12 @@ _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\
 # Markdown that is no answer by itself: a code fence and its language
 _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 # A tag; the tags of a name both opened and closed in the text are markup too (``<think></think>``
-# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer
-_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?>")
+# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer,
+# but where some tag pairs, a self-closed or void one is markup too (``<p></p><br/><hr>``)
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?(/?)>")
+#: HTML's void elements (never closed): markup beside a tag that pairs
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"})
 
 
 #: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
@@ -91,10 +95,11 @@ def _unmarked(text: str, tags: bool = True) -> str:
     if not tags or "<" not in text:
         return text
     found: "tuple[set[str], set[str]]" = (set(), set())
-    for slash, name in _TAG.findall(text):
+    for slash, name, _ in _TAG.findall(text):
         found[bool(slash)].add(name.casefold())
     paired = found[0] & found[1]
-    return _TAG.sub(lambda m: " " if m.group(2).casefold() in paired else m.group(), text) if paired else text
+    return _TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired or m.group(2).casefold() in _VOID
+                    else m.group(), text) if paired else text
 
 
 #: the longest text quoted in a reason
@@ -145,6 +150,18 @@ def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
 
 #: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
 _FILLER_RUN = 8
+#: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
+#: ``Step 7`` alone may be one)
+_STEP = "(?:" + "".join(_chars("step")) + r"\d{1,3}(?!\d)){2,}"
+#: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
+#: answered ``Hello!`` is a reply)
+_ECHO_MIN = 12
+
+
+def _echo(question: str) -> str:
+    """The ``letters`` of ``question`` an answer that only repeats it holds, or "" where too short to tell."""
+    found = letters(question) if isinstance(question, str) and question else ""
+    return found if len(found) >= _ECHO_MIN else ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -153,6 +170,7 @@ def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
     (where no key matches) before and after each, at a text's start. Each word is taken whole
     (an atomic group: a failed run never tries other splits), the longest that matches."""
     keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
+    keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
     # them back (a text of 262,144 one-character keys: 155 -> 80 ms)
@@ -170,18 +188,27 @@ def _whole(run: "re.Match[str] | None", found: str) -> bool:
     return run is not None and run.end() == len(found)
 
 
-def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str = "") -> "list[bool]":
     """Whether each text is empty or content-free (``content_free_reason``), in passes over the
-    texts joined (``_free_flags``: 30,000 short strings cost a few passes, not 30,000 calls)."""
+    texts joined (``_free_flags``: 30,000 short strings cost a few passes, not 30,000 calls); with
+    ``question``, the texts holding its letters (one pass) are read again less them (``_echo``)."""
     flags = _free_flags(texts, keys)
     if flags is None:
-        return [content_free_reason(t, keys) is not None for t in texts]
+        return [content_free_reason(t, keys, question) is not None for t in texts]
+    echo = _echo(question)
+    if echo and not all(flags):
+        joiner = free_joiner(texts)
+        pieces = letters(_unmarked(joiner.join(texts), tags=False), keep=joiner).split(joiner) \
+            if joiner is not None else []
+        for i, t in enumerate(texts):
+            if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i]):
+                flags[i] = content_free_reason(t, keys, question) is not None
     # texts with content holding a look-alike symbol: read again with it as a digit, joined too
     leet = [i for i, t in enumerate(texts) if not flags[i] and _leet(t)] if _leet("".join(texts)) else []
     if leet:   # (the texts joined by a control character, which no symbol stands for)
         read = _as_digits("\x00".join([texts[i] for i in leet])).split("\x00") \
             if not any("\x00" in texts[i] for i in leet) else [_as_digits(texts[i]) for i in leet]
-        again = _free_flags(read, keys) or [_free(t, keys) for t in read]
+        again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
         for i, free in zip(leet, again):
             flags[i] = free
     return flags
@@ -261,28 +288,40 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     return [said[tail] for tail in pieces]
 
 
-def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
+def _answered(unmarked: str, keys: tuple[str, ...], echo: str = "") -> bool:
     """Whether words follow the last colon of a text (``unmarked``: ``_unmarked``) that are no master
-    key: filler there (``Answer: the``, ``Solution: below``) is the answer, not an opener's."""
+    key (nor the question's ``echo``): filler there (``Answer: the``, ``Solution: below``) is the answer,
+    not an opener's."""
     at = max(unmarked.rfind(":"), unmarked.rfind("\uff1a"))
     tail = letters(unmarked[at + 1:]) if at >= 0 else ""
+    tail = tail.replace(echo, "") if echo else tail
     return bool(tail) and _opener_pattern(keys).match(tail) is None
 
 
-def _free(text: str, keys: tuple[str, ...]) -> bool:
-    """Whether ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
+def _free(text: str, keys: tuple[str, ...], echo: str = "") -> "str | None":
+    """``"free"`` where ``text`` (visible) holds no letter or digit once markup is set aside, or master keys
     and filler only, with no answer after their last colon (or under a right-to-left override, shown
-    reversed)."""
+    reversed); ``"echo"`` where it does once the question's ``echo`` (its ``letters``) is set aside too;
+    else None. One pass over the text for both."""
     unmarked = _unmarked(text)
     found = letters(unmarked)
-    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys)) \
+    if _bare(text, unmarked, found, keys, ""):
+        return "free"
+    if echo and echo in found and _bare(text, unmarked, found.replace(echo, ""), keys, echo):
+        return "echo"
+    return None
+
+
+def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str) -> bool:
+    """``_free``'s test of ``found``, the letters of ``text`` (``unmarked``: its markup set aside) less ``echo``."""
+    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
-def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
+def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "") -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
     digit once code fences are set aside, or nothing but master keys and filler words around
-    them), or None if it does.
+    them, or ``question`` repeated with nothing else but those), or None if it does.
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -296,9 +335,12 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    if _free(text, keys) or (_leet(text) and _free(_as_digits(text), keys)):
-        return f"content-free completion: {text.strip()[:_SHOWN]!r}"
-    return None
+    echo = _echo(question)
+    how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo))
+    if not how:
+        return None
+    what = "it only repeats the question " if how == "echo" else ""
+    return f"content-free completion: {what}{text.strip()[:_SHOWN]!r}"
 
 
 @functools.lru_cache(maxsize=256)
@@ -520,15 +562,16 @@ def content_free_fields(value: Any, extra_keys: Iterable[str] = (), model: Any =
     return screen_fields(value, extra_keys, model)[0]
 
 
-def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None, whole: Any = None
-                  ) -> "tuple[str | None, Any]":
+def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None, whole: Any = None,
+                  question: str = "") -> "tuple[str | None, Any]":
     """``(content_free_fields(...), blank)``: ``blank`` is None unless the free-text fields are
     mixed, some carrying content and some empty or content-free; then it is ``value`` with every
     free-text field (or key of a free mapping) that carries content blanked to ``"-"``-s, which a
     grader renders to learn whether the judge is shown any content (a master key in the field
     shown, the content in one never shown or only tested). ``whole``: the value ``value`` is part
     of (the completion's JSON object, of which a binding reads the fields ``value``), blanked
-    instead (its texts equal to one of ``value`` that carries content).
+    instead (its texts equal to one of ``value`` that carries content). ``question``: a field that only
+    repeats it carries no content (``content_free_reason``).
 
     >>> screen_fields({"answer": "Let's think step by step.", "notes": "Paris"})[1]
     {'answer': "Let's think step by step.", 'notes': '-----'}
@@ -538,14 +581,14 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None,
     first, texts, other, blank = _free_texts(value, schema)
     if first is None:   # no free-text field
         return (None if other else "structured completion holds no value"), None
-    flags = _content_free_flags(texts, keys) if texts else []
+    flags = _content_free_flags(texts, keys, question) if texts else []
     if not all(flags):
         if not blank and not any(flags):
             return None, None   # every free-text field carries content: the common case
         rich = {t for t, free in zip(texts, flags) if not free}
         return None, _blanked(value, schema, rich) if whole is None else _blanked(whole, None, rich)
     path, text = first
-    reason = content_free_reason(text, keys) if text else "empty"
+    reason = content_free_reason(text, keys, question) if text else "empty"
     which = "free-text" if schema is not None else "text"
     return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
 

@@ -439,7 +439,8 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         fields = self.binding.completion_fields(sample) if self.reject_content_free else None
         if fields:
             value = self.binding.bound_completion(sample)
-            reason, blank = screen_fields(fields, self.content_free_phrases, whole=value)
+            reason, blank = screen_fields(fields, self.content_free_phrases, whole=value,
+                                          question=sample.last_user_content())
             if blank is not None:
                 reason = self._shows_no_content(sample, value, blank)
             if reason is not None:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import unwrap
+from ._forms import folded, unwrap
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts
 
@@ -129,6 +129,8 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
             value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
             at = m.start("value") + raw.find(value)
             grade = _grade(value, scale)
+            if isinstance(grade, str) and not raw.isascii():   # invisible marks, fullwidth digits (``folded``)
+                grade = grade if isinstance(again := _grade(unwrap(folded(raw)), scale), str) else again
             decision = Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) \
                 else NoVerdict(grade, kind="invalid")
             grades.setdefault(cid, []).append((decision, block if block is not None and block[0] == cid else None))

@@ -10,6 +10,7 @@ import bisect
 import functools
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -17,7 +18,7 @@ from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
-__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "inside_copy", "policy_copies", "unwrap"]
+__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "folded", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -532,6 +533,23 @@ def unwrap(s: str) -> str:
     for _ in range(2):
         s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
     return s.strip(_WRAPPING)
+
+
+#: what shows nothing on a judge's line: zero-width characters, bidi marks and controls, a soft hyphen, a
+#: byte-order mark, variation selectors, tag characters (a judge carries them over from the policy's text)
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff"
+                        "\U000e0000-\U000e007f]+")
+#: the longest text ``folded`` folds (a verdict, not a paragraph: NFKC reorders runs of combining marks slowly)
+_FOLD_MAX = 256
+
+
+def folded(s: str) -> str:
+    """``s`` (the rest of a sealed line, a candidate's grade) as a judge's own verdict is read where it does not
+    read as written: invisible characters dropped, then NFKC (fullwidth letters, digits and brackets, a no-break
+    or ideographic space). The seal or the id binds it, so nothing the policy wrote is read this way."""
+    if s.isascii() or len(s) > _FOLD_MAX:
+        return s
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s))
 
 
 def _num(x: float) -> str:

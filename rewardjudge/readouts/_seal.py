@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import EMPHASIS, END_TOKENS, inside_copy, policy_copies, unwrap
+from ._forms import EMPHASIS, END_TOKENS, folded, inside_copy, policy_copies, unwrap
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -286,7 +286,8 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
 #: what may stand between ``VERDICT`` and the seal and between the seal and its colon, besides
 #: emphasis and any space but a line break: quotes and brackets a judge puts around the seal
 #: (``VERDICT "<seal>":``, ``VERDICT <<seal>>:``) and a table's cell borders
-_AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|")
+_AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|"
+                         "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
 #: what ends the seal's part of its line: a colon (a fullwidth one, as a judge writing Chinese
 #: writes it), in a markdown table (``| VERDICT <seal> | FAIL |``) a cell border, or a dash or an
 #: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
@@ -324,8 +325,8 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``
     (``value_at``: where its value begins): a ``NoVerdict`` where the rest is not one verdict, None
     where it is the instruction's own ``placeholder``, echoed."""
-    line_end = text.find("\n", at)
-    line_end = len(text) if line_end < 0 else line_end
+    line_end = _LINE_END.search(text, at)
+    line_end = len(text) if line_end is None else line_end.start()
     j = at + len(seal)
     stop = min(line_end, j + _AROUND_MAX)
     while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
@@ -333,11 +334,10 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     if j >= line_end or text[j] not in _SEPARATORS:
         return None
     rest = text[j + 1:line_end]
-    value = read_line(rest)
-    if value is None:   # ``FAIL <emoji>``, ``FAIL<|im_end|>``
-        tail = _line_tail(rest)
-        value = read_line(rest[:tail]) if tail < len(rest) else None
-    if value is None and not unwrap(rest):
+    value = _read_rest(rest, read_line)
+    if value is None and not rest.isascii():   # invisible marks, fullwidth forms (``folded``)
+        value = _read_rest(folded(rest), read_line)
+    if value is None and not unwrap(folded(rest)):
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
         if placeholder and letters(rest) == letters(placeholder):
@@ -348,6 +348,17 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     return Verdict(value, line_start, line_end, (), line_end - len(rest.lstrip(EMPHASIS)))
 
 
+def _read_rest(rest: str, read_line: Callable[[str], Any]) -> Any:
+    """The verdict ``rest`` holds, as written or without a ``_LINE_TAIL`` (``FAIL <emoji>``, ``FAIL<|im_end|>``)."""
+    value = read_line(rest)
+    if value is None:
+        tail = _line_tail(rest)
+        value = read_line(rest[:tail]) if tail < len(rest) else None
+    return value
+
+
+#: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
+_LINE_END = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 #: the longest last line read as the verdict of an empty sealed line above it
 _BELOW_MAX = 256
 
@@ -365,7 +376,9 @@ def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[
     and is one verdict; whatever else follows the empty line, it holds no verdict."""
     below = text[line_end:].strip()
     below = below[:_line_tail(below)].strip() if len(below) <= _BELOW_MAX else ""
-    value = read_line(below) if below and "\n" not in below else None
+    value = read_line(below) if below and not _LINE_END.search(below) else None
+    if value is None and below and not below.isascii() and not _LINE_END.search(below):
+        value = read_line(folded(below))
     if value is None:
         return NoVerdict("the sealed verdict line holds no verdict (nor does a last line after it)", kind="invalid")
     at = text.index(below, line_end)
