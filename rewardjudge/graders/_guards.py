@@ -6,6 +6,7 @@ Every check is linear in the text's length."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Any, Callable, Iterable
 
@@ -28,6 +29,20 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "απάντηση", "λύση", "תשובה", "פתרון",
     # openers that announce reasoning to come
     "step by step", "let me think", "lets think", "let me solve", "lets solve",
+    # hunt 20: reasoning announced, in English and in the languages of the keys above
+    "thought", "thoughts", "thinking", "thinking process", "reasoning process", "chain of thought",
+    "break this down", "break it down",
+    "जवाब", "समाधान", "चरण दर चरण", "आइए चरण दर चरण सोचते हैं", "चरण दर चरण सोचते हैं", "الجواب", "جواب", "پاسخ", "خطوة بخطوة",
+    "لنفكر خطوة بخطوة", "шаг за шагом", "давайте подумаем шаг за шагом", "давайте решим шаг за шагом",
+    "давайте решим эту задачу шаг за шагом", "문제를 단계별로 풀어봅시다",
+    "відповідь", "розвязання", "крок за кроком", "ステップバイステップ", "ステップバイステップで考えましょう",
+    "段階的に考えましょう", "답변", "해결", "단계별로", "단계별로 생각해 봅시다", "yanıt", "adım adım",
+    "adım adım düşünelim", "câu trả lời", "từng bước", "hãy suy nghĩ từng bước", "langkah demi langkah",
+    "mari berpikir langkah demi langkah", "jawapan", "jibu", "suluhisho", "hatua kwa hatua",
+    "tufikirie hatua kwa hatua", "sagot", "উত্তর", "คำตอบ", "பதில்", "étape par étape",
+    "réfléchissons étape par étape", "paso a paso", "pensemos paso a paso", "schritt für schritt",
+    "denken wir schritt für schritt", "passo a passo", "vamos pensar passo a passo", "passo dopo passo",
+    "让我们一步一步地思考", "一步一步", "逐步", "思考過程", "解題思路", "思路",
 })
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by
@@ -36,6 +51,7 @@ _FILLER = frozenset({
     "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
     "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
     "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
+    "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
 })
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
@@ -184,10 +200,25 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
 
 def _rare(text: str, free: bool) -> bool:
     """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
-    colon (its answer may follow), one with content under a right-to-left override."""
+    colon (its answer may follow), one with content under a right-to-left override or that may
+    be a JSON document (``_json_free``)."""
     if free:
         return ":" in text or "\uff1a" in text
-    return "\u202e" in text
+    return "\u202e" in text or "{" in text or "[" in text
+
+
+def _json_free(text: str, keys: tuple[str, ...]) -> bool:
+    """Whether ``text`` (its markup set aside) is a JSON object or array that ``content_free_fields``
+    finds content-free, read as a structured completion without a model is: ``{"answer": "", "sure": true,
+    "score": 10}`` shows a judge no answer, as the same fields of a ``completion_model`` do not. Linear."""
+    body = _unmarked(text, tags=False).strip()
+    if body[:1] not in ("{", "[") or body[-1:] not in ("}", "]"):
+        return False
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):   # not JSON, nested too deep, or an integer past Python's limit
+        return False
+    return isinstance(value, (dict, list)) and content_free_fields(value, keys) is not None
 
 
 def _leet(text: str) -> bool:
@@ -212,10 +243,12 @@ def _free(text: str, keys: tuple[str, ...]) -> bool:
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
-def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None:
+def content_free_reason(text: str, extra_keys: Iterable[str] = (), *, as_json: bool = True) -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
     digit once code fences are set aside, or nothing but master keys and filler words around
-    them), or None if it does.
+    them, or, with ``as_json``, a JSON document whose fields are: ``_json_free``), or None if it
+    does. ``as_json`` is False where a ``completion_model`` reads the text (its schema tells which
+    fields and keys are free text).
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -229,7 +262,8 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = ()) -> str | None
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)):
+    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)) \
+            or (as_json and ("{" in text or "[" in text) and _json_free(text, keys)):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
@@ -239,8 +273,9 @@ def _schema_of(model: Any) -> "tuple[dict, dict, dict] | None":
     """``model``'s JSON schema (as ``model_dump(mode="json")`` writes it), its
     ``$defs`` and the ``_Field`` of each of its nodes met so far (by the node's
     id: the schema keeps them alive); None when it has no schema."""
-    try:
-        schema = model.model_json_schema(mode="serialization")
+    try:   # its names as the dump writes them: an alias (``Field(alias="conf")``) is no property there
+        schema = model.model_json_schema(by_alias=bool(model.model_config.get("serialize_by_alias")),
+                                         mode="serialization")
     except Exception:   # a field type without a JSON schema: every string is free text
         return None
     return (schema, schema.get("$defs") or {}, {}) if isinstance(schema, dict) else None
