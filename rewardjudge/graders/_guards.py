@@ -209,16 +209,29 @@ def _rare(text: str, free: bool) -> bool:
 
 def _json_free(text: str, keys: tuple[str, ...]) -> bool:
     """Whether ``text`` (its markup set aside) is a JSON object or array that ``content_free_fields``
-    finds content-free, read as a structured completion without a model is: ``{"answer": "", "sure": true,
+    finds content-free, as a structured completion without a model is read: ``{"answer": "", "sure": true,
     "score": 10}`` shows a judge no answer, as the same fields of a ``completion_model`` do not. Linear."""
-    body = _unmarked(text, tags=False).strip()
+    ends = text.strip()
+    if ends[:1] not in ("{", "[", "`", "~") or ends[-1:] not in ("}", "]", "`", "~"):
+        return False   # most texts: no document from end to end, nor a fenced one
+    body = _unmarked(ends, tags=False).strip()
     if body[:1] not in ("{", "[") or body[-1:] not in ("}", "]"):
         return False
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):   # not JSON, nested too deep, or an integer past Python's limit
         return False
-    return isinstance(value, (dict, list)) and content_free_fields(value, keys) is not None
+    if not isinstance(value, (dict, list)):
+        return False
+    first, texts, other, _ = _free_texts(value, None)   # as ``screen_fields`` reads it, with nothing to blank
+    if first is None:
+        return not other
+    # the first few texts alone first: a document with content most often shows it there
+    return all(_content_free_flags(texts[:_FIRST], keys)) and all(_content_free_flags(texts[_FIRST:], keys))
+
+
+#: the texts of a JSON document ``_json_free`` checks before the rest
+_FIRST = 4
 
 
 def _leet(text: str) -> bool:
