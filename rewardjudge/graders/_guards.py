@@ -192,46 +192,79 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool
                 again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys)
                 for i, free in zip(leet, again):
                     flags[i] = free
+            # texts with content that are JSON documents of content-free strings (``_json_free``): final
+            maybe = [i for i, (t, free) in enumerate(zip(texts, flags)) if not free and _document(t)]
+            docs = {i for i, free in zip(maybe, _json_free([texts[i] for i in maybe], keys) if maybe else []) if free}
+            for i in docs:
+                flags[i] = True
             # the rarer rules (an answer after the last colon, a right-to-left override) text by text
-            return [content_free_reason(t, keys) is not None if _rare(t, free) else free
-                    for t, free in zip(texts, flags)]
+            return [content_free_reason(t, keys) is not None if i not in docs and _rare(t, free) else free
+                    for i, (t, free) in enumerate(zip(texts, flags))]
     return [content_free_reason(t, keys) is not None for t in texts]
 
 
 def _rare(text: str, free: bool) -> bool:
     """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
-    colon (its answer may follow), one with content under a right-to-left override or that may
-    be a JSON document (``_json_free``)."""
+    colon (its answer may follow), one with content under a right-to-left override."""
     if free:
         return ":" in text or "\uff1a" in text
-    return "\u202e" in text or "{" in text or "[" in text
+    return "\u202e" in text
 
 
-def _json_free(text: str, keys: tuple[str, ...]) -> bool:
-    """Whether ``text`` (its markup set aside) is a JSON object or array that ``content_free_fields``
-    finds content-free, as a structured completion without a model is read: ``{"answer": "", "sure": true,
-    "score": 10}`` shows a judge no answer, as the same fields of a ``completion_model`` do not. Linear."""
+def _document(text: str) -> bool:
+    """Whether ``text`` may be a JSON document with a string in it, from end to end or fenced."""
+    if '"' not in text:
+        return False
     ends = text.strip()
-    if ends[:1] not in ("{", "[", "`", "~") or ends[-1:] not in ("}", "]", "`", "~"):
-        return False   # most texts: no document from end to end, nor a fenced one
-    body = _unmarked(ends, tags=False).strip()
-    if body[:1] not in ("{", "[") or body[-1:] not in ("}", "]"):
-        return False
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):   # not JSON, nested too deep, or an integer past Python's limit
-        return False
-    if not isinstance(value, (dict, list)):
-        return False
-    first, texts, other, _ = _free_texts(value, None)   # as ``screen_fields`` reads it, with nothing to blank
-    if first is None:
-        return not other
-    # the first few texts alone first: a document with content most often shows it there
-    return all(_content_free_flags(texts[:_FIRST], keys)) and all(_content_free_flags(texts[_FIRST:], keys))
+    return ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~")
 
 
-#: the texts of a JSON document ``_json_free`` checks before the rest
-_FIRST = 4
+def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+    """Whether each of ``texts`` (``_document``-s) is a JSON object or array that ``content_free_fields``
+    finds content-free, as a structured completion without a model is read (every string free text, keys
+    not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
+    ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
+    held: "list[tuple[list[str], bool] | None]" = []   # each document's strings, and whether a value stands
+    bodies = [t.strip() for t in texts]
+    bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
+    for value in _loaded(bodies):
+        if not isinstance(value, (dict, list)):
+            held.append(None)
+            continue
+        strings: "list[str]" = []
+        other, stack = False, [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, str):
+                strings.append(node)
+            elif isinstance(node, dict):
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif node is not None:   # a number or a bool: the answer where no string stands beside it
+                other = True
+        held.append((strings, other))
+    distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
+    if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
+        return [False]   # one document's first texts carry content (most do): the rest need no reading
+    free = dict(zip(distinct, _content_free_flags(distinct, keys) if distinct else []))
+    return [doc is not None and (all(not t or free[t] for t in doc[0]) if doc[0] else not doc[1]) for doc in held]
+
+
+#: the texts of one JSON document ``_json_free`` reads before the rest
+_FIRST = 8
+
+
+def _loaded(bodies: "list[str]") -> list:
+    """Each of ``bodies`` read as JSON, or None (one ``json.loads`` each: documents joined into one array
+    could read as other documents, a body cut in two, the next merged)."""
+    out = []
+    for body in bodies:
+        try:
+            out.append(json.loads(body) if body[:1] in ("{", "[") else None)
+        except (ValueError, RecursionError):   # not JSON, nested too deep, or an integer past Python's limit
+            out.append(None)
+    return out
 
 
 def _leet(text: str) -> bool:
@@ -276,7 +309,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), *, as_json: b
         return "empty completion"
     keys = tuple(extra_keys)
     if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)) \
-            or (as_json and ("{" in text or "[" in text) and _json_free(text, keys)):
+            or (as_json and _document(text) and _json_free([text], keys)[0]):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
 
