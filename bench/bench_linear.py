@@ -92,7 +92,34 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
         texts[f"{unit!r} repeated"] = _cut(unit, size)
     texts["distinct code points"] = "".join(chr(0x100 + i) for i in range(size))
     texts["digits charref"] = ("&#" + "1" * size)[:size]
+    # texts whose 6-character pieces (the fields screen's list) all differ: a master key and a
+    # colon, content under a right-to-left override, look-alike symbols, each with a counter
+    texts["a master key and a colon, distinct pieces"] = _pieces("\u89e3:", _SYMBOLS, size)
+    texts["right-to-left override, distinct pieces"] = _pieces("\u202e", "abcdefghijklmnopqrstuvwxyz", size)
+    texts["look-alike symbols, distinct pieces"] = _pieces("$", "abcdefghijklmnopqrstuvwxyz", size)
+    texts["a filler word and a colon, distinct pieces"] = _pieces("the:", _SYMBOLS, size)
+    for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474",
+                 "\u89e3", "\u89e3\u7b54\ub2f5"):   # and one-character master keys: a word each
+        texts.setdefault(f"{unit!r} repeated", _cut(unit, size))
     return texts
+
+
+#: symbols that carry no letter (a counter written in them keeps a piece content-free)
+_SYMBOLS = "!#%&()*+,-./;<=>?[]^_{|}~"
+
+
+def _pieces(head: str, digits: str, size: int) -> str:
+    """``head`` then a counter in ``digits``, in 6-character pieces (distinct while the counter is)."""
+    width = 6 - len(head)
+    out, i, base = [], 0, len(digits)
+    while len(out) * 6 < size:
+        n, word = i, ""
+        for _ in range(width):
+            n, d = divmod(n, base)
+            word += digits[d]
+        out.append(head + word)
+        i += 1
+    return "".join(out)[:size]
 
 
 def hostile_json(size: int = SIZE) -> dict[str, str]:
@@ -108,6 +135,9 @@ def hostile_json(size: int = SIZE) -> dict[str, str]:
         "object left open": ('{"answer": "x"' + " " * size)[:size],
         "a 256 KiB integer": ('{"answer": ' + "9" * size)[:size - 1] + "}",
         "objects that fail the model": _cut('{"a": 1} ', size),
+        "broken objects": _cut('{""} ', size),
+        "broken objects after a nested value": _cut('{"":{}x', size),
+        "objects with a key and no value": _cut('{"a":}', size),
         "objects of the wrong types": _cut('{"answer": 1, "confidence": "high"} ', size),
         "fields left open": ('{"answer": "x", "confidence": "high"' + _cut(', "x": 1', size))[:size],
         "'{}' repeated": _cut("{}", size),

@@ -8,6 +8,7 @@ case says what it stands for; the benign ones must never be penalized.
 from __future__ import annotations
 
 import itertools
+import random
 import json
 from datetime import datetime
 from enum import Enum
@@ -287,3 +288,124 @@ def test_screen_penalizes_content_free_answers_beside_a_confidence(data, penaliz
         assert "malformed completion: every free-text field" in grade.error
     else:
         assert parsed.answer == data["answer"]
+
+
+# --------------------------------------------------------------------------
+# the one-pass screen of many texts reads as each text alone (bench linear's shapes)
+# --------------------------------------------------------------------------
+def test_look_alike_symbols_read_as_digits_as_a_translation_table_reads_them():
+    from rewardjudge.graders._guards import _LEET_DIGITS, _as_digits
+
+    table = str.maketrans(_LEET_DIGITS)
+    rnd = random.Random(4)
+    pieces = ["$", "@", "!", "\u20ac", "5", "a", "\u00e9", " ", "$$", "\U0001f600"]
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 12)))
+        assert _as_digits(text) == text.translate(table), text
+
+
+#: pieces of texts whose letters start with each kind of character the opener may start with (a
+#: key's letter, its look-alike digit, a filler word's, a CJK key) or may not, with colons after
+#: a key, right-to-left overrides and look-alike symbols
+SCREEN_PIECES = ["Solution", "5olution", "$olution", "4nswer", "@nswer", "answer", "Sure", "5ure", "step", "1",
+                 "7hought process", "\u20acxplanation", "the", "let", "解", "答案", "Paris", "x", "9", "\u00e9",
+                 ":", "\uff1a", " ", "\u202e", "\u200b", "**", "!", "```", "<b>", "</b>", "per my analysis",
+                 "\u3164", "\\text{", "}"]
+
+
+@pytest.mark.parametrize("keys", [(), ("per my analysis",), ("\u00e9tape",)])
+def test_the_flags_of_many_texts_read_as_one_call_each(keys):
+    from rewardjudge.graders._guards import _content_free_flags
+
+    rnd = random.Random(len(keys))
+    for _ in range(150):
+        texts = list(dict.fromkeys("".join(rnd.choice(SCREEN_PIECES) for _ in range(rnd.randint(1, 5)))
+                                   for _ in range(rnd.randint(8, 60))))
+        assert _content_free_flags(texts, keys) == [content_free_reason(t, keys) is not None for t in texts], texts
+
+
+def test_the_strings_of_a_list_are_taken_as_one_at_a_time():
+    """``_Texts.take_all`` (a list's distinct strings at once) finds what ``take`` of each finds."""
+    from rewardjudge.graders._guards import _Field, _Texts
+
+    nodes = [{"type": "string"}, {"enum": ["high", "low"]}, {"type": "string", "format": "date"},
+             {"anyOf": [{"const": "none"}, {"type": "string"}]}, {"anyOf": [{"const": "none"},
+                                                                               {"type": "string", "format": "uuid"}]},
+             {}, {"type": "integer"}]
+    rnd = random.Random(8)
+    words = ["", "high", "low", "none", "Paris", "2025-01-01", ":"]
+    for _ in range(500):
+        f = _Field(rnd.choice(nodes), {})
+        texts = list(dict.fromkeys(rnd.choice(words) for _ in range(rnd.randint(1, 6))))
+        one, each = _Texts(), _Texts()
+        one.take_all(f, texts, lambda t: ("steps", texts.index(t)))
+        for t in texts:
+            each.take(f, t, lambda t=t: ("steps", texts.index(t)))
+        assert (one.first, list(one.texts), one.other, one.blank) == \
+            (each.first, list(each.texts), each.other, each.blank), (f.node, texts)
+        assert f.free_texts(texts) == [t for t in texts if f.kind(t) == "free"]
+
+
+def test_a_list_blanked_at_once_reads_as_item_by_item(monkeypatch):
+    """``_blanked`` blanks the strings of a list with one schema for every item at once: the same
+    copy as item by item (the walk of a list whose items' schemas differ)."""
+    from rewardjudge.graders import _guards
+
+    class Nested(BaseModel):
+        steps: list[str]
+        notes: list[Step] = []
+        table: list[list[str]] = []
+        pair: tuple[str, Literal["A", "B"]] = ("", "A")
+        picks: list[Literal["high", "low"]] = []
+        any_list: list[Any] = []
+
+    rnd = random.Random(9)
+    words = ["Paris", "", ":", "high", "A", "Solution", "x"]
+    for _ in range(300):
+        def some() -> list[str]:
+            return [rnd.choice(words) for _ in range(rnd.randint(0, 5))]
+        value = Nested(steps=some(), notes=[Step(text=rnd.choice(words), kind="claim") for _ in range(2)],
+                       table=[some() for _ in range(2)], pair=(rnd.choice(words), "B"),
+                       picks=[rnd.choice(["high", "low"]) for _ in range(2)],
+                       any_list=[*some(), {"k": rnd.choice(words)}, [rnd.choice(words)], 1, None]
+                       ).model_dump(mode="json")
+        rich = {w for w in words if rnd.random() < 0.5}
+        # the schema's fields made afresh each time (``_schema_of`` keeps them per model)
+        at_once = [_guards._blanked(value, schema, rich) for schema in (_guards._schema_of.__wrapped__(Nested), None)]
+        with monkeypatch.context() as m:
+            class ItemByItem(_guards._Field):
+                def __init__(self, node: Any, defs: dict):
+                    super().__init__(node, defs)
+                    self.uniform = False
+
+            m.setattr(_guards, "_Field", ItemByItem)
+            m.setattr(_guards, "_NO_SCHEMA", (_guards._ANY, {}, {}))   # its fields made item by item too
+            one_by_one = [_guards._blanked(value, schema, rich)
+                          for schema in (_guards._schema_of.__wrapped__(Nested), None)]
+        assert one_by_one == at_once, (value, rich)
+
+
+def _old_opener(keys: tuple[str, ...]):
+    """The opener before its atomic groups: each word a lookahead and its copy, runs that backtrack."""
+    import re
+
+    from rewardjudge.graders import _guards
+
+    k, f = _guards._trie(map(_guards._chars, _guards._key_forms(keys))), _guards._trie(list(w) for w in _guards._FILLER)
+    n = _guards._FILLER_RUN
+    return re.compile(f"(?:(?!{k})(?=({f}))\\1){{0,{n}}}(?:(?=({k}))\\2(?:(?!{k})(?=({f}))\\3){{0,{n}}})+")
+
+
+@pytest.mark.parametrize("keys", [(), ("per my analysis",)])
+def test_the_atomic_opener_matches_as_the_one_it_replaced(keys):
+    """The opener's words and runs are atomic groups now: the same match (its end) or none, over
+    random runs of master keys, filler words (nine in a row too), look-alike digits and other letters."""
+    from rewardjudge.graders._guards import _FILLER, _key_forms, _opener_pattern
+
+    words = sorted(_key_forms(keys)) + sorted(_FILLER) * 2 + ["x", "pari", "5olution", "an", "ste", "1"]
+    old, new = _old_opener(keys), _opener_pattern(keys)
+    rnd = random.Random(len(keys) + 5)
+    for _ in range(20000):
+        text = "".join(rnd.choice(words) for _ in range(rnd.randint(0, 14)))
+        a, b = old.match(text), new.match(text)
+        assert (a and a.end()) == (b and b.end()), text

@@ -175,6 +175,49 @@ def test_a_long_text_with_a_few_characters_outside_ascii_folds_as_one_translatio
     assert not _text._untouched(line * 4 + "\n\uff03 Rubric", ("# Rubric",), ())   # a fullwidth heading
 
 
+#: characters folding to no character, one, several (U+FDFA to 18), controls, escapes' openers, a
+#: surrogate, a tag character, characters beyond the BMP
+FOLDS = ["\u2474", "\ufb01", "\u00df", "\ufdfa", "\u3164", "\u2800", "\u0301", "\u200b", "\u0f73", "\u0410",
+         "\uff21", "\u00e9", "\u0130", "\U0001d415", "\U0001f600", "\U000e0041", "\ud800", "\x00", "\x01",
+         "\x02", "\x1f", "a", "B", "7", " ", "_", "!", "&", "#", "%", "\\", "amp;", "lt;", "x3c", "u00e9"]
+
+
+def _folded_by_the_tables(text: str, keep: str) -> "tuple[str, str]":
+    """The skeleton and the letters of ``text`` through the translation tables (a lookup per character)."""
+    skel = text.translate(_text._TABLE)
+    if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
+        skel = _text._ESCAPE.sub(lambda m: _text._read_escape(m.group()), skel)
+    lowered = re.sub(_text._TEXT_ESCAPES, lambda m: _text._read_escape(m.group()), text.lower()) \
+        if re.search(r"[&\\%]", text) else text
+    return skel, lowered.translate(_text._LETTERS).translate(_text._controls_dropped(keep))
+
+
+def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
+    """A long text outside ASCII is folded through the code-point arrays (``_FoldTable.codes``: one
+    gather, then one per fold of several characters), not a dict lookup per character: its skeleton
+    and letters are what the translation tables give, over random texts and hostile runs."""
+    rnd = random.Random(31)
+    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_text._LONG // 4, 900))) for _ in range(400)]
+    texts += [ch * N for ch in ("\u00df", "\ufdfa", "\ufb01\u0301", "\x01\u00e9", "\ud800a", "\u2474", "\U0001d415")]
+    texts.append("".join(map(chr, range(0x100, 0x100 + N))))
+    for text in texts:
+        for keep in ("", "\x01"):
+            skel, found = _folded_by_the_tables(text, keep)
+            assert letters(text, keep) == found, text[:40]
+        assert _text._skeleton(text) == skel, text[:40]
+        assert len(_text._skeleton(text)) == len(text)
+    long = [t for t in texts if len(t) >= _text._LONG and _text._runs(t) is None]
+    assert len(long) > 300   # most took the arrays
+
+
+def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
+    """An entry of the arrays holds a fold of at most 62 characters; a table whose fold is longer
+    (none of ours: NFKC writes at most 18) reads that text by ``str.translate`` instead."""
+    table = _text._FoldTable(lambda ch: ch * (70 if ch == "\u00e9" else ord(ch) % 4))
+    for text in ("\u00e0\u00e1\u00e2" * 200, "\u00e0\u00e9" * 200, "\u00e9" + "\u00e1" * 300, "\u00e1" * 300):
+        assert _text._text_of(table.codes(text)) == text.translate(table), text[:8]
+
+
 def test_what_stands_for_no_character_is_kept():
     for text in ["&#99999999;", "&nosuchname;", "\\u{110000}", "\\N{NO SUCH NAME}", "%zz", "=g1", "&#;", "\\u12"]:
         assert _text._skeleton(text) == text.translate(_text._TABLE), text
@@ -400,10 +443,12 @@ def test_the_unsealed_reading_of_json_that_never_closes_hands_the_decoder_a_line
     assert handed[0] <= 5 * len(text)
 
 
-def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch):
-    """Windows of 8 characters (widened 8 times each try) over random JSON-like text: every start
-    decodes to the same value, end and repeated key as a decode of the whole text, or fails as it
-    did; with a stop, to the same where its end is by the stop, else to nothing."""
+@pytest.mark.parametrize("first", [8, 3])
+def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypatch, first):
+    """Windows of 8 characters (widened 8 times each try; ``first``: a first, shorter window
+    before them) over random JSON-like text: every start decodes to the same value, end and repeated
+    key as a decode of the whole text, or fails as it did; with a stop, to the same where its end is
+    by the stop, else to nothing."""
     import json
 
     from rewardjudge.readouts import _scan, _seal
@@ -425,6 +470,7 @@ def test_a_decode_in_windows_reads_what_a_decode_of_the_whole_text_read(monkeypa
         return obj, end, repeated[0] if repeated else None
 
     monkeypatch.setattr(_scan, "MAX_SPAN", 8)
+    monkeypatch.setattr(_scan, "_FIRST_SPAN", first)
     pieces = ['{', '}', '{"a": ', '{"a": 1}', '"', '"a"', '"a": ', ':', ',', ' ', '\n', '[', ']', '1', '1e',
               '1.5', '-', '-Infinity', 'Infinity', 'NaN', 'true', 'tr', 'null', '\\', '\\u00', '\\ud800',
               '\\udc00', '\\n', 'x', '"seal"', '9' * 5000, '{"a": "' + "y" * 40, '"b": 2, "b": 3',
@@ -522,17 +568,20 @@ def test_the_matches_defanged_at_once_read_as_one_by_one():
             assert _text._defanged(text, skel, starts) == _defanged_one_by_one(text, skel, starts), text
 
 
-def test_the_code_point_table_is_made_when_a_long_text_outside_ascii_first_comes():
-    """The 4 MB array folding long texts outside ASCII is not made at import, nor for ASCII or
-    short texts: a process that never meets such a text never holds it."""
+def test_the_code_point_tables_are_made_when_a_long_text_outside_ascii_first_comes():
+    """The 4 MB arrays folding long texts outside ASCII (the skeleton's, the letters') are not
+    made at import, nor for ASCII or short texts: a process that never meets such a text never
+    holds them, and one that meets it only in ``letters`` holds that one only."""
     import subprocess
     import sys
 
     code = ("from rewardjudge.readouts import _text as t\n"
-            "made = lambda: t._folded.cache_info().currsize\n"
-            "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 1000)\n"
-            "assert made() == 0, 'made too early'\n"
-            "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == 1\n")
+            "made = lambda: (t._TABLE._array is not None, t._LETTERS._array is not None)\n"
+            "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 100)\n"
+            "t.letters('Thought process: ' * 1000)\n"
+            "assert made() == (False, False), 'made too early'\n"
+            "assert t.letters('\\uff21' * 1000) == 'a' * 1000 and made() == (False, True)\n"
+            "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == (True, True)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -551,8 +600,47 @@ def test_json_objects_widens_a_window_only_where_the_decode_needs_it():
     5,000 broken objects spent the budget of wider windows before a long object after them."""
     from rewardjudge.readouts import json_objects
 
-    text = '{"a" x} ' * 5000 + '{"b": "' + "y" * 20_000 + '"}'
-    assert [(s.start, s.value) for s in json_objects(text)] == [(40_000, {"b": "y" * 20_000})]
+    text = '{"a" x} ' * 4000 + '{"b": "' + "y" * 20_000 + '"}'
+    assert [(s.start, s.value) for s in json_objects(text)] == [(32_000, {"b": "y" * 20_000})]
+
+
+def test_json_objects_tries_at_most_max_tries_starts_and_says_so():
+    """A text opening more than ``MAX_TRIES`` objects (52,000 broken ones fit in 256 KiB, each a
+    decode and an exception: 300 ms) is read up to that many starts; ``pydantic_parse`` says why
+    an object past them is not read."""
+    from pydantic import BaseModel
+
+    from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
+    from rewardjudge.readouts._scan import MAX_TRIES, scan_objects
+
+    class A(BaseModel):
+        x: int
+
+    answer = '{"x": 3}'
+    for junk in ('{""} ', '{"a": 1} ', '{"a" x} '):
+        text = junk * (MAX_TRIES - 1) + answer   # the answer is the last start tried
+        spans, cut = scan_objects(text)
+        assert not cut and spans[-1].value == {"x": 3} and pydantic_parse(text, A).x == 3
+        text = junk + text
+        spans, cut = scan_objects(text)
+        assert cut and all(s.value != {"x": 3} for s in spans)
+        with pytest.raises(OutputParserException, match=f"only the first {MAX_TRIES} places"):
+            pydantic_parse(text, A)
+    # starts inside an object decoded are no tries: one object holding 10,000 is read
+    inner = '{"a": [' + ", ".join(['{"b": 1}'] * 10_000) + ']}'
+    assert scan_objects(inner + " " + answer)[0][-1].value == {"x": 3}
+
+
+def test_the_starts_found_in_numpy_are_where_the_pattern_matches():
+    """``_starts`` of a long text (a ``{``, whitespace as ``\\s`` matches it, a ``"``) in numpy."""
+    from rewardjudge.readouts import _scan
+
+    assert all(re.match(r"\s", chr(c)) is None for c in range(0x3001, 0x110000))
+    pieces = ["{", '"', " ", "\u2003", "a", '{"', "\n", "\x1c", "\u3000", "}", "\U0001f600", "\ud800", "\x85"]
+    rnd = random.Random(17)
+    for _ in range(200):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(_scan._SHORT + 1, 6000)))
+        assert _scan._starts(text).tolist() == [m.start() for m in _scan._START.finditer(text)], text
 
 
 def test_lone_surrogate_escapes_are_replaced_in_place_as_the_decoder_would_read_them():

@@ -80,7 +80,21 @@ _LATEX_COMMANDS = (
 _LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
 #: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
 #: ``_LOOKALIKE_DIGITS`` match: a text holding one is also read with them so (``$$`` alone stays none)
-_LEET_DIGITS = str.maketrans({"$": "5", "@": "4", "!": "1", "\u20ac": "3"})
+_LEET_DIGITS = {"$": "5", "@": "4", "!": "1", "\u20ac": "3"}
+
+
+#: whether a text holds a ``_LEET_DIGITS`` symbol (a bound method: no Python frame per text)
+_leet = re.compile("[" + re.escape("".join(_LEET_DIGITS)) + "]").search
+
+
+def _as_digits(text: str) -> str:
+    """``text`` with each ``_LEET_DIGITS`` symbol as its digit: a ``str.replace`` per symbol (no
+    digit is a symbol), each in C; a translation table looked up every character of a text outside
+    ASCII (20 ms in 256 KiB)."""
+    for symbol, digit in _LEET_DIGITS.items():
+        if symbol in text:
+            text = text.replace(symbol, digit)
+    return text
 
 
 def _unmarked(text: str, tags: bool = True) -> str:
@@ -152,14 +166,14 @@ _FILLER_RUN = 8
 @functools.lru_cache(maxsize=64)
 def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
     """Master keys in ``letters`` form, at least one, with up to ``_FILLER_RUN`` filler words
-    (where no key matches) before and after each, at a text's start. Each
-    word is taken whole (a lookahead and its copy: a failed run never tries other splits), the
-    longest that matches. The longest run is found without backtracking (nothing follows it)."""
+    (where no key matches) before and after each, at a text's start. Each word is taken whole
+    (an atomic group: a failed run never tries other splits), the longest that matches."""
     keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
-    n = _FILLER_RUN
-    run = (f"(?:(?!{keys})(?=({filler}))\\1){{0,{n}}}"                 # a key first, where one matches
-           f"(?:(?=({keys}))\\2(?:(?!{keys})(?=({filler}))\\3){{0,{n}}})+")
-    return re.compile(run)
+    # atomic groups: a word, a run of filler and the run of keys are never given back (no split
+    # but the first could end later, so the match is the same), and no state is kept to give
+    # them back (a text of 262,144 one-character keys: 155 -> 80 ms)
+    fillers = f"(?>(?:(?!{keys})(?>{filler})){{0,{_FILLER_RUN}}})"   # a key first, where one matches
+    return re.compile(f"{fillers}(?:(?>{keys}){fillers})++")
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
@@ -173,42 +187,98 @@ def _whole(run: "re.Match[str] | None", found: str) -> bool:
 
 
 def _content_free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
-    """Whether each text is empty or content-free (``content_free_reason``): ``letters`` in one
-    pass over them joined (30,000 short strings cost one pass, not 30,000 calls), then a match
-    of each text's letters."""
+    """Whether each text is empty or content-free (``content_free_reason``), in passes over the
+    texts joined (``_free_flags``: 30,000 short strings cost a few passes, not 30,000 calls)."""
+    flags = _free_flags(texts, keys)
+    if flags is None:
+        return [content_free_reason(t, keys) is not None for t in texts]
+    # texts with content holding a look-alike symbol: read again with it as a digit, joined too
+    leet = [i for i, t in enumerate(texts) if not flags[i] and _leet(t)] if _leet("".join(texts)) else []
+    if leet:   # (the texts joined by a control character, which no symbol stands for)
+        read = _as_digits("\x00".join([texts[i] for i in leet])).split("\x00") \
+            if not any("\x00" in texts[i] for i in leet) else [_as_digits(texts[i]) for i in leet]
+        again = _free_flags(read, keys) or [_free(t, keys) for t in read]
+        for i, free in zip(leet, again):
+            flags[i] = free
+    # texts with content that are JSON documents of content-free strings (``_json_free``)
+    docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)] if '"' in "".join(texts) else []
+    for i, free in zip(docs, _json_free([texts[i] for i in docs], keys) if docs else []):
+        flags[i] = free
+    return flags
+
+
+def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None":
+    """``[_free(t, keys) for t in texts]``, each step a pass over the texts joined (a regex over
+    the whole, then a test per text: 40,000 texts of master keys, each with a colon or under a
+    right-to-left override, took 300-400 ms text by text); None where they cannot be joined."""
     joiner = free_joiner(texts)
-    if joiner is not None:
-        # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
-        joined = joiner.join([_unmarked(t) if "<" in t else t for t in texts])
-        found = letters(_unmarked(joined, tags=False), keep=joiner)
-        if found.count(joiner) == len(texts) - 1:
-            # each text's letters between joiners: master keys with filler, or nothing
-            opener = _opener_pattern(keys).match
-            flags = [not piece or _whole(opener(piece), piece) for piece in found.split(joiner)]
-            # texts with content holding a look-alike symbol: read again with it as a digit, joined too
-            leet = [i for i, (t, free) in enumerate(zip(texts, flags))
-                    if not free and _leet(t) and "\u202e" not in t]
-            if leet:
-                again = _content_free_flags([texts[i].translate(_LEET_DIGITS) for i in leet], keys)
-                for i, free in zip(leet, again):
-                    flags[i] = free
-            # texts with content that are JSON documents of content-free strings (``_json_free``): final
-            maybe = [i for i, (t, free) in enumerate(zip(texts, flags)) if not free and _document(t)]
-            docs = {i for i, free in zip(maybe, _json_free([texts[i] for i in maybe], keys) if maybe else []) if free}
-            for i in docs:
-                flags[i] = True
-            # the rarer rules (an answer after the last colon, a right-to-left override) text by text
-            return [content_free_reason(t, keys) is not None if i not in docs and _rare(t, free) else free
-                    for i, (t, free) in enumerate(zip(texts, flags))]
-    return [content_free_reason(t, keys) is not None for t in texts]
+    if joiner is None:
+        return None
+    # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
+    unmarked = _unmarked(joiner.join([_unmarked(t) if "<" in t else t for t in texts]), tags=False)
+    found = letters(unmarked, keep=joiner)
+    if found.count(joiner) != len(texts) - 1:
+        return None
+    pieces = found.split(joiner)
+    only = _keys_only(pieces, joiner, keys)
+    flags = [not piece or keyed for piece, keyed in zip(pieces, only)]
+    # master keys, then an answer after the last colon?
+    ask = [i for i, keyed in enumerate(only) if keyed and (":" in texts[i] or "\uff1a" in texts[i])]
+    if ask:
+        shown = unmarked.split(joiner)
+        for i, said in zip(ask, _answered_each([shown[i] for i in ask], joiner, keys)):
+            flags[i] = not said
+    # shown reversed (a right-to-left override): its letters read backwards
+    turned = [i for i, t in enumerate(texts) if not flags[i] and "\u202e" in t] \
+        if "\u202e" in "".join(texts) else []
+    for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
+        flags[i] = back
+    return flags
 
 
-def _rare(text: str, free: bool) -> bool:
-    """Whether ``text``'s flag from its letters alone may be wrong: a content-free one with a
-    colon (its answer may follow), one with content under a right-to-left override."""
-    if free:
-        return ":" in text or "\uff1a" in text
-    return "\u202e" in text
+@functools.lru_cache(maxsize=64)
+def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str], re.Pattern[str]]":
+    """``_opener_pattern`` at the start of each text joined by ``joiner``, taken as it is (an atomic
+    group: what ``match`` takes, no other split): anywhere, then only where it ends the text. A
+    text whose first character starts no key, filler word or look-alike digit fails at once."""
+    firsts = {w[0] for w in (*_key_forms(keys), *_FILLER)}
+    firsts |= {_LOOKALIKE_DIGITS[c] for c in firsts if c in _LOOKALIKE_DIGITS}
+    starts = "[" + "".join(map(re.escape, sorted(firsts))) + "]"
+    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?={starts})(?>{_opener_pattern(keys).pattern})"
+    return re.compile(at_start), re.compile(at_start + rf"(?={re.escape(joiner)}|\Z)")
+
+
+def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
+    """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
+    keys and filler (``_only_keys``): one substitution over the distinct ones joined (texts
+    differing by their symbols alone have the same letters), then what is left of each."""
+    distinct = list(dict.fromkeys(pieces))
+    whole = _whole_openers(keys, joiner)[1]
+    if 2 * len(distinct) > len(pieces):   # few alike: no table
+        left = whole.sub("", joiner.join(pieces)).split(joiner)
+        return [bool(piece) and not rest for piece, rest in zip(pieces, left)]
+    left = whole.sub("", joiner.join(distinct)).split(joiner)
+    only = {piece: bool(piece) and not rest for piece, rest in zip(distinct, left)}
+    return [only[piece] for piece in pieces]
+
+
+#: the letters a text of ``_answered_each`` is cut to where an opener starts them
+_OPENED = "\x00"
+
+
+def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
+    """``_answered`` of each of ``unmarked`` (texts with their markup set aside, none holding
+    ``joiner``) whose letters are master keys and filler: each cut to what follows its last colon
+    (one substitution over them joined; a text without one is left whole, and an opener starts its
+    letters, as ``_answered`` finds no answer there), their letters in one pass, then whether an
+    opener starts each (one substitution)."""
+    j = re.escape(joiner)
+    tails = re.sub(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]", "", joiner.join(unmarked))
+    pieces = letters(tails, keep=joiner).split(joiner)
+    distinct = list(dict.fromkeys(pieces))
+    opened = _whole_openers(keys, joiner)[0].sub(_OPENED, joiner.join(distinct)).split(joiner)
+    said = {tail: bool(tail) and cut[0] != _OPENED for tail, cut in zip(distinct, opened)}
+    return [said[tail] for tail in pieces]
 
 
 def _document(text: str) -> bool:
@@ -267,10 +337,6 @@ def _loaded(bodies: "list[str]") -> list:
     return out
 
 
-def _leet(text: str) -> bool:
-    return "$" in text or "@" in text or "!" in text or "\u20ac" in text
-
-
 def _answered(unmarked: str, keys: tuple[str, ...]) -> bool:
     """Whether words follow the last colon of a text (``unmarked``: ``_unmarked``) that are no master
     key: filler there (``Answer: the``, ``Solution: below``) is the answer, not an opener's."""
@@ -308,7 +374,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), *, as_json: b
     if _BLANK.fullmatch(text):
         return "empty completion"
     keys = tuple(extra_keys)
-    if _free(text, keys) or (_leet(text) and _free(text.translate(_LEET_DIGITS), keys)) \
+    if _free(text, keys) or (_leet(text) and _free(_as_digits(text), keys)) \
             or (as_json and _document(text) and _json_free([text], keys)[0]):
         return f"content-free completion: {text.strip()[:_SHOWN]!r}"
     return None
@@ -394,8 +460,19 @@ class _Field:
             return "free" if self.free_none else "none"
         if text in self.choices:
             return "choice"
+        return self.other_text
+
+    @property
+    def other_text(self) -> str:
+        """The kind of a text that is none of the choices."""
         return "free" if self.free or not (self.formatted or self.choices) else \
             "value" if self.formatted else "choice"
+
+    def free_texts(self, texts: "Iterable[str]") -> "list[str]":
+        """Those of ``texts`` whose kind is ``"free"``, in order (``kind`` of each, in one pass)."""
+        if self.other_text != "free":
+            return []
+        return [t for t in texts if t not in self.choices] if self.choices else list(texts)
 
     def child(self, key: Any) -> Any:
         """The schema node of ``key`` (a property name or an item index)."""
@@ -449,6 +526,17 @@ class _Texts:
         elif kind != "none":
             self.other = True
 
+    def take_all(self, f: _Field, texts: "list[str]", path: "Callable[[str], tuple]") -> None:
+        """``take`` of each of ``texts`` (distinct strings), in one pass: a list may hold 40,000."""
+        free = f.free_texts(texts)
+        self.other = self.other or len(free) < len(texts)
+        if free:
+            self.first = self.first or (path(free[0]), free[0])
+            self.texts.update(dict.fromkeys(free))
+            if "" in self.texts:
+                del self.texts[""]
+                self.blank = True
+
 
 def _field(fields: dict, sch: Any, defs: dict) -> _Field:
     return fields.get(id(sch)) or fields.setdefault(id(sch), _Field(sch, defs))
@@ -458,9 +546,9 @@ def _list_items(node: list, f: _Field, path: tuple, fields: dict, defs: dict, fo
     """The items of a list to walk; the strings of a list with one schema for every item
     are taken here, once each."""
     strings = [v for v in node if type(v) is str] if f.uniform else []
-    item = _field(fields, f.child(0), defs) if strings else None
-    for text in dict.fromkeys(strings):
-        found.take(item, text, lambda p=path, n=node, t=text: (*p, n.index(t)))
+    if strings:
+        found.take_all(_field(fields, f.child(0), defs), list(dict.fromkeys(strings)),
+                       lambda t: (*path, node.index(t)))
     if len(strings) == len(node):
         return []
     return [(v, f.child(i), (*path, i)) for i, v in enumerate(node) if not (strings and type(v) is str)]
@@ -555,6 +643,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
+    blanks: "dict[int, set[str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> texts blanked
     while stack:
         parent, key, sch = stack.pop()
         node = parent[key]
@@ -573,7 +662,16 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
                     stack.append((copy, k, f.child(k)))
         elif isinstance(node, list):
             copy = list(node)
-            stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
+            if f.uniform and copy:   # one schema for every item: its strings blanked here (40,000 of them)
+                item_sch = f.child(0)
+                item = _field(fields, item_sch, defs)
+                free = blanks.get(id(item))
+                if free is None:
+                    free = blanks[id(item)] = set(item.free_texts(rich))
+                copy = [_PLACEHOLDER * len(v) if isinstance(v, str) and v in free else v for v in copy]
+                stack.extend((copy, i, item_sch) for i, v in enumerate(copy) if isinstance(v, (dict, list)))
+            else:
+                stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
         else:
             copy = _PLACEHOLDER * len(node) if isinstance(node, str) and node in rich and f.kind(node) == "free" \
                 else node

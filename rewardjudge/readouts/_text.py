@@ -74,19 +74,77 @@ _KEPT = 1 << 18
 
 class _FoldTable(dict):
     """A ``str.translate`` table filled lazily by ``fold``, one character at a time; at most
-    ``_KEPT`` characters are remembered, the rest are folded again each time."""
+    ``_KEPT`` characters are remembered, the rest are folded again each time. ``codes`` folds a
+    long text in numpy instead."""
 
-    __slots__ = ("fold",)
+    __slots__ = ("fold", "_array", "_chars", "_used")
 
     def __init__(self, fold: "Callable[[str], str]", known: "Mapping[int, str]" = ()) -> None:
         super().__init__(known)
         self.fold = fold
+        self._array: "np.ndarray | None" = None
+        self._chars = np.empty(0, dtype=np.uint32)
+        self._used = 0
 
     def __missing__(self, code: int) -> str:
         folded = self.fold(chr(code))
         if len(self) < _KEPT:
             self[code] = folded
         return folded
+
+    def codes(self, text: str) -> np.ndarray:
+        """The code points of ``text.translate(self)``, in a few numpy passes, not a dict lookup per
+        character (25 -> 2 ms in 256 KiB of distinct characters): an array over the code space
+        (4 MB, made when a long text outside ASCII first comes) holds, for each character met,
+        where its fold's characters start in ``_chars`` and how many they are (``_SPAN_BITS``)."""
+        if self._array is None:
+            self._array = np.full(0x110000, _UNFOLDED, dtype=np.uint32)
+        codes = _codes(text)
+        entry = self._array[codes]
+        missing = entry == _UNFOLDED
+        if missing.any():
+            if not all([self._learn(code) for code in np.unique(codes[missing]).tolist()]):
+                return _codes(text.translate(self))   # a fold too long for an entry (none is known)
+            entry = self._array[codes]
+        count = entry & _SPAN_MASK
+        at = entry >> _SPAN_BITS
+        if not (count != 1).any():   # one character each (every skeleton): one gather
+            return self._chars[at]
+        ends = np.cumsum(count, dtype=np.int64)
+        total = int(ends[-1]) if len(ends) else 0
+        # the i-th character out is the (i - where its fold starts out)-th of that fold
+        return self._chars[np.arange(total, dtype=np.int64) - np.repeat(ends - count - at, count)]
+
+    def _learn(self, code: int) -> bool:
+        """Write ``code``'s fold in the arrays; False when it is too long for an entry."""
+        folded = _codes(self[code])
+        if len(folded) >= _SPAN_MASK or self._used + len(folded) >= 1 << (32 - _SPAN_BITS):
+            return False
+        if self._used + len(folded) > len(self._chars):   # grown by doubling: each fold written once
+            grown = np.empty(max(1024, 2 * len(self._chars), self._used + len(folded)), dtype=np.uint32)
+            grown[:self._used] = self._chars[:self._used]
+            self._chars = grown
+        self._chars[self._used:self._used + len(folded)] = folded
+        self._array[code] = (self._used << _SPAN_BITS) | len(folded)   # type: ignore[index]
+        self._used += len(folded)
+        return True
+
+
+#: an entry of ``_FoldTable.codes``'s array: the start of a fold in ``_chars``, then its length in
+#: the low bits (a character's NFKC form is at most 18 characters)
+_SPAN_BITS = 6
+_SPAN_MASK = (1 << _SPAN_BITS) - 1   # all ones, with all ones before, is no entry
+_UNFOLDED = 0xFFFFFFFF
+#: a text this long is folded in numpy (``_FoldTable.codes``), a shorter one by ``str.translate``
+_LONG = 256
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _text_of(codes: np.ndarray) -> str:
+    return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
 
 #: a Hangul syllable is itself: NFKD splits it into its letters (jamo), of which one is kept, so
@@ -174,32 +232,13 @@ def _utf8(pairs: "list[str]") -> str:
         return chr(raw[0])
 
 
-def _codes(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-@functools.lru_cache(maxsize=1)
-def _folded() -> np.ndarray:
-    """``_TABLE`` as an array over the code space (4 MB, made when a long text outside ASCII first
-    comes), filled as characters are met: such a text folds in one gather, not a table lookup per
-    character (25 -> 2 ms in 256 KiB)."""
-    return np.full(0x110000, 0xFFFFFFFF, dtype=np.uint32)
-
-
 def _skeleton(text: str) -> str:
     if text.isascii():
         skel = text.lower()   # an ASCII character's skeleton is its lower case
-    elif len(text) < 256:
+    elif len(text) < _LONG:
         skel = text.translate(_TABLE)
     else:
-        table, codes = _folded(), _codes(text)
-        folded = table[codes]
-        missing = folded == 0xFFFFFFFF
-        if missing.any():
-            for code in np.unique(codes[missing]).tolist():
-                table[code] = ord(_TABLE[code])
-            folded = table[codes]
-        skel = folded.tobytes().decode("utf-32-le", "surrogatepass")
+        skel = _text_of(_TABLE.codes(text))
     if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
         skel = _read_escapes(skel, _ESCAPES)
     return skel
@@ -564,9 +603,15 @@ def letters(text: str, keep: str = "") -> str:
                         for i, r in enumerate(runs)])
     # the skeleton keeps one character per character (for positions); here length does not
     # matter, so a character folding to several (the ligature \ufb01, \u2474, \u00df) keeps them all.
-    # Two translations, no pattern: a pattern removing each run of what is no letter matched
+    # Translations, no pattern: a pattern removing each run of what is no letter matched
     # 260,000 times in 256 KiB of U+2474 (``(1)``), 60-90 ms
-    return text.translate(_LETTERS).translate(_controls_dropped(keep))
+    if len(text) < _LONG:
+        return text.translate(_LETTERS).translate(_controls_dropped(keep))
+    codes = _LETTERS.codes(text)
+    controls = codes < 0x20
+    if controls.any():
+        codes = codes[~controls | np.isin(codes, _codes(keep))]
+    return _text_of(codes)
 
 
 def _letters_of(ch: str) -> str:
