@@ -264,7 +264,8 @@ class Grader(abc.ABC):
         if len(text) > self.max_completion_chars:
             reason = f"{len(text)} characters, over the limit of {self.max_completion_chars} (max_completion_chars)"
         else:
-            reason = content_free_reason(text, self.content_free_phrases, sample.last_user_content()) \
+            reason = content_free_reason(text, self.content_free_phrases, sample.last_user_content(),
+                                         as_json=completion_model is None) \
                 if self.reject_content_free else None
         if reason is not None or completion_model is None:
             return None, None if reason is None else self.penalized(sample, f"malformed completion: {reason}")

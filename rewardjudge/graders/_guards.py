@@ -6,6 +6,7 @@ Every check is linear in the text's length."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Any, Callable, Iterable
 
@@ -28,6 +29,20 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "απάντηση", "λύση", "תשובה", "פתרון",
     # openers that announce reasoning to come
     "step by step", "let me think", "lets think", "let me solve", "lets solve",
+    # hunt 20: reasoning announced, in English and in the languages of the keys above
+    "thought", "thoughts", "thinking", "thinking process", "reasoning process", "chain of thought",
+    "break this down", "break it down",
+    "जवाब", "समाधान", "चरण दर चरण", "आइए चरण दर चरण सोचते हैं", "चरण दर चरण सोचते हैं", "الجواب", "جواب", "پاسخ", "خطوة بخطوة",
+    "لنفكر خطوة بخطوة", "шаг за шагом", "давайте подумаем шаг за шагом", "давайте решим шаг за шагом",
+    "давайте решим эту задачу шаг за шагом", "문제를 단계별로 풀어봅시다",
+    "відповідь", "розвязання", "крок за кроком", "ステップバイステップ", "ステップバイステップで考えましょう",
+    "段階的に考えましょう", "답변", "해결", "단계별로", "단계별로 생각해 봅시다", "yanıt", "adım adım",
+    "adım adım düşünelim", "câu trả lời", "từng bước", "hãy suy nghĩ từng bước", "langkah demi langkah",
+    "mari berpikir langkah demi langkah", "jawapan", "jibu", "suluhisho", "hatua kwa hatua",
+    "tufikirie hatua kwa hatua", "sagot", "উত্তর", "คำตอบ", "பதில்", "étape par étape",
+    "réfléchissons étape par étape", "paso a paso", "pensemos paso a paso", "schritt für schritt",
+    "denken wir schritt für schritt", "passo a passo", "vamos pensar passo a passo", "passo dopo passo",
+    "让我们一步一步地思考", "一步一步", "逐步", "思考過程", "解題思路", "思路",
 })
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by
@@ -36,6 +51,7 @@ _FILLER = frozenset({
     "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
     "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
     "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
+    "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
 })
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
@@ -211,6 +227,10 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str
         again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
         for i, free in zip(leet, again):
             flags[i] = free
+    # texts with content that are JSON documents of content-free strings (``_json_free``)
+    docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)] if '"' in "".join(texts) else []
+    for i, free in zip(docs, _json_free([texts[i] for i in docs], keys) if docs else []):
+        flags[i] = free
     return flags
 
 
@@ -288,6 +308,62 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     return [said[tail] for tail in pieces]
 
 
+def _document(text: str) -> bool:
+    """Whether ``text`` may be a JSON document with a string in it, from end to end or fenced."""
+    if '"' not in text:
+        return False
+    ends = text.strip()
+    return ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~")
+
+
+def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+    """Whether each of ``texts`` (``_document``-s) is a JSON object or array that ``content_free_fields``
+    finds content-free, as a structured completion without a model is read (every string free text, keys
+    not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
+    ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
+    held: "list[tuple[list[str], bool] | None]" = []   # each document's strings, and whether a value stands
+    bodies = [t.strip() for t in texts]
+    bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
+    for value in _loaded(bodies):
+        if not isinstance(value, (dict, list)):
+            held.append(None)
+            continue
+        strings: "list[str]" = []
+        other, stack = False, [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, str):
+                strings.append(node)
+            elif isinstance(node, dict):
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif node is not None:   # a number or a bool: the answer where no string stands beside it
+                other = True
+        held.append((strings, other))
+    distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
+    if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
+        return [False]   # one document's first texts carry content (most do): the rest need no reading
+    free = dict(zip(distinct, _content_free_flags(distinct, keys) if distinct else []))
+    return [doc is not None and (all(not t or free[t] for t in doc[0]) if doc[0] else not doc[1]) for doc in held]
+
+
+#: the texts of one JSON document ``_json_free`` reads before the rest
+_FIRST = 8
+
+
+def _loaded(bodies: "list[str]") -> list:
+    """Each of ``bodies`` read as JSON, or None (one ``json.loads`` each: documents joined into one array
+    could read as other documents, a body cut in two, the next merged)."""
+    out = []
+    for body in bodies:
+        try:
+            out.append(json.loads(body) if body[:1] in ("{", "[") else None)
+        except (ValueError, RecursionError):   # not JSON, nested too deep, or an integer past Python's limit
+            out.append(None)
+    return out
+
+
 def _answered(unmarked: str, keys: tuple[str, ...], echo: str = "") -> bool:
     """Whether words follow the last colon of a text (``unmarked``: ``_unmarked``) that are no master
     key (nor the question's ``echo``): filler there (``Answer: the``, ``Solution: below``) is the answer,
@@ -318,10 +394,13 @@ def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
-def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "") -> str | None:
+def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "", *,
+                        as_json: bool = True) -> str | None:
     """Why ``text`` carries no content (empty: nothing visible; content-free: no letter or
     digit once code fences are set aside, or nothing but master keys and filler words around
-    them, or ``question`` repeated with nothing else but those), or None if it does.
+    them, or ``question`` repeated with nothing else but those, or, with ``as_json``, a JSON
+    document whose fields are: ``_json_free``), or None if it does. ``as_json`` is False where
+    a ``completion_model`` reads the text (its schema tells which fields and keys are free text).
 
     >>> content_free_reason("  \\u200b\\u3164 ")
     'empty completion'
@@ -336,7 +415,8 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
         return "empty completion"
     keys = tuple(extra_keys)
     echo = _echo(question)
-    how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo))
+    how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) \
+        or (as_json and _document(text) and _json_free([text], keys)[0] and "free")
     if not how:
         return None
     what = "it only repeats the question " if how == "echo" else ""
@@ -348,8 +428,9 @@ def _schema_of(model: Any) -> "tuple[dict, dict, dict] | None":
     """``model``'s JSON schema (as ``model_dump(mode="json")`` writes it), its
     ``$defs`` and the ``_Field`` of each of its nodes met so far (by the node's
     id: the schema keeps them alive); None when it has no schema."""
-    try:
-        schema = model.model_json_schema(mode="serialization")
+    try:   # its names as the dump writes them: an alias (``Field(alias="conf")``) is no property there
+        schema = model.model_json_schema(by_alias=bool(model.model_config.get("serialize_by_alias")),
+                                         mode="serialization")
     except Exception:   # a field type without a JSON schema: every string is free text
         return None
     return (schema, schema.get("$defs") or {}, {}) if isinstance(schema, dict) else None

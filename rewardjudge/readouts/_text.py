@@ -147,7 +147,10 @@ def _text_of(codes: np.ndarray) -> str:
     return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
 
-_TABLE = _FoldTable(_fold_char, {ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()})
+#: a Hangul syllable is itself: NFKD splits it into its letters (jamo), of which one is kept, so
+#: "답" (answer) and "대" (big) were alike, and a one-syllable answer was a master key
+_HANGUL = {code: chr(code) for code in range(0xAC00, 0xD7A4)}
+_TABLE = _FoldTable(_fold_char, {**_HANGUL, **{ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()}})
 
 # Escapes a judge may decode as it reads or repeats policy text, on the skeleton: HTML character
 # references (numeric, named, ``&amp;`` chains), backslash escapes (``\u003c``, ``\U0000005b``,
