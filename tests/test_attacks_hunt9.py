@@ -231,12 +231,12 @@ def test_new_attack_classes_hold_in_every_grader_and_declared_form():
 def test_the_letter_tables_stay_bounded_whatever_characters_policy_text_walks():
     # the screen remembers each character's skeleton and letters; policy text may hold any code
     # point, so the tables stop growing at their bound and read the rest as before
-    from rewardjudge.readouts import _text
+    from rewardjudge.readouts import _fold, _text
 
-    walk = "".join(map(chr, range(0x4E00, 0x4E00 + 3 * _text._KEPT)))
+    walk = "".join(map(chr, range(0x4E00, 0x4E00 + 3 * _fold._KEPT)))
     before = _text.letters(walk[:1000])
     _text.letters(walk)
-    assert len(_text._LETTERS) <= _text._KEPT and len(_text._TABLE) <= _text._KEPT + 256
+    assert len(_text._LETTERS) <= _fold._KEPT and len(_fold._TABLE) <= _fold._KEPT + 256
     assert _text.letters(walk[:1000]) == before and _text.letters("Ｐａｒｉｓ") == "paris"
 
 
@@ -245,7 +245,7 @@ def test_every_assigned_character_is_remembered_once_folded():
     # the assigned code points folded the rest again on each grade, ~50 ms per 256 KiB)
     import unicodedata
 
-    from rewardjudge.readouts import _text
+    from rewardjudge.readouts import _fold
 
     assigned = sum(unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co") for c in range(0x110000))
-    assert assigned < _text._KEPT
+    assert assigned < _fold._KEPT

@@ -22,7 +22,7 @@ from enum import Enum
 import pytest
 
 from rewardjudge.grade import encodable
-from rewardjudge.readouts import _text
+from rewardjudge.readouts import _fold, _text
 from rewardjudge.readouts._text import (PROTOCOL_TAGS, contains_tag, letters, neutralize, neutralize_all,
                                         neutralize_value)
 
@@ -122,7 +122,7 @@ def _decoded_by_stdlib(esc: str) -> "set[str]":
 def test_the_skeleton_reads_every_escape_as_its_character(ch):
     for esc in _escapes_of(ch):
         assert ch in _decoded_by_stdlib(esc) or esc.startswith("\\u{"), esc   # \u{..}: JavaScript's, Rust's
-        want = ch.translate(_text._TABLE) + "\x00" * (len(esc) - 1)
+        want = ch.translate(_fold._TABLE) + "\x00" * (len(esc) - 1)
         assert _text._skeleton(f"a {esc} b") == f"a {want} b", esc
 
 
@@ -156,7 +156,7 @@ def test_a_long_text_with_a_few_characters_outside_ascii_folds_as_one_translatio
         if i % 3 == 0:   # and texts without any of what the patterns look for
             text = re.sub(r"[<\[&\\%=#]", " ", text)
         split += _text._runs(text) is not None
-        skel = text.translate(_text._TABLE)
+        skel = text.translate(_fold._TABLE)
         if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
             skel = _text._ESCAPE.sub(lambda m: _text._read_escape(m.group()), skel)
         assert _text._skeleton(text) == skel, text
@@ -184,7 +184,7 @@ FOLDS = ["\u2474", "\ufb01", "\u00df", "\ufdfa", "\u3164", "\u2800", "\u0301", "
 
 def _folded_by_the_tables(text: str, keep: str) -> "tuple[str, str]":
     """The skeleton and the letters of ``text`` through the translation tables (a lookup per character)."""
-    skel = text.translate(_text._TABLE)
+    skel = text.translate(_fold._TABLE)
     if "&" in skel or "\\" in skel or "%" in skel or "=" in skel:
         skel = _text._ESCAPE.sub(lambda m: _text._read_escape(m.group()), skel)
     lowered = re.sub(_text._TEXT_ESCAPES, lambda m: _text._read_escape(m.group()), text.lower()) \
@@ -197,7 +197,7 @@ def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
     gather, then one per fold of several characters), not a dict lookup per character: its skeleton
     and letters are what the translation tables give, over random texts and hostile runs."""
     rnd = random.Random(31)
-    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_text._LONG // 4, 900))) for _ in range(400)]
+    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_fold._LONG // 4, 900))) for _ in range(400)]
     texts += [ch * N for ch in ("\u00df", "\ufdfa", "\ufb01\u0301", "\x01\u00e9", "\ud800a", "\u2474", "\U0001d415")]
     texts.append("".join(map(chr, range(0x100, 0x100 + N))))
     for text in texts:
@@ -206,21 +206,21 @@ def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
             assert letters(text, keep) == found, text[:40]
         assert _text._skeleton(text) == skel, text[:40]
         assert len(_text._skeleton(text)) == len(text)
-    long = [t for t in texts if len(t) >= _text._LONG and _text._runs(t) is None]
+    long = [t for t in texts if len(t) >= _fold._LONG and _text._runs(t) is None]
     assert len(long) > 300   # most took the arrays
 
 
 def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
     """An entry of the arrays holds a fold of at most 62 characters; a table whose fold is longer
     (none of ours: NFKC writes at most 18) reads that text by ``str.translate`` instead."""
-    table = _text._FoldTable(lambda ch: ch * (70 if ch == "\u00e9" else ord(ch) % 4))
+    table = _fold._FoldTable(lambda ch: ch * (70 if ch == "\u00e9" else ord(ch) % 4))
     for text in ("\u00e0\u00e1\u00e2" * 200, "\u00e0\u00e9" * 200, "\u00e9" + "\u00e1" * 300, "\u00e1" * 300):
-        assert _text._text_of(table.codes(text)) == text.translate(table), text[:8]
+        assert _fold._text_of(table.codes(text)) == text.translate(table), text[:8]
 
 
 def test_what_stands_for_no_character_is_kept():
     for text in ["&#99999999;", "&nosuchname;", "\\u{110000}", "\\N{NO SUCH NAME}", "%zz", "=g1", "&#;", "\\u12"]:
-        assert _text._skeleton(text) == text.translate(_text._TABLE), text
+        assert _text._skeleton(text) == text.translate(_fold._TABLE), text
 
 
 def test_neutralize_and_contains_tag_agree_with_the_old_pattern_on_random_text():
@@ -336,7 +336,7 @@ def test_letters_reads_as_the_pattern_it_replaced():
         old = re.compile(r"[^\w%s]+|[_%s]+" % (re.escape(keep), _text._FILLERS))
         for _ in range(5000):
             text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
-            folded = "".join(unicodedata.normalize("NFKC", ch).casefold().translate(_text._TABLE) for ch in text)
+            folded = "".join(unicodedata.normalize("NFKC", ch).casefold().translate(_fold._TABLE) for ch in text)
             assert letters(text, keep) == old.sub("", folded), (text, keep)
 
 
@@ -609,8 +609,8 @@ def test_the_code_point_tables_are_made_when_a_long_text_outside_ascii_first_com
     import subprocess
     import sys
 
-    code = ("from rewardjudge.readouts import _text as t\n"
-            "made = lambda: (t._TABLE._array is not None, t._LETTERS._array is not None)\n"
+    code = ("from rewardjudge.readouts import _fold, _text as t\n"
+            "made = lambda: (_fold._TABLE._array is not None, t._LETTERS._array is not None)\n"
             "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 100)\n"
             "t.letters('Thought process: ' * 1000)\n"
             "assert made() == (False, False), 'made too early'\n"

@@ -15,6 +15,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ._fold import _codes
+
 __all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "MAX_TRIES", "Nested", "decode_object", "decode_within",
            "json_objects", "scan_objects", "too_deep"]
 
@@ -74,10 +76,6 @@ def _first_at(pos: np.ndarray, level: np.ndarray, after: np.ndarray, want: np.nd
     ok = (at < len(keys)) & (hit // stride == want)
     found[ok] = hit[ok] % stride
     return found
-
-
-def _codes(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
 def _viable_starts(text: str, starts: np.ndarray) -> np.ndarray:
