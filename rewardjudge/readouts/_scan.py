@@ -218,13 +218,9 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
     it, so what the budget allows is what it allowed from ``MAX_SPAN`` on)."""
     stop = len(text) if stop is None else stop
     if fails_at is not None and i < fails_at < stop:
-        try:
-            return decode_within(raw_decode, text, i, fails_at, budget=budget)
-        except json.JSONDecodeError as exc:
-            if exc.msg.startswith("Expecting"):
-                raise
-        except (ValueError, RecursionError):
-            pass
+        decoded = _decode_before(raw_decode, text, i, fails_at, budget)
+        if decoded is not None:
+            return decoded
     size = min(_FIRST_SPAN, MAX_SPAN)
     while True:
         last = i + size >= stop
@@ -232,34 +228,50 @@ def decode_within(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: 
         try:
             value, end = raw_decode(window)
             return value, i + end
-        except json.JSONDecodeError as exc:
-            if last:
+        except ValueError as exc:
+            wider = None if last else _wider_window(exc, text, i, stop, size, len(window))
+            if wider is None:
                 raise
-            if size < MAX_SPAN:   # the first, short window: its error stands if a MAX_SPAN one's would
-                if not exc.msg.startswith("Unterminated") and exc.pos + _LOOKAHEAD < len(window):
-                    raise
-                size = MAX_SPAN
-                continue
-            wider = 8 * size
-            if exc.msg.startswith("Unterminated"):
-                quote = text.find('"', i + size, stop)
-                if quote < 0:
-                    raise
-                wider = max(2 * size, quote + _LOOKAHEAD - i)
-            elif exc.pos + _LOOKAHEAD < len(window):
-                raise
-        except ValueError:   # an integer too long to read: its digits may go on past the window
-            if last:
-                raise
-            if size < MAX_SPAN:
-                size = MAX_SPAN
-                continue
-            wider = 8 * size
-        if budget is not None:
-            if budget[0] < wider:
-                raise ValueError("no budget left for a wider window")
-            budget[0] -= wider
+        if size >= MAX_SPAN:   # the first window and the MAX_SPAN one after it take no budget
+            _spend(budget, wider)
         size = wider
+
+
+def _decode_before(raw_decode: Callable[[str], "tuple[Any, int]"], text: str, i: int, fails_at: int,
+                   budget: "list[int] | None") -> "tuple[Any, int] | None":
+    """``decode_within``'s value at ``text[i]`` ending by ``fails_at``, or None where the decode by
+    ``stop`` must still be tried; a failure ``Expecting`` something, outside a string, is raised."""
+    try:
+        return decode_within(raw_decode, text, i, fails_at, budget=budget)
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Expecting"):
+            raise
+    except (ValueError, RecursionError):
+        pass
+    return None
+
+
+def _wider_window(exc: ValueError, text: str, i: int, stop: int, size: int, length: int) -> "int | None":
+    """The size of the window decoded after one of ``size`` characters (``length`` of them: it is
+    not the last) failed with ``exc``, or None where that error is the whole text's."""
+    if not isinstance(exc, json.JSONDecodeError):   # an integer too long to read: its digits may go on
+        return MAX_SPAN if size < MAX_SPAN else 8 * size
+    if size < MAX_SPAN:   # the first, short window: its error stands if a MAX_SPAN one's would
+        if not exc.msg.startswith("Unterminated") and exc.pos + _LOOKAHEAD < length:
+            return None
+        return MAX_SPAN
+    if exc.msg.startswith("Unterminated"):
+        quote = text.find('"', i + size, stop)
+        return None if quote < 0 else max(2 * size, quote + _LOOKAHEAD - i)
+    return None if exc.pos + _LOOKAHEAD < length else 8 * size
+
+
+def _spend(budget: "list[int] | None", wider: int) -> None:
+    """Take a window of ``wider`` characters from ``budget[0]``; a ValueError where too few are left."""
+    if budget is not None:
+        if budget[0] < wider:
+            raise ValueError("no budget left for a wider window")
+        budget[0] -= wider
 
 
 def decode_object(text: str, start: int, stop: "int | None" = None, fails_at: "int | None" = None,
