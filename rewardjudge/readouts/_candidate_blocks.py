@@ -125,16 +125,20 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
             if cid not in wanted:
                 unbound += 1
                 continue
-            raw = m.group("value")
-            value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
-            at = m.start("value") + raw.find(value)
-            grade = _grade(value, scale)
-            if isinstance(grade, str) and not raw.isascii():   # invisible marks, fullwidth digits (``folded``)
-                grade = grade if isinstance(again := _grade(unwrap(folded(raw)), scale), str) else again
-            decision = Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) \
-                else NoVerdict(grade, kind="invalid")
-            grades.setdefault(cid, []).append((decision, block if block is not None and block[0] == cid else None))
+            grades.setdefault(cid, []).append((_grade_element(m, scale),
+                                               block if block is not None and block[0] == cid else None))
     return grades, reasoned, unbound
+
+
+def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
+    """The decision of the grade element ``m`` (``_TOKEN``'s match) on ``scale``."""
+    raw = m.group("value")
+    value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
+    at = m.start("value") + raw.find(value)
+    grade = _grade(value, scale)
+    if isinstance(grade, str) and not raw.isascii():   # invisible marks, fullwidth digits (``folded``)
+        grade = grade if isinstance(again := _grade(unwrap(folded(raw)), scale), str) else again
+    return Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
 
 
 def _reasoning(text: str, block: "list | None") -> str | None:
