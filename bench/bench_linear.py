@@ -185,7 +185,8 @@ def slow_shapes(size: int = SIZE) -> dict[str, tuple[str, str]]:
 def _passes() -> list[tuple[str, str, Callable[[str], object]]]:
     """(name, input set, pass) for every pass over policy text."""
     from rewardjudge.core.structured_output import OutputParserException, pydantic_parse
-    from rewardjudge.graders._guards import content_free_fields, content_free_reason
+    from rewardjudge.graders._field_guards import content_free_fields
+    from rewardjudge.graders._guards import content_free_reason
     from rewardjudge.readouts._seal import read_unsealed
     from rewardjudge.readouts._text import contains_tag, neutralize, neutralize_value
     from rewardjudge.serve._samples import DEFAULT_EOS, _strip_eos

@@ -15,7 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import ScorerGrader, StringThread, TemplatedPromptJudgeGrader, attacks
-from rewardjudge.graders._guards import _content_free_flags, content_free_reason, screen_fields
+from rewardjudge.graders._field_guards import screen_fields
+from rewardjudge.graders._guards import _content_free_flags, content_free_reason
 from rewardjudge.readouts._decision import Verdict
 from rewardjudge.readouts._seal import read_sealed
 from rewardjudge.scorers import Scorer, ScorerConfig

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewardjudge import StringThread, TemplatedPromptJudgeGrader, attacks
 from rewardjudge.attacks import Attack, default_targets, run_attack_suite
-from rewardjudge.graders._guards import _content_free_flags, content_free_fields, content_free_reason
+from rewardjudge.graders._field_guards import content_free_fields
+from rewardjudge.graders._guards import _content_free_flags, content_free_reason
 from rewardjudge.testing import ScriptedModel
 
 QUESTION = "What is the capital of France?"

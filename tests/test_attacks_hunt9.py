@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from rewardjudge import BinaryJudgeOutput, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, declared_form_targets,
                                  default_targets, run_attack_suite)
-from rewardjudge.graders._guards import content_free_fields, content_free_reason
+from rewardjudge.graders._field_guards import content_free_fields
+from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.readouts import _text
 from rewardjudge.readouts._seal import read_sealed
 from rewardjudge.readouts._text import letters, neutralize_value

@@ -1,4 +1,4 @@
-"""The content-free screen, case by case (graders/_guards.py).
+"""The content-free screen, case by case (graders/_guards.py, graders/_field_guards.py).
 
 Two tables: plain completions (``content_free_reason``) and structured
 completions (``content_free_fields``, then the grader's ``screen``). Every
@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from rewardjudge import StringThread
 from rewardjudge.graders._base import Grader
-from rewardjudge.graders._guards import (MASTER_KEYS, _content_free_flags, content_free_fields,
-                                         content_free_reason)
+from rewardjudge.graders._field_guards import content_free_fields
+from rewardjudge.graders._guards import MASTER_KEYS, _content_free_flags, content_free_reason
 
 # --------------------------------------------------------------------------
 # plain completions
@@ -326,7 +326,7 @@ def test_the_flags_of_many_texts_read_as_one_call_each(keys):
 
 def test_the_strings_of_a_list_are_taken_as_one_at_a_time():
     """``_Texts.take_all`` (a list's distinct strings at once) finds what ``take`` of each finds."""
-    from rewardjudge.graders._guards import _Field, _Texts
+    from rewardjudge.graders._field_guards import _Field, _Texts
 
     nodes = [{"type": "string"}, {"enum": ["high", "low"]}, {"type": "string", "format": "date"},
              {"anyOf": [{"const": "none"}, {"type": "string"}]}, {"anyOf": [{"const": "none"},
@@ -349,7 +349,7 @@ def test_the_strings_of_a_list_are_taken_as_one_at_a_time():
 def test_a_list_blanked_at_once_reads_as_item_by_item(monkeypatch):
     """``_blanked`` blanks the strings of a list with one schema for every item at once: the same
     copy as item by item (the walk of a list whose items' schemas differ)."""
-    from rewardjudge.graders import _guards
+    from rewardjudge.graders import _field_guards
 
     class Nested(BaseModel):
         steps: list[str]
@@ -371,17 +371,18 @@ def test_a_list_blanked_at_once_reads_as_item_by_item(monkeypatch):
                        ).model_dump(mode="json")
         rich = {w for w in words if rnd.random() < 0.5}
         # the schema's fields made afresh each time (``_schema_of`` keeps them per model)
-        at_once = [_guards._blanked(value, schema, rich) for schema in (_guards._schema_of.__wrapped__(Nested), None)]
+        at_once = [_field_guards._blanked(value, schema, rich)
+                   for schema in (_field_guards._schema_of.__wrapped__(Nested), None)]
         with monkeypatch.context() as m:
-            class ItemByItem(_guards._Field):
+            class ItemByItem(_field_guards._Field):
                 def __init__(self, node: Any, defs: dict):
                     super().__init__(node, defs)
                     self.uniform = False
 
-            m.setattr(_guards, "_Field", ItemByItem)
-            m.setattr(_guards, "_NO_SCHEMA", (_guards._ANY, {}, {}))   # its fields made item by item too
-            one_by_one = [_guards._blanked(value, schema, rich)
-                          for schema in (_guards._schema_of.__wrapped__(Nested), None)]
+            m.setattr(_field_guards, "_Field", ItemByItem)
+            m.setattr(_field_guards, "_NO_SCHEMA", (_field_guards._ANY, {}, {}))   # its fields made item by item too
+            one_by_one = [_field_guards._blanked(value, schema, rich)
+                          for schema in (_field_guards._schema_of.__wrapped__(Nested), None)]
         assert one_by_one == at_once, (value, rich)
 
 

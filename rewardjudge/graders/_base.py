@@ -24,7 +24,8 @@ from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
-from ._guards import blanked_again, content_free_reason, screen_fields
+from ._field_guards import blanked_again, screen_fields
+from ._guards import content_free_reason
 from ._schedule import prompt_units
 
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
