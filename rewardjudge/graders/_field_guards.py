@@ -281,34 +281,51 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
         node = parent[key]
         f = _field(fields, sch, defs)
         if isinstance(node, dict):
-            copy: Any = {}
-            for k, v in node.items():
-                if isinstance(k, str) and k in rich and f.key_free(k):
-                    shown = _PLACEHOLDER + str(len(copy))   # keys stay distinct
-                    while shown in node or shown in copy:
-                        shown += _PLACEHOLDER
-                    copy[shown] = v
-                    stack.append((copy, shown, f.child(k)))
-                else:
-                    copy[k] = v
-                    stack.append((copy, k, f.child(k)))
+            copy: Any = _blanked_dict(node, f, rich, stack)
         elif isinstance(node, list):
-            copy = list(node)
-            if f.uniform and copy:   # one schema for every item: its strings blanked here (40,000 of them)
-                item_sch = f.child(0)
-                item = _field(fields, item_sch, defs)
-                free = blanks.get(id(item))
-                if free is None:
-                    free = blanks[id(item)] = set(item.free_texts(rich))
-                copy = [_PLACEHOLDER * len(v) if isinstance(v, str) and v in free else v for v in copy]
-                stack.extend((copy, i, item_sch) for i, v in enumerate(copy) if isinstance(v, (dict, list)))
-            else:
-                stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
+            copy = _blanked_list(node, f, rich, stack, (fields, defs, blanks))
         else:
             copy = _PLACEHOLDER * len(node) if isinstance(node, str) and node in rich and f.kind(node) == "free" \
                 else node
         parent[key] = copy
     return holder[0]
+
+
+def _blanked_dict(node: dict, f: _Field, rich: "set[str]", stack: list) -> dict:
+    """``_blanked``'s copy of an object: its free keys in ``rich`` blanked (keys stay distinct), each
+    value put on ``stack`` to be walked in its copy."""
+    copy: dict = {}
+    for k, v in node.items():
+        if isinstance(k, str) and k in rich and f.key_free(k):
+            shown = _PLACEHOLDER + str(len(copy))   # keys stay distinct
+            while shown in node or shown in copy:
+                shown += _PLACEHOLDER
+            copy[shown] = v
+            stack.append((copy, shown, f.child(k)))
+        else:
+            copy[k] = v
+            stack.append((copy, k, f.child(k)))
+    return copy
+
+
+def _blanked_list(node: list, f: _Field, rich: "set[str]", stack: list,
+                  walk: "tuple[dict, dict, dict[int, set[str]]]") -> list:
+    """``_blanked``'s copy of a list, its items put on ``stack`` to be walked in it; with one schema for
+    every item, its strings are blanked here (40,000 of them), the texts blanked per item field kept in
+    ``walk`` (``fields``, ``defs``, ``blanks``)."""
+    copy = list(node)
+    if not (f.uniform and copy):
+        stack.extend((copy, i, f.child(i)) for i in range(len(copy)))
+        return copy
+    fields, defs, blanks = walk
+    item_sch = f.child(0)
+    item = _field(fields, item_sch, defs)
+    free = blanks.get(id(item))
+    if free is None:
+        free = blanks[id(item)] = set(item.free_texts(rich))
+    copy = [_PLACEHOLDER * len(v) if isinstance(v, str) and v in free else v for v in copy]
+    stack.extend((copy, i, item_sch) for i, v in enumerate(copy) if isinstance(v, (dict, list)))
+    return copy
 
 
 #: the second placeholder: a field whose content the template only tests or compares with a text

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..readouts._text import free_joiner, letters
 
@@ -211,27 +211,46 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str
     flags = _free_flags(texts, keys)
     if flags is None:
         return [content_free_reason(t, keys, question) is not None for t in texts]
+    _flag_echoes(flags, texts, keys, question)
+    _flag_lookalikes(flags, texts, keys)
+    _flag_documents(flags, texts, keys)
+    return flags
+
+
+def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
+    """Flags (in place) the texts with content that only repeat ``question`` (``_echo``) beside master
+    keys: those holding its letters (one pass over the texts joined) are read again one by one."""
     echo = _echo(question)
-    if echo and not all(flags):
-        joiner = free_joiner(texts)
-        pieces = letters(_unmarked(joiner.join(texts), tags=False), keep=joiner).split(joiner) \
-            if joiner is not None else []
-        for i, t in enumerate(texts):
-            if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i]):
-                flags[i] = content_free_reason(t, keys, question) is not None
-    # texts with content holding a look-alike symbol: read again with it as a digit, joined too
+    if not echo or all(flags):
+        return
+    joiner = free_joiner(texts)
+    pieces = letters(_unmarked(joiner.join(texts), tags=False), keep=joiner).split(joiner) \
+        if joiner is not None else []
+    for i, t in enumerate(texts):
+        if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i]):
+            flags[i] = content_free_reason(t, keys, question) is not None
+
+
+def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
+    """Flags (in place) the texts with content holding a look-alike symbol that are content-free
+    read with it as a digit (``_as_digits``), joined too."""
     leet = [i for i, t in enumerate(texts) if not flags[i] and _leet(t)] if _leet("".join(texts)) else []
-    if leet:   # (the texts joined by a control character, which no symbol stands for)
-        read = _as_digits("\x00".join([texts[i] for i in leet])).split("\x00") \
-            if not any("\x00" in texts[i] for i in leet) else [_as_digits(texts[i]) for i in leet]
-        again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
-        for i, free in zip(leet, again):
-            flags[i] = free
-    # texts with content that are JSON documents of content-free strings (``_json_free``)
+    if not leet:
+        return
+    # the texts joined by a control character, which no symbol stands for
+    read = _as_digits("\x00".join([texts[i] for i in leet])).split("\x00") \
+        if not any("\x00" in texts[i] for i in leet) else [_as_digits(texts[i]) for i in leet]
+    again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
+    for i, free in zip(leet, again):
+        flags[i] = free
+
+
+def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
+    """Flags (in place) the texts with content that are JSON documents of content-free strings
+    (``_json_free``)."""
     docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)] if '"' in "".join(texts) else []
     for i, free in zip(docs, _json_free([texts[i] for i in docs], keys) if docs else []):
         flags[i] = free
-    return flags
 
 
 def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None":
@@ -321,31 +340,35 @@ def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     finds content-free, as a structured completion without a model is read (every string free text, keys
     not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
-    held: "list[tuple[list[str], bool] | None]" = []   # each document's strings, and whether a value stands
     bodies = [t.strip() for t in texts]
     bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
-    for value in _loaded(bodies):
-        if not isinstance(value, (dict, list)):
-            held.append(None)
-            continue
-        strings: "list[str]" = []
-        other, stack = False, [value]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, str):
-                strings.append(node)
-            elif isinstance(node, dict):
-                stack.extend(node.values())
-            elif isinstance(node, list):
-                stack.extend(node)
-            elif node is not None:   # a number or a bool: the answer where no string stands beside it
-                other = True
-        held.append((strings, other))
+    held = [_strings_of(value) for value in _loaded(bodies)]
     distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
     if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
         return [False]   # one document's first texts carry content (most do): the rest need no reading
     free = dict(zip(distinct, _content_free_flags(distinct, keys) if distinct else []))
     return [doc is not None and (all(not t or free[t] for t in doc[0]) if doc[0] else not doc[1]) for doc in held]
+
+
+def _strings_of(value: Any) -> "tuple[list[str], bool] | None":
+    """The strings of a JSON document read (``value``), and whether a value stands among them (a
+    number or a bool: the answer where no string stands beside it); None where it is no object or
+    array. Iterative."""
+    if not isinstance(value, (dict, list)):
+        return None
+    strings: "list[str]" = []
+    other, stack = False, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif node is not None:
+            other = True
+    return strings, other
 
 
 #: the texts of one JSON document ``_json_free`` reads before the rest
