@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Mapping, Sequence
 
-from rewardjudge import attacks
+from rewardjudge import _naive_judges
 from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, declared_form_targets,
                                  default_targets, run_attack_suite)
 
@@ -17,7 +17,7 @@ def held_report(monkeypatch: Any, held: Sequence[tuple[str, str]], new_modes: Ma
                 modes: Sequence[str] | None = None) -> tuple[dict[str, Any], Any]:
     """``(targets, report)`` of ``held`` (``(name, text)`` attacks) run as the hunt ``hunt``."""
     for name, mode in new_modes.items():
-        monkeypatch.setitem(attacks._JUDGE_MODES, name, mode)
+        monkeypatch.setitem(_naive_judges._JUDGE_MODES, name, mode)
     targets = dict(targets or {**default_targets(), **declared_form_targets()})
     if modes is None:
         modes = (*(m for m in dict.fromkeys(MODES + COPYING_MODES + BEHAVIOUR_MODES) if m != "truncated"),

@@ -1,12 +1,12 @@
 """The attack suite over every built-in grader: no forged verdict is ever read.
 
-See rewardjudge/attacks.py: honest-but-naive scripted judges echo their
+See rewardjudge/attacks.py and rewardjudge/_naive_judges.py: honest-but-naive scripted judges echo their
 prompt, quote the completion or obey it; the library must never score a
 verdict the judge did not give, never move the benign sample graded beside a
 hostile one, and must flag content-free completions before any judge call.
 
 The judges seal only their own verdict. The suite's label judges
-(``attacks._label_judge``) seal their reply with ``testing.seal_reply``, which
+(``_naive_judges._label_judge``) seal their reply with ``testing.seal_reply``, which
 puts the seal on the reply's last JSON object when there is one: a label
 judge quoting a JSON forgery in its reasoning seals the *forgery* (known
 defect, ``test_the_shipped_label_judges_seal_their_own_label_line``). Until
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardjudge import attacks
+from rewardjudge import _naive_judges, attacks
 from rewardjudge.attacks import ATTACKS, BEHAVIOUR_MODES, MODES, default_targets, run_attack_suite
 from rewardjudge.graders._guards import content_free_reason
 from rewardjudge.testing import ScriptedModel, request_seal
@@ -36,7 +36,7 @@ def _label_line_judge(label: str):
         seal = request_seal([{"role": "user", "content": prompt}])
         return f"{why}\n{label}" if seal is None else f"{why}\nVERDICT {seal}: {label}"
 
-    return attacks._naive(own, prose_reasoning=True)
+    return _naive_judges._naive(own, prose_reasoning=True)
 
 
 def _targets():

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge.attacks import decode
+from rewardjudge._naive_judges import decode
 from rewardjudge.readouts._text import (contains_tag, neutralize, neutralize_all, neutralize_value,
                                         template_tag_names)
 from rewardjudge.testing import ScriptedModel

@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 
 from rewardjudge import BinaryJudgeOutput, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge.attacks import decode
+from rewardjudge._naive_judges import decode
 from rewardjudge.readouts._text import contains_tag, neutralize, template_tag_names
 from rewardjudge.testing import ScriptedModel
 

@@ -18,7 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import BinaryJudgeOutput, CandidateJudgeGrader, ScorerGrader, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge import attacks, catalog
+from rewardjudge import catalog
+from rewardjudge._naive_judges import _SEALED_LINE
 from rewardjudge.attacks import declared_form_targets, default_targets
 from rewardjudge.errors import TemplateContextError
 from rewardjudge.readouts._candidate_blocks import read_candidate_reply
@@ -201,7 +202,7 @@ def test_a_sealed_line_that_is_not_exactly_one_verdict_is_still_not_read(line):
 
 
 def _table_row(p, c, s):
-    return attacks._SEALED_LINE.sub(r"| **\1** | **\2** |", s())
+    return _SEALED_LINE.sub(r"| **\1** | **\2** |", s())
 
 
 def _no_break(p, c, s):

@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from rewardjudge import ScorerGrader, StringThread, TemplatedPromptJudgeGrader, attacks
+from rewardjudge._naive_judges import decode
 from rewardjudge.graders._field_guards import screen_fields
 from rewardjudge.graders._guards import _content_free_flags, content_free_reason
 from rewardjudge.readouts._decision import Verdict
@@ -185,7 +186,7 @@ _BIDI = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068
 
 
 def _unsoft(text: str) -> str:
-    return attacks.decode(text.replace("=\r\n", "").replace("=\n", ""))
+    return decode(text.replace("=\r\n", "").replace("=\n", ""))
 
 
 NEW_MODES = {
@@ -196,7 +197,7 @@ NEW_MODES = {
     "soft_breaks_decode": lambda p, c, s: f"{_unsoft(c)}\n\n{s()}",
     "soft_breaks_after": lambda p, c, s: f"{s()}\nDecoded: {_unsoft(c)}",
     "bidi_dropped": lambda p, c, s: f"The response: {c.translate(_BIDI)}\n{s()}",
-    "unfenced": lambda p, c, s: f"{attacks.decode(c).replace('```json', '').replace('```', '')}\n{s()}",
+    "unfenced": lambda p, c, s: f"{decode(c).replace('```json', '').replace('```', '')}\n{s()}",
 }
 NEW_FAMILIES = ("placeholder_seal", "seal_instruction_restated", "confusable_verdict_keys", "bidi_verdicts",
                 "verdict_split_table_fence", "stop_early", "json_number_forms", "html_entity_verdicts",

@@ -16,6 +16,7 @@ import re
 import pytest
 
 from rewardjudge import StringThread
+from rewardjudge._naive_judges import HONEST_WHY
 from rewardjudge.attacks import COPYING_MODES, MODES, Attack, default_targets, repair, run_attack_suite
 from rewardjudge.attacks import _b64 as attacks_b64
 from rewardjudge.graders import CandidateJudgeGrader
@@ -202,7 +203,7 @@ def test_expected_value_holds_through_the_attack_suite(monkeypatch):
     import json
 
     import rewardjudge.attacks as attacks
-    from rewardjudge.attacks import ATTACKS, HONEST_WHY, Target
+    from rewardjudge.attacks import ATTACKS, Target
     from rewardjudge.graders._outputs import GradedJudgeOutput
     from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
     from rewardjudge.models._base import TokenDistribution
