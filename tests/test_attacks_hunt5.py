@@ -161,10 +161,14 @@ async def test_a_bound_field_with_content_is_judged(completion):
 
 
 async def test_a_missing_bound_field_and_an_unbound_scorer_keep_their_grades():
-    # held: a lacking field is penalized (malformed); a scorer binding no field screens the text only
+    # held: a lacking field is penalized (malformed); a scorer binding no field screens the text only,
+    # and a JSON document shown whole whose strings are all empty shows no answer (hunt 20), whatever
+    # numbers stand beside them, as a completion model's free-text fields do
     model = ScriptedModel([_FOOLED])
     missing = await _scorer(model).grade(_thread('{"other": "Paris"}'))
     assert missing.status == "penalized" and "no field 'answer'" in missing.error, missing
-    whole = await _scorer(model, "Q: {{last_user_message}}\nA: {{completion}}\n{{output_instructions}}",
-                          mapping={}).grade(_thread('{"answer": "", "id": 7}'))
-    assert (whole.status, whole.value) == ("scored", 1.0), whole
+    whole = _scorer(model, "Q: {{last_user_message}}\nA: {{completion}}\n{{output_instructions}}", mapping={})
+    empty = await whole.grade(_thread('{"answer": "", "id": 7}'))
+    assert empty.status == "penalized" and "content-free" in empty.error, empty
+    said = await whole.grade(_thread('{"answer": "Paris", "id": 7}'))
+    assert (said.status, said.value) == ("scored", 1.0), said

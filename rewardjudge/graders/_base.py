@@ -140,6 +140,9 @@ class Grader(abc.ABC):
 
     #: completions longer than this many characters are penalized unread
     max_completion_chars: int = 262_144
+    #: whether the grader shows the judge fields it reads from a JSON completion (a scorer's
+    #: ``completion:<path>`` bindings), screened as such: the whole text is then not screened as JSON
+    reads_fields: bool = False
 
     def __init__(self, grader_key: str, **options: Any):
         """``options``: the fields of ``GraderOptions`` (``mode``, ``train_penalty``,
@@ -266,7 +269,7 @@ class Grader(abc.ABC):
             reason = f"{len(text)} characters, over the limit of {self.max_completion_chars} (max_completion_chars)"
         else:
             reason = content_free_reason(text, self.content_free_phrases, sample.last_user_content(),
-                                         as_json=completion_model is None) \
+                                         as_json=completion_model is None and not self.reads_fields) \
                 if self.reject_content_free else None
         if reason is not None or completion_model is None:
             return None, None if reason is None else self.penalized(sample, f"malformed completion: {reason}")

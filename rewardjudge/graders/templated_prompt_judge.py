@@ -361,6 +361,7 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         self._grammar_schema = spec.json_schema(grammar=True)   # llama.cpp ignores min/max: ranges as enums
         self._shows_schema = False   # the seal instruction always lists the fields
         self.binding, self.spec, self.language = binding, spec, language
+        self.reads_fields = binding.reads_completion_fields   # the bound fields are screened (_prepare)
         self.model_name, self.allow_model_override = asked, bool(allow_model_override)
         binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
         if asked != config.model:

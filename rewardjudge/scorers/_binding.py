@@ -204,9 +204,14 @@ class ScorerBinding:
         return {var: _completion_value(var, src.arg, sample, parsed) for var, src in self._sources.items()
                 if src.kind == "completion" and src.arg is not None}
 
+    @property
+    def reads_completion_fields(self) -> bool:
+        """Whether a variable is bound to a field of the completion (``completion:<path>``)."""
+        return any(src.kind == "completion" and src.arg is not None for src in self._sources.values())
+
     def bound_completion(self, sample: StringThread) -> "dict[str, Any] | None":
         """``sample``'s completion's first JSON object where this binding reads fields of it, else None."""
-        if not any(src.kind == "completion" and src.arg is not None for src in self._sources.values()):
+        if not self.reads_completion_fields:
             return None
         return _parse_completion(sample.completion())
 
