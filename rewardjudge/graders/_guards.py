@@ -176,7 +176,14 @@ _ECHO_MIN = 12
 
 def _echo(question: str) -> str:
     """The ``letters`` of ``question`` an answer that only repeats it holds, or "" where too short to tell."""
-    found = letters(question) if isinstance(question, str) and question else ""
+    return _echo_of(question) if isinstance(question, str) and question else ""
+
+
+@functools.lru_cache(maxsize=32)
+def _echo_of(question: str) -> str:
+    """``_echo``, remembered: a group's samples share their question, and its letters cost a third of
+    the screen of a short answer."""
+    found = letters(question)
     return found if len(found) >= _ECHO_MIN else ""
 
 
