@@ -187,28 +187,57 @@ def _echo_of(question: str) -> str:
     return found if len(found) >= _ECHO_MIN else ""
 
 
-@functools.lru_cache(maxsize=64)
-def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
-    """Master keys in ``letters`` form, at least one, with up to ``_FILLER_RUN`` filler words
-    (where no key matches) before and after each, at a text's start. Each word is taken whole
-    (an atomic group: a failed run never tries other splits), the longest that matches."""
+def _opener_units(extra_keys: tuple[str, ...]) -> "tuple[str, str]":
+    """The parts of ``_opener_pattern``: filler words before the first key, and one unit (a key, then
+    filler words)."""
     keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
     keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
     # them back (a text of 262,144 one-character keys: 155 -> 80 ms)
     fillers = f"(?>(?:(?!{keys})(?>{filler})){{0,{_FILLER_RUN}}})"   # a key first, where one matches
-    return re.compile(f"{fillers}(?:(?>{keys}){fillers})++")
+    return fillers, f"(?>{keys}){fillers}"
+
+
+@functools.lru_cache(maxsize=64)
+def _opener_pattern(extra_keys: tuple[str, ...]) -> "re.Pattern[str]":
+    """Master keys in ``letters`` form, at least one, with up to ``_FILLER_RUN`` filler words
+    (where no key matches) before and after each, at a text's start. Each word is taken whole
+    (an atomic group: a failed run never tries other splits), the longest that matches."""
+    fillers, unit = _opener_units(extra_keys)
+    return re.compile(f"{fillers}(?:{unit})++")
+
+
+#: the most units (a key and its filler) one call of ``_opener_end`` takes: 262,144 one-character keys
+#: in one call held the GIL (and an event loop) for 100 ms; 2,048 take about 1 ms
+_UNITS = 2048
+
+
+@functools.lru_cache(maxsize=64)
+def _opener_steps(extra_keys: tuple[str, ...], units: int) -> "tuple[re.Pattern[str], re.Pattern[str]]":
+    """``_opener_pattern`` cut in calls: its start with up to ``units`` units, then up to ``units`` more."""
+    fillers, unit = _opener_units(extra_keys)
+    return re.compile(f"{fillers}(?:{unit}){{1,{units}}}+"), re.compile(f"(?:{unit}){{1,{units}}}+")
+
+
+def _opener_end(found: str, extra_keys: tuple[str, ...]) -> "int | None":
+    """Where ``_opener_pattern(extra_keys).match(found)`` ends (None: no match), taken ``_UNITS`` units
+    a call: the possessive run resumed where a call stopped is the same run (each unit taken as it
+    is, its lookaheads reading the whole text), and between calls other threads run."""
+    first, more = _opener_steps(extra_keys, _UNITS)
+    run = first.match(found)
+    if run is None:
+        return None
+    end = run.end()
+    while end < len(found) and (run := more.match(found, end)) is not None:
+        end = run.end()
+    return end
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
     """Whether ``found`` (``letters`` of a text) is master keys, one or several, and ``_FILLER``
     words around them."""
-    return _whole(_opener_pattern(extra_keys).match(found), found)
-
-
-def _whole(run: "re.Match[str] | None", found: str) -> bool:
-    return run is not None and run.end() == len(found)
+    return _opener_end(found, extra_keys) == len(found)
 
 
 def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str = "") -> "list[bool]":
@@ -401,7 +430,7 @@ def _answered(unmarked: str, keys: tuple[str, ...], echo: str = "") -> bool:
     at = max(unmarked.rfind(":"), unmarked.rfind("\uff1a"))
     tail = letters(unmarked[at + 1:]) if at >= 0 else ""
     tail = tail.replace(echo, "") if echo else tail
-    return bool(tail) and _opener_pattern(keys).match(tail) is None
+    return bool(tail) and _opener_steps(keys, _UNITS)[0].match(tail) is None   # a first unit: an opener
 
 
 def _free(text: str, keys: tuple[str, ...], echo: str = "") -> "str | None":
