@@ -1,6 +1,8 @@
-"""The master-key opener matched a few units a call (``_guards._opener_end``) ends where the one-call
-match of ``_opener_pattern`` ends, on random texts of keys, filler words, step headers, digits and
-other letters, with a chunk of a few units (nothing here asserts a time)."""
+"""The content-free screen's passes taken a piece a call (so that no regex call holds the GIL for
+long) find what one call over the whole text finds: the master-key opener matched a few units a
+call (``_guards._opener_end``) ends where the one-call match of ``_opener_pattern`` ends, on random
+texts of keys, filler words, step headers, digits and other letters; tags found a few characters a
+call pair as those found in one call. Chunks forced small; nothing here asserts a time."""
 
 from __future__ import annotations
 
@@ -60,3 +62,25 @@ def test_a_text_of_one_character_keys_is_content_free_and_one_more_letter_is_not
     assert _guards.content_free_reason("解" * 5000) is not None
     assert _guards.content_free_reason("解" * 5000 + "x") is None
     assert _guards.content_free_reason("解" * 2500 + "x" + "解" * 2500) is None
+
+
+TAG_PIECES = ("<b>", "</b>", "<p>", "</p>", "<br/>", "<br>", "<hr>", "<think>", "</think>", "<", ">", "/", "b",
+              " ", "x", "<b ", "class='a'", "</x>", "<x>", "\u200b")
+
+
+def _unmarked_one_call(text: str) -> str:
+    found: "tuple[set[str], set[str]]" = (set(), set())
+    for slash, name, _ in _guards._TAG.findall(text):
+        found[bool(slash)].add(name.casefold())
+    paired = found[0] & found[1]
+    return _guards._TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired
+                            or m.group(2).casefold() in _guards._VOID else m.group(), text) if paired else text
+
+
+@pytest.mark.parametrize("span", [1, 3, 8])
+def test_tags_found_a_few_characters_a_call_pair_as_in_one_call(monkeypatch, span):
+    monkeypatch.setattr(_guards, "_TAG_SPAN", span)
+    rng = random.Random(span)
+    for _ in range(3000):
+        text = "".join(rng.choices(TAG_PIECES, k=rng.randint(0, 12)))
+        assert _guards._unmarked(text) == _unmarked_one_call(text), text
