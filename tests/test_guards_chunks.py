@@ -84,3 +84,22 @@ def test_tags_found_a_few_characters_a_call_pair_as_in_one_call(monkeypatch, spa
     for _ in range(3000):
         text = "".join(rng.choices(TAG_PIECES, k=rng.randint(0, 12)))
         assert _guards._unmarked(text) == _unmarked_one_call(text), text
+
+
+TEXT_PIECES = ("Answer", "答案", "解", ": ", "：", "Paris", "the", "let me think", "Step 1", "Step 2", "x",
+               "\u202e", "rewsna", " ", "Thought process", "sure", "42", "$", "<b>", "</b>", "é")
+
+
+@pytest.mark.parametrize("span", [1, 4, 30])
+def test_texts_screened_a_few_characters_a_substitution_as_one_by_one(monkeypatch, span):
+    monkeypatch.setattr(_guards, "_JOINED_SPAN", span)
+    monkeypatch.setattr(_guards, "_UNITS", 2)
+    rng = random.Random(span)
+    joined = 0
+    for _ in range(300):
+        texts = ["".join(rng.choices(TEXT_PIECES, k=rng.randint(0, 6))) for _ in range(rng.randint(1, 12))]
+        texts += rng.choices(texts, k=rng.randint(0, 12))   # alike texts: the table of distinct ones
+        flags = _guards._free_flags(texts, ())   # None: not joined (its caller reads them one by one)
+        joined += flags is not None
+        assert flags in (None, [_guards._free(t, ()) is not None for t in texts]), texts
+    assert joined > 200

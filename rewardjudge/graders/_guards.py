@@ -327,28 +327,52 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
 
 @functools.lru_cache(maxsize=64)
 def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str], re.Pattern[str]]":
-    """``_opener_pattern`` at the start of each text joined by ``joiner``, taken as it is (an atomic
-    group: what ``match`` takes, no other split): anywhere, then only where it ends the text. A
-    text whose first character starts no key, filler word or look-alike digit fails at once."""
+    """``_opener_pattern`` at the start of each text joined by ``joiner``: its first unit (where an
+    opener starts a text), then its run taken as it is (an atomic group: what ``match`` takes, no
+    other split) only where it ends the text. A text whose first character starts no key, filler word
+    or look-alike digit fails at once."""
     firsts = {w[0] for w in (*_key_forms(keys), *_FILLER)}
     firsts |= {_LOOKALIKE_DIGITS[c] for c in firsts if c in _LOOKALIKE_DIGITS}
-    starts = "[" + "".join(map(re.escape, sorted(firsts))) + "]"
-    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?={starts})(?>{_opener_pattern(keys).pattern})"
-    return re.compile(at_start), re.compile(at_start + rf"(?={re.escape(joiner)}|\Z)")
+    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?=[{''.join(map(re.escape, sorted(firsts)))}])"
+    fillers, unit = _opener_units(keys)
+    return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
+        re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
+
+
+#: the characters of texts joined that one substitution over them takes (``_batches``): 43,000 short
+#: texts in one held the GIL for 30 ms
+_JOINED_SPAN = 32_768
+
+
+def _batches(texts: "list[str]") -> "list[list[str]]":
+    """``texts`` in runs of about ``_JOINED_SPAN`` characters; a longer text alone."""
+    out, start, size = [], 0, 0
+    for i, text in enumerate(texts):
+        size += len(text) + 1
+        if size >= _JOINED_SPAN:
+            out.append(texts[start:i + 1])
+            start, size = i + 1, 0
+    return out + [texts[start:]] if start < len(texts) else out
 
 
 def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
-    keys and filler (``_only_keys``): one substitution over the distinct ones joined (texts
-    differing by their symbols alone have the same letters), then what is left of each."""
+    keys and filler (``_only_keys``): a substitution per ``_batches`` of the distinct ones joined
+    (texts differing by their symbols alone have the same letters), then what is left of each; a
+    long text alone is matched a few units a call (``_opener_end``)."""
     distinct = list(dict.fromkeys(pieces))
     whole = _whole_openers(keys, joiner)[1]
-    if 2 * len(distinct) > len(pieces):   # few alike: no table
-        left = whole.sub("", joiner.join(pieces)).split(joiner)
-        return [bool(piece) and not rest for piece, rest in zip(pieces, left)]
-    left = whole.sub("", joiner.join(distinct)).split(joiner)
-    only = {piece: bool(piece) and not rest for piece, rest in zip(distinct, left)}
-    return [only[piece] for piece in pieces]
+    only: "list[bool]" = []
+    for batch in _batches(pieces if 2 * len(distinct) > len(pieces) else distinct):   # few alike: no table
+        if len(batch) == 1 and len(batch[0]) >= _JOINED_SPAN:
+            only.append(_only_keys(batch[0], keys))
+            continue
+        left = whole.sub("", joiner.join(batch)).split(joiner)
+        only += [bool(piece) and not rest for piece, rest in zip(batch, left)]
+    if len(only) == len(pieces):
+        return only
+    table = dict(zip(distinct, only))
+    return [table[piece] for piece in pieces]
 
 
 #: the letters a text of ``_answered_each`` is cut to where an opener starts them
@@ -358,14 +382,16 @@ _OPENED = "\x00"
 def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """``_answered`` of each of ``unmarked`` (texts with their markup set aside, none holding
     ``joiner``) whose letters are master keys and filler: each cut to what follows its last colon
-    (one substitution over them joined; a text without one is left whole, and an opener starts its
-    letters, as ``_answered`` finds no answer there), their letters in one pass, then whether an
-    opener starts each (one substitution)."""
+    (a substitution per ``_batches`` of them joined; a text without one is left whole, and an opener
+    starts its letters, as ``_answered`` finds no answer there), their letters in one pass, then
+    whether an opener's first unit starts each (a substitution per batch)."""
     j = re.escape(joiner)
-    tails = re.sub(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]", "", joiner.join(unmarked))
+    colon = re.compile(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]")
+    tails = joiner.join(colon.sub("", joiner.join(batch)) for batch in _batches(unmarked))
     pieces = letters(tails, keep=joiner).split(joiner)
     distinct = list(dict.fromkeys(pieces))
-    opened = _whole_openers(keys, joiner)[0].sub(_OPENED, joiner.join(distinct)).split(joiner)
+    opener = _whole_openers(keys, joiner)[0]
+    opened = [c for batch in _batches(distinct) for c in opener.sub(_OPENED, joiner.join(batch)).split(joiner)]
     said = {tail: bool(tail) and cut[0] != _OPENED for tail, cut in zip(distinct, opened)}
     return [said[tail] for tail in pieces]
 
