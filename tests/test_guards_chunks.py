@@ -1,12 +1,15 @@
 """The content-free screen's passes taken a piece a call (so that no regex call holds the GIL for
 long) find what one call over the whole text finds: the master-key opener matched a few units a
-call (``_guards._opener_end``) ends where the one-call match of ``_opener_pattern`` ends, on random
-texts of keys, filler words, step headers, digits and other letters; tags found a few characters a
-call pair as those found in one call. Chunks forced small; nothing here asserts a time."""
+call (``_guards._opener_end``) ends where one call of the pattern as first written (``_reference``)
+ends, on random texts of keys, filler words, step headers, digits and other letters; tags found a
+few characters a call pair as those found in one call; texts joined a few characters a substitution
+are screened as one by one. Chunks forced small; nothing here asserts a time."""
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 
 import pytest
 
@@ -25,8 +28,17 @@ KEYS_FIRST = [8 if i < 12 else 1 for i in range(len(PIECES))]
 FILLER_FIRST = [4 if i < 12 else 12 if i < 19 else 1 for i in range(len(PIECES))]
 
 
+@functools.lru_cache(maxsize=None)
+def _reference(keys: tuple[str, ...]) -> "re.Pattern[str]":
+    """The opener as one pattern matched in one call, as it was first written."""
+    key = f"(?:{_guards._STEP}|{_guards._trie(map(_guards._chars, _guards._key_forms(keys)))})"
+    filler = _guards._trie(list(w) for w in _guards._FILLER)
+    fillers = f"(?>(?:(?!{key})(?>{filler})){{0,{_guards._FILLER_RUN}}})"
+    return re.compile(f"{fillers}(?:(?>{key}){fillers})++")
+
+
 def _one_call(found: str, keys: tuple[str, ...]) -> "int | None":
-    run = _guards._opener_pattern(keys).match(found)
+    run = _reference(keys).match(found)
     return run.end() if run is not None else None
 
 
@@ -41,6 +53,8 @@ def test_chunked_opener_ends_where_the_one_call_match_ends(monkeypatch, units, k
         found = "".join(rng.choices(PIECES, weights=weights, k=rng.randint(0, 4 * units + 6)))
         want = _one_call(found, keys)
         assert _guards._opener_end(found, keys) == want, found
+        run = _guards._opener_pattern(keys).match(found)   # the one-call form the joined texts are read with
+        assert (run.end() if run else None) == want, found
         assert _guards._only_keys(found, keys) == (want == len(found)), found
         assert (_guards._opener_steps(keys, units)[0].match(found) is None) == (want is None), found
         ends.add(None if want is None else want == len(found))
