@@ -117,7 +117,7 @@ def _unmarked(text: str, tags: bool = True) -> str:
     while start < len(text):   # a call per ``_TAG_SPAN`` characters, cut at a "<" (no tag holds one past its start)
         cut = text.find("<", start + _TAG_SPAN)
         end = len(text) if cut < 0 else cut
-        for slash, name, _ in _TAG.findall(text, start, end):
+        for slash, name, _ in set(_TAG.findall(text, start, end)):   # a text repeats its few tags
             found[bool(slash)].add(name.casefold())
         start = end
     paired = found[0] & found[1]
