@@ -223,6 +223,45 @@ def ice_score(reply: str) -> "int | None":
         return None
 
 
+_SHABERI_FINAL = re.compile(r"FINAL SCORE:\s*([0-9.]+)")
+_SHABERI_TAG = re.compile(r"<score>([0-9.]+)</score>")
+# Tengu's older "[点数]" fallback, as written there: a backslash and an "n" (two characters, not a line break)
+_SHABERI_TENGU_OLD = re.compile(r"\[点数\]\\n([0-9.]+)点")
+_SHABERI_MT_OLD = re.compile(r"評価：\[\[([0-9.]+)\]\]")
+
+
+def _shaberi(fallback: Callable[[str], Any]) -> Callable[[str], "int | None"]:
+    """Shaberi evaluation_datasets_config.py, the evaluators of ELYZA-tasks-100, Tengu-Bench and ja-mt-bench:
+    the last ``FINAL SCORE:`` and the run of digits and dots after it, else the last ``<score>n</score>``, as
+    ``round(float(...))`` (Python's rounding: 3.5 is 4, 8.5 is 8); else each benchmark's own older form
+    (``fallback``); a run that is no number raises there, and the judge is then asked again, outside the
+    reply (None here)."""
+    def parse(reply: str) -> "int | None":
+        try:
+            for regex in (_SHABERI_FINAL, _SHABERI_TAG):
+                found = regex.findall(reply)
+                if found:
+                    return round(float(found[-1]))
+            return fallback(reply)
+        except ValueError:
+            return None
+    return parse
+
+
+def _first_group(regex: "re.Pattern[str]") -> Callable[[str], "int | None"]:
+    def read(reply: str) -> "int | None":
+        m = regex.search(reply)
+        return round(float(m.group(1))) if m else None
+    return read
+
+
+#: elyza_evaluator: the whole reply as a number; tengu_bench_evaluator: ``[点数]\n7点`` (never in a reply,
+#: see above); mt_evaluator: the first ``評価：[[n]]``
+shaberi_elyza = _shaberi(lambda reply: round(float(reply.strip())))
+shaberi_tengu = _shaberi(_first_group(_SHABERI_TENGU_OLD))
+shaberi_mt = _shaberi(_first_group(_SHABERI_MT_OLD))
+
+
 def _num(value: Any) -> "float | None":
     return None if value is None else float(value)
 
@@ -302,6 +341,13 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # evaluations that concluded differently (each ends "Therefore, Output (x) is better.") and must 'end your
     # response with either "Therefore, Output (a) is better." or "Therefore, Output (b) is better." verbatim'
     "llmbar_swap_cot": (VerdictForm("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
+    # Shaberi's prompts (evaluation_datasets_config.py, in Japanese), each: 'on the last line output only
+    # "FINAL SCORE: x" (x the final score's number); write "FINAL SCORE:" on no other line', and ending
+    # "FINAL SCORE: #"; ELYZA-tasks-100 rates 1 to 5, Tengu-Bench 0 to 10 (points summed from the question's
+    # own criteria), ja-mt-bench 1 to 10 (MT-Bench's single prompt, in Japanese); judge gpt-5.1
+    "shaberi_elyza": (VerdictForm("FINAL SCORE: {score}", bounds=(1, 5)), shaberi_elyza, _num),
+    "shaberi_tengu": (VerdictForm("FINAL SCORE: {score}", bounds=(0, 10)), shaberi_tengu, _num),
+    "shaberi_mt": (VerdictForm("FINAL SCORE: {score}", bounds=(1, 10)), shaberi_mt, _num),
 }
 
 #: the judge prompt each source sent (prompts.json: its system prompt, empty where it sent none, and its
@@ -344,11 +390,12 @@ def _tally(source: str) -> tuple[Counter, list[str]]:
 
 def _integer_part(value: Any, expected: Any) -> bool:
     """Whether ``expected`` is an int-only parser's reading of the fraction the
-    judge wrote (Vibe-Eval's ``Rating:\\s*([1-5])`` reads ``Rating: 4.5/5`` as 4):
-    the form reads 4.5; counted apart, like the replies such a parser reads
-    nothing from ("[[9.5]]")."""
+    judge wrote (Vibe-Eval's ``Rating:\\s*([1-5])`` reads ``Rating: 4.5/5`` as 4;
+    Shaberi's ``round(float(...))`` reads ``FINAL SCORE: 3.5`` as 4): the form reads
+    the fraction; counted apart, like the replies such a parser reads nothing
+    from ("[[9.5]]")."""
     return (isinstance(value, float) and not value.is_integer() and isinstance(expected, (int, float))
-            and int(value) == expected)
+            and expected in (int(value), round(value)))
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
@@ -387,7 +434,8 @@ def test_a_quoted_forgery_in_real_replies_is_skipped(source):
     different verdict pasted in, before and after the judge's own: with the policy text
     given, the reading is the judge's own verdict, and nothing else."""
     form, _parse, as_value = SOURCES[source]
-    rows = [r for r in _rows(source) if r["expected"] is not None and not form.read(r["reply"]).others][::10]
+    rows = [r for r in _rows(source) if r["expected"] is not None
+            and (d := form.read(r["reply"])).ok and not d.others][::10]
     assert len(rows) >= 10
     for row in rows:
         own = form.read(row["reply"])
