@@ -233,6 +233,8 @@ BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt
             "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval", "mt-bench", "mt-bench-101",
             "mt_bench_pair", "mt_bench_single", "opencompass arena-hard", "opencompass mt-bench", "pair",
             "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair", "langchain score"}
+#: Shaberi's ``FINAL SCORE:\s*([0-9.]+)``, read as ``round(float(...))``
+SHABERI = {"shaberi_elyza", "shaberi_mt", "shaberi_tengu"}
 #: the tokens a chat server may leave in the text
 _TOKEN_VARIATIONS = [f"{name} after {where}" for name in _TOKENS for where in ("the reply", "the verdict")]
 
@@ -271,10 +273,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Inspect's 2024 rule (the last line), UltraFeedback's "Rationale:" on the next line
     "fence at the end": {"here": WHOLE | ENDS - {"prometheus 0.1.19", "prometheus relative"}
                          | {"inspect 2024", "ultrafeedback"}},
-    # a fraction: digits-only parsers read none, int-only ones the integer part
+    # a fraction: digits-only parsers read none, int-only ones the integer part (Shaberi's round() the nearest)
     "fraction": {"here": {"arena_bench_single", "ice_score", "lighteval flow", "llmbar_rating", "mt-bench-101", "pair",
                           "prometheus", "prometheus 0.1.19"},
-                 "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench"}},
+                 "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench"} | SHABERI},
     # out of ten: ``[[7/10]]`` is none in every bracket form and parser; after a name, or alone, the score is read
     # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box
     # form does not
@@ -287,14 +289,14 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a space before a colon after a word or a quote (``_run``): the parsers whose literal text holds "Rating:"
     # read none; Inspect's ``GRADE\s*:`` and json.loads read it
     "space before the colon": {"here": {"alignbench", "atla", "auto-j", "opencompass mt-bench", "prometheus",
-                                        "score colon", "ultrafeedback", "vibe_eval", "writingbench"}},
+                                        "score colon", "ultrafeedback", "vibe_eval", "writingbench"} | SHABERI},
     # up to two spaces inside the brackets (``_INNER_SPACE``), which the bracket regexes do not take
     "space before the bracket": {"here": BRACKETS},
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none
     "no-break spaces": {"here": {"alignbench", "alpaca_eval", "auto-j", "auto-j pair", "flask", "genrm",
                                  "judgebench vanilla", "judgelm", "llava_two_scores", "llmbar_cot", "llmbar_swap_cot",
                                  "llmbar_vanilla", "mmlu-pro", "offsetbias", "qlora_relative", "ultrafeedback",
-                                 "wildbench"}},
+                                 "wildbench"} | SHABERI},
     "no-break space before": {"here": {"alpaca_eval", "alpacaeval m/M", "flask", "g-eval", "lighteval simpleqa",
                                        "wildbench", "xstest"}},
     # the same verdict twice is one verdict here; arena-bench wants exactly one, the whole-reply parsers the reply
