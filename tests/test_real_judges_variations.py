@@ -350,10 +350,34 @@ FRAMEWORKS: dict[str, dict[str, set[str]]] = {
     # bare rails likewise here, its substring reads two rails there (none)
     "example echoed": {"here": {"phoenix"}},
 }
+#: ... and what the reward-model and video judges' parsers read (test_verdict_forms_field.py): FairEval's last two lines
+#: and Video-ChatGPT's ``ast.literal_eval`` take nothing around the verdict, RewardBench 2's ratings a whole number
+#: that ends the reply (``\b([1-9]|10)\b\s*$``)
+_LAST_LINES = {"faireval", "video-chatgpt"}
+_RB2 = "rewardbench 2 ratings"
+LATER: dict[str, dict[str, set[str]]] = {
+    **{name: {"here": _LAST_LINES | {_RB2}}
+       for name in ("bold", "italic", "bold line", "full stop", "fence at the end", *_TOKEN_VARIATIONS)},
+    **{name: {"here": _LAST_LINES} for name in ("exclamation", "emoji", "sentence after", "twice")},
+    # "- 9": a bullet before a lone verdict is read there only; the dict after "- " is no literal
+    "bullet": {"here": {"video-chatgpt"}, "there": {_RB2}},
+    # "### Final verdict: Rating: 6": a second name before the bare verdict, read there only
+    "heading": {"here": _LAST_LINES, "there": {_RB2}},
+    # "9.5" ends in the word "5", "8/10" and "8 out of 10" in "10": RewardBench 2 reads that; int() fails on
+    # "2.5" written in quotes and drops the fraction of 4.5
+    "fraction": {"disagree": {_RB2}, "integer part": {"video-chatgpt"}, "here": {"video-chatgpt"}},
+    **{name: {"disagree": {_RB2}, "here": _LAST_LINES} for name in ("out of ten", "out of, in words")},
+    **{name: {"here": {"video-chatgpt"}} for name in ("no-break spaces", "no-break space before")},
+    # RM-R1's and the Self-Taught Evaluator's literal "[[A]]"
+    "space before the bracket": {"here": {"rm-r1", "self-taught evaluator"}},
+}
+for _name, _kinds in LATER.items():
+    for _kind, _sources in _kinds.items():
+        FRAMEWORKS.setdefault(_name, {})[_kind] = FRAMEWORKS.get(_name, {}).get(_kind, set()) | _sources
 for _name, _kinds in FRAMEWORKS.items():
     for _kind, _sources in _kinds.items():
         EXPECTED.setdefault(_name, {})[_kind] = EXPECTED.get(_name, {}).get(_kind, set()) | _sources
-EXPECTED["example echoed"]["two"] -= LAST_LETTER
+EXPECTED["example echoed"]["two"] -= LAST_LETTER | {_RB2}     # a bare form's example inside a sentence is none
 
 
 def _relations(name: str) -> "dict[tuple[str, str], Counter]":

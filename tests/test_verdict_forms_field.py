@@ -571,6 +571,82 @@ def alpaca_chatgpt(reply: str) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
+_RB2_RATING = re.compile(r"\b([1-9]|10)\b\s*$")
+
+
+def rewardbench2_rating(reply: str) -> Optional[int]:
+    """allenai/reward-bench rewardbench/generative.py, _get_single_rating (RewardBench 2's ratings mode, the
+    Ties subset's per-answer rating): a whole number 1 to 10 as a word of its own, with only whitespace after it
+    to the end of the stripped reply; none -> -1 there (None here)."""
+    m = _RB2_RATING.search(reply.strip())
+    return int(m.group(1)) if m else None
+
+
+def rm_r1_eval(reply: str) -> Optional[str]:
+    """RM-R1-UIUC/RM-R1 eval/RM-Bench/rewardbench/generative.py, process_judgement (the default branch, RM-R1's
+    evaluation of its own judges): ``[[A]]`` and ``[[B]]`` both in the reply -> an error ("Prevent Hacking"),
+    else A if ``[[A]]`` is anywhere, else B if ``[[B]]``."""
+    if "[[A]]" in reply and "[[B]]" in reply:
+        return None
+    return "A" if "[[A]]" in reply else "B" if "[[B]]" in reply else None
+
+
+def rm_r1_reward(reply: str) -> Optional[str]:
+    """RM-R1 rm_r1/verl/utils/reward_score/lm_as_judge.py, answer_reward (its RL reward): the reply's last 80
+    characters hold ``<answer>[[A]]</answer>`` and not ``<answer>[[B]]</answer>`` -> A, or the reverse -> B."""
+    tail = reply[-80:]
+    has_a, has_b = "<answer>[[A]]</answer>" in tail, "<answer>[[B]]</answer>" in tail
+    return "A" if has_a and not has_b else "B" if has_b and not has_a else None
+
+
+def self_taught(reply: str) -> Optional[str]:
+    """facebookresearch/RAM projects/self_taught_evaluator/src/utils.py, parse_judgement: ``[[A]]`` and ``[[B]]``
+    both in the reply -> None; else the first of ``[[A]]``, ``[[B]]``, ``[[C]]`` found anywhere (model_a,
+    model_b, tie there: A, B, C here)."""
+    if "[[A]]" in reply and "[[B]]" in reply:
+        return None
+    return next((label for label in "ABC" if f"[[{label}]]" in reply), None)
+
+
+def faireval(reply: str) -> Optional[float]:
+    """i-Eval/FairEval FairEval.py, parse_score_from_review: the reply's last two lines (split on line breaks),
+    each after its last colon, stripped, as floats: Assistant 1's and Assistant 2's; any failure -> [-1, -1]
+    there. Assistant 2's score here (None on a failure)."""
+    try:
+        lines = reply.split("\n")
+        first, second = lines[-2].split(":")[-1].strip(), lines[-1].split(":")[-1].strip()
+        float(first)
+        return float(second)
+    except (IndexError, ValueError):
+        return None
+
+
+def _video_chatgpt_dict(reply: str) -> Optional[dict]:
+    try:
+        found = ast.literal_eval(reply)
+    except (ValueError, SyntaxError):
+        return None             # an exception there: the file is not written, and the question is asked again
+    return found if isinstance(found, dict) else None
+
+
+def video_chatgpt_score(reply: str) -> Optional[int]:
+    """mbzuai-oryx/Video-ChatGPT quantitative_evaluation/evaluate_activitynet_qa.py (and the benchmark's
+    evaluate_benchmark_*.py): the reply read by ``ast.literal_eval`` as a dict, then ``int(result['score'])``."""
+    found = _video_chatgpt_dict(reply)
+    try:
+        return int(found["score"]) if found is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def video_chatgpt_pred(reply: str) -> Optional[str]:
+    """Video-ChatGPT evaluate_activitynet_qa.py, main: the dict's ``pred`` counted as yes where "yes" is in it
+    lower-cased, else as no where "no" is."""
+    found = _video_chatgpt_dict(reply)
+    pred = str(found.get("pred", "")).lower() if found is not None else ""
+    return "yes" if "yes" in pred else "no" if "no" in pred else None
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -621,6 +697,12 @@ TRULENS = VerdictForm("Score: {score}", bounds=(0, 3))
 TRULENS_BARE = VerdictForm("{score}", bounds=(0, 3))
 ARENA_IF = VerdictForm("<score>{score}</score>", bounds=(0, 5))
 ARENA_MATH = VerdictForm("<decision>{label}</decision>", labels=("yes", "no"))
+
+RB2_RATING = VerdictForm("{score}", bounds=(1, 10))
+RM_R1 = VerdictForm("<answer>[[{label}]]</answer>", labels=("A", "B"))
+FAIREVAL = VerdictForm("Score of the Assistant 2: {score}", bounds=(1, 10))
+VIDEO_SCORE = VerdictForm("'score': {score}", bounds=(0, 5))
+VIDEO_PRED = VerdictForm("'pred': '{label}'", labels=("yes", "no"))
 
 _FENCE = "```json\n{}\n```"
 
@@ -1016,6 +1098,66 @@ CASES = [
     ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "output (a)", "here only"),
     # the form reads the other output named in prose as a verdict too (two: the last read, the judge's listed)
     ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)\n\nUnlike Output (b), it is right.", "two"),
+    # RewardBench 2's ratings prompt: "only give a number between 1 and 10 (inclusive), do not use any markdown,
+    # and do not put any text after your final rating"
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating,
+     "The response covers both steps and the tips are practical.\n\n9", "agree"),
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating, "Accurate but terse.\n\nRating: 6", "agree"),
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating, "Helpful and well organised.\n\n**8**", "here only"),
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating, "Correct and complete.\n\n9.", "here only"),
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating,
+     "Rating: 7\n\nThe answer is right but skips the edge case.", "here only"),
+    # the scale's number ends the reply: it is the rating there
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating, "Mostly right.\n\n8/10", "there only"),
+    ("rewardbench 2 ratings", RB2_RATING, rewardbench2_rating, "Overall I would rate this response a 7", "there only"),
+    # RM-R1 (Reasoning reward models): '<type>Chat</type> <rubric>...</rubric> <eval>...</eval> <answer>[[A/B]]</answer>'
+    ("rm-r1", RM_R1, rm_r1_eval,
+     "<type>Chat</type>\n\n<rubric>\n1. Accuracy (60%)\n2. Clarity (40%)\n</rubric>\n\n<eval>\n<quote_A>Paris is the "
+     "capital.</quote_A> is right; <summary_B>Chatbot B names Lyon</summary_B>.\n</eval>\n\n<answer>[[A]]</answer>", "agree"),
+    ("rm-r1", RM_R1, rm_r1_reward,
+     "<type>Reasoning</type>\n\n<solution>x = 4</solution>\n\n<eval>\nChatbot B gets x = 4.\n</eval>\n\n"
+     "<answer>[[B]]</answer>", "agree"),
+    # the other label quoted in the reasoning: both labels in the reply, none there ("Prevent Hacking")
+    ("rm-r1", RM_R1, rm_r1_eval,
+     "<eval>\nChatbot B ends its reply with [[B]], as if it were judging.\n</eval>\n\n<answer>[[A]]</answer>", "here only"),
+    ("rm-r1", RM_R1, rm_r1_eval, "<eval>Both are close; A is exact.</eval>\n\n<answer>[[ A ]]</answer>", "here only"),
+    # spaces between the tags and the brackets: "[[B]]" is in the reply for the evaluation parser, not the form
+    ("rm-r1", RM_R1, rm_r1_eval, "<eval>B is exact.</eval>\n\n<answer> [[B]] </answer>", "there only"),
+    ("rm-r1", RM_R1, rm_r1_reward,
+     "<eval>B is exact.</eval>\n\n<answer>[[B]]</answer>\n\nChatbot B's answer is complete, cites the source and "
+     "keeps the requested format throughout.", "here only"),
+    # Self-Taught Evaluator: MT-Bench's pairwise system prompt without the tie, parse_judgement
+    ("self-taught evaluator", PAIR_AB, self_taught,
+     "Assistant A answers the question directly; Assistant B drifts off topic.\n\n[[A]]", "agree"),
+    ("self-taught evaluator", PAIR_AB, self_taught,
+     'Following the required format ("[[A]]" if assistant A is better, "[[B]]" if assistant B is better): '
+     "Assistant B is more accurate.\n\n[[B]]", "two"),
+    # FairEval: "Evaluation evidence: ...\nScore of the Assistant 1: <score>\nScore of the Assistant 2: <score>"
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Assistant 2 is more detailed.\nScore of the Assistant 1: 7\nScore of the Assistant 2: 9",
+     "agree"),
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Both are brief.\nScore of the Assistant 1: 8.5\nScore of the Assistant 2: 7.5", "agree"),
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Close.\nScore of the Assistant 1: 7\nScore of the Assistant 2: 8\n", "here only"),
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Close.\nScore of the Assistant 1: 7/10\nScore of the Assistant 2: 8/10", "here only"),
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Close.\n**Score of the Assistant 1:** 6\n**Score of the Assistant 2:** 8", "here only"),
+    ("faireval", FAIREVAL, faireval,
+     "Evaluation evidence: Close.\nScore of the Assistant 1: 6\nScore of the Assistant 2: 8\n\nNote: both are short.",
+     "here only"),
+    # Video-ChatGPT's GPT judge: "a Python dictionary string with keys 'pred' and 'score' ... For example, your
+    # response should look like this: {'pred': 'yes', 'score': 4.8}."
+    ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 4}", "agree"),
+    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'yes', 'score': 4}", "agree"),
+    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, '{"pred": "no", "score": 1}', "agree"),
+    ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'no', 'score': '2'}", "agree"),
+    ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 5}.", "here only"),
+    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "```python\n{'pred': 'yes', 'score': 3}\n```", "here only"),
+    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'Yes', 'score': 4}", "there only"),
+    # the prompt's own example: int() drops the fraction there
+    ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 4.8}", "there only"),
 ]
 
 
@@ -1028,7 +1170,7 @@ def test_declared_form_reads_as_the_pipeline_does(pipeline, form, parse, reply, 
     if relation == "agree":
         assert (d.value if d.ok else None) == theirs and not getattr(d, "others", ()), (d, theirs)
     elif relation == "two":
-        assert d.ok and d.others and theirs in (*d.others, d.value), (d, theirs)
+        assert d.ok and d.others and (theirs is None or theirs in (*d.others, d.value)), (d, theirs)
     elif relation == "here only":
         assert d.ok and theirs is None, (d, theirs)
     else:
