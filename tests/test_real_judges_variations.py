@@ -276,7 +276,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a fraction: digits-only parsers read none, int-only ones the integer part (Shaberi's round() the nearest)
     "fraction": {"here": {"arena_bench_single", "ice_score", "lighteval flow", "llmbar_rating", "mt-bench-101", "pair",
                           "prometheus", "prometheus 0.1.19"},
-                 "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench"} | SHABERI},
+                 "integer part": {"alignbench", "genrm", "ultrafeedback", "vibe_eval", "writingbench", "shaberi rakuda"}
+                    | SHABERI},
     # out of ten: ``[[7/10]]`` is none in every bracket form and parser; after a name, or alone, the score is read
     # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box
     # form does not
@@ -367,9 +368,13 @@ LATER: dict[str, dict[str, set[str]]] = {
     # "2.5" written in quotes and drops the fraction of 4.5
     "fraction": {"disagree": {_RB2}, "integer part": {"video-chatgpt"}, "here": {"video-chatgpt"}},
     **{name: {"disagree": {_RB2}, "here": _LAST_LINES} for name in ("out of ten", "out of, in words")},
-    **{name: {"here": {"video-chatgpt"}} for name in ("no-break spaces", "no-break space before")},
+    "no-break space before": {"here": {"video-chatgpt"}},
     # RM-R1's and the Self-Taught Evaluator's literal "[[A]]"
     "space before the bracket": {"here": {"rm-r1", "self-taught evaluator"}},
+    # "FINAL\u00a0SCORE: 7", "FINAL SCORE : 7": no FINAL SCORE for Shaberi's Rakuda parser, which then averages the
+    # per-aspect "n/10" ratings of the reply instead
+    "no-break spaces": {"here": {"video-chatgpt"}, "disagree": {"shaberi rakuda"}},
+    "space before the colon": {"disagree": {"shaberi rakuda"}},
 }
 for _name, _kinds in LATER.items():
     for _kind, _sources in _kinds.items():

@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+import test_real_judges as real      # Shaberi's parsers, replayed there on real replies
 from rewardjudge.readouts._forms import VerdictForm
 
 
@@ -647,6 +648,24 @@ def video_chatgpt_pred(reply: str) -> Optional[str]:
     return "yes" if "yes" in pred else "no" if "no" in pred else None
 
 
+_SHABERI_RAKUDA_OLD = re.compile(r"評価：(?:\[\[|\[|【)([0-9.]+)(?:\]\]|\]|】)")
+_OUT_OF_TEN = re.compile(r"([0-9.]+)\s*/\s*10")
+
+
+def _rakuda_fallback(reply: str) -> Optional[int]:
+    """shisa-ai/shaberi evaluation_datasets_config.py, rakuda_evaluator, after FINAL SCORE and the score tag
+    (test_real_judges._shaberi): the first ``評価：[[n]]`` (or ``[n]``, ``【n】``), else the mean of every ``n/10``
+    in the reply, rounded; none -> the judge is asked again (None here)."""
+    m = _SHABERI_RAKUDA_OLD.search(reply)
+    if m:
+        return round(float(m.group(1)))
+    found = [float(x) for x in _OUT_OF_TEN.findall(reply)]
+    return round(sum(found) / len(found)) if found else None
+
+
+shaberi_rakuda = real._shaberi(_rakuda_fallback)
+
+
 # ----------------------------------------------------------- the forms users declare
 PROMETHEUS = VerdictForm("[RESULT] {score}", bounds=(1, 5))
 PROMETHEUS_REL = VerdictForm("[RESULT] {label}", labels=("A", "B"))
@@ -704,6 +723,8 @@ FAIREVAL = VerdictForm("Score of the Assistant 2: {score}", bounds=(1, 10))
 VIDEO_SCORE = VerdictForm("'score': {score}", bounds=(0, 5))
 VIDEO_PRED = VerdictForm("'pred': '{label}'", labels=("yes", "no"))
 
+FINAL_5 = VerdictForm("FINAL SCORE: {score}", bounds=(1, 5))
+FINAL_10 = VerdictForm("FINAL SCORE: {score}", bounds=(0, 10))
 _FENCE = "```json\n{}\n```"
 
 # (pipeline, form, the pipeline's parser, reply, how the form's reading relates to the parser's)
@@ -1158,6 +1179,17 @@ CASES = [
     ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'Yes', 'score': 4}", "there only"),
     # the prompt's own example: int() drops the fraction there
     ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 4.8}", "there only"),
+    # Shaberi (test_real_judges.py replays its ELYZA, Tengu and ja-mt-bench gradings): 'on the last line output only
+    # "FINAL SCORE: x"'; the last FINAL SCORE, rounded, else each benchmark's older form
+    ("shaberi_mt", FINAL_10, real.shaberi_mt, "日本語は自然ですが、説明が浅いです。\n\nFINAL SCORE: 6", "agree"),
+    ("shaberi_mt", FINAL_10, real.shaberi_mt, "Mostly right.\n\nFINAL SCORE: 7/10", "agree"),
+    ("shaberi_mt", FINAL_10, real.shaberi_mt, "Accurate and natural.\n\n**FINAL SCORE:** 8", "here only"),
+    ("shaberi_mt", FINAL_10, real.shaberi_mt, "Partly right.\n\n評価：[[5]]", "there only"),
+    ("shaberi_tengu", FINAL_10, real.shaberi_tengu, "[計算式]\n1 + 2 + 0.5 = 3.5\n\nFINAL SCORE: 3.5", "there only"),
+    ("shaberi_elyza", FINAL_5, real.shaberi_elyza, "4", "there only"),
+    ("shaberi rakuda", FINAL_10, shaberi_rakuda, "有用性: 7/10\n日本語能力: 8/10\n\nFINAL SCORE: 7", "agree"),
+    # a reply cut off before its final score: the per-aspect ratings averaged there
+    ("shaberi rakuda", FINAL_10, shaberi_rakuda, "有用性: 8/10\n関連性: 6/10\n日本語能力: 7/10\n\n総合評価:\n全体として", "there only"),
 ]
 
 
