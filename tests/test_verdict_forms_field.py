@@ -1150,9 +1150,10 @@ CASES = [
     # Self-Taught Evaluator: MT-Bench's pairwise system prompt without the tie, parse_judgement
     ("self-taught evaluator", PAIR_AB, self_taught,
      "Assistant A answers the question directly; Assistant B drifts off topic.\n\n[[A]]", "agree"),
+    # the prompt's format echoed first: both labels in the reply, none there; the last here (the example listed)
     ("self-taught evaluator", PAIR_AB, self_taught,
      'Following the required format ("[[A]]" if assistant A is better, "[[B]]" if assistant B is better): '
-     "Assistant B is more accurate.\n\n[[B]]", "two"),
+     "Assistant B is more accurate.\n\n[[B]]", "here only"),
     # FairEval: "Evaluation evidence: ...\nScore of the Assistant 1: <score>\nScore of the Assistant 2: <score>"
     ("faireval", FAIREVAL, faireval,
      "Evaluation evidence: Assistant 2 is more detailed.\nScore of the Assistant 1: 7\nScore of the Assistant 2: 9",
@@ -1202,7 +1203,7 @@ def test_declared_form_reads_as_the_pipeline_does(pipeline, form, parse, reply, 
     if relation == "agree":
         assert (d.value if d.ok else None) == theirs and not getattr(d, "others", ()), (d, theirs)
     elif relation == "two":
-        assert d.ok and d.others and (theirs is None or theirs in (*d.others, d.value)), (d, theirs)
+        assert d.ok and d.others and theirs in (*d.others, d.value), (d, theirs)
     elif relation == "here only":
         assert d.ok and theirs is None, (d, theirs)
     else:
