@@ -274,7 +274,8 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
         if joiner is not None else []
     for i, t in enumerate(texts):
         if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i]):
-            flags[i] = content_free_reason(t, keys, question) is not None
+            # the JSON-document rule is left to _flag_documents, which reads every unflagged text
+            flags[i] = content_free_reason(t, keys, question, as_json=False) is not None
 
 
 def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:

@@ -361,12 +361,15 @@ class ScorerJudgeGrader(TemplatedPromptJudgeGrader):
         self._grammar_schema = spec.json_schema(grammar=True)   # llama.cpp ignores min/max: ranges as enums
         self._shows_schema = False   # the seal instruction always lists the fields
         self.binding, self.spec, self.language = binding, spec, language
-        self.reads_fields = binding.reads_completion_fields   # the bound fields are screened (_prepare)
         self.model_name, self.allow_model_override = asked, bool(allow_model_override)
         binding.constants(language)  # the bundle's instructions are compiled now, not at grade time
         if asked != config.model:
             log.info("scorer %s names judge %r; running on %r (allow_model_override)", grader_key,
                      config.model, asked)
+
+    @property
+    def reads_fields(self) -> bool:   # the bound fields are screened (_prepare), not the whole text
+        return self.binding.reads_completion_fields
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the spec's verdict model is a class built per spec (it cannot pickle): rebuild the grader
