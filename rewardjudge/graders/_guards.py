@@ -11,6 +11,7 @@ import re
 from typing import Any, Iterable
 
 from ..readouts._text import free_joiner, letters
+from ._notation import NOTATION_MAX, notation_strings
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
 MASTER_KEYS: frozenset[str] = frozenset({
@@ -32,6 +33,8 @@ MASTER_KEYS: frozenset[str] = frozenset({
     # hunt 20: reasoning announced, in English and in the languages of the keys above
     "thought", "thoughts", "thinking", "thinking process", "reasoning process", "chain of thought",
     "break this down", "break it down",
+    # hunt 21: the keys in the plural
+    "answers", "final answers", "solutions", "responses", "explanations",
     "जवाब", "समाधान", "चरण दर चरण", "आइए चरण दर चरण सोचते हैं", "चरण दर चरण सोचते हैं", "الجواب", "جواب", "پاسخ", "خطوة بخطوة",
     "لنفكر خطوة بخطوة", "шаг за шагом", "давайте подумаем шаг за шагом", "давайте решим шаг за шагом",
     "давайте решим эту задачу шаг за шагом", "문제를 단계별로 풀어봅시다",
@@ -52,6 +55,7 @@ _FILLER = frozenset({
     "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
     "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
     "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
+    "correct", "right", "therefore", "thus", "hence", "to", "in", "conclusion", "your",   # hunt 21
 })
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
@@ -60,6 +64,20 @@ _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\
 
 # Markdown that is no answer by itself: a code fence and its language
 _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+# Markup of other languages that shows no text (hunt 21): a terminal's escape sequences (``\x1b[1m``, an
+# OSC title), an org-mode block line and keyword (``#+BEGIN_SRC python``), an XML declaration or processing
+# instruction, a document type and CDATA's brackets (``<?xml version="1.0"?>``, ``<![CDATA[]]>``)
+_TERMINAL = re.compile(r"\x1b(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ORG = re.compile(r"(?im)^[ \t]*#\+(?:(?:begin|end)_\w{1,32}[^\n]*|\w{1,32}:)")
+_DECLARATION = re.compile(r"<\?[^<>]{0,256}\?>|<!doctype[^<>]{0,256}>|<!\[cdata\[|\]\]>", re.I)
+# A list item with nothing after its marker (``1.``, ``b)``, ``iv.``, ``- [ ]``): markup where two or more stand
+_EMPTY_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[A-Za-z][.)]|[ivxIVX]{1,6}[.)])[ \t]*(?:\[[ xX]?\][ \t]*)?$")
+_items = _EMPTY_ITEM.search
+# RTF's control words and the tables a document opens with (font names): in a text that opens as RTF
+_RTF = re.compile(r"\{\\(?:\*\\)?(?:fonttbl|colortbl|stylesheet|info|generator)(?:[^{}]|\{[^{}]*\}){0,4096}\}"
+                  r"|\\[a-z]{1,32}-?\d{0,10} ?")
+# BBCode's tags (``[b]``, ``[/b]``, ``[url=...]``): markup where their name both opens and closes, as ``_TAG``
+_BRACKET_TAG = re.compile(r"\[(/?)([A-Za-z][\w*]{0,31})(?:=[^\[\]\n]{0,256})?\]")
 # A tag; the tags of a name both opened and closed in the text are markup too (``<think></think>``
 # alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer,
 # but where some tag pairs, a self-closed or void one is markup too (``<p></p><br/><hr>``)
@@ -81,9 +99,12 @@ _LATEX_COMMANDS = (
     "left", "right", "big", "bigl", "bigr", "Big", "Bigl", "Bigr", "bigg", "biggl", "biggr", "Bigg", "Biggl", "Biggr",
     "newline", "linebreak", "noindent", "par", "hfill", "vfill", "medskip", "smallskip", "bigskip", "centering",
     "large", "Large", "LARGE", "huge", "Huge", "small", "footnotesize", "normalsize", "tiny", "bfseries", "itshape",
-    "rmfamily", "ttfamily", "sffamily")
-#: a backslash before a letter that may start a command (the pattern tried only where one stands)
-_LATEX_HINT = re.compile(r"\\[BHLb-fhilmnpqrstuv]")
+    "rmfamily", "ttfamily", "sffamily",
+    # hunt 21: a document's structure (``\\section*{Solution}`` shows ``Solution``)
+    "section", "subsection", "subsubsection", "paragraph", "subparagraph", "chapter", "part", "item",
+    "maketitle", "tableofcontents")
+#: a backslash before a letter (a command may start there: the pattern tried only where one stands)
+_LATEX_HINT = re.compile(r"\\[A-Za-z]")
 #: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
 #: ``_LOOKALIKE_DIGITS`` match: a text holding one is also read with them so (``$$`` alone stays none)
 _LEET_DIGITS = {"$": "5", "@": "4", "!": "1", "\u20ac": "3"}
@@ -104,14 +125,48 @@ def _as_digits(text: str) -> str:
 
 
 def _unmarked(text: str, tags: bool = True) -> str:
-    """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s unless not ``tags``,
-    ``_LATEX_COMMANDS``) set aside as spaces."""
+    """``text`` with its markup (``_MARKUP``, ``_ORG``, ``_LATEX_COMMANDS``; unless not ``tags``, a
+    text's own: two or more ``_EMPTY_ITEM``-s, ``_TERMINAL`` sequences, ``_DECLARATION``-s and paired
+    ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces."""
     if "`" in text or "~" in text:
         text = _MARKUP.sub(" ", text)
+    if "#" in text and "#+" in text:   # a character first: a two-character search costs 100x memchr's
+        text = _ORG.sub(" ", text)
+    if text.lstrip().startswith("{\\rtf"):
+        text = _RTF.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = _latex().sub(" ", text)
-    if not tags or "<" not in text:
+    if not tags:
         return text
+    if "\n" in text:
+        items, n = _EMPTY_ITEM.subn(" ", text)
+        text = items if n >= 2 else text
+    if "\x1b" in text:
+        text = _TERMINAL.sub(" ", text)
+    if "[" in text and "[/" in text:
+        text = _bracket_tags_out(text)
+    declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
+    if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
+        text = _DECLARATION.sub(" ", text)
+    return _paired(text, declared) if "<" in text else text
+
+
+def _bracket_tags_out(text: str) -> str:
+    """``text`` with its ``_BRACKET_TAG``-s of a name both opened and closed in it set aside (one
+    substitution by a pattern of those names: no Python step per tag)."""
+    found: "tuple[set[str], set[str]]" = (set(), set())
+    for slash, name in set(_BRACKET_TAG.findall(text)):
+        found[bool(slash)].add(name.casefold())
+    paired = found[0] & found[1]
+    if not paired:
+        return text
+    names = "|".join(map(re.escape, sorted(paired, key=len, reverse=True)))
+    return re.sub(rf"\[/?(?i:{names})(?:=[^\[\]\n]{{0,256}})?\]", " ", text)
+
+
+def _paired(text: str, declared: bool) -> str:
+    """``text`` with the ``_TAG``-s of a name both opened and closed in it set aside, and where one
+    pairs (or ``declared``) its self-closed and void ones."""
     found: "tuple[set[str], set[str]]" = (set(), set())
     start = 0
     while start < len(text):   # a call per ``_TAG_SPAN`` characters, cut at a "<" (no tag holds one past its start)
@@ -121,8 +176,10 @@ def _unmarked(text: str, tags: bool = True) -> str:
             found[bool(slash)].add(name.casefold())
         start = end
     paired = found[0] & found[1]
-    return _TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired or m.group(2).casefold() in _VOID
-                    else m.group(), text) if paired else text
+    if not paired and not declared:
+        return text
+    return _TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired
+                   or m.group(2).casefold() in _VOID else m.group(), text)
 
 
 #: the longest text quoted in a reason
@@ -142,7 +199,7 @@ def _chars(form: str) -> "list[str]":
 
 def _trie(words: "Iterable[list[str]]") -> str:
     """One pattern matching any of ``words`` (lists of character patterns), the longest where
-    several match; shared prefixes are tried once (a text's every position tries a few
+    several match but where a whole word begins after the shorter; shared prefixes are tried once (a text's every position tries a few
     characters, not every word)."""
     root: dict = {}
     for word in words:
@@ -151,8 +208,12 @@ def _trie(words: "Iterable[list[str]]") -> str:
             node = node.setdefault(c, {})
         node[""] = {}
 
-    def emit(node: dict) -> str:
-        alts = [c + emit(child) for c, child in sorted(node.items()) if c]
+    def emit(node: dict, guard: bool = True) -> str:
+        # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
+        # taken only where no whole word begins at ``c`` (``thoughtsolution``: ``thought`` then ``solution``,
+        # not ``thoughts`` then ``olution``; a word, once taken, is never given back)
+        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + c + emit(child, guard)
+                for c, child in sorted(node.items()) if c]
         body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
         return "" if not alts else body + "?" if "" in node else body
 
@@ -163,8 +224,10 @@ def _trie(words: "Iterable[list[str]]") -> str:
 def _latex() -> "re.Pattern[str]":
     """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
     name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour."""
-    return re.compile(r"\\(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}"
-                      r"|color\s{0,8}\{\w{1,32}\}|" + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z])")
+    # hunt 21: any command given only empty arguments (``$\\frac{}{}$``, ``\\mathbb{}``) shows nothing
+    return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
+                      r"|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}|color\s{0,8}\{\w{1,32}\}|"
+                      + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z]))")
 
 
 def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
@@ -295,7 +358,10 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
 def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
     """Flags (in place) the texts with content that are JSON documents of content-free strings
     (``_json_free``)."""
-    docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)] if '"' in "".join(texts) else []
+    joined = "".join(texts)
+    if not any(c in joined for c in "{[`~") and not ("\n" in joined and (":" in joined or "=" in joined)):
+        return   # no text may be a document (``_document``)
+    docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)]
     for i, free in zip(docs, _json_free([texts[i] for i in docs], keys) if docs else []):
         flags[i] = free
 
@@ -308,7 +374,9 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     if joiner is None:
         return None
     # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
-    unmarked = _unmarked(joiner.join([_unmarked(t) if "<" in t else t for t in texts]), tags=False)
+    unmarked = _unmarked(joiner.join([_unmarked(t) if "<" in t or ("[" in t and "[/" in t) or "\x1b" in t
+                                      or ("\n" in t and _items(t)) else t for t in texts]),
+                         tags=False)
     found = letters(unmarked, keep=joiner)
     if found.count(joiner) != len(texts) - 1:
         return None
@@ -400,12 +468,17 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     return [said[tail] for tail in pieces]
 
 
+#: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML)
+_KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ \t]*[:=](?![:=/])")
+
+
 def _document(text: str) -> bool:
-    """Whether ``text`` may be a JSON document with a string in it, from end to end or fenced."""
-    if '"' not in text:
-        return False
+    """Whether ``text`` may be a data document: bracketed or fenced from end to end, or (up to
+    ``NOTATION_MAX`` characters) lines of which the first opens with a key."""
     ends = text.strip()
-    return ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~")
+    if ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~"):
+        return True
+    return "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None
 
 
 def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
@@ -415,7 +488,9 @@ def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
     bodies = [t.strip() for t in texts]
     bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
-    held = [_strings_of(value) for value in _loaded(bodies)]
+    # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
+    held = [_strings_of(value) if value is not None else notation_strings(body)
+            for value, body in zip(_loaded(bodies), bodies)]
     distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
     if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
         return [False]   # one document's first texts carry content (most do): the rest need no reading
@@ -424,9 +499,10 @@ def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
 
 
 def _strings_of(value: Any) -> "tuple[list[str], bool] | None":
-    """The strings of a JSON document read (``value``), and whether a value stands among them (a
-    number or a bool: the answer where no string stands beside it); None where it is no object or
-    array. Iterative."""
+    """The strings of a JSON document read (``value``), a null or an empty object or array as "" (no
+    answer, as an empty string: ``{"answer": null, "score": 10}``), and whether a value stands among
+    them (a number or a bool: the answer where no string stands beside it); None where it is no object
+    or array. Iterative."""
     if not isinstance(value, (dict, list)):
         return None
     strings: "list[str]" = []
@@ -435,6 +511,8 @@ def _strings_of(value: Any) -> "tuple[list[str], bool] | None":
         node = stack.pop()
         if isinstance(node, str):
             strings.append(node)
+        elif node is None or (isinstance(node, (dict, list)) and not node):
+            strings.append("")
         elif isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):

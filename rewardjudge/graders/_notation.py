@@ -1,0 +1,63 @@
+"""Data written in a notation other than JSON (a Python literal, JSON5, YAML or TOML ``key: value`` /
+``key = value`` lines), read as ``_guards`` reads a JSON document written as a plain answer: its strings
+(and comments) are text, a null or an empty container an empty text, keys no text, numbers and booleans
+a value. ``{'answer': None, 'score': 10}`` or ``answer: ''`` over ``score: 10`` shows a judge no answer as
+``{"answer": "", "score": 10}`` does not. One tokenising pass, linear; a text the notation does not
+cover end to end is no document."""
+
+from __future__ import annotations
+
+import re
+
+#: the longest text read so (a token a Python step: 64 KiB is a few ms); a longer one is read as JSON only
+NOTATION_MAX = 65_536
+
+_STR = r'"(?:[^"\\\n]|\\.)*+"|\'(?:[^\'\\\n]|\\.)*+\''
+_TOKEN = re.compile(rf"""
+   (?P<skip>[\s,;]+)
+  |(?P<comment>(?:\#|//)[^\n]*)
+  |(?P<key>(?:{_STR}|[^\W\d][\w$.\- ]{{0,63}}?)[ \t]*[:=](?![:=/]))
+  |(?P<text>{_STR})
+  |(?P<blank>(?:null|None|nil|undefined|~)(?![\w$])|\{{\s*\}}|\[\s*\]|\(\s*\))
+  |(?P<value>(?:true|false|True|False|NaN|nan|[-+]?(?:Infinity|inf))(?![\w$])
+     |[-+]?(?:0[xX][0-9a-fA-F_]+|(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w$]))
+  |(?P<open>[\[{{(])
+  |(?P<close>[\]}})])
+""", re.X)
+
+
+def notation_strings(text: str) -> "tuple[list[str], bool] | None":
+    """The texts of ``text`` read as data (strings and comments as written, a key with no value, a null
+    or an empty container as ""), and whether a number or a boolean stands among its values; None where
+    it is no data document: a token the notation does not hold, or neither bracketed nor two keys."""
+    if len(text) > NOTATION_MAX:
+        return None
+    strings: "list[str]" = []
+    other = pending = False
+    kinds: "list[str]" = []
+    pos = keys = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos:
+            return None
+        pos, kind = m.end(), m.lastgroup
+        if kind == "skip":
+            continue
+        kinds.append(kind)
+        if kind in ("key", "close") and pending:
+            strings.append("")   # a key with no value: an empty text
+        if kind == "key":
+            keys += 1
+        elif kind == "comment":
+            strings.append(m.group()[1 if m.group()[0] == "#" else 2:])
+        elif kind == "text":
+            strings.append(m.group()[1:-1])
+        elif kind == "blank":
+            strings.append("")
+        elif kind == "value":
+            other = True
+        pending = kind == "key"
+    if pos != len(text) or not kinds:
+        return None
+    if pending:
+        strings.append("")
+    return (strings, other) if keys >= 2 or (kinds[0] == "open" and kinds[-1] == "close") else None
