@@ -133,3 +133,16 @@ async def test_a_field_in_such_a_disguise_is_penalized(field):
     hostile, benign = await grader.grade_batch([sample(field), sample("[b]Paris[/b]")])
     assert hostile.status == "penalized" and "content-free" in hostile.error, hostile
     assert benign.status == "scored" and len(judge.calls) == 1
+
+
+# -- 6. the corpus
+NEW_FAMILIES = ("markup_other_languages", "notation_empty_answer", "yaml_empty_answer", "master_keys_in_a_row",
+                "empty_list_items")
+
+
+@pytest.mark.parametrize("name", NEW_FAMILIES)
+def test_the_new_content_free_families_are_penalized_before_a_judge_call(name):
+    from rewardjudge import attacks
+
+    text = next(a.text for a in attacks.ATTACKS if a.name == name)
+    assert content_free_reason(text) is not None

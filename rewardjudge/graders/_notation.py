@@ -36,8 +36,9 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
     other = pending = False
     kinds: "list[str]" = []
     pos = keys = 0
-    for m in _TOKEN.finditer(text):
-        if m.start() != pos:
+    while pos < len(text):   # token by token from the start: the first that is none ends the reading
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
             return None
         pos, kind = m.end(), m.lastgroup
         if kind == "skip":
@@ -56,7 +57,7 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
         elif kind == "value":
             other = True
         pending = kind == "key"
-    if pos != len(text) or not kinds:
+    if not kinds:
         return None
     if pending:
         strings.append("")
