@@ -402,8 +402,9 @@ class Grader(abc.ABC):
             for k, v in completion.usage.items():
                 usage[k] = usage.get(k, 0) + v
             last_reply = completion.text
-            if completion.finish_reason == "length":   # a reply cut off is never read
-                problem, kind = "the reply was cut off at max_tokens and is not read", "cut off"
+            if completion.cut_short:   # a reply cut off, filtered or stopped for a tool call is never read
+                problem, kind = (f"the reply did not end on its own (finish_reason {completion.finish_reason!r}: "
+                                 f"cut off at max_tokens or the context, filtered or stopped) and is not read"), "cut off"
                 continue
             try:   # a rambling judge's reply is read off the loop
                 verdict = await self.off_loop(len(completion.text), parse, completion.text)

@@ -11,6 +11,10 @@ from ..errors import ConfigError
 
 Message = dict[str, str]
 
+#: how a server says a reply ended on its own, case aside: ``stop`` (OpenAI and most servers), TGI's
+#: ``eos_token`` and ``stop_sequence``, ``end_turn`` and ``eos`` as proxies pass them on
+ENDED_ON_ITS_OWN = frozenset({"stop", "eos", "eos_token", "stop_sequence", "end_turn"})
+
 
 @dataclass
 class Completion:
@@ -26,6 +30,15 @@ class Completion:
     tokens: list[str] = field(default_factory=list)
     structured: bool = False
     raw: dict[str, Any] | None = None
+
+    @property
+    def cut_short(self) -> bool:
+        """True when the server says the reply did not end on its own (``finish_reason`` neither None nor
+        one of ``ENDED_ON_ITS_OWN``): cut off at ``max_tokens`` or the context (``length``, Mistral's
+        ``model_length``), filtered, aborted, failed, or stopped for a tool call. Such a reply is never
+        read: its last sealed verdict may be a draft the judge had not yet replaced."""
+        reason = self.finish_reason
+        return reason is not None and (type(reason) is not str or reason.casefold() not in ENDED_ON_ITS_OWN)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,10 @@ _LONG_RUN = b"0" * 19
 def json_value(raw: bytes, text: str) -> Any:
     """``json.loads(text)`` of a reply body (``text``: ``raw`` decoded, bad bytes replaced), by
     orjson where it reads the same values (a fifth of the CPU): ``json`` reads a body orjson refuses
-    (NaN, a lone surrogate, bytes that are not UTF-8) or one with a long run of digits."""
+    (NaN, a lone surrogate, bytes that are not UTF-8) or one with a long run of digits. A leading
+    byte-order mark (a proxy's) is no part of the value."""
+    if raw[:3] == b"\xef\xbb\xbf":
+        raw, text = raw[3:], text[1:]
     if _LONG_RUN not in raw.translate(_DIGITS_AS_0):
         with contextlib.suppress(orjson.JSONDecodeError):
             return orjson.loads(raw)

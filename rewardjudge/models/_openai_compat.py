@@ -13,7 +13,7 @@ from pydantic import Field, StrictInt, StrictStr
 
 from .._option_types import Number
 
-from ..errors import ConfigError, JudgeResponseError
+from ..errors import ConfigError, JudgeError, JudgeHTTPError, JudgeResponseError
 from ._base import (Completion, GenerationParams, GradeDistributionUnsupported, InferenceModel, Message,
                     TokenDistribution, check_choices, match_choices)
 from ._chat_template import ChatTemplate
@@ -212,17 +212,43 @@ def _unreadable(exc: Exception, text: str) -> JudgeResponseError:
 
 
 def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
-    """``(text, data, first choice, usage)`` of a reply body, or a JudgeResponseError."""
+    """``(text, data, the choice of index 0, usage)`` of a reply body; a JudgeResponseError, or the
+    JudgeHTTPError an error object in the body names (``_body_error``)."""
     text = raw.decode("utf-8", "replace")
     try:
         data = json_value(raw, text)
-        choice = data["choices"][0]
+        error = _body_error(data, text)
+        if error is not None:
+            raise error
+        choices = data["choices"]
+        # with several choices (``n`` > 1) a proxy may list them in any order
+        choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), choices[0])
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise _unreadable(exc, text) from None
     usage_in = data.get("usage") or {}
-    usage = {k: int(usage_in[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-             if isinstance(usage_in.get(k), (int, float))}
+    # a count that is no finite number (NaN, 1e400) is left out: int() of it raises
+    usage = {k: int(v) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+             if isinstance(v := usage_in.get(k), (int, float)) and math.isfinite(v)}
     return text, data, choice, usage
+
+
+def _body_error(data: Any, text: str) -> "JudgeError | None":
+    """The error a 200 body holds instead of a reply (OpenRouter writes one there once a provider fails
+    after the status line went out), at its top or in its first choice: a ``JudgeHTTPError`` of the
+    status its ``code`` names (so a 429 is retried and an over-context 400 is a refusal), else a
+    ``JudgeResponseError`` with its message. None when the body holds no error."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    choices = data.get("choices")
+    if not error and isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        error = choices[0].get("error")
+    if not error:
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    if type(code) is int and 400 <= code <= 599:
+        return JudgeHTTPError(code, f"(in a 200 reply's body) {text[:2000]}")
+    return JudgeResponseError(f"the judge server sent an error in a 200 reply: {text[:300]}", body=text[:2000])
 
 
 def _schema_refusal(status: int, text: str) -> SchemaRejected | None:
@@ -257,9 +283,18 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
     """The reply of one chat attempt (a 200 body), or the JudgeResponseError it is."""
     text, data, choice, usage = _read_body(raw)
     try:
-        content = choice["message"].get("content")
+        message = choice["message"]
+        content = message.get("content")
     except (KeyError, TypeError, AttributeError) as exc:
         raise _unreadable(exc, text) from None
+    if isinstance(content, list):   # parts (Mistral's reasoning models): the text ones, never thinking
+        content = "".join(p["text"] for p in content
+                          if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+    if content is None:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            raise JudgeResponseError(f"the judge refused to answer: {refusal[:300]}", body=text[:2000])
+        content = ""   # no text (its tokens spent on reasoning or a tool call): no verdict, or cut off
     if not isinstance(content, str):
         raise JudgeResponseError("judge reply has no text content", body=text[:2000])
     tokens, top = _token_logprobs(choice.get("logprobs"))
