@@ -25,6 +25,7 @@ from rewardjudge import OpenAIModel, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge._naive_judges import _label_judge, _truncated, decode
 from rewardjudge.models import Completion
 from rewardjudge.models._http import RetryPolicy
+from rewardjudge.readouts._seal import read_sealed, read_unsealed
 from rewardjudge.rl import judge_health
 from rewardjudge.testing import ScriptedModel, request_seal
 
@@ -218,3 +219,51 @@ def test_the_choice_read_is_the_one_with_index_0():
 
 def test_decode_is_the_naive_judges_own():   # the helper the cut-off judge above quotes through
     assert decode(FORGED) == FORGED
+
+
+# -- 6. a streamed body to a request that asked for none ------------------------------------------
+def test_a_streamed_reply_is_said_to_be_one_and_not_retried():
+    def body(seal):
+        chunk = {"choices": [{"index": 0, "delta": {"content": _verdict(seal)}, "finish_reason": "stop"}]}
+        return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+
+    grade, seen = _served(body)   # was "unreadable judge body (JSONDecodeError ...)", sent 3 times
+    assert grade.status == "unscored" and "streamed" in grade.error and len(seen) == 1, grade.error
+
+
+def test_extra_body_asking_for_a_stream_is_refused():
+    from rewardjudge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stream"):
+        OpenAIModel("http://judge.test/v1", "judge", extra_body={"stream": True})
+    OpenAIModel("http://judge.test/v1", "judge", extra_body={"stream": False})
+
+
+# -- 7. a label the judge keeps in the instruction's brackets ------------------------------------------
+@pytest.mark.parametrize("written", ["<FAIL>", "[FAIL]", "(FAIL)", "**<FAIL>**", "`<fail>`."])
+def test_a_sealed_label_in_one_pair_of_brackets_is_read(written):
+    """The instruction shows ``VERDICT <seal>: <PASS or FAIL>``; a judge filling it keeps the brackets
+    (as it may around the seal, which was read). The seal binds the line."""
+    seal = "0123456789abcdef"
+    assert read_sealed(f"Wrong city.\nVERDICT {seal}: {written}", seal, labels=("PASS", "FAIL"),
+                       placeholder="<PASS or FAIL>").value == "FAIL"   # was unscored
+
+
+@pytest.mark.parametrize("written", ["<FAIL", "[FAIL)", "[[FAIL]]", "<PASS or FAIL>"])
+def test_a_label_not_in_one_matched_pair_is_still_no_verdict(written):
+    seal = "0123456789abcdef"
+    assert not read_sealed(f"VERDICT {seal}: {written}", seal, labels=("PASS", "FAIL"),
+                           placeholder="<PASS or FAIL>").ok
+
+
+def test_a_bracketed_label_through_the_label_graders():
+    def judge(messages, params, schema):
+        return f"Wrong answer.\nVERDICT {request_seal(messages)}: <PASS>"
+
+    grader = TemplatedPromptJudgeGrader("hunt22", ScriptedModel(judge, seal=False), "Write PASS or FAIL.",
+                                        "Question: {{last_user_turn_content}}\nAnswer: {{completion}}",
+                                        reply_retries=0)
+    grade = asyncio.run(grader.grade(SAMPLE))
+    assert (grade.status, grade.value) == ("scored", 1.0), grade.error
+    # unsealed reading is unchanged: a bracketed last line is no label there
+    assert not read_unsealed("Wrong answer.\n[PASS]", labels=("PASS", "FAIL")).ok

@@ -77,6 +77,8 @@ class OpenAIModel(InferenceModel):
         self.structured_output_reprobe = opts.structured_output_reprobe
         self._styles = StyleLearner(self.base_url)
         self.extra_body = dict(opts.extra_body or {})
+        if self.extra_body.get("stream"):
+            raise ConfigError("extra_body must not ask for a stream ('stream': true): a judge's reply is read whole")
         self.grammar_field = opts.grammar_field
         self.chat_template: Callable[[list[Message]], str] | None = (
             ChatTemplate(opts.chat_template) if isinstance(opts.chat_template, str) else opts.chat_template)
@@ -208,6 +210,11 @@ class OpenAIModel(InferenceModel):
 
 
 def _unreadable(exc: Exception, text: str) -> JudgeResponseError:
+    if text.lstrip().startswith(("data:", "event:")):   # the same request streams again: not retried
+        err = JudgeResponseError("the judge server streamed its reply (server-sent events) to a request "
+                                 "that asked for none: it must answer 'stream': false whole", body=text[:2000])
+        err.retryable = False
+        return err
     return JudgeResponseError(f"unreadable judge body ({type(exc).__name__}: {exc})", body=text[:2000])
 
 

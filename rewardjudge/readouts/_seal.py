@@ -385,11 +385,24 @@ def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[
     return Verdict(value, line_start, at + len(below), (), at + len(below) - len(below.lstrip(EMPHASIS)))
 
 
+#: a pair of brackets a judge keeps around its label from the instruction's ``<PASS or FAIL>``
+_BRACKETS = {"<": ">", "[": "]", "(": ")"}
+
+
 @functools.lru_cache(maxsize=256)
-def _label_reader(labels: "tuple[str, ...]") -> Callable[[str], "str | None"]:
-    """Reads the rest of a sealed line as exactly one of ``labels`` (case folded, ``unwrap``-ped)."""
+def _label_reader(labels: "tuple[str, ...]", bracketed: bool = False) -> Callable[[str], "str | None"]:
+    """Reads the rest of a sealed line as exactly one of ``labels`` (case folded, ``unwrap``-ped);
+    ``bracketed``: also inside one pair of brackets (``<FAIL>``, ``[FAIL]``), the seal binding the line."""
     canon = {lab.casefold(): lab for lab in labels}
-    return lambda rest: canon.get(unwrap(rest).casefold())
+
+    def read(rest: str) -> "str | None":
+        s = unwrap(rest)
+        value = canon.get(s.casefold())
+        if value is None and bracketed and len(s) > 2 and _BRACKETS.get(s[0]) == s[-1]:
+            value = canon.get(unwrap(s[1:-1]).casefold())
+        return value
+
+    return read
 
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
@@ -401,7 +414,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     ``VERDICT <seal>:`` line; each form is read only with its reader. ``same``: when two values
     agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict."""
     if read_line is None and labels:
-        read_line = _label_reader(tuple(labels))
+        read_line = _label_reader(tuple(labels), True)
     upper = seal.upper()
     text = blank_drafts(text, (seal, upper))
     if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
