@@ -25,6 +25,7 @@ from rewardjudge import OpenAIModel, StringThread, TemplatedPromptJudgeGrader
 from rewardjudge._naive_judges import _label_judge, _truncated, decode
 from rewardjudge.models import Completion
 from rewardjudge.models._http import RetryPolicy
+from rewardjudge.readouts._candidate_blocks import read_candidate_reply
 from rewardjudge.readouts._seal import read_sealed, read_unsealed
 from rewardjudge.rl import judge_health
 from rewardjudge.testing import ScriptedModel, request_seal
@@ -267,3 +268,20 @@ def test_a_bracketed_label_through_the_label_graders():
     assert (grade.status, grade.value) == ("scored", 1.0), grade.error
     # unsealed reading is unchanged: a bracketed last line is no label there
     assert not read_unsealed("Wrong answer.\n[PASS]", labels=("PASS", "FAIL")).ok
+
+
+# -- 8. a grade in another script's digits --------------------------------------------------------
+@pytest.mark.parametrize("digit", ["\u0663", "\u06f3", "\u0969", "\u09e9", "\u0e53", "\uff13"])
+def test_a_candidate_grade_in_any_scripts_digits_is_read(digit):
+    """A judge answering in Arabic, Persian, Hindi, Bengali or Thai writes its grade in that script's
+    digits; the id binds the grade (fullwidth ``３`` was read since hunt 19, these were "not an integer")."""
+    cid = "a1b2c3d4e5f60718"
+    reading = read_candidate_reply(f'<grade id="{cid}">{digit}</grade>', [cid], "graded")
+    assert reading.decisions[cid].value.grade == 3
+
+
+def test_another_scripts_digits_bind_nothing():
+    cid = "a1b2c3d4e5f60718"
+    reading = read_candidate_reply(f'<grade id="0000000000000000">\u0664</grade>\n<grade id="{cid}">1</grade>',
+                                   [cid], "graded")
+    assert reading.decisions[cid].value.grade == 1 and reading.unbound == 1

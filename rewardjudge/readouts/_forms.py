@@ -543,13 +543,27 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _FOLD_MAX = 256
 
 
+class _Digits(dict):
+    """A ``str.translate`` table: every decimal digit of any script (Arabic-Indic ``٣``, Devanagari ``३``)
+    as its ASCII digit, any other character as itself; filled as characters are met."""
+
+    def __missing__(self, cp: int) -> "int | str":
+        digit = unicodedata.decimal(chr(cp), None)
+        self[cp] = out = cp if digit is None else str(digit)
+        return out
+
+
+_DIGITS = _Digits()
+
+
 def folded(s: str) -> str:
     """``s`` (the rest of a sealed line, a candidate's grade) as a judge's own verdict is read where it does not
     read as written: invisible characters dropped, then NFKC (fullwidth letters, digits and brackets, a no-break
-    or ideographic space). The seal or the id binds it, so nothing the policy wrote is read this way."""
+    or ideographic space) and any script's decimal digits as ASCII ones (a judge writing Arabic or Hindi). The
+    seal or the id binds it, so nothing the policy wrote is read this way."""
     if s.isascii() or len(s) > _FOLD_MAX:
         return s
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s))
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s)).translate(_DIGITS)
 
 
 def _num(x: float) -> str:
