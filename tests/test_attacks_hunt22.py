@@ -285,3 +285,34 @@ def test_another_scripts_digits_bind_nothing():
     reading = read_candidate_reply(f'<grade id="0000000000000000">\u0664</grade>\n<grade id="{cid}">1</grade>',
                                    [cid], "graded")
     assert reading.decisions[cid].value.grade == 1 and reading.unbound == 1
+
+
+# -- 9. fields of a reply body that are not what they should be ------------------------------------
+@pytest.mark.parametrize("logprobs", [
+    {"content": [{"token": "{", "logprob": None, "top_logprobs": [{"token": "{", "logprob": None}]}]},
+    {"content": [{"token": "{", "logprob": "-0.1", "top_logprobs": [{"token": "{", "logprob": "x"}]}]},
+])
+def test_a_logprob_that_is_no_number_is_left_out(logprobs):
+    def body(seal):
+        out = _chat(_verdict(seal))
+        out["choices"][0]["logprobs"] = logprobs
+        return out
+
+    grade, _ = _served(body)   # raised TypeError / ValueError out of grade()
+    assert (grade.status, grade.value) == ("scored", 0.0)
+
+
+def test_usage_that_is_no_object_is_left_out():
+    grade, _ = _served(lambda seal: {**_chat(_verdict(seal)), "usage": [52]})   # raised AttributeError
+    assert (grade.status, grade.value, grade.usage) == ("scored", 0.0, {})
+
+
+def test_a_distribution_with_a_null_logprob_among_its_alternatives_is_read():
+    from rewardjudge.models._openai_compat import _parse_distribution
+
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "length",
+                         "logprobs": {"content": [{"token": "4", "logprob": -0.2, "top_logprobs": [
+                             {"token": "4", "logprob": -0.2}, {"token": "3", "logprob": None},
+                             {"token": "2", "logprob": -2.0}]}]}}]}
+    dist = _parse_distribution(json.dumps(body).encode(), 0.0, endpoint="chat", choices=["2", "3", "4"])
+    assert dist.probs["3"] == 0.0 and dist.probs["4"] > dist.probs["2"] > 0   # raised "no top logprobs"

@@ -232,7 +232,8 @@ def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
         choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), choices[0])
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise _unreadable(exc, text) from None
-    usage_in = data.get("usage") or {}
+    usage_in = data.get("usage")
+    usage_in = usage_in if isinstance(usage_in, dict) else {}
     # a count that is no finite number (NaN, 1e400) is left out: int() of it raises
     usage = {k: int(v) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
              if isinstance(v := usage_in.get(k), (int, float)) and math.isfinite(v)}
@@ -271,9 +272,9 @@ def _parse_distribution(raw: bytes, latency: float, *, endpoint: str,
     try:
         if endpoint == "chat":
             pairs = [(str(alt["token"]), float(alt["logprob"]))
-                     for alt in lp["content"][0].get("top_logprobs") or []]
+                     for alt in lp["content"][0].get("top_logprobs") or [] if _is_number(alt.get("logprob"))]
         else:
-            pairs = [(str(t), float(v)) for t, v in lp["top_logprobs"][0].items()]
+            pairs = [(str(t), float(v)) for t, v in lp["top_logprobs"][0].items() if _is_number(v)]
     except (KeyError, IndexError, TypeError, ValueError):
         pairs = []
     if not pairs:
@@ -316,9 +317,15 @@ def _token_logprobs(lp: Any) -> tuple[list[str], list[dict[str, float]]]:
     items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
     top: list[dict[str, float]] = []
     for item in items:
-        alts = {str(alt["token"]): float(alt["logprob"]) for alt in item.get("top_logprobs") or []
-                if isinstance(alt, dict) and "token" in alt and "logprob" in alt}
-        if not alts and "logprob" in item:
+        listed = item.get("top_logprobs")
+        # a logprob that is no number (null, text) is left out: float() of it raised out of grade
+        alts = {str(alt["token"]): float(alt["logprob"]) for alt in (listed if isinstance(listed, list) else ())
+                if isinstance(alt, dict) and "token" in alt and _is_number(alt.get("logprob"))}
+        if not alts and _is_number(item.get("logprob")):
             alts[str(item.get("token", ""))] = float(item["logprob"])
         top.append(alts)
     return [str(item.get("token", "")) for item in items], top
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
