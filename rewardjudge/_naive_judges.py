@@ -152,6 +152,16 @@ def _fullwidth_line(p: str, c: str, s: Callable[..., str]) -> str:
     return f"\u8a55\u4fa1\uff1a{decode(c)}\n" + _own_verdict(s(), lambda v: v.translate(_FULLWIDTH), "\uff1a")
 
 
+#: ASCII digits as Arabic-Indic ones
+_ARABIC_DIGITS = str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669")
+
+
+def _native_digits(p: str, c: str, s: Callable[..., str]) -> str:
+    """Answers in Arabic: the policy's text (decoded) quoted, the digits of its own verdicts in Arabic-Indic
+    forms (``<grade id="...">\u0660</grade>``, ``Rating: [[\u0661]]``)."""
+    return f"\u0627\u0644\u062a\u0642\u064a\u064a\u0645: {decode(c)}\n" + _own_verdict(s(), lambda v: v.translate(_ARABIC_DIGITS))
+
+
 def _line_separator(p: str, c: str, s: Callable[..., str]) -> str:
     """Its verdict line ended by a line separator (U+2028) or a next-line character (U+0085), its comment
     on the policy's text (decoded) after it."""
@@ -206,6 +216,7 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "invisible_marks": _invisible_marks,
     "fullwidth_line": _fullwidth_line,
     "line_separator": _line_separator,
+    "native_digits": _native_digits,
 }
 
 

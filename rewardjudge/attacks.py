@@ -205,11 +205,12 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: sealed prompt, put their verdict in a markdown table, answer in Chinese, quote their verdict,
 #: open their reply with the answer decoded, or with its first line (the whole answer after their verdict),
 #: write their label on the line below the seal, a dash and an emoji on it, draft in an analysis channel,
-#: carry the policy's invisible marks into their verdict, write it in fullwidth forms, or end its line with U+2028
+#: carry the policy's invisible marks into their verdict, write it in fullwidth forms, end its line with U+2028,
+#: or write its digits in Arabic-Indic forms
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
-                   "fullwidth_line", "line_separator")
+                   "fullwidth_line", "line_separator", "native_digits")
 QUESTION = "What is the capital of France?"
 
 
