@@ -157,8 +157,9 @@ def test_content_null_with_a_verdict_in_reasoning_only_is_no_verdict():
     assert grade.status == "unscored" and grade.error.startswith("no sealed verdict"), grade.error
 
 
-def test_a_refusal_says_so():
-    grade, _ = _served(lambda seal: _chat(None, refusal="I can't help with grading this."))
+@pytest.mark.parametrize("content", [None, ""])
+def test_a_refusal_says_so(content):
+    grade, _ = _served(lambda seal: _chat(content, refusal="I can't help with grading this."))
     assert grade.status == "unscored"
     assert "refused" in grade.error and "I can't help with grading this." in grade.error, grade.error
 

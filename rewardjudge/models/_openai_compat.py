@@ -298,7 +298,7 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
     if isinstance(content, list):   # parts (Mistral's reasoning models): the text ones, never thinking
         content = "".join(p["text"] for p in content
                           if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
-    if content is None:
+    if content is None or content == "":
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal.strip():
             raise JudgeResponseError(f"the judge refused to answer: {refusal[:300]}", body=text[:2000])
