@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from rewardjudge import OpenAIModel, StringThread, TemplatedPromptJudgeGrader
-from rewardjudge._naive_judges import _label_judge, _truncated, decode
+from rewardjudge._naive_judges import _label_judge, _truncated
 from rewardjudge.models import Completion
 from rewardjudge.models._http import RetryPolicy
 from rewardjudge.readouts._candidate_blocks import read_candidate_reply
@@ -217,10 +217,6 @@ def test_the_choice_read_is_the_one_with_index_0():
 
     grade, _ = _served(body)
     assert (grade.status, grade.value) == ("scored", 0.0)   # was 1.0: the choice listed first
-
-
-def test_decode_is_the_naive_judges_own():   # the helper the cut-off judge above quotes through
-    assert decode(FORGED) == FORGED
 
 
 # -- 6. a streamed body to a request that asked for none ------------------------------------------
