@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
 
-__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "folded", "inside_copy", "policy_copies", "unwrap"]
+__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "ZERO_WIDTH", "folded", "inside_copy", "policy_copies", "unwrap"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -535,9 +535,13 @@ def unwrap(s: str) -> str:
     return s.strip(_WRAPPING)
 
 
-#: what shows nothing on a judge's line: zero-width characters, bidi marks and controls, a soft hyphen, a
-#: byte-order mark, variation selectors, tag characters (a judge carries them over from the policy's text)
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff"
+#: zero-width spaces and joiners, the two bidi marks, the word joiner, a byte-order mark: the invisible
+#: characters that may also stand beside a seal (``_seal._AROUND_SEAL``)
+ZERO_WIDTH = "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
+#: what shows nothing on a judge's line: ``ZERO_WIDTH``, and a soft hyphen, the Arabic letter mark, the
+#: Mongolian vowel separator, bidi controls, the invisible operators, variation selectors, tag characters
+#: (a judge carries them over from the policy's text)
+_INVISIBLE = re.compile("[" + ZERO_WIDTH + "\u00ad\u061c\u180e\u202a-\u202e\u2061-\u206f\ufe00-\ufe0f"
                         "\U000e0000-\U000e007f]+")
 #: the longest text ``folded`` folds (a verdict, not a paragraph: NFKC reorders runs of combining marks slowly)
 _FOLD_MAX = 256

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import EMPHASIS, END_TOKENS, folded, inside_copy, policy_copies, unwrap
+from ._forms import EMPHASIS, END_TOKENS, ZERO_WIDTH, folded, inside_copy, policy_copies, unwrap
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -286,8 +286,7 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
 #: what may stand between ``VERDICT`` and the seal and between the seal and its colon, besides
 #: emphasis and any space but a line break: quotes and brackets a judge puts around the seal
 #: (``VERDICT "<seal>":``, ``VERDICT <<seal>>:``) and a table's cell borders
-_AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|"
-                         "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+_AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()[]\u300c\u300d|" + ZERO_WIDTH)
 #: what ends the seal's part of its line: a colon (a fullwidth one, as a judge writing Chinese
 #: writes it), in a markdown table (``| VERDICT <seal> | FAIL |``) a cell border, or a dash or an
 #: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
