@@ -354,11 +354,10 @@ class VerdictForm:
         if not isinstance(text, str):
             return []
         regex = _compile(self.pattern, self.labels, True)
-        if "of" not in regex.groupindex:
-            return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text, self.pattern))
-                    if (v := self._value(m.group("v"))) is not None]
+        scaled = "of" in regex.groupindex
         return [(m.start(), m.end(), v) for m in regex.finditer(_plain(text, self.pattern))
-                if (v := self._value(m.group("v"))) is not None and (m.group("of") is None or v <= int(m.group("of")))]
+                if (v := self._value(m.group("v"))) is not None
+                and (not scaled or m.group("of") is None or v <= int(m.group("of")))]
 
     def find(self, text: str) -> list[Verdict]:
         """Every occurrence of the form in ``text``, in order."""
