@@ -334,8 +334,6 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
         return None
     rest = text[j + 1:line_end]
     value = _read_rest(rest, read_line)
-    if value is None and not rest.isascii():   # invisible marks, fullwidth forms (``folded``)
-        value = _read_rest(folded(rest), read_line)
     if value is None and not unwrap(folded(rest)):
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
@@ -348,12 +346,14 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
 
 
 def _read_rest(rest: str, read_line: Callable[[str], Any]) -> Any:
-    """The verdict ``rest`` holds, as written or without a ``_LINE_TAIL`` (``FAIL <emoji>``, ``FAIL<|im_end|>``)."""
-    value = read_line(rest)
-    if value is None:
-        tail = _line_tail(rest)
-        value = read_line(rest[:tail]) if tail < len(rest) else None
-    return value
+    """The verdict ``rest`` holds, as written then ``folded``, each also without a ``_LINE_TAIL``."""
+    for s in (rest,) if rest.isascii() else (rest, folded(rest)):
+        value = read_line(s)
+        if value is None and (tail := _line_tail(s)) < len(s):
+            value = read_line(s[:tail])
+        if value is not None:
+            return value
+    return None
 
 
 #: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
