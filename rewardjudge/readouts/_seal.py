@@ -256,8 +256,8 @@ def lone_surrogates_out(text: str) -> str:
     return _SURROGATE_TOKENS.sub(lambda m: m.group() if m.lastindex else "\\ufffd", text)
 
 
-def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | None:
-    """Where the value of ``field`` starts inside the ``verdict`` read from ``reply``: a line's
+def value_offset(reply: str, verdict: Verdict) -> int | None:
+    """Where the value of ``score`` starts inside the ``verdict`` read from ``reply``: a line's
     ``value_at`` (after ``VERDICT <seal>:``, never at an earlier colon of the line, which may
     be the policy's text quoted), else the JSON object's own top-level key (inside a string
     value, after the quote), read key by key. None when not found."""
@@ -272,7 +272,7 @@ def value_offset(reply: str, verdict: Verdict, field: str = "score") -> int | No
             if reply[i] != ":":
                 return None
             i = _WS.match(reply, i + 1).end()
-            if key == field:
+            if key == "score":
                 return i + 1 if reply[i] == '"' else i
             i = _WS.match(reply, _DECODER.raw_decode(reply, i)[1]).end()
             if reply[i] != ",":
