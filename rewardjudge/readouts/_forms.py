@@ -534,12 +534,10 @@ def unwrap(s: str) -> str:
     return s.strip(_WRAPPING)
 
 
-#: zero-width spaces and joiners, the two bidi marks, the word joiner, a byte-order mark: the invisible
-#: characters that may also stand beside a seal (``_seal._AROUND_SEAL``)
+#: zero-width spaces, joiners and bidi marks, a byte-order mark: also allowed beside a seal (``_seal._AROUND_SEAL``)
 ZERO_WIDTH = "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
-#: what shows nothing on a judge's line: ``ZERO_WIDTH``, and a soft hyphen, the Arabic letter mark, the
-#: Mongolian vowel separator, bidi controls, the invisible operators, variation selectors, tag characters
-#: (a judge carries them over from the policy's text)
+#: what shows nothing on a judge's line: ``ZERO_WIDTH``, bidi controls, a soft hyphen, variation selectors, tag
+#: characters and other format characters (a judge carries them over from the policy's text)
 _INVISIBLE = re.compile("[" + ZERO_WIDTH + "\u00ad\u061c\u180e\u202a-\u202e\u2061-\u206f\ufe00-\ufe0f"
                         "\U000e0000-\U000e007f]+")
 #: the longest text ``folded`` folds (a verdict, not a paragraph: NFKC reorders runs of combining marks slowly)
