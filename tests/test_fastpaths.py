@@ -191,6 +191,81 @@ def test_rendered_templates_equal_pybars3_over_generated_templates_and_contexts(
             assert template.render(ctx) == expected, (template.source, ctx)
 
 
+def with_texts(value, rng: random.Random):
+    """``value`` with every non-empty text of exact type ``str`` replaced by another (hostile) one."""
+    if type(value) is str:
+        return value and (gen_text(rng) or "%s") + rng.choice(["", "\x00", "%", "{{x}}", "\x000:0\x00"])
+    if type(value) is dict:
+        return {k: with_texts(v, rng) for k, v in value.items()}
+    if type(value) is list:
+        return [with_texts(v, rng) for v in value]
+    return value
+
+
+def test_renders_with_holes_equal_pybars3_over_generated_templates_and_texts():
+    # the same values but texts, again and again: remembered with holes, the texts put in
+    rng = random.Random(11)
+    templates = []
+    while len(templates) < 200:
+        try:
+            templates.append(Template(gen_template(rng), strict=False))
+        except TemplateError:
+            continue
+    contexts = [gen_context(rng) for _ in range(12)]
+    holes = 0
+    for template in templates:
+        for ctx in contexts:
+            for _ in range(4):
+                other = {k: with_texts(v, rng) for k, v in ctx.items()}
+                try:
+                    expected = pybars_render(template, other)
+                except Exception:  # noqa: BLE001 - the same failure is expected
+                    with pytest.raises(TemplateError):
+                        template.render(other)
+                    continue
+                assert template.render(other) == expected, (template.source, other)
+            holes += any(type(v) is tuple and v is not hb._ONCE for v in template._memo.values())
+    assert holes > 80   # the holes are exercised (116 of 2,400 with this seed)
+
+
+def test_a_template_keys_a_text_by_its_path_and_puts_it_where_pybars3_wrote_it():
+    t = Template("Q: {{q}}\n{{#if meta.ref}}Ref: {{meta.ref}}{{else}}no ref{{/if}} {{#unless q}}-{{/unless}}")
+    assert t._keyed == (("meta", ("ref",), True), ("q", (), True))
+    calls = []
+    fn = t._fn
+    t._fn = lambda *a, **k: calls.append(1) or fn(*a, **k)
+    contexts = [{"q": f"{i}%s\x00{{{{q}}}}", "meta": {"ref": f"r{i}", "id": i}} for i in range(6)]
+    rendered = [t.render(ctx) for ctx in contexts]   # another id and other texts: one shape
+    assert len(calls) == 3   # the first render, the second and its marked render
+    for i, (ctx, text) in enumerate(zip(contexts, rendered)):
+        assert text == pybars_render(t, ctx) == f"Q: {ctx['q']}\nRef: r{i} "
+    for ctx in [{"q": "", "meta": {"ref": ""}}, {"q": "x", "meta": {}}, {"q": "x", "meta": {"ref": 0}},
+                {"q": "x", "meta": {"ref": None}}, {"q": "", "meta": {"ref": "y"}}] * 3:
+        assert t.render(ctx, strict=False) == pybars_render(t, ctx), ctx
+
+
+@pytest.mark.parametrize("source, keyed", [
+    ("{{a}} {{a.b}}", (("a", (), False), ("a", ("b",), True))),        # a prefix of another path
+    ("{{a}} {{#each xs}}{{this}}{{/each}}", (("a", (), True), ("xs", (), False))),
+    ("{{a}} {{#each xs}}{{a}}{{/each}}", (("a", (), False), ("xs", (), False))),  # read in a scope
+    ("{{a}} {{json a}}", (("a", (), False),)),                           # a helper's argument
+    ("{{a}} {{#if (eq a 1)}}y{{/if}}", (("a", (), False),)),
+    ("{{#with a}}{{b}}{{/with}}{{b}}", (("a", (), False), ("b", (), False))),
+    ("{{a.length}} {{a.0}}", (("a", ("0",), True), ("a", ("length",), True))),
+])
+def test_what_a_remembered_render_is_keyed_on(source, keyed):
+    assert Template(source, strict=False)._keyed == keyed
+
+
+def test_a_render_with_markers_that_does_not_give_the_text_back_keys_on_whole_values():
+    t = Template("<{{a}}>")
+    fn = t._fn
+    t._fn = lambda *a, **k: str(fn(*a, **k)).upper()   # the markers do not come back as written
+    for text in ["x", "y", "z"]:
+        assert t.render({"a": text}) == f"<{text.upper()}>"
+    assert t._keyed == (("a", (), False),)
+
+
 def test_a_remembered_render_tells_apart_values_that_compare_equal():
     t = Template("system: {{x}} {{#if y}}[{{y}}]{{/if}} {{#each z}}<{{this}}>{{/each}}")
     assert t._reads == ("x", "y", "z")

@@ -1,11 +1,16 @@
 """Handlebars templates on pybars3, rendered as handlebars.js renders them (docs/templates.md).
 Truthiness: ``{{#if}}`` uses Python's (``{}`` and ``0`` are false); sections follow handlebars.js
-(``{{#x}}`` renders for ``""`` and ``0``). Renders whose inputs repeat are remembered per template."""
+(``{{#x}}`` renders for ``""`` and ``0``). Renders whose inputs repeat are remembered per template,
+a text read only as ``{{x}}`` / ``{{#if x}}`` at the root as a hole in pybars3's own render
+(``_memo_reads``): the same values but such texts render once with markers, then the texts go
+where pybars3 wrote the markers."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
@@ -13,8 +18,8 @@ from pybars import PybarsError
 
 from ..errors import TemplateError, TemplateVariableError
 from ._hbs_syntax import Tag, locate_parse_error, rewrite, scan
-from ._plain import _MISSING, PlainContext, _lookup, to_plain, to_plain_context
-from ._pybars_overrides import compile_canonical, parse, truthy as _truthy, unless as _unless
+from ._plain import _MISSING, PlainContext, _lookup, lookup_steps, to_plain, to_plain_context
+from ._pybars_overrides import builtin_names, compile_canonical, parse, truthy as _truthy, unless as _unless
 
 __all__ = ["HELPERS", "PlainContext", "Template", "compile_template", "root_reads",
            "template_variables", "to_plain", "to_plain_context"]
@@ -64,6 +69,8 @@ def helpers_as_shipped() -> bool:
 
 
 _ABSENT = ("absent",)                 # a name the context lacks, in a memo key
+_HOLE = ("hole",)                     # a text the remembered render takes where pybars3 put it
+_ONCE = ("once",)                     # a key with holes seen once, not yet remembered
 _TEXT_ONLY = {str}                    # the types of a list of texts
 
 #: remembered renders per template, misses in a row before the memo rests, renders it rests for
@@ -276,6 +283,78 @@ def root_reads(tree: Any) -> frozenset[str] | None:
     return None if reads is None else frozenset(reads)
 
 
+def _path_name(segs: Sequence[str]) -> str | None:
+    """The top-level name a path reads, as ``_read_of`` finds it at any depth; None for none."""
+    real = [x for x in segs if x and x not in ("this", "@root", "@_parent")]
+    return real[0] if real and real[0][0] != "@" else None
+
+
+def _memo_reads(tree: Any, reads: Sequence[str], helpers: "set[str] | frozenset[str]"
+                ) -> tuple[tuple[str, tuple[str, ...], bool], ...]:
+    """What a remembered render is keyed on: ``(name, steps, hole)`` for each read, sorted (``steps``:
+    the path's steps after the name). A name
+    read only as root paths (``{{a.b}}``, ``{{#if a.b}}``: no block over a scope, no helper's
+    argument) is keyed path by path, each on its value alone; a path read only that way, no
+    other path's prefix and no helper's name, is a ``hole``: a non-empty text there is keyed as
+    one and put where pybars3 writes it (``{{x}}`` prints a text as it is, ``{{#if x}}`` takes
+    every non-empty one alike). Any other name is keyed on its whole value."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
+    whole: set[str] = set()
+
+    def note(segs: Sequence[str], plain: bool) -> None:
+        name = _path_name(segs)
+        if name is None:
+            return
+        steps = tuple(x for x in segs if x)
+        if plain and all(x[0] != "@" and x != "this" for x in steps):
+            paths.setdefault(name, set()).add(steps)
+        else:
+            whole.add(name)
+
+    def args(items: Sequence[Any]) -> None:
+        for arg in items:
+            if arg[0] == "path":
+                note(arg[1], False)
+            elif arg[0] == "subexpr":
+                args(arg[2])
+            elif arg[0] == "kwparam":
+                args([arg[2]])
+
+    def nodes(items: Sequence[Any], plain: bool) -> None:
+        for node in items:
+            if not isinstance(node, tuple) or not node:
+                continue
+            if node[0] in ("expand", "escapedexpand"):
+                note(node[1][1], plain and not node[2])
+                args(node[2])
+            elif node[0] in ("block", "invertedblock"):
+                _, name, given, body, alt = node
+                test = node[0] == "block" and name in ("if", "unless") and len(given) == 1 \
+                    and given[0][0] == "path"
+                if test:
+                    note(given[0][1], plain)
+                else:
+                    args(given)
+                nodes(body[1:] if body else (), plain and test)   # if/unless keep the scope
+                nodes(alt[1:] if alt else (), plain and test)
+
+    nodes(tree[1:], True)
+    out: list[tuple[str, tuple[str, ...], bool]] = []
+    for name in sorted(reads):
+        mine = paths.get(name)
+        if name in whole or not mine:
+            out.append((name, (), False))
+            continue
+        for steps in sorted(mine):
+            prefix = any(len(o) > len(steps) and o[:len(steps)] == steps for o in mine)
+            out.append((name, steps[1:], not prefix and steps[0] not in helpers))
+    return tuple(out)
+
+
+def _named_reads(reads: Sequence[str]) -> tuple[tuple[str, tuple[str, ...], bool], ...]:
+    return tuple((name, (), False) for name in reads)
+
+
 def _as_template(name: str, value: Any, strict: bool) -> "Template":
     if isinstance(value, Template):
         return value
@@ -283,6 +362,17 @@ def _as_template(name: str, value: Any, strict: bool) -> "Template":
         return Template(value, name=f"partial {name!r}", strict=strict)
     raise TemplateError(f"partial {name!r} must be a template source (str) or a Template, "
                         f"got {type(value).__name__}")
+
+
+def _put(context: dict, steps: Sequence[str], value: str) -> None:
+    """``value`` at the path ``steps`` of ``context``, each mapping or list on the way copied."""
+    where: Any = context
+    for step in steps[:-1]:
+        inner = where[int(step) if type(where) is list else step]
+        inner = dict(inner) if isinstance(inner, dict) else list(inner)
+        where[int(step) if type(where) is list else step] = inner
+        where = inner
+    where[int(steps[-1]) if type(where) is list else steps[-1]] = value
 
 
 class Template:
@@ -293,7 +383,7 @@ class Template:
     'Q: 1 < 2? <yes & no>'"""
 
     __slots__ = ("source", "name", "strict", "_fn", "variables", "partials", "_partial_fns",
-                 "_reads", "_memo", "_memo_misses", "_memo_rest")
+                 "_reads", "_keyed", "_memo", "_memo_misses", "_memo_rest")
 
     engine = "handlebars"
 
@@ -316,7 +406,10 @@ class Template:
         self.variables: list[str] = list(walk.variables)
         self._reads: tuple[str, ...] | None = (
             None if walk.reads is None or self.partials else tuple(sorted(walk.reads)))
-        self._memo: dict[tuple, str] = {}
+        #: what a remembered render is keyed on (``_memo_reads``)
+        self._keyed = None if self._reads is None else _memo_reads(
+            tree, self._reads, builtin_names() | set(HELPERS))
+        self._memo: dict[tuple, Any] = {}
         self._memo_misses = self._memo_rest = 0
 
     def _check_partials(self) -> None:
@@ -342,17 +435,22 @@ class Template:
         """Render ``context``. A ``PlainContext`` (``to_plain_context``) is used as it is (one
         conversion, many templates)."""
         plain = to_plain_context(context)
-        key = None
-        if self._reads is not None:
+        key = holes = None
+        if self._keyed is not None:
             if self._memo_rest:
                 self._memo_rest -= 1
             else:
-                key = self._memo_key(plain)
+                key, holes = self._memo_key(plain)
                 if key is not None:
                     hit = self._memo.get(key)
-                    if hit is not None:
+                    if hit is not None and hit is not _ONCE:
                         self._memo_misses = 0
-                        return hit
+                        if type(hit) is str:
+                            return hit
+                        pieces, order = hit   # the texts where pybars3 wrote them
+                        pieces = [*pieces]
+                        pieces[1::2] = [holes[i] for i in order]
+                        return "".join(pieces)
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
@@ -366,36 +464,45 @@ class Template:
         except Exception as exc:  # a helper met values it cannot handle
             raise TemplateError(f"{self.name}: render failed: {type(exc).__name__}: {exc}") from exc
         if key is not None:
-            self._remember(key, text, plain)
+            self._remember(key, holes, text, plain)
         return text
 
-    def _memo_key(self, plain: PlainContext) -> tuple | None:
-        """The values of the names the template reads, type-exact (``1``, ``1.0``, ``True`` and
-        ``"1"`` differ); None when one was converted (``plain.changed``) or the helpers changed."""
+    def _memo_key(self, plain: PlainContext) -> tuple[tuple | None, list[str] | None]:
+        """``(key, texts)``: the values the template reads (``_keyed``), type-exact (``1``,
+        ``1.0``, ``True`` and ``"1"`` differ), a hole's non-empty text as ``_HOLE`` and in
+        ``texts``; ``(None, None)`` when one was converted (``plain.changed``) or the helpers changed."""
         changed = plain.changed
+        if changed and not changed.isdisjoint(self._reads or ()):
+            return None, None
+        get = plain.get
         parts: list[Any] = []
-        for name in self._reads:
-            if name not in plain:
+        holes: list[str] = []
+        for name, steps, hole in self._keyed:
+            value = get(name, _MISSING)
+            if steps and value is not _MISSING:
+                value = lookup_steps(value, steps)
+            if value is _MISSING:
                 parts.append(_ABSENT)
                 continue
-            if name in changed:
-                return None
-            value = plain[name]
             t = type(value)
             if t is str:
-                parts.append(value)
+                if hole and value:
+                    parts.append(_HOLE)
+                    holes.append(value)
+                else:
+                    parts.append(value)
             elif t is list and (not value or {*map(type, value)} == _TEXT_ONLY):
                 parts.append(("list", *value))
             else:   # exact plain types (unchanged by to_plain_context): repr tells them apart
                 try:
                     parts.append(("repr", repr(value)))
                 except RecursionError:
-                    return None
+                    return None, None
         if not helpers_as_shipped():
-            return None
-        return tuple(parts)
+            return None, None
+        return tuple(parts), holes
 
-    def _remember(self, key: tuple, text: str, plain: PlainContext) -> None:
+    def _remember(self, key: tuple, holes: list[str], text: str, plain: PlainContext) -> None:
         self._memo_misses += 1
         if self._memo_misses >= _MEMO_PROBES:   # renders that never repeat: rest a while
             self._memo_misses = 0
@@ -403,9 +510,41 @@ class Template:
         if self.missing(plain):   # a lenient render of missing values: a strict one must raise
             return
         memo = self._memo
+        entry: Any = text
+        if holes:   # the render with markers is made when the key comes again
+            entry = _ONCE if memo.get(key) is not _ONCE else self._with_holes(key, holes, text, plain)
+            if entry is None:
+                return
         if len(memo) >= _MEMO_SIZE:
             memo.clear()
-        memo[key] = text
+        memo[key] = entry
+
+    def _with_holes(self, key: tuple, holes: list[str], text: str, plain: PlainContext
+                    ) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+        """``(pieces, order)``: pybars3's render of ``plain`` with a marker in each hole, cut at
+        the markers (every other piece a hole, for the texts in ``order``); it must give ``text``
+        back with the texts, else the template is keyed on whole values from now on (None)."""
+        token = secrets.token_hex(8)
+        probe = PlainContext(plain)
+        probe.changed = plain.changed
+        k = 0
+        for (name, steps, _), part in zip(self._keyed, key):
+            if part is _HOLE:
+                _put(probe, (name, *steps), f"\x00{token}:{k}\x00")
+                k += 1
+        try:
+            marked = str(self._fn(probe, helpers=HELPERS, partials=self._partial_fns))
+        except Exception:  # noqa: BLE001 - the render with the texts did not fail: no holes then
+            marked = ""
+        pieces = re.split(f"\x00{token}:(\\d+)\x00", marked)
+        order = tuple(int(i) for i in pieces[1::2])
+        pieces[1::2] = [holes[i] for i in order]
+        if not marked or "".join(pieces) != text:
+            self._keyed = _named_reads(self._reads or ())
+            self._memo.clear()
+            return None
+        pieces[1::2] = [""] * len(order)
+        return tuple(pieces), order
 
     def __getstate__(self) -> dict[str, Any]:   # the compiled function cannot pickle: recompile
         return {"source": self.source, "name": self.name, "strict": self.strict,

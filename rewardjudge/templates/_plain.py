@@ -139,8 +139,13 @@ _MISSING = object()
 def _lookup(ctx: Any, path: str) -> Any:
     """The value at a dotted ``path`` as a template reads it (keys, list indices, ``length`` of a
     list or text), or ``_MISSING``: what strict rendering checks before it renders."""
+    return lookup_steps(ctx, path.split("."))
+
+
+def lookup_steps(ctx: Any, steps: "list[str] | tuple[str, ...]") -> Any:
+    """``_lookup`` of a path already cut into its steps."""
     cur = ctx
-    for part in path.split("."):
+    for part in steps:
         if isinstance(cur, dict):
             if part not in cur:
                 return _MISSING

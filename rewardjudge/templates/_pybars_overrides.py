@@ -16,7 +16,7 @@ from pybars import Compiler, Scope, strlist
 
 from ..errors import TemplateError
 
-__all__ = ["BUILTIN_HELPERS", "Scope", "compile_canonical", "indent_lines", "parse", "prepare", "step",
+__all__ = ["BUILTIN_HELPERS", "Scope", "builtin_names", "compile_canonical", "indent_lines", "parse", "prepare", "step",
            "strlist", "truthy", "unless"]
 
 
@@ -163,6 +163,12 @@ def indent_lines(text: str, indent: str) -> str:
 BUILTIN_HELPERS: dict[str, Callable[..., Any]] = {
     "with": _with, "unless": unless, "blockHelperMissing": _section, "_section": _section,
     "_inverted": _inverted, "_partial": _partial, "lookup": _lookup, "_lb": lambda this, *a, **k: "{"}
+
+
+def builtin_names() -> frozenset[str]:
+    """The helper names every compiled template starts from: pybars3's and ``BUILTIN_HELPERS``."""
+    from pybars._compiler import _pybars_
+    return frozenset(_pybars_["helpers"]) | frozenset(BUILTIN_HELPERS)
 
 
 class _Compiler(Compiler):
