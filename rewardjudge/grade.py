@@ -54,6 +54,16 @@ class Grade:
     distribution: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
+        value, r, e, x = self.value, self.reasoning, self.error, self.raw_reply
+        # a scored finite float with ASCII texts (or none): ``_check`` would change nothing
+        if self.status == "scored" and type(value) is float and value - value == 0.0 \
+                and (r is None or type(r) is str and r.isascii()) \
+                and (e is None or type(e) is str and e.isascii()) \
+                and (x is None or type(x) is str and x.isascii()):
+            return
+        self._check()
+
+    def _check(self) -> None:
         # a judge's JSON may escape a lone surrogate ("\ud800"): no UTF-8 file or Arrow column
         # holds one, so a journal line or results file could never be written
         self.reasoning, self.error, self.raw_reply = map(encodable, (self.reasoning, self.error, self.raw_reply))

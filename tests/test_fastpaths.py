@@ -856,3 +856,58 @@ def test_a_verdict_is_built_as_the_frozen_dataclass_would_build_it():
             new.start = 5
     with pytest.raises(TypeError):
         Verdict()
+
+
+# --------------------------------------------------------------------------
+# the grade: its checks, the verdict's JSON fields
+# --------------------------------------------------------------------------
+def test_a_grade_that_skips_its_checks_is_one_they_would_leave_as_it_is():
+    from rewardjudge.errors import ConfigError
+    from rewardjudge.grade import Grade
+
+    values = [1.0, 0.0, -2.5, 1, True, None, float("nan"), float("inf"), -float("inf"), 1e308, 5e-324]
+    texts = [None, "", "ok", "caf\u00e9", "\ud800 lone", 3]
+    for value in values:
+        for status in ["scored", "penalized", "unscored", None, "bogus"]:
+            for text in texts:
+                kw = dict(value=value, grader_key="g", status=status, reasoning=text, error=text, raw_reply=text)
+                try:
+                    grade = Grade(**kw)
+                except ConfigError as exc:   # then the long way refuses it too
+                    long = object.__new__(Grade)
+                    long.__dict__.update(kw, usage={}, extra={}, attempts=0, latency_s=None,
+                                         grader_version=None, distribution=None)
+                    with pytest.raises(ConfigError):
+                        long._check()
+                    continue
+                before = dict(vars(grade))
+                grade._check()   # the long way, after: nothing left to change
+                assert same(vars(grade), before), kw
+
+
+def test_json_fields_are_model_dump_json():
+    from datetime import date
+    from enum import Enum
+
+    from rewardjudge.core.structured_output import json_fields
+    from rewardjudge.graders import BinaryJudgeOutput
+
+    class Color(Enum):
+        RED = "red"
+
+    class Rich(BaseModel):
+        when: date
+        color: Color
+        inner: Point
+        tags: set[str]
+        score: float
+
+    class Own(Point):
+        def model_dump(self, **kw):   # a model's own model_dump is used
+            return {"own": True}
+
+    cases = [Point(x=1, label="p"), BinaryJudgeOutput(reasoning="r", score="PASS"), Own(x=2, label="q"),
+             Rich(when=date(2026, 1, 2), color=Color.RED, inner=Point(x=3, label="z"), tags={"a"},
+                  score=float("nan"))]
+    for model in cases:
+        assert same(json_fields(model), model.model_dump(mode="json")), model

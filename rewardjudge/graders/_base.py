@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from .._hash import canonical_hash
 from .._sync import run_sync
 from .._thread_context import THREAD_VARIABLES, neutralized_thread, thread_context
-from ..core.structured_output import OutputParserException, pydantic_parse, render_schema
+from ..core.structured_output import OutputParserException, json_fields, pydantic_parse, render_schema
 from ..errors import ConfigError, JudgeError
 from ..grade import Grade
 from ..models._base import Completion, GenerationParams, InferenceModel, Message, TokenDistribution
@@ -177,8 +177,9 @@ class Grader(abc.ABC):
         at: list[int] = []
         for i, sample in enumerate(samples):
             sample = self.check_sample(sample)
-            parsed, rejected = await self.off_loop(len(sample.completion()), self.screen, sample,
-                                                   self.completion_model)
+            size = len(sample.completion())   # off_loop's test here: no coroutine for a short one
+            parsed, rejected = self.screen(sample, self.completion_model) if size <= _INLINE_CHARS else \
+                await self.off_loop(size, self.screen, sample, self.completion_model)
             if rejected is None:
                 screened.append((sample, parsed))
                 at.append(i)
@@ -280,7 +281,7 @@ class Grader(abc.ABC):
         except RecursionError:
             return None, self.penalized(sample, "malformed completion: nested too deep")
         try:   # what the graders send is this JSON form (a lone surrogate cannot be written)
-            dumped = parsed.model_dump(mode="json")
+            dumped = json_fields(parsed)
         except (UnicodeError, ValueError, RecursionError) as exc:
             return None, self.penalized(sample, f"malformed completion: its fields cannot be "
                                                 f"written as JSON ({type(exc).__name__})")
@@ -407,7 +408,8 @@ class Grader(abc.ABC):
                                  f"cut off at max_tokens or the context, filtered or stopped) and is not read"), "cut off"
                 continue
             try:   # a rambling judge's reply is read off the loop
-                verdict = await self.off_loop(len(completion.text), parse, completion.text)
+                text = completion.text
+                verdict = parse(text) if len(text) <= _INLINE_CHARS else await self.off_loop(len(text), parse, text)
             except OutputParserException as exc:
                 problem, kind = exc.reason, "invalid"
                 continue

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from pydantic import BaseModel
 
 from .._thread_context import THREAD_VARIABLES, thread_context
-from ..core.structured_output import render_schema
+from ..core.structured_output import json_fields, render_schema
 from ..errors import ConfigError, OutputParserException, TemplateVariableError
 from ..templates import _handlebars as _hb
 from ..grade import Grade
@@ -27,7 +27,7 @@ from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
 from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
+from ._base import _INLINE_CHARS, Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
 from ._field_guards import screen_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
@@ -100,7 +100,9 @@ class TemplatedPromptJudgeGrader(Grader):
         return {}
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        messages, texts = await self.off_loop(text_size(sample), self._prompt_for, sample, parsed)
+        size = text_size(sample)   # off_loop's test here: no coroutine for a short sample
+        messages, texts = self._prompt_for(sample, parsed) if size <= _INLINE_CHARS else \
+            await self.off_loop(size, self._prompt_for, sample, parsed)
         return await self.ask_judge(messages, texts, sample=sample,
                                     emptied_request=partial(self._emptied_prompt, sample, parsed))
 
@@ -180,7 +182,7 @@ class TemplatedPromptJudgeGrader(Grader):
                     and context.get("output_schema") == render_schema(self.output_model)):
                 context["output_schema"] = self._schema_text()  # the hook kept the default: the chosen form
         if parsed is not None:
-            fields = parsed if isinstance(parsed, dict) else parsed.model_dump(mode="json")
+            fields = parsed if isinstance(parsed, dict) else json_fields(parsed)
             for k, v in fields.items():
                 context.setdefault(k, v)
             context.setdefault("parsed", fields)
@@ -304,7 +306,7 @@ class TemplatedPromptJudgeGrader(Grader):
 
     def verdict_extra(self, verdict: BaseModel, answer: JudgeAnswer) -> dict[str, Any]:
         """What a scored grade's ``extra`` records of the verdict."""
-        return {"verdict": verdict.model_dump(mode="json")}
+        return {"verdict": json_fields(verdict)}
 
     async def preflight(self, sample: StringThread | None = None) -> Grade:
         """One probe request before a run: a Grade for ``sample`` (default a one-line question
