@@ -239,6 +239,7 @@ def test_a_template_keys_a_text_by_its_path_and_puts_it_where_pybars3_wrote_it()
     assert len(calls) == 3   # the first render, the second and its marked render
     for i, (ctx, text) in enumerate(zip(contexts, rendered)):
         assert text == pybars_render(t, ctx) == f"Q: {ctx['q']}\nRef: r{i} "
+        assert ctx["meta"] == {"ref": f"r{i}", "id": i}   # the markers went into copies
     for ctx in [{"q": "", "meta": {"ref": ""}}, {"q": "x", "meta": {}}, {"q": "x", "meta": {"ref": 0}},
                 {"q": "x", "meta": {"ref": None}}, {"q": "", "meta": {"ref": "y"}}] * 3:
         assert t.render(ctx, strict=False) == pybars_render(t, ctx), ctx
@@ -911,3 +912,16 @@ def test_json_fields_are_model_dump_json():
                   score=float("nan"))]
     for model in cases:
         assert same(json_fields(model), model.model_dump(mode="json")), model
+
+
+def test_the_policy_texts_of_a_text_completion_are_the_completion_alone():
+    from rewardjudge.graders.templated_prompt_judge import _policy_texts
+
+    def long_way(context, parsed):
+        names = () if parsed is None else parsed if isinstance(parsed, dict) else type(parsed).model_fields
+        fields = (context.get(k) for k in names)
+        return [context.get("completion") or "", *(v for v in fields if isinstance(v, str) and v)]
+
+    for context in [{}, {"completion": ""}, {"completion": None}, {"completion": "a", "x": "b", "label": "c"}]:
+        for parsed in [None, {}, {"x": 1, "label": "q"}, Point(x=1, label="p")]:
+            assert _policy_texts(context, parsed) == long_way(context, parsed)

@@ -517,7 +517,9 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
 def _policy_texts(context: Mapping[str, Any], parsed: "BaseModel | dict[str, Any] | None") -> list[str]:
     """The policy's texts as the templates are given them: the completion, and each text field of a
     structured one (a template may show the fields alone)."""
-    names = () if parsed is None else parsed if isinstance(parsed, dict) else type(parsed).model_fields
+    if parsed is None:   # the completion alone
+        return [context.get("completion") or ""]
+    names = parsed if isinstance(parsed, dict) else type(parsed).model_fields
     fields = (context.get(k) for k in names)
     return [context.get("completion") or "", *(v for v in fields if isinstance(v, str) and v)]
 
