@@ -228,6 +228,31 @@ def test_renders_with_holes_equal_pybars3_over_generated_templates_and_texts():
     assert holes > 80   # the holes are exercised (116 of 2,400 with this seed)
 
 
+def test_a_context_keyed_as_given_is_keyed_as_its_plain_conversion():
+    # a dict looked up before it is converted: the same key, or none (then it is converted)
+    rng = random.Random(5)
+    templates = []
+    while len(templates) < 150:
+        try:
+            templates.append(Template(gen_template(rng), strict=False))
+        except TemplateError:
+            continue
+    contexts = [gen_context(rng) for _ in range(40)] + [{"a": "x", "b": ["p", "q"], "c": {"a": "y"}, "d": ""}]
+    given = 0
+    for template in (t for t in templates if t._keyed is not None):
+        for ctx in contexts:
+            try:
+                plain = to_plain_context(ctx)
+            except TemplateContextError:
+                assert template._memo_key(ctx) == (None, None)
+                continue
+            key = template._memo_key(ctx)
+            if key != (None, None):
+                given += 1
+                assert key == template._memo_key(plain), (template.source, ctx)
+    assert given > 500
+
+
 def test_a_template_keys_a_text_by_its_path_and_puts_it_where_pybars3_wrote_it():
     t = Template("Q: {{q}}\n{{#if meta.ref}}Ref: {{meta.ref}}{{else}}no ref{{/if}} {{#unless q}}-{{/unless}}")
     assert t._keyed == (("meta", ("ref",), True), ("q", (), True))

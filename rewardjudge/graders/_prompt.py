@@ -47,8 +47,11 @@ class JudgePrompt:
                 raise TemplateVariableError(missing, sorted(known))
 
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> tuple[str, str]:
-        plain = to_plain_context(context)   # converted once for both
-        system, user = self.system.render(plain, strict=strict), self.user.render(plain, strict=strict)
+        system, user = self.system.remembered(context), self.user.remembered(context)
+        if system is None or user is None:
+            plain = to_plain_context(context)   # converted once for both
+            system = self.system.render(plain, strict=strict) if system is None else system
+            user = self.user.render(plain, strict=strict) if user is None else user
         return (system.strip(), user.strip()) if self.strip else (system, user)
 
     def messages(self, context: Mapping[str, Any],

@@ -18,7 +18,7 @@ from pybars import PybarsError
 
 from ..errors import TemplateError, TemplateVariableError
 from ._hbs_syntax import Tag, locate_parse_error, rewrite, scan
-from ._plain import _MISSING, PlainContext, _lookup, lookup_steps, to_plain, to_plain_context
+from ._plain import _MISSING, PlainContext, _is_plain, _lookup, lookup_steps, to_plain, to_plain_context
 from ._pybars_overrides import builtin_names, compile_canonical, parse, truthy as _truthy, unless as _unless
 
 __all__ = ["HELPERS", "PlainContext", "Template", "compile_template", "root_reads",
@@ -434,6 +434,9 @@ class Template:
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
         """Render ``context``. A ``PlainContext`` (``to_plain_context``) is used as it is (one
         conversion, many templates)."""
+        text = self.remembered(context)
+        if text is not None:
+            return text
         plain = to_plain_context(context)
         key = holes = None
         if self._keyed is not None:
@@ -441,16 +444,6 @@ class Template:
                 self._memo_rest -= 1
             else:
                 key, holes = self._memo_key(plain)
-                if key is not None:
-                    hit = self._memo.get(key)
-                    if hit is not None and hit is not _ONCE:
-                        self._memo_misses = 0
-                        if type(hit) is str:
-                            return hit
-                        pieces, order = hit   # the texts where pybars3 wrote them
-                        pieces = [*pieces]
-                        pieces[1::2] = [holes[i] for i in order]
-                        return "".join(pieces)
         if self.strict if strict is None else strict:
             missing = self.missing(plain)
             if missing:
@@ -467,18 +460,46 @@ class Template:
             self._remember(key, holes, text, plain)
         return text
 
-    def _memo_key(self, plain: PlainContext) -> tuple[tuple | None, list[str] | None]:
+    def remembered(self, context: Mapping[str, Any]) -> str | None:
+        """The remembered render of ``context`` (a ``dict`` as given, or a ``PlainContext``), or None."""
+        if self._keyed is None or self._memo_rest:
+            return None
+        key, holes = self._memo_key(context)
+        hit = None if key is None else self._memo.get(key)
+        if hit is None or hit is _ONCE:
+            return None
+        self._memo_misses = 0
+        if type(hit) is str:
+            return hit
+        pieces, order = hit   # the texts where pybars3 wrote them
+        pieces = [*pieces]
+        pieces[1::2] = [holes[i] for i in order]   # type: ignore[index]
+        return "".join(pieces)
+
+    def _memo_key(self, context: Mapping[str, Any]) -> tuple[tuple | None, list[str] | None]:
         """``(key, texts)``: the values the template reads (``_keyed``), type-exact (``1``,
         ``1.0``, ``True`` and ``"1"`` differ), a hole's non-empty text as ``_HOLE`` and in
-        ``texts``; ``(None, None)`` when one was converted (``plain.changed``) or the helpers changed."""
-        changed = plain.changed
-        if changed and not changed.isdisjoint(self._reads or ()):
+        ``texts``; ``(None, None)`` when one was converted (``plain.changed``) or the helpers
+        changed. A ``dict`` not yet converted: each value read must be one ``to_plain_context``
+        keeps as it is (a text, a list of texts, plain data), every name present (else None)."""
+        if type(context) is PlainContext:
+            changed = context.changed   # type: ignore[attr-defined]
+            if changed and not changed.isdisjoint(self._reads or ()):
+                return None, None
+            given = False
+        elif type(context) is dict:
+            given = True
+        else:
             return None, None
-        get = plain.get
+        get = context.get
         parts: list[Any] = []
         holes: list[str] = []
         for name, steps, hole in self._keyed:
             value = get(name, _MISSING)
+            if given and type(value) is not str:   # as to_plain_context would keep it, or no key
+                if value is _MISSING or not (type(value) is list and {*map(type, value)} <= _TEXT_ONLY
+                                             or _is_plain(value)):
+                    return None, None
             if steps and value is not _MISSING:
                 value = lookup_steps(value, steps)
             if value is _MISSING:

@@ -74,6 +74,13 @@ class PromptTemplate:
         """The listed variables ``context`` does not hold."""
         return self._impl.missing({**self.defaults, **context} if self.defaults else context)
 
+    def remembered(self, context: Mapping[str, Any]) -> str | None:
+        """The remembered render of ``context``, or None (see ``Template.remembered``)."""
+        remembered = getattr(self._impl, "remembered", None)
+        if remembered is None:
+            return None
+        return remembered({**self.defaults, **context} if self.defaults else context)
+
     def render(self, context: Mapping[str, Any], *, strict: bool | None = None) -> str:
         """The prompt text for ``context`` (see the class doc for errors)."""
         return self._impl.render({**self.defaults, **context} if self.defaults else context,
