@@ -210,6 +210,24 @@ def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
     assert len(long) > 300   # most took the arrays
 
 
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_folds_made_and_decoded_a_block_at_a_time_read_as_the_tables_translate(monkeypatch, block):
+    """``_FoldTable.codes`` makes a fold of several characters a block of characters out at a time, and
+    ``_text_of`` decodes a block at a time (so no step holds the interpreter lock over 18 MB): blocks
+    forced small, each cut anywhere in a fold, the letters and skeleton are what the tables give."""
+    monkeypatch.setattr(_fold, "_BLOCK", block)
+    rnd = random.Random(block)
+    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_fold._LONG, 600))) for _ in range(60)]
+    texts += [ch * 700 for ch in ("\u00df", "\ufdfa", "\ufb01\u0301", "\x01\u00e9", "$\ufdfa", "\u2474")]
+    for text in texts:
+        for keep in ("", "\x01"):
+            skel, found = _folded_by_the_tables(text, keep)
+            assert letters(text, keep) == found, text[:40]
+        assert _text._skeleton(text) == skel, text[:40]
+    codes = _fold._codes("".join(texts))
+    assert _fold._text_of(codes) == "".join(texts)
+
+
 def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
     """An entry of the arrays holds a fold of at most 62 characters; a table whose fold is longer
     (none of ours: NFKC writes at most 18) reads that text by ``str.translate`` instead."""
