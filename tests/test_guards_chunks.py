@@ -140,7 +140,8 @@ def test_tags_found_a_few_characters_a_call_pair_as_in_one_call(monkeypatch, spa
 
 
 TEXT_PIECES = ("Answer", "答案", "解", ": ", "：", "Paris", "the", "let me think", "Step 1", "Step 2", "x",
-               "\u202e", "rewsna", " ", "Thought process", "sure", "42", "$", "<b>", "</b>", "é")
+               "\u202e", "rewsna", " ", "Thought process", "sure", "42", "$", "<b>", "</b>", "é", "```", "~~~x", "<_>",
+               "\\\\text{", "</_>")
 
 
 @pytest.mark.parametrize("span", [1, 4, 30])

@@ -111,7 +111,7 @@ def _as_digits(text: str) -> str:
 def _unmarked(text: str, tags: bool = True) -> str:
     """``text`` with its markup (``_MARKUP``, paired ``_TAG``-s unless not ``tags``,
     ``_LATEX_COMMANDS``) set aside as spaces."""
-    if "`" in text or "~" in text:
+    if "```" in text or "~~~" in text:   # a fence is three or more
         text = _MARKUP.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = _latex().sub(" ", text)
@@ -307,7 +307,7 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
     """Flags (in place) the texts with content holding a look-alike symbol that are content-free
     read with it as a digit (``_as_digits``), joined too."""
     whole = "".join(texts)
-    if not _leet(whole):
+    if all(flags) or not _leet(whole):
         return
     joiner = free_joiner(texts)
     leet = _holding(joiner.join(texts), joiner, _LEET_CODES, flags) if joiner is not None \
@@ -327,19 +327,25 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
 
 _LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
 _OVERRIDE = np.array([0x202E], dtype=np.uint32)
+_COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
+_CLOSING = np.array([ord("<"), ord("/")], dtype=np.uint32)
 
 
-def _holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool]") -> "list[int]":
-    """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` and
-    are not ``flags``-ed, in order, in numpy: each character's text is the count of joiners before it
-    (a regex call per text: 10 ms for 43,000)."""
+def _holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | None") -> "list[int]":
+    """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` (or,
+    for ``_CLOSING``, its two characters in a row) and are not ``flags``-ed, in order, in numpy: each
+    character's text is the count of joiners before it (a regex call per text: 10 ms for 43,000)."""
     chars = _codes(joined)
-    marks = np.isin(chars, codes)
+    if codes is _CLOSING:
+        marks = np.zeros(len(chars), dtype=bool)
+        marks[:-1] = (chars[:-1] == codes[0]) & (chars[1:] == codes[1])
+    else:
+        marks = np.isin(chars, codes)
     if not marks.any():
         return []
-    held = np.zeros(len(flags), dtype=bool)
+    held = np.zeros(joined.count(joiner) + 1, dtype=bool)
     held[np.cumsum(chars == ord(joiner))[marks]] = True
-    return np.flatnonzero(held & ~np.array(flags, dtype=bool)).tolist()
+    return np.flatnonzero(held if flags is None else held & ~np.array(flags, dtype=bool)).tolist()
 
 
 def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
@@ -359,8 +365,12 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
         return None
     # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
     plain = joiner.join(texts)
-    joined = joiner.join([_unmarked(t) if "<" in t else t for t in texts]) if "<" in plain else plain
-    unmarked = _unmarked(joined, tags=False)
+    unmarked = _unmarked(plain, tags=False)   # no fence or command holds a joiner: text by text
+    if "</" in unmarked:   # tags pair only in a text holding a closing one: those set aside text by text
+        shown = unmarked.split(joiner)
+        for i in _holding(unmarked, joiner, _CLOSING, None):   # the rest: set aside once is as twice
+            shown[i] = _unmarked(_unmarked(texts[i]), tags=False)
+        unmarked = joiner.join(shown)
     found = letters(unmarked, keep=joiner)
     if found.count(joiner) != len(texts) - 1:
         return None
@@ -369,12 +379,15 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     flags = [not piece or keyed for piece, keyed in zip(pieces, only)] if True in only \
         else list(map(operator.not_, pieces))
     # master keys, then an answer after the last colon?
-    ask = [i for i, keyed in enumerate(only) if keyed and (":" in texts[i] or "\uff1a" in texts[i])] \
-        if True in only else []
+    ask = _holding(plain, joiner, _COLONS, list(map(operator.not_, only))) if True in only else []
     if ask:
         shown = unmarked.split(joiner)
-        for i, said in zip(ask, _answered_each([shown[i] for i in ask], joiner, keys)):
-            flags[i] = not said
+        saids = _answered_each(shown if len(ask) == len(texts) else [shown[i] for i in ask], joiner, keys)
+        if len(ask) == len(texts):
+            flags = list(map(operator.not_, saids))
+        else:
+            for i, said in zip(ask, saids):
+                flags[i] = not said
     # shown reversed (a right-to-left override): its letters read backwards
     turned = _holding(plain, joiner, _OVERRIDE, flags) if "\u202e" in plain else []
     for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
@@ -467,7 +480,7 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     distinct = list(dict.fromkeys(pieces))
     opened = _sub_spans(_whole_openers(keys, joiner)[0], joiner, joiner.join(distinct), joiner + _OPENED)
     said = {tail: bool(tail) and cut[:1] != _OPENED for tail, cut in zip(distinct, opened.split(joiner))}
-    return [said[tail] for tail in pieces]
+    return list(map(said.__getitem__, pieces))
 
 
 def _document(text: str) -> bool:
