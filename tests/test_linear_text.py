@@ -236,6 +236,19 @@ def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
         assert _fold._text_of(table.codes(text)) == text.translate(table), text[:8]
 
 
+def test_match_starts_read_from_split_pieces_are_where_finditer_finds_them():
+    """``neutralize`` reads where its matches start from the lengths of the pieces ``split`` cuts, not
+    a Match object per match: the same starts as ``finditer``, over random skeletons and the tag and
+    control-token patterns a grader builds (and a pattern with groups, read by ``finditer``)."""
+    patterns = [_text._pattern((), ()), _text._pattern(("response", "[the end of answer", "#feedback"),
+                                                       ("<|im_end|>", "</s>")), _text._pattern((), (), False),
+                re.compile(r"(<)\|")]
+    for text in [*random_texts(11, 3000, longest=30), "<|" * 500, "<c" * 300 + "<", ""]:
+        skel = _text._skeleton(text)
+        for pattern in patterns:
+            assert _text._starts(pattern, skel).tolist() == [m.start() for m in pattern.finditer(skel)], text
+
+
 def test_what_stands_for_no_character_is_kept():
     for text in ["&#99999999;", "&nosuchname;", "\\u{110000}", "\\N{NO SUCH NAME}", "%zz", "=g1", "&#;", "\\u12"]:
         assert _text._skeleton(text) == text.translate(_fold._TABLE), text

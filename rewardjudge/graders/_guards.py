@@ -390,8 +390,11 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
                 flags[i] = not said
     # shown reversed (a right-to-left override): its letters read backwards
     turned = _holding(plain, joiner, _OVERRIDE, flags) if "\u202e" in plain else []
-    for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
-        flags[i] = back
+    if turned:   # each text's letters reversed: the whole reversed, its pieces in their order again
+        backs = found[::-1].split(joiner)[::-1]
+        for i, back in zip(turned, _keys_only(backs if len(turned) == len(texts) else [backs[i] for i in turned],
+                                              joiner, keys)):
+            flags[i] = back
     return flags
 
 
