@@ -28,11 +28,34 @@ KEYS_FIRST = [8 if i < 12 else 1 for i in range(len(PIECES))]
 FILLER_FIRST = [4 if i < 12 else 12 if i < 19 else 1 for i in range(len(PIECES))]
 
 
+def _first_trie(words) -> str:
+    """``_guards._trie`` as first written: each class one alternative, an optional group where a word
+    may end; a longer word not taken where a whole word begins at its next character (hunt 21)."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def emit(node: dict, guard: bool = True) -> str:
+        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + c + emit(child, guard)
+                for c, child in sorted(node.items()) if c]
+        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
+        return "" if not alts else body + "?" if "" in node else body
+
+    return emit(root)
+
+
+#: step headers, two or more, as first written
+_FIRST_STEP = "(?:" + "".join(_guards._chars("step")) + r"\d{1,3}(?!\d)){2,}"
+
+
 @functools.lru_cache(maxsize=None)
 def _reference(keys: tuple[str, ...]) -> "re.Pattern[str]":
-    """The opener as one pattern matched in one call, as it was first written."""
-    key = f"(?:{_guards._STEP}|{_guards._trie(map(_guards._chars, _guards._key_forms(keys)))})"
-    filler = _guards._trie(list(w) for w in _guards._FILLER)
+    """The opener as one pattern matched in one call, as it was first written (its tries too)."""
+    key = f"(?:{_FIRST_STEP}|{_first_trie(map(_guards._chars, _guards._key_forms(keys)))})"
+    filler = _first_trie(list(w) for w in _guards._FILLER)
     fillers = f"(?>(?:(?!{key})(?>{filler})){{0,{_guards._FILLER_RUN}}})"
     return re.compile(f"{fillers}(?:(?>{key}){fillers})++")
 
@@ -59,6 +82,23 @@ def test_chunked_opener_ends_where_the_one_call_match_ends(monkeypatch, units, k
         assert (_guards._opener_steps(keys, units)[0].match(found) is None) == (want is None), found
         ends.add(None if want is None else want == len(found))
     assert ends == {None, True, False}   # texts of each kind were tried
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_trie_with_its_classes_split_matches_as_first_written(seed):
+    """``_trie`` splits a class (``[o0]``) of a node with many children in one alternative per character
+    and writes an optional ending as an empty alternative: the same match (its end) as the trie first
+    written, over random words of letters, classes and digits and random texts of their pieces."""
+    rng = random.Random(seed)
+    alphabet = ["a", "b", "[o0]", "[s5]", "[e3]", "c", "0", "5", "\u89e3", "d", "[i1]", "x"]
+    for _ in range(200):
+        words = [[rng.choice(alphabet) for _ in range(rng.randint(1, 4))] for _ in range(rng.randint(1, 12))]
+        new, old = re.compile(_guards._trie(words)), re.compile(_first_trie(words))
+        for _ in range(40):
+            text = "".join(rng.choice("abose53c0di1x\u89e3") for _ in range(rng.randint(0, 6)))
+            got, want = new.match(text), old.match(text)
+            assert (got and got.end()) == (want and want.end()), (words, text)
+    assert _guards._STEP != _FIRST_STEP
 
 
 def test_long_runs_of_keys_and_step_headers_end_as_one_call(monkeypatch):
@@ -101,7 +141,8 @@ def test_tags_found_a_few_characters_a_call_pair_as_in_one_call(monkeypatch, spa
 
 
 TEXT_PIECES = ("Answer", "答案", "解", ": ", "：", "Paris", "the", "let me think", "Step 1", "Step 2", "x",
-               "\u202e", "rewsna", " ", "Thought process", "sure", "42", "$", "<b>", "</b>", "é")
+               "\u202e", "rewsna", " ", "Thought process", "sure", "42", "$", "<b>", "</b>", "é", "```", "~~~x", "<_>",
+               "\\\\text{", "</_>")
 
 
 @pytest.mark.parametrize("span", [1, 4, 30])
@@ -117,3 +158,37 @@ def test_texts_screened_a_few_characters_a_substitution_as_one_by_one(monkeypatc
         joined += flags is not None
         assert flags in (None, [_guards._free(t, ()) is not None for t in texts]), texts
     assert joined > 200
+
+
+LEET_PIECES = ("$", "@", "!", "\u20ac", "\u202e", ":", "\uff1a", "Answer", "answer", "5olution", "$olution", "sure",
+               "rewsna", "Paris", "the", "x", " ", "\x00", "<b>", "</b>", "\u89e3", "Step 1", '"', "{", "}")
+
+
+@pytest.mark.parametrize("span", [1, 5, 40])
+def test_texts_with_symbols_overrides_and_colons_are_flagged_as_one_by_one(monkeypatch, span):
+    """``_content_free_flags`` over many texts (the texts holding a look-alike symbol or a right-to-left
+    override found in the texts joined, read again joined) flags what ``content_free_reason`` finds
+    text by text."""
+    monkeypatch.setattr(_guards, "_JOINED_SPAN", span)
+    rng = random.Random(span + 100)
+    for _ in range(300):
+        texts = list(dict.fromkeys("".join(rng.choices(LEET_PIECES, k=rng.randint(0, 5)))
+                                   for _ in range(rng.randint(1, 30))))
+        want = [_guards.content_free_reason(t) is not None for t in texts]
+        assert _guards._content_free_flags(texts, ()) == want, texts
+
+
+@pytest.mark.parametrize("span", [1, 4, 16])
+def test_spans_cut_texts_joined_at_joiners_a_long_text_alone(monkeypatch, span):
+    monkeypatch.setattr(_guards, "_JOINED_SPAN", span)
+    rng = random.Random(span)
+    for _ in range(500):
+        texts = ["x" * rng.choice([0, 1, 2, span - 1, span, span + 3]) for _ in range(rng.randint(1, 10))]
+        joined = "\x01".join(texts)
+        parts = list(_guards._spans(joined, "\x01"))
+        assert "\x01".join(parts) == joined
+        assert sum(p.count("\x01") + 1 for p in parts) == len(texts)
+        for p in parts:
+            *rest, last = p.split("\x01")
+            assert not rest or len(last) < span   # a text that long after others is alone
+            assert sum(len(t) + 1 for t in rest) <= span   # a run ends with the text that reaches the span

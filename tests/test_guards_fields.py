@@ -338,7 +338,7 @@ def test_the_strings_of_a_list_are_taken_as_one_at_a_time():
         f = _Field(rnd.choice(nodes), {})
         texts = list(dict.fromkeys(rnd.choice(words) for _ in range(rnd.randint(1, 6))))
         one, each = _Texts(), _Texts()
-        one.take_all(f, texts, lambda t: ("steps", texts.index(t)))
+        one.take_all(f, dict.fromkeys(texts), lambda t: ("steps", texts.index(t)))
         for t in texts:
             each.take(f, t, lambda t=t: ("steps", texts.index(t)))
         assert (one.first, list(one.texts), one.other, one.blank) == \
@@ -384,6 +384,11 @@ def test_a_list_blanked_at_once_reads_as_item_by_item(monkeypatch):
             one_by_one = [_field_guards._blanked(value, schema, rich)
                           for schema in (_field_guards._schema_of.__wrapped__(Nested), None)]
         assert one_by_one == at_once, (value, rich)
+        # every text carrying content (``_EVERY``, no set made) blanks as the set of every free text
+        for schema in (_field_guards._schema_of.__wrapped__(Nested), None):
+            texts = _field_guards._free_texts(value, schema)[1]
+            assert _field_guards._blanked(value, schema, _field_guards._EVERY) == \
+                _field_guards._blanked(value, schema, set(texts)), value
 
 
 def _old_opener(keys: tuple[str, ...]):

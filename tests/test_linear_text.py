@@ -210,12 +210,43 @@ def test_long_texts_outside_ascii_fold_in_numpy_as_the_tables_translate():
     assert len(long) > 300   # most took the arrays
 
 
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_folds_made_and_decoded_a_block_at_a_time_read_as_the_tables_translate(monkeypatch, block):
+    """``_FoldTable.codes`` makes a fold of several characters a block of characters out at a time, and
+    ``_text_of`` decodes a block at a time (so no step holds the interpreter lock over 18 MB): blocks
+    forced small, each cut anywhere in a fold, the letters and skeleton are what the tables give."""
+    monkeypatch.setattr(_fold, "_BLOCK", block)
+    rnd = random.Random(block)
+    texts = ["".join(rnd.choice(FOLDS) for _ in range(rnd.randint(_fold._LONG, 600))) for _ in range(60)]
+    texts += [ch * 700 for ch in ("\u00df", "\ufdfa", "\ufb01\u0301", "\x01\u00e9", "$\ufdfa", "\u2474")]
+    for text in texts:
+        for keep in ("", "\x01"):
+            skel, found = _folded_by_the_tables(text, keep)
+            assert letters(text, keep) == found, text[:40]
+        assert _text._skeleton(text) == skel, text[:40]
+    codes = _fold._codes("".join(texts))
+    assert _fold._text_of(codes) == "".join(texts)
+
+
 def test_a_fold_too_long_for_an_entry_reads_as_the_table_translates():
     """An entry of the arrays holds a fold of at most 62 characters; a table whose fold is longer
     (none of ours: NFKC writes at most 18) reads that text by ``str.translate`` instead."""
     table = _fold._FoldTable(lambda ch: ch * (70 if ch == "\u00e9" else ord(ch) % 4))
     for text in ("\u00e0\u00e1\u00e2" * 200, "\u00e0\u00e9" * 200, "\u00e9" + "\u00e1" * 300, "\u00e1" * 300):
         assert _fold._text_of(table.codes(text)) == text.translate(table), text[:8]
+
+
+def test_match_starts_read_from_split_pieces_are_where_finditer_finds_them():
+    """``neutralize`` reads where its matches start from the lengths of the pieces ``split`` cuts, not
+    a Match object per match: the same starts as ``finditer``, over random skeletons and the tag and
+    control-token patterns a grader builds (and a pattern with groups, read by ``finditer``)."""
+    patterns = [_text._pattern((), ()), _text._pattern(("response", "[the end of answer", "#feedback"),
+                                                       ("<|im_end|>", "</s>")), _text._pattern((), (), False),
+                re.compile(r"(<)\|")]
+    for text in [*random_texts(11, 3000, longest=30), "<|" * 500, "<c" * 300 + "<", ""]:
+        skel = _text._skeleton(text)
+        for pattern in patterns:
+            assert _text._starts(pattern, skel).tolist() == [m.start() for m in pattern.finditer(skel)], text
 
 
 def test_what_stands_for_no_character_is_kept():

@@ -7,6 +7,8 @@ any. Every walk is iterative and linear in the value's size."""
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from typing import Any, Callable, Iterable
 
 from ._guards import _content_free_flags, content_free_reason
@@ -157,13 +159,21 @@ class _Texts:
         elif kind != "none":
             self.other = True
 
-    def take_all(self, f: _Field, texts: "list[str]", path: "Callable[[str], tuple]") -> None:
-        """``take`` of each of ``texts`` (distinct strings), in one pass: a list may hold 40,000."""
-        free = f.free_texts(texts)
-        self.other = self.other or len(free) < len(texts)
+    def take_all(self, f: _Field, texts: "dict[str, None]", path: "Callable[[str], tuple]") -> None:
+        """``take`` of each of ``texts`` (distinct strings, a dict's keys), in one pass: a list may hold
+        40,000. The first texts, all free, are kept as they come (no second dict of them)."""
+        if texts and not self.texts and f.other_text == "free" and not f.choices:
+            first = next(iter(texts))
+            self.first = self.first or (path(first), first)
+            self.texts = texts
+            free: "list[str] | dict[str, None]" = texts
+        else:
+            free = f.free_texts(list(texts))
+            self.other = self.other or len(free) < len(texts)
+            if free:
+                self.first = self.first or (path(free[0]), free[0])
+                self.texts.update(dict.fromkeys(free))
         if free:
-            self.first = self.first or (path(free[0]), free[0])
-            self.texts.update(dict.fromkeys(free))
             if "" in self.texts:
                 del self.texts[""]
                 self.blank = True
@@ -176,9 +186,9 @@ def _field(fields: dict, sch: Any, defs: dict) -> _Field:
 def _list_items(node: list, f: _Field, path: tuple, fields: dict, defs: dict, found: _Texts) -> list:
     """The items of a list to walk; the strings of a list with one schema for every item
     are taken here, once each."""
-    strings = [v for v in node if type(v) is str] if f.uniform else []
+    strings = (node if set(map(type, node)) == {str} else [v for v in node if type(v) is str]) if f.uniform else []
     if strings:
-        found.take_all(_field(fields, f.child(0), defs), list(dict.fromkeys(strings)),
+        found.take_all(_field(fields, f.child(0), defs), dict.fromkeys(strings),
                        lambda t: (*path, node.index(t)))
     if len(strings) == len(node):
         return []
@@ -254,12 +264,25 @@ def screen_fields(value: Any, extra_keys: Iterable[str] = (), model: Any = None,
     if not all(flags):
         if not blank and not any(flags):
             return None, None   # every free-text field carries content: the common case
-        rich = {t for t, free in zip(texts, flags) if not free}
+        if whole is None and not any(flags):   # every text carries content: no set of them made
+            return None, _blanked(value, schema, _EVERY)
+        rich = set(itertools.compress(texts, map(operator.not_, flags)))
         return None, _blanked(value, schema, rich) if whole is None else _blanked(whole, None, rich)
     path, text = first
     reason = content_free_reason(text, keys, question) if text else "empty"
     which = "free-text" if schema is not None else "text"
     return f"every {which} field is empty or content-free ({_path(path)}: {reason})", None
+
+
+class _Every:
+    """``rich`` for ``_blanked`` where every free text carries content: it holds every text but the
+    empty one (which ``_free_texts`` leaves out)."""
+
+    def __contains__(self, text: object) -> bool:
+        return isinstance(text, str) and text != ""
+
+
+_EVERY: "Any" = _Every()
 
 
 #: what a free-text field that carries content is blanked to, once per character: no content, but
@@ -275,7 +298,7 @@ def _blanked(value: Any, schema: "tuple[dict, dict, dict] | None", rich: "set[st
     root, defs, fields = schema if schema is not None else _NO_SCHEMA
     holder = [value]
     stack: list[tuple[Any, Any, Any]] = [(holder, 0, root)]
-    blanks: "dict[int, set[str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> texts blanked
+    blanks: "dict[int, dict[str, str]]" = {}   # a list item's field (by id: ``fields`` keeps it) -> texts blanked
     while stack:
         parent, key, sch = stack.pop()
         node = parent[key]
@@ -309,7 +332,7 @@ def _blanked_dict(node: dict, f: _Field, rich: "set[str]", stack: list) -> dict:
 
 
 def _blanked_list(node: list, f: _Field, rich: "set[str]", stack: list,
-                  walk: "tuple[dict, dict, dict[int, set[str]]]") -> list:
+                  walk: "tuple[dict, dict, dict[int, dict[str, str]]]") -> list:
     """``_blanked``'s copy of a list, its items put on ``stack`` to be walked in it; with one schema for
     every item, its strings are blanked here (40,000 of them), the texts blanked per item field kept in
     ``walk`` (``fields``, ``defs``, ``blanks``)."""
@@ -320,10 +343,22 @@ def _blanked_list(node: list, f: _Field, rich: "set[str]", stack: list,
     fields, defs, blanks = walk
     item_sch = f.child(0)
     item = _field(fields, item_sch, defs)
-    free = blanks.get(id(item))
-    if free is None:
-        free = blanks[id(item)] = set(item.free_texts(rich))
-    copy = [_PLACEHOLDER * len(v) if isinstance(v, str) and v in free else v for v in copy]
+    if rich is _EVERY:   # every free text: the strings of the item's kind free (40,000 of them: no set)
+        if item.other_text != "free":
+            strings: "list[Any]" = copy
+        elif set(map(type, copy)) == {str} and not item.choices:
+            return list(map(_PLACEHOLDER.__mul__, map(len, copy)))
+        else:
+            strings = [_PLACEHOLDER * len(v) if isinstance(v, str) and v not in item.choices else v for v in copy]
+        stack.extend((strings, i, item_sch) for i, v in enumerate(strings) if isinstance(v, (dict, list)))
+        return strings
+    shown = blanks.get(id(item))
+    if shown is None:   # each text blanked, as it is shown
+        free = item.free_texts(rich)
+        shown = blanks[id(item)] = dict(zip(free, map(_PLACEHOLDER.__mul__, map(len, free))))
+    if set(map(type, copy)) == {str}:   # strings only (40,000 of them): each looked up in C
+        return list(map(shown.get, copy, copy))
+    copy = [shown[v] if isinstance(v, str) and v in shown else v for v in copy]
     stack.extend((copy, i, item_sch) for i, v in enumerate(copy) if isinstance(v, (dict, list)))
     return copy
 

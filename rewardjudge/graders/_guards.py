@@ -6,10 +6,15 @@ screened field by field in ``_field_guards``. Every check is linear in the text'
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import operator
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
+import numpy as np
+
+from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
 from ._notation import NOTATION_MAX, notation_strings
 
@@ -128,7 +133,7 @@ def _unmarked(text: str, tags: bool = True) -> str:
     """``text`` with its markup (``_MARKUP``, ``_ORG``, ``_LATEX_COMMANDS``; unless not ``tags``, a
     text's own: two or more ``_EMPTY_ITEM``-s, ``_TERMINAL`` sequences, ``_DECLARATION``-s and paired
     ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces."""
-    if "`" in text or "~" in text:
+    if "```" in text or "~~~" in text:   # a fence is three or more
         text = _MARKUP.sub(" ", text)
     if "#" in text and "#+" in text:   # a character first: a two-character search costs 100x memchr's
         text = _ORG.sub(" ", text)
@@ -211,13 +216,32 @@ def _trie(words: "Iterable[list[str]]") -> str:
     def emit(node: dict, guard: bool = True) -> str:
         # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
         # taken only where no whole word begins at ``c`` (``thoughtsolution``: ``thought`` then ``solution``,
-        # not ``thoughts`` then ``olution``; a word, once taken, is never given back)
-        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + c + emit(child, guard)
-                for c, child in sorted(node.items()) if c]
-        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
-        return "" if not alts else body + "?" if "" in node else body
+        # not ``thoughts`` then ``olution``; a word, once taken, is never given back).
+        # A node of many children: each class (``[o0]``) as one alternative per character, in its place:
+        # an alternative led by a literal is skipped in a step of the engine, one led by a class is not
+        # (262,144 one-character keys, the 47th of 55 first characters: 40 -> 25 ms)
+        split = len(node) > _SPLIT_CHILDREN
+        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + a + emit(child, guard)
+                for c, child in sorted(node.items()) if c
+                for a in (_one_each(c) if split else [c])]
+        if not alts:
+            return ""
+        # where a word may end, an empty alternative last, not ``(?:...)?``: a branch, no repeat (with
+        # the classes split, 262,144 one-character keys: 40 -> 25 ms)
+        return "(?:" + "|".join(alts) + "|)" if "" in node else alts[0] if len(alts) == 1 \
+            else "(?:" + "|".join(alts) + ")"
 
     return emit(root)
+
+
+#: a trie node with more children than this has each class split in its characters (``_trie``)
+_SPLIT_CHILDREN = 4
+
+
+def _one_each(c: str) -> "list[str]":
+    """A character pattern of ``_chars`` (a class of plain characters, or one escaped) as one pattern
+    per character it matches, in its order."""
+    return list(c[1:-1]) if len(c) > 2 and c[0] == "[" and c[-1] == "]" and "\\" not in c else [c]
 
 
 @functools.lru_cache(maxsize=1)
@@ -238,7 +262,9 @@ def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
 _FILLER_RUN = 8
 #: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
 #: ``Step 7`` alone may be one)
-_STEP = "(?:" + "".join(_chars("step")) + r"\d{1,3}(?!\d)){2,}"
+_STEP_ONE = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
+#: (two or more, written as one then a run: led by a class, skipped in a step where no ``s`` stands)
+_STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12
@@ -344,15 +370,46 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
 def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
     """Flags (in place) the texts with content holding a look-alike symbol that are content-free
     read with it as a digit (``_as_digits``), joined too."""
-    leet = [i for i, t in enumerate(texts) if not flags[i] and _leet(t)] if _leet("".join(texts)) else []
+    whole = "".join(texts)
+    if all(flags) or not _leet(whole):
+        return
+    joiner = free_joiner(texts)
+    leet = _holding(joiner.join(texts), joiner, _LEET_CODES, flags) if joiner is not None \
+        else [i for i, t in enumerate(texts) if not flags[i] and _leet(t)]
     if not leet:
         return
+    held = texts if len(leet) == len(texts) else [texts[i] for i in leet]
     # the texts joined by a control character, which no symbol stands for
-    read = _as_digits("\x00".join([texts[i] for i in leet])).split("\x00") \
-        if not any("\x00" in texts[i] for i in leet) else [_as_digits(texts[i]) for i in leet]
+    read = _as_digits("\x00".join(held)).split("\x00") if "\x00" not in whole else list(map(_as_digits, held))
     again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
+    if len(leet) == len(flags):
+        flags[:] = again
+        return
     for i, free in zip(leet, again):
         flags[i] = free
+
+
+_LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
+_OVERRIDE = np.array([0x202E], dtype=np.uint32)
+_COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
+_CLOSING = np.array([ord("<"), ord("/")], dtype=np.uint32)
+
+
+def _holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | None") -> "list[int]":
+    """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` (or,
+    for ``_CLOSING``, its two characters in a row) and are not ``flags``-ed, in order, in numpy: each
+    character's text is the count of joiners before it (a regex call per text: 10 ms for 43,000)."""
+    chars = _codes(joined)
+    if codes is _CLOSING:
+        marks = np.zeros(len(chars), dtype=bool)
+        marks[:-1] = (chars[:-1] == codes[0]) & (chars[1:] == codes[1])
+    else:
+        marks = np.isin(chars, codes)
+    if not marks.any():
+        return []
+    held = np.zeros(joined.count(joiner) + 1, dtype=bool)
+    held[np.cumsum(chars == ord(joiner))[marks]] = True
+    return np.flatnonzero(held if flags is None else held & ~np.array(flags, dtype=bool)).tolist()
 
 
 def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
@@ -374,76 +431,114 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     if joiner is None:
         return None
     # a text's tags pair within it only: a lone ``<b>`` is no markup for a ``</b>`` in another
-    unmarked = _unmarked(joiner.join([_unmarked(t) if "<" in t or ("[" in t and "[/" in t) or "\x1b" in t
-                                      or ("\n" in t and _items(t)) else t for t in texts]),
-                         tags=False)
+    plain = joiner.join(texts)
+    unmarked = _unmarked(plain, tags=False)   # no fence or command holds a joiner: text by text
+    # a text's own markup (tags that pair, declarations, bracket tags, terminal codes, empty items) set
+    # aside text by text: tags pair only in a text holding a closing one (found in numpy), the rarer
+    # kinds looked for in the texts only where the joined text holds one
+    own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
+    if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "\x1b" in unmarked \
+            or ("\n" in unmarked and _items(unmarked)):
+        own.update(i for i, t in enumerate(texts) if "<?" in t or "<!" in t or ("[" in t and "[/" in t)
+                   or "\x1b" in t or ("\n" in t and _items(t)))
+    if own:   # the rest: set aside once is as twice
+        shown = unmarked.split(joiner)
+        for i in own:
+            shown[i] = _unmarked(_unmarked(texts[i]), tags=False)
+        unmarked = joiner.join(shown)
     found = letters(unmarked, keep=joiner)
     if found.count(joiner) != len(texts) - 1:
         return None
     pieces = found.split(joiner)
     only = _keys_only(pieces, joiner, keys)
-    flags = [not piece or keyed for piece, keyed in zip(pieces, only)]
+    flags = [not piece or keyed for piece, keyed in zip(pieces, only)] if True in only \
+        else list(map(operator.not_, pieces))
     # master keys, then an answer after the last colon?
-    ask = [i for i, keyed in enumerate(only) if keyed and (":" in texts[i] or "\uff1a" in texts[i])]
+    ask = _holding(plain, joiner, _COLONS, list(map(operator.not_, only))) if True in only else []
     if ask:
         shown = unmarked.split(joiner)
-        for i, said in zip(ask, _answered_each([shown[i] for i in ask], joiner, keys)):
-            flags[i] = not said
+        saids = _answered_each(shown if len(ask) == len(texts) else [shown[i] for i in ask], joiner, keys)
+        if len(ask) == len(texts):
+            flags = list(map(operator.not_, saids))
+        else:
+            for i, said in zip(ask, saids):
+                flags[i] = not said
     # shown reversed (a right-to-left override): its letters read backwards
-    turned = [i for i, t in enumerate(texts) if not flags[i] and "\u202e" in t] \
-        if "\u202e" in "".join(texts) else []
-    for i, back in zip(turned, _keys_only([pieces[i][::-1] for i in turned], joiner, keys)):
-        flags[i] = back
+    turned = _holding(plain, joiner, _OVERRIDE, flags) if "\u202e" in plain else []
+    if turned:   # each text's letters reversed: the whole reversed, its pieces in their order again
+        backs = found[::-1].split(joiner)[::-1]
+        for i, back in zip(turned, _keys_only(backs if len(turned) == len(texts) else [backs[i] for i in turned],
+                                              joiner, keys)):
+            flags[i] = back
     return flags
 
 
 @functools.lru_cache(maxsize=64)
 def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str], re.Pattern[str]]":
-    """``_opener_pattern`` at the start of each text joined by ``joiner``: its first unit (where an
-    opener starts a text), then its run taken as it is (an atomic group: what ``match`` takes, no
-    other split) only where it ends the text. A text whose first character starts no key, filler word
-    or look-alike digit fails at once."""
-    firsts = {w[0] for w in (*_key_forms(keys), *_FILLER)}
-    firsts |= {_LOOKALIKE_DIGITS[c] for c in firsts if c in _LOOKALIKE_DIGITS}
-    at_start = rf"(?:(?<={re.escape(joiner)})|^)(?=[{''.join(map(re.escape, sorted(firsts)))}])"
+    """``_opener_pattern`` at the start of each text joined by ``joiner``, matched with the ``joiner``
+    before it (the texts joined are read with one before the first: ``_led``): its first unit (where
+    an opener starts a text), then its run taken as it is (an atomic group: what ``match`` takes, no
+    other split) only where it ends the text. The engine finds each text's start by a scan for the
+    joiner (a look-behind tried at every character cost 7 ms in 256 KiB), and a text whose first two
+    characters start no key, filler word or step header (their look-alike digits too) fails at once."""
     fillers, unit = _opener_units(keys)
+    words = [*map(_chars, _key_forms(keys)), *(list(w) for w in _FILLER), _chars("st")]
+    at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in words)})"
     return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
         re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
 
 
-#: the characters of texts joined that one substitution over them takes (``_batches``): 43,000 short
+def _led(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:
+    """``pattern`` (led by ``joiner``: ``_whole_openers``) substituted ``by`` in ``joined`` read with a
+    ``joiner`` before it, that ``joiner`` taken off again."""
+    return pattern.sub(by, joiner + joined)[1:]
+
+
+#: the characters of texts joined that one substitution over them takes (``_spans``): 43,000 short
 #: texts in one held the GIL for 30 ms
 _JOINED_SPAN = 32_768
 
 
-def _batches(texts: "list[str]") -> "list[list[str]]":
-    """``texts`` in runs of about ``_JOINED_SPAN`` characters; a longer text alone."""
-    out, start, size = [], 0, 0
-    for i, text in enumerate(texts):
-        size += len(text) + 1
-        if size >= _JOINED_SPAN:
-            out.append(texts[start:i + 1])
-            start, size = i + 1, 0
-    return out + [texts[start:]] if start < len(texts) else out
+def _spans(joined: str, joiner: str) -> "Iterator[str]":
+    """``joined`` (texts joined by ``joiner``) cut at a ``joiner`` into runs of texts of about
+    ``_JOINED_SPAN`` characters, a run ending with the text that reaches it, a text that long alone:
+    each a search for the joiner (a step per text in Python cost 5 ms for 43,000 texts)."""
+    start = 0
+    while True:
+        cut = joined.find(joiner, start + _JOINED_SPAN)
+        end = len(joined) if cut < 0 else cut
+        last = joined.rfind(joiner, start, end) + 1   # where the run's last text starts
+        if last > start and end - last >= _JOINED_SPAN:   # a long text after shorter ones: alone, next
+            end = last - 1
+        yield joined[start:end]
+        if end >= len(joined):
+            return
+        start = end + 1
+
+
+def _sub_spans(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:
+    """``_led(pattern, joiner, joined, by)``, a substitution per ``_spans``."""
+    return joiner.join([_led(pattern, joiner, part, by) for part in _spans(joined, joiner)])
 
 
 def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
-    keys and filler (``_only_keys``): a substitution per ``_batches`` of the distinct ones joined
+    keys and filler (``_only_keys``): a substitution per ``_spans`` of the distinct ones joined
     (texts differing by their symbols alone have the same letters), then what is left of each; a
     long text alone is matched a few units a call (``_opener_end``)."""
-    distinct = list(dict.fromkeys(pieces))
+    few = 2 * len(set(pieces)) <= len(pieces)
+    texts = list(dict.fromkeys(pieces)) if few else pieces   # many alike: each once, then a table
     whole = _whole_openers(keys, joiner)[1]
-    only: "list[bool]" = []
-    for batch in _batches(pieces if 2 * len(distinct) > len(pieces) else distinct):   # few alike: no table
-        if len(batch) == 1 and len(batch[0]) >= _JOINED_SPAN:
-            only.append(_only_keys(batch[0], keys))
-            continue
-        left = whole.sub("", joiner.join(batch)).split(joiner)
-        only += [bool(piece) and not rest for piece, rest in zip(batch, left)]
-    if len(only) == len(pieces):
+    joined = joiner.join(texts)
+    left = joiner.join([_led(whole, joiner, part, joiner) if len(part) < _JOINED_SPAN or joiner in part
+                        else "" if _only_keys(part, keys) else part for part in _spans(joined, joiner)])
+    if left == joined:   # none of them matched (the hostile case: 43,000 that almost do)
+        only = [False] * len(texts)
+    else:
+        only = [bool(piece) and not rest for piece, rest in zip(texts, left.split(joiner))]
+    if not few:
         return only
-    table = dict(zip(distinct, only))
+    table = dict(zip(texts, only))
     return [table[piece] for piece in pieces]
 
 
@@ -454,18 +549,16 @@ _OPENED = "\x00"
 def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """``_answered`` of each of ``unmarked`` (texts with their markup set aside, none holding
     ``joiner``) whose letters are master keys and filler: each cut to what follows its last colon
-    (a substitution per ``_batches`` of them joined; a text without one is left whole, and an opener
+    (a substitution per ``_spans`` of them joined; a text without one is left whole, and an opener
     starts its letters, as ``_answered`` finds no answer there), their letters in one pass, then
-    whether an opener's first unit starts each (a substitution per batch)."""
+    whether an opener's first unit starts each (a substitution per span)."""
     j = re.escape(joiner)
-    colon = re.compile(rf"(?:(?<={j})|^)[^{j}]*[:\uff1a]")
-    tails = joiner.join(colon.sub("", joiner.join(batch)) for batch in _batches(unmarked))
-    pieces = letters(tails, keep=joiner).split(joiner)
+    colon = re.compile(rf"{j}[^{j}]*[:\uff1a]")   # led by the joiner: found by a scan for it
+    pieces = letters(_sub_spans(colon, joiner, joiner.join(unmarked), joiner), keep=joiner).split(joiner)
     distinct = list(dict.fromkeys(pieces))
-    opener = _whole_openers(keys, joiner)[0]
-    opened = [c for batch in _batches(distinct) for c in opener.sub(_OPENED, joiner.join(batch)).split(joiner)]
-    said = {tail: bool(tail) and cut[0] != _OPENED for tail, cut in zip(distinct, opened)}
-    return [said[tail] for tail in pieces]
+    opened = _sub_spans(_whole_openers(keys, joiner)[0], joiner, joiner.join(distinct), joiner + _OPENED)
+    said = {tail: bool(tail) and cut[:1] != _OPENED for tail, cut in zip(distinct, opened.split(joiner))}
+    return list(map(said.__getitem__, pieces))
 
 
 #: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML)
