@@ -364,6 +364,30 @@ def _as_template(name: str, value: Any, strict: bool) -> "Template":
                         f"got {type(value).__name__}")
 
 
+def _kept_as_is(value: Any) -> bool:
+    """Whether ``to_plain_context`` keeps ``value`` (given, not a text) as it is: a list of texts or plain data."""
+    return value is not _MISSING and (type(value) is list and {*map(type, value)} <= _TEXT_ONLY or _is_plain(value))
+
+
+def _key_part(value: Any, hole: bool, holes: "list[str]") -> Any:
+    """``value``'s part of a memo key, type-exact (a hole's non-empty text is ``_HOLE`` and goes to
+    ``holes``); None where it has none (its repr recurses too deep)."""
+    if value is _MISSING:
+        return _ABSENT
+    t = type(value)
+    if t is str:
+        if hole and value:
+            holes.append(value)
+            return _HOLE
+        return value
+    if t is list and (not value or {*map(type, value)} == _TEXT_ONLY):
+        return ("list", *value)
+    try:   # exact plain types (unchanged by to_plain_context): repr tells them apart
+        return ("repr", repr(value))
+    except RecursionError:
+        return None
+
+
 def _put(context: dict, steps: Sequence[str], value: str) -> None:
     """``value`` at the path ``steps`` of ``context``, each mapping or list on the way copied."""
     where: Any = context
@@ -496,29 +520,14 @@ class Template:
         holes: list[str] = []
         for name, steps, hole in self._keyed:
             value = get(name, _MISSING)
-            if given and type(value) is not str:   # as to_plain_context would keep it, or no key
-                if value is _MISSING or not (type(value) is list and {*map(type, value)} <= _TEXT_ONLY
-                                             or _is_plain(value)):
-                    return None, None
+            if given and type(value) is not str and not _kept_as_is(value):   # as to_plain_context would keep it
+                return None, None
             if steps and value is not _MISSING:
                 value = lookup_steps(value, steps)
-            if value is _MISSING:
-                parts.append(_ABSENT)
-                continue
-            t = type(value)
-            if t is str:
-                if hole and value:
-                    parts.append(_HOLE)
-                    holes.append(value)
-                else:
-                    parts.append(value)
-            elif t is list and (not value or {*map(type, value)} == _TEXT_ONLY):
-                parts.append(("list", *value))
-            else:   # exact plain types (unchanged by to_plain_context): repr tells them apart
-                try:
-                    parts.append(("repr", repr(value)))
-                except RecursionError:
-                    return None, None
+            part = _key_part(value, hole, holes)
+            if part is None:
+                return None, None
+            parts.append(part)
         if not helpers_as_shipped():
             return None, None
         return tuple(parts), holes
