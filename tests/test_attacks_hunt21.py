@@ -146,3 +146,13 @@ def test_the_new_content_free_families_are_penalized_before_a_judge_call(name):
 
     text = next(a.text for a in attacks.ATTACKS if a.name == name)
     assert content_free_reason(text) is not None
+
+
+@pytest.mark.parametrize("text", ["answer 5", "Answer 5", "Solution 5", "thought 5", "Answer: 5", "answer 5."])
+def test_a_key_then_a_digit_that_looks_like_its_plural_s_is_an_answer(text):
+    # the plural keys (``answers``) take their last letter as written: a number after a key is the answer
+    assert content_free_reason(text) is None
+
+
+def test_a_plural_key_still_reads_with_look_alike_digits_inside():
+    assert content_free_reason("Answ3rs:") is not None and content_free_reason("Answers:") is not None

@@ -38,8 +38,10 @@ def _first_trie(words) -> str:
             node = node.setdefault(c, {})
         node[""] = {}
 
+    begun = {**{c[1]: child for c, child in root.items() if len(c) == 4 and c[0] == "["}, **root}
+
     def emit(node: dict, guard: bool = True) -> str:
-        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + c + emit(child, guard)
+        alts = [(f"(?!{c}{emit(begun[c], False)})" if guard and "" in node and c in begun else "") + c + emit(child, guard)
                 for c, child in sorted(node.items()) if c]
         body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
         return "" if not alts else body + "?" if "" in node else body
@@ -54,7 +56,7 @@ _FIRST_STEP = "(?:" + "".join(_guards._chars("step")) + r"\d{1,3}(?!\d)){2,}"
 @functools.lru_cache(maxsize=None)
 def _reference(keys: tuple[str, ...]) -> "re.Pattern[str]":
     """The opener as one pattern matched in one call, as it was first written (its tries too)."""
-    key = f"(?:{_FIRST_STEP}|{_first_trie(map(_guards._chars, _guards._key_forms(keys)))})"
+    key = f"(?:{_FIRST_STEP}|{_first_trie(_guards._key_chars(keys))})"
     filler = _first_trie(list(w) for w in _guards._FILLER)
     fillers = f"(?>(?:(?!{key})(?>{filler})){{0,{_guards._FILLER_RUN}}})"
     return re.compile(f"{fillers}(?:(?>{key}){fillers})++")

@@ -213,6 +213,9 @@ def _trie(words: "Iterable[list[str]]") -> str:
             node = node.setdefault(c, {})
         node[""] = {}
 
+    # the words begun by each first character, and by a letter written as is (``_key_chars``) those begun by its class
+    begun = {**{c[1]: child for c, child in root.items() if len(c) == 4 and c[0] == "["}, **root}
+
     def emit(node: dict, guard: bool = True) -> str:
         # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
         # taken only where no whole word begins at ``c`` (``thoughtsolution``: ``thought`` then ``solution``,
@@ -221,7 +224,7 @@ def _trie(words: "Iterable[list[str]]") -> str:
         # an alternative led by a literal is skipped in a step of the engine, one led by a class is not
         # (262,144 one-character keys, the 47th of 55 first characters: 40 -> 25 ms)
         split = len(node) > _SPLIT_CHILDREN
-        alts = [(f"(?!{c}{emit(root[c], False)})" if guard and "" in node and c in root else "") + a + emit(child, guard)
+        alts = [(f"(?!{c}{emit(begun[c], False)})" if guard and "" in node and c in begun else "") + a + emit(child, guard)
                 for c, child in sorted(node.items()) if c
                 for a in (_one_each(c) if split else [c])]
         if not alts:
@@ -258,6 +261,19 @@ def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
     return {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
 
 
+def _key_chars(extra_keys: tuple[str, ...]) -> "list[list[str]]":
+    """Each master key's ``_chars``; a key that is another and one letter more (``answers``) takes that
+    last letter as written, not its look-alike digit: ``Answer 5`` answers, it is no ``Answers``."""
+    forms = _key_forms(extra_keys)
+    words = []
+    for form in sorted(forms):
+        chars = _chars(form)
+        if len(form) > 1 and form[:-1] in forms:
+            chars[-1] = re.escape(form[-1])
+        words.append(chars)
+    return words
+
+
 #: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
 _FILLER_RUN = 8
 #: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
@@ -286,7 +302,7 @@ def _echo_of(question: str) -> str:
 def _opener_units(extra_keys: tuple[str, ...]) -> "tuple[str, str]":
     """The parts of ``_opener_pattern``: filler words before the first key, and one unit (a key, then
     filler words)."""
-    keys, filler = _trie(map(_chars, _key_forms(extra_keys))), _trie(list(w) for w in _FILLER)
+    keys, filler = _trie(_key_chars(extra_keys)), _trie(list(w) for w in _FILLER)
     keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
@@ -482,7 +498,7 @@ def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str]
     joiner (a look-behind tried at every character cost 7 ms in 256 KiB), and a text whose first two
     characters start no key, filler word or step header (their look-alike digits too) fails at once."""
     fillers, unit = _opener_units(keys)
-    words = [*map(_chars, _key_forms(keys)), *(list(w) for w in _FILLER), _chars("st")]
+    words = [*_key_chars(keys), *(list(w) for w in _FILLER), _chars("st")]
     at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in words)})"
     return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
         re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
