@@ -187,6 +187,20 @@ def _paired(text: str, declared: bool) -> str:
                    or m.group(2).casefold() in _VOID else m.group(), text)
 
 
+#: emoji pictographs (faces, people, animals, objects: Unicode's emoji blocks less the skin-tone modifiers);
+#: arrows, check marks and stars (the older symbol blocks) are none
+_PICTOGRAPH = re.compile("[\U0001f300-\U0001f3fa\U0001f400-\U0001f64f\U0001f680-\U0001f6ff"
+                         "\U0001f900-\U0001f9ff\U0001fa70-\U0001faff]")
+
+
+def _emoji_message(text: str) -> bool:
+    """Whether ``text`` holds two distinct emoji pictographs (``_PICTOGRAPH``): a text of no letter or digit
+    that does is a message written in emoji (models asked to answer in emoji wrote ``🙌🎉😅``),
+    not a lone symbol, which stays content-free (a judge may read ``👍`` as a verdict). Two passes."""
+    first = _PICTOGRAPH.search(text)
+    return first is not None and _PICTOGRAPH.search(text.replace(first.group(), "")) is not None
+
+
 #: the longest text quoted in a reason
 _SHOWN = 40
 
@@ -469,6 +483,8 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     only = _keys_only(pieces, joiner, keys)
     flags = [not piece or keyed for piece, keyed in zip(pieces, only)] if True in only \
         else list(map(operator.not_, pieces))
+    if "" in pieces and _PICTOGRAPH.search(unmarked):   # no letter or digit, but a message in emoji?
+        flags = [keyed or not (piece or _emoji_message(text)) for piece, keyed, text in zip(pieces, only, texts)]
     # master keys, then an answer after the last colon?
     ask = _holding(plain, joiner, _COLONS, list(map(operator.not_, only))) if True in only else []
     if ask:
@@ -673,7 +689,8 @@ def _free(text: str, keys: tuple[str, ...], echo: str = "") -> "str | None":
 
 def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str) -> bool:
     """``_free``'s test of ``found``, the letters of ``text`` (``unmarked``: its markup set aside) less ``echo``."""
-    return not found or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
+    return (not found and not _emoji_message(text)) \
+        or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys))
 
 
