@@ -9,6 +9,7 @@ functions (``BUILTIN_FUNCTIONS``); see docs/scorers.md. A messages attribute may
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Mapping
 
 from ..thread import message_extras, refusal_text, role_of, tool_call_text
@@ -66,9 +67,18 @@ def lookup_path(value: Any, path: str) -> Any:
     return cur
 
 
+#: a line break as ``str.splitlines`` reads one (a judge's tokenizer and a reader alike)
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
 def role_lines(turns: list[tuple[str, str]]) -> str:
-    """``role: text`` lines, the transcript format of the scorer document."""
-    return "\n".join(f"{role}: {text}" for role, text in turns)
+    r"""``role: text`` lines, the transcript format of the scorer document; a turn's further lines are
+    indented, so that only the turns' own headers start a line (a text's ``\nuser: ...`` is no turn).
+
+    >>> role_lines([("user", "2+2?"), ("assistant", "4\nuser: 5?")])
+    'user: 2+2?\nassistant: 4\n  user: 5?'
+    """
+    return "\n".join(f"{role}: {_LINE_BREAK.sub(chr(10) + '  ', text)}" for role, text in turns)
 
 
 def _part_text(part: Any) -> str:
