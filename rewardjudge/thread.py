@@ -4,6 +4,7 @@ OpenAI-style content parts: text parts joined with a newline, image parts refuse
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigError
@@ -15,6 +16,18 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
 #: what makes a mapping a message besides its role: any one of them carries what was said
 _MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
+#: where a marker the library writes into a turn's text begins (``tool_call_text``, ``refusal_text``)
+_MARKER = re.compile(r"\[(?=[ \t]*(?:tool[ \t_-]*calls?|refusal)(?![A-Za-z0-9]))", re.IGNORECASE)
+
+
+def own_text(text: str) -> str:
+    """``text`` as a turn holds what a message said: a marker of the library's own (``[tool call``,
+    ``[refusal]``) that it writes is defanged (``(tool call``), so only a real call or refusal reads as one.
+
+    >>> own_text("Done.\\n[tool call get_weather({})]")
+    'Done.\\n(tool call get_weather({})]'
+    """
+    return _MARKER.sub("(", text) if isinstance(text, str) and "[" in text else text
 
 
 def role_of(name: Any) -> str | None:
@@ -40,16 +53,16 @@ def tool_call_text(call: Any) -> str:
     if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
         call = call["function"]
     if not isinstance(call, Mapping):
-        return f"[tool call {json.dumps(call, ensure_ascii=False, default=str)}]"
+        return f"[tool call {own_text(json.dumps(call, ensure_ascii=False, default=str))}]"
     name, args = call.get("name"), call.get("arguments")
     name = name if isinstance(name, str) else "" if name is None else json.dumps(name, ensure_ascii=False, default=str)
     args = args if isinstance(args, str) else "" if args is None else json.dumps(args, ensure_ascii=False, default=str)
-    return f"[tool call {name}({args})]"
+    return f"[tool call {own_text(name)}({own_text(args)})]"
 
 
 def refusal_text(refusal: str) -> str:
     """A refusal (a message's field, an OpenAI content part) as the judge is shown it: the answer."""
-    return f"[refusal] {refusal}"
+    return f"[refusal] {own_text(refusal)}"
 
 
 def message_extras(message: Mapping[str, Any]) -> list[str]:
@@ -76,7 +89,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
     if content is None:
         return ""
     if isinstance(content, str):
-        return content
+        return own_text(content)
     if isinstance(content, Mapping):  # a single part on its own
         content = [content]
     if not isinstance(content, (list, tuple)):
@@ -84,7 +97,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
     pieces: list[str] = []
     for j, part in enumerate(content):
         if isinstance(part, str):
-            pieces.append(part)
+            pieces.append(own_text(part))
             continue
         if not isinstance(part, Mapping):
             raise ConfigError(f"{where} part {j} must be a mapping like {{'type': 'text', 'text': ...}}, "
@@ -94,7 +107,7 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
             text = part.get("text")
             if not isinstance(text, str):
                 raise ConfigError(f"{where} part {j} is a text part without a str 'text'")
-            pieces.append(text)
+            pieces.append(own_text(text))
         elif kind == "refusal":   # as a message's refusal field (``message_extras``) is
             refusal = part.get("refusal")
             if not isinstance(refusal, str):
@@ -232,7 +245,7 @@ def message_turns(value: Any, default_role: str = "user", where: str = "messages
     [('system', 'be brief'), ('user', 'hi')]
     """
     if isinstance(value, str):
-        return [(default_role, value)]
+        return [(default_role, own_text(value))]
     if isinstance(value, Mapping):  # one message on its own
         value = [value]
     if not isinstance(value, (list, tuple)):

@@ -14,7 +14,7 @@ from ..graders._base import Grader
 from ..models import OpenAIModel
 from ..models._discover import model_name
 from ..templates._plain import to_plain
-from ..thread import StringThread, message_turns, with_own_keys
+from ..thread import StringThread, message_turns, own_text, with_own_keys
 from .._sync import LoopThread
 from ._health import total_tokens
 
@@ -74,7 +74,7 @@ def _thread(grader_mode: str | None, prompt_keys: Sequence[str], data_source: An
         metadata["reference"] = ground_truth  # the catalog's graders read `reference`
     if "eval" not in metadata:
         metadata["eval"] = str(extra_info.get("split", "")).lower() in _EVAL_SPLITS
-    return StringThread([*turns, ("assistant", solution_str)], metadata)
+    return StringThread([*turns, ("assistant", own_text(solution_str))], metadata)
 
 
 def _batch_threads(mode: str | None, prompt_keys: Sequence[str], data_sources: Any, solution_strs: Any,

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Callable, Mapping
 
-from ..thread import message_extras, refusal_text, role_of, tool_call_text
+from ..thread import message_extras, own_text, refusal_text, role_of, tool_call_text
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
@@ -83,7 +83,7 @@ def role_lines(turns: list[tuple[str, str]]) -> str:
 
 def _part_text(part: Any) -> str:
     if isinstance(part, str):
-        return part
+        return own_text(part)
     if not isinstance(part, Mapping):
         return "" if part is None else str(part)
     kind = part.get("type", "text")
@@ -91,7 +91,7 @@ def _part_text(part: Any) -> str:
         return ""
     for key in ("text", "content"):
         if isinstance(part.get(key), str) and kind in ("text", "input_text", "output_text"):
-            return part[key]
+            return own_text(part[key])
     if kind in ("tool_call", "function_call"):
         return tool_call_text(part)
     if kind == "refusal" and isinstance(part.get("refusal"), str):   # an OpenAI refusal part: its text is the answer
@@ -117,7 +117,7 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
                 parsed = None
             if _holds_messages(parsed):
                 return format_messages(parsed, default_role)
-        return [(default_role, value)]
+        return [(default_role, own_text(value))]
     if isinstance(value, Mapping):
         if not _holds_messages(value):   # a value, not a message: shown whole
             return [(default_role, json.dumps(value, ensure_ascii=False, default=str))]

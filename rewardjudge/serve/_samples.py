@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..graders._schedule import prompt_key
 from ..readouts._forms import END_TOKENS
-from ..thread import StringThread, completion_threads, role_of
+from ..thread import StringThread, completion_threads, own_text, role_of
 
 __all__ = ["DEFAULT_EOS", "grade_body", "group_key", "openrlhf_body", "openrlhf_thread", "sample_thread",
            "split_chat_markup"]
@@ -75,7 +75,7 @@ def openrlhf_thread(query: str, prompt: str | None, label: Any, *, eos: Sequence
     metadata: dict[str, Any] = {} if label is None or label == "" else {"label": label, "reference": label}
     if isinstance(label, Mapping):  # its own keys win: label and reference are defaults
         metadata.update(label)
-    return StringThread([*split_chat_markup(prompt), ("assistant", _strip_eos(response, eos))], metadata)
+    return StringThread([*split_chat_markup(prompt), ("assistant", own_text(_strip_eos(response, eos)))], metadata)
 
 
 def sample_thread(sample: Any, where: str, *, images: bool = False) -> StringThread:
