@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rewardjudge import StringThread
-from rewardjudge.errors import ConfigError, JudgeHTTPError
+from rewardjudge.errors import ConfigError, JudgeHTTPError, JudgeResponseError
 from rewardjudge.graders import ProbabilityJudgeGrader
 from rewardjudge.models import GradeDistributionUnsupported, OpenAIModel
 from rewardjudge.models._chat_template import ChatTemplate
@@ -120,7 +120,7 @@ async def test_bad_choices(choices):
 async def test_a_server_without_logprobs_is_reported_not_retried():
     with FakeJudgeServer(lambda req: Fault.reply("3")) as server:
         async with model_for(server) as model:
-            with pytest.raises(GradeDistributionUnsupported, match="no top logprobs"):
+            with pytest.raises(JudgeResponseError, match="no top logprobs"):   # a judge failure, one request
                 await model.grade_distribution(ASK, DIGITS)
         assert server.request_count == 1
 

@@ -167,13 +167,19 @@ def check_choices(choices: Sequence[str]) -> list[str]:
     return out
 
 
+#: SentencePiece's space and byte-level BPE's space and newline, as raw tokens spell them
+_PIECE_MARKERS = str.maketrans({"\u2581": " ", "\u0120": " ", "\u010a": "\n"})
+
+
 def match_choices(top: "Mapping[str, float] | Iterable[tuple[str, float]]",
                   choices: Sequence[str]) -> dict[str, float]:
-    """The probabilities of ``top`` (token -> logprob, a mapping or pairs) summed per choice (stripped)."""
+    """The probabilities of ``top`` (token -> logprob, a mapping or pairs) summed per choice (stripped,
+    a tokenizer's space or newline marker read as the space or newline: some vLLM releases list raw
+    pieces, ``▁4`` or ``Ġ4``, where servers list the decoded ``" 4"``)."""
     probs = {c: 0.0 for c in choices}
     items = top.items() if isinstance(top, Mapping) else top
     for token, logprob in items:
-        key = token.strip()
+        key = token.translate(_PIECE_MARKERS).strip()
         if key in probs and logprob is not None and math.isfinite(logprob):
             probs[key] += math.exp(logprob)
     return probs

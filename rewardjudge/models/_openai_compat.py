@@ -234,9 +234,10 @@ def _read_body(raw: bytes) -> tuple[str, dict[str, Any], Any, dict[str, int]]:
         raise _unreadable(exc, text) from None
     usage_in = data.get("usage")
     usage_in = usage_in if isinstance(usage_in, dict) else {}
-    # a count that is no finite number (NaN, 1e400) is left out: int() of it raises
+    # a count that is no number of a plausible size (NaN, 1e400, an integer of 400 digits) is left out:
+    # int() of it raises, and so do isfinite() and float() of a huge integer
     usage = {k: int(v) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-             if isinstance(v := usage_in.get(k), (int, float)) and math.isfinite(v)}
+             if _is_number(v := usage_in.get(k)) and -_HUGE < v < _HUGE}
     return text, data, choice, usage
 
 
@@ -268,19 +269,12 @@ def _parse_distribution(raw: bytes, latency: float, *, endpoint: str,
                         choices: list[str]) -> TokenDistribution:
     """Read the first generated position's top logprobs from a chat or completions body."""
     text, data, choice, usage = _read_body(raw)
-    lp = choice.get("logprobs") if isinstance(choice, dict) else None
-    try:
-        if endpoint == "chat":
-            pairs = [(str(alt["token"]), float(alt["logprob"]))
-                     for alt in lp["content"][0].get("top_logprobs") or [] if _is_number(alt.get("logprob"))]
-        else:
-            pairs = [(str(t), float(v)) for t, v in lp["top_logprobs"][0].items() if _is_number(v)]
-    except (KeyError, IndexError, TypeError, ValueError):
-        pairs = []
-    if not pairs:
-        raise GradeDistributionUnsupported(
-            f"the judge server returned no top logprobs on {endpoint} (does it support "
-            f"logprobs?): {text[:300]}")
+    pairs = _top_alternatives(choice.get("logprobs") if isinstance(choice, dict) else None, endpoint)
+    if not pairs:   # one reply without them (a proxy's provider) is a judge failure, not a usage error
+        err = JudgeResponseError(f"the judge server returned no top logprobs on {endpoint} (does it "
+                                 f"support logprobs?): {text[:300]}", body=text[:2000])
+        err.retryable = False   # a server that never returns them must not cost every grade its retries
+        raise err
     seen = [math.exp(v) for _, v in pairs if math.isfinite(v)]
     return TokenDistribution(match_choices(pairs, choices), top_k=len(pairs),
                              unseen_max=min(seen) if seen else 1.0, usage=usage,
@@ -320,12 +314,36 @@ def _token_logprobs(lp: Any) -> tuple[list[str], list[dict[str, float]]]:
         listed = item.get("top_logprobs")
         # a logprob that is no number (null, text) is left out: float() of it raised out of grade
         alts = {str(alt["token"]): float(alt["logprob"]) for alt in (listed if isinstance(listed, list) else ())
-                if isinstance(alt, dict) and "token" in alt and _is_number(alt.get("logprob"))}
-        if not alts and _is_number(item.get("logprob")):
+                if isinstance(alt, dict) and "token" in alt and _is_logprob(alt.get("logprob"))}
+        if not alts and _is_logprob(item.get("logprob")):
             alts[str(item.get("token", ""))] = float(item["logprob"])
         top.append(alts)
     return [str(item.get("token", "")) for item in items], top
 
 
+def _top_alternatives(lp: Any, endpoint: str) -> list[tuple[str, float]]:
+    """``(token, logprob)`` of the first generated position's alternatives (chat: a list of
+    ``{token, logprob}``; completions: ``{token: logprob}``); any other shape gives none."""
+    try:
+        if endpoint == "chat":
+            listed = lp["content"][0]["top_logprobs"]
+            items = [(a.get("token"), a.get("logprob")) for a in listed if isinstance(a, dict)]
+        else:
+            items = list(lp["top_logprobs"][0].items())
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return []
+    return [(t, float(v)) for t, v in items if isinstance(t, str) and _is_logprob(v)]
+
+
+#: no count or logprob a server means is this large; a larger integer overflows float()
+_HUGE = 1e18
+
+
 def _is_number(value: Any) -> bool:
     return type(value) in (int, float)
+
+
+def _is_logprob(value: Any) -> bool:
+    """A number a logprob can be: at most 0 (a probability over 1 is none), a huge integer and NaN
+    not (float() of the one raises, the other compares false)."""
+    return (type(value) is float or type(value) is int and value > -_HUGE) and value <= 0
