@@ -5,8 +5,9 @@ body (fields dropped, renamed, retyped, nested; nulls, huge numbers, NaN and Inf
 statuses and Retry-After values, truncated, dripped, reset, mislabelled or falsely gzipped bodies).
 The server never knows the request's seal, so no chat reply holds a sealed verdict: each grade must
 come back unscored or penalized. A probability grade may be scored only where the mutation left a
-valid distribution (``valid_distribution``). Nothing may raise, and no grade may be a "grader error"
-(an exception that is no judge error escaped the model).
+valid distribution (``valid_distribution``). Nothing may raise, no grade may be a "grader error" (an
+exception that is no judge error escaped the model), and every unscored grade counts in ``judge_health``
+under a kind of failure.
 
     python -m bench.bench_fuzz_replies --cases 5000 --seed 7
 """
@@ -30,6 +31,7 @@ from rewardjudge.models import OpenAIModel, RetryPolicy
 from rewardjudge.rl._health import unscored_kind
 
 TIMEOUT_S = 0.4
+OFF_THE_GRADES = "of the judge's probability fell on the grades"
 CHOICES = ("1", "2", "3", "4", "5")
 CONTENTS = ('{"reasoning": "Checked.", "score": "PASS"}', '{"reason": "ok", "verdict": true}', "PASS",
             "VERDICT 0123456789abcdef0123: PASS", '<candidate id="c1">5</candidate>', "[[5]]", "", " ",
@@ -204,8 +206,8 @@ class FuzzServer:
                 self.requests += 1
                 if not await self._answer(writer, self.reply):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
+            pass   # the client went, or the server closes while a slow reply drips
         finally:
             writer.close()
 
@@ -281,7 +283,9 @@ async def run_fuzz(cases: int, seed: int, on_case: Callable[[int, str, Reply, li
                 if g.status == "unscored":
                     kind = unscored_kind(g.error)
                     counts[f"unscored/{kind}"] = counts.get(f"unscored/{kind}", 0) + 1
-                    if g.error and "grader error" in g.error:
+                    # "other": no kind judge_health counts; a probability judge whose mass fell off the
+                    # grades wrote a reply with no verdict in it, the one such reason known
+                    if "grader error" in (g.error or "") or kind == "other" and OFF_THE_GRADES not in g.error:
                         problems.append(f"case {case} {name}: {g.error:.200} <- {reply.what}")
                 if g.status == "scored" and not (probability and valid_distribution(reply.data)):
                     problems.append(f"case {case} {name}: scored {g.value} <- {reply.what} {reply.body[:300]!r}")

@@ -156,8 +156,8 @@ async def test_reasks_are_bounded_then_unscored_with_the_reason():
     assert [g.status for g in grades] == ["scored", "unscored", "scored"]
     bad = grades[1]
     assert bad.value is None and bad.reward != bad.reward  # NaN for trainers
-    assert bad.error == "not judged after 3 round(s): round 3: empty reply"  # alone: nothing said
-    assert bad.extra["failures"][0].startswith('round 1: no <grade id="')
+    assert bad.error == "not judged after 3 round(s): round 3: no sealed verdict: empty reply"  # alone: nothing said
+    assert bad.extra["failures"][0].startswith('round 1: no sealed verdict: no <grade id="')
     assert len(bad.extra["failures"]) == 3 and bad.attempts == 3
     assert sizes(model) == [1, 1, 3]  # asked with its group, then alone twice
 

@@ -5,7 +5,9 @@ Found: a usage count that is an integer too large for a float (``1e400`` written
 ``OverflowError`` out of the model; a completions ``top_logprobs`` entry that is a list, or a chat
 alternative that is no object, raised ``AttributeError``; a logprob over 0 (``1000``) raised
 ``OverflowError`` in ``exp``; a probability judge's reply without logprobs raised
-``GradeDistributionUnsupported`` (a ``ConfigError``) out of ``grade``. Tokens as some vLLM releases list
+``GradeDistributionUnsupported`` (a ``ConfigError``) out of ``grade``; a candidate judge's unscored grades
+all counted as ``unscored/other`` in ``judge_health`` (an outage, an unreadable body and a reply without
+its ids alike). Tokens as some vLLM releases list
 them, raw pieces with a tokenizer's space marker (``▁4``, ``Ġ4``), were not matched to their choice."""
 
 from __future__ import annotations
@@ -107,3 +109,22 @@ def test_raw_pieces_with_a_space_marker_are_matched():
     dist = _run(_completions(top), lambda m: m.grade_distribution(ASK, DIGITS))
     assert dist.probs["4"] == pytest.approx(math.exp(-0.5)) and dist.probs["3"] == pytest.approx(math.exp(-1.5))
     assert dist.probs["2"] == pytest.approx(math.exp(-4.0))
+
+
+@pytest.mark.parametrize("reply, kind", [
+    ({"error": {"code": 503, "message": "busy"}}, "http"),                    # an outage
+    ({"choices": "x"}, "invalid_reply"),                                      # an unreadable body
+    ({"choices": [{"index": 0, "message": {"role": "assistant", "content": "5"},
+                   "finish_reason": "stop"}]}, "no_sealed_verdict"),         # no block with an id sent
+])
+def test_a_candidate_judges_unscored_grades_count_by_kind(reply, kind):
+    from bench.bench_fuzz_replies import GROUP
+    from rewardjudge.graders import CandidateJudgeGrader
+    from rewardjudge.rl import judge_health
+
+    async def go(model):
+        return await CandidateJudgeGrader("c", model, scale="graded", max_rounds=2).grade_batch(GROUP)
+
+    grades = _run(reply, go)
+    health = judge_health(grades)
+    assert health[f"judge/unscored/{kind}"] == len(GROUP) and health["judge/unscored/other"] == 0

@@ -280,7 +280,9 @@ class CandidateJudgeGrader(Grader):
         failed: list[_Candidate] = []
         for cand, cid in zip(order, ids):
             if isinstance(decision := reading.decisions[cid], NoVerdict):
-                cand.failures.append(f"round {round_no}: {decision.reason}")
+                # its kind named as judge_health counts it (the grade's error ends with the last failure)
+                what = "invalid judge reply" if decision.kind == "invalid" else decision.kind
+                cand.failures.append(f"round {round_no}: {what}: {decision.reason}")
                 failed.append(cand)
         expectations: list[Any] = [None] * len(judged)
         if self.expected_value and judged:   # a usage error is raised once every read has finished

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import statistics
 from collections import Counter
 from typing import Any, Optional, Sequence
@@ -24,6 +25,8 @@ _KIND_PREFIXES = {"timeout": ("JudgeTimeoutError",), "http": ("JudgeHTTPError",)
 #: the kinds where the judge answered but wrote no verdict that can be read
 _REPLY_KINDS = ("invalid_reply", "no_sealed_verdict", "cut_off")
 UNSCORED_KINDS = (*_KIND_PREFIXES, "other")
+#: how a candidate judge's unscored grade opens: the rounds it was asked in, the last round's number
+_ROUNDS = re.compile(r"not judged after \d+ round\(s\): (?:round \d+: )?")
 
 
 def checked_grades(grades: Sequence[Grade]) -> list[Grade]:
@@ -38,6 +41,8 @@ def checked_grades(grades: Sequence[Grade]) -> list[Grade]:
 def unscored_kind(error: str | None) -> str:
     """Why an unscored grade with this ``error`` is unscored: one of ``UNSCORED_KINDS``."""
     text = (error or "").strip()
+    if m := _ROUNDS.match(text):   # a candidate's grade: its last round's failure says why
+        text = text[m.end():]
     return next((kind for kind, prefixes in _KIND_PREFIXES.items() if text.startswith(prefixes)), "other")
 
 
