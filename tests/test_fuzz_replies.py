@@ -4,7 +4,8 @@ server; ``python -m bench.bench_fuzz_replies --cases N --seed S`` runs it long),
 Found: a usage count that is an integer too large for a float (``1e400`` written out) raised
 ``OverflowError`` out of the model; a completions ``top_logprobs`` entry that is a list, or a chat
 alternative that is no object, raised ``AttributeError``; a logprob over 0 (``1000``) raised
-``OverflowError`` in ``exp``; a probability judge's reply without logprobs raised
+``OverflowError`` in ``exp``; top logprobs whose probabilities add up past 1 were read into a score;
+a probability judge's reply without logprobs raised
 ``GradeDistributionUnsupported`` (a ``ConfigError``) out of ``grade``; a candidate judge's unscored grades
 all counted as ``unscored/other`` in ``judge_health`` (an outage, an unreadable body and a reply without
 its ids alike). Tokens as some vLLM releases list
@@ -82,6 +83,19 @@ def test_unusable_top_logprobs_are_a_judge_failure(top):
     with pytest.raises(JudgeResponseError, match="no top logprobs") as caught:
         _run(_completions(top), lambda m: m.grade_distribution(ASK, DIGITS))
     assert caught.value.attempts == 1   # not retried: a server without them answers the same again
+
+
+@pytest.mark.parametrize("top", [
+    {"1": 0, "4": -0.1},           # certain of two grades at once
+    {"1": -1, "2": -2.3, "3": -1.6, "4": -0.9, "5": -1.6},   # 1.27 in all
+])
+def test_top_logprobs_past_a_probability_of_one_are_no_distribution(top):
+    # the fuzz's case: one logprob retyped to 0 or -1 left a "distribution" of mass 1.3 to 1.9, read
+    # into a score; a server's rounding (a sum of 1.0000001) is read
+    with pytest.raises(JudgeResponseError, match="past 1"):
+        _run(_completions([top]), lambda m: m.grade_distribution(ASK, DIGITS))
+    dist = _run(_completions([{"4": 0.0, "3": -20.0}]), lambda m: m.grade_distribution(ASK, DIGITS))
+    assert dist.probs["4"] == 1.0
 
 
 def test_a_chat_alternative_that_is_no_object_is_left_out():

@@ -276,6 +276,9 @@ def _parse_distribution(raw: bytes, latency: float, *, endpoint: str,
         err.retryable = False   # a server that never returns them must not cost every grade its retries
         raise err
     seen = [math.exp(v) for _, v in pairs if math.isfinite(v)]
+    if math.fsum(seen) > 1.001:   # probabilities past 1 (rounding aside): no softmax wrote them
+        raise JudgeResponseError(f"the judge server's top logprobs on {endpoint} add up to a probability of "
+                                 f"{math.fsum(seen):.3g}, past 1: {text[:300]}", body=text[:2000])
     return TokenDistribution(match_choices(pairs, choices), top_k=len(pairs),
                              unseen_max=min(seen) if seen else 1.0, usage=usage,
                              latency_s=latency, raw=data)
