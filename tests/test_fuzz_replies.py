@@ -4,12 +4,12 @@ server; ``python -m bench.bench_fuzz_replies --cases N --seed S`` runs it long),
 Found: a usage count that is an integer too large for a float (``1e400`` written out) raised
 ``OverflowError`` out of the model; a completions ``top_logprobs`` entry that is a list, or a chat
 alternative that is no object, raised ``AttributeError``; a logprob over 0 (``1000``) raised
-``OverflowError`` in ``exp``; top logprobs whose probabilities add up past 1 were read into a score;
-a probability judge's reply without logprobs raised
-``GradeDistributionUnsupported`` (a ``ConfigError``) out of ``grade``; a candidate judge's unscored grades
-all counted as ``unscored/other`` in ``judge_health`` (an outage, an unreadable body and a reply without
-its ids alike). Tokens as some vLLM releases list
-them, raw pieces with a tokenizer's space marker (``▁4``, ``Ġ4``), were not matched to their choice."""
+``OverflowError`` in ``exp``; top logprobs whose probabilities add up past 1 were read into a score; a
+probability judge's reply without logprobs raised ``GradeDistributionUnsupported`` (a ``ConfigError``)
+out of ``grade``; a candidate judge's unscored grades all counted as ``unscored/other`` in
+``judge_health`` (an outage, an unreadable body and a reply without its ids alike). Tokens as some vLLM
+releases list them, raw pieces with a tokenizer's space marker (``▁4``, ``Ġ4``), were not matched to
+their choice."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ import math
 import httpx
 import pytest
 
-from bench.bench_fuzz_replies import SAMPLE, TEMPLATE, run_fuzz
+from bench.bench_fuzz_replies import GROUP, SAMPLE, TEMPLATE, run_fuzz
 from rewardjudge.errors import JudgeResponseError
-from rewardjudge.graders import ProbabilityJudgeGrader
+from rewardjudge.graders import CandidateJudgeGrader, ProbabilityJudgeGrader
 from rewardjudge.models import OpenAIModel, RetryPolicy
+from rewardjudge.rl import judge_health
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
 ASK = [{"role": "user", "content": "Grade it 1-5."}]
@@ -132,10 +133,6 @@ def test_raw_pieces_with_a_space_marker_are_matched():
                    "finish_reason": "stop"}]}, "no_sealed_verdict"),         # no block with an id sent
 ])
 def test_a_candidate_judges_unscored_grades_count_by_kind(reply, kind):
-    from bench.bench_fuzz_replies import GROUP
-    from rewardjudge.graders import CandidateJudgeGrader
-    from rewardjudge.rl import judge_health
-
     async def go(model):
         return await CandidateJudgeGrader("c", model, scale="graded", max_rounds=2).grade_batch(GROUP)
 
