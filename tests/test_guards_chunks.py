@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from rewardjudge.graders import _guards
+from rewardjudge.graders import _guards, _markup
 from rewardjudge.readouts._text import letters
 
 EXTRA = ("abracadabra", "open sesame")
@@ -126,16 +126,16 @@ TAG_PIECES = ("<b>", "</b>", "<p>", "</p>", "<br/>", "<br>", "<hr>", "<think>", 
 
 def _unmarked_one_call(text: str) -> str:
     found: "tuple[set[str], set[str]]" = (set(), set())
-    for slash, name, _ in _guards._TAG.findall(text):
+    for slash, name, _ in _markup._TAG.findall(text):
         found[bool(slash)].add(name.casefold())
     paired = found[0] & found[1]
-    return _guards._TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired
-                            or m.group(2).casefold() in _guards._VOID else m.group(), text) if paired else text
+    return _markup._TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired
+                            or m.group(2).casefold() in _markup._VOID else m.group(), text) if paired else text
 
 
 @pytest.mark.parametrize("span", [1, 3, 8])
 def test_tags_found_a_few_characters_a_call_pair_as_in_one_call(monkeypatch, span):
-    monkeypatch.setattr(_guards, "_TAG_SPAN", span)
+    monkeypatch.setattr(_markup, "_TAG_SPAN", span)
     rng = random.Random(span)
     for _ in range(3000):
         text = "".join(rng.choices(TAG_PIECES, k=rng.randint(0, 12)))

@@ -1,0 +1,167 @@
+"""Markup that shows no text of its own, set aside before the content-free screen reads a text
+(``_unmarked``): a code fence, tags that pair, other languages' markup (BBCode, terminal codes,
+org-mode, XML declarations, RTF, LaTeX's style and structure commands), empty list items; and
+``_trie``, one pattern for many words (the screen's master keys, LaTeX's command names)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable
+
+# Markdown that is no answer by itself: a code fence and its language
+_MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+# Markup of other languages that shows no text (hunt 21): a terminal's escape sequences (``\x1b[1m``, an
+# OSC title), an org-mode block line and keyword (``#+BEGIN_SRC python``), an XML declaration or processing
+# instruction, a document type and CDATA's brackets (``<?xml version="1.0"?>``, ``<![CDATA[]]>``)
+_TERMINAL = re.compile(r"\x1b(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ORG = re.compile(r"(?im)^[ \t]*#\+(?:(?:begin|end)_\w{1,32}[^\n]*|\w{1,32}:)")
+_DECLARATION = re.compile(r"<\?[^<>]{0,256}\?>|<!doctype[^<>]{0,256}>|<!\[cdata\[|\]\]>", re.I)
+# A list item with nothing after its marker (``1.``, ``b)``, ``iv.``, ``- [ ]``): markup where two or more stand
+_EMPTY_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[A-Za-z][.)]|[ivxIVX]{1,6}[.)])[ \t]*(?:\[[ xX]?\][ \t]*)?$")
+_items = _EMPTY_ITEM.search
+# RTF's control words and the tables a document opens with (font names): in a text that opens as RTF
+_RTF = re.compile(r"\{\\(?:\*\\)?(?:fonttbl|colortbl|stylesheet|info|generator)(?:[^{}]|\{[^{}]*\}){0,4096}\}"
+                  r"|\\[a-z]{1,32}-?\d{0,10} ?")
+# BBCode's tags (``[b]``, ``[/b]``, ``[url=...]``): markup where their name both opens and closes, as ``_TAG``
+_BRACKET_TAG = re.compile(r"\[(/?)([A-Za-z][\w*]{0,31})(?:=[^\[\]\n]{0,256})?\]")
+# A tag; the tags of a name both opened and closed in the text are markup too (``<think></think>``
+# alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer,
+# but where some tag pairs, a self-closed or void one is markup too (``<p></p><br/><hr>``)
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?(/?)>")
+#: the characters one ``_TAG`` search takes (``_unmarked``): 87,360 tags in one call held the GIL for 45 ms
+_TAG_SPAN = 32_768
+#: HTML's void elements (never closed): markup beside a tag that pairs
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"})
+
+
+#: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
+#: ``Thought process:``), spacing (``$\\quad$``), sizing, an environment's frame; a command that
+#: is a symbol (``\\pi``, ``\\infty``) may be the answer and stays (the pattern: ``_latex``)
+_LATEX_COMMANDS = (
+    "text", "textbf", "textit", "textrm", "texttt", "textsf", "textup", "textsc", "textsl", "textmd", "textnormal",
+    "mathrm", "mathbf", "mathit", "mathsf", "mathtt", "mathnormal", "emph", "underline", "bold", "boldsymbol", "bm",
+    "mbox", "hbox", "fbox", "textstyle", "displaystyle", "scriptstyle", "quad", "qquad", "enspace", "thinspace",
+    "left", "right", "big", "bigl", "bigr", "Big", "Bigl", "Bigr", "bigg", "biggl", "biggr", "Bigg", "Biggl", "Biggr",
+    "newline", "linebreak", "noindent", "par", "hfill", "vfill", "medskip", "smallskip", "bigskip", "centering",
+    "large", "Large", "LARGE", "huge", "Huge", "small", "footnotesize", "normalsize", "tiny", "bfseries", "itshape",
+    "rmfamily", "ttfamily", "sffamily",
+    # hunt 21: a document's structure (``\\section*{Solution}`` shows ``Solution``)
+    "section", "subsection", "subsubsection", "paragraph", "subparagraph", "chapter", "part", "item",
+    "maketitle", "tableofcontents")
+#: a backslash before a letter (a command may start there: the pattern tried only where one stands)
+_LATEX_HINT = re.compile(r"\\[A-Za-z]")
+
+
+def _unmarked(text: str, tags: bool = True) -> str:
+    """``text`` with its markup (``_MARKUP``, ``_ORG``, ``_LATEX_COMMANDS``; unless not ``tags``, a
+    text's own: two or more ``_EMPTY_ITEM``-s, ``_TERMINAL`` sequences, ``_DECLARATION``-s and paired
+    ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces."""
+    if "```" in text or "~~~" in text:   # a fence is three or more
+        text = _MARKUP.sub(" ", text)
+    if "#" in text and "#+" in text:   # a character first: a two-character search costs 100x memchr's
+        text = _ORG.sub(" ", text)
+    if text.lstrip().startswith("{\\rtf"):
+        text = _RTF.sub(" ", text)
+    if "\\" in text and _LATEX_HINT.search(text):
+        text = _latex().sub(" ", text)
+    if not tags:
+        return text
+    if "\n" in text:
+        items, n = _EMPTY_ITEM.subn(" ", text)
+        text = items if n >= 2 else text
+    if "\x1b" in text:
+        text = _TERMINAL.sub(" ", text)
+    if "[" in text and "[/" in text:
+        text = _bracket_tags_out(text)
+    declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
+    if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
+        text = _DECLARATION.sub(" ", text)
+    return _paired(text, declared) if "<" in text else text
+
+
+def _bracket_tags_out(text: str) -> str:
+    """``text`` with its ``_BRACKET_TAG``-s of a name both opened and closed in it set aside (one
+    substitution by a pattern of those names: no Python step per tag)."""
+    found: "tuple[set[str], set[str]]" = (set(), set())
+    for slash, name in set(_BRACKET_TAG.findall(text)):
+        found[bool(slash)].add(name.casefold())
+    paired = found[0] & found[1]
+    if not paired:
+        return text
+    names = "|".join(map(re.escape, sorted(paired, key=len, reverse=True)))
+    return re.sub(rf"\[/?(?i:{names})(?:=[^\[\]\n]{{0,256}})?\]", " ", text)
+
+
+def _paired(text: str, declared: bool) -> str:
+    """``text`` with the ``_TAG``-s of a name both opened and closed in it set aside, and where one
+    pairs (or ``declared``) its self-closed and void ones."""
+    found: "tuple[set[str], set[str]]" = (set(), set())
+    start = 0
+    while start < len(text):   # a call per ``_TAG_SPAN`` characters, cut at a "<" (no tag holds one past its start)
+        cut = text.find("<", start + _TAG_SPAN)
+        end = len(text) if cut < 0 else cut
+        for slash, name, _ in set(_TAG.findall(text, start, end)):   # a text repeats its few tags
+            found[bool(slash)].add(name.casefold())
+        start = end
+    paired = found[0] & found[1]
+    if not paired and not declared:
+        return text
+    return _TAG.sub(lambda m: " " if m.group(3) or m.group(2).casefold() in paired
+                   or m.group(2).casefold() in _VOID else m.group(), text)
+
+
+def _trie(words: "Iterable[list[str]]") -> str:
+    """One pattern matching any of ``words`` (lists of character patterns), the longest where
+    several match but where a whole word begins after the shorter; shared prefixes are tried once (a text's every position tries a few
+    characters, not every word)."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    # the words begun by each first character, and by a letter written as is (``_key_chars``) those begun by its class
+    begun = {**{c[1]: child for c, child in root.items() if len(c) == 4 and c[0] == "["}, **root}
+
+    def emit(node: dict, guard: bool = True) -> str:
+        # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
+        # taken only where no whole word begins at ``c`` (``thoughtsolution``: ``thought`` then ``solution``,
+        # not ``thoughts`` then ``olution``; a word, once taken, is never given back).
+        # A node of many children: each class (``[o0]``) as one alternative per character, in its place:
+        # an alternative led by a literal is skipped in a step of the engine, one led by a class is not
+        # (262,144 one-character keys, the 47th of 55 first characters: 40 -> 25 ms)
+        split = len(node) > _SPLIT_CHILDREN
+        alts = [(f"(?!{c}{emit(begun[c], False)})" if guard and "" in node and c in begun else "") + a + emit(child, guard)
+                for c, child in sorted(node.items()) if c
+                for a in (_one_each(c) if split else [c])]
+        if not alts:
+            return ""
+        # where a word may end, an empty alternative last, not ``(?:...)?``: a branch, no repeat (with
+        # the classes split, 262,144 one-character keys: 40 -> 25 ms)
+        return "(?:" + "|".join(alts) + "|)" if "" in node else alts[0] if len(alts) == 1 \
+            else "(?:" + "|".join(alts) + ")"
+
+    return emit(root)
+
+
+#: a trie node with more children than this has each class split in its characters (``_trie``)
+_SPLIT_CHILDREN = 4
+
+
+def _one_each(c: str) -> "list[str]":
+    """A character pattern of ``_chars`` (a class of plain characters, or one escaped) as one pattern
+    per character it matches, in its order."""
+    return list(c[1:-1]) if len(c) > 2 and c[0] == "[" and c[-1] == "]" and "\\" not in c else [c]
+
+
+@functools.lru_cache(maxsize=1)
+def _latex() -> "re.Pattern[str]":
+    """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
+    name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour."""
+    # hunt 21: any command given only empty arguments (``$\\frac{}{}$``, ``\\mathbb{}``) shows nothing
+    return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
+                      r"|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}|color\s{0,8}\{\w{1,32}\}|"
+                      + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z]))")
