@@ -278,6 +278,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # the same prompt and parser in ServiceNow's fork (config/judge_config.yaml, gen_judgment.py), judge gpt-4-32k
     "arena_hard_gpt4_32k": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
                             arena_hard_v01, lambda v: v),
+    # the same prompt and parser in JackLingjie/arean_hard_eval; judges gpt-4-1106-preview (arena-hard v0.1's own)
+    # and gemini-1.5-pro
+    "arena_hard_gpt4_1106": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
+                             arena_hard_v01, lambda v: v),
     # alpaca_eval_gpt4's prompt: a list of {'model': <model-name>, 'rank': <model-rank>}; rank 1 is the preferred one
     "alpaca_eval": (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
                     alpaca_ranking, lambda v: v),
@@ -471,6 +475,7 @@ LABEL_VALUES = {
     "mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
     "arena_hard": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_gpt4_32k": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
+    "arena_hard_gpt4_1106": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "alpaca_eval": {"model_1": 1.0, "model_2": 0.0},
     "llmbar_cot": {"a": 1.0, "b": 0.0},
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},

@@ -229,10 +229,11 @@ LAST_LETTER = {"langchain criteria", "promptfoo closedqa"}
 ENDS = {"prometheus", "prometheus 0.1.19", "prometheus relative", "flask", "genrm"}
 #: FastChat's, arena-hard's, korean-mt-bench's, OpenCompass's, PAIR's, RewardBench's, lighteval MixEval's bracket
 #: regexes: digits (or labels) right against the brackets
-BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt4_32k", "ja_vicuna_pair", "komt_bench",
-            "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval", "mt-bench", "mt-bench-101",
-            "mt_bench_pair", "mt_bench_single", "opencompass arena-hard", "opencompass mt-bench", "pair",
-            "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair", "langchain score"}
+BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt4_1106", "arena_hard_gpt4_32k",
+            "ja_vicuna_pair", "komt_bench", "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval",
+            "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "opencompass arena-hard",
+            "opencompass mt-bench", "pair", "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair",
+            "langchain score"}
 #: Shaberi's ``FINAL SCORE:\s*([0-9.]+)``, read as ``round(float(...))``
 SHABERI = {"shaberi_elyza", "shaberi_mt", "shaberi_tengu"}
 #: the tokens a chat server may leave in the text
