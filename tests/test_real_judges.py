@@ -314,6 +314,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # is gpt-3.5's answer, Assistant 2 the model's under test
     "qlora_relative": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
                        lambda v: None if v is None else v[1]),
+    # Vicuna's review prompts (fastchat/eval/table/prompt.jsonl), the same words, sent to gpt-3.5-turbo; Assistant 2
+    # is vicuna-13b's answer
+    "vicuna_gpt35_reviews": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
+                             lambda v: None if v is None else v[1]),
     # ja-vicuna-qa-benchmark's pairwise prompt (data/jp_bench/judge_prompts.jsonl "pair", in Japanese): "...if
     # assistant A is better [[A]], if assistant B is better [[B]], for a tie [[C]]"; llm_judge/common.py,
     # MatchPair.get_winner, is FastChat's run_judge_pair reading

@@ -215,8 +215,10 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: parsers that take the whole reply, or its first or last line, as the verdict (``int(reply)``, ``json.loads``,
 #: ``ast.literal_eval``, the reply exactly a class, the first line split in two, the first character): anything
 #: written around the verdict leaves them with none
+#: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA) and gpt-3.5-turbo (FastChat)
+RELATIVE = {"qlora_relative", "vicuna_gpt35_reviews"}
 WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
-         "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "qlora_relative", "alpacaeval m/M", "g-eval"}
+         "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
 #: json.loads before its ``score: n`` + ``justification:`` rule): a mark written inside the object breaks it
 JSON = {"deepeval", "mlflow", "promptfoo", "ragas"}
@@ -250,7 +252,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # may be a sum's term, "- 4")
     "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla", "wildbench"},
                "there": {"openai evals"}},
-    "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval", "qlora_relative"} | ENDS - {"flask"}},
+    "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval"} - RELATIVE | ENDS - {"flask"}},
     # a bare form's line holds the verdict alone (emphasis, a full stop, a scale): "4!", "m 👍", "N. 👍" and a
     # verdict alone under its head ("**Score:**\n\n8/10!") are read there only
     **{name: {"here": {"alpaca_eval", "judgebench vanilla", "wildbench"} | ENDS - {"prometheus 0.1.19"}
@@ -283,10 +285,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # (``_SCALE``), as in words ("4 out of 5"); GenRM's parser reads the first digits in the box, which a box
     # form does not
     "out of ten": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
-                            "prometheus 0.1.19", "qlora_relative", "wildbench"},
+                            "prometheus 0.1.19", "wildbench"} | RELATIVE,
                    "there": {"genrm"}},
     "out of, in words": {"here": {"flask", "ice_score", "judgelm", "llava_two_scores", "llmbar_rating", "prometheus",
-                                  "qlora_relative", "wildbench"},
+                                  "wildbench"} | RELATIVE,
                          "there": {"genrm"}},
     # a space before a colon after a word or a quote (``_run``): the parsers whose literal text holds "Rating:"
     # read none; Inspect's ``GRADE\s*:`` and json.loads read it
@@ -297,8 +299,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none
     "no-break spaces": {"here": {"alignbench", "alpaca_eval", "auto-j", "auto-j pair", "flask", "genrm",
                                  "judgebench vanilla", "judgelm", "llava_two_scores", "llmbar_cot", "llmbar_swap_cot",
-                                 "llmbar_vanilla", "mmlu-pro", "offsetbias", "qlora_relative", "ultrafeedback",
-                                 "wildbench"} | SHABERI},
+                                 "llmbar_vanilla", "mmlu-pro", "offsetbias", "ultrafeedback",
+                                 "wildbench"} | SHABERI | RELATIVE},
     "no-break space before": {"here": {"alpaca_eval", "alpacaeval m/M", "flask", "g-eval", "lighteval simpleqa",
                                        "wildbench", "xstest"}},
     # the same verdict twice is one verdict here; arena-bench wants exactly one, the whole-reply parsers the reply
@@ -308,10 +310,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # example inside a sentence is none, and the parsers that then read nothing
     "example echoed": {"two": {b.source for b in BASES} - {"alpacaeval m/M", "g-eval", "ice_score", "judgelm",
                                                            "lighteval simpleqa", "llava_two_scores", "llmbar_rating",
-                                                           "pandalm", "qlora_relative", "xstest", "openai evals",
-                                                           "qlora_threeclass"},
+                                                           "pandalm", "xstest", "openai evals",
+                                                           "qlora_threeclass"} - RELATIVE,
                        "here": {"alpacaeval m/M", "g-eval", "ice_score", "judgelm", "lighteval simpleqa",
-                                "llava_two_scores", "llmbar_rating", "pandalm", "qlora_relative", "xstest"}},
+                                "llava_two_scores", "llmbar_rating", "pandalm", "xstest"} | RELATIVE},
 }
 
 
