@@ -348,6 +348,8 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # a Chinese MT-Bench single prompt (huijiawu0/FastChat, the user prompt stored with each judgment): '您必须严格遵循以下格式
     # 对响应进行评分（从 1 到 10）： "[[rating]]", 例如： "评分: [[5]]"'; FastChat's parser; judge gpt-3.5-turbo
     "zh_mt_bench_gpt35": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # the same fork's gpt-4 gradings, an earlier wording of that prompt (its example "Rating: [[5]]")
+    "zh_mt_bench_gpt4": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
     # LLMBar's Swap_CoT synthesis prompt (swap_and_synthesize/Swap_CoT.txt): the judge reviews a debate between two
     # evaluations that concluded differently (each ends "Therefore, Output (x) is better.") and must 'end your
     # response with either "Therefore, Output (a) is better." or "Therefore, Output (b) is better." verbatim'

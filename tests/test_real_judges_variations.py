@@ -235,7 +235,7 @@ BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt
             "ja_vicuna_pair", "komt_bench", "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval",
             "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "opencompass arena-hard",
             "opencompass mt-bench", "pair", "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair",
-            "langchain score", "zh_mt_bench_gpt35"}
+            "langchain score", "zh_mt_bench_gpt35", "zh_mt_bench_gpt4"}
 #: Shaberi's ``FINAL SCORE:\s*([0-9.]+)``, read as ``round(float(...))``
 SHABERI = {"shaberi_elyza", "shaberi_mt", "shaberi_tengu"}
 #: the tokens a chat server may leave in the text
