@@ -14,6 +14,7 @@ ROLES = ("system", "user", "assistant", "tool")
 ROLE_ALIASES = {"developer": "system", "ipython": "tool", "function": "tool", "model": "assistant"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 IMAGE_PART_TYPES = frozenset({"image", "image_url", "input_image"})
+_PART_TYPES = TEXT_PART_TYPES | IMAGE_PART_TYPES | {"refusal"}
 #: what makes a mapping a message besides its role: any one of them carries what was said
 _MESSAGE_BODY_KEYS = ("content", "tool_calls", "function_call", "refusal")
 #: where a marker the library writes into a turn's text begins (``tool_call_text``, ``refusal_text``)
@@ -80,8 +81,8 @@ def message_extras(message: Mapping[str, Any]) -> list[str]:
 
 
 def content_text(content: Any, where: str = "content", *, images: list | None = None, turn: int = 0) -> str:
-    """A message content as text (parts joined with a newline); image parts go to ``images`` as
-    ``(turn, part)`` when a list is given, else a ConfigError.
+    """A message content as text (parts joined with a newline, through ``part_text``); image parts go to
+    ``images`` as ``(turn, part)`` when a list is given, else a ConfigError.
 
     >>> content_text([{"type": "text", "text": "What is"}, {"type": "text", "text": "2+2?"}])
     'What is\\n2+2?'
@@ -94,35 +95,64 @@ def content_text(content: Any, where: str = "content", *, images: list | None = 
         content = [content]
     if not isinstance(content, (list, tuple)):
         raise ConfigError(f"{where} must be a str or a list of content parts, got {type(content).__name__}")
-    pieces: list[str] = []
-    for j, part in enumerate(content):
-        if isinstance(part, str):
-            pieces.append(own_text(part))
-            continue
-        if not isinstance(part, Mapping):
-            raise ConfigError(f"{where} part {j} must be a mapping like {{'type': 'text', 'text': ...}}, "
-                              f"got {type(part).__name__}")
-        kind = part.get("type", "text" if "text" in part else None)
-        if kind in TEXT_PART_TYPES:
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise ConfigError(f"{where} part {j} is a text part without a str 'text'")
-            pieces.append(own_text(text))
-        elif kind == "refusal":   # as a message's refusal field (``message_extras``) is
-            refusal = part.get("refusal")
-            if not isinstance(refusal, str):
-                raise ConfigError(f"{where} part {j} is a refusal part without a str 'refusal'")
-            if refusal:
-                pieces.append(refusal_text(refusal))
-        elif kind in IMAGE_PART_TYPES:
-            if images is None:
-                raise ConfigError(f"{where} part {j} is an image ({kind!r}) and this grader reads text "
-                                  f"only; drop the image, or use a grader that reads images")
-            images.append((turn, dict(part)))
-        else:
-            raise ConfigError(f"{where} part {j} has type {kind!r}; expected one of "
-                              f"{sorted(TEXT_PART_TYPES | IMAGE_PART_TYPES | {'refusal'})}")
-    return "\n".join(pieces)
+    pieces = (part_text(part, f"{where} part {j}", images=images, turn=turn) for j, part in enumerate(content))
+    return "\n".join(p for p in pieces if p)
+
+
+def part_text(part: Any, where: str = "content part", *, images: list | None = None, turn: int = 0,
+              lenient: bool = False) -> str:
+    """What one content part says, as a turn shows it: a text part's text, a refusal, an image to
+    ``images``. Strict (a dataset's messages): any other part is a ConfigError. ``lenient`` (a trace's
+    messages, shown to a scorer as they were recorded): any part is shown, the reasoning channel never.
+
+    >>> part_text({"type": "reasoning", "text": "..."}, lenient=True), part_text({"type": "audio"}, lenient=True)
+    ('', '[audio]')
+    """
+    if isinstance(part, str):
+        return own_text(part)
+    if not isinstance(part, Mapping):
+        return _not_a_part(part, where, lenient)
+    kind = part.get("type", "text" if lenient or "text" in part else None)
+    if kind in TEXT_PART_TYPES:
+        text = next((part[k] for k in ("text", "content")[:1 + lenient] if isinstance(part.get(k), str)), None)
+        if text is not None:
+            return own_text(text)
+        if not lenient:
+            raise ConfigError(f"{where} is a text part without a str 'text'")
+    elif kind == "refusal":   # as a message's refusal field (``message_extras``) is
+        refusal = part.get("refusal")
+        if isinstance(refusal, str):
+            return refusal_text(refusal) if refusal else ""
+        if not lenient:
+            raise ConfigError(f"{where} is a refusal part without a str 'refusal'")
+    elif kind in IMAGE_PART_TYPES and images is not None:
+        images.append((turn, dict(part)))
+        return ""
+    if lenient:
+        return _recorded_part(part, kind)
+    if kind in IMAGE_PART_TYPES:
+        raise ConfigError(f"{where} is an image ({kind!r}) and this grader reads text "
+                          f"only; drop the image, or use a grader that reads images")
+    raise ConfigError(f"{where} has type {kind!r}; expected one of {sorted(_PART_TYPES)}")
+
+
+def _not_a_part(part: Any, where: str, lenient: bool) -> str:
+    if not lenient:
+        raise ConfigError(f"{where} must be a mapping like {{'type': 'text', 'text': ...}}, got {type(part).__name__}")
+    return "" if part is None else str(part)
+
+
+def _recorded_part(part: Mapping[str, Any], kind: Any) -> str:
+    """A trace's part that holds no text: a tool call or its result shown, the reasoning channel never
+    (it is not the answer, as a judge's own is never its verdict), any other kind named."""
+    if kind == "reasoning":
+        return ""
+    if kind in ("tool_call", "function_call"):
+        return tool_call_text(part)
+    if kind == "tool_call_response":
+        resp = part.get("response")
+        return f"[tool result {own_text(resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False))}]"
+    return f"[{kind}]"
 
 
 class StringThread:

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Callable, Mapping
 
-from ..thread import message_extras, own_text, refusal_text, role_of, tool_call_text
+from ..thread import message_extras, own_text, part_text, role_of
 
 __all__ = ["BUILTIN_FUNCTIONS", "BUILTIN_NAMES", "BUILTIN_VARIABLES", "builtin_functions",
            "format_messages", "lookup_attribute", "lookup_path", "role_lines"]
@@ -81,27 +81,6 @@ def role_lines(turns: list[tuple[str, str]]) -> str:
     return "\n".join(f"{role}: {_LINE_BREAK.sub(chr(10) + '  ', text)}" for role, text in turns)
 
 
-def _part_text(part: Any) -> str:
-    if isinstance(part, str):
-        return own_text(part)
-    if not isinstance(part, Mapping):
-        return "" if part is None else str(part)
-    kind = part.get("type", "text")
-    if kind == "reasoning":   # the reasoning channel is not the answer, as a judge's own is never its verdict
-        return ""
-    for key in ("text", "content"):
-        if isinstance(part.get(key), str) and kind in ("text", "input_text", "output_text"):
-            return own_text(part[key])
-    if kind in ("tool_call", "function_call"):
-        return tool_call_text(part)
-    if kind == "refusal" and isinstance(part.get("refusal"), str):   # an OpenAI refusal part: its text is the answer
-        return refusal_text(part["refusal"])
-    if kind == "tool_call_response":
-        resp = part.get("response")
-        return f"[tool result {resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)}]"
-    return f"[{kind}]"
-
-
 def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
     """``(role, text)`` pairs from a messages value (see the module doc). JSON text is read as
     messages only when it holds messages; any other text (a structured answer such as
@@ -127,7 +106,7 @@ def format_messages(value: Any, default_role: str) -> list[tuple[str, str]]:
         parts = body if isinstance(body, (list, tuple)) else [body]
         role = value["role"] or default_role
         return [(role_of(role) or str(role), "\n".join(
-            t for t in (*map(_part_text, parts), *message_extras(value)) if t))]
+            t for t in (*(part_text(p, lenient=True) for p in parts), *message_extras(value)) if t))]
     if isinstance(value, (list, tuple)):
         return [turn for item in value for turn in format_messages(item, default_role)]
     return [(default_role, str(value))]
