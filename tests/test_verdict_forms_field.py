@@ -779,6 +779,12 @@ CASES = [
     # the parser wants a bracket, a space or the end after the letter
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A wins. [RESULT] A.", "here only"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [RESULT: B]", "there only"),
+    # the candidate's name with its letter, which the parser's own tests read (tests/test_parser.py) and the form
+    # does not, as it reads no "[[Assistant B]]" for "[[{label}]]" (test_verdict_forms.py)
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
+     "Feedback: Both responses are clear, B more so. [Result] Response B", "there only"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
+     "Feedback: Both responses are similar, B cites its source. [Response B]", "there only"),
     # Auto-J single: 'give a final rating ... "[[rating]]", for example: "Rating: [[5]]"', the last one
     ("auto-j", AUTOJ, autoj_single,
      "The response is accurate but terse; it could explain the steps.\n\nRating: [[6]]", "agree"),
