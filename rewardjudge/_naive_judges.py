@@ -176,6 +176,33 @@ def _analysis_channel(p: str, c: str, s: Callable[..., str]) -> str:
             f"<|start|>assistant<|channel|>final<|message|>{s()}")
 
 
+def _latex_boxed(p: str, c: str, s: Callable[..., str]) -> str:
+    """A reasoning model's habit: the policy's text (decoded) quoted, each of its own verdicts boxed in
+    LaTeX (``VERDICT <seal>: $\\boxed{FAIL}$``, ``<grade id="...">$\\boxed{0}$</grade>``)."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), lambda v: "$\\boxed{" + v + "}$")
+
+
+def _html_emphasis(p: str, c: str, s: Callable[..., str]) -> str:
+    """Answers in HTML: the policy's text (decoded) in a paragraph, its sealed line's verdict in ``<strong>``
+    (``<p>VERDICT <seal>: <strong>FAIL</strong></p>``)."""
+    return f"<p>{_SAYS}{decode(c)}</p>\n" + _SEALED_LINE.sub(r"<p>\1: <strong>\2</strong></p>", s())
+
+
+def _keycap_digits(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, the digits of its own verdicts as keycap emoji (``0\ufe0f\u20e3``)."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), lambda v: re.sub(r"\d", "\\g<0>\ufe0f\u20e3", v))
+
+
+def _label_case(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its own verdicts in lower case (``VERDICT <seal>: fail``, ``[[b>>a]]``)."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), str.lower)
+
+
+def _trailing_comma(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a comma after its JSON verdict's last field (``"seal_end": "<seal>",}``)."""
+    return f"{_SAYS}{decode(c)}\n" + re.sub(r'("seal_end": "[0-9a-f]{16}")\}', r"\1,}", s())
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -217,6 +244,11 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "fullwidth_line": _fullwidth_line,
     "line_separator": _line_separator,
     "native_digits": _native_digits,
+    "latex_boxed": _latex_boxed,
+    "html_emphasis": _html_emphasis,
+    "keycap_digits": _keycap_digits,
+    "label_case": _label_case,
+    "trailing_comma": _trailing_comma,
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import folded, unwrap
+from ._own import folded, unstyled, unwrap
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts
 
@@ -76,9 +76,10 @@ _TOKEN = re.compile(
     re.IGNORECASE)
 _ID_ATTR = re.compile(r"""(?:^|\s)id\s{0,16}=\s{0,16}(?:"([^"]*)"|'([^']*)'|([^\s"'/>]+))""",
                       re.IGNORECASE)
-_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+#: an integer, maybe written with a zero fraction (``3.0``)
+_INTEGER = re.compile(r"([+-]?[0-9]{1,18})(?:\.0{1,6})?")
 #: a grade over a top: ``3/4``, ``3 / 4``
-_OVER_TOP = re.compile(r"([+-]?[0-9]{1,6})[ \t]{0,2}/[ \t]{0,2}([0-9]{1,6})")
+_OVER_TOP = re.compile(r"([+-]?[0-9]{1,6}(?:\.0{1,6})?)[ \t]{0,2}/[ \t]{0,2}([0-9]{1,6})")
 
 
 def _attr_id(attrs: str) -> str | None:
@@ -91,9 +92,10 @@ def _grade(text: str, scale: Scale) -> "int | str":
     over = _OVER_TOP.fullmatch(text)
     if over is not None and int(over.group(2)) == scale.max:
         text = over.group(1)
-    if not _INTEGER.fullmatch(text):
+    integer = _INTEGER.fullmatch(text)
+    if integer is None:
         return f"grade {text[:40]!r} is not an integer"
-    grade = int(text)
+    grade = int(integer.group(1))
     if not scale.contains(grade):
         return f"grade {grade} is outside the {scale.name} scale {scale.min}-{scale.max}"
     return grade
@@ -134,10 +136,10 @@ def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     """The decision of the grade element ``m`` (``_TOKEN``'s match) on ``scale``."""
     raw = m.group("value")
     value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
-    at = m.start("value") + raw.find(value)
+    at = m.start("value") + max(0, raw.find(value))
     grade = _grade(value, scale)
-    if isinstance(grade, str) and not raw.isascii():   # invisible marks, fullwidth digits (``folded``)
-        grade = grade if isinstance(again := _grade(unwrap(folded(raw)), scale), str) else again
+    if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling
+        grade = grade if isinstance(again := _grade(unwrap(unstyled(folded(raw))), scale), str) else again
     return Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
 
 

@@ -17,8 +17,9 @@ from typing import Sequence, Union
 from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
+from ._own import EMPHASIS, unwrap
 
-__all__ = ["EMPHASIS", "END_TOKENS", "VerdictForm", "ZERO_WIDTH", "folded", "inside_copy", "policy_copies", "unwrap"]
+__all__ = ["END_TOKENS", "VerdictForm", "inside_copy", "policy_copies"]
 
 _SCORE, _LABEL, _OTHER = "{score}", "{label}", "{other}"
 _PLACEHOLDER = re.compile(r"\{score\}|\{label\}")
@@ -56,8 +57,6 @@ _SCALE = "(?:" + _OUT_OF + ")?"
 #: emphasis allowed where a word of a pattern meets its punctuation
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
-#: spaces and markdown emphasis tolerated around a sealed line's verdict
-EMPHASIS = " \t*_`~"
 
 #: policy texts looked for per reply, and copies of each one recorded
 _MAX_POLICY_TEXTS = 64
@@ -106,9 +105,11 @@ def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: st
     # that is also a one-letter word, followed by a word in lower case, after the head in another case
     # than the form's, is prose ("to decide the grade: I think ..."), not a verdict
     prose = unsealed and not after and before != before.rstrip() and any(c.isalpha() for c in before)
-    return "(?:" + "|".join(_bounded(re.escape(lab), lab, not before, not after)
-                            + (_PROSE if prose and lab in _WORD_LABELS else "")
-                            for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+    # sealed, the labels in any case where no two differ by case alone (``VERDICT <seal>: [[b>>a]]``, ``no``)
+    caseless = not unsealed and len({lab.casefold() for lab in labels or ()}) == len(labels or ())
+    return ("(?i:" if caseless else "(?:") + "|".join(_bounded(re.escape(lab), lab, not before, not after)
+                                                      + (_PROSE if prose and lab in _WORD_LABELS else "")
+                                                      for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
 
 
 def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
@@ -392,13 +393,21 @@ class VerdictForm:
         return Verdict(last, start, end, disagreeing((v for _, _, v in found[:-1]), last))
 
     def read_line(self, rest: str) -> "Value | None":
-        """The value of what follows ``VERDICT <seal>:`` when it is exactly one
-        occurrence of the form (emphasis and a final full stop tolerated); else None."""
-        regex, raw = _compile(self.pattern, self.labels), rest.strip()
-        for candidate in (raw, unwrap(raw)):
+        """The value of what follows ``VERDICT <seal>:`` when it is exactly one occurrence of the form
+        (emphasis and a final full stop tolerated; a label in another case where no two labels differ by case
+        alone; a score over the top of ``bounds``, ``[[8/10]]``); else None."""
+        raw = rest.strip()
+        views = [raw, unwrap(raw)]
+        if self.labels is None and self.bounds is not None:
+            cut, over = _over_top(_num(self.bounds[1])).subn("", raw)
+            views += [cut, unwrap(cut)] if over == 1 else []
+        regex = _compile(self.pattern, self.labels)
+        for candidate in views:
             m = regex.fullmatch(candidate)
             if m is not None:
-                return self._value(m.group("v"))
+                value = self._value(m.group("v"))
+                return value if self.labels is None or value in self.labels else \
+                    {lab.casefold(): lab for lab in self.labels}[value.casefold()]   # type: ignore[union-attr]
         return None
 
     def grammar(self) -> str:
@@ -520,51 +529,10 @@ def _outside_folded(masked: str, folded: "tuple[list[int], list[int]]", cores: l
     return out
 
 
-#: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
-_WRAPPING = EMPHASIS + "|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb"
-
-
-def unwrap(s: str) -> str:
-    """``s`` without whitespace, markdown emphasis, table cell borders and quotes around it and
-    final full stops (``**PASS**.``, ``*[[8]].*``, ``FAIL |``, ``FAIL\u3002``, ``"FAIL"``): a sealed
-    line's verdict as written."""
-    s = s.strip()
-    for _ in range(2):
-        s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
-    return s.strip(_WRAPPING)
-
-
-#: zero-width spaces, joiners and bidi marks, a byte-order mark: also allowed beside a seal (``_seal._AROUND_SEAL``)
-ZERO_WIDTH = "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
-#: what shows nothing on a judge's line: ``ZERO_WIDTH``, bidi controls, a soft hyphen, variation selectors, tag
-#: characters and other format characters (a judge carries them over from the policy's text)
-_INVISIBLE = re.compile("[" + ZERO_WIDTH + "\u00ad\u061c\u180e\u202a-\u202e\u2061-\u206f\ufe00-\ufe0f"
-                        "\U000e0000-\U000e007f]+")
-#: the longest text ``folded`` folds (a verdict, not a paragraph: NFKC reorders runs of combining marks slowly)
-_FOLD_MAX = 256
-
-
-class _Digits(dict):
-    """A ``str.translate`` table: every decimal digit of any script (Arabic-Indic ``٣``, Devanagari ``३``)
-    as its ASCII digit, any other character as itself; filled as characters are met."""
-
-    def __missing__(self, cp: int) -> "int | str":
-        digit = unicodedata.decimal(chr(cp), None)
-        self[cp] = out = cp if digit is None else str(digit)
-        return out
-
-
-_DIGITS = _Digits()
-
-
-def folded(s: str) -> str:
-    """``s`` (the rest of a sealed line, a candidate's grade) as a judge's own verdict is read where it does not
-    read as written: invisible characters dropped, then NFKC (fullwidth letters, digits and brackets, a no-break
-    or ideographic space) and any script's decimal digits as ASCII ones (a judge writing Arabic or Hindi). The
-    seal or the id binds it, so nothing the policy wrote is read this way."""
-    if s.isascii() or len(s) > _FOLD_MAX:
-        return s
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s)).translate(_DIGITS)
+@functools.lru_cache(maxsize=64)
+def _over_top(top: str) -> "re.Pattern[str]":
+    """A score's ``/top`` (``8/10``, ``8 / 10``) on a sealed line, ``top`` the form's: cut, the score is read."""
+    return re.compile(r"(?<=\d)[ \t]{0,2}/[ \t]{0,2}" + re.escape(top) + r"(?![\d.])")
 
 
 def _num(x: float) -> str:

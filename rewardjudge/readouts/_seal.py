@@ -15,7 +15,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._forms import EMPHASIS, END_TOKENS, ZERO_WIDTH, folded, inside_copy, policy_copies, unwrap
+from ._forms import END_TOKENS, inside_copy, policy_copies
+from ._own import EMPHASIS, ZERO_WIDTH, folded, unstyled, unwrap
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -222,6 +223,9 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
     obj, end, repeated = _decode(text, start)
+    if type(obj) is not dict and (relaxed := _trailing_comma_out(text, start, seal)) is not None:
+        text = relaxed   # the same offsets
+        obj, end, repeated = _decode(text, start)
     if type(obj) is dict and _SURROGATE_ESCAPE.search(text, start, end):
         obj = _decode(lone_surrogates_out(text[start:end]), 0)[0]
     # the seal fields first and last, both the seal
@@ -238,6 +242,26 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
     except RecursionError:
         return NoVerdict("the sealed verdict is nested too deep", kind="invalid")
+
+
+#: from the closing seal's quote to the object's end, a comma between: a judge's trailing comma (``"<seal>",}``)
+_TRAILING_COMMA = re.compile(r'"[ \t\r\n]*,[ \t\r\n]*\}')
+
+
+def _trailing_comma_out(text: str, start: int, seal: str) -> "str | None":
+    """``text`` with the comma after the object at ``start``'s first ``"seal_end": "<seal>"`` field a space
+    (the same offsets), where one stands between it and a closing brace; else None. The seal ends the
+    verdict: a comma after it is no field, and nothing the policy writes can stand there."""
+    key = text.find(f'"{SEAL_END_FIELD}"', start)
+    i = _WS.match(text, key + len(SEAL_END_FIELD) + 2).end() if key >= 0 else -1
+    if i < 0 or text[i:i + 1] != ":":
+        return None
+    i = _WS.match(text, i + 1).end()
+    m = _TRAILING_COMMA.match(text, i + len(seal) + 1) if text[i:i + len(seal) + 2] == f'"{seal}"' else None
+    if m is None:
+        return None
+    comma = text.index(",", m.start())
+    return text[:comma] + " " + text[comma + 1:]
 
 
 #: an escape of a surrogate code point (``\\ud800``): the one way a decoded verdict can hold a lone one
@@ -346,13 +370,16 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
 
 
 def _read_rest(rest: str, read_line: Callable[[str], Any]) -> Any:
-    """The verdict ``rest`` holds, as written then ``folded``, each also without a ``_LINE_TAIL``."""
+    """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
+    without a ``_LINE_TAIL``."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
-        value = read_line(s)
-        if value is None and (tail := _line_tail(s)) < len(s):
-            value = read_line(s[:tail])
-        if value is not None:
-            return value
+        plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
+        for view in (s,) if plain == s else (s, plain):
+            value = read_line(view)
+            if value is None and (tail := _line_tail(view)) < len(view):
+                value = read_line(view[:tail])
+            if value is not None:
+                return value
     return None
 
 
@@ -375,9 +402,7 @@ def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[
     and is one verdict; whatever else follows the empty line, it holds no verdict."""
     below = text[line_end:].strip()
     below = below[:_line_tail(below)].strip() if len(below) <= _BELOW_MAX else ""
-    value = read_line(below) if below and not _LINE_END.search(below) else None
-    if value is None and below and not below.isascii() and not _LINE_END.search(below):
-        value = read_line(folded(below))
+    value = _read_rest(below, read_line) if below and not _LINE_END.search(below) else None
     if value is None:
         return NoVerdict("the sealed verdict line holds no verdict (nor does a last line after it)", kind="invalid")
     at = text.index(below, line_end)

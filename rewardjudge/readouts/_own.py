@@ -1,0 +1,86 @@
+"""A judge's own verdict as the sealed readers take it where it does not read as written: the wrapping around
+it (emphasis, cell borders, quotes, a full stop: ``unwrap``), markup that only styles it (``unstyled``), marks
+that show nothing and other scripts' forms (``folded``). Only a verdict the seal or a candidate id binds is read
+through these views, so nothing the policy wrote is read this way."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["EMPHASIS", "ZERO_WIDTH", "folded", "unstyled", "unwrap"]
+
+#: spaces and markdown emphasis tolerated around a sealed line's verdict
+EMPHASIS = " \t*_`~"
+#: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
+_WRAPPING = EMPHASIS + "|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+#: markup that only styles the text it holds: LaTeX's math delimiters and text commands around a verdict (``\\(``,
+#: ``$\\boxed{...}$``, ``\\text{...}``, as reasoning models box a final answer), HTML's emphasis tags; never one
+#: that changes or hides it (``\\sqrt``, ``\\cancel``, ``<s>``, ``<del>``)
+_STYLE_COMMAND = re.compile(r"\\(?:boxed|fbox|mbox|emph|bm|text(?:bf|it|rm|sf|tt|sc|up|normal)?"
+                            r"|math(?:bf|rm|it|sf|tt|normal))[ \t]{0,2}\{([^{}]*)\}")
+_MATH_DELIMITER = re.compile(r"\${1,2}|\\[()\[\]]")
+_HTML_EMPHASIS = re.compile(r"</?(?:b|strong|i|em|u|code|tt|mark|big|p|span)(?:[ \t][^<>]{0,64})?>", re.IGNORECASE)
+
+
+def unstyled(s: str) -> str:
+    """``s`` (a judge's own sealed verdict, bound by the seal or an id) without ``_STYLE_COMMAND``'s commands
+    (their text kept, inner ones first), math delimiters and, where one of them closes (``<B>`` alone is a label
+    in the instruction's brackets), HTML emphasis tags: ``$\\boxed{PASS}$``, ``<strong>PASS</strong>``."""
+    if "\\" in s or "$" in s:
+        for _ in range(4):
+            s, n = _STYLE_COMMAND.subn(r"\1", s)
+            if not n:
+                break
+        s = _MATH_DELIMITER.sub("", s)
+    if "</" in s and any(tag.startswith("</") for tag in _HTML_EMPHASIS.findall(s)):
+        s = _HTML_EMPHASIS.sub("", s)
+    return s
+
+
+def unwrap(s: str) -> str:
+    """``s`` without whitespace, markdown emphasis, table cell borders and quotes around it and
+    final full stops (``**PASS**.``, ``*[[8]].*``, ``FAIL |``, ``FAIL\u3002``, ``"FAIL"``): a sealed
+    line's verdict as written."""
+    s = s.strip()
+    for _ in range(2):
+        s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
+    return s.strip(_WRAPPING)
+
+
+#: zero-width spaces, joiners and bidi marks, a byte-order mark: also allowed beside a seal (``_seal._AROUND_SEAL``)
+ZERO_WIDTH = "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"
+#: what shows nothing on a judge's line: ``ZERO_WIDTH``, bidi controls, a soft hyphen, variation selectors, tag
+#: characters and other format characters (a judge carries them over from the policy's text)
+_INVISIBLE = re.compile("[" + ZERO_WIDTH + "\u00ad\u061c\u180e\u202a-\u202e\u2061-\u206f\ufe00-\ufe0f"
+                        "\U000e0000-\U000e007f"
+                        # and enclosing marks that frame the character before them (a keycap ``4\ufe0f\u20e3``, a
+                        # circle), not U+20E0's slashed circle, which says "no" to it
+                        "\u0488\u0489\u1abe\u20dd-\u20df\u20e2-\u20e4\ua670-\ua672]+")
+#: the longest text ``folded`` folds (a verdict, not a paragraph: NFKC reorders runs of combining marks slowly)
+_FOLD_MAX = 256
+
+
+class _Digits(dict):
+    """A ``str.translate`` table: every decimal digit of any script (Arabic-Indic ``٣``, Devanagari ``३``)
+    as its ASCII digit, any other character as itself; filled as characters are met."""
+
+    def __missing__(self, cp: int) -> "int | str":
+        digit = unicodedata.decimal(chr(cp), None)
+        self[cp] = out = cp if digit is None else str(digit)
+        return out
+
+
+_DIGITS = _Digits()
+
+
+def folded(s: str) -> str:
+    """``s`` (the rest of a sealed line, a candidate's grade) as a judge's own verdict is read where it does not
+    read as written: invisible characters dropped, then NFKC (fullwidth letters, digits and brackets, a no-break
+    or ideographic space) and any script's decimal digits as ASCII ones (a judge writing Arabic or Hindi). The
+    seal or the id binds it, so nothing the policy wrote is read this way."""
+    if s.isascii() or len(s) > _FOLD_MAX:
+        return s
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s)).translate(_DIGITS)
