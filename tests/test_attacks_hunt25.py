@@ -85,6 +85,29 @@ def test_a_score_over_another_top_stays_unread(rest):
     assert not _form(RATING, rest).ok, _form(RATING, rest)
 
 
+PREFIX = VerdictForm("Verdict: {label}", labels=("A", "A+", "B", "B-"))
+OTHER = VerdictForm("{other} {score}", bounds=(1, 10))
+
+
+@pytest.mark.parametrize("form,rest,value", [
+    (RATING, "2", 2.0), (RATING, "Rating: 2", 2.0), (RATING, "**Score:** 2", 2.0), (RATING, "[[ 2 ]]", 2.0),
+    (RATING, "Rating: [[ 2 ]]", 2.0), (RATING, "2/10", 2.0), (ARENA, "B>>A", "B>>A"), (ARENA, "[[ B>>A ]]", "B>>A"),
+    (PREFIX, "B-", "B-"), (PREFIX, "Final verdict: B-", "B-"), (BARE, "Answer: No", "No"),
+])
+def test_the_value_alone_on_a_sealed_line_is_read(form, rest, value):
+    # the seal instruction asks for the verdict after the colon: the form's own text kept, dropped or given
+    # another name, the value alone is the judge's verdict
+    assert _form(form, rest).value == value, _form(form, rest)
+
+
+@pytest.mark.parametrize("form,rest", [(OTHER, "2"), (OTHER, "Score: 2"), (RATING, "11"), (RATING, "1 0"),
+                                       (RATING, "Rating: 2 3"), (RATING, "Step 2"), (RATING, "2 minutes"),
+                                       (ARENA, "B>>A or A=B"), (PREFIX, "B- or B")])
+def test_a_lone_value_that_is_not_one_verdict_stays_unread(form, rest):
+    # beside an {other}, a number alone may be either score; two values, or a value in words, are no verdict
+    assert not _form(form, rest).ok, _form(form, rest)
+
+
 @pytest.mark.parametrize("value,grade", [("0\ufe0f\u20e3", 0), ("3\u20e3", 3), ("$\\boxed{2}$", 2),
                                          ("3.0", 3), ("3.00/4", 3), ("\\boxed{3/4}", 3)])
 def test_a_decorated_candidate_grade_is_read(value, grade):

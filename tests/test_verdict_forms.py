@@ -262,7 +262,8 @@ LINE_CASES = [
     (RATING, " Rating: [[11]]", None),                # out of bounds
     (ARENA_FORM, " [[A>>B]]", "A>>B"),
     (ARENA_FORM, " [[A>>B]]!", None),
-    (ARENA_FORM, " A>>B", None),                      # the bare label is not the form
+    (ARENA_FORM, " A>>B", "A>>B"),                    # the label alone, the seal binding it (hunt 25)
+    (ARENA_FORM, " A>>B A>>B", None),                 # ... twice is not one verdict
     (RESULT, " [RESULT] 4.", 4.0),                    # the full stop is not a decimal point
     (RESULT, " [RESULT] 4.5", 4.5),
     (RESULT, "", None),

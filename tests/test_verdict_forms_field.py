@@ -1220,10 +1220,12 @@ def test_declared_form_reads_as_the_pipeline_does(pipeline, form, parse, reply, 
 SEALED_LINES = [
     (AUTOJ, "Rating: [[7]]", 7.0), (WB_SCORE, '"score": "7"', 7.0), (JUDGELM, "7 9", 9.0), (GEVAL, "4", 4.0),
     (PROMETHEUS, "[RESULT] (3)", 3.0),
+    # the form's value alone, spaces inside its brackets (hunt 25: the seal binds the line, so an unambiguous
+    # verdict written so is read)
+    (AUTOJ, "Rating: [[ 7 ]]", 7.0), (ULTRA, "Rating: [ 2 ]", 2.0), (GRADE, "GRADE : C", "C"),
 ]
 # ... and what an unsealed reading takes beyond it, which a sealed line never does
 UNSEALED_ONLY = [
-    (AUTOJ, "Rating: [[ 7 ]]", 7.0),             # spaces inside the brackets (Auto-J strips them)
     (WB_SCORE, '"score": 7', 7.0),               # the quoted placeholder's number written bare
     (JUDGELM, "7, 9", 9.0),                      # a comma between two scores (parse_score)
     (GEVAL, "Coherence: 4 (well structured)", 4.0),  # a note in parentheses after a bare verdict
@@ -1234,9 +1236,7 @@ UNSEALED_ONLY = [
     (BOXED, "\\boxed{ 5 }", 5.0),                # spaces inside the braces (NeMo-RL strips them)
     (SCORE, "Score:\u00a07", 7.0),                # a no-break space
     (GEVAL, "4<|eot_id|>", 4.0),                  # an end-of-turn token left in the text
-    (ULTRA, "Rating: [ 2 ]", 2.0),                # spaces inside the brackets after a spaced-off head
     (CHOICE_YN, "### Verdict: Y", "Y"),           # a heading's marks before a bare form's name
-    (GRADE, "GRADE : C", "C"),                    # a space before the colon
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
     (MLFLOW, '{"score": 4, "justification": "ok"}', 4.0),   # a head's words as a JSON key (MLflow's json.loads)
     (LC_QA, "{'GRADE': 'CORRECT'}", "CORRECT"),

@@ -393,21 +393,24 @@ class VerdictForm:
         return Verdict(last, start, end, disagreeing((v for _, _, v in found[:-1]), last))
 
     def read_line(self, rest: str) -> "Value | None":
-        """The value of what follows ``VERDICT <seal>:`` when it is exactly one occurrence of the form
-        (emphasis and a final full stop tolerated; a label in another case where no two labels differ by case
-        alone; a score over the top of ``bounds``, ``[[8/10]]``); else None."""
+        """The value of what follows ``VERDICT <seal>:`` when it is exactly one occurrence of the form, or
+        (``_alone``) its value alone, in the form's brackets or after a name and a colon (``[[2]]``, ``2``,
+        ``Score: 2``), the seal binding it: emphasis, a final full stop and spaces inside brackets tolerated, a
+        label in another case where no two labels differ by case alone, a score over the top of ``bounds``
+        (``[[8/10]]``); else None."""
         raw = rest.strip()
-        views = [raw, unwrap(raw)]
+        views = [raw, unwrap(raw), _INSIDE_BRACKETS.sub("", raw)]
         if self.labels is None and self.bounds is not None:
             cut, over = _over_top(_num(self.bounds[1])).subn("", raw)
             views += [cut, unwrap(cut)] if over == 1 else []
-        regex = _compile(self.pattern, self.labels)
-        for candidate in views:
-            m = regex.fullmatch(candidate)
-            if m is not None:
-                value = self._value(m.group("v"))
-                return value if self.labels is None or value in self.labels else \
-                    {lab.casefold(): lab for lab in self.labels}[value.casefold()]   # type: ignore[union-attr]
+        for form in _alone(self.pattern):
+            regex = _compile(form, self.labels)
+            for candidate in views:
+                m = regex.fullmatch(candidate)
+                if m is not None:
+                    value = self._value(m.group("v"))
+                    return value if self.labels is None or value in self.labels else \
+                        {lab.casefold(): lab for lab in self.labels}[value.casefold()]   # type: ignore[union-attr]
         return None
 
     def grammar(self) -> str:
@@ -527,6 +530,25 @@ def _outside_folded(masked: str, folded: "tuple[list[int], list[int]]", cores: l
         if not inside_copy(folded, fs, size):
             out.append(core)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _alone(pattern: str) -> "tuple[str, ...]":
+    """``pattern``, then, where it holds no ``{other}`` (beside one, a number alone may be either), its value
+    alone in the brackets right around it (``[[{score}]]`` of ``Rating: [[{score}]]``) and bare."""
+    m = _PLACEHOLDER.search(pattern)
+    assert m is not None
+    if _OTHER in pattern:
+        return (pattern,)
+    before, after = pattern[:m.start()], pattern[m.end():]
+    opened = len(before) - len(before.rstrip("[({"))
+    closed = len(after) - len(after.lstrip("])}"))
+    bracketed = before[len(before) - opened:] + m.group() + after[:closed] if opened and opened == closed else ""
+    return tuple(dict.fromkeys(f for f in (pattern, bracketed, m.group()) if f))
+
+
+#: spaces just inside brackets, which a sealed line's reading drops (``[[ 8 ]]``, ``[[ B>>A ]]``)
+_INSIDE_BRACKETS = re.compile(r"(?<=[\[(])[ \t]{1,4}|[ \t]{1,4}(?=[\])])")
 
 
 @functools.lru_cache(maxsize=64)
