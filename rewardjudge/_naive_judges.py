@@ -203,6 +203,13 @@ def _trailing_comma(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + re.sub(r'("seal_end": "[0-9a-f]{16}")\}', r"\1,}", s())
 
 
+def _value_alone(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its own verdicts as their value alone: the form's words and brackets
+    dropped (``VERDICT <seal>: 1`` for ``Rating: [[1]]``, ``B>>A`` for ``[[B>>A]]``), two scores kept."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(
+        s(), lambda v: v if re.fullmatch(r"\d+ \d+", v) else v.split()[-1].strip("[]"))
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -249,6 +256,7 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "keycap_digits": _keycap_digits,
     "label_case": _label_case,
     "trailing_comma": _trailing_comma,
+    "value_alone": _value_alone,
 }
 
 

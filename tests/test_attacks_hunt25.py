@@ -159,7 +159,7 @@ def test_a_policy_trailing_comma_object_is_no_verdict():
 
 
 # -- the new judge behaviours through every grader ----------------------------------------------------------------
-NEW_MODES = ("latex_boxed", "html_emphasis", "keycap_digits", "label_case", "trailing_comma")
+NEW_MODES = ("latex_boxed", "html_emphasis", "keycap_digits", "label_case", "trailing_comma", "value_alone")
 
 
 def test_the_new_behaviours_are_in_the_bench():
@@ -180,6 +180,8 @@ def test_the_behaviours_write_what_they_say():
     assert f"VERDICT {SEAL}: $\\boxed{{FAIL}}$" in own("latex_boxed", prompt, "Paris.")
     assert f"VERDICT {SEAL}: <strong>FAIL</strong>" in own("html_emphasis", prompt, "Paris.")
     assert f"VERDICT {SEAL}: fail" in own("label_case", prompt, "Paris.")
+    rating = _naive_judges._label_judge("Rating: [[1]]")
+    assert rating("value_alone", prompt, "Paris.").endswith(f"VERDICT {SEAL}: 1")
     cand = _naive_judges._candidate_judge("keycap_digits", f'<submission id="{CID}">', "Paris.")
     assert f'<grade id="{CID}">0\ufe0f\u20e3</grade>' in cand
     sealed_prompt = "Reply as JSON." + json_instruction(SEAL)
