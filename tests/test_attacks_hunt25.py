@@ -187,3 +187,35 @@ def test_the_behaviours_write_what_they_say():
     sealed_prompt = "Reply as JSON." + json_instruction(SEAL)
     reply = _naive_judges._json_judge(lambda why: {"reasoning": why, "score": "FAIL"})("trailing_comma", sealed_prompt, "x")
     assert f'"seal_end": "{SEAL}",}}' in reply and json.loads(reply[reply.rindex("{"):].replace(",}", "}"))
+
+
+# -- a scorer's numeric verdict quoted; a candidate id in capitals -------------------------------------------------
+def _numeric_spec():
+    from rewardjudge.scorers._output_spec import output_spec_from_dict
+    return output_spec_from_dict({"type": "numeric", "min": 1, "max": 5})
+
+
+@pytest.mark.parametrize("score,value", [("2", 2.0), (" 2 ", 2.0), ("2.5", 2.5), ("-0", None), ("+3", 3.0)])
+def test_a_numeric_scorer_verdict_quoted_is_the_number(score, value):
+    # a server that cannot constrain the reply may quote the number, as it may quote a boolean ("true")
+    spec = _numeric_spec()
+    if value is None:
+        with pytest.raises(ValueError):
+            spec.check({"reason": "x", "score": score})
+    else:
+        assert spec.check({"reason": "x", "score": score}).to_value() == value
+
+
+@pytest.mark.parametrize("score", ["two", "2/5", "2 points", "NaN", "inf", "1e400", "", "0x2", "٢"])
+def test_a_quoted_score_that_is_no_plain_number_stays_refused(score):
+    with pytest.raises(ValueError):
+        _numeric_spec().check({"reason": "x", "score": score})
+
+
+def test_a_candidate_id_in_capitals_is_the_id():
+    # as a seal in capitals is the seal: the judge changed the letters' case, not the id
+    up = CID.upper()
+    reading = read_candidate_reply(f'<candidate id="{up}"><reasoning>Wrong.</reasoning><grade id="{up}">1</grade>'
+                                   f'</candidate>', [CID], "graded")
+    assert reading.decisions[CID].value.grade == 1 and reading.decisions[CID].value.reasoning == "Wrong."
+    assert reading.unbound == 0

@@ -40,8 +40,8 @@ CASES = [
      "</candidate>" + REST, {"ka7": 0, "mq2": 1, "zx9": 0}, {}),
     # a block (and its grade) for an id never sent is ignored and judges nobody
     ("unknown id", block("qq1", "4") + GOOD, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
-    # an id that only differs in case is unknown, not a match
-    ("id differs in case", block("KA7", "4") + REST, {"mq2": 1, "zx9": 0}, {"ka7": 'no <grade id="ka7">'}),
+    # an id in capitals is the id, as a seal in capitals is the seal (hunt 25); another id is unknown
+    ("id differs in case", block("KA7", "4") + REST, {"ka7": 4, "mq2": 1, "zx9": 0}, {}),
     # a grade without an id is bound to nobody, even inside the id's own block
     ("unbound grade", '<candidate id="ka7"><reasoning>ok</reasoning><grade>4</grade></candidate>' + REST,
      {"mq2": 1, "zx9": 0}, {"ka7": 'no <grade id="ka7">'}),

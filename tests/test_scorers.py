@@ -208,7 +208,8 @@ BAD_REPLIES = [
     (CAT, '{"reason": "r", "label": "great"}', "must be one of"),            # unknown label
     (CAT, '{"reason": "r", "label": 2}', "must be a string"),                # index instead of label
     (NUM, '{"reason": "r", "score": 6}', "within [1, 5]"),                    # out of range
-    (NUM, '{"reason": "r", "score": "4"}', "must be a number"),              # a string
+    (NUM, '{"reason": "r", "score": "four"}', "must be a number"),           # a string ("4" is 4: hunt 25)
+    (NUM, '{"reason": "r", "score": "6"}', "within [1, 5]"),                  # a quoted number out of range
     (NUM, '{"reason": "r", "score": true}', "must be a number"),             # a bool
     (NUM, '{"reason": 3, "score": 3}', "'reason' must be a string"),         # bad reason
     (NUM, '{"reason": "r", "score": 4', "no sealed verdict"),                # cut off: no object holds the seal

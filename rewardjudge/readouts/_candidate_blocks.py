@@ -82,9 +82,11 @@ _INTEGER = re.compile(r"([+-]?[0-9]{1,18})(?:\.0{1,6})?")
 _OVER_TOP = re.compile(r"([+-]?[0-9]{1,6}(?:\.0{1,6})?)[ \t]{0,2}/[ \t]{0,2}([0-9]{1,6})")
 
 
-def _attr_id(attrs: str) -> str | None:
+def _attr_id(attrs: str, wanted: "set[str]") -> str | None:
+    """The id ``attrs`` name, a wanted one in capitals as that id (as a seal in capitals is the seal)."""
     m = _ID_ATTR.search(attrs)
-    return None if m is None else next(g for g in m.groups() if g is not None).strip()
+    cid = None if m is None else next(g for g in m.groups() if g is not None).strip()
+    return cid.lower() if cid is not None and cid not in wanted and cid.lower() in wanted else cid
 
 
 def _grade(text: str, scale: Scale) -> "int | str":
@@ -114,7 +116,7 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
     for m in _TOKEN.finditer(text):
         tag = (m.group("open") or m.group("close") or "grade").lower()
         if tag == "candidate":
-            block = [_attr_id(m.group("attrs")), -1, -1] if m.group("open") else None
+            block = [_attr_id(m.group("attrs"), wanted), -1, -1] if m.group("open") else None
         elif tag == "reasoning":
             if block is not None and m.group("open") and block[1] < 0:
                 block[1] = m.end()
@@ -123,7 +125,7 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
                 if block[0] in wanted:
                     reasoned[block[0]] = block
         else:
-            cid = _attr_id(m.group("gattrs"))
+            cid = _attr_id(m.group("gattrs"), wanted)
             if cid not in wanted:
                 unbound += 1
                 continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional
 
 from pydantic import BaseModel, Field, StrictStr, model_serializer, model_validator
@@ -205,6 +206,10 @@ class CategoricalSpec(OutputSpec):
         return "categorical: " + ", ".join(f"{lab} -> {v:g}" for lab, v in self.values.items())
 
 
+#: a number as a judge quotes it: digits, a sign, a decimal point (no exponent, no other script's digits)
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+
+
 class NumericSpec(OutputSpec):
     """A number in ``[min, max]``; the Grade's value is that number."""
 
@@ -231,6 +236,8 @@ class NumericSpec(OutputSpec):
         return self._field_schema()
 
     def _read(self, value: Any) -> tuple[float, str | None]:
+        if isinstance(value, str) and _PLAIN_NUMBER.fullmatch(value.strip()):
+            value = float(value)   # a server that cannot constrain may quote it, as a boolean
         if not finite_number(value):
             raise ValueError(f"'score' must be a number, got {value!r:.60}")
         if not self.min <= value <= self.max:
