@@ -121,6 +121,10 @@ def test_a_grade_that_is_not_one_integer_stays_unread(value):
     assert not _grade(value).ok, _grade(value)
 
 
+def test_tags_between_digits_do_not_join_them():
+    assert not _form(RATING, "Rating: [[1</b><b>0]]").ok and _form(RATING, "Rating: [[<b>2</b>]]").value == 2.0
+
+
 @pytest.mark.parametrize("rest", ["FAIL (the capital is wrong)", "Yes (partially)", "<s>PASS</s>", "~PASS~ FAIL",
                                   "\\cancel{PASS}", "$\\boxed{PASS}$ FAIL", "\\boxed{The response says PASS}"])
 def test_what_stays_ambiguous_on_a_sealed_line_is_unread(rest):

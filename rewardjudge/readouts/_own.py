@@ -36,7 +36,7 @@ def unstyled(s: str) -> str:
                 break
         s = _MATH_DELIMITER.sub("", s)
     if "</" in s and any(tag.startswith("</") for tag in _HTML_EMPHASIS.findall(s)):
-        s = _HTML_EMPHASIS.sub("", s)
+        s = _HTML_EMPHASIS.sub(" ", s)   # a space: ``1</b><b>0`` is no ``10``
     return s
 
 
