@@ -72,8 +72,10 @@ _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\
 _LEET_DIGITS = {"$": "5", "@": "4", "!": "1", "\u20ac": "3"}
 
 
-#: whether a text holds a ``_LEET_DIGITS`` symbol (a bound method: no Python frame per text)
-_leet = re.compile("[" + re.escape("".join(_LEET_DIGITS)) + "]").search
+def _leet(text: str) -> bool:
+    """Whether ``text`` holds a ``_LEET_DIGITS`` symbol: a memchr-speed search per symbol (a character
+    class searched a character at a time cost a fifth of a short answer's screen)."""
+    return any(map(text.__contains__, _LEET_DIGITS))
 
 
 def _as_digits(text: str) -> str:
