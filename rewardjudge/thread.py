@@ -250,7 +250,10 @@ class StringThread:
         return list(self._turns[:-1] if self._turns and self._turns[-1][0] == "assistant" else self._turns)
 
     def last_user_content(self) -> str:
-        return next((content for role, content in reversed(self._turns) if role == "user"), "")
+        for role, content in reversed(self._turns):   # a loop, not a generator: no frame to build
+            if role == "user":
+                return content
+        return ""
 
     def __len__(self) -> int:
         return len(self._turns)

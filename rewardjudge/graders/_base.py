@@ -6,7 +6,6 @@ import abc
 import asyncio
 import json
 import logging
-import operator
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Iterable, Literal, Mapping, Sequence, TypeVar
@@ -34,10 +33,11 @@ _INLINE_CHARS = 65_536
 
 def text_size(sample: StringThread) -> int:
     """The characters of ``sample``'s turns (what building its judge prompt works through)."""
-    return sum(map(len, filter(_is_text, map(_content, sample.turns))))
-
-
-_is_text, _content = str.__instancecheck__, operator.itemgetter(1)   # text_size in C, no frame per turn
+    total = 0
+    for _, content in sample.turns:   # a loop: a chain of C callables (map, filter, a type's
+        if isinstance(content, str):  # __instancecheck__) cost 1.4k instructions a turn, this a few hundred
+            total += len(content)
+    return total
 
 
 def emptied(value: Any) -> Any:
