@@ -520,6 +520,12 @@ class Template:
         holes: list[str] = []
         for name, steps, hole in self._keyed:
             value = get(name, _MISSING)
+            if not steps and type(value) is str:   # _key_part's text, in place (a call per name cost 1k)
+                if hole and value:
+                    holes.append(value)
+                    value = _HOLE
+                parts.append(value)
+                continue
             if given and type(value) is not str and not _kept_as_is(value):   # as to_plain_context would keep it
                 return None, None
             if steps and value is not _MISSING:
