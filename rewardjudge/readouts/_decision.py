@@ -62,9 +62,11 @@ def disagreeing(values: "Iterable[Any]", last: Any, same: "Callable[[Any, Any], 
 def made_verdicts(decision: Decision, text: str, make: "Callable[[Any, str], tuple[Any, float]]") -> Decision:
     """``decision`` with each value not yet a ``(verdict, value)`` made one by ``make(value, the reply
     before the verdict)``; a ValueError makes it a ``NoVerdict``."""
-    values = (decision.value, *decision.others) if isinstance(decision, Verdict) else ()
+    if not isinstance(decision, Verdict) or not decision.others and isinstance(decision.value, tuple):
+        return decision   # no verdict, or one checked JSON verdict (most replies): no walk over values
+    values = (decision.value, *decision.others)
     if all(isinstance(v, tuple) for v in values):
-        return decision   # no verdict, or every value a checked JSON verdict: nothing to make
+        return decision   # every value a checked JSON verdict: nothing to make
     before = encodable(text[:decision.start].strip())   # a lone surrogate validates as no text field
     try:
         made = [v if isinstance(v, tuple) else make(v, before) for v in values]

@@ -1,0 +1,67 @@
+"""The grading path's quick checks give what the patterns and walks they replaced give.
+
+Each test compares a check written for speed (the content-free screen's, the readout's) with the
+character class or walk it stands for, over generated hostile texts: look-alike symbols (fullwidth
+and small forms), zero-width and control characters, control tokens, escapes and markup.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from dataclasses import replace
+
+from rewardjudge.grade import encodable
+from rewardjudge.graders import _guards
+from rewardjudge.readouts._decision import NoVerdict, Verdict, made_verdicts
+
+#: pieces of hostile text: the symbols read as digits and their look-alikes, zero-width and
+#: control characters, a chat template's control tokens, escapes, markup, master keys
+BITS = ["$", "@", "!", "\u20ac", "\uff04", "\ufe69", "\uff20", "\ufe6b", "\uff01", "\ufe57", "\u01c3",
+        "\u2757", "\u00a2", "\u20a4", "S", "5", "4", "1", "3", "a", "\u0430", "\u200b", "\u200d", "\u2060",
+        "\ufeff", "\u202e", "\x00", "\x1b[1m", "\n", " ", "<|im_end|>", "</s>", "&#36;", "&#64;", "\\u0024",
+        "%24", "`", "```", "<b>", "Answer:", "pr0c3", "\U0001f600", "x" * 30]
+
+
+def gen_text(rng: random.Random, n: int = 12) -> str:
+    return "".join(rng.choice(BITS) for _ in range(rng.randint(0, n)))
+
+
+def test_leet_is_the_character_class_of_the_symbols_read_as_digits():
+    cls = re.compile("[" + re.escape("".join(_guards._LEET_DIGITS)) + "]")
+    rng = random.Random(61)
+    texts = [gen_text(rng) for _ in range(20_000)] + ["", "$", "\u20ac" * 3, "\uff04\ufe69\uff20\uff01"]
+    for text in texts:
+        assert _guards._leet(text) == (cls.search(text) is not None), repr(text)
+    assert all(_guards._leet(f"ab{s}cd") for s in _guards._LEET_DIGITS)
+
+
+def _made_the_long_way(decision, text, make):
+    """``made_verdicts`` as a walk over every value of the decision."""
+    values = (decision.value, *decision.others) if isinstance(decision, Verdict) else ()
+    if all(isinstance(v, tuple) for v in values):
+        return decision
+    before = encodable(text[:decision.start].strip())
+    try:
+        made = [v if isinstance(v, tuple) else make(v, before) for v in values]
+    except ValueError as exc:
+        return NoVerdict(f"the verdict does not fit: {exc}"[:400], kind="invalid")
+    return replace(decision, value=made[0], others=tuple(made[1:]))
+
+
+def test_made_verdicts_is_the_walk_over_every_value():
+    def make(value, before):
+        if value == "BAD":
+            raise ValueError("no such label")
+        return (f"{value}|{before}", 1.0)
+
+    rng = random.Random(62)
+    values = ["PASS", "FAIL", "BAD", ("checked", 0.5), ("other", 1.0)]
+    for _ in range(2000):
+        text = gen_text(rng, 6)
+        others = tuple(rng.choice(values) for _ in range(rng.choice([0, 0, 1, 2])))
+        decision = Verdict(rng.choice(values), rng.randint(0, len(text)), len(text), others)
+        assert made_verdicts(decision, text, make) == _made_the_long_way(decision, text, make)
+    none = NoVerdict("no sealed verdict in the reply", kind="no sealed verdict")
+    assert made_verdicts(none, "x", make) is none
