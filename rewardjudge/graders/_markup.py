@@ -9,6 +9,8 @@ import functools
 import re
 from typing import Iterable
 
+from ..readouts._blocks import sub_blocks
+
 # Markdown that is no answer by itself: a code fence and its language
 _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 # Markup of other languages that shows no text (hunt 21): a terminal's escape sequences (``\x1b[1m``, an
@@ -29,8 +31,9 @@ _BRACKET_TAG = re.compile(r"\[(/?)([A-Za-z][\w*]{0,31})(?:=[^\[\]\n]{0,256})?\]"
 # alone, ``<b>Answer</b>``, reached the judge); a lone one (``<br>``, ``</candidate>``) may be the answer,
 # but where some tag pairs, a self-closed or void one is markup too (``<p></p><br/><hr>``)
 _TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?(/?)>")
-#: the characters one ``_TAG`` search takes (``_unmarked``): 87,360 tags in one call held the GIL for 45 ms
-_TAG_SPAN = 32_768
+#: the characters one ``_TAG`` search takes (``_unmarked``): 87,360 tags in one call held the GIL for 45 ms,
+#: 21,840 (32 KiB) still 10-40
+_TAG_SPAN = 8_192
 #: HTML's void elements (never closed): markup beside a tag that pairs
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
                    "track", "wbr"})
@@ -65,7 +68,7 @@ def _unmarked(text: str, tags: bool = True) -> str:
     if text.lstrip().startswith("{\\rtf"):
         text = _RTF.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
-        text = _latex().sub(" ", text)
+        text = sub_blocks(_latex(), " ", text)   # a block a call: 256 KiB of "\\n" held the GIL 20 ms
     if not tags:
         return text
     if "\n" in text:

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import TemplateContextError
 from ..grade import encodable
 from ..templates._plain import to_plain
+from ._blocks import split_chunks, splitter as split_by
 from ._fold import _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
@@ -79,14 +80,19 @@ _ESCAPES_READ: dict[str, str] = {}
 def _read_escapes(text: str, splitter: "re.Pattern[str]") -> str:
     """``text`` with each escape as the skeleton of the character it stands for, padded with
     gaps to its length, or as it is when it stands for none."""
-    parts = splitter.split(text)
-    if len(parts) > 1:
-        read = list(map(_ESCAPES_READ.get, parts[1::2]))   # most were read before: a lookup each, in C
-        if None in read:
-            read = [r or _read_escape(e) for r, e in zip(read, parts[1::2])]
-        parts[1::2] = read
-        text = "".join(parts)
+    chunks = list(split_chunks(splitter, text))   # a chunk a call: no call over the whole text
+    if len(chunks) > 1 or len(chunks[0]) > 1:
+        text = "".join([_read_chunk(parts) for parts in chunks])
     return text
+
+
+def _read_chunk(parts: "list[str]") -> str:
+    """``parts`` (texts and escapes alternating, from ``split``) joined, each escape read."""
+    read = list(map(_ESCAPES_READ.get, parts[1::2]))   # most were read before: a lookup each, in C
+    if None in read:
+        read = [r or _read_escape(e) for r, e in zip(read, parts[1::2])]
+    parts[1::2] = read
+    return "".join(parts)
 
 
 def _read_escape(esc: str) -> str:
@@ -240,7 +246,9 @@ def _bracket_pattern(labels: "dict[str, list[str]]") -> str:
     lines = {kind: "|".join(map(_spaced_words, found)) for kind, found in labels.items()}
     bracket = r"(?:/\x00*)?(?:" + "|".join(_BRACKET_NAMES) + r")\x00*\]"
     if lines["["]:
-        bracket += r"|(?:\s\x00*)*(?:" + lines["["] + r")(?!\w)"
+        # its spaces and gaps as one class repeated (the gaps after '[' are taken, so the run starts
+        # with a space, as ``(?:\s\x00*)*`` took it): 256 KiB of spaces after a '[', 40 -> 3 ms
+        bracket += r"|[\s\x00]*(?:" + lines["["] + r")(?!\w)"
     firsts = re.escape("".join(sorted({w[0] for w in (*_BRACKET_NAMES, *labels["["]) if w})))
     bracket = r"\[\x00*(?=[/\s" + firsts + "])(?:" + bracket + ")"   # most '[' fail at once
     if lines["#"]:
@@ -301,23 +309,18 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     return _defanged(text, skel, starts) if len(starts) else text
 
 
-@functools.lru_cache(maxsize=256)
-def _split_by(pattern: "re.Pattern[str]") -> "re.Pattern[str] | None":
-    """``pattern`` as one capturing group, for ``_starts`` (None where it has groups of its own)."""
-    return re.compile("(" + pattern.pattern + ")") if pattern.groups == 0 else None
-
-
 def _starts(pattern: "re.Pattern[str]", text: str) -> "np.ndarray":
     """Where each match of ``pattern`` in ``text`` starts, as ``finditer`` finds them: from the lengths
     of the pieces ``split`` cuts (a Match object and a call per match cost 40 ms for 131,072 of them)."""
-    splitter = _split_by(pattern)
+    splitter = split_by(pattern)
     if splitter is None:
         return np.array([m.start() for m in pattern.finditer(text)], dtype=np.int64)
-    parts = splitter.split(text)
-    if len(parts) == 1:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
-    return ends[0:-1:2]   # a match starts where the text before it ends
+    found, at = [], 0
+    for parts in split_chunks(splitter, text):   # a chunk a call: no call over the whole text
+        ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+        found.append(ends[0:len(parts) - 1:2] + at)   # a match starts where the text before it ends
+        at += int(ends[-1])
+    return np.concatenate(found)
 
 
 _ESCAPE_OPENERS = np.array([ord(c) for c in "&\\%="], dtype=np.uint32)
