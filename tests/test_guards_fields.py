@@ -416,3 +416,24 @@ def test_the_atomic_opener_matches_as_the_one_it_replaced(keys):
         text = "".join(rnd.choice(words) for _ in range(rnd.randint(0, 14)))
         a, b = old.match(text), new.match(text)
         assert (a and a.end()) == (b and b.end()), text
+
+
+#: markup that is a text's own (a declaration, a bracket tag closing, a terminal code, empty list items)
+OWN_MARKUP_PIECES = ["<?xml version='1.0'?>", "<!doctype html>", "<![CDATA[", "]]>", "[b]", "[/b]", "[/", "\x1b[1m",
+                     "\x1b", "\n1.\n2.", "\n- \n-", "\n", "<b>", "</b>", "Solution:", "Paris", "解", " ", "<!", "<?"]
+
+
+@pytest.mark.parametrize("all_joiners_taken", [False, True])
+def test_own_markup_of_many_texts_reads_as_one_call_each(all_joiners_taken):
+    """The texts whose markup is their own are found in the texts joined, also where every joiner but
+    the terminal's escape is taken (so the escape joins them)."""
+    from rewardjudge.graders._guards import _content_free_flags
+
+    rnd = random.Random(7 + all_joiners_taken)
+    taken = "".join(map(chr, [*range(0x01, 0x09), *range(0x0e, 0x1b)])) if all_joiners_taken else ""
+    for _ in range(150):
+        texts = list(dict.fromkeys("".join(rnd.choice(OWN_MARKUP_PIECES + SCREEN_PIECES) for _ in range(rnd.randint(1, 4)))
+                                   for _ in range(rnd.randint(8, 40))))
+        if taken:
+            texts = [t.replace("\x1b", "") for t in texts] + [taken]
+        assert _content_free_flags(texts, ()) == [content_free_reason(t, ()) is not None for t in texts], texts

@@ -268,17 +268,24 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
 _LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
 _OVERRIDE = np.array([0x202E], dtype=np.uint32)
 _COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
-_CLOSING = np.array([ord("<"), ord("/")], dtype=np.uint32)
+#: two characters in a row (``_holding``): a closing tag; a declaration, a bracket tag closing, a terminal code
+_CLOSING = np.array([[ord("<"), ord("/")]], dtype=np.uint32)
+_OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord("/")], [0x1B, -1]], dtype=np.int64)
+_NEWLINE = np.array([ord("\n")], dtype=np.uint32)
 
 
 def _holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | None") -> "list[int]":
     """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` (or,
-    for ``_CLOSING``, its two characters in a row) and are not ``flags``-ed, in order, in numpy: each
-    character's text is the count of joiners before it (a regex call per text: 10 ms for 43,000)."""
+    where ``codes`` are rows, the two characters of a row in a row, -1 for any) and are not ``flags``-ed,
+    in order, in numpy: each character's text is the count of joiners before it (a regex call per
+    text: 10 ms for 43,000)."""
     chars = _codes(joined)
-    if codes is _CLOSING:
+    if codes.ndim == 2:
         marks = np.zeros(len(chars), dtype=bool)
-        marks[:-1] = (chars[:-1] == codes[0]) & (chars[1:] == codes[1])
+        for first, second in codes.tolist():
+            marks[:-1] |= (chars[:-1] == first) & ((chars[1:] == second) if second >= 0 else True)
+            marks[-1:] |= (chars[-1:] == first) & (second < 0)
+        marks &= chars != ord(joiner)   # a joiner (``\x1b`` may be one) is no text's character
     else:
         marks = np.isin(chars, codes)
     if not marks.any():
@@ -351,9 +358,10 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     unmarked = _unmarked(plain, tags=False)   # no fence or command holds a joiner: text by text
     own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
     if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "\x1b" in unmarked \
-            or ("\n" in unmarked and _items(unmarked)):
-        own.update(i for i, t in enumerate(texts) if "<?" in t or "<!" in t or ("[" in t and "[/" in t)
-                   or "\x1b" in t or ("\n" in t and _items(t)))
+            or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy
+        own.update(_holding(plain, joiner, _OWN_RARER, None))
+        if "\n" in plain:
+            own.update(i for i in _holding(plain, joiner, _NEWLINE, None) if _items(texts[i]))
     if not own:
         return unmarked
     shown = unmarked.split(joiner)
