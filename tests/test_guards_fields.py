@@ -437,3 +437,22 @@ def test_own_markup_of_many_texts_reads_as_one_call_each(all_joiners_taken):
         if taken:
             texts = [t.replace("\x1b", "") for t in texts] + [taken]
         assert _content_free_flags(texts, ()) == [content_free_reason(t, ()) is not None for t in texts], texts
+
+
+def test_a_text_of_no_markups_characters_is_left_as_it_is():
+    """``_may_mark`` False: ``_unmarked`` keeps the text, with or without its own markup (the fields
+    screen then keeps it without a call); each kind of markup is caught."""
+    from rewardjudge.graders._markup import _may_mark, _unmarked
+
+    rnd = random.Random(11)
+    pieces = OWN_MARKUP_PIECES + SCREEN_PIECES + ["<", "/", "[", "!", "?", "{", "\\", "```", "~~~", "#+title:", "{\\rtf1",
+                                                   "\\textbf{x}", "<b>x</b>", "[b]x[/b]", "\x1b[1m", "\n1.\n2."]
+    kept = 0
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 6)))
+        if not _may_mark(text):
+            kept += 1
+            assert _unmarked(text) == text and _unmarked(text, tags=False) == text, text
+    assert kept > 100
+    assert all(_unmarked(t) != t for t in ["```py", "#+title:", "\\textbf{x}", "<b>x</b>", "[b]x[/b]", "\x1b[1m",
+                                           "\n1.\n2.", "<!doctype html>"])

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
-from ._markup import _items, _trie, _unmarked
+from ._markup import _items, _may_mark, _trie, _unmarked
 from ._notation import NOTATION_MAX, notation_strings
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
@@ -365,8 +365,9 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     if not own:
         return unmarked
     shown = unmarked.split(joiner)
-    for i in own:   # the rest: set aside once is as twice
-        shown[i] = _unmarked(_unmarked(texts[i]), tags=False)
+    for i in own:   # the rest: set aside once is as twice (a text of no markup's characters: as it is)
+        if _may_mark(texts[i]):
+            shown[i] = _unmarked(_unmarked(texts[i]), tags=False)
     return joiner.join(shown)
 
 

@@ -84,6 +84,16 @@ def _unmarked(text: str, tags: bool = True) -> str:
     return _paired(text, declared) if "<" in text else text
 
 
+#: what every kind of markup ``_unmarked`` sets aside holds: a fence's, a heading's, a command's or RTF's
+#: first character, a tag's or a bracket tag's end, a declaration's opening, a terminal code, a line break
+_MAY_MARK = re.compile(r"[`~#\\>\]\x1b\n]|<!")
+
+
+def _may_mark(text: str) -> bool:
+    """False where ``_unmarked`` (with or without ``tags``) leaves ``text`` as it is, found by one search."""
+    return _MAY_MARK.search(text) is not None
+
+
 def _bracket_tags_out(text: str) -> str:
     """``text`` with its ``_BRACKET_TAG``-s of a name both opened and closed in it set aside (one
     substitution by a pattern of those names: no Python step per tag)."""

@@ -29,8 +29,8 @@ except ImportError:   # pragma: no cover - Python 3.10
 
 __all__ = ["BLOCK", "split_chunks", "splitter", "sub_blocks"]
 
-#: the characters one call of the engine starts attempts in (about 2-4 ms of the densest patterns here)
-BLOCK = 1 << 14
+#: the characters one call of the engine starts attempts in (about 4-8 ms of the densest patterns here)
+BLOCK = 1 << 15
 
 _CONSUMING = {_c.LITERAL, _c.NOT_LITERAL, _c.IN, _c.ANY}
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT} | ({_c.POSSESSIVE_REPEAT} if hasattr(_c, "POSSESSIVE_REPEAT") else set())

@@ -41,10 +41,12 @@ _DEFANG = "["        # what a defanged tag opener becomes
 # backslashes is tried from its first (the look-behind): from every one would be quadratic. Every
 # branch opens with its character (the look-behind after it), so the engine skips to the next
 # '&', '\', '%' or '=' instead of trying each branch at every position (8x faster on prose).
+# The backslashes after the first are taken possessively: what follows them is no backslash, so
+# giving one back never matches (256 KiB of backslashes: 18 -> 2 ms).
 _TEXT_ESCAPES = (
     r"&(?:amp;)*(?:#(?:x0*(?P<hx>[0-9a-f]{1,6})|0*(?P<dec>[0-9]{1,7}));?|(?P<name>[a-z][a-z0-9]{1,31});"
     r"|(?P<legacy>lt|gt))"
-    r"|\\(?<!\\\\)\\*(?:u\{0*(?P<hb>[0-9a-f]{1,6})\}|u(?P<hu>00(?:0[0-9a-f]|10)[0-9a-f]{4}|[0-9a-f]{4})"
+    r"|\\(?<!\\\\)\\*+(?:u\{0*(?P<hb>[0-9a-f]{1,6})\}|u(?P<hu>00(?:0[0-9a-f]|10)[0-9a-f]{4}|[0-9a-f]{4})"
     r"|x(?P<hh>[0-9a-f]{2})|(?P<oct>[0-7]{3})|n\{(?P<uname>[a-z][a-z0-9 -]{0,63})\})"
     r"|%(?:25)*(?P<hp>[0-9a-f]{2}(?:%(?:25)*[89ab][0-9a-f]){0,3})")
 _ESCAPE = re.compile(_TEXT_ESCAPES + r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89ab][0-9a-f]){0,3})")
