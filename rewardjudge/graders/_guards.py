@@ -32,7 +32,7 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "回答", "答え", "解析", "解题思路", "思考过程", "정답", "답", "풀이", "해답", "उत्तर", "हल", "الإجابة", "الحل",
     "resposta", "solução", "risposta", "soluzione", "lösungsweg", "antwoord", "oplossing", "svar", "lösning",
     "odpowiedź", "rozwiązanie", "cevap", "çözüm", "jawaban", "penyelesaian", "trả lời", "lời giải", "đáp án",
-    "απάντηση", "λύση", "תשובה", "פתרון",
+    "απάντηση", "λύση", "תשובה", "פתרון", "התשובה", "הפתרון",
     # openers that announce reasoning to come
     "step by step", "let me think", "lets think", "let me solve", "lets solve",
     # hunt 20: reasoning announced, in English and in the languages of the keys above
@@ -54,14 +54,38 @@ MASTER_KEYS: frozenset[str] = frozenset({
 })
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by
-#: step.``): no content beside a master key; without one they may be the answer (``Okay.``)
-_FILLER = frozenset({
+#: step.``): no content beside a master key; without one they may be the answer (``Okay.``).
+#: (``_FILLER``: these and ``_FILLER_OF_KEYS`` in ``letters`` form)
+_FILLER_WORDS = frozenset({
     "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
     "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
     "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
     "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
     "correct", "right", "therefore", "thus", "hence", "to", "in", "conclusion", "your",   # hunt 21
 })
+#: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
+#: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer
+#: as ``The final answer is:`` is none. No single Latin letter: ``The answer is A`` answers
+_FILLER_OF_KEYS = (
+    "是 为 就是 最终 最后 最终的 最后的 我的 我们的 正确 如下 以下 这 这是",                     # Chinese
+    "は の が 私の 最終 最終的な 正しい 以下 通り です",                                   # Japanese
+    "은 는 이 제 나의 최종 다음과 같습니다 입니다",                                        # Korean
+    "окончательный итоговый итак мой наш правильный такой вот это ниже следующий",     # Russian
+    "остаточна остаточний моя мій ось така такий правильна",                           # Ukrainian
+    "هي هو النهائية الصحيحة كالتالي هنا نهایی است من",                                   # Arabic, Persian
+    "अंतिम है मेरा सही यह नीचे",                                                         # Hindi
+    "la le les est finale final ma mon notre voici correcte suivante",                  # French
+    "el es mi nuestra aquí está correcta siguiente",                                         # Spanish
+    "die der ist lautet endgültige meine unsere hier richtige folgende",                # German
+    "minha nossa aqui correta",                                                       # Portuguese
+    "mia finale ecco corretta",                                                       # Italian
+    "şu son doğru benim",                                                               # Turkish
+    "là cuối cùng của tôi",                                                             # Vietnamese
+    "nya adalah akhir saya",                                                            # Indonesian, Malay
+    "היא הוא הסופית",                                                                  # Hebrew
+    "คือ",                                                                              # Thai
+)
+_FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_KEYS).split())} - {""})
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
