@@ -21,6 +21,7 @@ from ..grade import encodable
 from ..templates._plain import to_plain
 from ._blocks import split_chunks, splitter as split_by
 from ._fold import _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of
+from ._seams import SEAM_HINT, SeamWords, closed, squeezed
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
            "neutralize_all", "neutralize_value", "template_tag_names"]
@@ -206,8 +207,9 @@ _LT_TAILS = (r"s\x00*>", _spaced("sys") + r"\x00*>\x00*>", *map(_spaced, _LT_NAM
              "(?:" + "|".join(map(_spaced, _LT_CLOSED)) + r")\x00*>")
 # '[', slash, name, ']': Llama 2's [INST] and [SYS], and the control tokens of Mistral's tekken
 # tokenizers (its system prompt, tools, image placeholders, Magistral's [THINK])
-_BRACKET_NAMES = tuple(map(_spaced, ("inst", "sys", "system_prompt", "available_tools", "tool_results",
-                                     "tool_calls", "tool_content", "img_break", "img_end", "img", "think")))
+_BRACKET_WORDS = ("inst", "sys", "system_prompt", "available_tools", "tool_results", "tool_calls", "tool_content",
+                  "img_break", "img_end", "img", "think")
+_BRACKET_NAMES = tuple(map(_spaced, _BRACKET_WORDS))
 
 
 @functools.lru_cache(maxsize=256)
@@ -311,6 +313,22 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
     return _defanged(text, skel, starts) if len(starts) else text
 
 
+@functools.lru_cache(maxsize=256)
+def _seam_words(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> SeamWords:
+    """What ``_pattern`` defangs after an opener, as ``seam_starts`` reads it."""
+    names = {t.casefold() for t in extra_tags if t and t[0] not in "[#"}
+    ctl = [_skeleton(c).replace(_GAP, "") for c in control if c]
+    return SeamWords(tuple({*PROTOCOL_TAGS, *names, *_LT_NAMES, *_LT_CLOSED, "s", "sys",
+                            *(c[1:].lstrip("/") for c in ctl if c[:1] == "<")}),
+                     tuple({*_BRACKET_WORDS, *(c[1:].lstrip("/") for c in ctl if c[:1] == "[")}),
+                     *(tuple(squeezed(_skeleton(t[1:])) for t in extra_tags if t[:1] == kind) for kind in "[#"))
+
+
+def _closed(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> str:
+    """``text`` (neutralised) closed at its end (``_seams.closed``): a template may show it beside another value."""
+    return closed(text, _skeleton, _seam_words(tags, ctl))
+
+
 def _starts(pattern: "re.Pattern[str]", text: str) -> "np.ndarray":
     """Where each match of ``pattern`` in ``text`` starts, as ``finditer`` finds them: from the lengths
     of the pieces ``split`` cuts (a Match object and a call per match cost 40 ms for 131,072 of them)."""
@@ -351,16 +369,21 @@ def _defanged(text: str, skel: str, starts: "np.ndarray") -> str:
 def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
                    control_tokens: Iterable[str] = ()) -> "list[str]":
     """``[neutralize(t, extra_tags, control_tokens) for t in texts]``, ``str``
-    texts in one pass over them joined (40,000 short strings cost one call)."""
+    texts in one pass over them joined (40,000 short strings cost one call), each closed at its end
+    (``_closed``: a template may show texts side by side, as ``neutralize_value``'s)."""
     tags, ctl = tuple(extra_tags), tuple(control_tokens)
     if set(map(type, texts)) - {str}:
-        return [neutralize(t, tags, ctl) for t in texts]
+        return [_closed(n, tags, ctl) if isinstance(n, str) else n for n in (neutralize(t, tags, ctl) for t in texts)]
     if _untouched("".join(texts), tags, ctl):
         return list(texts)
     joiner = free_joiner(texts, ctl)
-    if joiner is not None:
-        return neutralize(joiner.join(texts), tags, ctl).split(joiner)
-    return [neutralize(t, tags, ctl) for t in texts]
+    if joiner is None:
+        return [_closed(neutralize(t, tags, ctl), tags, ctl) for t in texts]
+    joined = neutralize(joiner.join(texts), tags, ctl)
+    pieces = joined.split(joiner)
+    if joined.isascii() and SEAM_HINT.search(joined) is None:
+        return pieces
+    return [_closed(p, tags, ctl) for p in pieces]   # each one's end, as each alone
 
 
 #: what joins texts checked in one pass: control characters that fold to themselves and are no
@@ -398,7 +421,7 @@ def neutralize_value(value: Any, extra_tags: Iterable[str] = (),
 
     def fix(s: str) -> str:
         out = get(s)
-        return neutralize(s, tags, ctl) if out is None else out
+        return _closed(neutralize(s, tags, ctl), tags, ctl) if out is None else out
 
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
