@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -165,3 +166,67 @@ def test_an_opener_at_a_texts_end_that_more_text_could_finish_is_defanged(text, 
 def test_an_honest_texts_end_is_kept(text):
     assert neutralize_all([text], TAGS) == [text]
     assert neutralize_all([text] * 9, TAGS) == [text] * 9
+
+
+# -- a structured completion: an empty list or object, or a null, where the schema puts free text ------------------
+# ``{"answer": [], "confidence": "high"}`` showed the judge ``A: (high)``: the walk took the strings it met, and an
+# empty container holds none, so the completion had no free-text field at all (choices alone are a classifier's
+# whole answer); ``[""]`` was penalized. A null where ``Any`` goes was likewise no field. Each now stands for an
+# empty text at its place, as hunt 21 reads ``{"answer": null}`` or ``{"answer": []}`` written as a plain answer.
+class _Listed(BaseModel):
+    answer: list[str]
+    confidence: Literal["high", "low"]
+
+
+class _Mapped(BaseModel):
+    answer: dict[str, str]
+    confidence: Literal["high", "low"]
+
+
+class _Loose(BaseModel):
+    answer: Any
+    confidence: Literal["high", "low"]
+
+
+class _Cited(BaseModel):
+    answer: str
+    citations: list[str] = []
+    meta: Any = None
+    labels: list[Literal["geo", "history"]] = []
+
+
+@pytest.mark.parametrize("model, template, completion", [
+    (_Listed, "A: {{#each answer}}{{this}} {{/each}}({{confidence}})", {"answer": [], "confidence": "high"}),
+    (_Mapped, "A: {{#each answer}}{{@key}}: {{this}} {{/each}}({{confidence}})", {"answer": {}, "confidence": "high"}),
+    (_Loose, "A: {{answer}} ({{confidence}})", {"answer": None, "confidence": "high"}),
+    (_Loose, "A: {{answer}} ({{confidence}})", {"answer": [], "confidence": "high"}),
+    (_Loose, "A: {{answer}} ({{confidence}})", {"answer": {}, "confidence": "high"}),
+])
+async def test_an_empty_container_or_null_where_free_text_goes_is_no_answer(model, template, completion):
+    judge = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("g", judge, "Grade.", template, completion_model=model)
+    grade = await grader.grade(StringThread([("user", "Capital of France?"), ("assistant", json.dumps(completion))]))
+    assert grade.status == "penalized" and "empty" in grade.error and not judge.calls, grade
+
+
+@pytest.mark.parametrize("completion", [
+    {"answer": "Paris"}, {"answer": "Paris", "citations": [], "meta": None, "labels": []},
+    {"answer": "Paris", "meta": {}}, {"answer": "Paris", "meta": [], "citations": ["Britannica"]},
+])
+async def test_empty_extras_beside_an_answer_are_scored(completion):
+    judge = ScriptedModel(default='{"reasoning": "ok", "score": "PASS"}')
+    grader = TemplatedPromptJudgeGrader("g", judge, "Grade.", "A: {{answer}} {{#each citations}}[{{this}}]{{/each}}",
+                                        completion_model=_Cited)
+    grade = await grader.grade(StringThread([("user", "Capital of France?"), ("assistant", json.dumps(completion))]))
+    assert grade.status == "scored" and len(judge.calls) == 1, grade
+
+
+def test_a_classifiers_choices_alone_stay_an_answer():
+    from rewardjudge.graders._field_guards import content_free_fields
+
+    class Label(BaseModel):
+        label: Literal["positive", "negative"]
+        tags: list[Literal["a", "b"]] = []
+
+    assert content_free_fields({"label": "positive", "tags": []}, model=Label) is None
+    assert content_free_fields({"answer": 42, "unit": None}) is not None   # as the plain-text screen reads it

@@ -217,14 +217,15 @@ def test_without_a_model_every_string_is_free_text():
     # the old contract: penalized when every string is content-free, or nothing is there
     assert content_free_fields({"answer": "", "confidence": "high"}) is None
     assert content_free_fields({"answer": "", "note": ":"}) is not None
-    assert content_free_fields({"a": [], "b": None}) == "structured completion holds no value"
+    # an empty list and a null are empty texts (hunt 24), as the plain-text screen reads them
+    assert content_free_fields({"a": [], "b": None}) == "every text field is empty or content-free (a: empty)"
     assert content_free_fields({"value": 3}) is None
 
 
 def test_the_reason_names_the_field():
     reason = content_free_fields({"steps": [], "notes": [{"text": "", "kind": "claim"}], "final": None},
                                  (), Steps)
-    assert reason == "every free-text field is empty or content-free (notes[0].text: empty)"
+    assert reason == "every free-text field is empty or content-free (steps: empty)"   # an empty list (hunt 24)
     reason = content_free_fields({"steps": ["ok?", ":"], "notes": [], "final": "x"}, (), Steps)
     assert reason is None
     reason = content_free_fields({"steps": ["", ":"], "notes": [], "final": "..."}, (), Steps)

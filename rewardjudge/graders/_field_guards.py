@@ -73,8 +73,10 @@ class _Field:
         self.choices = frozenset(v for b in self.branches if "enum" in b or "const" in b
                                  for v in (b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
                                  if isinstance(v, str))
-        self.free_none = any("format" not in b for b in strings)   # None stands for unset free text
-        self.free = self.free_none or any(not _types(b) for b in plain)
+        # None stands for unset free text, where a string or a value the schema does not describe goes
+        # (hunt 24: ``answer: Any`` given null, as ``{"answer": null}`` written as a plain answer)
+        self.free_none = any("format" not in b for b in strings) or any(not _types(b) for b in plain)
+        self.free = self.free_none
         self.formatted = any("format" in b for b in strings)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
         # an object whose keys the policy names (``dict[str, str]``): its keys are text it wrote
@@ -107,6 +109,15 @@ class _Field:
             return []
         return [t for t in texts if t not in self.choices] if self.choices else list(texts)
 
+    def empty(self, fields: dict, defs: dict, mapping: bool) -> "_Field":
+        """The place an empty list (or, ``mapping``, object) here stands at: its items', or a free key's."""
+        if not mapping:
+            return _field(fields, self.child(0), defs)
+        if self.free_keys:
+            return _KEY
+        named = any(isinstance(b.get("properties"), dict) for b in self.branches)
+        return _NONE if named else _field(fields, self.child(""), defs)
+
     def child(self, key: Any) -> Any:
         """The schema node of ``key`` (a property name or an item index)."""
         for b in self.branches:
@@ -132,6 +143,9 @@ def _named_keys(node: Any) -> bool:
 
 #: the place of a key the policy names: free text
 _KEY = _Field({"type": "string"}, {})
+
+#: the place of an empty object of named properties: no text goes there (``_Field.empty``)
+_NONE = _Field({"type": "object"}, {})
 
 #: the node of a value the schema does not describe (and the root without a schema)
 _ANY: dict = {}
@@ -207,7 +221,9 @@ def _free_texts(value: Any, schema: "tuple[dict, dict, dict] | None"
     while stack:
         node, sch, path = stack.pop()
         f = _field(fields, sch, defs)
-        if isinstance(node, dict):
+        if isinstance(node, (dict, list)) and not node:   # hunt 24: an empty list or object of free text is none
+            found.take(f.empty(fields, defs, isinstance(node, dict)), None, lambda p=path: p)
+        elif isinstance(node, dict):
             if f.free_keys:
                 for k in node:
                     if isinstance(k, str) and f.key_free(k):
