@@ -39,7 +39,7 @@ WRAPPED_KEYS = [
     "अंतिम उत्तर:", "उत्तर है:", "मेरा उत्तर:",                                               # Hindi
     "Réponse finale :", "La réponse est :", "Ma réponse :", "Voici la réponse :",           # French
     "Mi respuesta:", "La respuesta es:", "La respuesta correcta es:",                     # Spanish
-    "Endgültige Antwort:", "Die Antwort lautet:", "Meine Antwort:", "Hier ist die Lösung:",  # German
+    "Endgültige Antwort:", "Die Antwort lautet:", "Meine Antwort:", "Die richtige Lösung ist:",  # German
     "Minha resposta:", "Resposta final:", "Aqui está minha resposta:",                              # Portuguese
     "La mia risposta:", "Risposta finale:", "Ecco la risposta:",                            # Italian
     "Cevap şu:", "Son cevap:", "Đáp án là:", "Câu trả lời cuối cùng:",                      # Turkish, Vietnamese
@@ -51,7 +51,7 @@ ANSWERED = [
     "Ответ: Москва", "Итак, Москва.", "الإجابة هي القاهرة", "उत्तर है दिल्ली", "La réponse est Paris.",
     "La respuesta es Madrid.", "Die Antwort lautet Berlin.", "A resposta é Lisboa.", "La risposta è Roma.",
     "Cevap şu: Ankara", "Đáp án là Hà Nội", "Jawabannya adalah Jakarta.", "The answer is A.", "The answer is a",
-    "Oui.", "Sí.", "Ja.", "Là.", "Es ist so.", "Voici Paris.",
+    "Oui.", "Sí.", "Ja.", "Là.", "Es ist so.", "Voici Paris.", "La réponse est hier.", "Antwort: der",
 ]
 
 

@@ -67,23 +67,13 @@ _FILLER_WORDS = frozenset({
 #: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer
 #: as ``The final answer is:`` is none. No single Latin letter: ``The answer is A`` answers
 _FILLER_OF_KEYS = (
-    "是 为 就是 最终 最后 最终的 最后的 我的 我们的 正确 如下 以下 这 这是",                     # Chinese
-    "は の が 私の 最終 最終的な 正しい 以下 通り です",                                   # Japanese
-    "은 는 이 제 나의 최종 다음과 같습니다 입니다",                                        # Korean
-    "окончательный итоговый итак мой наш правильный такой вот это ниже следующий",     # Russian
-    "остаточна остаточний моя мій ось така такий правильна",                           # Ukrainian
-    "هي هو النهائية الصحيحة كالتالي هنا نهایی است من",                                   # Arabic, Persian
-    "अंतिम है मेरा सही यह नीचे",                                                         # Hindi
-    "la le les est finale final ma mon notre voici correcte suivante",                  # French
-    "el es mi nuestra aquí está correcta siguiente",                                         # Spanish
-    "die der ist lautet endgültige meine unsere hier richtige folgende",                # German
-    "minha nossa aqui correta",                                                       # Portuguese
-    "mia finale ecco corretta",                                                       # Italian
-    "şu son doğru benim",                                                               # Turkish
-    "là cuối cùng của tôi",                                                             # Vietnamese
-    "nya adalah akhir saya",                                                            # Indonesian, Malay
-    "היא הוא הסופית",                                                                  # Hebrew
-    "คือ",                                                                              # Thai
+    "是 为 就是 最终 最后 最终的 最后的 我的 我们的 正确 如下 以下 这 这是 は の が 私の 最終 最終的な 正しい 通り です",   # zh, ja
+    "은 는 이 제 나의 최종 다음과 같습니다 입니다 है मेरा सही यह नीचे अंतिम היא הוא הסופית คือ",                         # ko, hi, he, th
+    "окончательный итоговый итак мой наш правильный такой вот это ниже следующий остаточна остаточний моя мій ось "
+    "така такий правильна هي هو النهائية الصحيحة كالتالي هنا نهایی است من",                              # ru, uk, ar, fa
+    "la le les est finale final ma mon notre voici correcte suivante el es mi nuestra aquí está correcta siguiente "
+    "die der ist lautet endgültige meine unsere richtige folgende minha nossa aqui correta mia ecco corretta",
+    "şu son doğru benim là cuối cùng của tôi nya adalah akhir saya",                     # tr, vi, id/ms
 )
 _FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_KEYS).split())} - {""})
 
