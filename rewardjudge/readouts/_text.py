@@ -21,7 +21,7 @@ from ..grade import encodable
 from ..templates._plain import to_plain
 from ._blocks import split_chunks, splitter as split_by
 from ._fold import _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of
-from ._seams import SEAM_HINT, SeamWords, closed, squeezed
+from ._seams import SeamWords, closed, squeezed
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
            "neutralize_all", "neutralize_value", "template_tag_names"]
@@ -380,10 +380,7 @@ def neutralize_all(texts: "list[str]", extra_tags: Iterable[str] = (),
     if joiner is None:
         return [_closed(neutralize(t, tags, ctl), tags, ctl) for t in texts]
     joined = neutralize(joiner.join(texts), tags, ctl)
-    pieces = joined.split(joiner)
-    if joined.isascii() and SEAM_HINT.search(joined) is None:
-        return pieces
-    return [_closed(p, tags, ctl) for p in pieces]   # each one's end, as each alone
+    return closed(joined, _skeleton, _seam_words(tags, ctl), joiner).split(joiner)   # each one's end, in one pass
 
 
 #: what joins texts checked in one pass: control characters that fold to themselves and are no
