@@ -315,7 +315,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
 
 @functools.lru_cache(maxsize=256)
 def _seam_words(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> SeamWords:
-    """What ``_pattern`` defangs after an opener, as ``seam_starts`` reads it."""
+    """What ``_pattern`` defangs after an opener, as ``_seams.seam_pattern`` reads it."""
     names = {t.casefold() for t in extra_tags if t and t[0] not in "[#"}
     ctl = [_skeleton(c).replace(_GAP, "") for c in control if c]
     return SeamWords(tuple({*PROTOCOL_TAGS, *names, *_LT_NAMES, *_LT_CLOSED, "s", "sys",
