@@ -53,9 +53,8 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "让我们一步一步地思考", "一步一步", "逐步", "思考過程", "解題思路", "思路",
 })
 
-#: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by
-#: step.``): no content beside a master key; without one they may be the answer (``Okay.``).
-#: (``_FILLER``: these and ``_FILLER_OF_KEYS`` in ``letters`` form)
+#: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
+#: content beside a master key; without one they may be the answer (``Okay.``). ``_FILLER``: these and ``_FILLER_OF_KEYS``
 _FILLER_WORDS = frozenset({
     "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
     "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
@@ -119,10 +118,8 @@ def _emoji_message(text: str) -> bool:
 #: the longest text quoted in a reason
 _SHOWN = 40
 
-
 #: digits written for the letters they look like (``Th0ught pr0cess``): a key's letter matches either
-_LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4", "s": "5", "g": "9",
-                     "t": "7", "b": "8"}
+_LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4", "s": "5", "g": "9", "t": "7", "b": "8"}
 
 
 def _chars(form: str) -> "list[str]":
