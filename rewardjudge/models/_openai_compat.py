@@ -309,33 +309,38 @@ def _parse_chat_body(raw: bytes, latency: float, *, structured: bool) -> Complet
 
 
 def _token_logprobs(lp: Any) -> tuple[list[str], list[dict[str, float]]]:
-    """Per generated token: its text, and ``{alternative: logprob}`` (the chat form)."""
+    """Per generated token: its text, and ``{alternative: logprob}`` (the chat form; the token's own
+    logprob where it lists no alternatives)."""
     items = lp.get("content") if isinstance(lp, dict) else None
     items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
     top: list[dict[str, float]] = []
     for item in items:
-        listed = item.get("top_logprobs")
-        # a logprob that is no number (null, text) is left out: float() of it raised out of grade
-        alts = {str(alt["token"]): float(alt["logprob"]) for alt in (listed if isinstance(listed, list) else ())
-                if isinstance(alt, dict) and "token" in alt and _is_logprob(alt.get("logprob"))}
+        alts = dict(_alternatives(item.get("top_logprobs"), "chat"))
         if not alts and _is_logprob(item.get("logprob")):
             alts[str(item.get("token", ""))] = float(item["logprob"])
         top.append(alts)
     return [str(item.get("token", "")) for item in items], top
 
 
+def _alternatives(listed: Any, endpoint: str) -> list[tuple[str, float]]:
+    """``(token, logprob)`` of one generated position's alternatives (chat: a list of ``{token, logprob}``;
+    completions: ``{token: logprob}``), each pair as listed (two token ids may decode to one text). A
+    logprob that is no number (null, text) is left out: float() of it raised out of grade."""
+    if endpoint == "chat":
+        items = [(a.get("token"), a.get("logprob")) for a in listed if isinstance(a, dict)] \
+            if isinstance(listed, list) else []
+    else:
+        items = list(listed.items()) if isinstance(listed, dict) else []
+    return [(t, float(v)) for t, v in items if isinstance(t, str) and _is_logprob(v)]
+
+
 def _top_alternatives(lp: Any, endpoint: str) -> list[tuple[str, float]]:
-    """``(token, logprob)`` of the first generated position's alternatives (chat: a list of
-    ``{token, logprob}``; completions: ``{token: logprob}``); any other shape gives none."""
+    """The first generated position's alternatives (``_alternatives``); any other shape gives none."""
     try:
-        if endpoint == "chat":
-            listed = lp["content"][0]["top_logprobs"]
-            items = [(a.get("token"), a.get("logprob")) for a in listed if isinstance(a, dict)]
-        else:
-            items = list(lp["top_logprobs"][0].items())
+        first = lp["content"][0]["top_logprobs"] if endpoint == "chat" else lp["top_logprobs"][0]
     except (KeyError, IndexError, TypeError, AttributeError):
         return []
-    return [(t, float(v)) for t, v in items if isinstance(t, str) and _is_logprob(v)]
+    return _alternatives(first, endpoint)
 
 
 #: no count or logprob a server means is this large; a larger integer overflows float()
