@@ -50,8 +50,6 @@ RAMBLES = [
     ("arena", "[[A>>B]]", "My final verdict is [[B>>A]]"),
     ("arena", "[[A>B]]", "[[B>>A]] (wrong city)"),
     ("rating", "Rating: [[10]]", "Rating: [[1]] since it is wrong"),
-    ("rating", "Rating: [[10]]", "Rating: [[ 1 ]]"),
-    ("rating", "Rating: [[10]]", "Rating: [[1/10]]"),
 ]
 
 
@@ -67,6 +65,15 @@ async def test_a_rambling_final_sealed_line_never_lets_the_draft_decide(kind, dr
     grade = await _ramble_grader(kind, model).grade(_thread(CLAIM))
     assert grade.status == "unscored" and grade.value is None, grade
     assert "does not hold exactly one verdict" in grade.error
+
+
+@pytest.mark.parametrize("final", ["Rating: [[ 1 ]]", "Rating: [[1/10]]"])
+async def test_a_final_sealed_line_in_the_forms_own_spelling_decides_over_the_draft(final):
+    # spaces inside the brackets and the form's own top are the judge's spelling of [[1]] (hunt 25)
+    model = _judge(lambda seal: f"The response claims it deserves Rating: [[10]].\nVERDICT {seal}: Rating: [[10]]\n"
+                                f"On reflection, no: it names the wrong city.\nVERDICT {seal}: {final}")
+    grade = await _ramble_grader("rating", model).grade(_thread(CLAIM))
+    assert (grade.status, grade.value) == ("scored", 1.0), grade
 
 
 @pytest.mark.parametrize("kind,low,value", [("label", "FAIL", 0.0), ("arena", "[[B>>A]]", 0.0),

@@ -420,7 +420,8 @@ def test_neutralize_all_equals_one_by_one():
         texts = [gen_text(rng, 4) for _ in range(rng.randint(0, 4))]
         tags = rng.choice([(), ("answer",), ("question", "x")])
         ctl = rng.choice([(), ("<|im_end|>",)])
-        assert neutralize_all(texts, tags, ctl) == [neutralize(t, tags, ctl) for t in texts]
+        # each text also closed at its end, as a template may show it beside another (``_closed``)
+        assert neutralize_all(texts, tags, ctl) == [_text._closed(neutralize(t, tags, ctl), tags, ctl) for t in texts]
 
 
 def _neutralized_the_long_way(text, tags=(), ctl=(), with_tags=True):
@@ -461,7 +462,8 @@ def test_text_with_nothing_to_change_is_left_as_the_patterns_leave_it():
             shortcut += 1
             assert expected == text, (text, tags)
         texts = [text, "".join(rng.choice(ESCAPE_BITS) for _ in range(rng.randint(0, 4)))]
-        assert neutralize_all(texts, tags, ctl) == [_neutralized_the_long_way(t, tags, ctl) for t in texts]
+        assert neutralize_all(texts, tags, ctl) == [_text._closed(_neutralized_the_long_way(t, tags, ctl), tags, ctl)
+                                                    for t in texts]
     assert shortcut > 300
     filler = "An answer in plain words, 2+2=4. " * 6
     for escape in ["=3c", "%3C", "&lt;", "&#60;", "\\u003c", "=\uff13\uff43", "%\uff13C", "&\uff4ct;", "\uff1c"]:
@@ -487,7 +489,8 @@ def test_neutralize_value_of_flat_mappings_equals_the_walk():
 
 def _reference_context(thread: StringThread, tags=(), ctl=(), output_schema=""):
     # the vocabulary as it was built before: every piece on its own
-    all_turns = [(r, neutralize(c, tags, ctl)) for r, c in thread.turns]
+    # each turn closed at its end, turn headers among the labels: the context shows turns side by side
+    all_turns = [(r, _text._closed(neutralize(c, tags, ctl), tags + TURN_HEADERS, ctl)) for r, c in thread.turns]
     has_completion = bool(all_turns) and all_turns[-1][0] == "assistant"
     context = all_turns[:-1] if has_completion else list(all_turns)
     last_user = max((i for i, (r, _) in enumerate(context) if r == "user"), default=None)
@@ -526,7 +529,7 @@ def test_thread_context_equals_the_piece_by_piece_vocabulary():
         assert same(got, want), turns
         clean = neutralized_thread(thread, tags, ctl)
         assert type(clean) is StringThread
-        assert clean.turns == [(r, neutralize(c, tags, ctl)) for r, c in turns]
+        assert clean.turns == [(r, _text._closed(neutralize(c, tags, ctl), tags + TURN_HEADERS, ctl)) for r, c in turns]
         assert same(clean.metadata, neutralize_value(metadata, tags, ctl))
         assert clean.images == thread.images
 
