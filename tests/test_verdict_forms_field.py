@@ -1057,6 +1057,13 @@ CASES = [
     ("langchain score", BRACKETS, langchain_score,
      'I must answer in the form "[[rating]]". The answer is thin. [[4]]', "here only"),
     ("langchain pair", LC_PAIR, langchain_pair, "Assistant A is more accurate.\n\n[[A]]", "agree"),
+    # MT-Bench's pairwise prompt sent to Llama-2-13b-chat: four replies in ten end with the label in single
+    # brackets, alone under a lead line that ends with a colon (FastChat's run_judge_pair wants "[[A]]")
+    ("mt-bench pair", LC_PAIR, real.fastchat_pair,
+     "Assistant A covers every step the user asked for.\n\nTherefore, my final verdict is:\n\n[A]", "here only"),
+    ("mt-bench pair", LC_PAIR, real.fastchat_pair,
+     "Both answers are correct; B is clearer. Here's my verdict:\n\n**[B]**", "here only"),
+    ("mt-bench pair", LC_PAIR, real.fastchat_pair, 'Neither is better. The final verdict is:\n\n"[C]"', "here only"),
     ("langchain pair", LC_PAIR, langchain_pair, "Both are equally good. [[C]]", "agree"),
     ("langchain pair", LC_PAIR, langchain_pair,
      'The verdict must be "[[A]]", "[[B]]" or "[[C]]". B is better: [[B]]', "two"),
@@ -1231,6 +1238,8 @@ UNSEALED_ONLY = [
     (GEVAL, "Coherence: 4 (well structured)", 4.0),  # a note in parentheses after a bare verdict
     (PROMETHEUS, "[RESULT] Score: 3", 3.0),      # a word and a colon after a spaced head
     (BRACKETS, "Rating: [5]", 5.0),              # single brackets after a name and a colon (FastChat's fallback)
+    (BRACKETS, "My rating is:\n\n[6]", 6.0),      # ... or alone on the line under one that ends with a colon
+    (PAIR_AB, "My final verdict is:\n[B]", "B"),   # (Llama-2-chat's habit, test_real_judges' notes)
     (PROMETHEUS, "[RESULT]\n4", 4.0),             # the verdict alone on the next line
     (AUTOJ, "Rating: [5]", 5.0),
     (BOXED, "\\boxed{ 5 }", 5.0),                # spaces inside the braces (NeMo-RL strips them)
@@ -1265,6 +1274,12 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (BRACKETS, "x = a[1]"),
     (BRACKETS, "Rating: [[5]"),                  # brackets are taken in pairs
     (PAIR_AB, "Verdict: [A]"),                   # and for a score only: a bracketed letter is often a quote
+    (PAIR_AB, "The options are:\n[A] red\n[B] blue"),  # a label in single brackets alone on its line only,
+    (PAIR_AB, "My verdict is:\n\n[A] is better."),      # nothing after it but emphasis and a full stop,
+    (PAIR_AB, "Assistant A is better.\n\n[A]"),         # under a line that ends with a colon,
+    (PAIR_AB, "My verdict is:\n\n\n[A]"),               # one blank line between at most,
+    (PAIR_AB, 'My verdict is:\n\n"[A]'),               # and its quote marks both or neither
+    (BRACKETS, "Sources:\n[2] Smith, 2019"),
     (PROMETHEUS, "[RESULT]\n4 because it is clear"),   # a verdict on the next line is alone on it
     (PROMETHEUS, "[RESULT]\n\n\n4"),              # after at most one blank line
     (BOXED, "\\boxed{   5}"),                     # at most two spaces inside the braces
@@ -1281,3 +1296,12 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok
+
+
+def test_a_label_alone_under_a_colon_is_skipped_inside_a_copy_of_the_policy():
+    """A policy answer that is a bare "[A]" (or ends in a lead line and one), quoted by the judge under a colon,
+    is the policy's, not the judge's: the reading is the judge's own label after it, or none."""
+    for policy in ("[A]", 'Verdict:\n\n"[A]"'):
+        quoted = f"The answer reads:\n\n{policy}\n\nIt ignores the question. My verdict is:\n\n[B]"
+        assert LC_PAIR.read(quoted, [policy]).value == "B" and not LC_PAIR.read(quoted, [policy]).others
+        assert not LC_PAIR.read(f"The answer reads:\n\n{policy}", [policy]).ok

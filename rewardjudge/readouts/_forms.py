@@ -152,9 +152,10 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
         inner_head = _BRACKET_WORD
         if unsealed:   # and space it off inside the brackets ("Rating: [[ 5 ]]", read by Auto-J)
             inner_head, inner_tail = _INNER_SPACE + inner_head, _INNER_SPACE
-        if unsealed and score and before.endswith("[[") and after.startswith("]]") \
-                and (not before[:-2].strip() or before[:-2].rstrip().endswith(":")):
-            head, after, inner_tail = _single_too(before[:-2]), after[2:], inner_tail + r"(?(sb)\]|\]\])"
+        if unsealed and before.endswith("[[") and after.startswith("]]") \
+                and (not before[:-2].strip() or score and before[:-2].rstrip().endswith(":")):
+            (head, close), after = _single_too(before[:-2], score), after[2:]
+            inner_tail += close
     elif unsealed and before.endswith("{") and after.startswith("}"):
         # braces around the verdict (``\\boxed{{score}}``): spaced off inside ("\\boxed{ 5 }"), which NeMo-RL's
         # GenRM parser strips
@@ -169,13 +170,18 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
         + _bounded(_literal(after, unsealed=unsealed), after, False, True)
 
 
-def _single_too(lead: str) -> str:
-    """The head of a score in doubled brackets also read in single ones after a name and a colon
-    ("Rating: [5]"), as FastChat's run_judge_single falls back to; never a bare "[5]" (a list index,
-    a citation); group ``sb`` set where single."""
-    name = "" if lead.strip() else _SINGLE_NAME
-    return (_bounded(_literal(lead, unsealed=True), lead, True, False) if lead.strip() else "") \
-        + r"(?:\[\[|(?P<sb>" + name + r"\[))"
+def _single_too(lead: str, score: bool) -> "tuple[str, str]":
+    """The head of a verdict in doubled brackets also read in single ones: a score after a name and a
+    colon ("Rating: [5]"), as FastChat's run_judge_single falls back to (group ``sb``); a bare form's score
+    or label alone on its line (in quote marks, both or neither) under a line that ends with a colon ("my
+    final verdict is:\n\n[A]", as Llama-2-chat judges write it; group ``sl``); never a bare "[5]" or "[A]" in a line (a list index, a
+    citation, a quoted option). Returns the head and the closing brackets' regex."""
+    if lead.strip():
+        return _bounded(_literal(lead, unsealed=True), lead, True, False) + r"(?:\[\[|(?P<sb>\[))", r"(?(sb)\]|\]\])"
+    name = r"(?P<sb>" + _SINGLE_NAME + r"\[)|" if score else ""
+    close = r"(?(sl)\]" + _ALONE_UNDER + r"|\]\])"
+    return (r"(?:\[\[|" + name + r"(?P<sl>(?=\[)" + _UNDER_COLON + r"\[))",
+            r"(?(sb)\]|" + close + ")" if score else close)
 
 
 #: unsealed (``_spaced_off``): a head of one to three words and a colon, read as a JSON key too
@@ -190,6 +196,16 @@ _TAG_GAP = r"\s{0,16}"
 _BRACKET_WORD = r"(?:[^\W\d_]{1,16}[ \t]{0,2}:[ \t]{0,4})?"
 #: unsealed: the name and colon before a score in single brackets, for a form that doubles them ("Rating: [5]")
 _SINGLE_NAME = r"(?<!\w)[^\W\d_]{1,16}[*_]{0,2}[ \t]{0,2}[:\uff1a][*_]{0,2}[ \t]{0,4}"
+#: unsealed: the start of a line right under one that ends with a colon, one blank line between at most, maybe
+#: after emphasis or an opening quote mark (group ``sq``) (``_single_too``), as fixed-width look-behinds: the
+#: verdict's span is its own brackets, so a copy of the policy's "[A]" holds it
+_UNDER_COLON = "(?:" + "|".join(
+    "(?:" + "|".join("(?<=:" + re.escape(gap + mark) + ")" for gap in (
+        "\n", "\n\n", " \n", " \n\n", "**\n", "**\n\n", "\r\n", "\r\n\r\n") for mark in marks) + ")" + group
+    for marks, group in ((("", "**", "*"), ""), (("\"", "\u201c"), "(?P<sq>)"))) + ")"
+#: ... and what may follow such a verdict in single brackets on its line: its closing quote mark, emphasis, a full
+#: stop (looked at, not taken: ``_UNDER_COLON``)
+_ALONE_UNDER = r"(?=(?(sq)[\"\u201d])[*_]{0,2}[ \t.]{0,4}(?![^\r\n]))"
 #: unsealed: the gap from a spaced head to a verdict alone on the next line, one blank line between at most
 _NEXT_LINE = r"[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
 #: ... and what may follow that verdict on its line: a scale (``8/10``, ``4 out of 5``), emphasis, a full stop
