@@ -318,6 +318,10 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # is vicuna-13b's answer
     "vicuna_gpt35_reviews": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
                              lambda v: None if v is None else v[1]),
+    # Quilt-LLaVA's review prompt (llava/eval/quilt_gpt_eval.py, pt; pathology VQA, an image caption as context), the
+    # same words; Assistant 1 is GPT-4's answer, Assistant 2 the model's under test; judge gpt-4 on Azure
+    "quilt_llava_reviews": (VerdictForm("{other} {score}", bounds=(1, 10)), score_pair,
+                            lambda v: None if v is None else v[1]),
     # ja-vicuna-qa-benchmark's pairwise prompt (data/jp_bench/judge_prompts.jsonl "pair", in Japanese): "...if
     # assistant A is better [[A]], if assistant B is better [[B]], for a tie [[C]]"; llm_judge/common.py,
     # MatchPair.get_winner, is FastChat's run_judge_pair reading

@@ -215,8 +215,9 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: parsers that take the whole reply, or its first or last line, as the verdict (``int(reply)``, ``json.loads``,
 #: ``ast.literal_eval``, the reply exactly a class, the first line split in two, the first character): anything
 #: written around the verdict leaves them with none
-#: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA) and gpt-3.5-turbo (FastChat)
-RELATIVE = {"qlora_relative", "vicuna_gpt35_reviews"}
+#: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA, Quilt-LLaVA) and gpt-3.5-turbo
+#: (FastChat)
+RELATIVE = {"qlora_relative", "quilt_llava_reviews", "vicuna_gpt35_reviews"}
 WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
