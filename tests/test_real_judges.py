@@ -65,6 +65,20 @@ def arena_hard_v01(reply: str) -> "str | None":
     return found.pop().strip("\n") if len(found) == 1 else None
 
 
+_ARENA_V2 = (re.compile(r"\[\[([AB<>=]+)\]\]"), re.compile(r"\[([AB<>=]+)\]"))
+
+
+def arena_hard_v2(reply: str) -> "str | None":
+    """arena-hard-auto gen_judgment.py, get_score (v2.0, with config/arena-hard-v2.0.yaml's two
+    ``regex_patterns``): on the upper-cased reply, the last ``[[...]]`` of A, B, <, >, =, else the
+    last such ``[...]``; none -> None."""
+    for regex in _ARENA_V2:
+        found = [m for m in regex.findall(reply.upper()) if m]
+        if found:
+            return found[-1].strip("\n")
+    return None
+
+
 def alpaca_ranking(reply: str) -> "str | None":
     """alpaca_eval src/alpaca_eval/completion_parsers.py, ranking_parser: the
     reply evaluated as a Python list of {model, rank}; model_1's rank 1 or 2
@@ -282,6 +296,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # and gemini-1.5-pro
     "arena_hard_gpt4_1106": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
                              arena_hard_v01, lambda v: v),
+    # arena-hard v2.0's prompt (the v0.1 system prompt for hard prompts) in tiaan720's fork, judge gemini-2.5-flash
+    "arena_hard_v2_gemini_flash": (VerdictForm("[[{label}]]", labels=("A>>B", "A>B", "A=B", "B>A", "B>>A")),
+                                   arena_hard_v2, lambda v: v),
     # alpaca_eval_gpt4's prompt: a list of {'model': <model-name>, 'rank': <model-rank>}; rank 1 is the preferred one
     "alpaca_eval": (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
                     alpaca_ranking, lambda v: v),
@@ -489,6 +506,7 @@ LABEL_VALUES = {
     "arena_hard": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_gpt4_32k": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_gpt4_1106": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
+    "arena_hard_v2_gemini_flash": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "alpaca_eval": {"model_1": 1.0, "model_2": 0.0},
     "llmbar_cot": {"a": 1.0, "b": 0.0},
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},

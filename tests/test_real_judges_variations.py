@@ -233,6 +233,7 @@ ENDS = {"prometheus", "prometheus 0.1.19", "prometheus relative", "flask", "genr
 #: FastChat's, arena-hard's, korean-mt-bench's, OpenCompass's, PAIR's, RewardBench's, lighteval MixEval's bracket
 #: regexes: digits (or labels) right against the brackets
 BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt4_1106", "arena_hard_gpt4_32k",
+            "arena_hard_v2_gemini_flash",
             "ja_vicuna_pair", "komt_bench", "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval",
             "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "opencompass arena-hard",
             "opencompass mt-bench", "pair", "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair",
