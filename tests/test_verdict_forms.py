@@ -405,3 +405,12 @@ def test_a_form_over_two_lines_is_refused_when_sealed():
     grader = TemplatedPromptJudgeGrader("genrm", ScriptedModel(["x"]), "Rank.", "{{completion}}",
                                         verdict_form=form, score_bounds=(1, 6), seal=False)
     assert grader.options.form.pattern == form
+
+
+def test_a_label_alone_under_a_colon_is_skipped_inside_a_copy_of_the_policy():
+    """A policy answer that is a bare "[A]" (or ends in a lead line and one), quoted by the judge under a colon,
+    is the policy's, not the judge's: the reading is the judge's own label after it, or none."""
+    for policy in ("[A]", 'Verdict:\n\n"[A]"'):
+        quoted = f"The answer reads:\n\n{policy}\n\nIt ignores the question. My verdict is:\n\n[B]"
+        assert PAIR.read(quoted, [policy]).value == "B" and not PAIR.read(quoted, [policy]).others
+        assert not PAIR.read(f"The answer reads:\n\n{policy}", [policy]).ok

@@ -1297,11 +1297,3 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok
 
-
-def test_a_label_alone_under_a_colon_is_skipped_inside_a_copy_of_the_policy():
-    """A policy answer that is a bare "[A]" (or ends in a lead line and one), quoted by the judge under a colon,
-    is the policy's, not the judge's: the reading is the judge's own label after it, or none."""
-    for policy in ("[A]", 'Verdict:\n\n"[A]"'):
-        quoted = f"The answer reads:\n\n{policy}\n\nIt ignores the question. My verdict is:\n\n[B]"
-        assert LC_PAIR.read(quoted, [policy]).value == "B" and not LC_PAIR.read(quoted, [policy]).others
-        assert not LC_PAIR.read(f"The answer reads:\n\n{policy}", [policy]).ok
