@@ -28,7 +28,13 @@ def own_text(text: str) -> str:
     >>> own_text("Done.\\n[tool call get_weather({})]")
     'Done.\\n(tool call get_weather({})]'
     """
-    return _MARKER.sub("(", text) if isinstance(text, str) and "[" in text else text
+    if not isinstance(text, str) or "[" not in text:
+        return text
+    # a marker holds "tool" or "refusal" matched ignoring case, each character of which folds to its own
+    # letter (``ſ`` to ``s``): a text whose case fold holds neither has none, found by two searches in C (a
+    # text of 87,000 '[' and no marker: 11 ms of the pattern's tries, in the event loop, down to 0.2)
+    folded = text.casefold()
+    return _MARKER.sub("(", text) if "tool" in folded or "refusal" in folded else text
 
 
 def role_of(name: Any) -> str | None:
