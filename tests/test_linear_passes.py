@@ -6,10 +6,13 @@ whose case fold is another letter, matches at every offset). No timing is assert
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from bench.bench_linear import hostile_texts
+from rewardjudge.graders import _guards, _markup
+from rewardjudge.readouts._text import free_joiner
 from rewardjudge.thread import _MARKER, own_text
 
 # --------------------------------------------------------------------------
@@ -40,3 +43,44 @@ def test_own_text_of_hostile_texts_equals_the_marker_substitution(label):
     text = hostile_texts(4096)[label]
     for t in (text, text + "[tool call]", "[REFUſAL]" + text):
         assert own_text(t) == _MARKER.sub("(", t)
+
+
+# --------------------------------------------------------------------------
+# org-mode lines: one search for the character before a line, and each text's own lines where joined
+# --------------------------------------------------------------------------
+#: the pattern ``_markup._org`` replaced: ``^`` of a multi-line pattern, tried at every character
+OLD_ORG = re.compile(r"(?im)^[ \t]*#\+(?:(?:begin|end)_\w{1,32}[^\n]*|\w{1,32}:)")
+ORG_PIECES = ["#+begin_src", "\n#+TITLE:", " #+End_x y", "\t#+a:", "#+", "#+", "#", "+", "begin_", "BEGIN_", "end_", "End_", "src", "title", ":", " ", "\t", "\n", "\n",
+              "x", "é", "_", "python", "\u200b", "-", "Paris", "answer", "{\\rtf1 ", "{\\fonttbl x}", "}", "\\b "]
+
+
+def org_text(rnd: random.Random) -> str:
+    return "".join(rnd.choice(ORG_PIECES) for _ in range(rnd.randint(1, 30)))
+
+
+def test_org_lines_set_aside_equal_the_multi_line_pattern():
+    rnd = random.Random(7)
+    texts = [org_text(rnd) for _ in range(5000)] + list(hostile_texts(300).values())
+    assert sum(OLD_ORG.search(t) is not None for t in texts) > 500
+    for text in texts:
+        assert _markup._org_out(text) == OLD_ORG.sub(" ", text), text
+
+
+def test_texts_joined_set_aside_each_ones_org_lines_and_rtf_as_alone():
+    rnd = random.Random(8)
+    for _ in range(60):
+        texts = [org_text(rnd) for _ in range(rnd.randint(8, 40))]
+        joiner = free_joiner(texts)
+        joined = _markup._unmarked(joiner.join(texts), tags=False, joiner=joiner).split(joiner)
+        alone = [_markup._unmarked(t, tags=False) for t in texts]
+        rtf = _markup._rtf_texts(texts)
+        assert [j for i, j in enumerate(joined) if i not in rtf] == [a for i, a in enumerate(alone) if i not in rtf]
+        flags = _guards._content_free_flags(texts, (), "Paris answer")
+        assert flags == [_guards.content_free_reason(t, (), "Paris answer") is not None for t in texts], texts
+
+
+def test_an_org_line_first_leaves_the_other_texts_joined():
+    """A block line runs to its line's end: in texts joined it ran over the joiners that followed, the
+    pass fell back to reading 43,000 texts one by one (0.4 s); it ends at the joiner now."""
+    texts = ["#+begin_src x", *(f"abc{i:05d}" for i in range(200)), "#+TITLE:", "#+end_src"]
+    assert _guards._free_flags(texts, ()) == [True] + [False] * 200 + [True, True]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
-from ._markup import _items, _may_mark, _trie, _unmarked
+from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, notation_strings
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
@@ -246,10 +246,11 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
     if not echo or all(flags):
         return
     joiner = free_joiner(texts)
-    pieces = letters(_unmarked(joiner.join(texts), tags=False), keep=joiner).split(joiner) \
+    pieces = letters(_unmarked(joiner.join(texts), tags=False, joiner=joiner), keep=joiner).split(joiner) \
         if joiner is not None else []
+    rtf = _rtf_texts(texts)   # RTF is set aside text by text
     for i, t in enumerate(texts):
-        if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i]):
+        if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i] or i in rtf):
             # the JSON-document rule is left to _flag_documents, which reads every unflagged text
             flags[i] = content_free_reason(t, keys, question, as_json=False) is not None
 
@@ -269,9 +270,6 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
     # the texts joined by a control character, which no symbol stands for
     read = _as_digits("\x00".join(held)).split("\x00") if "\x00" not in whole else list(map(_as_digits, held))
     again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
-    if len(leet) == len(flags):
-        flags[:] = again
-        return
     for i, free in zip(leet, again):
         flags[i] = free
 
@@ -366,8 +364,9 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     own markup (tags that pair, declarations, bracket tags, terminal codes, empty items) is its own: a lone
     ``<b>`` is no markup for a ``</b>`` in another, so it is set aside text by text, in a text holding a
     closing tag (found in numpy) or, where the joined text holds one, one of the rarer kinds."""
-    unmarked = _unmarked(plain, tags=False)   # no fence or command holds a joiner: text by text
+    unmarked = _unmarked(plain, tags=False, joiner=joiner)   # no fence, command or line holds a joiner
     own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
+    own.update(_rtf_texts(texts))
     if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "\x1b" in unmarked \
             or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy
         own.update(_holding(plain, joiner, _OWN_RARER, None))
@@ -376,9 +375,9 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     if not own:
         return unmarked
     shown = unmarked.split(joiner)
-    for i in own:   # the rest: set aside once is as twice (a text of no markup's characters: as it is)
-        if _may_mark(texts[i]):
-            shown[i] = _unmarked(_unmarked(texts[i]), tags=False)
+    for i in own:   # as ``_free`` reads it alone: once (twice, a line set aside made another line's start)
+        if _may_mark(texts[i]):   # a text of no markup's characters: as it is
+            shown[i] = _unmarked(texts[i])
     return joiner.join(shown)
 
 

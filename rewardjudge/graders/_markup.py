@@ -17,7 +17,6 @@ _MARKUP = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
 # OSC title), an org-mode block line and keyword (``#+BEGIN_SRC python``), an XML declaration or processing
 # instruction, a document type and CDATA's brackets (``<?xml version="1.0"?>``, ``<![CDATA[]]>``)
 _TERMINAL = re.compile(r"\x1b(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_ORG = re.compile(r"(?im)^[ \t]*#\+(?:(?:begin|end)_\w{1,32}[^\n]*|\w{1,32}:)")
 _DECLARATION = re.compile(r"<\?[^<>]{0,256}\?>|<!doctype[^<>]{0,256}>|<!\[cdata\[|\]\]>", re.I)
 # A list item with nothing after its marker (``1.``, ``b)``, ``iv.``, ``- [ ]``): markup where two or more stand
 _EMPTY_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[A-Za-z][.)]|[ivxIVX]{1,6}[.)])[ \t]*(?:\[[ xX]?\][ \t]*)?$")
@@ -57,15 +56,17 @@ _LATEX_COMMANDS = (
 _LATEX_HINT = re.compile(r"\\[A-Za-z]")
 
 
-def _unmarked(text: str, tags: bool = True) -> str:
-    """``text`` with its markup (``_MARKUP``, ``_ORG``, ``_LATEX_COMMANDS``; unless not ``tags``, a
+def _unmarked(text: str, tags: bool = True, joiner: str = "") -> str:
+    """``text`` with its markup (``_MARKUP``, ``_org``'s lines, ``_LATEX_COMMANDS``; unless not ``tags``, a
     text's own: two or more ``_EMPTY_ITEM``-s, ``_TERMINAL`` sequences, ``_DECLARATION``-s and paired
-    ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces."""
+    ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces. ``joiner``: ``text`` is texts joined by it (with
+    ``tags`` False), each one's lines set aside as its own (a line starts after a ``joiner`` too, and ends at
+    one); a text that opens as RTF is left to be read alone."""
     if "```" in text or "~~~" in text:   # a fence is three or more
         text = _MARKUP.sub(" ", text)
     if "#" in text and "#+" in text:   # a character first: a two-character search costs 100x memchr's
-        text = _ORG.sub(" ", text)
-    if text.lstrip().startswith("{\\rtf"):
+        text = _org_out(text, joiner)
+    if not joiner and text.lstrip().startswith("{\\rtf"):
         text = _RTF.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = sub_blocks(_latex(), " ", text)   # a block a call: 256 KiB of "\\n" held the GIL 20 ms
@@ -82,6 +83,31 @@ def _unmarked(text: str, tags: bool = True) -> str:
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)
     return _paired(text, declared) if "<" in text else text
+
+
+@functools.lru_cache(maxsize=16)
+def _org(joiner: str) -> "tuple[re.Pattern[str], re.Pattern[str]]":
+    """An org-mode block line or keyword line (``#+BEGIN_SRC python``, ``#+TITLE:``) at a text's start, and
+    one led by the line break (or ``joiner``) before it: a search for that character, where ``^`` in a
+    multi-line pattern was tried at every character (256 KiB holding "#+": 10 ms)."""
+    j = re.escape(joiner)
+    line = rf"[ \t]*#\+(?:(?:begin|end)_\w{{1,32}}[^\n{j}]*|\w{{1,32}}:)"
+    return re.compile("(?i)" + line), re.compile(rf"(?i)([\n{j}]){line}")
+
+
+def _org_out(text: str, joiner: str = "") -> str:
+    """``text`` with its org-mode lines (``_org``) set aside as a space each (the line break before kept)."""
+    first, after = _org(joiner)
+    found = first.match(text)
+    if found is not None:
+        text = " " + text[found.end():]
+    return after.sub(r"\1 ", text)
+
+
+def _rtf_texts(texts: "list[str]") -> "set[int]":
+    """The indices of ``texts`` that may open as RTF once their fences and org lines are set aside (they
+    hold ``{\\rtf``): ``_unmarked`` with a joiner leaves them to be read alone."""
+    return {i for i, t in enumerate(texts) if "{\\rtf" in t} if any("{\\rtf" in t for t in texts) else set()
 
 
 #: what every kind of markup ``_unmarked`` sets aside holds: a fence's, a heading's, a command's or RTF's
