@@ -73,7 +73,7 @@ def test_texts_joined_set_aside_each_ones_org_lines_and_rtf_as_alone():
         joiner = free_joiner(texts)
         joined = _markup._unmarked(joiner.join(texts), tags=False, joiner=joiner).split(joiner)
         alone = [_markup._unmarked(t, tags=False) for t in texts]
-        rtf = _markup._rtf_texts(texts)
+        rtf = _markup._rtf_texts(texts, joiner.join(texts))
         assert [j for i, j in enumerate(joined) if i not in rtf] == [a for i, a in enumerate(alone) if i not in rtf]
         flags = _guards._content_free_flags(texts, (), "Paris answer")
         assert flags == [_guards.content_free_reason(t, (), "Paris answer") is not None for t in texts], texts
@@ -84,3 +84,17 @@ def test_an_org_line_first_leaves_the_other_texts_joined():
     pass fell back to reading 43,000 texts one by one (0.4 s); it ends at the joiner now."""
     texts = ["#+begin_src x", *(f"abc{i:05d}" for i in range(200)), "#+TITLE:", "#+end_src"]
     assert _guards._free_flags(texts, ()) == [True] + [False] * 200 + [True, True]
+
+
+#: the fence pattern ``_markup._MARKUP`` replaced: its runs as ``{3,}``, tried at every character
+OLD_FENCE = re.compile(r"`{3,}[^`\x00-\x1f]*|~{3,}[^~\x00-\x1f]*")
+
+
+def test_fences_set_aside_equal_the_counted_runs():
+    rnd = random.Random(9)
+    pieces = ["`", "`", "``", "~", "~~", "~", "python", " ", "\n", "\x01", "x", "é", "\t"]
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30))) for _ in range(5000)]
+    texts += list(hostile_texts(300).values())
+    assert sum(OLD_FENCE.search(t) is not None for t in texts) > 1000
+    for text in texts:
+        assert _markup._MARKUP.sub(" ", text) == OLD_FENCE.sub(" ", text), text

@@ -246,9 +246,9 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
     if not echo or all(flags):
         return
     joiner = free_joiner(texts)
-    pieces = letters(_unmarked(joiner.join(texts), tags=False, joiner=joiner), keep=joiner).split(joiner) \
-        if joiner is not None else []
-    rtf = _rtf_texts(texts)   # RTF is set aside text by text
+    joined = joiner.join(texts) if joiner is not None else ""
+    pieces = letters(_unmarked(joined, tags=False, joiner=joiner), keep=joiner).split(joiner) if joiner else []
+    rtf = _rtf_texts(texts, joined)   # RTF is set aside text by text
     for i, t in enumerate(texts):
         if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i] or i in rtf):
             # the JSON-document rule is left to _flag_documents, which reads every unflagged text
@@ -366,7 +366,7 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     closing tag (found in numpy) or, where the joined text holds one, one of the rarer kinds."""
     unmarked = _unmarked(plain, tags=False, joiner=joiner)   # no fence, command or line holds a joiner
     own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
-    own.update(_rtf_texts(texts))
+    own.update(_rtf_texts(texts, plain))
     if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "\x1b" in unmarked \
             or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy
         own.update(_holding(plain, joiner, _OWN_RARER, None))
