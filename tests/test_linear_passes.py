@@ -50,7 +50,8 @@ def test_own_text_of_hostile_texts_equals_the_marker_substitution(label):
 # --------------------------------------------------------------------------
 #: the pattern ``_markup._org`` replaced: ``^`` of a multi-line pattern, tried at every character
 OLD_ORG = re.compile(r"(?im)^[ \t]*#\+(?:(?:begin|end)_\w{1,32}[^\n]*|\w{1,32}:)")
-ORG_PIECES = ["#+begin_src", "\n#+TITLE:", " #+End_x y", "\t#+a:", "#+", "#+", "#", "+", "begin_", "BEGIN_", "end_", "End_", "src", "title", ":", " ", "\t", "\n", "\n",
+ORG_PIECES = ["#+begin_src", "\n#+TITLE:", " #+End_x y", "\t#+a:", "#+", "#+", "#", "+",
+              "begin_", "BEGIN_", "end_", "End_", "src", "title", ":", " ", "\t", "\n", "\n",
               "x", "é", "_", "python", "\u200b", "-", "Paris", "answer", "{\\rtf1 ", "{\\fonttbl x}", "}", "\\b "]
 
 

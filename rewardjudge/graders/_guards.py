@@ -240,15 +240,15 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str
 
 
 def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
-    """Flags (in place) the texts with content that only repeat ``question`` (``_echo``) beside master
-    keys: those holding its letters (one pass over the texts joined) are read again one by one."""
+    """Flags (in place) the texts with content that only repeat ``question`` (``_echo``) beside master keys:
+    those holding its letters (one pass over the texts joined), or RTF, are read again one by one."""
     echo = _echo(question)
     if not echo or all(flags):
         return
     joiner = free_joiner(texts)
     joined = joiner.join(texts) if joiner is not None else ""
     pieces = letters(_unmarked(joined, tags=False, joiner=joiner), keep=joiner).split(joiner) if joiner else []
-    rtf = _rtf_texts(texts, joined)   # RTF is set aside text by text
+    rtf = _rtf_texts(texts, joined)
     for i, t in enumerate(texts):
         if not flags[i] and (len(pieces) != len(texts) or echo in pieces[i] or i in rtf):
             # the JSON-document rule is left to _flag_documents, which reads every unflagged text
@@ -256,8 +256,7 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
 
 
 def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
-    """Flags (in place) the texts with content holding a look-alike symbol that are content-free
-    read with it as a digit (``_as_digits``), joined too."""
+    """Flags (in place) the texts with content holding a look-alike symbol that read it as a digit content-free."""
     whole = "".join(texts)
     if all(flags) or not _leet(whole):
         return
@@ -270,7 +269,9 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
     # the texts joined by a control character, which no symbol stands for
     read = _as_digits("\x00".join(held)).split("\x00") if "\x00" not in whole else list(map(_as_digits, held))
     again = _free_flags(read, keys) or [bool(_free(t, keys)) for t in read]
-    for i, free in zip(leet, again):
+    if len(leet) == len(flags):   # every text: the flags at once
+        flags[:] = again
+    for i, free in zip(leet, again) if len(leet) < len(flags) else ():
         flags[i] = free
 
 
