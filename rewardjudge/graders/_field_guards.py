@@ -75,8 +75,9 @@ class _Field:
                                  if isinstance(v, str))
         # None stands for unset free text, where a string or a value the schema does not describe goes
         # (hunt 24: ``answer: Any`` given null, as ``{"answer": null}`` written as a plain answer)
-        self.free_none = any("format" not in b for b in strings) or any(not _types(b) for b in plain)
-        self.free = self.free_none
+        self.free = any("format" not in b for b in strings) or any(not _types(b) for b in plain)
+        # hunt 26: a null where a model with a free-text property goes is that text left unset too
+        self.free_none = self.free or any(_free_property(b, defs) for b in plain if "object" in _types(b))
         self.formatted = any("format" in b for b in strings)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
         # an object whose keys the policy names (``dict[str, str]``): its keys are text it wrote
@@ -134,6 +135,15 @@ class _Field:
                 if isinstance(items, dict):
                     return items
         return _ANY
+
+
+def _free_property(branch: dict, defs: dict) -> bool:
+    """Whether an object schema names a property where free text goes (one level: a string without
+    a format, or a value the schema does not describe)."""
+    props = branch.get("properties")
+    return isinstance(props, dict) and any(
+        ("string" in _types(b) and "format" not in b or not _types(b)) and "enum" not in b and "const" not in b
+        for node in props.values() for b in _branches(node, defs))
 
 
 def _named_keys(node: Any) -> bool:

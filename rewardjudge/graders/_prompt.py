@@ -16,7 +16,7 @@ class JudgePrompt:
     """System and user templates (``user`` a source or a compiled ``PromptTemplate``); ``prefix``: an
     assistant turn the judge's reply continues; ``strip`` trims the rendered texts."""
 
-    __slots__ = ("system", "user", "prefix", "strip", "tags")
+    __slots__ = ("system", "user", "prefix", "strip", "tags", "data_roots")
 
     def __init__(self, system: str | None, user: str | PromptTemplate, *, engine: str = "handlebars",
                  strict: bool = True, prefix: str | None = None, strip: bool = False,
@@ -27,6 +27,9 @@ class JudgePrompt:
         self.prefix, self.strip = prefix, strip
         #: the tag names the templates write (``<response>`` -> ``response``)
         self.tags: tuple[str, ...] = tuple(template_tag_names(self.system.source, self.user.source))
+        #: the names holding the policy's own fields (a grader's ``completion_model``): a path below one
+        #: that the completion leaves unset (a null model, a missing key, an empty list) renders empty
+        self.data_roots: frozenset[str] = frozenset()
 
     @property
     def engine(self) -> str:
@@ -50,9 +53,23 @@ class JudgePrompt:
         system, user = self.system.remembered(context), self.user.remembered(context)
         if system is None or user is None:
             plain = to_plain_context(context)   # converted once for both
+            if self.data_roots:
+                self._check_paths(plain, strict)
+                strict = False
             system = self.system.render(plain, strict=strict) if system is None else system
             user = self.user.render(plain, strict=strict) if user is None else user
         return (system.strip(), user.strip()) if self.strip else (system, user)
+
+    def _check_paths(self, plain: Any, strict: bool | None) -> None:
+        """A strict template's ``TemplateVariableError`` for the names ``plain`` lacks, leaving out the
+        paths below ``data_roots``: what the policy leaves unset is its answer, not the grader's
+        configuration (hunt 26: ``{{answer.value}}`` with ``answer`` null raised out of ``grade``)."""
+        roots = self.data_roots
+        for template in (self.system, self.user):
+            if template.strict if strict is None else strict:
+                missing = [p for p in template.missing(plain) if "." not in p or p.split(".", 1)[0] not in roots]
+                if missing:
+                    raise TemplateVariableError(missing, plain)
 
     def messages(self, context: Mapping[str, Any],
                  image_parts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:

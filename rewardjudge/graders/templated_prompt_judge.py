@@ -89,6 +89,7 @@ class TemplatedPromptJudgeGrader(Grader):
         self._grammar_schema = self._schema
         parsed_names = () if self.completion_model is None else (*self.completion_model.model_fields, "parsed")
         self.prompt.check(self.context_variables(*parsed_names))
+        self.prompt.data_roots = frozenset(parsed_names)
         _check_shows_completion(self, parsed_names)
         #: the templates show the output schema (the seal instruction then need not list the fields)
         self._shows_schema = "output_schema" in self.prompt.variables

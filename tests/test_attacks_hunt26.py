@@ -1,0 +1,138 @@
+"""Attack hunt 26: structured completions that leave a path the template reads unset.
+
+A ``completion_model`` with an optional nested model (``citation: Optional[Source] = None``), a list of
+models or a free mapping lets the policy leave a path a Handlebars template reads (``{{citation.url}}``,
+``{{steps.0.text}}``) unset: the strict render raised ``TemplateVariableError`` out of ``grade`` (a
+``grade_batch`` re-raised it after grading the rest), so one sample stopped a training run, an honest one
+with ``citation: null`` too, and a ``{{#if citation}}`` guard did not help (the check lists every path the
+template reads). Jinja2 rendered the same context empty. A path below the policy's own fields renders empty
+now; a missing top-level name, or a path into ``metadata``, is still the grader's configuration error.
+
+And a null where a model with a free-text property goes (``answer: Optional[Final] = None`` given ``null``
+or left out) was no field at all: beside a self-assessed number the judge was shown ``A:  (0.99)``. It is
+that text left empty now, as hunt 24 reads a null where ``str`` or ``Any`` goes."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, Optional
+
+import pytest
+from pydantic import BaseModel
+
+from rewardjudge import StringThread, TemplatedPromptJudgeGrader, TemplateVariableError
+from rewardjudge.graders._field_guards import content_free_fields
+from rewardjudge.testing import ScriptedModel
+
+PASS = '{"reasoning": "ok", "score": "PASS"}'
+
+
+class _Source(BaseModel):
+    url: str
+
+
+class _Step(BaseModel):
+    text: str
+
+
+class _Cited(BaseModel):
+    answer: str
+    citation: Optional[_Source] = None
+    steps: list[_Step] = []
+    notes: dict[str, str] = {}
+
+
+class _Final(BaseModel):
+    value: str
+    unit: Literal["km", "m"] = "km"
+
+
+class _Graded(BaseModel):
+    answer: Optional[_Final] = None
+    confidence: float = 0.5
+
+
+def _sample(completion: dict, **metadata) -> StringThread:
+    return StringThread([("user", "Capital of France?"), ("assistant", json.dumps(completion))], metadata=metadata)
+
+
+def _grader(template: str, model: type[BaseModel], engine: str = "handlebars") -> TemplatedPromptJudgeGrader:
+    seen: list[str] = []
+
+    def judge(messages, params, schema):
+        seen.append(messages[-1]["content"])
+        return PASS
+
+    grader = TemplatedPromptJudgeGrader("g", ScriptedModel(judge), "Grade the answer.", template,
+                                        completion_model=model, engine=engine)
+    grader.seen = seen   # type: ignore[attr-defined]
+    return grader
+
+
+UNSET = [   # (template, an honest completion that leaves the path unset, what the judge is shown)
+    ("A: {{answer}} [{{citation.url}}]", {"answer": "Paris", "citation": None}, "A: Paris []"),
+    ("A: {{answer}} [{{citation.url}}]", {"answer": "Paris"}, "A: Paris []"),
+    ("A: {{answer}}{{#if citation}} [{{citation.url}}]{{/if}}", {"answer": "Paris"}, "A: Paris\n"),
+    ("A: {{answer}} first: {{steps.0.text}}", {"answer": "Paris", "steps": []}, "A: Paris first: \n"),
+    ("A: {{answer}} ({{notes.unit}})", {"answer": "Paris", "notes": {"lang": "fr"}}, "A: Paris ()"),
+    ("A: {{parsed.answer}} [{{parsed.citation.url}}]", {"answer": "Paris"}, "A: Paris []"),
+]
+
+
+@pytest.mark.parametrize("template, completion, shown", UNSET)
+async def test_a_path_the_completion_leaves_unset_renders_empty(template, completion, shown):
+    grader = _grader(template, _Cited)
+    grade = await grader.grade(_sample(completion))
+    assert grade.status == "scored" and len(grader.seen) == 1, grade
+    assert shown in grader.seen[0] + "\n", grader.seen[0]
+
+
+async def test_a_batch_with_such_a_sample_grades_every_sample():
+    grader = _grader("A: {{answer}} [{{citation.url}}]", _Cited)
+    grades = await grader.grade_batch([_sample({"answer": "Paris", "citation": {"url": "https://fr.wikipedia.org"}}),
+                                       _sample({"answer": "Lyon", "citation": None})])
+    assert [g.status for g in grades] == ["scored", "scored"]
+
+
+async def test_handlebars_and_jinja2_show_the_same():
+    shown = []
+    for engine, template in (("handlebars", "A: {{answer}} [{{citation.url}}]"),
+                             ("jinja2", "A: {{ answer }} [{{ citation.url }}]")):
+        grader = _grader(template, _Cited, engine)
+        assert (await grader.grade(_sample({"answer": "Paris"}))).status == "scored"
+        shown.append(grader.seen[0])
+    assert shown[0] == shown[1]
+
+
+async def test_the_graders_own_configuration_errors_still_raise():
+    grader = _grader("A: {{answer}} ref: {{metadata.reference}}", _Cited)
+    with pytest.raises(TemplateVariableError, match="metadata.reference"):
+        await grader.grade(_sample({"answer": "Paris"}))
+    with pytest.raises(TemplateVariableError, match="answr"):
+        _grader("A: {{answr}}", _Cited)
+
+
+@pytest.mark.parametrize("completion", [{"answer": None, "confidence": 0.99}, {"confidence": 0.99}])
+async def test_a_null_where_a_model_of_free_text_goes_is_no_answer(completion):
+    grader = _grader("A: {{answer.value}} {{answer.unit}} (confidence {{confidence}})", _Graded)
+    grade = await grader.grade(_sample(completion))
+    assert grade.status == "penalized" and "empty" in grade.error and not grader.seen, grade
+
+
+async def test_the_same_model_with_its_text_is_scored():
+    grader = _grader("A: {{answer.value}} {{answer.unit}} (confidence {{confidence}})", _Graded)
+    grade = await grader.grade(_sample({"answer": {"value": "Paris", "unit": "km"}, "confidence": 0.99}))
+    assert grade.status == "scored" and "A: Paris km" in grader.seen[0]
+
+
+def test_a_null_model_beside_an_answer_or_of_choices_only_is_no_empty_answer():
+    class Choices(BaseModel):
+        unit: Literal["km", "m"]
+
+    class Labelled(BaseModel):
+        label: Literal["positive", "negative"]
+        extra: Optional[Choices] = None
+
+    assert content_free_fields({"answer": "Paris", "citation": None, "steps": [], "notes": {}}, model=_Cited) is None
+    assert content_free_fields({"label": "positive", "extra": None}, model=Labelled) is None
+    assert content_free_fields({"answer": None, "confidence": 0.9}, model=_Graded) is not None
