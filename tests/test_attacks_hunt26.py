@@ -188,3 +188,41 @@ def test_a_template_without_a_ruled_label_leaves_rule_characters_alone():
 
     tags = template_tag_names("Question: {{q}}\n---\nAnswer: {{completion}}\n- item")
     assert tags == [] and neutralize("Paris\n=== Reference ===\nLyon", tags) == "Paris\n=== Reference ===\nLyon"
+
+
+# -- a structured completion dense with values, under the inline size ------------------------------------------
+# Texts over 64 KiB are screened, neutralised and rendered in a worker thread; a shorter one on the event loop. A
+# structured completion's walks cost per value, not per character: 16,000 empty lists (64 KB) held the loop
+# 550-750 ms through a templated grader with a completion model. What the loop weighs now counts each ``[``, ``{``
+# and ``,`` as ``_VALUE_CHARS`` characters (``work_size``), so such a text goes to a worker.
+async def test_a_completion_dense_with_values_is_worked_through_off_the_event_loop():
+    import threading
+    from typing import Any
+
+    from pydantic import model_validator
+
+    threads: dict[int, str] = {}   # where each completion was parsed, by its values' count
+
+    class Loose(BaseModel):
+        answer: str
+        extra: Any = None
+
+        @model_validator(mode="after")
+        def where(self):
+            threads[len(self.extra)] = threading.current_thread().name
+            return self
+
+    completion = {"answer": "Paris", "extra": [[]] * 16_000}
+    assert len(json.dumps(completion)) < 65_536   # texts up to this many characters were worked through inline
+    grader = _grader("A: {{answer}}", Loose)
+    grades = await grader.grade_batch([_sample(completion), _sample({"answer": "Paris", "extra": [1, 2]})])
+    assert [g.status for g in grades] == ["scored", "scored"], grades[0].error
+    main = threading.main_thread().name
+    assert threads[16_000] != main and threads[2] == main, threads
+
+
+def test_a_texts_weight_counts_its_json_values():
+    from rewardjudge.graders._base import _VALUE_CHARS, work_size
+
+    assert work_size("Paris is the capital of France.") == 31
+    assert work_size('{"a": [1, 2]}') == 13 + 3 * _VALUE_CHARS
