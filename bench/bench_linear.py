@@ -42,6 +42,7 @@ Run: ``python -m bench linear`` (``python -m bench.bench_linear --shapes``: the 
 from __future__ import annotations
 
 import functools
+import json
 import time
 from typing import Callable, Literal, Optional
 
@@ -326,6 +327,10 @@ def loop_waits(size: int = SIZE) -> list[tuple[str, str, float]]:
             for label, text in hostile_texts(size).items():
                 wait, _ = await _longest_wait(grader.grade(thread(text[:size - 64] + " Paris.")))
                 out.append((name, label, wait))
+            # hunt 26: under the inline size, but a value every 4 characters (each walked per value)
+            dense = json.dumps({"answer": "Paris.", "extra": [[]] * 16_000})
+            wait, _ = await _longest_wait(grader.grade(thread(dense)))
+            out.append((name, "JSON values, 64 KB", wait))
         return out
 
     return asyncio.run(run())
