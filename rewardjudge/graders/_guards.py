@@ -79,6 +79,7 @@ _FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_K
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
                     "\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff\ufe00-\ufe0f]*")
+_EDGES = "".join(c for c in map(chr, [*range(0x3001), 0x3164, *range(0xfe00, 0xff00), 0xffa0]) if _BLANK.fullmatch(c))
 
 #: symbols written for the letters they look like (``pr0c3$$``, ``@nswer``), as the digits
 #: ``_LOOKALIKE_DIGITS`` match: a text holding one is also read with them so (``$$`` alone stays none)
@@ -475,9 +476,9 @@ _KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ 
 
 
 def _document(text: str) -> bool:
-    """Whether ``text`` may be a data document: bracketed or fenced from end to end, or (up to
-    ``NOTATION_MAX`` characters) lines of which the first opens with a key."""
-    ends = text.strip()
+    """Whether ``text`` may be a data document (blank and invisible marks at its ends aside, ``_EDGES``): bracketed
+    or fenced from end to end, or (up to ``NOTATION_MAX`` characters) lines of which the first opens with a key."""
+    ends = text.strip(_EDGES)
     if ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~"):
         return True
     return "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None
@@ -488,7 +489,7 @@ def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     finds content-free, as a structured completion without a model is read (every string free text, keys
     not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
-    bodies = [t.strip() for t in texts]
+    bodies = [t.strip(_EDGES) for t in texts]
     bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
     # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
     held = [_strings_of(value) if value is not None else notation_strings(body)
@@ -524,8 +525,7 @@ def _strings_of(value: Any) -> "tuple[list[str], bool] | None":
     return strings, other
 
 
-#: the texts of one JSON document ``_json_free`` reads before the rest
-_FIRST = 8
+_FIRST = 8   # the texts of one JSON document ``_json_free`` reads before the rest
 
 
 def _loaded(bodies: "list[str]") -> list:
