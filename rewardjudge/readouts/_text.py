@@ -145,28 +145,23 @@ _ESCAPE_OPENINGS = (("&", re.compile("&[#a-zA-Z\x80-\U0010ffff]")),
 #: what a character outside ASCII must not fold to for a text to be left as it is: an escape's
 #: opener, a character the patterns start with, or a surrogate (``encodable`` replaces it; it
 #: folds to itself)
-_FOLDS_MARKED = re.compile(r"[<\[&\\%=#\ud800-\udfff]")
+_FOLDS_MARKED = re.compile(r"[<\[&\\%=#*_~\-\ud800-\udfff]")
 
 
 def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
     """Whether neutralising ``text`` cannot change it: no control token of the judge's is
     given, it holds no ``<``, ``[`` or backslash (nor a ``#`` where ``tags`` hold a template
-    heading, nor two rule characters ``-=*_~`` in a row or any character outside ASCII where they
-    hold a ruled label), its ``&``, ``%`` and ``=`` open no escape (``2+2=4`` is none: ``_ESCAPE_OPENINGS``),
-    and each character outside ASCII is no surrogate and folds to none of ``<[&\\%=#``: its
-    skeleton then holds no escape and nothing the patterns start with."""
-    if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and any(t[:1] == "#" for t in tags)):
-        return False
-    ruled = any(t[:1] == "-" for t in tags)   # a template's ruled label: two rule characters may open a copy
-    if ruled and _RULED.search(text) is not None:
+    heading, nor two rule characters in a row where they hold a ruled label), its ``&``, ``%`` and ``=``
+    open no escape (``2+2=4`` is none: ``_ESCAPE_OPENINGS``), and each character outside ASCII is no
+    surrogate and folds to none of ``<[&\\%=#-*_~``: its skeleton then holds nothing the patterns start with."""
+    if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and any(t[:1] == "#" for t in tags)) \
+            or (any(t[:1] == "-" for t in tags) and _RULED.search(text) is not None):
         return False
     for opener, opening in _ESCAPE_OPENINGS:
         if opener in text and opening.search(text) is not None:
             return False
     if text.isascii():
         return True
-    if ruled:   # a rule character folded to, or two split by a gap: the long way
-        return False
     # the characters outside ASCII, in C: their UTF-8 bytes are all over 0x7f, so deleting every
     # ASCII byte leaves them whole; when they are many (``_RUN_CHARS``), the skeleton's long way
     outside = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
@@ -222,10 +217,10 @@ _BRACKET_NAMES = tuple(map(_spaced, _BRACKET_WORDS))
 def _pattern(extra_tags: tuple[str, ...], control: tuple[str, ...], tags: bool = True) -> re.Pattern[str]:
     """Tags (unless ``tags`` is False) and control tokens, as one regex, factored by
     their first character (a '<' is tested once for all)."""
-    names = sorted({t.casefold() for t in extra_tags if t and t[0] not in _LINE_KINDS} - set(PROTOCOL_TAGS),
+    names = sorted({t.casefold() for t in extra_tags if t and t[0] not in "[#-"} - set(PROTOCOL_TAGS),
                    key=len, reverse=True)
     labels = {kind: sorted({_skeleton(t[1:]).replace(_GAP, "") for t in extra_tags if t[:1] == kind},
-                           key=len, reverse=True) for kind in _LINE_KINDS}
+                           key=len, reverse=True) for kind in "[#-"}
     lt, bracket = _lt_pattern(names, tags), _bracket_pattern(labels)
     base = re.compile(lt + "|" + bracket)
     # the judge's own control tokens the common forms do not already match (``<|im_end|>`` does)
@@ -266,8 +261,8 @@ def _bracket_pattern(labels: "dict[str, list[str]]") -> str:
         # gaps (zero-width characters; not an escape's padding, which follows its character)
         bracket += r"|(?<![^\s\x01-\x1f])\x00*#(?:\x00*#){0,5}(?!\x00*#)" + _SPACES + "*(?:" + lines["#"] + r")(?!\w)"
     if lines["-"]:   # a label after a run of rule characters (``-----END ANSWER-----``, ``**Reference:**``)
-        bracket += (r"|(?<![^\s\x01-\x1f])\x00*[-=*_~](?:\x00*[-=*_~]){1,39}(?!\x00*[-=*_~])" + _SPACES + "*(?:"
-                    + lines["-"] + r")(?![^\W_])")
+        bracket += (r"|(?<![^\s\x01-\x1f])(?:\x00*[-=*_~]){2,40}(?!\x00*[-=*_~])" + _SPACES + "*(?:" + lines["-"]
+                    + r")(?![^\W_])")
     return bracket
 
 
@@ -316,8 +311,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
         return text   # plain ASCII with no bracket or escape: nothing to defang
     text = encodable(text)   # a surrogate cannot be encoded: it would fail a shared request
     skel = _skeleton(text)
-    if not control_tokens and "<" not in skel and "[" not in skel and "#" not in skel and \
-            (_RULED.search(skel) is None or not any(t[:1] == "-" for t in extra_tags)):
+    if not control_tokens and "<" not in skel and "[" not in skel and "#" not in skel and _RULED.search(skel) is None:
         return text   # every match starts at a '<' or '[', holds a '#', or a run of rule characters
     starts = _starts(_pattern(extra_tags if tags else (), control_tokens, tags), skel)
     return _defanged(text, skel, starts) if len(starts) else text
@@ -326,7 +320,7 @@ def neutralize(text: str, extra_tags: Iterable[str] = (), control_tokens: Iterab
 @functools.lru_cache(maxsize=256)
 def _seam_words(extra_tags: tuple[str, ...], control: tuple[str, ...]) -> SeamWords:
     """What ``_pattern`` defangs after an opener, as ``_seams.seam_pattern`` reads it."""
-    names = {t.casefold() for t in extra_tags if t and t[0] not in _LINE_KINDS}
+    names = {t.casefold() for t in extra_tags if t and t[0] not in "[#-"}
     ctl = [_skeleton(c).replace(_GAP, "") for c in control if c]
     return SeamWords(tuple({*PROTOCOL_TAGS, *names, *_LT_NAMES, *_LT_CLOSED, "s", "sys",
                             *(c[1:].lstrip("/") for c in ctl if c[:1] == "<")}),
@@ -519,15 +513,11 @@ def _only_str(items: "list[Any] | tuple[Any, ...]") -> bool:
     return set(map(type, items)) == {str}
 
 
-#: the kinds of a template's delimiter line in ``template_tag_names``: a bracketed label, a heading,
-#: a label after a run of rule characters
-_LINE_KINDS = "[#-"
-#: two rule characters in a row (with gaps), where a ruled label's match may start
-_RULED = re.compile(r"[-=*_~][\x00\u200b-\u200d\u2060\ufeff]*[-=*_~]")
+_RULED = re.compile(r"[-=*_~][\x00\xad\u034f\u180e\u200b-\u200f\u2060-\u206f\ufeff]*[-=*_~]")   # a ruled label may open
 _TEMPLATE_TAG = re.compile(r"</?\s*([A-Za-z][\w-]*)")
-#: a template's delimiter line, alone on its line with no placeholder in it: a bracketed label
-#: (MT-Bench's and JudgeLM's ``[The Start of Assistant's Answer]``) or a heading (Prometheus's
-#: ``###Response to evaluate:``, LLMBar's ``# Output (a):``)
+#: a template's delimiter line, alone on its line with no placeholder in it: a bracketed label (MT-Bench's
+#: ``[The Start of Assistant's Answer]``), a heading (Prometheus's ``###Response to evaluate:``, LLMBar's
+#: ``# Output (a):``) or a label between rules (``-----END ANSWER-----``, ``**Reference:**``)
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\[([A-Za-z][^\[\]{}<>\n]{0,78})\]|#{1,6}[ \t]*([A-Za-z][^\[\]{}<>#\n]{0,78})"
                             r"|[-=*_~]{2,40}[ \t]*([A-Za-z][^\[\]{}<>#\n]{0,78}?)[ \t:]*[-=*_~]*)[ \t:]*$", re.M)
 
@@ -541,8 +531,7 @@ def template_tag_names(*sources: str) -> list[str]:
     found = [m.group(1).casefold() for src in sources for m in _TEMPLATE_TAG.finditer(src or "")]
     for src in sources:
         for m in _TEMPLATE_LINE.finditer(src or ""):
-            kind, label = ("[", m.group(1)) if m.group(1) else ("#", m.group(2).rstrip(" \t:")) if m.group(2) \
-                else ("-", m.group(3).rstrip(" \t:"))
+            kind, label = "[#-"[m.lastindex - 1], m.group(m.lastindex).rstrip(" \t:" if m.lastindex > 1 else "")
             found.append(kind + " ".join(label.casefold().split()))
     return list(dict.fromkeys(found))
 
