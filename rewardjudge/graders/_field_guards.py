@@ -58,6 +58,19 @@ def _types(branch: dict) -> set:
     return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
 
 
+def _choices(branches: "list[dict]") -> frozenset:
+    """The strings an enum or a const of ``branches`` allows."""
+    return frozenset(v for b in branches if "enum" in b or "const" in b
+                     for v in (b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")]) if isinstance(v, str))
+
+
+def _free_keys(branches: "list[dict]") -> bool:
+    """Whether ``branches`` hold an object whose keys the policy names (``dict[str, str]``): its keys are
+    text it wrote."""
+    return any((b.get("additionalProperties") is True or isinstance(b.get("additionalProperties"), dict))
+               and not _named_keys(b.get("propertyNames")) for b in branches)
+
+
 class _Field:
     """What a schema node says about the strings at its place: choices (an enum,
     a const), free text (a str, or a value the schema does not describe) or a
@@ -70,9 +83,7 @@ class _Field:
         self.branches = _branches(node, defs)
         plain = [b for b in self.branches if "enum" not in b and "const" not in b]
         strings = [b for b in plain if "string" in _types(b)]
-        self.choices = frozenset(v for b in self.branches if "enum" in b or "const" in b
-                                 for v in (b["enum"] if isinstance(b.get("enum"), list) else [b.get("const")])
-                                 if isinstance(v, str))
+        self.choices = _choices(self.branches)
         # None stands for unset free text, where a string or a value the schema does not describe goes
         # (hunt 24: ``answer: Any`` given null, as ``{"answer": null}`` written as a plain answer)
         self.free = any("format" not in b for b in strings) or any(not _types(b) for b in plain)
@@ -80,9 +91,7 @@ class _Field:
         self.free_none = self.free or any(_free_property(b, defs) for b in plain if "object" in _types(b))
         self.formatted = any("format" in b for b in strings)
         self.uniform = not any(isinstance(b.get("prefixItems"), list) for b in self.branches)
-        # an object whose keys the policy names (``dict[str, str]``): its keys are text it wrote
-        self.free_keys = any((b.get("additionalProperties") is True or isinstance(b.get("additionalProperties"), dict))
-                             and not _named_keys(b.get("propertyNames")) for b in self.branches)
+        self.free_keys = _free_keys(self.branches)
 
     def key_free(self, key: str) -> bool:
         """Whether ``key`` of an object at this place is free text (not a property the schema names)."""
