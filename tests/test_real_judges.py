@@ -101,6 +101,18 @@ def wildbench_json(reply: str) -> Any:
     return obj.get("score") if isinstance(obj, dict) else None
 
 
+def h2o_ab_test(reply: str) -> "str | None":
+    """h2oai/h2o-LLM-eval src/parse.py, parse_result_to_eval_entry: the reply decoded by
+    ``json.loads(reply, strict=False)``, its "choice" model_a or model_b; anything else raises
+    there (None here)."""
+    try:
+        obj = json.loads(reply, strict=False)
+    except ValueError:
+        return None
+    choice = obj.get("choice") if isinstance(obj, dict) else None
+    return choice if choice in ("model_a", "model_b") else None
+
+
 _LLMBAR_COT = (("a", re.compile(r"Output \(a\) is better.")), ("b", re.compile(r"Output \(b\) is better.")))
 _LLMBAR_VANILLA = (("a", re.compile(r"(?:^|\n) ?Output \(a\)")), ("b", re.compile(r"(?:^|\n) ?Output \(b\)")))
 
@@ -304,6 +316,9 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
                     alpaca_ranking, lambda v: v),
     # WildBench's score template: a JSON object with "score": "[1~10]"
     "wildbench": (VerdictForm('"score": "{score}"', bounds=(1, 10)), wildbench_json, _num),
+    # h2o-LLM-eval's A/B-test system prompt (src/prompt_templates.py): 'Format your response in a valid JSON format
+    # with keys "choice", "reason", and "scores"', 'The "choice" field will be either "model_a" or "model_b"'
+    "h2o_llm_eval": (VerdictForm('"choice": "{label}"', labels=("model_a", "model_b")), h2o_ab_test, lambda v: v),
     # LLMBar's CoT prompt: 'end your response with either "Therefore, Output (a) is better." or
     # "Therefore, Output (b) is better." verbatim'; its parser looks for 'Output \(a\) is better.'
     "llmbar_cot": (VerdictForm("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
@@ -508,6 +523,7 @@ LABEL_VALUES = {
     "arena_hard_gpt4_1106": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_v2_gemini_flash": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "alpaca_eval": {"model_1": 1.0, "model_2": 0.0},
+    "h2o_llm_eval": {"model_a": 1.0, "model_b": 0.0},
     "llmbar_cot": {"a": 1.0, "b": 0.0},
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},
     "xstest": {"1_full_compliance": 1.0, "3_partial_refusal": 0.5, "2_full_refusal": 0.0},

@@ -218,7 +218,7 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA, Quilt-LLaVA) and gpt-3.5-turbo
 #: (FastChat)
 RELATIVE = {"qlora_relative", "quilt_llava_reviews", "vicuna_gpt35_reviews"}
-WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
+WHOLE = {"alpaca_eval", "wildbench", "h2o_llm_eval", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
 #: json.loads before its ``score: n`` + ``justification:`` rule): a mark written inside the object breaks it
