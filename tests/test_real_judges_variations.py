@@ -218,8 +218,11 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA, Quilt-LLaVA) and gpt-3.5-turbo
 #: (FastChat)
 RELATIVE = {"qlora_relative", "quilt_llava_reviews", "vicuna_gpt35_reviews"}
-WHOLE = {"alpaca_eval", "wildbench", "h2o_llm_eval", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
+#: the replies a source decodes whole as one JSON object (WildBench's score object, h2o-LLM-eval's A/B test)
+JSON_REPLY = {"wildbench", "h2o_llm_eval"}
+WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
+WHOLE |= JSON_REPLY
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
 #: json.loads before its ``score: n`` + ``justification:`` rule): a mark written inside the object breaks it
 JSON = {"deepeval", "mlflow", "promptfoo", "ragas"}
@@ -252,20 +255,20 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"}},
     # a list's bullet: before a bare form's name only ("- N" is read there only: a bullet before a lone verdict
     # may be a sum's term, "- 4")
-    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla", "wildbench"},
+    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla"} | JSON_REPLY,
                "there": {"openai evals"}},
     "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval"} - RELATIVE | ENDS - {"flask"}},
     # a bare form's line holds the verdict alone (emphasis, a full stop, a scale): "4!", "m 👍", "N. 👍" and a
     # verdict alone under its head ("**Score:**\n\n8/10!") are read there only
-    **{name: {"here": {"alpaca_eval", "judgebench vanilla", "wildbench"} | ENDS - {"prometheus 0.1.19"}
+    **{name: {"here": {"alpaca_eval", "judgebench vanilla"} | JSON_REPLY | ENDS - {"prometheus 0.1.19"}
               | ({"prometheus 0.1.19"} if name == "exclamation" else set()),
               "there": {"alpacaeval m/M", "g-eval", "openai evals", "score colon"}}
        for name in ("exclamation", "emoji")},
-    "sentence after": {"here": {"alpaca_eval", "judgebench vanilla", "wildbench"} | ENDS - {"prometheus 0.1.19"},
+    "sentence after": {"here": {"alpaca_eval", "judgebench vanilla"} | JSON_REPLY | ENDS - {"prometheus 0.1.19"},
                        "there": {"alpacaeval m/M", "g-eval", "openai evals", "score colon"}},
     # an end-of-turn token ends the verdict's line (``_plain``)
     **{name: {"here": {"alpaca_eval", "ice_score", "judgebench vanilla", "lighteval simpleqa", "llmbar_rating",
-                       "openai evals", "prometheus", "prometheus relative", "qlora_threeclass", "wildbench", "xstest"}}
+                       "openai evals", "prometheus", "prometheus relative", "qlora_threeclass", "xstest"} | JSON_REPLY}
        for name in _TOKEN_VARIATIONS if name.endswith("the reply")},
     **{name: {"here": WHOLE - {"alpacaeval m/M", "g-eval"} | ENDS | {"openai evals", "ultrafeedback"}}
        for name in _TOKEN_VARIATIONS if name.endswith("the verdict")},
@@ -301,13 +304,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none
     "no-break spaces": {"here": {"alignbench", "alpaca_eval", "auto-j", "auto-j pair", "flask", "genrm",
                                  "judgebench vanilla", "judgelm", "llava_two_scores", "llmbar_cot", "llmbar_swap_cot",
-                                 "llmbar_vanilla", "mmlu-pro", "offsetbias", "ultrafeedback",
-                                 "wildbench"} | SHABERI | RELATIVE},
+                                 "llmbar_vanilla", "mmlu-pro", "offsetbias", "ultrafeedback"}
+                        | SHABERI | RELATIVE | JSON_REPLY},
     "no-break space before": {"here": {"alpaca_eval", "alpacaeval m/M", "flask", "g-eval", "lighteval simpleqa",
-                                       "wildbench", "xstest"}},
+                                       "xstest"} | JSON_REPLY},
     # the same verdict twice is one verdict here; arena-bench wants exactly one, the whole-reply parsers the reply
     "twice": {"here": {"alpaca_eval", "arena_bench_single", "ice_score", "judgebench vanilla", "lighteval simpleqa",
-                       "llmbar_rating", "wildbench", "xstest"}},
+                       "llmbar_rating", "xstest"} | JSON_REPLY},
     # the prompt's example echoed: two verdicts (the last read, the example listed), but for a bare form, whose
     # example inside a sentence is none, and the parsers that then read nothing
     "example echoed": {"two": {b.source for b in BASES} - {"alpacaeval m/M", "g-eval", "ice_score", "judgelm",
