@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
-from ._notation import NOTATION_MAX, notation_strings
+from ._notation import document_body, notation_strings
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
 MASTER_KEYS: frozenset[str] = frozenset({
@@ -312,8 +312,8 @@ def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ..
     joined = "".join(texts)
     if not any(c in joined for c in "{[`~") and not ("\n" in joined and (":" in joined or "=" in joined)):
         return   # no text may be a document (``_document``)
-    docs = [i for i, t in enumerate(texts) if not flags[i] and _document(t)]
-    for i, free in zip(docs, _json_free([texts[i] for i in docs], keys) if docs else []):
+    docs = {i: body for i, t in enumerate(texts) if not flags[i] and (body := _document(t, keys)) is not None}
+    for i, free in zip(docs, _json_free(list(docs.values()), keys) if docs else []):
         flags[i] = free
 
 
@@ -471,26 +471,17 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     return list(map(said.__getitem__, pieces))
 
 
-#: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML)
-_KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ \t]*[:=](?![:=/])")
+def _document(text: str, keys: tuple[str, ...]) -> "str | None":
+    """The data document ``text`` may be (``document_body``, blank and invisible marks at its ends aside: ``_EDGES``),
+    its label and tail, where it has them, no content: none, or master keys and filler only (``_only_keys``)."""
+    return document_body(text.strip(_EDGES), lambda found: not found or _only_keys(found, keys))
 
 
-def _document(text: str) -> bool:
-    """Whether ``text`` may be a data document (blank and invisible marks at its ends aside, ``_EDGES``): bracketed
-    or fenced from end to end, or (up to ``NOTATION_MAX`` characters) lines of which the first opens with a key."""
-    ends = text.strip(_EDGES)
-    if ends[:1] in ("{", "[", "`", "~") and ends[-1:] in ("}", "]", "`", "~"):
-        return True
-    return "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None
-
-
-def _json_free(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
-    """Whether each of ``texts`` (``_document``-s) is a JSON object or array that ``content_free_fields``
+def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
+    """Whether each of ``bodies`` (``_document``-s) is a JSON object or array that ``content_free_fields``
     finds content-free, as a structured completion without a model is read (every string free text, keys
     not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
-    bodies = [t.strip(_EDGES) for t in texts]
-    bodies = [b if b[0] in "{[" else _unmarked(b, tags=False).strip() for b in bodies]   # fenced: the fence aside
     # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
     held = [_strings_of(value) if value is not None else notation_strings(body)
             for value, body in zip(_loaded(bodies), bodies)]
@@ -593,7 +584,7 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
     keys = tuple(extra_keys)
     echo = _echo(question)
     how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) \
-        or (as_json and _document(text) and _json_free([text], keys)[0] and "free")
+        or (as_json and (body := _document(text, keys)) is not None and _json_free([body], keys)[0] and "free")
     if not how:
         return None
     what = "it only repeats the question " if how == "echo" else ""

@@ -8,6 +8,10 @@ cover end to end is no document."""
 from __future__ import annotations
 
 import re
+from typing import Callable
+
+from ..readouts._text import letters
+from ._markup import _unmarked
 
 #: the longest text read so (a token a Python step: 64 KiB is a few ms); a longer one is read as JSON only
 NOTATION_MAX = 65_536
@@ -62,3 +66,32 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
     if pending:
         strings.append("")
     return (strings, other) if keys >= 2 or (kinds[0] == "open" and kinds[-1] == "close") else None
+
+
+#: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML)
+_KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ \t]*[:=](?![:=/])")
+#: a quote's marker at a line's start (Markdown's ``> ``, an e-mail's ``>``)
+_QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
+#: a notation's name, at the start or end of a document's label's letters (``json``, ``Answer (JSON):``)
+_NAMED = re.compile(r"^(?:json[5c]?|yaml|yml|toml|python|py|javascript|js)|(?:json[5c]?|yaml|yml|toml|python|py|js)$")
+_OPENS = re.compile(r"[{\[]")
+
+
+def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None":
+    """The data document ``ends`` (a text, blank and invisible marks at its ends aside) may be, or None: a quote's
+    markers set aside, bracketed or fenced from end to end; a bracketed span between a label and a tail whose letters
+    (markup set aside, a notation's name too) ``label_free`` finds no content (``<pre>{...}</pre>``, ``json {...}``,
+    ``Answer: [...]``); or (up to ``NOTATION_MAX`` characters) lines of which the first opens with a key. Linear."""
+    if ends[:1] == ">":
+        ends = _QUOTE_MARK.sub("", ends).strip()
+    if ends[:1] in ("{", "[") and ends[-1:] in ("}", "]"):
+        return ends
+    if ends[:1] in ("`", "~") and ends[-1:] in ("`", "~"):
+        fenced = _unmarked(ends, tags=False).strip()
+        if fenced != ends:
+            return fenced
+    first, last = _OPENS.search(ends), max(ends.rfind("}"), ends.rfind("]"))
+    if first is not None and last > first.start() and label_free(
+            _NAMED.sub("", letters(_unmarked(ends[:first.start()] + "\n" + ends[last + 1:])), count=1)):
+        return ends[first.start():last + 1]
+    return ends if "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None else None
