@@ -66,3 +66,29 @@ async def test_every_grader_family_penalizes_a_wrapped_document():
     report = await run_attack_suite(default_targets(), hostile, ("honest",))
     assert [(o.grader, o.attack) for o in report.outcomes if o.status != "penalized"] == []
     assert all(o.benign_status == "scored" for o in report.outcomes)
+
+
+# -- text a reader never sees ---------------------------------------------------------------------------------
+# An HTML comment, a Markdown comment (a link definition to ``#`` or ``<>``: ``[//]: # (Paris)``) and LaTeX's
+# ``\phantom`` show a reader nothing, yet the judge reads their text: an answer of nothing else looked like an
+# answer to the screen (its empty twin is penalized) and, with content hidden, a judge could score what no reader
+# of the answer sees. Such text is markup now, set aside as the screen sets aside tags that pair.
+HIDDEN = ["<!-- Paris -->", "<!--\nThe answer is Paris.\n-->", "[//]: # (Paris)", "[comment]: <> (Paris)\n",
+          '[//]: # "Paris"', "$\\phantom{Paris}$", "\\hphantom{Paris} \\vphantom{x}", "<!-- a --> <!-- b -->"]
+
+
+@pytest.mark.parametrize("text", HIDDEN)
+def test_text_a_reader_never_sees_is_no_answer(text):
+    assert content_free_reason(text) is not None
+    assert _content_free_flags([text] * 9, ()) == [True] * 9
+    assert _content_free_flags([text, "Paris."] * 5, ()) == [True, False] * 5
+
+
+@pytest.mark.parametrize("text", [
+    "<!-- note --> Paris", "Paris [//]: # (note)", "[1]: https://en.wikipedia.org/wiki/Paris", "[A]: Paris",
+    "$\\phantom{x}2$", "a <!-- unclosed comment: Paris", "<!-- x --> <b>Paris</b>", "x --> y",
+])
+def test_text_beside_hidden_text_or_like_it_is_an_answer(text):
+    assert content_free_reason(text) is None
+    assert _content_free_flags([text] * 9, ()) == [False] * 9
+    assert _content_free_flags(["<!-- a", text, "b -->"] * 3, ()) == [False] * 9

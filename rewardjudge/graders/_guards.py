@@ -279,9 +279,11 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
 _LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
 _OVERRIDE = np.array([0x202E], dtype=np.uint32)
 _COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
-#: two characters in a row (``_holding``): a closing tag; a declaration, a bracket tag closing, a terminal code
+#: two characters in a row (``_holding``): a closing tag; a declaration, a bracket tag closing, a Markdown comment,
+#: a terminal code
 _CLOSING = np.array([[ord("<"), ord("/")]], dtype=np.uint32)
-_OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord("/")], [0x1B, -1]], dtype=np.int64)
+_OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord("/")], [ord("]"), ord(":")], [0x1B, -1]],
+                      dtype=np.int64)
 _NEWLINE = np.array([ord("\n")], dtype=np.uint32)
 
 
@@ -369,7 +371,7 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     unmarked = _unmarked(plain, tags=False, joiner=joiner)   # no fence, command or line holds a joiner
     own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
     own.update(_rtf_texts(texts, plain))
-    if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "\x1b" in unmarked \
+    if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "]:" in unmarked or "\x1b" in unmarked \
             or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy
         own.update(_holding(plain, joiner, _OWN_RARER, None))
         if "\n" in plain:

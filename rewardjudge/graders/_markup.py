@@ -22,6 +22,11 @@ _DECLARATION = re.compile(r"<\?[^<>]{0,256}\?>|<!doctype[^<>]{0,256}>|<!\[cdata\
 # A list item with nothing after its marker (``1.``, ``b)``, ``iv.``, ``- [ ]``): markup where two or more stand
 _EMPTY_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)]|[A-Za-z][.)]|[ivxIVX]{1,6}[.)])[ \t]*(?:\[[ xX]?\][ \t]*)?$")
 _items = _EMPTY_ITEM.search
+# Text a reader never sees (hunt 27): an HTML comment; a Markdown comment, a link definition to ``#`` or ``<>`` with its
+# text as the title (``[//]: # (Paris)``); LaTeX's ``\phantom`` (``_latex``)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_MD_COMMENT = re.compile(r"\[[^\]\n]{1,64}\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\([^)\n]{0,4096}\)|\"[^\"\n]{0,4096}\""
+                         r"|'[^'\n]{0,4096}'))?[ \t]*(?![^\n])")
 # RTF's control words and the tables a document opens with (font names): in a text that opens as RTF
 _RTF = re.compile(r"\{\\(?:\*\\)?(?:fonttbl|colortbl|stylesheet|info|generator)(?:[^{}]|\{[^{}]*\}){0,4096}\}"
                   r"|\\[a-z]{1,32}-?\d{0,10} ?")
@@ -80,6 +85,11 @@ def _unmarked(text: str, tags: bool = True, joiner: str = "") -> str:
         text = _TERMINAL.sub(" ", text)
     if "[" in text and "[/" in text:
         text = _bracket_tags_out(text)
+    if "]:" in text:
+        text = _MD_COMMENT.sub(" ", text)
+    if "<!--" in text:   # to the last close only: each comment opened before it closes (a match, no scan to the end)
+        end = text.rfind("-->") + 3
+        text = _COMMENT.sub(" ", text[:end]) + text[end:] if end >= 3 else text
     declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)
@@ -202,6 +212,7 @@ def _latex() -> "re.Pattern[str]":
     """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
     name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour."""
     # hunt 21: any command given only empty arguments (``$\\frac{}{}$``, ``\\mathbb{}``) shows nothing
-    return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
+    return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|[hv]?phantom\s{0,8}\{[^{}\x00-\x1f]{0,256}\}"
+                      r"|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
                       r"|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}|color\s{0,8}\{\w{1,32}\}|"
                       + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z]))")
