@@ -1,4 +1,4 @@
-"""Attack hunt 27: a content-free data document wrapped, quoted or labelled.
+"""Attack hunt 27: a content-free data document wrapped, quoted or labelled; text a reader never sees.
 
 Hunt 20 reads a JSON (or YAML, TOML, Python) document written as a plain answer: ``{"answer": "", "score": 10}``
 shows the judge no answer, and is penalized. Wrapped in ``<pre>`` or inline code, behind ``> `` quote markers or a
@@ -92,3 +92,12 @@ def test_text_beside_hidden_text_or_like_it_is_an_answer(text):
     assert content_free_reason(text) is None
     assert _content_free_flags([text] * 9, ()) == [False] * 9
     assert _content_free_flags(["<!-- a", text, "b -->"] * 3, ()) == [False] * 9
+
+
+async def test_every_grader_family_penalizes_hidden_text():
+    from rewardjudge.attacks import Attack, default_targets, run_attack_suite
+
+    hostile = [Attack(f"h27_hidden_{i}", t, "content-free") for i, t in enumerate(HIDDEN[:3])]
+    report = await run_attack_suite(default_targets(), hostile, ("honest",))
+    assert [(o.grader, o.attack) for o in report.outcomes if o.status != "penalized"] == []
+    assert all(o.benign_status == "scored" for o in report.outcomes)
