@@ -76,8 +76,11 @@ def _unmarked(text: str, tags: bool = True, joiner: str = "") -> str:
         text = _RTF.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = sub_blocks(_latex(), " ", text)   # a block a call: 256 KiB of "\\n" held the GIL 20 ms
-    if not tags:
-        return text
+    return _own_markup_out(text) if tags else text
+
+
+def _own_markup_out(text: str) -> str:
+    """``text`` with the markup that is a text's own (``_unmarked`` with ``tags``) set aside as spaces."""
     if "\n" in text:
         items, n = _EMPTY_ITEM.subn(" ", text)
         text = items if n >= 2 else text
