@@ -27,6 +27,15 @@ _items = _EMPTY_ITEM.search
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _MD_COMMENT = re.compile(r"\[[^\]\n]{1,64}\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\([^)\n]{0,4096}\)|\"[^\"\n]{0,4096}\""
                          r"|'[^'\n]{0,4096}'))?[ \t]*(?![^\n])")
+# An element hidden by its attributes (hunt 28): ``hidden``, ``display:none``, ``visibility:hidden``, a zero font
+# size or opacity, or white or transparent text where no background is set; with its text, to its close (a tag of
+# another name inside, not one of its own: each character is read from one start at most)
+_HIDE = (r"\shidden[\s=/>]|display\s{0,8}:\s{0,8}none|visibility\s{0,8}:\s{0,8}(?:hidden|collapse)"
+         r"|(?<![\w-])(?:font-size|opacity)\s{0,8}:\s{0,8}(?:0(?:\.0{1,8})?|\.0{1,8})(?:[a-z%]{1,4})?\s{0,8}[;\"'>]")
+_WHITE = r"(?<![\w-])color\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
+_HIDDEN_TAG = re.compile(rf"<([A-Za-z][\w-]{{0,31}})(?=\s)(?:(?=[^<>]{{0,256}}?(?:{_HIDE}))"
+                         rf"|(?![^<>]{{0,256}}?background)(?=[^<>]{{0,256}}?{_WHITE}))[^<>]{{0,256}}>"
+                         r"(?:[^<]|<(?!/?\1[\s/>])){0,4096}</\1\s{0,8}>", re.I)
 # RTF's control words and the tables a document opens with (font names): in a text that opens as RTF
 _RTF = re.compile(r"\{\\(?:\*\\)?(?:fonttbl|colortbl|stylesheet|info|generator)(?:[^{}]|\{[^{}]*\}){0,4096}\}"
                   r"|\\[a-z]{1,32}-?\d{0,10} ?")
@@ -93,6 +102,8 @@ def _own_markup_out(text: str) -> str:
     if "<!--" in text:   # to the last close only: each comment opened before it closes (a match, no scan to the end)
         end = text.rfind("-->") + 3
         text = _COMMENT.sub(" ", text[:end]) + text[end:] if end >= 3 else text
+    if "</" in text:
+        text = _HIDDEN_TAG.sub(" ", text)
     declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)
@@ -213,9 +224,12 @@ def _one_each(c: str) -> "list[str]":
 @functools.lru_cache(maxsize=1)
 def _latex() -> "re.Pattern[str]":
     """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
-    name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour."""
+    name), an environment's ``\\begin{...}``/``\\end{...}``, a space's ``\\hspace{...}``, a colour; white text
+    (hunt 28: ``\\textcolor{white}{...}``, ``\\color{white}`` to its group's end), shown to no reader."""
     # hunt 21: any command given only empty arguments (``$\\frac{}{}$``, ``\\mathbb{}``) shows nothing
     return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|[hv]?phantom\s{0,8}\{[^{}\x00-\x1f]{0,256}\}"
                       r"|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
+                      r"|(?:text)?color\s{0,8}\{\s{0,8}[Ww]hite\s{0,8}\}"
+                      r"(?:\s{0,8}\{[^{}\x00-\x1f]{0,256}\}|[^{}$\x00-\x1f]{0,256})"
                       r"|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}|color\s{0,8}\{\w{1,32}\}|"
                       + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z]))")
