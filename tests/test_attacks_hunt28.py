@@ -30,6 +30,10 @@ HIDDEN = [
     '\\color{white}{Paris}',
     '{\\color{white} Paris}',
     '$\\color{white} 42$',
+    '$\\textcolor[rgb]{1,1,1}{Paris}$',
+    '\\textcolor[RGB]{255, 255, 255}{Paris}',
+    '{\\color[HTML]{FFFFFF} Paris}',
+    '$\\color[gray]{1} 42$',
 ]
 
 
@@ -57,6 +61,9 @@ def test_text_hidden_by_a_style_or_a_colour_is_no_answer(text):
     '\\color{blue} Paris',
     '{\\color{white} x} Paris',
     '\\textcolor{whitesmoke}{Paris}',
+    '$\\textcolor[rgb]{1,0,0}{Paris}$',
+    '\\color[HTML]{FFFFF0} Paris',
+    '\\color[gray]{0.5} Paris',
 ])
 def test_text_beside_hidden_text_or_styled_visibly_is_an_answer(text):
     assert content_free_reason(text) is None

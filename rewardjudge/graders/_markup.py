@@ -223,6 +223,13 @@ def _one_each(c: str) -> "list[str]":
     return list(c[1:-1]) if len(c) > 2 and c[0] == "[" and c[-1] == "]" and "\\" not in c else [c]
 
 
+#: white in LaTeX: by name, or by a colour model (``[rgb]{1,1,1}``, ``[RGB]{255,255,255}``, ``[HTML]{FFFFFF}``)
+_LATEX_WHITE = (r"(?:\{\s{0,8}[Ww]hite|\[\s{0,8}(?:rgb|gray)\s{0,8}\]\s{0,8}\{\s{0,8}1(?:\.0{1,8})?"
+                r"(?:\s{0,8},\s{0,8}1(?:\.0{1,8})?){0,2}"
+                r"|\[\s{0,8}RGB\s{0,8}\]\s{0,8}\{\s{0,8}255(?:\s{0,8},\s{0,8}255){2}"
+                r"|\[\s{0,8}HTML\s{0,8}\]\s{0,8}\{\s{0,8}[Ff]{6})\s{0,8}\}")
+
+
 @functools.lru_cache(maxsize=1)
 def _latex() -> "re.Pattern[str]":
     """``_LATEX_COMMANDS`` (their names as one trie: a backslash tries a few characters, not every
@@ -231,7 +238,7 @@ def _latex() -> "re.Pattern[str]":
     # hunt 21: any command given only empty arguments (``$\\frac{}{}$``, ``\\mathbb{}``) shows nothing
     return re.compile(r"\\(?:[A-Za-z]{1,32}\*?(?:\s{0,8}\{\s{0,8}\}){1,8}|[hv]?phantom\s{0,8}\{[^{}\x00-\x1f]{0,256}\}"
                       r"|(?:(?:begin|end)\s{0,8}\{[\w*]{1,32}\}"
-                      r"|(?:text)?color\s{0,8}\{\s{0,8}[Ww]hite\s{0,8}\}"
+                      r"|(?:text)?color\s{0,8}" + _LATEX_WHITE +
                       r"(?:\s{0,8}\{[^{}\x00-\x1f]{0,256}\}|[^{}$\x00-\x1f]{0,256})"
                       r"|[hv]space\*?\s{0,8}\{[\w.\-]{0,32}\}|color\s{0,8}\{\w{1,32}\}|"
                       + _trie(list(w) for w in _LATEX_COMMANDS) + r")(?![A-Za-z]))")
