@@ -252,10 +252,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     **{name: {"here": WHOLE | ENDS | {"llmbar_vanilla"}}
        for name in ("bold", "italic", "bold line")},
     # a heading: a spaced-off or enclosed form reads it anywhere; a bare form after a name and a colon (``_HEADING``)
-    "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"}},
+    "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"},
+                # "### Final verdict: Result: 4": a bracketed head's word without its brackets starts a line
+                # (``_bracket_heads``); prometheus-eval's absolute parser reads "Result:" anywhere
+                "there": {"prometheus"}},
     # a list's bullet: before a bare form's name only ("- N" is read there only: a bullet before a lone verdict
-    # may be a sum's term, "- 4")
-    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla"} | JSON_REPLY,
+    # may be a sum's term, "- 4"), and a bracketed head's word; "- Result: B", which prometheus-eval's relative parser wants at a line's start
+    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla", "prometheus relative"} | JSON_REPLY,
                "there": {"openai evals"}},
     "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval"} - RELATIVE | ENDS - {"flask"}},
     # a bare form's line holds the verdict alone (emphasis, a full stop, a scale): "4!", "m 👍", "N. 👍" and a
@@ -298,16 +301,19 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a space before a colon after a word or a quote (``_run``): the parsers whose literal text holds "Rating:"
     # read none; Inspect's ``GRADE\s*:`` and json.loads read it
     "space before the colon": {"here": {"alignbench", "atla", "auto-j", "opencompass mt-bench", "prometheus",
-                                        "score colon", "ultrafeedback", "vibe_eval", "writingbench"} | SHABERI},
-    # up to two spaces inside the brackets (``_INNER_SPACE``), which the bracket regexes do not take
-    "space before the bracket": {"here": BRACKETS},
+                                        "prometheus relative", "score colon", "ultrafeedback", "vibe_eval",
+                                        "writingbench"} | SHABERI},
+    # up to two spaces inside the brackets (``_INNER_SPACE``), which the bracket regexes do not take; prometheus-eval's
+    # "[RESULT: B]" and "[Response B]" want the bracket right after the letter
+    "space before the bracket": {"here": BRACKETS | {"prometheus", "prometheus relative"}},
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none
     "no-break spaces": {"here": {"alignbench", "alpaca_eval", "auto-j", "auto-j pair", "flask", "genrm",
                                  "judgebench vanilla", "judgelm", "llava_two_scores", "llmbar_cot", "llmbar_swap_cot",
                                  "llmbar_vanilla", "mmlu-pro", "offsetbias", "ultrafeedback"}
                         | SHABERI | RELATIVE | JSON_REPLY},
+    # ... and before "Result: B" at a line's start, which prometheus-eval's relative parser wants at the very start
     "no-break space before": {"here": {"alpaca_eval", "alpacaeval m/M", "flask", "g-eval", "lighteval simpleqa",
-                                       "xstest"} | JSON_REPLY},
+                                       "prometheus relative", "xstest"} | JSON_REPLY},
     # the same verdict twice is one verdict here; arena-bench wants exactly one, the whole-reply parsers the reply
     "twice": {"here": {"alpaca_eval", "arena_bench_single", "ice_score", "judgebench vanilla", "lighteval simpleqa",
                        "llmbar_rating", "xstest"} | JSON_REPLY},

@@ -778,13 +778,37 @@ CASES = [
      "agree"),
     # the parser wants a bracket, a space or the end after the letter
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A wins. [RESULT] A.", "here only"),
-    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [RESULT: B]", "there only"),
-    # the candidate's name with its letter, which the parser's own tests read (tests/test_parser.py) and the form
-    # does not, as it reads no "[[Assistant B]]" for "[[{label}]]" (test_verdict_forms.py)
+    # a head of one word in brackets: the verdict inside them after the word and a colon, as the parser's own
+    # tests write it (libs/prometheus-eval/tests/test_parser.py)
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [RESULT: B]", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x. [Result: A]", "agree"),
+    # ... the word and a colon without the brackets at a line's start
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B cites its source.\nResult: B", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x.\n**Result:** A", "here only"),
+    # ... never inside a line, nor a one-letter word that opens prose
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "The end result: B is better.", "neither"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: x.\nResult: A good answer wins.",
+     "neither"),
+    # the candidate's name with its letter (the prompt's "Response A" and "Response B"), after the head or in its
+    # brackets, or in brackets in the head's place where it ends its line, as the parser reads them; never a
+    # bracketed name inside a line, nor the name alone without brackets (the parser reads neither); an enclosed
+    # form's "[[Assistant B]]" stays unread (test_verdict_forms.py)
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
-     "Feedback: Both responses are clear, B more so. [Result] Response B", "there only"),
+     "Feedback: Both responses are clear, B more so. [Result] Response B", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is more complete.\n[RESULT]\nResponse B",
+     "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A is right. [RESULT] [Response A]",
+     "agree"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
-     "Feedback: Both responses are similar, B cites its source. [Response B]", "there only"),
+     "Feedback: Both responses are similar, B cites its source. [Response B]", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A is correct.\n\n[Response A]\n", "agree"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "As [Response B] shows, the claim holds.", "neither"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is better.\nResponse B", "neither"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
+     "Feedback: Both responses are clear... Response B Response A", "neither"),
+    # the absolute form's bracketed head reads the same ways ("[RESULT: 4]", "Result: 4" at a line's start)
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Mostly right. [RESULT: 4]", "agree"),
+    ("prometheus", PROMETHEUS, prometheus_absolute, "Feedback: Mostly right.\nResult: 4", "agree"),
     # Auto-J single: 'give a final rating ... "[[rating]]", for example: "Rating: [[5]]"', the last one
     ("auto-j", AUTOJ, autoj_single,
      "The response is accurate but terse; it could explain the steps.\n\nRating: [[6]]", "agree"),
@@ -1219,6 +1243,8 @@ def test_declared_form_reads_as_the_pipeline_does(pipeline, form, parse, reply, 
         assert d.ok and d.others and theirs in (*d.others, d.value), (d, theirs)
     elif relation == "here only":
         assert d.ok and theirs is None, (d, theirs)
+    elif relation == "neither":
+        assert not d.ok and theirs is None, (d, theirs)
     else:
         assert theirs is not None and (not d.ok or d.value != theirs), (d, theirs)
 
@@ -1249,6 +1275,9 @@ UNSEALED_ONLY = [
     (VerdictForm('"score": {score}', bounds=(1, 10)), '"score": "7"', 7.0),  # quotes around a spaced value
     (MLFLOW, '{"score": 4, "justification": "ok"}', 4.0),   # a head's words as a JSON key (MLflow's json.loads)
     (LC_QA, "{'GRADE': 'CORRECT'}", "CORRECT"),
+    (PROMETHEUS, "[RESULT: 3]", 3.0),             # a bracketed head's word with the verdict in its brackets
+    (PROMETHEUS_REL, "[RESULT] Response B", "B"),  # the candidates' name before a label
+    (PROMETHEUS_REL, "[Response A]", "A"),          # ... in brackets in the head's place
 ]
 
 

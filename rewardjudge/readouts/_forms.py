@@ -17,6 +17,7 @@ from typing import Sequence, Union
 from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
+from ._form_checks import checked_bounds as _checked_bounds, checked_labels as _checked_labels
 from ._own import EMPHASIS, unwrap
 
 __all__ = ["END_TOKENS", "VerdictForm", "inside_copy", "policy_copies"]
@@ -92,7 +93,7 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
                           + _literal(after, pair, unsealed=unsealed)
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
-        return re.compile(_spaced_off(before, value, after, unsealed) + stop)
+        return re.compile(_spaced_off(before, value, after, unsealed, m.group() == _LABEL) + stop)
     return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed) + stop)
 
 
@@ -112,34 +113,57 @@ def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: st
                                                       for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
 
 
-def _spaced_off(before: str, value: str, after: str, unsealed: bool) -> str:
+def _spaced_off(before: str, value: str, after: str, unsealed: bool, label: bool = False) -> str:
     """A pattern that spaces its verdict off (``[RESULT] {score}``): judges echo the prompt's
-    "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"."""
+    "[RESULT] (an integer ...)" or add a colon, so take "[RESULT]: 4", "[RESULT] (4)", "[RESULT] [4]"; unsealed, a
+    head of one bracketed word also as ``_bracket_heads`` says, a label also after the candidates' name."""
     name = before.rstrip()
     # the head in the form's own case, where the value asks (``_PROSE``)
     cs = "(?:(?=" + _literal(name.rstrip(":") if unsealed and _KEY_HEAD.fullmatch(name) else name, exact=True,
                              unsealed=unsealed) + r")(?P<cs>)|)" if "(?(cs)" in value else ""
+    opened = ""
     if unsealed and _KEY_HEAD.fullmatch(name):
         # unsealed, a head of words and a colon (``score: {score}``): its words also a JSON key
         # (``{"score": 4, ...}``), which the pipelines that ask for such lines read with json.loads (MLflow)
         head = r"(?<!\w)(?P<jq>['\"])?" + cs + _literal(name[:-1], unsealed=True) + r"(?(jq)['\"])" + _EMPH \
             + r"[ \t]?:" + ":?"
     else:
-        head = cs + _bounded(_literal(name, unsealed=unsealed), before, True, False) + ":?"
+        head = cs + _bounded(_literal(name, unsealed=unsealed), before, True, False)
+        if unsealed and _BRACKETED_WORD.fullmatch(name):
+            heads, opened = _bracket_heads(name, label)
+            head = "(?:" + head + heads + ")"
+        head += ":?"
     if unsealed:
         # a verdict alone on the next line, a blank one between at most, where the form ends with it
         # ("[RESULT]\n4", "**Score:**\n\n8"), as prometheus-eval's and Inspect's parsers read it
         below = "" if after.strip(". ") else "|" + _NEXT_LINE
         # and spaced off inside its brackets ("Rating: [ 4 ]")
         head += "(?:" + _GAP + below + ")" + _BRACKET_WORD \
-            + r"(?:(?:(?P<o1>\()|(?P<o2>\[))" + _INNER_SPACE + r"|(?P<o3>['\"]))?"
+            + r"(?:(?:(?P<o1>\()|(?P<o2>\[))" + _INNER_SPACE + r"|(?P<o3>['\"]))?" \
+            + ("(?:" + _CANDIDATE + ")?" if label and opened else "")
         # ... a scale inside them ("Rating: [2/10]")
-        close = r"(?:(?(o1)|(?(o2)|(?!)))" + _OUT_OF + r")?(?(o1)" + _INNER_SPACE + r"\))(?(o2)" + _INNER_SPACE \
-            + r"\])(?(o3)['\"])" + (_ALONE if below else "")
+        close = opened + r"(?:(?(o1)|(?(o2)|(?!)))" + _OUT_OF + r")?(?(o1)" + _INNER_SPACE + r"\))(?(o2)" \
+            + _INNER_SPACE + r"\])(?(o3)['\"])" + (_ALONE if below else "") + ")" * opened.count("(?(")
     else:
         head += _GAP + r"(?:(?P<o1>\()|(?P<o2>\[))?"
         close = r"(?(o1)\))(?(o2)\])"
     return head + "(?P<v>" + value + ")" + close + _bounded(_literal(after, unsealed=unsealed), after, False, True)
+
+
+def _bracket_heads(name: str, label: bool) -> "tuple[str, str]":
+    """Unsealed, the other heads of a spaced head that is one word in brackets (``[RESULT] {label}``), as
+    prometheus-eval's parsers read them: the verdict inside the brackets after the word and a colon ("[RESULT: B]",
+    group ``ib``); the word and a colon without the brackets at a line's start, a heading's marks or a bullet
+    before it ("Result: B", "- Result: 4", ``nb``); for a label,
+    the candidates' name (``_CANDIDATE``) and the label in the brackets, ending its line ("[Response B]", ``cb``).
+    Returns them as alternatives to the head's own, and the opening of the close they need (its conditionals)."""
+    word = _literal(name[1:-1], unsealed=True)
+    heads = r"|(?P<ib>\[" + word + r"[ \t]{0,2}(?=:))|(?P<nb>(?<![^\n])[ \t*_]{0,4}(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2})?(?<!\w)" + word + r"[ \t]{0,2}(?=:))"
+    opened = r"(?(ib)[ \t]{0,2}\]|"
+    if label:
+        heads += r"|(?P<cb>\[(?=" + _CANDIDATE + "))"
+        opened += r"(?(cb)\]" + _ENDS_LINE + "|"
+    return heads, opened
 
 
 def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) -> str:
@@ -184,6 +208,14 @@ def _single_too(lead: str, score: bool) -> "tuple[str, str]":
             r"(?(sb)\]|" + close + ")" if score else close)
 
 
+#: unsealed (``_spaced_off``): a spaced head that is one word in brackets (``[RESULT]``), read also as
+#: ``_bracket_heads`` says
+_BRACKETED_WORD = re.compile(r"\[[^\W\d_]{1,16}\]")
+#: unsealed: the name a pairwise prompt gives its candidates, before a label ("[RESULT] Response B"), as
+#: prometheus-eval's relative parser reads it
+_CANDIDATE = r"(?i:response|assistant|answer|output|model)[ \t]{1,2}"
+#: unsealed: nothing after a verdict on its line but spaces, emphasis and a full stop (looked at, not taken)
+_ENDS_LINE = r"(?=[ \t*_.]{0,8}(?![^\r\n]))"
 #: unsealed (``_spaced_off``): a head of one to three words and a colon, read as a JSON key too
 _KEY_HEAD = re.compile(r"[^\W\d_]{1,16}(?: [^\W\d_]{1,16}){0,2}:")
 #: labels that are also one-letter words ("I think", "A good answer")
@@ -301,29 +333,6 @@ def inside_copy(copies: "tuple[list[int], list[int]]", start: int, end: int) -> 
     starts, reach = copies
     i = bisect.bisect_right(starts, start) - 1
     return i >= 0 and reach[i] >= end
-
-
-def _checked_labels(pattern: str, labels: object) -> "tuple[str, ...]":
-    if isinstance(labels, str) or not labels:
-        raise ConfigError(f"the form {pattern!r} holds {_LABEL}: give its labels "
-                          f"as a tuple of strings, got {labels!r}")
-    labels = tuple(labels)  # type: ignore[arg-type]
-    bad = [lab for lab in labels if not isinstance(lab, str) or not lab.strip() or lab != lab.strip()]
-    if bad:
-        raise ConfigError(f"labels must be non-empty strings without surrounding whitespace, got {bad!r}")
-    if len(set(labels)) != len(labels):
-        raise ConfigError(f"labels repeat: {labels!r}")
-    return labels
-
-
-def _checked_bounds(bounds: object) -> "tuple[float, float]":
-    try:
-        lo, hi = (float(b) for b in bounds)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        raise ConfigError(f"bounds must be two numbers (low, high), got {bounds!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        raise ConfigError(f"bounds must be finite with low <= high, got {bounds!r}")
-    return lo, hi
 
 
 @dataclass(frozen=True)
