@@ -834,7 +834,9 @@ CASES = [
     ("pandalm", PANDALM, pandalm, "2\n\n### Reason: Response 2 answers the question directly.\n\n### Reference: Paris.",
      "agree"),
     ("pandalm", PANDALM, pandalm, "Tie\n\n### Reason: Both responses are correct and concise.", "agree"),
-    ("pandalm", PANDALM, pandalm, "tie\n\n### Reason: Both are wrong.", "there only"),
+    # a label of two letters or more in another case: read as declared, as the parsers that fold case read it
+    ("pandalm", PANDALM, pandalm, "tie\n\n### Reason: Both are wrong.", "agree"),
+    ("pandalm", PANDALM, pandalm, "TIE\n\n### Reason: Both are right.", "agree"),
     # MT-Bench-101 (opencompass): the first [n] anywhere
     ("mt-bench-101", BRACKETS, mtbench101,
      "The assistant kept track of the earlier turn and corrected itself.\n\nRating: [[8]]", "agree"),
@@ -871,7 +873,7 @@ CASES = [
     ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is: Assistant B is slightly better: [[B>A]].", "agree"),
     ("arena-hard v2", ARENA, arena_hard_v2,
      "For correctness: [[A>B]]. For style: [[A=B]].\n\nMy final verdict is [[A>B]]", "two"),
-    ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is [[a>b]]", "there only"),
+    ("arena-hard v2", ARENA, arena_hard_v2, "My final verdict is [[a>b]]", "agree"),
     # arena-hard v2 scores "A<B", "B=A", "B<<A" ... too (show_result.py's label_to_score): declared, they are read
     ("arena-hard v2", ARENA, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "there only"),
     ("arena-hard v2", ARENA10, arena_hard_v2, "Assistant B is slightly better: [[A<B]]", "agree"),
@@ -1046,8 +1048,8 @@ CASES = [
     ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")),
      "EXPLANATION: To pick the label I compare topics; the text is not unrelated, it answers it.\nLABEL: relevant",
      "there only"),
-    # the rails lower-cased there; the form's labels exact (a judge that capitalises needs its own labels)
-    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")), "LABEL: Relevant", "there only"),
+    # the rails lower-cased there; here a label of two letters or more in any case, read as declared
+    ("phoenix", PHOENIX, phoenix_explained(("relevant", "unrelated")), "LABEL: Relevant", "agree"),
     # ... and without explanations: the reply itself snapped to the rails ("relevant" alone, as the prompt quotes it)
     ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")), "relevant", "agree"),
     ("phoenix", PHOENIX_BARE, lambda r: phoenix_snap(r, ("relevant", "unrelated")), '"unrelated"', "agree"),
@@ -1070,7 +1072,7 @@ CASES = [
     ("langchain qa", LC_QA, langchain_qa,
      "EXPLANATION: The student says 1912 and so does the true answer.\nGRADE: CORRECT", "agree"),
     ("langchain qa", LC_QA, langchain_qa, "GRADE: INCORRECT", "agree"),
-    ("langchain qa", LC_QA, langchain_qa, "Grade: Correct", "there only"),
+    ("langchain qa", LC_QA, langchain_qa, "Grade: Correct", "agree"),
     # ... its plain prompt ends with "GRADE:", so the reply is the label alone (a bare form; it reads "GRADE: X" too)
     ("langchain qa", LC_QA_BARE, langchain_qa, " CORRECT", "agree"),
     ("langchain qa", LC_QA_BARE, langchain_qa, "GRADE: INCORRECT", "agree"),
@@ -1147,7 +1149,7 @@ CASES = [
     ("arena category", ARENA_IF, arena_category_if, "<score>[3]</score>", "agree"),
     ("arena category", ARENA_MATH, arena_category_math, "<decision>\nyes\n</decision>", "agree"),
     ("arena category", ARENA_MATH, arena_category_math, "<decision>no</decision>", "agree"),
-    ("arena category", ARENA_MATH, arena_category_math, "<decision>Yes</decision>", "there only"),
+    ("arena category", ARENA_MATH, arena_category_math, "<decision>Yes</decision>", "agree"),
     # AlpacaEval's chatgpt annotator: "Output (a)" opening a line, exactly one in the reply
     ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a)", "agree"),
     ("alpacaeval chatgpt", OUTPUT, alpaca_chatgpt, "Output (a) is better.", "agree"),
@@ -1214,7 +1216,7 @@ CASES = [
     ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'no', 'score': '2'}", "agree"),
     ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 5}.", "here only"),
     ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "```python\n{'pred': 'yes', 'score': 3}\n```", "here only"),
-    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'Yes', 'score': 4}", "there only"),
+    ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'Yes', 'score': 4}", "agree"),
     # the prompt's own example: int() drops the fraction there
     ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 4.8}", "there only"),
     # Shaberi (test_real_judges.py replays its ELYZA, Tengu and ja-mt-bench gradings): 'on the last line output only
@@ -1322,6 +1324,8 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (PHOENIX_BARE, '"relevant" is my answer'),      # ... and the label alone inside them
     (MLFLOW, 'score": 4'),                          # a JSON key's quote marks: both or neither
     (MLFLOW, 'my"score": 4'),                       # ... and not the end of a word
+    (PAIR_AB, "[[a]]"),                             # a one-letter label in its own case only ("a", "I" are words)
+    (AUTOJ_PAIR, "So, the final decision is TIE."),  # ... and every label where two differ by case alone
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok

@@ -6,7 +6,6 @@ unsealed reading; ``read_line`` reads the rest of a sealed ``VERDICT <seal>:`` l
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import re
@@ -17,6 +16,7 @@ from typing import Sequence, Union
 from ..errors import ConfigError
 from . import _gbnf
 from ._decision import Decision, NoVerdict, Verdict, disagreeing
+from ._copies import MAX_POLICY_TEXTS as _MAX_POLICY_TEXTS, inside_copy, policy_copies
 from ._form_checks import checked_bounds as _checked_bounds, checked_labels as _checked_labels
 from ._own import EMPHASIS, unwrap
 
@@ -59,9 +59,6 @@ _SCALE = "(?:" + _OUT_OF + ")?"
 _EMPH = r"[*_]{0,4}"
 _RUNS = re.compile(r"\w+|[^\w\s]+")
 
-#: policy texts looked for per reply, and copies of each one recorded
-_MAX_POLICY_TEXTS = 64
-_MAX_COPIES = 256
 
 Value = Union[float, str]
 
@@ -106,11 +103,19 @@ def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: st
     # that is also a one-letter word, followed by a word in lower case, after the head in another case
     # than the form's, is prose ("to decide the grade: I think ..."), not a verdict
     prose = unsealed and not after and before != before.rstrip() and any(c.isalpha() for c in before)
-    # sealed, the labels in any case where no two differ by case alone (``VERDICT <seal>: [[b>>a]]``, ``no``)
-    caseless = not unsealed and len({lab.casefold() for lab in labels or ()}) == len(labels or ())
-    return ("(?i:" if caseless else "(?:") + "|".join(_bounded(re.escape(lab), lab, not before, not after)
-                                                      + (_PROSE if prose and lab in _WORD_LABELS else "")
-                                                      for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+    # sealed, the labels in any case where no two differ by case alone (``VERDICT <seal>: [[b>>a]]``, ``no``);
+    # unsealed, so a label of two letters or more ("tie", "[[a>b]]", "LABEL: Relevant"), as the parsers that lower-
+    # or upper-case the reply read it, never a one-letter one ("a" and "I" are words)
+    distinct = len({lab.casefold() for lab in labels or ()}) == len(labels or ())
+    return ("(?i:" if distinct and not unsealed else "(?:") + "|".join(
+        _label(lab, distinct and unsealed, not before, not after) + (_PROSE if prose and lab in _WORD_LABELS else "")
+        for lab in sorted(labels or (), key=lambda s: (-len(s), s))) + ")"
+
+
+def _label(lab: str, caseless: bool, head: bool, tail: bool) -> str:
+    """One label's regex (for ``_value``): in any case where ``caseless`` and it holds two letters or more."""
+    return ("(?i:" if caseless and sum(c.isalpha() for c in lab) > 1 else "(?:") \
+        + _bounded(re.escape(lab), lab, head, tail) + ")"
 
 
 def _spaced_off(before: str, value: str, after: str, unsealed: bool, label: bool = False) -> str:
@@ -158,7 +163,8 @@ def _bracket_heads(name: str, label: bool) -> "tuple[str, str]":
     the candidates' name (``_CANDIDATE``) and the label in the brackets, ending its line ("[Response B]", ``cb``).
     Returns them as alternatives to the head's own, and the opening of the close they need (its conditionals)."""
     word = _literal(name[1:-1], unsealed=True)
-    heads = r"|(?P<ib>\[" + word + r"[ \t]{0,2}(?=:))|(?P<nb>(?<![^\n])[ \t*_]{0,4}(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2})?(?<!\w)" + word + r"[ \t]{0,2}(?=:))"
+    heads = r"|(?P<ib>\[" + word + r"[ \t]{0,2}(?=:))|(?P<nb>(?<![^\n])[ \t*_]{0,4}" \
+        + r"(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2})?(?<!\w)" + word + r"[ \t]{0,2}(?=:))"
     opened = r"(?(ib)[ \t]{0,2}\]|"
     if label:
         heads += r"|(?P<cb>\[(?=" + _CANDIDATE + "))"
@@ -300,41 +306,6 @@ def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def policy_copies(text: str, policy_texts: Sequence[str], min_len: int = 1
-                  ) -> "tuple[list[int], list[int]]":
-    """Verbatim copies in ``text`` of ``policy_texts`` (``min_len`` characters or
-    more), for ``inside_copy``: sorted starts and, for each, the furthest end of a
-    copy starting at or before it. Bounded work: a few times the reply's length."""
-    spans: list[tuple[int, int]] = []
-    budget = 8 * len(text) + 4096
-    for p in list(policy_texts)[:_MAX_POLICY_TEXTS]:
-        if not isinstance(p, str) or len(p) < max(1, min_len) or len(p) > len(text):
-            continue
-        at, found = text.find(p), 0
-        while at >= 0 and found < _MAX_COPIES and budget > 0:
-            spans.append((at, at + len(p)))
-            found += 1
-            budget -= len(p)
-            at = text.find(p, at + 1)
-        if budget <= 0:
-            break
-    spans.sort()
-    starts, reach, far = [], [], -1
-    for a, b in spans:
-        far = max(far, b)
-        starts.append(a)
-        reach.append(far)
-    return starts, reach
-
-
-def inside_copy(copies: "tuple[list[int], list[int]]", start: int, end: int) -> bool:
-    """Whether ``[start, end)`` lies inside one of ``copies`` (``policy_copies``):
-    a copy starting at or before ``start`` reaches ``end``."""
-    starts, reach = copies
-    i = bisect.bisect_right(starts, start) - 1
-    return i >= 0 and reach[i] >= end
-
-
 @dataclass(frozen=True)
 class VerdictForm:
     """A declared verdict form, read as docs/sealed-verdicts.md says: ``pattern`` with one
@@ -369,8 +340,8 @@ class VerdictForm:
             object.__setattr__(self, "bounds", _checked_bounds(self.bounds))
 
     def _value(self, raw: str) -> "Value | None":
-        if self.labels is not None:
-            return raw
+        if self.labels is not None:   # a label written in another case (``_value``): the label declared
+            return raw if raw in self.labels else next(lab for lab in self.labels if lab.casefold() == raw.casefold())
         value = float(raw)
         return value if self.bounds is None or self.bounds[0] <= value <= self.bounds[1] else None
 
