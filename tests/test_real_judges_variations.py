@@ -277,7 +277,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
        for name in _TOKEN_VARIATIONS if name.endswith("the verdict")},
     # full-width brackets are read by none of the sources' bracket regexes, nor here; the parsers that read a word
     # or number after a name read the value inside them
-    "full-width brackets": {"there": {"judgebench skywork", "prometheus", "ultrafeedback"}},
+    "full-width brackets": {"there": {"judgebench skywork", "prometheus", "ultrafeedback"},
+                            # "［RESULT］\nResponse B": the candidate's name alone on the reply's last line is read here
+                            "here": {"prometheus relative"}},
     # PandaLM's first line is "2\r"; the Flow judge wants one whitespace character each side of the digit
     "crlf": {"here": {"lighteval flow", "pandalm"}},
     # the verdict moved into a fence: the whole-reply parsers, those that want it to end the reply or its line,

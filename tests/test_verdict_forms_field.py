@@ -791,8 +791,8 @@ CASES = [
      "neither"),
     # the candidate's name with its letter (the prompt's "Response A" and "Response B"), after the head or in its
     # brackets, or in brackets in the head's place where it ends its line, as the parser reads them; never a
-    # bracketed name inside a line, nor the name alone without brackets (the parser reads neither); an enclosed
-    # form's "[[Assistant B]]" stays unread (test_verdict_forms.py)
+    # bracketed name inside a line; the name alone without brackets only on the reply's last line (read here only);
+    # an enclosed form's "[[Assistant B]]" stays unread (test_verdict_forms.py)
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
      "Feedback: Both responses are clear, B more so. [Result] Response B", "agree"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is more complete.\n[RESULT]\nResponse B",
@@ -803,7 +803,13 @@ CASES = [
      "Feedback: Both responses are similar, B cites its source. [Response B]", "agree"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A is correct.\n\n[Response A]\n", "agree"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "As [Response B] shows, the claim holds.", "neither"),
-    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is better.\nResponse B", "neither"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: B is better.\nResponse B", "here only"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback: A is better.\n\n**Response A**\n",
+     "here only"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative, "Feedback:\nResponse B\nIt cites its source.",
+     "neither"),
+    ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
+     "**Response A**\nExact.\n**Response B**\nVague.\n[RESULT] A", "agree"),
     ("prometheus relative", PROMETHEUS_REL, prometheus_relative,
      "Feedback: Both responses are clear... Response B Response A", "neither"),
     # the absolute form's bracketed head reads the same ways ("[RESULT: 4]", "Result: 4" at a line's start)

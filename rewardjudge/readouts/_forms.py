@@ -159,16 +159,16 @@ def _bracket_heads(name: str, label: bool) -> "tuple[str, str]":
     """Unsealed, the other heads of a spaced head that is one word in brackets (``[RESULT] {label}``), as
     prometheus-eval's parsers read them: the verdict inside the brackets after the word and a colon ("[RESULT: B]",
     group ``ib``); the word and a colon without the brackets at a line's start, a heading's marks or a bullet
-    before it ("Result: B", "- Result: 4", ``nb``); for a label,
-    the candidates' name (``_CANDIDATE``) and the label in the brackets, ending its line ("[Response B]", ``cb``).
-    Returns them as alternatives to the head's own, and the opening of the close they need (its conditionals)."""
+    before it ("Result: B", "- Result: 4", ``nb``); for a label, the candidates' name (``_CANDIDATE``) and the label
+    in the brackets, ending its line ("[Response B]", ``cb``), or alone on the reply's last line ("Response B",
+    ``rb``). Returns them as alternatives to the head's own, and the opening of the close they need (its conditionals)."""
     word = _literal(name[1:-1], unsealed=True)
     heads = r"|(?P<ib>\[" + word + r"[ \t]{0,2}(?=:))|(?P<nb>(?<![^\n])[ \t*_]{0,4}" \
         + r"(?:(?:#{1,6}|[-+\u2022])[ \t]{1,2})?(?<!\w)" + word + r"[ \t]{0,2}(?=:))"
     opened = r"(?(ib)[ \t]{0,2}\]|"
     if label:
-        heads += r"|(?P<cb>\[(?=" + _CANDIDATE + "))"
-        opened += r"(?(cb)\]" + _ENDS_LINE + "|"
+        heads += r"|(?P<cb>\[(?=" + _CANDIDATE + "))|(?P<rb>(?<![^\n])[ \t*_]{0,4}(?=" + _CANDIDATE + "))"
+        opened += r"(?(cb)\]" + _ENDS_LINE + r"|(?(rb)(?=[ \t*_.]{0,8}[\s\x00]*\Z)|"
     return heads, opened
 
 
