@@ -28,20 +28,28 @@ KEYS_FIRST = [8 if i < 12 else 1 for i in range(len(PIECES))]
 FILLER_FIRST = [4 if i < 12 else 12 if i < 19 else 1 for i in range(len(PIECES))]
 
 
-def _first_trie(words) -> str:
+def _first_trie(words, beside=()) -> str:
     """``_guards._trie`` as first written: each class one alternative, an optional group where a word
-    may end; a longer word not taken where a whole word begins at its next character (hunt 21)."""
-    root: dict = {}
-    for word in words:
-        node = root
-        for c in word:
-            node = node.setdefault(c, {})
-        node[""] = {}
+    may end; a longer word not taken where a whole word begins at its next character (hunt 21), a word of
+    ``beside`` too (hunt 30: a filler word not taken longer over a master key's first letter)."""
+    roots: "list[dict]" = [{}, {}]
+    for root, some in zip(roots, (words, beside)):
+        for word in some:
+            node = root
+            for c in word:
+                node = node.setdefault(c, {})
+            node[""] = {}
+    root = roots[0]
 
-    begun = {**{c[1]: child for c, child in root.items() if len(c) == 4 and c[0] == "["}, **root}
+    begun: dict = {}
+    for tree in roots:
+        for c, child in tree.items():
+            for at in ({c, c[1]} if len(c) == 4 and c[0] == "[" else {c} if c else ()):
+                begun.setdefault(at, []).append((c, child))
 
     def emit(node: dict, guard: bool = True) -> str:
-        alts = [(f"(?!{c}{emit(begun[c], False)})" if guard and "" in node and c in begun else "") + c + emit(child, guard)
+        alts = [("".join(f"(?!{p}{emit(after, False)})" for p, after in begun[c]) if guard and "" in node and c in begun
+                 else "") + c + emit(child, guard)
                 for c, child in sorted(node.items()) if c]
         body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
         return "" if not alts else body + "?" if "" in node else body
@@ -57,7 +65,7 @@ _FIRST_STEP = "(?:" + "".join(_guards._chars("step")) + r"\d{1,3}(?!\d)){2,}"
 def _reference(keys: tuple[str, ...]) -> "re.Pattern[str]":
     """The opener as one pattern matched in one call, as it was first written (its tries too)."""
     key = f"(?:{_FIRST_STEP}|{_first_trie(_guards._key_chars(keys))})"
-    filler = _first_trie(list(w) for w in _guards._FILLER)
+    filler = _first_trie((list(w) for w in _guards._FILLER), _guards._key_chars(keys))
     fillers = f"(?>(?:(?!{key})(?>{filler})){{0,{_guards._FILLER_RUN}}})"
     return re.compile(f"{fillers}(?:(?>{key}){fillers})++")
 

@@ -398,7 +398,8 @@ def _old_opener(keys: tuple[str, ...]):
 
     from rewardjudge.graders import _guards
 
-    k, f = _guards._trie(map(_guards._chars, _guards._key_forms(keys))), _guards._trie(list(w) for w in _guards._FILLER)
+    k = _guards._trie(map(_guards._chars, _guards._key_forms(keys)))
+    f = _guards._trie((list(w) for w in _guards._FILLER), _guards._key_chars(keys))   # hunt 30: no key's letter taken
     k = f"(?:{_guards._STEP}|{k})"   # numbered step headers first, as the pattern takes them
     n = _guards._FILLER_RUN
     return re.compile(f"(?:(?!{k})(?=({f}))\\1){{0,{n}}}(?:(?=({k}))\\2(?:(?!{k})(?=({f}))\\3){{0,{n}}})+")

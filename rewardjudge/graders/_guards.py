@@ -15,66 +15,10 @@ import numpy as np
 
 from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
+from ._encoded import base64_text, base64_texts, unescaped
+from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import document_body, notation_strings
-
-# Openers that carry no answer; matched on their letters and digits (``letters``)
-MASTER_KEYS: frozenset[str] = frozenset({
-    "thought process", "let's solve this problem step by step", "let's think step by step",
-    "solution", "answer", "the answer is", "step 1", "reasoning", "explanation", "response",
-    "final answer", "here is the answer", "here's the answer", "i think", "sure",
-    "boxed",                                   # an empty \boxed{}
-    "tool call",                               # the frame of a tool call (thread.tool_call_text)
-    # the multilingual master keys of "One Token to Fool LLM-as-a-Judge" (2025), and kin
-    "解", "解答", "答案", "答", "かいせつ", "解説", "respuesta", "solución", "réponse", "antwort",
-    "lösung", "ответ", "решение",
-    # "answer", "solution", "thought process" in more languages
-    "回答", "答え", "解析", "解题思路", "思考过程", "정답", "답", "풀이", "해답", "उत्तर", "हल", "الإجابة", "الحل",
-    "resposta", "solução", "risposta", "soluzione", "lösungsweg", "antwoord", "oplossing", "svar", "lösning",
-    "odpowiedź", "rozwiązanie", "cevap", "çözüm", "jawaban", "penyelesaian", "trả lời", "lời giải", "đáp án",
-    "απάντηση", "λύση", "תשובה", "פתרון", "התשובה", "הפתרון",
-    # openers that announce reasoning to come
-    "step by step", "let me think", "lets think", "let me solve", "lets solve",
-    # hunt 20: reasoning announced, in English and in the languages of the keys above
-    "thought", "thoughts", "thinking", "thinking process", "reasoning process", "chain of thought",
-    "break this down", "break it down",
-    # hunt 21: the keys in the plural
-    "answers", "final answers", "solutions", "responses", "explanations",
-    "जवाब", "समाधान", "चरण दर चरण", "आइए चरण दर चरण सोचते हैं", "चरण दर चरण सोचते हैं", "الجواب", "جواب", "پاسخ", "خطوة بخطوة",
-    "لنفكر خطوة بخطوة", "шаг за шагом", "давайте подумаем шаг за шагом", "давайте решим шаг за шагом",
-    "давайте решим эту задачу шаг за шагом", "문제를 단계별로 풀어봅시다",
-    "відповідь", "розвязання", "крок за кроком", "ステップバイステップ", "ステップバイステップで考えましょう",
-    "段階的に考えましょう", "답변", "해결", "단계별로", "단계별로 생각해 봅시다", "yanıt", "adım adım",
-    "adım adım düşünelim", "câu trả lời", "từng bước", "hãy suy nghĩ từng bước", "langkah demi langkah",
-    "mari berpikir langkah demi langkah", "jawapan", "jibu", "suluhisho", "hatua kwa hatua",
-    "tufikirie hatua kwa hatua", "sagot", "উত্তর", "คำตอบ", "பதில்", "étape par étape",
-    "réfléchissons étape par étape", "paso a paso", "pensemos paso a paso", "schritt für schritt",
-    "denken wir schritt für schritt", "passo a passo", "vamos pensar passo a passo", "passo dopo passo",
-    "让我们一步一步地思考", "一步一步", "逐步", "思考過程", "解題思路", "思路",
-})
-
-#: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
-#: content beside a master key; without one they may be the answer (``Okay.``). ``_FILLER``: these and ``_FILLER_OF_KEYS``
-_FILLER_WORDS = frozenset({
-    "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
-    "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
-    "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
-    "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
-    "correct", "right", "therefore", "thus", "hence", "to", "in", "conclusion", "your",   # hunt 21
-})
-#: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
-#: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer
-#: as ``The final answer is:`` is none. No single Latin letter: ``The answer is A`` answers
-_FILLER_OF_KEYS = (
-    "是 为 就是 最终 最后 最终的 最后的 我的 我们的 正确 如下 以下 这 这是 は の が 私の 最終 最終的な 正しい 通り です",   # zh, ja
-    "은 는 이 제 나의 최종 다음과 같습니다 입니다 है मेरा सही यह नीचे अंतिम היא הוא הסופית คือ",                         # ko, hi, he, th
-    "окончательный итоговый итак мой наш правильный такой вот это ниже следующий остаточна остаточний моя мій ось "
-    "така такий правильна هي هو النهائية الصحيحة كالتالي هنا نهایی است من",                              # ru, uk, ar, fa
-    "la le les est finale final ma mon notre voici correcte suivante el es mi nuestra aquí está correcta siguiente "
-    "die der ist lautet endgültige meine unsere richtige folgende minha nossa aqui correta mia ecco corretta",
-    "şu son doğru benim là cuối cùng của tôi nya adalah akhir saya",                     # tr, vi, id/ms
-)
-_FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_KEYS).split())} - {""})
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
@@ -156,6 +100,8 @@ _STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12
+#: the labels a question restated stands under, in ``letters`` form, none or several (``ECHO_LABELS``)
+_RESTATED = re.compile(f"(?>{_trie(list(w) for w in ECHO_LABELS)})*+")
 
 
 def _echo(question: str) -> str:
@@ -174,7 +120,7 @@ def _echo_of(question: str) -> str:
 def _opener_units(extra_keys: tuple[str, ...]) -> "tuple[str, str]":
     """The parts of ``_opener_pattern``: filler words before the first key, and one unit (a key, then
     filler words)."""
-    keys, filler = _trie(_key_chars(extra_keys)), _trie(list(w) for w in _FILLER)
+    keys, filler = _trie(_key_chars(extra_keys)), _trie((list(w) for w in _FILLER), _key_chars(extra_keys))
     keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
@@ -237,7 +183,18 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str
     _flag_echoes(flags, texts, keys, question)
     _flag_lookalikes(flags, texts, keys)
     _flag_documents(flags, texts, keys)
+    _flag_encoded(flags, texts, keys, question)
     return flags
+
+
+def _flag_encoded(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
+    """Flags (in place) the texts with content that are base64 of a content-free text (``base64_texts``: one search
+    over the texts joined), read again as decoded."""
+    joiner = free_joiner(texts)
+    coded = {i: plain for i, plain in base64_texts(joiner.join(texts), joiner).items() if not flags[i]} \
+        if joiner is not None and not all(flags) else {}
+    for i, free in zip(coded, _content_free_flags(list(coded.values()), keys, question) if coded else []):
+        flags[i] = free
 
 
 def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
@@ -312,7 +269,7 @@ def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ..
     """Flags (in place) the texts with content that are JSON documents of content-free strings
     (``_json_free``)."""
     joined = "".join(texts)
-    if not any(c in joined for c in "{[`~") and not ("\n" in joined and (":" in joined or "=" in joined)):
+    if not any(c in joined for c in "{[`~&%") and not ("\n" in joined and (":" in joined or "=" in joined)):
         return   # no text may be a document (``_document``)
     docs = {i: body for i, t in enumerate(texts) if not flags[i] and (body := _document(t, keys)) is not None}
     for i, free in zip(docs, _json_free(list(docs.values()), keys) if docs else []):
@@ -476,7 +433,10 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
 def _document(text: str, keys: tuple[str, ...]) -> "str | None":
     """The data document ``text`` may be (``document_body``, blank and invisible marks at its ends aside: ``_EDGES``),
     its label and tail, where it has them, no content: none, or master keys and filler only (``_only_keys``)."""
-    return document_body(text.strip(_EDGES), lambda found: not found or _only_keys(found, keys))
+    # hunt 30: a document written escaped (``{&quot;answer&quot;: &quot;&quot;}``, ``%7B...%7D``), as a judge reads it
+    plain = unescaped(text) if "&" in text or "%" in text else None
+    body = _document(plain, keys) if plain is not None else None
+    return body if body is not None else document_body(text.strip(_EDGES), lambda found: not found or _only_keys(found, keys))
 
 
 def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
@@ -552,7 +512,8 @@ def _free(text: str, keys: tuple[str, ...], echo: str = "") -> "str | None":
     found = letters(unmarked)
     if _bare(text, unmarked, found, keys, ""):
         return "free"
-    if echo and echo in found and _bare(text, unmarked, found.replace(echo, ""), keys, echo):
+    if echo and echo in found and (_RESTATED.fullmatch(rest := found.replace(echo, "")) is not None
+                                   or _bare(text, unmarked, rest, keys, echo)):
         return "echo"
     return None
 
@@ -586,7 +547,9 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
     keys = tuple(extra_keys)
     echo = _echo(question)
     how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) \
-        or (as_json and (body := _document(text, keys)) is not None and _json_free([body], keys)[0] and "free")
+        or (as_json and (body := _document(text, keys)) is not None and _json_free([body], keys)[0] and "free") \
+        or ((plain := base64_text(text)) is not None and content_free_reason(plain, keys, question, as_json=as_json)
+            is not None and "free")   # hunt 30: base64 from end to end, as a judge decodes it
     if not how:
         return None
     what = "it only repeats the question " if how == "echo" else ""

@@ -28,11 +28,17 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _MD_COMMENT = re.compile(r"\[[^\]\n]{1,64}\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\([^)\n]{0,4096}\)|\"[^\"\n]{0,4096}\""
                          r"|'[^'\n]{0,4096}'))?[ \t]*(?![^\n])")
 # An element hidden by its attributes (hunt 28): ``hidden``, ``display:none``, ``visibility:hidden``, a zero font
-# size or opacity, or white or transparent text where no background is set; with its text, to its close (a tag of
+# size or opacity, a screen reader's class, clipping or a place far off the page (hunt 30), or white or transparent
+# text where no background is set; with its text, to its close (a tag of
 # another name inside, not one of its own: each character is read from one start at most)
 _HIDE = (r"\shidden[\s=/>]|display\s{0,8}:\s{0,8}none|visibility\s{0,8}:\s{0,8}(?:hidden|collapse)"
          r"|(?:f(?<![\w-]f)ont-size|o(?<![\w-]o)pacity)\s{0,8}:\s{0,8}(?:0(?:\.0{1,8})?|\.0{1,8})(?:[a-z%]{1,4})?"
-         r"\s{0,8}[;\"'>]")
+         r"\s{0,8}[;\"'>]"
+         # hunt 30: a screen reader's class (``sr-only``), clipped to nothing, or moved far off the page
+         r"|s(?<![\w-]s)(?:r-only|creen-reader-text)(?![\w-])|v(?<![\w-]v)isually-hidden(?![\w-])"
+         r"|c(?<![\w-]c)lip\s{0,8}:\s{0,8}rect\(\s{0,8}(?:0|1px)(?:\s{0,8}[\s,]\s{0,8}(?:0|1px)){3}\s{0,8}\)"
+         r"|c(?<![\w-]c)lip-path\s{0,8}:\s{0,8}inset\(\s{0,8}(?:50|100)%"
+         r"|(?:l(?<![\w-]l)eft|t(?<![\w-]t)op|t(?<![\w-]t)ext-indent)\s{0,8}:\s{0,8}-\d{4,}")
 _WHITE = r"c(?<![\w-]c)olor\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
 # (one scan of the attributes for any of them, a look-behind only after a word's first letter: 54 -> 20 ms in 256 KiB)
 _HIDDEN_TAG = re.compile(rf"<([A-Za-z][\w-]{{0,31}})(?=\s)(?=[^<>]{{0,256}}?(?:{_HIDE}|{_WHITE}))"
@@ -178,19 +184,36 @@ def _paired(text: str, declared: bool) -> str:
                    or m.group(2).casefold() in _VOID else m.group(), text)
 
 
-def _trie(words: "Iterable[list[str]]") -> str:
-    """One pattern matching any of ``words`` (lists of character patterns), the longest where
-    several match but where a whole word begins after the shorter; shared prefixes are tried once (a text's every position tries a few
-    characters, not every word)."""
+def _tree(words: "Iterable[list[str]]") -> dict:
+    """``words`` (lists of character patterns) as a tree of nested dicts, ``""`` where a word ends."""
     root: dict = {}
     for word in words:
         node = root
         for c in word:
             node = node.setdefault(c, {})
         node[""] = {}
+    return root
 
-    # the words begun by each first character, and by a letter written as is (``_key_chars``) those begun by its class
-    begun = {**{c[1]: child for c, child in root.items() if len(c) == 4 and c[0] == "["}, **root}
+
+def _begun(roots: "Iterable[dict]") -> "dict[str, list[tuple[str, dict]]]":
+    """The words of ``roots`` (``_tree``-s) begun by each first character, and by a letter written as is (``_key_chars``)
+    those begun by its class: each as its first character's pattern and the tree after it."""
+    begun: "dict[str, list[tuple[str, dict]]]" = {}
+    for root in roots:
+        for c, child in root.items():
+            for at in {c, c[1]} if len(c) == 4 and c[0] == "[" else {c} if c else ():
+                begun.setdefault(at, []).append((c, child))
+    return begun
+
+
+def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = ()) -> str:
+    """One pattern matching any of ``words`` (lists of character patterns), the longest where
+    several match but where a whole word (of ``words``, or of ``beside``: the words read after them) begins after
+    the shorter; shared prefixes are tried once (a text's every position tries a few characters, not every word)."""
+    root = _tree(words)
+    # hunt 30: a filler word is not taken longer over a master key's first letter (``correcta`` in
+    # ``correctanswer`` left ``nswer``, so ``Correct answer:`` was read as an answer)
+    begun = _begun([root, _tree(beside)])
 
     def emit(node: dict, guard: bool = True) -> str:
         # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
@@ -200,7 +223,8 @@ def _trie(words: "Iterable[list[str]]") -> str:
         # an alternative led by a literal is skipped in a step of the engine, one led by a class is not
         # (262,144 one-character keys, the 47th of 55 first characters: 40 -> 25 ms)
         split = len(node) > _SPLIT_CHILDREN
-        alts = [(f"(?!{c}{emit(begun[c], False)})" if guard and "" in node and c in begun else "") + a + emit(child, guard)
+        alts = [("".join(f"(?!{p}{emit(after, False)})" for p, after in begun[c]) if guard and "" in node and c in begun
+                 else "") + a + emit(child, guard)
                 for c, child in sorted(node.items()) if c
                 for a in (_one_each(c) if split else [c])]
         if not alts:

@@ -21,12 +21,12 @@ _LOOKALIKE = {
 # Latin look-alikes from Cyrillic, Greek, Armenian, small capitals and IPA.
 _CONFUSABLE = {c: latin for latin, chars in {
     "a": "\u0430\u03b1\u0251\u1d00\u0250", "b": "\u0432\u03b2\u0299", "c": "\u0441\u03f2\u1d04\u217d",
-    "d": "\u0501\u1d05\u217e", "e": "\u0435\u03b5\u1d07\u0454", "g": "\u0261\u0262\u0581", "h": "\u04bb\u029c",
-    "i": "\u0456\u03b9\u0131\u026a\u0269\u04cf", "j": "\u0458\u1d0a", "k": "\u03ba\u043a\u1d0b", "l": "\u029f",
-    "m": "\u043c\u1d0d", "n": "\u0578\u057c\u0274\u03b7\u043f", "o": "\u043e\u03bf\u1d0f\u0585\u03c3",
-    "p": "\u0440\u03c1\u1d18", "r": "\u0433\u0280\u1d26", "s": "\u0455\ua731\u0282", "t": "\u0442\u03c4\u1d1b",
-    "u": "\u03c5\u1d1c\u057d", "v": "\u03bd\u1d20\u0475", "x": "\u0445\u03c7", "y": "\u0443\u028f\u03b3",
-    "z": "\u1d22",
+    "d": "\u0501\u1d05\u217e", "e": "\u0435\u03b5\u1d07\u0454", "f": "\ua730", "g": "\u0261\u0262\u0581",
+    "h": "\u04bb\u029c", "i": "\u0456\u03b9\u0131\u026a\u0269\u04cf", "j": "\u0458\u1d0a",
+    "k": "\u03ba\u043a\u1d0b", "l": "\u029f", "m": "\u043c\u1d0d", "n": "\u0578\u057c\u0274\u03b7\u043f",
+    "o": "\u043e\u03bf\u1d0f\u0585\u03c3", "p": "\u0440\u03c1\u1d18", "q": "\ua7af", "r": "\u0433\u0280\u1d26",
+    "s": "\u0455\ua731\u0282", "t": "\u0442\u03c4\u1d1b", "u": "\u03c5\u1d1c\u057d", "v": "\u03bd\u1d20\u0475",
+    "w": "\u1d21", "x": "\u0445\u03c7", "y": "\u0443\u028f\u03b3", "z": "\u1d22",
 }.items() for c in chars}
 # dropped: format and control characters, combining marks, and modifier letters (Lm: length
 # and tone marks, iteration marks, the tatweel, ``ː``), which stand beside a letter, never for one

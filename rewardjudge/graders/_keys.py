@@ -1,0 +1,88 @@
+"""The words the content-free screen (``_guards``) reads as no answer: master keys, openers that carry no answer
+in many languages (``Thought process:``, ``解``, ``Let's solve this step by step``), and the filler words they are
+wrapped in."""
+
+from __future__ import annotations
+
+from ..readouts._text import letters
+
+# Openers that carry no answer; matched on their letters and digits (``letters``)
+MASTER_KEYS: frozenset[str] = frozenset({
+    "thought process", "let's solve this problem step by step", "let's think step by step",
+    "solution", "answer", "the answer is", "step 1", "reasoning", "explanation", "response",
+    "final answer", "here is the answer", "here's the answer", "i think", "sure",
+    "boxed",                                   # an empty \boxed{}
+    "tool call",                               # the frame of a tool call (thread.tool_call_text)
+    # the multilingual master keys of "One Token to Fool LLM-as-a-Judge" (2025), and kin
+    "解", "解答", "答案", "答", "かいせつ", "解説", "respuesta", "solución", "réponse", "antwort",
+    "lösung", "ответ", "решение",
+    # "answer", "solution", "thought process" in more languages
+    "回答", "答え", "解析", "解题思路", "思考过程", "정답", "답", "풀이", "해답", "उत्तर", "हल", "الإجابة", "الحل",
+    "resposta", "solução", "risposta", "soluzione", "lösungsweg", "antwoord", "oplossing", "svar", "lösning",
+    "odpowiedź", "rozwiązanie", "cevap", "çözüm", "jawaban", "penyelesaian", "trả lời", "lời giải", "đáp án",
+    "απάντηση", "λύση", "תשובה", "פתרון", "התשובה", "הפתרון",
+    # openers that announce reasoning to come
+    "step by step", "let me think", "lets think", "let me solve", "lets solve",
+    # hunt 20: reasoning announced, in English and in the languages of the keys above
+    "thought", "thoughts", "thinking", "thinking process", "reasoning process", "chain of thought",
+    "break this down", "break it down",
+    # hunt 21: the keys in the plural
+    "answers", "final answers", "solutions", "responses", "explanations",
+    "जवाब", "समाधान", "चरण दर चरण", "आइए चरण दर चरण सोचते हैं", "चरण दर चरण सोचते हैं", "الجواب", "جواب", "پاسخ", "خطوة بخطوة",
+    "لنفكر خطوة بخطوة", "шаг за шагом", "давайте подумаем шаг за шагом", "давайте решим шаг за шагом",
+    "давайте решим эту задачу шаг за шагом", "문제를 단계별로 풀어봅시다",
+    "відповідь", "розвязання", "крок за кроком", "ステップバイステップ", "ステップバイステップで考えましょう",
+    "段階的に考えましょう", "답변", "해결", "단계별로", "단계별로 생각해 봅시다", "yanıt", "adım adım",
+    "adım adım düşünelim", "câu trả lời", "từng bước", "hãy suy nghĩ từng bước", "langkah demi langkah",
+    "mari berpikir langkah demi langkah", "jawapan", "jibu", "suluhisho", "hatua kwa hatua",
+    "tufikirie hatua kwa hatua", "sagot", "উত্তর", "คำตอบ", "பதில்", "étape par étape",
+    "réfléchissons étape par étape", "paso a paso", "pensemos paso a paso", "schritt für schritt",
+    "denken wir schritt für schritt", "passo a passo", "vamos pensar passo a passo", "passo dopo passo",
+    "让我们一步一步地思考", "一步一步", "逐步", "思考過程", "解題思路", "思路",
+    # hunt 30: the labels of a solution's parts, and reasoning announced in English
+    "analysis", "approach", "result", "results", "output", "conclusion", "summary", "proof", "calculation",
+    "calculations", "rationale", "justification", "lets begin", "lets start", "lets analyze", "lets analyse",
+    # ... the keys' words in the languages and scripts no list held
+    "odpověď", "řešení", "krok za krokem", "odpoveď", "riešenie", "krok po kroku", "pomyślmy krok po kroku",
+    "răspuns", "soluție", "soluția", "pas cu pas", "válasz", "megoldás", "lépésről lépésre", "vastaus", "ratkaisu",
+    "vaihe vaiheelta", "løsning", "trin for trin", "steg for steg", "steg för steg", "stap voor stap",
+    "laten we stap voor stap denken", "βήμα προς βήμα", "εξήγηση", "צעד אחר צעד", "הסבר", "گام به گام", "راه حل",
+    "حل", "solusyon", "วิธีทำ", "ทีละขั้นตอน", "தீர்வு", "সমাধান", "መልስ", "პასუხი", "ამოხსნა", "պատասխան",
+    "լուծում", "жауап", "шешуі", "хариулт", "જવાબ", "ਜਵਾਬ", "సమాధానం", "ಉತ್ತರ", "ഉത്തരം", "පිළිතුර", "အဖြေ",
+    "ចម្លើយ", "ຄຳຕອບ",
+    # ... and the labels of reasoning and explanation in the languages of the keys above
+    "рассуждение", "рассуждения", "объяснение", "анализ", "давайте подумаем", "пояснення", "分析", "推理",
+    "推理过程", "让我想想", "考え方", "설명", "생각해 봅시다", "réfléchissons", "explication",
+    "raisonnement", "analyse", "razonamiento", "explicación", "análisis", "überlegung", "erklärung", "begründung",
+    "ragionamento", "spiegazione", "analisi", "raciocínio", "explicação", "análise", "suy nghĩ", "giải thích",
+    "phân tích", "دعونا نفكر", "الشرح", "التحليل",
+})
+
+#: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
+#: content beside a master key; without one they may be the answer (``Okay.``). ``_FILLER``: these and ``_FILLER_OF_KEYS``
+_FILLER_WORDS = frozenset({
+    "let", "lets", "letme", "letus", "ill", "will", "here", "heres", "is", "my", "our", "the", "this", "below",
+    "first", "well", "think", "solve", "problem", "question", "carefully", "step", "steps",
+    "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
+    "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
+    "correct", "right", "therefore", "thus", "hence", "to", "in", "conclusion", "your",   # hunt 21
+})
+#: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
+#: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer
+#: as ``The final answer is:`` is none. No single Latin letter: ``The answer is A`` answers
+_FILLER_OF_KEYS = (
+    "是 为 就是 最终 最后 最终的 最后的 我的 我们的 正确 如下 以下 这 这是 过程 は の が 私の 最終 最終的な 正しい 通り です",   # zh, ja
+    "은 는 이 제 나의 최종 다음과 같습니다 입니다 है मेरा सही यह नीचे अंतिम היא הוא הסופית คือ",                         # ko, hi, he, th
+    "окончательный итоговый итак мой наш правильный такой вот это ниже следующий остаточна остаточний моя мій ось "
+    "така такий правильна هي هو النهائية الصحيحة كالتالي هنا نهایی است من",                              # ru, uk, ar, fa
+    "la le les est finale final ma mon notre voici correcte suivante el es mi nuestra aquí está correcta siguiente "
+    "die der ist lautet endgültige meine unsere richtige folgende minha nossa aqui correta mia ecco corretta",
+    "şu son doğru benim là cuối cùng của tôi nya adalah akhir saya",                     # tr, vi, id/ms
+)
+_FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_KEYS).split())} - {""})
+
+#: hunt 30: the words a question restated stands under (``Question: ...``, ``The question asks: ...``, ``Q: ...``): an
+#: answer of the question and these alone repeats it (``_guards._echo``). No word that answers (``yes``, ``correct``)
+ECHO_LABELS = frozenset(letters(w) for w in (
+    "question", "questions", "the", "this", "your", "my", "original", "given", "restated", "restating", "restate",
+    "asks", "asked", "you", "is", "was", "problem", "task", "prompt", "query", "q", "user", "here", "again"))
