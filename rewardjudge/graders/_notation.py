@@ -75,13 +75,20 @@ _QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
 #: a notation's name, at the start or end of a document's label's letters (``json``, ``Answer (JSON):``)
 _NAMED = re.compile(r"^(?:json[5c]?|yaml|yml|toml|python|py|javascript|js)|(?:json[5c]?|yaml|yml|toml|python|py|js)$")
 _OPENS = re.compile(r"[{\[]")
+#: hunt 30: code that only names the document it holds (``const r = {...};``, ``return [...]``, ``callback({...})``,
+#: ``JSON.stringify({...})``): a keyword, a name (dotted), then ``=`` or a call's ``(``; closed by ``)`` and ``;``
+_CODE_LABEL = re.compile(r"\s*(?:(?:const|let|var|return|export\s+default|yield|await)\s+)?"
+                         r"(?:[A-Za-z_$][\w$]{0,63}(?:\.[A-Za-z_$][\w$]{0,63}){0,4}\s*(?::?=|\()\s*)?")
+_CODE_TAIL = re.compile(r"\s*\)?\s*;?\s*")
+#: an empty object or array: an answer in code (``d = {}``), not read as a document after code
+_EMPTY = re.compile(r"[{\[]\s*[}\]]")
 
 
 def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None":
     """The data document ``ends`` (a text, blank and invisible marks at its ends aside) may be, or None: a quote's
     markers set aside, bracketed or fenced from end to end; a bracketed span between a label and a tail whose letters
     (markup set aside, a notation's name too) ``label_free`` finds no content (``<pre>{...}</pre>``, ``json {...}``,
-    ``Answer: [...]``); or (up to ``NOTATION_MAX`` characters) lines of which the first opens with a key. Linear."""
+    ``Answer: [...]``), or code that only names it (``_CODE_LABEL``, ``_CODE_TAIL``; not an empty one); or (up to ``NOTATION_MAX`` characters) lines of which the first opens with a key. Linear."""
     if ends[:1] == ">":
         ends = _QUOTE_MARK.sub("", ends).strip()
     if ends[:1] in ("{", "[") and ends[-1:] in ("}", "]"):
@@ -91,7 +98,10 @@ def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None
         if fenced != ends:
             return fenced
     first, last = _OPENS.search(ends), max(ends.rfind("}"), ends.rfind("]"))
-    if first is not None and last > first.start() and label_free(
-            _NAMED.sub("", letters(_unmarked(ends[:first.start()] + "\n" + ends[last + 1:])), count=1)):
-        return ends[first.start():last + 1]
+    if first is not None and last > first.start():
+        label, body, tail = ends[:first.start()], ends[first.start():last + 1], ends[last + 1:]
+        if (_CODE_LABEL.fullmatch(label) is not None and _CODE_TAIL.fullmatch(tail) is not None
+                and _EMPTY.fullmatch(body) is None) or label_free(_NAMED.sub("", letters(_unmarked(label + "\n" + tail)),
+                                                                         count=1)):
+            return body
     return ends if "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None else None
