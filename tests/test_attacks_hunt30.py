@@ -167,3 +167,10 @@ def test_a_content_free_document_named_by_code_or_a_label_is_read(text):
                                   f"Use {DOC} as the default."])
 def test_code_around_an_answer_or_an_empty_container_is_an_answer(text):
     _kept(text)
+
+
+def test_an_escape_chain_is_decoded_once():
+    """``&amp;amp;...`` decoded again and again would take a level per ``amp;`` (a recursion past Python's limit)."""
+    chain = "{&amp;" + "amp;" * 5000 + "quot;answer&quot;: &quot;&quot;, &quot;score&quot;: 10}"
+    assert content_free_reason(chain) is None   # decoded once: ``&amp;...quot;`` is no quote, so no JSON document
+    assert _content_free_flags([chain, "Paris."] * 5, ()) == [False] * 10

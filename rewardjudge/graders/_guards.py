@@ -18,7 +18,7 @@ from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
-from ._notation import document_body, notation_strings
+from ._notation import NOTATION_MAX, document_body, notation_strings
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
@@ -433,10 +433,14 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
 def _document(text: str, keys: tuple[str, ...]) -> "str | None":
     """The data document ``text`` may be (``document_body``, blank and invisible marks at its ends aside: ``_EDGES``),
     its label and tail, where it has them, no content: none, or master keys and filler only (``_only_keys``)."""
-    # hunt 30: a document written escaped (``{&quot;answer&quot;: &quot;&quot;}``, ``%7B...%7D``), as a judge reads it
-    plain = unescaped(text) if "&" in text or "%" in text else None
-    body = _document(plain, keys) if plain is not None else None
-    return body if body is not None else document_body(text.strip(_EDGES), lambda found: not found or _only_keys(found, keys))
+    def free(found: str) -> bool:
+        return not found or _only_keys(found, keys)
+
+    # hunt 30: a document written escaped (``{&quot;answer&quot;: &quot;&quot;}``, ``%7B...%7D``), as a judge reads it:
+    # decoded once (an ``&amp;amp;...`` chain decoded again and again would be quadratic), up to ``NOTATION_MAX``
+    plain = unescaped(text) if ("&" in text or "%" in text) and len(text) <= NOTATION_MAX else None
+    body = document_body(plain.strip(_EDGES), free) if plain is not None else None
+    return body if body is not None else document_body(text.strip(_EDGES), free)
 
 
 def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
