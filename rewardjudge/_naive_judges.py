@@ -210,6 +210,28 @@ def _value_alone(p: str, c: str, s: Callable[..., str]) -> str:
         s(), lambda v: v if re.fullmatch(r"\d+ \d+", v) else v.split()[-1].strip("[]"))
 
 
+def _harmony_inline(p: str, c: str, s: Callable[..., str]) -> str:
+    """Harmony channels written out on one line (gpt-oss served without a reasoning parser): in ``analysis`` the
+    policy's text (decoded) with its verdict sealed as a draft, then its own sealed verdict; in ``final`` its own
+    sealed verdict again; no line break anywhere, so every seal stands on one line."""
+    def flat(text: str) -> str:
+        return " ".join(text.splitlines())
+
+    return (f"<|channel|>analysis<|message|>{_SAYS}{flat(_sealed(decode(c), p))} {flat(s())}<|end|>"
+            f"<|start|>assistant<|channel|>final<|message|>{flat(s())}<|return|>")
+
+
+def _answer_tags(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its own reply in ``<answer>`` tags, the closing one on its verdict's line
+    (``VERDICT <seal>: FAIL</answer>``), as a judge told to answer in tags writes it."""
+    return f"{_SAYS}{decode(c)}\n<answer>{s()}</answer>"
+
+
+def _emoji_lead(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, an emoji before its sealed line's verdict (``VERDICT <seal>: \u274c FAIL``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub("\\1: \u274c \\2", s())
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -257,6 +279,9 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "label_case": _label_case,
     "trailing_comma": _trailing_comma,
     "value_alone": _value_alone,
+    "harmony_inline": _harmony_inline,
+    "answer_tags": _answer_tags,
+    "emoji_lead": _emoji_lead,
 }
 
 

@@ -16,27 +16,29 @@ EMPHASIS = " \t*_`~"
 _WRAPPING = EMPHASIS + "|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
-#: markup that only styles the text it holds: LaTeX's math delimiters and text commands around a verdict (``\\(``,
-#: ``$\\boxed{...}$``, ``\\text{...}``, as reasoning models box a final answer), HTML's emphasis tags; never one
-#: that changes or hides it (``\\sqrt``, ``\\cancel``, ``<s>``, ``<del>``)
+#: markup that only styles or holds the text it holds: LaTeX's math delimiters and text commands around a verdict
+#: (``\\(``, ``$\\boxed{...}$``, ``\\text{...}``, as reasoning models box a final answer), an HTML or XML element
+#: of any name (``<strong>``, ``<answer>``, ``<li>``: a judge told to answer in tags); never one that changes or
+#: strikes it out (``\\sqrt``, ``\\cancel``, ``<s>``, ``<strike>``, ``<del>``)
 _STYLE_COMMAND = re.compile(r"\\(?:boxed|fbox|mbox|emph|bm|text(?:bf|it|rm|sf|tt|sc|up|normal)?"
                             r"|math(?:bf|rm|it|sf|tt|normal))[ \t]{0,2}\{([^{}]*)\}")
 _MATH_DELIMITER = re.compile(r"\${1,2}|\\[()\[\]]")
-_HTML_EMPHASIS = re.compile(r"</?(?:b|strong|i|em|u|code|tt|mark|big|p|span)(?:[ \t][^<>]{0,64})?>", re.IGNORECASE)
+_ELEMENT_TAG = re.compile(r"</?(?!(?:s|strike|del)(?![\w:.-]))[a-z][\w:.-]{0,32}(?:[ \t][^<>]{0,64})?>", re.IGNORECASE)
 
 
 def unstyled(s: str) -> str:
     """``s`` (a judge's own sealed verdict, bound by the seal or an id) without ``_STYLE_COMMAND``'s commands
     (their text kept, inner ones first), math delimiters and, where one of them closes (``<B>`` alone is a label
-    in the instruction's brackets), HTML emphasis tags: ``$\\boxed{PASS}$``, ``<strong>PASS</strong>``."""
+    in the instruction's brackets), element tags: ``$\\boxed{PASS}$``, ``<strong>PASS</strong>``, ``PASS</answer>``
+    (the element opened before the seal, around the whole line)."""
     if "\\" in s or "$" in s:
         for _ in range(4):
             s, n = _STYLE_COMMAND.subn(r"\1", s)
             if not n:
                 break
         s = _MATH_DELIMITER.sub("", s)
-    if "</" in s and any(tag.startswith("</") for tag in _HTML_EMPHASIS.findall(s)):
-        s = _HTML_EMPHASIS.sub(" ", s)   # a space: ``1</b><b>0`` is no ``10``
+    if "</" in s and any(tag.startswith("</") for tag in _ELEMENT_TAG.findall(s)):
+        s = _ELEMENT_TAG.sub(" ", s)   # a space: ``1</b><b>0`` is no ``10``
     return s
 
 

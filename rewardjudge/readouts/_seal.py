@@ -315,10 +315,14 @@ _AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()
 #: writes it), in a markdown table (``| VERDICT <seal> | FAIL |``) a cell border, or a dash or an
 #: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
 _SEPARATORS = ":\uff1a|=\u2014\u2013"
+#: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
+_PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 #: what a judge may end its verdict line with (``FAIL ✅``, ``FAIL</s>``): an end-of-turn token
 #: written out (``END_TOKENS``), an emoji; set aside where the line reads as no verdict with them
 _LINE_TAIL = re.compile("(?:\\s|" + "|".join(re.escape(tok) for tok in sorted(END_TOKENS, key=len, reverse=True))
-                        + "|[\ufe0e\ufe0f\u200d\u20e3\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff])+\\Z")
+                        + f"|[{_PICTOGRAPHS}])+\\Z")
+#: what a judge may put before its verdict (``✅ PASS``, ``**→ FAIL**``): emoji and arrows, emphasis between
+_LINE_HEAD = re.compile(f"(?:[\\s*_`~]*[{_PICTOGRAPHS}])+")
 #: the most characters of a line's end looked at for ``_LINE_TAIL``
 _TAIL_MAX = 64
 #: the most such characters on either side of the seal
@@ -329,10 +333,11 @@ def _around(ch: str) -> bool:
     return ch in _AROUND_SEAL or (ch != "\n" and ch.isspace())
 
 
-def _verdict_line(text: str, at: int) -> int:
+def _verdict_line(text: str, at: int, floor: int = 0) -> int:
     """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` (case folded) right
     before the seal, but for what ``_around`` allows and a colon (``VERDICT: <seal>: FAIL``),
-    else -1: a bounded look back."""
+    else -1: a bounded look back. The line starts after ``floor`` (an earlier seal's end): each
+    seal on a line is its own verdict (a draft closed mid-line, ``...PASS</think>VERDICT <seal>: FAIL``)."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
         return -1   # no VERDICT within reach (case folding goes character by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
@@ -340,7 +345,7 @@ def _verdict_line(text: str, at: int) -> int:
         i -= 1
     if text[max(0, i - 7):i].casefold() != "verdict":
         return -1
-    return text.rfind("\n", 0, i) + 1
+    return max(floor, text.rfind("\n", 0, i) + 1)
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -371,13 +376,13 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
 
 def _read_rest(rest: str, read_line: Callable[[str], Any]) -> Any:
     """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
-    without a ``_LINE_TAIL``."""
+    without a ``_LINE_TAIL`` and a ``_LINE_HEAD``."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
         plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
         for view in (s,) if plain == s else (s, plain):
             value = read_line(view)
-            if value is None and (tail := _line_tail(view)) < len(view):
-                value = read_line(view[:tail])
+            if value is None and (trimmed := _trimmed(view)) != view:
+                value = read_line(trimmed)
             if value is not None:
                 return value
     return None
@@ -394,6 +399,13 @@ def _line_tail(rest: str) -> int:
     characters only (a line of a million spaces is not tried a million times)."""
     m = _LINE_TAIL.search(rest, max(0, len(rest) - _TAIL_MAX))
     return len(rest) if m is None else m.start()
+
+
+def _trimmed(rest: str) -> str:
+    """``rest`` without its ``_LINE_TAIL`` and its ``_LINE_HEAD``."""
+    rest = rest[:_line_tail(rest)]
+    head = _LINE_HEAD.match(rest) if not rest.isascii() else None
+    return rest if head is None else rest[head.end():]
 
 
 def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[[str], Any]) -> Decision:
@@ -450,17 +462,19 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     while at >= 0 and len(ats) < _MAX_OCCURRENCES:
         ats.append(at)
         at = text.rfind(seal, 0, at)
+    floor = 0   # the end of the seal before: a line's verdict starts after it
     for at in reversed(ats):
         start = -1 if check is None else _opening(text, at)
         if start >= 0:   # the seal opens a JSON object
             if start not in found:
                 found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
         elif read_line is not None:   # or it may stand on a VERDICT line
-            start = _verdict_line(text, at)
+            start = _verdict_line(text, at, floor)
             if start >= 0 and start not in found:
                 decision = _label_at(text, at, start, seal, read_line, placeholder)
                 if decision is not None:
                     found[start] = decision
+        floor = at + len(seal)
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
