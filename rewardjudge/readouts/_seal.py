@@ -462,19 +462,18 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     while at >= 0 and len(ats) < _MAX_OCCURRENCES:
         ats.append(at)
         at = text.rfind(seal, 0, at)
-    floor = 0   # the end of the seal before: a line's verdict starts after it
+    floor = 0   # the end of the last seal on a VERDICT line: a line's next verdict starts after it
     for at in reversed(ats):
         start = -1 if check is None else _opening(text, at)
         if start >= 0:   # the seal opens a JSON object
             if start not in found:
                 found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
-        elif read_line is not None:   # or it may stand on a VERDICT line
-            start = _verdict_line(text, at, floor)
-            if start >= 0 and start not in found:
+        elif read_line is not None and (start := _verdict_line(text, at, floor)) >= 0:   # or a VERDICT line
+            floor = at + len(seal)
+            if start not in found:   # a VERDICT line in a JSON verdict's string on its line is that verdict's
                 decision = _label_at(text, at, start, seal, read_line, placeholder)
                 if decision is not None:
                     found[start] = decision
-        floor = at + len(seal)
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
