@@ -219,6 +219,17 @@ def _opening(text: str, at: int) -> int:
     return start if m is not None and m.end() == at else -1
 
 
+#: a sealed verdict's closing field, ``"seal_end": "``, ending right at its seal
+_CLOSING = re.compile(r'"%s"%s:%s"' % (re.escape(SEAL_END_FIELD), _WS.pattern, _WS.pattern))
+
+
+def _closing(text: str, at: int) -> bool:
+    """Whether the seal at ``at`` is the value of a ``seal_end`` field: a bounded look back."""
+    start = text.rfind(f'"{SEAL_END_FIELD}"', max(0, at - _OPENING_MAX), at)
+    m = _CLOSING.match(text, start, at) if start >= 0 else None
+    return m is not None and m.end() == at
+
+
 def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, Any]], Any]) -> Decision:
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
@@ -333,19 +344,15 @@ def _around(ch: str) -> bool:
     return ch in _AROUND_SEAL or (ch != "\n" and ch.isspace())
 
 
-def _verdict_line(text: str, at: int, floor: int = 0) -> int:
-    """Where the line of the seal at ``at`` starts when it reads ``VERDICT`` (case folded) right
-    before the seal, but for what ``_around`` allows and a colon (``VERDICT: <seal>: FAIL``),
-    else -1: a bounded look back. The line starts after ``floor`` (an earlier seal's end): each
-    seal on a line is its own verdict (a draft closed mid-line, ``...PASS</think>VERDICT <seal>: FAIL``)."""
+def _verdict_word(text: str, at: int) -> int:
+    """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
+    allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
         return -1   # no VERDICT within reach (case folding goes character by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
-    if text[max(0, i - 7):i].casefold() != "verdict":
-        return -1
-    return max(floor, text.rfind("\n", 0, i) + 1)
+    return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -353,8 +360,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``
     (``value_at``: where its value begins): a ``NoVerdict`` where the rest is not one verdict, None
     where it is the instruction's own ``placeholder``, echoed."""
-    line_end = _LINE_END.search(text, at)
-    line_end = len(text) if line_end is None else line_end.start()
+    line_end = _line_end(text, at)
     j = at + len(seal)
     stop = min(line_end, j + _AROUND_MAX)
     while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
@@ -392,6 +398,12 @@ def _read_rest(rest: str, read_line: Callable[[str], Any]) -> Any:
 _LINE_END = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 #: the longest last line read as the verdict of an empty sealed line above it
 _BELOW_MAX = 256
+
+
+def _line_end(text: str, at: int) -> int:
+    """Where the line holding ``at`` ends (``_LINE_END``), else the text's end."""
+    m = _LINE_END.search(text, at)
+    return len(text) if m is None else m.start()
 
 
 def _line_tail(rest: str) -> int:
@@ -455,25 +467,26 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     text = blank_drafts(text, (seal, upper))
     if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
         text = text.replace(upper, seal)
-    # by start: one verdict seen from two seals is one, read from the first of them
+    # by where each verdict stands (a JSON verdict's ``{``, a line's ``VERDICT``): the reply's order, each
+    # seal on a line its own verdict (a draft closed mid-line, ``...PASS</think>VERDICT <seal>: FAIL``)
     found: dict[int, Decision] = {}
     # str.find, not a regex: every request has its own seal, and a regex per seal is compiled anew
     ats, at = [], text.rfind(seal)
     while at >= 0 and len(ats) < _MAX_OCCURRENCES:
         ats.append(at)
         at = text.rfind(seal, 0, at)
-    floor = 0   # the end of the last seal on a VERDICT line: a line's next verdict starts after it
+    in_object = False   # between a JSON verdict's opening seal and its closing one: a VERDICT line there is its text
     for at in reversed(ats):
         start = -1 if check is None else _opening(text, at)
         if start >= 0:   # the seal opens a JSON object
-            if start not in found:
-                found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
-        elif read_line is not None and (start := _verdict_line(text, at, floor)) >= 0:   # or a VERDICT line
-            floor = at + len(seal)
-            if start not in found:   # a VERDICT line in a JSON verdict's string on its line is that verdict's
-                decision = _label_at(text, at, start, seal, read_line, placeholder)
-                if decision is not None:
-                    found[start] = decision
+            found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
+            in_object = True
+        elif in_object:
+            in_object = not _closing(text, at)
+        elif read_line is not None and (word := _verdict_word(text, at)) >= 0:   # a VERDICT line
+            decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder)
+            if decision is not None:
+                found[word] = decision
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
