@@ -232,6 +232,12 @@ def _emoji_lead(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub("\\1: \u274c \\2", s())
 
 
+def _boxed_line(p: str, c: str, s: Callable[..., str]) -> str:
+    """A reasoning model's habit: the policy's text (decoded) quoted, its whole sealed line boxed in LaTeX
+    (``$\\boxed{\\text{VERDICT <seal>: FAIL}}$``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"$\\boxed{{\\text{{{m.group(1)}: {m.group(2)}}}}}$", s())
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -282,6 +288,7 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "harmony_inline": _harmony_inline,
     "answer_tags": _answer_tags,
     "emoji_lead": _emoji_lead,
+    "boxed_line": _boxed_line,
 }
 
 

@@ -214,14 +214,14 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: carry the policy's invisible marks into their verdict, write it in fullwidth forms, end its line with U+2028,
 #: write its digits in Arabic-Indic forms or as keycaps, box its verdict in LaTeX, put it in HTML's ``<strong>``,
 #: write its labels in lower case or its declared form's value alone, leave a comma after its JSON verdict's
-#: last field, write harmony's channels out on one line, wrap its reply in ``<answer>`` tags, or put an emoji
-#: before its label
+#: last field, write harmony's channels out on one line, wrap its reply in ``<answer>`` tags, put an emoji
+#: before its label, or box its whole sealed line in LaTeX
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
                    "fullwidth_line", "line_separator", "native_digits", "latex_boxed", "html_emphasis",
                    "keycap_digits", "label_case", "trailing_comma", "value_alone", "harmony_inline",
-                   "answer_tags", "emoji_lead")
+                   "answer_tags", "emoji_lead", "boxed_line")
 QUESTION = "What is the capital of France?"
 
 

@@ -130,6 +130,32 @@ def test_a_struck_label_or_two_labels_stay_unread(rest):
     assert not decision.ok, decision
 
 
+# -- brackets the line opens before the seal, closed after the verdict ----------------------------------------------
+@pytest.mark.parametrize("line", [
+    f"\\boxed{{VERDICT {SEAL}: FAIL}}", f"$\\boxed{{\\text{{VERDICT {SEAL}: FAIL}}}}$",
+    f"\\[\\boxed{{\\text{{VERDICT {SEAL}: FAIL}}}}\\]", f"**Final:** $\\boxed{{\\textbf{{VERDICT {SEAL}: FAIL}}}}$",
+    f"[VERDICT {SEAL}: FAIL]", f"(VERDICT {SEAL}: FAIL)", f"[[VERDICT {SEAL}: FAIL]]",
+    f"\u300cVERDICT {SEAL}: FAIL\u300d", f"\u3010VERDICT {SEAL}\uff1aFAIL\u3011", f"[Note: VERDICT [{SEAL}]: [FAIL]]",
+])
+def test_a_sealed_line_inside_brackets_is_read(line):
+    decision = _read(f"Wrong city.\n{line}")
+    assert decision.ok and decision.value == "FAIL", decision
+
+
+@pytest.mark.parametrize("line,value", [(f"\\boxed{{VERDICT {SEAL}: Rating: [[2]]}}", 2.0),
+                                        (f"[VERDICT {SEAL}: Rating: [[2]]]", 2.0), (f"[VERDICT {SEAL}: [[2]]", 2.0)])
+def test_a_sealed_declared_form_inside_brackets_is_read(line, value):
+    decision = _form(f"Poor.\n{line}")
+    assert decision.ok and decision.value == value, decision
+
+
+@pytest.mark.parametrize("line", [f"VERDICT {SEAL}: FAIL)", f"VERDICT {SEAL}: FAIL}}", f"(VERDICT {SEAL}: PASS) FAIL",
+                                  f"(see: VERDICT {SEAL}: FAIL) or PASS", f"{{VERDICT {SEAL}: PASS}} {{FAIL}}"])
+def test_a_closing_bracket_the_line_did_not_open_or_text_after_it_stays_unread(line):
+    decision = _read(f"Wrong city.\n{line}")
+    assert not decision.ok, decision
+
+
 # -- an emoji or an arrow before the label ---------------------------------------------------------------------------
 @pytest.mark.parametrize("rest", ["\u274c FAIL", "\u2192 FAIL", "\u26a0\ufe0f FAIL", "**\u274c FAIL**",
                                   "\U0001f534 FAIL \U0001f534", "\u27a1\ufe0f FAIL.", "\u2b55FAIL"])
@@ -153,7 +179,7 @@ def test_a_pictograph_label_is_read_as_written():
 
 
 # -- the new judge behaviours through every grader ------------------------------------------------------------------
-NEW_MODES = ("harmony_inline", "answer_tags", "emoji_lead")
+NEW_MODES = ("harmony_inline", "answer_tags", "emoji_lead", "boxed_line")
 
 
 def test_the_new_behaviours_are_in_the_bench():
@@ -167,6 +193,7 @@ def test_the_behaviours_write_what_they_say():
     assert "\n" not in inline and inline.endswith(f"final<|message|>{_naive_judges.HONEST_WHY} VERDICT {SEAL}: FAIL<|return|>")
     assert own("answer_tags", prompt, "Paris.").endswith(f"VERDICT {SEAL}: FAIL</answer>")
     assert own("emoji_lead", prompt, "Paris.").endswith(f"VERDICT {SEAL}: \u274c FAIL")
+    assert own("boxed_line", prompt, "Paris.").endswith(f"$\\boxed{{\\text{{VERDICT {SEAL}: FAIL}}}}$")
 
 
 def test_the_new_behaviours_neither_forge_nor_escape(monkeypatch):
