@@ -53,7 +53,8 @@ def test_a_draft_verdict_and_the_judge_s_own_on_one_line_read_the_last(family, d
 
 def test_two_sealed_verdicts_on_one_line_are_two_verdicts():
     decision = _read(f"VERDICT {SEAL}: PASS VERDICT {SEAL}: FAIL")
-    assert decision.value == "FAIL", decision
+    assert decision.value == "FAIL" and decision.others == ("PASS",), decision   # each read to the next's VERDICT
+    assert _read(f"VERDICT {SEAL}: FAIL VERDICT {SEAL}: <PASS or FAIL>").value == "FAIL"   # then the example, echoed
     decision = _form(f"<|channel|>analysis<|message|>VERDICT {SEAL}: Rating: [[9]]<|end|><|start|>assistant"
                      f"<|channel|>final<|message|>VERDICT {SEAL}: Rating: [[2]]<|return|>")
     assert decision.value == 2.0, decision

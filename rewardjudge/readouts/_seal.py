@@ -357,11 +357,11 @@ def _verdict_word(text: str, at: int) -> int:
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
-              placeholder: str = "") -> "Decision | None":
-    """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``
-    (``value_at``: where its value begins): a ``NoVerdict`` where the rest is not one verdict, None
-    where it is the instruction's own ``placeholder``, echoed."""
-    line_end = _line_end(text, at)
+              placeholder: str = "", cut: "int | None" = None) -> "Decision | None":
+    """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``, to its end
+    or ``cut`` (the next sealed line's ``VERDICT`` on it) (``value_at``: where its value begins): a ``NoVerdict``
+    where the rest is not one verdict, None where it is the instruction's own ``placeholder``, echoed."""
+    line_end = _line_end(text, at, len(text) if cut is None else cut)
     j = at + len(seal)
     stop = min(line_end, j + _AROUND_MAX)
     while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
@@ -417,10 +417,10 @@ _LINE_END = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _BELOW_MAX = 256
 
 
-def _line_end(text: str, at: int) -> int:
-    """Where the line holding ``at`` ends (``_LINE_END``), else the text's end."""
-    m = _LINE_END.search(text, at)
-    return len(text) if m is None else m.start()
+def _line_end(text: str, at: int, end: int) -> int:
+    """Where the line holding ``at`` ends (``_LINE_END``) before ``end``, else ``end``."""
+    m = _LINE_END.search(text, at, end)
+    return end if m is None else m.start()
 
 
 def _line_tail(rest: str) -> int:
@@ -477,6 +477,16 @@ def _label_reader(labels: "tuple[str, ...]", bracketed: bool = False) -> Callabl
     return read
 
 
+def _next_words(words: "list[int]", end: int) -> "list[int]":
+    """For each seal, where the next seal's ``VERDICT`` stands (``end`` where none does): a sealed line's
+    verdict ends there, so a line holding several is read once, linearly."""
+    out, cut = [], end
+    for word in reversed(words):
+        out.append(cut)
+        cut = word if word >= 0 else cut
+    return out[::-1]
+
+
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
                 same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
@@ -499,16 +509,18 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     while at >= 0 and len(ats) < _MAX_OCCURRENCES:
         ats.append(at)
         at = text.rfind(seal, 0, at)
+    ats.reverse()
+    words = [_verdict_word(text, at) if read_line is not None else -1 for at in ats]   # where each VERDICT is
     in_object = False   # between a JSON verdict's opening seal and its closing one: a VERDICT line there is its text
-    for at in reversed(ats):
+    for at, word, cut in zip(ats, words, _next_words(words, len(text))):
         start = -1 if check is None else _opening(text, at)
         if start >= 0:   # the seal opens a JSON object
             found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
             in_object = True
         elif in_object:
             in_object = not _closing(text, at)
-        elif read_line is not None and (word := _verdict_word(text, at)) >= 0:   # a VERDICT line
-            decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder)
+        elif word >= 0:   # a VERDICT line
+            decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder, cut)
             if decision is not None:
                 found[word] = decision
     if not found:
