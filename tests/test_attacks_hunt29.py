@@ -84,6 +84,14 @@ def test_a_verdict_line_inside_a_broken_sealed_object_on_its_line_is_no_verdict(
     assert not read_sealed(broken, SEAL, check=lambda obj: obj["score"], labels=LABELS).ok
 
 
+def test_a_verdict_line_after_a_sealed_object_never_closed_is_its_text():
+    # the opening seal is the judge's: an object it never closes with its seal holds the rest of the reply
+    reply = '{"seal": "%s", "reasoning": "Wrong city.", "score": "FAIL"}\nVERDICT %s: PASS' % (SEAL, SEAL)
+    assert not read_sealed(reply, SEAL, check=lambda obj: obj["score"], labels=LABELS).ok
+    closed = '{"seal": "%s", "score": "PASS", "seal_end": "%s"}\nVERDICT %s: FAIL' % (SEAL, SEAL, SEAL)
+    assert read_sealed(closed, SEAL, check=lambda obj: obj["score"], labels=LABELS).value == "FAIL"
+
+
 def test_a_sealed_draft_object_before_the_judge_s_line_on_one_line_does_not_decide():
     # each verdict where it stands: a line's verdict after a sealed draft object on its line is the later one
     draft = '{"seal": "%s", "score": "PASS", "seal_end": "%s"}' % (SEAL, SEAL)
