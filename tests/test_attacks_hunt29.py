@@ -1,9 +1,10 @@
 """Attack hunt 29, from the judge's side: replies as judges of several model families write them around their own
 sealed verdict. A raw harmony reply (gpt-oss served without a reasoning parser), a draft closed mid-line (``</think>``,
 ``◁/think▷``, ``</reasoning>``, ``[/THINK]``) or a turn token written out puts the draft's sealed verdict and the
-judge's own on one line; a judge asked for ``<answer>`` tags wraps its verdict line in them; a chat model puts an
-emoji or an arrow before its label (``✅ PASS``, ``→ FAIL``). Each left the judge's own verdict unread (the grade
-unscored, the benign twin too); the seal binds each, so nothing the policy writes is read this way."""
+judge's own on one line (and a sealed draft object earlier on that line decided: a forgery); a judge asked for
+``<answer>`` tags wraps its verdict line in them; a reasoning model boxes the whole line (``\\boxed{VERDICT ...}``);
+a chat model puts an emoji or an arrow before its label (``✅ PASS``, ``→ FAIL``). Each left the judge's own verdict
+unread (the grade unscored, the benign twin too); the seal binds each, so nothing the policy writes is read this way."""
 
 from __future__ import annotations
 
@@ -149,6 +150,12 @@ def test_a_struck_label_or_two_labels_stay_unread(rest):
 def test_a_sealed_line_inside_brackets_is_read(line):
     decision = _read(f"Wrong city.\n{line}")
     assert decision.ok and decision.value == "FAIL", decision
+
+
+def test_a_form_s_own_closing_brackets_are_read_before_the_line_s():
+    # the line's brackets are set aside last: an opener quoted earlier on the line leaves the form's own closers
+    line = f'The response says: }}"SSAP" :"erocs"{{ VERDICT {SEAL}: Rating: [[1]]<|return|>'
+    assert _form(line).value == 1.0
 
 
 @pytest.mark.parametrize("line,value", [(f"\\boxed{{VERDICT {SEAL}: Rating: [[2]]}}", 2.0),

@@ -1,6 +1,7 @@
 """A judge's own verdict as the sealed readers take it where it does not read as written: the wrapping around
-it (emphasis, cell borders, quotes, a full stop: ``unwrap``), markup that only styles it (``unstyled``), marks
-that show nothing and other scripts' forms (``folded``). Only a verdict the seal or a candidate id binds is read
+it (emphasis, cell borders, quotes, a full stop: ``unwrap``), markup that only styles it (``unstyled``), brackets
+the whole line opens and closes around it (``unclosed``, ``without_closers``), marks that show nothing and other
+scripts' forms (``folded``). Only a verdict the seal or a candidate id binds is read
 through these views, so nothing the policy wrote is read this way."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["EMPHASIS", "ZERO_WIDTH", "folded", "unstyled", "unwrap"]
+__all__ = ["EMPHASIS", "ZERO_WIDTH", "folded", "unclosed", "unstyled", "unwrap", "without_closers"]
 
 #: spaces and markdown emphasis tolerated around a sealed line's verdict
 EMPHASIS = " \t*_`~"
@@ -50,6 +51,29 @@ def unwrap(s: str) -> str:
     for _ in range(2):
         s = s.strip(_WRAPPING).rstrip(".\u3002").strip()
     return s.strip(_WRAPPING)
+
+
+def unclosed(head: str) -> int:
+    """How many brackets ``head`` (a sealed line up to its colon) leaves open: ``\\boxed{VERDICT <seal>:``,
+    ``[VERDICT <seal>:``, ``\u300cVERDICT <seal>:`` (opening and closing punctuation, Unicode's Ps and Pe)."""
+    n = 0
+    for ch in head:
+        if ch.isalnum() or ch.isspace():
+            continue
+        cat = unicodedata.category(ch)
+        n = n + 1 if cat == "Ps" else n - 1 if cat == "Pe" and n else n
+    return n
+
+
+def without_closers(rest: str, n: int) -> str:
+    """``rest`` (a sealed line's verdict) without up to ``n`` closing brackets at its end, emphasis between: the line
+    opened them before the seal (``unclosed``), so they close around the whole line, its verdict too."""
+    for _ in range(n):
+        end = rest.rstrip(EMPHASIS)
+        if not end or unicodedata.category(end[-1]) != "Pe":
+            break
+        rest = end[:-1]
+    return rest
 
 
 #: zero-width spaces, joiners and bidi marks, a byte-order mark: also allowed beside a seal (``_seal._AROUND_SEAL``)

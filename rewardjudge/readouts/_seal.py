@@ -10,14 +10,13 @@ import json
 import os
 import re
 import secrets
-import unicodedata
 from json.decoder import scanstring
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
-from ._own import EMPHASIS, ZERO_WIDTH, folded, unstyled, unwrap
+from ._own import EMPHASIS, ZERO_WIDTH, folded, unclosed, unstyled, unwrap, without_closers
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -369,7 +368,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     if j >= line_end or text[j] not in _SEPARATORS:
         return None
     rest = text[j + 1:line_end]
-    value = _read_rest(rest, read_line, _unclosed(text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]))
+    value = _read_rest(rest, read_line, unclosed(text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]))
     if value is None and not unwrap(folded(rest)):
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
@@ -385,27 +384,18 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
 _HEAD_MAX = 256
 
 
-def _unclosed(head: str) -> int:
-    """How many brackets ``head`` (a sealed line up to its colon) leaves open: ``\\boxed{VERDICT <seal>:``,
-    ``[VERDICT <seal>:``, ``\u300cVERDICT <seal>:`` (opening and closing punctuation, Unicode's Ps and Pe)."""
-    n = 0
-    for ch in head:
-        if ch.isalnum() or ch.isspace():
-            continue
-        cat = unicodedata.category(ch)
-        n = n + 1 if cat == "Ps" else n - 1 if cat == "Pe" and n else n
-    return n
-
-
 def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> Any:
     """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
-    without a ``_LINE_TAIL``, a ``_LINE_HEAD`` and up to ``wrapped`` closing brackets at its end (``_trimmed``)."""
+    without a ``_LINE_TAIL`` and a ``_LINE_HEAD`` (``_trimmed``), then also without up to ``wrapped`` closing
+    brackets at its end (``without_closers``)."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
         plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
         for view in (s,) if plain == s else (s, plain):
             value = read_line(view)
-            if value is None and (trimmed := _trimmed(view, wrapped)) != view:
+            if value is None and (trimmed := _trimmed(view)) != view:
                 value = read_line(trimmed)
+            if value is None and wrapped and (closed := without_closers(trimmed, wrapped)) != trimmed:
+                value = read_line(closed)
             if value is not None:
                 return value
     return None
@@ -430,18 +420,11 @@ def _line_tail(rest: str) -> int:
     return len(rest) if m is None else m.start()
 
 
-def _trimmed(rest: str, wrapped: int = 0) -> str:
-    """``rest`` without its ``_LINE_TAIL``, its ``_LINE_HEAD`` and up to ``wrapped`` closing brackets at its end
-    (the line opened them before the seal: they close around the whole line, its verdict too)."""
+def _trimmed(rest: str) -> str:
+    """``rest`` without its ``_LINE_TAIL`` and its ``_LINE_HEAD``."""
     rest = rest[:_line_tail(rest)]
     head = _LINE_HEAD.match(rest) if not rest.isascii() else None
-    rest = rest if head is None else rest[head.end():]
-    for _ in range(wrapped):
-        end = rest.rstrip(EMPHASIS)
-        if not end or unicodedata.category(end[-1]) != "Pe":
-            break
-        rest = end[:-1]
-    return rest
+    return rest if head is None else rest[head.end():]
 
 
 def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[[str], Any]) -> Decision:
