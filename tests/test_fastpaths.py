@@ -826,8 +826,8 @@ def test_the_seal_is_the_hmac_of_the_framed_request():
 
 
 def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
-    """``_verdict_line`` returns at once where no ``verdict`` (case folded) stands within reach
-    before the seal: the same start as the walk back over what may stand around the seal, on
+    """``_verdict_word`` returns at once where no ``verdict`` (case folded) stands within reach
+    before the seal: the same place as the walk back over what may stand around the seal, on
     random lines of cases, look-alikes, emphasis, separators and spaces."""
     from rewardjudge.readouts import _seal
 
@@ -837,7 +837,7 @@ def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
             i -= 1
         if text[max(0, i - 7):i].casefold() != "verdict":
             return -1
-        return text.rfind("\n", 0, i) + 1
+        return i - 7
 
     bits = ["VERDICT", "verdict", "Verdict", "VERDİCT", "verdi", "ct", "\u212aVERDICT", "VER\u017fDICT", "**",
             "*", " ", "\t", "\n", ":", "\uff1a", "|", "=", "\u2014", '"', "<", ">", "(", "[", "\u00a0", "x",
@@ -848,7 +848,7 @@ def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
         head = "".join(rng.choice(bits) for _ in range(rng.randint(0, 10)))
         text = head + seal + "".join(rng.choice(bits) for _ in range(rng.randint(0, 3)))
         at = len(head)
-        assert _seal._verdict_line(text, at) == walked(text, at), (text, at)
+        assert _seal._verdict_word(text, at) == walked(text, at), (text, at)
 
 
 def test_a_verdict_is_built_as_the_frozen_dataclass_would_build_it():
