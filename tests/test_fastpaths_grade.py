@@ -65,3 +65,15 @@ def test_made_verdicts_is_the_walk_over_every_value():
         assert made_verdicts(decision, text, make) == _made_the_long_way(decision, text, make)
     none = NoVerdict("no sealed verdict in the reply", kind="no sealed verdict")
     assert made_verdicts(none, "x", make) is none
+
+
+def test_first_open_is_the_character_class_of_the_brackets():
+    from rewardjudge.graders._notation import _first_open
+
+    cls = re.compile(r"[{\[]")
+    rng = random.Random(63)
+    bits = [*BITS, "{", "[", "}", "]", "{[", "[{", "\uff5b", "\uff3b", "\u2983"]
+    texts = ["".join(rng.choice(bits) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
+    for text in [*texts, "", "{", "[", "a{b[c", "a[b{c", "}]", "x" * 50 + "["]:
+        m = cls.search(text)
+        assert _first_open(text) == (-1 if m is None else m.start()), repr(text)

@@ -74,7 +74,6 @@ _KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ 
 _QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
 #: a notation's name, at the start or end of a document's label's letters (``json``, ``Answer (JSON):``)
 _NAMED = re.compile(r"^(?:json[5c]?|yaml|yml|toml|python|py|javascript|js)|(?:json[5c]?|yaml|yml|toml|python|py|js)$")
-_OPENS = re.compile(r"[{\[]")
 #: hunt 30: code that only names the document it holds (``const r = {...};``, ``return [...]``, ``callback({...})``,
 #: ``JSON.stringify({...})``): a keyword, a name (dotted), then ``=`` or a call's ``(``; closed by ``)`` and ``;``
 _CODE_LABEL = re.compile(r"\s*(?:(?:const|let|var|return|export\s+default|yield|await)\s+)?"
@@ -82,6 +81,15 @@ _CODE_LABEL = re.compile(r"\s*(?:(?:const|let|var|return|export\s+default|yield|
 _CODE_TAIL = re.compile(r"\s*\)?\s*;?\s*")
 #: an empty object or array: an answer in code (``d = {}``), not read as a document after code
 _EMPTY = re.compile(r"[{\[]\s*[}\]]")
+
+
+def _first_open(text: str) -> int:
+    """The offset of ``text``'s first ``{`` or ``[`` (-1 where none stands): two ``str.find``-s at memchr's speed,
+    the second only before the first's offset (a character class searched a character at a time cost two
+    thirds of a short answer's ``document_body``)."""
+    brace = text.find("{")
+    bracket = text.find("[", 0, brace if brace >= 0 else len(text))
+    return bracket if bracket >= 0 else brace
 
 
 def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None":
@@ -97,9 +105,9 @@ def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None
         fenced = _unmarked(ends, tags=False).strip()
         if fenced != ends:
             return fenced
-    first, last = _OPENS.search(ends), max(ends.rfind("}"), ends.rfind("]"))
-    if first is not None and last > first.start():
-        label, body, tail = ends[:first.start()], ends[first.start():last + 1], ends[last + 1:]
+    first, last = _first_open(ends), max(ends.rfind("}"), ends.rfind("]"))
+    if first >= 0 and last > first:
+        label, body, tail = ends[:first], ends[first:last + 1], ends[last + 1:]
         if (_CODE_LABEL.fullmatch(label) is not None and _CODE_TAIL.fullmatch(tail) is not None
                 and _EMPTY.fullmatch(body) is None) or label_free(_NAMED.sub("", letters(_unmarked(label + "\n" + tail)),
                                                                          count=1)):
