@@ -37,7 +37,7 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
                    control_tokens: Iterable[str] = (), output_schema: str = "",
                    names: "Collection[str] | None" = None) -> dict[str, Any]:
     """The vocabulary above for ``thread``, its text neutralised; ``names``:
-    only these keys (and ``completion`` and ``metadata``), None for all."""
+    only these keys (and ``completion``), None for all."""
     values = _Values(thread, tuple(tags), tuple(control_tokens), output_schema)
     keys = THREAD_VARIABLES if names is None else _selected(frozenset(names))
     return {k: _VALUES[k](values) for k in keys}
@@ -47,7 +47,7 @@ def thread_context(thread: StringThread, *, tags: Iterable[str] = (),
 def _selected(names: frozenset[str]) -> tuple[str, ...]:
     """The keys ``thread_context`` builds for ``names`` (a grader's template reads, the same for
     every sample; never policy text), in the vocabulary's order."""
-    return tuple(k for k in THREAD_VARIABLES if k in names or k in ("completion", "metadata"))
+    return tuple(k for k in THREAD_VARIABLES if k in names or k == "completion")
 
 
 class _Values:

@@ -795,6 +795,27 @@ def test_the_shipped_context_hook_reads_as_the_long_way():
             assert same(plain.context_of(sample, parsed), want), text[:80]
 
 
+def test_metadata_is_neutralised_only_where_a_template_reads_it():
+    """The prompt step builds ``metadata`` (a walk neutralising every value) only for templates that
+    read it; the request is the one the whole context renders, metadata read or not."""
+    from rewardjudge.graders.templated_prompt_judge import TemplatedPromptJudgeGrader
+    from rewardjudge.testing import ScriptedModel
+
+    assert "metadata" not in thread_context(StringThread([("user", "q"), ("assistant", "a")], {"ref": "x"}),
+                                            names=frozenset({"last_user_turn_content"}))
+    rng = random.Random(6)
+    for user in ("Q: {{last_user_turn_content}} A: {{completion}}",
+                 "Q: {{last_user_turn_content}} A: {{completion}} R: {{metadata.ref}}"):
+        grader = TemplatedPromptJudgeGrader("g", ScriptedModel(), "Grade. {{output_schema}}", user)
+        for _ in range(200):
+            ref = gen_text(rng, 4)
+            sample = StringThread([("user", gen_text(rng, 4)), ("assistant", gen_text(rng, 6) or "x")],
+                                  metadata={"ref": ref, "nested": {"k": [ref]}})
+            messages, texts = grader._prompt_for(sample, None)
+            assert messages == grader.build_messages(grader.context_of(sample)), user
+            assert texts == [grader.context_of(sample)["completion"]]
+
+
 # --------------------------------------------------------------------------
 # the seal: HMAC-SHA256 over the request, from remembered hash states
 # --------------------------------------------------------------------------

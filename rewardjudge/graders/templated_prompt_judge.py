@@ -163,7 +163,7 @@ class TemplatedPromptJudgeGrader(Grader):
         copy of the sample, the family's ``context_fields``, the parsed completion's fields (a model
         or its JSON fields; also under ``parsed``), every
         other value from the sample neutralised. ``names`` (without ``parsed``, with the
-        shipped hook): only those names of the thread vocabulary, ``completion``, ``metadata``."""
+        shipped hook): only those names of the thread vocabulary and ``completion``."""
         if getattr(type(self).extract_template_context, "__func__", None) is _SEED_HOOK:
             # the hook as shipped, from the sample neutralised once: every key is clean
             schema = self._schema_text()
@@ -512,7 +512,7 @@ def _unread_of(grader: "TemplatedPromptJudgeGrader", prompt: Any) -> frozenset[s
     reads = _reads_of(grader, prompt)
     if reads is None:
         return frozenset()
-    return frozenset(k for k in THREAD_VARIABLES if k not in reads and k not in ("metadata", "output_schema"))
+    return frozenset(k for k in THREAD_VARIABLES if k not in reads and k != "output_schema")
 
 
 def _policy_texts(context: Mapping[str, Any], parsed: "BaseModel | dict[str, Any] | None") -> list[str]:
