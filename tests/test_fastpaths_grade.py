@@ -77,3 +77,25 @@ def test_first_open_is_the_character_class_of_the_brackets():
     for text in [*texts, "", "{", "[", "a{b[c", "a[b{c", "}]", "x" * 50 + "["]:
         m = cls.search(text)
         assert _first_open(text) == (-1 if m is None else m.start()), repr(text)
+
+
+def test_inline_tests_are_the_counted_sizes_against_the_limit():
+    """``inline_text`` and ``inline_sample`` (no count for a text too short to weigh past the limit) decide as
+    ``work_size`` and ``text_size`` compared with ``_INLINE_CHARS``, on texts dense with what weighs most."""
+    from rewardjudge.graders._base import (_INLINE_CHARS, _SURELY_INLINE, inline_sample, inline_text, text_size,
+                                           work_size)
+    from rewardjudge.thread import StringThread
+
+    rng = random.Random(64)
+    lengths = [0, 1, _SURELY_INLINE - 1, _SURELY_INLINE, _SURELY_INLINE + 1, 1100, 2000, 40_000, 65_536, 70_000]
+    texts = []
+    for n in lengths:
+        for fill in ("{", "[", ",", "a", "{[,a", "\u00e9,"):
+            texts.append((fill * n)[:n])
+        texts.append("".join(rng.choice("{[,a ") for _ in range(n)))
+    for text in texts:
+        assert inline_text(text) == (work_size(text) <= _INLINE_CHARS), (len(text), text[:8])
+    for _ in range(300):
+        turns = [(role, rng.choice(texts)) for role in ("system", "user", "assistant")[:rng.randint(1, 3)]]
+        sample = StringThread(turns)
+        assert inline_sample(sample) == (text_size(sample) <= _INLINE_CHARS), [len(t) for _, t in turns]

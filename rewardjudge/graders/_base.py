@@ -52,6 +52,25 @@ def text_size(sample: StringThread) -> int:
     return total
 
 
+#: the longest text whose ``work_size`` is within ``_INLINE_CHARS`` whatever it holds (each character weighs at
+#: most ``1 + _VALUE_CHARS``): ``inline``'s answer without counting (three counts cost ~15 instructions a character)
+_SURELY_INLINE = _INLINE_CHARS // (1 + _VALUE_CHARS)
+
+
+def inline_text(text: str) -> bool:
+    """``work_size(text) <= _INLINE_CHARS`` (``off_loop`` keeps it on the loop), counted only for a long text."""
+    return len(text) <= _SURELY_INLINE or work_size(text) <= _INLINE_CHARS
+
+
+def inline_sample(sample: StringThread) -> bool:
+    """``text_size(sample) <= _INLINE_CHARS``, counted only where its turns' characters may weigh more."""
+    chars = 0
+    for _, content in sample.turns:
+        if isinstance(content, str):
+            chars += len(content)
+    return chars <= _SURELY_INLINE or text_size(sample) <= _INLINE_CHARS
+
+
 def emptied(value: Any) -> Any:
     """``value`` (plain data: a completion's fields) with the policy's content taken out: text
     empty, lists empty, numbers 0, a mapping's values emptied (its keys kept, so a template's
@@ -189,9 +208,9 @@ class Grader(abc.ABC):
         at: list[int] = []
         for i, sample in enumerate(samples):
             sample = self.check_sample(sample)
-            size = work_size(sample.completion())   # off_loop's test here: no coroutine for a short one
-            parsed, rejected = self.screen(sample, self.completion_model) if size <= _INLINE_CHARS else \
-                await self.off_loop(size, self.screen, sample, self.completion_model)
+            text = sample.completion()   # off_loop's test here: no coroutine for a short one
+            parsed, rejected = self.screen(sample, self.completion_model) if inline_text(text) else \
+                await self.off_loop(work_size(text), self.screen, sample, self.completion_model)
             if rejected is None:
                 screened.append((sample, parsed))
                 at.append(i)

@@ -27,7 +27,8 @@ from ..scorers import Scorer, ScorerBinding
 from ..scorers._config import slugify
 from ..thread import StringThread
 from ._options import EXPECTED_VALUE_FLOOR, SEAL_TOKENS, JudgeBinding, TemplatedOptions  # noqa: F401 (SEAL_TOKENS: tests read it here)
-from ._base import _INLINE_CHARS, Grader, JudgeAnswer, JudgeFailure, Mode, emptied, text_size, without_completion
+from ._base import (Grader, JudgeAnswer, JudgeFailure, Mode, emptied, inline_sample, text_size,
+                    without_completion)
 from ._field_guards import screen_fields
 from ._prompt import JudgePrompt
 from ._expected_value import expected_verdict
@@ -101,9 +102,9 @@ class TemplatedPromptJudgeGrader(Grader):
         return {}
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
-        size = text_size(sample)   # off_loop's test here: no coroutine for a short sample
-        messages, texts = self._prompt_for(sample, parsed) if size <= _INLINE_CHARS else \
-            await self.off_loop(size, self._prompt_for, sample, parsed)
+        # off_loop's test here: no coroutine for a short sample
+        messages, texts = self._prompt_for(sample, parsed) if inline_sample(sample) else \
+            await self.off_loop(text_size(sample), self._prompt_for, sample, parsed)
         return await self.ask_judge(messages, texts, sample=sample,
                                     emptied_request=partial(self._emptied_prompt, sample, parsed))
 
