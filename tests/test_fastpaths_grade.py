@@ -99,3 +99,13 @@ def test_inline_tests_are_the_counted_sizes_against_the_limit():
         turns = [(role, rng.choice(texts)) for role in ("system", "user", "assistant")[:rng.randint(1, 3)]]
         sample = StringThread(turns)
         assert inline_sample(sample) == (text_size(sample) <= _INLINE_CHARS), [len(t) for _, t in turns]
+
+
+def test_tag_starts_are_the_walks_over_the_tags():
+    from rewardjudge.readouts._seams import tag_starts
+
+    rng = random.Random(65)
+    names = ["", "#", "##Response", "-", "--- Answer", "answer", "[user]", "=", "#-", "-#", " #", "\uff03x"]
+    for _ in range(2000):
+        tags = tuple(rng.choice(names) for _ in range(rng.randint(0, 6)))
+        assert tag_starts(tags) == (any(t[:1] == "#" for t in tags), any(t[:1] == "-" for t in tags)), tags

@@ -32,6 +32,13 @@ class SeamWords(NamedTuple):
     headings: "tuple[str, ...]"
 
 
+@functools.lru_cache(maxsize=64)
+def tag_starts(tags: "tuple[str, ...]") -> "tuple[bool, bool]":
+    """Whether one of ``tags`` is a template heading (starts with ``#``) and whether one is a ruled label (with
+    ``-``), remembered: a grader's tags are the same for every text it neutralises."""
+    return any(t[:1] == "#" for t in tags), any(t[:1] == "-" for t in tags)
+
+
 def squeezed(text: str) -> str:
     """``text`` without gaps, whitespace and apostrophes (how a label is compared)."""
     return re.sub(_LABEL_GAPS, "", text)

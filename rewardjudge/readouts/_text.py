@@ -21,7 +21,7 @@ from ..grade import encodable
 from ..templates._plain import to_plain
 from ._blocks import split_chunks, splitter as split_by
 from ._fold import _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of
-from ._seams import SeamWords, closed, squeezed
+from ._seams import SeamWords, closed, squeezed, tag_starts
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
            "neutralize_all", "neutralize_value", "template_tag_names"]
@@ -149,13 +149,13 @@ _FOLDS_MARKED = re.compile(r"[<\[&\\%=#*_~\-\ud800-\udfff]")
 
 
 def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
-    """Whether neutralising ``text`` cannot change it: no control token of the judge's is
-    given, it holds no ``<``, ``[`` or backslash (nor a ``#`` where ``tags`` hold a template
-    heading, nor two rule characters in a row where they hold a ruled label), its ``&``, ``%`` and ``=``
-    open no escape (``2+2=4`` is none: ``_ESCAPE_OPENINGS``), and each character outside ASCII is no
-    surrogate and folds to none of ``<[&\\%=#-*_~``: its skeleton then holds nothing the patterns start with."""
-    if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and any(t[:1] == "#" for t in tags)) \
-            or (any(t[:1] == "-" for t in tags) and _RULED.search(text) is not None):
+    """Whether neutralising ``text`` cannot change it: no control token of the judge's is given, it holds
+    no ``<``, ``[`` or backslash (nor a ``#`` where ``tags`` hold a template heading, nor two rule characters
+    in a row where they hold a ruled label: ``tag_starts``), its ``&``, ``%`` and ``=`` open no escape (``2+2=4``
+    is none: ``_ESCAPE_OPENINGS``), and no character outside ASCII is a surrogate or folds to ``<[&\\%=#-*_~``."""
+    heading, ruled = tag_starts(tags)   # remembered per tags: a generator over them cost ~1k instructions a tag
+    if ctl or "<" in text or "[" in text or "\\" in text or ("#" in text and heading) \
+            or (ruled and _RULED.search(text) is not None):
         return False
     for opener, opening in _ESCAPE_OPENINGS:
         if opener in text and opening.search(text) is not None:
