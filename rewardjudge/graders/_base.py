@@ -30,7 +30,6 @@ from ._schedule import prompt_units
 #: texts longer than this are screened, neutralised, rendered and read in a worker thread
 _INLINE_CHARS = 65_536
 
-
 #: what one value of JSON in a text weighs in ``work_size``: parsing, screening, neutralising and rendering a
 #: structured completion cost per value, not per character (hunt 26: 16,000 empty lists in 64 KB held the event
 #: loop 550-750 ms inline, 140 ms for 16,000 numbers)
@@ -43,17 +42,16 @@ def work_size(text: str) -> int:
     return len(text) + _VALUE_CHARS * (text.count("[") + text.count("{") + text.count(","))
 
 
-def text_size(sample: StringThread) -> int:
-    """The ``work_size`` of ``sample``'s turns (what building its judge prompt works through)."""
+def text_size(sample: StringThread, weigh: "Callable[[str], int]" = work_size) -> int:
+    """The ``work_size`` of ``sample``'s turns (what building its judge prompt works through); ``weigh``: another."""
     total = 0
     for _, content in sample.turns:   # a loop: a chain of C callables (map, filter, a type's
         if isinstance(content, str):  # __instancecheck__) cost 1.4k instructions a turn, this a few hundred
-            total += work_size(content)
+            total += weigh(content)
     return total
 
 
-#: the longest text whose ``work_size`` is within ``_INLINE_CHARS`` whatever it holds (each character weighs at
-#: most ``1 + _VALUE_CHARS``): ``inline``'s answer without counting (three counts cost ~15 instructions a character)
+#: the longest text surely within ``_INLINE_CHARS`` (a character weighs at most ``1 + _VALUE_CHARS``): no count
 _SURELY_INLINE = _INLINE_CHARS // (1 + _VALUE_CHARS)
 
 
@@ -64,11 +62,7 @@ def inline_text(text: str) -> bool:
 
 def inline_sample(sample: StringThread) -> bool:
     """``text_size(sample) <= _INLINE_CHARS``, counted only where its turns' characters may weigh more."""
-    chars = 0
-    for _, content in sample.turns:
-        if isinstance(content, str):
-            chars += len(content)
-    return chars <= _SURELY_INLINE or text_size(sample) <= _INLINE_CHARS
+    return text_size(sample, len) <= _SURELY_INLINE or text_size(sample) <= _INLINE_CHARS
 
 
 def emptied(value: Any) -> Any:
