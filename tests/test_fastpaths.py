@@ -353,6 +353,32 @@ def test_helpers_added_later_turn_the_shortcuts_off():
     assert flat.render(ctx) == "quiet a" and loop.render(ctx) == "b quiet"
 
 
+def test_helpers_as_shipped_is_the_whole_comparison_after_every_change():
+    """``helpers_as_shipped`` skips comparing the helpers until one of ``HELPERS``' methods changes it: after
+    any change, and after it is changed back, it answers as the comparison of every helper does."""
+    from rewardjudge.templates._handlebars import _HELPERS_AS_SHIPPED, helpers_as_shipped
+
+    shout = lambda this, *a: "LOUD"   # noqa: E731
+    changes = [lambda h: h.__setitem__("shout", shout), lambda h: h.__setitem__("eq", shout),
+               lambda h: h.update(shout=shout), lambda h: h.update({"eq": h["eq"]}),
+               lambda h: h.setdefault("shout", shout),
+               lambda h: h.setdefault("eq", shout), lambda h: h.pop("eq"), lambda h: h.popitem(),
+               lambda h: h.__ior__({"shout": shout}), lambda h: h.__delitem__("json"), lambda h: h.clear()]
+    try:
+        for change in changes:
+            HELPERS.touched = False
+            assert helpers_as_shipped()
+            change(HELPERS)
+            assert helpers_as_shipped() == (dict(HELPERS) == _HELPERS_AS_SHIPPED), change
+            HELPERS.clear()
+            HELPERS.update(_HELPERS_AS_SHIPPED)
+            assert helpers_as_shipped() and HELPERS.touched
+    finally:
+        dict.clear(HELPERS)
+        dict.update(HELPERS, _HELPERS_AS_SHIPPED)
+    assert isinstance(HELPERS, dict) and helpers_as_shipped()
+
+
 @pytest.mark.parametrize("source, reads", [
     ("{{#each xs}}{{name}} {{../sep}} {{@root.top}}{{/each}}", {"xs", "name", "sep", "top"}),
     ("{{#with a}}{{b.c}}{{/with}}", {"a", "b"}),

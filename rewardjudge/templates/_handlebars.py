@@ -19,7 +19,7 @@ from pybars import PybarsError
 from ..errors import TemplateError, TemplateVariableError
 from ._hbs_syntax import Tag, locate_parse_error, rewrite, scan
 from ._plain import _MISSING, PlainContext, _is_plain, _lookup, lookup_steps, to_plain, to_plain_context
-from ._pybars_overrides import builtin_names, compile_canonical, parse, truthy as _truthy, unless as _unless
+from ._pybars_overrides import Helpers, builtin_names, compile_canonical, parse, truthy as _truthy, unless as _unless
 
 __all__ = ["HELPERS", "PlainContext", "Template", "compile_template", "root_reads",
            "template_variables", "to_plain", "to_plain_context"]
@@ -46,7 +46,7 @@ def _eq(this, a, b, *args):
     return a == b or _num(a) == _num(b) and not isinstance(_num(a), str)
 
 
-HELPERS: dict[str, Callable[..., Any]] = {
+HELPERS: dict[str, Callable[..., Any]] = Helpers({
     "eq": _eq, "ne": lambda this, a, b, *r: not _eq(this, a, b),
     "gt": lambda this, a, b, *r: _num(a) > _num(b), "lt": lambda this, a, b, *r: _num(a) < _num(b),
     "ge": lambda this, a, b, *r: _num(a) >= _num(b), "le": lambda this, a, b, *r: _num(a) <= _num(b),
@@ -58,14 +58,14 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "default": lambda this, value, fallback, *a: fallback if value is None or value == "" else value,
     "unless": _unless,
     "add": lambda this, a, b, *r: _num(a) + _num(b),
-}
+})
 """Helpers every template gets (``unless`` fixed to honour ``{{else}}``)."""
 _HELPERS_AS_SHIPPED = dict(HELPERS)   # remembered renders assume these helpers
 
 
 def helpers_as_shipped() -> bool:
     """No helper registered or replaced since import: a template reads only the names it names."""
-    return HELPERS == _HELPERS_AS_SHIPPED
+    return not HELPERS.touched or HELPERS == _HELPERS_AS_SHIPPED   # type: ignore[attr-defined] (``Helpers``)
 
 
 _ABSENT = ("absent",)                 # a name the context lacks, in a memo key
