@@ -353,6 +353,26 @@ def test_helpers_added_later_turn_the_shortcuts_off():
     assert flat.render(ctx) == "quiet a" and loop.render(ctx) == "b quiet"
 
 
+def test_memo_key_of_a_list_of_texts_is_the_checked_key_part():
+    """A remembered render's key takes a list of texts as it stands (its types read once): the key the check
+    that ``to_plain_context`` keeps a value (``_kept_as_is``) and ``_key_part`` give, for lists of every kind."""
+    from rewardjudge.templates._handlebars import _kept_as_is, _key_part
+
+    class Text(str):
+        pass
+
+    template = Template("{{#each xs}}{{this}}{{/each}} {{y}}")
+    lists = [[], ["a"], ["a", "b"], ["a", 1], [Text("a")], ["a", Text("b")], [["a"]], [None], ["a", ("b",)],
+             [1.0, True], ["\u00e9", ""]]
+    for xs in lists:
+        holes: list = []
+        want = (None, None) if not _kept_as_is(xs) else (
+            (_key_part(xs, False, holes), _key_part("y", True, holes)), holes)
+        if want[0] is not None and None in want[0]:
+            want = (None, None)
+        assert template._memo_key({"xs": xs, "y": "y"}) == want, xs
+
+
 def test_helpers_as_shipped_is_the_whole_comparison_after_every_change():
     """``helpers_as_shipped`` skips comparing the helpers until one of ``HELPERS``' methods changes it: after
     any change, and after it is changed back, it answers as the comparison of every helper does."""

@@ -369,6 +369,15 @@ def _kept_as_is(value: Any) -> bool:
     return value is not _MISSING and (type(value) is list and {*map(type, value)} <= _TEXT_ONLY or _is_plain(value))
 
 
+def _given(context: Any, reads: "Sequence[str] | None") -> "bool | None":
+    """Whether ``context`` is a ``dict`` as given (True) or a ``PlainContext`` none of whose conversions the
+    template ``reads`` (False); None where it is neither (no memo key)."""
+    if type(context) is PlainContext:
+        changed = context.changed   # type: ignore[attr-defined]
+        return None if changed and not changed.isdisjoint(reads or ()) else False
+    return True if type(context) is dict else None
+
+
 def _key_part(value: Any, hole: bool, holes: "list[str]") -> Any:
     """``value``'s part of a memo key, type-exact (a hole's non-empty text is ``_HOLE`` and goes to
     ``holes``); None where it has none (its repr recurses too deep)."""
@@ -506,14 +515,8 @@ class Template:
         ``texts``; ``(None, None)`` when one was converted (``plain.changed``) or the helpers
         changed. A ``dict`` not yet converted: each value read must be one ``to_plain_context``
         keeps as it is (a text, a list of texts, plain data), every name present (else None)."""
-        if type(context) is PlainContext:
-            changed = context.changed   # type: ignore[attr-defined]
-            if changed and not changed.isdisjoint(self._reads or ()):
-                return None, None
-            given = False
-        elif type(context) is dict:
-            given = True
-        else:
+        given = _given(context, self._reads)
+        if given is None:
             return None, None
         get = context.get
         parts: list[Any] = []
@@ -525,6 +528,9 @@ class Template:
                     holes.append(value)
                     value = _HOLE
                 parts.append(value)
+                continue
+            if not steps and type(value) is list and {*map(type, value)} <= _TEXT_ONLY:   # texts: typed once
+                parts.append(("list", *value))   # as _kept_as_is, then _key_part, take it
                 continue
             if given and type(value) is not str and not _kept_as_is(value):   # as to_plain_context would keep it
                 return None, None
