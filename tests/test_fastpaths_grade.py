@@ -109,3 +109,30 @@ def test_tag_starts_are_the_walks_over_the_tags():
     for _ in range(2000):
         tags = tuple(rng.choice(names) for _ in range(rng.randint(0, 6)))
         assert tag_starts(tags) == (any(t[:1] == "#" for t in tags), any(t[:1] == "-" for t in tags)), tags
+
+
+def test_verdict_reasoning_is_the_first_text_field_named():
+    from typing import Any
+
+    from pydantic import BaseModel, ConfigDict
+
+    from rewardjudge.graders._outputs import REASONING_FIELDS, verdict_reasoning
+
+    class Free(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    class Typed(BaseModel):
+        reasoning: Any = None
+        explanation: Any = None
+
+        @property
+        def reason(self) -> str:
+            return "from a property"
+
+    rng = random.Random(66)
+    values = [None, 1, "", "why", ["x"], {"a": "b"}]
+    for _ in range(2000):
+        fields = {n: rng.choice(values) for n in rng.sample(REASONING_FIELDS, rng.randint(0, 4))}
+        for verdict in (Free(**fields), Typed(**{k: v for k, v in fields.items() if k in Typed.model_fields})):
+            want = next((v for n in REASONING_FIELDS if isinstance(v := getattr(verdict, n, None), str)), None)
+            assert verdict_reasoning(verdict) == want, fields
