@@ -136,3 +136,24 @@ def test_verdict_reasoning_is_the_first_text_field_named():
         for verdict in (Free(**fields), Typed(**{k: v for k, v in fields.items() if k in Typed.model_fields})):
             want = next((v for n in REASONING_FIELDS if isinstance(v := getattr(verdict, n, None), str)), None)
             assert verdict_reasoning(verdict) == want, fields
+
+
+def test_letters_of_a_text_with_a_few_characters_outside_ascii_are_the_translated_ones():
+    """``letters`` reads a text whose characters outside ASCII are few and fold to ASCII letters as ASCII once they
+    are replaced (``ascii_folded``): the letters the fold table's translation of every character gives."""
+    from rewardjudge.readouts import _text
+
+    def long_way(text, keep=""):
+        if "&" in text or "\\" in text or "%" in text:
+            text = _text._read_escapes(text.lower(), _text._TEXT_ESCAPES_SPLIT)
+        return text.translate(_text._LETTERS).translate(_text._controls_dropped(keep))
+
+    rng = random.Random(67)
+    bits = [*BITS, "a", "B", " ", ".", "\u2019", "\u2013", "\u00e9", "\u00c9", "\ufb01", "\u0430", "\u00df", "\u2474",
+            "\ud800", "\x01", "\u0130", "\u212a", "\u00bd", "\u0663", "\u4e2d", "\u00aa", "\u0301", "A" * 40]
+    texts = ["".join(rng.choice(bits) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    texts += ["ab " * 20 + chr(c) + " cd" for c in range(0x80, 0x3000)]
+    texts += ["The answer\u2019s 4 \u2013 twice 2. " * 3000, "\u00e9\u00e8\u00ea\u00eb\u00e0\u00e2\u00e4\u00f4\u00f6 x" * 50]
+    for text in texts:
+        for keep in ("", "\x01"):
+            assert _text.letters(text, keep) == long_way(text, keep), (text[:60], keep)

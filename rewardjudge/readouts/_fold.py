@@ -51,6 +51,27 @@ def _fold_char(ch: str) -> str:
 _KEPT = 1 << 18
 
 
+#: every ASCII byte: a text's UTF-8 with these deleted is its characters outside ASCII, found in C
+ASCII_BYTES = bytes(range(0x80))
+
+
+def ascii_folded(text: str, table: "Mapping[int, str]", most: int = 8) -> "str | None":
+    """``text`` with each of its characters outside ASCII as its fold in ``table`` (a ``str.translate`` table):
+    a ``str.replace`` for each of them (``most`` at most, so linear), where every such fold is lower-case ASCII
+    letters and digits or nothing; else None. ``letters`` then reads it as ASCII in one pass, where a split at
+    each character outside ASCII, or a translation of every character, cost several times more."""
+    outside = dict.fromkeys(text.encode("utf-8", "surrogatepass").translate(None, ASCII_BYTES)
+                            .decode("utf-8", "surrogatepass"))
+    if len(outside) > most:
+        return None
+    for ch in outside:
+        fold = table[ord(ch)]
+        if fold and not (fold.isascii() and fold.isalnum() and fold.lower() == fold):
+            return None
+        text = text.replace(ch, fold)
+    return text
+
+
 class _FoldTable(dict):
     """A ``str.translate`` table filled lazily by ``fold``, one character at a time; at most
     ``_KEPT`` characters are remembered, the rest are folded again each time. ``codes`` folds a

@@ -20,7 +20,7 @@ from ..errors import TemplateContextError
 from ..grade import encodable
 from ..templates._plain import to_plain
 from ._blocks import split_chunks, splitter as split_by
-from ._fold import _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of
+from ._fold import ASCII_BYTES, _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of, ascii_folded
 from ._seams import SeamWords, closed, squeezed, tag_starts
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
@@ -164,11 +164,8 @@ def _untouched(text: str, tags: tuple[str, ...], ctl: tuple[str, ...]) -> bool:
         return True
     # the characters outside ASCII, in C: their UTF-8 bytes are all over 0x7f, so deleting every
     # ASCII byte leaves them whole; when they are many (``_RUN_CHARS``), the skeleton's long way
-    outside = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    outside = text.encode("utf-8", "surrogatepass").translate(None, ASCII_BYTES).decode("utf-8", "surrogatepass")
     return len(outside) * _RUN_CHARS <= len(text) and _FOLDS_MARKED.search(outside.translate(_TABLE)) is None
-
-
-_ASCII_BYTES = bytes(range(0x80))
 
 
 #: a character outside ASCII, kept by ``split`` (one at a time: a pattern for a run of them
@@ -551,6 +548,8 @@ def letters(text: str, keep: str = "") -> str:
     if "&" in text or "\\" in text or "%" in text:
         # escapes as what they stand for (a judge decodes them): "Thought&#32;process:" is a master key
         text = _read_escapes(text.lower(), _TEXT_ESCAPES_SPLIT)
+    if keep.isascii() and not text.isascii():   # a few characters outside ASCII as their letters: ASCII then
+        text = ascii_folded(text, _LETTERS) or text
     if text.isascii() and keep.isascii():
         # the table and the pattern on ASCII, as one bytes.translate (20x faster)
         return text.lower().encode("ascii").translate(None, _ascii_dropped(keep)).decode("ascii")
