@@ -637,8 +637,9 @@ def test_the_matches_defanged_at_once_read_as_one_by_one():
 
 def test_the_code_point_tables_are_made_when_a_long_text_outside_ascii_first_comes():
     """The 4 MB arrays folding long texts outside ASCII (the skeleton's, the letters') are not
-    made at import, nor for ASCII or short texts: a process that never meets such a text never
-    holds them, and one that meets it only in ``letters`` holds that one only."""
+    made at import, nor for ASCII or short texts, nor for ``letters`` of a text whose few distinct
+    characters outside ASCII are replaced by their letters: a process that never meets such a text
+    never holds them, and one that meets it only in ``letters`` holds that one only."""
     import subprocess
     import sys
 
@@ -646,8 +647,10 @@ def test_the_code_point_tables_are_made_when_a_long_text_outside_ascii_first_com
             "made = lambda: (_fold._TABLE._array is not None, t._LETTERS._array is not None)\n"
             "t.neutralize('<think>' * 1000); t.neutralize('\\uff1cthink>'); t.letters('\\uff1c' * 100)\n"
             "t.letters('Thought process: ' * 1000)\n"
+            "assert t.letters('\\uff21' * 1000) == 'a' * 1000\n"
             "assert made() == (False, False), 'made too early'\n"
-            "assert t.letters('\\uff21' * 1000) == 'a' * 1000 and made() == (False, True)\n"
+            "wide = ''.join(map(chr, range(0xff21, 0xff3b)))\n"
+            "assert t.letters(wide * 40) == 'abcdefghijklmnopqrstuvwxyz' * 40 and made() == (False, True)\n"
             "assert t.neutralize('\\uff1cthink>' * 1000) == '[think>' * 1000 and made() == (True, True)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
