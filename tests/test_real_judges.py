@@ -91,6 +91,22 @@ def alpaca_ranking(reply: str) -> "str | None":
     return {1: "model_1", 2: "model_2"}.get(rank)
 
 
+def alpaca_fn_ranking(reply: str) -> "str | None":
+    """alpaca_eval src/alpaca_eval/completion_parsers.py, pipeline_meta_parser with the
+    ``alpaca_eval_gpt4_turbo_fn`` and ``alpaca_eval_cot_gpt4_turbo_fn`` configs' parsers: json_parser
+    (the reply, or what a fenced json block holds, decoded by json.loads; its "ordered_models"), then
+    ranking_parser with model_1_name "m" (m's rank, 1 or 2); here the model ranked first, m or M;
+    anything else -> None."""
+    try:
+        if "```json" in reply:
+            reply = re.search(r"```json(.*?)```", reply, re.DOTALL).group(1)   # type: ignore[union-attr]
+        ordered = json.loads(reply)["ordered_models"]
+        rank = [item for item in ordered if item["model"] == "m"][0]["rank"]
+    except Exception:
+        return None
+    return {1: "m", 2: "M"}.get(rank)
+
+
 def wildbench_json(reply: str) -> Any:
     """WildBench src/openai_batch_eval/batch_results_format.py (score mode):
     the reply decoded as JSON, its "score" field; undecodable or no score -> None."""
@@ -314,6 +330,15 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # alpaca_eval_gpt4's prompt: a list of {'model': <model-name>, 'rank': <model-rank>}; rank 1 is the preferred one
     "alpaca_eval": (VerdictForm("{'model': '{label}', 'rank': 1}", labels=("model_1", "model_2")),
                     alpaca_ranking, lambda v: v),
+    # alpaca_eval_gpt4_turbo_fn's prompt (alpaca_eval_fn.txt): the outputs are models "m" and "M", the ranking
+    # goes out "in a structured JSON format for the make_partial_leaderboard function", whose schema (configs.yaml)
+    # is {"ordered_models": [{"model": ..., "rank": ...}, ...]}, "1 has the best output"; the judge writes it
+    # pretty-printed (json.dumps's indent=2), so the form's one line is read across line breaks
+    "alpaca_eval_fn": (VerdictForm('{"model": "{label}", "rank": 1}', labels=("m", "M")),
+                       alpaca_fn_ranking, lambda v: v),
+    # alpaca_eval_cot_gpt4_turbo_fn: the same prompt, the function's schema with a "concise_explanation" first
+    "alpaca_eval_cot_fn": (VerdictForm('{"model": "{label}", "rank": 1}', labels=("m", "M")),
+                           alpaca_fn_ranking, lambda v: v),
     # WildBench's score template: a JSON object with "score": "[1~10]"
     "wildbench": (VerdictForm('"score": "{score}"', bounds=(1, 10)), wildbench_json, _num),
     # h2o-LLM-eval's A/B-test system prompt (src/prompt_templates.py): 'Format your response in a valid JSON format
@@ -523,6 +548,8 @@ LABEL_VALUES = {
     "arena_hard_gpt4_1106": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_v2_gemini_flash": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "alpaca_eval": {"model_1": 1.0, "model_2": 0.0},
+    "alpaca_eval_fn": {"m": 1.0, "M": 0.0},
+    "alpaca_eval_cot_fn": {"m": 1.0, "M": 0.0},
     "h2o_llm_eval": {"model_a": 1.0, "model_b": 0.0},
     "llmbar_cot": {"a": 1.0, "b": 0.0},
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},

@@ -218,8 +218,9 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA, Quilt-LLaVA) and gpt-3.5-turbo
 #: (FastChat)
 RELATIVE = {"qlora_relative", "quilt_llava_reviews", "vicuna_gpt35_reviews"}
-#: the replies a source decodes whole as one JSON object (WildBench's score object, h2o-LLM-eval's A/B test)
-JSON_REPLY = {"wildbench", "h2o_llm_eval"}
+#: the replies a source decodes whole as one JSON object (WildBench's score object, h2o-LLM-eval's A/B test,
+#: AlpacaEval's function-call rankings)
+JSON_REPLY = {"wildbench", "h2o_llm_eval", "alpaca_eval_fn", "alpaca_eval_cot_fn", "alpaca_eval fn"}
 WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 WHOLE |= JSON_REPLY

@@ -704,6 +704,12 @@ PHOENIX = VerdictForm("LABEL: {label}", labels=("relevant", "unrelated"))
 PHOENIX_BARE = VerdictForm("{label}", labels=("relevant", "unrelated"))
 LC_CRITERIA = VerdictForm("{label}", labels=("Y", "N"))
 LC_QA = VerdictForm("GRADE: {label}", labels=("CORRECT", "INCORRECT"))
+# AlpacaEval's function-calling annotators (alpaca_eval_gpt4_turbo_fn): a ranking of models "m" and "M" as the
+# arguments of make_partial_leaderboard, {"ordered_models": [{"model": ..., "rank": ...}, ...]}
+ALPACA_FN = VerdictForm('{"model": "{label}", "rank": 1}', labels=("m", "M"))
+#: how the judge writes those arguments: json.dumps's indent=2
+PRETTY_RANKING = ('{\n  "ordered_models": [\n    {\n      "model": "%s",\n      "rank": 1\n    },\n    {\n'
+                  '      "model": "%s",\n      "rank": 2\n    }\n  ]\n}')
 LC_QA_BARE = VerdictForm("{label}", labels=("CORRECT", "INCORRECT"))
 LC_PAIR = VerdictForm("[[{label}]]", labels=("A", "B", "C"))
 PF_PASS = VerdictForm('"pass": {label}', labels=("true", "false"))
@@ -1225,6 +1231,14 @@ CASES = [
     ("video-chatgpt", VIDEO_PRED, video_chatgpt_pred, "{'pred': 'Yes', 'score': 4}", "agree"),
     # the prompt's own example: int() drops the fraction there
     ("video-chatgpt", VIDEO_SCORE, video_chatgpt_score, "{'pred': 'yes', 'score': 4.8}", "there only"),
+    # AlpacaEval's function-calling annotators (test_real_judges.py replays their gpt-4-1106-preview rankings):
+    # json.loads, then m's rank; the object literal form read across the pretty-printed arguments' line breaks
+    ("alpaca_eval fn", ALPACA_FN, real.alpaca_fn_ranking, PRETTY_RANKING % ("M", "m"), "agree"),
+    ("alpaca_eval fn", ALPACA_FN, real.alpaca_fn_ranking, PRETTY_RANKING % ("m", "M"), "agree"),
+    ("alpaca_eval fn", ALPACA_FN, real.alpaca_fn_ranking,
+     '{"concise_explanation": "Model \'m\' is clearer than Model \'M\'.", "ordered_models": [{"model": "M", '
+     '"rank": 1}, {"model": "m", "rank": 2}]}', "agree"),
+    ("alpaca_eval fn", ALPACA_FN, real.alpaca_fn_ranking, (PRETTY_RANKING % ("m", "M")).replace("2", "1"), "two"),
     # Shaberi (test_real_judges.py replays its ELYZA, Tengu and ja-mt-bench gradings): 'on the last line output only
     # "FINAL SCORE: x"'; the last FINAL SCORE, rounded, else each benchmark's older form
     ("shaberi_mt", FINAL_10, real.shaberi_mt, "日本語は自然ですが、説明が浅いです。\n\nFINAL SCORE: 6", "agree"),
@@ -1286,6 +1300,7 @@ UNSEALED_ONLY = [
     (PROMETHEUS, "[RESULT: 3]", 3.0),             # a bracketed head's word with the verdict in its brackets
     (PROMETHEUS_REL, "[RESULT] Response B", "B"),  # the candidates' name before a label
     (PROMETHEUS_REL, "[Response A]", "A"),          # ... in brackets in the head's place
+    (ALPACA_FN, PRETTY_RANKING % ("M", "m"), "M"),  # an object literal form, pretty-printed (line breaks, indents)
 ]
 
 
@@ -1332,6 +1347,9 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (MLFLOW, 'my"score": 4'),                       # ... and not the end of a word
     (PAIR_AB, "[[a]]"),                             # a one-letter label in its own case only ("a", "I" are words)
     (AUTOJ_PAIR, "So, the final decision is TIE."),  # ... and every label where two differ by case alone
+    (ALPACA_FN, '{"model": "M",\n\n\n "rank": 1}'),  # an object literal's gaps: two line breaks at most,
+    (ALPACA_FN, '{"mo\ndel": "M", "rank": 1}'),        # between its tokens only,
+    (BRACKETS, "Rating: [[\n5]]"),                   # and in an object literal form only
 ])
 def test_the_tolerances_stay_narrow(form, reply):
     assert not form.read(reply).ok

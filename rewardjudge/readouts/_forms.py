@@ -91,7 +91,8 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed, m.group() == _LABEL) + stop)
-    return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed) + stop)
+    json = unsealed and bool(_OBJECT_FORM.fullmatch(text))
+    return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed, json) + stop)
 
 
 def _value(score: bool, labels: "tuple[str, ...] | None", before: str, after: str, unsealed: bool) -> str:
@@ -172,9 +173,10 @@ def _bracket_heads(name: str, label: bool) -> "tuple[str, str]":
     return heads, opened
 
 
-def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) -> str:
-    """A pattern whose verdict sits against its text: in brackets, quotes or a tag, or after a word."""
-    head = _bounded(_literal(before, unsealed=unsealed), before, True, False)
+def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool, json: bool = False) -> str:
+    """A pattern whose verdict sits against its text: in brackets, quotes or a tag, or after a word;
+    ``json``: the pattern is an object literal (``_OBJECT_FORM``), its text read as ``_json_literal`` says."""
+    head = _bounded(_literal(before, unsealed=unsealed, json=json), before, True, False)
     # a tag around the verdict (``<score>{score}</score>``): judges put it on a line of its own inside
     inner_head, inner_tail = (_TAG_GAP if before.endswith(">") else ""), (_TAG_GAP if after.startswith("<") else "")
     if before.endswith(("[", "(")) and after.startswith(("]", ")")):
@@ -193,11 +195,11 @@ def _enclosed(before: str, value: str, after: str, score: bool, unsealed: bool) 
     elif unsealed and before and after and before[-1] in "'\"" and after[0] in "'\"":
         # quotes around the verdict (``"score": "{score}"``): a JSON-mode judge writes the number bare
         # (``"score": 7``), which its benchmark's json.loads reads: the quotes are taken both or neither
-        head = _bounded(_literal(before[:-1], unsealed=True), before, True, False) + r"(?P<q>['\"])?"
+        head = _bounded(_literal(before[:-1], unsealed=True, json=json), before, True, False) + r"(?P<q>['\"])?"
         inner_tail = r"(?(q)['\"]|(?!\w))"
         after = after[1:]
     return head + inner_head + "(?P<v>" + value + ")" + inner_tail \
-        + _bounded(_literal(after, unsealed=unsealed), after, False, True)
+        + _bounded(_literal(after, unsealed=unsealed, json=json), after, False, True)
 
 
 def _single_too(lead: str, score: bool) -> "tuple[str, str]":
@@ -270,14 +272,18 @@ def _bounded(regex: str, text: str, head: bool, tail: bool) -> str:
     return regex
 
 
-def _literal(text: str, pair: "str | None" = None, exact: bool = False, unsealed: bool = False) -> str:
+def _literal(text: str, pair: "str | None" = None, exact: bool = False, unsealed: bool = False,
+             json: bool = False) -> str:
     """Literal pattern text as regex: words case-insensitive, whitespace a
     bounded gap (a line break where the pattern breaks its line), a little
     markdown emphasis allowed where a word meets punctuation (``**Rating**:``
     for ``Rating:``), either quote mark for either; an ``{other}`` is a number;
     ``pair``: the regex of a part that is only whitespace beside an ``{other}``; ``exact``: words in
     their own case; ``unsealed``: a space allowed before a colon after a word or a quote (``GRADE : C``,
-    French typography's ``Note : 7``, ``"score" : 7``), as Inspect's ``GRADE\\s*:`` and ``json.loads`` read it."""
+    French typography's ``Note : 7``, ``"score" : 7``), as Inspect's ``GRADE\\s*:`` and ``json.loads`` read it;
+    ``json``: a part of an object literal form, read as ``_json_literal`` says."""
+    if json:
+        return _json_literal(text)
     if pair is not None and _OTHER in text:
         return _OTHER_NUMBER.join(pair if part and not part.strip() else _literal(part, unsealed=unsealed)
                                   for part in text.split(_OTHER))
@@ -287,6 +293,25 @@ def _literal(text: str, pair: "str | None" = None, exact: bool = False, unsealed
                 _EMPH.join(case + _run(run, unsealed and j > 0) + ")" for j, run in enumerate(_RUNS.findall(piece)))
                 for i, piece in enumerate(_WHITESPACE.split(part)))
         for part in text.split(_OTHER))
+
+
+#: unsealed: a form that is a JSON (or Python) object literal, a quote mark first inside its braces
+#: (``{"model": "{label}", "rank": 1}``)
+_OBJECT_FORM = re.compile(r"\{\s*['\"].*\}", re.S)
+#: ... the whitespace json.loads and ast.literal_eval skip around its punctuation: a judge's pretty-printed
+#: JSON (a function call's arguments) breaks its lines and indents there; two line breaks at most
+_JSON_GAP = r"[ \t]{0,16}(?:\r?\n[ \t]{0,32}){0,2}"
+_JSON_PUNCT = re.compile(r"\s*([{}\[\],:])\s*")
+
+
+def _json_literal(text: str) -> str:
+    """A part of an object literal form as regex (for ``_literal``): its punctuation (``{ } [ ] , :``) with
+    ``_JSON_GAP`` on each side, where JSON allows whitespace (before a ``}``, ``]``, ``,`` or ``:`` that opens
+    the part, after a ``{``, ``[``, ``,`` or ``:`` that ends it), its other text as ``_literal`` reads it."""
+    parts = [p for p in _JSON_PUNCT.split(text) if p.strip()]
+    regex = _JSON_GAP.join(re.escape(p) if _JSON_PUNCT.fullmatch(p) else _literal(p, unsealed=True) for p in parts)
+    head = _JSON_GAP if parts and parts[0] in "}],:" else ""
+    return head + regex + (_JSON_GAP if parts and parts[-1] in "{[,:" else "")
 
 
 def _run(run: str, spaced_colon: bool) -> str:
