@@ -707,6 +707,8 @@ LC_QA = VerdictForm("GRADE: {label}", labels=("CORRECT", "INCORRECT"))
 # AlpacaEval's function-calling annotators (alpaca_eval_gpt4_turbo_fn): a ranking of models "m" and "M" as the
 # arguments of make_partial_leaderboard, {"ordered_models": [{"model": ..., "rank": ...}, ...]}
 ALPACA_FN = VerdictForm('{"model": "{label}", "rank": 1}', labels=("m", "M"))
+#: an object literal form with a bare value
+OBJECT_SCORE = VerdictForm('{"score": {score}}', bounds=(1, 10))
 #: how the judge writes those arguments: json.dumps's indent=2
 PRETTY_RANKING = ('{\n  "ordered_models": [\n    {\n      "model": "%s",\n      "rank": 1\n    },\n    {\n'
                   '      "model": "%s",\n      "rank": 2\n    }\n  ]\n}')
@@ -1301,6 +1303,8 @@ UNSEALED_ONLY = [
     (PROMETHEUS_REL, "[RESULT] Response B", "B"),  # the candidates' name before a label
     (PROMETHEUS_REL, "[Response A]", "A"),          # ... in brackets in the head's place
     (ALPACA_FN, PRETTY_RANKING % ("M", "m"), "M"),  # an object literal form, pretty-printed (line breaks, indents)
+    (OBJECT_SCORE, '{\n  "score": 7\n}', 7.0),      # ... its bare value pretty-printed too,
+    (OBJECT_SCORE, '{"score": "7"}', 7.0),           # and quoted, as a spaced-off head's value is
 ]
 
 
@@ -1347,6 +1351,7 @@ def test_what_unsealed_reading_adds_is_never_taken_on_a_sealed_line(form, line, 
     (MLFLOW, 'my"score": 4'),                       # ... and not the end of a word
     (PAIR_AB, "[[a]]"),                             # a one-letter label in its own case only ("a", "I" are words)
     (AUTOJ_PAIR, "So, the final decision is TIE."),  # ... and every label where two differ by case alone
+    (OBJECT_SCORE, '{"score": "7}'),                   # an object literal's value: both quotes or neither,
     (ALPACA_FN, '{"model": "M",\n\n\n "rank": 1}'),  # an object literal's gaps: two line breaks at most,
     (ALPACA_FN, '{"mo\ndel": "M", "rank": 1}'),        # between its tokens only,
     (BRACKETS, "Rating: [[\n5]]"),                   # and in an object literal form only

@@ -77,6 +77,11 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
     before, tail = text[:m.start()], text[m.end():]
     after = tail.rstrip(".")
     stop = "(?:" + re.escape(tail[len(after):]) + ")?" if after != tail else ""
+    json = unsealed and bool(_OBJECT_FORM.fullmatch(text))
+    if json and before.rstrip().endswith(":") and after[:1] in "},":
+        # unsealed, an object literal's bare value (``{"score": {score}}``) read bare or quoted (``"score": "7"``,
+        # both quotes or neither), as its quoted value is and as a spaced-off head's is
+        before, after = before.rstrip() + '"', '"' + after
     value = _value(m.group() == _SCORE, labels, before, after, unsealed)
     if not (before + after).replace(_OTHER, "").strip():
         # no literal text (``{score}``, ``{score} {other}``): the verdict's line holds nothing else but a name
@@ -91,7 +96,6 @@ def _compile(pattern: str, labels: "tuple[str, ...] | None", unsealed: bool = Fa
                           + (_NOTE if unsealed else "") + _LINE_TAIL)
     if before.strip() and before != before.rstrip():
         return re.compile(_spaced_off(before, value, after, unsealed, m.group() == _LABEL) + stop)
-    json = unsealed and bool(_OBJECT_FORM.fullmatch(text))
     return re.compile(_enclosed(before, value, after, m.group() == _SCORE, unsealed, json) + stop)
 
 
