@@ -11,7 +11,7 @@ import re
 import pytest
 
 from bench.bench_linear import hostile_texts
-from rewardjudge.graders import _guards, _markup
+from rewardjudge.graders import _guards, _joined, _markup
 from rewardjudge.readouts._text import free_joiner
 from rewardjudge.thread import _MARKER, own_text
 
@@ -99,3 +99,25 @@ def test_fences_set_aside_equal_the_counted_runs():
     assert sum(OLD_FENCE.search(t) is not None for t in texts) > 1000
     for text in texts:
         assert _markup._MARKUP.sub(" ", text) == OLD_FENCE.sub(" ", text), text
+
+
+# --------------------------------------------------------------------------
+# keys only: the texts whose first characters no opener starts with, left untried (a table in numpy)
+# --------------------------------------------------------------------------
+#: the letters of openers and of near misses: keys, fillers, their look-alike digits, one-character keys, a
+#: step header's word and digits (an Arabic-Indic one too), words cut short
+OPENER_PIECES = ["thought", "process", "th0ught", "7hought", "pr0c355", "\u89e3", "\u7b54\u6848", "\u7b54", "\u662f",
+                 "\ub2f5", "step", "5tep", "s7ep", "ste", "st", "s", "12", "1", "\u0661", "the", "a", "ab", "abs",
+                 "absolutely", "answer", "answers", "4nswer", "x", "q", "sure", "so", "let", "lets", "me", "think"]
+
+
+def test_texts_no_opener_starts_are_keys_only_as_the_pattern_finds():
+    rnd = random.Random(53)
+    pieces = ["".join(rnd.choice(OPENER_PIECES) for _ in range(rnd.randint(0, 4))) for _ in range(4000)]
+    pieces += [w[:k] + tail for w in OPENER_PIECES for k in range(4) for tail in ("", "x", "\u89e3")]
+    joiner = free_joiner(pieces)
+    opens = _joined.opening(joiner.join(pieces), joiner, _guards._start_words(()))
+    only = [bool(p) and _guards._only_keys(p, ()) for p in pieces]
+    assert all(o for o, k in zip(opens.tolist(), only) if k)   # no opener is left untried
+    assert _guards._keys_only(pieces, joiner, ()) == only
+    assert sum(only) > 500 and opens.sum() < len(pieces) - 500   # both kinds, often

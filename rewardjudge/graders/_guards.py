@@ -13,10 +13,10 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ..readouts._fold import _codes
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
+from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
 
@@ -214,13 +214,16 @@ def _flag_echoes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...],
             flags[i] = content_free_reason(t, keys, question, as_json=False) is not None
 
 
+_LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
+
+
 def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
     """Flags (in place) the texts with content holding a look-alike symbol that read it as a digit content-free."""
     whole = "".join(texts)
     if all(flags) or not _leet(whole):
         return
     joiner = free_joiner(texts)
-    leet = _holding(joiner.join(texts), joiner, _LEET_CODES, flags) if joiner is not None \
+    leet = holding(joiner.join(texts), joiner, _LEET_CODES, flags) if joiner is not None \
         else [i for i, t in enumerate(texts) if not flags[i] and _leet(t)]
     if not leet:
         return
@@ -232,38 +235,6 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
         flags[:] = again
     for i, free in zip(leet, again) if len(leet) < len(flags) else ():
         flags[i] = free
-
-
-_LEET_CODES = np.array([ord(c) for c in _LEET_DIGITS], dtype=np.uint32)
-_OVERRIDE = np.array([0x202E], dtype=np.uint32)
-_COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
-#: two characters in a row (``_holding``): a closing tag; a declaration, a bracket tag closing, a Markdown comment,
-#: a terminal code
-_CLOSING = np.array([[ord("<"), ord("/")]], dtype=np.uint32)
-_OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord("/")], [ord("]"), ord(":")], [0x1B, -1]],
-                      dtype=np.int64)
-_NEWLINE = np.array([ord("\n")], dtype=np.uint32)
-
-
-def _holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | None") -> "list[int]":
-    """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` (or,
-    where ``codes`` are rows, the two characters of a row in a row, -1 for any) and are not ``flags``-ed,
-    in order, in numpy: each character's text is the count of joiners before it (a regex call per
-    text: 10 ms for 43,000)."""
-    chars = _codes(joined)
-    if codes.ndim == 2:
-        marks = np.zeros(len(chars), dtype=bool)
-        for first, second in codes.tolist():
-            marks[:-1] |= (chars[:-1] == first) & ((chars[1:] == second) if second >= 0 else True)
-            marks[-1:] |= (chars[-1:] == first) & (second < 0)
-        marks &= chars != ord(joiner)   # a joiner (``\x1b`` may be one) is no text's character
-    else:
-        marks = np.isin(chars, codes)
-    if not marks.any():
-        return []
-    held = np.zeros(joined.count(joiner) + 1, dtype=bool)
-    held[np.cumsum(chars == ord(joiner))[marks]] = True
-    return np.flatnonzero(held if flags is None else held & ~np.array(flags, dtype=bool)).tolist()
 
 
 def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
@@ -296,11 +267,11 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
     if "" in pieces and _PICTOGRAPH.search(unmarked):   # no letter or digit, but a message in emoji?
         flags = [keyed or not (piece or _emoji_message(text)) for piece, keyed, text in zip(pieces, only, texts)]
     # master keys, then an answer after the last colon?
-    ask = _holding(plain, joiner, _COLONS, list(map(operator.not_, only))) if True in only else []
+    ask = holding(plain, joiner, COLONS, list(map(operator.not_, only))) if True in only else []
     if ask:
         flags = _flag_answered(flags, ask, unmarked.split(joiner), joiner, keys)
     # shown reversed (a right-to-left override): its letters read backwards
-    turned = _holding(plain, joiner, _OVERRIDE, flags) if "\u202e" in plain else []
+    turned = holding(plain, joiner, OVERRIDE, flags) if "\u202e" in plain else []
     if turned:   # each text's letters reversed: the whole reversed, its pieces in their order again
         backs = found[::-1].split(joiner)[::-1]
         for i, back in zip(turned, _keys_only(backs if len(turned) == len(texts) else [backs[i] for i in turned],
@@ -327,13 +298,13 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     ``<b>`` is no markup for a ``</b>`` in another, so it is set aside text by text, in a text holding a
     closing tag (found in numpy) or, where the joined text holds one, one of the rarer kinds."""
     unmarked = _unmarked(plain, tags=False, joiner=joiner)   # no fence, command or line holds a joiner
-    own = set(_holding(unmarked, joiner, _CLOSING, None)) if "</" in unmarked else set()
+    own = set(holding(unmarked, joiner, CLOSING, None)) if "</" in unmarked else set()
     own.update(_rtf_texts(texts, plain))
     if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "]:" in unmarked or "\x1b" in unmarked \
             or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy
-        own.update(_holding(plain, joiner, _OWN_RARER, None))
+        own.update(holding(plain, joiner, OWN_RARER, None))
         if "\n" in plain:
-            own.update(i for i in _holding(plain, joiner, _NEWLINE, None) if _items(texts[i]))
+            own.update(i for i in holding(plain, joiner, NEWLINE, None) if _items(texts[i]))
     if not own:
         return unmarked
     shown = unmarked.split(joiner)
@@ -352,10 +323,15 @@ def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str]
     joiner (a look-behind tried at every character cost 7 ms in 256 KiB), and a text whose first two
     characters start no key, filler word or step header (their look-alike digits too) fails at once."""
     fillers, unit = _opener_units(keys)
-    words = [*_key_chars(keys), *(list(w) for w in _FILLER), _chars("st")]
-    at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in words)})"
+    at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in _start_words(keys))})"
     return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
         re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
+
+
+@functools.lru_cache(maxsize=64)
+def _start_words(keys: tuple[str, ...]) -> "tuple[list[str], ...]":
+    """The words an opener is made of: master keys, filler words, a step header's word (``_chars``)."""
+    return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"))
 
 
 def _led(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:
@@ -394,22 +370,35 @@ def _sub_spans(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) ->
 def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
     keys and filler (``_only_keys``): a substitution per ``_spans`` of the distinct ones joined
-    (texts differing by their symbols alone have the same letters), then what is left of each; a
-    long text alone is matched a few units a call (``_opener_end``)."""
+    (texts differing by their symbols alone have the same letters) whose first two characters may
+    start an opener (``opening``, in numpy: the rest fail), then what is left of each; a long text
+    alone is matched a few units a call (``_opener_end``)."""
     few = 2 * len(set(pieces)) <= len(pieces)
     texts = list(dict.fromkeys(pieces)) if few else pieces   # many alike: each once, then a table
-    whole = _whole_openers(keys, joiner)[1]
     joined = joiner.join(texts)
-    left = joiner.join([_led(whole, joiner, part, joiner) if len(part) < _JOINED_SPAN or joiner in part
-                        else "" if _only_keys(part, keys) else part for part in _spans(joined, joiner)])
-    if left == joined:   # none of them matched (the hostile case: 43,000 that almost do)
-        only = [False] * len(texts)
+    opens = opening(joined, joiner, _start_words(keys))
+    if opens.all():
+        only = _openers_only(texts, joined, joiner, keys)
     else:
-        only = [bool(piece) and not rest for piece, rest in zip(texts, left.split(joiner))]
+        at = np.flatnonzero(opens)
+        tried = [texts[i] for i in at.tolist()]
+        only_np = np.zeros(len(texts), dtype=bool)
+        only_np[at] = _openers_only(tried, joiner.join(tried), joiner, keys) if len(tried) else []
+        only = only_np.tolist()
     if not few:
         return only
     table = dict(zip(texts, only))
     return [table[piece] for piece in pieces]
+
+
+def _openers_only(texts: "list[str]", joined: str, joiner: str, keys: tuple[str, ...]) -> "list[bool]":
+    """``_keys_only`` of ``texts`` (``joined``: them joined by ``joiner``), each tried."""
+    whole = _whole_openers(keys, joiner)[1]
+    left = joiner.join([_led(whole, joiner, part, joiner) if len(part) < _JOINED_SPAN or joiner in part
+                        else "" if _only_keys(part, keys) else part for part in _spans(joined, joiner)])
+    if left == joined:   # none of them matched (the hostile case: 43,000 that almost do)
+        return [False] * len(texts)
+    return [bool(piece) and not rest for piece, rest in zip(texts, left.split(joiner))]
 
 
 #: the letters a text of ``_answered_each`` is cut to where an opener starts them
