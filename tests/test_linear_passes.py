@@ -121,3 +121,14 @@ def test_texts_no_opener_starts_are_keys_only_as_the_pattern_finds():
     assert all(o for o, k in zip(opens.tolist(), only) if k)   # no opener is left untried
     assert _guards._keys_only(pieces, joiner, ()) == only
     assert sum(only) > 500 and opens.sum() < len(pieces) - 500   # both kinds, often
+
+
+def test_texts_cut_after_their_last_colon_in_numpy_equal_the_substitution():
+    rnd = random.Random(54)
+    cut_pieces = [":", "\uff1a", "x", "\u89e3", " ", "answer", "\U0001f600", "\ud800", "::"]
+    for _ in range(300):
+        texts = ["".join(rnd.choice(cut_pieces) for _ in range(rnd.randint(0, 6))) for _ in range(rnd.randint(1, 30))]
+        joiner = "\x01"
+        joined = joiner.join(texts)
+        long_way = re.sub(r"\x01[^\x01]*[:\uff1a]", joiner, joiner + joined)[1:]
+        assert _joined.after_last(joined, joiner, _joined.COLONS) == long_way, texts

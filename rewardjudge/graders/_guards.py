@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
-from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, holding, opening
+from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
 
@@ -240,6 +240,8 @@ def _flag_lookalikes(flags: "list[bool]", texts: "list[str]", keys: tuple[str, .
 def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...]) -> None:
     """Flags (in place) the texts with content that are JSON documents of content-free strings
     (``_json_free``)."""
+    if all(flags):
+        return   # every text is flagged already
     joined = "".join(texts)
     if not any(c in joined for c in "{[`~&%") and not ("\n" in joined and (":" in joined or "=" in joined)):
         return   # no text may be a document (``_document``)
@@ -408,12 +410,10 @@ _OPENED = "\x00"
 def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """``_answered`` of each of ``unmarked`` (texts with their markup set aside, none holding
     ``joiner``) whose letters are master keys and filler: each cut to what follows its last colon
-    (a substitution per ``_spans`` of them joined; a text without one is left whole, and an opener
-    starts its letters, as ``_answered`` finds no answer there), their letters in one pass, then
-    whether an opener's first unit starts each (a substitution per span)."""
-    j = re.escape(joiner)
-    colon = re.compile(rf"{j}[^{j}]*[:\uff1a]")   # led by the joiner: found by a scan for it
-    pieces = letters(_sub_spans(colon, joiner, joiner.join(unmarked), joiner), keep=joiner).split(joiner)
+    (``after_last``, in numpy; a text without one is left whole, and an opener starts its letters, as
+    ``_answered`` finds no answer there), their letters in one pass, then whether an opener's first unit
+    starts each (a substitution per span)."""
+    pieces = letters(after_last(joiner.join(unmarked), joiner, COLONS), keep=joiner).split(joiner)
     distinct = list(dict.fromkeys(pieces))
     opened = _sub_spans(_whole_openers(keys, joiner)[0], joiner, joiner.join(distinct), joiner + _OPENED)
     said = {tail: bool(tail) and cut[:1] != _OPENED for tail, cut in zip(distinct, opened.split(joiner))}

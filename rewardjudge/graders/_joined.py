@@ -10,7 +10,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..readouts._fold import _codes
+from ..readouts._fold import _codes, _text_of
 
 OVERRIDE = np.array([0x202E], dtype=np.uint32)
 COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
@@ -41,6 +41,24 @@ def holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | 
     held = np.zeros(joined.count(joiner) + 1, dtype=bool)
     held[np.cumsum(chars == ord(joiner))[marks]] = True
     return np.flatnonzero(held if flags is None else held & ~np.frombuffer(bytes(flags), dtype=bool)).tolist()
+
+
+def after_last(joined: str, joiner: str, codes: "np.ndarray") -> str:
+    """``joined`` (texts joined by ``joiner``) with each text cut to what follows the last of its characters
+    ``codes`` (a text holding none whole), in numpy (a substitution of each text's start to its last colon
+    took 30 ms over 43,000 texts outside Latin-1)."""
+    chars = _codes(joined)
+    at = np.flatnonzero(functools.reduce(np.logical_or, [chars == c for c in codes.tolist()]))
+    if not len(at):
+        return joined
+    ends = np.flatnonzero(chars == ord(joiner))
+    text = np.searchsorted(ends, at)   # the text of each: the joiners before it
+    last = np.append(text[1:] != text[:-1], True)   # the last of its text
+    starts = np.concatenate(([0], ends + 1))[text[last]]
+    cut = np.zeros(len(chars) + 1, dtype=np.int8)   # +1 where a text's cut begins, -1 after it ends
+    cut[starts] += 1
+    cut[at[last] + 1] -= 1
+    return _text_of(chars[np.cumsum(cut[:-1], dtype=np.int8) == 0])
 
 
 def _matched(piece: str) -> "list[int]":
