@@ -100,13 +100,14 @@ def opening(joined: str, joiner: str, words: "Iterable[Iterable[str]]") -> "np.n
     words' first two characters, tried at each text's start, took about 300 alternatives a text: 43,000
     texts, 8 ms; the opener then tried, twice as many)."""
     table = _starts(tuple(tuple(w) for w in words))
-    chars = np.concatenate(([_END], _codes(joined).astype(np.int64), [_END] * _WIDTH))
-    chars[chars == ord(joiner)] = _END
-    at = np.flatnonzero(chars[:-_WIDTH] == _END) + 1   # each text's first character (an end where it is empty)
+    codes = _codes(joined)
+    at = np.concatenate(([0], np.flatnonzero(codes == ord(joiner)) + 1))   # each text's first character
+    codes = np.concatenate((codes, np.full(_WIDTH, ord(joiner), dtype=np.uint32)))
     key = np.zeros(len(at), dtype=np.int64)
     ended = np.zeros(len(at), dtype=bool)
     for i in range(_WIDTH):   # after a text's end, the end again (not the next text)
-        ended |= chars[at + i] == _END
-        key = key << _BITS | np.where(ended, _END, chars[at + i])
+        chars = codes[at + i]
+        ended |= chars == ord(joiner)
+        key = key << _BITS | np.where(ended, _END, chars)
     found = np.searchsorted(table, key)
     return table[np.minimum(found, len(table) - 1)] == key

@@ -4,6 +4,7 @@ lazily filled ``str.translate`` tables, bounded in size, that fold a long text i
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Callable, Mapping
 
@@ -177,3 +178,15 @@ def _text_of(codes: np.ndarray) -> str:
 #: "답" (answer) and "대" (big) were alike, and a one-syllable answer was a master key
 _HANGUL = {code: chr(code) for code in range(0xAC00, 0xD7A4)}
 _TABLE = _FoldTable(_fold_char, {**_HANGUL, **{ord(c): t for c, t in {**_LOOKALIKE, **_CONFUSABLE}.items()}})
+
+
+@functools.lru_cache(maxsize=8)
+def _controls_dropped(keep: str) -> "dict[int, None]":
+    """A ``str.translate`` table dropping the ASCII control characters not in ``keep``."""
+    return dict.fromkeys(c for c in range(0x20) if chr(c) not in keep)
+
+
+@functools.lru_cache(maxsize=8)
+def _ascii_dropped(keep: str) -> bytes:
+    """The ASCII characters ``_text.letters`` drops (all but letters, digits and ``keep``)."""
+    return bytes(c for c in range(128) if not chr(c).isalnum() and chr(c) not in keep)

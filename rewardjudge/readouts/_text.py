@@ -20,7 +20,8 @@ from ..errors import TemplateContextError
 from ..grade import encodable
 from ..templates._plain import to_plain
 from ._blocks import split_chunks, splitter as split_by
-from ._fold import ASCII_BYTES, _GAP, _LONG, _TABLE, _FoldTable, _codes, _fold_char, _text_of, ascii_folded
+from ._fold import (ASCII_BYTES, _GAP, _LONG, _TABLE, _FoldTable, _ascii_dropped, _codes, _controls_dropped,
+                    _fold_char, _text_of, ascii_folded)
 from ._seams import SeamWords, closed, squeezed, tag_starts
 
 __all__ = ["PROTOCOL_TAGS", "contains_tag", "free_joiner", "letters", "neutralize",
@@ -59,8 +60,10 @@ def _splitter(pattern: str) -> "re.Pattern[str]":
 
 
 _ESCAPES = _splitter(_ESCAPE.pattern)
-#: the escapes ``letters`` reads: not quoted-printable, where "=10" is an answer, not a control character
+#: the escapes ``letters`` reads: not quoted-printable, where "=10" is an answer, not a control character; where
+#: one may open in a text in lower case (``\\`` aside): a search for each's first character, 10x faster than a split
 _TEXT_ESCAPES_SPLIT = _splitter(_TEXT_ESCAPES)
+_LETTER_ESCAPE_OPENINGS = (re.compile(r"&(?:amp;)*(?:#(?:x[0-9a-f]|[0-9])|[a-z])"), re.compile(r"%(?:25)*[0-9a-f]{2}"))
 _BASES = {"hx": 16, "hb": 16, "hu": 16, "hh": 16, "dec": 10, "oct": 8}
 
 
@@ -547,7 +550,9 @@ def letters(text: str, keep: str = "") -> str:
     """
     if "&" in text or "\\" in text or "%" in text:
         # escapes as what they stand for (a judge decodes them): "Thought&#32;process:" is a master key
-        text = _read_escapes(text.lower(), _TEXT_ESCAPES_SPLIT)
+        text = text.lower()
+        if "\\" in text or any(opening.search(text) for opening in _LETTER_ESCAPE_OPENINGS):
+            text = _read_escapes(text, _TEXT_ESCAPES_SPLIT)
     if keep.isascii() and not text.isascii():   # a few characters outside ASCII as their letters: ASCII then
         text = ascii_folded(text, _LETTERS) or text
     if text.isascii() and keep.isascii():
@@ -586,14 +591,3 @@ def _letters_of(ch: str) -> str:
 
 _LETTERS = _FoldTable(_letters_of)
 
-
-@functools.lru_cache(maxsize=8)
-def _controls_dropped(keep: str) -> "dict[int, None]":
-    """A ``str.translate`` table dropping the ASCII control characters not in ``keep``."""
-    return dict.fromkeys(c for c in range(0x20) if chr(c) not in keep)
-
-
-@functools.lru_cache(maxsize=8)
-def _ascii_dropped(keep: str) -> bytes:
-    """The ASCII characters ``letters`` drops (all but letters, digits and ``keep``)."""
-    return bytes(c for c in range(128) if not chr(c).isalnum() and chr(c) not in keep)
