@@ -36,7 +36,9 @@ scripted judge; the text neutralised, rendered and read as in training) and
 prints the longest the event loop waited during that grade: texts over 64 KiB
 are worked through in a worker thread, so the target is the same 50 ms.
 
-Run: ``python -m bench linear`` (``python -m bench.bench_linear --shapes``: the second table only).
+Run: ``python -m bench linear`` (``python -m bench.bench_linear --shapes``: the second table only;
+``python -m bench.bench_linear --instructions [--baseline PATH]``: the instructions of one call of each of
+the slowest passes under callgrind, and of another checkout's, a measure the load does not move).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from pathlib import Path
 from typing import Callable, Literal, Optional
 
 from pydantic import BaseModel
@@ -351,9 +354,72 @@ def print_shapes(size: int = SIZE) -> dict:
     return results
 
 
+#: (pass, input) of the slowest passes, counted by ``--instructions``
+COUNTED = [("content-free screen (fields)", label) for label in (
+    "right-to-left override, distinct pieces", "look-alike symbols, distinct pieces",
+    "a master key and a colon, distinct pieces", "distinct code points")] + [
+    ("content-free screen (text)", "'\u89e3\u7b54\ub2f5' repeated"), ("neutralize", "'%3c' repeated"),
+    ("neutralize (tags, control tokens)", "'<s>' repeated")]
+
+
+def _count_child(name: str, label: str) -> None:
+    """Under callgrind: one call of the pass ``name`` on the input ``label``, counted alone (warm)."""
+    import os
+    import subprocess
+
+    fn, text = dict((n, f) for n, _, f in _passes())[name], hostile_texts()[label]
+    fn(text)
+    fn(text)
+    for args in (["-z"], ["-i", "on"]):
+        subprocess.run(["callgrind_control", *args, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
+    fn(text)
+    for args in (["-i", "off"], ["-d", "counted"]):
+        subprocess.run(["callgrind_control", *args, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
+
+
+def _instructions(tree: str, name: str, label: str) -> float:
+    """Millions of instructions of one call of a pass with ``tree``'s ``rewardjudge`` (callgrind)."""
+    import glob
+    import os
+    import re
+    import subprocess
+    import sys
+    import tempfile
+
+    # ``tree``'s rewardjudge imported first, then this checkout's bench (``tree`` may hold an older one)
+    child = (f"import sys, rewardjudge; sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r}); "
+             f"from bench.bench_linear import _count_child; _count_child({name!r}, {label!r})")
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "PYTHONPATH": tree}
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={folder}/out.%p",
+                        sys.executable, "-c", child],
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        totals = [int(t) for f in glob.glob(f"{folder}/out.*")
+                  for t in re.findall(r"^(?:totals|summary):\s*(\d+)", open(f, errors="replace").read(), re.M)]
+    return max(totals, default=0) / 1e6
+
+
+def print_instructions(argv: list[str]) -> dict:
+    """``--instructions [--baseline PATH]``: the instructions of each ``COUNTED`` pass (and of another
+    checkout's, a ``git worktree`` of an earlier commit): a measure the machine's load does not move."""
+    trees = {"this": str(Path(__file__).resolve().parent.parent)}
+    if "--baseline" in argv:
+        trees = {"baseline": argv[argv.index("--baseline") + 1], **trees}
+    rows, results = [], {}
+    for name, label in COUNTED:
+        counts = [_instructions(tree, name, label) for tree in trees.values()]
+        rows.append([name, label, *counts])
+        results[f"{name}: {label}"] = {"Minstr": [round(c, 1) for c in counts]}
+    print_table("Instructions of one call of the slowest passes over 256 KiB (millions, callgrind)",
+                ["pass", "input", *trees], rows)
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     if argv and "--shapes" in argv:
         return print_shapes()
+    if argv and "--instructions" in argv:
+        return print_instructions(argv)
     measured = _measure(SIZE)
     quarter = {"text": hostile_texts(SIZE // 4), "json": hostile_json(SIZE // 4)}
     rows, results = [], {}
