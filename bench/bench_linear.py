@@ -386,14 +386,15 @@ def _instructions(tree: str, name: str, label: str) -> float:
     import sys
     import tempfile
 
-    # ``tree``'s rewardjudge imported first, then this checkout's bench (``tree`` may hold an older one)
+    # ``tree``'s rewardjudge imported first (run in it: ``-c`` reads the working folder first), then this
+    # checkout's bench (``tree`` may hold an older one)
     child = (f"import sys, rewardjudge; sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r}); "
              f"from bench.bench_linear import _count_child; _count_child({name!r}, {label!r})")
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "PYTHONPATH": tree}
         subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={folder}/out.%p",
                         sys.executable, "-c", child],
-                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                       env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         totals = [int(t) for f in glob.glob(f"{folder}/out.*")
                   for t in re.findall(r"^(?:totals|summary):\s*(\d+)", open(f, errors="replace").read(), re.M)]
     return max(totals, default=0) / 1e6
