@@ -358,7 +358,8 @@ def print_shapes(size: int = SIZE) -> dict:
 COUNTED = [("content-free screen (fields)", label) for label in (
     "right-to-left override, distinct pieces", "look-alike symbols, distinct pieces",
     "a master key and a colon, distinct pieces", "distinct code points")] + [
-    ("content-free screen (text)", "'\u89e3\u7b54\ub2f5' repeated"), ("neutralize", "'%3c' repeated"),
+    ("content-free screen (text)", "'\u89e3\u7b54\ub2f5' repeated"),
+    ("content-free screen (text)", "'\u89e3' repeated"), ("neutralize", "'%3c' repeated"),
     ("neutralize (tags, control tokens)", "'<s>' repeated")]
 
 
