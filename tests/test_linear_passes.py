@@ -12,6 +12,7 @@ import pytest
 
 from bench.bench_linear import hostile_texts
 from rewardjudge.graders import _guards, _joined, _markup
+from rewardjudge.readouts import _fold, _text
 from rewardjudge.readouts._text import free_joiner
 from rewardjudge.thread import _MARKER, own_text
 
@@ -132,3 +133,34 @@ def test_texts_cut_after_their_last_colon_in_numpy_equal_the_substitution():
         joined = joiner.join(texts)
         long_way = re.sub(r"\x01[^\x01]*[:\uff1a]", joiner, joiner + joined)[1:]
         assert _joined.after_last(joined, joiner, _joined.COLONS) == long_way, texts
+
+
+# --------------------------------------------------------------------------
+# ascii_folded: the characters outside ASCII told apart by taking each out in turn
+# --------------------------------------------------------------------------
+def old_ascii_folded(text: str, table, most: int = 8) -> "str | None":
+    """``_fold.ascii_folded`` as it was: the characters outside ASCII told apart in a ``dict``."""
+    outside = dict.fromkeys(text.encode("utf-8", "surrogatepass").translate(None, _fold.ASCII_BYTES)
+                            .decode("utf-8", "surrogatepass"))
+    if len(outside) > most:
+        return None
+    for ch in outside:
+        fold = table[ord(ch)]
+        if fold and not (fold.isascii() and fold.isalnum() and fold.lower() == fold):
+            return None
+        text = text.replace(ch, fold)
+    return text
+
+
+def test_ascii_folded_equals_the_characters_told_apart_in_a_dict():
+    rnd = random.Random(55)
+    pieces = ["a", "B", " ", "1", "é", "É", "ß", "ﬁ", "解", "답", "\u200b", "\ud800", "😀", "Ａ", "ı", "İ", "ſ", "K",
+              "\u0301", "ё", "ω", "x", ":", "\u00a0", "ǅ", "①"]
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 40))) for _ in range(4000)]
+    texts += ["".join(rnd.sample(pieces, k)) for k in range(len(pieces))] + list(hostile_texts(300).values())
+    folded = 0
+    for text in texts:
+        for most in (0, 1, 3, 8):
+            assert _fold.ascii_folded(text, _text._LETTERS, most) == old_ascii_folded(text, _text._LETTERS, most), text
+        folded += _fold.ascii_folded(text, _text._LETTERS) not in (None, text)
+    assert folded > 500

@@ -60,11 +60,16 @@ def ascii_folded(text: str, table: "Mapping[int, str]", most: int = 8) -> "str |
     """``text`` with each of its characters outside ASCII as its fold in ``table`` (a ``str.translate`` table):
     a ``str.replace`` for each of them (``most`` at most, so linear), where every such fold is lower-case ASCII
     letters and digits or nothing; else None. ``letters`` then reads it as ASCII in one pass, where a split at
-    each character outside ASCII, or a translation of every character, cost several times more."""
-    outside = dict.fromkeys(text.encode("utf-8", "surrogatepass").translate(None, ASCII_BYTES)
-                            .decode("utf-8", "surrogatepass"))
-    if len(outside) > most:
-        return None
+    each character outside ASCII, or a translation of every character, cost several times more. The characters
+    outside ASCII are told apart by taking each out in turn (a ``str.replace`` in C: ``most`` passes at most),
+    where a ``dict`` of them hashed every one."""
+    rest = text.encode("utf-8", "surrogatepass").translate(None, ASCII_BYTES).decode("utf-8", "surrogatepass")
+    outside: "list[str]" = []
+    while rest:
+        if len(outside) == most:
+            return None
+        outside.append(rest[0])
+        rest = rest.replace(rest[0], "")
     for ch in outside:
         fold = table[ord(ch)]
         if fold and not (fold.isascii() and fold.isalnum() and fold.lower() == fold):
