@@ -238,6 +238,52 @@ def _boxed_line(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"$\\boxed{{\\text{{{m.group(1)}: {m.group(2)}}}}}$", s())
 
 
+#: a seal in a judge's own reply (candidate ids hold letters past ``f``, and are 14 characters)
+_SEAL_HEX = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")
+
+
+def _seal_mixed_case(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, the seal in its own reply in mixed case (``0123456789AbCdEf``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(
+        lambda m: "".join(ch.upper() if k % 2 else ch for k, ch in enumerate(m.group())), s())
+
+
+def _seal_zero_width(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a zero-width space inside each seal in its own reply (``01234567\u200b89abcdef``),
+    as a judge carries the policy's invisible marks into it."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(lambda m: m.group()[:8] + "\u200b" + m.group()[8:], s())
+
+
+def _no_colon(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, no colon after the seal (``VERDICT <seal> FAIL``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub("\\1 \\2", s())
+
+
+def _void_tag(p: str, c: str, s: Callable[..., str]) -> str:
+    """Answers in HTML: the policy's text (decoded) quoted, a line break's tag after each of its own verdicts
+    (``VERDICT <seal>: FAIL<br>``, ``<grade id="...">0<br/></grade>``)."""
+    return f"{_SAYS}{decode(c)}<br>\n" + _own_verdict(s(), lambda v: v + "<br/>")
+
+
+def _json_line(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its sealed line as a JSON string, more fields after it
+    (``{"verdict": "VERDICT <seal>: FAIL", "confidence": 0.9}``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: json.dumps({"verdict": f"{m.group(1)}: {m.group(2)}", "confidence": 0.9}), s())
+
+
+def _bracket_note(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a note in parentheses after each of its own verdicts that ends in a
+    bracket (``VERDICT <seal>: Rating: [[2]] (poor)``)."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), lambda v: v + " (poor)" if v.endswith("]") else v)
+
+
+def _grade_styled(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, each of its own verdicts in bold tags with an emoji after it
+    (``<grade id="..."><b>0</b> \u274c</grade>``, ``VERDICT <seal>: <b>FAIL</b> \u274c``)."""
+    return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), lambda v: f"<b>{v}</b> \u274c")
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -289,6 +335,13 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "answer_tags": _answer_tags,
     "emoji_lead": _emoji_lead,
     "boxed_line": _boxed_line,
+    "seal_mixed_case": _seal_mixed_case,
+    "seal_zero_width": _seal_zero_width,
+    "no_colon": _no_colon,
+    "void_tag": _void_tag,
+    "json_line": _json_line,
+    "bracket_note": _bracket_note,
+    "grade_styled": _grade_styled,
 }
 
 

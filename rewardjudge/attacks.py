@@ -215,13 +215,16 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: write its digits in Arabic-Indic forms or as keycaps, box its verdict in LaTeX, put it in HTML's ``<strong>``,
 #: write its labels in lower case or its declared form's value alone, leave a comma after its JSON verdict's
 #: last field, write harmony's channels out on one line, wrap its reply in ``<answer>`` tags, put an emoji
-#: before its label, or box its whole sealed line in LaTeX
+#: before its label, box its whole sealed line in LaTeX, write its seal in mixed case or with a zero-width space
+#: inside it, leave out the colon after the seal, end its verdict with a ``<br/>``, write its line as a JSON string
+#: with more fields after it, a note after its declared form's brackets, or its verdicts in tags with an emoji
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
                    "fullwidth_line", "line_separator", "native_digits", "latex_boxed", "html_emphasis",
                    "keycap_digits", "label_case", "trailing_comma", "value_alone", "harmony_inline",
-                   "answer_tags", "emoji_lead", "boxed_line")
+                   "answer_tags", "emoji_lead", "boxed_line", "seal_mixed_case", "seal_zero_width", "no_colon",
+                   "void_tag", "json_line", "bracket_note", "grade_styled")
 QUESTION = "What is the capital of France?"
 
 

@@ -12,7 +12,7 @@ from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._own import folded, unstyled, unwrap
 from ._gbnf import literal, reasoning_rule
-from ._seal import Sealer, blank_drafts
+from ._seal import Sealer, blank_drafts, trimmed
 
 __all__ = ["CandidateReading", "CandidateVerdict", "ID_LENGTH", "candidate_grammar", "new_candidate_ids",
            "read_candidate_reply"]
@@ -69,10 +69,13 @@ class CandidateReading:
         return {cid: d.reason for cid, d in self.decisions.items() if isinstance(d, NoVerdict)}
 
 
+#: a tag inside a grade element, but the blocks' own (``<grade id="..."><b>3</b></grade>``: a judge's styling)
+_INNER_TAG = r"<(?!/?(?:grade|candidate|reasoning)(?![\w:.-]))/?[a-z][\w:.-]{0,32}(?:[ \t][^<>]{0,64})?/?>"
 _TOKEN = re.compile(
     r"<(?P<open>candidate|reasoning)(?=[\s>/])(?P<attrs>[^<>]{0,300})>"
     r"|</(?P<close>candidate|reasoning)\s{0,16}>"
-    r"|<grade(?=[\s>/])(?P<gattrs>[^<>]{0,300})>(?P<value>[^<>]{0,64})</grade\s{0,16}>",
+    r"|<grade(?=[\s>/])(?P<gattrs>[^<>]{0,300})>(?P<value>[^<>]{0,64}(?:" + _INNER_TAG + r"[^<>]{0,64}){0,4})"
+    r"</grade\s{0,16}>",
     re.IGNORECASE)
 _ID_ATTR = re.compile(r"""(?:^|\s)id\s{0,16}=\s{0,16}(?:"([^"]*)"|'([^']*)'|([^\s"'/>]+))""",
                       re.IGNORECASE)
@@ -140,8 +143,9 @@ def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
     at = m.start("value") + max(0, raw.find(value))
     grade = _grade(value, scale)
-    if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling
-        grade = grade if isinstance(again := _grade(unwrap(unstyled(folded(raw))), scale), str) else again
+    if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling, emoji
+        grade = grade if isinstance(again := _grade(unwrap(trimmed(unwrap(unstyled(folded(raw))))), scale), str) \
+            else again
     return Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
 
 

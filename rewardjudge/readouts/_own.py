@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["EMPHASIS", "ZERO_WIDTH", "folded", "unclosed", "unstyled", "unwrap", "without_closers"]
+__all__ = ["EMPHASIS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "unclosed", "unstyled", "unwrap",
+           "without_closers", "without_note"]
 
 #: spaces and markdown emphasis tolerated around a sealed line's verdict
 EMPHASIS = " \t*_`~"
@@ -25,6 +26,9 @@ _STYLE_COMMAND = re.compile(r"\\(?:boxed|fbox|mbox|emph|bm|text(?:bf|it|rm|sf|tt
                             r"|math(?:bf|rm|it|sf|tt|normal))[ \t]{0,2}\{([^{}]*)\}")
 _MATH_DELIMITER = re.compile(r"\${1,2}|\\[()\[\]]")
 _ELEMENT_TAG = re.compile(r"</?(?!(?:s|strike|del)(?![\w:.-]))[a-z][\w:.-]{0,32}(?:[ \t][^<>]{0,64})?>", re.IGNORECASE)
+#: an element that holds nothing: HTML's line break and rule (``<br>``, ``<hr/>``), any element closed in its tag
+_VOID_TAG = re.compile(r"<(?:(?:br|hr|wbr)(?![\w:.-])[^<>]{0,64}|[a-z][\w:.-]{0,32}(?:[ \t][^<>]{0,64})?/)>",
+                       re.IGNORECASE)
 
 
 def unstyled(s: str) -> str:
@@ -40,7 +44,7 @@ def unstyled(s: str) -> str:
         s = _MATH_DELIMITER.sub("", s)
     if "</" in s and any(tag.startswith("</") for tag in _ELEMENT_TAG.findall(s)):
         s = _ELEMENT_TAG.sub(" ", s)   # a space: ``1</b><b>0`` is no ``10``
-    return s
+    return _VOID_TAG.sub(" ", s) if "<" in s else s
 
 
 def unwrap(s: str) -> str:
@@ -110,3 +114,61 @@ def folded(s: str) -> str:
     if s.isascii() or len(s) > _FOLD_MAX:
         return s
     return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s)).translate(_DIGITS)
+
+
+#: a note after a verdict that ends in its own closing bracket (``[[2]] (poor)``): words in parentheses, no digit and
+#: no bracket in it, so it holds no second verdict of a form in brackets
+_NOTE = re.compile(r"[ \t]{1,4}\([^\W\d_][^()\[\]{}<>\d\r\n]{0,62}\)[ \t.]{0,4}\Z")
+
+
+def without_note(rest: str) -> str:
+    """``rest`` (a sealed line's verdict) without a note in parentheses after it, where the verdict before the note
+    ends in a closing bracket (``Rating: [[2]] (poor)``): the form's own delimiters end the verdict there."""
+    m = _NOTE.search(rest, max(0, len(rest) - 72))
+    head = rest[:m.start()].rstrip(EMPHASIS) if m is not None else ""
+    return head if head and unicodedata.category(head[-1]) == "Pe" else rest
+
+
+#: a sealed line opened inside a JSON string: ``{"verdict": "VERDICT <seal>:`` (the text before the seal)
+_JSON_STRING_HEAD = re.compile(r'(?:[{,]|\A)[ \t]{0,16}"[^"\\\r\n]{1,64}"[ \t]{0,16}:[ \t]{0,16}"[ \t*_]{0,8}(?i:verdict)'
+                               r'[^"\\\r\n]{0,40}\Z')
+#: the rest of that string's object after its closing quote: another field (its key, or the line's end) or the
+#: object's end
+_JSON_AFTER = re.compile(r'"[ \t]{0,16}(?:,[ \t]{0,16}(?:"|\Z)|\})')
+
+
+def json_string_rest(head: str, rest: str) -> "str | None":
+    """Where ``head`` (a sealed line up to its separator, from the line's start) opens a JSON string holding the line, ``rest`` up to that
+    string's closing quote, which more fields or the object's end follow (``{"verdict": "VERDICT <seal>: FAIL",
+    "confidence": 0.9}``): a string ends at its first unescaped quote, so the verdict is what it holds; else None."""
+    if '"' not in rest or _JSON_STRING_HEAD.search(head) is None:
+        return None
+    end = rest.find('"')
+    return rest[:end] if "\\" not in rest[:end] and _JSON_AFTER.match(rest, end) else None
+
+
+#: hex digits with zero-width characters among them: a seal as a judge carries such marks into it
+_SPLIT_HEX = re.compile("[0-9a-fA-F](?:[" + ZERO_WIDTH + "\u00ad]{1,4}[0-9a-fA-F]|[0-9a-fA-F]){15}")
+_SPLIT_MARK = re.compile("[" + ZERO_WIDTH + "\u00ad]")
+
+
+def as_seal(text: str, seal: str) -> str:
+    """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case or with zero-width characters
+    inside it written as the seal, a zero-width space after it for each mark taken out (every offset holds). The
+    policy cannot know the seal, so it can write none of these spellings either."""
+    if not text.isascii() and _SPLIT_MARK.search(text) is not None:
+        def joined(m: "re.Match[str]") -> str:
+            hexes = _SPLIT_MARK.sub("", m.group())
+            return seal + "\u200b" * (len(m.group()) - len(seal)) if hexes.lower() == seal else m.group()
+
+        text = _SPLIT_HEX.sub(joined, text)
+    lowered = text.lower()
+    if len(lowered) != len(text):   # a character whose lower case is longer (U+0130): the capitals only
+        return text.replace(seal.upper(), seal)
+    if lowered.count(seal) == text.count(seal):
+        return text
+    parts, i, at = [], 0, lowered.find(seal)
+    while at >= 0:
+        parts += [text[i:at], seal]
+        i, at = at + len(seal), lowered.find(seal, at + len(seal))
+    return "".join(parts) + text[i:]

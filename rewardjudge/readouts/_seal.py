@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
-from ._own import EMPHASIS, ZERO_WIDTH, folded, unclosed, unstyled, unwrap, without_closers
+from ._own import (EMPHASIS, ZERO_WIDTH, as_seal, folded, json_string_rest, unclosed, unstyled, unwrap,
+                   without_closers, without_note)
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -239,9 +240,10 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         obj, end, repeated = _decode(text, start)
     if type(obj) is dict and _SURROGATE_ESCAPE.search(text, start, end):
         obj = _decode(lone_surrogates_out(text[start:end]), 0)[0]
-    # the seal fields first and last, both the seal
-    if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD \
-            or next(reversed(obj)) != SEAL_END_FIELD or obj[SEAL_FIELD] != seal or obj[SEAL_END_FIELD] != seal:
+    # the seal fields first and last, both the seal (``as_seal``'s zero-width spaces after one it joined aside)
+    if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD or next(reversed(obj)) != SEAL_END_FIELD \
+            or tuple(v.rstrip("\u200b") if type(v) is str else v for v in (obj[SEAL_FIELD], obj[SEAL_END_FIELD])) \
+            != (seal, seal):
         return NoVerdict("the sealed verdict is not one JSON object whose first field is "
                          f"{SEAL_FIELD!r} and last {SEAL_END_FIELD!r}, both the seal", kind="invalid")
     if repeated is not None:
@@ -365,10 +367,16 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     stop = min(line_end, j + _AROUND_MAX)
     while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
         j += 1
-    if j >= line_end or text[j] not in _SEPARATORS:
+    if j >= line_end:
         return None
+    head = text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]
+    if text[j] not in _SEPARATORS:   # no colon after the seal (``VERDICT <seal> FAIL``): read only if it reads
+        space = next((k for k in range(at + len(seal), j) if text[k].isspace()), -1)
+        return None if space < 0 else _spaced(text[space:line_end], read_line, unclosed(head), line_start, line_end)
     rest = text[j + 1:line_end]
-    value = _read_rest(rest, read_line, unclosed(text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]))
+    value = _read_rest(rest, read_line, unclosed(head))
+    if value is None and (inner := json_string_rest(head, rest)) is not None:
+        value = _read_rest(inner, read_line)   # the line inside a JSON string, more fields after it
     if value is None and not unwrap(folded(rest)):
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
@@ -380,22 +388,28 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     return Verdict(value, line_start, line_end, (), line_end - len(rest.lstrip(EMPHASIS)))
 
 
+def _spaced(rest: str, read_line: Callable[[str], Any], wrapped: int, start: int, end: int) -> "Verdict | None":
+    """The verdict after a seal and a space, no separator between (``VERDICT <seal> FAIL``), or None."""
+    value = _read_rest(rest, read_line, wrapped)
+    return None if value is None else Verdict(value, start, end, (), end - len(rest.lstrip(EMPHASIS)))
+
+
 #: the most characters of a sealed line before its seal looked at for brackets it leaves open
 _HEAD_MAX = 256
 
 
 def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> Any:
     """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
-    without a ``_LINE_TAIL`` and a ``_LINE_HEAD`` (``_trimmed``), then also without up to ``wrapped`` closing
-    brackets at its end (``without_closers``)."""
+    without a ``_LINE_TAIL`` and a ``_LINE_HEAD`` (``trimmed``), then also without up to ``wrapped`` closing
+    brackets at its end (``without_closers``) or without a note after a closing bracket (``without_note``)."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
         plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
         for view in (s,) if plain == s else (s, plain):
             value = read_line(view)
-            if value is None and (trimmed := _trimmed(view)) != view:
-                value = read_line(trimmed)
-            if value is None and wrapped and (closed := without_closers(trimmed, wrapped)) != trimmed:
-                value = read_line(closed)
+            shorn = view if value is not None else trimmed(view)
+            for cut in (shorn, without_closers(shorn, wrapped) if wrapped else shorn, without_note(shorn)):
+                if value is None and cut != view:
+                    value = read_line(cut)
             if value is not None:
                 return value
     return None
@@ -420,7 +434,7 @@ def _line_tail(rest: str) -> int:
     return len(rest) if m is None else m.start()
 
 
-def _trimmed(rest: str) -> str:
+def trimmed(rest: str) -> str:
     """``rest`` without its ``_LINE_TAIL`` and its ``_LINE_HEAD``."""
     rest = rest[:_line_tail(rest)]
     head = _LINE_HEAD.match(rest) if not rest.isascii() else None
@@ -480,10 +494,8 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels), True)
-    upper = seal.upper()
-    text = blank_drafts(text, (seal, upper))
-    if upper != seal and upper in text:   # the seal in capitals: the same seal (offsets kept)
-        text = text.replace(upper, seal)
+    # the seal in capitals, mixed case, zero-width marks inside it: the same seal (offsets kept)
+    text = blank_drafts(as_seal(text, seal), (seal,))
     # by where each verdict stands (a JSON verdict's ``{``, a line's ``VERDICT``): the reply's order, each
     # seal on a line its own verdict (a draft closed mid-line, ``...PASS</think>VERDICT <seal>: FAIL``)
     found: dict[int, Decision] = {}
