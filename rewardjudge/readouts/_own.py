@@ -6,6 +6,7 @@ through these views, so nothing the policy wrote is read this way."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -147,28 +148,30 @@ def json_string_rest(head: str, rest: str) -> "str | None":
     return rest[:end] if "\\" not in rest[:end] and _JSON_AFTER.match(rest, end) else None
 
 
-#: hex digits with zero-width characters among them: a seal as a judge carries such marks into it
-_SPLIT_HEX = re.compile("[0-9a-fA-F](?:[" + ZERO_WIDTH + "\u00ad]{1,4}[0-9a-fA-F]|[0-9a-fA-F]){15}")
-_SPLIT_MARK = re.compile("[" + ZERO_WIDTH + "\u00ad]")
+#: what a judge may carry into a seal that shows nothing: zero-width characters, a soft hyphen (as UTF-8)
+_SPLIT_MARKS = "[" + ZERO_WIDTH + "\u00ad]*"
+#: ASCII's capitals as small letters, and every byte of a character past ASCII deleted (``bytes.translate``'s
+#: table and delete set: one pass in C that joins a seal across its marks)
+_LOWER, _NON_ASCII = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz"), bytes(range(128, 256))
+
+
+@functools.lru_cache(maxsize=16)
+def _spelled(seal: str) -> "re.Pattern[str]":
+    """The seal in any case, with zero-width marks between its digits."""
+    return re.compile(_SPLIT_MARKS.join(f"[{ch}{ch.upper()}]" if ch.isalpha() else ch for ch in seal))
 
 
 def as_seal(text: str, seal: str) -> str:
     """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case or with zero-width characters
-    inside it written as the seal, a zero-width space after it for each mark taken out (every offset holds). The
-    policy cannot know the seal, so it can write none of these spellings either."""
-    if not text.isascii() and _SPLIT_MARK.search(text) is not None:
-        def joined(m: "re.Match[str]") -> str:
-            hexes = _SPLIT_MARK.sub("", m.group())
-            return seal + "\u200b" * (len(m.group()) - len(seal)) if hexes.lower() == seal else m.group()
-
-        text = _SPLIT_HEX.sub(joined, text)
-    lowered = text.lower()
-    if len(lowered) != len(text):   # a character whose lower case is longer (U+0130): the capitals only
-        return text.replace(seal.upper(), seal)
-    if lowered.count(seal) == text.count(seal):
+    inside it written as the seal, a zero-width space after it for each mark taken out (every offset holds). Looked
+    for in the text's UTF-8 with ASCII letters in lower case and every character past ASCII taken out (a pass in C),
+    then, only where that holds more seals than the text as written (a policy cannot make it: it never knows the
+    seal), with a pattern of the seal's spellings."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:   # a lone surrogate: the error handler's path, ten times slower
+        raw = text.encode("utf-8", "surrogatepass")
+    sealed, exact = seal.encode("ascii"), raw.count(seal.encode("ascii"))
+    if raw.translate(_LOWER, _NON_ASCII).count(sealed) == exact:   # the pattern reads only marks between digits
         return text
-    parts, i, at = [], 0, lowered.find(seal)
-    while at >= 0:
-        parts += [text[i:at], seal]
-        i, at = at + len(seal), lowered.find(seal, at + len(seal))
-    return "".join(parts) + text[i:]
+    return _spelled(seal).sub(lambda m: seal + "\u200b" * (len(m.group()) - len(seal)), text)
