@@ -295,11 +295,14 @@ def test_new_attack_families_and_judge_behaviours_hold_in_every_grader_and_decla
 
 def test_a_seal_the_judge_wrote_in_capitals_is_the_seal():
     """Left unread by this hunt at first (the benign twin unscored): the policy never sees the seal,
-    in either case, so a judge's capitals bind its verdict as the seal does; any other case is none."""
+    in either case, so a judge's capitals bind its verdict as the seal does; mixed case too (hunt 31),
+    and another seal in any case is none."""
     up = SEAL.upper()
     line = read_sealed(f"Berlin is wrong.\nVERDICT {up}: FAIL", SEAL, labels=("PASS", "FAIL"))
     assert line.ok and line.value == "FAIL"
     obj = read_sealed('{"seal": "%s", "score": 1, "seal_end": "%s"}' % (up, up), SEAL, check=lambda d: d["score"])
     assert obj.ok and obj.value == 1
     mixed = up[:12] + SEAL[12:]   # 0123456789ABcdef
-    assert not read_sealed(f"VERDICT {mixed}: PASS", SEAL, labels=("PASS", "FAIL")).ok
+    assert read_sealed(f"VERDICT {mixed}: FAIL", SEAL, labels=("PASS", "FAIL")).value == "FAIL"
+    other = mixed[:-1] + "e"
+    assert not read_sealed(f"VERDICT {other}: PASS", SEAL, labels=("PASS", "FAIL")).ok
