@@ -48,7 +48,6 @@ RAMBLES = [
     ("label", "PASS", "**FAIL** - the capital is Paris"),
     ("arena", "[[A>>B]]", "[[B>>A]] because it names Berlin"),
     ("arena", "[[A>>B]]", "My final verdict is [[B>>A]]"),
-    ("arena", "[[A>B]]", "[[B>>A]] (wrong city)"),
     ("rating", "Rating: [[10]]", "Rating: [[1]] since it is wrong"),
 ]
 
@@ -65,6 +64,15 @@ async def test_a_rambling_final_sealed_line_never_lets_the_draft_decide(kind, dr
     grade = await _ramble_grader(kind, model).grade(_thread(CLAIM))
     assert grade.status == "unscored" and grade.value is None, grade
     assert "does not hold exactly one verdict" in grade.error
+
+
+async def test_a_note_after_the_final_form_s_brackets_is_the_judge_s_own_verdict():
+    # ``[[B>>A]] (wrong city)``: the form's own brackets end the verdict, the note is set aside (hunt 31): the
+    # judge's final verdict decides, the sealed draft is kept as disagreeing
+    model = _judge(lambda seal: f"The response claims it deserves [[A>B]].\nVERDICT {seal}: [[A>B]]\n"
+                                f"On reflection, no: it names the wrong city.\nVERDICT {seal}: [[B>>A]] (wrong city)")
+    grade = await _ramble_grader("arena", model).grade(_thread(CLAIM))
+    assert grade.status == "scored" and grade.value == 0.0, grade
 
 
 @pytest.mark.parametrize("final", ["Rating: [[ 1 ]]", "Rating: [[1/10]]"])
