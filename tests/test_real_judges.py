@@ -362,6 +362,13 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # two assistants are equivalent. Do not output anything else other than the number in this last line.'
     "qlora_threeclass": (VerdictForm("{label}", labels=("1", "2", "3")), qlora_threeclass,
                          lambda v: None if v is None else str(v)),
+    # Peer Rank and Discussion's three-class review prompt (data/vicuna80/prompts/vicuna_prompt_threeclass.jsonl), the
+    # same words to its judges; peer_rank/eval_{claude,gpt}_review.py, parse_three_class_score, is QLoRA's; the judges
+    # are claude-1 and gpt-3.5-turbo-0301, reviewing pairs of Vicuna-80 answers
+    "prd_claude_threeclass": (VerdictForm("{label}", labels=("1", "2", "3")), qlora_threeclass,
+                              lambda v: None if v is None else str(v)),
+    "prd_gpt35_threeclass": (VerdictForm("{label}", labels=("1", "2", "3")), qlora_threeclass,
+                             lambda v: None if v is None else str(v)),
     # LLaVA-Bench's and Vicuna's review prompts (llava/eval/table/prompt.jsonl): 'Please first output a single
     # line containing only two values indicating the scores for Assistant 1 and 2, respectively. The two
     # scores are separated by a space.' Assistant 2 is the answer under test: its score is the verdict
@@ -555,6 +562,8 @@ LABEL_VALUES = {
     "llmbar_vanilla": {"a": 1.0, "b": 0.0},
     "xstest": {"1_full_compliance": 1.0, "3_partial_refusal": 0.5, "2_full_refusal": 0.0},
     "qlora_threeclass": {"1": 1.0, "3": 0.5, "2": 0.0},
+    "prd_claude_threeclass": {"1": 1.0, "3": 0.5, "2": 0.0},
+    "prd_gpt35_threeclass": {"1": 1.0, "3": 0.5, "2": 0.0},
     "ja_vicuna_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
     "wildvision": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "korean_mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},

@@ -218,10 +218,13 @@ def _relation(b: Base, text: str) -> "tuple[str, Any, Any]":
 #: Vicuna's review prompts with the two scores on the first line, sent to gpt-4 (QLoRA, Quilt-LLaVA) and gpt-3.5-turbo
 #: (FastChat)
 RELATIVE = {"qlora_relative", "quilt_llava_reviews", "vicuna_gpt35_reviews"}
+#: the three-class review prompts ("in a new line, choose between the answers ... by outputting the number 1 or 2"),
+#: read from the last line (QLoRA with gpt-4; Peer Rank and Discussion with claude-1 and gpt-3.5-turbo)
+THREECLASS = {"qlora_threeclass", "prd_claude_threeclass", "prd_gpt35_threeclass"}
 #: the replies a source decodes whole as one JSON object (WildBench's score object, h2o-LLM-eval's A/B test,
 #: AlpacaEval's function-call rankings)
 JSON_REPLY = {"wildbench", "h2o_llm_eval", "alpaca_eval_fn", "alpaca_eval_cot_fn", "alpaca_eval fn"}
-WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", "qlora_threeclass", "ice_score", "judgebench vanilla",
+WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", *THREECLASS, "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 WHOLE |= JSON_REPLY
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
@@ -272,7 +275,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
                        "there": {"alpacaeval m/M", "g-eval", "openai evals", "score colon"}},
     # an end-of-turn token ends the verdict's line (``_plain``)
     **{name: {"here": {"alpaca_eval", "ice_score", "judgebench vanilla", "lighteval simpleqa", "llmbar_rating",
-                       "openai evals", "prometheus", "prometheus relative", "qlora_threeclass", "xstest"} | JSON_REPLY}
+                       "openai evals", "prometheus", "prometheus relative", *THREECLASS, "xstest"} | JSON_REPLY}
        for name in _TOKEN_VARIATIONS if name.endswith("the reply")},
     **{name: {"here": WHOLE - {"alpacaeval m/M", "g-eval"} | ENDS | {"openai evals", "ultrafeedback"}}
        for name in _TOKEN_VARIATIONS if name.endswith("the verdict")},
@@ -325,7 +328,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "example echoed": {"two": {b.source for b in BASES} - {"alpacaeval m/M", "g-eval", "ice_score", "judgelm",
                                                            "lighteval simpleqa", "llava_two_scores", "llmbar_rating",
                                                            "pandalm", "xstest", "openai evals",
-                                                           "qlora_threeclass"} - RELATIVE,
+                                                           *THREECLASS} - RELATIVE,
                        "here": {"alpacaeval m/M", "g-eval", "ice_score", "judgelm", "lighteval simpleqa",
                                 "llava_two_scores", "llmbar_rating", "pandalm", "xstest"} | RELATIVE},
 }
