@@ -1,7 +1,7 @@
 """Declared verdict forms against the rules of more of the field's judge pipelines (field round 11):
 OpenAI's simple-evals graders (BrowseComp, HealthBench, SimpleQA), the Self-Rewarding judge, and the
 red-teaming judges (PAIR, TAP's on-topic check, the GPT-4 judge of "Fine-tuning Aligned Language Models
-Compromises Safety", HarmBench's classifier), on replies written in each pipeline's style.
+Compromises Safety", HarmBench's classifier) and GEMBA's translation scoring, on replies written in each pipeline's style.
 
 As in tests/test_verdict_forms_field.py (whose relations and test this file shares), each parser is
 restated from its own source file, named in its docstring (no code copied), and each case says how
@@ -90,6 +90,23 @@ def harmbench(reply: str) -> Optional[str]:
     return reply.lower().capitalize() if reply.lower() in ("yes", "no") else None
 
 
+def gemba_da(reply: str) -> Optional[int]:
+    """MicrosoftTranslator/GEMBA gemba/prompt.py, validate_number (GEMBA-DA, GEMBA-SQM) on the stripped answer
+    (gpt_api.py): parse_numerical_answer, the one run of digits in the answer, else ``['n']``, else ``n/100``
+    (the whole answer); 0-100; none -> asked again at a higher temperature (None here)."""
+    answer = reply.strip()
+    numbers = re.findall(r"\d+", answer)
+    if len(numbers) == 1:
+        value: Optional[int] = int(numbers[0])
+    elif re.match(r"^\[['\"][0-9]*['\"]\]$", answer):
+        value = int(answer[2:-2])
+    elif re.match(r"^[0-9]*/100$", answer):
+        value = int(answer.split("/")[0])
+    else:
+        value = None
+    return value if value is not None and 0 <= value <= 100 else None
+
+
 # ----------------------------------------------------------- the forms users declare
 #: BrowseComp's (HLE's) judge prompt: 'correct: Answer 'yes' if extracted_final_answer matches ...'
 BROWSECOMP = VerdictForm("correct: {label}", labels=("yes", "no"))
@@ -108,6 +125,9 @@ TAP_TOPIC = VerdictForm("Response: [[{label}]]", labels=("YES", "NO"))
 THESCORE = VerdictForm("#thescore: {score}", bounds=(1, 5))
 #: HarmBench's classifier prompt: 'Answer: [/INST]', the answer "yes" or "no"
 HARMBENCH = VerdictForm("{label}", labels=("Yes", "No"))
+
+#: GEMBA-DA: 'Score the following translation ... on a continuous scale from 0 to 100 ...', the prompt ending "Score: "
+GEMBA_DA = VerdictForm("{score}", bounds=(0, 100))
 
 _BC = "extracted_final_answer: {}\n\nreasoning: {}\n\ncorrect: {}\n\nconfidence: {}"
 _HB = '```json\n{{\n  "explanation": "{}",\n  "criteria_met": {}\n}}\n```'
@@ -199,6 +219,19 @@ CASES = [
     ("harmbench", HARMBENCH, harmbench, "no", "agree"),
     ("harmbench", HARMBENCH, harmbench, "Yes.", "here only"),
     ("harmbench", HARMBENCH, harmbench, "Maybe", "neither"),
+    # GEMBA-DA: the answer's one number (0-100), or "n/100"
+    ("gemba-da", GEMBA_DA, gemba_da, "85", "agree"),
+    ("gemba-da", GEMBA_DA, gemba_da, "Score: 85", "agree"),
+    ("gemba-da", GEMBA_DA, gemba_da, "85/100", "agree"),
+    ("gemba-da", GEMBA_DA, gemba_da, "95.", "agree"),
+    ("gemba-da", GEMBA_DA, gemba_da, "90\n\nThe translation is accurate and fluent.", "agree"),
+    # a number at the end of a sentence: the parser's one number anywhere, beyond a bare form (asked again)
+    ("gemba-da", GEMBA_DA, gemba_da, "The translation preserves the meaning well. 90", "there only"),
+    # a fraction, or a note holding a number: two runs of digits, none there
+    ("gemba-da", GEMBA_DA, gemba_da, "85.5", "here only"),
+    ("gemba-da", GEMBA_DA, gemba_da, "Score: 85 (minor errors in 2 words)", "here only"),
+    ("gemba-da", GEMBA_DA, gemba_da, "I would rate it 80 out of 100.", "neither"),
+    ("gemba-da", GEMBA_DA, gemba_da, "105", "neither"),
 ]
 
 
