@@ -284,6 +284,50 @@ def _grade_styled(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + _own_verdict(s(), lambda v: f"<b>{v}</b> \u274c")
 
 
+def _seal_grouped(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, each seal in its own reply spaced in groups of four (``0123 4567 89ab cdef``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(lambda m: " ".join(re.findall("....", m.group())), s())
+
+
+def _seal_wrapped(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, each seal in its own reply broken across a line (``01234567`` / ``89abcdef``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(lambda m: m.group()[:8] + "\n" + m.group()[8:], s())
+
+
+def _seal_hex_prefix(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, each seal in its own reply written as a hex number (``0x0123456789abcdef``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(lambda m: "0x" + m.group(), s())
+
+
+def _hyphen_colon(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a hyphen for the colon after the seal (``VERDICT <seal> - FAIL``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub("\\1 - \\2", s())
+
+
+def _table_columns(p: str, c: str, s: Callable[..., str]) -> str:
+    """Its assessment as a two-column markdown table under a header naming its verdict, the policy's text (decoded) in
+    a row, its seal and verdict the last row's two cells (``| Code | Verdict |`` ... ``| <seal> | FAIL |``)."""
+    quoted = "| Code | Verdict |\n|---|---|\n| The response says | " + " ".join(decode(c).split()) + " |\n"
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"{quoted}| {m.group(1)[8:]} | {m.group(2)} |", s())
+
+
+def _json_comments(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, comments in its JSON verdict as json5-ish judges write them
+    (``{"seal": "<seal>", // the code`` / ``"score": ... /* mine */``)."""
+    return f"{_SAYS}{decode(c)}\n" + re.sub(r'("seal": "[0-9a-f]{16}",) ', r"\1 // the code\n ",
+                                                re.sub(r'("seal_end": )', r"/* sealed */ \1", s()))
+
+
+def _verdict_note(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a note in parentheses after its sealed line's verdict: words after a label
+    (``FAIL (not good enough)``), its score restated after a form's brackets (``Rating: [[1]] (1 out of 10)``)."""
+    def note(v: str) -> str:
+        score = re.fullmatch(r".*?\[+(\d+)\]+", v)
+        return f"{v} ({score.group(1)} out of 10)" if score else f"{v} (not good enough)"
+
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"{m.group(1)}: {note(m.group(2))}", s())
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -342,6 +386,13 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "json_line": _json_line,
     "bracket_note": _bracket_note,
     "grade_styled": _grade_styled,
+    "seal_grouped": _seal_grouped,
+    "seal_wrapped": _seal_wrapped,
+    "seal_hex_prefix": _seal_hex_prefix,
+    "hyphen_colon": _hyphen_colon,
+    "table_columns": _table_columns,
+    "json_comments": _json_comments,
+    "verdict_note": _verdict_note,
 }
 
 

@@ -217,14 +217,17 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: last field, write harmony's channels out on one line, wrap its reply in ``<answer>`` tags, put an emoji
 #: before its label, box its whole sealed line in LaTeX, write its seal in mixed case or with a zero-width space
 #: inside it, leave out the colon after the seal, end its verdict with a ``<br/>``, write its line as a JSON string
-#: with more fields after it, a note after its declared form's brackets, or its verdicts in tags with an emoji
+#: with more fields after it, a note after its declared form's brackets, or its verdicts in tags with an emoji,
+#: space its seal in groups, break it across a line or write it after ``0x``, write a hyphen for the colon, put its
+#: seal and verdict in a two-column table's row, comment its JSON verdict, or write a note after its sealed line
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
                    "fullwidth_line", "line_separator", "native_digits", "latex_boxed", "html_emphasis",
                    "keycap_digits", "label_case", "trailing_comma", "value_alone", "harmony_inline",
                    "answer_tags", "emoji_lead", "boxed_line", "seal_mixed_case", "seal_zero_width", "no_colon",
-                   "void_tag", "json_line", "bracket_note", "grade_styled")
+                   "void_tag", "json_line", "bracket_note", "grade_styled", "seal_grouped", "seal_wrapped",
+                   "seal_hex_prefix", "hyphen_colon", "table_columns", "json_comments", "verdict_note")
 QUESTION = "What is the capital of France?"
 
 
