@@ -192,12 +192,12 @@ def test_a_sealed_line_formatted_as_judges_write_it_is_read(line):
 
 @pytest.mark.parametrize("line", [
     f"| VERDICT {SEAL} | FAIL | PASS |", f"VERDICT {SEAL}\uff1aFAIL\uff0c\u56e0\u4e3a\u7b54\u6848\u9519\u8bef",
-    f"VERDICT {SEAL} - FAIL", f"The code {SEAL}: PASS", f"VERDICT {SEAL}\nFAIL",
+    f"VERDICT {SEAL} - FAIL, because", f"The code {SEAL}: PASS", f"VERDICT {SEAL}\nFAIL",
 ])
 def test_a_sealed_line_that_is_not_exactly_one_verdict_is_still_not_read(line):
     got = read_sealed(f"VERDICT {SEAL}: PASS\n{line}", SEAL, labels=("PASS", "FAIL"))
     assert not (got.ok and got.value == "FAIL"), (line, got)
-    if "VERDICT" in line and "\n" not in line and " - " not in line:
+    if "VERDICT" in line and "\n" not in line:
         assert not got.ok and got.kind == "invalid"   # the reading at its place: no earlier draft decides
 
 

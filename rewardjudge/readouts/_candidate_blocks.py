@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._own import folded, unstyled, unwrap
+from ._own import folded, unstyled, unwrap, value_start
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts, trimmed
 
@@ -141,7 +141,7 @@ def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     """The decision of the grade element ``m`` (``_TOKEN``'s match) on ``scale``."""
     raw = m.group("value")
     value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
-    at = m.start("value") + max(0, raw.find(value))
+    at = m.start("value") + value_start(raw)   # past emphasis, an emoji, a tag: the expected value's prefix
     grade = _grade(value, scale)
     if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling, emoji
         grade = grade if isinstance(again := _grade(unwrap(trimmed(unwrap(unstyled(folded(raw))))), scale), str) \

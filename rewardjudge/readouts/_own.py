@@ -9,10 +9,13 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from typing import Any, Callable
 
-__all__ = ["EMPHASIS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "unclosed", "unstyled", "unwrap",
-           "without_closers", "without_note"]
+__all__ = ["EMPHASIS", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "note_agrees",
+           "relaxed_object", "split_note", "unclosed", "unstyled", "unwrap", "value_start", "without_closers"]
 
+#: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
+PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 #: spaces and markdown emphasis tolerated around a sealed line's verdict
 EMPHASIS = " \t*_`~"
 #: what ``unwrap`` strips around a verdict: emphasis, a markdown table's cell borders, quotes
@@ -117,17 +120,41 @@ def folded(s: str) -> str:
     return unicodedata.normalize("NFKC", _INVISIBLE.sub("", s)).translate(_DIGITS)
 
 
-#: a note after a verdict that ends in its own closing bracket (``[[2]] (poor)``): words in parentheses, no digit and
-#: no bracket in it, so it holds no second verdict of a form in brackets
-_NOTE = re.compile(r"[ \t]{1,4}\([^\W\d_][^()\[\]{}<>\d\r\n]{0,62}\)[ \t.]{0,4}\Z")
+#: a note in parentheses at a sealed line's end (``PASS (good)``, ``[[2]] (2 out of 10)``): words, numbers, no bracket
+_NOTE = re.compile(r"[ \t]{1,4}\(([^\W_][^()\[\]{}<>\r\n]{0,62})\)[ \t.]{0,4}\Z")
+#: a number in a note, maybe after ``out of``, ``of`` or ``/`` (the scale it is over)
+_NOTE_NUMBER = re.compile(r"(\bout of|\bof|/)?[ \t]*[+-]?(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
-def without_note(rest: str) -> str:
-    """``rest`` (a sealed line's verdict) without a note in parentheses after it, where the verdict before the note
-    ends in a closing bracket (``Rating: [[2]] (poor)``): the form's own delimiters end the verdict there."""
+def split_note(rest: str) -> "tuple[str, str] | None":
+    """``(verdict, note)`` where ``rest`` (a sealed line's verdict) ends in a note in parentheses, else None."""
     m = _NOTE.search(rest, max(0, len(rest) - 72))
     head = rest[:m.start()].rstrip(EMPHASIS) if m is not None else ""
-    return head if head and unicodedata.category(head[-1]) == "Pe" else rest
+    return (head, m.group(1)) if head else None
+
+
+def note_agrees(head: str, note: str, value: "float | str", read_line: "Callable[[str], Any]") -> bool:
+    """Whether ``note``, after the verdict ``head`` read as ``value``, leaves the line exactly one verdict: each
+    number in it is the value or the scale it is over (``2 out of 10``, ``2/10``), no word of it reads as a verdict
+    (``PASS (not FAIL)``), nor does the line with it joined to the verdict (``Yes (partially)`` for ``Yes, partially``)."""
+    for m in _NOTE_NUMBER.finditer(note):
+        if not m.group(1) and (isinstance(value, str) or float(m.group(2)) != value):
+            return False
+    if any(read_line(word) is not None for word in re.findall(r"[^\W\d_]+", note)):
+        return False
+    return all(read_line(f"{head}{sep}{note}") is None for sep in (" ", ", "))
+
+
+#: emphasis, quotes, emoji, markup tags and LaTeX's commands and delimiters before a verdict's value
+#: (a tag only where text with a letter or digit follows it inside its element: ``<FAIL>`` is a label in brackets)
+_VALUE_LEAD = re.compile(r"(?:[\s*_`~|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb${}]|<[^<>]{0,100}>(?=[^<>]*?[^\W_][^<>]*<)"
+                         r"|\\[a-zA-Z]{1,16}|[%s])*" % PICTOGRAPHS)
+
+
+def value_start(s: str) -> int:
+    """Where the value of a verdict ``s`` (a sealed line's rest, a grade element's text) begins, past what only
+    leads or styles it (``✅ PASS``, ``<b>1</b>``, ``$\\boxed{1}$``): the expected value is weighed there."""
+    return _VALUE_LEAD.match(s).end()   # type: ignore[union-attr]
 
 
 #: a sealed line opened inside a JSON string: ``{"verdict": "VERDICT <seal>:`` (the text before the seal)
@@ -150,28 +177,67 @@ def json_string_rest(head: str, rest: str) -> "str | None":
 
 #: what a judge may carry into a seal that shows nothing: zero-width characters, a soft hyphen (as UTF-8)
 _SPLIT_MARKS = "[" + ZERO_WIDTH + "\u00ad]*"
-#: ASCII's capitals as small letters, and every byte of a character past ASCII deleted (``bytes.translate``'s
-#: table and delete set: one pass in C that joins a seal across its marks)
-_LOWER, _NON_ASCII = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz"), bytes(range(128, 256))
+#: what a judge may write between a seal's digits: those marks, a space or tab (``0123 4567 89ab cdef``) or a line
+#: break and an indent (a seal wrapped across lines), marks again
+_SPLIT = _SPLIT_MARKS + "(?:(?:[ \t]|\r?\n[ \t]{0,8})" + _SPLIT_MARKS + ")?"
+#: ASCII's capitals as small letters, and every byte of a character past ASCII and every space deleted
+#: (``bytes.translate``'s table and delete set: one pass in C that joins a seal across its marks and spaces)
+_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+_JOINED = bytes(range(128, 256)) + b" \t\r\n"
 
 
 @functools.lru_cache(maxsize=16)
 def _spelled(seal: str) -> "re.Pattern[str]":
-    """The seal in any case, with zero-width marks between its digits."""
-    return re.compile(_SPLIT_MARKS.join(f"[{ch}{ch.upper()}]" if ch.isalpha() else ch for ch in seal))
+    """The seal in any case, with ``_SPLIT`` between its digits, maybe written as a hex number (``0x``)."""
+    return re.compile("(?:0[xX])?" + _SPLIT.join(f"[{ch}{ch.upper()}]" if ch.isalpha() else ch for ch in seal))
 
 
 def as_seal(text: str, seal: str) -> str:
-    """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case or with zero-width characters
-    inside it written as the seal, a zero-width space after it for each mark taken out (every offset holds). Looked
-    for in the text's UTF-8 with ASCII letters in lower case and every character past ASCII taken out (a pass in C),
-    then, only where that holds more seals than the text as written (a policy cannot make it: it never knows the
-    seal), with a pattern of the seal's spellings."""
+    """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case, with zero-width characters,
+    spaces or a line break inside it, or after ``0x``, written as the seal, a zero-width space after it for each
+    character taken out (every offset holds; a line break inside it is gone, so its line is one). Looked for in the
+    text's UTF-8 with ASCII letters in lower case and every space and character past ASCII taken out (a pass in C),
+    then, only where that holds more seals than the text as written, or one after ``0x`` (a policy cannot make it:
+    it never knows the seal), with a pattern of the seal's spellings."""
     try:
         raw = text.encode("utf-8")
     except UnicodeEncodeError:   # a lone surrogate: the error handler's path, ten times slower
         raw = text.encode("utf-8", "surrogatepass")
-    sealed, exact = seal.encode("ascii"), raw.count(seal.encode("ascii"))
-    if raw.translate(_LOWER, _NON_ASCII).count(sealed) == exact:   # the pattern reads only marks between digits
-        return text
+    sealed, joined = seal.encode("ascii"), raw.translate(_LOWER, _JOINED)
+    if joined.count(sealed) == raw.count(sealed) and b"0x" + sealed not in joined:
+        return text   # the pattern reads only what stands between digits, or a ``0x`` before them
     return _spelled(seal).sub(lambda m: seal + "\u200b" * (len(m.group()) - len(seal)), text)
+
+
+#: JSON's whitespace; from a closing seal's quote to its object's end, a comma between (``"<seal>",}``)
+_JSON_WS = re.compile(r"[ \t\r\n]*")
+_TRAILING_COMMA = re.compile(r'"[ \t\r\n]*,[ \t\r\n]*\}')
+#: a JSON string, a comment to the line's end, a closed comment, an unclosed one
+_JSON_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*', re.DOTALL)
+
+
+def relaxed_object(text: str, start: int, seal: str, end_field: str) -> "str | None":
+    """``text`` (the same offsets) with what json5-ish judges write in the sealed object at ``start`` blanked before
+    its closing ``end_field``: comments that hold no quote (``// the code``, ``/* mine */``; one holding a quote may
+    be policy text closing a string to hide the judge's own fields, so the object stays broken), and a comma after
+    the closing seal (``"<seal>",}``: nothing the policy writes stands there); None where there is none."""
+    key = text.find(f'"{end_field}"', start)
+    if key < 0:
+        return None
+    parts, at = [], start
+    for m in _JSON_COMMENT.finditer(text, start) if text.find("/", start, key) >= 0 else ():
+        if m.start() >= key:
+            break
+        if m.group()[0] == "/":
+            if '"' in m.group() or m.group() == "/*":
+                return None
+            parts += [text[at:m.start()], " " * len(m.group())]
+            at = m.end()
+    out = text[:start] + "".join(parts) + text[at:] if parts else text
+    i = _JSON_WS.match(out, key + len(end_field) + 2).end()
+    i = _JSON_WS.match(out, i + 1).end() if out[i:i + 1] == ":" else -1
+    m = _TRAILING_COMMA.match(out, i + len(seal) + 1) if i >= 0 and out[i:i + len(seal) + 2] == f'"{seal}"' else None
+    if m is not None:
+        comma = out.index(",", m.start())
+        out = out[:comma] + " " + out[comma + 1:]
+    return None if out is text else out

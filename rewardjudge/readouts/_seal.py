@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
-from ._own import (EMPHASIS, ZERO_WIDTH, as_seal, folded, json_string_rest, unclosed, unstyled, unwrap,
-                   without_closers, without_note)
+from ._own import (EMPHASIS, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, note_agrees, relaxed_object,
+                   split_note, unclosed, unstyled, unwrap, value_start, without_closers)
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -235,7 +235,7 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
     obj, end, repeated = _decode(text, start)
-    if type(obj) is not dict and (relaxed := _trailing_comma_out(text, start, seal)) is not None:
+    if type(obj) is not dict and (relaxed := relaxed_object(text, start, seal, SEAL_END_FIELD)) is not None:
         text = relaxed   # the same offsets
         obj, end, repeated = _decode(text, start)
     if type(obj) is dict and _SURROGATE_ESCAPE.search(text, start, end):
@@ -255,26 +255,6 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
     except RecursionError:
         return NoVerdict("the sealed verdict is nested too deep", kind="invalid")
-
-
-#: from the closing seal's quote to the object's end, a comma between: a judge's trailing comma (``"<seal>",}``)
-_TRAILING_COMMA = re.compile(r'"[ \t\r\n]*,[ \t\r\n]*\}')
-
-
-def _trailing_comma_out(text: str, start: int, seal: str) -> "str | None":
-    """``text`` with the comma after the object at ``start``'s first ``"seal_end": "<seal>"`` field a space
-    (the same offsets), where one stands between it and a closing brace; else None. The seal ends the
-    verdict: a comma after it is no field, and nothing the policy writes can stand there."""
-    key = text.find(f'"{SEAL_END_FIELD}"', start)
-    i = _WS.match(text, key + len(SEAL_END_FIELD) + 2).end() if key >= 0 else -1
-    if i < 0 or text[i:i + 1] != ":":
-        return None
-    i = _WS.match(text, i + 1).end()
-    m = _TRAILING_COMMA.match(text, i + len(seal) + 1) if text[i:i + len(seal) + 2] == f'"{seal}"' else None
-    if m is None:
-        return None
-    comma = text.index(",", m.start())
-    return text[:comma] + " " + text[comma + 1:]
 
 
 #: an escape of a surrogate code point (``\\ud800``): the one way a decoded verdict can hold a lone one
@@ -328,14 +308,12 @@ _AROUND_SEAL = frozenset(EMPHASIS + "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb<>()
 #: writes it), in a markdown table (``| VERDICT <seal> | FAIL |``) a cell border, or a dash or an
 #: equals sign written for the colon (``VERDICT <seal> — FAIL``, ``VERDICT <seal> = FAIL``)
 _SEPARATORS = ":\uff1a|=\u2014\u2013"
-#: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
-_PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 #: what a judge may end its verdict line with (``FAIL ✅``, ``FAIL</s>``): an end-of-turn token
 #: written out (``END_TOKENS``), an emoji; set aside where the line reads as no verdict with them
 _LINE_TAIL = re.compile("(?:\\s|" + "|".join(re.escape(tok) for tok in sorted(END_TOKENS, key=len, reverse=True))
-                        + f"|[{_PICTOGRAPHS}])+\\Z")
+                        + f"|[{PICTOGRAPHS}])+\\Z")
 #: what a judge may put before its verdict (``✅ PASS``, ``**→ FAIL**``): emoji and arrows, emphasis between
-_LINE_HEAD = re.compile(f"(?:[\\s*_`~]*[{_PICTOGRAPHS}])+")
+_LINE_HEAD = re.compile(f"(?:[\\s*_`~]*[{PICTOGRAPHS}])+")
 #: the most characters of a line's end looked at for ``_LINE_TAIL``
 _TAIL_MAX = 64
 #: the most such characters on either side of the seal
@@ -350,11 +328,38 @@ def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
-        return -1   # no VERDICT within reach (case folding goes character by character): no walk back
+        return _table_row(text, at)   # no VERDICT within reach (case folding goes character by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
-    return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else -1
+    return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else _table_row(text, at)
+
+
+#: a markdown table's delimiter row (``|---|:--:|``), and the most rows looked at above a sealed one for it
+_DELIMITER_ROW = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?\Z")
+_ROWS_MAX = 16
+
+
+def _table_row(text: str, at: int) -> int:
+    """Where the row of a markdown table starts whose first of two cells is the seal at ``at`` alone (``| <seal> |
+    FAIL |``), where the table's header names the verdict (``| Code | Verdict |``) and so stands for the word
+    ``VERDICT``; else -1 (a bounded look back: the row's start, then at most ``_ROWS_MAX`` rows)."""
+    start = text.rfind("\n", max(0, at - _AROUND_MAX), at) + 1
+    if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|":
+        return -1
+    if len(text[start:_line_end(text, at, len(text))].strip(" \t|").split("|")) != 2:
+        return -1
+    end = start - 1
+    for _ in range(_ROWS_MAX):
+        above = text.rfind("\n", 0, max(0, end)) + 1
+        row = text[above:end]
+        if end <= 0 or not row.lstrip(EMPHASIS).startswith("|") and not _DELIMITER_ROW.match(row):
+            return -1
+        if _DELIMITER_ROW.match(row):
+            header = text[text.rfind("\n", 0, max(0, above - 1)) + 1:max(0, above - 1)]
+            return start if any(unwrap(c).casefold() == "verdict" for c in header.split("|")) else -1
+        end = above - 1
+    return -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -370,7 +375,9 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     if j >= line_end:
         return None
     head = text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]
-    if text[j] not in _SEPARATORS:   # no colon after the seal (``VERDICT <seal> FAIL``): read only if it reads
+    # a hyphen between spaces for the colon (``VERDICT <seal> - FAIL``), never one before a number (``-1``)
+    if text[j] not in _SEPARATORS and not (text[j] == "-" and text[j - 1].isspace() and text[j + 1:j + 2].isspace()):
+        # no colon after the seal (``VERDICT <seal> FAIL``): read only if it reads
         space = next((k for k in range(at + len(seal), j) if text[k].isspace()), -1)
         return None if space < 0 else _spaced(text[space:line_end], read_line, unclosed(head), line_start, line_end)
     rest = text[j + 1:line_end]
@@ -385,13 +392,13 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
         return NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
-    return Verdict(value, line_start, line_end, (), line_end - len(rest.lstrip(EMPHASIS)))
+    return Verdict(value, line_start, line_end, (), j + 1 + value_start(rest))
 
 
 def _spaced(rest: str, read_line: Callable[[str], Any], wrapped: int, start: int, end: int) -> "Verdict | None":
     """The verdict after a seal and a space, no separator between (``VERDICT <seal> FAIL``), or None."""
     value = _read_rest(rest, read_line, wrapped)
-    return None if value is None else Verdict(value, start, end, (), end - len(rest.lstrip(EMPHASIS)))
+    return None if value is None else Verdict(value, start, end, (), end - len(rest) + value_start(rest))
 
 
 #: the most characters of a sealed line before its seal looked at for brackets it leaves open
@@ -401,18 +408,27 @@ _HEAD_MAX = 256
 def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> Any:
     """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
     without a ``_LINE_TAIL`` and a ``_LINE_HEAD`` (``trimmed``), then also without up to ``wrapped`` closing
-    brackets at its end (``without_closers``) or without a note after a closing bracket (``without_note``)."""
+    brackets at its end (``without_closers``) or without a note in parentheses that leaves it one verdict
+    (``split_note``, ``note_agrees``: ``PASS (good)``, ``[[2]] (2 out of 10)``)."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
         plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
         for view in (s,) if plain == s else (s, plain):
             value = read_line(view)
             shorn = view if value is not None else trimmed(view)
-            for cut in (shorn, without_closers(shorn, wrapped) if wrapped else shorn, without_note(shorn)):
+            for cut in (shorn, without_closers(shorn, wrapped) if wrapped else shorn):
                 if value is None and cut != view:
                     value = read_line(cut)
+            if value is None and (noted := split_note(shorn)) is not None:
+                value = _noted(*noted, read_line)
             if value is not None:
                 return value
     return None
+
+
+def _noted(head: str, note: str, read_line: Callable[[str], Any]) -> Any:
+    """The verdict ``head`` reads as, where the ``note`` after it leaves the line one verdict (``note_agrees``)."""
+    value = read_line(head)
+    return value if value is not None and note_agrees(head, note, value, read_line) else None
 
 
 #: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
@@ -451,7 +467,7 @@ def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[
     if value is None:
         return NoVerdict("the sealed verdict line holds no verdict (nor does a last line after it)", kind="invalid")
     at = text.index(below, line_end)
-    return Verdict(value, line_start, at + len(below), (), at + len(below) - len(below.lstrip(EMPHASIS)))
+    return Verdict(value, line_start, at + len(below), (), at + value_start(below))
 
 
 #: a pair of brackets a judge keeps around its label from the instruction's ``<PASS or FAIL>``
