@@ -11,8 +11,8 @@ import re
 import unicodedata
 from typing import Any, Callable
 
-__all__ = ["EMPHASIS", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "note_agrees",
-           "relaxed_object", "split_note", "unclosed", "unstyled", "unwrap", "value_start", "without_closers"]
+__all__ = ["EMPHASIS", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "read_noted",
+           "relaxed_object", "unclosed", "unstyled", "unwrap", "value_start", "without_closers"]
 
 #: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
 PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
@@ -126,23 +126,20 @@ _NOTE = re.compile(r"[ \t]{1,4}\(([^\W_][^()\[\]{}<>\r\n]{0,62})\)[ \t.]{0,4}\Z"
 _NOTE_NUMBER = re.compile(r"(\bout of|\bof|/)?[ \t]*[+-]?(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
-def split_note(rest: str) -> "tuple[str, str] | None":
-    """``(verdict, note)`` where ``rest`` (a sealed line's verdict) ends in a note in parentheses, else None."""
+def read_noted(rest: str, read_line: "Callable[[str], Any]") -> Any:
+    """The verdict ``rest`` (a sealed line's verdict) holds before a note in parentheses at its end, where the note
+    leaves the line exactly one verdict: each number in it is the value or the scale it is over (``2 out of 10``,
+    ``2/10``), no word of it reads as a verdict (``PASS (not FAIL)``), nor does the line with it joined to the verdict
+    (``Yes (partially)`` for ``Yes, partially``); else None."""
     m = _NOTE.search(rest, max(0, len(rest) - 72))
     head = rest[:m.start()].rstrip(EMPHASIS) if m is not None else ""
-    return (head, m.group(1)) if head else None
-
-
-def note_agrees(head: str, note: str, value: "float | str", read_line: "Callable[[str], Any]") -> bool:
-    """Whether ``note``, after the verdict ``head`` read as ``value``, leaves the line exactly one verdict: each
-    number in it is the value or the scale it is over (``2 out of 10``, ``2/10``), no word of it reads as a verdict
-    (``PASS (not FAIL)``), nor does the line with it joined to the verdict (``Yes (partially)`` for ``Yes, partially``)."""
-    for m in _NOTE_NUMBER.finditer(note):
-        if not m.group(1) and (isinstance(value, str) or float(m.group(2)) != value):
-            return False
-    if any(read_line(word) is not None for word in re.findall(r"[^\W\d_]+", note)):
-        return False
-    return all(read_line(f"{head}{sep}{note}") is None for sep in (" ", ", "))
+    value = read_line(head) if head else None
+    if value is None or any(not n.group(1) and (isinstance(value, str) or float(n.group(2)) != value)
+                            for n in _NOTE_NUMBER.finditer(m.group(1))):
+        return None
+    note = m.group(1)
+    words_read = any(read_line(word) is not None for word in re.findall(r"[^\W\d_]+", note))
+    return None if words_read or any(read_line(f"{head}{sep}{note}") is not None for sep in (" ", ", ")) else value
 
 
 #: emphasis, quotes, emoji, markup tags and LaTeX's commands and delimiters before a verdict's value

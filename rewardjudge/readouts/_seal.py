@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -16,8 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
-from ._own import (EMPHASIS, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, note_agrees, relaxed_object,
-                   split_note, unclosed, unstyled, unwrap, value_start, without_closers)
+from ._own import (EMPHASIS, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, read_noted, relaxed_object,
+                   unclosed, unstyled, unwrap, value_start, without_closers)
 from ._scan import Nested
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -335,31 +336,21 @@ def _verdict_word(text: str, at: int) -> int:
     return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else _table_row(text, at)
 
 
-#: a markdown table's delimiter row (``|---|:--:|``), and the most rows looked at above a sealed one for it
-_DELIMITER_ROW = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?\Z")
-_ROWS_MAX = 16
+#: the most characters looked at above a sealed table row for the table's header
+_TABLE_MAX = 2048
 
 
 def _table_row(text: str, at: int) -> int:
     """Where the row of a markdown table starts whose first of two cells is the seal at ``at`` alone (``| <seal> |
-    FAIL |``), where the table's header names the verdict (``| Code | Verdict |``) and so stands for the word
-    ``VERDICT``; else -1 (a bounded look back: the row's start, then at most ``_ROWS_MAX`` rows)."""
+    FAIL |``), where a row above it in its table names the verdict (``| Code | Verdict |``): the word ``VERDICT``
+    standing over its column; else -1 (a bounded look back)."""
     start = text.rfind("\n", max(0, at - _AROUND_MAX), at) + 1
-    if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|":
+    row = text[start:_line_end(text, at, len(text))]
+    if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|" or row.count("|") not in (2, 3):
         return -1
-    if len(text[start:_line_end(text, at, len(text))].strip(" \t|").split("|")) != 2:
-        return -1
-    end = start - 1
-    for _ in range(_ROWS_MAX):
-        above = text.rfind("\n", 0, max(0, end)) + 1
-        row = text[above:end]
-        if end <= 0 or not row.lstrip(EMPHASIS).startswith("|") and not _DELIMITER_ROW.match(row):
-            return -1
-        if _DELIMITER_ROW.match(row):
-            header = text[text.rfind("\n", 0, max(0, above - 1)) + 1:max(0, above - 1)]
-            return start if any(unwrap(c).casefold() == "verdict" for c in header.split("|")) else -1
-        end = above - 1
-    return -1
+    above = text[max(0, start - _TABLE_MAX):start].split("\n")[-2::-1]   # the lines above, nearest first
+    table = itertools.takewhile(lambda line: line.lstrip(EMPHASIS).startswith("|"), above)
+    return start if any(unwrap(cell).casefold() == "verdict" for line in table for cell in line.split("|")) else -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -418,17 +409,10 @@ def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> 
             for cut in (shorn, without_closers(shorn, wrapped) if wrapped else shorn):
                 if value is None and cut != view:
                     value = read_line(cut)
-            if value is None and (noted := split_note(shorn)) is not None:
-                value = _noted(*noted, read_line)
+            value = read_noted(shorn, read_line) if value is None else value
             if value is not None:
                 return value
     return None
-
-
-def _noted(head: str, note: str, read_line: Callable[[str], Any]) -> Any:
-    """The verdict ``head`` reads as, where the ``note`` after it leaves the line one verdict (``note_agrees``)."""
-    value = read_line(head)
-    return value if value is not None and note_agrees(head, note, value, read_line) else None
 
 
 #: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
