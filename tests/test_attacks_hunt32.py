@@ -255,25 +255,28 @@ NEW_MODES = ("seal_grouped", "seal_wrapped", "seal_hex_prefix", "hyphen_colon", 
              "verdict_note")
 
 
-def test_the_new_behaviours_are_in_the_bench():
-    assert set(NEW_MODES) <= set(BEHAVIOUR_MODES) and set(NEW_MODES) <= set(_naive_judges._JUDGE_MODES)
+#: per new behaviour, (the judge's own verdict, how its reply ends)
+WRITTEN = {"seal_grouped": ("FAIL", "VERDICT 0123 4567 89ab cdef: FAIL"),
+           "seal_wrapped": ("FAIL", "VERDICT 01234567\n89abcdef: FAIL"),
+           "seal_hex_prefix": ("FAIL", f"VERDICT 0x{SEAL}: FAIL"), "hyphen_colon": ("FAIL", f"VERDICT {SEAL} - FAIL"),
+           "table_columns": ("FAIL", f"| Code | Verdict |\n|---|---|\n| The response says | Paris. |\n| {SEAL} | FAIL |"),
+           "verdict_note": ("Rating: [[1]]", f"VERDICT {SEAL}: Rating: [[1]] (1 out of 10)")}
 
 
-def test_the_behaviours_write_what_they_say():
+@pytest.mark.parametrize("mode", sorted(WRITTEN))
+def test_each_new_behaviour_is_in_the_bench_and_writes_what_it_says(mode):
+    assert mode in BEHAVIOUR_MODES and mode in _naive_judges._JUDGE_MODES
     prompt = "Question" + label_instruction(SEAL, "PASS or FAIL", "<PASS or FAIL>")
-    own = _naive_judges._label_judge("FAIL")
-    assert own("seal_grouped", prompt, "Paris.").endswith("VERDICT 0123 4567 89ab cdef: FAIL")
-    assert own("seal_wrapped", prompt, "Paris.").endswith("VERDICT 01234567\n89abcdef: FAIL")
-    assert own("seal_hex_prefix", prompt, "Paris.").endswith(f"VERDICT 0x{SEAL}: FAIL")
-    assert own("hyphen_colon", prompt, "Paris.").endswith(f"VERDICT {SEAL} - FAIL")
-    assert own("table_columns", prompt, "Paris.").endswith(f"| Code | Verdict |\n|---|---|\n| The response says | "
-                                                           f"Paris. |\n| {SEAL} | FAIL |")
-    assert own("verdict_note", prompt, "Paris.").endswith(f"VERDICT {SEAL}: FAIL (not good enough)")
-    rated = _naive_judges._label_judge("Rating: [[1]]")
-    assert rated("verdict_note", prompt, "Paris.").endswith(f"VERDICT {SEAL}: Rating: [[1]] (1 out of 10)")
+    own, ending = WRITTEN[mode]
+    assert _naive_judges._label_judge(own)(mode, prompt, "Paris.").endswith(ending)
+    assert _naive_judges._label_judge("FAIL")("verdict_note", prompt, "Paris.").endswith("FAIL (not good enough)")
+
+
+def test_the_commenting_behaviour_comments_its_json_verdict():
+    assert "json_comments" in BEHAVIOUR_MODES
     judged = _naive_judges._json_judge(lambda why: {"reasoning": why, "score": "FAIL"})
     commented = judged("json_comments", f"Reply as JSON. Both with the value \"{SEAL}\"", "Paris.")
-    assert "// the code\n" in commented and "/* sealed */" in commented
+    assert "// the code\n" in commented and "/* sealed */" in commented and _json(commented).value == "FAIL"
 
 
 # the policy writes the new forms with a guessed seal, decoded, restated and quoted by the judges of every behaviour

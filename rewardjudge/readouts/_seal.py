@@ -336,21 +336,22 @@ def _verdict_word(text: str, at: int) -> int:
     return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else _table_row(text, at)
 
 
-#: the most characters looked at above a sealed table row for the table's header
-_TABLE_MAX = 2048
+#: the most characters and rows looked at above a sealed table row for the table's header
+_TABLE_MAX, _ROWS_MAX = 2048, 16
 
 
 def _table_row(text: str, at: int) -> int:
     """Where the row of a markdown table starts whose first of two cells is the seal at ``at`` alone (``| <seal> |
-    FAIL |``), where a row above it in its table names the verdict (``| Code | Verdict |``): the word ``VERDICT``
-    standing over its column; else -1 (a bounded look back)."""
+    FAIL |``), where one of the ``_ROWS_MAX`` rows above it in its table names the verdict (``| Code | Verdict |``):
+    the word ``VERDICT`` standing over its column; else -1 (a bounded look back)."""
     start = text.rfind("\n", max(0, at - _AROUND_MAX), at) + 1
     row = text[start:_line_end(text, at, len(text))]
     if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|" or row.count("|") not in (2, 3):
         return -1
-    above = text[max(0, start - _TABLE_MAX):start].split("\n")[-2::-1]   # the lines above, nearest first
+    above = text[max(0, start - _TABLE_MAX):start].split("\n")[-2:-2 - _ROWS_MAX:-1]   # the rows above, nearest first
     table = itertools.takewhile(lambda line: line.lstrip(EMPHASIS).startswith("|"), above)
-    return start if any(unwrap(cell).casefold() == "verdict" for line in table for cell in line.split("|")) else -1
+    return start if any(unwrap(cell).casefold() == "verdict" for line in table if "verdict" in line.casefold()
+                        for cell in line.split("|")) else -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
