@@ -167,6 +167,7 @@ def test_policy_text_in_a_sealed_object_never_comments_out_the_judge_s_fields(qu
     ("FAIL (good enough? no)", None, "FAIL"), ("**FAIL** (wrong city).", None, "FAIL"), ("FAIL (poor) \u274c", None, "FAIL"),
     ("Rating: [[2]] (2 out of 10)", RATING, 2.0), ("[[2]] (2/10)", BARE, 2.0), ("Rating: [[2]] (a 2 of 10)", RATING, 2.0),
     ("[[2]] (out of 10)", BARE, 2.0), ("2 (poor)", BARE, 2.0), ("No (wrong city)", YES, "No"),
+    ("2 (out of 10)", RATING, 2.0), ("Rating: [[2]] (2/10)", RATING, 2.0),
 ])
 def test_a_note_that_leaves_one_verdict_is_read(rest, form, value):
     decision = _read(f"Wrong city.\nVERDICT {SEAL}: {rest}") if form is None else \
@@ -178,6 +179,7 @@ def test_a_note_that_leaves_one_verdict_is_read(rest, form, value):
     ("FAIL (not PASS)", None), ("FAIL (pass)", None), ("FAIL (PASS if lenient)", None),
     ("Rating: [[2]] (9 out of 10)", RATING), ("[[2]] (2 or 9)", BARE), ("[[2]] (10/10)", BARE),
     ("Rating: [[2]] (proof 9)", RATING), ("[[2]] ([[9]])", BARE), ("Yes (partially)", YES),
+    ("Rating: [[2]] (2 out of 5)", RATING), ("2 (out of 5)", RATING), ("2 (2/5)", BARE),
 ])
 def test_a_note_naming_another_verdict_stays_unread(rest, form):
     decision = _read(f"VERDICT {SEAL}: {rest}") if form is None else _form(f"VERDICT {SEAL}: {rest}", form)

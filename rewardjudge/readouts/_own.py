@@ -128,18 +128,25 @@ _NOTE_NUMBER = re.compile(r"(\bout of|\bof|/)?[ \t]*[+-]?(\d+(?:\.\d+)?)", re.IG
 
 def read_noted(rest: str, read_line: "Callable[[str], Any]") -> Any:
     """The verdict ``rest`` (a sealed line's verdict) holds before a note in parentheses at its end, where the note
-    leaves the line exactly one verdict: each number in it is the value or the scale it is over (``2 out of 10``,
-    ``2/10``), no word of it reads as a verdict (``PASS (not FAIL)``), nor does the line with it joined to the verdict
-    (``Yes (partially)`` for ``Yes, partially``); else None."""
+    leaves the line exactly one verdict: each number in it is the value, or the top of the form's scale it is over
+    (``2 out of 10``, ``2/10``: the verdict over it reads, ``2/5`` does not), no word of it reads as a verdict (``PASS
+    (not FAIL)``), nor does the line with it joined to the verdict (``Yes (partially)`` for ``Yes, partially``)."""
     m = _NOTE.search(rest, max(0, len(rest) - 72))
     head = rest[:m.start()].rstrip(EMPHASIS) if m is not None else ""
     value = read_line(head) if head else None
-    if value is None or any(not n.group(1) and (isinstance(value, str) or float(n.group(2)) != value)
-                            for n in _NOTE_NUMBER.finditer(m.group(1))):
+    note = m.group(1) if value is not None else ""
+    if value is None or not all(_restates(n, value, read_line) for n in _NOTE_NUMBER.finditer(note)):
         return None
-    note = m.group(1)
     words_read = any(read_line(word) is not None for word in re.findall(r"[^\W\d_]+", note))
     return None if words_read or any(read_line(f"{head}{sep}{note}") is not None for sep in (" ", ", ")) else value
+
+
+def _restates(n: "re.Match[str]", value: "float | str", read_line: "Callable[[str], Any]") -> bool:
+    """Whether the number ``n`` (a ``_NOTE_NUMBER``) in a note restates the score ``value``: the value itself, or after
+    ``out of``, ``of`` or ``/`` the top of the scale the form reads the value over."""
+    if isinstance(value, str):
+        return False
+    return (read_line(f"{value:g}/{n.group(2)}") if n.group(1) else float(n.group(2))) == value
 
 
 #: emphasis, quotes, emoji, markup tags and LaTeX's commands and delimiters before a verdict's value
