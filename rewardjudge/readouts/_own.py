@@ -151,8 +151,8 @@ def _restates(n: "re.Match[str]", value: "float | str", read_line: "Callable[[st
 
 #: emphasis, quotes, emoji, markup tags and LaTeX's commands and delimiters before a verdict's value
 #: (a tag only where text with a letter or digit follows it inside its element: ``<FAIL>`` is a label in brackets)
-_VALUE_LEAD = re.compile(r"(?:[\s*_`~|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb${}]|<[^<>]{0,100}>(?=[^<>]*?[^\W_][^<>]*<)"
-                         r"|\\[a-zA-Z]{1,16}|[%s])*" % PICTOGRAPHS)
+_VALUE_LEAD = re.compile(r"(?:[\s*_`~|\"'\u201c\u201d\u2018\u2019\u00ab\u00bb${}]"
+                         r"|<[^<>]{0,100}>(?=[^<>]*?[^\W_][^<>]*<)|\\[a-zA-Z]{1,16}|[%s])*" % PICTOGRAPHS)
 
 
 def value_start(s: str) -> int:

@@ -329,7 +329,7 @@ def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
-        return _table_row(text, at)   # no VERDICT within reach (case folding goes character by character): no walk back
+        return _table_row(text, at)   # no VERDICT within reach (case folding goes by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
@@ -400,8 +400,8 @@ _HEAD_MAX = 256
 def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> Any:
     """The verdict ``rest`` holds, as written then ``folded``, each as written then ``unstyled``, each also
     without a ``_LINE_TAIL`` and a ``_LINE_HEAD`` (``trimmed``), then also without up to ``wrapped`` closing
-    brackets at its end (``without_closers``) or without a note in parentheses that leaves it one verdict
-    (``split_note``, ``note_agrees``: ``PASS (good)``, ``[[2]] (2 out of 10)``)."""
+    brackets at its end (``without_closers``), or before a note in parentheses that leaves it one verdict
+    (``read_noted``: ``PASS (good)``, ``[[2]] (2 out of 10)``)."""
     for s in (rest,) if rest.isascii() else (rest, folded(rest)):
         plain = unstyled(s)   # LaTeX's and HTML's styling dropped (the seal binds the line)
         for view in (s,) if plain == s else (s, plain):
