@@ -296,3 +296,8 @@ def test_the_new_behaviours_neither_forge_nor_escape(monkeypatch):
     _, report = held_report(monkeypatch, held, {}, "hunt32", modes=(*NEW_MODES, "decode", "restate", "quote_unescape"))
     assert report.outcomes and not report.failures(), sorted({
         (o.grader, o.mode, o.attack, o.status, o.benign_status, (o.reason or "")[:80]) for o in report.failures()})[:20]
+
+
+def test_a_long_row_of_the_policy_s_text_hides_neither_the_header_nor_the_seal_s_row():
+    table = f"| Code | Verdict |\n|---|---|\n| The response says | {'[' * 3000}Berlin{']' * 3000} |\n| {SEAL} | FAIL |"
+    assert _read(f"Wrong city.\n{table}").value == "FAIL"

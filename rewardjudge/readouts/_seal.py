@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -336,22 +335,29 @@ def _verdict_word(text: str, at: int) -> int:
     return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else _table_row(text, at)
 
 
-#: the most characters and rows looked at above a sealed table row for the table's header
-_TABLE_MAX, _ROWS_MAX = 2048, 16
+#: the most rows looked at above a sealed table row for the table's header, and the most characters of each
+_ROWS_MAX, _ROW_MAX = 16, 256
 
 
 def _table_row(text: str, at: int) -> int:
     """Where the row of a markdown table starts whose first of two cells is the seal at ``at`` alone (``| <seal> |
     FAIL |``), where one of the ``_ROWS_MAX`` rows above it in its table names the verdict (``| Code | Verdict |``):
-    the word ``VERDICT`` standing over its column; else -1 (a bounded look back)."""
+    the word ``VERDICT`` standing over its column; else -1 (a bounded look back, row by row: a long row of the
+    policy's text between the header and the seal's row hides neither)."""
     start = text.rfind("\n", max(0, at - _AROUND_MAX), at) + 1
     row = text[start:_line_end(text, at, len(text))]
     if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|" or row.count("|") not in (2, 3):
         return -1
-    above = text[max(0, start - _TABLE_MAX):start].split("\n")[-2:-2 - _ROWS_MAX:-1]   # the rows above, nearest first
-    table = itertools.takewhile(lambda line: line.lstrip(EMPHASIS).startswith("|"), above)
-    return start if any(unwrap(cell).casefold() == "verdict" for line in table if "verdict" in line.casefold()
-                        for cell in line.split("|")) else -1
+    end = start - 1   # the line break before the row
+    for _ in range(_ROWS_MAX):
+        above = text.rfind("\n", 0, max(0, end)) + 1
+        row = text[above:min(end, above + _ROW_MAX)] if end > 0 else ""
+        if not row.lstrip(EMPHASIS).startswith("|"):
+            return -1
+        if "verdict" in row.casefold() and any(unwrap(cell).casefold() == "verdict" for cell in row.split("|")):
+            return start
+        end = above - 1
+    return -1
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
