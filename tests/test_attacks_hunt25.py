@@ -125,11 +125,12 @@ def test_tags_between_digits_do_not_join_them():
     assert not _form(RATING, "Rating: [[1</b><b>0]]").ok and _form(RATING, "Rating: [[<b>2</b>]]").value == 2.0
 
 
-@pytest.mark.parametrize("rest", ["FAIL (the capital is wrong)", "Yes (partially)", "<s>PASS</s>", "~PASS~ FAIL",
+@pytest.mark.parametrize("rest", ["FAIL (not PASS)", "Yes (partially)", "<s>PASS</s>", "~PASS~ FAIL",
                                   "\\cancel{PASS}", "$\\boxed{PASS}$ FAIL", "\\boxed{The response says PASS}"])
 def test_what_stays_ambiguous_on_a_sealed_line_is_unread(rest):
-    # a note after the verdict may qualify it ("Yes (partially)" against a "Yes, partially" label): unread, as
-    # words after the verdict are (hunt 19); a struck-out label is no verdict; two verdicts are not one
+    # a note after the verdict that may qualify it ("Yes (partially)" against a "Yes, partially" label) or names
+    # another verdict stays unread, as words after the verdict are (hunt 19; a note naming none, "FAIL (the capital is
+    # wrong)", is read since hunt 32); a struck-out label is no verdict; two verdicts are not one
     decision = _label(rest, ("PASS", "FAIL", "Yes", "Yes, partially"))
     assert not decision.ok, decision
 
