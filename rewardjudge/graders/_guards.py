@@ -16,6 +16,7 @@ import numpy as np
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
+from ..readouts._fold import _codes, _text_of
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
@@ -98,6 +99,8 @@ _FILLER_RUN = 8
 _STEP_ONE = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
 #: (two or more, written as one then a run: led by a class, skipped in a step where no ``s`` stands)
 _STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
+_STEP_ONE_TWICE = "".join(c + c for c in _chars("step")) + r"(?:\d\d){1,3}(?!\d)"
+_STEP_TWICE = f"{_STEP_ONE_TWICE}(?:{_STEP_ONE_TWICE})+"
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12
@@ -118,11 +121,13 @@ def _echo_of(question: str) -> str:
     return found if len(found) >= _ECHO_MIN else ""
 
 
-def _opener_units(extra_keys: tuple[str, ...]) -> "tuple[str, str]":
+def _opener_units(extra_keys: tuple[str, ...], doubled: bool = False) -> "tuple[str, str]":
     """The parts of ``_opener_pattern``: filler words before the first key, and one unit (a key, then
-    filler words)."""
-    keys, filler = _trie(_key_chars(extra_keys)), _trie((list(w) for w in _FILLER), _key_chars(extra_keys))
-    keys = f"(?:{_STEP}|{keys})"   # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
+    filler words); ``doubled``: over the text with each character written twice (``_doubled``)."""
+    keys = _trie(_key_chars(extra_keys), doubled=doubled)
+    filler = _trie((list(w) for w in _FILLER), _key_chars(extra_keys), doubled=doubled)
+    # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
+    keys = f"(?:{_STEP_TWICE if doubled else _STEP}|{keys})"
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
     # them back (a text of 262,144 one-character keys: 155 -> 80 ms)
@@ -130,6 +135,8 @@ def _opener_units(extra_keys: tuple[str, ...]) -> "tuple[str, str]":
     # each key once, not twice: 262,144 one-character keys, 185 -> 100 ms)
     firsts = "".join(map(re.escape, sorted({w[0] for w in _FILLER})))
     fillers = f"(?>(?:(?=[{firsts}])(?!{keys})(?>{filler})){{0,{_FILLER_RUN}}})"
+    if doubled:   # the run of filler entered only where one may start: no repeat set up after each key
+        fillers = f"(?:(?=[{firsts}]){fillers}|)"
     return fillers, f"(?>{keys}){fillers}"
 
 
@@ -148,24 +155,40 @@ _UNITS = 2048
 
 
 @functools.lru_cache(maxsize=64)
-def _opener_steps(extra_keys: tuple[str, ...], units: int) -> "tuple[re.Pattern[str], re.Pattern[str]]":
-    """``_opener_pattern`` cut in calls: its start with up to ``units`` units, then up to ``units`` more."""
-    fillers, unit = _opener_units(extra_keys)
+def _opener_steps(extra_keys: tuple[str, ...], units: int, doubled: bool = False) \
+        -> "tuple[re.Pattern[str], re.Pattern[str]]":
+    """``_opener_pattern`` cut in calls: its start with up to ``units`` units, then up to ``units`` more
+    (``doubled``: over a ``_doubled`` text)."""
+    fillers, unit = _opener_units(extra_keys, doubled)
     return re.compile(f"{fillers}(?:{unit}){{1,{units}}}+"), re.compile(f"(?:{unit}){{1,{units}}}+")
+
+
+#: the letters from which ``_opener_end`` reads a text doubled (``_doubled``)
+_DOUBLED_FROM = 4096
+
+
+def _doubled(found: str) -> str:
+    """``found`` with each character written twice, in numpy: the keys' pattern over it (``_trie``'s ``doubled``)
+    reads the first copy of a key's first character by a class of a few characters, the second by the character
+    (262,144 one-character keys: each character tried about 100 alternatives one at a time, now about 20)."""
+    return _text_of(np.repeat(_codes(found), 2))
 
 
 def _opener_end(found: str, extra_keys: tuple[str, ...]) -> "int | None":
     """Where ``_opener_pattern(extra_keys).match(found)`` ends (None: no match), taken ``_UNITS`` units
     a call: the possessive run resumed where a call stopped is the same run (each unit taken as it
-    is, its lookaheads reading the whole text), and between calls other threads run."""
-    first, more = _opener_steps(extra_keys, _UNITS)
-    run = first.match(found)
+    is, its lookaheads reading the whole text), and between calls other threads run. A long text is read
+    doubled (``_doubled``): each of its characters a pair, each of the pattern's a pair, the same match."""
+    twice = len(found) >= _DOUBLED_FROM
+    text = _doubled(found) if twice else found
+    first, more = _opener_steps(extra_keys, _UNITS, twice)
+    run = first.match(text)
     if run is None:
         return None
     end = run.end()
-    while end < len(found) and (run := more.match(found, end)) is not None:
+    while end < len(text) and (run := more.match(text, end)) is not None:
         end = run.end()
-    return end
+    return end // 2 if twice else end
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:

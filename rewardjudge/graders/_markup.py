@@ -213,14 +213,17 @@ def _begun(roots: "Iterable[dict]") -> "dict[str, list[tuple[str, dict]]]":
     return begun
 
 
-def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = ()) -> str:
+def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = (), doubled: bool = False) -> str:
     """One pattern matching any of ``words`` (lists of character patterns), the longest where
     several match but where a whole word (of ``words``, or of ``beside``: the words read after them) begins after
-    the shorter; shared prefixes are tried once (a text's every position tries a few characters, not every word)."""
+    the shorter; shared prefixes are tried once (a text's every position tries a few characters, not every word).
+    ``doubled``: the same pattern over the text with each character written twice (``_doubled``), where a node
+    of many children is tried a group of characters at a time (``_grouped``)."""
     root = _tree(words)
     # hunt 30: a filler word is not taken longer over a master key's first letter (``correcta`` in
     # ``correctanswer`` left ``nswer``, so ``Correct answer:`` was read as an answer)
     begun = _begun([root, _tree(beside)])
+    twice = (lambda c: c + c) if doubled else (lambda c: c)   # a character pattern over a doubled text
 
     def emit(node: dict, guard: bool = True) -> str:
         # where a word ends and a longer one goes on with ``c``, and ``c`` also begins a word, the longer is
@@ -230,18 +233,54 @@ def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = ()) -> s
         # an alternative led by a literal is skipped in a step of the engine, one led by a class is not
         # (262,144 one-character keys, the 47th of 55 first characters: 40 -> 25 ms)
         split = len(node) > _SPLIT_CHILDREN
-        alts = [("".join(f"(?!{p}{emit(after, False)})" for p, after in begun[c]) if guard and "" in node and c in begun
-                 else "") + a + emit(child, guard)
+        guarded = guard and "" in node
+        alts = [(a, _led(a, "".join(f"(?!{twice(p)}{emit(after, False)})" for p, after in guards), doubled)
+                 + emit(child, guard))
                 for c, child in sorted(node.items()) if c
-                for a in (_one_each(c) if split else [c])]
+                for guards in [begun[c] if guarded and c in begun else []]
+                for a in (_one_each(c) if split else [c]) if not (doubled and _dead(a, guards))]
         if not alts:
             return ""
         # where a word may end, an empty alternative last, not ``(?:...)?``: a branch, no repeat (with
         # the classes split, 262,144 one-character keys: 40 -> 25 ms)
-        return "(?:" + "|".join(alts) + "|)" if "" in node else alts[0] if len(alts) == 1 \
-            else "(?:" + "|".join(alts) + ")"
+        return "(?:" + "|".join(a for _, a in alts) + "|)" if "" in node else alts[0][1] if len(alts) == 1 \
+            else _grouped(alts) if doubled and split else "(?:" + "|".join(a for _, a in alts) + ")"
 
     return emit(root)
+
+
+def _dead(a: str, guards: "list[tuple[str, dict]]") -> bool:
+    """Whether an alternative of ``_trie`` led by the character pattern ``a`` never matches: one of its ``guards`` is
+    a whole word of one character that ``a``'s every character begins (``解`` then ``答``: ``答`` is a key), so its
+    lookahead always fails there; left out of a doubled text's pattern (its look-behind tried at every such place)."""
+    return any("" in after and set(_one_each(a)) <= set(_one_each(p)) for p, after in guards)
+
+
+def _led(a: str, guards: str, doubled: bool) -> str:
+    """An alternative of ``_trie`` up to its character ``a``: its ``guards`` (lookaheads), then ``a``; over a doubled
+    text ``a`` twice, the guards read from a look-behind after the first copy (the same place), so that the
+    alternative is led by ``a``, which the engine skips in a step where another character stands."""
+    if not doubled:
+        return guards + a
+    return f"{a}(?<={guards}(?s:.)){a}" if guards else a + a
+
+
+def _grouped(alts: "list[tuple[str, str]]") -> str:
+    """Alternatives over a doubled text (``_trie``), each its character pattern and itself (led by that character
+    twice), as groups of characters next to each other in code points: the first copy read by the group's range,
+    the second by each alternative's own character (the engine skips an alternative led by a literal or a range
+    in a step, one at a time: a text of one-character keys tried about 100 at each character, now about 20). The
+    ranges are apart, and an alternative is tried after those before it that its character leads, as in one
+    alternation: the same match."""
+    chars = sorted({a[-1] for a, _ in alts}) if all(len(a) == 1 or (len(a) == 2 and a[0] == "\\")
+                                                      for a, _ in alts) else []
+    if not chars:
+        return "(?:" + "|".join(a for _, a in alts) + ")"   # a class no character splits: as it is
+    size = max(2, round(len(chars) ** 0.5))
+    groups = [chars[i:i + size] for i in range(0, len(chars), size)]
+    return "(?:" + "|".join(f"[{re.escape(group[0])}-{re.escape(group[-1])}](?:"
+                            + "|".join(body[len(a):] for a, body in alts if a[-1] in group) + ")"
+                            for group in groups) + ")"
 
 
 #: a trie node with more children than this has each class split in its characters (``_trie``)
