@@ -104,9 +104,35 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
     texts["look-alike symbols, distinct pieces"] = _pieces("$", "abcdefghijklmnopqrstuvwxyz", size)
     texts["a filler word and a colon, distinct pieces"] = _pieces("the:", _SYMBOLS, size)
     for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474",
-                 "\u89e3", "\u89e3\u7b54\ub2f5"):   # and one-character master keys: a word each
+                 "\u89e3", "\u89e3\u7b54\ub2f5",   # and one-character master keys: a word each
+                 "\u89e3\u7b54", "\u0939\u0932", "\ub2f5"):   # a key and a shorter one; a key that starts a filler
         texts.setdefault(f"{unit!r} repeated", _cut(unit, size))
+    texts.update(_key_mixes(size))
     return texts
+
+
+def _key_mixes(size: int) -> dict[str, str]:
+    """Master keys of one to three letters mixed at random (no period to find), alone, between separators, and
+    with filler words: a word every character or two, each read from the keys' start."""
+    import random
+
+    from rewardjudge.graders._guards import _FILLER, _key_forms
+
+    rng = random.Random(55)
+    forms = sorted(_key_forms(()))
+    one, short, filler = [k for k in forms if len(k) == 1], [k for k in forms if len(k) <= 3], sorted(_FILLER)
+
+    def mix(words: "list[str]", seps: "tuple[str, ...]" = ("",), fill: float = 0.0) -> str:
+        out, n = [], 0
+        while n < size:
+            word = rng.choice(filler) if rng.random() < fill else rng.choice(words)
+            out.append(word + rng.choice(seps))
+            n += len(out[-1])
+        return "".join(out)[:size]
+
+    return {"one-character keys at random": mix(one), "keys of 1-3 letters at random": mix(short),
+            "keys of 1-3 letters at random, separated": mix(short, (" ", "", ", ", "\u3001", "\n")),
+            "keys of 1-3 letters and filler at random": mix(short, ("", " "), 0.1)}
 
 
 #: symbols that carry no letter (a counter written in them keeps a piece content-free)
@@ -359,7 +385,12 @@ COUNTED = [("content-free screen (fields)", label) for label in (
     "right-to-left override, distinct pieces", "look-alike symbols, distinct pieces",
     "a master key and a colon, distinct pieces", "distinct code points")] + [
     ("content-free screen (text)", "'\u89e3\u7b54\ub2f5' repeated"),
-    ("content-free screen (text)", "'\u89e3' repeated"), ("neutralize", "'%3c' repeated"),
+    ("content-free screen (text)", "'\u89e3' repeated"), ("content-free screen (text)", "'\u89e3\u7b54' repeated"),
+    ("content-free screen (text)", "'\u0939\u0932' repeated"),
+    ("content-free screen (text)", "one-character keys at random"),
+    ("content-free screen (text)", "keys of 1-3 letters at random"),
+    ("content-free screen (text)", "keys of 1-3 letters at random, separated"),
+    ("content-free screen (text)", "keys of 1-3 letters and filler at random"), ("neutralize", "'%3c' repeated"),
     ("neutralize (tags, control tokens)", "'<s>' repeated")]
 
 

@@ -235,7 +235,7 @@ def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = (), doub
         split = len(node) > _SPLIT_CHILDREN
         guarded = guard and "" in node
         alts = [(a, _led(a, "".join(f"(?!{twice(p)}{emit(after, False)})" for p, after in guards), doubled)
-                 + emit(child, guard))
+                 + emit(child, guard), _shortest(child) if doubled and split else 0)
                 for c, child in sorted(node.items()) if c
                 for guards in [begun[c] if guarded and c in begun else []]
                 for a in (_one_each(c) if split else [c]) if not (doubled and _dead(a, guards))]
@@ -243,8 +243,8 @@ def _trie(words: "Iterable[list[str]]", beside: "Iterable[list[str]]" = (), doub
             return ""
         # where a word may end, an empty alternative last, not ``(?:...)?``: a branch, no repeat (with
         # the classes split, 262,144 one-character keys: 40 -> 25 ms)
-        return "(?:" + "|".join(a for _, a in alts) + "|)" if "" in node else alts[0][1] if len(alts) == 1 \
-            else _grouped(alts) if doubled and split else "(?:" + "|".join(a for _, a in alts) + ")"
+        return "(?:" + "|".join(a for _, a, _ in alts) + "|)" if "" in node else alts[0][1] if len(alts) == 1 \
+            else _grouped(alts) if doubled and split else "(?:" + "|".join(a for _, a, _ in alts) + ")"
 
     return emit(root)
 
@@ -265,22 +265,31 @@ def _led(a: str, guards: str, doubled: bool) -> str:
     return f"{a}(?<={guards}(?s:.)){a}" if guards else a + a
 
 
-def _grouped(alts: "list[tuple[str, str]]") -> str:
-    """Alternatives over a doubled text (``_trie``), each its character pattern and itself (led by that character
-    twice), as groups of characters next to each other in code points: the first copy read by the group's range,
-    the second by each alternative's own character (the engine skips an alternative led by a literal or a range
-    in a step, one at a time: a text of one-character keys tried about 100 at each character, now about 20). The
-    ranges are apart, and an alternative is tried after those before it that its character leads, as in one
-    alternation: the same match."""
-    chars = sorted({a[-1] for a, _ in alts}) if all(len(a) == 1 or (len(a) == 2 and a[0] == "\\")
-                                                      for a, _ in alts) else []
-    if not chars:
-        return "(?:" + "|".join(a for _, a in alts) + ")"   # a class no character splits: as it is
+def _grouped(alts: "list[tuple[str, str, int]]") -> str:
+    """Alternatives over a doubled text (``_trie``), each its character pattern, itself (led by that character
+    twice) and the letters after it to the nearest word's end, as groups of characters next to each other in code
+    points: the first copy read by the group's range, the second by each alternative's own character (the engine
+    skips an alternative led by a literal or a range in a step, one at a time: a text of one-character keys tried
+    about 100 at each character, now about 20). The characters of the shortest words first (a text of those holds
+    the most words), the groups too. The ranges are apart, and an alternative is tried after those before it that
+    its character leads, as in one alternation: the same match."""
+    if not all(len(a) == 1 or (len(a) == 2 and a[0] == "\\") for a, _, _ in alts):
+        return "(?:" + "|".join(a for _, a, _ in alts) + ")"   # a class no character splits: as it is
+    shortest: "dict[str, int]" = {}
+    for a, _, after in alts:
+        shortest[a[-1]] = min(shortest.get(a[-1], after), after)
+    chars = sorted(shortest)
     size = max(2, round(len(chars) ** 0.5))
-    groups = [chars[i:i + size] for i in range(0, len(chars), size)]
-    return "(?:" + "|".join(f"[{re.escape(group[0])}-{re.escape(group[-1])}](?:"
-                            + "|".join(body[len(a):] for a, body in alts if a[-1] in group) + ")"
+    groups = sorted((sorted(chars[i:i + size], key=shortest.__getitem__) for i in range(0, len(chars), size)),
+                    key=lambda group: shortest[group[0]])
+    return "(?:" + "|".join(f"[{re.escape(min(group))}-{re.escape(max(group))}](?:"
+                            + "|".join(body[len(a):] for c in group for a, body, _ in alts if a[-1] == c) + ")"
                             for group in groups) + ")"
+
+
+def _shortest(node: dict) -> int:
+    """The fewest characters from ``node`` (of a ``_tree``) to a word's end."""
+    return 0 if "" in node else 1 + min(map(_shortest, node.values()), default=0)
 
 
 #: a trie node with more children than this has each class split in its characters (``_trie``)
