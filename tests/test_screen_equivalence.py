@@ -45,7 +45,8 @@ def _tokens(rng: random.Random, keys: tuple[str, ...]) -> "list[str]":
         return "".join(_LOOKALIKE_DIGITS.get(c, c) if rng.random() < 0.3 else c for c in word)
 
     short = [k for k in forms if len(k) <= 2]
-    return [*forms, *short * 4, *filler, *(lookalike(w) for w in forms + filler), *(k[:-1] for k in forms if len(k) > 2),
+    return [*forms, *short * 4, *filler, *(lookalike(w) for w in forms + filler),
+            *(k[:-1] for k in forms if len(k) > 2),
             *(k[-1] for k in forms), *(f"step{rng.randrange(10_000)}" for _ in range(20)), *"0123456789",
             *"abcdefghijklmnopqrstuvwxyz", "\u0663", "\uff11", "ß", "答案", "解答", "正确答案"]
 
@@ -109,6 +110,10 @@ def test_long_mixes_end_alike():
     _ends_agree(texts, ())
     one = "".join(k for k in sorted(_key_forms(())) if len(k) == 1)
     _ends_agree([one * 10_000, ("解答" * 4_000) + "q", "答" * 9_000 + "the" * 9], ())
+    # a character no opener holds (the doubled text stops there), a digit of another script, a step's number
+    tails = ("q", "\u0663", "step\u0663step\u0664", "step1step2\u0663", "step1234", "ß", "\u00e9")
+    _ends_agree([one * 3_000 + tail + one * 3_000 for tail in tails], ())
+    _ends_agree(["step1" * 2_000 + "step12", "step" + "\u0661" * 5_000, "解" * 5_000 + "step1step2"], ())
 
 
 @pytest.mark.parametrize("seed", range(2))

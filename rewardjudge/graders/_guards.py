@@ -167,11 +167,21 @@ def _opener_steps(extra_keys: tuple[str, ...], units: int, doubled: bool = False
 _DOUBLED_FROM = 4096
 
 
-def _doubled(found: str) -> str:
-    """``found`` with each character written twice, in numpy: the keys' pattern over it (``_trie``'s ``doubled``)
-    reads the first copy of a key's first character by a class of a few characters, the second by the character
-    (262,144 one-character keys: each character tried about 100 alternatives one at a time, now about 20)."""
-    return _text_of(np.repeat(_codes(found), 2))
+def _doubled(found: str, keys: tuple[str, ...]) -> str:
+    """``found`` up to its first character that no word of an opener holds (nor a digit: ``_foreign``; no match
+    reads past one, and every lookahead there fails or holds as at the text's end), each character written twice,
+    in numpy: the keys' pattern over it (``_trie``'s ``doubled``) reads the first copy of a key's first character
+    by a range of a few, the second by the character (262,144 one-character keys: each character tried about 100
+    alternatives one at a time, now about 20)."""
+    cut = _foreign(keys).search(found)
+    return _text_of(np.repeat(_codes(found if cut is None else found[:cut.start()]), 2))
+
+
+@functools.lru_cache(maxsize=64)
+def _foreign(keys: tuple[str, ...]) -> "re.Pattern[str]":
+    """A character no word of an opener (``_start_words``), nor a step header's number, holds."""
+    held = {c for word in _start_words(keys) for pattern in word for c in pattern}   # a class's brackets too
+    return re.compile(f"[^{''.join(map(re.escape, sorted(held)))}\\d]")
 
 
 def _opener_end(found: str, extra_keys: tuple[str, ...]) -> "int | None":
@@ -180,7 +190,7 @@ def _opener_end(found: str, extra_keys: tuple[str, ...]) -> "int | None":
     is, its lookaheads reading the whole text), and between calls other threads run. A long text is read
     doubled (``_doubled``): each of its characters a pair, each of the pattern's a pair, the same match."""
     twice = len(found) >= _DOUBLED_FROM
-    text = _doubled(found) if twice else found
+    text = _doubled(found, extra_keys) if twice else found
     first, more = _opener_steps(extra_keys, _UNITS, twice)
     run = first.match(text)
     if run is None:
