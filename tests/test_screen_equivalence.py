@@ -69,8 +69,9 @@ def _mixes(seed: int, count: int, size: int, keys: tuple[str, ...] = ()) -> "lis
 
 @pytest.fixture
 def doubled_always(monkeypatch):
-    """Every text read doubled, however short."""
+    """Every text read doubled after its first unit, however short (a call a unit)."""
     monkeypatch.setattr(_guards, "_DOUBLED_FROM", 0)
+    monkeypatch.setattr(_guards, "_UNITS", 1)
 
 
 def _ends_agree(texts: "list[str]", keys: tuple[str, ...]) -> None:
@@ -128,4 +129,5 @@ def test_content_free_reason_decides_alike(monkeypatch, seed):
     monkeypatch.setattr(_guards, "_DOUBLED_FROM", 10**9)
     before = [content_free_reason(t) for t in texts]
     monkeypatch.setattr(_guards, "_DOUBLED_FROM", 0)
+    monkeypatch.setattr(_guards, "_UNITS", 1)
     assert [content_free_reason(t) for t in texts] == before

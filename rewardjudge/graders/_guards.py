@@ -13,10 +13,10 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
-from ..readouts._fold import _codes, _text_of
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
@@ -99,6 +99,7 @@ _FILLER_RUN = 8
 _STEP_ONE = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
 #: (two or more, written as one then a run: led by a class, skipped in a step where no ``s`` stands)
 _STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
+#: the same over a doubled text (``_doubled``): each character a pair
 _STEP_ONE_TWICE = "".join(c + c for c in _chars("step")) + r"(?:\d\d){1,3}(?!\d)"
 _STEP_TWICE = f"{_STEP_ONE_TWICE}(?:{_STEP_ONE_TWICE})+"
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
@@ -155,12 +156,16 @@ _UNITS = 2048
 
 
 @functools.lru_cache(maxsize=64)
-def _opener_steps(extra_keys: tuple[str, ...], units: int, doubled: bool = False) \
-        -> "tuple[re.Pattern[str], re.Pattern[str]]":
-    """``_opener_pattern`` cut in calls: its start with up to ``units`` units, then up to ``units`` more
-    (``doubled``: over a ``_doubled`` text)."""
-    fillers, unit = _opener_units(extra_keys, doubled)
+def _opener_steps(extra_keys: tuple[str, ...], units: int) -> "tuple[re.Pattern[str], re.Pattern[str]]":
+    """``_opener_pattern`` cut in calls: its start with up to ``units`` units, then up to ``units`` more."""
+    fillers, unit = _opener_units(extra_keys)
     return re.compile(f"{fillers}(?:{unit}){{1,{units}}}+"), re.compile(f"(?:{unit}){{1,{units}}}+")
+
+
+@functools.lru_cache(maxsize=64)
+def _doubled_units(extra_keys: tuple[str, ...], units: int) -> "re.Pattern[str]":
+    """``_opener_steps``' second pattern over a ``_doubled`` text."""
+    return re.compile(f"(?:{_opener_units(extra_keys, doubled=True)[1]}){{1,{units}}}+")
 
 
 #: the letters from which ``_opener_end`` reads a text doubled (``_doubled``)
@@ -187,18 +192,22 @@ def _foreign(keys: tuple[str, ...]) -> "re.Pattern[str]":
 def _opener_end(found: str, extra_keys: tuple[str, ...]) -> "int | None":
     """Where ``_opener_pattern(extra_keys).match(found)`` ends (None: no match), taken ``_UNITS`` units
     a call: the possessive run resumed where a call stopped is the same run (each unit taken as it
-    is, its lookaheads reading the whole text), and between calls other threads run. A long text is read
-    doubled (``_doubled``): each of its characters a pair, each of the pattern's a pair, the same match."""
-    twice = len(found) >= _DOUBLED_FROM
-    text = _doubled(found, extra_keys) if twice else found
-    first, more = _opener_steps(extra_keys, _UNITS, twice)
-    run = first.match(text)
+    is, its lookaheads reading the whole text), and between calls other threads run. A long text whose
+    run goes on past the first call is read on doubled (``_doubled``): each of its characters a pair, each
+    of the pattern's a pair, the same run (one that stops soon, as in most texts, costs no doubling)."""
+    first, more = _opener_steps(extra_keys, _UNITS)
+    run = first.match(found)
     if run is None:
         return None
     end = run.end()
-    while end < len(text) and (run := more.match(text, end)) is not None:
+    if len(found) >= _DOUBLED_FROM and end < len(found) and more.match(found, end) is not None:
+        text, more, end = _doubled(found, extra_keys), _doubled_units(extra_keys, _UNITS), 2 * end
+        while end < len(text) and (run := more.match(text, end)) is not None:
+            end = run.end()
+        return end // 2
+    while end < len(found) and (run := more.match(found, end)) is not None:
         end = run.end()
-    return end // 2 if twice else end
+    return end
 
 
 def _only_keys(found: str, extra_keys: tuple[str, ...]) -> bool:
