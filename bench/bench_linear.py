@@ -7,7 +7,9 @@ such completion: the regexes of ``readouts/_text.py`` once did (1.6-18.8 s
 on 16 KiB). This bench runs each pass over a set of hostile inputs (long
 runs of one character; tag, escape and control-token openers that never
 close; runs of zero-width characters and combining marks; JSON that never
-ends) and prints the worst input of each pass. Target: under 50 ms.
+ends; master keys of one to three letters repeated, or mixed at random with
+separators and filler words, each a word for the content-free screen to read)
+and prints the worst input of each pass. Target: under 50 ms.
 
 Passes: ``neutralize`` (bare, and with a template's tag names and the judge's
 control tokens), ``neutralize_value`` (the text in a mapping, and cut in
