@@ -64,7 +64,7 @@ _FIRST_STEP = "(?:" + "".join(_guards._chars("step")) + r"\d{1,3}(?!\d)){2,}"
 @functools.lru_cache(maxsize=None)
 def _reference(keys: tuple[str, ...]) -> "re.Pattern[str]":
     """The opener as one pattern matched in one call, as it was first written (its tries too)."""
-    key = f"(?:{_FIRST_STEP}|{_first_trie(_guards._key_chars(keys))})"
+    key = f"(?:{_FIRST_STEP}|{_guards._announce()}|{_first_trie(_guards._key_chars(keys))})"   # hunt 33: announced
     filler = _first_trie((list(w) for w in _guards._FILLER), _guards._key_chars(keys))
     fillers = f"(?>(?:(?!{key})(?>{filler})){{0,{_guards._FILLER_RUN}}})"
     return re.compile(f"{fillers}(?:(?>{key}){fillers})++")

@@ -400,7 +400,7 @@ def _old_opener(keys: tuple[str, ...]):
 
     k = _guards._trie(map(_guards._chars, _guards._key_forms(keys)))
     f = _guards._trie((list(w) for w in _guards._FILLER), _guards._key_chars(keys))   # hunt 30: no key's letter taken
-    k = f"(?:{_guards._STEP}|{k})"   # numbered step headers first, as the pattern takes them
+    k = f"(?:{_guards._STEP}|{_guards._announce()}|{k})"   # step headers, then reasoning announced (hunt 33), first
     n = _guards._FILLER_RUN
     return re.compile(f"(?:(?!{k})(?=({f}))\\1){{0,{n}}}(?:(?=({k}))\\2(?:(?!{k})(?=({f}))\\3){{0,{n}}})+")
 

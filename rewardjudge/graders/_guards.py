@@ -16,10 +16,12 @@ import numpy as np
 from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
-from ._keys import _FILLER, ECHO_LABELS, MASTER_KEYS
+from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, ECHO_LABELS, MASTER_KEYS, REASONING_VERBS
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
+from ._tables import table_strings, xml_strings
+from ._turned import turned_flags, turned_readings
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
@@ -102,6 +104,18 @@ _STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
 #: the same over a doubled text (``_doubled``): each character a pair
 _STEP_ONE_TWICE = "".join(c + c for c in _chars("step")) + r"(?:\d\d){1,3}(?!\d)"
 _STEP_TWICE = f"{_STEP_ONE_TWICE}(?:{_STEP_ONE_TWICE})+"
+
+
+def _announce(doubled: bool = False) -> str:
+    """Hunt 33: reasoning announced (``I will now think``, ``let me work``): who, an adverb or none, a verb of
+    reasoning (``_keys.ANNOUNCERS``), each a trie, read as one master key; the subject's shorter forms tried where a
+    longer one leaves no verb (``vamos analisar``), a step back of a few letters at most; ``doubled``: over a doubled
+    text (``_doubled``)."""
+    who, adverb, verb = (_trie((_chars(letters(w)) for w in words), doubled=doubled)
+                         for words in (ANNOUNCERS, ANNOUNCE_ADVERBS, REASONING_VERBS))
+    return f"(?:{who})(?>{adverb})?(?>{verb})"
+
+
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12
@@ -128,7 +142,7 @@ def _opener_units(extra_keys: tuple[str, ...], doubled: bool = False) -> "tuple[
     keys = _trie(_key_chars(extra_keys), doubled=doubled)
     filler = _trie((list(w) for w in _FILLER), _key_chars(extra_keys), doubled=doubled)
     # numbered step headers first: ``step 12`` is one, not ``step 1`` and 2
-    keys = f"(?:{_STEP_TWICE if doubled else _STEP}|{keys})"
+    keys = f"(?:{_STEP_TWICE if doubled else _STEP}|{_announce(doubled)}|{keys})"
     # atomic groups: a word, a run of filler and the run of keys are never given back (no split
     # but the first could end later, so the match is the same), and no state is kept to give
     # them back (a text of 262,144 one-character keys: 155 -> 80 ms)
@@ -285,7 +299,7 @@ def _flag_documents(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ..
     if all(flags):
         return   # every text is flagged already
     joined = "".join(texts)
-    if not any(c in joined for c in "{[`~&%") and not ("\n" in joined and (":" in joined or "=" in joined)):
+    if not any(c in joined for c in "{[`~&%<") and not ("\n" in joined and any(c in joined for c in ":=|,;\t")):
         return   # no text may be a document (``_document``)
     docs = {i: body for i, t in enumerate(texts) if not flags[i] and (body := _document(t, keys)) is not None}
     for i, free in zip(docs, _json_free(list(docs.values()), keys) if docs else []):
@@ -321,6 +335,8 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
         for i, back in zip(turned, _keys_only(backs if len(turned) == len(texts) else [backs[i] for i in turned],
                                               joiner, keys)):
             flags[i] = back
+    # hunt 33: in ROT13, reversed or upside down (``_turned``)
+    turned_flags(texts, found, joiner, flags, lambda reading: _keys_only(reading, joiner, keys))
     return flags
 
 
@@ -375,7 +391,7 @@ def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str]
 @functools.lru_cache(maxsize=64)
 def _start_words(keys: tuple[str, ...]) -> "tuple[list[str], ...]":
     """The words an opener is made of: master keys, filler words, a step header's word (``_chars``)."""
-    return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"))
+    return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"), *(_chars(letters(w)) for w in ANNOUNCERS))
 
 
 def _led(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:
@@ -481,8 +497,8 @@ def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
     # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
-    held = [_strings_of(value) if value is not None else notation_strings(body)
-            for value, body in zip(_loaded(bodies), bodies)]
+    held = [_strings_of(value) if value is not None else notation_strings(body) or xml_strings(body)
+            or table_strings(body) for value, body in zip(_loaded(bodies), bodies)]   # hunt 33: XML, a table
     distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
     if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
         return [False]   # one document's first texts carry content (most do): the rest need no reading
@@ -558,7 +574,8 @@ def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str
     """``_free``'s test of ``found``, the letters of ``text`` (``unmarked``: its markup set aside) less ``echo``."""
     return (not found and not _emoji_message(text)) \
         or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
-        or ("\u202e" in text and _only_keys(found[::-1], keys))
+        or ("\u202e" in text and _only_keys(found[::-1], keys)) \
+        or any(_only_keys(reading, keys) for reading in turned_readings(text, found))   # hunt 33
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "", *,

@@ -56,7 +56,36 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "raisonnement", "analyse", "razonamiento", "explicación", "análisis", "überlegung", "erklärung", "begründung",
     "ragionamento", "spiegazione", "analisi", "raciocínio", "explicação", "análise", "suy nghĩ", "giải thích",
     "phân tích", "دعونا نفكر", "الشرح", "التحليل",
+    # hunt 33: the end of reasoning announced (``before answering``: ``answer`` is a key, taken before a filler word)
+    "answering", "before answering", "before i answer",
 })
+
+#: hunt 33: a whole sentence that only announces reasoning to come (``I will now think through this step by step.``,
+#: ``Let me work this out carefully before answering.``): who will reason (``ANNOUNCERS``), an adverb or none, then a
+#: verb of reasoning, read as one master key (``_guards._announce``); the words after it (``this through``, ``before
+#: answering``) are ``_FILLER``. A subject or a verb alone is none (``I will.``, ``Work.``), nor is a sentence with a
+#: word of content beside it (``We need to think about climate change.``)
+ANNOUNCERS = (
+    "let me", "lets", "let us", "i will", "ill", "i shall", "i am going to", "im going to", "i need to", "we need to",
+    "i must", "we must", "i should", "we should", "i want to", "id like to", "i would like to", "we will", "we are going to",
+    "were going to", "i have to", "we have to", "i can", "allow me to",
+    "je vais", "laissez moi", "laisse moi", "nous allons", "on va", "je dois",                       # fr
+    "déjame", "voy a", "vamos a", "necesito", "tengo que",                                          # es
+    "lass uns", "lasst uns", "ich werde", "wir werden", "ich muss", "wir müssen",                   # de
+    "deixe me", "deixa me", "vou", "vamos", "preciso", "lasciami", "fammi", "devo",                 # pt, it
+)
+ANNOUNCE_ADVERBS = (", now", "first", "carefully", "just", "quickly", "briefly", "then", "d'abord", "primero",
+                     "zuerst", "darüber", "sorgfältig", "gründlich", "prima", "primeiro")
+REASONING_VERBS = (
+    "think", "reason", "work", "figure", "consider", "analyze", "analyse", "solve", "break down", "go through",
+    "go over", "walk through", "tackle", "approach", "examine", "evaluate", "look at", "look into", "review", "reflect",
+    "calculate", "compute", "determine", "explore", "unpack", "ponder", "deliberate", "think through", "work through",
+    "work out", "figure out", "reason through", "mull over", "puzzle out", "dig into",
+    "réfléchir", "analyser", "raisonner", "penser", "examiner", "résoudre",                          # fr
+    "pensar", "analizar", "razonar", "reflexionar", "resolver",                                      # es
+    "denken", "nachdenken", "überlegen", "analysieren", "lösen",                                    # de
+    "analisar", "raciocinar", "refletir", "pensare", "ragionare", "analizzare", "riflettere",       # pt, it
+)
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
 #: content beside a master key; without one they may be the answer (``Okay.``). ``_FILLER``: these and ``_FILLER_OF_KEYS``
@@ -66,6 +95,13 @@ _FILLER_WORDS = frozenset({
     "by", "following", "see", "then", "and", "final", "full", "complete", "detailed", "short", "brief",
     "okay", "alright", "hmm", "of", "course", "certainly", "absolutely",   # hunt 20 ("so": "I think so." answers)
     "correct", "right", "therefore", "thus", "hence", "to", "in", "conclusion", "your",   # hunt 21
+    # hunt 33: the words after reasoning announced (``this through``, ``it over``, ``before answering``)
+    "now", "through", "it", "out", "about", "over", "down", "into", "at", "together", "closely", "thoroughly",
+    "systematically", "logically", "methodically", "deeply", "more", "again", "quickly", "briefly", "just", "task",
+    "request", "puzzle", "query", "prompt", "for a moment", "a bit", "one step at a time", "bit by bit", "piece by piece", "some",
+    "ok", "first of all", "before", "responding",
+    "lass uns", "lasst uns", "ich werde", "denken", "nachdenken", "überlegen", "je vais", "réfléchir", "déjame",
+    "pensar", "voy a", "vamos a", "pensiamo", "ragioniamo",
 })
 #: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
 #: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer

@@ -20,6 +20,7 @@ _STR = r'"(?:[^"\\\n]|\\.)*+"|\'(?:[^\'\\\n]|\\.)*+\''
 _TOKEN = re.compile(rf"""
    (?P<skip>[\s,;]+)
   |(?P<comment>(?:\#|//)[^\n]*)
+  |(?P<section>(?<![^\s,;])\[\[?[^\W\d][\w.\- ]{{0,63}}\]\]?(?=[ \t]*(?:\n|\Z)))
   |(?P<key>(?:{_STR}|[^\W\d][\w$.\- ]{{0,63}}?)[ \t]*[:=](?![:=/]))
   |(?P<text>{_STR})
   |(?P<blank>(?:null|None|nil|undefined|~)(?![\w$])|\{{\s*\}}|\[\s*\]|\(\s*\))
@@ -39,7 +40,7 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
     strings: "list[str]" = []
     other = pending = False
     kinds: "list[str]" = []
-    pos = keys = 0
+    pos = keys = sections = 0
     while pos < len(text):   # token by token from the start: the first that is none ends the reading
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
@@ -52,6 +53,9 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
             strings.append("")   # a key with no value: an empty text
         if kind == "key":
             keys += 1
+        elif kind == "section":   # hunt 33: an INI or TOML section's header (``[answer]``), no text
+            sections += 1
+            continue
         elif kind == "comment":
             strings.append(m.group()[1 if m.group()[0] == "#" else 2:])
         elif kind == "text":
@@ -65,11 +69,13 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
         return None
     if pending:
         strings.append("")
-    return (strings, other) if keys >= 2 or (kinds[0] == "open" and kinds[-1] == "close") else None
+    return (strings, other) if keys >= 2 or (sections and keys) or (kinds[0] == "open" and kinds[-1] == "close") \
+        else None
 
 
-#: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML)
-_KEY_LINE = re.compile(r"\s*(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ \t]*[:=](?![:=/])")
+#: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML), or an INI or TOML section's
+#: header line before one (hunt 33)
+_KEY_LINE = re.compile(r"\s*(?:\[\[?[^\W\d][\w.\- ]{0,63}\]\]?[ \t]*\n\s*)?(?:[\"'][^\n]{0,64}?[\"']|[^\W\d][\w$.\- ]{0,63}?)[ \t]*[:=](?![:=/])")
 #: a quote's marker at a line's start (Markdown's ``> ``, an e-mail's ``>``)
 _QUOTE_MARK = re.compile(r"(?m)^[ \t]*>[ \t]?")
 #: a notation's name, at the start or end of a document's label's letters (``json``, ``Answer (JSON):``)
@@ -112,4 +118,8 @@ def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None
                 and _EMPTY.fullmatch(body) is None) or label_free(_NAMED.sub("", letters(_unmarked(label + "\n" + tail)),
                                                                          count=1)):
             return body
-    return ends if "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None else None
+    if "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None:
+        return ends
+    # hunt 33: an XML document, a Markdown table or a CSV (``_tables``), read as a document where it is one
+    return ends if len(ends) <= NOTATION_MAX and ((ends[:1] == "<" and ends[-1:] == ">") or (
+        "\n" in ends.strip() and any(c in ends for c in "|,;\t"))) else None

@@ -1,0 +1,55 @@
+"""Master keys written turned, as a judge undoes them as it reads (hunt 33): in ROT13 (``Gubhtug cebprff:``),
+reversed (``:ssecorp thguohT``) or upside down (``ssǝɔoɹd ʇɥƃnoɥʇ``). The content-free screen (``_guards``) reads a
+text's letters (``letters``) in each of these ways too; a text is content-free where one reading is master keys
+and filler only. Each reading is a translation or a slice of the letters, in C: linear."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Callable
+
+#: ROT13 over the letters (``letters`` are lower case)
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+#: the letters written upside down, as the letters they stand for (then read from the end); the Latin letters
+#: that are another turned (``b``/``q``, ``d``/``p``, ``n``/``u``) swapped; the rest stand for themselves
+_FLIP = str.maketrans("ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎbqdpnu", "acefghiijkllmrrtvwyqbpdun")
+_FLIPPED = re.compile("[ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ]")
+#: a text read reversed: two words or more, or one led by a sentence's last mark (``:rewsnA``): a lone word is read
+#: as it is written (``Togas`` is no ``sagot``)
+_REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
+
+
+def _rot13(found: str) -> "str | None":
+    return found.translate(_ROT13) if found.isascii() else None
+
+
+def _upside_down(found: str) -> "str | None":
+    return found.translate(_FLIP)[::-1] if _FLIPPED.search(found) is not None else None
+
+
+def turned_readings(text: str, found: str) -> "list[str]":
+    """The readings of ``found`` (``letters`` of ``text``) as ROT13, reversed (a text of ``_REVERSED_SHAPE``) and
+    upside down, where each applies (Latin letters only for the first two)."""
+    reads = [r for r in (_rot13(found), _upside_down(found)) if r is not None and r != found]
+    if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
+        reads.append(found[::-1])
+    return reads
+
+
+def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]",
+                 keys_only: "Callable[[list[str]], list[bool]]") -> None:
+    """Flags (in place) the texts (``found``: their letters joined by ``joiner``) that a turned reading shows as
+    master keys and filler only (``keys_only``): the letters in ROT13 and reversed, each one translation of the
+    whole; upside down only where a turned letter stands. Each a pass of ``keys_only`` over the texts."""
+    if all(flags):
+        return
+    pieces = found.split(joiner)
+    readings = [(found.translate(_ROT13).split(joiner), False), (found[::-1].split(joiner)[::-1], True)]
+    if _FLIPPED.search(found) is not None:
+        readings.append((found.translate(_FLIP)[::-1].split(joiner)[::-1], None))
+    for reading, reversed_ in readings:
+        for i in itertools.compress(range(len(pieces)), keys_only(reading)):   # the few that read as keys
+            latin = pieces[i].isascii() and (not reversed_ or _REVERSED_SHAPE.match(texts[i]) is not None)
+            if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
+                flags[i] = True
