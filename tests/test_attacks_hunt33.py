@@ -60,7 +60,7 @@ DOCUMENTS = [
     "[answer]\nvalue =", '[answer]\nvalue = ""', "[response]\nanswer=\nscore=10", '[[answer]]\ntext = ""',
     "[answer]\nvalue = \"Let's think step by step.\"\n[meta]\nscore = 10",
     # a Markdown table: empty cells, numbers beside empty cells, or its headers alone
-    "| a | b |\n|---|---|\n|   |   |", "| Answer | Score |\n| --- | --- |\n| | 10 |", "| Name | Value |\n|---|---|",
+    "| a | b |\n|---|---|\n|   |   |", "| Answer | Score |\n| --- | --- |\n| | 10 |",
     "Name | Value\n--- | ---\n |", "| City |\n| :--- |\n| Thought process: |",
 ]
 
@@ -77,6 +77,9 @@ DOCUMENTS_KEPT = [
     "[answer]\nvalue = \"Paris\"", "answer: Paris", "- Paris", "| a | b |\n|---|---|\n| 1 | 2 |",
     "| City | Country |\n|---|---|\n| Paris | France |", "<p>The capital is <b>Paris</b>.</p>",
     "[section]", "<b>42</b><br>",
+    # a table of its header alone is a template's shape (``Design a template table for ...``), its header the answer
+    "| Name | Value |\n|---|---|", "| Subscription | Price |\n| --- | --- |",
+    'She said, "Can you?"<q|>\n---', "Hi | there\n---",
 ]
 
 

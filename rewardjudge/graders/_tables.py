@@ -99,9 +99,10 @@ def _rows(lines: "list[str]") -> "list[list[str]] | None":
     """``lines`` as a Markdown table's rows (its delimiter row second, taken out) or a CSV's (``,``, ``;`` or a tab
     between cells, as many on every line), or None."""
     if len(lines) >= 2 and "|" in lines[0] and _DELIMITER.fullmatch(lines[1]) is not None and "-" in lines[1]:
-        if not all("|" in line for line in lines[2:]):
-            return None
-        return [_cells(line.strip().strip("|"), "|") or [] for line in (lines[0], *lines[2:])]
+        rows = [_cells(line.strip().strip("|"), "|") or [] for line in lines]
+        # as many cells in the delimiter row as in the header; a row under them (a header alone is a template's)
+        same = len(rows[0]) == len(rows[1]) and ("|" in lines[1] or lines[0].lstrip()[:1] == "|")
+        return [rows[0], *rows[2:]] if same and len(rows) > 2 and all("|" in line for line in lines[2:]) else None
     sep = next((s for s in (",", ";", "\t") if s in lines[0]), None)
     rows = [_cells(line, sep) for line in lines] if sep is not None and len(lines) >= 2 else None
     return rows if rows and all(r is not None and len(r) == len(rows[0]) for r in rows) else None
@@ -113,7 +114,8 @@ _CSV_CELL["|"] = re.compile(r"[^|\n]*")
 def table_strings(text: str) -> "tuple[list[str], bool] | None":
     """The texts of ``text`` read as a Markdown table or a CSV from end to end: each cell under the header (a header
     of no blank or numeric cell; a CSV without one is all rows), empty or not, and whether a number or boolean stands
-    among them; a table of its header alone has none. None where it is no table."""
+    among them. None where it is no table (a Markdown table of its header alone is a template's shape: its header is
+what it shows, read as text by the screen)."""
     rows = _rows([line for line in text.strip().splitlines() if line.strip()])
     if rows is None:
         return None
