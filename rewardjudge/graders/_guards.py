@@ -497,8 +497,10 @@ def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     not): ``{"answer": "", "sure": true, "score": 10}`` shows a judge no answer, as the same fields of a
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
     # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
-    held = [_strings_of(value) if value is not None else notation_strings(body) or xml_strings(body)
-            or table_strings(body) for value, body in zip(_loaded(bodies), bodies)]   # hunt 33: XML, a table
+    once = list(dict.fromkeys(bodies))   # each distinct body read once (a batch repeats its answers)
+    read = dict(zip(once, [_strings_of(value) if value is not None else notation_strings(body) or xml_strings(body)
+                           or table_strings(body) for value, body in zip(_loaded(once), once)]))   # hunt 33: XML, tables
+    held = [read[body] for body in bodies]
     distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
     if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):
         return [False]   # one document's first texts carry content (most do): the rest need no reading

@@ -10,6 +10,7 @@ import re
 from typing import Iterable
 
 from ..readouts._blocks import sub_blocks
+from ._hidden import _HIDE, _WHITE, hidden_out
 
 # Markdown that is no answer by itself: a code fence and its language (three characters written out, not
 # ``{3,}``: the engine then searches for them, where it tried a repeat at every character, 5x slower)
@@ -27,21 +28,9 @@ _items = _EMPTY_ITEM.search
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _MD_COMMENT = re.compile(r"\[[^\]\n]{1,64}\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\([^)\n]{0,4096}\)|\"[^\"\n]{0,4096}\""
                          r"|'[^'\n]{0,4096}'))?[ \t]*(?![^\n])")
-# An element hidden by its attributes (hunt 28): ``hidden``, ``display:none``, ``visibility:hidden``, a zero font
-# size or opacity, a screen reader's class, clipping or a place far off the page (hunt 30), or white or transparent
-# text where no background is set; with its text, to its close (a tag of
-# another name inside, not one of its own: each character is read from one start at most)
-_HIDE = (r"\shidden[\s=/>]|display\s{0,8}:\s{0,8}none|visibility\s{0,8}:\s{0,8}(?:hidden|collapse)"
-         r"|(?:f(?<![\w-]f)ont-size|o(?<![\w-]o)pacity)\s{0,8}:\s{0,8}(?:0(?:\.0{1,8})?|\.0{1,8})(?:[a-z%]{1,4})?"
-         r"\s{0,8}[;\"'>]"
-         # hunt 30: a screen reader's class (``sr-only``), clipped to nothing, moved far off the page; each led by a
-         # character rare in attributes (``-``, ``(``), its name read behind it (written with no space or one)
-         r"|-(?:(?:(?<=[^\w-]sr-)only|(?<=[^\w-]screen-)reader-text|(?<=[^\w-]visually-)hidden)(?![\w-])|(?:"
-         + "|".join(f"(?<=[^\\w-]{p}{sp}-)" for p in ("left:", "top:", "text-indent:") for sp in ("", " ")) + r")\d{4})"
-         r"|\((?:(?:" + "|".join(f"(?<=[^\\w-]clip:{sp}rect\\()" for sp in ("", " "))
-         + r")\s{0,8}(?:0|1px)(?:\s{0,8}[\s,]\s{0,8}(?:0|1px)){3}\s{0,8}\)|(?:"
-         + "|".join(f"(?<=clip-path:{sp}inset\\()" for sp in ("", " ")) + r")\s{0,8}(?:50|100)%)")
-_WHITE = r"c(?<![\w-]c)olor\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
+# An element hidden by its attributes (hunt 28; ``_hidden._HIDE``, ``_hidden._WHITE``), with its text, to its close (a
+# tag of another name inside, not one of its own: each character is read from one start at most; one of its own name
+# inside, a stylesheet or an element never rendered: ``_hidden.hidden_out``)
 # (one scan of the attributes for any of them, a look-behind only after a word's first letter: 54 -> 20 ms in 256 KiB)
 _HIDDEN_TAG = re.compile(rf"<([A-Za-z][\w-]{{0,31}})(?=\s)(?=[^<>]{{0,256}}?(?:{_HIDE}|{_WHITE}))"
                          rf"(?:(?![^<>]{{0,256}}?background)|(?=[^<>]{{0,256}}?(?:{_HIDE})))[^<>]{{0,256}}>"
@@ -87,7 +76,8 @@ def _unmarked(text: str, tags: bool = True, joiner: str = "") -> str:
     ``_TAG``-s and ``_BRACKET_TAG``-s) set aside as spaces. ``joiner``: ``text`` is texts joined by it (with
     ``tags`` False), each one's lines set aside as its own (a line starts after a ``joiner`` too, and ends at
     one); a text that opens as RTF is left to be read alone."""
-    if "```" in text or "~~~" in text:   # a fence is three or more
+    fenced = "```" in text or "~~~" in text   # a fence is three or more
+    if fenced:
         text = _MARKUP.sub(" ", text)
     if "#" in text and "#+" in text:   # a character first: a two-character search costs 100x memchr's
         text = _org_out(text, joiner)
@@ -95,10 +85,10 @@ def _unmarked(text: str, tags: bool = True, joiner: str = "") -> str:
         text = _RTF.sub(" ", text)
     if "\\" in text and _LATEX_HINT.search(text):
         text = sub_blocks(_latex(), " ", text)   # a block a call: 256 KiB of "\\n" held the GIL 20 ms
-    return _own_markup_out(text) if tags else text
+    return _own_markup_out(text, fenced) if tags else text
 
 
-def _own_markup_out(text: str) -> str:
+def _own_markup_out(text: str, fenced: bool = False) -> str:
     """``text`` with the markup that is a text's own (``_unmarked`` with ``tags``) set aside as spaces."""
     if "\n" in text:
         items, n = _EMPTY_ITEM.subn(" ", text)
@@ -113,7 +103,7 @@ def _own_markup_out(text: str) -> str:
         end = text.rfind("-->") + 3
         text = _COMMENT.sub(" ", text[:end]) + text[end:] if end >= 3 else text
     if "</" in text:
-        text = _HIDDEN_TAG.sub(" ", text)
+        text = hidden_out(_HIDDEN_TAG.sub(" ", text), fenced)
     declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)

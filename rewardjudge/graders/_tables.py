@@ -76,12 +76,14 @@ def _close(element: list, strings: "list[str]") -> bool:
 
 #: a Markdown table's delimiter row (``|---|:---:|``)
 _DELIMITER = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
-_CSV_CELL = {sep: re.compile(rf'[ {pad}]*(?:"(?:[^"]|"")*"|[^"{sep}\n]*)[ {pad}]*')
+_CSV_CELL = {sep: re.compile(rf'[ {pad}]*(?:"(?:[^"]|"")*+"|[^"{sep}\n]*)[ {pad}]*')
              for sep, pad in ((",", "\t"), (";", "\t"), ("\t", ""))}
 
 
 def _cells(line: str, sep: str) -> "list[str] | None":
     """``line``'s cells between ``sep``-s (a CSV's quotes undone), None where a quote is left open."""
+    if '"' not in line or sep == "|":   # no quote: a split, in C
+        return [c.strip() for c in line.split(sep)]
     cells, pos, cell = [], 0, _CSV_CELL[sep]
     while True:
         m = cell.match(line, pos)
@@ -99,7 +101,7 @@ def _rows(lines: "list[str]") -> "list[list[str]] | None":
     """``lines`` as a Markdown table's rows (its delimiter row second, taken out) or a CSV's (``,``, ``;`` or a tab
     between cells, as many on every line), or None."""
     if len(lines) >= 2 and "|" in lines[0] and _DELIMITER.fullmatch(lines[1]) is not None and "-" in lines[1]:
-        rows = [_cells(line.strip().strip("|"), "|") or [] for line in lines]
+        rows = [_cells(line.strip().strip("|"), "|") for line in lines]
         # as many cells in the delimiter row as in the header; a row under them (a header alone is a template's)
         same = len(rows[0]) == len(rows[1]) and ("|" in lines[1] or lines[0].lstrip()[:1] == "|")
         return [rows[0], *rows[2:]] if same and len(rows) > 2 and all("|" in line for line in lines[2:]) else None
@@ -107,8 +109,6 @@ def _rows(lines: "list[str]") -> "list[list[str]] | None":
     rows = [_cells(line, sep) for line in lines] if sep is not None and len(lines) >= 2 else None
     return rows if rows and all(r is not None and len(r) == len(rows[0]) for r in rows) else None
 
-
-_CSV_CELL["|"] = re.compile(r"[^|\n]*")
 
 
 def table_strings(text: str) -> "tuple[list[str], bool] | None":
