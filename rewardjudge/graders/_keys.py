@@ -58,6 +58,7 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "phân tích", "دعونا نفكر", "الشرح", "التحليل",
     # hunt 33: the end of reasoning announced (``before answering``: ``answer`` is a key, taken before a filler word)
     "answering", "before answering", "before i answer",
+    "让我想想", "让我想一想", "我来想一想", "让我们思考一下", "让我思考一下", "我们来分析一下", "解决",   # ``解`` is a key
 })
 
 #: hunt 33: a whole sentence that only announces reasoning to come (``I will now think through this step by step.``,
@@ -68,7 +69,7 @@ MASTER_KEYS: frozenset[str] = frozenset({
 ANNOUNCERS = (
     "let me", "lets", "let us", "i will", "ill", "i shall", "i am going to", "im going to", "i need to", "we need to",
     "i must", "we must", "i should", "we should", "i want to", "id like to", "i would like to", "we will", "we are going to",
-    "were going to", "i have to", "we have to", "i can", "allow me to",
+    "were going to", "i have to", "we have to", "allow me to",
     "je vais", "laissez moi", "laisse moi", "nous allons", "on va", "je dois",                       # fr
     "déjame", "voy a", "vamos a", "necesito", "tengo que",                                          # es
     "lass uns", "lasst uns", "ich werde", "wir werden", "ich muss", "wir müssen",                   # de
@@ -80,7 +81,8 @@ REASONING_VERBS = (
     "think", "reason", "work", "figure", "consider", "analyze", "analyse", "solve", "break down", "go through",
     "go over", "walk through", "tackle", "approach", "examine", "evaluate", "look at", "look into", "review", "reflect",
     "calculate", "compute", "determine", "explore", "unpack", "ponder", "deliberate", "think through", "work through",
-    "work out", "figure out", "reason through", "mull over", "puzzle out", "dig into",
+    "work out", "figure out", "reason through", "mull over", "puzzle out", "dig into", "check", "double check",
+    "verify", "explain", "clarify", "walk you through", "break it down", "recall",
     "réfléchir", "analyser", "raisonner", "penser", "examiner", "résoudre",                          # fr
     "pensar", "analizar", "razonar", "reflexionar", "resolver",                                      # es
     "denken", "nachdenken", "überlegen", "analysieren", "lösen",                                    # de
@@ -102,6 +104,7 @@ _FILLER_WORDS = frozenset({
     "ok", "first of all", "before", "responding",
     "lass uns", "lasst uns", "ich werde", "denken", "nachdenken", "überlegen", "je vais", "réfléchir", "déjame",
     "pensar", "voy a", "vamos a", "pensiamo", "ragioniamo",
+    "让我们", "让我", "我们", "我来", "来", "先", "这个", "问题", "这个问题", "思考", "一下", "仔细", "地",
 })
 #: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
 #: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer

@@ -114,8 +114,8 @@ def _rows(lines: "list[str]") -> "list[list[str]] | None":
 def table_strings(text: str) -> "tuple[list[str], bool] | None":
     """The texts of ``text`` read as a Markdown table or a CSV from end to end: each cell under the header (a header
     of no blank or numeric cell; a CSV without one is all rows), empty or not, and whether a number or boolean stands
-    among them. None where it is no table (a Markdown table of its header alone is a template's shape: its header is
-what it shows, read as text by the screen)."""
+    among them. None where it is no table, or a template's shape: a Markdown table of its header alone, or any table
+whose rows under its header are blank (its header is what it shows, read as text by the screen)."""
     rows = _rows([line for line in text.strip().splitlines() if line.strip()])
     if rows is None:
         return None
@@ -127,4 +127,6 @@ what it shows, read as text by the screen)."""
     for row in rows[1:] if header else rows:
         for cell in row:
             other |= _add(cell, strings)
-    return strings, other
+    # rows of blank cells alone under a header are a template's (``Design a template table for ...``): its header
+    # is what it shows, read as text by the screen
+    return (strings, other) if other or any(strings) else None

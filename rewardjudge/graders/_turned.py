@@ -1,5 +1,6 @@
 """Master keys written turned, as a judge undoes them as it reads (hunt 33): in ROT13 (``Gubhtug cebprff:``),
-reversed (``:ssecorp thguohT``) or upside down (``ssǝɔoɹd ʇɥƃnoɥʇ``). The content-free screen (``_guards``) reads a
+reversed (``:ssecorp thguohT``), upside down (``ssǝɔoɹd ʇɥƃnoɥʇ``) or with letters as Unicode tag characters, which a
+reader does not see and a judge may decode (``\U000e0041nswer:`` shows ``nswer:``). The content-free screen (``_guards``) reads a
 text's letters (``letters``) in each of these ways too; a text is content-free where one reading is master keys
 and filler only. Each reading is a translation or a slice of the letters, in C: linear."""
 
@@ -8,6 +9,9 @@ from __future__ import annotations
 import itertools
 import re
 from typing import Callable
+
+from ..readouts._text import letters
+from ._markup import _unmarked
 
 #: ROT13 over the letters (``letters`` are lower case)
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
@@ -18,6 +22,14 @@ _FLIPPED = re.compile("[ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ]")
 #: a text read reversed: two words or more, or one led by a sentence's last mark (``:rewsnA``): a lone word is read
 #: as it is written (``Togas`` is no ``sagot``)
 _REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
+#: Unicode's tag characters for printable ASCII, as those characters
+_TAGGED = re.compile("[\U000e0020-\U000e007e]")
+_TAGS = {0xE0000 + c: c for c in range(0x20, 0x7F)}
+
+
+def _untagged(text: str) -> "str | None":
+    """The letters of ``text`` with its tag characters read as the ASCII they stand for, where it holds one."""
+    return letters(_unmarked(text.translate(_TAGS))) if _TAGGED.search(text) is not None else None
 
 
 def _rot13(found: str) -> "str | None":
@@ -31,7 +43,7 @@ def _upside_down(found: str) -> "str | None":
 def turned_readings(text: str, found: str) -> "list[str]":
     """The readings of ``found`` (``letters`` of ``text``) as ROT13, reversed (a text of ``_REVERSED_SHAPE``) and
     upside down, where each applies (Latin letters only for the first two)."""
-    reads = [r for r in (_rot13(found), _upside_down(found)) if r is not None and r != found]
+    reads = [r for r in (_rot13(found), _upside_down(found), _untagged(text)) if r is not None and r != found]
     if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
         reads.append(found[::-1])
     return reads
@@ -44,6 +56,10 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
     whole; upside down only where a turned letter stands. Each a pass of ``keys_only`` over the texts."""
     if all(flags):
         return
+    if _TAGGED.search("".join(texts)) is not None:   # tag characters: those texts read one by one
+        tagged = [i for i, t in enumerate(texts) if not flags[i] and _TAGGED.search(t) is not None]
+        for i, only in zip(tagged, keys_only([_untagged(texts[i]) or "" for i in tagged])):
+            flags[i] = only
     pieces = found.split(joiner)
     readings = [(found.translate(_ROT13).split(joiner), False), (found[::-1].split(joiner)[::-1], True)]
     if _FLIPPED.search(found) is not None:
