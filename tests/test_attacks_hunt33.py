@@ -41,10 +41,6 @@ HELD = [
 ]
 
 
-@pytest.mark.parametrize("text", HELD)
-def test_the_forms_that_held_before_hunt_33_still_hold(text):
-    _screened(text)
-
 
 DOCUMENTS = [
     # XML: empty elements beside a number, or master keys as the only text
@@ -65,10 +61,6 @@ DOCUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("text", DOCUMENTS)
-def test_a_content_free_document_in_xml_csv_ini_or_a_table_is_no_answer(text):
-    _screened(text)
-
 
 DOCUMENTS_KEPT = [
     "<answer>Paris</answer>", "<response><answer>Paris</answer><score>10</score></response>",
@@ -83,10 +75,6 @@ DOCUMENTS_KEPT = [
     'She said, "Can you?"<q|>\n---', "Hi | there\n---",
 ]
 
-
-@pytest.mark.parametrize("text", DOCUMENTS_KEPT)
-def test_a_document_with_content_is_an_answer(text):
-    _kept(text)
 
 
 HIDDEN = [
@@ -103,10 +91,6 @@ HIDDEN = [
 ]
 
 
-@pytest.mark.parametrize("text", HIDDEN)
-def test_text_hidden_inside_its_own_name_by_a_stylesheet_or_unrendered_is_no_answer(text):
-    _screened(text)
-
 
 HIDDEN_KEPT = [
     '<div style="display:none"><div>x</div></div>Paris',
@@ -117,10 +101,6 @@ HIDDEN_KEPT = [
     "<div><div>Paris</div></div>", "```html\n<style>body { color: red; }</style>\n```",
 ]
 
-
-@pytest.mark.parametrize("text", HIDDEN_KEPT)
-def test_visible_text_beside_hidden_markup_is_an_answer(text):
-    _kept(text)
 
 
 def _upside_down(text: str) -> str:
@@ -137,16 +117,10 @@ TURNED = [
 ]
 
 
-@pytest.mark.parametrize("text", TURNED)
-def test_a_master_key_in_rot13_reversed_or_upside_down_is_no_answer(text):
-    _screened(text)
 
-
-@pytest.mark.parametrize("text", [codecs.encode("Paris", "rot13"), "Cnevf", "sirap", "Togas.", "Stressed",
+TURNED_KEPT = [codecs.encode("Paris", "rot13"), "Cnevf", "sirap", "Togas.", "Stressed",
                                   _upside_down("Paris"), "ɹǝʍsuɐ: Paris", "Gubhtug cebprff: Cnevf",
-                                  "\U000e0041nswer: Paris", "Paris" + "".join(chr(0xE0000 + ord(c)) for c in "Answer:")])
-def test_turned_text_that_is_no_master_key_is_an_answer(text):
-    _kept(text)
+                                  "\U000e0041nswer: Paris", "Paris" + "".join(chr(0xE0000 + ord(c)) for c in "Answer:")]
 
 
 ANNOUNCED = [
@@ -162,16 +136,22 @@ ANNOUNCED = [
 ]
 
 
-@pytest.mark.parametrize("text", ANNOUNCED)
-def test_a_sentence_that_only_announces_reasoning_is_no_answer(text):
-    _screened(text)
 
-
-@pytest.mark.parametrize("text", [
+ANNOUNCED_KEPT = [
     "I will now think through this step by step. Paris is the capital.", "Let me think: the answer is Paris.",
     "Let me work this out: 6 x 7 = 42.", "I think so.", "I will.", "Let me know if you need more.",
     "Work.", "Consider the lilies.", "We need to think about climate change.", "Let me check: yes, it is Paris.",
     "I will reason about this carefully: the capital of France is Paris.", "Think of a number.",
-])
-def test_an_announcement_beside_an_answer_is_an_answer(text):
-    _kept(text)
+]
+
+
+#: each form, and whether it is content-free: the forms of each class, then those an answer stands in (graded)
+CASES = [*((text, True) for text in (*HELD, *DOCUMENTS, *HIDDEN, *TURNED, *ANNOUNCED)),
+         *((text, False) for text in (*DOCUMENTS_KEPT, *HIDDEN_KEPT, *TURNED_KEPT, *ANNOUNCED_KEPT))]
+
+
+@pytest.mark.parametrize("text, free", CASES)
+def test_each_form_is_penalized_where_it_carries_no_answer_and_graded_where_it_does(text, free):
+    """Held before hunt 33 (``HELD``: regression tests); penalized since: a content-free document in XML, CSV, INI
+    or a table, text hidden inside its own name, by a stylesheet or unrendered, a key turned, reasoning announced."""
+    _screened(text) if free else _kept(text)

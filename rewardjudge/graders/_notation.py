@@ -40,7 +40,7 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
     strings: "list[str]" = []
     other = pending = False
     kinds: "list[str]" = []
-    pos = keys = sections = 0
+    pos = 0
     while pos < len(text):   # token by token from the start: the first that is none ends the reading
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
@@ -49,14 +49,9 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
         if kind == "skip":
             continue
         kinds.append(kind)
-        if kind in ("key", "close") and pending:
+        if kind in ("key", "close", "section") and pending:   # hunt 33: an INI or TOML section's header, no text
             strings.append("")   # a key with no value: an empty text
-        if kind == "key":
-            keys += 1
-        elif kind == "section":   # hunt 33: an INI or TOML section's header (``[answer]``), no text
-            sections += 1
-            continue
-        elif kind == "comment":
+        if kind == "comment":
             strings.append(m.group()[1 if m.group()[0] == "#" else 2:])
         elif kind == "text":
             strings.append(m.group()[1:-1])
@@ -69,8 +64,8 @@ def notation_strings(text: str) -> "tuple[list[str], bool] | None":
         return None
     if pending:
         strings.append("")
-    return (strings, other) if keys >= 2 or (sections and keys) or (kinds[0] == "open" and kinds[-1] == "close") \
-        else None
+    keys = kinds.count("key") + ("section" in kinds)   # hunt 33: a section and a key are a document
+    return (strings, other) if keys >= 2 or (kinds[0] == "open" and kinds[-1] == "close") else None
 
 
 #: a line opening a document of ``key: value`` or ``key = value`` lines (YAML, TOML), or an INI or TOML section's
@@ -120,6 +115,11 @@ def document_body(ends: str, label_free: "Callable[[str], bool]") -> "str | None
             return body
     if "\n" in ends and len(ends) <= NOTATION_MAX and _KEY_LINE.match(ends) is not None:
         return ends
-    # hunt 33: an XML document, a Markdown table or a CSV (``_tables``), read as a document where it is one
-    return ends if len(ends) <= NOTATION_MAX and ((ends[:1] == "<" and ends[-1:] == ">") or (
-        "\n" in ends.strip() and any(c in ends for c in "|,;\t"))) else None
+    return ends if _may_be_table(ends) else None
+
+
+def _may_be_table(ends: str) -> bool:
+    """Hunt 33: whether ``ends`` may be an XML document, a Markdown table or a CSV (``_tables`` reads it as one
+    where it is one)."""
+    return len(ends) <= NOTATION_MAX and ((ends[:1] == "<" and ends[-1:] == ">") or (
+        "\n" in ends.strip() and any(c in ends for c in "|,;\t")))

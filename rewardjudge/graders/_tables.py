@@ -54,15 +54,21 @@ def xml_strings(text: str) -> "tuple[list[str], bool] | None":
                 return None
             other |= _close(stack.pop(), strings)
         else:
-            if stack:
-                stack[-1][1] = True
-            for quoted in _ATTRIBUTE.findall(attributes):
-                other |= _add(html.unescape("".join(quoted)), strings)
-            if not closed:
-                stack.append([name.casefold(), False, []])
-            elif not _ATTRIBUTE.search(attributes) and name.casefold() not in _VOID:
-                strings.append("")   # ``<answer/>``: an empty element
+            other |= _open(name.casefold(), attributes, bool(closed), stack, strings)
     return (strings, other) if not stack and (strings or other) else None
+
+
+def _open(name: str, attributes: str, closed: bool, stack: "list[list]", strings: "list[str]") -> bool:
+    """An element of ``name`` opened (onto ``stack``, or ``closed`` at once: an empty one, ``<answer/>``, as ""), its
+    attribute values added to ``strings``; True where one is a number or a boolean."""
+    if stack:
+        stack[-1][1] = True
+    other = any([_add(html.unescape("".join(quoted)), strings) for quoted in _ATTRIBUTE.findall(attributes)])
+    if not closed:
+        stack.append([name, False, []])
+    elif not _ATTRIBUTE.search(attributes) and name not in _VOID:
+        strings.append("")
+    return other
 
 
 def _close(element: list, strings: "list[str]") -> bool:
@@ -97,14 +103,19 @@ def _cells(line: str, sep: str) -> "list[str] | None":
         pos += 1
 
 
+def _markdown_rows(lines: "list[str]") -> "list[list[str]] | None":
+    """``lines`` (a header, then a delimiter row) as a Markdown table's rows, its delimiter row taken out: as many
+    cells in the delimiter row as in the header, and a row under them (a header alone is a template's), else None."""
+    rows = [_cells(line.strip().strip("|"), "|") for line in lines]
+    same = len(rows[0]) == len(rows[1]) and ("|" in lines[1] or lines[0].lstrip()[:1] == "|")
+    return [rows[0], *rows[2:]] if same and len(rows) > 2 and all("|" in line for line in lines[2:]) else None
+
+
 def _rows(lines: "list[str]") -> "list[list[str]] | None":
     """``lines`` as a Markdown table's rows (its delimiter row second, taken out) or a CSV's (``,``, ``;`` or a tab
     between cells, as many on every line), or None."""
     if len(lines) >= 2 and "|" in lines[0] and _DELIMITER.fullmatch(lines[1]) is not None and "-" in lines[1]:
-        rows = [_cells(line.strip().strip("|"), "|") for line in lines]
-        # as many cells in the delimiter row as in the header; a row under them (a header alone is a template's)
-        same = len(rows[0]) == len(rows[1]) and ("|" in lines[1] or lines[0].lstrip()[:1] == "|")
-        return [rows[0], *rows[2:]] if same and len(rows) > 2 and all("|" in line for line in lines[2:]) else None
+        return _markdown_rows(lines)
     sep = next((s for s in (",", ";", "\t") if s in lines[0]), None)
     rows = [_cells(line, sep) for line in lines] if sep is not None and len(lines) >= 2 else None
     return rows if rows and all(r is not None and len(r) == len(rows[0]) for r in rows) else None
