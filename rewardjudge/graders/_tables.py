@@ -117,8 +117,15 @@ def _rows(lines: "list[str]") -> "list[list[str]] | None":
     if len(lines) >= 2 and "|" in lines[0] and _DELIMITER.fullmatch(lines[1]) is not None and "-" in lines[1]:
         return _markdown_rows(lines)
     sep = next((s for s in (",", ";", "\t") if s in lines[0]), None)
-    rows = [_cells(line, sep) for line in lines] if sep is not None and len(lines) >= 2 else None
-    return rows if rows and all(r is not None and len(r) == len(rows[0]) for r in rows) else None
+    if sep is None or len(lines) < 2:
+        return None
+    rows = [_cells(lines[0], sep)]
+    for line in lines[1:]:   # to the first line of another count (prose ends there, at its second line mostly)
+        row = _cells(line, sep)
+        if row is None or rows[0] is None or len(row) != len(rows[0]):
+            return None
+        rows.append(row)
+    return rows
 
 
 
