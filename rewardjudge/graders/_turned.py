@@ -41,8 +41,9 @@ def _upside_down(found: str) -> "str | None":
 
 
 def turned_readings(text: str, found: str) -> "list[str]":
-    """The readings of ``found`` (``letters`` of ``text``) as ROT13, reversed (a text of ``_REVERSED_SHAPE``) and
-    upside down, where each applies (Latin letters only for the first two)."""
+    """The readings of ``found`` (``letters`` of ``text``) as ROT13, upside down, with ``text``'s tag characters
+    decoded, and reversed (a text of ``_REVERSED_SHAPE``), where each applies (Latin letters only for ROT13 and
+    reversed)."""
     reads = [r for r in (_rot13(found), _upside_down(found), _untagged(text)) if r is not None and r != found]
     if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
         reads.append(found[::-1])
@@ -52,8 +53,9 @@ def turned_readings(text: str, found: str) -> "list[str]":
 def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]",
                  keys_only: "Callable[[list[str]], list[bool]]") -> None:
     """Flags (in place) the texts (``found``: their letters joined by ``joiner``) that a turned reading shows as
-    master keys and filler only (``keys_only``): the letters in ROT13 and reversed, each one translation of the
-    whole; upside down only where a turned letter stands. Each a pass of ``keys_only`` over the texts."""
+    master keys and filler only (``keys_only``), as ``turned_readings`` reads one: the letters in ROT13 and reversed,
+    each one translation of the whole; upside down only where a turned letter stands; the texts holding a tag
+    character one by one. Each a pass of ``keys_only`` over the texts."""
     if all(flags):
         return
     if _TAGGED.search("".join(texts)) is not None:   # tag characters: those texts read one by one
