@@ -24,6 +24,9 @@ _HIDE = (r"\shidden[\s=/>]|display\s{0,8}:\s{0,8}none|visibility\s{0,8}:\s{0,8}(
          + "|".join(f"(?<=clip-path:{sp}inset\\()" for sp in ("", " ")) + r")\s{0,8}(?:50|100)%)")
 _WHITE = r"c(?<![\w-]c)olor\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|transparent)(?![\w-])"
 
+#: HTML's void elements (never closed): markup beside a tag that pairs
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"})
 #: a zero width or height, and what makes it hide: its overflow clipped, or the element hidden from screen readers
 _ZERO_SIZE = re.compile(r"(?<![\w-])(?:max-)?(?:width|height)\s{0,8}:\s{0,8}0(?:\.0{1,8})?(?:px|em|rem|%|vw|vh)?(?![\w.])",
                         re.I)
@@ -73,11 +76,17 @@ def _hides(name: str, attributes: str, sheet: "set[str]", fenced: bool) -> bool:
     return any(f".{c.casefold()}" in sheet for m in _CLASSES.findall(attributes) for c in "".join(m).split())
 
 
+def may_hide(text: str) -> bool:
+    """Whether an element of ``text`` may hide (``_HINT``): one search."""
+    return _HINT.search(text) is not None
+
+
 def hidden_out(text: str, fenced: bool = False) -> str:
     """``text`` with each element that hides (``_hides``) set aside as a space, with what it holds, to its own close
-    (the elements of its name opened inside it closed first); one left open stays. ``fenced``: the text was in a
-    code fence (its ``<style>`` is code shown, no stylesheet)."""
-    if "<" not in text or _HINT.search(text) is None:
+    (the elements of its name opened inside it closed first; one closed by an element around it closes there), or
+    where one hiding by its attributes is never closed, to the text's end, as a browser closes it. ``fenced``: the
+    text was in a code fence (its ``<style>`` is code shown, no stylesheet)."""
+    if "<" not in text or not may_hide(text):
         return text
     sheet = set() if fenced else _sheet(text)
     stack: "list[tuple[str, int, bool]]" = []   # (name, start, whether it or one around it hides)
@@ -87,20 +96,33 @@ def hidden_out(text: str, fenced: bool = False) -> str:
         slash, name, attributes, closed = m.groups()
         name = name.casefold()
         if not slash:
-            if not closed:
+            if not closed and name not in _VOID:
                 around = bool(stack) and stack[-1][2]
                 stack.append((name, m.start(), around or _hides(name, attributes, sheet, fenced)))
                 opened[name] = opened.get(name, 0) + 1
-            continue
-        if not opened.get(name):
-            continue   # a close with no open of its name: none to end
-        while True:
-            top, start, hides = stack.pop()
-            opened[top] -= 1
-            if top == name:
-                break
+        elif opened.get(name):   # a close with no open of its name ends none
+            _close(stack, opened, name, m, spans)
+    first = next((i for i, (_, _, hides) in enumerate(stack) if hides), None)
+    if first is not None and stack[first][0] not in _UNRENDERED:   # left open: hidden to the end
+        spans.append((stack[first][1], len(text)))
+    return _spaced(text, spans)
+
+
+def _close(stack: "list[tuple[str, int, bool]]", opened: "dict[str, int]", name: str, m: "re.Match[str]",
+           spans: "list[tuple[int, int]]") -> None:
+    """The elements on ``stack`` closed by ``m`` (a close of ``name``): each that hides with none around it hiding
+    is a span, to the close (an element closed by one around it: to where that one closes)."""
+    while True:
+        top, start, hides = stack.pop()
+        opened[top] -= 1
         if hides and not (stack and stack[-1][2]):   # the outermost element that hides
-            spans.append((start, m.end()))
+            spans.append((start, m.end() if top == name else m.start()))
+        if top == name:
+            return
+
+
+def _spaced(text: str, spans: "list[tuple[int, int]]") -> str:
+    """``text`` with each of ``spans`` (in order, apart) set aside as a space."""
     if not spans:
         return text
     out, at = [], 0

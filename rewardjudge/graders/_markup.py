@@ -10,7 +10,7 @@ import re
 from typing import Iterable
 
 from ..readouts._blocks import sub_blocks
-from ._hidden import _HIDE, _WHITE, hidden_out
+from ._hidden import _HIDE, _VOID, _WHITE, hidden_out
 
 # Markdown that is no answer by itself: a code fence and its language (three characters written out, not
 # ``{3,}``: the engine then searches for them, where it tried a repeat at every character, 5x slower)
@@ -47,9 +47,6 @@ _TAG = re.compile(r"<(/?)([A-Za-z_][\w:.-]{0,63})(?:\s[^<>]{0,256})?(/?)>")
 #: the characters one ``_TAG`` search takes (``_unmarked``): 87,360 tags in one call held the GIL for 45 ms,
 #: 21,840 (32 KiB) still 10-40
 _TAG_SPAN = 8_192
-#: HTML's void elements (never closed): markup beside a tag that pairs
-_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-                   "track", "wbr"})
 
 
 #: LaTeX that shows no text of its own: font and style commands (``\\text{Thought process:}`` shows
@@ -102,8 +99,8 @@ def _own_markup_out(text: str, fenced: bool = False) -> str:
     if "<!--" in text:   # to the last close only: each comment opened before it closes (a match, no scan to the end)
         end = text.rfind("-->") + 3
         text = _COMMENT.sub(" ", text[:end]) + text[end:] if end >= 3 else text
-    if "</" in text:
-        text = hidden_out(_HIDDEN_TAG.sub(" ", text), fenced)
+    if "<" in text:   # hunt 33: an element that hides left open hides to the end (``hidden_out``)
+        text = hidden_out(_HIDDEN_TAG.sub(" ", text) if "</" in text else text, fenced)
     declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)
