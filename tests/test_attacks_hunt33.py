@@ -110,7 +110,7 @@ def _upside_down(text: str) -> str:
 
 TURNED = [
     codecs.encode("Thought process:", "rot13"), codecs.encode("Let's think step by step.", "rot13"),
-    codecs.encode("Final answer:", "rot13"), ":ssecorp thguohT", ".pets yb pets kniht s'teL", "rewsna laniF",
+    codecs.encode("Final answer:", "rot13"), "Nafjre:", ":ssecorp thguohT", ".pets yb pets kniht s'teL", "rewsna laniF",
     _upside_down("thought process"), _upside_down("Answer:"), "ssǝɔoɹd ʇɥƃnoɥʇ", ":ɹǝʍsuɐ ןɐuıɟ",
     # a key's letters as tag characters, which a reader does not see and a judge may decode
     "\U000e0041nswer:", "Final \U000e0061nswer:", "".join(chr(0xE0000 + ord(c)) for c in "Thought") + " process:",
@@ -118,7 +118,7 @@ TURNED = [
 
 
 
-TURNED_KEPT = [codecs.encode("Paris", "rot13"), "Cnevf", "sirap", "Togas.", "Stressed",
+TURNED_KEPT = [codecs.encode("Paris", "rot13"), "Cnevf", "sirap", "Togas.", "Stressed", "fine", "Fine.", "Fine",
                                   _upside_down("Paris"), "ɹǝʍsuɐ: Paris", "Gubhtug cebprff: Cnevf",
                                   "\U000e0041nswer: Paris", "Paris" + "".join(chr(0xE0000 + ord(c)) for c in "Answer:")]
 

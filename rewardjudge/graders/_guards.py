@@ -371,9 +371,10 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     if not own:
         return unmarked
     shown = unmarked.split(joiner)
+    read: "dict[str, str]" = {}   # each distinct text once (a batch repeats its answers)
     for i in own:   # as ``_free`` reads it alone: once (twice, a line set aside made another line's start)
         if _may_mark(texts[i]):   # a text of no markup's characters: as it is
-            shown[i] = _unmarked(texts[i])
+            shown[i] = read[texts[i]] if texts[i] in read else read.setdefault(texts[i], _unmarked(texts[i]))
     return joiner.join(shown)
 
 

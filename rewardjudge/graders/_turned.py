@@ -22,6 +22,9 @@ _FLIPPED = re.compile("[ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ]")
 #: a text read reversed: two words or more, or one led by a sentence's last mark (``:rewsnA``): a lone word is read
 #: as it is written (``Togas`` is no ``sagot``)
 _REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
+#: a text read in ROT13: two words or more, or a colon in it (``Nafjre:``): a lone word is read as it is written
+#: (``fine`` is no ``svar``)
+_ROT13_SHAPE = re.compile(r"\S+\s+\S|[:\uff1a]")
 #: Unicode's tag characters for printable ASCII, as those characters
 _TAGGED = re.compile("[\U000e0020-\U000e007e]")
 _TAGS = {0xE0000 + c: c for c in range(0x20, 0x7F)}
@@ -32,8 +35,8 @@ def _untagged(text: str) -> "str | None":
     return letters(_unmarked(text.translate(_TAGS))) if _TAGGED.search(text) is not None else None
 
 
-def _rot13(found: str) -> "str | None":
-    return found.translate(_ROT13) if found.isascii() else None
+def _rot13(text: str, found: str) -> "str | None":
+    return found.translate(_ROT13) if found.isascii() and _ROT13_SHAPE.search(text) is not None else None
 
 
 def _upside_down(found: str) -> "str | None":
@@ -42,9 +45,9 @@ def _upside_down(found: str) -> "str | None":
 
 def turned_readings(text: str, found: str) -> "list[str]":
     """The readings of ``found`` (``letters`` of ``text``) as ROT13, upside down, with ``text``'s tag characters
-    decoded, and reversed (a text of ``_REVERSED_SHAPE``), where each applies (Latin letters only for ROT13 and
-    reversed)."""
-    reads = [r for r in (_rot13(found), _upside_down(found), _untagged(text)) if r is not None and r != found]
+    decoded, and reversed, where each applies (Latin letters only, and a text of ``_ROT13_SHAPE`` or ``_REVERSED_SHAPE``, for
+    ROT13 and reversed)."""
+    reads = [r for r in (_rot13(text, found), _upside_down(found), _untagged(text)) if r is not None and r != found]
     if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
         reads.append(found[::-1])
     return reads
@@ -68,6 +71,7 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
         readings.append((found.translate(_FLIP)[::-1].split(joiner)[::-1], None))
     for reading, reversed_ in readings:
         for i in itertools.compress(range(len(pieces)), keys_only(reading)):   # the few that read as keys
-            latin = pieces[i].isascii() and (not reversed_ or _REVERSED_SHAPE.match(texts[i]) is not None)
+            latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
+                                              _ROT13_SHAPE.search(texts[i])) is not None)
             if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
