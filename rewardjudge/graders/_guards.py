@@ -502,8 +502,9 @@ def _json_free(bodies: "list[str]", keys: tuple[str, ...]) -> "list[bool]":
     ``completion_model`` do not. The strings of all in one ``_content_free_flags``. Linear."""
     # JSON, else another notation (a Python literal, JSON5, YAML, TOML: ``_notation``)
     once = list(dict.fromkeys(bodies))   # each distinct body read once (a batch repeats its answers)
+    # JSON, else another notation, else (hunt 33) XML or a table
     read = dict(zip(once, [_strings_of(value) if value is not None else notation_strings(body) or xml_strings(body)
-                           or table_strings(body) for value, body in zip(_loaded(once), once)]))   # hunt 33: XML, tables
+                           or table_strings(body) for value, body in zip(_loaded(once), once)]))
     held = [read[body] for body in bodies]
     distinct = list(dict.fromkeys(t for doc in held if doc for t in doc[0] if t))
     if len(held) == 1 and len(distinct) > _FIRST and not all(_content_free_flags(distinct[:_FIRST], keys)):

@@ -28,7 +28,8 @@ _WHITE = r"c(?<![\w-]c)olor\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:white|#fff(?:fff)?|
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
                    "track", "wbr"})
 #: a zero width or height, and what makes it hide: its overflow clipped, or the element hidden from screen readers
-_ZERO_SIZE = re.compile(r"(?<![\w-])(?:max-)?(?:width|height)\s{0,8}:\s{0,8}0(?:\.0{1,8})?(?:px|em|rem|%|vw|vh)?(?![\w.])",
+_ZERO_SIZE = re.compile(r"(?<![\w-])(?:max-)?(?:width|height)\s{0,8}:\s{0,8}0(?:\.0{1,8})?"
+                        r"(?:px|em|rem|%|vw|vh)?(?![\w.])",
                         re.I)
 _CLIPPED = re.compile(r"overflow\s{0,8}:\s{0,8}(?:hidden|clip)|aria-hidden\s{0,8}=\s{0,8}[\"']?true", re.I)
 #: elements no browser renders (``<noscript>`` where scripts run), and never shown in a code fence's text (``_unmarked``

@@ -45,8 +45,8 @@ def _upside_down(found: str) -> "str | None":
 
 def turned_readings(text: str, found: str) -> "list[str]":
     """The readings of ``found`` (``letters`` of ``text``) as ROT13, upside down, with ``text``'s tag characters
-    decoded, and reversed, where each applies (Latin letters only, and a text of ``_ROT13_SHAPE`` or ``_REVERSED_SHAPE``, for
-    ROT13 and reversed)."""
+    decoded, and reversed, where each applies (Latin letters only, and a text of ``_ROT13_SHAPE`` or
+    ``_REVERSED_SHAPE``, for ROT13 and reversed)."""
     reads = [r for r in (_rot13(text, found), _upside_down(found), _untagged(text)) if r is not None and r != found]
     if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
         reads.append(found[::-1])
