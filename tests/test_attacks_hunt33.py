@@ -158,12 +158,12 @@ def test_each_form_is_penalized_where_it_carries_no_answer_and_graded_where_it_d
 
 
 @pytest.mark.parametrize("text, free", [
-    ("<div hidden>Paris", True), ('<p style="display:none">The answer is <b>Paris</b>.', True),
-    ("<div><span hidden>Paris</div>", True), ("<div><span hidden>x</div>Paris", False),
+    ("<div><span hidden>Paris</div>", True), ("<div><span hidden><b>Paris</b></div>", True),
+    ("<div hidden>Paris", False), ("<div><span hidden>x</div>Paris", False),
     ("Use <input hidden> for a value the form sends.", False), ("<template> holds inert HTML.", False),
     ("The answer is Paris. <div hidden>", False),
 ])
 def test_an_element_that_hides_ends_where_a_browser_ends_it(text, free):
-    """An element hiding by its attributes left open hides to the text's end; one closed by an element around it ends
-    there; a void element never holds text, and an unrendered one left open is a name in prose."""
+    """An element that hides closed by a close of one around it ends there; one left open stays (hunt 28's rule:
+    ``<span style="display:none">unclosed Paris`` answers); a void element holds no text."""
     _screened(text) if free else _kept(text)

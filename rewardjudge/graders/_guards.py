@@ -17,8 +17,7 @@ from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, ECHO_LABELS, MASTER_KEYS, REASONING_VERBS
-from ._hidden import may_hide
-from ._joined import CLOSING, COLONS, NEWLINE, OPENING, OVERRIDE, OWN_RARER, after_last, holding, opening
+from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
 from ._tables import table_strings, xml_strings
@@ -360,8 +359,6 @@ def _joined_unmarked(texts: "list[str]", joiner: str, plain: str) -> str:
     closing tag (found in numpy) or, where the joined text holds one, one of the rarer kinds."""
     unmarked = _unmarked(plain, tags=False, joiner=joiner)   # no fence, command or line holds a joiner
     own = set(holding(unmarked, joiner, CLOSING, None)) if "</" in unmarked else set()
-    if "<" in unmarked and may_hide(unmarked):   # hunt 33: an element that hides, maybe left open
-        own.update(holding(unmarked, joiner, OPENING, None))
     own.update(_rtf_texts(texts, plain))
     if "<?" in unmarked or "<!" in unmarked or "[/" in unmarked or "]:" in unmarked or "\x1b" in unmarked \
             or ("\n" in unmarked and _items(unmarked)):   # the texts holding one, found in numpy

@@ -20,7 +20,6 @@ CLOSING = np.array([[ord("<"), ord("/")]], dtype=np.uint32)
 OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord("/")], [ord("]"), ord(":")], [0x1B, -1]],
                      dtype=np.int64)
 NEWLINE = np.array([ord("\n")], dtype=np.uint32)
-OPENING = np.array([ord("<")], dtype=np.uint32)
 
 
 def holding(joined: str, joiner: str, codes: "np.ndarray", flags: "list[bool] | None") -> "list[int]":

@@ -99,8 +99,8 @@ def _own_markup_out(text: str, fenced: bool = False) -> str:
     if "<!--" in text:   # to the last close only: each comment opened before it closes (a match, no scan to the end)
         end = text.rfind("-->") + 3
         text = _COMMENT.sub(" ", text[:end]) + text[end:] if end >= 3 else text
-    if "<" in text:   # hunt 33: an element that hides left open hides to the end (``hidden_out``)
-        text = hidden_out(_HIDDEN_TAG.sub(" ", text) if "</" in text else text, fenced)
+    if "</" in text:
+        text = hidden_out(_HIDDEN_TAG.sub(" ", text), fenced)
     declared = "<" in text and ("<?" in text or "<!" in text) and _DECLARATION.search(text) is not None
     if declared:   # a declaration makes the text a document: a self-closed tag in it is markup too
         text = _DECLARATION.sub(" ", text)
