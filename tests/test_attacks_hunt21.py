@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from rewardjudge import StringThread, TemplatedPromptJudgeGrader
 from rewardjudge.attacks import Attack, default_targets, run_attack_suite
-from rewardjudge.graders._guards import MASTER_KEYS, _content_free_flags, content_free_reason
+from rewardjudge.graders._guards import _content_free_flags, content_free_reason
+from rewardjudge.graders._keys import MASTER_KEYS
 from rewardjudge.testing import ScriptedModel
 
 QUESTION = "What is the capital of France?"

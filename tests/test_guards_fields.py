@@ -21,7 +21,9 @@ from pydantic import BaseModel
 from rewardjudge import StringThread
 from rewardjudge.graders._base import Grader
 from rewardjudge.graders._field_guards import content_free_fields
-from rewardjudge.graders._guards import MASTER_KEYS, _content_free_flags, content_free_reason
+from rewardjudge.graders import _keys
+from rewardjudge.graders._guards import _content_free_flags, content_free_reason
+from rewardjudge.graders._keys import MASTER_KEYS
 
 # --------------------------------------------------------------------------
 # plain completions
@@ -398,7 +400,7 @@ def _old_opener(keys: tuple[str, ...]):
 
     from rewardjudge.graders import _guards
 
-    k = _guards._trie(map(_guards._chars, _guards._key_forms(keys)))
+    k = _guards._trie(map(_guards._chars, _keys._key_forms(keys)))
     f = _guards._trie((list(w) for w in _guards._FILLER), _guards._key_chars(keys))   # hunt 30: no key's letter taken
     k = f"(?:{_guards._STEP}|{_guards._announce()}|{k})"   # step headers, then reasoning announced (hunt 33), first
     n = _guards._FILLER_RUN
@@ -409,7 +411,8 @@ def _old_opener(keys: tuple[str, ...]):
 def test_the_atomic_opener_matches_as_the_one_it_replaced(keys):
     """The opener's words and runs are atomic groups now: the same match (its end) or none, over
     random runs of master keys, filler words (nine in a row too), look-alike digits and other letters."""
-    from rewardjudge.graders._guards import _FILLER, _key_forms, _opener_pattern
+    from rewardjudge.graders._guards import _opener_pattern
+    from rewardjudge.graders._keys import _FILLER, _key_forms
 
     words = sorted(_key_forms(keys)) + sorted(_FILLER) * 2 + ["x", "pari", "5olution", "an", "ste", "1"]
     old, new = _old_opener(keys), _opener_pattern(keys)

@@ -18,7 +18,8 @@ import pytest
 
 from bench.bench_linear import hostile_texts
 from rewardjudge.graders import _guards
-from rewardjudge.graders._guards import _FILLER, _LOOKALIKE_DIGITS, _key_forms, _opener_pattern, content_free_reason
+from rewardjudge.graders._guards import _opener_pattern, content_free_reason
+from rewardjudge.graders._keys import _FILLER, _LOOKALIKE_DIGITS, _key_forms
 from rewardjudge.readouts._text import letters
 
 #: extra keys a caller may give (``extra_keys``): a word of a key's letters, one of a filler's, a one-letter one

@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
-from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, ECHO_LABELS, MASTER_KEYS, REASONING_VERBS
+from ._keys import _FILLER, _STEP, _STEP_TWICE, ANNOUNCERS, ECHO_LABELS, _announce, _chars, _key_chars
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
@@ -67,55 +67,8 @@ def _emoji_message(text: str) -> bool:
 #: the longest text quoted in a reason
 _SHOWN = 40
 
-#: digits written for the letters they look like (``Th0ught pr0cess``): a key's letter matches either
-_LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4", "s": "5", "g": "9", "t": "7", "b": "8"}
-
-
-def _chars(form: str) -> "list[str]":
-    """A master key's ``letters`` form as one pattern per character: a letter also matches the
-    digit that looks like it."""
-    return [f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form]
-
-
-def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
-    return {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
-
-
-def _key_chars(extra_keys: tuple[str, ...]) -> "list[list[str]]":
-    """Each master key's ``_chars``; a key that is another and one letter more (``answers``) takes that
-    last letter as written, not its look-alike digit: ``Answer 5`` answers, it is no ``Answers``."""
-    forms = _key_forms(extra_keys)
-    words = []
-    for form in sorted(forms):
-        chars = _chars(form)
-        if len(form) > 1 and form[:-1] in forms:
-            chars[-1] = re.escape(form[-1])
-        words.append(chars)
-    return words
-
-
 #: filler words in a row, at most: a text of filler alone fails in a few steps, not a pass
 _FILLER_RUN = 8
-#: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
-#: ``Step 7`` alone may be one)
-_STEP_ONE = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
-#: (two or more, written as one then a run: led by a class, skipped in a step where no ``s`` stands)
-_STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
-#: the same over a doubled text (``_doubled``): each character a pair
-_STEP_ONE_TWICE = "".join(c + c for c in _chars("step")) + r"(?:\d\d){1,3}(?!\d)"
-_STEP_TWICE = f"{_STEP_ONE_TWICE}(?:{_STEP_ONE_TWICE})+"
-
-
-def _announce(doubled: bool = False) -> str:
-    """Hunt 33: reasoning announced (``I will now think``, ``let me work``): who, an adverb or none, a verb of
-    reasoning (``_keys.ANNOUNCERS``), each a trie, read as one master key; the subject's shorter forms tried where a
-    longer one leaves no verb (``vamos analisar``), a step back of a few letters at most; ``doubled``: over a doubled
-    text (``_doubled``)."""
-    who, adverb, verb = (_trie((_chars(letters(w)) for w in words), doubled=doubled)
-                         for words in (ANNOUNCERS, ANNOUNCE_ADVERBS, REASONING_VERBS))
-    return f"(?:{who})(?>{adverb})?(?>{verb})"
-
-
 #: the fewest letters and digits of a question that ``content_free_reason`` takes out of an answer (``Hello``
 #: answered ``Hello!`` is a reply)
 _ECHO_MIN = 12

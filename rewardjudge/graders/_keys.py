@@ -4,7 +4,10 @@ wrapped in."""
 
 from __future__ import annotations
 
+import re
+
 from ..readouts._text import letters
+from ._markup import _trie
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
 MASTER_KEYS: frozenset[str] = frozenset({
@@ -125,3 +128,52 @@ _FILLER = frozenset({letters(w) for w in (*_FILLER_WORDS, *" ".join(_FILLER_OF_K
 ECHO_LABELS = frozenset(letters(w) for w in (
     "question", "questions", "the", "this", "your", "my", "original", "given", "restated", "restating", "restate",
     "asks", "asked", "you", "is", "was", "problem", "task", "prompt", "query", "q", "user", "here", "again"))
+
+
+# The keys as patterns (``_guards``' opener)
+
+#: digits written for the letters they look like (``Th0ught pr0cess``): a key's letter matches either
+_LOOKALIKE_DIGITS = {"o": "0", "i": "1", "l": "1", "z": "2", "e": "3", "a": "4", "s": "5", "g": "9", "t": "7", "b": "8"}
+
+
+def _chars(form: str) -> "list[str]":
+    """A master key's ``letters`` form as one pattern per character: a letter also matches the
+    digit that looks like it."""
+    return [f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form]
+
+
+def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
+    return {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
+
+
+def _key_chars(extra_keys: tuple[str, ...]) -> "list[list[str]]":
+    """Each master key's ``_chars``; a key that is another and one letter more (``answers``) takes that
+    last letter as written, not its look-alike digit: ``Answer 5`` answers, it is no ``Answers``."""
+    forms = _key_forms(extra_keys)
+    words = []
+    for form in sorted(forms):
+        chars = _chars(form)
+        if len(form) > 1 and form[:-1] in forms:
+            chars[-1] = re.escape(form[-1])
+        words.append(chars)
+    return words
+
+
+#: numbered steps' headers, two or more in a row, in ``letters`` form (``Step 1: Step 2: Step 3:`` is no answer;
+#: ``Step 7`` alone may be one)
+_STEP_ONE = "".join(_chars("step")) + r"\d{1,3}(?!\d)"
+#: (two or more, written as one then a run: led by a class, skipped in a step where no ``s`` stands)
+_STEP = f"{_STEP_ONE}(?:{_STEP_ONE})+"
+#: the same over a doubled text (``_doubled``): each character a pair
+_STEP_ONE_TWICE = "".join(c + c for c in _chars("step")) + r"(?:\d\d){1,3}(?!\d)"
+_STEP_TWICE = f"{_STEP_ONE_TWICE}(?:{_STEP_ONE_TWICE})+"
+
+
+def _announce(doubled: bool = False) -> str:
+    """Hunt 33: reasoning announced (``I will now think``, ``let me work``): who, an adverb or none, a verb of
+    reasoning (``_keys.ANNOUNCERS``), each a trie, read as one master key; the subject's shorter forms tried where a
+    longer one leaves no verb (``vamos analisar``), a step back of a few letters at most; ``doubled``: over a doubled
+    text (``_doubled``)."""
+    who, adverb, verb = (_trie((_chars(letters(w)) for w in words), doubled=doubled)
+                         for words in (ANNOUNCERS, ANNOUNCE_ADVERBS, REASONING_VERBS))
+    return f"(?:{who})(?>{adverb})?(?>{verb})"
