@@ -107,7 +107,8 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
     texts["a filler word and a colon, distinct pieces"] = _pieces("the:", _SYMBOLS, size)
     for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474",
                  "\u89e3", "\u89e3\u7b54\ub2f5",   # and one-character master keys: a word each
-                 "\u89e3\u7b54", "\u0939\u0932", "\ub2f5"):   # a key and a shorter one; a key that starts a filler
+                 "\u89e3\u7b54", "\u0939\u0932", "\ub2f5",   # a key and a shorter one; a key that starts a filler
+                 "<div>", "<td></td>", "<b>x</b>", "<style>.x{display:none}</style><span class=x>"):   # tags (hunt 33)
         texts.setdefault(f"{unit!r} repeated", _cut(unit, size))
     texts.update(_key_mixes(size))
     return texts
@@ -118,7 +119,7 @@ def _key_mixes(size: int) -> dict[str, str]:
     with filler words: a word every character or two, each read from the keys' start."""
     import random
 
-    from rewardjudge.graders._guards import _FILLER, _key_forms
+    from rewardjudge.graders._keys import _FILLER, _key_forms
 
     rng = random.Random(55)
     forms = sorted(_key_forms(()))

@@ -5,13 +5,13 @@ repaired, decoded, restated or translated, in the shapes real judges reply in.""
 from __future__ import annotations
 
 import base64
-import html
 import json
 import re
 import unicodedata
 import urllib.parse
 from typing import Any, Callable, Sequence
 
+from .graders._encoded import html_unescaped
 from .models._base import Completion, Message
 from .testing import request_seal, seal_reply
 
@@ -34,7 +34,7 @@ def repair(text: str) -> str:
     decoded, NFKC, zero-width and combining characters dropped, look-alikes and
     defanged ``[`` read as ASCII ``<``."""
     text = _JSON_ESC.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), text)
-    text = urllib.parse.unquote(html.unescape(text))
+    text = urllib.parse.unquote(html_unescaped(text))
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in unicodedata.normalize("NFKD", text)
                    if unicodedata.category(c) not in ("Cf", "Mn"))

@@ -50,9 +50,23 @@ def base64_texts(joined: str, joiner: str) -> "dict[int, str]":
     return found
 
 
+#: a decimal character reference: its digits past its leading zeros (over 7 of them stand for no character)
+_DECIMAL_REF = re.compile(r"&#0*([0-9]+)")
+
+
+def html_unescaped(text: str) -> str:
+    """``html.unescape``, which reads a decimal reference's digits with ``int`` and raises past 4,300 of them, leading
+    zeros too (``&#111...``: a policy's text then ended the screen with an error): each decimal reference is first
+    written without its leading zeros, and one of more than 7 digits, which stands for no character, as one of 8 that
+    ``html.unescape`` reads as U+FFFD, as it reads the long one."""
+    if "&#" in text:
+        text = _DECIMAL_REF.sub(lambda m: "&#" + (m[1] if len(m[1]) < 8 else "99999999"), text)
+    return html.unescape(text)
+
+
 def unescaped(text: str) -> "str | None":
     """``text`` with its HTML character references and percent escapes decoded, where it holds one that stands for a
     character; else None."""
-    plain = html.unescape(text) if "&" in text else text
+    plain = html_unescaped(text) if "&" in text else text
     plain = urllib.parse.unquote(plain) if "%" in plain else plain
     return plain if plain != text else None

@@ -7,9 +7,9 @@ document type is expanded (a text holding one is no document)."""
 
 from __future__ import annotations
 
-import html
 import re
 
+from ._encoded import html_unescaped
 from ._markup import _VOID
 
 #: a value that is a number or a boolean (no text): a table's or an element's
@@ -46,7 +46,7 @@ def xml_strings(text: str) -> "tuple[list[str], bool] | None":
                 if words is not None and not words.isspace():
                     return None
                 continue
-            stack[-1][2].append(html.unescape(words) if words is not None else cdata)
+            stack[-1][2].append(html_unescaped(words) if words is not None else cdata)
         elif name is None:   # a declaration, an instruction or a comment
             continue
         elif slash:
@@ -63,7 +63,7 @@ def _open(name: str, attributes: str, closed: bool, stack: "list[list]", strings
     attribute values added to ``strings``; True where one is a number or a boolean."""
     if stack:
         stack[-1][1] = True
-    other = any([_add(html.unescape("".join(quoted)), strings) for quoted in _ATTRIBUTE.findall(attributes)])
+    other = any([_add(html_unescaped("".join(quoted)), strings) for quoted in _ATTRIBUTE.findall(attributes)])
     if not closed:
         stack.append([name, False, []])
     elif not _ATTRIBUTE.search(attributes) and name not in _VOID:
