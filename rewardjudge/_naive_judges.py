@@ -11,7 +11,7 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Sequence
 
-from .graders._encoded import html_unescaped
+from .graders._encoded import ASCII_TAGS, html_unescaped
 from .models._base import Completion, Message
 from .testing import request_seal, seal_reply
 
@@ -62,7 +62,7 @@ def decode(text: str) -> str:
         except ValueError:
             return m.group(0)
 
-    text = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else c for c in text)
+    text = text.translate(ASCII_TAGS)
     return repair(_ESCAPES.sub(esc, _B64.sub(b64, text)))
 
 

@@ -50,6 +50,9 @@ def base64_texts(joined: str, joiner: str) -> "dict[int, str]":
     return found
 
 
+#: Unicode's tag characters for printable ASCII (U+E0020-U+E007E), as those characters: a ``str.translate`` table
+#: (a reader does not see them; a judge may decode them: ``\U000e0041nswer:`` shows ``nswer:``)
+ASCII_TAGS = {0xE0000 + c: c for c in range(0x20, 0x7F)}
 #: a decimal character reference: its digits past its leading zeros (over 7 of them stand for no character)
 _DECIMAL_REF = re.compile(r"&#0*([0-9]+)")
 

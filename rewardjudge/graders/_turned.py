@@ -11,6 +11,7 @@ import re
 from typing import Callable
 
 from ..readouts._text import letters
+from ._encoded import ASCII_TAGS
 from ._markup import _unmarked
 
 #: ROT13 over the letters (``letters`` are lower case)
@@ -26,14 +27,13 @@ _REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
 #: (``fine`` is no ``svar``); a search, so one character each side of the space, the space possessive: linear (``\S+``
 #: tried from every place of a long word was quadratic, 4.6 s over 32 KiB of ``<div>``)
 _ROT13_SHAPE = re.compile(r"\S\s++\S|[:\uff1a]")
-#: Unicode's tag characters for printable ASCII, as those characters
+#: Unicode's tag characters for printable ASCII (``_encoded.ASCII_TAGS``)
 _TAGGED = re.compile("[\U000e0020-\U000e007e]")
-_TAGS = {0xE0000 + c: c for c in range(0x20, 0x7F)}
 
 
 def _untagged(text: str) -> "str | None":
     """The letters of ``text`` with its tag characters read as the ASCII they stand for, where it holds one."""
-    return letters(_unmarked(text.translate(_TAGS))) if _TAGGED.search(text) is not None else None
+    return letters(_unmarked(text.translate(ASCII_TAGS))) if _TAGGED.search(text) is not None else None
 
 
 def _rot13(text: str, found: str) -> "str | None":
