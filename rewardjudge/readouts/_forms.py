@@ -210,13 +210,14 @@ def _single_too(lead: str, score: bool) -> "tuple[str, str]":
     """The head of a verdict in doubled brackets also read in single ones: a score after a name and a
     colon ("Rating: [5]"), as FastChat's run_judge_single falls back to (group ``sb``); a bare form's score
     or label alone on its line (in quote marks, both or neither) under a line that ends with a colon ("my
-    final verdict is:\n\n[A]", as Llama-2-chat judges write it; group ``sl``); never a bare "[5]" or "[A]" in a line (a list index, a
-    citation, a quoted option). Returns the head and the closing brackets' regex."""
+    final verdict is:\n\n[A]", as Llama-2-chat judges write it; group ``sl``), or as the whole reply ("[4]", as a
+    judge told to output only the rating writes it; group ``sw``); never a bare "[5]" or "[A]" in a line (a list
+    index, a citation, a quoted option). Returns the head and the closing brackets' regex."""
     if lead.strip():
         return _bounded(_literal(lead, unsealed=True), lead, True, False) + r"(?:\[\[|(?P<sb>\[))", r"(?(sb)\]|\]\])"
     name = r"(?P<sb>" + _SINGLE_NAME + r"\[)|" if score else ""
-    close = r"(?(sl)\]" + _ALONE_UNDER + r"|\]\])"
-    return (r"(?:\[\[|" + name + r"(?P<sl>(?=\[)" + _UNDER_COLON + r"\[))",
+    close = r"(?(sl)\]" + _ALONE_UNDER + r"|(?(sw)\]" + _WHOLE_END + r"|\]\]))"
+    return (r"(?:\[\[|" + name + r"(?P<sl>(?=\[)" + _UNDER_COLON + r"\[)|(?P<sw>" + _WHOLE_START + r"\[))",
             r"(?(sb)\]|" + close + ")" if score else close)
 
 
@@ -250,6 +251,9 @@ _UNDER_COLON = "(?:" + "|".join(
 #: ... and what may follow such a verdict in single brackets on its line: its closing quote mark, emphasis, a full
 #: stop (looked at, not taken: ``_UNDER_COLON``)
 _ALONE_UNDER = r"(?=(?(sq)[\"\u201d])[*_]{0,2}[ \t.]{0,4}(?![^\r\n]))"
+#: unsealed: the reply's start (one space or line break before) and end (emphasis, a stop, spaces after) (``_single_too``)
+_WHOLE_START = r"(?:(?<![\s\S])|(?<=\A[ \n]))"
+_WHOLE_END = r"(?=[*_]{0,2}[ \t.]{0,4}[\s\x00]*\Z)"
 #: unsealed: the gap from a spaced head to a verdict alone on the next line, one blank line between at most
 _NEXT_LINE = r"[ \t*_]{0,16}(?:\r?\n[ \t]{0,4}){1,2}[ \t*_]{0,8}(?P<nl>)"
 #: ... and what may follow that verdict on its line: a scale (``8/10``, ``4 out of 5``), emphasis, a full stop
