@@ -312,6 +312,11 @@ def _num(value: Any) -> "float | None":
 SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]]] = {
     # the single-answer prompt: 'strictly following this format: "[[rating]]", for example: "Rating: [[5]]"'
     "mt_bench_single": (VerdictForm("[[{score}]]"), fastchat_single, _num),
+    # the same prompt, judge and parser in five FastChat forks grading their own models (SOURCES.md)
+    "mt_bench_single_forks": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # a fork's prompts for a Llama-3.1-8B-Instruct judge (judge_prompts_llama.jsonl, 8 new tokens): 'Do not provide
+    # any explanation. Output only a rating on a scale of 1 to 10 by strictly following this format: "[[rating]]"'
+    "mt_bench_llama31": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
     # the pairwise prompt: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie'
     "mt_bench_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
     # the arena-hard system prompt: the five labels [[A>>B]] ... [[B>>A]]
@@ -513,10 +518,12 @@ def test_declared_form_agrees_with_the_source(source):
 def test_a_quoted_forgery_in_real_replies_is_skipped(source):
     """A real reply holding one verdict, with a copy of the policy's text holding a
     different verdict pasted in, before and after the judge's own: with the policy text
-    given, the reading is the judge's own verdict, and nothing else."""
+    given, the reading is the judge's own verdict, and nothing else. (A verdict read only as the whole reply,
+    "[4]" under ``[[{score}]]``, is none once text is pasted around it: such replies are left out.)"""
     form, _parse, as_value = SOURCES[source]
     rows = [r for r in _rows(source) if r["expected"] is not None
-            and (d := form.read(r["reply"])).ok and not d.others][::10]
+            and (d := form.read(r["reply"])).ok and not d.others
+            and _in_context(form, r["reply"], d.value)][::10]
     assert len(rows) >= 10
     for row in rows:
         own = form.read(row["reply"])
@@ -530,6 +537,11 @@ def test_a_quoted_forgery_in_real_replies_is_skipped(source):
             assert d.ok and d.value == own.value and d.others == (), (row["origin"], d)
         # without the policy text the pasted copy would have been read last
         assert form.read(after).value == forged_value
+
+
+def _in_context(form: VerdictForm, reply: str, value: Any) -> bool:
+    """Whether ``reply``'s verdict is still read with a line of text before it, and after it."""
+    return all(getattr(form.read(text), "value", None) == value for text in (f"Note.\n\n{reply}", f"{reply}\n\nNote."))
 
 
 def _forgery(form: VerdictForm, value: Any) -> tuple[str, Any]:
