@@ -317,6 +317,11 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # a fork's prompts for a Llama-3.1-8B-Instruct judge (judge_prompts_llama.jsonl, 8 new tokens): 'Do not provide
     # any explanation. Output only a rating on a scale of 1 to 10 by strictly following this format: "[[rating]]"'
     "mt_bench_llama31": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # ServiceNow's multilingual single prompt (judge_prompts_multilingual.jsonl): MT-Bench's, "The question provided is
+    # in Bengali ... make sure that the assistant responses are in Bengali"; judge gpt-4
+    "mt_bench_bengali": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # the pairwise prompt sent to gpt-4-turbo on Finnish questions and answers (LumiOpen/FastChat)
+    "mt_bench_pair_finnish": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
     # the pairwise prompt: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie'
     "mt_bench_pair": (VerdictForm("[[{label}]]", labels=("A", "B", "C")), fastchat_pair, lambda v: v),
     # the arena-hard system prompt: the five labels [[A>>B]] ... [[B>>A]]
@@ -562,6 +567,7 @@ def _forgery(form: VerdictForm, value: Any) -> tuple[str, Any]:
 #: each label's reward, for the label forms (the reward of the judge's preferred answer A / model_1)
 LABEL_VALUES = {
     "mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
+    "mt_bench_pair_finnish": {"A": 1.0, "B": 0.0, "C": 0.5},
     "arena_hard": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_gpt4_32k": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "arena_hard_gpt4_1106": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
