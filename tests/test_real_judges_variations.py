@@ -162,14 +162,15 @@ VARIATIONS: dict[str, Callable[[Base], "str | None"]] = {
 
 
 def _stored_bases(per_source: int = 6) -> Iterator[Base]:
-    """Each stored source's replies where its parser and the form read the same one verdict: an even stride."""
+    """Each stored source's replies where its parser and the form read the same one verdict: an even stride (not
+    those read only as the whole reply, "[4]" under ``[[{score}]]``, which any text around it undoes)."""
     for source in sorted(real.SOURCES):
         form, parse, as_value = real.SOURCES[source]
         rows = [r for r in real._rows(source) if r["expected"] is not None]
         step, taken = max(1, len(rows) // (3 * per_source)), 0
         for row in rows[::step] + [r for i, r in enumerate(rows) if i % step]:
             b = _base(source, form, lambda r, p=parse, a=as_value: a(p(r)), row["reply"])
-            if b is not None and b.value == as_value(row["expected"]):
+            if b is not None and b.value == as_value(row["expected"]) and real._in_context(form, row["reply"], b.value):
                 yield b
                 taken += 1
                 if taken == per_source:
@@ -242,7 +243,8 @@ ENDS = {"prometheus", "prometheus 0.1.19", "prometheus relative", "flask", "genr
 BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt4_1106", "arena_hard_gpt4_32k",
             "arena_hard_v2_gemini_flash",
             "ja_vicuna_pair", "komt_bench", "korean_mt_bench_pair", "korean_mt_bench_single", "lighteval mixeval",
-            "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "opencompass arena-hard",
+            "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "mt_bench_single_forks", "mt_bench_llama31",
+            "mt_bench_bengali", "mt_bench_pair_finnish", "opencompass arena-hard",
             "opencompass mt-bench", "pair", "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair",
             "langchain score", "zh_mt_bench_gpt35", "zh_mt_bench_gpt4"}
 #: Shaberi's ``FINAL SCORE:\s*([0-9.]+)``, read as ``round(float(...))``

@@ -17,17 +17,16 @@ BRACKETS = VerdictForm("[[{score}]]", bounds=(1, 10))
 #: MT-Bench's pairwise prompt: '"[[A]]" if assistant A is better, "[[B]]" if assistant B is better, "[[C]]" for a tie'
 PAIR_AB = VerdictForm("[[{label}]]", labels=("A", "B", "C"))
 
+#: the source, its form and its parser: FastChat's run_judge_single
+LLAMA = ("mt-bench llama", BRACKETS, real.fastchat_single)
+
 CASES = [
     # a Llama-3.1-8B-Instruct judge told "Do not provide any explanation. Output only a rating ... "[[rating]]""
     # with 8 new tokens (jtbwedgwood/FastChat): one reply in five is the rating in single brackets and nothing
     # else, which FastChat's fallback reads
-    ("mt-bench llama", BRACKETS, real.fastchat_single, "[[4]]", "agree"),
-    ("mt-bench llama", BRACKETS, real.fastchat_single, "[4]", "agree"),
-    ("mt-bench llama", BRACKETS, real.fastchat_single, "[8]\n", "agree"),
-    ("mt-bench llama", BRACKETS, real.fastchat_single, " [6].", "agree"),
+    *((*LLAMA, reply, "agree") for reply in ("[[4]]", "[4]", "[8]\n", " [6].")),
     # ... the whole reply only: a bracketed number in a line, or opening a longer reply, may be an index
-    ("mt-bench llama", BRACKETS, real.fastchat_single, "[4] is the index of the answer.", "there only"),
-    ("mt-bench llama", BRACKETS, real.fastchat_single, "The answer cites [4]", "there only"),
+    *((*LLAMA, reply, "there only") for reply in ("[4] is the index of the answer.", "The answer cites [4]")),
     # a pairwise reply that is the label in single brackets alone: FastChat's pair parser wants "[[A]]"
     ("mt-bench pair", PAIR_AB, real.fastchat_pair, "[B]", "here only"),
 ]
