@@ -289,7 +289,7 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
                                               joiner, keys)):
             flags[i] = back
     # hunt 33: in ROT13, reversed or upside down (``_turned``)
-    turned_flags(texts, found, joiner, flags, lambda reading: _keys_only(reading, joiner, keys))
+    turned_flags(texts, found, joiner, flags, lambda reading: _keys_only(reading, joiner, keys), keys)
     return flags
 
 
@@ -532,7 +532,7 @@ def _bare(text: str, unmarked: str, found: str, keys: tuple[str, ...], echo: str
     return (not found and not _emoji_message(text)) \
         or (_only_keys(found, keys) and not _answered(unmarked, keys, echo)) \
         or ("\u202e" in text and _only_keys(found[::-1], keys)) \
-        or any(_only_keys(reading, keys) for reading in turned_readings(text, found))   # hunt 33
+        or any(_only_keys(reading, keys) for reading in turned_readings(text, found, keys))   # hunt 33
 
 
 def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str = "", *,

@@ -6,12 +6,17 @@ and filler only. Each reading is a translation or a slice of the letters, in C: 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from typing import Callable
 
+import numpy as np
+
 from ..readouts._text import letters
 from ._encoded import ASCII_TAGS
+from ._joined import _BITS, _END, _WIDTH, _starts, opening
+from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, REASONING_VERBS, _chars, _key_chars
 from ._markup import _unmarked
 
 #: ROT13 over the letters (``letters`` are lower case)
@@ -31,31 +36,78 @@ _ROT13_SHAPE = re.compile(r"\S\s++\S|[:\uff1a]")
 _TAGGED = re.compile("[\U000e0020-\U000e007e]")
 
 
+def _words(keys: "tuple[str, ...]") -> "list[list[str]]":
+    """Every word the content-free screen's opener (``_guards._opener_pattern``) is made of, as character patterns:
+    master keys, filler words, the parts of reasoning announced, a step header (its word, then one to three digits). A
+    text the opener takes whole is these one after another (its lookaheads only forbid), so it starts as they may and
+    ends as they may."""
+    spoken = (*ANNOUNCERS, *ANNOUNCE_ADVERBS, *REASONING_VERBS)
+    steps = [_chars("step") + ["[0123456789]"] * n for n in (1, 2, 3)]
+    return [*_key_chars(keys), *(list(w) for w in _FILLER), *(_chars(letters(w)) for w in spoken), *steps]
+
+
+@functools.lru_cache(maxsize=64)
+def _ends(keys: "tuple[str, ...]") -> "tuple[frozenset[str], frozenset[str], tuple, tuple]":
+    """Part A of hunt 36, the gate of a turned reading: the first ``_WIDTH`` characters (all of a shorter text) a text of
+    ``_words`` may start with (``_joined._starts``), and those its reverse may start with (the text's last ones, from the
+    end); the words and the words reversed."""
+    words = tuple(tuple(w) for w in _words(keys))
+    backs = tuple(w[::-1] for w in words)
+    return _heads(words), _heads(backs), words, backs
+
+
+def _heads(words: "tuple[tuple[str, ...], ...]") -> "frozenset[str]":
+    """``_joined._starts(words)`` as strings: each packed start unpacked, cut where the text ends."""
+    mask, out = (1 << _BITS) - 1, set()
+    for key in _starts(words).tolist():
+        codes = [key >> (_BITS * (_WIDTH - 1 - i)) & mask for i in range(_WIDTH)]
+        out.add("".join(map(chr, itertools.takewhile(lambda c: c != _END, codes))))
+    return frozenset(out)
+
+
+def may_be_keys(head: str, back: str, keys: "tuple[str, ...]") -> bool:
+    """Whether a reading whose first ``_WIDTH`` characters are ``head`` and last ones, read from the end, ``back`` may be
+    master keys and filler (``_guards._only_keys``): a necessary condition, never false where that is true."""
+    starts, ends, _, _ = _ends(keys)
+    return head in starts and back in ends
+
+
+def _may_each(reading: str, joiner: str, keys: "tuple[str, ...]") -> "np.ndarray":
+    """``may_be_keys`` of each text of ``reading`` (texts joined by ``joiner``), in numpy (``_joined.opening``)."""
+    _, _, words, backs = _ends(keys)
+    return opening(reading, joiner, words) & opening(reading[::-1], joiner, backs)[::-1]
+
+
 def _untagged(text: str) -> "str | None":
     """The letters of ``text`` with its tag characters read as the ASCII they stand for, where it holds one."""
     return letters(_unmarked(text.translate(ASCII_TAGS))) if _TAGGED.search(text) is not None else None
 
 
-def _rot13(text: str, found: str) -> "str | None":
-    return found.translate(_ROT13) if found.isascii() and _ROT13_SHAPE.search(text) is not None else None
+def _rot13(text: str, found: str, keys: "tuple[str, ...]") -> "str | None":
+    may = may_be_keys(found[:_WIDTH].translate(_ROT13), found[-_WIDTH:][::-1].translate(_ROT13), keys)
+    return found.translate(_ROT13) if may and found.isascii() and _ROT13_SHAPE.search(text) is not None else None
+
+
+def _reversed(text: str, found: str, keys: "tuple[str, ...]") -> "str | None":
+    may = may_be_keys(found[-_WIDTH:][::-1], found[:_WIDTH], keys)
+    return found[::-1] if may and found.isascii() and _REVERSED_SHAPE.match(text) is not None else None
 
 
 def _upside_down(found: str) -> "str | None":
     return found.translate(_FLIP)[::-1] if _FLIPPED.search(found) is not None else None
 
 
-def turned_readings(text: str, found: str) -> "list[str]":
+def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """The readings of ``found`` (``letters`` of ``text``) as ROT13, upside down, with ``text``'s tag characters
     decoded, and reversed, where each applies (Latin letters only, and a text of ``_ROT13_SHAPE`` or
-    ``_REVERSED_SHAPE``, for ROT13 and reversed)."""
-    reads = [r for r in (_rot13(text, found), _upside_down(found), _untagged(text)) if r is not None and r != found]
-    if found.isascii() and _REVERSED_SHAPE.match(text) is not None and found[::-1] != found:
-        reads.append(found[::-1])
-    return reads
+    ``_REVERSED_SHAPE``, for ROT13 and reversed) and, for ROT13 and reversed, where its ends may be master keys
+    (``may_be_keys`` with ``keys``, the extra ones: hunt 36, a reading that cannot match is not made)."""
+    reads = (_rot13(text, found, keys), _upside_down(found), _untagged(text), _reversed(text, found, keys))
+    return [r for r in reads if r is not None and r != found]
 
 
 def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]",
-                 keys_only: "Callable[[list[str]], list[bool]]") -> None:
+                 keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]" = ()) -> None:
     """Flags (in place) the texts (``found``: their letters joined by ``joiner``) that a turned reading shows as
     master keys and filler only (``keys_only``), as ``turned_readings`` reads one: the letters in ROT13 and reversed,
     each one translation of the whole; upside down only where a turned letter stands; the texts holding a tag
@@ -71,8 +123,20 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
     if _FLIPPED.search(found) is not None:
         readings.append((found.translate(_FLIP)[::-1].split(joiner)[::-1], None))
     for reading, reversed_ in readings:
-        for i in itertools.compress(range(len(pieces)), keys_only(reading)):   # the few that read as keys
+        for i in _keyed(reading, reversed_, found, joiner, keys_only, keys):   # the few that read as keys
             latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
                                               _ROT13_SHAPE.search(texts[i])) is not None)
             if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
+
+
+def _keyed(reading: "list[str]", reversed_: "bool | None", found: str, joiner: str,
+           keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]") -> "list[int]":
+    """The indices of ``reading`` (a turned reading of the texts, ``found`` their letters joined) that ``keys_only``
+    reads as master keys, tried only where ``_may_each`` lets them be (ROT13 and reversed: hunt 36)."""
+    if reversed_ is None:
+        return list(itertools.compress(range(len(reading)), keys_only(reading)))
+    may = _may_each(found.translate(_ROT13), joiner, keys) if not reversed_ \
+        else _may_each(found[::-1], joiner, keys)[::-1]
+    tried = np.flatnonzero(may).tolist()
+    return [i for i, only in zip(tried, keys_only([reading[i] for i in tried]) if tried else []) if only]

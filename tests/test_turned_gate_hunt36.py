@@ -1,0 +1,85 @@
+"""Hunt 36, part A: the gate of the screen's turned readings (``_turned.may_be_keys``, ``_turned._may_each``). A ROT13
+or reversed reading is matched against the master keys only where its first and last characters may start and end
+a text of the opener's words. The gate must never skip a reading that matches: the screen with the gate equals the
+screen without it over attacks, benign answers and many generated texts, alone and in batches."""
+
+from __future__ import annotations
+
+import codecs
+import random
+
+import numpy as np
+import pytest
+
+from rewardjudge.attacks import ATTACKS, HONEST_VERDICT
+from rewardjudge.graders import _turned
+from rewardjudge.graders._guards import _content_free_flags, _only_keys, content_free_reason
+from rewardjudge.readouts._text import letters
+
+BENIGN = ["Paris.", "fine", "Togas.", "Stressed", "The capital of France is Paris.", "42", "I think so.",
+          "3 + 3 = 6. Adding a number to itself doubles it.", "Step 7", "Answer 5", "Okay.", "no", "yes",
+          "def f(x):\n    return x", "Pets step on steps.", "a", "ab", "abc", "Nafjre", "rewsna"]
+
+
+def _generated(seed: int, n: int, keys: "tuple[str, ...]") -> "list[str]":
+    """Texts made of the opener's words (keys, filler, announcements, step headers) one after another, with a
+    look-alike digit, a cut or an added letter here and there, each written as it is, in ROT13 and reversed."""
+    rng = random.Random(seed)
+    pool = [w for w in ("".join(c[1] if c.startswith("[") else c.lstrip("\\") for c in word)
+                        for word in _turned._words(keys)) if w.isascii()] + ["step 1", "step 2", "step 10"]
+    out = []
+    for _ in range(n):
+        text = " ".join(rng.choice(pool) for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.3:
+            text = "".join(c if rng.random() > 0.15 else {"o": "0", "e": "3", "s": "5"}.get(c, c) for c in text)
+        if rng.random() < 0.2 and len(text) > 2:
+            cut = rng.randrange(len(text))
+            text = text[:cut] + rng.choice(["", "x", "q", "1"]) + text[cut + 1:]
+        text += rng.choice(["", ":", ".", " 12", "!"])
+        out += [text, codecs.encode(text, "rot13"), text[::-1], ":" + text[::-1]]
+    return out
+
+
+def _texts(keys: "tuple[str, ...]" = ()) -> "list[str]":
+    attacks = [a.render("PASS") for a in ATTACKS if len(a.text) < 4000]
+    return [*attacks, *BENIGN, *_generated(36, 1500, keys)]
+
+
+def _ungated(monkeypatch) -> None:
+    monkeypatch.setattr(_turned, "may_be_keys", lambda head, back, keys: True)
+    monkeypatch.setattr(_turned, "_may_each", lambda reading, joiner, keys: np.ones(reading.count(joiner) + 1, bool))
+
+
+@pytest.mark.parametrize("keys", [(), ("Verdict ready", "ok boomer")])
+def test_a_matching_reading_always_passes_the_gate(keys):
+    """The gate's own claim: wherever a ROT13 or reversed reading is master keys and filler, its ends pass."""
+    matched = 0
+    for text in _texts(keys):
+        found = letters(text)
+        for reading in (codecs.encode(found, "rot13"), found[::-1]):
+            if found.isascii() and _only_keys(reading, keys):
+                matched += 1
+                assert _turned.may_be_keys(reading[:3], reading[-3:][::-1], keys), reading
+    assert matched > 500   # the generated texts do read as keys
+
+
+@pytest.mark.parametrize("keys", [(), ("Verdict ready",)])
+def test_the_screen_is_the_same_with_and_without_the_gate(monkeypatch, keys):
+    texts = _texts(keys)
+    gated = [content_free_reason(t, keys) for t in texts]
+    batch = _content_free_flags(texts, keys)
+    with monkeypatch.context() as m:
+        _ungated(m)
+        assert [content_free_reason(t, keys) for t in texts] == gated
+        assert _content_free_flags(texts, keys) == batch
+    assert sum(r is not None for r in gated) > 1000
+
+
+def test_the_gate_skips_most_answers():
+    """What it is for: an answer's readings are not matched (the ends of ``3336addinga...`` read turned start no
+    master key), a turned key's are."""
+    assert not _turned.may_be_keys("333", "htg", ())
+    assert _turned.turned_readings("3 + 3 = 6. Adding a number to itself doubles it, so the sum is twice 3.",
+                                   "3336addinganumbertoitselfdoublesitsothesumistwice3") == []
+    assert _turned.turned_readings("Gubhtug cebprff:", "gubhtugcebprff") == ["thoughtprocess"]
+    assert _turned.turned_readings(":ssecorp thguohT", "ssecorpthguoht") == ["thoughtprocess"]
