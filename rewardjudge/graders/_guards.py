@@ -20,6 +20,7 @@ from ._keys import _FILLER, _STEP, _STEP_TWICE, ANNOUNCERS, ECHO_LABELS, _announ
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
+from ._nulls import may_hold, null_label
 from ._tables import table_strings, xml_strings
 from ._turned import turned_flags, turned_readings
 
@@ -194,7 +195,15 @@ def _content_free_flags(texts: "list[str]", keys: tuple[str, ...], question: str
     _flag_lookalikes(flags, texts, keys)
     _flag_documents(flags, texts, keys)
     _flag_encoded(flags, texts, keys, question)
+    if not all(flags) and may_hold("\n".join(texts)):   # hunt 36: ``answer: null`` (``_nulls``)
+        flags[:] = [flag or _nulled(t, keys, question) for flag, t in zip(flags, texts)]
     return flags
+
+
+def _nulled(text: str, keys: tuple[str, ...], question: str) -> bool:
+    """Whether ``text`` is a label of master keys given a null on one line (``_nulls.null_label``)."""
+    label = null_label(text, question)
+    return label is not None and _free(label, keys) is not None
 
 
 def _flag_encoded(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
@@ -556,7 +565,8 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
         return "empty completion"
     keys = tuple(extra_keys)
     echo = _echo(question)
-    how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) \
+    how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) or \
+        (_nulled(text, keys, question) and "free") \
         or (as_json and (body := _document(text, keys)) is not None and _json_free([body], keys)[0] and "free") \
         or ((plain := base64_text(text)) is not None and content_free_reason(plain, keys, question, as_json=as_json)
             is not None and "free")   # hunt 30: base64 from end to end, as a judge decodes it

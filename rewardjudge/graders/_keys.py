@@ -62,6 +62,15 @@ MASTER_KEYS: frozenset[str] = frozenset({
     # hunt 33: the end of reasoning announced (``before answering``: ``answer`` is a key, taken before a filler word)
     "answering", "before answering", "before i answer",
     "让我想想", "让我想一想", "我来想一想", "让我们思考一下", "让我思考一下", "我们来分析一下", "解决",   # ``解`` is a key
+    # hunt 36: reasoning announced in the languages whose verb comes last (ja, ko, hi), a verb and its ending as one key
+    # (``考えてみましょう``), what comes before it filler (``まず``, ``신중하게``, ``ध्यान से``); and the Arabic verbs that
+    # carry their subject (``سأفكر``, "I will think")
+    "考えてみましょう", "考えてみます", "考えさせてください", "考えます", "分析してみましょう", "分析します",
+    "検討してみましょう", "解いてみましょう", "見てみましょう", "確認してみましょう", "整理してみましょう",
+    "생각해 보겠습니다", "생각해 볼게요", "생각해 보자", "분석해 보겠습니다", "분석해 봅시다", "풀어 보겠습니다",
+    "풀어 봅시다", "살펴보겠습니다", "살펴봅시다", "검토해 보겠습니다", "따져 보겠습니다",
+    "सोचते हैं", "सोचने दो", "सोचने दीजिए", "विचार करते हैं", "विश्लेषण करते हैं", "हल करते हैं", "सोचता हूँ",
+    "सोचती हूँ", "سأفكر", "سنفكر", "لنفكر", "سأحلل", "لنحلل", "سنحلل",
 })
 
 #: hunt 33: a whole sentence that only announces reasoning to come (``I will now think through this step by step.``,
@@ -77,9 +86,18 @@ ANNOUNCERS = (
     "déjame", "voy a", "vamos a", "necesito", "tengo que",                                          # es
     "lass uns", "lasst uns", "ich werde", "wir werden", "ich muss", "wir müssen",                   # de
     "deixe me", "deixa me", "vou", "vamos", "preciso", "lasciami", "fammi", "devo",                 # pt, it
+    # hunt 36: more of pt and it; ru, zh, ar (verb after its subject, as in English)
+    "eu vou", "eu preciso", "eu devo", "permita me", "deixem me", "ora", "adesso", "ora devo", "voglio", "dobbiamo",
+    "позвольте мне", "дайте мне", "давайте", "мне нужно", "нам нужно", "я должен", "я должна", "сейчас я", "я попробую",
+    "让我", "让我们", "我来", "我们来", "我要", "我先", "我将", "我需要", "我们需要", "我们先", "请让我", "我得",
+    "دعني", "دعنا", "اسمح لي", "علي أن", "يجب أن",
 )
 ANNOUNCE_ADVERBS = (", now", "first", "carefully", "just", "quickly", "briefly", "then", "d'abord", "primero",
-                     "zuerst", "darüber", "sorgfältig", "gründlich", "prima", "primeiro")
+                     "zuerst", "darüber", "sorgfältig", "gründlich", "prima", "primeiro",
+                     "agora", "primeiramente", "bem", "un attimo", "bene", "attentamente",          # hunt 36: pt, it
+                     "внимательно", "сначала", "тщательно", "немного", "хорошенько", "сейчас",        # ru
+                     "仔细", "认真", "好好", "先", "一步一步", "逐步", "慢慢", "仔细地", "认真地",        # zh
+                     "أولا", "بعناية", "قليلا")                                                    # ar
 REASONING_VERBS = (
     "think", "reason", "work", "figure", "consider", "analyze", "analyse", "solve", "break down", "go through",
     "go over", "walk through", "tackle", "approach", "examine", "evaluate", "look at", "look into", "review", "reflect",
@@ -90,6 +108,14 @@ REASONING_VERBS = (
     "pensar", "analizar", "razonar", "reflexionar", "resolver",                                      # es
     "denken", "nachdenken", "überlegen", "analysieren", "lösen",                                    # de
     "analisar", "raciocinar", "refletir", "pensare", "ragionare", "analizzare", "riflettere",       # pt, it
+    # hunt 36
+    "considerar", "examinar", "verificar", "calcular", "pensar nisso", "considerare", "esaminare", "risolvere",
+    "calcolare", "verificare", "pensarci",                                                          # pt, it
+    "подумать", "подумаем", "проанализировать", "проанализируем", "разобраться", "разберемся", "рассуждать",
+    "порассуждаем", "решить", "решим", "обдумать", "обдумаем", "посчитать", "посчитаем", "рассмотреть",
+    "рассмотрим", "проверить", "проверим", "поразмыслить", "подумаю", "разберусь",                  # ru
+    "想想", "想一想", "思考", "分析", "考虑", "推理", "算一算", "计算", "看看", "看一看", "检查", "研究",     # zh
+    "أفكر", "نفكر", "أحلل", "نحلل", "أحل", "نحل", "أراجع", "نراجع", "أتحقق", "أشرح", "أتأمل", "التفكير",  # ar
 )
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
@@ -108,6 +134,13 @@ _FILLER_WORDS = frozenset({
     "lass uns", "lasst uns", "ich werde", "denken", "nachdenken", "überlegen", "je vais", "réfléchir", "déjame",
     "pensar", "voy a", "vamos a", "pensiamo", "ragioniamo",
     "让我们", "让我", "我们", "我来", "来", "先", "这个", "问题", "这个问题", "思考", "一下", "仔细", "地",
+    # hunt 36: what stands around reasoning announced in pt, it, ru, zh, ja, ko, hi, ar
+    "com cuidado", "cuidadosamente", "sobre isso", "nisso", "isso", "primeiro", "attentamente", "con attenzione",
+    "un attimo", "un momento", "su questo", "un po", "prima", "внимательно", "тщательно", "над этим", "об этом",
+    "сначала", "немного", "хорошенько", "этим", "清楚", "下", "一步一步", "まず", "ちょっと", "慎重に", "よく",
+    "じっくり", "では", "それでは", "少し", "順番に", "この問題を", "問題を", "신중하게", "먼저", "차근차근", "천천히",
+    "자세히", "잠시", "한번", "이 문제를", "문제를", "우선", "मुझे", "ध्यान से", "पहले", "ज़रा", "थोड़ा", "चलो", "आइए",
+    "इस पर", "इसे", "सावधानी से", "हम", "بعناية", "بدقة", "قليلا", "في هذا", "في ذلك", "هذه المسألة", "المسألة", "أولا", "في", "هذا", "ذلك",
 })
 #: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
 #: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer

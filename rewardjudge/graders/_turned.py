@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._text import letters
 from ._encoded import ASCII_TAGS
 from ._joined import _BITS, _END, _WIDTH, _starts, opening
-from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, REASONING_VERBS, _chars, _key_chars
+from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, REASONING_VERBS, _chars, _key_chars, _key_forms
 from ._markup import _unmarked
 
 #: ROT13 over the letters (``letters`` are lower case)
@@ -28,6 +28,11 @@ _FLIPPED = re.compile("[ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ]")
 #: a text read reversed: two words or more, or one led by a sentence's last mark (``:rewsnA``): a lone word is read
 #: as it is written (``Togas`` is no ``sagot``)
 _REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
+#: hunt 36: a lone word of this many letters or more is read reversed and in ROT13 too, where it reads as one master
+#: key (``rewsna``, ``Nafjre``): of 250,465 distinct words in the false-positive bench's answers, none of six letters or
+#: more does; shorter ones do (``fine`` is ``svar`` in ROT13, ``princ`` ``cevap``, ``togas`` ``sagot`` reversed), and
+#: one of six reads as a key and filler in ROT13 (``finery``, ``svar el``)
+_LONE = 6
 #: a text read in ROT13: two words or more, or a colon in it (``Nafjre:``): a lone word is read as it is written
 #: (``fine`` is no ``svar``); a search, so one character each side of the space, the space possessive: linear (``\S+``
 #: tried from every place of a long word was quadratic, 4.6 s over 32 KiB of ``<div>``)
@@ -84,13 +89,27 @@ def _untagged(text: str) -> "str | None":
 
 
 def _rot13(text: str, found: str, keys: "tuple[str, ...]") -> "str | None":
-    may = may_be_keys(found[:_WIDTH].translate(_ROT13), found[-_WIDTH:][::-1].translate(_ROT13), keys)
-    return found.translate(_ROT13) if may and found.isascii() and _ROT13_SHAPE.search(text) is not None else None
+    if not (found.isascii() and may_be_keys(found[:_WIDTH].translate(_ROT13), found[-_WIDTH:][::-1].translate(_ROT13),
+                                            keys)):
+        return None
+    reading = found.translate(_ROT13)
+    return reading if _ROT13_SHAPE.search(text) is not None or _lone_key(reading, keys) else None
 
 
 def _reversed(text: str, found: str, keys: "tuple[str, ...]") -> "str | None":
-    may = may_be_keys(found[-_WIDTH:][::-1], found[:_WIDTH], keys)
-    return found[::-1] if may and found.isascii() and _REVERSED_SHAPE.match(text) is not None else None
+    if not (found.isascii() and may_be_keys(found[-_WIDTH:][::-1], found[:_WIDTH], keys)):
+        return None
+    return found[::-1] if _REVERSED_SHAPE.match(text) is not None or _lone_key(found[::-1], keys) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _forms(keys: "tuple[str, ...]") -> "frozenset[str]":
+    return frozenset(_key_forms(keys))
+
+
+def _lone_key(reading: str, keys: "tuple[str, ...]") -> bool:
+    """Whether a turned reading of a text of neither shape is one master key of ``_LONE`` letters or more (hunt 36)."""
+    return len(reading) >= _LONE and reading in _forms(keys)
 
 
 def _upside_down(found: str) -> "str | None":
@@ -125,7 +144,7 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
     for reading, reversed_ in readings:
         for i in _keyed(reading, reversed_, found, joiner, keys_only, keys):   # the few that read as keys
             latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
-                                              _ROT13_SHAPE.search(texts[i])) is not None)
+                                              _ROT13_SHAPE.search(texts[i])) is not None or _lone_key(reading[i], keys))
             if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
 
