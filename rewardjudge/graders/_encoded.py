@@ -11,6 +11,7 @@ import binascii
 import html
 import re
 import urllib.parse
+from typing import Callable
 
 #: a text of base64 from end to end (whitespace at its ends aside): padded, or of two groups of four or more (a word
 #: of four letters may decode to punctuation: ``Lyon`` is ``/*'``). Possessive: a text that is almost one fails in
@@ -38,13 +39,20 @@ def _text_of(encoded: str) -> "str | None":
 
 def base64_texts(joined: str, joiner: str) -> "dict[int, str]":
     """``base64_text`` of each text of ``joined`` (texts joined by ``joiner``, a control character), by index, where it
-    is one: the texts found by one search led by the joiner (a scan for it), their indices by counting joiners."""
+    is one (``whole_texts``)."""
+    return whole_texts(joined, joiner, _BASE64, _text_of)
+
+
+def whole_texts(joined: str, joiner: str, pattern: str, decoded: "Callable[[str], str | None]") -> "dict[int, str]":
+    """``decoded`` of each text of ``joined`` (texts joined by ``joiner``) that is ``pattern`` from end to end (whitespace
+    at its ends aside), by index, where it decodes: the texts found by one search led by the joiner (a scan for it),
+    their indices by counting joiners."""
     j, led = re.escape(joiner), joiner + joined
     found: "dict[int, str]" = {}
     seen = at = 0
-    for m in re.finditer(rf"{j}[^\S{j}]*({_BASE64})[^\S{j}]*(?={j}|\Z)", led):
+    for m in re.finditer(rf"{j}[^\S{j}]*({pattern})[^\S{j}]*(?={j}|\Z)", led):
         seen, at = seen + led.count(joiner, at, m.start() + 1), m.start() + 1
-        plain = _text_of(m.group(1))
+        plain = decoded(m.group(1))
         if plain is not None:
             found[seen - 1] = plain
     return found

@@ -21,6 +21,7 @@ from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, 
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
 from ._nulls import may_hold, null_label
+from ._spelled import spelled_text, spelled_texts
 from ._tables import table_strings, xml_strings
 from ._turned import turned_flags, turned_readings
 
@@ -208,10 +209,11 @@ def _nulled(text: str, keys: tuple[str, ...], question: str) -> bool:
 
 def _flag_encoded(flags: "list[bool]", texts: "list[str]", keys: tuple[str, ...], question: str) -> None:
     """Flags (in place) the texts with content that are base64 of a content-free text (``base64_texts``: one search
-    over the texts joined), read again as decoded."""
+    over the texts joined), or spell one out (``_spelled``), read again as decoded."""
     joiner = free_joiner(texts)
-    coded = {i: plain for i, plain in base64_texts(joiner.join(texts), joiner).items() if not flags[i]} \
-        if joiner is not None and not all(flags) else {}
+    joined = joiner.join(texts) if joiner is not None and not all(flags) else None
+    coded = {i: plain for found in (base64_texts(joined, joiner), spelled_texts(joined, joiner))   # hunt 36: spelled
+             for i, plain in found.items() if not flags[i]} if joined is not None else {}
     for i, free in zip(coded, _content_free_flags(list(coded.values()), keys, question) if coded else []):
         flags[i] = free
 
@@ -568,8 +570,8 @@ def content_free_reason(text: str, extra_keys: Iterable[str] = (), question: str
     how = _free(text, keys, echo) or (_leet(text) and _free(_as_digits(text), keys, echo)) or \
         (_nulled(text, keys, question) and "free") \
         or (as_json and (body := _document(text, keys)) is not None and _json_free([body], keys)[0] and "free") \
-        or ((plain := base64_text(text)) is not None and content_free_reason(plain, keys, question, as_json=as_json)
-            is not None and "free")   # hunt 30: base64 from end to end, as a judge decodes it
+        or any(plain is not None and content_free_reason(plain, keys, question, as_json=as_json) is not None
+               for plain in (base64_text(text), spelled_text(text))) and "free"   # hunts 30, 36: base64, spelled
     if not how:
         return None
     what = "it only repeats the question " if how == "echo" else ""

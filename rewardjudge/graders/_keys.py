@@ -70,7 +70,8 @@ MASTER_KEYS: frozenset[str] = frozenset({
     "생각해 보겠습니다", "생각해 볼게요", "생각해 보자", "분석해 보겠습니다", "분석해 봅시다", "풀어 보겠습니다",
     "풀어 봅시다", "살펴보겠습니다", "살펴봅시다", "검토해 보겠습니다", "따져 보겠습니다",
     "सोचते हैं", "सोचने दो", "सोचने दीजिए", "विचार करते हैं", "विश्लेषण करते हैं", "हल करते हैं", "सोचता हूँ",
-    "सोचती हूँ", "سأفكر", "سنفكر", "لنفكر", "سأحلل", "لنحلل", "سنحلل",
+    "सोचती हूँ", "سأفكر", "سنفكر", "لنفكر", "سأحلل", "لنحلل", "سنحلل", "düşüneyim", "düşünelim", "analiz edeyim",
+    "analiz edelim", "inceleyelim",
 })
 
 #: hunt 33: a whole sentence that only announces reasoning to come (``I will now think through this step by step.``,
@@ -91,13 +92,19 @@ ANNOUNCERS = (
     "позвольте мне", "дайте мне", "давайте", "мне нужно", "нам нужно", "я должен", "я должна", "сейчас я", "я попробую",
     "让我", "让我们", "我来", "我们来", "我要", "我先", "我将", "我需要", "我们需要", "我们先", "请让我", "我得",
     "دعني", "دعنا", "اسمح لي", "علي أن", "يجب أن",
+    "laat me", "laat mij", "laten we", "ik ga", "ik moet", "låt mig", "låt oss", "jag ska", "lad mig", "lad os",
+    "la meg", "la oss", "biarkan saya", "izinkan saya", "saya akan", "mari kita", "mari", "hãy để tôi", "để tôi",
+    "tôi sẽ", "pozwól że", "pozwólcie że", "muszę", "zamierzam",                     # nl, sv, da, no, id, vi, pl
+    "let me take a moment to", "let me take a second to", "give me a moment to",
 )
 ANNOUNCE_ADVERBS = (", now", "first", "carefully", "just", "quickly", "briefly", "then", "d'abord", "primero",
                      "zuerst", "darüber", "sorgfältig", "gründlich", "prima", "primeiro",
                      "agora", "primeiramente", "bem", "un attimo", "bene", "attentamente",          # hunt 36: pt, it
                      "внимательно", "сначала", "тщательно", "немного", "хорошенько", "сейчас",        # ru
                      "仔细", "认真", "好好", "先", "一步一步", "逐步", "慢慢", "仔细地", "认真地",        # zh
-                     "أولا", "بعناية", "قليلا")                                                    # ar
+                     "أولا", "بعناية", "قليلا",                                                     # ar
+                     "goed", "eerst", "even", "noga", "först", "ordentligt", "lige", "først", "dulu", "sebentar",
+                     "kỹ", "cẩn thận", "się", "dokładnie", "najpierw", "dobrze")
 REASONING_VERBS = (
     "think", "reason", "work", "figure", "consider", "analyze", "analyse", "solve", "break down", "go through",
     "go over", "walk through", "tackle", "approach", "examine", "evaluate", "look at", "look into", "review", "reflect",
@@ -116,6 +123,9 @@ REASONING_VERBS = (
     "рассмотрим", "проверить", "проверим", "поразмыслить", "подумаю", "разберусь",                  # ru
     "想想", "想一想", "思考", "分析", "考虑", "推理", "算一算", "计算", "看看", "看一看", "检查", "研究",     # zh
     "أفكر", "نفكر", "أحلل", "نحلل", "أحل", "نحل", "أراجع", "نراجع", "أتحقق", "أشرح", "أتأمل", "التفكير",  # ar
+    "nadenken", "denken", "nagaan", "analyseren", "tänka", "tänka efter", "fundera", "analysera", "tænke", "tenke",
+    "berpikir", "menganalisis", "memikirkan", "suy nghĩ", "phân tích", "zastanowię", "zastanowić", "pomyśleć",
+    "pomyślę", "przeanalizować", "przemyśleć", "rethink", "reconsider", "re evaluate", "reevaluate", "think again",
 )
 
 #: words an opener wraps its master keys in (``Sure, here is the solution:``, ``Let me think step by step.``): no
@@ -141,6 +151,9 @@ _FILLER_WORDS = frozenset({
     "じっくり", "では", "それでは", "少し", "順番に", "この問題を", "問題を", "신중하게", "먼저", "차근차근", "천천히",
     "자세히", "잠시", "한번", "이 문제를", "문제를", "우선", "मुझे", "ध्यान से", "पहले", "ज़रा", "थोड़ा", "चलो", "आइए",
     "इस पर", "इसे", "सावधानी से", "हम", "بعناية", "بدقة", "قليلا", "في هذا", "في ذلك", "هذه المسألة", "المسألة", "أولا", "في", "هذا", "ذلك",
+    "goed", "erover", "hierover", "efter", "noga", "dengan hati hati", "tentang ini", "kỹ", "cẩn thận", "về điều này",
+    "się", "nad tym", "dokładnie", "wait", "one moment", "a moment", "one second", "hold on", "on", "on this",
+    "dikkatlice", "önce", "biraz", "şimdi", "bir",
 })
 #: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
 #: "below", "correct"), a key wrapped in them (``最终答案：``, ``La réponse est :``, ``정답은:``) being no answer

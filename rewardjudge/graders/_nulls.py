@@ -15,15 +15,16 @@ import re
 
 #: one line (blank around it aside): a label, ``:`` or ``=``, a null, a sentence's last mark or none
 _NULL_LINE = re.compile(r"\A\s*(?P<label>[^\n:=\uff1a\uff1d]{1,64}?)[ \t]*[:=\uff1a\uff1d][ \t]*"
-                        r"(?P<null>null|nil|undefined|none|n/?a)[ \t]*[.;,!]?\s*\Z", re.I)
-#: the nulls that are no English word: under any label
+                        r"(?P<null>null|nil|undefined|none|n/?a|tb[da]|(?P<held>[<\[(]\s*(?:empty|blank|none|null|nothing|"
+                        r"n/?a|tb[da]|answer|your answer|answer here|placeholder)\s*[>\])]))[ \t]*[.;,!]?\s*\Z", re.I)
+#: the nulls that are no English word: under any label (a placeholder in brackets, ``<blank>``, ``[empty]``, too)
 _NOTATION_NULLS = frozenset({"null", "nil", "undefined"})
 #: a label written as a data key: no capital, or words joined by ``_`` or ``-``, quoted or not
 _DATA_LABEL = re.compile(r"[\"']?(?:[^\W\dA-Z][^\WA-Z]*|[^\W\d]\w*[_-]\w+)[\"']?")
 #: a question about code: the null may be its answer
 _CODE = re.compile(r"[`(){}\[\];=]")
 #: where a joined batch may hold one (``may_hold``)
-_NULL_END = re.compile(r"[:=\uff1a\uff1d][ \t]*(?:null|nil|undefined|none|n/?a)\b", re.I)
+_NULL_END = re.compile(r"[:=\uff1a\uff1d][ \t]*(?:null|nil|undefined|none|n/?a|tb[da]|[<\[(])", re.I)
 
 
 def null_label(text: str, question: str = "") -> "str | None":
@@ -36,7 +37,7 @@ def null_label(text: str, question: str = "") -> "str | None":
     word = null.lower().replace("/", "")
     if question and (_CODE.search(question) is not None or word in question.lower().replace("/", "")):
         return None
-    if null.lower() not in _NOTATION_NULLS and _DATA_LABEL.fullmatch(label) is None:
+    if null.lower() not in _NOTATION_NULLS and m["held"] is None and _DATA_LABEL.fullmatch(label) is None:
         return None
     return label + ":"
 
