@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
-from ._keys import _FILLER, _STEP, _STEP_TWICE, ANNOUNCERS, ECHO_LABELS, _announce, _chars, _key_chars
+from ._keys import _FILLER, _STEP, _STEP_TWICE, ECHO_LABELS, _announce, _chars, _key_chars, _start_words
 from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
@@ -351,12 +351,6 @@ def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str]
     at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in _start_words(keys))})"
     return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
         re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
-
-
-@functools.lru_cache(maxsize=64)
-def _start_words(keys: tuple[str, ...]) -> "tuple[list[str], ...]":
-    """The words an opener is made of: master keys, filler words, a step header's word (``_chars``)."""
-    return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"), *(_chars(letters(w)) for w in ANNOUNCERS))
 
 
 def _led(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:

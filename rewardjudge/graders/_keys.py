@@ -4,6 +4,7 @@ wrapped in."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..readouts._text import letters
@@ -223,3 +224,12 @@ def _announce(doubled: bool = False) -> str:
     who, adverb, verb = (_trie((_chars(letters(w)) for w in words), doubled=doubled)
                          for words in (ANNOUNCERS, ANNOUNCE_ADVERBS, REASONING_VERBS))
     return f"(?:{who})(?>{adverb})?(?>{verb})"
+
+
+@functools.lru_cache(maxsize=64)
+def _start_words(keys: tuple[str, ...]) -> "tuple[list[str], ...]":
+    """The words an opener is made of: master keys, filler words, a step header's word (``_chars``), and reasoning
+    announced (``_announce``: its subjects, adverbs and verbs; hunt 36: a short subject, ``我来``, is followed by an
+    adverb or a verb within the first characters ``_joined.opening`` looks at)."""
+    spoken = (*ANNOUNCERS, *ANNOUNCE_ADVERBS, *REASONING_VERBS)
+    return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"), *(_chars(letters(w)) for w in spoken))

@@ -16,7 +16,7 @@ import numpy as np
 from ..readouts._text import letters
 from ._encoded import ASCII_TAGS
 from ._joined import _BITS, _END, _WIDTH, _starts, opening
-from ._keys import _FILLER, ANNOUNCE_ADVERBS, ANNOUNCERS, REASONING_VERBS, _chars, _key_chars, _key_forms
+from ._keys import _chars, _key_forms, _start_words
 from ._markup import _unmarked
 
 #: ROT13 over the letters (``letters`` are lower case)
@@ -42,13 +42,11 @@ _TAGGED = re.compile("[\U000e0020-\U000e007e]")
 
 
 def _words(keys: "tuple[str, ...]") -> "list[list[str]]":
-    """Every word the content-free screen's opener (``_guards._opener_pattern``) is made of, as character patterns:
-    master keys, filler words, the parts of reasoning announced, a step header (its word, then one to three digits). A
-    text the opener takes whole is these one after another (its lookaheads only forbid), so it starts as they may and
-    ends as they may."""
-    spoken = (*ANNOUNCERS, *ANNOUNCE_ADVERBS, *REASONING_VERBS)
+    """Every word the content-free screen's opener (``_guards._opener_pattern``) is made of, as character patterns
+    (``_keys._start_words``), a step header with one to three digits. A text the opener takes whole is these one after
+    another (its lookaheads only forbid), so it starts as they may and ends as they may."""
     steps = [_chars("step") + ["[0123456789]"] * n for n in (1, 2, 3)]
-    return [*_key_chars(keys), *(list(w) for w in _FILLER), *(_chars(letters(w)) for w in spoken), *steps]
+    return [*_start_words(keys), *steps]
 
 
 @functools.lru_cache(maxsize=64)
