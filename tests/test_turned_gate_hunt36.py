@@ -83,3 +83,13 @@ def test_the_gate_skips_most_answers():
                                    "3336addinganumbertoitselfdoublesitsothesumistwice3") == []
     assert _turned.turned_readings("Gubhtug cebprff:", "gubhtugcebprff") == ["thoughtprocess"]
     assert _turned.turned_readings(":ssecorp thguohT", "ssecorpthguoht") == ["thoughtprocess"]
+
+
+def test_a_batch_screens_as_each_text_alone():
+    """The batch's prefix lookup (``_joined.opening`` over ``_keys._start_words``) skips no text the opener takes:
+    generated texts of every kind of opener word, reasoning announced included (``我来认真思考``), flag alike alone and
+    in a batch."""
+    texts = [*_texts(), "我来认真思考一下。", "我来认真思考", "让我仔细想想", "Lass uns zuerst nachdenken."]
+    assert _content_free_flags(texts, ()) == [content_free_reason(t) is not None for t in texts]
+    assert _content_free_flags(sorted(set(texts)) * 2, ()) == [content_free_reason(t) is not None
+                                                                for t in sorted(set(texts)) * 2]

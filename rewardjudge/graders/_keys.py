@@ -153,7 +153,7 @@ _FILLER_WORDS = frozenset({
     "자세히", "잠시", "한번", "이 문제를", "문제를", "우선", "मुझे", "ध्यान से", "पहले", "ज़रा", "थोड़ा", "चलो", "आइए",
     "इस पर", "इसे", "सावधानी से", "हम", "بعناية", "بدقة", "قليلا", "في هذا", "في ذلك", "هذه المسألة", "المسألة", "أولا", "في", "هذا", "ذلك",
     "goed", "erover", "hierover", "efter", "noga", "dengan hati hati", "tentang ini", "kỹ", "cẩn thận", "về điều này",
-    "się", "nad tym", "dokładnie", "wait", "one moment", "a moment", "one second", "hold on", "on", "on this",
+    "эту задачу", "этот вопрос", "эту проблему", "задачу", "się", "nad tym", "dokładnie", "wait", "one moment", "a moment", "one second", "hold on", "on", "on this",
     "dikkatlice", "önce", "biraz", "şimdi", "bir",
 })
 #: hunt 24: the filler of the keys' own languages (articles, copulas and particles, "my", "final", "here",
