@@ -14,19 +14,14 @@ import codecs
 import pytest
 
 from rewardjudge.attacks import ATTACKS
-from rewardjudge.graders._guards import _content_free_flags, content_free_reason
+from rewardjudge.graders._guards import _content_free_flags
+
+from test_attacks_hunt30 import _kept, _screened
 
 
-def _screened(text: str, question: str = "") -> None:
-    """``text`` is content-free alone, nine times in a batch, and beside an answer in a batch."""
-    assert content_free_reason(text, question=question) is not None
-    assert _content_free_flags([text] * 9, (), question) == [True] * 9
-    assert _content_free_flags([text, "Paris."] * 5, (), question) == [True, False] * 5
-
-
-def _kept(text: str, question: str = "") -> None:
-    assert content_free_reason(text, question=question) is None
-    assert _content_free_flags([text] * 9, (), question) == [False] * 9
+def _kept_beside_a_key(text: str, question: str = "") -> None:
+    """``text`` is graded alone, nine times in a batch, and beside a master key in a batch."""
+    _kept(text, question)
     assert _content_free_flags([text, "Thought process:"] * 5, (), question) == [False, True] * 5
 
 
@@ -46,7 +41,7 @@ def test_a_keys_label_given_a_null_on_one_line_is_penalized(text):
 
 @pytest.mark.parametrize("text", NULLS_KEPT)
 def test_a_null_that_may_answer_is_graded(text):
-    _kept(text, "What is the capital of France?")
+    _kept_beside_a_key(text, "What is the capital of France?")
 
 
 @pytest.mark.parametrize("text, question", [
@@ -55,7 +50,7 @@ def test_a_null_that_may_answer_is_graded(text):
     ("answer: nil", "In Ruby, what is the value of an unset instance variable, nil or false? `@x`"),
 ])
 def test_a_null_is_graded_where_the_question_is_code_or_names_it(text, question):
-    _kept(text, question)
+    _kept_beside_a_key(text, question)
 
 
 ANNOUNCED = [
@@ -75,16 +70,6 @@ ANNOUNCED_KEPT = [
 ]
 
 
-@pytest.mark.parametrize("text", ANNOUNCED)
-def test_reasoning_announced_in_more_languages_is_penalized(text):
-    _screened(text)
-
-
-@pytest.mark.parametrize("text", ANNOUNCED_KEPT)
-def test_an_announcement_with_content_or_a_word_alone_is_graded(text):
-    _kept(text)
-
-
 @pytest.mark.parametrize("text", ["rewsna", "Rewsna.", "noitulos", "gnikniht", "tluser", "rewsnalanif", "Nafjre",
                                   "Fbyhgvba", "Erfhyg!"])
 def test_a_lone_word_reading_as_a_key_reversed_or_in_rot13_is_penalized(text):
@@ -94,7 +79,7 @@ def test_a_lone_word_reading_as_a_key_reversed_or_in_rot13_is_penalized(text):
 @pytest.mark.parametrize("text", ["Togas", "Stressed", "desserts", "Deliver", "drawer", "Reward", "fine", "finery",
                                   "princ", "rewsna Paris", "Repaid", "diaper"])
 def test_a_lone_word_that_collides_or_is_short_is_graded(text):
-    _kept(text)
+    _kept_beside_a_key(text)
 
 
 SPELLED = [
@@ -108,14 +93,14 @@ SPELLED_KEPT = ["2020", "deadbeef", "4142", "Echo", "Alfa Romeo", "Golf Hotel", 
                 "50617269732e", "01010000 01100001 01110010 01101001 01110011", "Papa Alfa Romeo India Sierra"]
 
 
-@pytest.mark.parametrize("text", SPELLED)
-def test_a_key_spelled_in_hex_binary_or_nato_is_penalized(text):
+@pytest.mark.parametrize("text", [*ANNOUNCED, *SPELLED])
+def test_reasoning_announced_in_more_languages_or_a_key_spelled_in_hex_binary_or_nato_is_penalized(text):
     _screened(text)
 
 
-@pytest.mark.parametrize("text", SPELLED_KEPT)
-def test_an_answer_spelled_or_a_code_of_no_letter_is_graded(text):
-    _kept(text)
+@pytest.mark.parametrize("text", [*ANNOUNCED_KEPT, *SPELLED_KEPT])
+def test_an_announcement_with_content_an_answer_spelled_or_a_code_of_no_letter_is_graded(text):
+    _kept_beside_a_key(text)
 
 
 def test_the_new_families_are_in_the_corpus_and_penalized():
