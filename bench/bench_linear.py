@@ -108,7 +108,8 @@ def hostile_texts(size: int = SIZE) -> dict[str, str]:
     for unit in ("\u00df", "\ufdfa", "\u200f", "\u202e", '"', "'", "`", "{", "(", "\u2474",
                  "\u89e3", "\u89e3\u7b54\ub2f5",   # and one-character master keys: a word each
                  "\u89e3\u7b54", "\u0939\u0932", "\ub2f5",   # a key and a shorter one; a key that starts a filler
-                 "<div>", "<td></td>", "<b>x</b>", "<style>.x{display:none}</style><span class=x>"):   # tags (hunt 33)
+                 "<div>", "<td></td>", "<b>x</b>", "<style>.x{display:none}</style><span class=x>",   # tags (hunt 33)
+                 "4a", "4a ", "01000001 ", "Alfa ", "alfa, Bravo-", "rewsna ", "\u6211\u6765\u8ba4\u771f"):   # hunt 36
         texts.setdefault(f"{unit!r} repeated", _cut(unit, size))
     texts.update(_key_mixes(size))
     return texts
