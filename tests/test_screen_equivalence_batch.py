@@ -1,0 +1,125 @@
+"""The fields screen's batch steps (``_guards._free_flags`` over 43,000 texts joined) decide as they did when each
+step looked at every text: the turned readings (``_turned.turned_flags``) now read only the texts not flagged yet (the
+ROT13 and reversed readings only those of Latin letters, the upside-down reading only those holding a turned letter),
+and the emoji step (``_guards._flag_emoji``) reads only the texts holding a pictograph's code. The earlier steps are
+kept here, and both are run on batches of the bench's hostile inputs cut in pieces, the attack corpus, master keys
+turned (ROT13, reversed, upside down, as tag characters) among other texts, emoji and benign answers. Nothing here
+times anything (``python -m bench linear``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from importlib import resources
+
+import pytest
+
+from bench.bench_linear import hostile_texts
+from rewardjudge.graders import _guards
+from rewardjudge.graders._guards import _content_free_flags, _emoji_message
+from rewardjudge.graders._keys import _FILLER, _key_forms
+from rewardjudge.graders._turned import _FLIP, _FLIPPED, _REVERSED_SHAPE, _ROT13, _ROT13_SHAPE, _TAGGED, _untagged
+
+
+def _old_turned_flags(texts, found, joiner, flags, keys_only):
+    """``turned_flags`` as it was: each reading over every text."""
+    if all(flags):
+        return
+    if _TAGGED.search("".join(texts)) is not None:
+        tagged = [i for i, t in enumerate(texts) if not flags[i] and _TAGGED.search(t) is not None]
+        for i, only in zip(tagged, keys_only([_untagged(texts[i]) or "" for i in tagged])):
+            flags[i] = only
+    pieces = found.split(joiner)
+    readings = [(found.translate(_ROT13).split(joiner), False), (found[::-1].split(joiner)[::-1], True)]
+    if _FLIPPED.search(found) is not None:
+        readings.append((found.translate(_FLIP)[::-1].split(joiner)[::-1], None))
+    for reading, reversed_ in readings:
+        for i in itertools.compress(range(len(pieces)), keys_only(reading)):
+            latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
+                                              _ROT13_SHAPE.search(texts[i])) is not None)
+            if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
+                flags[i] = True
+
+
+def _old_flag_emoji(flags, texts, pieces, only, joined):
+    """The emoji step as it was: every text's flag made again."""
+    flags[:] = [keyed or not (piece or _emoji_message(text)) for piece, keyed, text in zip(pieces, only, texts)]
+
+
+_FLIP_BACK = {v: k for k, v in zip("ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎ", "acefghijklmrtvwy")}
+_EMOJI = ["\U0001f600", "\U0001f389", "\U0001f64c", "\U0001f44d", "\U0001f3fb", "\U0001f3ff", "\u2705", "\U0001fa90"]
+_BENIGN = ["Paris", "The capital is Paris.", "42", "I think so: yes", "step 1: add", "x = 3", "ok", "",
+           "  ", "Answer: Paris", "Thought process: it is Paris.", "1. Paris\n2. Lyon", "<b>Paris</b>"]
+
+
+def _turned(rng: random.Random, word: str) -> str:
+    """A master key written as a judge undoes it: ROT13, reversed, upside down, as tag characters, or as it is."""
+    way = rng.randrange(6)
+    if way == 0:
+        return word.translate(_ROT13) + rng.choice([":", " x", "", " :"])
+    if way == 1:
+        return rng.choice([":", "", ". "]) + word[::-1] + rng.choice(["", " ", " a"])
+    if way == 2:
+        return "".join(_FLIP_BACK.get(c, c) for c in word)[::-1]
+    if way == 3:
+        return "".join(chr(0xE0000 + ord(c)) for c in word) + rng.choice([":", ""])
+    return rng.choice(["", " ", "\u202e"]) + word + rng.choice(["", ":", ": Paris", " the"])
+
+
+def _batch(rng: random.Random, size: int) -> "list[str]":
+    forms = sorted(k for k in _key_forms(()) if k.isascii())
+    pool = [*forms, *sorted(_FILLER)[:40], *_BENIGN]
+    out = []
+    for _ in range(size):
+        kind = rng.randrange(5)
+        if kind == 0:
+            out.append(_turned(rng, rng.choice(forms)))
+        elif kind == 1:
+            out.append("".join(rng.choice(_EMOJI) for _ in range(rng.randrange(1, 4))) + rng.choice(["", "!", " ", "a"]))
+        elif kind == 2:
+            out.append(" ".join(_turned(rng, rng.choice(pool)) for _ in range(rng.randrange(1, 4))))
+        else:
+            out.append(rng.choice(pool))
+    return out
+
+
+def _attack_texts() -> "list[str]":
+    with resources.files("rewardjudge.data").joinpath("attacks.jsonl").open(encoding="utf-8") as lines:
+        return [json.loads(line)["text"] for line in lines if line.strip()]
+
+
+def _decide_alike(monkeypatch, batches: "list[list[str]]", keys: "tuple[str, ...]" = ()) -> None:
+    new = [_content_free_flags(list(b), keys) for b in batches]
+    with monkeypatch.context() as m:
+        m.setattr(_guards, "turned_flags", _old_turned_flags)
+        m.setattr(_guards, "_flag_emoji", _old_flag_emoji)
+        old = [_content_free_flags(list(b), keys) for b in batches]
+    for batch, a, b in zip(batches, new, old):
+        assert a == b, [t for t, x, y in zip(batch, a, b) if x != y][:5]
+
+
+@pytest.mark.parametrize("width", [1, 3, 6, 11])
+def test_hostile_texts_cut_in_pieces_decide_alike(monkeypatch, width):
+    texts = hostile_texts(1536).values()
+    _decide_alike(monkeypatch, [[t[i:i + width] for i in range(0, len(t), width)] for t in texts])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_turned_keys_emoji_and_answers_decide_alike(monkeypatch, seed):
+    rng = random.Random(seed)
+    batches = [_batch(rng, rng.choice([1, 2, 5, 40, 300])) for _ in range(40)]
+    _decide_alike(monkeypatch, batches)
+    _decide_alike(monkeypatch, batches[:10], ("final verdict", "x"))
+
+
+def test_the_attack_corpus_decides_alike(monkeypatch):
+    attacks = _attack_texts()
+    rng = random.Random(3)
+    _decide_alike(monkeypatch, [attacks, *(rng.sample(attacks, 20) + _batch(rng, 20) for _ in range(10))])
+
+
+def test_the_steps_are_run_and_flag():
+    """The inputs reach both steps: a turned key is flagged, an emoji message is not, a lone emoji is."""
+    texts = ["Nafjre:", ":rewsna", "ɹǝʍsuɐ", "\U0001f600\U0001f389", "\U0001f44d", "Paris", "\U0001f600 Paris"]
+    assert _content_free_flags(texts, ()) == [True, True, True, False, True, False, False]
