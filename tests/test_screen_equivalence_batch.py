@@ -1,9 +1,11 @@
 """The fields screen's batch steps (``_guards._free_flags`` over 43,000 texts joined) decide as they did when each
 step looked at every text: the turned readings (``_turned.turned_flags``) now read only the texts not flagged yet (the
-ROT13 and reversed readings only those of Latin letters, the upside-down reading only those holding a turned letter),
-and the emoji step (``_guards._flag_emoji``) reads only the texts holding a pictograph's code. The earlier steps are
+ROT13 and reversed readings only those of Latin letters, ROT13 only where a space or a colon stands, the upside-down reading only those holding a turned letter),
+the emoji step (``_guards._flag_emoji``) reads only the texts holding a pictograph's code, and the documents' step
+(``_guards._flag_documents``) only the texts holding a document's marks. The earlier steps are
 kept here, and both are run on batches of the bench's hostile inputs cut in pieces, the attack corpus, master keys
-turned (ROT13, reversed, upside down, as tag characters) among other texts, emoji and benign answers. Nothing here
+turned (ROT13, reversed, upside down, as tag characters) among other texts, emoji, documents (JSON, YAML, tables,
+CSV, XML, escaped) and benign answers. Nothing here
 times anything (``python -m bench linear``)."""
 
 from __future__ import annotations
@@ -47,8 +49,24 @@ def _old_flag_emoji(flags, texts, pieces, only, joined):
     flags[:] = [keyed or not (piece or _emoji_message(text)) for piece, keyed, text in zip(pieces, only, texts)]
 
 
+def _old_flag_documents(flags, texts, keys):
+    """``_flag_documents`` as it was: ``_document`` of every text not flagged."""
+    if all(flags):
+        return
+    joined = "".join(texts)
+    if not any(c in joined for c in "{[`~&%<") and not ("\n" in joined and any(c in joined for c in ":=|,;\t")):
+        return
+    docs = {i: body for i, t in enumerate(texts) if not flags[i] and (body := _guards._document(t, keys)) is not None}
+    for i, free in zip(docs, _guards._json_free(list(docs.values()), keys) if docs else []):
+        flags[i] = free
+
+
 _FLIP_BACK = {v: k for k, v in zip("ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎ", "acefghijklmrtvwy")}
 _EMOJI = ["\U0001f600", "\U0001f389", "\U0001f64c", "\U0001f44d", "\U0001f3fb", "\U0001f3ff", "\u2705", "\U0001fa90"]
+_DOCUMENTS = ['{"answer": ""}', '{"a": 1}', '["", ""]', "answer: ''\nscore: 1", "a = ''\nb = 2", "a,b\n,1", "a;b\n;1",
+              "a\tb\n\t1", "| a | b |\n|---|---|\n| | 1 |", "<answer></answer>", "<a>Paris</a>", "```json\n{}\n```",
+              "&#123;&#125;", "%7B%7D", "> {\"a\": \"\"}", "Answer: {}", "x\n- ''", "[1, 2]", "{'a': ''}", "a:\nb",
+              "Paris,\nLyon", "1,2\n3,4", "~~~\n~~~", "{\"answer\": \"Paris\"}", "<b>x</b>\n,"]
 _BENIGN = ["Paris", "The capital is Paris.", "42", "I think so: yes", "step 1: add", "x = 3", "ok", "",
            "  ", "Answer: Paris", "Thought process: it is Paris.", "1. Paris\n2. Lyon", "<b>Paris</b>"]
 
@@ -69,7 +87,7 @@ def _turned(rng: random.Random, word: str) -> str:
 
 def _batch(rng: random.Random, size: int) -> "list[str]":
     forms = sorted(k for k in _key_forms(()) if k.isascii())
-    pool = [*forms, *sorted(_FILLER)[:40], *_BENIGN]
+    pool = [*forms, *sorted(_FILLER)[:40], *_BENIGN, *_DOCUMENTS]
     out = []
     for _ in range(size):
         kind = rng.randrange(5)
@@ -94,6 +112,7 @@ def _decide_alike(monkeypatch, batches: "list[list[str]]", keys: "tuple[str, ...
     with monkeypatch.context() as m:
         m.setattr(_guards, "turned_flags", _old_turned_flags)
         m.setattr(_guards, "_flag_emoji", _old_flag_emoji)
+        m.setattr(_guards, "_flag_documents", _old_flag_documents)
         old = [_content_free_flags(list(b), keys) for b in batches]
     for batch, a, b in zip(batches, new, old):
         assert a == b, [t for t, x, y in zip(batch, a, b) if x != y][:5]
@@ -110,6 +129,7 @@ def test_turned_keys_emoji_and_answers_decide_alike(monkeypatch, seed):
     rng = random.Random(seed)
     batches = [_batch(rng, rng.choice([1, 2, 5, 40, 300])) for _ in range(40)]
     _decide_alike(monkeypatch, batches)
+    _decide_alike(monkeypatch, [[t for t in b if t.isascii()] for b in batches])   # letters all Latin
     _decide_alike(monkeypatch, batches[:10], ("final verdict", "x"))
 
 
@@ -117,6 +137,13 @@ def test_the_attack_corpus_decides_alike(monkeypatch):
     attacks = _attack_texts()
     rng = random.Random(3)
     _decide_alike(monkeypatch, [attacks, *(rng.sample(attacks, 20) + _batch(rng, 20) for _ in range(10))])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_documents_among_other_texts_decide_alike(monkeypatch, seed):
+    rng = random.Random(100 + seed)
+    docs = [rng.choice(_DOCUMENTS) + rng.choice(["", " ", "\n", ",", "Paris"]) for _ in range(200)]
+    _decide_alike(monkeypatch, [rng.sample(docs, 40) + _batch(rng, 40) for _ in range(20)] + [docs])
 
 
 def test_the_steps_are_run_and_flag():

@@ -22,15 +22,25 @@ OWN_RARER = np.array([[ord("<"), ord("?")], [ord("<"), ord("!")], [ord("["), ord
 NEWLINE = np.array([ord("\n")], dtype=np.uint32)
 
 
+def table(chars: str) -> "np.ndarray":
+    """``chars`` as a table for ``holding``: True at each one's code point, False at the last."""
+    out = np.zeros(max(map(ord, chars)) + 2, dtype=bool)
+    out[[ord(c) for c in chars]] = True
+    return out
+
+
 def holding(joined: str, joiner: str, codes: "np.ndarray | range", flags: "list[bool] | None") -> "list[int]":
     """The indices of the texts ``joined`` by ``joiner`` that hold one of the characters ``codes`` (or,
     where ``codes`` are rows, the two characters of a row in a row, -1 for any; a ``range``, one of its
-    code points, ``joiner`` not among them) and are not ``flags``-ed,
+    code points; a table of booleans, a code point below its length where it is True; ``joiner`` none of these)
+    and are not ``flags``-ed,
     in order, in numpy: each character's text is the count of joiners before it (a regex call per
     text: 10 ms for 43,000)."""
     chars = _codes(joined)
     if isinstance(codes, range):
         marks = (chars >= codes.start) & (chars < codes.stop) & (chars != ord(joiner))
+    elif codes.dtype == bool:   # a table (its last code point none: every one past it reads that one)
+        marks = codes[np.minimum(chars, len(codes) - 1)] & (chars != ord(joiner))
     elif codes.ndim == 2:
         marks = np.zeros(len(chars), dtype=bool)
         for first, second in codes.tolist():
