@@ -52,7 +52,7 @@ _ID = re.compile(r"(?<![\w-])id\s{0,8}=\s{0,8}[\"']?([^\s\"'>]{1,256})", re.I)
 def _sheet(text: str) -> "set[str]":
     """The selectors (``.x``, ``#a``, ``span``) the stylesheets of ``text`` hide: each rule's selectors' last part."""
     hidden: "set[str]" = set()
-    for sheet in _STYLE.findall(text):
+    for sheet in set(_STYLE.findall(text)):   # each once: a text repeats its stylesheet
         for rule in sheet.split("}"):   # ``selectors{declarations``: a split, no pattern tried at each character
             selectors, _, declarations = rule.partition("{")
             if _HIDING.search(declarations + ";") is not None:
@@ -92,13 +92,16 @@ def hidden_out(text: str, fenced: bool = False) -> str:
     stack: "list[tuple[str, int, bool]]" = []   # (name, start, whether it or one around it hides)
     opened: "dict[str, int]" = {}   # the elements of each name on the stack
     spans: "list[tuple[int, int]]" = []
+    hides: "dict[tuple[str, str], bool]" = {}   # ``_hides`` of each tag, once: a text repeats its few tags
     for m in _ANY_TAG.finditer(text):
         slash, name, attributes, closed = m.groups()
         name = name.casefold()
         if not slash:
             if not closed and name not in _VOID:
                 around = bool(stack) and stack[-1][2]
-                stack.append((name, m.start(), around or _hides(name, attributes, sheet, fenced)))
+                if not around and (name, attributes) not in hides:
+                    hides[name, attributes] = _hides(name, attributes, sheet, fenced)
+                stack.append((name, m.start(), around or hides[name, attributes]))
                 opened[name] = opened.get(name, 0) + 1
         elif opened.get(name):   # a close with no open of its name ends none
             _close(stack, opened, name, m, spans)
