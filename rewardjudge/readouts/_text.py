@@ -55,8 +55,15 @@ _ESCAPE = re.compile(_TEXT_ESCAPES + r"|=(?:3d)*(?P<hq>[0-9a-f]{2}(?:=(?:3d)*[89
 
 
 def _splitter(pattern: str) -> "re.Pattern[str]":
-    """``pattern`` as one capturing group, for ``split``: each escape found in C, no call per escape."""
-    return re.compile("(" + re.sub(r"\(\?P<\w+>", "(?:", pattern) + ")")
+    """``pattern`` as one capturing group, for ``split``: each escape found in C, no call per escape. Its repeats of a
+    group (a chain's ``(?:25)*``, bytes' ``{0,3}``) as branches matching the same in the same order (``(?:25(?:25)*|)``):
+    a repeat set up per escape costs more than a branch (256 KiB of ``%3c``: a split of 19 -> 15 ms)."""
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    for unit in ("amp;", "25", "3d"):
+        pattern = pattern.replace(f"(?:{unit})*", f"(?:{unit}(?:{unit})*|)")
+    for byte in ("%(?:25(?:25)*|)[89ab][0-9a-f]", "=(?:3d(?:3d)*|)[89ab][0-9a-f]"):
+        pattern = pattern.replace(f"(?:{byte}){{0,3}}", f"(?:{byte}(?:{byte}(?:{byte}|)|)|)")
+    return re.compile("(" + pattern + ")")
 
 
 _ESCAPES = _splitter(_ESCAPE.pattern)
