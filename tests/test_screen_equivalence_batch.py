@@ -21,11 +21,11 @@ from bench.bench_linear import hostile_texts
 from rewardjudge.graders import _guards
 from rewardjudge.graders._guards import _content_free_flags, _emoji_message
 from rewardjudge.graders._keys import _FILLER, _key_forms
-from rewardjudge.graders._turned import _FLIP, _FLIPPED, _REVERSED_SHAPE, _ROT13, _ROT13_SHAPE, _TAGGED, _untagged
+from rewardjudge.graders._turned import _FLIP, _FLIPPED, _REVERSED_SHAPE, _ROT13, _ROT13_SHAPE, _TAGGED, _lone_key, _untagged
 
 
-def _old_turned_flags(texts, found, joiner, flags, keys_only):
-    """``turned_flags`` as it was: each reading over every text."""
+def _old_turned_flags(texts, found, joiner, flags, keys_only, keys=()):
+    """``turned_flags`` as it was: each reading over every text, no gate."""
     if all(flags):
         return
     if _TAGGED.search("".join(texts)) is not None:
@@ -39,7 +39,7 @@ def _old_turned_flags(texts, found, joiner, flags, keys_only):
     for reading, reversed_ in readings:
         for i in itertools.compress(range(len(pieces)), keys_only(reading)):
             latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
-                                              _ROT13_SHAPE.search(texts[i])) is not None)
+                                              _ROT13_SHAPE.search(texts[i])) is not None or _lone_key(reading[i], keys))
             if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
 

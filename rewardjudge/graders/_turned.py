@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ..readouts._text import letters
 from ._encoded import ASCII_TAGS
-from ._joined import _BITS, _END, _WIDTH, _starts, opening
+from ._joined import _BITS, _END, _WIDTH, _starts, holding, opening
 from ._keys import _chars, _key_forms, _start_words
 from ._markup import _unmarked
 
@@ -25,6 +26,7 @@ _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm
 #: that are another turned (``b``/``q``, ``d``/``p``, ``n``/``u``) swapped; the rest stand for themselves
 _FLIP = str.maketrans("ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎbqdpnu", "acefghiijkllmrrtvwyqbpdun")
 _FLIPPED = re.compile("[ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ]")
+_FLIPPED_CODES = np.array([ord(c) for c in "ɐɔǝɟƃɥıᴉɾʞןꞁɯɹᴚʇʌʍʎ"], dtype=np.uint32)
 #: a text read reversed: two words or more, or one led by a sentence's last mark (``:rewsnA``): a lone word is read
 #: as it is written (``Togas`` is no ``sagot``)
 _REVERSED_SHAPE = re.compile(r"\s*[^\w\s]|\S+\s+\S")
@@ -127,33 +129,47 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
                  keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]" = ()) -> None:
     """Flags (in place) the texts (``found``: their letters joined by ``joiner``) that a turned reading shows as
     master keys and filler only (``keys_only``), as ``turned_readings`` reads one: the letters in ROT13 and reversed,
-    each one translation of the whole; upside down only where a turned letter stands; the texts holding a tag
-    character one by one. Each a pass of ``keys_only`` over the texts."""
+    each one translation of the texts it may flag (``_readings``); upside down only where a turned letter stands; the
+    texts holding a tag character one by one. Each a pass of ``keys_only`` over those texts."""
     if all(flags):
         return
-    if _TAGGED.search("".join(texts)) is not None:   # tag characters: those texts read one by one
+    whole = "".join(texts)
+    if not whole.isascii() and _TAGGED.search(whole) is not None:   # tag characters: those texts read one by one
         tagged = [i for i, t in enumerate(texts) if not flags[i] and _TAGGED.search(t) is not None]
         for i, only in zip(tagged, keys_only([_untagged(texts[i]) or "" for i in tagged])):
             flags[i] = only
     pieces = found.split(joiner)
-    readings = [(found.translate(_ROT13).split(joiner), False), (found[::-1].split(joiner)[::-1], True)]
-    if _FLIPPED.search(found) is not None:
-        readings.append((found.translate(_FLIP)[::-1].split(joiner)[::-1], None))
-    for reading, reversed_ in readings:
-        for i in _keyed(reading, reversed_, found, joiner, keys_only, keys):   # the few that read as keys
+    for which, reading, reversed_ in _readings(found, pieces, joiner, flags, keys):
+        for i, read in itertools.compress(zip(which, reading), keys_only(reading)):   # the few that read as keys
             latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
-                                              _ROT13_SHAPE.search(texts[i])) is not None or _lone_key(reading[i], keys))
-            if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
+                                              _ROT13_SHAPE.search(texts[i])) is not None or _lone_key(read, keys))
+            if read != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
 
 
-def _keyed(reading: "list[str]", reversed_: "bool | None", found: str, joiner: str,
-           keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]") -> "list[int]":
-    """The indices of ``reading`` (a turned reading of the texts, ``found`` their letters joined) that ``keys_only``
-    reads as master keys, tried only where ``_may_each`` lets them be (ROT13 and reversed: hunt 36)."""
-    if reversed_ is None:
-        return list(itertools.compress(range(len(reading)), keys_only(reading)))
-    may = _may_each(found.translate(_ROT13), joiner, keys) if not reversed_ \
-        else _may_each(found[::-1], joiner, keys)[::-1]
-    tried = np.flatnonzero(may).tolist()
-    return [i for i, only in zip(tried, keys_only([reading[i] for i in tried]) if tried else []) if only]
+def _readings(found: str, pieces: "list[str]", joiner: str, flags: "list[bool]", keys: "tuple[str, ...]"
+              ) -> "Iterator[tuple[list[int], list[str], bool | None]]":
+    """The readings ``turned_flags`` tries: (the texts it may flag, in order; their readings; whether read from the
+    end, None upside down). Only the texts not flagged yet: ROT13 and reversed of Latin letters, where the reading's
+    ends may be master keys (``_may_each``: hunt 36), upside down where a turned letter stands (found in numpy)."""
+    unflagged = list(itertools.compress(range(len(pieces)), map(operator.not_, flags)))
+    latin = unflagged if found.isascii() else \
+        list(itertools.compress(unflagged, map(str.isascii, map(pieces.__getitem__, unflagged))))
+    turns: "list[tuple[list[int], Callable[[str], str], bool | None]]" = [
+        (latin, lambda joined: joined.translate(_ROT13), False), (latin, lambda joined: joined[::-1], True)]
+    if not found.isascii() and _FLIPPED.search(found) is not None:
+        turns.append((holding(found, joiner, _FLIPPED_CODES, flags), lambda joined: joined.translate(_FLIP)[::-1],
+                      None))
+    for which, turn, reversed_ in turns:
+        if not which:
+            continue
+        joined = turn(found if len(which) == len(pieces) else joiner.join(map(pieces.__getitem__, which)))
+        reading = joined.split(joiner)
+        if reversed_ is not False:   # read from the end: the texts in their order again
+            reading.reverse()
+        if reversed_ is not None:    # only where a key may start and end the reading
+            may = _may_each(joined, joiner, keys)
+            may = (may[::-1] if reversed_ else may).tolist()
+            which, reading = list(itertools.compress(which, may)), list(itertools.compress(reading, may))
+        if which:
+            yield which, reading, reversed_
