@@ -23,7 +23,7 @@ from ..readouts._decision import NoVerdict
 from ..templates._prompts import get_prompt
 from ..thread import StringThread
 from ._options import GraderOptions, JudgeBinding
-from ._field_guards import blanked_again, screen_fields
+from ._field_guards import blanked_again, screen_fields, warm_screen
 from ._guards import content_free_reason
 from ._schedule import prompt_units
 
@@ -188,6 +188,8 @@ class Grader(abc.ABC):
             self.max_completion_chars = opts.max_completion_chars
         if isinstance(opts, JudgeBinding):
             self.model, self.completion_model = opts.model, opts.completion_model
+        if self.reject_content_free:   # the screen's patterns built here, not in the first grade's loop turn
+            warm_screen(tuple(self.content_free_phrases))
 
     async def grade(self, sample: StringThread) -> Grade:
         """Grade one sample: a group of one (``grade_group``)."""
@@ -233,8 +235,7 @@ class Grader(abc.ABC):
 
     async def judge(self, sample: StringThread, parsed: BaseModel | None) -> Grade:
         """A screened sample's Grade (``parsed``: the completion parsed into ``completion_model``)."""
-        raise ConfigError(f"{type(self).__name__} implements neither judge() nor grade(): a grader "
-                          f"family overrides one of them")
+        raise ConfigError(f"{type(self).__name__} implements neither judge() nor grade(): a grader family overrides one")
 
     def config(self) -> dict[str, Any]:
         """What defines this grader's behaviour; its hash is ``version``."""
@@ -242,8 +243,7 @@ class Grader(abc.ABC):
                 "eval_penalty": self.eval_penalty}
 
     def require_rewards(self, where: str) -> None:
-        """``ConfigError`` when this grader's verdicts carry no number; ``where`` names the
-        adapter asking."""
+        """``ConfigError`` when this grader's verdicts carry no number; ``where`` names the adapter asking."""
 
     @property
     def version(self) -> str:

@@ -52,34 +52,33 @@ def _words(keys: "tuple[str, ...]") -> "list[list[str]]":
 
 
 @functools.lru_cache(maxsize=64)
-def _ends(keys: "tuple[str, ...]") -> "tuple[frozenset[str], frozenset[str], tuple, tuple]":
-    """Part A of hunt 36, the gate of a turned reading: the first ``_WIDTH`` characters (all of a shorter text) a text of
-    ``_words`` may start with (``_joined._starts``), and those its reverse may start with (the text's last ones, from the
-    end); the words and the words reversed."""
+def _ends(keys: "tuple[str, ...]") -> "tuple[tuple, tuple]":
+    """Part A of hunt 36, the gate of a turned reading: the words a text of master keys is made of (``_words``), and
+    the words reversed (a text's end read from the end); their starts are ``_joined._starts``' tables."""
     words = tuple(tuple(w) for w in _words(keys))
-    backs = tuple(w[::-1] for w in words)
-    return _heads(words), _heads(backs), words, backs
+    return words, tuple(w[::-1] for w in words)
 
 
-def _heads(words: "tuple[tuple[str, ...], ...]") -> "frozenset[str]":
-    """``_joined._starts(words)`` as strings: each packed start unpacked, cut where the text ends."""
-    mask, out = (1 << _BITS) - 1, set()
-    for key in _starts(words).tolist():
-        codes = [key >> (_BITS * (_WIDTH - 1 - i)) & mask for i in range(_WIDTH)]
-        out.add("".join(map(chr, itertools.takewhile(lambda c: c != _END, codes))))
-    return frozenset(out)
+def _starting(head: str, words: "tuple[tuple[str, ...], ...]") -> bool:
+    """Whether a text of ``words`` may start with ``head`` (its first ``_WIDTH`` characters, all of a shorter text):
+    ``head`` packed as ``_joined._starts`` packs a start, looked up in its sorted table."""
+    codes = [*map(ord, head[:_WIDTH])]
+    key = functools.reduce(lambda packed, c: packed << _BITS | c, codes + [_END] * (_WIDTH - len(codes)), 0)
+    table = _starts(words)
+    at = int(np.searchsorted(table, key))
+    return at < len(table) and int(table[at]) == key
 
 
 def may_be_keys(head: str, back: str, keys: "tuple[str, ...]") -> bool:
     """Whether a reading whose first ``_WIDTH`` characters are ``head`` and last ones, read from the end, ``back`` may be
     master keys and filler (``_guards._only_keys``): a necessary condition, never false where that is true."""
-    starts, ends, _, _ = _ends(keys)
-    return head in starts and back in ends
+    words, backs = _ends(keys)
+    return _starting(head, words) and _starting(back, backs)
 
 
 def _may_each(reading: str, joiner: str, keys: "tuple[str, ...]") -> "np.ndarray":
     """``may_be_keys`` of each text of ``reading`` (texts joined by ``joiner``), in numpy (``_joined.opening``)."""
-    _, _, words, backs = _ends(keys)
+    words, backs = _ends(keys)
     return opening(reading, joiner, words) & opening(reading[::-1], joiner, backs)[::-1]
 
 
