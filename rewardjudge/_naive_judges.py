@@ -328,6 +328,58 @@ def _verdict_note(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"{m.group(1)}: {note(m.group(2))}", s())
 
 
+#: a judge's own sealed JSON verdict (``{"seal": "<seal>", ... "seal_end": "<seal>"}``)
+_SEALED_OBJECT = re.compile(r'\{"seal": "[0-9a-f]{16}".*?"seal_end": "[0-9a-f]{16}"\}')
+
+
+def _python_dict(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its JSON verdict written as a Python dict (``{'seal': '<seal>', ...}``,
+    as ``repr`` writes it: a string holding ``'`` in double quotes)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_OBJECT.sub(lambda m: repr(json.loads(m.group())), s())
+
+
+def _table_seal_last(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its seal after its verdict in a two-column table's row
+    (``| Verdict | Code |`` ... ``| FAIL | <seal> |``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"| Verdict | Code |\n|---|---|\n| {m.group(2)} | {m.group(1)[8:]} |", s())
+
+
+def _table_key_value(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its seal and verdict as a key-value table's rows
+    (``| seal | <seal> |`` / ``| verdict | FAIL |``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"| Field | Value |\n|---|---|\n| seal | {m.group(1)[8:]} |\n| verdict | {m.group(2)} |", s())
+
+
+def _json_end_comment(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, comments after its JSON verdict's closing seal (``"seal_end": "<seal>"
+    // final`` / ``} # done``)."""
+    return f"{_SAYS}{decode(c)}\n" + re.sub(r'("seal_end": "[0-9a-f]{16}")\}', r"\1 // final\n} # done", s())
+
+
+def _seal_hyphens(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, each seal in its own reply in groups of four joined by hyphens
+    (``0123-4567-89ab-cdef``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEAL_HEX.sub(lambda m: "-".join(re.findall("....", m.group())), s())
+
+
+def _grade_note(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a note after each candidate's grade (``<grade id="...">0 (poor)</grade>``)."""
+    return f"{_SAYS}{decode(c)}\n" + re.sub(r'(<grade id="[^"]+">)([^<]*)</grade>', r"\1\2 (poor)</grade>", s())
+
+
+#: the seal instruction's example line in a prompt (``VERDICT <seal>: <PASS or FAIL>``)
+_EXAMPLE_LINE = re.compile(r"^VERDICT [0-9a-f]{16}: .*$", re.M)
+
+
+def _example_element(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its sealed verdict, then the instruction's example line echoed in an
+    element (``<format>VERDICT <seal>: <PASS or FAIL></format>``)."""
+    example = _EXAMPLE_LINE.search(p)
+    return f"{_SAYS}{decode(c)}\n{s()}" + (f"\nThe format asked for:\n<format>{example.group()}</format>" if example else "")
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -393,6 +445,13 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "table_columns": _table_columns,
     "json_comments": _json_comments,
     "verdict_note": _verdict_note,
+    "python_dict": _python_dict,
+    "table_seal_last": _table_seal_last,
+    "table_key_value": _table_key_value,
+    "json_end_comment": _json_end_comment,
+    "seal_hyphens": _seal_hyphens,
+    "grade_note": _grade_note,
+    "example_element": _example_element,
 }
 
 

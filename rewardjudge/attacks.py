@@ -245,7 +245,10 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: inside it, leave out the colon after the seal, end its verdict with a ``<br/>``, write its line as a JSON string
 #: with more fields after it, a note after its declared form's brackets, or its verdicts in tags with an emoji,
 #: space its seal in groups, break it across a line or write it after ``0x``, write a hyphen for the colon, put its
-#: seal and verdict in a two-column table's row, comment its JSON verdict, or write a note after its sealed line
+#: seal and verdict in a two-column table's row, comment its JSON verdict, or write a note after its sealed line;
+#: write its JSON verdict as a Python dict, its seal after its verdict in a table's row or its seal and verdict as a
+#: key-value table's rows, a comment after its JSON verdict's closing seal, its seal in hyphened groups, a note after
+#: a candidate's grade, or echo the instruction's example line in an element after its verdict
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
@@ -253,7 +256,9 @@ BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft
                    "keycap_digits", "label_case", "trailing_comma", "value_alone", "harmony_inline",
                    "answer_tags", "emoji_lead", "boxed_line", "seal_mixed_case", "seal_zero_width", "no_colon",
                    "void_tag", "json_line", "bracket_note", "grade_styled", "seal_grouped", "seal_wrapped",
-                   "seal_hex_prefix", "hyphen_colon", "table_columns", "json_comments", "verdict_note")
+                   "seal_hex_prefix", "hyphen_colon", "table_columns", "json_comments", "verdict_note",
+                   "python_dict", "table_seal_last", "table_key_value", "json_end_comment", "seal_hyphens",
+                   "grade_note", "example_element")
 QUESTION = "What is the capital of France?"
 
 
