@@ -8,7 +8,7 @@ import asyncio
 from typing import Any, Callable, Mapping, Sequence
 
 from rewardjudge import _naive_judges
-from rewardjudge.attacks import (BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, declared_form_targets,
+from rewardjudge.attacks import (ATTACKS, BEHAVIOUR_MODES, COPYING_MODES, MODES, Attack, declared_form_targets,
                                  default_targets, run_attack_suite)
 
 
@@ -24,3 +24,13 @@ def held_report(monkeypatch: Any, held: Sequence[tuple[str, str]], new_modes: Ma
                  *new_modes)
     report = asyncio.run(run_attack_suite(targets, [Attack(n, t, hunt) for n, t in held], modes))
     return targets, report
+
+
+def held_failures(monkeypatch: Any, held: Sequence[tuple[str, str]], modes: Sequence[str], hunt: str) -> list[tuple]:
+    """The failures (a few fields each, sorted) of a hunt's ``held`` attacks plus 16 of the corpus's forgeries, encoded
+    and escaping attacks, through every grader in ``modes``; raises where nothing ran."""
+    attacks = [a for a in ATTACKS if a.kind in ("forgery", "encoded", "escape")][:16]
+    _, report = held_report(monkeypatch, [*held, *((a.name, a.text) for a in attacks)], {}, hunt, modes=modes)
+    assert report.outcomes
+    return sorted({(o.grader, o.mode, o.attack, o.status, o.benign_status, (o.reason or "")[:80])
+                   for o in report.failures()})

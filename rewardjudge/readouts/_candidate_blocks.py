@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._own import folded, unstyled, unwrap, value_start
+from ._own import folded, read_noted, unstyled, unwrap, value_start
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts, trimmed
 
@@ -137,6 +137,10 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
     return grades, reasoned, unbound
 
 
+def _whole(grade: "int | str") -> "int | None":
+    return grade if isinstance(grade, int) else None
+
+
 def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     """The decision of the grade element ``m`` (``_TOKEN``'s match) on ``scale``."""
     raw = m.group("value")
@@ -144,8 +148,11 @@ def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     at = m.start("value") + value_start(raw)   # past emphasis, an emoji, a tag: the expected value's prefix
     grade = _grade(value, scale)
     if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling, emoji
-        grade = grade if isinstance(again := _grade(unwrap(trimmed(unwrap(unstyled(folded(raw))))), scale), str) \
-            else again
+        plain = unwrap(trimmed(unwrap(unstyled(folded(raw)))))
+        again = _grade(plain, scale)
+        # a note after it that leaves one grade (``1 (poor)``, ``3 (3/4)``), as after a sealed line's verdict
+        again = again if isinstance(again, int) else read_noted(plain, lambda s: _whole(_grade(unwrap(s), scale)))
+        grade = grade if again is None or isinstance(again, str) else again
     return Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-__all__ = ["EMPHASIS", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest", "read_noted",
-           "relaxed_object", "unclosed", "unstyled", "unwrap", "value_start", "without_closers"]
+__all__ = ["EDGE", "EMPHASIS", "LINE_END", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest",
+           "line_stop", "read_noted", "relaxed_object", "sealed_row", "unclosed", "unstyled", "unwrap", "value_start",
+           "without_closers"]
 
 #: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
 PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
@@ -181,13 +182,13 @@ def json_string_rest(head: str, rest: str) -> "str | None":
 
 #: what a judge may carry into a seal that shows nothing: zero-width characters, a soft hyphen (as UTF-8)
 _SPLIT_MARKS = "[" + ZERO_WIDTH + "\u00ad]*"
-#: what a judge may write between a seal's digits: those marks, a space or tab (``0123 4567 89ab cdef``) or a line
-#: break and an indent (a seal wrapped across lines), marks again
-_SPLIT = _SPLIT_MARKS + "(?:(?:[ \t]|\r?\n[ \t]{0,8})" + _SPLIT_MARKS + ")?"
-#: ASCII's capitals as small letters, and every byte of a character past ASCII and every space deleted
+#: what a judge may write between a seal's digits: those marks, a space or tab (``0123 4567 89ab cdef``), a hyphen
+#: (``0123-4567-89ab-cdef``) or a line break and an indent (a seal wrapped across lines), marks again
+_SPLIT = _SPLIT_MARKS + "(?:(?:[ \t-]|\r?\n[ \t]{0,8})" + _SPLIT_MARKS + ")?"
+#: ASCII's capitals as small letters, and every byte of a character past ASCII, every space and every hyphen deleted
 #: (``bytes.translate``'s table and delete set: one pass in C that joins a seal across its marks and spaces)
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
-_JOINED = bytes(range(128, 256)) + b" \t\r\n"
+_JOINED = bytes(range(128, 256)) + b" \t\r\n-"
 
 
 @functools.lru_cache(maxsize=16)
@@ -198,9 +199,9 @@ def _spelled(seal: str) -> "re.Pattern[str]":
 
 def as_seal(text: str, seal: str) -> str:
     """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case, with zero-width characters,
-    spaces or a line break inside it, or after ``0x``, written as the seal, a zero-width space after it for each
+    spaces, hyphens or a line break inside it, or after ``0x``, written as the seal, a zero-width space after it for each
     character taken out (every offset holds; a line break inside it is gone, so its line is one). Looked for in the
-    text's UTF-8 with ASCII letters in lower case and every space and character past ASCII taken out (a pass in C),
+    text's UTF-8 with ASCII letters in lower case and every space, hyphen and character past ASCII taken out (a pass in C),
     then, only where that holds more seals than the text as written, or one after ``0x`` (a policy cannot make it:
     it never knows the seal), with a pattern of the seal's spellings."""
     try:
@@ -213,18 +214,141 @@ def as_seal(text: str, seal: str) -> str:
     return _spelled(seal).sub(lambda m: seal + "\u200b" * (len(m.group()) - len(seal)), text)
 
 
-#: JSON's whitespace; from a closing seal's quote to its object's end, a comma between (``"<seal>",}``)
+#: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
+LINE_END = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def line_stop(text: str, at: int, end: int) -> int:
+    """Where the line holding ``at`` ends (``LINE_END``) before ``end``, else ``end``."""
+    m = LINE_END.search(text, at, end)
+    return end if m is None else m.start()
+
+
+#: the most rows looked at around a sealed table row (for the header above it, a key-value table's rows), and the
+#: most characters of each
+_ROWS_MAX, _ROW_MAX = 16, 256
+#: what may stand around the seal alone in its cell
+EDGE = EMPHASIS + ZERO_WIDTH
+_NO_ROW = (-1, -1, "")
+
+
+def _cells(text: str, start: int, end: int) -> "list[tuple[int, str]]":
+    """The first two cells of the markdown table row from ``start`` to ``end`` with their offsets, where it has two
+    (``| a | b |``, its last border maybe left out); else none."""
+    parts = text[start:end].split("|")
+    if len(parts) not in (3, 4) or parts[0].strip(EDGE):
+        return []
+    first = start + len(parts[0]) + 1
+    return [(first, parts[1]), (first + len(parts[1]) + 1, parts[2])]
+
+
+def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int]]":
+    """Where the rows of the markdown table above the row from ``start`` to ``end`` (``up``, nearest first) or below
+    it start and end: ``_ROWS_MAX`` at most, ``_ROW_MAX`` characters of each (a bounded walk, row by row)."""
+    for _ in range(_ROWS_MAX):
+        if up:
+            end, start = start - 1, text.rfind("\n", 0, max(0, start - 1)) + 1
+        else:
+            start = end + 1 + (text[end:end + 2] == "\r\n")
+            end = line_stop(text, start, len(text))
+        if end <= 0 or start > len(text) or not text[start:min(end, start + _ROW_MAX)].lstrip(EMPHASIS).startswith("|"):
+            return
+        yield start, min(end, start + _ROW_MAX)
+
+
+def _key(text: str, row: "tuple[int, int]") -> str:
+    """A row's first cell, case folded (a key-value table's key)."""
+    cells = _cells(text, *row)
+    return unwrap(cells[0][1]).casefold() if cells else ""
+
+
+def _key_value(text: str, start: int, end: int) -> "tuple[int, int, str]":
+    """A key-value table's row from ``start`` to ``end`` naming the seal: where it starts, and where the verdict's cell
+    of the row below starts and what it holds, where that row is its table's one verdict row; else ``_NO_ROW``."""
+    rows = [*_rows(text, start, end, False)]
+    keys = [_key(text, row) for row in (*rows, *_rows(text, start, end, True))]
+    below = _cells(text, *rows[0]) if rows else []
+    return (start, *below[1]) if below and keys[0] == "verdict" and keys.count("verdict") == 1 else _NO_ROW
+
+
+def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
+    """Where the row of a markdown table starts whose first or last of two cells is the seal at ``at`` alone, and where
+    its verdict's cell starts and what it holds (-1 and "" where the verdict follows the seal); ``_NO_ROW`` where it is
+    no such row. A seal first (``| <seal> | FAIL |``) or after its verdict (``| FAIL | <seal> |``) needs one of the
+    rows above to name the verdict (``| Code | Verdict |``). A seal after a key naming it (``| seal | <seal> |``) needs
+    the row below to be its table's one verdict row (``| verdict | FAIL |``): a row of the policy's text in the table
+    would make two. A long row of the policy's text between hides none of them."""
+    end = line_stop(text, at, len(text))
+    start = text.rfind("\n", max(0, at - _ROW_MAX), at) + 1
+    cells = _cells(text, start, end) if start or at <= _ROW_MAX else []
+    if not cells:
+        return _NO_ROW
+    (first, key), (second, _) = cells
+    after = text[at + width:end].strip(EDGE)
+    if at < second:   # the first cell: the verdict after it
+        alone, verdict = not text[first:at].strip(EDGE) and after[:1] == "|", (-1, "")
+    else:
+        alone, verdict = not text[second:at].strip(EDGE) and after in ("", "|"), (first, key)
+        key = unwrap(key).casefold()
+        if alone and key in ("seal", "code"):
+            return _key_value(text, start, end)
+        alone = alone and key not in ("verdict", "seal_end")   # a key-value table's own rows
+    if alone and any("verdict" in row.casefold() and any(unwrap(c).casefold() == "verdict" for c in row.split("|"))
+                     for row in (text[a:b] for a, b in _rows(text, start, end, True))):
+        return (start, *verdict)
+    return _NO_ROW
+
+
+#: JSON's whitespace
 _JSON_WS = re.compile(r"[ \t\r\n]*")
-_TRAILING_COMMA = re.compile(r'"[ \t\r\n]*,[ \t\r\n]*\}')
+#: from a closing seal's quote to its object's end: JSON's whitespace, a comma, comments holding no quote or brace
+#: (``"<seal>",}``, ``"<seal>" // final`` / ``}``, ``"<seal>"  # done`` / ``}``: nothing the policy writes stands there)
+_GAP = r'(?:[ \t\r\n]|//[^\n"{}]*+|#[^\n"{}]*+|/\*(?:[^"{}*]|\*(?!/))*+\*/)*+'
+_AFTER_SEAL = re.compile(r'"(%s,?%s)\}' % (_GAP, _GAP))
 #: a JSON string, a comment to the line's end, a closed comment, an unclosed one
 _JSON_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*', re.DOTALL)
+#: a Python dict's tokens (``{'seal': '<seal>', ...}``, as ``repr`` writes it): a string in single quotes on one line,
+#: a name, a brace, what holds no quote, a quote (one left open on its line, or a double one: the object stays broken)
+_PY_TOKEN = re.compile(r"'((?:[^'\\\n]|\\[^\n])*+)'|([A-Za-z_]\w*+)|[^'\"{}A-Za-z_]++|.", re.DOTALL)
+_PY_ESCAPE = re.compile(r'\\(.)|"')
+_PY_NAMES = {"True": "true", "False": "false", "None": "null"}
+#: the longest sealed object in single quotes read
+_PY_MAX = 32_768
+
+
+def _json_of_dict(text: str, start: int) -> "str | None":
+    """``text`` with the object at ``start`` written in single quotes turned into JSON: each string in single quotes in
+    double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and ``None`` as JSON's; None where a
+    string holds a line break or is in double quotes (policy text quoted by the judge could open one that hides the
+    judge's fields up to a quote of its own: one string grammar), or the object is longer than ``_PY_MAX``. Strings
+    side by side (``'a' 'b'``, a triple quote) are no JSON, so Python's reading and JSON's are the same object."""
+    out, depth = [], 0
+    for m in _PY_TOKEN.finditer(text, start, min(len(text), start + _PY_MAX)):
+        if m.group(1) is not None:
+            out.append('"' + _PY_ESCAPE.sub(lambda e: '\\"' if e.group(1) is None else
+                                            "'" if e.group(1) == "'" else e.group(), m.group(1)) + '"')
+            continue
+        tok = m.group()
+        if tok in "'\"":
+            return None
+        out.append(_PY_NAMES.get(tok, tok))
+        depth += 1 if tok == "{" else -1 if tok == "}" else 0
+        if depth == 0:
+            return text[:start] + "".join(out) + text[m.end():]
+    return None
 
 
 def relaxed_object(text: str, start: int, seal: str, end_field: str) -> "str | None":
-    """``text`` (the same offsets) with what json5-ish judges write in the sealed object at ``start`` blanked before
-    its closing ``end_field``: comments that hold no quote (``// the code``, ``/* mine */``; one holding a quote may
-    be policy text closing a string to hide the judge's own fields, so the object stays broken), and a comma after
-    the closing seal (``"<seal>",}``: nothing the policy writes stands there); None where there is none."""
+    """``text`` with what json5-ish judges write in the sealed object at ``start`` blanked (the same offsets): before
+    its closing ``end_field``, comments that hold no quote (``// the code``, ``/* mine */``; one holding a quote may be
+    policy text closing a string to hide the judge's own fields, so the object stays broken); after the closing seal, a
+    comma and comments (``"<seal>", // final`` / ``}``). An object opened in single quotes, a Python dict, is first
+    written as JSON (``_json_of_dict``: the offsets after it move). None where there is nothing to change."""
+    written = text
+    if text[_JSON_WS.match(text, start + 1).end():][:1] == "'":
+        text = _json_of_dict(text, start)
+        if text is None:
+            return None
     key = text.find(f'"{end_field}"', start)
     if key < 0:
         return None
@@ -240,8 +364,7 @@ def relaxed_object(text: str, start: int, seal: str, end_field: str) -> "str | N
     out = text[:start] + "".join(parts) + text[at:] if parts else text
     i = _JSON_WS.match(out, key + len(end_field) + 2).end()
     i = _JSON_WS.match(out, i + 1).end() if out[i:i + 1] == ":" else -1
-    m = _TRAILING_COMMA.match(out, i + len(seal) + 1) if i >= 0 and out[i:i + len(seal) + 2] == f'"{seal}"' else None
-    if m is not None:
-        comma = out.index(",", m.start())
-        out = out[:comma] + " " + out[comma + 1:]
-    return None if out is text else out
+    m = _AFTER_SEAL.match(out, i + len(seal) + 1) if i >= 0 and out[i:i + len(seal) + 2] == f'"{seal}"' else None
+    if m is not None and m.group(1).strip(" \t\r\n"):
+        out = out[:m.start(1)] + re.sub(r"[^\n]", " ", m.group(1)) + out[m.end(1):]
+    return None if out is written else out

@@ -17,8 +17,8 @@ import numpy as np
 
 from ._fold import _codes
 
-__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "MAX_TRIES", "Nested", "decode_object", "decode_within",
-           "json_objects", "scan_objects", "too_deep"]
+__all__ = ["JsonSpan", "MAX_DEPTH", "MAX_SPAN", "MAX_TRIES", "Nested", "SURROGATE_ESCAPE", "decode_object",
+           "decode_within", "json_objects", "lone_surrogates_out", "scan_objects", "too_deep"]
 
 MAX_SPAN = 16_384      # characters decoded first from each start (wider windows follow)
 MAX_DEPTH = 32         # nesting levels: a verdict object is never deeper
@@ -456,3 +456,19 @@ def _second_chance(text: str, skipped: list[int], found: list[JsonSpan]) -> list
             found = sorted([s for s in found if not (span.start <= s.start and s.end <= span.end)]
                            + [span], key=lambda s: s.start)
     return found
+
+
+#: an escape of a surrogate code point (``\\ud800``): the one way a decoded verdict can hold a lone one
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+#: read left to right: escaped backslashes (the ``\\ud800`` after them is text), an escaped pair, a lone one
+_SURROGATE_TOKENS = re.compile(r"((?:\\\\)+)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
+                               + SURROGATE_ESCAPE.pattern)
+
+
+def lone_surrogates_out(text: str) -> str:
+    """``text`` with each JSON escape of a lone surrogate (a judge quoting the policy's ``\\ud800``;
+    no text field validates one) written ``\\ufffd``: the same length, so every offset holds, and
+    one pass however many objects around it are decoded; an escaped pair and ``\\\\ud800`` stay."""
+    if SURROGATE_ESCAPE.search(text) is None:
+        return text
+    return _SURROGATE_TOKENS.sub(lambda m: m.group() if m.lastindex else "\\ufffd", text)

@@ -16,9 +16,9 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
-from ._own import (EMPHASIS, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, read_noted, relaxed_object,
-                   unclosed, unstyled, unwrap, value_start, without_closers)
-from ._scan import Nested
+from ._own import (EDGE, EMPHASIS, LINE_END, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, line_stop,
+                   read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
+from ._scan import SURROGATE_ESCAPE, Nested, lone_surrogates_out
 from ._scan import decode_object as _decode
 from ._text import letters
 
@@ -206,8 +206,9 @@ _DECODER = json.JSONDecoder(strict=False)
 
 #: JSON whitespace
 _WS = re.compile(r"[ \t\r\n]*")
-#: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between), ending right at its seal
-_OPENING = re.compile(r'\{%s"%s"%s:%s"' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
+#: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between; in single quotes, a Python dict's), ending
+#: right at its seal
+_OPENING = re.compile(r'\{%s(["\'])%s\1%s:%s\1' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
 
@@ -215,18 +216,18 @@ _OPENING_MAX = 64
 def _opening(text: str, at: int) -> int:
     """The offset of the ``{`` of the object whose first field is the seal at ``at``
     (``{"seal": "<seal>``), or -1: a bounded look back, never a scan of the reply."""
-    start = text.rfind("{", max(0, at - _OPENING_MAX), at) if text[at - 1:at] == '"' else -1
+    start = text.rfind("{", max(0, at - _OPENING_MAX), at) if text[at - 1:at] in ('"', "'") else -1
     m = _OPENING.match(text, start, at) if start >= 0 else None
     return start if m is not None and m.end() == at else -1
 
 
-#: a sealed verdict's closing field, ``"seal_end": "``, ending right at its seal
-_CLOSING = re.compile(r'"%s"%s:%s"' % (re.escape(SEAL_END_FIELD), _WS.pattern, _WS.pattern))
+#: a sealed verdict's closing field, ``"seal_end": "`` (in single quotes too), ending right at its seal
+_CLOSING = re.compile(r'(["\'])%s\1%s:%s\1' % (re.escape(SEAL_END_FIELD), _WS.pattern, _WS.pattern))
 
 
 def _closing(text: str, at: int) -> bool:
     """Whether the seal at ``at`` is the value of a ``seal_end`` field: a bounded look back."""
-    start = text.rfind(f'"{SEAL_END_FIELD}"', max(0, at - _OPENING_MAX), at)
+    start = text.rfind(SEAL_END_FIELD, max(0, at - _OPENING_MAX), at) - 1
     m = _CLOSING.match(text, start, at) if start >= 0 else None
     return m is not None and m.end() == at
 
@@ -235,10 +236,11 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
     """The verdict the JSON object at ``start`` (opened by the seal) holds, ``check``-ed with its
     seal fields removed; one that cannot be read is a ``NoVerdict``, never skipped."""
     obj, end, repeated = _decode(text, start)
+    shift = 0
     if type(obj) is not dict and (relaxed := relaxed_object(text, start, seal, SEAL_END_FIELD)) is not None:
-        text = relaxed   # the same offsets
+        shift, text = len(relaxed) - len(text), relaxed   # the same offsets, past a Python dict's
         obj, end, repeated = _decode(text, start)
-    if type(obj) is dict and _SURROGATE_ESCAPE.search(text, start, end):
+    if type(obj) is dict and SURROGATE_ESCAPE.search(text, start, end):
         obj = _decode(lone_surrogates_out(text[start:end]), 0)[0]
     # the seal fields first and last, both the seal (``as_seal``'s zero-width spaces after one it joined aside)
     if type(obj) is not dict or len(obj) < 2 or next(iter(obj)) != SEAL_FIELD or next(reversed(obj)) != SEAL_END_FIELD \
@@ -250,27 +252,11 @@ def _sealed_object(text: str, start: int, seal: str, check: Callable[[dict[str, 
         return NoVerdict(f"the sealed verdict repeats the key {repeated!r}", kind="invalid")
     del obj[SEAL_FIELD], obj[SEAL_END_FIELD]   # a fresh dict: the fields between, in order
     try:
-        return Verdict(check(obj), start, end)
+        return Verdict(check(obj), start, end - shift)
     except (ValueError, TypeError) as exc:
         return NoVerdict(f"the sealed verdict does not fit: {exc}"[:400], kind="invalid")
     except RecursionError:
         return NoVerdict("the sealed verdict is nested too deep", kind="invalid")
-
-
-#: an escape of a surrogate code point (``\\ud800``): the one way a decoded verdict can hold a lone one
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-#: read left to right: escaped backslashes (the ``\\ud800`` after them is text), an escaped pair, a lone one
-_SURROGATE_TOKENS = re.compile(r"((?:\\\\)+)|(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
-                               + _SURROGATE_ESCAPE.pattern)
-
-
-def lone_surrogates_out(text: str) -> str:
-    """``text`` with each JSON escape of a lone surrogate (a judge quoting the policy's ``\\ud800``;
-    no text field validates one) written ``\\ufffd``: the same length, so every offset holds, and
-    one pass however many objects around it are decoded; an escaped pair and ``\\\\ud800`` stay."""
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return text
-    return _SURROGATE_TOKENS.sub(lambda m: m.group() if m.lastindex else "\\ufffd", text)
 
 
 def value_offset(reply: str, verdict: Verdict) -> int | None:
@@ -328,36 +314,11 @@ def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
-        return _table_row(text, at)   # no VERDICT within reach (case folding goes by character): no walk back
+        return sealed_row(text, at, SEAL_HEX)[0]   # no VERDICT within reach (case folding goes by character): no walk back
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
-    return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else _table_row(text, at)
-
-
-#: the most rows looked at above a sealed table row for the table's header, and the most characters of each
-_ROWS_MAX, _ROW_MAX = 16, 256
-
-
-def _table_row(text: str, at: int) -> int:
-    """Where the row of a markdown table starts whose first of two cells is the seal at ``at`` alone (``| <seal> |
-    FAIL |``), where one of the ``_ROWS_MAX`` rows above it in its table names the verdict (``| Code | Verdict |``):
-    the word ``VERDICT`` standing over its column; else -1 (a bounded look back, row by row: a long row of the
-    policy's text between the header and the seal's row hides neither)."""
-    start = text.rfind("\n", max(0, at - _AROUND_MAX), at) + 1
-    row = text[start:_line_end(text, at, len(text))]
-    if (start == 0 and at > _AROUND_MAX) or text[start:at].strip(EMPHASIS) != "|" or row.count("|") not in (2, 3):
-        return -1
-    end = start - 1   # the line break before the row
-    for _ in range(_ROWS_MAX):
-        above = text.rfind("\n", 0, max(0, end)) + 1
-        row = text[above:min(end, above + _ROW_MAX)] if end > 0 else ""
-        if not row.lstrip(EMPHASIS).startswith("|"):
-            return -1
-        if "verdict" in row.casefold() and any(unwrap(cell).casefold() == "verdict" for cell in row.split("|")):
-            return start
-        end = above - 1
-    return -1
+    return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else sealed_row(text, at, SEAL_HEX)[0]
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -365,7 +326,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``, to its end
     or ``cut`` (the next sealed line's ``VERDICT`` on it) (``value_at``: where its value begins): a ``NoVerdict``
     where the rest is not one verdict, None where it is the instruction's own ``placeholder``, echoed."""
-    line_end = _line_end(text, at, len(text) if cut is None else cut)
+    line_end = line_stop(text, at, len(text) if cut is None else cut)
     j = at + len(seal)
     stop = min(line_end, j + _AROUND_MAX)
     while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
@@ -378,19 +339,27 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
         # no colon after the seal (``VERDICT <seal> FAIL``): read only if it reads
         space = next((k for k in range(at + len(seal), j) if text[k].isspace()), -1)
         return None if space < 0 else _spaced(text[space:line_end], read_line, unclosed(head), line_start, line_end)
-    rest = text[j + 1:line_end]
+    j, rest = _row_rest(text, at, j, text[j + 1:line_end])
     value = _read_rest(rest, read_line, unclosed(head))
     if value is None and (inner := json_string_rest(head, rest)) is not None:
         value = _read_rest(inner, read_line)   # the line inside a JSON string, more fields after it
     if value is None and not unwrap(folded(rest)):
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
-        if placeholder and letters(rest) == letters(placeholder):
-            return None   # the seal instruction's example line, echoed (its brackets or case changed too)
+        if placeholder and letters(_CLOSING_TAGS.sub("", rest)) == letters(placeholder):
+            return None   # the seal instruction's example line, echoed (its brackets or case changed, in an element)
         return NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
     return Verdict(value, line_start, line_end, (), j + 1 + value_start(rest))
+
+
+def _row_rest(text: str, at: int, j: int, rest: str) -> "tuple[int, str]":
+    """Where the verdict of the seal at ``at`` stands, before it (``j``: its separator), and what it is: ``rest``, or
+    where that is empty and the seal stands in a table's row, the verdict's cell before the seal (``| FAIL | <seal>
+    |``) or its key-value row below (``| seal | <seal> |`` / ``| verdict | FAIL |``: ``_own.sealed_row``)."""
+    row = sealed_row(text, at, SEAL_HEX) if not rest.strip(EDGE) else (-1, -1, "")
+    return (j, rest) if row[1] < 0 else (row[1] - 1, row[2])
 
 
 def _spaced(rest: str, read_line: Callable[[str], Any], wrapped: int, start: int, end: int) -> "Verdict | None":
@@ -399,6 +368,8 @@ def _spaced(rest: str, read_line: Callable[[str], Any], wrapped: int, start: int
     return None if value is None else Verdict(value, start, end, (), end - len(rest) + value_start(rest))
 
 
+#: the closing tags that end an element a sealed line stands in (``<format>VERDICT <seal>: <PASS or FAIL></format>``)
+_CLOSING_TAGS = re.compile(r"(?:</[a-zA-Z][\w:.-]{0,32}\s{0,8}>\s{0,8}){1,4}\Z")
 #: the most characters of a sealed line before its seal looked at for brackets it leaves open
 _HEAD_MAX = 256
 
@@ -422,16 +393,8 @@ def _read_rest(rest: str, read_line: Callable[[str], Any], wrapped: int = 0) -> 
     return None
 
 
-#: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')
-_LINE_END = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 #: the longest last line read as the verdict of an empty sealed line above it
 _BELOW_MAX = 256
-
-
-def _line_end(text: str, at: int, end: int) -> int:
-    """Where the line holding ``at`` ends (``_LINE_END``) before ``end``, else ``end``."""
-    m = _LINE_END.search(text, at, end)
-    return end if m is None else m.start()
 
 
 def _line_tail(rest: str) -> int:
@@ -454,7 +417,7 @@ def _label_below(text: str, line_start: int, line_end: int, read_line: Callable[
     and is one verdict; whatever else follows the empty line, it holds no verdict."""
     below = text[line_end:].strip()
     below = below[:_line_tail(below)].strip() if len(below) <= _BELOW_MAX else ""
-    value = _read_rest(below, read_line) if below and not _LINE_END.search(below) else None
+    value = _read_rest(below, read_line) if below and not LINE_END.search(below) else None
     if value is None:
         return NoVerdict("the sealed verdict line holds no verdict (nor does a last line after it)", kind="invalid")
     at = text.index(below, line_end)
