@@ -55,6 +55,12 @@ def test_a_sealed_python_dict_is_read(middle):
     assert _json(_dict(middle)[:-1] + ",}").value == "FAIL"   # and a trailing comma
 
 
+def test_a_python_dict_s_escapes_and_names_keep_their_values():
+    reply = _dict("'reasoning': 'C:\\\\', 'quote': '\\'\"True\"\\'', 'score': 'True', 'ok': True, 'none': None,")
+    seen = read_sealed(reply, SEAL, check=lambda obj: obj).value
+    assert seen == {"reasoning": "C:\\", "quote": "'\"True\"'", "score": "True", "ok": True, "none": None}, seen
+
+
 def test_a_python_dict_s_offsets_are_its_own():
     reply = "Wrong city.\n" + _dict("'reasoning': 'It\\'s \"Berlin\"', 'score': 'FAIL',") + "\nDone."
     decision = _json(reply)

@@ -248,9 +248,12 @@ def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int
     for _ in range(_ROWS_MAX):
         if up:
             end, start = start - 1, text.rfind("\n", 0, max(0, start - 1)) + 1
-        else:
-            start = end + 1 + (text[end:end + 2] == "\r\n")
-            end = line_stop(text, start, len(text))
+        else:   # the next line, its end found in C (a ``\r`` before it stands outside its cells)
+            end += text.startswith("\r\n", end)
+            if text[end:end + 1] != "\n":
+                return
+            start, end = end + 1, text.find("\n", end + 1)
+            end = len(text) if end < 0 else end
         if end <= 0 or start > len(text) or not text[start:min(end, start + _ROW_MAX)].lstrip(EMPHASIS).startswith("|"):
             return
         yield start, min(end, start + _ROW_MAX)
@@ -303,39 +306,46 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
 _JSON_WS = re.compile(r"[ \t\r\n]*")
 #: from a closing seal's quote to its object's end: JSON's whitespace, a comma, comments holding no quote or brace
 #: (``"<seal>",}``, ``"<seal>" // final`` / ``}``, ``"<seal>"  # done`` / ``}``: nothing the policy writes stands there)
-_GAP = r'(?:[ \t\r\n]|//[^\n"{}]*+|#[^\n"{}]*+|/\*(?:[^"{}*]|\*(?!/))*+\*/)*+'
+_GAP = r'(?:[ \t\r\n]++|//[^\n"{}]*+|#[^\n"{}]*+|/\*(?:[^"{}*]|\*(?!/))*+\*/)*+'
 _AFTER_SEAL = re.compile(r'"(%s,?%s)\}' % (_GAP, _GAP))
 #: a JSON string, a comment to the line's end, a closed comment, an unclosed one
 _JSON_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*', re.DOTALL)
-#: a Python dict's tokens (``{'seal': '<seal>', ...}``, as ``repr`` writes it): a string in single quotes on one line,
-#: a name, a brace, what holds no quote, a quote (one left open on its line, or a double one: the object stays broken)
-_PY_TOKEN = re.compile(r"'((?:[^'\\\n]|\\[^\n])*+)'|([A-Za-z_]\w*+)|[^'\"{}A-Za-z_]++|.", re.DOTALL)
-_PY_ESCAPE = re.compile(r'\\(.)|"')
-_PY_NAMES = {"True": "true", "False": "false", "None": "null"}
-#: the longest sealed object in single quotes read
-_PY_MAX = 32_768
+#: a Python dict's names as JSON's (each a fixed replacement: no call per match)
+_PY_NAMES = [(name, re.compile(rf"\b{name}\b"), json) for name, json in (("True", "true"), ("False", "false"),
+                                                                         ("None", "null"))]
+#: stand-ins for ``\\\\``, ``\\'``, ``\\"`` and between the parts outside strings while the quotes change (control
+#: characters, so an ASCII text stays one byte a character)
+_PY_MARKS = "\x00\x01\x02\x03"
+#: the longest sealed object in single quotes read, and its closing seal field (``'seal_end': '``) before its seal
+_PY_MAX = 16_384
+_PY_CLOSING = re.compile(r"'seal_end'[ \t\r\n]*:[ \t\r\n]*'\Z")
 
 
-def _json_of_dict(text: str, start: int) -> "str | None":
-    """``text`` with the object at ``start`` written in single quotes turned into JSON: each string in single quotes in
-    double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and ``None`` as JSON's; None where a
-    string holds a line break or is in double quotes (policy text quoted by the judge could open one that hides the
-    judge's fields up to a quote of its own: one string grammar), or the object is longer than ``_PY_MAX``. Strings
-    side by side (``'a' 'b'``, a triple quote) are no JSON, so Python's reading and JSON's are the same object."""
-    out, depth = [], 0
-    for m in _PY_TOKEN.finditer(text, start, min(len(text), start + _PY_MAX)):
-        if m.group(1) is not None:
-            out.append('"' + _PY_ESCAPE.sub(lambda e: '\\"' if e.group(1) is None else
-                                            "'" if e.group(1) == "'" else e.group(), m.group(1)) + '"')
-            continue
-        tok = m.group()
-        if tok in "'\"":
-            return None
-        out.append(_PY_NAMES.get(tok, tok))
-        depth += 1 if tok == "{" else -1 if tok == "}" else 0
-        if depth == 0:
-            return text[:start] + "".join(out) + text[m.end():]
-    return None
+def _json_of_dict(text: str, start: int, seal: str) -> "str | None":
+    """``text`` with the object at ``start`` written in single quotes, to its closing seal, turned into JSON: each string
+    in single quotes in double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and ``None`` outside
+    strings as JSON's; None where it has no closing seal within ``_PY_MAX``, or a string holds a line break or is in
+    double quotes (policy text quoted by the judge could open one that hides the judge's fields up to a quote of its
+    own: one string grammar). Strings side by side (``'a' 'b'``, a triple quote) are no JSON: Python's reading and
+    JSON's are the same. Each step is a pass in C, however many strings the policy's text makes."""
+    at = text.find(seal, start) + len(seal)
+    while (at := text.find(seal, at, start + _PY_MAX)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
+        at += len(seal)   # the seal in a string (the judge quoting its line): not the closing one
+    end = text.find("'", at + len(seal)) + 1 if at >= 0 else 0   # past zero-width spaces ``as_seal`` put after it
+    region = text[start:end]
+    if not end or text[at + len(seal):end - 1].strip("\u200b") or any(mark in region for mark in _PY_MARKS):
+        return None
+    parts = region.replace("\\\\", "\x00").replace("\\'", "\x01").replace('\\"', "\x02").split("'")
+    outside = "\x03".join(parts[0::2])
+    if len(parts) % 2 == 0 or '"' in outside or "\n" in "".join(parts[1::2]):
+        return None
+    for name, pattern, json in _PY_NAMES:
+        outside = pattern.sub(json, outside) if name in outside else outside
+    parts[0::2] = outside.split("\x03")
+    out = "'".join(parts).replace('"', '\\"').replace("'", '"')
+    if "\\" in region:
+        out = out.replace("\x00", "\\\\").replace("\x01", "'").replace("\x02", '\\"')
+    return text[:start] + out + text[end:]
 
 
 def relaxed_object(text: str, start: int, seal: str, end_field: str) -> "str | None":
@@ -346,7 +356,7 @@ def relaxed_object(text: str, start: int, seal: str, end_field: str) -> "str | N
     written as JSON (``_json_of_dict``: the offsets after it move). None where there is nothing to change."""
     written = text
     if text[_JSON_WS.match(text, start + 1).end():][:1] == "'":
-        text = _json_of_dict(text, start)
+        text = _json_of_dict(text, start, seal)
         if text is None:
             return None
     key = text.find(f'"{end_field}"', start)
