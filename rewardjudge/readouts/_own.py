@@ -199,9 +199,10 @@ def _spelled(seal: str) -> "re.Pattern[str]":
 
 def as_seal(text: str, seal: str) -> str:
     """``text`` with the ``seal`` (lower-case hex) written in capitals, in mixed case, with zero-width characters,
-    spaces, hyphens or a line break inside it, or after ``0x``, written as the seal, a zero-width space after it for each
-    character taken out (every offset holds; a line break inside it is gone, so its line is one). Looked for in the
-    text's UTF-8 with ASCII letters in lower case and every space, hyphen and character past ASCII taken out (a pass in C),
+    spaces, hyphens or a line break inside it, or after ``0x``, written as the seal, a zero-width space after it for
+    each character taken out (every offset holds; a line break inside it is gone, so its line is one). Looked for in
+    the text's UTF-8 with ASCII letters in lower case and every space, hyphen and character past ASCII taken out (a
+    pass in C),
     then, only where that holds more seals than the text as written, or one after ``0x`` (a policy cannot make it:
     it never knows the seal), with a pattern of the seal's spellings."""
     try:
@@ -322,12 +323,12 @@ _PY_CLOSING = re.compile(r"'seal_end'[ \t\r\n]*:[ \t\r\n]*'\Z")
 
 
 def _json_of_dict(text: str, start: int, seal: str) -> "str | None":
-    """``text`` with the object at ``start`` written in single quotes, to its closing seal, turned into JSON: each string
-    in single quotes in double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and ``None`` outside
-    strings as JSON's; None where it has no closing seal within ``_PY_MAX``, or a string holds a line break or is in
-    double quotes (policy text quoted by the judge could open one that hides the judge's fields up to a quote of its
-    own: one string grammar). Strings side by side (``'a' 'b'``, a triple quote) are no JSON: Python's reading and
-    JSON's are the same. Each step is a pass in C, however many strings the policy's text makes."""
+    """``text`` with the object at ``start`` written in single quotes, to its closing seal, turned into JSON: each
+    string in single quotes in double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and
+    ``None`` outside strings as JSON's; None where it has no closing seal within ``_PY_MAX``, or a string holds a
+    line break or is in double quotes (policy text quoted by the judge could open one that hides the judge's fields up
+    to a quote of its own: one string grammar). Strings side by side (``'a' 'b'``, a triple quote) are no JSON:
+    Python's reading and JSON's are the same. Each step is a pass in C, however many strings the policy's text makes."""
     at = text.find(seal, start) + len(seal)
     while (at := text.find(seal, at, start + _PY_MAX)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
         at += len(seal)   # the seal in a string (the judge quoting its line): not the closing one

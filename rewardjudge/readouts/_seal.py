@@ -314,7 +314,7 @@ def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
     if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
-        return sealed_row(text, at, SEAL_HEX)[0]   # no VERDICT within reach (case folding goes by character): no walk back
+        return sealed_row(text, at, SEAL_HEX)[0]   # no VERDICT within reach (case folding goes by character)
     i, stop = at, max(0, at - _AROUND_MAX)
     while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
         i -= 1
