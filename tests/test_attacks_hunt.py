@@ -343,7 +343,7 @@ async def test_a_benign_judges_own_verdict_in_any_common_form_is_read(form):
 
 @pytest.mark.parametrize("reply", [
     '{"seal": "%s", "reasoning": "ok", "score": "PASS", "score": "FAIL", "seal_end": "%s"}',   # a repeated key
-    "{'seal': '%s', 'reasoning': 'ok', 'score': 'PASS', 'seal_end': '%s'}",     # single quotes
+    "{'seal': '%s', 'reasoning': \"it's ok\", 'score': 'PASS', 'seal_end': '%s'}",   # a Python dict's two quotes
     '{"reasoning": "ok", "score": "PASS", "seal": "%s"}',                         # the seal last only
     '{"seal": "%s", "reasoning": "ok", "score": "PASS"}',                         # the seal first only
     "| VERDICT %s | PASS | FAIL |",                                                 # a table row of two
