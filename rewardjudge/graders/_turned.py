@@ -52,33 +52,36 @@ def _words(keys: "tuple[str, ...]") -> "list[list[str]]":
 
 
 @functools.lru_cache(maxsize=64)
-def _ends(keys: "tuple[str, ...]") -> "tuple[tuple, tuple]":
-    """Part A of hunt 36, the gate of a turned reading: the words a text of master keys is made of (``_words``), and
-    the words reversed (a text's end read from the end); their starts are ``_joined._starts``' tables."""
+def _ends(keys: "tuple[str, ...]") -> "tuple[tuple, tuple, np.ndarray, np.ndarray]":
+    """Part A of hunt 36, the gate of a turned reading: the words a text of master keys is made of (``_words``), the
+    words reversed (a text's end read from the end), and the starts of each (``_joined._starts``' sorted tables)."""
     words = tuple(tuple(w) for w in _words(keys))
-    return words, tuple(w[::-1] for w in words)
+    backs = tuple(w[::-1] for w in words)
+    return words, backs, _starts(words), _starts(backs)
 
 
-def _starting(head: str, words: "tuple[tuple[str, ...], ...]") -> bool:
-    """Whether a text of ``words`` may start with ``head`` (its first ``_WIDTH`` characters, all of a shorter text):
-    ``head`` packed as ``_joined._starts`` packs a start, looked up in its sorted table."""
-    codes = [*map(ord, head[:_WIDTH])]
-    key = functools.reduce(lambda packed, c: packed << _BITS | c, codes + [_END] * (_WIDTH - len(codes)), 0)
-    table = _starts(words)
-    at = int(np.searchsorted(table, key))
-    return at < len(table) and int(table[at]) == key
+def _starting(head: str, table: np.ndarray) -> bool:
+    """Whether ``head`` (a text's first ``_WIDTH`` characters, all of a shorter text) is one of the starts ``table``:
+    packed as ``_joined._starts`` packs a start, looked up in the sorted table."""
+    key = 0
+    for c in head[:_WIDTH]:
+        key = key << _BITS | ord(c)
+    for _ in range(_WIDTH - len(head[:_WIDTH])):
+        key = key << _BITS | _END
+    at = table.searchsorted(key)
+    return bool(at < len(table) and table[at] == key)
 
 
 def may_be_keys(head: str, back: str, keys: "tuple[str, ...]") -> bool:
     """Whether a reading whose first ``_WIDTH`` characters are ``head`` and last ones, read from the end, ``back`` may be
     master keys and filler (``_guards._only_keys``): a necessary condition, never false where that is true."""
-    words, backs = _ends(keys)
-    return _starting(head, words) and _starting(back, backs)
+    _, _, starts, ends = _ends(keys)
+    return _starting(head, starts) and _starting(back, ends)
 
 
 def _may_each(reading: str, joiner: str, keys: "tuple[str, ...]") -> "np.ndarray":
     """``may_be_keys`` of each text of ``reading`` (texts joined by ``joiner``), in numpy (``_joined.opening``)."""
-    words, backs = _ends(keys)
+    words, backs, _, _ = _ends(keys)
     return opening(reading, joiner, words) & opening(reading[::-1], joiner, backs)[::-1]
 
 
