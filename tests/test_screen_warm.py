@@ -41,3 +41,19 @@ def test_construction_builds_what_the_first_grade_screens_with(reject):
         assert _misses() == built   # nothing compiled while grading
     else:   # a grader that never screens builds nothing at construction, and the first screen does
         assert built == [0] * len(CACHES) and _misses() != built
+
+
+def test_a_control_character_in_a_text_compiles_nothing_more():
+    """A text holding the texts' first joiner moves the joiner on; the key patterns over the texts' letters (which
+    hold no control character) keep the first, so a policy's control characters compile nothing in a grade."""
+    keys = ("screen warm control check",)
+    Phrased.content_free_phrases = keys
+    try:
+        Phrased("warm", ScriptedModel(lambda *a: "{}"), "Grade.", "{{completion}}")
+        built = _guards._whole_openers.cache_info().misses
+        for k in [*range(0x01, 0x09), *range(0x0e, 0x1c)]:
+            flags = _guards._content_free_flags([f"a{chr(k)}b", *["Thought process:"] * 8, "Paris"], keys)
+            assert flags == [False, *[True] * 8, False]
+        assert _guards._whole_openers.cache_info().misses == built
+    finally:
+        Phrased.content_free_phrases = ("screen warm check phrase",)

@@ -25,8 +25,8 @@ def _generated(seed: int, n: int, keys: "tuple[str, ...]") -> "list[str]":
     """Texts made of the opener's words (keys, filler, announcements, step headers) one after another, with a
     look-alike digit, a cut or an added letter here and there, each written as it is, in ROT13 and reversed."""
     rng = random.Random(seed)
-    pool = [w for w in ("".join(c[1] if c.startswith("[") else c.lstrip("\\") for c in word)
-                        for word in _turned._words(keys)) if w.isascii()] + ["step 1", "step 2", "step 10"]
+    pool = sorted({w for w in ("".join(c[1] if c.startswith("[") else c.lstrip("\\") for c in word)
+                               for word in _turned._words(keys)) if w.isascii()}) + ["step 1", "step 2", "step 10"]
     out = []
     for _ in range(n):
         text = " ".join(rng.choice(pool) for _ in range(rng.randint(1, 4)))
@@ -72,7 +72,7 @@ def test_the_screen_is_the_same_with_and_without_the_gate(monkeypatch, keys):
         _ungated(m)
         assert [content_free_reason(t, keys) for t in texts] == gated
         assert _content_free_flags(texts, keys) == batch
-    assert sum(r is not None for r in gated) > 1000
+    assert sum(r is not None for r in gated) > 800   # many flagged: the equality above is not one of unflagged texts
 
 
 def test_the_gate_skips_most_answers():

@@ -17,7 +17,7 @@ from ..readouts._fold import _codes, _text_of
 from ..readouts._text import free_joiner, letters
 from ._encoded import base64_text, base64_texts, unescaped
 from ._keys import _FILLER, _STEP, _STEP_TWICE, ECHO_LABELS, _announce, _chars, _key_chars, _start_words
-from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, after_last, holding, opening, table
+from ._joined import CLOSING, COLONS, NEWLINE, OVERRIDE, OWN_RARER, _first_joiner, after_last, holding, opening, table
 from ._markup import _items, _may_mark, _rtf_texts, _trie, _unmarked
 from ._notation import NOTATION_MAX, document_body, notation_strings
 from ._nulls import may_hold, null_label
@@ -415,11 +415,11 @@ def _sub_spans(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) ->
 
 
 def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
-    """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master
-    keys and filler (``_only_keys``): a substitution per ``_spans`` of the distinct ones joined
-    (texts differing by their symbols alone have the same letters) whose first two characters may
-    start an opener (``opening``, in numpy: the rest fail), then what is left of each; a long text
-    alone is matched a few units a call (``_opener_end``)."""
+    """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master keys and filler
+    (``_only_keys``): a substitution per ``_spans`` of the distinct ones joined (texts differing by their symbols alone
+    have the same letters) whose first two characters may start an opener (``opening``, in numpy: the rest fail),
+    then what is left of each; a long text alone is matched a few units a call (``_opener_end``)."""
+    joiner = _first_joiner(pieces, joiner)
     few = 2 * len(set(pieces)) <= len(pieces)
     texts = list(dict.fromkeys(pieces)) if few else pieces   # many alike: each once, then a table
     joined = joiner.join(texts)
@@ -459,7 +459,7 @@ def _answered_each(unmarked: "list[str]", joiner: str, keys: tuple[str, ...]) ->
     ``_answered`` finds no answer there), their letters in one pass, then whether an opener's first unit
     starts each (a substitution per span)."""
     pieces = letters(after_last(joiner.join(unmarked), joiner, COLONS), keep=joiner).split(joiner)
-    distinct = list(dict.fromkeys(pieces))
+    distinct, joiner = list(dict.fromkeys(pieces)), _first_joiner(pieces, joiner)
     opened = _sub_spans(_whole_openers(keys, joiner)[0], joiner, joiner.join(distinct), joiner + _OPENED)
     said = {tail: bool(tail) and cut[:1] != _OPENED for tail, cut in zip(distinct, opened.split(joiner))}
     return list(map(said.__getitem__, pieces))
