@@ -11,8 +11,7 @@ import itertools
 import operator
 from typing import Any, Callable, Iterable
 
-from . import _guards
-from ._guards import _content_free_flags, content_free_reason
+from ._guards import _UNITS, _content_free_flags, _doubled_units, _foreign, content_free_reason
 
 @functools.lru_cache(maxsize=256)
 def _schema_of(model: Any) -> "tuple[dict, dict, dict] | None":
@@ -437,4 +436,4 @@ def warm_screen(keys: tuple[str, ...]) -> None:
     grade, where they held the event loop about 0.6 s: a text and a batch of texts screened, each step reached."""
     content_free_reason("Gubhtug cebprff: rewsna", keys)
     _content_free_flags(["Gubhtug cebprff:", "Thought process:"] * 4, keys)
-    _guards._doubled_units(keys, _guards._UNITS), _guards._foreign(keys)   # a long text's run (``_opener_end``)
+    _doubled_units(keys, _UNITS), _foreign(keys)   # a long text's run (``_opener_end``)
