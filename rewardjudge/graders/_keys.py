@@ -189,8 +189,9 @@ def _chars(form: str) -> "list[str]":
     return [f"[{c}{_LOOKALIKE_DIGITS[c]}]" if c in _LOOKALIKE_DIGITS else re.escape(c) for c in form]
 
 
-def _key_forms(extra_keys: tuple[str, ...]) -> "set[str]":
-    return {letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""}
+@functools.lru_cache(maxsize=64)
+def _key_forms(extra_keys: tuple[str, ...]) -> "frozenset[str]":
+    return frozenset({letters(k) for k in (*MASTER_KEYS, *extra_keys) if isinstance(k, str)} - {""})
 
 
 def _key_chars(extra_keys: tuple[str, ...]) -> "list[list[str]]":

@@ -104,14 +104,9 @@ def _reversed(text: str, found: str, keys: "tuple[str, ...]") -> "str | None":
     return found[::-1] if _REVERSED_SHAPE.match(text) is not None or _lone_key(found[::-1], keys) else None
 
 
-@functools.lru_cache(maxsize=64)
-def _forms(keys: "tuple[str, ...]") -> "frozenset[str]":
-    return frozenset(_key_forms(keys))
-
-
 def _lone_key(reading: str, keys: "tuple[str, ...]") -> bool:
     """Whether a turned reading of a text of neither shape is one master key of ``_LONE`` letters or more (hunt 36)."""
-    return len(reading) >= _LONE and reading in _forms(keys)
+    return len(reading) >= _LONE and reading in _key_forms(keys)
 
 
 def _upside_down(found: str) -> "str | None":
