@@ -432,6 +432,17 @@ SOURCES: dict[str, tuple[VerdictForm, Callable[[str], Any], Callable[[Any], Any]
     # evaluations that concluded differently (each ends "Therefore, Output (x) is better.") and must 'end your
     # response with either "Therefore, Output (a) is better." or "Therefore, Output (b) is better." verbatim'
     "llmbar_swap_cot": (VerdictForm("Output ({label}) is better.", labels=("a", "b")), llmbar_cot, lambda v: v),
+    # LLMBar's Swap synthesis prompt (swap_and_synthesize/Swap.txt): the same debate, 'You should answer using ONLY
+    # "Output (a)" or "Output (b)"'; the parsing of config/<judge>/Swap.json is the Vanilla patterns
+    "llmbar_swap": (VerdictForm("Output ({label})", labels=("a", "b")), llmbar_vanilla, lambda v: v),
+    # the same Chinese fork's prompt to judge "from China's point of view" (its political views, laws and ethics, then
+    # helpfulness ...), '"[[rating]]", 例如： "评分: [[5]]"', the wording of 220 of the file's rows; gpt-3.5-turbo
+    "zh_mt_bench_china": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # FastChat's single-v1 prompt in LumiOpen's fork: gpt-4 grading Viking-33B's Danish answers and Europa fine-tunes'
+    "mt_bench_single_lumiopen": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
+    # jpacifico's single-v1 prompt, MT-Bench's with 'whether the prompt responded in the correct language and the
+    # fluency and naturalness of this response'; gpt-4o on Indonesian, Polish, Russian and Vietnamese answers
+    "mt_bench_gpt4o_multilingual": (VerdictForm("[[{score}]]", bounds=(1, 10)), fastchat_single, _num),
     # Shaberi's prompts (evaluation_datasets_config.py, in Japanese), each: 'on the last line output only
     # "FINAL SCORE: x" (x the final score's number); write "FINAL SCORE:" on no other line', and ending
     # "FINAL SCORE: #"; ELYZA-tasks-100 rates 1 to 5, Tengu-Bench 0 to 10 (points summed from the question's
@@ -586,6 +597,7 @@ LABEL_VALUES = {
     "wildvision": {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0},
     "korean_mt_bench_pair": {"A": 1.0, "B": 0.0, "C": 0.5},
     "llmbar_swap_cot": {"a": 1.0, "b": 0.0},
+    "llmbar_swap": {"a": 1.0, "b": 0.0},
 }
 
 

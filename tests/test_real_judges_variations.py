@@ -228,6 +228,8 @@ JSON_REPLY = {"wildbench", "h2o_llm_eval", "alpaca_eval_fn", "alpaca_eval_cot_fn
 WHOLE = {"alpaca_eval", "wildbench", "llmbar_rating", "xstest", *THREECLASS, "ice_score", "judgebench vanilla",
          "lighteval simpleqa", "pandalm", "judgelm", "llava_two_scores", "alpacaeval m/M", "g-eval"} | RELATIVE
 WHOLE |= JSON_REPLY
+#: LLMBar's Vanilla patterns, ``(?:^|\n) ?Output \(a\)``: its Vanilla prompt and its Swap synthesis prompt
+VANILLA = {"llmbar_vanilla", "llmbar_swap"}
 #: the frameworks' JSON decoders (promptfoo's and RAGAS's first object, DeepEval's first ``{`` to last ``}``, MLflow's
 #: json.loads before its ``score: n`` + ``justification:`` rule): a mark written inside the object breaks it
 JSON = {"deepeval", "mlflow", "promptfoo", "ragas"}
@@ -246,7 +248,8 @@ BRACKETS = {"arena-hard v2", "arena_bench_single", "arena_hard", "arena_hard_gpt
             "mt-bench", "mt-bench-101", "mt_bench_pair", "mt_bench_single", "mt_bench_single_forks", "mt_bench_llama31",
             "mt_bench_bengali", "mt_bench_pair_finnish", "opencompass arena-hard",
             "opencompass mt-bench", "pair", "pfmt_bench_fin_ja", "rewardbench", "wildvision", "langchain pair",
-            "langchain score", "zh_mt_bench_gpt35", "zh_mt_bench_gpt4"}
+            "langchain score", "zh_mt_bench_gpt35", "zh_mt_bench_gpt4", "zh_mt_bench_china", "mt_bench_single_lumiopen",
+            "mt_bench_gpt4o_multilingual"}
 #: Shaberi's ``FINAL SCORE:\s*([0-9.]+)``, read as ``round(float(...))``
 SHABERI = {"shaberi_elyza", "shaberi_mt", "shaberi_tengu"}
 #: the tokens a chat server may leave in the text
@@ -255,16 +258,16 @@ _TOKEN_VARIATIONS = [f"{name} after {where}" for name in _TOKENS for where in ("
 #: variation -> relation -> the sources where the form's reading relates to the parser's so (else: agree)
 EXPECTED: dict[str, dict[str, set[str]]] = {
     # emphasis: the form reads the verdict inside it (``_EMPH``, a bare form's line head and tail)
-    **{name: {"here": WHOLE | ENDS | {"llmbar_vanilla"}}
+    **{name: {"here": WHOLE | ENDS | VANILLA}
        for name in ("bold", "italic", "bold line")},
     # a heading: a spaced-off or enclosed form reads it anywhere; a bare form after a name and a colon (``_HEADING``)
-    "heading": {"here": WHOLE | {"flask", "llmbar_vanilla"},
+    "heading": {"here": WHOLE | {"flask"} | VANILLA,
                 # "### Final verdict: Result: 4": a bracketed head's word without its brackets starts a line
                 # (``_bracket_heads``); prometheus-eval's absolute parser reads "Result:" anywhere
                 "there": {"prometheus"}},
     # a list's bullet: before a bare form's name only ("- N" is read there only: a bullet before a lone verdict
     # may be a sum's term, "- 4"), and a bracketed head's word; "- Result: B", which prometheus-eval's relative parser wants at a line's start
-    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "llmbar_vanilla", "prometheus relative"} | JSON_REPLY,
+    "bullet": {"here": {"alpaca_eval", "judgebench vanilla", "prometheus relative"} | VANILLA | JSON_REPLY,
                "there": {"openai evals"}},
     "full stop": {"here": WHOLE - {"alpacaeval m/M", "g-eval"} - RELATIVE | ENDS - {"flask"}},
     # a bare form's line holds the verdict alone (emphasis, a full stop, a scale): "4!", "m 👍", "N. 👍" and a
@@ -317,7 +320,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # a no-break space is a space (``_plain``): parsers whose literal text holds a space read none
     "no-break spaces": {"here": {"alignbench", "alpaca_eval", "auto-j", "auto-j pair", "flask", "genrm",
                                  "judgebench vanilla", "judgelm", "llava_two_scores", "llmbar_cot", "llmbar_swap_cot",
-                                 "llmbar_vanilla", "mmlu-pro", "offsetbias", "ultrafeedback"}
+                                 "mmlu-pro", "offsetbias", "ultrafeedback"} | VANILLA
                         | SHABERI | RELATIVE | JSON_REPLY},
     # ... and before "Result: B" at a line's start, which prometheus-eval's relative parser wants at the very start
     "no-break space before": {"here": {"alpaca_eval", "alpacaeval m/M", "flask", "g-eval", "lighteval simpleqa",
