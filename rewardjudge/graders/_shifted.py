@@ -1,0 +1,133 @@
+"""Hunt 38: master keys written in a Caesar shift other than ROT13 (``Wkrxjkw surfhvv:`` is ``Thought process:``
+shifted by 3) or in Atbash (``Gslftsg kilxvhh:``, the alphabet read backwards), any shift of it too, as a judge undoes
+them as it reads. The content-free screen (``_guards``) reads a text's letters so where a shift reads as master keys
+and filler. No shift is tried letter by letter: a shift moves every letter alike, so the differences between a
+text's first three letters (mod 26) are those of the words it stands for, and they tell the shifts that may read as
+the keys' starts (``_tables``: each difference pair, the first letters its starts have), the last three letters the
+same for the keys' ends (``_turned._ends``' tables). A reading is made only for a shift both ends allow, and kept, as
+ROT13 is (``_turned``), for a text of two words or a colon, or a lone word of ``_LONE`` letters that reads as one key.
+ROT13 and no shift at all are ``_turned``'s and the screen's own. Alone, a few steps in Python; in a batch, a few
+passes in numpy over each text's ends."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+
+from ..readouts._fold import _codes
+from ._joined import _BITS
+from ._keys import _key_forms
+from . import _turned
+from ._turned import _LONE, _ROT13_SHAPE, _ends
+
+_A = ord("a")
+_ALL = (1 << 26) - 1
+#: the shifts read elsewhere (as written, ROT13), left out of Caesar's; Atbash's are all read here
+_CAESAR_DONE = 1 << 0 | 1 << 13
+#: the fewest letters a text read shifted holds
+_FEWEST = 5
+#: each shift's translation back, Caesar's then Atbash's (``_reading``)
+_BACK = tuple(str.maketrans({_A + c: _A + (c - k) % 26 for c in range(26)}) for k in range(26))
+_ATBASH_BACK = tuple(str.maketrans({_A + c: _A + (25 - c - k) % 26 for c in range(26)}) for k in range(26))
+
+
+@functools.lru_cache(maxsize=64)
+def _tables(keys: "tuple[str, ...]") -> "tuple[np.ndarray, np.ndarray]":
+    """For the starts of a text of master keys and filler (``_turned._ends``: its first three characters) and for its
+    ends (its last three, from the end): by the differences of the second and third letters from the first (mod 26),
+    a mask of the shifts that would make a text's three letters one, given its first letter as 0 (bit ``-first``;
+    a text whose first letter is ``h`` shifts by ``h - first``: the mask rotated by ``h``). Latin letters only."""
+    tables = []
+    for packed in _ends(keys)[2:]:
+        table = np.zeros((26, 26), dtype=np.int64)
+        for key in packed.tolist():
+            c = [(key >> (_BITS * i) & (1 << _BITS) - 1) - _A for i in (2, 1, 0)]
+            if all(0 <= x < 26 for x in c):
+                table[(c[1] - c[0]) % 26, (c[2] - c[0]) % 26] |= 1 << (-c[0]) % 26
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+def _rotated(mask: "np.ndarray | int", by: "np.ndarray | int") -> "np.ndarray | int":
+    return (mask << by | mask >> (26 - by)) & _ALL
+
+
+def _shifts(head: list, back: list, keys: "tuple[str, ...]") -> tuple:
+    """The masks of the Caesar and Atbash shifts (``_reading``) under which a text whose first letters are ``head``
+    and last ones, from the end, ``back`` (each 0-25, ints or arrays of a text's each) may read as master keys and
+    filler."""
+    starts, ends = _tables(keys)
+    out = []
+    for h, b in ((head, back), ([25 - x for x in head], [25 - x for x in back])):
+        out.append(_rotated(starts[(h[1] - h[0]) % 26, (h[2] - h[0]) % 26], h[0])
+                   & _rotated(ends[(b[1] - b[0]) % 26, (b[2] - b[0]) % 26], b[0]))
+    return out[0] & ~_CAESAR_DONE, out[1]
+
+
+def _readings(found: str, caesar: int, atbash: int) -> "list[str]":
+    """``found`` read back under each shift of the masks ``caesar`` and ``atbash``."""
+    return [found.translate(back[k]) for mask, back in ((caesar, _BACK), (atbash, _ATBASH_BACK))
+            for k in range(26) if mask >> k & 1]
+
+
+def _kept(text: str, reading: str, keys: "tuple[str, ...]") -> bool:
+    """Whether a reading of ``text`` counts: two words or a colon (``_turned._ROT13_SHAPE``), or one master key of
+    ``_LONE`` letters or more (a lone word is read as written: ``cheer`` is ``jolly`` shifted by 7)."""
+    return _ROT13_SHAPE.search(text) is not None or (len(reading) >= _LONE and reading in _key_forms(keys))
+
+
+def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
+    """The readings of ``found`` (``letters`` of ``text``) under a Caesar shift or Atbash that may be master keys
+    and filler (``_shifts``), where the text is Latin letters at both ends and counts so (``_kept``)."""
+    if len(found) < _FEWEST or not found.isascii() or not (found[:3] + found[-3:]).isalpha():
+        return []
+    caesar, atbash = _shifts([ord(c) - _A for c in found[:3]], [ord(c) - _A for c in found[:-4:-1]], keys)
+    if not caesar | atbash:
+        return []
+    return [r for r in _readings(found, caesar, atbash) if _kept(text, r, keys)]
+
+
+def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
+    """Flags (in place) the texts not flagged yet (``found``: their letters joined by ``joiner``) that a shifted
+    reading (``shifted_readings``) shows as master keys and filler only (``keys_only``): the shifts each text's ends
+    allow found in numpy (``_tables``), then the few readings made and matched in one pass."""
+    if all(flags) or not found:
+        return
+    codes = _codes(found).astype(np.int64)
+    cuts = np.flatnonzero(codes == ord(joiner))
+    first, last = np.concatenate(([0], cuts + 1)), np.concatenate((cuts, [len(codes)])) - 1
+    ok = (last - first + 1 >= _FEWEST) & ~np.frombuffer(bytes(flags), dtype=bool)
+    at = np.flatnonzero(ok)
+    if not len(at):
+        return
+    head = [codes[first[at] + i] - _A for i in range(3)]
+    back = [codes[last[at] - i] - _A for i in range(3)]
+    latin = functools.reduce(np.logical_and, [(x >= 0) & (x < 26) for x in (*head, *back)])
+    at, head, back = at[latin], [x[latin] for x in head], [x[latin] for x in back]
+    caesar, atbash = _shifts(head, back, keys)
+    some = np.flatnonzero(caesar | atbash)
+    if not len(some):
+        return
+    pieces = found.split(joiner)
+    which, reading = [], []
+    for i, c, a in zip(at[some].tolist(), caesar[some].tolist(), atbash[some].tolist()):
+        if pieces[i].isascii():
+            read = _readings(pieces[i], c, a)
+            which.extend([i] * len(read))
+            reading.extend(read)
+    for i, read in itertools.compress(zip(which, reading), keys_only(reading) if reading else []):
+        if _kept(texts[i], read, keys):
+            flags[i] = True
+
+
+def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
+    """``_turned.turned_readings``, then ``shifted_readings``: the readings the screen's ``_guards._bare`` tries."""
+    return [*_turned.turned_readings(text, found, keys), *shifted_readings(text, found, keys)]
+
+
+def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
+    """``_turned.turned_flags``, then ``shifted_flags`` over the texts it left: the screen's batch step."""
+    _turned.turned_flags(texts, found, joiner, flags, keys_only, keys)
+    shifted_flags(texts, found, joiner, flags, keys_only, keys)
