@@ -23,7 +23,7 @@ from ._notation import NOTATION_MAX, document_body, notation_strings
 from ._nulls import may_hold, null_label
 from ._spelled import spelled_text, spelled_texts
 from ._tables import table_strings, xml_strings
-from ._shifted import turned_flags, turned_readings   # hunt 38: ``_turned``'s, and Caesar shifts, Atbash
+from ._disguises import turned_flags, turned_readings   # hunt 38: ``_turned``'s, shifted and look-alikes too
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"

@@ -19,7 +19,6 @@ import numpy as np
 from ..readouts._fold import _codes
 from ._joined import _BITS
 from ._keys import _key_forms
-from . import _turned
 from ._turned import _LONE, _ROT13_SHAPE, _ends
 
 _A = ord("a")
@@ -121,13 +120,3 @@ def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool
         if _kept(texts[i], read, keys):
             flags[i] = True
 
-
-def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
-    """``_turned.turned_readings``, then ``shifted_readings``: the readings the screen's ``_guards._bare`` tries."""
-    return [*_turned.turned_readings(text, found, keys), *shifted_readings(text, found, keys)]
-
-
-def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
-    """``_turned.turned_flags``, then ``shifted_flags`` over the texts it left: the screen's batch step."""
-    _turned.turned_flags(texts, found, joiner, flags, keys_only, keys)
-    shifted_flags(texts, found, joiner, flags, keys_only, keys)

@@ -1,0 +1,23 @@
+"""The disguised readings of a text's letters the content-free screen (``_guards``) tries, in one place: turned
+(``_turned``: ROT13, reversed, upside down, tag characters), hunt 38's shifted (``_shifted``: Caesar, Atbash) and
+look-alike letters of other scripts (``_lookalikes``: Cherokee, Lisu, Canadian syllabics)."""
+
+from __future__ import annotations
+
+from . import _turned
+from ._lookalikes import lookalike_flags, lookalike_reading
+from ._shifted import shifted_flags, shifted_readings
+
+
+def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
+    """``_turned.turned_readings``, ``shifted_readings`` and ``lookalike_reading``: what ``_guards._bare`` tries."""
+    looks = lookalike_reading(found)
+    return [*_turned.turned_readings(text, found, keys), *shifted_readings(text, found, keys),
+            *([looks] if looks is not None else [])]
+
+
+def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
+    """``_turned.turned_flags``, then ``shifted_flags`` and ``lookalike_flags`` over the texts left: the batch step."""
+    _turned.turned_flags(texts, found, joiner, flags, keys_only, keys)
+    shifted_flags(texts, found, joiner, flags, keys_only, keys)
+    lookalike_flags(found, joiner, flags, keys_only)
