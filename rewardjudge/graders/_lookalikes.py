@@ -1,5 +1,5 @@
 """Hunt 38: master keys written in the letters of another script that look like Latin ones, beyond the Cyrillic,
-Greek and Armenian ones every text is folded from (``readouts._fold._CONFUSABLE``): Cherokee (``ᎢᎻᎾᏌᏀᎻᎢ``), Lisu,
+Greek and Armenian ones every text is folded from (``readouts._fold._CONFUSABLE``): Cherokee (``Ꭲhought``, ``ᏚᏙᎪᎡ``), Lisu,
 which has a look-alike of nearly every Latin capital (``ꓔꓧꓳꓴꓖꓧꓔ ꓑꓣꓳꓚꓰꓢꓢ``), and Canadian syllabics (``ᗅ``, ``ᑭ``).
 A judge reads them as the Latin letters they look like; the content-free screen (``_guards``) reads a text holding one
 so too (the look-alikes of Unicode's confusables list, ``confusables.txt``), as a reading beside the text as written
@@ -27,6 +27,8 @@ _LOOKS = {
     "y": "\u13a9\u13bd\ua4ec", "z": "\u13c3\ua4dc",
 }
 _TOP = 0xAC00
+#: the most letters a text read so holds: the longest completion (a text's letters may be many more: ``ﷺ`` is 18)
+_MOST = 262_144
 _MAP = np.arange(_TOP, dtype=np.uint32)
 for _latin, _chars in _LOOKS.items():
     _MAP[[ord(c) for c in _chars]] = ord(_latin)
@@ -46,7 +48,7 @@ def _read(found: str) -> str:
 
 def lookalike_reading(found: str) -> "str | None":
     """``found`` (``letters`` of a text) read with its look-alikes as Latin letters, where it holds one."""
-    if found.isascii() or not _HELD[np.minimum(_codes(found), _TOP)].any():
+    if found.isascii() or len(found) > _MOST or not _HELD[np.minimum(_codes(found), _TOP)].any():
         return None
     return _read(found)
 
