@@ -11,7 +11,7 @@ from ._shifted import shifted_flags, shifted_readings
 
 def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """``_turned.turned_readings``, ``shifted_readings`` and ``lookalike_reading``: what ``_guards._bare`` tries."""
-    looks = lookalike_reading(found)
+    looks = lookalike_reading(text, found)
     return [*_turned.turned_readings(text, found, keys), *shifted_readings(text, found, keys),
             *([looks] if looks is not None else [])]
 
@@ -20,4 +20,4 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
     """``_turned.turned_flags``, then ``shifted_flags`` and ``lookalike_flags`` over the texts left: the batch step."""
     _turned.turned_flags(texts, found, joiner, flags, keys_only, keys)
     shifted_flags(texts, found, joiner, flags, keys_only, keys)
-    lookalike_flags(found, joiner, flags, keys_only)
+    lookalike_flags(texts, found, joiner, flags, keys_only)

@@ -27,14 +27,13 @@ _LOOKS = {
     "y": "\u13a9\u13bd\ua4ec", "z": "\u13c3\ua4dc",
 }
 _TOP = 0xAC00
-#: the most letters a text read so holds: the longest completion (a text's letters may be many more: ``ﷺ`` is 18)
-_MOST = 262_144
 _MAP = np.arange(_TOP, dtype=np.uint32)
 for _latin, _chars in _LOOKS.items():
     _MAP[[ord(c) for c in _chars]] = ord(_latin)
-#: where a look-alike stands (``_joined.holding``'s table: True at each, False at the last)
+#: where a look-alike stands in a text as written, a Cherokee one in either case (``_joined.holding``'s table: True at
+#: each, False at the last)
 _HELD = np.zeros(_TOP + 1, dtype=bool)
-_HELD[np.flatnonzero(_MAP != np.arange(_TOP))] = True
+_HELD[[ord(c) for chars in _LOOKS.values() for c in {*chars, *chars.lower()}]] = True
 
 
 def _read(found: str) -> str:
@@ -46,19 +45,21 @@ def _read(found: str) -> str:
     return _text_of(codes)
 
 
-def lookalike_reading(found: str) -> "str | None":
-    """``found`` (``letters`` of a text) read with its look-alikes as Latin letters, where it holds one."""
-    if found.isascii() or len(found) > _MOST or not _HELD[np.minimum(_codes(found), _TOP)].any():
+def lookalike_reading(text: str, found: str) -> "str | None":
+    """``found`` (``letters`` of ``text``) read with its look-alikes as Latin letters, where ``text`` holds one as
+    written (found in numpy: a text's letters may be many more, ``ﷺ`` is 18)."""
+    if text.isascii() or not _HELD[np.minimum(_codes(text), _TOP)].any():
         return None
     return _read(found)
 
 
-def lookalike_flags(found: str, joiner: str, flags: "list[bool]", keys_only) -> None:
+def lookalike_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only) -> None:
     """Flags (in place) the texts not flagged yet (``found``: their letters joined by ``joiner``) holding a look-alike
-    (found in numpy) whose reading (``lookalike_reading``) is master keys and filler only (``keys_only``): one pass."""
+    as written (found in numpy) whose reading (``lookalike_reading``) is master keys and filler only (``keys_only``):
+    one pass."""
     if found.isascii() or all(flags):
         return
-    which = holding(found, joiner, _HELD, flags)
+    which = holding(joiner.join(texts), joiner, _HELD, flags)
     if not which:
         return
     pieces = found.split(joiner)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from typing import Iterator
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from ..readouts._fold import _codes
 from ._joined import _BITS
 from ._keys import _key_forms
-from ._turned import _LONE, _ROT13_SHAPE, _ends
+from ._turned import _LONE, _ends
 
 _A = ord("a")
 _ALL = (1 << 26) - 1
@@ -28,6 +29,8 @@ _ALL = (1 << 26) - 1
 _CAESAR_DONE = 1 << 0 | 1 << 13
 #: the fewest letters a text read shifted holds
 _FEWEST = 5
+#: the texts a batch reads one by one before it reads each distinct one once
+_FEW = 64
 #: each shift's translation back, Caesar's then Atbash's (``_reading``)
 _BACK = tuple(str.maketrans({_A + c: _A + (c - k) % 26 for c in range(26)}) for k in range(26))
 _ATBASH_BACK = tuple(str.maketrans({_A + c: _A + (25 - c - k) % 26 for c in range(26)}) for k in range(26))
@@ -78,48 +81,62 @@ def _readings(found: str, caesar: int, atbash: int) -> "list[str]":
     return [found.translate(back[k]) for mask, back in ((caesar, _BACK), (atbash, _ATBASH_BACK)) for k in _bits(mask)]
 
 
-def _kept(text: str, reading: str, keys: "tuple[str, ...]") -> bool:
-    """Whether a reading of ``text`` counts: two words or a colon (``_turned._ROT13_SHAPE``), or one master key of
-    ``_LONE`` letters or more (a lone word is read as written: ``cheer`` is ``jolly`` shifted by 7)."""
-    return _ROT13_SHAPE.search(text) is not None or (len(reading) >= _LONE and reading in _key_forms(keys))
+def _shaped(text: str) -> bool:
+    """Whether ``text`` is of ``_turned._ROT13_SHAPE``, two words or a colon, in C (a search of the pattern took 3 ms
+    over 256 KiB of no space)."""
+    return ":" in text or "\uff1a" in text or len(text.split(None, 1)) == 2
+
+
+@functools.lru_cache(maxsize=64)
+def _longest(keys: "tuple[str, ...]") -> int:
+    return max(map(len, _key_forms(keys)))
 
 
 def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """The readings of ``found`` (``letters`` of ``text``) under a Caesar shift or Atbash that may be master keys
-    and filler (``_shifts``), where the text is Latin letters at both ends and counts so (``_kept``)."""
+    and filler (``_shifts``), where the text is Latin letters at both ends, and counts so: two words or a colon
+    (``_shaped``), or one master key of ``_LONE`` letters or more (a lone word is read as written: ``cheer`` is
+    ``jolly`` shifted by 7)."""
     if len(found) < _FEWEST or not found.isascii() or not (found[:3] + found[-3:]).isalpha():
         return []
     caesar, atbash = map(int, _shifts([ord(c) - _A for c in found[:3]], [ord(c) - _A for c in found[:-4:-1]], keys))
     if not caesar | atbash:
         return []
-    return [r for r in _readings(found, caesar, atbash) if _kept(text, r, keys)]
+    if _shaped(text):
+        return _readings(found, caesar, atbash)
+    forms = _key_forms(keys)
+    return [r for r in _readings(found, caesar, atbash) if r in forms] if _LONE <= len(found) <= _longest(keys) else []
 
 
 def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
     """Flags (in place) the texts not flagged yet (``found``: their letters joined by ``joiner``) that a shifted
     reading (``shifted_readings``) shows as master keys and filler only (``keys_only``): the shifts each text's ends
-    allow found in numpy (``_tables``), then the few readings made and matched in one pass."""
+    allow found in numpy (``_tables``), then the few readings made (each distinct text once), a lone word's looked up
+    in the keys, the rest matched in one pass; each copy of a text flagged with it."""
     if all(flags) or not found:
         return
-    codes = _codes(found).astype(np.int32)
+    codes = np.frombuffer(found.encode("ascii"), dtype=np.uint8) if found.isascii() else _codes(found)   # a byte each
     cuts = np.flatnonzero(codes == ord(joiner))
     first, last = np.concatenate(([0], cuts + 1)), np.concatenate((cuts, [len(codes)])) - 1
     ok = (last - first + 1 >= _FEWEST) & ~np.frombuffer(bytes(flags), dtype=bool)
     at = np.flatnonzero(ok)
     if not len(at):
         return
-    head = [codes[first[at] + i] - _A for i in range(3)]
-    back = [codes[last[at] - i] - _A for i in range(3)]
+    head = [codes[first[at] + i].astype(np.int32) - _A for i in range(3)]
+    back = [codes[last[at] - i].astype(np.int32) - _A for i in range(3)]
     latin = functools.reduce(np.logical_and, [(x >= 0) & (x < 26) for x in (*head, *back)])
     at, head, back = at[latin], [x[latin] for x in head], [x[latin] for x in back]
     caesar, atbash = _shifts(head, back, keys)
     some = np.flatnonzero(caesar | atbash)
     if not len(some):
         return
-    which, reading, forms = [], [], _key_forms(keys)
-    for i, start, end, c, a in zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash))):
+    which, reading, flagged, forms = [], [], [], _key_forms(keys)
+    rows = zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash)))
+    if len(some) > _FEW:   # each distinct text once (a batch of copies passes whole): its last copy, in C
+        rows = dict(zip(map(texts.__getitem__, at[some].tolist()), rows)).values()
+    for i, start, end, c, a in rows:
         piece = found[start:end]
-        shaped = _ROT13_SHAPE.search(texts[i]) is not None
+        shaped = _shaped(texts[i])
         if not piece.isascii() or not (shaped or end - start >= _LONE):
             continue
         for read in _readings(piece, c, a):   # two words or a colon: matched below; a lone word: one key, or none
@@ -127,7 +144,9 @@ def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool
                 which.append(i)
                 reading.append(read)
             elif read in forms:
-                flags[i] = True
-    for i in itertools.compress(which, keys_only(reading) if reading else []):
-        flags[i] = True
+                flagged.append(i)
+    free = {texts[i] for i in itertools.compress(which, keys_only(reading) if reading else [])}
+    free.update(texts[i] for i in flagged)
+    if free:   # each copy of a text flagged
+        flags[:] = list(map(operator.or_, flags, map(free.__contains__, texts)))
 
