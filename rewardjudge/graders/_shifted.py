@@ -111,42 +111,39 @@ def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "li
 def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
     """Flags (in place) the texts not flagged yet (``found``: their letters joined by ``joiner``) that a shifted
     reading (``shifted_readings``) shows as master keys and filler only (``keys_only``): the shifts each text's ends
-    allow found in numpy (``_tables``), then the few readings made (each distinct text once), a lone word's looked up
-    in the keys, the rest matched in one pass; each copy of a text flagged with it."""
-    if all(flags) or not found:
-        return
-    codes = np.frombuffer(found.encode("ascii"), dtype=np.uint8) if found.isascii() else _codes(found)   # a byte each
+    allow found in numpy (``_candidates``), then the few readings made (each distinct text once), a lone word's looked
+    up in the keys, the rest matched in one pass; each copy of a text flagged with it."""
+    rows = _candidates(found, joiner, flags, keys) if not all(flags) and found else []
+    if len(rows) > _FEW:   # each distinct text once (a batch of copies passes whole): its last copy, in C
+        rows = list(dict(zip(map(texts.__getitem__, [row[0] for row in rows]), rows)).values())
+    which, reading, free, forms = [], [], set(), _key_forms(keys)
+    for i, start, end, c, a in rows:
+        piece, shaped = found[start:end], _shaped(texts[i])
+        if not piece.isascii() or not (shaped or end - start >= _LONE):
+            continue
+        read = _readings(piece, c, a)
+        if shaped:   # two words or a colon: matched below; a lone word: one key, or none
+            which.extend([i] * len(read))
+            reading.extend(read)
+        elif not forms.isdisjoint(read):
+            free.add(texts[i])
+    free.update(texts[i] for i in itertools.compress(which, keys_only(reading) if reading else []))
+    if free:   # each copy of a text flagged
+        flags[:] = list(map(operator.or_, flags, map(free.__contains__, texts)))
+
+
+def _candidates(found: str, joiner: str, flags: "list[bool]", keys: "tuple[str, ...]") -> list:
+    """(index, start, end, Caesar mask, Atbash mask) of each text of ``found`` (letters joined by ``joiner``) not
+    ``flags``-ed, of ``_FEWEST`` letters or more, Latin at both ends, that a shift may read as master keys (``_shifts``),
+    in numpy: its letters a byte each where ASCII."""
+    codes = np.frombuffer(found.encode("ascii"), dtype=np.uint8) if found.isascii() else _codes(found)
     cuts = np.flatnonzero(codes == ord(joiner))
     first, last = np.concatenate(([0], cuts + 1)), np.concatenate((cuts, [len(codes)])) - 1
-    ok = (last - first + 1 >= _FEWEST) & ~np.frombuffer(bytes(flags), dtype=bool)
-    at = np.flatnonzero(ok)
-    if not len(at):
-        return
+    at = np.flatnonzero((last - first + 1 >= _FEWEST) & ~np.frombuffer(bytes(flags), dtype=bool))
     head = [codes[first[at] + i].astype(np.int32) - _A for i in range(3)]
     back = [codes[last[at] - i].astype(np.int32) - _A for i in range(3)]
     latin = functools.reduce(np.logical_and, [(x >= 0) & (x < 26) for x in (*head, *back)])
     at, head, back = at[latin], [x[latin] for x in head], [x[latin] for x in back]
     caesar, atbash = _shifts(head, back, keys)
     some = np.flatnonzero(caesar | atbash)
-    if not len(some):
-        return
-    which, reading, flagged, forms = [], [], [], _key_forms(keys)
-    rows = zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash)))
-    if len(some) > _FEW:   # each distinct text once (a batch of copies passes whole): its last copy, in C
-        rows = dict(zip(map(texts.__getitem__, at[some].tolist()), rows)).values()
-    for i, start, end, c, a in rows:
-        piece = found[start:end]
-        shaped = _shaped(texts[i])
-        if not piece.isascii() or not (shaped or end - start >= _LONE):
-            continue
-        for read in _readings(piece, c, a):   # two words or a colon: matched below; a lone word: one key, or none
-            if shaped:
-                which.append(i)
-                reading.append(read)
-            elif read in forms:
-                flagged.append(i)
-    free = {texts[i] for i in itertools.compress(which, keys_only(reading) if reading else [])}
-    free.update(texts[i] for i in flagged)
-    if free:   # each copy of a text flagged
-        flags[:] = list(map(operator.or_, flags, map(free.__contains__, texts)))
-
+    return list(zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash))))
