@@ -41,14 +41,15 @@ def _tables(keys: "tuple[str, ...]") -> "tuple[np.ndarray, np.ndarray]":
     """For the starts of a text of master keys and filler (``_turned._ends``: its first three characters) and for its
     ends (its last three, from the end): by the differences of the second and third letters from the first (mod 26),
     a mask of the shifts that would make a text's three letters one, given its first letter as 0 (bit ``-first``;
-    a text whose first letter is ``h`` shifts by ``h - first``: the mask rotated by ``h``). Latin letters only."""
+    a text whose first letter is ``h`` shifts by ``h - first``: the mask rotated by ``h``), at ``26 * first difference
+    + second``. Latin letters only."""
     tables = []
     for packed in _ends(keys)[2:]:   # in numpy: 90,000 starts
         c = np.stack([packed >> (_BITS * i) & (1 << _BITS) - 1 for i in (2, 1, 0)]) - _A
         c = c[:, ((c >= 0) & (c < 26)).all(axis=0)]
         table = np.zeros(26 * 26, dtype=np.int32)
         np.bitwise_or.at(table, (c[1] - c[0]) % 26 * 26 + (c[2] - c[0]) % 26, 1 << (-c[0]) % 26)
-        tables.append(table.reshape(26, 26))
+        tables.append(table)
     return tables[0], tables[1]
 
 
@@ -56,15 +57,21 @@ def _rotated(mask: "np.ndarray | int", by: "np.ndarray | int") -> "np.ndarray | 
     return (mask << by | mask >> (26 - by)) & _ALL
 
 
-def _shifts(head: list, back: list, keys: "tuple[str, ...]") -> tuple:
+@functools.lru_cache(maxsize=64)
+def _lists(keys: "tuple[str, ...]") -> "tuple[list[int], list[int]]":
+    """``_tables`` as lists, for one text (a step on numpy's scalars costs ten on Python's ints)."""
+    return _tables(keys)[0].tolist(), _tables(keys)[1].tolist()
+
+
+def _shifts(head: list, back: list, tables: tuple) -> tuple:
     """The masks of the Caesar and Atbash shifts (``_reading``) under which a text whose first letters are ``head``
-    and last ones, from the end, ``back`` (each 0-25, ints or arrays of a text's each) may read as master keys and
-    filler."""
-    starts, ends = _tables(keys)
+    and last ones, from the end, ``back`` (each 0-25: ints, with ``_lists``, or arrays of a text's each, with
+    ``_tables``) may read as master keys and filler."""
+    starts, ends = tables
     out = []
     for h, b in ((head, back), ([25 - x for x in head], [25 - x for x in back])):
-        out.append(_rotated(starts[(h[1] - h[0]) % 26, (h[2] - h[0]) % 26], h[0])
-                   & _rotated(ends[(b[1] - b[0]) % 26, (b[2] - b[0]) % 26], b[0]))
+        out.append(_rotated(starts[(h[1] - h[0]) % 26 * 26 + (h[2] - h[0]) % 26], h[0])
+                   & _rotated(ends[(b[1] - b[0]) % 26 * 26 + (b[2] - b[0]) % 26], b[0]))
     return out[0] & ~_CAESAR_DONE, out[1]
 
 
@@ -99,7 +106,7 @@ def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "li
     ``jolly`` shifted by 7)."""
     if len(found) < _FEWEST or not found.isascii() or not (found[:3] + found[-3:]).isalpha():
         return []
-    caesar, atbash = map(int, _shifts([ord(c) - _A for c in found[:3]], [ord(c) - _A for c in found[:-4:-1]], keys))
+    caesar, atbash = _shifts([ord(c) - _A for c in found[:3]], [ord(c) - _A for c in found[:-4:-1]], _lists(keys))
     if not caesar | atbash:
         return []
     if _shaped(text):
@@ -144,6 +151,6 @@ def _candidates(found: str, joiner: str, flags: "list[bool]", keys: "tuple[str, 
     back = [codes[last[at] - i].astype(np.int32) - _A for i in range(3)]
     latin = functools.reduce(np.logical_and, [(x >= 0) & (x < 26) for x in (*head, *back)])
     at, head, back = at[latin], [x[latin] for x in head], [x[latin] for x in back]
-    caesar, atbash = _shifts(head, back, keys)
+    caesar, atbash = _shifts(head, back, _tables(keys))
     some = np.flatnonzero(caesar | atbash)
     return list(zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash))))
