@@ -11,9 +11,10 @@ from ._shifted import shifted_flags, shifted_readings
 
 def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """``_turned.turned_readings``, ``shifted_readings`` and ``lookalike_reading``: what ``_guards._bare`` tries."""
-    looks = lookalike_reading(text, found)
-    return [*_turned.turned_readings(text, found, keys), *shifted_readings(text, found, keys),
-            *([looks] if looks is not None else [])]
+    reads = _turned.turned_readings(text, found, keys)
+    reads += shifted_readings(text, found, keys)
+    looks = lookalike_reading(text, found) if not text.isascii() else None
+    return reads if looks is None else [*reads, looks]
 
 
 def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:

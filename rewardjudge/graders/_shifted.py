@@ -59,20 +59,31 @@ def _rotated(mask: "np.ndarray | int", by: "np.ndarray | int") -> "np.ndarray | 
 
 @functools.lru_cache(maxsize=64)
 def _lists(keys: "tuple[str, ...]") -> "tuple[list[int], list[int]]":
-    """``_tables`` as lists, for one text (a step on numpy's scalars costs ten on Python's ints)."""
+    """``_tables`` as lists, for one text (``_one_shifts``: a step on numpy's scalars costs ten on Python's ints)."""
     return _tables(keys)[0].tolist(), _tables(keys)[1].tolist()
 
 
 def _shifts(head: list, back: list, tables: tuple) -> tuple:
     """The masks of the Caesar and Atbash shifts (``_reading``) under which a text whose first letters are ``head``
-    and last ones, from the end, ``back`` (each 0-25: ints, with ``_lists``, or arrays of a text's each, with
-    ``_tables``) may read as master keys and filler."""
+    and last ones, from the end, ``back`` (arrays of each text's letters, 0-25) may read as master keys and filler
+    (``_tables``)."""
     starts, ends = tables
     out = []
     for h, b in ((head, back), ([25 - x for x in head], [25 - x for x in back])):
         out.append(_rotated(starts[(h[1] - h[0]) % 26 * 26 + (h[2] - h[0]) % 26], h[0])
                    & _rotated(ends[(b[1] - b[0]) % 26 * 26 + (b[2] - b[0]) % 26], b[0]))
     return out[0] & ~_CAESAR_DONE, out[1]
+
+
+def _one_shifts(found: str, tables: "tuple[list[int], list[int]]") -> "tuple[int, int]":
+    """``_shifts`` of one text's letters ``found`` (Latin at both ends), in ints: a few steps (one grade's screen)."""
+    starts, ends = tables
+    h0, h1, h2 = map(ord, found[:3])
+    b0, b1, b2 = map(ord, found[:-4:-1])
+    start, end = starts[(h1 - h0) % 26 * 26 + (h2 - h0) % 26], ends[(b1 - b0) % 26 * 26 + (b2 - b0) % 26]
+    caesar = _rotated(start, h0 - _A) & _rotated(end, b0 - _A) & ~_CAESAR_DONE if start and end else 0
+    start, end = starts[(h0 - h1) % 26 * 26 + (h0 - h2) % 26], ends[(b0 - b1) % 26 * 26 + (b0 - b2) % 26]
+    return caesar, _rotated(start, 25 - h0 + _A) & _rotated(end, 25 - b0 + _A) if start and end else 0
 
 
 def _bits(mask: int) -> "Iterator[int]":
@@ -106,7 +117,7 @@ def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "li
     ``jolly`` shifted by 7)."""
     if len(found) < _FEWEST or not found.isascii() or not (found[:3] + found[-3:]).isalpha():
         return []
-    caesar, atbash = _shifts([ord(c) - _A for c in found[:3]], [ord(c) - _A for c in found[:-4:-1]], _lists(keys))
+    caesar, atbash = _one_shifts(found, _lists(keys))
     if not caesar | atbash:
         return []
     if _shaped(text):
