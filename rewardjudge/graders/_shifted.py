@@ -117,13 +117,14 @@ def shifted_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "li
     ``jolly`` shifted by 7)."""
     if len(found) < _FEWEST or not found.isascii() or not (found[:3] + found[-3:]).isalpha():
         return []
+    shaped = _shaped(text)
+    if not shaped and not _LONE <= len(found) <= _longest(keys):
+        return []
     caesar, atbash = _one_shifts(found, _lists(keys))
     if not caesar | atbash:
         return []
-    if _shaped(text):
-        return _readings(found, caesar, atbash)
     forms = _key_forms(keys)
-    return [r for r in _readings(found, caesar, atbash) if r in forms] if _LONE <= len(found) <= _longest(keys) else []
+    return _readings(found, caesar, atbash) if shaped else [r for r in _readings(found, caesar, atbash) if r in forms]
 
 
 def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
