@@ -12,8 +12,11 @@ from ._shifted import shifted_flags, shifted_readings
 def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """``_turned.turned_readings``, ``shifted_readings`` and ``lookalike_reading``: what ``_guards._bare`` tries."""
     reads = _turned.turned_readings(text, found, keys)
-    reads += shifted_readings(text, found, keys)
-    looks = lookalike_reading(text, found) if not text.isascii() else None
+    if found[-1:].isalpha() and found[:1].isalpha():   # a shift reads letters at both ends: a digit there, no call
+        reads += shifted_readings(text, found, keys)
+    if text.isascii():
+        return reads
+    looks = lookalike_reading(text, found)
     return reads if looks is None else [*reads, looks]
 
 
