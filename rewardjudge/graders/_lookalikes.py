@@ -34,6 +34,9 @@ for _latin, _chars in _LOOKS.items():
 #: each, False at the last)
 _HELD = np.zeros(_TOP + 1, dtype=bool)
 _HELD[[ord(c) for chars in _LOOKS.values() for c in {*chars, *chars.lower()}]] = True
+#: the same over UTF-16 code units (a character past U+FFFF is two surrogates, none a look-alike)
+_HELD16 = np.zeros(1 << 16, dtype=bool)
+_HELD16[:_TOP] = _HELD[:_TOP]
 
 
 def _read(found: str) -> str:
@@ -47,8 +50,8 @@ def _read(found: str) -> str:
 
 def lookalike_reading(text: str, found: str) -> "str | None":
     """``found`` (``letters`` of ``text``) read with its look-alikes as Latin letters, where ``text`` holds one as
-    written (found in numpy: a text's letters may be many more, ``ﷺ`` is 18)."""
-    if text.isascii() or not _HELD[np.minimum(_codes(text), _TOP)].any():
+    written (found in numpy, over its UTF-16: a text's letters may be many more, ``ﷺ`` is 18)."""
+    if text.isascii() or not _HELD16[np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype=np.uint16)].any():
         return None
     return _read(found)
 
