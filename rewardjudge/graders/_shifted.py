@@ -132,9 +132,7 @@ def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool
     reading (``shifted_readings``) shows as master keys and filler only (``keys_only``): the shifts each text's ends
     allow found in numpy (``_candidates``), then the few readings made (each distinct text once), a lone word's looked
     up in the keys, the rest matched in one pass; each copy of a text flagged with it."""
-    rows = _candidates(found, joiner, flags, keys) if not all(flags) and found else []
-    if len(rows) > _FEW:   # each distinct text once (a batch of copies passes whole): its last copy, in C
-        rows = list(dict(zip(map(texts.__getitem__, [row[0] for row in rows]), rows)).values())
+    rows = _candidates(texts, found, joiner, flags, keys) if not all(flags) and found else []
     which, reading, free, forms = [], [], set(), _key_forms(keys)
     for i, start, end, c, a in rows:
         piece, shaped = found[start:end], _shaped(texts[i])
@@ -151,10 +149,10 @@ def shifted_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool
         flags[:] = list(map(operator.or_, flags, map(free.__contains__, texts)))
 
 
-def _candidates(found: str, joiner: str, flags: "list[bool]", keys: "tuple[str, ...]") -> list:
+def _candidates(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys: "tuple[str, ...]") -> list:
     """(index, start, end, Caesar mask, Atbash mask) of each text of ``found`` (letters joined by ``joiner``) not
     ``flags``-ed, of ``_FEWEST`` letters or more, Latin at both ends, that a shift may read as master keys (``_shifts``),
-    in numpy: its letters a byte each where ASCII."""
+    in numpy: its letters a byte each where ASCII; of many, each distinct text (``texts``) once."""
     codes = np.frombuffer(found.encode("ascii"), dtype=np.uint8) if found.isascii() else _codes(found)
     cuts = np.flatnonzero(codes == ord(joiner))
     first, last = np.concatenate(([0], cuts + 1)), np.concatenate((cuts, [len(codes)])) - 1
@@ -165,4 +163,7 @@ def _candidates(found: str, joiner: str, flags: "list[bool]", keys: "tuple[str, 
     at, head, back = at[latin], [x[latin] for x in head], [x[latin] for x in back]
     caesar, atbash = _shifts(head, back, _tables(keys))
     some = np.flatnonzero(caesar | atbash)
+    if len(some) > _FEW:   # each distinct text once (a batch of copies passes whole): its last copy, found in C
+        cand = at[some].tolist()
+        some = some[list(dict(zip(map(texts.__getitem__, cand), range(len(cand)))).values())]
     return list(zip(*(x[some].tolist() for x in (at, first[at], last[at] + 1, caesar, atbash))))
