@@ -4,14 +4,14 @@ look-alike letters of other scripts (``_lookalikes``: Cherokee, Lisu, Canadian s
 
 from __future__ import annotations
 
-from . import _turned
+from ._turned import turned_flags as _turned_flags, turned_readings as _turned_readings
 from ._lookalikes import lookalike_flags, lookalike_reading
 from ._shifted import shifted_flags, shifted_readings
 
 
 def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "list[str]":
     """``_turned.turned_readings``, ``shifted_readings`` and ``lookalike_reading``: what ``_guards._bare`` tries."""
-    reads = _turned.turned_readings(text, found, keys)
+    reads = _turned_readings(text, found, keys)
     if found[-1:].isalpha() and found[:1].isalpha():   # a shift reads letters at both ends: a digit there, no call
         reads += shifted_readings(text, found, keys)
     if text.isascii():
@@ -22,6 +22,6 @@ def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "lis
 
 def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
     """``_turned.turned_flags``, then ``shifted_flags`` and ``lookalike_flags`` over the texts left: the batch step."""
-    _turned.turned_flags(texts, found, joiner, flags, keys_only, keys)
+    _turned_flags(texts, found, joiner, flags, keys_only, keys)
     shifted_flags(texts, found, joiner, flags, keys_only, keys)
     lookalike_flags(texts, found, joiner, flags, keys_only)
