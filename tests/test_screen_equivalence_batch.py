@@ -10,9 +10,12 @@ times anything (``python -m bench linear``)."""
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import random
+import re
+import sys
 from importlib import resources
 
 import pytest
@@ -20,8 +23,12 @@ import pytest
 from bench.bench_linear import hostile_texts
 from rewardjudge.graders import _guards
 from rewardjudge.graders._guards import _content_free_flags, _emoji_message
+from rewardjudge.graders._encoded import base64_texts
+from rewardjudge.graders._joined import CODE_STARTS
 from rewardjudge.graders._keys import _FILLER, _key_forms
+from rewardjudge.graders._spelled import spelled_texts
 from rewardjudge.graders._turned import _FLIP, _FLIPPED, _REVERSED_SHAPE, _ROT13, _ROT13_SHAPE, _TAGGED, _lone_key, _untagged
+from rewardjudge.readouts._text import free_joiner
 
 
 def _old_turned_flags(texts, found, joiner, flags, keys_only, keys=()):
@@ -42,6 +49,16 @@ def _old_turned_flags(texts, found, joiner, flags, keys_only, keys=()):
                                               _ROT13_SHAPE.search(texts[i])) is not None or _lone_key(reading[i], keys))
             if reading[i] != pieces[i] and (latin if reversed_ is not None else _FLIPPED.search(pieces[i])):
                 flags[i] = True
+
+
+def _old_flag_encoded(flags, texts, keys, question):
+    """``_flag_encoded`` as it was: base64 and spelled texts searched for in every text (no ``CODE_STARTS`` gate)."""
+    joiner = free_joiner(texts)
+    joined = joiner.join(texts) if joiner is not None and not all(flags) else None
+    coded = {i: plain for found in (base64_texts(joined, joiner), spelled_texts(joined, joiner))
+             for i, plain in found.items() if not flags[i]} if joined is not None else {}
+    for i, free in zip(coded, _content_free_flags(list(coded.values()), keys, question) if coded else []):
+        flags[i] = free
 
 
 def _old_flag_emoji(flags, texts, pieces, only, joined):
@@ -113,6 +130,7 @@ def _decide_alike(monkeypatch, batches: "list[list[str]]", keys: "tuple[str, ...
         m.setattr(_guards, "turned_flags", _old_turned_flags)
         m.setattr(_guards, "_flag_emoji", _old_flag_emoji)
         m.setattr(_guards, "_flag_documents", _old_flag_documents)
+        m.setattr(_guards, "_flag_encoded", _old_flag_encoded)
         old = [_content_free_flags(list(b), keys) for b in batches]
     for batch, a, b in zip(batches, new, old):
         assert a == b, [t for t, x, y in zip(batch, a, b) if x != y][:5]
@@ -144,6 +162,34 @@ def test_documents_among_other_texts_decide_alike(monkeypatch, seed):
     rng = random.Random(100 + seed)
     docs = [rng.choice(_DOCUMENTS) + rng.choice(["", " ", "\n", ",", "Paris"]) for _ in range(200)]
     _decide_alike(monkeypatch, [rng.sample(docs, 40) + _batch(rng, 40) for _ in range(20)] + [docs])
+
+
+_CODED = ["VGhvdWdodCBwcm9jZXNzOg==", "QW5zd2VyOg==", "UGFyaXM=", "416e737765723a", "41 6e 73 77 65 72 3a",
+          "50617269732e", "01000001 01101110 01110011 01110111 01100101 01110010", "Alfa November Sierra Whiskey Echo Romeo",
+          "sierra oscar lima", "\u017fierra oscar lima", "\u212ailo echo yankee", "\u0130ndia november", "\u0131ndia bravo",
+          "papa alfa romeo india sierra", "e30=", "deadbeef", "2020", "Paris", "$QW5zd2VyOg==", "-alfa bravo"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encoded_texts_among_other_texts_decide_alike(monkeypatch, seed):
+    """Perf57: base64 and spelled texts are searched for only in the texts whose first character may start one
+    (``CODE_STARTS``); a text led by whitespace, a case-blind letter or a symbol decides as when every text was."""
+    rng = random.Random(200 + seed)
+    coded = [rng.choice(["", " ", "\t", "\u3000", "\n "]) + rng.choice(_CODED) + rng.choice(["", " ", "\u2003"])
+             for _ in range(300)]
+    batches = [rng.sample(coded, 40) + _batch(rng, 40) for _ in range(20)] + [coded]
+    _decide_alike(monkeypatch, batches)
+    assert sum(_content_free_flags(coded, ())) > 50   # some decoded texts are flagged: not all are left alone
+
+
+def test_code_starts_holds_every_first_character_of_a_code():
+    """Every character a base64, hex, binary or spelled text may start with (whitespace; an ASCII letter or digit,
+    ``+``, ``/``; a character a case-blind ASCII letter matches) is in ``CODE_STARTS``; no symbol is."""
+    blind = re.compile("(?i:[a-z])|[0-9+/]|\\s")
+    starts = [c for c in range(sys.maxunicode + 1) if blind.fullmatch(chr(c))]
+    assert all(c < len(CODE_STARTS) - 1 and CODE_STARTS[c] for c in starts)
+    assert sorted(map(int, CODE_STARTS.nonzero()[0])) == starts
+    assert base64.b64decode("VGhvdWdodCBwcm9jZXNzOg==") == b"Thought process:"
 
 
 def test_the_steps_are_run_and_flag():

@@ -47,7 +47,7 @@ def _texts(keys: "tuple[str, ...]" = ()) -> "list[str]":
 
 def _ungated(monkeypatch) -> None:
     monkeypatch.setattr(_turned, "may_be_keys", lambda head, back, keys: True)
-    monkeypatch.setattr(_turned, "_may_each", lambda reading, joiner, keys: np.ones(reading.count(joiner) + 1, bool))
+    monkeypatch.setattr(_turned, "_may_each", lambda joined, joiner, keys: (np.ones(joined.count(joiner) + 1, bool),) * 2)
 
 
 @pytest.mark.parametrize("keys", [(), ("Verdict ready", "ok boomer")])
@@ -73,6 +73,19 @@ def test_the_screen_is_the_same_with_and_without_the_gate(monkeypatch, keys):
         assert [content_free_reason(t, keys) for t in texts] == gated
         assert _content_free_flags(texts, keys) == batch
     assert sum(r is not None for r in gated) > 800   # many flagged: the equality above is not one of unflagged texts
+
+
+@pytest.mark.parametrize("keys", [(), ("Verdict ready",)])
+def test_the_batch_gate_is_each_texts_gate(keys):
+    """``_may_each`` (perf57: both readings' gates from each text's first and last characters, in numpy) says of each
+    text what ``may_be_keys`` says of its ROT13 and of its reversed reading, as ``turned_readings`` asks it."""
+    found = [letters(t) for t in _texts(keys)] + ["", "a", "ab", "abc", "nafjre", "rewsna", "5abcd", "zz"]
+    found = [f for f in found if f.isascii()]
+    rot13, back = _turned._may_each("\x01".join(found), "\x01", keys)
+    rot = [codecs.encode(f, "rot13") for f in found]
+    assert rot13.tolist() == [_turned.may_be_keys(r[:3], r[-3:][::-1], keys) for r in rot]
+    assert back.tolist() == [_turned.may_be_keys(f[-3:][::-1], f[:3], keys) for f in found]
+    assert 100 < sum(rot13) < len(found) and 100 < sum(back) < len(found)   # both ways, many texts
 
 
 def test_the_gate_skips_most_answers():

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Iterable
 
 import numpy as np
 
 from ..readouts._fold import _codes, _text_of
-from ..readouts._text import _JOINERS
+from ..readouts._text import _JOINERS, free_joiner
 
 OVERRIDE = np.array([0x202E], dtype=np.uint32)
 COLONS = np.array([ord(":"), 0xFF1A], dtype=np.uint32)
@@ -28,6 +27,14 @@ def table(chars: str) -> "np.ndarray":
     out = np.zeros(max(map(ord, chars)) + 2, dtype=bool)
     out[[ord(c) for c in chars]] = True
     return out
+
+
+def leading(joined: str, joiner: str, codes: "np.ndarray") -> "list[int]":
+    """The indices of the texts ``joined`` by ``joiner`` whose first character is one of ``codes`` (a table of
+    booleans, as ``holding`` reads one; ``joiner`` none of them), in order, in numpy."""
+    chars = np.append(_codes(joined), ord(joiner))
+    first = chars[np.concatenate(([0], np.flatnonzero(chars[:-1] == ord(joiner)) + 1))]
+    return np.flatnonzero(codes[np.minimum(first, len(codes) - 1)] & (first != ord(joiner))).tolist()
 
 
 def holding(joined: str, joiner: str, codes: "np.ndarray | range", flags: "list[bool] | None") -> "list[int]":
@@ -55,6 +62,29 @@ def holding(joined: str, joiner: str, codes: "np.ndarray | range", flags: "list[
     held = np.zeros(joined.count(joiner) + 1, dtype=bool)
     held[np.cumsum(chars == ord(joiner))[marks]] = True
     return np.flatnonzero(held if flags is None else held & ~np.frombuffer(bytes(flags), dtype=bool)).tolist()
+
+
+#: the characters a text base64 (``_encoded``) or spelled out (``_spelled``) from end to end may start with
+#: (``leading``): a letter or digit, ``+`` or ``/``, whitespace, and the four that a case-blind ASCII letter
+#: matches (the NATO words are matched so)
+CODE_STARTS = table("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/\u0130\u0131\u017f\u212a"
+                    + "".join(c for c in map(chr, range(0x3001)) if c.isspace()))
+
+
+#: what a text that may be a document (``_guards._document``) holds: one of these, or a line break and one of ``_LINE_MARKS``
+_DOCUMENT_MARKS, _LINE_MARKS = table("{[`~&%<"), table(":=|,;\t")
+
+
+def may_be_documents(texts: "list[str]", flags: "list[bool]") -> "list[int]":
+    """The indices of the texts not ``flags``-ed that may be documents (``_DOCUMENT_MARKS``, ``_LINE_MARKS``), in
+    order, found in numpy (a call of ``_document`` per text cost 30 ms over 30,000 texts of commas and lines)."""
+    joiner = free_joiner(texts)
+    if joiner is None:
+        return [i for i, flag in enumerate(flags) if not flag]
+    joined = joiner.join(texts)
+    lines = holding(joined, joiner, NEWLINE, flags)
+    marked = set(holding(joined, joiner, _DOCUMENT_MARKS, flags))
+    return sorted(marked.union(set(lines).intersection(holding(joined, joiner, _LINE_MARKS, flags))) if lines else marked)
 
 
 def after_last(joined: str, joiner: str, codes: "np.ndarray") -> str:
@@ -108,23 +138,35 @@ def _starts(words: "tuple[tuple[str, ...], ...]") -> np.ndarray:
                     dtype=np.int64)
 
 
-def opening(joined: str, joiner: str, words: "Iterable[Iterable[str]]") -> "np.ndarray":
-    """For each text ``joined`` by ``joiner``: whether it may be ``words`` (lists of character patterns) one
-    after another, by its first ``_WIDTH`` characters, looked up in numpy (a look-ahead of a trie of the
-    words' first two characters, tried at each text's start, took about 300 alternatives a text: 43,000
-    texts, 8 ms; the opener then tried, twice as many)."""
-    table = _starts(tuple(tuple(w) for w in words))
-    codes = _codes(joined)
-    at = np.concatenate(([0], np.flatnonzero(codes == ord(joiner)) + 1))   # each text's first character
-    codes = np.concatenate((codes, np.full(_WIDTH, ord(joiner), dtype=np.uint32)))
-    key = np.zeros(len(at), dtype=np.int64)
+def heads(codes: "np.ndarray", joiner: str) -> "np.ndarray":
+    """For each text of ``codes`` (the code points of texts joined by ``joiner``): its first ``_WIDTH`` code points,
+    ``_END`` past its end, a row each (``heads(codes[::-1], joiner)[::-1]``: each text's last ones, read from its end)."""
+    stop = ord(joiner)
+    at = np.concatenate(([0], np.flatnonzero(codes == stop) + 1))   # each text's first character
+    codes = np.concatenate((codes, np.full(_WIDTH, stop, dtype=np.uint32)))
+    rows = np.empty((len(at), _WIDTH), dtype=np.int64)
     ended = np.zeros(len(at), dtype=bool)
     for i in range(_WIDTH):   # after a text's end, the end again (not the next text)
         chars = codes[at + i]
-        ended |= chars == ord(joiner)
-        key = key << _BITS | np.where(ended, _END, chars)
+        ended |= chars == stop
+        rows[:, i] = np.where(ended, _END, chars)
+    return rows
+
+
+def starting(rows: "np.ndarray", table: "np.ndarray") -> "np.ndarray":
+    """For each row of ``heads``: whether it is one of the starts ``table`` (``_starts``), packed as it packs one."""
+    key = functools.reduce(lambda key, i: key << _BITS | rows[:, i], range(1, _WIDTH), rows[:, 0])
     found = np.searchsorted(table, key)
     return table[np.minimum(found, len(table) - 1)] == key
+
+
+def opening(joined: str, joiner: str, table: "np.ndarray") -> "np.ndarray":
+    """For each text ``joined`` by ``joiner``: whether it may be words (lists of character patterns) one after another,
+    by its first ``_WIDTH`` characters, looked up in numpy in ``table`` (``_starts`` of the words, which a caller
+    keeps by its keys: the words' tuple hashed as a cache's key cost 1 ms a call). A look-ahead of a trie of the
+    words' first two characters, tried at each text's start, took about 300 alternatives a text: 43,000 texts, 8 ms;
+    the opener then tried, twice as many."""
+    return starting(heads(_codes(joined), joiner), table)
 
 
 def _first_joiner(pieces: "list[str]", joiner: str) -> str:

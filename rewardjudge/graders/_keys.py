@@ -7,7 +7,10 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
+
 from ..readouts._text import letters
+from ._joined import _starts
 from ._markup import _trie
 
 # Openers that carry no answer; matched on their letters and digits (``letters``)
@@ -234,3 +237,10 @@ def _start_words(keys: tuple[str, ...]) -> "tuple[list[str], ...]":
     adverb or a verb within the first characters ``_joined.opening`` looks at)."""
     spoken = (*ANNOUNCERS, *ANNOUNCE_ADVERBS, *REASONING_VERBS)
     return (*_key_chars(keys), *(list(w) for w in _FILLER), _chars("step"), *(_chars(letters(w)) for w in spoken))
+
+
+@functools.lru_cache(maxsize=64)
+def _opener_starts(keys: tuple[str, ...]) -> np.ndarray:
+    """The starts of an opener's words (``_start_words``) as ``_joined.opening`` looks them up, kept by the keys (the
+    words' tuple hashed as a cache's key on each call cost about 1 ms)."""
+    return _starts(tuple(tuple(w) for w in _start_words(keys)))
