@@ -36,7 +36,10 @@ look-alikes through the neutraliser.
 A third table grades one such completion through each grader family (a
 scripted judge; the text neutralised, rendered and read as in training) and
 prints the longest the event loop waited during that grade: texts over 64 KiB
-are worked through in a worker thread, so the target is the same 50 ms.
+are worked through in a worker thread, so the target is the same 50 ms. The garbage collector's runs in a wait
+are taken out of it and shown apart: a full collection walks every object the process holds (20-280 ms in this
+process, more in a trainer's), in whichever thread allocates, the loop waiting on the interpreter lock; a
+grade of 16,000 JSON values, which allocates most, set one off in about one grade of five.
 
 Run: ``python -m bench linear`` (``python -m bench.bench_linear --shapes``: the second table only;
 ``python -m bench.bench_linear --instructions [--baseline PATH]``: the instructions of one call of each of
@@ -299,19 +302,44 @@ def worst_passes(size: int = SIZE) -> list[tuple[str, float]]:
     return [(f"{name}: {label}", seconds) for name, label, seconds, _, _ in _measure(size)]
 
 
-async def _longest_wait(coro) -> tuple[float, object]:
-    """The longest the event loop waited between two of its turns while ``coro`` ran, and its result."""
-    import asyncio
+class _Collections:
+    """The cyclic garbage collector's runs (``gc.callbacks``), each its (start, end): a full collection walks every
+    object the process holds (its time is the heap's, not a grade's: 20-280 ms here, in whichever thread allocates,
+    and the event loop waits on the interpreter lock meanwhile)."""
 
-    longest, done = [0.0], [False]
+    def __init__(self) -> None:
+        self.spans: "list[tuple[float, float]]" = []
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.spans.append((self._start, time.perf_counter()))
+
+    def within(self, start: float, end: float) -> float:
+        """The seconds of collection between ``start`` and ``end``."""
+        return sum(max(0.0, min(e, end) - max(s, start)) for s, e in self.spans if e > start)
+
+
+async def _longest_wait(coro) -> tuple[float, object, float]:
+    """The longest the event loop waited between two of its turns while ``coro`` ran, less the garbage collector's
+    runs in that wait; its result; and the longest collection of those waits (shown apart)."""
+    import asyncio
+    import gc
+
+    longest, collected, done = [0.0], [0.0], [False]
+    collections = _Collections()
 
     async def tick() -> None:
         last = time.perf_counter()
         while not done[0]:
             await asyncio.sleep(0)
             now = time.perf_counter()
-            longest[0], last = max(longest[0], now - last), now
+            pause = collections.within(last, now)
+            longest[0], collected[0], last = max(longest[0], now - last - pause), max(collected[0], pause), now
 
+    gc.callbacks.append(collections)
     ticker = asyncio.ensure_future(tick())
     await asyncio.sleep(0)
     try:
@@ -319,7 +347,8 @@ async def _longest_wait(coro) -> tuple[float, object]:
     finally:
         done[0] = True
         await ticker
-    return longest[0], result
+        gc.callbacks.remove(collections)
+    return longest[0], result, collected[0]
 
 
 def _loop_graders() -> dict[str, object]:
@@ -344,8 +373,9 @@ def _loop_graders() -> dict[str, object]:
     }
 
 
-def loop_waits(size: int = SIZE) -> list[tuple[str, str, float]]:
-    """Per grader family and hostile text: the longest event-loop wait (seconds) during one grade."""
+def loop_waits(size: int = SIZE) -> list[tuple[str, str, float, float]]:
+    """Per grader family and hostile text: the longest event-loop wait (seconds) during one grade, less garbage
+    collection, and the longest collection in a wait (``_longest_wait``)."""
     import asyncio
 
     from rewardjudge import StringThread
@@ -353,17 +383,17 @@ def loop_waits(size: int = SIZE) -> list[tuple[str, str, float]]:
     def thread(text: str) -> StringThread:
         return StringThread([("user", "What is the capital of France?"), ("assistant", text)])
 
-    async def run() -> list[tuple[str, str, float]]:
+    async def run() -> list[tuple[str, str, float, float]]:
         out = []
         for name, grader in _loop_graders().items():
             await grader.grade(thread("Paris."))   # warm: templates compiled, tables filled
             for label, text in hostile_texts(size).items():
-                wait, _ = await _longest_wait(grader.grade(thread(text[:size - 64] + " Paris.")))
-                out.append((name, label, wait))
+                wait, _, collected = await _longest_wait(grader.grade(thread(text[:size - 64] + " Paris.")))
+                out.append((name, label, wait, collected))
             # hunt 26: under the inline size, but a value every 4 characters (each walked per value)
             dense = json.dumps({"answer": "Paris.", "extra": [[]] * 16_000})
-            wait, _ = await _longest_wait(grader.grade(thread(dense)))
-            out.append((name, "JSON values, 64 KB", wait))
+            wait, _, collected = await _longest_wait(grader.grade(thread(dense)))
+            out.append((name, "JSON values, 64 KB", wait, collected))
         return out
 
     return asyncio.run(run())
@@ -474,15 +504,20 @@ def main(argv: list[str] | None = None) -> dict:
     results.update(print_shapes())
     waits = loop_waits(SIZE)
     worst: dict[str, tuple[str, float]] = {}
-    for name, label, wait in waits:
+    collected: dict[str, float] = {}
+    for name, label, wait, pause in waits:
         if wait > worst.get(name, ("", -1.0))[1]:
             worst[name] = (label, wait)
+        collected[name] = max(collected.get(name, 0.0), pause)
     print_table(f"Longest event-loop wait during one grade of a hostile {SIZE // 1024} KiB completion "
-                f"(scripted judge; the worst input of each family)",
-                ["grader", "worst input", "ms", f"< {TARGET_S * 1e3:.0f} ms"],
-                [[n, label, w * 1e3, "ok" if w < TARGET_S else "OVER"] for n, (label, w) in worst.items()])
+                f"(scripted judge; the worst input of each family; less the garbage collector's runs, whose "
+                f"longest in a wait is shown apart: a full collection's time is the process heap's)",
+                ["grader", "worst input", "ms", f"< {TARGET_S * 1e3:.0f} ms", "collection ms"],
+                [[n, label, w * 1e3, "ok" if w < TARGET_S else "OVER", collected[n] * 1e3]
+                 for n, (label, w) in worst.items()])
     emit("linear", {"size": SIZE, "target_ms": TARGET_S * 1e3, "passes": results,
-                    "loop_wait_ms": {n: round(w * 1e3, 2) for n, (_, w) in worst.items()}})
+                    "loop_wait_ms": {n: round(w * 1e3, 2) for n, (_, w) in worst.items()},
+                    "collection_ms": {n: round(c * 1e3, 2) for n, c in collected.items()}})
     return results
 
 

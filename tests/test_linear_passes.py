@@ -11,7 +11,7 @@ import re
 import pytest
 
 from bench.bench_linear import hostile_texts
-from rewardjudge.graders import _guards, _joined, _markup
+from rewardjudge.graders import _guards, _joined, _keys, _markup
 from rewardjudge.readouts import _fold, _text
 from rewardjudge.readouts._text import free_joiner
 from rewardjudge.thread import _MARKER, own_text
@@ -117,7 +117,7 @@ def test_texts_no_opener_starts_are_keys_only_as_the_pattern_finds():
     pieces = ["".join(rnd.choice(OPENER_PIECES) for _ in range(rnd.randint(0, 4))) for _ in range(4000)]
     pieces += [w[:k] + tail for w in OPENER_PIECES for k in range(4) for tail in ("", "x", "\u89e3")]
     joiner = free_joiner(pieces)
-    opens = _joined.opening(joiner.join(pieces), joiner, _guards._start_words(()))
+    opens = _joined.opening(joiner.join(pieces), joiner, _keys._opener_starts(()))
     only = [bool(p) and _guards._only_keys(p, ()) for p in pieces]
     assert all(o for o, k in zip(opens.tolist(), only) if k)   # no opener is left untried
     assert _guards._keys_only(pieces, joiner, ()) == only

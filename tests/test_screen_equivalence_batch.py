@@ -31,7 +31,7 @@ from rewardjudge.graders._turned import _FLIP, _FLIPPED, _REVERSED_SHAPE, _ROT13
 from rewardjudge.readouts._text import free_joiner
 
 
-def _old_turned_flags(texts, found, joiner, flags, keys_only, keys=()):
+def _old_turned_flags(texts, found, joiner, flags, keys_only, keys=(), pieces=None):
     """``turned_flags`` as it was: each reading over every text, no gate."""
     if all(flags):
         return

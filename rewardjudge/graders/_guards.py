@@ -305,7 +305,7 @@ def _free_flags(texts: "list[str]", keys: tuple[str, ...]) -> "list[bool] | None
                                               joiner, keys)):
             flags[i] = back
     # hunt 33: in ROT13, reversed or upside down (``_turned``)
-    turned_flags(texts, found, joiner, flags, lambda reading: _keys_only(reading, joiner, keys), keys)
+    turned_flags(texts, found, joiner, flags, lambda reading: _keys_only(reading, joiner, keys), keys, pieces)
     return flags
 
 
@@ -360,12 +360,13 @@ def _whole_openers(keys: tuple[str, ...], joiner: str) -> "tuple[re.Pattern[str]
     before it (the texts joined are read with one before the first: ``_led``): its first unit (where
     an opener starts a text), then its run taken as it is (an atomic group: what ``match`` takes, no
     other split) only where it ends the text. The engine finds each text's start by a scan for the
-    joiner (a look-behind tried at every character cost 7 ms in 256 KiB), and a text whose first two
-    characters start no key, filler word or step header (their look-alike digits too) fails at once."""
+    joiner (a look-behind tried at every character cost 7 ms in 256 KiB), and for the first unit a text whose first
+    two characters start no key, filler word or step header (their look-alike digits too) fails at once; the run is
+    tried only on texts ``opening`` let through, whose starts that look-ahead would take again."""
     fillers, unit = _opener_units(keys)
     at_start = rf"{re.escape(joiner)}(?={_trie(w[:2] for w in _start_words(keys))})"
     return re.compile(rf"{at_start}(?>{fillers}{unit})"), \
-        re.compile(rf"{at_start}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
+        re.compile(rf"{re.escape(joiner)}(?>{_opener_pattern(keys).pattern})(?={re.escape(joiner)}|\Z)")
 
 
 def _led(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) -> str:
@@ -403,21 +404,27 @@ def _sub_spans(pattern: "re.Pattern[str]", joiner: str, joined: str, by: str) ->
 
 def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list[bool]":
     """For each of ``pieces`` (``letters`` of texts; none holds ``joiner``): whether it is master keys and filler
-    (``_only_keys``): a substitution per ``_spans`` of the distinct ones joined (texts differing by their symbols alone
-    have the same letters) whose first two characters may start an opener (``opening``, in numpy: the rest fail),
-    then what is left of each; a long text alone is matched a few units a call (``_opener_end``)."""
+    (``_only_keys``): a substitution per ``_spans`` of those joined whose first characters may start an opener
+    (``opening``, in numpy: the rest fail), each distinct one once (texts differing by their symbols alone have the
+    same letters; master keys at random cut in 6 letters repeat: 25,785 tried, 14,123 distinct), then what is left of
+    each; a long text alone is matched a few units a call (``_opener_end``)."""
     joiner = _first_joiner(pieces, joiner)
     few = 2 * len(set(pieces)) <= len(pieces)
     texts = list(dict.fromkeys(pieces)) if few else pieces   # many alike: each once, then a table
     joined = joiner.join(texts)
     opens = opening(joined, joiner, _opener_starts(keys))
-    if opens.all():
-        only = _openers_only(texts, joined, joiner, keys)
+    at = None if opens.all() else np.flatnonzero(opens)
+    tried = texts if at is None else list(map(texts.__getitem__, at.tolist()))
+    once = tried if few else list(dict.fromkeys(tried))
+    once = tried if len(once) == len(tried) else once
+    said = _openers_only(once, joined if once is texts else joiner.join(once), joiner, keys) if once else []
+    if once is not tried:
+        said = list(map(dict(zip(once, said)).__getitem__, tried))   # each in C
+    if at is None:
+        only = said
     else:
-        at = np.flatnonzero(opens)
-        tried = list(map(texts.__getitem__, at.tolist()))
         only_np = np.zeros(len(texts), dtype=bool)
-        only_np[at] = _openers_only(tried, joiner.join(tried), joiner, keys) if len(tried) else []
+        only_np[at] = said
         only = only_np.tolist()
     if not few:
         return only

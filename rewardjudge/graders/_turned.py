@@ -88,8 +88,10 @@ def _may_each(joined: str, joiner: str, keys: "tuple[str, ...]") -> "tuple[np.nd
     _, _, starts, ends = _ends(keys)
     codes = _codes(joined)
     head, tail = heads(codes, joiner), heads(codes[::-1], joiner)[::-1]
-    rot13 = starting(_rot13_codes(head), starts) & starting(_rot13_codes(tail), ends)
-    return rot13, starting(tail, starts) & starting(head, ends)
+    rot13, back = starting(_rot13_codes(head), starts), starting(tail, starts)
+    rot13[rot13] = starting(_rot13_codes(tail[rot13]), ends)   # the ends looked up where the start may be one
+    back[back] = starting(head[back], ends)
+    return rot13, back
 
 
 def _rot13_codes(rows: "np.ndarray") -> "np.ndarray":
@@ -135,7 +137,8 @@ def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "lis
 
 
 def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]",
-                 keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]" = ()) -> None:
+                 keys_only: "Callable[[list[str]], list[bool]]", keys: "tuple[str, ...]" = (),
+                 pieces: "list[str] | None" = None) -> None:
     """Flags (in place) the texts (``found``: their letters joined by ``joiner``) that a turned reading shows as
     master keys and filler only (``keys_only``), as ``turned_readings`` reads one: the letters in ROT13 and reversed,
     each one translation of the texts it may flag (``_readings``); upside down only where a turned letter stands; the
@@ -147,7 +150,7 @@ def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]
         tagged = [i for i, t in enumerate(texts) if not flags[i] and _TAGGED.search(t) is not None]
         for i, only in zip(tagged, keys_only([_untagged(texts[i]) or "" for i in tagged])):
             flags[i] = only
-    pieces = found.split(joiner)
+    pieces = found.split(joiner) if pieces is None else pieces   # ``pieces``: ``found`` split, where a caller has it
     for which, reading, reversed_ in _readings(found, pieces, joiner, flags, keys):
         for i, read in itertools.compress(zip(which, reading), keys_only(reading)):   # the few that read as keys
             latin = pieces[i].isascii() and ((_REVERSED_SHAPE.match(texts[i]) if reversed_ else
@@ -161,7 +164,8 @@ def _readings(found: str, pieces: "list[str]", joiner: str, flags: "list[bool]",
     """The readings ``turned_flags`` tries: (the texts it may flag, in order; their readings; whether read from the
     end, None upside down). Only the texts not flagged yet: ROT13 and reversed of Latin letters, where the reading's
     ends may be master keys (``_may_each``: hunt 36), upside down where a turned letter stands (found in numpy)."""
-    unflagged = list(itertools.compress(range(len(pieces)), map(operator.not_, flags)))
+    unflagged = list(range(len(pieces))) if True not in flags else \
+        list(itertools.compress(range(len(pieces)), map(operator.not_, flags)))
     latin = unflagged if found.isascii() else \
         list(itertools.compress(unflagged, map(str.isascii, map(pieces.__getitem__, unflagged))))
     if latin:
