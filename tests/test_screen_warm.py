@@ -13,7 +13,7 @@ from rewardjudge.testing import ScriptedModel
 
 CACHES = (_guards._opener_steps, _guards._whole_openers, _guards._opener_pattern, _guards._doubled_units,
           _guards._foreign, _turned._ends, _joined._starts,
-          _keys._start_words, _keys._opener_starts)
+          _keys._start_words, _keys._opener_starts, _joined._non_ascii_digits)
 TEXTS = ["Paris.", "Thought process:", "Gubhtug cebprff:", ":ssecorp thguohT", "rewsna", "Let me think.",
          "The capital of France is Paris.", "Nafjre: 42"]
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import codecs
 import random
+import re
+import sys
 
 import numpy as np
 import pytest
 
 from rewardjudge.attacks import ATTACKS, HONEST_VERDICT
-from rewardjudge.graders import _turned
-from rewardjudge.graders._guards import _content_free_flags, _only_keys, content_free_reason
+from rewardjudge.graders import _joined, _keys, _turned
+from rewardjudge.graders._guards import _content_free_flags, _keys_only, _only_keys, content_free_reason
 from rewardjudge.readouts._text import letters
 
 BENIGN = ["Paris.", "fine", "Togas.", "Stressed", "The capital of France is Paris.", "42", "I think so.",
@@ -86,6 +88,30 @@ def test_the_batch_gate_is_each_texts_gate(keys):
     assert rot13.tolist() == [_turned.may_be_keys(r[:3], r[-3:][::-1], keys) for r in rot]
     assert back.tolist() == [_turned.may_be_keys(f[-3:][::-1], f[:3], keys) for f in found]
     assert 100 < sum(rot13) < len(found) and 100 < sum(back) < len(found)   # both ways, many texts
+
+
+def test_texts_that_end_as_no_opener_word_are_skipped_as_the_pattern_skips_them():
+    """Perf57: the batch's lookup (``_joined.opening``) also reads each text's last characters, as the opener's words
+    reversed may start (``_turned._ends``): it skips no text the opener takes whole, a step header in digits outside
+    ASCII too (``\\d`` takes them: ``step١step٢``), and it skips texts that start as keys and end otherwise."""
+    texts = [*_texts(), *(_generated(57, 500, ())), "step\u0661step\u0662", "step\u0661\u0662\u0663step\u07c1",
+             "step\U0001d7cfstep\U0001d7d0", "\u89e3\u7b54\u56de", "thoughtproce", "step١"]
+    pieces = [letters(t) for t in texts]
+    pieces += [p[:k] for p in pieces[:400] for k in (2, 4, 5)]
+    only = [bool(p) and _only_keys(p, ()) for p in pieces]
+    starts, ends = _keys._opener_starts(()), _turned._ends(())[3]
+    joined = "\x01".join(pieces)
+    gated = _joined.opening(joined, "\x01", starts, ends).tolist()
+    assert all(g for g, k in zip(gated, only) if k)   # no text the opener takes is skipped
+    assert sum(_joined.opening(joined, "\x01", starts).tolist()) - sum(gated) > 300   # the ends skip many
+    assert _keys_only(pieces, "\x01", ()) == only
+    assert only[len(texts) - 6:len(texts) - 3] == [True, True, True]
+
+
+def test_non_ascii_digits_are_the_digits_a_step_header_takes():
+    digits = _joined._non_ascii_digits()
+    assert [c for c in range(sys.maxunicode + 1) if re.fullmatch(r"\d", chr(c)) and c > 0x7f] == \
+        np.flatnonzero(digits).tolist()
 
 
 def test_the_gate_skips_most_answers():

@@ -25,6 +25,7 @@ from ._nulls import may_hold, null_label
 from ._spelled import spelled_text, spelled_texts
 from ._tables import table_strings, xml_strings
 from ._disguises import turned_flags, turned_readings   # hunt 38: ``_turned``'s, shifted and look-alikes too
+from ._turned import _ends
 
 # Nothing a reader sees: whitespace, fillers that render blank, zero-width characters
 _BLANK = re.compile("[\\s\u3164\u2800\u115f\u1160\uffa0\u17b4\u17b5\u034f\u180e\u00ad"
@@ -409,27 +410,20 @@ def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list
     same letters; master keys at random cut in 6 letters repeat: 25,785 tried, 14,123 distinct), then what is left of
     each; a long text alone is matched a few units a call (``_opener_end``)."""
     joiner = _first_joiner(pieces, joiner)
-    few = 2 * len(set(pieces)) <= len(pieces)
-    texts = list(dict.fromkeys(pieces)) if few else pieces   # many alike: each once, then a table
-    joined = joiner.join(texts)
-    opens = opening(joined, joiner, _opener_starts(keys))
+    joined = joiner.join(pieces)
+    opens = opening(joined, joiner, _opener_starts(keys), _ends(keys)[3])   # a text of them starts and ends as they do
     at = None if opens.all() else np.flatnonzero(opens)
-    tried = texts if at is None else list(map(texts.__getitem__, at.tolist()))
-    once = tried if few else list(dict.fromkeys(tried))
-    once = tried if len(once) == len(tried) else once
-    said = _openers_only(once, joined if once is texts else joiner.join(once), joiner, keys) if once else []
+    tried = pieces if at is None else list(map(pieces.__getitem__, at.tolist()))
+    once = list(dict.fromkeys(tried))
+    once = tried if len(once) == len(tried) else once   # many alike: each once, then a table
+    said = _openers_only(once, joined if once is pieces else joiner.join(once), joiner, keys) if once else []
     if once is not tried:
-        said = list(map(dict(zip(once, said)).__getitem__, tried))   # each in C
+        said = list(map(dict(zip(once, said)).__getitem__, tried))   # each in C: 43,000 texts
     if at is None:
-        only = said
-    else:
-        only_np = np.zeros(len(texts), dtype=bool)
-        only_np[at] = said
-        only = only_np.tolist()
-    if not few:
-        return only
-    table = dict(zip(texts, only))
-    return list(map(table.__getitem__, pieces))   # each in C: 43,000 texts
+        return said
+    only = np.zeros(len(pieces), dtype=bool)
+    only[at] = said
+    return only.tolist()
 
 
 def _openers_only(texts: "list[str]", joined: str, joiner: str, keys: tuple[str, ...]) -> "list[bool]":
