@@ -409,16 +409,21 @@ def _keys_only(pieces: "list[str]", joiner: str, keys: tuple[str, ...]) -> "list
     (``opening``, in numpy: the rest fail), each distinct one once (texts differing by their symbols alone have the
     same letters; master keys at random cut in 6 letters repeat: 25,785 tried, 14,123 distinct), then what is left of
     each; a long text alone is matched a few units a call (``_opener_end``)."""
+    if not pieces:
+        return []
     joiner = _first_joiner(pieces, joiner)
+    distinct = dict.fromkeys(pieces)
+    if 2 * len(distinct) <= len(pieces):   # many alike: each once, then a table
+        table = dict(zip(distinct, _keys_only(list(distinct), joiner, keys)))
+        return list(map(table.__getitem__, pieces))   # each in C: 43,000 texts
     joined = joiner.join(pieces)
     opens = opening(joined, joiner, _opener_starts(keys), _ends(keys)[3])   # a text of them starts and ends as they do
     at = None if opens.all() else np.flatnonzero(opens)
     tried = pieces if at is None else list(map(pieces.__getitem__, at.tolist()))
-    once = list(dict.fromkeys(tried))
-    once = tried if len(once) == len(tried) else once   # many alike: each once, then a table
+    once = tried if len(distinct) == len(pieces) else list(dict.fromkeys(tried))
     said = _openers_only(once, joined if once is pieces else joiner.join(once), joiner, keys) if once else []
-    if once is not tried:
-        said = list(map(dict(zip(once, said)).__getitem__, tried))   # each in C: 43,000 texts
+    if len(once) < len(tried):
+        said = list(map(dict(zip(once, said)).__getitem__, tried))   # each in C
     if at is None:
         return said
     only = np.zeros(len(pieces), dtype=bool)
