@@ -417,7 +417,8 @@ def print_shapes(size: int = SIZE) -> dict:
 #: (pass, input) of the slowest passes, counted by ``--instructions``
 COUNTED = [("content-free screen (fields)", label) for label in (
     "right-to-left override, distinct pieces", "look-alike symbols, distinct pieces",
-    "a master key and a colon, distinct pieces", "distinct code points")] + [
+    "a master key and a colon, distinct pieces", "distinct code points", "keys of 1-3 letters and filler at random",
+    "keys of 1-3 letters at random")] + [
     ("content-free screen (text)", "'\u89e3\u7b54\ub2f5' repeated"),
     ("content-free screen (text)", "'\u89e3' repeated"), ("content-free screen (text)", "'\u89e3\u7b54' repeated"),
     ("content-free screen (text)", "'\u0939\u0932' repeated"),
