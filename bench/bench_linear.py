@@ -36,8 +36,8 @@ look-alikes through the neutraliser.
 A third table grades one such completion through each grader family (a
 scripted judge; the text neutralised, rendered and read as in training) and
 prints the longest the event loop waited during that grade: texts over 64 KiB
-are worked through in a worker thread, so the target is the same 50 ms. The garbage collector's runs in a wait
-are taken out of it and shown apart: a full collection walks every object the process holds (20-280 ms in this
+are worked through in a worker thread, so the target is the same 50 ms. The garbage collector's longest run inside
+a wait is shown apart (the wait still holds it): a full collection walks every object the process holds (20-280 ms in this
 process, more in a trainer's), in whichever thread allocates, the loop waiting on the interpreter lock; a
 grade of 16,000 JSON values, which allocates most, set one off in about one grade of five.
 
@@ -323,8 +323,8 @@ class _Collections:
 
 
 async def _longest_wait(coro) -> tuple[float, object, float]:
-    """The longest the event loop waited between two of its turns while ``coro`` ran, less the garbage collector's
-    runs in that wait; its result; and the longest collection of those waits (shown apart)."""
+    """The longest the event loop waited between two of its turns while ``coro`` ran (garbage collection
+    included); its result; and the longest collection inside one wait (shown apart)."""
     import asyncio
     import gc
 
@@ -337,7 +337,7 @@ async def _longest_wait(coro) -> tuple[float, object, float]:
             await asyncio.sleep(0)
             now = time.perf_counter()
             pause = collections.within(last, now)
-            longest[0], collected[0], last = max(longest[0], now - last - pause), max(collected[0], pause), now
+            longest[0], collected[0], last = max(longest[0], now - last), max(collected[0], pause), now
 
     gc.callbacks.append(collections)
     ticker = asyncio.ensure_future(tick())
@@ -374,8 +374,8 @@ def _loop_graders() -> dict[str, object]:
 
 
 def loop_waits(size: int = SIZE) -> list[tuple[str, str, float, float]]:
-    """Per grader family and hostile text: the longest event-loop wait (seconds) during one grade, less garbage
-    collection, and the longest collection in a wait (``_longest_wait``)."""
+    """Per grader family and hostile text: the longest event-loop wait (seconds) during one grade (garbage
+    collection included), and the longest collection in a wait (``_longest_wait``)."""
     import asyncio
 
     from rewardjudge import StringThread
@@ -511,8 +511,8 @@ def main(argv: list[str] | None = None) -> dict:
             worst[name] = (label, wait)
         collected[name] = max(collected.get(name, 0.0), pause)
     print_table(f"Longest event-loop wait during one grade of a hostile {SIZE // 1024} KiB completion "
-                f"(scripted judge; the worst input of each family; less the garbage collector's runs, whose "
-                f"longest in a wait is shown apart: a full collection's time is the process heap's)",
+                f"(scripted judge; the worst input of each family; the garbage collector's runs included, "
+                f"the longest one in a wait shown apart: a full collection's time is the process heap's)",
                 ["grader", "worst input", "ms", f"< {TARGET_S * 1e3:.0f} ms", "collection ms"],
                 [[n, label, w * 1e3, "ok" if w < TARGET_S else "OVER", collected[n] * 1e3]
                  for n, (label, w) in worst.items()])
