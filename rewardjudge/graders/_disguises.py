@@ -20,8 +20,9 @@ def turned_readings(text: str, found: str, keys: "tuple[str, ...]" = ()) -> "lis
     return reads if looks is None else [*reads, looks]
 
 
-def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=()) -> None:
+def turned_flags(texts: "list[str]", found: str, joiner: str, flags: "list[bool]", keys_only, keys=(),
+                 pieces: "list[str] | None" = None) -> None:
     """``_turned.turned_flags``, then ``shifted_flags`` and ``lookalike_flags`` over the texts left: the batch step."""
-    _turned_flags(texts, found, joiner, flags, keys_only, keys)
+    _turned_flags(texts, found, joiner, flags, keys_only, keys, pieces)
     shifted_flags(texts, found, joiner, flags, keys_only, keys)
     lookalike_flags(texts, found, joiner, flags, keys_only)
