@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._own import folded, read_noted, unstyled, unwrap, value_start
+from ._own import as_seal, folded, read_noted, unstyled, unwrap, value_start
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts, trimmed
 
@@ -75,10 +75,12 @@ _TOKEN = re.compile(
     r"<(?P<open>candidate|reasoning)(?=[\s>/])(?P<attrs>[^<>]{0,300})>"
     r"|</(?P<close>candidate|reasoning)\s{0,16}>"
     r"|<grade(?=[\s>/])(?P<gattrs>[^<>]{0,300})>(?P<value>[^<>]{0,64}(?:" + _INNER_TAG + r"[^<>]{0,64}){0,4})"
-    r"</grade\s{0,16}>",
+    r"</grade\s{0,16}>"
+    # a grade element opened and never closed, or self-closing: the reading at its place, unread
+    r"|<grade(?=[\s>/])(?P<uattrs>[^<>]{0,300})>",
     re.IGNORECASE)
-_ID_ATTR = re.compile(r"""(?:^|\s)id\s{0,16}=\s{0,16}(?:"([^"]*)"|'([^']*)'|([^\s"'/>]+))""",
-                      re.IGNORECASE)
+_ID_ATTR = re.compile(r"""(?:^|\s)id\s{0,16}=\s{0,16}(?:"([^"]*)"|'([^']*)'|\u201c([^\u201d]*)\u201d"""
+                      r"""|([^\s"'/>\u201c]+))""", re.IGNORECASE)
 #: an integer, maybe written with a zero fraction (``3.0``)
 _INTEGER = re.compile(r"([+-]?[0-9]{1,18})(?:\.0{1,6})?")
 #: a grade over a top: ``3/4``, ``3 / 4``
@@ -88,7 +90,8 @@ _OVER_TOP = re.compile(r"([+-]?[0-9]{1,6}(?:\.0{1,6})?)[ \t]{0,2}/[ \t]{0,2}([0-
 def _attr_id(attrs: str, wanted: "set[str]") -> str | None:
     """The id ``attrs`` name, a wanted one in capitals as that id (as a seal in capitals is the seal)."""
     m = _ID_ATTR.search(attrs)
-    cid = None if m is None else next(g for g in m.groups() if g is not None).strip()
+    # a zero-width space after it: a mark or space ``as_seal`` took out of it
+    cid = None if m is None else next(g for g in m.groups() if g is not None).strip().strip("\u200b")
     return cid.lower() if cid is not None and cid not in wanted and cid.lower() in wanted else cid
 
 
@@ -128,11 +131,12 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
                 if block[0] in wanted:
                     reasoned[block[0]] = block
         else:
-            cid = _attr_id(m.group("gattrs"), wanted)
+            cid = _attr_id(m.group("gattrs") or m.group("uattrs") or "", wanted)
             if cid not in wanted:
                 unbound += 1
                 continue
-            grades.setdefault(cid, []).append((_grade_element(m, scale),
+            decision = _grade_element(m, scale) if m.group("value") is not None else _unclosed(cid)
+            grades.setdefault(cid, []).append((decision,
                                                block if block is not None and block[0] == cid else None))
     return grades, reasoned, unbound
 
@@ -141,11 +145,22 @@ def _whole(grade: "int | str") -> "int | None":
     return grade if isinstance(grade, int) else None
 
 
+def _unclosed(cid: str) -> Decision:
+    """A grade element of ``cid`` that never closes or is self-closing: no grade (a reply cut inside it may have been
+    cut inside its number), and the reading at its place: an earlier grade of the id, a draft adopting the policy's
+    claim, does not decide for it."""
+    return NoVerdict(f'no <grade id="{cid}"> that closes and holds a grade, where the judge opened one', kind="invalid")
+
+
 def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
     """The decision of the grade element ``m`` (``_TOKEN``'s match) on ``scale``."""
-    raw = m.group("value")
+    return _grade_value(m.group("value"), m.start("value"), m.start(), m.end(), scale)
+
+
+def _grade_value(raw: str, raw_at: int, start: int, end: int, scale: Scale) -> Decision:
+    """The decision of a grade element's text ``raw`` (at ``raw_at``; the element from ``start`` to ``end``)."""
     value = unwrap(raw)   # emphasis and a final full stop tolerated, as on a sealed line
-    at = m.start("value") + value_start(raw)   # past emphasis, an emoji, a tag: the expected value's prefix
+    at = raw_at + value_start(raw)   # past emphasis, an emoji, a tag: the expected value's prefix
     grade = _grade(value, scale)
     if isinstance(grade, str):   # invisible marks, fullwidth digits (``folded``), LaTeX's or HTML's styling, emoji
         plain = unwrap(trimmed(unwrap(unstyled(folded(raw)))))
@@ -153,7 +168,7 @@ def _grade_element(m: "re.Match[str]", scale: Scale) -> Decision:
         # a note after it that leaves one grade (``1 (poor)``, ``3 (3/4)``), as after a sealed line's verdict
         again = again if isinstance(again, int) else read_noted(plain, lambda s: _whole(_grade(unwrap(s), scale)))
         grade = grade if again is None or isinstance(again, str) else again
-    return Verdict(grade, m.start(), m.end(), (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
+    return Verdict(grade, start, end, (), at) if isinstance(grade, int) else NoVerdict(grade, kind="invalid")
 
 
 def _reasoning(text: str, block: "list | None") -> str | None:
@@ -178,6 +193,8 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():
         return CandidateReading({cid: NoVerdict("empty reply", kind="no sealed verdict") for cid in sent})
+    for cid in sent:   # an id with zero-width marks, spaces or hyphens inside it, as a seal may be written: the id
+        text = as_seal(text, cid)
     text = blank_drafts(text, sent)
     grades, reasoned, unbound = _scan(text, set(sent), scale)
     return CandidateReading({cid: _decide(cid, grades.get(cid, []), reasoned.get(cid), text)
