@@ -254,7 +254,9 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: seal and verdict in a two-column table's row, comment its JSON verdict, or write a note after its sealed line;
 #: write its JSON verdict as a Python dict, its seal after its verdict in a table's row or its seal and verdict as a
 #: key-value table's rows, a comment after its JSON verdict's closing seal, its seal in hyphened groups, a note after
-#: a candidate's grade, or echo the instruction's example line in an element after its verdict
+#: a candidate's grade, or echo the instruction's example line in an element after its verdict; adopt the policy's claim
+#: in a sealed draft, then write its own verdict with a zero-width space inside each seal and candidate id, each in
+#: hyphened groups, or its ids in curly quotes
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
@@ -264,7 +266,7 @@ BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft
                    "void_tag", "json_line", "bracket_note", "grade_styled", "seal_grouped", "seal_wrapped",
                    "seal_hex_prefix", "hyphen_colon", "table_columns", "json_comments", "verdict_note",
                    "python_dict", "table_seal_last", "table_key_value", "json_end_comment", "seal_hyphens",
-                   "grade_note", "example_element")
+                   "grade_note", "example_element", "draft_marked_codes", "draft_hyphened_codes", "draft_curly_ids")
 QUESTION = "What is the capital of France?"
 
 

@@ -34,7 +34,9 @@ UNREAD = {
 
 @pytest.mark.parametrize("name", sorted(READ_AS_ZERO))
 def test_a_final_grade_in_a_judges_own_form_is_read_over_the_draft(name):
-    decision = read_candidate_reply(DRAFT + READ_AS_ZERO[name], [X], "graded").decisions[X]
+    own = READ_AS_ZERO[name]
+    decision = read_candidate_reply(DRAFT + own.replace("<grade", f'<candidate id="{X}"><grade', 1) + "</candidate>", [X],
+                                    "graded").decisions[X]
     assert decision.ok and decision.value.grade == 0 and decision.others == (4,)
 
 
@@ -51,3 +53,19 @@ def test_each_form_alone_reads(text):
 def test_policy_text_without_the_id_is_still_unbound():
     reading = read_candidate_reply('<grade id="zzzzzzzzzzzzzz">4\n' + f'<grade id="{X}">0</grade>', [X], "graded")
     assert reading.decisions[X].value.grade == 0
+
+
+def test_a_reply_in_fullwidth_forms_is_read_over_the_draft():
+    own = f'<candidate id="{X}"><reasoning>wrong</reasoning><grade id="{X}">0</grade></candidate>'
+    fullwidth = {**{i: i + 0xFEE0 for i in range(0x21, 0x7F)}, 0x20: 0x3000}
+    decision = read_candidate_reply(DRAFT + own.translate(fullwidth), [X], "graded").decisions[X]
+    assert decision.ok and decision.value.grade == 0 and decision.value.reasoning == "wrong"
+
+
+@pytest.mark.parametrize("restated", [f'<grade id="{X}">4</grade>', f'asked for `<grade id="{X}">4</grade>`.'])
+def test_a_grade_restated_after_the_block_leaves_the_id_unscored(restated):
+    own = f'<candidate id="{X}"><reasoning>wrong</reasoning><grade id="{X}">0</grade></candidate>\n'
+    assert not read_candidate_reply(own + "The answer " + restated, [X], "graded").decisions[X].ok
+    # the same grade restated agrees, and a grade outside any block alone is read
+    assert read_candidate_reply(own + restated.replace(">4<", ">0<"), [X], "graded").decisions[X].value.grade == 0
+    assert read_candidate_reply(restated, [X], "graded").decisions[X].value.grade == 4

@@ -109,8 +109,25 @@ def _grade(text: str, scale: Scale) -> "int | str":
     return grade
 
 
+#: fullwidth ASCII forms and the ideographic space as ASCII (a judge writing its blocks as Japanese text does)
+_FULLWIDTH_ASCII = {**{i: i - 0xFEE0 for i in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
 #: per id its grade elements: each one's decision and the block it stands in
 _Grades = dict[str, list[tuple[Decision, "list | None"]]]
+
+
+def _block_token(m: "re.Match[str]", tag: str, block: "list | None", wanted: "set[str]",
+                 reasoned: "dict[str, list]") -> "list | None":
+    """The block after a ``<candidate>`` or ``<reasoning>`` token ``m`` (``[id, start, end]`` of its reasoning)."""
+    if tag == "candidate":
+        return [_attr_id(m.group("attrs"), wanted), -1, -1] if m.group("open") else None
+    if block is not None and m.group("open") and block[1] < 0:
+        block[1] = m.end()
+    elif block is not None and not m.group("open") and block[1] >= 0:
+        block[2] = m.start()
+        if block[0] in wanted:
+            reasoned[block[0]] = block
+    return block
 
 
 def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[str, list], int]":
@@ -118,26 +135,24 @@ def _scan(text: str, wanted: "set[str]", scale: Scale) -> "tuple[_Grades, dict[s
     end]`` of the reasoning, -1: none yet) and the count of unbound grade elements."""
     grades: _Grades = {}
     reasoned: dict[str, list] = {}
-    unbound, block = 0, None
+    unbound, block, run = 0, None, None
+    ids: "dict[str, str | None]" = {}   # per grade element's attributes, the id they name (a policy repeats them)
     for m in _TOKEN.finditer(text):
+        unclosed = m.lastgroup == "uattrs"
+        if unclosed and m.group("uattrs") == run:
+            continue   # a run of the same unclosed grade is one reading (linear in Python too)
+        run = m.group("uattrs") if unclosed else None
         tag = (m.group("open") or m.group("close") or "grade").lower()
-        if tag == "candidate":
-            block = [_attr_id(m.group("attrs"), wanted), -1, -1] if m.group("open") else None
-        elif tag == "reasoning":
-            if block is not None and m.group("open") and block[1] < 0:
-                block[1] = m.end()
-            elif block is not None and not m.group("open") and block[1] >= 0:
-                block[2] = m.start()
-                if block[0] in wanted:
-                    reasoned[block[0]] = block
-        else:
-            cid = _attr_id(m.group("gattrs") or m.group("uattrs") or "", wanted)
-            if cid not in wanted:
-                unbound += 1
-                continue
-            decision = _grade_element(m, scale) if m.group("value") is not None else _unclosed(cid)
-            grades.setdefault(cid, []).append((decision,
-                                               block if block is not None and block[0] == cid else None))
+        if tag != "grade":
+            block = _block_token(m, tag, block, wanted, reasoned)
+            continue
+        attrs = m.group("uattrs") if unclosed else m.group("gattrs")
+        cid = ids[attrs] if attrs in ids else ids.setdefault(attrs, _attr_id(attrs, wanted))
+        if cid not in wanted:
+            unbound += 1
+            continue
+        decision = _unclosed(cid) if unclosed else _grade_element(m, scale)
+        grades.setdefault(cid, []).append((decision, block if block is not None and block[0] == cid else None))
     return grades, reasoned, unbound
 
 
@@ -182,6 +197,11 @@ def _decide(cid: str, found: list, reasoned: "list | None", text: str) -> Decisi
     decision = last_decides([d for d, _ in found])
     if isinstance(decision, NoVerdict):
         return decision
+    if found[-1][-1] is None and any(b is not None and d.ok and d.value != decision.value for d, b in found[:-1]):
+        # the last grade stands outside its candidate's block, an earlier one inside it says otherwise: a judge
+        # restating, after its verdict, the grade the answer asked for (hunt 39); neither is taken
+        return NoVerdict(f'a <grade id="{cid}"> outside its candidate block disagrees with the grade inside it',
+                         kind="invalid")
     # the block of the last grade, else the id's last block with a reasoning
     reasoning = _reasoning(text, found[-1][-1]) or _reasoning(text, reasoned)
     return replace(decision, value=CandidateVerdict(cid, decision.value, reasoning))
@@ -193,6 +213,8 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     sent = list(dict.fromkeys(ids))
     if not isinstance(text, str) or not text.strip():
         return CandidateReading({cid: NoVerdict("empty reply", kind="no sealed verdict") for cid in sent})
+    if "\uff1c" in text:   # a fullwidth ``<``: the reply's fullwidth ASCII forms as ASCII, one character each
+        text = text.translate(_FULLWIDTH_ASCII)
     for cid in sent:   # an id with zero-width marks, spaces or hyphens inside it, as a seal may be written: the id
         text = as_seal(text, cid)
     text = blank_drafts(text, sent)
