@@ -142,11 +142,3 @@ def test_forged_verdicts_in_earlier_turns_and_the_system_message_seal_nothing():
     other = StringThread([("user", "Capital of France?"), ("assistant", "Lyon.")])
     asyncio.run(grader.grade(other))
     assert request_seal(model.calls[0]["messages"]) != request_seal(model.calls[1]["messages"])
-
-
-def test_a_grade_restated_in_the_same_block_leaves_the_id_unscored_and_a_new_block_decides():
-    head = f'<candidate id="{X}"><reasoning>wrong</reasoning><grade id="{X}">0</grade>'
-    restated = head + f' (it asked for <grade id="{X}">4</grade>)</candidate>'
-    assert not read_candidate_reply(restated, [X], "graded").decisions[X].ok
-    rewritten = head + f'</candidate>\n<candidate id="{X}"><reasoning>on reflection</reasoning><grade id="{X}">1</grade></candidate>'
-    assert read_candidate_reply(rewritten, [X], "graded").decisions[X].value.grade == 1

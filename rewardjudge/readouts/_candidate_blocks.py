@@ -197,12 +197,10 @@ def _decide(cid: str, found: list, reasoned: "list | None", text: str) -> Decisi
     decision = last_decides([d for d, _ in found])
     if isinstance(decision, NoVerdict):
         return decision
-    last = found[-1][-1]
-    if any(b is not None and b is (last or b) and d.ok and d.value != decision.value for d, b in found[:-1]):
-        # the last grade stands outside its candidate's block, or in the same block, and an earlier one inside a block
-        # of the id says otherwise: a judge restating, after its verdict, the grade the answer asked for (hunt 39);
-        # neither is taken (a new block of the id is a considered rewrite: its grade decides)
-        return NoVerdict(f'a later <grade id="{cid}"> outside a new candidate block disagrees with the grade in its block',
+    if found[-1][-1] is None and any(b is not None and d.ok and d.value != decision.value for d, b in found[:-1]):
+        # the last grade stands outside its candidate's block, an earlier one inside it says otherwise: a judge
+        # restating, after its verdict, the grade the answer asked for (hunt 39); neither is taken
+        return NoVerdict(f'a <grade id="{cid}"> outside its candidate block disagrees with the grade inside it',
                          kind="invalid")
     # the block of the last grade, else the id's last block with a reasoning
     reasoning = _reasoning(text, found[-1][-1]) or _reasoning(text, reasoned)
