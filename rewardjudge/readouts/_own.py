@@ -268,11 +268,15 @@ def _key(text: str, row: "tuple[int, int]") -> str:
 
 def _key_value(text: str, start: int, end: int) -> "tuple[int, int, str]":
     """A key-value table's row from ``start`` to ``end`` naming the seal: where it starts, and where the verdict's cell
-    of the row below starts and what it holds, where that row is its table's one verdict row; else ``_NO_ROW``."""
-    rows = [*_rows(text, start, end, False)]
-    keys = [_key(text, row) for row in (*rows, *_rows(text, start, end, True))]
-    below = _cells(text, *rows[0]) if rows else []
-    return (start, *below[1]) if below and keys[0] == "verdict" and keys.count("verdict") == 1 else _NO_ROW
+    of the row right below or right above starts and what it holds, where that row is its table's one verdict row;
+    else ``_NO_ROW``."""
+    below, above = [*_rows(text, start, end, False)], [*_rows(text, start, end, True)]
+    keys = [_key(text, row) for row in (*below, *above)]
+    if keys.count("verdict") != 1:
+        return _NO_ROW
+    row = below[0] if below and keys[0] == "verdict" else above[0] if above and keys[len(below)] == "verdict" else None
+    cells = _cells(text, *row) if row is not None else []
+    return (start, *cells[1]) if cells else _NO_ROW
 
 
 def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
@@ -281,7 +285,8 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
     no such row. A seal first (``| <seal> | FAIL |``) or after its verdict (``| FAIL | <seal> |``) needs one of the
     rows above to name the verdict (``| Code | Verdict |``). A seal after a key naming it (``| seal | <seal> |``) needs
     the row below to be its table's one verdict row (``| verdict | FAIL |``): a row of the policy's text in the table
-    would make two. A long row of the policy's text between hides none of them."""
+    would make two; or the row right above it, so (``| verdict | FAIL |`` / ``| seal | <seal> |``). A long row of the
+    policy's text between hides none of them."""
     end = line_stop(text, at, len(text))
     start = text.rfind("\n", max(0, at - _ROW_MAX), at) + 1
     cells = _cells(text, start, end) if start or at <= _ROW_MAX else []
@@ -317,20 +322,19 @@ _PY_NAMES = [(name, re.compile(rf"\b{name}\b"), json) for name, json in (("True"
 #: stand-ins for ``\\\\``, ``\\'``, ``\\"`` and between the parts outside strings while the quotes change (control
 #: characters, so an ASCII text stays one byte a character)
 _PY_MARKS = "\x00\x01\x02\x03"
-#: the longest sealed object in single quotes read, and its closing seal field (``'seal_end': '``) before its seal
-_PY_MAX = 16_384
+#: a sealed object's closing seal field in single quotes (``'seal_end': '``), before its seal
 _PY_CLOSING = re.compile(r"'seal_end'[ \t\r\n]*:[ \t\r\n]*'\Z")
 
 
 def _json_of_dict(text: str, start: int, seal: str) -> "str | None":
     """``text`` with the object at ``start`` written in single quotes, to its closing seal, turned into JSON: each
     string in single quotes in double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and
-    ``None`` outside strings as JSON's; None where it has no closing seal within ``_PY_MAX``, or a string holds a
+    ``None`` outside strings as JSON's; None where it has no closing seal, or a string holds a
     line break or is in double quotes (policy text quoted by the judge could open one that hides the judge's fields up
     to a quote of its own: one string grammar). Strings side by side (``'a' 'b'``, a triple quote) are no JSON:
     Python's reading and JSON's are the same. Each step is a pass in C, however many strings the policy's text makes."""
     at = text.find(seal, start) + len(seal)
-    while (at := text.find(seal, at, start + _PY_MAX)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
+    while (at := text.find(seal, at)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
         at += len(seal)   # the seal in a string (the judge quoting its line): not the closing one
     end = text.find("'", at + len(seal)) + 1 if at >= 0 else 0   # past zero-width spaces ``as_seal`` put after it
     region = text[start:end]
