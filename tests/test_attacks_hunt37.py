@@ -17,6 +17,7 @@ from rewardjudge.readouts._forms import VerdictForm
 from rewardjudge.readouts._seal import json_instruction, label_instruction, read_sealed
 
 from hunt_modes import held_failures
+from test_attacks_hunt35 import test_a_seal_after_its_verdict_and_a_key_value_table_are_read as _read_as_hunt_35_s_rows
 
 SEAL = "0123456789abcdef"
 OTHER = "fedcba9876543210"   # a seal the policy might write: never the request's
@@ -49,15 +50,6 @@ ABOVE = [f"| Field | Value |\n|---|---|\n| verdict | FAIL |\n| seal | {SEAL} |",
          f"| verdict | FAIL |\n| seal | {SEAL}"]
 
 
-@pytest.mark.parametrize("table", ABOVE)
-def test_a_verdict_row_above_its_seal_row_is_read(table):
-    reply = f"Wrong city.\n{table}\nDone."
-    decision = _read(reply)
-    assert decision.ok and decision.value == "FAIL", decision
-    assert reply[decision.value_at:].startswith("FAIL")
-    assert _form(f"Poor.\n{table.replace('FAIL', 'Rating: [[2]]')}").value == 2.0
-
-
 @pytest.mark.parametrize("table", [
     f"| Field | Value |\n|---|---|\n| verdict | FAIL |\n| reason | Berlin |\n| seal | {SEAL} |",   # not right above
     f"| verdict | FAIL |\n| seal | {SEAL} |\n| verdict | PASS |",                                # a verdict row each way
@@ -76,13 +68,10 @@ OPEN_ROWS = [f"| Verdict | Code |\n|---|---|\n| FAIL | {SEAL}", f"| Verdict | Co
              f"| Verdict | Code |\n|---|---|\n| FAIL | 0123-4567-89ab-cdef\nThat is all."]
 
 
-@pytest.mark.parametrize("table", OPEN_ROWS)
-def test_a_row_with_no_border_after_its_seal_is_read(table):
-    reply = f"Wrong city.\n{table}"
-    decision = _read(reply)
-    assert decision.ok and decision.value == "FAIL", decision
-    assert reply[decision.value_at:].startswith("FAIL")
-    assert _form(f"Poor.\n{table.replace('FAIL', 'Rating: [[2]]')}").value == 2.0
+@pytest.mark.parametrize("table", ABOVE + OPEN_ROWS)
+def test_a_verdict_row_above_its_seal_row_and_a_row_with_no_border_after_its_seal_are_read(table):
+    _read_as_hunt_35_s_rows(table)   # read as hunt 35's rows are: FAIL where it stands, and a form's score
+    assert _read(f"Wrong city.\n{table}\nDone.").value == "FAIL"
 
 
 @pytest.mark.parametrize("table", [f"| Code | Result |\n|---|---|\n| FAIL | {SEAL}",     # no header names the verdict
@@ -193,15 +182,11 @@ WRITTEN = {"table_verdict_first": f"| Field | Value |\n|---|---|\n| verdict | FA
            "seal_named": f"VERDICT (seal {SEAL}): FAIL"}
 
 
-@pytest.mark.parametrize("mode", (*NEW_MODES, "table_seal_only"))
-def test_each_new_behaviour_is_in_the_bench(mode):
-    assert mode in BEHAVIOUR_MODES and mode in _naive_judges._JUDGE_MODES
-
-
-@pytest.mark.parametrize("mode", sorted(WRITTEN))
-def test_each_new_label_behaviour_writes_what_it_says(mode):
-    reply = _naive_judges._label_judge("FAIL")(mode, PROMPT, "Paris.")
-    assert reply.endswith(WRITTEN[mode]) and _read(reply).value == "FAIL"
+def test_each_new_behaviour_is_in_the_bench_and_each_label_one_writes_what_it_says():
+    assert {*NEW_MODES, "table_seal_only"} <= set(BEHAVIOUR_MODES) & set(_naive_judges._JUDGE_MODES)
+    for mode, written in WRITTEN.items():
+        reply = _naive_judges._label_judge("FAIL")(mode, PROMPT, "Paris.")
+        assert reply.endswith(written) and _read(reply).value == "FAIL", mode
 
 
 def test_the_long_dict_and_the_seal_row_behaviours_write_what_they_say():

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
 from ._own import (EDGE, EMPHASIS, LINE_END, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, line_stop,
-                   read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
+                   pasted, read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
 from ._scan import SURROGATE_ESCAPE, Nested, lone_surrogates_out
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -200,8 +200,6 @@ def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
 
 #: seal occurrences examined per reply (the last ones)
 _MAX_OCCURRENCES = 64
-#: policy texts whose pasted copies are looked for beside a seal (``_pasted``)
-_MAX_TEXTS = 32
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
 
@@ -341,10 +339,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     or ``cut`` (the next sealed line's ``VERDICT`` on it) (``value_at``: where its value begins): a ``NoVerdict``
     where the rest is not one verdict, None where it is the instruction's own ``placeholder``, echoed."""
     line_end = line_stop(text, at, len(text) if cut is None else cut)
-    j = at + len(seal)
-    stop = min(line_end, j + _AROUND_MAX)
-    while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
-        j += 1
+    j = _past_around(text, at + len(seal), line_end)
     if j >= line_end:   # nothing after the seal: its row's verdict cell before it (``| FAIL | <seal>``), or none
         k, rest = _row_rest(text, at, j, "")
         return None if k == j else _read_cell(text, line_start, line_end, k, rest, read_line)
@@ -367,6 +362,14 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
     return Verdict(value, line_start, line_end, (), j + 1 + value_start(rest))
+
+
+def _past_around(text: str, j: int, line_end: int) -> int:
+    """Where what ``_around`` allows after a seal ending at ``j`` ends, but at a separator: ``_AROUND_MAX`` at most."""
+    stop = min(line_end, j + _AROUND_MAX)
+    while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
+        j += 1
+    return j
 
 
 def _row_rest(text: str, at: int, j: int, rest: str) -> "tuple[int, str]":
@@ -467,19 +470,6 @@ def _label_reader(labels: "tuple[str, ...]", bracketed: bool = False) -> Callabl
     return read
 
 
-def _pasted(text: str, at: int, decision: Decision, policy_texts: Sequence[str]) -> bool:
-    """Whether the verdict of the seal at ``at`` is read off its line (a key-value table's row beside it, a verdict
-    below an empty sealed line), where nothing but its place binds it, and that line lies in a verbatim copy of one of
-    ``policy_texts``, or of its first line: the judge pasted the policy's text beside its seal (no verdict of its own)."""
-    at_value = getattr(decision, "value_at", -1) if decision.ok else -1
-    if at_value >= 0 and not text.rfind("\n", 0, at) < at_value <= line_stop(text, at, len(text)):
-        start = text.rfind("\n", 0, at_value) + 1
-        end = line_stop(text, at_value, len(text))
-        texts = [p for p in policy_texts[:_MAX_TEXTS] if isinstance(p, str)]
-        return inside_copy(policy_copies(text, [*texts, *(p.partition("\n")[0] for p in texts)], _MIN_COPY),
-                           start, len(text[start:end].rstrip("\r")) + start)
-    return False
-
 
 def _next_words(words: "list[int]", end: int) -> "list[int]":
     """For each seal, where the next seal's ``VERDICT`` stands (``end`` where none does): a sealed line's
@@ -500,7 +490,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     raising ``ValueError`` when it does not fit; ``labels`` or ``read_line`` read the rest of a
     ``VERDICT <seal>:`` line; each form is read only with its reader. ``same``: when two values
     agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict;
-    ``policy_texts``: the policy's texts, whose pasted copies hold no verdict read off its seal's line (``_pasted``)."""
+    ``policy_texts``: the policy's texts, whose pasted copies hold no verdict read off its seal's line (``_own.pasted``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels), True)
     # the seal in capitals, mixed case, zero-width marks inside it: the same seal (offsets kept)
@@ -525,7 +515,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
             in_object = not _closing(text, at)
         elif word >= 0:   # a VERDICT line
             decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder, cut)
-            if policy_texts and decision is not None and _pasted(text, at, decision, policy_texts):
+            if policy_texts and decision is not None and pasted(text, at, decision, policy_texts):
                 decision = NoVerdict("the sealed verdict's row is the policy's text, pasted", kind="invalid")
             if decision is not None:
                 found[word] = decision
