@@ -505,6 +505,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
         at = text.rfind(seal, 0, at)
     ats.reverse()
     words = [_verdict_word(text, at) if read_line is not None else -1 for at in ats]   # where each VERDICT is
+    copies: list = []   # the policy's texts' copies in the reply, found where a verdict is read off its seal's line
     in_object = False   # between a JSON verdict's opening seal and its closing one: a VERDICT line there is its text
     for at, word, cut in zip(ats, words, _next_words(words, len(text))):
         start = -1 if check is None else _opening(text, at)
@@ -515,7 +516,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
             in_object = not _closing(text, at)
         elif word >= 0:   # a VERDICT line
             decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder, cut)
-            if policy_texts and decision is not None and pasted(text, at, decision, policy_texts):
+            if policy_texts and decision is not None and pasted(text, at, decision, policy_texts, copies):
                 decision = NoVerdict("the sealed verdict's row is the policy's text, pasted", kind="invalid")
             if decision is not None:
                 found[word] = decision
