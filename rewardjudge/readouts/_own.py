@@ -315,16 +315,14 @@ _MAX_TEXTS, _MIN_COPY = 32, 8
 
 def pasted(text: str, at: int, decision: Any, policy_texts: Sequence[str], copies: list) -> bool:
     """Whether the verdict of the seal at ``at`` is read off its line (a key-value table's row beside it, a verdict
-    below an empty sealed line), where nothing but its place binds it, and that line lies in a verbatim copy of one of
+    below an empty sealed line), where nothing but its place binds it, and its value lies in a verbatim copy of one of
     ``policy_texts``: the judge pasted the policy's text beside its seal (no verdict of its own). A pasted copy cut
     short, or decoded, is not found (docs/attacks.md, hunt 37). ``copies``: the copies, found once per reply."""
     at_value = getattr(decision, "value_at", -1) if decision.ok else -1
     if at_value >= 0 and not text.rfind("\n", 0, at) < at_value <= line_stop(text, at, len(text)):
-        start = text.rfind("\n", 0, at_value) + 1
-        end = line_stop(text, at_value, len(text))
         if not copies:
             copies.append(policy_copies(text, policy_texts[:_MAX_TEXTS], _MIN_COPY))
-        return inside_copy(copies[0], start, len(text[start:end].rstrip("\r")) + start)
+        return inside_copy(copies[0], at_value, at_value + 1)
     return False
 
 
