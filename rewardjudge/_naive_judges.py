@@ -419,6 +419,13 @@ def _seal_named(p: str, c: str, s: Callable[..., str]) -> str:
     return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"VERDICT (seal {m.group(1)[8:]}): {m.group(2)}", s())
 
 
+def _key_value_lines(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its verdict and seal as a list's key-value lines (``- **Verdict:** FAIL`` /
+    ``- **Seal:** <seal>``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"- **Verdict:** {m.group(2)}\n- **Seal:** {m.group(1)[8:]}", s())
+
+
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
 #: restated or translated (``quote_prose``/``quote_unescape`` depend on the judge's reasoning: ``_naive``)
@@ -496,6 +503,7 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "table_seal_only": _table_seal_only,
     "python_dict_long": _python_dict_long,
     "seal_named": _seal_named,
+    "key_value_lines": _key_value_lines,
 }
 
 

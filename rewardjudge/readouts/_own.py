@@ -235,9 +235,16 @@ EDGE = EMPHASIS + ZERO_WIDTH
 _NO_ROW = (-1, -1, "")
 
 
-def _cells(text: str, start: int, end: int) -> "list[tuple[int, str]]":
+#: a line's key and its colon, the key one word (``Verdict: FAIL``, ``- **Seal:** <seal>``, a bullet maybe before it)
+_LINE_KEY = re.compile(r"[ \t]{0,8}(?:[-+*][ \t]{1,4})?[*_`]{0,4}([^\W\d]\w{0,31})[*_`]{0,4}[ \t]{0,4}:")
+
+
+def _cells(text: str, start: int, end: int, lines: bool = False) -> "list[tuple[int, str]]":
     """The first two cells of the markdown table row from ``start`` to ``end`` with their offsets, where it has two
-    (``| a | b |``, its last border maybe left out); else none."""
+    (``| a | b |``, its last border maybe left out); else none. ``lines``: a ``_LINE_KEY`` line's key and the rest."""
+    if lines:
+        m = _LINE_KEY.match(text, start, end)
+        return [] if m is None or "|" in text[start:end] else [(m.start(1), m.group(1)), (m.end(), text[m.end():end])]
     parts = text[start:end].split("|")
     if len(parts) not in (3, 4) or parts[0].strip(EDGE):
         return []
@@ -245,9 +252,10 @@ def _cells(text: str, start: int, end: int) -> "list[tuple[int, str]]":
     return [(first, parts[1]), (first + len(parts[1]) + 1, parts[2])]
 
 
-def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int]]":
+def _rows(text: str, start: int, end: int, up: bool, lines: bool = False) -> "Iterator[tuple[int, int]]":
     """Where the rows of the markdown table above the row from ``start`` to ``end`` (``up``, nearest first) or below
-    it start and end: ``_ROWS_MAX`` at most, ``_ROW_MAX`` characters of each (a bounded walk, row by row)."""
+    it start and end: ``_ROWS_MAX`` at most, ``_ROW_MAX`` characters of each (a bounded walk, row by row); ``lines``:
+    the ``_LINE_KEY`` lines around the line."""
     for _ in range(_ROWS_MAX):
         if up:
             end, start = start - 1, text.rfind("\n", 0, max(0, start - 1)) + 1
@@ -257,28 +265,39 @@ def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int
                 return
             start, end = end + 1, text.find("\n", end + 1)
             end = len(text) if end < 0 else end
-        if end <= 0 or start > len(text) or not text[start:min(end, start + _ROW_MAX)].lstrip(EMPHASIS).startswith("|"):
+        row = text[start:min(end, start + _ROW_MAX)]
+        if end <= 0 or start > len(text) or not (_LINE_KEY.match(row) if lines else row.lstrip(EMPHASIS)[:1] == "|"):
             return
         yield start, min(end, start + _ROW_MAX)
 
 
-def _key(text: str, row: "tuple[int, int]") -> str:
+def _key(text: str, row: "tuple[int, int]", lines: bool) -> str:
     """A row's first cell, case folded (a key-value table's key)."""
-    cells = _cells(text, *row)
+    cells = _cells(text, *row, lines)
     return unwrap(cells[0][1]).casefold() if cells else ""
 
 
-def _key_value(text: str, start: int, end: int) -> "tuple[int, int, str]":
+def _key_value(text: str, start: int, end: int, lines: bool = False) -> "tuple[int, int, str]":
     """A key-value table's row from ``start`` to ``end`` naming the seal: where it starts, and where the verdict's cell
     of the row right below or right above starts and what it holds, where that row is its table's one verdict row;
-    else ``_NO_ROW``."""
-    below, above = [*_rows(text, start, end, False)], [*_rows(text, start, end, True)]
-    keys = [_key(text, row) for row in (*below, *above)]
+    else ``_NO_ROW``. ``lines``: key-value lines (``Seal: <seal>`` / ``Verdict: FAIL``), read as such a table's rows."""
+    below, above = [*_rows(text, start, end, False, lines)], [*_rows(text, start, end, True, lines)]
+    keys = [_key(text, row, lines) for row in (*below, *above)]
     if keys.count("verdict") != 1:
         return _NO_ROW
     row = below[0] if below and keys[0] == "verdict" else above[0] if above and keys[len(below)] == "verdict" else None
-    cells = _cells(text, *row) if row is not None else []
+    cells = _cells(text, *row, lines) if row is not None else []
     return (start, *cells[1]) if cells else _NO_ROW
+
+
+def _line_key_value(text: str, start: int, end: int, at: int, width: int) -> "tuple[int, int, str]":
+    """``_key_value`` of the line from ``start`` to ``end`` where it is ``seal: <seal>`` (or ``code:``), the seal at
+    ``at`` alone after the colon; else ``_NO_ROW``."""
+    cells = _cells(text, start, end, True)
+    if not cells or unwrap(cells[0][1]).casefold() not in ("seal", "code") or text[cells[1][0]:at].strip(EDGE) \
+            or text[at + width:end].strip(EDGE):
+        return _NO_ROW
+    return _key_value(text, start, end, True)
 
 
 def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
@@ -293,7 +312,7 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
     start = text.rfind("\n", max(0, at - _ROW_MAX), at) + 1
     cells = _cells(text, start, end) if start or at <= _ROW_MAX else []
     if not cells:
-        return _NO_ROW
+        return _line_key_value(text, start, end, at, width) if start or at <= _ROW_MAX else _NO_ROW
     (first, key), (second, _) = cells
     after = text[at + width:end].strip(EDGE)
     if at < second:   # the first cell: the verdict after it
