@@ -308,11 +308,14 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
     the row below to be its table's one verdict row (``| verdict | FAIL |``): a row of the policy's text in the table
     would make two; or the row right above it, so (``| verdict | FAIL |`` / ``| seal | <seal> |``). A long row of the
     policy's text between hides none of them."""
+    if text[at - 1:at] in ('"', "'"):   # a quoted seal (a JSON verdict's) is alone in no cell: nothing to look for
+        return _NO_ROW
     end = line_stop(text, at, len(text))
     start = text.rfind("\n", max(0, at - _ROW_MAX), at) + 1
     cells = _cells(text, start, end) if start or at <= _ROW_MAX else []
-    if not cells:
-        return _line_key_value(text, start, end, at, width) if start or at <= _ROW_MAX else _NO_ROW
+    if not cells:   # a colon right before the seal (no JSON string's quote): maybe a ``seal: <seal>`` line
+        colon = (start or at <= _ROW_MAX) and text[max(start, at - 16):at].rstrip(EDGE)[-1:] == ":"
+        return _line_key_value(text, start, end, at, width) if colon else _NO_ROW
     (first, key), (second, _) = cells
     after = text[at + width:end].strip(EDGE)
     if at < second:   # the first cell: the verdict after it
