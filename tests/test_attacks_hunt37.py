@@ -218,7 +218,8 @@ WRITTEN = {"table_verdict_first": f"| Field | Value |\n|---|---|\n| verdict | FA
 
 
 def test_each_new_behaviour_is_in_the_bench_and_each_label_one_writes_what_it_says():
-    assert {*NEW_MODES, "table_seal_only"} <= set(BEHAVIOUR_MODES) & set(_naive_judges._JUDGE_MODES)
+    assert set(NEW_MODES) <= set(BEHAVIOUR_MODES) & set(_naive_judges._JUDGE_MODES)
+    assert "table_seal_only" in _naive_judges._JUDGE_MODES   # escapes by design: run on its own, below
     for mode, written in WRITTEN.items():
         reply = _naive_judges._label_judge("FAIL")(mode, PROMPT, "Paris.")
         assert reply.endswith(written) and _read(reply).value == "FAIL", mode

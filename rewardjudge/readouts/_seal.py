@@ -313,7 +313,7 @@ def _around(ch: str) -> bool:
 def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
-    if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
+    if "verdict" not in text[max(0, at - 2 * _AROUND_MAX - 11):at].casefold():
         return sealed_row(text, at, SEAL_HEX)[0]   # no VERDICT within reach (case folding goes by character)
     i = _skip_back(text, at, "#")
     if text[max(0, i - 4):i].casefold() in _SEAL_WORDS and not text[i - 5:i - 4].isalnum():
