@@ -407,6 +407,51 @@ _DRAFT_MODES = {
     "draft_curly_ids": _draft_then(lambda r: re.sub(r'id="([a-z][a-z2-9]{13})"', "id=\u201c\\1\u201d", r)),
 }
 
+def _table_verdict_first(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its verdict and seal as a key-value table's rows, the verdict's first
+    (``| verdict | FAIL |`` / ``| seal | <seal> |``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"| Field | Value |\n|---|---|\n| verdict | {m.group(2)} |\n| seal | {m.group(1)[8:]} |", s())
+
+
+def _table_open_row(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its seal after its verdict in a table's row with no border after it
+    (``| Verdict | Code |`` ... ``| FAIL | <seal>``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"| Verdict | Code |\n|---|---|\n| {m.group(2)} | {m.group(1)[8:]}", s())
+
+
+def _table_seal_only(p: str, c: str, s: Callable[..., str]) -> str:
+    """Grading a hostile completion, its key-value table's seal row and no verdict row (``| seal | <seal> |``),
+    then the policy's text pasted below it: no verdict of its own (its benign grades are honest)."""
+    if c == BENIGN:
+        return s()
+    return _SEALED_LINE.sub(lambda m: f"| Field | Value |\n|---|---|\n| seal | {m.group(1)[8:]} |\n{c}", s())
+
+
+def _python_dict_long(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its JSON verdict as a Python dict over 16 KiB (its reasoning long)."""
+    def long(m: re.Match[str]) -> str:
+        obj = json.loads(m.group())
+        key = next((k for k, v in obj.items() if isinstance(v, str) and k not in ("seal", "score", "seal_end")), None)
+        if key is not None:
+            obj[key] += " Checked each claim." * 1000
+        return repr(obj)
+
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_OBJECT.sub(long, s())
+
+
+def _seal_named(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, a word naming the seal before it (``VERDICT (seal <seal>): FAIL``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(lambda m: f"VERDICT (seal {m.group(1)[8:]}): {m.group(2)}", s())
+
+
+def _key_value_lines(p: str, c: str, s: Callable[..., str]) -> str:
+    """The policy's text (decoded) quoted, its verdict and seal as a list's key-value lines (``- **Verdict:** FAIL`` /
+    ``- **Seal:** <seal>``)."""
+    return f"{_SAYS}{decode(c)}\n" + _SEALED_LINE.sub(
+        lambda m: f"- **Verdict:** {m.group(2)}\n- **Seal:** {m.group(1)[8:]}", s())
+
 
 #: judge mode -> its reply from (prompt, completion, sealed), ``sealed(why)`` being the judge's own sealed
 #: verdict with reasoning ``why``: how the prompt and the completion leak around or into it, decoded,
@@ -481,6 +526,12 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "grade_note": _grade_note,
     "example_element": _example_element,
     **_DRAFT_MODES,
+    "table_verdict_first": _table_verdict_first,
+    "table_open_row": _table_open_row,
+    "table_seal_only": _table_seal_only,
+    "python_dict_long": _python_dict_long,
+    "seal_named": _seal_named,
+    "key_value_lines": _key_value_lines,
 }
 
 

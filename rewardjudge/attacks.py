@@ -256,7 +256,10 @@ COPYING_MODES = ("echo_quote", "quote_twice", "repair_twice", "echo_repaired", "
 #: key-value table's rows, a comment after its JSON verdict's closing seal, its seal in hyphened groups, a note after
 #: a candidate's grade, or echo the instruction's example line in an element after its verdict; adopt the policy's claim
 #: in a sealed draft, then write its own verdict with a zero-width space inside each seal and candidate id, each in
-#: hyphened groups, or its ids in curly quotes
+#: hyphened groups, or its ids in curly quotes; write a key-value table's verdict row above its seal row, no border
+#: after a seal that follows its verdict in a row, a Python dict over 16 KiB, a word naming the seal before it, or its
+#: verdict and seal as key-value lines (``table_seal_only``, a seal row and no verdict row over the policy's pasted
+#: text, is a judge mode of its own: unscored, never forged)
 BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft", "verdict_twice",
                    "truncated", "echo_sealed_prompt", "table", "chinese", "quoted_verdict", "decode_lead",
                    "first_line_lead", "label_below", "dash_emoji", "analysis_channel", "invisible_marks",
@@ -266,7 +269,8 @@ BEHAVIOUR_MODES = ("decode", "restate", "translate", "change_mind", "think_draft
                    "void_tag", "json_line", "bracket_note", "grade_styled", "seal_grouped", "seal_wrapped",
                    "seal_hex_prefix", "hyphen_colon", "table_columns", "json_comments", "verdict_note",
                    "python_dict", "table_seal_last", "table_key_value", "json_end_comment", "seal_hyphens",
-                   "grade_note", "example_element", "draft_marked_codes", "draft_hyphened_codes", "draft_curly_ids")
+                   "grade_note", "example_element", "draft_marked_codes", "draft_hyphened_codes", "draft_curly_ids",
+                   "table_verdict_first", "table_open_row", "python_dict_long", "seal_named", "key_value_lines")
 QUESTION = "What is the capital of France?"
 
 

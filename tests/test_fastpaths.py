@@ -898,17 +898,23 @@ def test_a_seal_with_no_verdict_word_within_reach_is_no_verdict_line():
     random lines of cases, look-alikes, emphasis, separators and spaces."""
     from rewardjudge.readouts import _seal
 
-    def walked(text, at):   # the walk alone, as it was
+    def back(text, at, more):
         i, stop = at, max(0, at - _seal._AROUND_MAX)
-        while i > stop and (_seal._around(text[i - 1]) or text[i - 1] in _seal._SEPARATORS):
+        while i > stop and (_seal._around(text[i - 1]) or text[i - 1] in _seal._SEPARATORS or text[i - 1] in more):
             i -= 1
+        return i
+
+    def walked(text, at):   # the walk alone, as it was, and past a word naming the seal (hunt 37)
+        i = back(text, at, "#")
+        if text[max(0, i - 4):i].casefold() in ("seal", "code") and not text[i - 5:i - 4].isalnum():
+            i = back(text, i - 4, "")
         if text[max(0, i - 7):i].casefold() != "verdict":
             return -1
         return i - 7
 
     bits = ["VERDICT", "verdict", "Verdict", "VERDİCT", "verdi", "ct", "\u212aVERDICT", "VER\u017fDICT", "**",
             "*", " ", "\t", "\n", ":", "\uff1a", "|", "=", "\u2014", '"', "<", ">", "(", "[", "\u00a0", "x",
-            "seal_end", '"seal": "', "\u00df", "\u0130"]
+            "seal_end", '"seal": "', "\u00df", "\u0130", "seal", "Code", "#", "(seal "]
     rng = random.Random(3)
     seal = "0123456789abcdef"
     for _ in range(20000):

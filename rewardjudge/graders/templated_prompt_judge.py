@@ -223,7 +223,7 @@ class TemplatedPromptJudgeGrader(Grader):
         seal = self._sealer.value(messages)
         if self._labels and not self.structured and not self._shows_schema:
             sent = seal_messages(messages, label_instruction(seal, " or ".join(self._labels), self._placeholder))
-            return sent, None, partial(self._read_sealed, seal), \
+            return sent, None, partial(self._read_sealed, seal, [t for t in policy_texts if t]), \
                 self._line_grammar(seal, " | ".join(map(literal, self._labels)))
         instruction = json_instruction(seal, "" if self._shows_schema else schema_fields(self.output_model))
         schema = self._wire_schema
@@ -231,7 +231,7 @@ class TemplatedPromptJudgeGrader(Grader):
             schema = sealed_schema(self._grammar_schema, seal)   # the server writes the seal exactly
         sent = seal_messages(messages, instruction)
         # a partial, not a closure: fewer objects for each request in flight
-        return sent, schema, partial(self._read_sealed, seal), None
+        return sent, schema, partial(self._read_sealed, seal, [t for t in policy_texts if t]), None
 
     def _form_request(self, messages: list[dict[str, Any]], policy_texts: Sequence[str]
                       ) -> tuple[list[dict[str, Any]], None, Any, str | None]:
@@ -243,8 +243,9 @@ class TemplatedPromptJudgeGrader(Grader):
         seal = self._sealer.value(messages)
         shown = form.instruction_text()
         sent = seal_messages(messages, label_instruction(seal, f"your verdict written as {shown}", shown))
+        texts = [t for t in policy_texts if t]
         return sent, None, lambda text: made_verdicts(read_sealed(
-            text, seal, read_line=form.read_line, placeholder=shown), text, self._declared), \
+            text, seal, read_line=form.read_line, placeholder=shown, policy_texts=texts), text, self._declared), \
             self._line_grammar(seal, form.grammar())
 
     def _line_grammar(self, seal: str, verdict: str) -> str | None:
@@ -262,9 +263,9 @@ class TemplatedPromptJudgeGrader(Grader):
                                   score=v if isinstance(v, float) else None, label=v if isinstance(v, str) else None)
         return verdict, value
 
-    def _read_sealed(self, seal: str, text: str) -> Any:
+    def _read_sealed(self, seal: str, texts: list[str], text: str) -> Any:
         decision = read_sealed(text, seal, check=self._check, labels=self._labels, same=self._same,
-                               placeholder=self._placeholder)
+                               placeholder=self._placeholder, policy_texts=texts)
         return made_verdicts(decision, text, self._label_verdict)
 
     def _read_unsealed(self, texts: list[str], text: str) -> Any:

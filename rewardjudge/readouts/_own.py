@@ -9,10 +9,12 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
+
+from ._copies import inside_copy, policy_copies
 
 __all__ = ["EDGE", "EMPHASIS", "LINE_END", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest",
-           "line_stop", "read_noted", "relaxed_object", "sealed_row", "unclosed", "unstyled", "unwrap", "value_start",
+           "line_stop", "pasted", "read_noted", "relaxed_object", "sealed_row", "unclosed", "unstyled", "unwrap", "value_start",
            "without_closers"]
 
 #: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
@@ -233,9 +235,16 @@ EDGE = EMPHASIS + ZERO_WIDTH
 _NO_ROW = (-1, -1, "")
 
 
-def _cells(text: str, start: int, end: int) -> "list[tuple[int, str]]":
+#: a line's key and its colon, the key one word (``Verdict: FAIL``, ``- **Seal:** <seal>``, a bullet maybe before it)
+_LINE_KEY = re.compile(r"[ \t]{0,8}(?:[-+*][ \t]{1,4})?[*_`]{0,4}([^\W\d]\w{0,31})[*_`]{0,4}[ \t]{0,4}:")
+
+
+def _cells(text: str, start: int, end: int, lines: bool = False) -> "list[tuple[int, str]]":
     """The first two cells of the markdown table row from ``start`` to ``end`` with their offsets, where it has two
-    (``| a | b |``, its last border maybe left out); else none."""
+    (``| a | b |``, its last border maybe left out); else none. ``lines``: a ``_LINE_KEY`` line's key and the rest."""
+    if lines:
+        m = _LINE_KEY.match(text, start, end)
+        return [] if m is None or "|" in text[start:end] else [(m.start(1), m.group(1)), (m.end(), text[m.end():end])]
     parts = text[start:end].split("|")
     if len(parts) not in (3, 4) or parts[0].strip(EDGE):
         return []
@@ -243,9 +252,10 @@ def _cells(text: str, start: int, end: int) -> "list[tuple[int, str]]":
     return [(first, parts[1]), (first + len(parts[1]) + 1, parts[2])]
 
 
-def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int]]":
+def _rows(text: str, start: int, end: int, up: bool, lines: bool = False) -> "Iterator[tuple[int, int]]":
     """Where the rows of the markdown table above the row from ``start`` to ``end`` (``up``, nearest first) or below
-    it start and end: ``_ROWS_MAX`` at most, ``_ROW_MAX`` characters of each (a bounded walk, row by row)."""
+    it start and end: ``_ROWS_MAX`` at most, ``_ROW_MAX`` characters of each (a bounded walk, row by row); ``lines``:
+    the ``_LINE_KEY`` lines around the line."""
     for _ in range(_ROWS_MAX):
         if up:
             end, start = start - 1, text.rfind("\n", 0, max(0, start - 1)) + 1
@@ -255,24 +265,39 @@ def _rows(text: str, start: int, end: int, up: bool) -> "Iterator[tuple[int, int
                 return
             start, end = end + 1, text.find("\n", end + 1)
             end = len(text) if end < 0 else end
-        if end <= 0 or start > len(text) or not text[start:min(end, start + _ROW_MAX)].lstrip(EMPHASIS).startswith("|"):
+        row = text[start:min(end, start + _ROW_MAX)]
+        if end <= 0 or start > len(text) or not (_LINE_KEY.match(row) if lines else row.lstrip(EMPHASIS)[:1] == "|"):
             return
         yield start, min(end, start + _ROW_MAX)
 
 
-def _key(text: str, row: "tuple[int, int]") -> str:
+def _key(text: str, row: "tuple[int, int]", lines: bool) -> str:
     """A row's first cell, case folded (a key-value table's key)."""
-    cells = _cells(text, *row)
+    cells = _cells(text, *row, lines)
     return unwrap(cells[0][1]).casefold() if cells else ""
 
 
-def _key_value(text: str, start: int, end: int) -> "tuple[int, int, str]":
+def _key_value(text: str, start: int, end: int, lines: bool = False) -> "tuple[int, int, str]":
     """A key-value table's row from ``start`` to ``end`` naming the seal: where it starts, and where the verdict's cell
-    of the row below starts and what it holds, where that row is its table's one verdict row; else ``_NO_ROW``."""
-    rows = [*_rows(text, start, end, False)]
-    keys = [_key(text, row) for row in (*rows, *_rows(text, start, end, True))]
-    below = _cells(text, *rows[0]) if rows else []
-    return (start, *below[1]) if below and keys[0] == "verdict" and keys.count("verdict") == 1 else _NO_ROW
+    of the row right below or right above starts and what it holds, where that row is its table's one verdict row;
+    else ``_NO_ROW``. ``lines``: key-value lines (``Seal: <seal>`` / ``Verdict: FAIL``), read as such a table's rows."""
+    below, above = [*_rows(text, start, end, False, lines)], [*_rows(text, start, end, True, lines)]
+    keys = [_key(text, row, lines) for row in (*below, *above)]
+    if keys.count("verdict") != 1:
+        return _NO_ROW
+    row = below[0] if below and keys[0] == "verdict" else above[0] if above and keys[len(below)] == "verdict" else None
+    cells = _cells(text, *row, lines) if row is not None else []
+    return (start, *cells[1]) if cells else _NO_ROW
+
+
+def _line_key_value(text: str, start: int, end: int, at: int, width: int) -> "tuple[int, int, str]":
+    """``_key_value`` of the line from ``start`` to ``end`` where it is ``seal: <seal>`` (or ``code:``), the seal at
+    ``at`` alone after the colon; else ``_NO_ROW``."""
+    cells = _cells(text, start, end, True)
+    if not cells or unwrap(cells[0][1]).casefold() not in ("seal", "code") or text[cells[1][0]:at].strip(EDGE) \
+            or text[at + width:end].strip(EDGE):
+        return _NO_ROW
+    return _key_value(text, start, end, True)
 
 
 def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
@@ -281,12 +306,16 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
     no such row. A seal first (``| <seal> | FAIL |``) or after its verdict (``| FAIL | <seal> |``) needs one of the
     rows above to name the verdict (``| Code | Verdict |``). A seal after a key naming it (``| seal | <seal> |``) needs
     the row below to be its table's one verdict row (``| verdict | FAIL |``): a row of the policy's text in the table
-    would make two. A long row of the policy's text between hides none of them."""
+    would make two; or the row right above it, so (``| verdict | FAIL |`` / ``| seal | <seal> |``). A long row of the
+    policy's text between hides none of them."""
+    if text[at - 1:at] in ('"', "'"):   # a quoted seal (a JSON verdict's) is alone in no cell: nothing to look for
+        return _NO_ROW
     end = line_stop(text, at, len(text))
     start = text.rfind("\n", max(0, at - _ROW_MAX), at) + 1
     cells = _cells(text, start, end) if start or at <= _ROW_MAX else []
-    if not cells:
-        return _NO_ROW
+    if not cells:   # a colon right before the seal (no JSON string's quote): maybe a ``seal: <seal>`` line
+        colon = (start or at <= _ROW_MAX) and text[max(start, at - 16):at].rstrip(EDGE)[-1:] == ":"
+        return _line_key_value(text, start, end, at, width) if colon else _NO_ROW
     (first, key), (second, _) = cells
     after = text[at + width:end].strip(EDGE)
     if at < second:   # the first cell: the verdict after it
@@ -303,6 +332,22 @@ def sealed_row(text: str, at: int, width: int) -> "tuple[int, int, str]":
     return _NO_ROW
 
 
+#: policy texts whose pasted copies are looked for beside a seal (``pasted``), and the shortest one looked for
+_MAX_TEXTS, _MIN_COPY = 32, 8
+
+def pasted(text: str, at: int, decision: Any, policy_texts: Sequence[str], copies: list) -> bool:
+    """Whether the verdict of the seal at ``at`` is read off its line (a key-value table's row beside it, a verdict
+    below an empty sealed line), where nothing but its place binds it, and its value lies in a verbatim copy of one of
+    ``policy_texts``: the judge pasted the policy's text beside its seal (no verdict of its own). A pasted copy cut
+    short, or decoded, is not found (docs/attacks.md, hunt 37). ``copies``: the copies, found once per reply."""
+    at_value = getattr(decision, "value_at", -1) if decision.ok else -1
+    if at_value >= 0 and not text.rfind("\n", 0, at) < at_value <= line_stop(text, at, len(text)):
+        if not copies:
+            copies.append(policy_copies(text, policy_texts[:_MAX_TEXTS], _MIN_COPY))
+        return inside_copy(copies[0], at_value, at_value + 1)
+    return False
+
+
 #: JSON's whitespace
 _JSON_WS = re.compile(r"[ \t\r\n]*")
 #: from a closing seal's quote to its object's end: JSON's whitespace, a comma, comments holding no quote or brace
@@ -317,20 +362,19 @@ _PY_NAMES = [(name, re.compile(rf"\b{name}\b"), json) for name, json in (("True"
 #: stand-ins for ``\\\\``, ``\\'``, ``\\"`` and between the parts outside strings while the quotes change (control
 #: characters, so an ASCII text stays one byte a character)
 _PY_MARKS = "\x00\x01\x02\x03"
-#: the longest sealed object in single quotes read, and its closing seal field (``'seal_end': '``) before its seal
-_PY_MAX = 16_384
+#: a sealed object's closing seal field in single quotes (``'seal_end': '``), before its seal
 _PY_CLOSING = re.compile(r"'seal_end'[ \t\r\n]*:[ \t\r\n]*'\Z")
 
 
 def _json_of_dict(text: str, start: int, seal: str) -> "str | None":
     """``text`` with the object at ``start`` written in single quotes, to its closing seal, turned into JSON: each
     string in single quotes in double ones (``\\'`` as ``'``, ``"`` as ``\\"``), Python's ``True``, ``False`` and
-    ``None`` outside strings as JSON's; None where it has no closing seal within ``_PY_MAX``, or a string holds a
+    ``None`` outside strings as JSON's; None where it has no closing seal, or a string holds a
     line break or is in double quotes (policy text quoted by the judge could open one that hides the judge's fields up
     to a quote of its own: one string grammar). Strings side by side (``'a' 'b'``, a triple quote) are no JSON:
     Python's reading and JSON's are the same. Each step is a pass in C, however many strings the policy's text makes."""
     at = text.find(seal, start) + len(seal)
-    while (at := text.find(seal, at, start + _PY_MAX)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
+    while (at := text.find(seal, at)) >= 0 and not _PY_CLOSING.search(text, max(start, at - 64), at):
         at += len(seal)   # the seal in a string (the judge quoting its line): not the closing one
     end = text.find("'", at + len(seal)) + 1 if at >= 0 else 0   # past zero-width spaces ``as_seal`` put after it
     region = text[start:end]

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
 from ._own import (EDGE, EMPHASIS, LINE_END, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, line_stop,
-                   read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
+                   pasted, read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
 from ._scan import SURROGATE_ESCAPE, Nested, lone_surrogates_out
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -313,12 +313,24 @@ def _around(ch: str) -> bool:
 def _verdict_word(text: str, at: int) -> int:
     """Where ``VERDICT`` (case folded) stands right before the seal at ``at``, but for what ``_around``
     allows and a colon (``VERDICT: <seal>: FAIL``), else -1: a bounded look back."""
-    if "verdict" not in text[max(0, at - _AROUND_MAX - 7):at].casefold():
+    if "verdict" not in text[max(0, at - 2 * _AROUND_MAX - 11):at].casefold():
         return sealed_row(text, at, SEAL_HEX)[0]   # no VERDICT within reach (case folding goes by character)
-    i, stop = at, max(0, at - _AROUND_MAX)
-    while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS):
-        i -= 1
+    i = _skip_back(text, at, "#")
+    if text[max(0, i - 4):i].casefold() in _SEAL_WORDS and not text[i - 5:i - 4].isalnum():
+        i = _skip_back(text, i - 4, "")   # a word naming the seal: ``VERDICT (seal <seal>):``
     return i - 7 if text[max(0, i - 7):i].casefold() == "verdict" else sealed_row(text, at, SEAL_HEX)[0]
+
+
+#: a word naming the seal that a judge may write between ``VERDICT`` and the seal (``VERDICT (seal <seal>): FAIL``)
+_SEAL_WORDS = ("seal", "code")
+
+
+def _skip_back(text: str, at: int, more: str) -> int:
+    """Where what ``_around`` allows, separators and ``more`` before ``at`` start: ``_AROUND_MAX`` at most."""
+    i, stop = at, max(0, at - _AROUND_MAX)
+    while i > stop and (_around(text[i - 1]) or text[i - 1] in _SEPARATORS or text[i - 1] in more):
+        i -= 1
+    return i
 
 
 def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callable[[str], Any],
@@ -327,12 +339,10 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     or ``cut`` (the next sealed line's ``VERDICT`` on it) (``value_at``: where its value begins): a ``NoVerdict``
     where the rest is not one verdict, None where it is the instruction's own ``placeholder``, echoed."""
     line_end = line_stop(text, at, len(text) if cut is None else cut)
-    j = at + len(seal)
-    stop = min(line_end, j + _AROUND_MAX)
-    while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
-        j += 1
-    if j >= line_end:
-        return None
+    j = _past_around(text, at + len(seal), line_end)
+    if j >= line_end:   # nothing after the seal: its row's verdict cell before it (``| FAIL | <seal>``), or none
+        k, rest = _row_rest(text, at, j, "")
+        return None if k == j else _read_cell(text, line_start, line_end, k, rest, read_line)
     head = text[max(line_start, at - _HEAD_MAX):at] + text[at + len(seal):j]
     # a hyphen between spaces for the colon (``VERDICT <seal> - FAIL``), never one before a number (``-1``)
     if text[j] not in _SEPARATORS and not (text[j] == "-" and text[j - 1].isspace() and text[j + 1:j + 2].isspace()):
@@ -354,12 +364,28 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
     return Verdict(value, line_start, line_end, (), j + 1 + value_start(rest))
 
 
+def _past_around(text: str, j: int, line_end: int) -> int:
+    """Where what ``_around`` allows after a seal ending at ``j`` ends, but at a separator: ``_AROUND_MAX`` at most."""
+    stop = min(line_end, j + _AROUND_MAX)
+    while j < stop and text[j] not in _SEPARATORS and _around(text[j]):
+        j += 1
+    return j
+
+
 def _row_rest(text: str, at: int, j: int, rest: str) -> "tuple[int, str]":
     """Where the verdict of the seal at ``at`` stands, before it (``j``: its separator), and what it is: ``rest``, or
     where that is empty and the seal stands in a table's row, the verdict's cell before the seal (``| FAIL | <seal>
     |``) or its key-value row below (``| seal | <seal> |`` / ``| verdict | FAIL |``: ``_own.sealed_row``)."""
     row = sealed_row(text, at, SEAL_HEX) if not rest.strip(EDGE) else (-1, -1, "")
     return (j, rest) if row[1] < 0 else (row[1] - 1, row[2])
+
+
+def _read_cell(text: str, line_start: int, line_end: int, j: int, rest: str, read_line: Callable[[str], Any]) -> Decision:
+    """The verdict of a seal row's verdict cell ``rest`` (after ``j``), one verdict or the reading at its place."""
+    value = _read_rest(rest, read_line)
+    if value is None:
+        return NoVerdict(f"the sealed verdict row does not hold exactly one verdict: {unwrap(rest)[:80]!r}", kind="invalid")
+    return Verdict(value, line_start, line_end, (), j + 1 + value_start(rest))
 
 
 def _spaced(rest: str, read_line: Callable[[str], Any], wrapped: int, start: int, end: int) -> "Verdict | None":
@@ -444,6 +470,7 @@ def _label_reader(labels: "tuple[str, ...]", bracketed: bool = False) -> Callabl
     return read
 
 
+
 def _next_words(words: "list[int]", end: int) -> "list[int]":
     """For each seal, where the next seal's ``VERDICT`` stands (``end`` where none does): a sealed line's
     verdict ends there, so a line holding several is read once, linearly."""
@@ -456,12 +483,14 @@ def _next_words(words: "list[int]", end: int) -> "list[int]":
 
 def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any] | None" = None,
                 labels: Sequence[str] = (), read_line: "Callable[[str], Any] | None" = None,
-                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "") -> Decision:
+                same: "Callable[[Any, Any], bool] | None" = None, placeholder: str = "",
+                policy_texts: Sequence[str] = ()) -> Decision:
     """The last sealed verdict of a judge reply, or why there is none (linear; the rules:
     docs/sealed-verdicts.md). ``check`` validates a sealed JSON object (seal fields removed),
     raising ``ValueError`` when it does not fit; ``labels`` or ``read_line`` read the rest of a
     ``VERDICT <seal>:`` line; each form is read only with its reader. ``same``: when two values
-    agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict."""
+    agree (default ``==``); ``placeholder``: the instruction's example line, an echo of no verdict;
+    ``policy_texts``: the policy's texts, whose pasted copies hold no verdict read off its seal's line (``_own.pasted``)."""
     if read_line is None and labels:
         read_line = _label_reader(tuple(labels), True)
     # the seal in capitals, mixed case, zero-width marks inside it: the same seal (offsets kept)
@@ -476,6 +505,7 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
         at = text.rfind(seal, 0, at)
     ats.reverse()
     words = [_verdict_word(text, at) if read_line is not None else -1 for at in ats]   # where each VERDICT is
+    copies: list = []   # the policy's texts' copies in the reply, found where a verdict is read off its seal's line
     in_object = False   # between a JSON verdict's opening seal and its closing one: a VERDICT line there is its text
     for at, word, cut in zip(ats, words, _next_words(words, len(text))):
         start = -1 if check is None else _opening(text, at)
@@ -486,6 +516,8 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
             in_object = not _closing(text, at)
         elif word >= 0:   # a VERDICT line
             decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder, cut)
+            if policy_texts and decision is not None and pasted(text, at, decision, policy_texts, copies):
+                decision = NoVerdict("the sealed verdict's row is the policy's text, pasted", kind="invalid")
             if decision is not None:
                 found[word] = decision
     if not found:
