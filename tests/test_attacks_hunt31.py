@@ -78,9 +78,10 @@ def test_a_sealed_declared_form_after_a_space_is_read():
 @pytest.mark.parametrize("line", [f"VERDICT {SEAL} noted", f"VERDICT {SEAL}FAIL", f"VERDICT {SEAL} <PASS or FAIL>",
                                   f"VERDICT {SEAL} FAIL, wrong city"])
 def test_a_seal_with_no_colon_and_no_verdict_after_it_stays_no_verdict(line):
-    # no separator, nothing read: no verdict at its place, so an earlier sealed verdict still decides
+    # no separator, nothing read: no verdict at its place; after an earlier sealed verdict, a seal the reader passed
+    # over (hunt 39: the judge's own verdict after a draft, in a form not read) leaves the reply unscored
     assert not _read(f"Wrong city.\n{line}").ok
-    assert _read(f"Wrong city.\nVERDICT {SEAL}: FAIL\n{line}").value == "FAIL"
+    assert _read(f"Wrong city.\nVERDICT {SEAL}: FAIL\n{line}").kind == "no sealed verdict"
 
 
 # -- a void tag after the verdict -------------------------------------------------------------------------------------
@@ -189,7 +190,7 @@ def test_a_forged_verdict_in_a_new_form_is_never_read(forged):
 def test_policy_text_after_the_seal_and_a_space_is_not_one_verdict():
     # a judge quoting the policy after its own seal: the line holds more than one verdict, so none is read from it
     assert not _read(f"VERDICT {SEAL} The response says: PASS").ok
-    assert _read(f"VERDICT {SEAL}: FAIL\nVERDICT {SEAL} The response says: PASS").value == "FAIL"
+    assert _read(f"VERDICT {SEAL}: FAIL\nVERDICT {SEAL} The response says: PASS").kind == "no sealed verdict"
 
 
 # -- the new judge behaviours through every grader ------------------------------------------------------------------

@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Sequence
 from ._copies import inside_copy, policy_copies
 
 __all__ = ["EDGE", "EMPHASIS", "LINE_END", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest",
-           "line_stop", "pasted", "read_noted", "relaxed_object", "sealed_row", "unclosed", "unstyled", "unwrap", "value_start",
-           "without_closers"]
+           "line_stop", "pasted", "read_noted", "relaxed_object", "seal_after", "sealed_row", "unclosed", "unstyled",
+           "unwrap", "value_start", "without_closers"]
 
 #: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
 PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
@@ -215,6 +215,45 @@ def as_seal(text: str, seal: str) -> str:
     if joined.count(sealed) == raw.count(sealed) and b"0x" + sealed not in joined:
         return text   # the pattern reads only what stands between digits, or a ``0x`` before them
     return _spelled(seal).sub(lambda m: seal + "\u200b" * (len(m.group()) - len(seal)), text)
+
+
+#: fullwidth forms (U+FF01-FF5E) as their ASCII letters and digits
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+_HEX = b"0123456789abcdef"
+#: bytes that are no lower-case hex digit, taken out
+_NOT_HEX = bytes(b for b in range(256) if b not in _HEX and not 0x41 <= b <= 0x46)
+
+
+#: what stands right before a seal that binds no verdict of its own: a key-value ``seal_end`` (a table's, a line's), the
+#: seal instruction's own words echoed (``the code <seal>``, ``the value "<seal>"``)
+_UNBINDING = re.compile(r'(?:seal_end\W{0,8}|the code |the value ")$')
+
+
+def _unbinding(text: str, at: int) -> bool:
+    """Whether the seal at ``at`` binds no verdict of its own (``_UNBINDING``)."""
+    return _UNBINDING.search(text[max(0, at - 24):at].casefold()) is not None
+
+
+def seal_after(text: str, seal: str, ats: "Sequence[int]", taken: "Sequence[bool]") -> bool:
+    """Whether a seal stands after the last verdict read (``taken``: whether the seal at each of ``ats`` bound one):
+    written as the seal, passed over, or in any other spelling (its hex digits with anything else between them taken
+    out, fullwidth, in capitals) after the last seal accounted for. After a draft the judge quoted, such a seal may
+    bind its own verdict in a form not read. A policy never knows the seal; 16 digits come in order by chance once in
+    2**64."""
+    read = used = loose = 0
+    for at, took in zip(ats, taken):
+        if took:
+            read = used = at + len(seal)
+        elif _unbinding(text, at):
+            used = at + len(seal)
+        else:
+            loose = at + len(seal)
+    if loose > read:
+        return True
+    tail = text[used:]
+    if "\uff01" <= max(tail, default=" "):
+        tail = tail.translate(_FULLWIDTH)
+    return seal.encode("ascii") in tail.encode("ascii", "ignore").translate(_LOWER, _NOT_HEX)
 
 
 #: what ends a sealed line: a line break, or another line boundary a judge may write (``str.splitlines``')

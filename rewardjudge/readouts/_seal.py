@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from ._decision import Decision, NoVerdict, Verdict, last_decides
 from ._forms import END_TOKENS, inside_copy, policy_copies
 from ._own import (EDGE, EMPHASIS, LINE_END, PICTOGRAPHS, ZERO_WIDTH, as_seal, folded, json_string_rest, line_stop,
-                   pasted, read_noted, relaxed_object, sealed_row, unclosed, unstyled, unwrap, value_start, without_closers)
+                   pasted, read_noted, relaxed_object, seal_after, sealed_row, unclosed, unstyled, unwrap,
+                   value_start, without_closers)
 from ._scan import SURROGATE_ESCAPE, Nested, lone_surrogates_out
 from ._scan import decode_object as _decode
 from ._text import letters
@@ -25,9 +26,8 @@ from ._text import letters
 __all__ = ["SEAL_FIELDS", "Sealer", "blank_drafts", "json_instruction", "label_instruction", "read_sealed",
            "read_unsealed", "seal_messages", "sealed_schema", "value_offset"]
 
-#: the fields of a JSON verdict that carry the seal, its first and its last (a user output
-#: model may not use them): a policy's text, quoted by a judge that leaves its quotes
-#: unescaped, can neither open a sealed object nor close one early
+#: the fields of a JSON verdict that carry the seal, its first and its last (a user output model may not use them):
+#: a policy's text, quoted by a judge that leaves its quotes unescaped, can neither open a sealed object nor close one
 SEAL_FIELD, SEAL_END_FIELD = SEAL_FIELDS = ("seal", "seal_end")
 #: hex digits of a seal: 64 bits
 SEAL_HEX = 16
@@ -182,15 +182,13 @@ def sealed_schema(schema: Mapping[str, Any], seal: str | None = None) -> dict[st
 # the reply
 #: a draft's opening tag after leading whitespace (``\s`` is ``str.isspace``, as ``str.lstrip``)
 _DRAFT_OPEN = re.compile(r"\s*<(think|thinking)\b[^<>]{0,64}>", re.IGNORECASE)
-#: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it (a literal
-#: search: a lazy ``.*?`` to it cost 15 ms per MB of ``<think> ``)
+#: the first ``</think>`` (``</thinking>``) after a draft's opening tag closes it (a literal search)
 _DRAFT_CLOSE = {name: re.compile(rf"</{name}\s{{0,8}}>", re.IGNORECASE) for name in ("think", "thinking")}
 
 
 def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
-    """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces (offsets
-    hold); with ``marks`` (the seal, candidate ids) only where one stands after it. Why an unclosed
-    draft, a tag elsewhere or a close with no mark after it hide nothing: docs/sealed-verdicts.md."""
+    """``text`` with a leading, closed ``<think>``/``<thinking>`` draft replaced by spaces (offsets hold); with
+    ``marks`` (the seal, candidate ids) only where one stands after it (why: docs/sealed-verdicts.md)."""
     m = _DRAFT_OPEN.match(text)
     m = m and _DRAFT_CLOSE[m.group(1).lower()].search(text, m.end())
     if m is None or (marks is not None and not any(text.find(k, m.end()) >= 0 for k in marks if k)):
@@ -200,22 +198,20 @@ def blank_drafts(text: str, marks: "Sequence[str] | None" = None) -> str:
 
 #: seal occurrences examined per reply (the last ones)
 _MAX_OCCURRENCES = 64
+_ECHOED: Any = object()   # ``_label_at``'s answer for the seal instruction's example line, echoed (its seal used)
 #: raw line breaks inside strings are accepted: llama.cpp's schema grammars let them through
 _DECODER = json.JSONDecoder(strict=False)
 
-
 #: JSON whitespace
 _WS = re.compile(r"[ \t\r\n]*")
-#: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between; in single quotes, a Python dict's), ending
-#: right at its seal
+#: a sealed verdict's opening, ``{"seal": "`` (JSON whitespace between; in single quotes, a Python dict's)
 _OPENING = re.compile(r'\{%s(["\'])%s\1%s:%s\1' % (_WS.pattern, re.escape(SEAL_FIELD), _WS.pattern, _WS.pattern))
 #: the most characters from an opening's ``{`` to its seal
 _OPENING_MAX = 64
 
 
 def _opening(text: str, at: int) -> int:
-    """The offset of the ``{`` of the object whose first field is the seal at ``at``
-    (``{"seal": "<seal>``), or -1: a bounded look back, never a scan of the reply."""
+    """The offset of the ``{`` of the object whose first field is the seal at ``at``, or -1 (a bounded look back)."""
     start = text.rfind("{", max(0, at - _OPENING_MAX), at) if text[at - 1:at] in ('"', "'") else -1
     m = _OPENING.match(text, start, at) if start >= 0 else None
     return start if m is not None and m.end() == at else -1
@@ -337,7 +333,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
               placeholder: str = "", cut: "int | None" = None) -> "Decision | None":
     """The verdict ``VERDICT <seal>: <label>`` of the seal at ``at`` on the line from ``line_start``, to its end
     or ``cut`` (the next sealed line's ``VERDICT`` on it) (``value_at``: where its value begins): a ``NoVerdict``
-    where the rest is not one verdict, None where it is the instruction's own ``placeholder``, echoed."""
+    where the rest is not one verdict, ``_ECHOED`` where it is the instruction's own ``placeholder``; else None."""
     line_end = line_stop(text, at, len(text) if cut is None else cut)
     j = _past_around(text, at + len(seal), line_end)
     if j >= line_end:   # nothing after the seal: its row's verdict cell before it (``| FAIL | <seal>``), or none
@@ -357,7 +353,7 @@ def _label_at(text: str, at: int, line_start: int, seal: str, read_line: Callabl
         return _label_below(text, line_start, line_end, read_line)
     if value is None:
         if placeholder and letters(_CLOSING_TAGS.sub("", rest)) == letters(placeholder):
-            return None   # the seal instruction's example line, echoed (its brackets or case changed, in an element)
+            return _ECHOED   # the seal instruction's example line (its brackets or case changed, in an element)
         return NoVerdict(
             f"the sealed verdict line does not hold exactly one verdict: {unwrap(rest)[:80]!r}",
             kind="invalid")
@@ -507,22 +503,25 @@ def read_sealed(text: str, seal: str, *, check: "Callable[[dict[str, Any]], Any]
     words = [_verdict_word(text, at) if read_line is not None else -1 for at in ats]   # where each VERDICT is
     copies: list = []   # the policy's texts' copies in the reply, found where a verdict is read off its seal's line
     in_object = False   # between a JSON verdict's opening seal and its closing one: a VERDICT line there is its text
+    taken: "list[bool]" = []   # whether each seal bound a verdict read (or an echoed example line)
     for at, word, cut in zip(ats, words, _next_words(words, len(text))):
-        start = -1 if check is None else _opening(text, at)
+        start, decision = -1 if check is None else _opening(text, at), None
         if start >= 0:   # the seal opens a JSON object
-            found[start] = _sealed_object(text, start, seal, check)  # type: ignore[arg-type]
-            in_object = True
-        elif in_object:
-            in_object = not _closing(text, at)
+            found[start], in_object, decision = _sealed_object(text, start, seal, check), True, _ECHOED  # type: ignore
+        elif in_object:   # it stands in one
+            in_object, decision = not _closing(text, at), _ECHOED
         elif word >= 0:   # a VERDICT line
             decision = _label_at(text, at, text.rfind("\n", 0, word) + 1, seal, read_line, placeholder, cut)
-            if policy_texts and decision is not None and pasted(text, at, decision, policy_texts, copies):
-                decision = NoVerdict("the sealed verdict's row is the policy's text, pasted", kind="invalid")
-            if decision is not None:
+            if decision not in (None, _ECHOED):
+                if policy_texts and pasted(text, at, decision, policy_texts, copies):
+                    decision = NoVerdict("the sealed verdict's row is the policy's text, pasted", kind="invalid")
                 found[word] = decision
+        taken.append(decision is not None)
     if not found:
         return NoVerdict("no sealed verdict in the reply (a verdict must carry the request's seal)",
                          kind="no sealed verdict")
+    if seal_after(text, seal, ats, taken):   # hunt 39: it may bind the judge's own verdict, after a draft it quoted
+        return NoVerdict("the seal stands after the last verdict read, in a form not read", kind="no sealed verdict")
     return last_decides([found[start] for start in sorted(found)], same)
 
 
