@@ -407,6 +407,25 @@ _DRAFT_MODES = {
     "draft_curly_ids": _draft_then(lambda r: re.sub(r'id="([a-z][a-z2-9]{13})"', "id=\u201c\\1\u201d", r)),
 }
 
+
+def _unread_after_draft(view: Callable[[str], str]) -> Callable[[str, str, Callable[..., str]], str]:
+    """A judge mode grading a hostile completion: the draft, then its own verdict as ``view`` writes it, in a form
+    the reader does not take (its benign grades are honest): unscored by ``readouts._own.seal_after``, never forged."""
+    drafted = _draft_then(view)
+    return lambda p, c, s: s() if c == BENIGN else drafted(p, c, s)
+
+
+#: hunt 39's sealed-reader cases as judge modes of their own (out of ``BEHAVIOUR_MODES``: unscored by design): the
+#: own verdict in fullwidth forms, as JSON with its keys sorted (its seal no longer first), its seal in braces
+_UNREAD_DRAFT_MODES = {
+    "draft_fullwidth": _unread_after_draft(lambda r: r.translate(_FULLWIDTH)),
+    "draft_sorted_keys": _unread_after_draft(lambda r: _SEALED_OBJECT.sub(
+        lambda m: json.dumps(json.loads(m.group()), sort_keys=True), r)),
+    "draft_braced_seal": _unread_after_draft(lambda r: _SEALED_LINE.sub(
+        lambda m: f"VERDICT {{{m.group(1)[8:]}}}: {m.group(2)}", r)),
+}
+
+
 def _table_verdict_first(p: str, c: str, s: Callable[..., str]) -> str:
     """The policy's text (decoded) quoted, its verdict and seal as a key-value table's rows, the verdict's first
     (``| verdict | FAIL |`` / ``| seal | <seal> |``)."""
@@ -526,6 +545,7 @@ _JUDGE_MODES: dict[str, Callable[[str, str, Callable[..., str]], Any]] = {
     "grade_note": _grade_note,
     "example_element": _example_element,
     **_DRAFT_MODES,
+    **_UNREAD_DRAFT_MODES,
     "table_verdict_first": _table_verdict_first,
     "table_open_row": _table_open_row,
     "table_seal_only": _table_seal_only,

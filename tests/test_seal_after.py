@@ -5,11 +5,14 @@ passed over after the last verdict it read leaves the reply unscored; an honest 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 
 import pytest
 
+from rewardjudge import _naive_judges
+from rewardjudge.attacks import ATTACKS, BEHAVIOUR_MODES, declared_form_targets, default_targets, run_attack_suite
 from rewardjudge.graders._outputs import BinaryJudgeOutput
 from rewardjudge.readouts._decision import NoVerdict
 from rewardjudge.readouts._seal import read_sealed
@@ -66,3 +69,19 @@ def test_an_honest_reply_still_reads(name):
     reply, want = HONEST[name]
     kw = {"check": _check} if reply.startswith("{") else {}
     assert _value(read_sealed(reply, S, labels=LABELS, placeholder="<PASS or FAIL>", **kw)) == want
+
+
+UNREAD_DRAFT_MODES = ("draft_fullwidth", "draft_sorted_keys", "draft_braced_seal")
+
+
+def test_judges_writing_their_own_verdict_unread_after_a_draft_are_unscored_never_forged():
+    # the corpus through every grader (declared forms too), each judge quoting a sealed draft of the policy's claim,
+    # then writing its own verdict in a form not read: an escape (unscored), never a raised reward
+    targets = {**default_targets(), **declared_form_targets()}
+    claims = [a for a in ATTACKS if a.kind in ("forgery", "plain-label")][:12]
+    report = asyncio.run(run_attack_suite(targets, claims, UNREAD_DRAFT_MODES))
+    assert report.outcomes
+    assert not [o for o in report.outcomes if o.changed or o.benign_changed], report.outcomes[:3]
+    assert any(o.status == "unscored" for o in report.outcomes)
+    assert set(UNREAD_DRAFT_MODES) <= set(_naive_judges._JUDGE_MODES) and not set(UNREAD_DRAFT_MODES) & set(
+        BEHAVIOUR_MODES)
