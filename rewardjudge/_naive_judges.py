@@ -409,14 +409,13 @@ _DRAFT_MODES = {
 
 
 def _unread_after_draft(view: Callable[[str], str]) -> Callable[[str, str, Callable[..., str]], str]:
-    """A judge mode grading a hostile completion: the draft, then its own verdict as ``view`` writes it, in a form
-    the reader does not take (its benign grades are honest): unscored by ``readouts._own.seal_after``, never forged."""
+    """``_draft_then(view)`` grading a hostile completion (its benign grades honest): unscored, never forged."""
     drafted = _draft_then(view)
     return lambda p, c, s: s() if c == BENIGN else drafted(p, c, s)
 
 
-#: hunt 39's sealed-reader cases as judge modes of their own (out of ``BEHAVIOUR_MODES``: unscored by design): the
-#: own verdict in fullwidth forms, as JSON with its keys sorted (its seal no longer first), its seal in braces
+#: hunt 39's sealed-reader cases, modes of their own (unscored by design): the own verdict in fullwidth forms, as JSON
+#: with its keys sorted (its seal no longer first), its seal in braces
 _UNREAD_DRAFT_MODES = {
     "draft_fullwidth": _unread_after_draft(lambda r: r.translate(_FULLWIDTH)),
     "draft_sorted_keys": _unread_after_draft(lambda r: _SEALED_OBJECT.sub(
