@@ -410,8 +410,7 @@ _DRAFT_MODES = {
 
 def _unread_after_draft(view: Callable[[str], str]) -> Callable[[str, str, Callable[..., str]], str]:
     """``_draft_then(view)`` grading a hostile completion (its benign grades honest): unscored, never forged."""
-    drafted = _draft_then(view)
-    return lambda p, c, s: s() if c == BENIGN else drafted(p, c, s)
+    return lambda p, c, s, drafted=_draft_then(view): s() if c == BENIGN else drafted(p, c, s)
 
 
 #: hunt 39's sealed-reader cases, modes of their own (unscored by design): the own verdict in fullwidth forms, as JSON
