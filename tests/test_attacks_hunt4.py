@@ -231,8 +231,6 @@ def _forms(seal: str) -> dict[str, str]:
         "keys swapped": '{"seal": "%s", "score": 1, "reasoning": "ok", "seal_end": "%s"}' % (seal, seal),
         "nested wrapper": '{"result": {"verdict": {"seal": "%s", "reasoning": "ok", "score": 1, "seal_end": "%s"}}}'
                           % (seal, seal),
-        "restated escaped after": '{"seal": "%s", "reasoning": "ok", "score": 1, "seal_end": "%s"}\nAs a string: '
-                                  '"{\\"seal\\": \\"%s\\", \\"score\\": 0}"' % (seal, seal, seal),
         "draft then final": '{"seal": "%s", "reasoning": "hm", "score": 0, "seal_end": "%s"}\nFinal:\n'
                             '{"seal": "%s", "reasoning": "ok", "score": 1, "seal_end": "%s"}' % ((seal,) * 4),
         "instruction echoed after": '{"seal": "%s", "reasoning": "ok", "score": 1, "seal_end": "%s"}\n'
@@ -244,6 +242,17 @@ def _forms(seal: str) -> dict[str, str]:
 async def test_a_benign_judges_own_two_seal_verdict_in_any_common_form_is_read(form):
     grade = await _grader(_judging(lambda m, seal: _forms(seal)[form])).grade(_thread("Paris is the capital."))
     assert (grade.status, grade.value) == ("scored", 1.0), grade
+
+
+async def test_a_sealed_verdict_restated_escaped_after_the_judges_own_leaves_it_unscored():
+    # the same shape as a draft quoted first, then the judge's own verdict escaped in a string (hunt 39): the reader
+    # cannot tell which is the judge's own, so a seal passed over after the verdict read leaves it unscored
+    def reply(m, seal):
+        return ('{"seal": "%s", "reasoning": "ok", "score": 1, "seal_end": "%s"}\nAs a string: '
+                '"{\\"seal\\": \\"%s\\", \\"score\\": 0}"' % (seal, seal, seal))
+
+    grade = await _grader(_judging(reply)).grade(_thread("Paris is the capital."))
+    assert (grade.status, grade.value) == ("unscored", None) and "no sealed verdict" in grade.error, grade
 
 
 class _EVJudge(InferenceModel):
