@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError
 from ..scales import Scale
 from ._decision import Decision, NoVerdict, Verdict, last_decides
-from ._own import as_seal, folded, read_noted, unstyled, unwrap, value_start
+from ._own import FULLWIDTH_ASCII, as_seal, folded, read_noted, unstyled, unwrap, value_start
 from ._gbnf import literal, reasoning_rule
 from ._seal import Sealer, blank_drafts, trimmed
 
@@ -108,9 +108,6 @@ def _grade(text: str, scale: Scale) -> "int | str":
         return f"grade {grade} is outside the {scale.name} scale {scale.min}-{scale.max}"
     return grade
 
-
-#: fullwidth ASCII forms and the ideographic space as ASCII (a judge writing its blocks as Japanese text does)
-_FULLWIDTH_ASCII = {**{i: i - 0xFEE0 for i in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
 
 #: per id its grade elements: each one's decision and the block it stands in
 _Grades = dict[str, list[tuple[Decision, "list | None"]]]
@@ -214,7 +211,7 @@ def read_candidate_reply(text: str | None, ids: Sequence[str], scale: Scale | st
     if not isinstance(text, str) or not text.strip():
         return CandidateReading({cid: NoVerdict("empty reply", kind="no sealed verdict") for cid in sent})
     if "\uff1c" in text:   # a fullwidth ``<``: the reply's fullwidth ASCII forms as ASCII, one character each
-        text = text.translate(_FULLWIDTH_ASCII)
+        text = text.translate(FULLWIDTH_ASCII)
     for cid in sent:   # an id with zero-width marks, spaces or hyphens inside it, as a seal may be written: the id
         text = as_seal(text, cid)
     text = blank_drafts(text, sent)

@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ._copies import inside_copy, policy_copies
 
-__all__ = ["EDGE", "EMPHASIS", "LINE_END", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded", "json_string_rest",
-           "line_stop", "pasted", "read_noted", "relaxed_object", "seal_after", "sealed_row", "unclosed", "unstyled",
-           "unwrap", "value_start", "without_closers"]
+__all__ = ["EDGE", "EMPHASIS", "FULLWIDTH_ASCII", "LINE_END", "PICTOGRAPHS", "ZERO_WIDTH", "as_seal", "folded",
+           "json_string_rest", "line_stop", "pasted", "read_noted", "relaxed_object", "seal_after", "sealed_row",
+           "unclosed", "unstyled", "unwrap", "value_start", "without_closers"]
 
 #: emoji and arrows (and the marks that join or present them) a judge writes beside its verdict
 PICTOGRAPHS = "\ufe0e\ufe0f\u200d\u20e3\u2190-\u21ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
@@ -217,8 +217,8 @@ def as_seal(text: str, seal: str) -> str:
     return _spelled(seal).sub(lambda m: seal + "\u200b" * (len(m.group()) - len(seal)), text)
 
 
-#: fullwidth forms (U+FF01-FF5E) as their ASCII letters and digits
-_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+#: fullwidth ASCII forms (U+FF01-FF5E) and the ideographic space as ASCII (a judge writing Japanese text writes them)
+FULLWIDTH_ASCII = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
 _HEX = b"0123456789abcdef"
 #: bytes that are no lower-case hex digit, taken out
 _NOT_HEX = bytes(b for b in range(256) if b not in _HEX and not 0x41 <= b <= 0x46)
@@ -252,7 +252,7 @@ def seal_after(text: str, seal: str, ats: "Sequence[int]", taken: "Sequence[bool
         return True
     tail = text[used:]
     if "\uff01" <= max(tail, default=" "):
-        tail = tail.translate(_FULLWIDTH)
+        tail = tail.translate(FULLWIDTH_ASCII)
     return seal.encode("ascii") in tail.encode("ascii", "ignore").translate(_LOWER, _NOT_HEX)
 
 
